@@ -1,0 +1,17 @@
+#pragma once
+// Each group of `allot` subcommands registers itself on the CLI11 app. A command's callback stores its exit
+// code in `exit_code` (0 success, 1 a check failed, 2 invalid input, 3 a runtime failure such as a server that
+// cannot be reached), and main returns it.
+#include <CLI/CLI.hpp>
+
+namespace allot::cli {
+
+struct Context {
+  int exit_code = 0;
+};
+
+void add_sim_commands(CLI::App& app, Context& ctx);       // sim run | replay | bench
+void add_topology_commands(CLI::App& app, Context& ctx);  // topology import | slurm-conf | mermaid
+void add_demo_command(CLI::App& app, Context& ctx);       // demo
+
+}  // namespace allot::cli

@@ -1,0 +1,105 @@
+#include "core/admission.h"
+
+#include <algorithm>
+
+namespace allot {
+
+std::vector<TypeId> candidate_types(const ClusterState& s, const Job& job) {
+  bool untyped = false;
+  for (const auto& ps : job.pod_sets) untyped |= !ps.type.has_value();
+  if (!untyped) return {job.pod_sets.front().type.value()};
+  std::vector<TypeId> out;
+  auto add = [&](TypeId t) {
+    if (s.type_capacity(t).is_zero() && s.teams[job.team.index()].nominal[t.index()].is_zero()) return;
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+  };
+  for (const auto& a : s.teams[job.team.index()].spec.allocation)
+    if (auto t = s.catalog.find(a.instance_type)) add(*t);
+  std::vector<TypeId> rest;
+  for (size_t i = 0; i < s.catalog.size(); ++i) rest.emplace_back(static_cast<uint32_t>(i));
+  std::sort(rest.begin(), rest.end(), [&](TypeId a, TypeId b) { return s.catalog.at(a).name < s.catalog.at(b).name; });
+  for (TypeId t : rest) add(t);
+  return out;
+}
+
+std::vector<std::pair<TypeId, Resources>> job_request(const ClusterState& s, const Job& job, TypeId type, std::string* why) {
+  std::vector<std::pair<TypeId, Resources>> out;
+  for (const auto& ps : job.pod_sets) {
+    TypeId t = ps.type.value_or(type);
+    auto r = replica_resources(s, ps, t);
+    if (!r) {
+      if (why) *why = r.error().message;
+      return {};
+    }
+    Resources total = *r * ps.replicas;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == t; });
+    if (it == out.end()) out.emplace_back(t, total);
+    else it->second += total;
+  }
+  return out;
+}
+
+AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,
+                           BorrowMode mode, const RoomTable* pristine, const std::vector<TypeId>* only_types) {
+  AdmissionAttempt best;
+  best.never = true;
+  std::string quota_reason, placement_reason;
+  bool any_type = false;
+  for (TypeId type : candidate_types(s, job)) {
+    if (only_types && std::find(only_types->begin(), only_types->end(), type) == only_types->end()) continue;
+    std::string why;
+    auto request = job_request(s, job, type, &why);
+    if (request.empty()) {
+      if (quota_reason.empty()) quota_reason = why;
+      continue;
+    }
+    any_type = true;
+    bool fits = true, within = true, never = false;
+    std::string qreason;
+    for (const auto& [t, r] : request) {
+      QuotaVerdict v = check_quota(s, usage, job.team, t, r);
+      within &= v.within_nominal;
+      never |= v.never;
+      if (!v.fits && fits) {
+        fits = false;
+        qreason = v.reason;
+      }
+    }
+    // A type is hopeless only if quota or capacity can never hold the job there; one hopeful type is enough.
+    if (!never && fits) {
+      // decided below, by placement
+    } else if (!never) {
+      best.never = false;
+    }
+    best.within_nominal = within;
+    if (!fits) {
+      if (quota_reason.empty()) quota_reason = qreason;
+      continue;
+    }
+    if (mode == BorrowMode::kWithinNominalOnly && !within) {
+      best.never = false;
+      if (quota_reason.empty()) quota_reason = "needs to borrow";
+      continue;
+    }
+    best.quota_ok = true;
+    PlacementOutcome p = place_job(s, room, job, type, pristine);
+    if (!p.ok) {
+      if (placement_reason.empty() || (!p.never && placement_reason.starts_with("never"))) placement_reason = p.reason;
+      if (!p.never) best.never = false;
+      continue;
+    }
+    best.ok = true;
+    best.never = false;
+    best.type = type;
+    best.placement = std::move(p.placement);
+    best.borrowing = !within;
+    best.reason.clear();
+    return best;
+  }
+  if (!any_type) best.never = true;
+  best.reason = !placement_reason.empty() ? placement_reason : quota_reason;
+  if (best.reason.empty()) best.reason = "no instance type in the cluster can serve its replicas";
+  return best;
+}
+
+}  // namespace allot

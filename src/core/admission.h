@@ -1,0 +1,35 @@
+#pragma once
+// One admission attempt for one job against given room and usage (live or scratch): which instance type, what
+// quota says, where it would be placed. Shared by the scheduler loop and the preemption planner.
+#include <string>
+#include <vector>
+
+#include "core/placement.h"
+#include "core/quota.h"
+
+namespace allot {
+
+struct AdmissionAttempt {
+  bool ok = false;
+  TypeId type;
+  Placement placement;
+  bool borrowing = false;       // the team would be above its nominal quota after admission
+  bool within_nominal = false;  // (for the type tried last or admitted) no borrowing needed
+  bool quota_ok = false;        // quota allowed it on some type; what failed then was placement
+  bool never = false;           // no type can ever hold it (quota or capacity that does not exist)
+  std::string reason;
+};
+
+enum class BorrowMode { kWithinNominalOnly, kAllowBorrowing };
+
+// The instance types a job may use, in the order they are tried: for pod sets without a type, the team's
+// allocation order first, then the other types the cluster has, by name.
+std::vector<TypeId> candidate_types(const ClusterState& s, const Job& job);
+
+// Quota need of the job per type if its untyped pod sets went to `type`; empty when `type` cannot serve it.
+std::vector<std::pair<TypeId, Resources>> job_request(const ClusterState& s, const Job& job, TypeId type, std::string* why);
+
+AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,
+                           BorrowMode mode, const RoomTable* pristine, const std::vector<TypeId>* only_types = nullptr);
+
+}  // namespace allot

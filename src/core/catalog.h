@@ -1,0 +1,70 @@
+#pragma once
+// The instance-type catalog: what each kind of node has (accelerators, vCPUs, memory, EFA, NUMA layout,
+// UltraServer size). Built-in types cover the SageMaker HyperPod instance families; config may add more.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ids.h"
+#include "core/resources.h"
+#include "core/result.h"
+
+namespace allot {
+
+enum class AcceleratorKind { kNone, kNvidiaGpu, kNeuron };
+const char* accelerator_kind_name(AcceleratorKind k);  // "none", "nvidia-gpu", "neuron"
+
+// One NUMA domain: the accelerators and the vCPUs that share a memory bus and PCIe root.
+struct NumaDomain {
+  std::vector<int> accelerators;  // accelerator indices 0..n-1
+  int first_vcpu = 0;             // vCPUs [first_vcpu, first_vcpu + vcpus)
+  int vcpus = 0;
+};
+
+struct InstanceType {
+  std::string name;  // canonical, with the ml. prefix: "ml.p5.48xlarge"
+  AcceleratorKind accelerator_kind = AcceleratorKind::kNone;
+  std::string accelerator_model;  // "H100", "A10G", "Trainium2"; empty for CPU types
+  int accelerators = 0;
+  int accelerator_memory_gib = 0;  // per accelerator
+  int neuron_cores_per_accelerator = 0;  // Neuron devices only: how many NeuronCores one device exposes
+  int vcpus = 0;
+  int memory_gib = 0;
+  int efa_interfaces = 0;
+  std::vector<NumaDomain> numa;  // never empty for a valid type
+  int ultraserver_size = 0;      // nodes per NVLink UltraServer; 0 where the type has none
+
+  Resources capacity() const {
+    return {accelerators, int64_t{vcpus} * 1000, int64_t{memory_gib} * 1024};
+  }
+};
+
+// "p5.48xlarge" -> "ml.p5.48xlarge": the prefix is optional everywhere a user names a type.
+std::string canonical_type_name(std::string_view name);
+
+class Catalog {
+ public:
+  // The built-in types of DESIGN.md's domain model.
+  static Catalog builtin();
+
+  // Adds a user-defined type. Rejects a duplicate name and inconsistent facts (NUMA domains that do not
+  // cover the accelerators and vCPUs exactly once) with a message that says which.
+  Result<TypeId> add(InstanceType type);
+
+  std::optional<TypeId> find(std::string_view name) const;
+  // Like find, but the error lists the known names.
+  Result<TypeId> lookup(std::string_view name) const;
+  const InstanceType& at(TypeId id) const { return types_[id.index()]; }
+  size_t size() const { return types_.size(); }
+  const std::vector<InstanceType>& types() const { return types_; }
+  std::string known_names() const;  // "ml.c5.2xlarge, ml.g5.12xlarge, ..."
+
+ private:
+  std::vector<InstanceType> types_;
+};
+
+// NUMA layout helper: `domains` equal domains splitting accelerators and vCPUs in order.
+std::vector<NumaDomain> even_numa(int domains, int accelerators, int vcpus);
+
+}  // namespace allot

@@ -1,0 +1,16 @@
+#pragma once
+// Slurm-style host lists: "gpu-[1-4]" -> gpu-1..gpu-4, "n[01-03,7]" keeps the zero padding, several bracket
+// groups multiply ("r[1-2]-n[1-2]"), and top-level commas separate names ("a,b[1-2]").
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace allot {
+
+inline constexpr size_t kMaxHostlistNames = 200000;
+
+Result<std::vector<std::string>> expand_hostlist(std::string_view expr);
+
+}  // namespace allot

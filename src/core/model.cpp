@@ -1,0 +1,35 @@
+#include "core/model.h"
+
+#include <algorithm>
+
+namespace allot {
+
+const char* job_state_name(JobState s) {
+  switch (s) {
+    case JobState::kPending: return "Pending";
+    case JobState::kRunning: return "Running";
+    case JobState::kSuspended: return "Suspended";
+    case JobState::kSucceeded: return "Succeeded";
+    case JobState::kFailed: return "Failed";
+    case JobState::kCancelled: return "Cancelled";
+  }
+  return "?";
+}
+
+std::optional<JobState> parse_job_state(std::string_view s) {
+  for (JobState st : {JobState::kPending, JobState::kRunning, JobState::kSuspended, JobState::kSucceeded,
+                      JobState::kFailed, JobState::kCancelled})
+    if (s == job_state_name(st)) return st;
+  return std::nullopt;
+}
+
+std::vector<NodeId> Placement::nodes() const {
+  std::vector<NodeId> out;
+  for (const auto& ps : pod_sets)
+    for (const auto& r : ps.replicas) out.push_back(r.node);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace allot

@@ -1,0 +1,126 @@
+#pragma once
+// The core's interned model: nodes, teams and jobs with IDs, resolved amounts and derived accounting.
+// Specs (spec.h) come in with names; everything here is checked and resolved.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/ids.h"
+#include "core/resources.h"
+#include "core/spec.h"
+
+namespace allot {
+
+enum class JobState { kPending, kRunning, kSuspended, kSucceeded, kFailed, kCancelled };
+const char* job_state_name(JobState s);
+std::optional<JobState> parse_job_state(std::string_view s);
+inline bool is_active(JobState s) { return s == JobState::kPending || s == JobState::kRunning || s == JobState::kSuspended; }
+inline bool is_waiting(JobState s) { return s == JobState::kPending || s == JobState::kSuspended; }
+
+struct Node {
+  NodeId id;
+  std::string name;
+  TypeId type;
+  std::string instance_group;
+  std::map<std::string, std::string> labels;  // full label keys
+  std::vector<std::string> topology;          // one value per topology level; the last is the name
+  NodeHealth health = NodeHealth::kSchedulable;
+  bool cordoned = false;
+  bool removed = false;  // left the cluster; the ID is never reused
+  // Accounting, kept right by the operations in state.cpp.
+  Resources used;
+  uint64_t accelerators_used = 0;  // bit i: accelerator i is bound to a replica
+  int replicas = 0;
+  JobId exclusive_owner;  // a topology-exclusive job holds this node's domain
+
+  bool schedulable() const { return !removed && !cordoned && health == NodeHealth::kSchedulable; }
+};
+
+struct Team {
+  TeamId id;
+  TeamSpec spec;
+  std::vector<Resources> nominal;  // per instance type (TypeId index)
+  std::vector<Resources> usage;    // per instance type: what its running jobs hold
+  bool lends() const { return spec.strategy != SharingStrategy::kDontLend; }
+  bool borrows() const { return spec.strategy == SharingStrategy::kLendAndBorrow; }
+};
+
+struct TopologyRequest {
+  enum class Mode { kNone, kRequired, kPreferred };
+  Mode mode = Mode::kNone;
+  int level = -1;            // index into the topology levels
+  int slice_level = -1;      // -1: no slices
+  int slice_size = 0;
+  int exclusive_level = -1;  // -1: not exclusive
+};
+
+struct PodSet {
+  std::string name;
+  int replicas = 1;
+  std::optional<TypeId> type;  // nullopt: any type the team may use
+  AmountSpec per_replica;
+  TopologyRequest topology;
+};
+
+// Where one replica runs: the node, the accelerators bound to it, and the vCPUs of their NUMA domains.
+struct ReplicaBinding {
+  NodeId node;
+  std::vector<int> accelerators;
+  std::vector<int> numa_domains;
+  std::string cpus;  // "0-47,96-143": the vCPUs of those NUMA domains
+};
+
+struct PodSetPlacement {
+  TypeId type;
+  Resources per_replica;
+  std::vector<ReplicaBinding> replicas;
+};
+
+struct Placement {
+  std::vector<PodSetPlacement> pod_sets;
+  bool empty() const { return pod_sets.empty(); }
+  std::vector<NodeId> nodes() const;  // distinct, sorted
+};
+
+struct Transition {
+  Time at = 0;
+  JobState from = JobState::kPending;
+  JobState to = JobState::kPending;
+  std::string reason;
+};
+
+struct Job {
+  JobId id;
+  JobSpec spec;
+  TeamId team;
+  int priority = 0;  // the priority class weight; 0 without a class
+  std::vector<PodSet> pod_sets;
+  uint64_t arrival = 0;  // submission order; ties in every ordering break on it
+  Time submitted_at = 0;
+  Time waiting_since = 0;  // when it last became Pending or Suspended
+
+  JobState state = JobState::kPending;
+  std::string reason;  // why it is in its state, for people
+  Placement placement;
+  bool borrowing = false;  // admitted while its team was above nominal quota
+  Time started_at = 0;     // of the current run
+  int64_t work_done_s = 0; // kept work from earlier runs (checkpointed)
+  int preemptions = 0;
+  int restarts = 0;        // restarts after failures (node or process)
+  std::vector<Transition> history;
+};
+
+// One admission or preemption the scheduler decided, with the rule that applied.
+struct Decision {
+  enum class Kind { kAdmit, kPreempt };
+  Kind kind = Kind::kAdmit;
+  JobId job;
+  Placement placement;   // kAdmit
+  bool borrowing = false;
+  JobId preemptor;       // kPreempt: the job that needed the room
+  std::string reason;    // which rule, who gained or lost what
+};
+
+}  // namespace allot

@@ -1,0 +1,280 @@
+#include "core/placement.h"
+
+#include <algorithm>
+#include <bit>
+#include <climits>
+
+#include "core/numa.h"
+#include "core/request.h"
+#include "core/topology_levels.h"
+
+namespace allot {
+namespace {
+
+using Pick = std::vector<std::pair<int, int64_t>>;  // (domain, amount)
+
+// How many replicas of `req` fit on one node's room.
+int64_t node_fit(const NodeRoom& r, const Resources& req, bool whole_node, JobId job) {
+  if (!r.usable) return 0;
+  if (r.exclusive_owner.valid() && r.exclusive_owner != job) return 0;
+  if (whole_node) return r.replicas == 0 ? 1 : 0;
+  int64_t k = INT_MAX;
+  if (req.accelerators > 0) k = std::min<int64_t>(k, std::popcount(r.accelerators_free) / req.accelerators);
+  if (req.vcpu_milli > 0) k = std::min(k, r.free.vcpu_milli / req.vcpu_milli);
+  if (req.memory_mib > 0) k = std::min(k, r.free.memory_mib / req.memory_mib);
+  return std::max<int64_t>(0, k);
+}
+
+// Capacity of every domain for one pod set: in replicas, and in whole slices at and above the slice level.
+struct Capacity {
+  std::vector<int64_t> replicas;
+  std::vector<int64_t> slices;  // empty without slices
+  int slice_level = -1;
+  int64_t slice_size = 1;
+  int64_t units(const TopologyTree& t, int d) const {
+    return slice_level >= 0 && t.domains[d].level <= slice_level ? slices[d] : replicas[d];
+  }
+};
+
+Capacity compute_capacity(const ClusterState& s, const RoomTable& room, const Job& job, const PodSet& ps, TypeId type,
+                          const Resources& req) {
+  const TopologyTree& t = s.tree;
+  Capacity c;
+  c.replicas.assign(t.domains.size(), 0);
+  const bool whole = ps.per_replica.whole_node;
+  for (size_t n = 0; n < s.nodes.size(); ++n) {
+    int leaf = t.leaf_of_node[n];
+    if (leaf < 0 || s.nodes[n].type != type) continue;
+    c.replicas[leaf] = node_fit(room[n], req, whole, job.id);
+  }
+  // Exclusive: a domain of the exclusive level that holds any other job's replica is closed to this job.
+  if (ps.topology.exclusive_level >= 0) {
+    std::vector<char> dirty(t.domains.size(), 0);
+    for (size_t n = 0; n < s.nodes.size(); ++n) {
+      int leaf = t.leaf_of_node[n];
+      if (leaf < 0) continue;
+      bool other = room[n].replicas > 0 || (room[n].exclusive_owner.valid() && room[n].exclusive_owner != job.id);
+      if (other) dirty[t.ancestor(NodeId(static_cast<uint32_t>(n)), ps.topology.exclusive_level)] = 1;
+    }
+    for (size_t n = 0; n < s.nodes.size(); ++n) {
+      int leaf = t.leaf_of_node[n];
+      if (leaf >= 0 && dirty[t.ancestor(NodeId(static_cast<uint32_t>(n)), ps.topology.exclusive_level)]) c.replicas[leaf] = 0;
+    }
+  }
+  // Parents come before children in the domain list, so one reverse pass sums every subtree.
+  for (size_t d = t.domains.size(); d-- > 0;)
+    if (t.domains[d].parent >= 0) c.replicas[t.domains[d].parent] += c.replicas[d];
+  if (ps.topology.slice_level >= 0) {
+    c.slice_level = ps.topology.slice_level;
+    c.slice_size = ps.topology.slice_size;
+    c.slices.assign(t.domains.size(), 0);
+    for (size_t d = t.domains.size(); d-- > 0;) {
+      if (t.domains[d].level == c.slice_level) c.slices[d] = c.replicas[d] / c.slice_size;
+      if (t.domains[d].level <= c.slice_level && t.domains[d].parent >= 0) c.slices[t.domains[d].parent] += c.slices[d];
+    }
+  }
+  return c;
+}
+
+// The tightest single candidate holding `need`, or the fewest candidates: roomiest first, the last by best fit.
+std::optional<Pick> pick_fewest(const TopologyTree& t, const Capacity& c, std::vector<int> cands, int64_t need) {
+  int best = -1;
+  for (int d : cands) {
+    int64_t u = c.units(t, d);
+    if (u >= need && (best < 0 || u < c.units(t, best) || (u == c.units(t, best) && d < best))) best = d;
+  }
+  if (best >= 0) return Pick{{best, need}};
+  std::stable_sort(cands.begin(), cands.end(), [&](int a, int b) {
+    int64_t ua = c.units(t, a), ub = c.units(t, b);
+    return ua != ub ? ua > ub : a < b;
+  });
+  Pick out;
+  int64_t left = need;
+  for (size_t i = 0; i < cands.size() && left > 0; ++i) {
+    if (c.units(t, cands[i]) <= 0) break;
+    // The candidates from i on that could finish the request form a prefix (they are sorted); its last is the
+    // tightest, taking the smallest index among equals.
+    size_t last = i;
+    while (last + 1 < cands.size() && c.units(t, cands[last + 1]) >= left) ++last;
+    if (c.units(t, cands[last]) >= left) {
+      size_t pick = last;
+      while (pick > i && c.units(t, cands[pick - 1]) == c.units(t, cands[last])) --pick;
+      out.emplace_back(cands[pick], left);
+      left = 0;
+      break;
+    }
+    out.emplace_back(cands[i], c.units(t, cands[i]));
+    left -= c.units(t, cands[i]);
+  }
+  if (left > 0) return std::nullopt;
+  return out;
+}
+
+// From chosen domains at one level down to nodes: children of all chosen domains together, fewest first.
+// Crossing the slice level, each slice domain is descended on its own so no slice straddles two of them.
+std::optional<Pick> descend(const TopologyTree& t, const Capacity& c, Pick chosen) {
+  int level = t.domains[chosen.front().first].level;
+  while (level < t.levels - 1) {
+    if (level == c.slice_level) {
+      Pick leaves;
+      Capacity rc = c;
+      rc.slice_level = -1;  // below the slice level, units are replicas
+      for (auto [d, k] : chosen) {
+        auto sub = descend(t, rc, Pick{{d, k * c.slice_size}});
+        if (!sub) return std::nullopt;
+        leaves.insert(leaves.end(), sub->begin(), sub->end());
+      }
+      return leaves;
+    }
+    std::vector<int> children;
+    int64_t need = 0;
+    for (auto [d, k] : chosen) {
+      children.insert(children.end(), t.domains[d].children.begin(), t.domains[d].children.end());
+      need += k;
+    }
+    auto next = pick_fewest(t, c, children, need);
+    if (!next) return std::nullopt;
+    chosen = std::move(*next);
+    ++level;
+  }
+  return chosen;
+}
+
+// Chooses the leaves (nodes) and replica counts for one pod set, or says why not.
+std::optional<Pick> choose(const ClusterState& s, const Capacity& c, const PodSet& ps, std::string& why) {
+  const TopologyTree& t = s.tree;
+  const int64_t need = c.slice_level >= 0 ? ps.replicas / c.slice_size : ps.replicas;
+  const auto& req = ps.topology;
+  const char* unit = c.slice_level >= 0 ? " slices of " : " replicas";
+  auto roomiest = [&](int level) {
+    int64_t m = 0;
+    for (int d : t.by_level[level]) m = std::max(m, c.units(t, d));
+    return m;
+  };
+  if (t.domains.empty()) {
+    why = "capacity: the cluster has no nodes";
+    return std::nullopt;
+  }
+  if (req.mode == TopologyRequest::Mode::kRequired) {
+    auto one = pick_fewest(t, c, t.by_level[req.level], need);
+    if (!one || one->size() != 1) {
+      why = "topology: no " + short_level(s.levels[req.level]) + " domain has room for " + std::to_string(need) + unit +
+            (c.slice_level >= 0 ? std::to_string(c.slice_size) : "") + " (the roomiest has " +
+            std::to_string(roomiest(req.level)) + ")";
+      return std::nullopt;
+    }
+    return descend(t, c, *one);
+  }
+  int start = req.mode == TopologyRequest::Mode::kPreferred ? req.level
+              : t.lowest_labelled_level >= 0                ? t.lowest_labelled_level
+                                                            : t.levels - 1;
+  if (c.slice_level >= 0) start = std::min(start, c.slice_level);
+  for (int level = start; level >= 0; --level) {
+    auto one = pick_fewest(t, c, t.by_level[level], need);
+    if (one && one->size() == 1) return descend(t, c, *one);
+    if (level == 0 && one) return descend(t, c, *one);
+  }
+  int64_t total = 0;
+  for (int d : t.by_level[0]) total += c.units(t, d);
+  why = "capacity: " + std::to_string(need) + unit + (c.slice_level >= 0 ? std::to_string(c.slice_size) : "") +
+        " do not fit; room for " + std::to_string(total) + " now";
+  return std::nullopt;
+}
+
+std::string replica_text(const ClusterState& s, const PodSet& ps, TypeId type, const Resources& req) {
+  if (ps.per_replica.whole_node) return "whole " + s.catalog.at(type).name + " nodes";
+  return s.catalog.at(type).name + " replicas of " + format_resources(req);
+}
+
+std::optional<PodSetPlacement> place_pod_set(const ClusterState& s, const RoomTable& room, const Job& job,
+                                             const PodSet& ps, TypeId type, std::string& why) {
+  auto req = replica_resources(s, ps, type);
+  if (!req) {
+    why = req.error().message;
+    return std::nullopt;
+  }
+  Capacity cap = compute_capacity(s, room, job, ps, type, *req);
+  auto leaves = choose(s, cap, ps, why);
+  if (!leaves) {
+    why += " (" + std::to_string(ps.replicas) + " " + replica_text(s, ps, type, *req) + ")";
+    return std::nullopt;
+  }
+  PodSetPlacement out;
+  out.type = type;
+  out.per_replica = *req;
+  const InstanceType& it = s.catalog.at(type);
+  for (auto [leaf, count] : *leaves) {
+    NodeId node = s.tree.domains[leaf].node;
+    uint64_t mask = room[node.index()].accelerators_free;
+    for (int64_t i = 0; i < count; ++i) {
+      ReplicaBinding b;
+      b.node = node;
+      bind_replica(it, mask, static_cast<int>(req->accelerators), ps.per_replica.whole_node, b);
+      for (int a : b.accelerators) mask &= ~(uint64_t{1} << a);
+      out.replicas.push_back(std::move(b));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Resources> replica_resources(const ClusterState& s, const PodSet& ps, TypeId type) {
+  auto r = resolve_replica(s.catalog.at(type), ps.per_replica);
+  if (!r) return Error::invalid(s.catalog.at(type).name + ": " + r.error().message);
+  return r;
+}
+
+RoomTable pristine_room(const ClusterState& s) {
+  RoomTable room(s.nodes.size());
+  for (const Node& n : s.nodes) {
+    NodeRoom& r = room[n.id.index()];
+    const InstanceType& it = s.catalog.at(n.type);
+    r.free = it.capacity();
+    r.accelerators_free = it.accelerators >= 64 ? ~uint64_t{0} : ((uint64_t{1} << it.accelerators) - 1);
+    r.usable = !n.removed;
+  }
+  return room;
+}
+
+PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const Job& job, TypeId type,
+                           const RoomTable* pristine) {
+  PlacementOutcome out;
+  RoomTable scratch;
+  const RoomTable* current = &room;
+  for (size_t i = 0; i < job.pod_sets.size(); ++i) {
+    const PodSet& ps = job.pod_sets[i];
+    TypeId t = ps.type.value_or(type);
+    std::string why;
+    auto p = place_pod_set(s, *current, job, ps, t, why);
+    if (!p) {
+      out.reason = why;
+      if (pristine) {
+        std::string ignored;
+        // Never fits: even an empty, healthy cluster has no room for this pod set alone.
+        if (!place_pod_set(s, *pristine, job, ps, t, ignored)) {
+          out.never = true;
+          out.reason = "never fits: " + why + "; the cluster does not have that capacity";
+        }
+      }
+      return out;
+    }
+    if (i + 1 < job.pod_sets.size()) {
+      // Later pod sets see the room the earlier ones took (a scratch copy, never the state).
+      if (current == &room) {
+        scratch = room;
+        current = &scratch;
+      }
+      for (const auto& r : p->replicas) {
+        scratch[r.node.index()].free -= p->per_replica;
+        for (int a : r.accelerators) scratch[r.node.index()].accelerators_free &= ~(uint64_t{1} << a);
+        ++scratch[r.node.index()].replicas;
+      }
+    }
+    out.placement.pod_sets.push_back(std::move(*p));
+  }
+  out.ok = true;
+  return out;
+}
+
+}  // namespace allot

@@ -1,0 +1,39 @@
+#pragma once
+// Gang placement: every replica of every pod set on a schedulable node with room, at once, following the
+// topology rules of DESIGN.md ("Topology"):
+//  - required L: one domain of level L; preferred L: one domain of L if any can hold it, else the tightest
+//    domain of the next coarser level, and so on up; no request: preferred at the lowest labelled level.
+//  - Among domains that can hold a request the tightest wins (least free capacity that still fits, ties by
+//    name). Where a request must span domains: the fewest, the roomiest first, the last one by best fit; the
+//    same rule level by level on the way down, over all children of the domains chosen so far together.
+//  - slice {level S, size N}: capacity at and above S counts whole slices; each slice stays in one S domain.
+//  - exclusive X: only X domains with no other job's replicas; the domains used are then held by the job.
+//  - inside a node, accelerators on as few NUMA domains as possible, CPUs from the same domains (numa.h).
+// Placement reads a room table and never changes the state; trials pass a scratch copy.
+#include <optional>
+#include <string>
+
+#include "core/state.h"
+
+namespace allot {
+
+struct PlacementOutcome {
+  bool ok = false;
+  Placement placement;
+  bool never = false;  // would not fit even on an empty, healthy cluster: capacity that does not exist
+  std::string reason;  // why it does not fit, for people
+};
+
+// Places all pod sets of `job`. Pod sets without an instance type use `type`. `pristine` is the room of the
+// cluster with no job running (all nodes that exist, healthy), used to tell "blocked now" from "never fits";
+// pass nullptr to skip that check.
+PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const Job& job, TypeId type,
+                           const RoomTable* pristine);
+
+// The room of the cluster as if empty and healthy (removed nodes stay unusable).
+RoomTable pristine_room(const ClusterState& s);
+
+// The resources one replica of `ps` takes on a node of `type`, or an error if that type cannot serve it.
+Result<Resources> replica_resources(const ClusterState& s, const PodSet& ps, TypeId type);
+
+}  // namespace allot

@@ -1,0 +1,128 @@
+#include "core/preemption.h"
+
+#include <algorithm>
+
+namespace allot {
+namespace {
+
+bool holds_type(const Job& j, TypeId type) {
+  for (const auto& ps : j.placement.pod_sets)
+    if (ps.type == type) return true;
+  return false;
+}
+
+// Lowest priority first, then most recently started, then latest arrival: the cheapest to give up first.
+bool victim_order(const Job& a, const Job& b) {
+  if (a.priority != b.priority) return a.priority < b.priority;
+  if (a.started_at != b.started_at) return a.started_at > b.started_at;
+  return a.arrival > b.arrival;
+}
+
+}  // namespace
+
+void release_jobs(const ClusterState& s, const std::vector<JobId>& jobs, RoomTable& room, UsageTable& usage) {
+  for (JobId id : jobs) {
+    const Job& v = s.jobs[id.index()];
+    release(room, usage, s, v, v.placement);
+  }
+}
+
+std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& job, const PreemptionQuery& q,
+                                              std::string& why_not) {
+  const Team& team = s.teams[job.team.index()];
+  std::string last_reason;
+  int protected_count = 0;
+  for (TypeId type : candidate_types(s, job)) {
+    auto request = job_request(s, job, type, nullptr);
+    if (request.empty()) continue;
+    // Reclaim is for a job that fits within its team's nominal quota (with its own usage as it is now).
+    bool within = true;
+    for (const auto& [t, r] : request) within &= (s.usage[job.team.index()][t.index()] + r).fits_in(team.nominal[t.index()]);
+    std::vector<const Job*> reclaim, own;
+    for (const Job& v : s.jobs) {
+      if (v.state != JobState::kRunning || v.id == job.id) continue;
+      bool relevant = false;
+      for (const auto& [t, r] : request) relevant |= holds_type(v, t);
+      if (!relevant) continue;
+      if (q.now - v.started_at < s.policy.min_runtime_s) {
+        ++protected_count;
+        continue;
+      }
+      if (v.team != job.team) {
+        if (q.allow_reclaim && within) reclaim.push_back(&v);
+      } else if (team.spec.preempt_team_tasks == PreemptTeamTasks::kLowerPriority && v.priority < job.priority) {
+        own.push_back(&v);
+      }
+    }
+    std::sort(reclaim.begin(), reclaim.end(), [](const Job* a, const Job* b) { return victim_order(*a, *b); });
+    std::sort(own.begin(), own.end(), [](const Job* a, const Job* b) { return victim_order(*a, *b); });
+    std::vector<TypeId> only = {type};
+
+    RoomTable room = s.room;
+    UsageTable usage = s.usage;
+    std::vector<Victim> chosen;
+    AdmissionAttempt fit;
+    auto fits_now = [&]() {
+      fit = try_admit(s, room, usage, job, BorrowMode::kAllowBorrowing, nullptr, &only);
+      // Reclaimed capacity is for jobs within their nominal quota only.
+      bool any_reclaim = std::any_of(chosen.begin(), chosen.end(), [](const Victim& v) { return v.reclaim; });
+      if (fit.ok && any_reclaim && fit.borrowing) fit.ok = false;
+      return fit.ok;
+    };
+    bool done = false;
+    for (const Job* v : reclaim) {
+      // Stop taking a team's jobs once that team is back within its nominal quota.
+      bool above = false;
+      for (const auto& [t, r] : request) above |= above_nominal(s, usage, v->team, t);
+      if (!above) continue;
+      release(room, usage, s, *v, v->placement);
+      chosen.push_back({v->id, true});
+      if ((done = fits_now())) break;
+    }
+    if (!done) {
+      for (const Job* v : own) {
+        release(room, usage, s, *v, v->placement);
+        chosen.push_back({v->id, false});
+        if ((done = fits_now())) break;
+      }
+    }
+    if (!done) {
+      if (reclaim.empty() && own.empty()) {
+        last_reason = team.spec.preempt_team_tasks == PreemptTeamTasks::kNever && !within
+                          ? "no preemption: team " + team.spec.name + " has preempt_team_tasks: Never and nothing can be reclaimed"
+                      : team.spec.preempt_team_tasks == PreemptTeamTasks::kNever
+                          ? "no preemption: nothing to reclaim, and team " + team.spec.name + " has preempt_team_tasks: Never"
+                          : "no preemption candidates (nothing to reclaim, no lower-priority job in team " + team.spec.name + ")";
+      } else {
+        last_reason = "preempting every candidate would still not make room";
+      }
+      continue;
+    }
+    // Give back every victim the job does not need, last taken first: the set becomes minimal.
+    for (size_t i = chosen.size(); i-- > 0;) {
+      std::vector<JobId> keep;
+      for (size_t k = 0; k < chosen.size(); ++k)
+        if (k != i) keep.push_back(chosen[k].job);
+      room = s.room;
+      usage = s.usage;
+      release_jobs(s, keep, room, usage);
+      Victim dropped = chosen[i];
+      chosen.erase(chosen.begin() + static_cast<long>(i));
+      if (!fits_now()) chosen.insert(chosen.begin() + static_cast<long>(i), dropped);
+    }
+    room = s.room;
+    usage = s.usage;
+    std::vector<JobId> ids;
+    for (const auto& v : chosen) ids.push_back(v.job);
+    release_jobs(s, ids, room, usage);
+    fits_now();
+    return PreemptionPlan{fit, chosen};
+  }
+  why_not = last_reason.empty() ? "no instance type can serve it" : last_reason;
+  if (protected_count > 0)
+    why_not += "; " + std::to_string(protected_count) + " running job(s) are protected by the minimum runtime of " +
+               std::to_string(s.policy.min_runtime_s) + " s";
+  return std::nullopt;
+}
+
+}  // namespace allot

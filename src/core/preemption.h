@@ -1,0 +1,40 @@
+#pragma once
+// Preemption planning (DESIGN.md, "Preemption"). For a waiting job that does not fit:
+//  - reclaim: if it fits within its team's nominal quota, jobs of other teams that are above their nominal
+//    quota are candidates, whatever their priority; a team stops giving up jobs once it is back within its
+//    nominal quota;
+//  - within the team (preempt_team_tasks: LowerPriority): the team's strictly lower-priority jobs.
+// Candidates are taken lowest priority first, most recently started first (then latest arrival), reclaim
+// candidates before the team's own, until the job fits (quota and placement); then every victim whose removal
+// is not needed is given back, last taken first. The result is minimal and deterministic. Jobs younger than
+// the policy's minimum runtime are never candidates.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/admission.h"
+
+namespace allot {
+
+struct Victim {
+  JobId job;
+  bool reclaim = false;  // taken back for a team within its nominal quota (else: a lower-priority job of the team)
+};
+
+struct PreemptionPlan {
+  AdmissionAttempt admission;  // where the job runs once the victims are gone
+  std::vector<Victim> victims;
+};
+
+struct PreemptionQuery {
+  bool allow_reclaim = true;
+  Time now = 0;
+};
+
+std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& job, const PreemptionQuery& q,
+                                              std::string& why_not);
+
+// Room and usage with the given jobs' placements released: what a trial sees.
+void release_jobs(const ClusterState& s, const std::vector<JobId>& jobs, RoomTable& room, UsageTable& usage);
+
+}  // namespace allot

@@ -1,0 +1,19 @@
+#pragma once
+// The proportional rule that turns an allocation entry or a per-replica request into exact amounts for one
+// instance type (DESIGN.md, "Compute allocation"):
+//   given accelerators a only:  vcpu = a / A * V,  memory = a / A * M
+//   given vcpu v (and maybe a): memory = v / V * M      (memory follows the vCPU ratio)
+//   explicit values override;  vcpu or memory alone give no accelerators;  instances n: n x (A, V, M)
+// where A, V, M are the instance type's accelerators, vCPUs and memory. Amounts are integers (milli-vCPU,
+// MiB), rounded down, so the result never exceeds what the proportion allows.
+#include "core/catalog.h"
+#include "core/resources.h"
+#include "core/result.h"
+#include "core/spec.h"
+
+namespace allot {
+
+Result<Resources> resolve_allocation(const InstanceType& type, const AmountSpec& amount);
+Result<Resources> resolve_replica(const InstanceType& type, const AmountSpec& amount);
+
+}  // namespace allot

@@ -1,0 +1,32 @@
+#pragma once
+// The scheduling loop: from the current state to a fixed point of admissions and preemptions.
+//
+// Each step takes the first applicable phase, then starts over:
+//   1. jobs that fit within their team's nominal quota, without preemption, in queue order;
+//   2. jobs within nominal quota that fit by preemption (reclaim first, then the team's lower priorities);
+//   3. jobs that must borrow and fit without preemption, teams in fair-share (or arrival) order;
+//   4. jobs that must borrow and fit by preempting their own team's lower-priority jobs, unless that would
+//      borrow capacity a pending job of a lending team could reclaim at once (that would oscillate).
+// Queue order is task-ranking (priority weight, then arrival) or fcfs (arrival). A job that cannot be admitted
+// does not block those behind it, unless it has waited past the starvation threshold: then jobs after it may
+// not take capacity of its instance types. Every admission and preemption is applied to `state` through the
+// operations of state.h and returned, with its reason, for the driver to journal; every job still waiting
+// gets the reason that blocks it.
+#include <optional>
+#include <vector>
+
+#include "core/state.h"
+
+namespace allot {
+
+struct ScheduleResult {
+  std::vector<Decision> decisions;  // in the order they were applied
+  // The earliest future time at which time alone could change a decision (a minimum runtime ending, a job
+  // reaching the starvation threshold); drivers run the scheduler again then.
+  std::optional<Time> next_wakeup;
+  int steps = 0;
+};
+
+ScheduleResult schedule(ClusterState& state, Time now);
+
+}  // namespace allot

@@ -1,0 +1,122 @@
+#pragma once
+// What users write, with names: teams, allocations, policy, nodes and jobs as the scenario format, the API and
+// the store carry them. The core turns specs into its interned model (model.h) and rejects what is invalid.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace allot {
+
+using Time = int64_t;  // seconds; virtual in the simulator, wall-clock in the server
+
+// An allocation entry or a per-replica request. Allocations use instances, or accelerators / vCPU / memory;
+// per-replica requests use accelerators / vCPU / memory or whole_node. Unset amounts follow the proportional
+// rule of request.h.
+struct AmountSpec {
+  std::optional<int64_t> instances;     // allocations only
+  std::optional<int64_t> accelerators;  // whole accelerators
+  std::optional<int64_t> vcpu_milli;    // 1000 = one vCPU
+  std::optional<int64_t> memory_mib;
+  bool whole_node = false;  // per-replica only: the whole node
+  friend bool operator==(const AmountSpec&, const AmountSpec&) = default;
+};
+
+struct AllocationSpec {
+  std::string instance_type;
+  AmountSpec amount;
+  friend bool operator==(const AllocationSpec&, const AllocationSpec&) = default;
+};
+
+enum class SharingStrategy { kLendAndBorrow, kLend, kDontLend };
+enum class PreemptTeamTasks { kLowerPriority, kNever };
+const char* sharing_strategy_name(SharingStrategy s);    // "LendAndBorrow", "Lend", "DontLend"
+const char* preempt_team_tasks_name(PreemptTeamTasks p);  // "LowerPriority", "Never"
+
+struct TeamSpec {
+  std::string name;
+  int fair_share_weight = 0;  // 0..100
+  std::vector<AllocationSpec> allocation;
+  SharingStrategy strategy = SharingStrategy::kLendAndBorrow;
+  int borrow_limit = 50;  // percent of the team's own quota, per resource; LendAndBorrow only
+  PreemptTeamTasks preempt_team_tasks = PreemptTeamTasks::kLowerPriority;
+  friend bool operator==(const TeamSpec&, const TeamSpec&) = default;
+};
+
+struct PriorityClassSpec {
+  std::string name;
+  int weight = 0;  // 0..100
+  friend bool operator==(const PriorityClassSpec&, const PriorityClassSpec&) = default;
+};
+
+enum class TaskPrioritization { kFcfs, kTaskRanking };
+enum class IdleCompute { kFairShare, kFcfs };
+const char* task_prioritization_name(TaskPrioritization t);  // "fcfs", "task-ranking"
+const char* idle_compute_name(IdleCompute i);                // "fair-share", "fcfs"
+
+struct PolicySpec {
+  TaskPrioritization task_prioritization = TaskPrioritization::kFcfs;
+  IdleCompute idle_compute = IdleCompute::kFairShare;
+  bool idle_pool = false;
+  std::vector<PriorityClassSpec> priority_classes;
+  // A running job younger than this cannot be preempted (0: no protection).
+  int64_t min_runtime_s = 0;
+  // A job pending longer than this gets a reservation: jobs ordered after it may not take capacity of its
+  // instance type until it runs (0: no reservations).
+  int64_t starvation_threshold_s = 0;
+  friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
+};
+
+enum class NodeHealth { kSchedulable, kUnschedulable, kUnschedulablePendingReboot, kUnschedulablePendingReplacement };
+const char* node_health_name(NodeHealth h);
+
+// One node, name already expanded from a host list. Labels may use the short topology names
+// (network-node-layer-3, ultraserver, zone, hostname); the core maps them to the full keys.
+struct NodeSpec {
+  std::string name;
+  std::string instance_type;
+  std::string instance_group;
+  std::map<std::string, std::string> labels;
+  friend bool operator==(const NodeSpec&, const NodeSpec&) = default;
+};
+
+struct SliceSpec {
+  std::string level;
+  int size = 0;
+  friend bool operator==(const SliceSpec&, const SliceSpec&) = default;
+};
+
+// Level names as the user wrote them (short or full label keys); empty when not requested.
+struct TopologySpec {
+  std::string required;
+  std::string preferred;
+  std::optional<SliceSpec> slice;
+  std::string exclusive;
+  bool empty() const { return required.empty() && preferred.empty() && !slice && exclusive.empty(); }
+  friend bool operator==(const TopologySpec&, const TopologySpec&) = default;
+};
+
+struct PodSetSpec {
+  std::string name = "main";
+  int replicas = 1;
+  std::string instance_type;  // empty: any type the team may use
+  AmountSpec per_replica;
+  TopologySpec topology;
+  friend bool operator==(const PodSetSpec&, const PodSetSpec&) = default;
+};
+
+struct JobSpec {
+  std::string name;
+  std::string team;
+  std::string priority;  // priority class name; empty: the lowest priority (weight 0)
+  std::vector<PodSetSpec> pod_sets;
+  int max_retries = 0;
+  int64_t checkpoint_interval_s = 0;  // 0: every moment is kept (the simulator's default)
+  std::optional<int64_t> duration_s;  // simulator: runs this long, then Succeeded
+  std::vector<std::string> command;   // server: argv of each replica
+  std::map<std::string, std::string> env;
+  friend bool operator==(const JobSpec&, const JobSpec&) = default;
+};
+
+}  // namespace allot

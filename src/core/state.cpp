@@ -1,0 +1,388 @@
+#include "core/state.h"
+
+#include <algorithm>
+
+#include "core/request.h"
+#include "core/topology_levels.h"
+
+namespace allot {
+
+ClusterState::ClusterState() : ClusterState(Catalog::builtin()) {}
+
+ClusterState::ClusterState(Catalog c, std::vector<std::string> topology_levels)
+    : catalog(std::move(c)), levels(std::move(topology_levels)) {
+  if (levels.empty()) levels = default_topology_levels();
+  for (auto& l : levels) l = canonical_level(l);
+  // The hostname is always the finest level: placement ends on nodes.
+  if (levels.back() != kHostnameLabel) levels.emplace_back(kHostnameLabel);
+  tree = build_topology_tree(nodes, static_cast<int>(levels.size()));
+}
+
+const Node* ClusterState::find_node(std::string_view name) const {
+  auto it = node_by_name.find(std::string(name));
+  return it == node_by_name.end() || nodes[it->second.index()].removed ? nullptr : &nodes[it->second.index()];
+}
+const Team* ClusterState::find_team(std::string_view name) const {
+  auto it = team_by_name.find(std::string(name));
+  return it == team_by_name.end() ? nullptr : &teams[it->second.index()];
+}
+const Job* ClusterState::find_job(std::string_view name) const {
+  auto it = job_by_name.find(std::string(name));
+  return it == job_by_name.end() ? nullptr : &jobs[it->second.index()];
+}
+
+int ClusterState::priority_weight(std::string_view class_name) const {
+  for (const auto& pc : policy.priority_classes)
+    if (pc.name == class_name) return pc.weight;
+  return -1;
+}
+
+std::string ClusterState::priority_class_names() const {
+  std::string out;
+  for (const auto& pc : policy.priority_classes) out += (out.empty() ? "" : ", ") + pc.name;
+  return out.empty() ? "(none defined)" : out;
+}
+
+std::string ClusterState::team_names() const {
+  std::vector<std::string> names;
+  for (const auto& t : teams) names.push_back(t.spec.name);
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "(none defined)" : out;
+}
+
+
+// --- Configuration -------------------------------------------------------------------------------------------
+
+Status set_policy(ClusterState& s, const PolicySpec& policy) {
+  for (size_t i = 0; i < policy.priority_classes.size(); ++i) {
+    const auto& pc = policy.priority_classes[i];
+    if (pc.name.empty()) return Error::invalid("a priority class needs a name");
+    if (pc.weight < 0 || pc.weight > 100)
+      return Error::invalid("priority class " + pc.name + ": weight must be 0..100, got " + std::to_string(pc.weight));
+    for (size_t j = 0; j < i; ++j)
+      if (policy.priority_classes[j].name == pc.name) return Error::invalid("priority class " + pc.name + " is defined twice");
+  }
+  if (policy.min_runtime_s < 0 || policy.starvation_threshold_s < 0)
+    return Error::invalid("min_runtime and starvation_threshold must not be negative");
+  // Jobs keep the weight they were submitted with only if their class still exists.
+  for (const Job& j : s.jobs) {
+    if (!is_active(j.state) || j.spec.priority.empty()) continue;
+    bool found = false;
+    for (const auto& pc : policy.priority_classes) found |= pc.name == j.spec.priority;
+    if (!found)
+      return Error::precondition("priority class " + j.spec.priority + " is used by active job " + j.spec.name +
+                                 "; it cannot be removed");
+  }
+  s.policy = policy;
+  for (Job& j : s.jobs)
+    if (!j.spec.priority.empty()) j.priority = std::max(0, s.priority_weight(j.spec.priority));
+  return ok_status();
+}
+
+Status upsert_team(ClusterState& s, const TeamSpec& spec) {
+  if (spec.name.empty()) return Error::invalid("a team needs a name");
+  if (spec.fair_share_weight < 0 || spec.fair_share_weight > 100)
+    return Error::invalid("team " + spec.name + ": fair_share_weight must be 0..100, got " +
+                          std::to_string(spec.fair_share_weight));
+  if (spec.borrow_limit < 0 || spec.borrow_limit > 10000)
+    return Error::invalid("team " + spec.name + ": borrow_limit must be 0..10000 percent, got " +
+                          std::to_string(spec.borrow_limit));
+  std::vector<Resources> nominal(s.catalog.size());
+  for (const auto& entry : spec.allocation) {
+    auto type = s.catalog.lookup(entry.instance_type);
+    if (!type) return Error::invalid("team " + spec.name + ": " + type.error().message);
+    auto amount = resolve_allocation(s.catalog.at(*type), entry.amount);
+    if (!amount) return Error::invalid("team " + spec.name + ", " + s.catalog.at(*type).name + ": " + amount.error().message);
+    nominal[type->index()] += *amount;
+  }
+  auto it = s.team_by_name.find(spec.name);
+  if (it == s.team_by_name.end()) {
+    Team t;
+    t.id = TeamId(static_cast<uint32_t>(s.teams.size()));
+    it = s.team_by_name.emplace(spec.name, t.id).first;
+    s.teams.push_back(std::move(t));
+    s.usage.emplace_back(s.catalog.size());
+  }
+  Team& t = s.teams[it->second.index()];
+  t.spec = spec;
+  t.nominal = std::move(nominal);
+  return ok_status();
+}
+
+Status remove_team(ClusterState& s, std::string_view name) {
+  const Team* t = s.find_team(name);
+  if (!t) return Error::not_found("no team named " + std::string(name) + "; teams: " + s.team_names());
+  for (const Job& j : s.jobs)
+    if (j.team == t->id && is_active(j.state))
+      return Error::precondition("team " + std::string(name) + " still has active job " + j.spec.name);
+  // Teams keep their IDs (jobs refer to them); a removed team keeps no quota.
+  Team& mt = s.teams[t->id.index()];
+  mt.nominal.assign(s.catalog.size(), Resources{});
+  mt.spec.allocation.clear();
+  mt.spec.strategy = SharingStrategy::kDontLend;
+  return ok_status();
+}
+
+Result<TypeId> add_instance_type(ClusterState& s, InstanceType type) {
+  auto id = s.catalog.add(std::move(type));
+  if (!id) return id;
+  for (Team& t : s.teams) t.nominal.resize(s.catalog.size());
+  for (auto& u : s.usage) u.resize(s.catalog.size());
+  s.capacity.resize(s.catalog.size());
+  return id;
+}
+
+// --- Nodes ---------------------------------------------------------------------------------------------------
+
+static void rebuild_tree(ClusterState& s) {
+  s.tree = build_topology_tree(s.nodes, static_cast<int>(s.levels.size()));
+  s.capacity.assign(s.catalog.size(), Resources{});
+  for (const Node& n : s.nodes)
+    if (!n.removed) s.capacity[n.type.index()] += s.catalog.at(n.type).capacity();
+  ++s.shape_version;
+}
+
+static void refresh_usable(ClusterState& s, NodeId id) {
+  s.room[id.index()].usable = s.nodes[id.index()].schedulable();
+}
+
+Status add_node(ClusterState& s, const NodeSpec& spec, Time now) {
+  if (spec.name.empty()) return Error::invalid("a node needs a name");
+  if (s.find_node(spec.name)) return Error::exists("node " + spec.name + " is already in the cluster");
+  auto type = s.catalog.lookup(spec.instance_type);
+  if (!type) return Error::invalid("node " + spec.name + ": " + type.error().message);
+  Node n;
+  n.name = spec.name;
+  n.type = *type;
+  n.instance_group = spec.instance_group;
+  for (const auto& [k, v] : spec.labels) n.labels[canonical_level(k)] = v;
+  for (const auto& level : s.levels) {
+    if (level == kHostnameLabel) {
+      n.topology.push_back(spec.name);
+    } else {
+      auto it = n.labels.find(level);
+      n.topology.push_back(it == n.labels.end() ? "" : it->second);
+    }
+  }
+  // A node that comes back under the same name (a replacement) gets a fresh ID; the old one stays removed.
+  n.id = NodeId(static_cast<uint32_t>(s.nodes.size()));
+  const InstanceType& it = s.catalog.at(n.type);
+  NodeRoom r;
+  r.free = it.capacity();
+  r.accelerators_free = it.accelerators >= 64 ? ~uint64_t{0} : ((uint64_t{1} << it.accelerators) - 1);
+  r.usable = true;
+  s.node_by_name[n.name] = n.id;
+  s.nodes.push_back(std::move(n));
+  s.room.push_back(r);
+  rebuild_tree(s);
+  (void)now;
+  return ok_status();
+}
+
+// Stops every active run that has a replica on `node`; `on_stop` decides what becomes of each job.
+template <typename F>
+static void stop_jobs_on(ClusterState& s, NodeId node, F on_stop) {
+  for (Job& j : s.jobs) {
+    if (j.state != JobState::kRunning) continue;
+    bool here = false;
+    for (const auto& ps : j.placement.pod_sets)
+      for (const auto& r : ps.replicas) here |= r.node == node;
+    if (here) on_stop(j);
+  }
+}
+
+static void transition(Job& j, JobState to, Time now, std::string reason) {
+  j.history.push_back({now, j.state, to, reason});
+  j.state = to;
+  j.reason = std::move(reason);
+  if (is_waiting(to)) j.waiting_since = now;
+}
+
+static void stop_run(ClusterState& s, Job& j, Time now) {
+  release(s.room, s.usage, s, j, j.placement);
+  j.work_done_s += kept_work(j, now);
+  j.placement = {};
+  j.borrowing = false;
+}
+
+// A run ended by a failure: restart while max_retries allows, else fail for good.
+static void fail_run(ClusterState& s, Job& j, Time now, const std::string& cause) {
+  stop_run(s, j, now);
+  if (j.restarts < j.spec.max_retries) {
+    ++j.restarts;
+    transition(j, JobState::kSuspended, now,
+               cause + "; auto-resume restarts it from its last checkpoint (retry " + std::to_string(j.restarts) +
+                   " of " + std::to_string(j.spec.max_retries) + ")");
+  } else {
+    transition(j, JobState::kFailed, now,
+               cause + "; no retries left (max_retries " + std::to_string(j.spec.max_retries) + ")");
+  }
+}
+
+Status remove_node(ClusterState& s, std::string_view name, Time now) {
+  const Node* n = s.find_node(name);
+  if (!n) return Error::not_found("no node named " + std::string(name) + " in the cluster");
+  NodeId id = n->id;
+  stop_jobs_on(s, id, [&](Job& j) {
+    stop_run(s, j, now);
+    transition(j, JobState::kSuspended, now,
+               "node " + std::string(name) + " left the cluster; the job waits to resume from its last checkpoint");
+  });
+  s.nodes[id.index()].removed = true;
+  s.node_by_name.erase(std::string(name));
+  refresh_usable(s, id);
+  rebuild_tree(s);
+  return ok_status();
+}
+
+Status fail_node(ClusterState& s, std::string_view name, Time now, NodeHealth to) {
+  const Node* n = s.find_node(name);
+  if (!n) return Error::not_found("no node named " + std::string(name) + " in the cluster");
+  if (to == NodeHealth::kSchedulable) return Error::invalid("a failed node cannot be Schedulable");
+  NodeId id = n->id;
+  s.nodes[id.index()].health = to;
+  refresh_usable(s, id);
+  stop_jobs_on(s, id, [&](Job& j) { fail_run(s, j, now, "node " + std::string(name) + " failed"); });
+  return ok_status();
+}
+
+Status set_node_health(ClusterState& s, std::string_view name, NodeHealth health, Time now) {
+  if (health != NodeHealth::kSchedulable) return fail_node(s, name, now, health);
+  const Node* n = s.find_node(name);
+  if (!n) return Error::not_found("no node named " + std::string(name) + " in the cluster");
+  s.nodes[n->id.index()].health = health;
+  refresh_usable(s, n->id);
+  return ok_status();
+}
+
+Status set_cordon(ClusterState& s, std::string_view name, bool cordoned) {
+  const Node* n = s.find_node(name);
+  if (!n) return Error::not_found("no node named " + std::string(name) + " in the cluster");
+  s.nodes[n->id.index()].cordoned = cordoned;
+  refresh_usable(s, n->id);
+  return ok_status();
+}
+
+// --- Jobs ----------------------------------------------------------------------------------------------------
+
+Status cancel_job(ClusterState& s, std::string_view name, Time now) {
+  const Job* cj = s.find_job(name);
+  if (!cj) return Error::not_found("no job named " + std::string(name));
+  Job& j = s.jobs[cj->id.index()];
+  if (!is_active(j.state))
+    return Error::precondition("job " + j.spec.name + " already ended (" + job_state_name(j.state) + ")");
+  if (j.state == JobState::kRunning) stop_run(s, j, now);
+  transition(j, JobState::kCancelled, now, "cancelled by request");
+  return ok_status();
+}
+
+Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeeded, std::string reason) {
+  const Job* cj = s.find_job(name);
+  if (!cj) return Error::not_found("no job named " + std::string(name));
+  Job& j = s.jobs[cj->id.index()];
+  if (j.state != JobState::kRunning)
+    return Error::precondition("job " + j.spec.name + " is not running (" + job_state_name(j.state) + ")");
+  if (succeeded) {
+    stop_run(s, j, now);
+    transition(j, JobState::kSucceeded, now, reason.empty() ? "finished" : reason);
+  } else {
+    fail_run(s, j, now, reason.empty() ? "the job failed" : reason);
+  }
+  return ok_status();
+}
+
+// --- Decisions -----------------------------------------------------------------------------------------------
+
+Status admit_job(ClusterState& s, JobId id, const Placement& placement, bool borrowing, Time now, std::string reason) {
+  if (id.index() >= s.jobs.size()) return Error::not_found("no job with id " + std::to_string(id.value));
+  Job& j = s.jobs[id.index()];
+  if (!is_waiting(j.state)) return Error::precondition("job " + j.spec.name + " is not waiting");
+  charge(s.room, s.usage, s, j, placement);
+  j.placement = placement;
+  j.borrowing = borrowing;
+  j.started_at = now;
+  transition(j, JobState::kRunning, now, std::move(reason));
+  return ok_status();
+}
+
+Status preempt_job(ClusterState& s, JobId id, Time now, std::string reason) {
+  if (id.index() >= s.jobs.size()) return Error::not_found("no job with id " + std::to_string(id.value));
+  Job& j = s.jobs[id.index()];
+  if (j.state != JobState::kRunning) return Error::precondition("job " + j.spec.name + " is not running");
+  stop_run(s, j, now);
+  ++j.preemptions;
+  transition(j, JobState::kSuspended, now, std::move(reason));
+  return ok_status();
+}
+
+Status apply_decision(ClusterState& s, const Decision& d, Time now) {
+  if (d.kind == Decision::Kind::kAdmit) return admit_job(s, d.job, d.placement, d.borrowing, now, d.reason);
+  return preempt_job(s, d.job, now, d.reason);
+}
+
+// --- Derived values ------------------------------------------------------------------------------------------
+
+int64_t kept_work(const Job& j, Time now) {
+  if (j.state != JobState::kRunning) return 0;
+  int64_t elapsed = std::max<int64_t>(0, now - j.started_at);
+  int64_t ci = j.spec.checkpoint_interval_s;
+  return ci > 0 ? elapsed / ci * ci : elapsed;
+}
+
+int64_t remaining_work(const Job& j, Time now) {
+  if (!j.spec.duration_s) return 0;
+  int64_t done = j.work_done_s + (j.state == JobState::kRunning ? std::max<int64_t>(0, now - j.started_at) : 0);
+  return std::max<int64_t>(0, *j.spec.duration_s - done);
+}
+
+RoomTable room_from_state(const ClusterState& s) { return s.room; }
+
+// Marks (owner = job) or clears (owner = none) every node of the exclusive domains a placement uses.
+static void mark_exclusive(RoomTable& room, const ClusterState& s, const Job& job, const Placement& p, JobId owner) {
+  for (size_t i = 0; i < p.pod_sets.size() && i < job.pod_sets.size(); ++i) {
+    int level = job.pod_sets[i].topology.exclusive_level;
+    if (level < 0) continue;
+    for (const auto& r : p.pod_sets[i].replicas) {
+      int d = s.tree.ancestor(r.node, level);
+      std::vector<int> stack = {d};
+      while (!stack.empty()) {
+        int x = stack.back();
+        stack.pop_back();
+        if (x < 0) continue;
+        const auto& dom = s.tree.domains[x];
+        if (dom.children.empty() && dom.node.valid()) room[dom.node.index()].exclusive_owner = owner;
+        for (int c : dom.children) stack.push_back(c);
+      }
+    }
+  }
+}
+
+void charge(RoomTable& room, UsageTable& usage, const ClusterState& s, const Job& job, const Placement& p) {
+  for (const auto& ps : p.pod_sets) {
+    for (const auto& r : ps.replicas) {
+      NodeRoom& nr = room[r.node.index()];
+      nr.free -= ps.per_replica;
+      for (int a : r.accelerators) nr.accelerators_free &= ~(uint64_t{1} << a);
+      ++nr.replicas;
+    }
+    usage[job.team.index()][ps.type.index()] += ps.per_replica * static_cast<int64_t>(ps.replicas.size());
+  }
+  mark_exclusive(room, s, job, p, job.id);
+}
+
+void release(RoomTable& room, UsageTable& usage, const ClusterState& s, const Job& job, const Placement& p) {
+  for (const auto& ps : p.pod_sets) {
+    for (const auto& r : ps.replicas) {
+      NodeRoom& nr = room[r.node.index()];
+      nr.free += ps.per_replica;
+      for (int a : r.accelerators) nr.accelerators_free |= uint64_t{1} << a;
+      --nr.replicas;
+    }
+    usage[job.team.index()][ps.type.index()] -= ps.per_replica * static_cast<int64_t>(ps.replicas.size());
+  }
+  mark_exclusive(room, s, job, p, JobId{});
+}
+
+}  // namespace allot

@@ -1,0 +1,102 @@
+#pragma once
+// ClusterState: everything the scheduler knows at one moment, and the operations that change it. Every
+// change goes through these functions, which keep the accounting (node room, team usage) right; the store
+// journals the same operations, and the simulator and the server drive the same functions.
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/catalog.h"
+#include "core/model.h"
+#include "core/result.h"
+#include "core/spec.h"
+#include "core/topology_tree.h"
+
+namespace allot {
+
+// What is free on one node, the unit placement works on. Placement trials copy this table and change the
+// copy, never the state.
+struct NodeRoom {
+  Resources free;
+  uint64_t accelerators_free = 0;  // bit i: accelerator i is unbound
+  int replicas = 0;
+  JobId exclusive_owner;  // a topology-exclusive job that holds this node's domain
+  bool usable = false;    // schedulable: healthy, not cordoned, not removed
+};
+using RoomTable = std::vector<NodeRoom>;
+using UsageTable = std::vector<std::vector<Resources>>;  // [team][instance type]
+
+struct ClusterState {
+  Catalog catalog = Catalog::builtin();
+  std::vector<std::string> levels;  // topology levels, coarse to fine, the last is the hostname
+  PolicySpec policy;
+  std::vector<Node> nodes;   // index = NodeId
+  std::vector<Team> teams;   // index = TeamId
+  std::vector<Job> jobs;     // index = JobId
+  std::unordered_map<std::string, NodeId> node_by_name;
+  std::unordered_map<std::string, TeamId> team_by_name;
+  std::unordered_map<std::string, JobId> job_by_name;
+  RoomTable room;          // index = NodeId
+  UsageTable usage;        // what each team's running jobs hold, per instance type
+  TopologyTree tree;
+  uint64_t next_arrival = 0;
+  uint64_t shape_version = 0;  // bumped when nodes join or leave; caches of "never fits" key on it
+  std::vector<Resources> capacity;  // per instance type: all nodes in the cluster, any health
+
+  ClusterState();
+  explicit ClusterState(Catalog c, std::vector<std::string> topology_levels = {});
+
+  const Node* find_node(std::string_view name) const;
+  const Team* find_team(std::string_view name) const;
+  const Job* find_job(std::string_view name) const;
+  int priority_weight(std::string_view class_name) const;  // -1 when unknown
+  std::string priority_class_names() const;
+  std::string team_names() const;
+  // All nodes of a type that are in the cluster (any health): the capacity that exists.
+  Resources type_capacity(TypeId type) const {
+    return type.index() < capacity.size() ? capacity[type.index()] : Resources{};
+  }
+};
+
+// --- Configuration -------------------------------------------------------------------------------------------
+Status set_policy(ClusterState& s, const PolicySpec& policy);
+// Adds a team or replaces its spec. Running jobs keep running; new quota applies to the next decisions.
+Status upsert_team(ClusterState& s, const TeamSpec& spec);
+Status remove_team(ClusterState& s, std::string_view name);
+Result<TypeId> add_instance_type(ClusterState& s, InstanceType type);
+
+// --- Nodes ---------------------------------------------------------------------------------------------------
+Status add_node(ClusterState& s, const NodeSpec& spec, Time now);
+// The node leaves; its jobs are suspended (they keep their checkpointed work and their place in the queue).
+Status remove_node(ClusterState& s, std::string_view name, Time now);
+// A node that fails becomes UnschedulablePendingReplacement (or ...PendingReboot); the jobs that ran on it
+// restart elsewhere while max_retries allows, and fail otherwise.
+Status fail_node(ClusterState& s, std::string_view name, Time now, NodeHealth to = NodeHealth::kUnschedulablePendingReplacement);
+Status set_node_health(ClusterState& s, std::string_view name, NodeHealth health, Time now);
+Status set_cordon(ClusterState& s, std::string_view name, bool cordoned);
+
+// --- Jobs ----------------------------------------------------------------------------------------------------
+Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now);
+Status cancel_job(ClusterState& s, std::string_view name, Time now);
+// Ends a running job: Succeeded, or Failed (which auto-resume restarts while max_retries allows).
+Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeeded, std::string reason = "");
+
+// --- Decisions (the scheduler's, replayed by drivers and the store) ------------------------------------------
+Status admit_job(ClusterState& s, JobId job, const Placement& placement, bool borrowing, Time now, std::string reason);
+Status preempt_job(ClusterState& s, JobId job, Time now, std::string reason);
+Status apply_decision(ClusterState& s, const Decision& d, Time now);
+
+// --- Derived values ------------------------------------------------------------------------------------------
+// Seconds of work a job keeps if it stops now: everything up to its last checkpoint.
+int64_t kept_work(const Job& job, Time now);
+// Seconds of work still to do (simulator), counting the current run as if it stopped now without loss.
+int64_t remaining_work(const Job& job, Time now);
+// Room on one node for a placement, as the live state has it.
+RoomTable room_from_state(const ClusterState& s);
+
+// Charges or releases a placement's resources against a room table and a usage table (the live ones, or a
+// scratch copy in a trial).
+void charge(RoomTable& room, UsageTable& usage, const ClusterState& s, const Job& job, const Placement& p);
+void release(RoomTable& room, UsageTable& usage, const ClusterState& s, const Job& job, const Placement& p);
+
+}  // namespace allot

@@ -1,0 +1,121 @@
+// Job submission: every check a user's spec must pass before it joins the queue, with messages that say what
+// was wrong and what is allowed. A rejected submission changes nothing.
+#include <set>
+
+#include "core/request.h"
+#include "core/state.h"
+#include "core/topology_levels.h"
+
+namespace allot {
+namespace {
+
+inline constexpr int kMaxReplicas = 100000;
+
+std::string level_names(const ClusterState& s) {
+  std::string out;
+  for (const auto& l : s.levels) out += (out.empty() ? "" : ", ") + short_level(l);
+  return out;
+}
+
+Result<int> level_index(const ClusterState& s, const std::string& name, const std::string& where) {
+  auto l = find_level(s.levels, name);
+  if (!l) return Error::invalid(where + ": unknown topology level '" + name + "'; levels: " + level_names(s));
+  return *l;
+}
+
+Result<TopologyRequest> resolve_topology(const ClusterState& s, const TopologySpec& t, int replicas, const std::string& where) {
+  TopologyRequest r;
+  if (!t.required.empty() && !t.preferred.empty())
+    return Error::invalid(where + ": topology takes required or preferred, not both");
+  if (!t.required.empty() || !t.preferred.empty()) {
+    auto l = level_index(s, t.required.empty() ? t.preferred : t.required, where);
+    if (!l) return l.error();
+    r.mode = t.required.empty() ? TopologyRequest::Mode::kPreferred : TopologyRequest::Mode::kRequired;
+    r.level = *l;
+  }
+  if (t.slice) {
+    auto l = level_index(s, t.slice->level, where + ", slice");
+    if (!l) return l.error();
+    if (t.slice->size < 1 || t.slice->size > replicas || replicas % t.slice->size != 0)
+      return Error::invalid(where + ": slice size must divide the replica count (" + std::to_string(replicas) +
+                            "), got " + std::to_string(t.slice->size));
+    if (r.level >= 0 && *l < r.level)
+      return Error::invalid(where + ": the slice level must be at or below the " +
+                            std::string(r.mode == TopologyRequest::Mode::kRequired ? "required" : "preferred") + " level");
+    r.slice_level = *l;
+    r.slice_size = t.slice->size;
+  }
+  if (!t.exclusive.empty()) {
+    auto l = level_index(s, t.exclusive, where + ", exclusive");
+    if (!l) return l.error();
+    r.exclusive_level = *l;
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
+  if (spec.name.empty()) return Error::invalid("a job needs a name");
+  if (spec.name.size() > 253) return Error::invalid("job name is longer than 253 characters");
+  if (s.find_job(spec.name)) return Error::exists("a job named " + spec.name + " already exists");
+  const Team* team = s.find_team(spec.team);
+  if (!team) return Error::invalid("job " + spec.name + ": unknown team '" + spec.team + "'; teams: " + s.team_names());
+  int priority = 0;
+  if (!spec.priority.empty()) {
+    priority = s.priority_weight(spec.priority);
+    if (priority < 0)
+      return Error::invalid("job " + spec.name + ": unknown priority class '" + spec.priority +
+                            "'; priority classes: " + s.priority_class_names());
+  }
+  if (spec.pod_sets.empty()) return Error::invalid("job " + spec.name + " has no replicas to run");
+  if (spec.max_retries < 0 || spec.max_retries > 1000)
+    return Error::invalid("job " + spec.name + ": max_retries must be 0..1000");
+  if (spec.checkpoint_interval_s < 0) return Error::invalid("job " + spec.name + ": checkpoint_interval must be >= 0");
+  if (spec.duration_s && *spec.duration_s < 0) return Error::invalid("job " + spec.name + ": duration must be >= 0");
+
+  Job j;
+  j.spec = spec;
+  j.team = team->id;
+  j.priority = priority;
+  std::set<std::string> names;
+  for (const auto& ps : spec.pod_sets) {
+    std::string where = "job " + spec.name + ", pod set " + ps.name;
+    if (!names.insert(ps.name).second) return Error::invalid(where + " is named twice");
+    if (ps.replicas < 1 || ps.replicas > kMaxReplicas)
+      return Error::invalid(where + ": replicas must be 1.." + std::to_string(kMaxReplicas) + ", got " +
+                            std::to_string(ps.replicas));
+    PodSet p;
+    p.name = ps.name;
+    p.replicas = ps.replicas;
+    p.per_replica = ps.per_replica;
+    if (!ps.instance_type.empty()) {
+      auto type = s.catalog.lookup(ps.instance_type);
+      if (!type) return Error::invalid(where + ": " + type.error().message);
+      p.type = *type;
+      auto amount = resolve_replica(s.catalog.at(*type), ps.per_replica);
+      if (!amount) return Error::invalid(where + ": " + amount.error().message);
+    } else if (ps.per_replica.instances) {
+      return Error::invalid(where + ": instances is for allocations; a replica asks for whole_node");
+    } else if (!ps.per_replica.whole_node && !ps.per_replica.accelerators && !ps.per_replica.vcpu_milli &&
+               !ps.per_replica.memory_mib) {
+      return Error::invalid(where + ": per_replica asks for nothing; give accelerators, vcpu, memory_gib or whole_node");
+    }
+    auto topo = resolve_topology(s, ps.topology, ps.replicas, where);
+    if (!topo) return topo.error();
+    p.topology = *topo;
+    j.pod_sets.push_back(std::move(p));
+  }
+  j.id = JobId(static_cast<uint32_t>(s.jobs.size()));
+  j.arrival = s.next_arrival++;
+  j.submitted_at = now;
+  j.waiting_since = now;
+  j.state = JobState::kPending;
+  j.reason = "waiting for the scheduler";
+  j.history.push_back({now, JobState::kPending, JobState::kPending, "submitted"});
+  s.job_by_name[spec.name] = j.id;
+  s.jobs.push_back(std::move(j));
+  return s.jobs.back().id;
+}
+
+}  // namespace allot

@@ -1,0 +1,74 @@
+#pragma once
+// A scenario file (DESIGN.md, "Scenario files"), parsed but not yet run: policy, cluster, teams and a list of
+// timed events. Parsing checks everything that can be checked without running (unknown keys, types, ranges,
+// host lists, instance types, event shapes) and reports the line of what is wrong.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/catalog.h"
+#include "core/result.h"
+#include "core/spec.h"
+
+namespace allot::sim {
+
+// A resource expectation: only the named resources are checked. Values in the external units
+// (accelerators, vCPU, GiB), kept as milli-units/MiB so comparison is exact.
+struct ResourceExpect {
+  std::optional<int64_t> accelerators;
+  std::optional<int64_t> vcpu_milli;
+  std::optional<int64_t> memory_mib;
+};
+
+struct JobExpect {
+  int line = 0;
+  std::optional<std::string> state;  // Pending, Running, Suspended, Succeeded, Failed, Cancelled
+  std::optional<std::vector<std::string>> nodes;  // exact set
+  std::optional<int> node_count;
+  std::map<std::string, int> distinct;  // level name (short or full) -> number of distinct domains
+  std::optional<bool> borrowing;
+  std::optional<int> preemptions;
+  std::optional<int> restarts;
+  std::optional<std::string> reason;  // case-insensitive substring
+};
+
+struct TeamExpect {
+  int line = 0;
+  std::optional<ResourceExpect> usage, borrowed, lent;
+};
+
+struct Expect {
+  std::map<std::string, JobExpect> jobs;   // in file order is not needed: checked all together
+  std::map<std::string, TeamExpect> teams;
+};
+
+enum class EventKind { kSubmit, kCancel, kFinish, kFail, kFailNode, kRecoverNode, kAddNodes, kRemoveNodes, kExpect };
+const char* event_kind_name(EventKind k);
+
+struct Event {
+  int64_t at = 0;
+  int line = 0;  // 1-based line of the event entry in the file
+  EventKind kind = EventKind::kExpect;
+  JobSpec submit;                   // kSubmit
+  std::string target;               // kCancel, kFinish, kFail (job); kFailNode, kRecoverNode (node)
+  std::vector<NodeSpec> nodes;      // kAddNodes; kRemoveNodes uses only the names
+  Expect expect;                    // kExpect
+};
+
+struct Scenario {
+  std::string name;
+  PolicySpec policy;
+  std::vector<InstanceType> instance_types;  // user-defined types (optional `instance_types:` section)
+  std::vector<std::string> topology_levels;  // optional `cluster.topology_levels`; empty: the defaults
+  std::vector<NodeSpec> nodes;
+  std::vector<TeamSpec> teams;
+  std::vector<Event> events;  // sorted by `at`, file order kept among equal times
+};
+
+// Parses YAML text. `origin` names the file in error messages ("scenarios/x.yaml:12: ...").
+Result<Scenario> parse_scenario(const std::string& yaml_text, const std::string& origin);
+Result<Scenario> load_scenario_file(const std::string& path);
+
+}  // namespace allot::sim

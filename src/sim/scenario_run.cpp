@@ -1,0 +1,145 @@
+#include "sim/scenario_run.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "core/scheduler.h"
+#include "sim/scenario_expect.h"
+
+namespace allot::sim {
+namespace {
+
+Error at_line(const Event& e, const Error& err) {
+  return Error{err.code, "line " + std::to_string(e.line) + " (" + event_kind_name(e.kind) + " at " +
+                             std::to_string(e.at) + "): " + err.message};
+}
+
+// When the next running job finishes its work, if any job has a duration.
+std::optional<Time> next_completion(const ClusterState& s, Time now) {
+  std::optional<Time> t;
+  for (const Job& j : s.jobs) {
+    if (j.state != JobState::kRunning || !j.spec.duration_s) continue;
+    Time done = now + remaining_work(j, now);
+    if (!t || done < *t) t = done;
+  }
+  return t;
+}
+
+void log_decisions(const ClusterState& s, const ScheduleResult& r, Time now, std::vector<std::string>& log) {
+  for (const auto& d : r.decisions)
+    log.push_back("t=" + std::to_string(now) + "  " + (d.kind == Decision::Kind::kAdmit ? "admit   " : "preempt ") +
+                  s.jobs[d.job.index()].spec.name + ": " + d.reason);
+}
+
+Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& log) {
+  const std::string t = "t=" + std::to_string(e.at) + "  ";
+  switch (e.kind) {
+    case EventKind::kSubmit: {
+      auto id = submit_job(s, e.submit, e.at);
+      if (!id) return id.error();
+      log.push_back(t + "submit  " + e.submit.name + " (team " + e.submit.team +
+                    (e.submit.priority.empty() ? "" : ", priority " + e.submit.priority) + ")");
+      return ok_status();
+    }
+    case EventKind::kCancel:
+      log.push_back(t + "cancel  " + e.target);
+      return cancel_job(s, e.target, e.at);
+    case EventKind::kFinish:
+      log.push_back(t + "finish  " + e.target);
+      return finish_job(s, e.target, e.at, true);
+    case EventKind::kFail:
+      log.push_back(t + "fail    " + e.target);
+      return finish_job(s, e.target, e.at, false, "the job's process failed");
+    case EventKind::kFailNode:
+      log.push_back(t + "node    " + e.target + " failed");
+      return fail_node(s, e.target, e.at);
+    case EventKind::kRecoverNode:
+      log.push_back(t + "node    " + e.target + " recovered");
+      return set_node_health(s, e.target, NodeHealth::kSchedulable, e.at);
+    case EventKind::kAddNodes:
+      for (const auto& n : e.nodes) {
+        auto st = add_node(s, n, e.at);
+        if (!st) return st;
+        log.push_back(t + "node    " + n.name + " joined");
+      }
+      return ok_status();
+    case EventKind::kRemoveNodes:
+      for (const auto& n : e.nodes) {
+        auto st = remove_node(s, n.name, e.at);
+        if (!st) return st;
+        log.push_back(t + "node    " + n.name + " left");
+      }
+      return ok_status();
+    case EventKind::kExpect:
+      return ok_status();
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<ScenarioReport> run_scenario(const Scenario& sc) {
+  ScenarioReport rep;
+  Catalog catalog = Catalog::builtin();
+  for (const auto& t : sc.instance_types) {
+    auto id = catalog.add(t);
+    if (!id) return Error::invalid("instance_types: " + id.error().message);
+  }
+  ClusterState s(std::move(catalog), sc.topology_levels);
+  if (auto st = set_policy(s, sc.policy); !st) return Error::invalid("policy: " + st.error().message);
+  for (const auto& n : sc.nodes)
+    if (auto st = add_node(s, n, 0); !st) return Error::invalid("cluster.nodes: " + st.error().message);
+  for (const auto& t : sc.teams)
+    if (auto st = upsert_team(s, t); !st) return Error::invalid("teams: " + st.error().message);
+
+  size_t next = 0;
+  Time now = 0;
+  std::optional<Time> wakeup;
+  while (true) {
+    std::optional<Time> t;
+    auto consider = [&](std::optional<Time> x) {
+      if (x && (!t || *x < *t)) t = x;
+    };
+    if (next < sc.events.size()) consider(sc.events[next].at);
+    else break;  // the scenario ends with its last event
+    consider(next_completion(s, now));
+    consider(wakeup);
+    now = *t;
+    // Work that completes by now ends first, in completion order, then the events of this instant.
+    while (true) {
+      const Job* done = nullptr;
+      for (const Job& j : s.jobs)
+        if (j.state == JobState::kRunning && j.spec.duration_s && remaining_work(j, now) == 0 &&
+            (!done || j.started_at + (*j.spec.duration_s - j.work_done_s) < done->started_at + (*done->spec.duration_s - done->work_done_s)))
+          done = &j;
+      if (!done) break;
+      rep.log.push_back("t=" + std::to_string(now) + "  done    " + done->spec.name);
+      if (auto st = finish_job(s, done->spec.name, now, true, "finished its work"); !st)
+        return Error::internal("finishing " + done->spec.name + ": " + st.error().message);
+    }
+    std::vector<const Event*> expects;
+    while (next < sc.events.size() && sc.events[next].at == now) {
+      const Event& e = sc.events[next++];
+      if (e.kind == EventKind::kExpect) {
+        expects.push_back(&e);
+        continue;
+      }
+      if (auto st = apply_event(s, e, rep.log); !st) return at_line(e, st.error());
+    }
+    ScheduleResult r = schedule(s, now);
+    log_decisions(s, r, now, rep.log);
+    wakeup = r.next_wakeup;
+    for (const Event* e : expects) {
+      size_t before = rep.failures.size();
+      rep.checks += check_expect(s, *e, rep.failures);
+      rep.log.push_back("t=" + std::to_string(now) + "  expect  line " + std::to_string(e->line) + ": " +
+                        (rep.failures.size() == before ? "ok" : "FAILED"));
+    }
+  }
+  rep.passed = rep.failures.empty();
+  rep.end_time = now;
+  rep.final_state = std::move(s);
+  return rep;
+}
+
+}  // namespace allot::sim

@@ -1,0 +1,27 @@
+#pragma once
+// Runs a parsed scenario on a virtual clock: events at the same `at` apply together in file order, jobs with a
+// duration finish when their work is done, the scheduler runs to a fixed point after every change, and each
+// `expect` is checked against the state after that.
+#include <string>
+#include <vector>
+
+#include "core/state.h"
+#include "sim/scenario.h"
+
+namespace allot::sim {
+
+struct ScenarioReport {
+  bool passed = true;
+  int checks = 0;                     // expectations evaluated (one per job or team entry)
+  std::vector<std::string> failures;  // "line 42, t=20: job a-1: state is Pending, expected Running (...)"
+  std::vector<std::string> log;       // what happened, in order, for people
+  ClusterState final_state;
+  Time end_time = 0;
+};
+
+// Fails (an Error, exit code 2) when the scenario cannot be run as written: an event names a job or node that
+// does not exist, a submission is rejected, a team or node is invalid. Expectations that do not hold are not
+// errors: they are listed in the report.
+Result<ScenarioReport> run_scenario(const Scenario& scenario);
+
+}  // namespace allot::sim

@@ -1,0 +1,161 @@
+#include "view/state_json.h"
+
+#include "core/quota.h"
+#include "core/topology_levels.h"
+
+namespace allot::view {
+using nlohmann::json;
+
+namespace {
+
+json amount(int64_t v, int64_t unit) {
+  if (v % unit == 0) return v / unit;
+  return static_cast<double>(v) / static_cast<double>(unit);
+}
+
+}  // namespace
+
+json resources_json(const Resources& r) {
+  return {{"accelerators", r.accelerators}, {"vcpu", amount(r.vcpu_milli, 1000)}, {"memory_gib", amount(r.memory_mib, 1024)}};
+}
+
+json placement_json(const ClusterState& s, const Placement& p) {
+  json out = json::array();
+  for (const auto& ps : p.pod_sets) {
+    json replicas = json::array();
+    int rank = 0;
+    for (const auto& r : ps.replicas)
+      replicas.push_back({{"rank", rank++},
+                          {"node", s.nodes[r.node.index()].name},
+                          {"accelerators", r.accelerators},
+                          {"numa_domains", r.numa_domains},
+                          {"cpus", r.cpus}});
+    out.push_back({{"instance_type", s.catalog.at(ps.type).name},
+                   {"per_replica", resources_json(ps.per_replica)},
+                   {"replicas", replicas}});
+  }
+  return out;
+}
+
+json job_json(const ClusterState& s, const Job& j, bool with_history) {
+  json nodes = json::array();
+  for (NodeId n : j.placement.nodes()) nodes.push_back(s.nodes[n.index()].name);
+  json o = {{"name", j.spec.name},
+            {"team", s.teams[j.team.index()].spec.name},
+            {"priority", j.spec.priority},
+            {"priority_weight", j.priority},
+            {"state", job_state_name(j.state)},
+            {"reason", j.reason},
+            {"submitted_at", j.submitted_at},
+            {"nodes", nodes},
+            {"node_count", nodes.size()},
+            {"borrowing", j.borrowing},
+            {"preemptions", j.preemptions},
+            {"restarts", j.restarts},
+            {"work_done_s", j.work_done_s},
+            {"placement", placement_json(s, j.placement)}};
+  if (j.state == JobState::kRunning) o["started_at"] = j.started_at;
+  if (j.spec.duration_s) o["duration_s"] = *j.spec.duration_s;
+  json ps = json::array();
+  for (const auto& p : j.spec.pod_sets) {
+    json t = json::object();
+    if (!p.topology.required.empty()) t["required"] = short_level(canonical_level(p.topology.required));
+    if (!p.topology.preferred.empty()) t["preferred"] = short_level(canonical_level(p.topology.preferred));
+    if (p.topology.slice) t["slice"] = {{"level", short_level(canonical_level(p.topology.slice->level))}, {"size", p.topology.slice->size}};
+    if (!p.topology.exclusive.empty()) t["exclusive"] = short_level(canonical_level(p.topology.exclusive));
+    ps.push_back({{"name", p.name}, {"replicas", p.replicas}, {"instance_type", p.instance_type}, {"topology", t}});
+  }
+  o["pod_sets"] = ps;
+  if (with_history) {
+    json h = json::array();
+    for (const auto& t : j.history)
+      h.push_back({{"at", t.at}, {"from", job_state_name(t.from)}, {"to", job_state_name(t.to)}, {"reason", t.reason}});
+    o["history"] = h;
+  }
+  return o;
+}
+
+Resources team_usage_total(const ClusterState& s, TeamId team) {
+  Resources r;
+  for (const auto& u : s.usage[team.index()]) r += u;
+  return r;
+}
+
+Resources team_borrowed_total(const ClusterState& s, TeamId team) {
+  Resources r;
+  for (size_t t = 0; t < s.catalog.size(); ++t) r += borrowed(s, s.usage, team, TypeId(static_cast<uint32_t>(t)));
+  return r;
+}
+
+Resources team_lent_total(const ClusterState& s, TeamId team) {
+  Resources r;
+  for (size_t t = 0; t < s.catalog.size(); ++t) r += lent_by_team(s, s.usage, TypeId(static_cast<uint32_t>(t)))[team.index()];
+  return r;
+}
+
+Resources team_nominal_total(const ClusterState& s, TeamId team) {
+  Resources r;
+  for (const auto& n : s.teams[team.index()].nominal) r += n;
+  return r;
+}
+
+json team_json(const ClusterState& s, const Team& t) {
+  json alloc = json::array();
+  for (const auto& a : t.spec.allocation) {
+    json e = {{"instance_type", a.instance_type}};
+    if (a.amount.instances) e["instances"] = *a.amount.instances;
+    if (a.amount.accelerators) e["accelerators"] = *a.amount.accelerators;
+    if (a.amount.vcpu_milli) e["vcpu"] = amount(*a.amount.vcpu_milli, 1000);
+    if (a.amount.memory_mib) e["memory_gib"] = amount(*a.amount.memory_mib, 1024);
+    alloc.push_back(e);
+  }
+  int pending = 0, running = 0, suspended = 0;
+  for (const Job& j : s.jobs) {
+    if (j.team != t.id) continue;
+    pending += j.state == JobState::kPending;
+    running += j.state == JobState::kRunning;
+    suspended += j.state == JobState::kSuspended;
+  }
+  return {{"name", t.spec.name},
+          {"fair_share_weight", t.spec.fair_share_weight},
+          {"allocation", alloc},
+          {"sharing", {{"strategy", sharing_strategy_name(t.spec.strategy)}, {"borrow_limit", t.spec.borrow_limit}}},
+          {"preempt_team_tasks", preempt_team_tasks_name(t.spec.preempt_team_tasks)},
+          {"nominal", resources_json(team_nominal_total(s, t.id))},
+          {"usage", resources_json(team_usage_total(s, t.id))},
+          {"borrowed", resources_json(team_borrowed_total(s, t.id))},
+          {"lent", resources_json(team_lent_total(s, t.id))},
+          {"jobs", {{"pending", pending}, {"running", running}, {"suspended", suspended}}}};
+}
+
+json node_json(const ClusterState& s, const Node& n) {
+  const NodeRoom& r = s.room[n.id.index()];
+  json topo = json::object();
+  for (size_t l = 0; l + 1 < s.levels.size(); ++l)
+    if (!n.topology[l].empty()) topo[short_level(s.levels[l])] = n.topology[l];
+  return {{"name", n.name},
+          {"instance_type", s.catalog.at(n.type).name},
+          {"instance_group", n.instance_group},
+          {"health", node_health_name(n.health)},
+          {"cordoned", n.cordoned},
+          {"labels", n.labels},
+          {"topology", topo},
+          {"capacity", resources_json(s.catalog.at(n.type).capacity())},
+          {"free", resources_json(r.free)},
+          {"replicas", r.replicas}};
+}
+
+json decision_json(const ClusterState& s, const Decision& d) {
+  json o = {{"kind", d.kind == Decision::Kind::kAdmit ? "admit" : "preempt"},
+            {"job", s.jobs[d.job.index()].spec.name},
+            {"reason", d.reason}};
+  if (d.kind == Decision::Kind::kAdmit) {
+    o["borrowing"] = d.borrowing;
+    o["placement"] = placement_json(s, d.placement);
+  } else {
+    o["preemptor"] = s.jobs[d.preemptor.index()].spec.name;
+  }
+  return o;
+}
+
+}  // namespace allot::view

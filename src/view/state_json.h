@@ -1,0 +1,24 @@
+#pragma once
+// JSON views of the state, the same everywhere a program reads allot's state: `allot sim run --json`, the
+// server's /v1 API and `allot ... -o json`. Amounts use the external units: accelerators, vcpu (may be
+// fractional), memory_gib (may be fractional).
+#include <nlohmann/json.hpp>
+
+#include "core/state.h"
+
+namespace allot::view {
+
+nlohmann::json resources_json(const Resources& r);
+nlohmann::json placement_json(const ClusterState& s, const Placement& p);
+nlohmann::json job_json(const ClusterState& s, const Job& j, bool with_history = true);
+nlohmann::json team_json(const ClusterState& s, const Team& t);
+nlohmann::json node_json(const ClusterState& s, const Node& n);
+nlohmann::json decision_json(const ClusterState& s, const Decision& d);
+
+// Per-team totals over all instance types.
+Resources team_usage_total(const ClusterState& s, TeamId team);
+Resources team_borrowed_total(const ClusterState& s, TeamId team);
+Resources team_lent_total(const ClusterState& s, TeamId team);
+Resources team_nominal_total(const ClusterState& s, TeamId team);
+
+}  // namespace allot::view
