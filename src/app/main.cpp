@@ -9,6 +9,12 @@ int main(int argc, char** argv) {
   allot::cli::Context ctx;
   allot::cli::add_sim_commands(app, ctx);
   allot::cli::add_topology_commands(app, ctx);
+  allot::cli::add_server_command(app, ctx);
+  allot::cli::add_agent_command(app, ctx);
+  allot::cli::add_client_admin_commands(app, ctx);
+  allot::cli::add_client_job_commands(app, ctx);
+  allot::cli::add_client_cluster_commands(app, ctx);
+  allot::cli::add_demo_command(app, ctx);
   // Further command groups register here, one line each.
   try {
     app.parse(argc, argv);

@@ -13,5 +13,11 @@ struct Context {
 void add_sim_commands(CLI::App& app, Context& ctx);       // sim run | replay | bench
 void add_topology_commands(CLI::App& app, Context& ctx);  // topology import | slurm-conf | mermaid
 void add_demo_command(CLI::App& app, Context& ctx);       // demo
+void add_server_command(CLI::App& app, Context& ctx);     // server
+void add_agent_command(CLI::App& app, Context& ctx);      // agent
+void add_client_admin_commands(CLI::App& app, Context& ctx);    // apply | team | allocation | policy | priority-class
+void add_client_job_commands(CLI::App& app, Context& ctx);      // submit | jobs | describe | cancel | logs
+// nodes | teams | events | node ... | topology show (after add_topology_commands: it extends `topology`)
+void add_client_cluster_commands(CLI::App& app, Context& ctx);
 
 }  // namespace allot::cli

@@ -1,0 +1,81 @@
+#pragma once
+// The node agent (DESIGN.md, "Control plane"): registers its node with the server, heartbeats, runs the
+// replicas the server assigns as real processes, ships their logs and reports their exits.
+//
+// Delivery rules that keep the server's view right without acknowledgements beyond HTTP 200:
+//  - an attempt of a replica (job, rank, attempt) is started at most once, however often the server lists it;
+//  - a new attempt of a replica whose older attempt is still alive starts only after that one has exited;
+//  - an exit is reported in heartbeats until one succeeds, and only after the replica's log is fully shipped,
+//    so a job the server sees finished has all its output.
+#include <atomic>
+#include <chrono>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/inventory.h"
+#include "agent/process.h"
+#include "agent/replica.h"
+#include "client/http_client.h"
+#include "core/result.h"
+
+namespace allot::agent {
+
+struct AgentOptions {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  std::string work_dir;  // logs and replicas' working directories live under it
+  std::string address;   // how other nodes reach this one (ranks use it as MASTER_ADDR)
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds stop_grace{10000};
+  size_t log_chunk_bytes = 64 * 1024;
+};
+
+class Agent {
+ public:
+  Agent(AgentOptions options, Inventory inventory, client::ApiClient api, std::ostream& log);
+
+  // Registers, then heartbeats until `stop` is set; then stops every replica and reports their exits.
+  // Fails only for what retrying cannot fix (the server rejects the registration).
+  Status run(const std::atomic<bool>& stop);
+
+  // One cycle, for tests: reap exits, ship logs, heartbeat, act on the answer.
+  Status cycle();
+  Status register_node();
+  const ProcessTable& processes() const { return procs_; }
+
+ private:
+  struct Replica {
+    Assignment a;
+    std::string log_path;
+    uint64_t shipped = 0;  // bytes of the log the server has
+    bool exited = false;
+    int exit_code = 0;
+  };
+  static std::string key_of(const Assignment& a) { return a.slot() + "#" + std::to_string(a.attempt); }
+
+  bool reap();  // true when a replica exited
+  void ship_logs();
+  Status heartbeat();
+  void apply(const nlohmann::json& answer);
+  void start_pending();
+  void start(const Assignment& a);
+  void say(const std::string& line);
+
+  AgentOptions opt_;
+  Inventory inv_;
+  MachineFacts facts_;
+  client::ApiClient api_;
+  std::ostream& log_;
+  ProcessTable procs_;
+  std::map<std::string, Replica> replicas_;     // by key_of: alive, or exited and not yet reported
+  std::map<std::string, Assignment> pending_;   // by slot: waits for an older attempt to exit
+  std::set<std::string> started_;               // keys ever started
+  bool server_reachable_ = true;
+};
+
+}  // namespace allot::agent

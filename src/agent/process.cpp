@@ -1,0 +1,232 @@
+#include "agent/process.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+extern char** environ;
+
+namespace allot::agent {
+namespace {
+
+// Writes a constant-size message without allocating: only async-signal-safe calls run between fork and exec.
+void child_fail(int fd, const char* prefix, const char* what, int err) {
+  const char* reason = err == ENOENT ? ": no such file or directory\n"
+                       : err == EACCES ? ": permission denied\n"
+                                       : ": cannot execute\n";
+  (void)!write(fd, prefix, strlen(prefix));
+  (void)!write(fd, what, strlen(what));
+  (void)!write(fd, reason, strlen(reason));
+  _exit(127);
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 255;
+}
+
+}  // namespace
+
+ProcessTable::~ProcessTable() {
+  for (auto& [key, p] : procs_) {
+    kill(-p.pid, SIGKILL);
+    int status = 0;
+    waitpid(p.pid, &status, 0);
+  }
+}
+
+Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec) {
+  if (procs_.count(key)) return Error::exists("replica " + key + " is already running");
+  if (spec.argv.empty()) return Error::invalid("replica " + key + " has no command");
+
+  // Everything the child needs is built before fork(): after it, only async-signal-safe calls are allowed.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string_view::npos && spec.env.count(std::string(kv.substr(0, eq)))) continue;
+    env_strings.emplace_back(kv);
+  }
+  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = spec.argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  for (int c : spec.cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &mask);
+
+  const std::string log_path = spec.log_path.empty() ? "/dev/null" : spec.log_path;
+  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return Error::internal("cannot open log file " + log_path + ": " + std::strerror(errno));
+  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0) {
+    close(log_fd);
+    return Error::internal(std::string("cannot open /dev/null: ") + std::strerror(errno));
+  }
+  const pid_t parent = getpid();
+  const char* work_dir = spec.work_dir.empty() ? nullptr : spec.work_dir.c_str();
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    close(log_fd), close(null_fd);
+    return Error::internal(std::string("fork failed: ") + std::strerror(err));
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    // The replica dies with its agent: a node whose agent is gone is treated as failed by the server, and
+    // its jobs run again elsewhere, so a survivor here would only compete with its own restart.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(137);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGCHLD, SIGHUP}) signal(sig, SIG_DFL);
+    if (!spec.cpus.empty()) sched_setaffinity(0, sizeof mask, &mask);  // best effort, as taskset
+    dup2(null_fd, STDIN_FILENO);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    if (work_dir && chdir(work_dir) != 0) child_fail(STDERR_FILENO, "allot agent: cannot enter ", work_dir, errno);
+    execvpe(argv[0], argv.data(), envp.data());
+    child_fail(STDERR_FILENO, "allot agent: cannot run ", argv[0], errno);
+  }
+  setpgid(pid, pid);  // also in the parent, so a stop() right after start() reaches the group
+  close(log_fd);
+  close(null_fd);
+  procs_[key] = Proc{pid, std::nullopt};
+  return pid;
+}
+
+void ProcessTable::stop(const std::string& key, Clock::time_point now) {
+  auto it = procs_.find(key);
+  if (it == procs_.end() || it->second.kill_at) return;
+  kill(-it->second.pid, SIGTERM);
+  it->second.kill_at = now + grace_;
+}
+
+std::vector<Exited> ProcessTable::poll(Clock::time_point now) {
+  std::vector<Exited> out;
+  for (auto it = procs_.begin(); it != procs_.end();) {
+    Proc& p = it->second;
+    int status = 0;
+    pid_t r = waitpid(p.pid, &status, WNOHANG);
+    if (r == p.pid || (r < 0 && errno == ECHILD)) {
+      // The leader is gone; whatever it left behind in its group goes with it.
+      kill(-p.pid, SIGKILL);
+      out.push_back({it->first, p.pid, r == p.pid ? exit_code_of(status) : 255, p.kill_at.has_value()});
+      it = procs_.erase(it);
+      continue;
+    }
+    if (p.kill_at && now >= *p.kill_at) {
+      kill(-p.pid, SIGKILL);
+      p.kill_at = Clock::time_point::max();  // escalate once
+    }
+    ++it;
+  }
+  return out;
+}
+
+std::optional<pid_t> ProcessTable::pid(const std::string& key) const {
+  auto it = procs_.find(key);
+  if (it == procs_.end()) return std::nullopt;
+  return it->second.pid;
+}
+
+std::vector<std::string> ProcessTable::keys() const {
+  std::vector<std::string> out;
+  for (const auto& [k, p] : procs_) out.push_back(k);
+  return out;
+}
+
+std::vector<Exited> ProcessTable::stop_all_and_wait() {
+  auto now = Clock::now();
+  for (const auto& k : keys()) stop(k, now);
+  std::vector<Exited> out;
+  const auto deadline = now + grace_ + std::chrono::seconds(1);
+  while (!procs_.empty() && Clock::now() < deadline) {
+    auto e = poll(Clock::now());
+    out.insert(out.end(), e.begin(), e.end());
+    if (!procs_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return out;
+}
+
+Result<std::vector<int>> parse_cpu_list(std::string_view list) {
+  std::vector<int> out;
+  auto bad = [&] { return Error::invalid("\"" + std::string(list) + "\" is not a CPU list such as 0-3,8"); };
+  size_t i = 0;
+  auto num = [&](int& v) {
+    size_t start = i;
+    v = 0;
+    while (i < list.size() && std::isdigit(static_cast<unsigned char>(list[i])) && i - start < 6)
+      v = v * 10 + (list[i++] - '0');
+    return i > start;
+  };
+  while (i < list.size()) {
+    int a = 0, b = 0;
+    if (!num(a)) return bad();
+    b = a;
+    if (i < list.size() && list[i] == '-') {
+      ++i;
+      if (!num(b) || b < a) return bad();
+    }
+    for (int c = a; c <= b; ++c) out.push_back(c);
+    if (i < list.size()) {
+      if (list[i] != ',') return bad();
+      ++i;
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string format_cpu_list(const std::vector<int>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(cpus[i]);
+    if (j > i) out += "-" + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::vector<int> available_cpus() {
+  std::vector<int> out;
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &mask)) out.push_back(c);
+  if (out.empty()) out.push_back(0);
+  return out;
+}
+
+std::vector<int> clamp_cpus(const std::vector<int>& wanted, const std::vector<int>& available) {
+  if (wanted.empty() || available.empty()) return {};
+  std::vector<int> out;
+  for (int c : wanted) out.push_back(available[static_cast<size_t>(c) % available.size()]);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace allot::agent

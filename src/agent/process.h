@@ -1,0 +1,81 @@
+#pragma once
+// The processes an agent runs for its replicas. Each replica is started in its own process group, so that a
+// stop reaches everything it spawned (a shell and its children, torchrun and its workers): SIGTERM to the
+// group first, SIGKILL once the grace period has passed. Exits are collected by polling (waitpid WNOHANG),
+// which keeps the agent single-threaded and needs no SIGCHLD handler. Time is passed in, so tests control it.
+//
+// Thread-safety: none; one thread owns a ProcessTable.
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace allot::agent {
+
+using Clock = std::chrono::steady_clock;
+
+struct LaunchSpec {
+  std::vector<std::string> argv;           // argv[0] is looked up on PATH
+  std::map<std::string, std::string> env;  // set on top of the agent's own environment
+  std::vector<int> cpus;                   // CPU affinity; empty: inherit the agent's
+  std::string log_path;                    // stdout and stderr, appended; empty: /dev/null
+  std::string work_dir;                    // empty: the agent's
+};
+
+struct Exited {
+  std::string key;
+  pid_t pid = 0;
+  int exit_code = 0;  // the exit status, or 128 + signal number as a shell reports it
+  bool stopped = false;  // it exited after stop() asked it to
+};
+
+class ProcessTable {
+ public:
+  explicit ProcessTable(std::chrono::milliseconds stop_grace) : grace_(stop_grace) {}
+  ~ProcessTable();  // kills what is still running (SIGKILL to each group) and reaps it
+  ProcessTable(const ProcessTable&) = delete;
+  ProcessTable& operator=(const ProcessTable&) = delete;
+
+  // Starts `spec` under `key` (which must not be running). A program that cannot be executed still starts:
+  // the child writes why to the log and exits 127, as a shell would, so the failure reaches the job's logs.
+  Result<pid_t> start(const std::string& key, const LaunchSpec& spec);
+  // SIGTERM to the process group now; poll() sends SIGKILL once the grace period has passed. No-op when the
+  // key is unknown or already stopping.
+  void stop(const std::string& key, Clock::time_point now);
+  // Reaps what has exited and escalates stops whose grace has run out. Returns each exit once.
+  std::vector<Exited> poll(Clock::time_point now);
+
+  bool running(const std::string& key) const { return procs_.count(key) > 0; }
+  std::optional<pid_t> pid(const std::string& key) const;
+  size_t size() const { return procs_.size(); }
+  std::vector<std::string> keys() const;
+
+  // Stops everything and waits (at most grace + 1 s) until it is gone; for an agent that is shutting down.
+  std::vector<Exited> stop_all_and_wait();
+
+ private:
+  struct Proc {
+    pid_t pid = 0;
+    std::optional<Clock::time_point> kill_at;  // set once stop() sent SIGTERM
+  };
+  std::chrono::milliseconds grace_;
+  std::map<std::string, Proc> procs_;
+};
+
+// "0-3,8,10-11" -> {0,1,2,3,8,10,11}. Rejects malformed lists.
+Result<std::vector<int>> parse_cpu_list(std::string_view list);
+// {0,1,2,3,8} -> "0-3,8".
+std::string format_cpu_list(const std::vector<int>& cpus);
+// The CPUs this process may run on (its own affinity mask), sorted.
+std::vector<int> available_cpus();
+// Maps wanted CPU ids onto the ones that exist: an emulated p5.48xlarge asks for CPUs 0-95 on a 2-CPU
+// machine; each wanted id lands on available[id % n], so replicas with different NUMA domains still spread
+// over the real CPUs. Empty `wanted` stays empty.
+std::vector<int> clamp_cpus(const std::vector<int>& wanted, const std::vector<int>& available);
+
+}  // namespace allot::agent

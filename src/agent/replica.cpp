@@ -1,0 +1,84 @@
+#include "agent/replica.h"
+
+#include <algorithm>
+
+namespace allot::agent {
+namespace {
+
+std::string list_of(const std::vector<int>& v) {
+  std::string out;
+  for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+  return out;
+}
+
+}  // namespace
+
+Result<Assignment> assignment_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return Error::invalid("a replica assignment must be an object, got " + j.dump());
+  try {
+    Assignment a;
+    a.job = j.at("job").get<std::string>();
+    a.rank = j.at("rank").get<int>();
+    a.world_size = j.value("world_size", 1);
+    a.local_rank = j.value("local_rank", 0);
+    a.master_addr = j.value("master_addr", std::string("127.0.0.1"));
+    a.master_port = j.value("master_port", 0);
+    a.command = j.value("command", std::vector<std::string>{});
+    if (j.contains("env") && j["env"].is_object())
+      for (const auto& [k, v] : j["env"].items()) a.env[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    a.accelerators = j.value("accelerators", std::vector<int>{});
+    a.accelerator_kind = j.value("accelerator_kind", std::string());
+    a.cpus = j.value("cpus", std::string());
+    a.attempt = j.value("attempt", 0);
+    if (a.job.empty()) return Error::invalid("a replica assignment has an empty job name");
+    if (a.command.empty()) return Error::invalid("the assignment of " + a.slot() + " has no command");
+    return a;
+  } catch (const nlohmann::json::exception& e) {
+    return Error::invalid("malformed replica assignment " + j.dump() + ": " + e.what());
+  }
+}
+
+std::map<std::string, std::string> replica_env(const Assignment& a, const MachineFacts& m) {
+  std::map<std::string, std::string> env = a.env;
+  env["ALLOT_JOB"] = a.job;
+  env["ALLOT_ATTEMPT"] = std::to_string(a.attempt);
+  env["RANK"] = std::to_string(a.rank);
+  env["WORLD_SIZE"] = std::to_string(a.world_size);
+  env["LOCAL_RANK"] = std::to_string(a.local_rank);
+  env["MASTER_ADDR"] = a.master_addr;
+  env["MASTER_PORT"] = std::to_string(a.master_port);
+  AcceleratorKind kind = m.kind;
+  if (a.accelerator_kind == "nvidia-gpu") kind = AcceleratorKind::kNvidiaGpu;
+  else if (a.accelerator_kind == "neuron") kind = AcceleratorKind::kNeuron;
+  else if (a.accelerator_kind == "none") kind = AcceleratorKind::kNone;
+  if (kind == AcceleratorKind::kNvidiaGpu) {
+    // An empty list hides every GPU: a CPU-only replica on a GPU node must not grab one by accident.
+    env["CUDA_VISIBLE_DEVICES"] = list_of(a.accelerators);
+  } else if (kind == AcceleratorKind::kNeuron) {
+    // The Neuron runtime counts NeuronCores, not devices: device d owns cores [d*k, (d+1)*k).
+    const int k = m.neuron_cores_per_device > 0 ? m.neuron_cores_per_device : 1;
+    std::vector<int> cores;
+    for (int d : a.accelerators)
+      for (int c = 0; c < k; ++c) cores.push_back(d * k + c);
+    std::sort(cores.begin(), cores.end());
+    env["NEURON_RT_VISIBLE_CORES"] = format_cpu_list(cores);
+  }
+  return env;
+}
+
+Result<LaunchSpec> launch_spec(const Assignment& a, const MachineFacts& m, const std::string& log_path,
+                               const std::string& work_dir) {
+  LaunchSpec s;
+  s.argv = a.command;
+  s.env = replica_env(a, m);
+  if (!a.cpus.empty()) {
+    auto wanted = parse_cpu_list(a.cpus);
+    if (!wanted) return Error::invalid("replica " + a.slot() + ": " + wanted.error().message);
+    s.cpus = clamp_cpus(*wanted, m.cpus);
+  }
+  s.log_path = log_path;
+  s.work_dir = work_dir;
+  return s;
+}
+
+}  // namespace allot::agent

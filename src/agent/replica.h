@@ -1,0 +1,52 @@
+#pragma once
+// One replica assignment from the server (docs/api.md, "A replica assignment") and how it becomes a process:
+// the rank variables torchrun and most launchers read, the devices it may see, its CPUs and its log file.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/process.h"
+#include "core/catalog.h"
+#include "core/result.h"
+
+namespace allot::agent {
+
+struct Assignment {
+  std::string job;
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr;
+  int master_port = 0;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::vector<int> accelerators;  // device indices on this node
+  std::string accelerator_kind;   // "nvidia-gpu", "neuron", "none"; empty: the node's own kind
+  std::string cpus;               // "0-47,96-143"; empty: no binding
+  int attempt = 0;
+
+  // Identifies the replica across heartbeats ("job/rank"); attempts of it replace one another.
+  std::string slot() const { return job + "/" + std::to_string(rank); }
+};
+
+Result<Assignment> assignment_from_json(const nlohmann::json& j);
+
+// What the agent knows about its machine that shapes a replica's environment.
+struct MachineFacts {
+  AcceleratorKind kind = AcceleratorKind::kNone;  // of the node's instance type
+  int neuron_cores_per_device = 0;
+  std::vector<int> cpus;  // the CPUs that really exist here
+};
+
+// The environment a replica runs with, on top of the agent's: the job's env, then ALLOT_JOB, RANK,
+// WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT and CUDA_VISIBLE_DEVICES or NEURON_RT_VISIBLE_CORES
+// (which win over the job's: they describe where the scheduler put it).
+std::map<std::string, std::string> replica_env(const Assignment& a, const MachineFacts& m);
+
+// The whole launch: argv, env, CPUs (clamped to the real ones), log file and working directory.
+Result<LaunchSpec> launch_spec(const Assignment& a, const MachineFacts& m, const std::string& log_path,
+                               const std::string& work_dir);
+
+}  // namespace allot::agent

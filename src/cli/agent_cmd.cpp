@@ -1,0 +1,111 @@
+// `allot agent --server URL [--name NAME] [--instance-type TYPE] [--labels k=v,k=v] [--work-dir DIR]
+// [--address ADDR] [--heartbeat-interval S] [--stop-grace S]`: runs the node agent until SIGINT or SIGTERM,
+// then stops its replicas. Exit codes: 0 after a clean stop, 2 for invalid flags or a registration the
+// server refuses, 3 for a runtime failure.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "agent/agent.h"
+#include "cli/commands.h"
+
+namespace allot::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop_signal(int) { g_stop = true; }
+
+struct AgentArgs {
+  std::string server, name, instance_type, labels, work_dir, address;
+  double heartbeat_s = 1.0;
+  double grace_s = 10.0;
+};
+
+Result<std::map<std::string, std::string>> parse_labels(const std::string& text) {
+  std::map<std::string, std::string> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t comma = text.find(',', i);
+    std::string kv = text.substr(i, comma == std::string::npos ? std::string::npos : comma - i);
+    i = comma == std::string::npos ? text.size() : comma + 1;
+    if (kv.empty()) continue;
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Error::invalid("--labels: \"" + kv + "\" is not key=value (e.g. network-node-layer-3=nn-3a)");
+    out[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return out;
+}
+
+std::string hostname() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return host[0] ? host : "localhost";
+}
+
+bool loopback_url(const std::string& url) {
+  return url.find("://127.") != std::string::npos || url.find("://localhost") != std::string::npos ||
+         url.find("://[::1]") != std::string::npos;
+}
+
+int run_agent(const AgentArgs& a) {
+  if (a.heartbeat_s <= 0 || a.grace_s < 0) {
+    std::cerr << "allot agent: --heartbeat-interval must be positive and --stop-grace not negative\n";
+    return 2;
+  }
+  auto labels = parse_labels(a.labels);
+  if (!labels) return std::cerr << "allot agent: " << labels.error().message << "\n", 2;
+  auto api = client::ApiClient::connect(a.server);
+  if (!api) return std::cerr << "allot agent: " << api.error().message << "\n", 2;
+  auto inv = agent::discover(a.instance_type, Catalog::builtin());
+  if (!inv) return std::cerr << "allot agent: " << inv.error().message << "\n", 2;
+
+  agent::AgentOptions opt;
+  opt.name = a.name.empty() ? hostname() : a.name;
+  opt.labels = *labels;
+  const char* tmp = std::getenv("TMPDIR");
+  opt.work_dir = !a.work_dir.empty() ? a.work_dir : std::string(tmp && *tmp ? tmp : "/tmp") + "/allot-agent-" + opt.name;
+  // On loopback every node is this machine; elsewhere the host name is what other nodes resolve.
+  opt.address = !a.address.empty() ? a.address : loopback_url(a.server) ? "127.0.0.1" : hostname();
+  opt.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(a.heartbeat_s * 1000));
+  opt.stop_grace = std::chrono::milliseconds(static_cast<int64_t>(a.grace_s * 1000));
+
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a server that hangs up must not kill the agent
+
+  agent::Agent ag(std::move(opt), std::move(*inv), std::move(*api), std::cerr);
+  auto st = ag.run(g_stop);
+  if (!st) {
+    std::cerr << "allot agent: " << st.error().message << "\n";
+    return client::exit_code_for(st.error());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_agent_command(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<AgentArgs>();
+  auto* cmd = app.add_subcommand("agent", "Run the node agent: register, heartbeat, run the replicas the server assigns");
+  cmd->add_option("--server", a->server, "allot server URL, e.g. http://10.0.0.1:7070")->required();
+  cmd->add_option("--name", a->name, "Node name (default: the host name)");
+  cmd->add_option("--instance-type", a->instance_type,
+                  "Instance type; on a machine that does not have it, the agent emulates it (development, demo)");
+  cmd->add_option("--labels", a->labels, "Node labels k=v,k=v (topology: network-node-layer-1..4, zone, ultraserver)");
+  cmd->add_option("--work-dir", a->work_dir, "Where replica logs and working directories go (default: $TMPDIR/allot-agent-NAME)");
+  cmd->add_option("--address", a->address, "Address other nodes reach this one at (MASTER_ADDR of rank 0)");
+  cmd->add_option("--heartbeat-interval", a->heartbeat_s, "Seconds between heartbeats")->capture_default_str();
+  cmd->add_option("--stop-grace", a->grace_s, "Seconds between SIGTERM and SIGKILL when a replica is stopped")
+      ->capture_default_str();
+  cmd->callback([a, &ctx] { ctx.exit_code = run_agent(*a); });
+}
+
+}  // namespace allot::cli

@@ -1,0 +1,136 @@
+// Commands about the cluster itself: `allot nodes`, `teams`, `events [--follow]`, `topology show`, and
+// `node cordon|uncordon|drain|health`.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "client/cli_flags.h"
+#include "client/render.h"
+
+namespace allot::cli {
+namespace {
+
+using client::ClientFlags;
+using client::report;
+using client::Session;
+using nlohmann::json;
+
+struct ClusterArgs {
+  ClientFlags flags;
+  std::string name, action, health;
+  bool follow = false;
+  int64_t since = 0;
+};
+
+template <typename F>
+void on_run(CLI::App* cmd, Context& ctx, std::shared_ptr<ClusterArgs> a, const std::string& name, F body) {
+  cmd->callback([&ctx, a, name, body] {
+    auto s = Session::open(a->flags);
+    ctx.exit_code = s ? body(*s, *a) : report(name, s.error());
+  });
+}
+
+int run_nodes(Session& s, ClusterArgs&) {
+  auto r = s.api().get("/v1/nodes");
+  if (!r) return report("nodes", r.error());
+  return s.print(*r, [](const json& n) { return client::nodes_table(n, client::unix_now()); });
+}
+
+int run_teams(Session& s, ClusterArgs&) {
+  auto r = s.api().get("/v1/teams");
+  if (!r) return report("teams", r.error());
+  return s.print(*r, client::teams_table);
+}
+
+int run_topology(Session& s, ClusterArgs&) {
+  auto r = s.api().get("/v1/topology");
+  if (!r) return report("topology show", r.error());
+  return s.print(*r, client::topology_text);
+}
+
+int run_node_action(Session& s, ClusterArgs& a) {
+  const std::string path = "/v1/nodes/" + client::url_encode(a.name);
+  auto r = a.action == "health" ? s.api().put(path + "/health", {{"health", a.health}}) : s.api().post(path + "/" + a.action);
+  if (!r) return report("node " + a.action, r.error());
+  return s.print(json::array({*r}), [](const json& n) { return client::nodes_table(n, client::unix_now()); });
+}
+
+// Without --follow: the events the server still holds, once. With it: long polls until interrupted; in
+// JSON or YAML each event is printed as it comes (JSON: one object per line).
+int run_events(Session& s, ClusterArgs& a) {
+  int64_t since = a.since;
+  const int wait_s = a.follow ? 20 : 0;
+  s.api().set_timeout(std::chrono::seconds(wait_s + 10));
+  json all = json::array();
+  for (;;) {
+    auto r = s.api().get(client::with_query("/v1/events", {{"since", std::to_string(since)}, {"wait", std::to_string(wait_s)}}));
+    if (!r) return report("events", r.error());
+    const json events = r->value("events", json::array());
+    for (const auto& e : events) {
+      if (!a.follow) all.push_back(e);
+      else if (s.format() == client::Format::kTable) std::cout << client::event_line(e);
+      else if (s.format() == client::Format::kJson) std::cout << e.dump() << "\n";
+      else std::cout << "---\n" << client::to_yaml(e);
+    }
+    std::cout << std::flush;
+    if (r->contains("next") && (*r)["next"].is_number()) since = (*r)["next"].get<int64_t>();
+    if (!a.follow) break;
+  }
+  return s.print(all, [](const json& ev) {
+    std::string out;
+    for (const auto& e : ev) out += client::event_line(e);
+    return out;
+  });
+}
+
+}  // namespace
+
+void add_client_cluster_commands(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<ClusterArgs>();
+  auto flags = [&](CLI::App* c) { client::add_client_flags(c, a->flags); return c; };
+
+  on_run(flags(app.add_subcommand("nodes", "List nodes: health, free capacity, topology, last heartbeat")), ctx, a, "nodes", run_nodes);
+  on_run(flags(app.add_subcommand("teams", "List teams: quota, usage, borrowed, lent, jobs")), ctx, a, "teams", run_teams);
+
+  auto* events = flags(app.add_subcommand("events", "What the scheduler did and why"));
+  events->add_flag("-f,--follow", a->follow, "Keep printing events as they happen");
+  events->add_option("--since", a->since, "Start after this event sequence number");
+  on_run(events, ctx, a, "events", run_events);
+
+  // `allot topology` belongs to the interop tools (import, slurm-conf, mermaid); `show` reads the server's.
+  CLI::App* topo = nullptr;
+  try {
+    topo = app.get_subcommand("topology");
+  } catch (const CLI::OptionNotFound&) {
+    topo = app.add_subcommand("topology", "Cluster topology");
+    topo->require_subcommand(1);
+  }
+  on_run(flags(topo->add_subcommand("show", "The server's topology tree: levels, domains and their nodes")), ctx, a,
+         "topology show", run_topology);
+
+  auto* node = app.add_subcommand("node", "Node lifecycle: cordon, uncordon, drain, health");
+  node->require_subcommand(1);
+  for (const char* action : {"cordon", "uncordon", "drain"}) {
+    const std::string help = std::string(action) == "drain" ? "Cordon the node and suspend its jobs (they resume elsewhere)"
+                             : std::string(action) == "cordon" ? "Admit nothing new to the node"
+                                                               : "Admit jobs to the node again";
+    auto* c = flags(node->add_subcommand(action, help));
+    c->add_option("name", a->name, "Node name")->required();
+    c->callback([&ctx, a, action] {
+      a->action = action;
+      auto s = Session::open(a->flags);
+      ctx.exit_code = s ? run_node_action(*s, *a) : report(std::string("node ") + action, s.error());
+    });
+  }
+  auto* health = flags(node->add_subcommand("health", "Set a node's health"));
+  health->add_option("name", a->name, "Node name")->required();
+  health->add_option("health", a->health, "Schedulable, Unschedulable, UnschedulablePendingReboot or UnschedulablePendingReplacement")
+      ->required();
+  health->callback([&ctx, a] {
+    a->action = "health";
+    auto s = Session::open(a->flags);
+    ctx.exit_code = s ? run_node_action(*s, *a) : report("node health", s.error());
+  });
+}
+
+}  // namespace allot::cli

@@ -1,0 +1,80 @@
+// `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...]`: runs the
+// control plane until SIGINT or SIGTERM. Exit codes: 0 after a clean stop, 2 for invalid flags, 3 when the
+// server cannot start (store, journal, address).
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "cli/commands.h"
+#include "server/server.h"
+
+namespace allot::cli {
+namespace {
+
+struct ServerArgs {
+  server::ServerOptions options;
+  double heartbeat_timeout_s = 15;
+  std::string master_ports = "29500-30499";
+};
+
+int run_server(ServerArgs& a) {
+  if (a.heartbeat_timeout_s <= 0) {
+    std::cerr << "allot server: --heartbeat-timeout must be positive\n";
+    return 2;
+  }
+  a.options.heartbeat_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.heartbeat_timeout_s * 1000));
+  auto dash = a.master_ports.find('-');
+  try {
+    a.options.master_port_min = std::stoi(a.master_ports.substr(0, dash));
+    a.options.master_port_max = dash == std::string::npos ? a.options.master_port_min : std::stoi(a.master_ports.substr(dash + 1));
+  } catch (const std::exception&) {
+    std::cerr << "allot server: --master-ports wants LOW-HIGH, as in 29500-30499\n";
+    return 2;
+  }
+  // Block the stop signals in every thread (threads inherit the mask), then wait for one here.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+
+  // Logs go to stderr; stdout carries only the "listening on URL" line that scripts wait for.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("allot-server"));
+  auto srv = server::Server::open(a.options);
+  if (!srv) {
+    std::cerr << "allot server: " << srv.error().message << "\n";
+    return srv.error().code == ErrorCode::kInvalidArgument ? 2 : 3;
+  }
+  if (auto st = (*srv)->start(); !st) {
+    std::cerr << "allot server: " << st.error().message << "\n";
+    return st.error().code == ErrorCode::kInvalidArgument ? 2 : 3;
+  }
+  std::cout << "allot server listening on " << (*srv)->url() << std::endl;
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::cerr << "allot server: stopping (signal " << sig << ")\n";
+  (*srv)->stop();
+  return 0;
+}
+
+}  // namespace
+
+void add_server_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<ServerArgs>();
+  auto* cmd = app.add_subcommand("server", "Run the control plane: HTTP API, scheduling loop, durable state");
+  cmd->add_option("--listen", args->options.listen, "HOST:PORT to serve on (port 0: any free port)")->capture_default_str();
+  cmd->add_option("--data", args->options.data_dir, "Data directory: the database (by default) and replica logs")
+      ->capture_default_str();
+  cmd->add_option("--database", args->options.database, "sqlite:PATH (default sqlite:<data>/allot.db) or postgresql://...");
+  cmd->add_option("--heartbeat-timeout", args->heartbeat_timeout_s,
+                  "Seconds without a heartbeat before a node is UnschedulablePendingReboot")
+      ->capture_default_str();
+  cmd->add_option("--master-ports", args->master_ports, "MASTER_PORT range for jobs, LOW-HIGH")->capture_default_str();
+  cmd->add_option("--http-threads", args->options.http_threads, "Requests served at once")->capture_default_str();
+  cmd->callback([args, &ctx] { ctx.exit_code = run_server(*args); });
+}
+
+}  // namespace allot::cli

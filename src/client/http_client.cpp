@@ -1,0 +1,146 @@
+#include "client/http_client.h"
+
+#include <cctype>
+#include <cstdlib>
+
+#include <httplib.h>
+
+namespace allot::client {
+namespace {
+
+ErrorCode code_from_name(const std::string& name, int status) {
+  if (name == "InvalidArgument") return ErrorCode::kInvalidArgument;
+  if (name == "NotFound") return ErrorCode::kNotFound;
+  if (name == "AlreadyExists") return ErrorCode::kAlreadyExists;
+  if (name == "FailedPrecondition") return ErrorCode::kFailedPrecondition;
+  if (name == "Internal") return ErrorCode::kInternal;
+  if (status == 404) return ErrorCode::kNotFound;
+  if (status == 409) return ErrorCode::kFailedPrecondition;
+  return status >= 500 ? ErrorCode::kInternal : ErrorCode::kInvalidArgument;
+}
+
+}  // namespace
+
+std::string resolve_server_url(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("ALLOT_SERVER"); env && *env) return env;
+  return kDefaultServer;
+}
+
+int exit_code_for(const Error& e) { return e.code == ErrorCode::kInternal ? 3 : 2; }
+
+std::string url_encode(std::string_view s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string with_query(std::string path, const std::map<std::string, std::string>& query) {
+  char sep = '?';
+  for (const auto& [k, v] : query) {
+    if (v.empty()) continue;
+    path += sep + url_encode(k) + "=" + url_encode(v);
+    sep = '&';
+  }
+  return path;
+}
+
+Error error_from_response(const Response& r) {
+  std::string code, message;
+  auto j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("error") && j["error"].is_object()) {
+    code = j["error"].value("code", "");
+    message = j["error"].value("message", "");
+  }
+  if (message.empty()) {
+    message = "the server answered HTTP " + std::to_string(r.status);
+    if (!r.body.empty()) message += ": " + r.body.substr(0, 300);
+  }
+  return Error{code_from_name(code, r.status), message};
+}
+
+struct ApiClient::Impl {
+  httplib::Client http;
+  explicit Impl(const std::string& url) : http(url) {}
+};
+
+ApiClient::ApiClient(std::unique_ptr<Impl> impl, std::string url) : impl_(std::move(impl)), url_(std::move(url)) {}
+ApiClient::~ApiClient() = default;
+ApiClient::ApiClient(ApiClient&&) noexcept = default;
+ApiClient& ApiClient::operator=(ApiClient&&) noexcept = default;
+
+Result<ApiClient> ApiClient::connect(const std::string& url_in) {
+  std::string url = url_in;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+    return Error::invalid("server URL \"" + url_in + "\" must start with http:// (for example " + kDefaultServer + ")");
+  auto impl = std::make_unique<Impl>(url);
+  if (!impl->http.is_valid()) return Error::invalid("server URL \"" + url_in + "\" is not a valid http:// URL");
+  impl->http.set_connection_timeout(std::chrono::seconds(3));
+  impl->http.set_read_timeout(std::chrono::seconds(30));
+  impl->http.set_write_timeout(std::chrono::seconds(30));
+  return ApiClient(std::move(impl), url);
+}
+
+void ApiClient::set_timeout(std::chrono::milliseconds t) {
+  impl_->http.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(t));
+}
+
+Result<Response> ApiClient::send(const std::string& method, const std::string& path, const std::string* json_body) {
+  if (method != "GET" && method != "DELETE" && method != "POST" && method != "PUT")
+    return Error::internal("unsupported HTTP method " + method);
+  auto& h = impl_->http;
+  const std::string body = json_body ? *json_body : std::string("{}");
+  httplib::Result res = [&] {
+    if (method == "GET") return h.Get(path.c_str());
+    if (method == "DELETE") return h.Delete(path.c_str());
+    if (method == "POST") return h.Post(path.c_str(), body, "application/json");
+    return h.Put(path.c_str(), body, "application/json");
+  }();
+  if (!res) {
+    return Error::internal("cannot reach the allot server at " + url_ + " (" + httplib::to_string(res.error()) +
+                           "); start one with `allot server` or `allot demo`, or pass --server URL");
+  }
+  return Response{res->status, res->body, res->get_header_value("Content-Type")};
+}
+
+Result<nlohmann::json> ApiClient::json_call(const std::string& method, const std::string& path,
+                                            const nlohmann::json* body) {
+  std::string text;
+  if (body) text = body->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  auto r = send(method, path, body ? &text : nullptr);
+  if (!r) return r.error();
+  if (r->status < 200 || r->status >= 300) return error_from_response(*r);
+  if (r->status == 204 || r->body.empty()) return nlohmann::json();
+  auto j = nlohmann::json::parse(r->body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    return Error::internal("the server at " + url_ + " sent something that is not JSON for " + method + " " + path);
+  return j;
+}
+
+Result<nlohmann::json> ApiClient::get(const std::string& path) { return json_call("GET", path, nullptr); }
+Result<nlohmann::json> ApiClient::post(const std::string& path, const nlohmann::json& body) {
+  return json_call("POST", path, &body);
+}
+Result<nlohmann::json> ApiClient::put(const std::string& path, const nlohmann::json& body) {
+  return json_call("PUT", path, &body);
+}
+Result<nlohmann::json> ApiClient::del(const std::string& path) { return json_call("DELETE", path, nullptr); }
+
+Result<std::string> ApiClient::get_text(const std::string& path) {
+  auto r = send("GET", path, nullptr);
+  if (!r) return r.error();
+  if (r->status < 200 || r->status >= 300) return error_from_response(*r);
+  return r->body;
+}
+
+}  // namespace allot::client

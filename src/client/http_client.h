@@ -1,0 +1,70 @@
+#pragma once
+// A blocking JSON client for allot's /v1 API (docs/api.md). Every failure comes back as an Error whose code
+// says who is at fault: the server's own error code for a 4xx answer (the request was wrong: exit 2), and
+// kInternal for a 5xx answer or a server that cannot be reached (exit 3). Messages name the server's URL when
+// the connection fails, so a user sees at once which address was tried.
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+
+namespace allot::client {
+
+inline constexpr const char* kDefaultServer = "http://127.0.0.1:7070";
+
+// --server, else $ALLOT_SERVER, else http://127.0.0.1:7070.
+std::string resolve_server_url(const std::string& flag);
+
+// The exit code of the command-line contract for an error: 2 for what the user can fix in the request, 3 for
+// a server or transport failure.
+int exit_code_for(const Error& e);
+
+// "a b/c" -> "a%20b%2Fc": for names and query values put into a URL.
+std::string url_encode(std::string_view s);
+// "/v1/jobs" + {{"team","a"}} -> "/v1/jobs?team=a"; empty values are left out.
+std::string with_query(std::string path, const std::map<std::string, std::string>& query);
+
+struct Response {
+  int status = 0;
+  std::string body;
+  std::string content_type;
+};
+
+class ApiClient {
+ public:
+  // `url` is "http://host:port" (https when the library was built with TLS). Rejects anything else.
+  static Result<ApiClient> connect(const std::string& url);
+  ~ApiClient();
+  ApiClient(ApiClient&&) noexcept;
+  ApiClient& operator=(ApiClient&&) noexcept;
+
+  const std::string& url() const { return url_; }
+  // Read timeout for the requests that follow; long polls raise it above their wait.
+  void set_timeout(std::chrono::milliseconds t);
+
+  Result<nlohmann::json> get(const std::string& path);
+  Result<nlohmann::json> post(const std::string& path, const nlohmann::json& body = nlohmann::json::object());
+  Result<nlohmann::json> put(const std::string& path, const nlohmann::json& body);
+  Result<nlohmann::json> del(const std::string& path);  // 204 gives null
+  Result<std::string> get_text(const std::string& path);
+
+  // The raw exchange, for callers that need the status (the agent re-registers on 404).
+  Result<Response> send(const std::string& method, const std::string& path, const std::string* json_body);
+
+ private:
+  struct Impl;
+  explicit ApiClient(std::unique_ptr<Impl> impl, std::string url);
+  Result<nlohmann::json> json_call(const std::string& method, const std::string& path, const nlohmann::json* body);
+
+  std::unique_ptr<Impl> impl_;
+  std::string url_;
+};
+
+// The Error for a non-2xx answer: the server's {"error": {"code", "message"}} when it sent one.
+Error error_from_response(const Response& r);
+
+}  // namespace allot::client

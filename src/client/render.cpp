@@ -1,0 +1,245 @@
+#include "client/render.h"
+
+#include <ctime>
+
+#include "client/output.h"
+
+namespace allot::client {
+namespace {
+using nlohmann::json;
+
+constexpr int64_t kEpochFloor = 1'000'000'000;  // times above this are Unix times (after 2001)
+
+std::string shorten(const std::string& s, size_t max) {
+  if (s.size() <= max) return s;
+  return s.substr(0, max - 3) + "...";
+}
+
+int64_t integer(const json& j, const char* key, int64_t fallback = 0) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return fallback;
+  return j[key].get<int64_t>();
+}
+
+std::string age(const json& j, const char* key, int64_t now) {
+  int64_t t = integer(j, key, -1);
+  return t >= kEpochFloor ? ago(t, now) : "-";
+}
+
+// "4/128/512": accelerators / vCPU / GiB, the order every table uses.
+std::string triple(const json& r) {
+  if (!r.is_object()) return "-";
+  return number(r.value("accelerators", json(0))) + "/" + number(r.value("vcpu", json(0))) + "/" +
+         number(r.value("memory_gib", json(0)));
+}
+
+std::string free_of(const json& node, const char* resource) {
+  if (!node.contains("free") || !node.contains("capacity")) return "-";
+  return number(node["free"].value(resource, json(0))) + "/" + number(node["capacity"].value(resource, json(0)));
+}
+
+// "nn-1/nn-2/nn-3a": the node's domains coarse to fine. JSON objects come sorted by key, so the known levels
+// are put in their order first.
+std::string topology_of(const json& t) {
+  std::string out;
+  if (!t.is_object()) return out;
+  auto add = [&](const json& value) {
+    if (!out.empty()) out += "/";
+    out += value.is_string() ? value.get<std::string>() : value.dump();
+  };
+  static const char* kOrder[] = {"zone", "network-node-layer-1", "network-node-layer-2", "network-node-layer-3",
+                                 "network-node-layer-4", "ultraserver"};
+  for (const char* level : kOrder)
+    if (t.contains(level)) add(t[level]);
+  for (const auto& [level, value] : t.items()) {
+    bool known = level == "hostname";
+    for (const char* k : kOrder) known = known || level == k;
+    if (!known) add(value);
+  }
+  return out;
+}
+
+std::string topology_request(const json& t) {
+  if (!t.is_object() || t.empty()) return "";
+  std::string out;
+  for (const auto& [k, v] : t.items()) {
+    if (!out.empty()) out += ", ";
+    if (v.is_object()) out += k + " " + text(v, "level") + " x" + number(v.value("size", json(0)));
+    else out += k + " " + (v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string clock_time(int64_t t) {
+  if (t < kEpochFloor) return "t=" + std::to_string(t) + "s";
+  std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  localtime_r(&tt, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  return buf;
+}
+
+std::string jobs_table(const json& jobs, int64_t now) {
+  Table t({"NAME", "TEAM", "PRIORITY", "STATE", "REPLICAS", "NODES", "AGE", "REASON"});
+  for (const auto& j : jobs) {
+    int replicas = 0;
+    if (j.contains("pod_sets"))
+      for (const auto& ps : j["pod_sets"]) replicas += ps.value("replicas", 0);
+    std::string state = text(j, "state");
+    if (j.value("borrowing", false) && state == "Running") state += " (borrowing)";
+    t.add({text(j, "name"), text(j, "team"), text(j, "priority", "-").empty() ? "-" : text(j, "priority"), state,
+           std::to_string(replicas), shorten(join(j.value("nodes", json::array())), 40), age(j, "submitted_at", now),
+           shorten(text(j, "reason"), 70)});
+  }
+  return t.str();
+}
+
+std::string teams_table(const json& teams) {
+  Table t({"NAME", "WEIGHT", "STRATEGY", "NOMINAL", "USAGE", "BORROWED", "LENT", "PENDING", "RUNNING", "SUSPENDED"});
+  for (const auto& m : teams) {
+    const json jobs = m.value("jobs", json::object());
+    std::string strategy = m.contains("sharing") ? text(m["sharing"], "strategy") : "";
+    if (strategy == "LendAndBorrow" && m["sharing"].contains("borrow_limit"))
+      strategy += " " + number(m["sharing"]["borrow_limit"]) + "%";
+    t.add({text(m, "name"), text(m, "fair_share_weight"), strategy, triple(m.value("nominal", json())),
+           triple(m.value("usage", json())), triple(m.value("borrowed", json())), triple(m.value("lent", json())),
+           text(jobs, "pending", "0"), text(jobs, "running", "0"), text(jobs, "suspended", "0")});
+  }
+  return t.str() + "(amounts are accelerators/vCPU/GiB)\n";
+}
+
+std::string nodes_table(const json& nodes, int64_t now) {
+  Table t({"NAME", "TYPE", "HEALTH", "ACCEL", "VCPU", "MEM_GIB", "REPLICAS", "TOPOLOGY", "HEARTBEAT"});
+  for (const auto& n : nodes) {
+    std::string health = text(n, "health");
+    if (n.value("cordoned", false)) health += ",Cordoned";
+    std::string beat = "-";
+    for (const char* k : {"last_heartbeat", "last_heartbeat_at", "heartbeat_at"})
+      if (integer(n, k, -1) >= kEpochFloor) beat = ago(integer(n, k), now) + " ago";
+    t.add({text(n, "name"), text(n, "instance_type"), health, free_of(n, "accelerators"), free_of(n, "vcpu"),
+           free_of(n, "memory_gib"), text(n, "replicas", "0"), topology_of(n.value("topology", json())), beat});
+  }
+  return t.str() + "(ACCEL, VCPU and MEM_GIB are free/capacity)\n";
+}
+
+std::string priority_classes_table(const json& classes) {
+  Table t({"NAME", "WEIGHT"});
+  for (const auto& c : classes) t.add({text(c, "name"), text(c, "weight")});
+  return t.str();
+}
+
+std::string policy_text(const json& p) {
+  std::string out;
+  out += "task prioritization:  " + text(p, "task_prioritization") + "\n";
+  out += "idle compute:         " + text(p, "idle_compute") + "\n";
+  out += "idle pool:            " + text(p, "idle_pool", "false") + "\n";
+  for (const char* k : {"min_runtime", "starvation_threshold"})
+    if (p.contains(k) && text(p, k) != "0") out += std::string(k) + ":" + std::string(21 - std::string(k).size(), ' ') + text(p, k) + "s\n";
+  out += "priority classes:\n";
+  Table t({"  NAME", "WEIGHT"});
+  for (const auto& c : p.value("priority_classes", json::array())) t.add({"  " + text(c, "name"), text(c, "weight")});
+  return out + t.str();
+}
+
+std::string describe_job(const json& j, int64_t now) {
+  std::string out;
+  auto field = [&](const std::string& k, const std::string& v) {
+    if (!v.empty()) out += k + std::string(k.size() < 13 ? 13 - k.size() : 1, ' ') + v + "\n";
+  };
+  field("Name:", text(j, "name"));
+  field("Team:", text(j, "team"));
+  std::string prio = text(j, "priority");
+  field("Priority:", prio.empty() ? "none (weight 0)" : prio + " (weight " + text(j, "priority_weight", "?") + ")");
+  std::string state = text(j, "state");
+  if (j.value("borrowing", false)) state += ", borrowing idle capacity";
+  field("State:", state);
+  field("Reason:", text(j, "reason"));
+  int64_t submitted = integer(j, "submitted_at", -1);
+  if (submitted >= 0) field("Submitted:", clock_time(submitted) + (submitted >= kEpochFloor ? " (" + ago(submitted, now) + " ago)" : ""));
+  if (j.contains("started_at")) field("Started:", clock_time(integer(j, "started_at")));
+  field("Runs:", "restarts " + text(j, "restarts", "0") + ", preemptions " + text(j, "preemptions", "0") +
+                     (j.contains("max_retries") ? ", max retries " + text(j, "max_retries") : ""));
+  if (j.contains("command") && j["command"].is_array() && !j["command"].empty())
+    field("Command:", shorten(join(j["command"], " "), 100));
+
+  out += "Pod sets:\n";
+  Table ps({"  NAME", "REPLICAS", "INSTANCE_TYPE", "TOPOLOGY"});
+  for (const auto& p : j.value("pod_sets", json::array()))
+    ps.add({"  " + text(p, "name"), text(p, "replicas"), text(p, "instance_type", "any").empty() ? "any" : text(p, "instance_type"),
+            topology_request(p.value("topology", json()))});
+  out += ps.str();
+
+  const json placement = j.value("placement", json::array());
+  if (!placement.empty()) {
+    out += "Placement:\n";
+    Table pt({"  RANK", "NODE", "TYPE", "ACCELERATORS", "NUMA", "CPUS", "PER_REPLICA"});
+    for (const auto& p : placement)
+      for (const auto& r : p.value("replicas", json::array()))
+        pt.add({"  " + text(r, "rank"), text(r, "node"), text(p, "instance_type"),
+                join(r.value("accelerators", json::array())), join(r.value("numa_domains", json::array())),
+                text(r, "cpus"), triple(p.value("per_replica", json()))});
+    out += pt.str();
+  }
+  const json replicas = j.value("replicas", json::array());  // the server's per-replica process states
+  if (replicas.is_array() && !replicas.empty() && replicas[0].is_object()) {
+    out += "Processes:\n";
+    Table rt({"  RANK", "NODE", "STATE", "EXIT", "ATTEMPT"});
+    for (const auto& r : replicas)
+      rt.add({"  " + text(r, "rank"), text(r, "node"), text(r, "state"), text(r, "exit_code", "-"), text(r, "attempt", "-")});
+    out += rt.str();
+  }
+  const json history = j.value("history", json::array());
+  if (!history.empty()) {
+    out += "History:\n";
+    Table ht({"  TIME", "FROM", "TO", "REASON"});
+    for (const auto& h : history)
+      ht.add({"  " + clock_time(integer(h, "at")), text(h, "from"), text(h, "to"), text(h, "reason")});
+    out += ht.str();
+  }
+  return out;
+}
+
+std::string event_line(const json& e) {
+  std::string subject = text(e, "job");
+  if (subject.empty()) subject = text(e, "node");
+  std::string line = clock_time(integer(e, "at")) + "  " + text(e, "kind");
+  if (!subject.empty()) line += "  " + subject;
+  return line + "  " + text(e, "message") + "\n";
+}
+
+namespace {
+// The server's tree: domains {level, name, children} down to leaves {node}. A domain whose children are all
+// nodes prints them on its own line, so a rack of 16 hosts is one line, not 17.
+void tree_lines(const json& list, const std::string& indent, std::string& out) {
+  if (!list.is_array()) return;
+  for (const auto& d : list) {
+    if (!d.is_object()) continue;
+    if (d.contains("node")) {
+      out += indent + "node " + text(d, "node") + "\n";
+      continue;
+    }
+    std::string line = indent + text(d, "level") + "=" + text(d, "name");
+    const json children = d.value("children", json::array());
+    bool all_nodes = !children.empty();
+    for (const auto& c : children) all_nodes = all_nodes && c.is_object() && c.contains("node");
+    if (all_nodes) {
+      std::string names;
+      for (const auto& c : children) names += (names.empty() ? "" : ", ") + text(c, "node");
+      out += line + ": " + names + "\n";
+    } else {
+      out += line + "\n";
+      tree_lines(children, indent + "  ", out);
+    }
+  }
+}
+}  // namespace
+
+std::string topology_text(const json& topology) {
+  std::string out = "levels: " + join(topology.value("levels", json::array()), " > ") + "\n";
+  tree_lines(topology.value("domains", json()), "", out);
+  return out;
+}
+
+}  // namespace allot::client

@@ -1,0 +1,24 @@
+#pragma once
+// People's views of the API's JSON: the tables of `allot jobs | teams | nodes`, the explanation that
+// `allot describe` prints, event lines and the topology tree. Pure functions of the JSON (and the current
+// time, passed in), so tests can check them without a server.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace allot::client {
+
+std::string jobs_table(const nlohmann::json& jobs, int64_t now);
+std::string teams_table(const nlohmann::json& teams);
+std::string nodes_table(const nlohmann::json& nodes, int64_t now);
+std::string priority_classes_table(const nlohmann::json& classes);
+std::string policy_text(const nlohmann::json& policy);
+std::string describe_job(const nlohmann::json& job, int64_t now);
+std::string event_line(const nlohmann::json& event);
+std::string topology_text(const nlohmann::json& topology);
+
+// "14:03:07" for a Unix time, or "t=12s" for a small (relative or virtual) time.
+std::string clock_time(int64_t t);
+
+}  // namespace allot::client

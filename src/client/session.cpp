@@ -1,0 +1,40 @@
+#include "client/session.h"
+
+#include <ctime>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <iostream>
+
+namespace allot::client {
+
+Result<Session> Session::open(const ClientFlags& flags) {
+  auto format = parse_format(flags.output);
+  if (!format) return format.error();
+  auto api = ApiClient::connect(resolve_server_url(flags.server));
+  if (!api) return api.error();
+  return Session(std::move(*api), *format);
+}
+
+int Session::print(const nlohmann::json& data, const std::function<std::string(const nlohmann::json&)>& table) {
+  std::cout << (format_ == Format::kTable ? table(data) : render_data(data, format_)) << std::flush;
+  return 0;
+}
+
+int report(const std::string& command, const Error& e) {
+  std::cerr << "allot " << command << ": " << e.message << "\n";
+  return exit_code_for(e);
+}
+
+Result<std::string> read_input(const std::string& path) {
+  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::invalid("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int64_t unix_now() { return static_cast<int64_t>(std::time(nullptr)); }
+
+}  // namespace allot::client

@@ -1,0 +1,46 @@
+#pragma once
+// What every client command shares: the server it talks to, the output format, and the rule that turns an
+// Error into a message on stderr and an exit code (2: the request was wrong; 3: the server failed or cannot
+// be reached).
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "client/http_client.h"
+#include "client/output.h"
+
+namespace allot::client {
+
+struct ClientFlags {
+  std::string server;            // empty: $ALLOT_SERVER, then http://127.0.0.1:7070
+  std::string output = "table";  // table | json | yaml
+};
+
+class Session {
+ public:
+  static Result<Session> open(const ClientFlags& flags);
+
+  ApiClient& api() { return api_; }
+  Format format() const { return format_; }
+
+  // Prints `data` in the chosen format; `table` renders it for people.
+  int print(const nlohmann::json& data, const std::function<std::string(const nlohmann::json&)>& table);
+
+ private:
+  Session(ApiClient api, Format f) : api_(std::move(api)), format_(f) {}
+  ApiClient api_;
+  Format format_;
+};
+
+// "allot <command>: <message>" on stderr; returns the exit code for the error.
+int report(const std::string& command, const Error& e);
+
+// The text of a file, or of standard input for "-".
+Result<std::string> read_input(const std::string& path);
+
+// Unix time now, for ages in tables.
+int64_t unix_now();
+
+}  // namespace allot::client

@@ -1,0 +1,96 @@
+#include "client/spec_json.h"
+
+namespace allot::client {
+namespace {
+using nlohmann::json;
+
+// 1500 milli-vCPU -> 1.5; whole amounts stay integers so the YAML readers see `2`, not `2.0`.
+json scaled(int64_t v, int64_t unit) {
+  if (v % unit == 0) return v / unit;
+  return static_cast<double>(v) / static_cast<double>(unit);
+}
+
+json topology_body(const TopologySpec& t) {
+  json o = json::object();
+  if (!t.required.empty()) o["required"] = t.required;
+  if (!t.preferred.empty()) o["preferred"] = t.preferred;
+  if (t.slice) o["slice"] = {{"level", t.slice->level}, {"size", t.slice->size}};
+  if (!t.exclusive.empty()) o["exclusive"] = t.exclusive;
+  return o;
+}
+
+void put_pod_set(json& o, const PodSetSpec& ps) {
+  o["replicas"] = ps.replicas;
+  if (!ps.instance_type.empty()) o["instance_type"] = ps.instance_type;
+  o["per_replica"] = amount_body(ps.per_replica);
+  if (!ps.topology.empty()) o["topology"] = topology_body(ps.topology);
+}
+
+}  // namespace
+
+json amount_body(const AmountSpec& a) {
+  json o = json::object();
+  if (a.whole_node) o["whole_node"] = true;
+  if (a.instances) o["instances"] = *a.instances;
+  if (a.accelerators) o["accelerators"] = *a.accelerators;
+  if (a.vcpu_milli) o["vcpu"] = scaled(*a.vcpu_milli, 1000);
+  if (a.memory_mib) o["memory_gib"] = scaled(*a.memory_mib, 1024);
+  return o;
+}
+
+json team_body(const TeamSpec& t) {
+  json alloc = json::array();
+  for (const auto& a : t.allocation) {
+    json e = amount_body(a.amount);
+    e["instance_type"] = a.instance_type;
+    alloc.push_back(e);
+  }
+  return {{"name", t.name},
+          {"fair_share_weight", t.fair_share_weight},
+          {"allocation", alloc},
+          {"sharing", {{"strategy", sharing_strategy_name(t.strategy)}, {"borrow_limit", t.borrow_limit}}},
+          {"preempt_team_tasks", preempt_team_tasks_name(t.preempt_team_tasks)}};
+}
+
+json policy_body(const PolicySpec& p) {
+  json classes = json::array();
+  for (const auto& c : p.priority_classes) classes.push_back({{"name", c.name}, {"weight", c.weight}});
+  json o = {{"task_prioritization", task_prioritization_name(p.task_prioritization)},
+            {"idle_compute", idle_compute_name(p.idle_compute)},
+            {"idle_pool", p.idle_pool},
+            {"priority_classes", classes}};
+  if (p.min_runtime_s) o["min_runtime"] = p.min_runtime_s;
+  if (p.starvation_threshold_s) o["starvation_threshold"] = p.starvation_threshold_s;
+  return o;
+}
+
+json job_body(const JobSpec& j) {
+  json o = {{"name", j.name}, {"team", j.team}};
+  if (!j.priority.empty()) o["priority"] = j.priority;
+  if (j.pod_sets.size() == 1 && j.pod_sets[0].name == "main") {
+    put_pod_set(o, j.pod_sets[0]);
+  } else {
+    json sets = json::array();
+    for (const auto& ps : j.pod_sets) {
+      json s = {{"name", ps.name}};
+      put_pod_set(s, ps);
+      sets.push_back(s);
+    }
+    o["pod_sets"] = sets;
+  }
+  if (j.max_retries) o["max_retries"] = j.max_retries;
+  if (j.checkpoint_interval_s) o["checkpoint_interval"] = j.checkpoint_interval_s;
+  if (j.duration_s) o["duration"] = *j.duration_s;
+  if (!j.command.empty()) o["command"] = j.command;
+  if (!j.env.empty()) o["env"] = j.env;
+  return o;
+}
+
+json team_body_from_view(const json& view) {
+  json o = json::object();
+  for (const char* k : {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks"})
+    if (view.contains(k)) o[k] = view[k];
+  return o;
+}
+
+}  // namespace allot::client

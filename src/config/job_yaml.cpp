@@ -1,0 +1,181 @@
+// Job specs: a scenario `submit` entry, which is also what `allot submit` reads.
+#include <set>
+
+#include "config/spec_yaml.h"
+
+namespace allot {
+namespace {
+
+using namespace config;
+
+Result<int64_t> read_seconds(const YamlContext& ctx, const Val& v) { return read_int(ctx, v, 0, kMaxSeconds); }
+
+Result<TopologySpec> read_topology(const YamlContext& ctx, const Val& v) {
+  auto f = Fields::open(ctx, v, {"required", "preferred", "slice", "exclusive"});
+  if (!f) return f.error();
+  TopologySpec t;
+  for (auto [key, field] : {std::pair{"required", &t.required}, {"preferred", &t.preferred}, {"exclusive", &t.exclusive}}) {
+    if (auto l = f->get(key)) {
+      auto level = read_name(ctx, *l);
+      if (!level) return level.error();
+      *field = *level;
+    }
+  }
+  if (!t.required.empty() && !t.preferred.empty())
+    return fail(ctx, *f->get("preferred"), name_of(v) + " gives both required and preferred",
+                "give one of them (a level name such as network-node-layer-3)");
+  if (auto s = f->get("slice")) {
+    auto sf = Fields::open(ctx, *s, {"level", "size"});
+    if (!sf) return sf.error();
+    auto level_val = sf->need(ctx, "level");
+    if (!level_val) return level_val.error();
+    auto level = read_name(ctx, *level_val);
+    if (!level) return level.error();
+    auto size_val = sf->need(ctx, "size");
+    if (!size_val) return size_val.error();
+    auto size = read_int(ctx, *size_val, 1, kMaxJobReplicas);
+    if (!size) return size.error();
+    t.slice = SliceSpec{*level, static_cast<int>(*size)};
+  }
+  return t;
+}
+
+// Reads the pod-set keys (replicas, instance_type, per_replica, topology) of an opened mapping: a pod_sets
+// entry, or the job itself when it has a single inline pod set.
+Result<PodSetSpec> read_pod_set(const YamlContext& ctx, const Fields& f, const Catalog& catalog) {
+  PodSetSpec ps;
+  if (auto r = f.get("replicas")) {
+    auto n = read_int(ctx, *r, 1, kMaxJobReplicas);
+    if (!n) return n.error();
+    ps.replicas = static_cast<int>(*n);
+  }
+  if (auto t = f.get("instance_type")) {
+    auto type = read_instance_type(ctx, *t, catalog);
+    if (!type) return type.error();
+    ps.instance_type = *type;
+  }
+  auto pr = f.need(ctx, "per_replica");
+  if (!pr) return pr.error();
+  auto prf = Fields::open(ctx, *pr, amount_keys(AmountUse::kReplica));
+  if (!prf) return prf.error();
+  auto amount = read_amount(ctx, *prf, AmountUse::kReplica);
+  if (!amount) return amount.error();
+  ps.per_replica = *amount;
+  if (auto t = f.get("topology")) {
+    auto topo = read_topology(ctx, *t);
+    if (!topo) return topo.error();
+    ps.topology = *topo;
+  }
+  return ps;
+}
+
+Result<std::vector<PodSetSpec>> read_pod_sets(const YamlContext& ctx, const Val& list, const Catalog& catalog) {
+  auto items = list_items(ctx, list);
+  if (!items) return items.error();
+  if (items->empty()) return fail(ctx, list, name_of(list) + " is empty", "give at least one pod set");
+  std::vector<PodSetSpec> out;
+  std::set<std::string> names;
+  for (const Val& item : *items) {
+    auto f = Fields::open(ctx, item, {"name", "replicas", "instance_type", "per_replica", "topology"});
+    if (!f) return f.error();
+    auto ps = read_pod_set(ctx, *f, catalog);
+    if (!ps) return ps.error();
+    // Unnamed pod sets are numbered so that names stay unique: main, set-1, set-2, ...
+    ps->name = out.empty() ? "main" : "set-" + std::to_string(out.size());
+    if (auto n = f->get("name")) {
+      auto name = read_name(ctx, *n);
+      if (!name) return name.error();
+      ps->name = *name;
+    }
+    if (!names.insert(ps->name).second)
+      return fail(ctx, item, "pod set " + ps->name + " is named twice", "pod set names must be unique within a job");
+    out.push_back(std::move(*ps));
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> read_command(const YamlContext& ctx, const Val& v) {
+  // A string is a shell command line, as people type it; a list is the exact argv, with no shell in between.
+  if (v.node.IsScalar()) {
+    auto s = read_name(ctx, v);
+    if (!s) return s.error();
+    return std::vector<std::string>{"/bin/sh", "-c", *s};
+  }
+  auto items = list_items(ctx, v);
+  if (!items) return items.error();
+  if (items->empty()) return fail(ctx, v, name_of(v) + " is empty", "give a command line or a list of arguments");
+  std::vector<std::string> argv;
+  for (const Val& item : *items) {
+    auto a = read_text(ctx, item);
+    if (!a) return a.error();
+    argv.push_back(*a);
+  }
+  return argv;
+}
+
+Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
+  auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
+                                 "duration", "max_retries", "checkpoint_interval", "command", "env"});
+  if (!f) return f.error();
+  JobSpec job;
+  for (auto [key, field] : {std::pair{"name", &job.name}, {"team", &job.team}}) {
+    auto val = f->need(ctx, key);
+    if (!val) return val.error();
+    auto s = read_name(ctx, *val);
+    if (!s) return s.error();
+    *field = *s;
+  }
+  if (job.name.size() > 253) return fail(ctx, *f->get("name"), "the job name is longer than 253 characters", "use a shorter name");
+  if (auto p = f->get("priority")) {
+    auto s = read_name(ctx, *p);
+    if (!s) return s.error();
+    job.priority = *s;
+  }
+  if (auto ps = f->get("pod_sets")) {
+    for (const char* inline_key : {"replicas", "instance_type", "per_replica", "topology"})
+      if (auto k = f->get(inline_key))
+        return fail(ctx, *k, name_of(v) + " has both pod_sets and " + inline_key,
+                    "give either pod_sets or the inline replicas/instance_type/per_replica/topology");
+    auto sets = read_pod_sets(ctx, *ps, catalog);
+    if (!sets) return sets.error();
+    job.pod_sets = std::move(*sets);
+  } else {
+    auto one = read_pod_set(ctx, *f, catalog);
+    if (!one) return one.error();
+    job.pod_sets.push_back(std::move(*one));
+  }
+  if (auto d = f->get("duration")) {
+    auto s = read_seconds(ctx, *d);
+    if (!s) return s.error();
+    job.duration_s = *s;
+  }
+  if (auto r = f->get("max_retries")) {
+    auto n = read_int(ctx, *r, 0, 1000);
+    if (!n) return n.error();
+    job.max_retries = static_cast<int>(*n);
+  }
+  if (auto c = f->get("checkpoint_interval")) {
+    auto s = read_seconds(ctx, *c);
+    if (!s) return s.error();
+    job.checkpoint_interval_s = *s;
+  }
+  if (auto c = f->get("command")) {
+    auto argv = read_command(ctx, *c);
+    if (!argv) return argv.error();
+    job.command = std::move(*argv);
+  }
+  if (auto e = f->get("env")) {
+    auto env = read_string_map(ctx, *e);
+    if (!env) return env.error();
+    job.env = std::move(*env);
+  }
+  return job;
+}
+
+}  // namespace
+
+Result<JobSpec> parse_job_spec(const YAML::Node& node, const Catalog& catalog, const YamlContext& ctx) {
+  return guard(ctx, [&]() { return read_job(ctx, root(node, ctx), catalog); });
+}
+
+}  // namespace allot

@@ -1,0 +1,86 @@
+#pragma once
+// Readers of the scenario-format YAML pieces (DESIGN.md, "Scenario files") into the core's specs: nodes,
+// user-defined instance types, the policy, teams and job specs. The scenario parser, `allot apply`,
+// `allot submit` and the topology tools share them, so a section reads the same wherever it appears.
+//
+// Every reader checks what can be checked without a cluster: unknown keys, types, ranges, host lists and
+// instance types (against the catalog it is given). Names that refer to other objects (a job's team, a
+// priority class) are checked when the spec is applied. Errors read "<origin>:<line>: <what is wrong>;
+// <what is allowed>", with the origin, path and key line taken from the YamlContext. No reader throws.
+#include <string>
+#include <vector>
+
+#include "config/yaml_read.h"
+#include "core/catalog.h"
+#include "core/result.h"
+#include "core/spec.h"
+
+namespace allot {
+
+// Limits that catch typos (an extra zero, a unit mix-up) long before the arithmetic could overflow.
+inline constexpr int64_t kMaxInstances = 1'000'000;
+inline constexpr int64_t kMaxAccelerators = 10'000'000;
+inline constexpr int64_t kMaxVcpus = 100'000'000;
+inline constexpr int64_t kMaxMemoryGib = 1'000'000'000;
+inline constexpr int64_t kMaxSeconds = 10'000'000'000;  // about 317 years
+inline constexpr int64_t kMaxJobReplicas = 100'000;
+
+// --- nodes -------------------------------------------------------------------------------------------------
+
+// The `cluster.nodes` list: entries {name (a host list, expanded), instance_type, instance_group, labels}.
+// Instance types are stored by their canonical names; a name given twice is an error.
+Result<std::vector<NodeSpec>> parse_nodes(const YAML::Node& list, const Catalog& catalog, const YamlContext& ctx);
+// Node names for removal: a host list string, or a list of host list strings and node entries (of which
+// only the name is used).
+Result<std::vector<std::string>> parse_node_names(const YAML::Node& node, const YamlContext& ctx);
+// A nodes YAML text: the `cluster.nodes` list itself, a mapping {nodes: [...]}, or a scenario-shaped
+// mapping with cluster: {nodes: [...]} (its other sections are not read).
+Result<std::vector<NodeSpec>> parse_nodes_text(const std::string& text, const Catalog& catalog, const std::string& origin);
+Result<std::vector<NodeSpec>> load_nodes_file(const std::string& path, const Catalog& catalog);
+// Writes nodes as a `cluster.nodes` list that parse_nodes reads back to the same specs (one entry per node).
+std::string nodes_to_yaml(const std::vector<NodeSpec>& nodes);
+
+// --- instance types -----------------------------------------------------------------------------------------
+
+// User-defined types: {name, accelerator_kind (none|nvidia-gpu|neuron), accelerator_model, accelerators,
+// accelerator_memory_gib, neuron_cores_per_accelerator, vcpus, memory_gib, efa_interfaces, numa_domains
+// (a count; accelerators and vCPUs split evenly), ultraserver_size}. Each type is added to `catalog` as it is
+// read, so later sections may name it; on error the catalog keeps the types read before the bad one.
+Result<std::vector<InstanceType>> parse_instance_types(const YAML::Node& list, Catalog& catalog, const YamlContext& ctx);
+
+// --- policy and teams ---------------------------------------------------------------------------------------
+
+// {task_prioritization, idle_compute, idle_pool, priority_classes: [{name, weight}], min_runtime,
+// starvation_threshold}; absent keys keep PolicySpec's defaults.
+Result<PolicySpec> parse_policy(const YAML::Node& node, const YamlContext& ctx);
+// {name, fair_share_weight, allocation: [{instance_type, instances | accelerators, vcpu, memory_gib}],
+// sharing: {strategy, borrow_limit}, preempt_team_tasks}.
+Result<TeamSpec> parse_team(const YAML::Node& node, const Catalog& catalog, const YamlContext& ctx);
+// A list of teams; a name given twice is an error.
+Result<std::vector<TeamSpec>> parse_teams(const YAML::Node& list, const Catalog& catalog, const YamlContext& ctx);
+
+// --- jobs ---------------------------------------------------------------------------------------------------
+
+// A scenario `submit` entry (the `allot submit` job spec): {name, team, priority, replicas, instance_type,
+// per_replica, topology, duration, max_retries, checkpoint_interval, command, env}, or `pod_sets: [{name,
+// replicas, instance_type, per_replica, topology}]` instead of the single inline pod set (named "main").
+// A string `command` runs through /bin/sh -c; a list is the argv itself.
+Result<JobSpec> parse_job_spec(const YAML::Node& node, const Catalog& catalog, const YamlContext& ctx);
+
+// --- amounts ------------------------------------------------------------------------------------------------
+
+// What a mapping of amounts is for: which keys it may hold and which combinations are errors.
+enum class AmountUse {
+  kAllocation,  // instances, or accelerators / vcpu / memory_gib; at least one
+  kReplica,     // accelerators / vcpu / memory_gib, or whole_node; at least one
+  kResources,   // accelerators / vcpu / memory_gib, any subset (expectations, reports)
+};
+std::vector<std::string_view> amount_keys(AmountUse use);
+
+namespace config {
+// Reads the amount keys of an opened mapping (the caller opened it with amount_keys(use) plus its own keys).
+// vcpu may be fractional to a thousandth (0.5 -> 500 milli); memory_gib may be fractional and rounds to MiB.
+Result<AmountSpec> read_amount(const YamlContext& ctx, const Fields& fields, AmountUse use);
+}  // namespace config
+
+}  // namespace allot

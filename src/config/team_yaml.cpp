@@ -1,0 +1,176 @@
+// The cluster policy and the teams with their compute allocations.
+#include <map>
+
+#include "config/spec_yaml.h"
+
+namespace allot {
+namespace {
+
+using namespace config;
+
+Result<std::vector<PriorityClassSpec>> read_priority_classes(const YamlContext& ctx, const Val& list) {
+  auto items = list_items(ctx, list);
+  if (!items) return items.error();
+  std::vector<PriorityClassSpec> out;
+  std::map<std::string, int> first_line;
+  for (const Val& item : *items) {
+    auto f = Fields::open(ctx, item, {"name", "weight"});
+    if (!f) return f.error();
+    auto name_val = f->need(ctx, "name");
+    if (!name_val) return name_val.error();
+    auto name = read_name(ctx, *name_val);
+    if (!name) return name.error();
+    auto [pos, fresh] = first_line.emplace(*name, item.line);
+    if (!fresh)
+      return fail(ctx, *name_val, "priority class " + *name + " is defined twice (first at line " + std::to_string(pos->second) + ")",
+                  "give each priority class once");
+    PriorityClassSpec pc{*name, 0};
+    if (auto w = f->get("weight")) {
+      auto weight = read_int(ctx, *w, 0, 100);
+      if (!weight) return weight.error();
+      pc.weight = static_cast<int>(*weight);
+    }
+    out.push_back(std::move(pc));
+  }
+  return out;
+}
+
+Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
+  auto f = Fields::open(ctx, v, {"task_prioritization", "idle_compute", "idle_pool", "priority_classes", "min_runtime",
+                                 "starvation_threshold"});
+  if (!f) return f.error();
+  PolicySpec p;
+  if (auto tp = f->get("task_prioritization")) {
+    auto c = read_choice(ctx, *tp, {"fcfs", "task-ranking"});
+    if (!c) return c.error();
+    p.task_prioritization = *c == 0 ? TaskPrioritization::kFcfs : TaskPrioritization::kTaskRanking;
+  }
+  if (auto ic = f->get("idle_compute")) {
+    auto c = read_choice(ctx, *ic, {"fair-share", "fcfs"});
+    if (!c) return c.error();
+    p.idle_compute = *c == 0 ? IdleCompute::kFairShare : IdleCompute::kFcfs;
+  }
+  if (auto ip = f->get("idle_pool")) {
+    auto b = read_bool(ctx, *ip);
+    if (!b) return b.error();
+    p.idle_pool = *b;
+  }
+  if (auto pcs = f->get("priority_classes")) {
+    auto classes = read_priority_classes(ctx, *pcs);
+    if (!classes) return classes.error();
+    p.priority_classes = std::move(*classes);
+  }
+  if (auto mr = f->get("min_runtime")) {
+    auto s = read_int(ctx, *mr, 0, kMaxSeconds);
+    if (!s) return s.error();
+    p.min_runtime_s = *s;
+  }
+  if (auto st = f->get("starvation_threshold")) {
+    auto s = read_int(ctx, *st, 0, kMaxSeconds);
+    if (!s) return s.error();
+    p.starvation_threshold_s = *s;
+  }
+  return p;
+}
+
+Result<std::vector<AllocationSpec>> read_allocation(const YamlContext& ctx, const Val& list, const Catalog& catalog) {
+  auto items = list_items(ctx, list);
+  if (!items) return items.error();
+  std::vector<std::string_view> keys = amount_keys(AmountUse::kAllocation);
+  keys.insert(keys.begin(), "instance_type");
+  std::vector<AllocationSpec> out;
+  std::map<std::string, int> first_line;
+  for (const Val& item : *items) {
+    auto f = Fields::open(ctx, item, keys);
+    if (!f) return f.error();
+    auto type_val = f->need(ctx, "instance_type");
+    if (!type_val) return type_val.error();
+    auto type = read_instance_type(ctx, *type_val, catalog);
+    if (!type) return type.error();
+    // One entry per type keeps a team's quota a single number per resource; two entries would be ambiguous.
+    auto [pos, fresh] = first_line.emplace(*type, item.line);
+    if (!fresh)
+      return fail(ctx, *type_val, "instance type " + *type + " appears twice in " + name_of(list) + " (first at line " +
+                                      std::to_string(pos->second) + ")", "give one entry per instance type");
+    auto amount = read_amount(ctx, *f, AmountUse::kAllocation);
+    if (!amount) return amount.error();
+    out.push_back({*type, *amount});
+  }
+  return out;
+}
+
+Status read_sharing(const YamlContext& ctx, const Val& v, TeamSpec& team) {
+  auto f = Fields::open(ctx, v, {"strategy", "borrow_limit"});
+  if (!f) return f.error();
+  if (auto s = f->get("strategy")) {
+    auto c = read_choice(ctx, *s, {"LendAndBorrow", "Lend", "DontLend"});
+    if (!c) return c.error();
+    team.strategy = static_cast<SharingStrategy>(*c);  // the order of the enum
+  }
+  if (auto b = f->get("borrow_limit")) {
+    auto limit = read_int(ctx, *b, 0, 10000);
+    if (!limit) return limit.error();
+    team.borrow_limit = static_cast<int>(*limit);
+  }
+  return ok_status();
+}
+
+Result<TeamSpec> read_team(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
+  auto f = Fields::open(ctx, v, {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks"});
+  if (!f) return f.error();
+  TeamSpec team;
+  auto name_val = f->need(ctx, "name");
+  if (!name_val) return name_val.error();
+  auto name = read_name(ctx, *name_val);
+  if (!name) return name.error();
+  team.name = *name;
+  if (auto w = f->get("fair_share_weight")) {
+    auto weight = read_int(ctx, *w, 0, 100);
+    if (!weight) return weight.error();
+    team.fair_share_weight = static_cast<int>(*weight);
+  }
+  if (auto a = f->get("allocation")) {
+    auto alloc = read_allocation(ctx, *a, catalog);
+    if (!alloc) return alloc.error();
+    team.allocation = std::move(*alloc);
+  }
+  if (auto s = f->get("sharing"))
+    if (auto st = read_sharing(ctx, *s, team); !st) return st.error();
+  if (auto p = f->get("preempt_team_tasks")) {
+    auto c = read_choice(ctx, *p, {"LowerPriority", "Never"});
+    if (!c) return c.error();
+    team.preempt_team_tasks = *c == 0 ? PreemptTeamTasks::kLowerPriority : PreemptTeamTasks::kNever;
+  }
+  return team;
+}
+
+}  // namespace
+
+Result<PolicySpec> parse_policy(const YAML::Node& node, const YamlContext& ctx) {
+  return guard(ctx, [&]() { return read_policy(ctx, root(node, ctx)); });
+}
+
+Result<TeamSpec> parse_team(const YAML::Node& node, const Catalog& catalog, const YamlContext& ctx) {
+  return guard(ctx, [&]() { return read_team(ctx, root(node, ctx), catalog); });
+}
+
+Result<std::vector<TeamSpec>> parse_teams(const YAML::Node& list, const Catalog& catalog, const YamlContext& ctx) {
+  return guard(ctx, [&]() -> Result<std::vector<TeamSpec>> {
+    auto items = list_items(ctx, root(list, ctx));
+    if (!items) return items.error();
+    std::vector<TeamSpec> out;
+    std::map<std::string, int> first_line;
+    for (const Val& item : *items) {
+      auto team = read_team(ctx, item, catalog);
+      if (!team) return team.error();
+      auto [pos, fresh] = first_line.emplace(team->name, item.line);
+      if (!fresh)
+        return fail(ctx, item, "team " + team->name + " is defined twice (first at line " + std::to_string(pos->second) + ")",
+                    "team names must be unique");
+      out.push_back(std::move(*team));
+    }
+    return out;
+  });
+}
+
+}  // namespace allot

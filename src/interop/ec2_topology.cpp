@@ -1,0 +1,167 @@
+#include "interop/ec2_topology.h"
+
+#include <cctype>
+#include <set>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "interop/topology_labels.h"
+
+namespace allot::interop {
+namespace {
+
+using nlohmann::json;
+
+// Reads an optional string field; a present field of another type (or JSON null, which EC2 uses while the
+// data propagates) is reported through `error` or treated as absent respectively.
+Result<std::string> string_field(const json& obj, const char* key, const std::string& where, bool required) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    if (required) return Error::invalid(where + " has no " + key);
+    return std::string();
+  }
+  if (!it->is_string()) return Error::invalid(where + ": " + key + " must be a string, not " + it->type_name());
+  std::string s = it->get<std::string>();
+  if (required && s.empty()) return Error::invalid(where + ": " + key + " is empty");
+  return s;
+}
+
+bool valid_node_name(const std::string& name) {
+  if (name.empty()) return false;
+  for (char c : name)
+    if (std::isspace(static_cast<unsigned char>(c)) || c == '[' || c == ']' || c == ',') return false;
+  return true;
+}
+
+}  // namespace
+
+Result<Ec2Import> import_ec2_topology(std::string_view json_text, const Catalog& catalog) {
+  json doc;
+  try {
+    doc = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    return Error::invalid("EC2 topology: not valid JSON (" + std::string(e.what()) + ")");
+  }
+  if (!doc.is_object() || !doc.contains("Instances"))
+    return Error::invalid(
+        "EC2 topology: expected the output of `aws ec2 describe-instance-topology`, an object with "
+        "\"Instances\"");
+  const json& instances = doc["Instances"];
+  if (!instances.is_array()) return Error::invalid("EC2 topology: \"Instances\" must be an array");
+  if (instances.empty()) return Error::invalid("EC2 topology: \"Instances\" is empty, there is nothing to import");
+
+  Ec2Import out;
+  if (auto it = doc.find("NextToken"); it != doc.end() && it->is_string() && !it->get<std::string>().empty())
+    out.warnings.push_back(
+        "the answer has a NextToken: it is one page of several; instances on the other pages are missing "
+        "(run describe-instance-topology without --max-items to get them all)");
+
+  std::set<std::string> ids;
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const json& inst = instances[i];
+    std::string where = "Instances[" + std::to_string(i) + "]";
+    if (!inst.is_object()) return Error::invalid(where + " must be an object, not " + inst.type_name());
+    auto id = string_field(inst, "InstanceId", where, true);
+    if (!id) return id.error();
+    where += " (" + *id + ")";
+    if (!ids.insert(*id).second) return Error::invalid(where + ": InstanceId appears more than once");
+    auto type = string_field(inst, "InstanceType", where, true);
+    if (!type) return type.error();
+    auto az = string_field(inst, "AvailabilityZone", where, false);
+    if (!az) return az.error();
+    auto zone_id = string_field(inst, "ZoneId", where, false);
+    if (!zone_id) return zone_id.error();
+    auto block = string_field(inst, "CapacityBlockId", where, false);
+    if (!block) return block.error();
+
+    auto nn = inst.find("NetworkNodes");
+    if (nn == inst.end() || nn->is_null() || (nn->is_array() && nn->empty()))
+      return Error::invalid(where +
+                            " has no NetworkNodes (EC2 returns none for instance types without topology support "
+                            "and for instances that are not running)");
+    if (!nn->is_array()) return Error::invalid(where + ": NetworkNodes must be an array of strings");
+    if (nn->size() != 3 && nn->size() != 4)
+      return Error::invalid(where + ": NetworkNodes has " + std::to_string(nn->size()) +
+                            " entries; EC2 lists 3 or 4 network layers, top to bottom");
+
+    NodeSpec node;
+    node.name = *id;
+    node.instance_type = canonical_type_name(*type);
+    for (size_t l = 0; l < nn->size(); ++l) {
+      const json& v = (*nn)[l];
+      if (!v.is_string() || v.get<std::string>().empty())
+        return Error::invalid(where + ": NetworkNodes[" + std::to_string(l) + "] must be a non-empty string");
+      node.labels[network_layer_label(int(l) + 1)] = v.get<std::string>();
+    }
+    // The zone name is what people and Kubernetes use; the zone id is the same place under another name.
+    if (!az->empty()) {
+      node.labels[std::string(kZoneLabel)] = *az;
+    } else if (!zone_id->empty()) {
+      node.labels[std::string(kZoneLabel)] = *zone_id;
+    } else {
+      return Error::invalid(where + " has neither AvailabilityZone nor ZoneId");
+    }
+
+    auto type_id = catalog.find(node.instance_type);
+    int us_size = type_id ? catalog.at(*type_id).ultraserver_size : -1;  // -1: the catalog does not know
+    if (!type_id)
+      out.warnings.push_back(where + ": instance type " + node.instance_type +
+                             " is not in the catalog; add it before using these nodes");
+    if (!block->empty()) {
+      if (us_size == 0)
+        out.warnings.push_back(where + ": CapacityBlockId ignored, " + node.instance_type +
+                               " has no UltraServers so the block is not an NVLink domain");
+      else
+        node.labels[std::string(kUltraserverIdLabel)] = *block;
+    } else if (us_size > 0) {
+      out.warnings.push_back(where + ": " + node.instance_type +
+                             " comes in UltraServers but the instance has no CapacityBlockId yet (EC2 fills it in "
+                             "eventually); it gets no ultraserver-id label");
+    }
+    out.nodes.push_back(std::move(node));
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> parse_name_map(std::string_view yaml_text) {
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    return Error::invalid("name map: not valid YAML (" + std::string(e.what()) + ")");
+  }
+  if (!doc.IsMap()) return Error::invalid("name map: expected a mapping `instance-id: node-name` per line");
+  std::map<std::string, std::string> out;
+  for (const auto& kv : doc) {
+    int line = kv.first.Mark().line + 1;
+    if (!kv.first.IsScalar() || !kv.second.IsScalar())
+      return Error::invalid("name map line " + std::to_string(line) + ": expected `instance-id: node-name`");
+    std::string id = kv.first.Scalar(), name = kv.second.Scalar();
+    if (!valid_node_name(name))
+      return Error::invalid("name map line " + std::to_string(line) + ": '" + name +
+                            "' is not a node name (empty, or has a space, comma or bracket)");
+    if (!out.emplace(id, name).second)
+      return Error::invalid("name map line " + std::to_string(line) + ": " + id + " is mapped twice");
+  }
+  return out;
+}
+
+Status rename_nodes(std::vector<NodeSpec>& nodes, const std::map<std::string, std::string>& names,
+                    std::vector<std::string>& warnings) {
+  std::map<std::string, std::string> owner;  // new name -> instance id
+  for (NodeSpec& node : nodes) {
+    std::string id = node.name;
+    auto it = names.find(id);
+    if (it == names.end()) {
+      warnings.push_back(id + " is not in the name map; it keeps its instance id as its name");
+    } else {
+      node.name = it->second;
+    }
+    auto [o, inserted] = owner.emplace(node.name, id);
+    if (!inserted) return Error::invalid("name map: " + o->second + " and " + id + " would both be named " + node.name);
+  }
+  return ok_status();
+}
+
+}  // namespace allot::interop

@@ -1,0 +1,110 @@
+#include "interop/hostlist_compress.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <tuple>
+
+namespace allot::interop {
+namespace {
+
+bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+// "gpu-017" -> {"gpu-", "017"}; a name without a trailing number has empty digits.
+std::pair<std::string_view, std::string_view> split_number(std::string_view name) {
+  size_t i = name.size();
+  while (i > 0 && is_digit(name[i - 1])) --i;
+  // Numbers beyond 18 digits do not fit a 64-bit value; keep them as literal names.
+  if (name.size() - i > 18) i = name.size();
+  return {name.substr(0, i), name.substr(i)};
+}
+
+// The digit width a range item keeps: "07" pads to two digits, "7" and "10" do not pad.
+size_t pad_width(std::string_view digits) { return digits.size() > 1 && digits[0] == '0' ? digits.size() : 0; }
+
+std::string format(unsigned long long v, size_t width) {
+  std::string s = std::to_string(v);
+  if (s.size() < width) s.insert(0, width - s.size(), '0');
+  return s;
+}
+
+}  // namespace
+
+bool natural_less(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (is_digit(a[i]) && is_digit(b[j])) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && is_digit(a[ie])) ++ie;
+      while (je < b.size() && is_digit(b[je])) ++je;
+      // Compare numerically without overflow: strip leading zeros, then shorter is smaller.
+      std::string_view x = a.substr(i, ie - i), y = b.substr(j, je - j);
+      std::string_view xs = x.substr(std::min(x.find_first_not_of('0'), x.size()));
+      std::string_view ys = y.substr(std::min(y.find_first_not_of('0'), y.size()));
+      if (xs.size() != ys.size()) return xs.size() < ys.size();
+      if (xs != ys) return xs < ys;
+      i = ie;
+      j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  if ((a.size() - i) != (b.size() - j)) return (a.size() - i) < (b.size() - j);
+  return a < b;
+}
+
+std::string compress_hostlist(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end(), natural_less);
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+
+  // Group by prefix, keeping the order in which prefixes first appear (natural order of their names).
+  std::vector<std::string> prefixes;
+  std::map<std::string, std::vector<std::string>> digits_of;
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    auto [prefix, digits] = split_number(name);
+    std::string p(prefix);
+    if (digits.empty()) {
+      out.push_back(name);  // nothing to range over
+      continue;
+    }
+    if (!digits_of.count(p)) prefixes.push_back(p);
+    digits_of[p].emplace_back(digits);
+  }
+
+  for (const std::string& prefix : prefixes) {
+    auto& ds = digits_of[prefix];
+    std::sort(ds.begin(), ds.end(), [](const std::string& x, const std::string& y) {
+      auto vx = std::stoull(x), vy = std::stoull(y);
+      return std::tie(vx, x) < std::tie(vy, y);
+    });
+    // Greedy runs: a run "lo-hi" expands to format(v, pad_width(lo)) for v in lo..hi, so the next name joins
+    // the run only when it is exactly what that expansion would produce.
+    std::vector<std::string> items;
+    size_t k = 0;
+    while (k < ds.size()) {
+      const std::string& lo = ds[k];
+      size_t width = pad_width(lo);
+      unsigned long long v = std::stoull(lo);
+      size_t e = k;
+      while (e + 1 < ds.size() && ds[e + 1] == format(v + (e + 1 - k), width)) ++e;
+      items.push_back(e == k ? lo : lo + "-" + ds[e]);
+      k = e + 1;
+    }
+    if (items.size() == 1 && items[0].find('-') == std::string::npos) {
+      out.push_back(prefix + items[0]);
+    } else {
+      std::string joined;
+      for (const auto& it : items) joined += (joined.empty() ? "" : ",") + it;
+      out.push_back(prefix + "[" + joined + "]");
+    }
+  }
+
+  std::string result;
+  for (const auto& s : out) result += (result.empty() ? "" : ",") + s;
+  return result;
+}
+
+}  // namespace allot::interop

@@ -1,0 +1,281 @@
+#include "interop/k8s_manifest.h"
+
+#include <set>
+
+#include "interop/k8s_pod.h"
+
+namespace allot::interop {
+namespace {
+
+using k8s::Field;
+using k8s::PodTemplate;
+
+constexpr const char* kQueueLabel = "kueue.x-k8s.io/queue-name";
+constexpr const char* kPriorityLabel = "kueue.x-k8s.io/priority-class";
+constexpr int kMaxReplicas = 100'000;
+
+bool strip_prefix(std::string_view& s, std::string_view prefix) {
+  if (s.size() <= prefix.size() || s.substr(0, prefix.size()) != prefix) return false;
+  s.remove_prefix(prefix.size());
+  return true;
+}
+bool strip_suffix(std::string_view& s, std::string_view suffix) {
+  if (s.size() <= suffix.size() || s.substr(s.size() - suffix.size()) != suffix) return false;
+  s.remove_suffix(suffix.size());
+  return true;
+}
+
+// Rejects keys outside `known` at the levels allot interprets, so a misspelt field (paralellism) is an error
+// rather than a silently different job.
+Status only_known(const Field& m, const std::set<std::string>& known) {
+  if (!m.present()) return ok_status();
+  if (auto st = m.expect_map(); !st) return st.error();
+  for (const auto& kv : m.node()) {
+    const std::string key = kv.first.Scalar();
+    if (!known.count(key)) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      return m.child(key).error("unknown or unsupported field; allot reads " + list);
+    }
+  }
+  return ok_status();
+}
+
+// Name, team, priority and the topology annotations that sit on the object itself.
+Status read_metadata(const Field& doc, JobSpec& spec, std::vector<std::string>& warnings) {
+  const Field meta = doc.child("metadata");
+  if (auto st = meta.expect_map(); !st) return meta.error("is required (a map with name and namespace)");
+  const Field name = meta.child("name");
+  if (!name.present())
+    return name.error(meta.child("generateName").present() ? "is required (generateName is not supported)"
+                                                           : "is required");
+  auto n = name.str();
+  if (!n) return n.error();
+  spec.name = *n;
+
+  const Field labels = meta.child("labels");
+  if (labels.present())
+    if (auto st = labels.expect_map(); !st) return st.error();
+  const Field queue = labels.child(kQueueLabel);
+  const Field ns = meta.child("namespace");
+  if (queue.present()) {
+    auto q = queue.str();
+    if (!q) return q.error();
+    spec.team = team_from_queue_name(*q);
+  } else if (ns.present()) {
+    auto v = ns.str();
+    if (!v) return v.error();
+    spec.team = team_from_namespace(*v);
+  } else {
+    return meta.error(std::string("cannot tell the team: set the label ") + kQueueLabel +
+                      " (hyperpod-ns-<team>-localqueue) or metadata.namespace (hyperpod-ns-<team>)");
+  }
+  const Field prio = labels.child(kPriorityLabel);
+  if (prio.present()) {
+    auto p = prio.str();
+    if (!p) return p.error();
+    spec.priority = priority_from_class(*p);
+  }
+  return ok_status();
+}
+
+// Pod-set annotations on the object's own metadata are a common slip (Kueue reads them from the pod
+// template); honour them for templates that have none, and say where they belong.
+Status object_annotations_fallback(const Field& doc, std::vector<PodTemplate*> templates,
+                                   std::vector<std::string>& warnings) {
+  const Field ann = doc.child("metadata").child("annotations");
+  if (!ann.present() || !ann.node().IsMap()) return ok_status();
+  PodTemplate probe;
+  if (auto st = k8s::read_topology_annotations(ann, probe); !st) return st.error();
+  if (probe.topology.empty()) return ok_status();
+  bool used = false;
+  for (PodTemplate* t : templates) {
+    if (!t->topology.empty()) continue;
+    t->topology = probe.topology;
+    t->slice_size = probe.slice_size;
+    used = true;
+  }
+  if (used)
+    warnings.push_back(ann.warning("topology annotations belong on the pod template (spec.template.metadata."
+                                   "annotations); used from here since the template has none"));
+  return ok_status();
+}
+
+PodSetSpec pod_set_of(const PodTemplate& t, std::string name, int replicas) {
+  PodSetSpec ps;
+  ps.name = std::move(name);
+  ps.replicas = replicas;
+  ps.instance_type = t.instance_type;
+  ps.per_replica = t.per_replica;
+  ps.topology = t.topology;
+  return ps;
+}
+
+Status check_slice(const Field& tmpl, const PodTemplate& t, int replicas) {
+  if (t.slice_size > replicas)
+    return tmpl.child("metadata").child("annotations").error(
+        "kueue.x-k8s.io/podset-slice-size " + std::to_string(t.slice_size) + " is larger than the " +
+        std::to_string(replicas) + " replicas");
+  return ok_status();
+}
+
+Result<ManifestJob> read_batch_job(const Field& doc) {
+  ManifestJob out;
+  if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
+  if (auto st = read_metadata(doc, out.spec, out.warnings); !st) return st.error();
+  const Field spec = doc.child("spec");
+  if (auto st = spec.expect_map(); !st) return spec.error("is required");
+  if (auto st = only_known(spec, {"parallelism", "completions", "completionMode", "backoffLimit",
+                                  "backoffLimitPerIndex", "maxFailedIndexes", "activeDeadlineSeconds",
+                                  "ttlSecondsAfterFinished", "suspend", "template", "podFailurePolicy",
+                                  "podReplacementPolicy", "selector", "manualSelector", "managedBy",
+                                  "successPolicy"});
+      !st)
+    return st.error();
+  int replicas = 1;
+  if (spec.child("parallelism").present()) {
+    auto p = spec.child("parallelism").integer(1, kMaxReplicas);
+    if (!p) return p.error();
+    replicas = static_cast<int>(*p);
+  }
+  if (spec.child("completions").present()) {
+    auto c = spec.child("completions").integer(1, kMaxReplicas);
+    if (!c) return c.error();
+    if (*c != replicas)
+      out.warnings.push_back(spec.child("completions").warning(
+          "allot runs `parallelism` replicas once, as one gang; completions is not used"));
+  }
+  if (spec.child("backoffLimit").present()) {
+    auto b = spec.child("backoffLimit").integer(0, 1000);
+    if (!b) return b.error();
+    out.spec.max_retries = static_cast<int>(*b);
+  }
+  const Field tmpl = spec.child("template");
+  auto t = k8s::read_pod_template(tmpl, out.warnings);
+  if (!t) return t.error();
+  if (auto st = object_annotations_fallback(doc, {&*t}, out.warnings); !st) return st.error();
+  if (auto st = check_slice(tmpl, *t, replicas); !st) return st.error();
+  out.spec.pod_sets.push_back(pod_set_of(*t, "main", replicas));
+  out.spec.command = t->command;
+  out.spec.env = t->env;
+  return out;
+}
+
+Result<ManifestJob> read_pytorch_job(const Field& doc) {
+  ManifestJob out;
+  if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
+  if (auto st = read_metadata(doc, out.spec, out.warnings); !st) return st.error();
+  const Field spec = doc.child("spec");
+  if (auto st = spec.expect_map(); !st) return spec.error("is required");
+  if (auto st = only_known(spec, {"pytorchReplicaSpecs", "runPolicy", "elasticPolicy", "nprocPerNode"}); !st)
+    return st.error();
+  if (spec.child("elasticPolicy").present())
+    out.warnings.push_back(spec.child("elasticPolicy").warning(
+        "ignored: the job runs with the replicas given (allot does not resize PyTorchJobs)"));
+  const Field run = spec.child("runPolicy");
+  if (run.child("backoffLimit").present()) {
+    auto b = run.child("backoffLimit").integer(0, 1000);
+    if (!b) return b.error();
+    out.spec.max_retries = static_cast<int>(*b);
+  }
+  const Field specs = spec.child("pytorchReplicaSpecs");
+  if (auto st = only_known(specs, {"Master", "Worker"}); !st) return st.error();
+  if (!specs.present() || specs.node().size() == 0) return specs.error("needs Master and/or Worker");
+
+  struct Part {
+    std::string name;
+    int replicas;
+    PodTemplate t;
+  };
+  std::vector<Part> parts;
+  for (const char* type : {"Master", "Worker"}) {  // Master first: it is rank 0
+    const Field rs = specs.child(type);
+    if (!rs.present()) continue;
+    if (auto st = only_known(rs, {"replicas", "restartPolicy", "template"}); !st) return st.error();
+    int replicas = 1;
+    if (rs.child("replicas").present()) {
+      auto r = rs.child("replicas").integer(0, kMaxReplicas);
+      if (!r) return r.error();
+      replicas = static_cast<int>(*r);
+    }
+    if (replicas == 0) continue;
+    auto t = k8s::read_pod_template(rs.child("template"), out.warnings);
+    if (!t) return t.error();
+    parts.push_back({type == std::string("Master") ? "master" : "worker", replicas, std::move(*t)});
+  }
+  if (parts.empty()) return specs.error("has no replicas");
+  std::vector<PodTemplate*> templates;
+  for (auto& p : parts) templates.push_back(&p.t);
+  if (auto st = object_annotations_fallback(doc, templates, out.warnings); !st) return st.error();
+  for (const auto& p : parts)
+    if (auto st = check_slice(specs.child(p.name == "master" ? "Master" : "Worker").child("template"), p.t, p.replicas); !st)
+      return st.error();
+  // Master and workers that ask for the same thing are one gang of ranks 0..N-1, which lets a topology
+  // request hold all of them together; different requests need a pod set each.
+  bool same = parts.size() == 2 && parts[0].t.per_replica == parts[1].t.per_replica &&
+              parts[0].t.instance_type == parts[1].t.instance_type && parts[0].t.topology == parts[1].t.topology;
+  if (same && parts[0].t.topology.slice) same = false;  // slices count per pod set
+  if (parts.size() == 1 || same) {
+    int total = 0;
+    for (const auto& p : parts) total += p.replicas;
+    out.spec.pod_sets.push_back(pod_set_of(parts[0].t, "main", total));
+  } else {
+    for (const auto& p : parts) out.spec.pod_sets.push_back(pod_set_of(p.t, p.name, p.replicas));
+  }
+  // Every rank runs the same program in a PyTorchJob (torchrun tells them apart by RANK); take the master's.
+  out.spec.command = parts[0].t.command;
+  out.spec.env = parts[0].t.env;
+  if (parts.size() == 2 && parts[0].t.command != parts[1].t.command)
+    out.warnings.push_back(specs.warning("Master and Worker commands differ; every rank runs the Master's"));
+  return out;
+}
+
+Result<ManifestJob> read_manifest(const YAML::Node& node, const std::string& origin) {
+  const Field doc(origin, node);
+  if (!is_k8s_manifest(node)) return doc.error("not a Kubernetes object (apiVersion and kind are required)");
+  auto api = doc.child("apiVersion").str();
+  if (!api) return api.error();
+  auto kind = doc.child("kind").str();
+  if (!kind) return kind.error();
+  if (*kind == "Job" && *api == "batch/v1") return read_batch_job(doc);
+  if (*kind == "PyTorchJob" && *api == "kubeflow.org/v1") return read_pytorch_job(doc);
+  return doc.child("kind").error("allot submits batch/v1 Job and kubeflow.org/v1 PyTorchJob, not " + *api + " " +
+                                 *kind);
+}
+
+}  // namespace
+
+std::string team_from_queue_name(std::string_view queue) {
+  std::string_view s = queue;
+  if (strip_prefix(s, "hyperpod-ns-")) strip_suffix(s, "-localqueue");
+  return std::string(s);
+}
+
+std::string team_from_namespace(std::string_view ns) {
+  std::string_view s = ns;
+  strip_prefix(s, "hyperpod-ns-");
+  return std::string(s);
+}
+
+std::string priority_from_class(std::string_view cls) {
+  std::string_view s = cls;
+  strip_suffix(s, "-priority");
+  return std::string(s);
+}
+
+bool is_k8s_manifest(const YAML::Node& doc) {
+  return doc.IsMap() && doc["apiVersion"].IsDefined() && doc["kind"].IsDefined();
+}
+
+Result<ManifestJob> job_from_manifest(const YAML::Node& node, const std::string& origin) {
+  // The readers check types before converting, so yaml-cpp should not throw; if it does, the exception
+  // still becomes an Error rather than crossing the module boundary.
+  try {
+    return read_manifest(node, origin);
+  } catch (const YAML::Exception& e) {
+    return Error::invalid(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+}
+
+
+}  // namespace allot::interop

@@ -1,0 +1,45 @@
+#pragma once
+// Kubernetes manifests as allot jobs (DESIGN.md, "Control plane"): a `batch/v1` Job or a `kubeflow.org/v1`
+// PyTorchJob becomes a JobSpec the way SageMaker HyperPod task governance reads it:
+//   team      label kueue.x-k8s.io/queue-name (hyperpod-ns-<team>-localqueue or <team>),
+//             else metadata.namespace (hyperpod-ns-<team> or <team>)
+//   priority  label kueue.x-k8s.io/priority-class (<name>-priority or <name>)
+//   replicas  Job spec.parallelism; PyTorchJob Master + Worker replicas (rank 0 is the master)
+//   request   container requests (limits where a request is missing): nvidia.com/gpu,
+//             aws.amazon.com/neurondevice, cpu, memory
+//   type      nodeSelector node.kubernetes.io/instance-type (or a one-value required node affinity)
+//   topology  pod-template annotations kueue.x-k8s.io/podset-required-topology, -preferred-topology,
+//             -slice-required-topology with -slice-size
+//   command   the first container's command + args; env its `value` entries
+// Fields that change what runs or where, and that allot cannot honour, are errors naming the field; fields
+// that only matter to a kubelet (image, volumes, probes ...) are ignored, and a few that users may expect to
+// matter come back as warnings.
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "core/result.h"
+#include "core/spec.h"
+
+namespace allot::interop {
+
+struct ManifestJob {
+  JobSpec spec;
+  std::vector<std::string> warnings;  // for people: what was ignored and why
+};
+
+// True for a YAML map with apiVersion and kind: a Kubernetes object rather than an allot job spec.
+bool is_k8s_manifest(const YAML::Node& doc);
+
+// One Kubernetes object. `origin` names the file in messages ("job.yaml:12: ...").
+Result<ManifestJob> job_from_manifest(const YAML::Node& doc, const std::string& origin);
+
+// "hyperpod-ns-team-a-localqueue" -> "team-a"; "team-a" -> "team-a".
+std::string team_from_queue_name(std::string_view queue);
+// "hyperpod-ns-team-a" -> "team-a".
+std::string team_from_namespace(std::string_view ns);
+// "training-priority" -> "training".
+std::string priority_from_class(std::string_view cls);
+
+}  // namespace allot::interop

@@ -1,0 +1,246 @@
+#include "interop/k8s_pod.h"
+
+#include <algorithm>
+
+#include "interop/k8s_quantity.h"
+
+namespace allot::interop::k8s {
+namespace {
+
+constexpr std::string_view kKueuePrefix = "kueue.x-k8s.io/podset-";
+constexpr const char* kRequired = "kueue.x-k8s.io/podset-required-topology";
+constexpr const char* kPreferred = "kueue.x-k8s.io/podset-preferred-topology";
+constexpr const char* kUnconstrained = "kueue.x-k8s.io/podset-unconstrained-topology";
+constexpr const char* kSliceLevel = "kueue.x-k8s.io/podset-slice-required-topology";
+constexpr const char* kSliceSize = "kueue.x-k8s.io/podset-slice-size";
+
+// One pod's resources in allot's units; unset means the manifest did not ask.
+struct PodAmount {
+  std::optional<int64_t> gpus, neuron, cpu_milli, memory_mib;
+};
+
+void add(std::optional<int64_t>& into, std::optional<int64_t> v) {
+  if (v) into = into.value_or(0) + *v;
+}
+void raise(std::optional<int64_t>& into, std::optional<int64_t> v) {
+  if (v) into = std::max(into.value_or(0), *v);
+}
+
+// Reads requests, falling back to limits per resource: Kubernetes defaults a missing request to its limit,
+// and device plugins' resources are usually written only as limits.
+Result<PodAmount> container_amount(const Field& c, std::vector<std::string>& warnings) {
+  PodAmount out;
+  const Field res = c.child("resources");
+  if (!res.present()) return out;
+  if (auto st = res.expect_map(); !st) return st.error();
+  for (const auto& part : {"limits", "requests"}) {  // requests last: they win
+    const Field m = res.child(part);
+    if (!m.present()) continue;
+    if (auto st = m.expect_map(); !st) return st.error();
+    for (const auto& kv : m.node()) {
+      const std::string name = kv.first.Scalar();
+      const Field v = m.entry(name, kv.second);
+      auto q = v.str();
+      if (!q) return q.error();
+      auto parsed = [&](Result<int64_t> r) -> Result<int64_t> {
+        if (!r) return v.error(r.error().message);
+        return r;
+      };
+      if (name == "nvidia.com/gpu") {
+        auto n = parsed(parse_device_count(*q));
+        if (!n) return n.error();
+        out.gpus = *n;
+      } else if (name == "aws.amazon.com/neurondevice" || name == "aws.amazon.com/neuron") {
+        auto n = parsed(parse_device_count(*q));
+        if (!n) return n.error();
+        out.neuron = *n;
+      } else if (name == "cpu") {
+        auto n = parsed(parse_cpu_milli(*q));
+        if (!n) return n.error();
+        out.cpu_milli = *n;
+      } else if (name == "memory") {
+        auto n = parsed(parse_memory_mib(*q));
+        if (!n) return n.error();
+        out.memory_mib = *n;
+      } else if (name == "aws.amazon.com/neuroncore") {
+        return v.error("allot binds whole Neuron devices: request aws.amazon.com/neurondevice instead");
+      } else if (name == "vpc.amazonaws.com/efa") {
+        if (std::string_view(part) == "requests" || !res.child("requests").child(name).present())
+          warnings.push_back(v.warning("ignored: EFA interfaces come with the instance type"));
+      } else if (name == "ephemeral-storage" || name.rfind("hugepages-", 0) == 0) {
+        // Node-local resources allot does not account; the node's kubelet-free runtime has no limit to set.
+      } else {
+        return v.error("unknown resource \"" + name +
+                       "\"; allot understands nvidia.com/gpu, aws.amazon.com/neurondevice, cpu and memory");
+      }
+    }
+  }
+  return out;
+}
+
+// A pod's request: the sum over its containers, but at least what any one init container needs (init
+// containers run one at a time before the others), as Kubernetes computes a pod's effective request.
+Result<PodAmount> pod_amount(const Field& spec, std::vector<std::string>& warnings) {
+  PodAmount total;
+  const Field cs = spec.child("containers");
+  for (size_t i = 0; i < cs.node().size(); ++i) {
+    auto a = container_amount(cs.item(i), warnings);
+    if (!a) return a.error();
+    add(total.gpus, a->gpus), add(total.neuron, a->neuron), add(total.cpu_milli, a->cpu_milli),
+        add(total.memory_mib, a->memory_mib);
+  }
+  const Field init = spec.child("initContainers");
+  if (init.present()) {
+    if (auto st = init.expect_list(); !st) return st.error();
+    for (size_t i = 0; i < init.node().size(); ++i) {
+      auto a = container_amount(init.item(i), warnings);
+      if (!a) return a.error();
+      raise(total.gpus, a->gpus), raise(total.neuron, a->neuron), raise(total.cpu_milli, a->cpu_milli),
+          raise(total.memory_mib, a->memory_mib);
+    }
+  }
+  return total;
+}
+
+Result<std::string> instance_type_from_affinity(const Field& spec) {
+  const Field terms = spec.child("affinity").child("nodeAffinity")
+                          .child("requiredDuringSchedulingIgnoredDuringExecution").child("nodeSelectorTerms");
+  if (!terms.present() || !terms.node().IsSequence()) return std::string();
+  for (size_t t = 0; t < terms.node().size(); ++t) {
+    const Field exprs = terms.item(t).child("matchExpressions");
+    if (!exprs.node().IsSequence()) continue;
+    for (size_t e = 0; e < exprs.node().size(); ++e) {
+      const Field x = exprs.item(e);
+      const auto key = x.child("key").node();
+      if (!key.IsScalar() || (key.Scalar() != "node.kubernetes.io/instance-type" &&
+                              key.Scalar() != "beta.kubernetes.io/instance-type"))
+        continue;
+      const Field values = x.child("values");
+      const auto op = x.child("operator").node();
+      if (!op.IsScalar() || op.Scalar() != "In" || !values.node().IsSequence() || values.node().size() != 1)
+        return x.error("allot needs exactly one instance type: use operator In with a single value");
+      return values.item(0).str();
+    }
+  }
+  return std::string();
+}
+
+Status read_command(const Field& c, PodTemplate& out, std::vector<std::string>& warnings) {
+  if (!c.child("command").present())
+    return c.child("command").error(
+        "is required: allot runs the command on the node and cannot know an image's entrypoint");
+  for (const char* part : {"command", "args"}) {  // Kubernetes runs command followed by args
+    const Field f = c.child(part);
+    if (!f.present()) continue;
+    if (auto st = f.expect_list(); !st) return st.error();
+    for (size_t i = 0; i < f.node().size(); ++i) {
+      auto s = f.item(i).str();
+      if (!s) return s.error();
+      out.command.push_back(*s);
+    }
+  }
+  const Field env = c.child("env");
+  if (!env.present()) return ok_status();
+  if (auto st = env.expect_list(); !st) return st.error();
+  for (size_t i = 0; i < env.node().size(); ++i) {
+    const Field e = env.item(i);
+    auto name = e.child("name").str();
+    if (!name) return name.error();
+    if (e.child("valueFrom").present()) {
+      warnings.push_back(e.warning(*name + " uses valueFrom, which allot cannot resolve; it is left out"));
+      continue;
+    }
+    const Field v = e.child("value");
+    auto value = v.present() ? v.str() : Result<std::string>(std::string());
+    if (!value) return value.error();
+    out.env[*name] = *value;
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Status read_topology_annotations(const Field& annotations, PodTemplate& out) {
+  if (!annotations.present()) return ok_status();
+  if (auto st = annotations.expect_map(); !st) return st.error();
+  for (const auto& kv : annotations.node()) {
+    const std::string key = kv.first.Scalar();
+    if (key.rfind(kKueuePrefix, 0) != 0) continue;
+    const Field f = annotations.entry(key, kv.second);
+    auto v = f.str();
+    if (!v) return v.error();
+    if (key == kRequired) out.topology.required = *v;
+    else if (key == kPreferred) out.topology.preferred = *v;
+    else if (key == kSliceLevel) out.topology.slice = SliceSpec{*v, out.topology.slice ? out.topology.slice->size : 0};
+    else if (key == kSliceSize) {
+      auto n = f.integer(1, 1'000'000);
+      if (!n) return n.error();
+      out.slice_size = static_cast<int>(*n);
+    } else if (key == kUnconstrained) {
+      if (*v != "true" && *v != "false") return f.error("must be \"true\" or \"false\"");
+    } else {
+      return f.error("is not supported by allot (it understands podset-required-topology, "
+                     "podset-preferred-topology, podset-slice-required-topology and podset-slice-size)");
+    }
+  }
+  if (!out.topology.required.empty() && !out.topology.preferred.empty())
+    return annotations.error(std::string(kRequired) + " and " + kPreferred + " cannot both be set");
+  if (out.slice_size > 0 && !out.topology.slice)
+    return annotations.error(std::string(kSliceSize) + " needs " + kSliceLevel);
+  if (out.topology.slice && out.slice_size == 0)
+    return annotations.error(std::string(kSliceLevel) + " needs " + kSliceSize);
+  if (out.topology.slice) out.topology.slice->size = out.slice_size;
+  return ok_status();
+}
+
+Result<PodTemplate> read_pod_template(const Field& tmpl, std::vector<std::string>& warnings) {
+  if (!tmpl.present()) return tmpl.error("is required");
+  if (auto st = tmpl.expect_map(); !st) return st.error();
+  PodTemplate out;
+  if (auto st = read_topology_annotations(tmpl.child("metadata").child("annotations"), out); !st) return st.error();
+  const Field spec = tmpl.child("spec");
+  if (auto st = spec.expect_map(); !st) return st.error();
+  const Field cs = spec.child("containers");
+  if (!cs.present() || !cs.node().IsSequence() || cs.node().size() == 0)
+    return cs.error("needs at least one container");
+  if (cs.node().size() > 1)
+    warnings.push_back(cs.warning("allot runs the first container's command; the others' requests are added to it"));
+  if (auto st = read_command(cs.item(0), out, warnings); !st) return st.error();
+
+  auto amount = pod_amount(spec, warnings);
+  if (!amount) return amount.error();
+  if (amount->gpus.value_or(0) > 0 && amount->neuron.value_or(0) > 0)
+    return cs.error("a pod cannot request both nvidia.com/gpu and aws.amazon.com/neurondevice");
+  if (!amount->gpus && !amount->neuron && !amount->cpu_milli && !amount->memory_mib)
+    return cs.item(0).child("resources").error(
+        "no requests: set nvidia.com/gpu, aws.amazon.com/neurondevice, cpu or memory so allot can account the job");
+  if (amount->gpus.value_or(0) > 0) out.per_replica.accelerators = amount->gpus;
+  else if (amount->neuron.value_or(0) > 0) out.per_replica.accelerators = amount->neuron;
+  else if (amount->gpus || amount->neuron) out.per_replica.accelerators = 0;
+  out.per_replica.vcpu_milli = amount->cpu_milli;
+  out.per_replica.memory_mib = amount->memory_mib;
+
+  const Field selector = spec.child("nodeSelector");
+  if (selector.present()) {
+    if (auto st = selector.expect_map(); !st) return st.error();
+    for (const auto& kv : selector.node()) {
+      const std::string key = kv.first.Scalar();
+      const Field f = selector.entry(key, kv.second);
+      if (key == "node.kubernetes.io/instance-type" || key == "beta.kubernetes.io/instance-type") {
+        auto v = f.str();
+        if (!v) return v.error();
+        out.instance_type = *v;
+      } else {
+        warnings.push_back(f.warning("ignored: allot selects nodes by instance type and topology only"));
+      }
+    }
+  }
+  if (out.instance_type.empty()) {
+    auto t = instance_type_from_affinity(spec);
+    if (!t) return t.error();
+    out.instance_type = *t;
+  }
+  return out;
+}
+
+}  // namespace allot::interop::k8s

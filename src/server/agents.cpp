@@ -1,0 +1,150 @@
+#include "server/agents.h"
+
+#include <map>
+#include <set>
+
+#include "server/api.h"
+
+namespace allot::server {
+namespace {
+
+using nlohmann::json;
+
+// Calls fn(rank, pod set, binding) for every replica of a job's placement, in rank order.
+template <typename F>
+void for_each_replica(const Job& j, F fn) {
+  int rank = 0;
+  for (const auto& ps : j.placement.pod_sets)
+    for (const auto& r : ps.replicas) fn(rank++, ps, r);
+}
+
+int world_size(const Job& j) {
+  int n = 0;
+  for (const auto& ps : j.placement.pod_sets) n += static_cast<int>(ps.replicas.size());
+  return n;
+}
+
+json assignment(const ServerState& st, const ServerOptions& options, const Job& j, int rank, int local_rank,
+                const PodSetPlacement& ps, const ReplicaBinding& r) {
+  const ClusterState& s = st.cluster;
+  const InstanceType& type = s.catalog.at(ps.type);
+  std::string master_addr = "127.0.0.1";
+  if (!j.placement.pod_sets.empty() && !j.placement.pod_sets[0].replicas.empty()) {
+    const Node& master = s.nodes[j.placement.pod_sets[0].replicas[0].node.index()];
+    if (auto it = st.nodes.find(master.name); it != st.nodes.end()) master_addr = it->second.address;
+  }
+  json a = {{"job", j.spec.name},
+            {"rank", rank},
+            {"world_size", world_size(j)},
+            {"local_rank", local_rank},
+            {"master_addr", master_addr},
+            {"master_port", master_port(options, j.id)},
+            {"command", j.spec.command},
+            {"env", j.spec.env},
+            {"accelerators", r.accelerators},
+            {"accelerator_kind", accelerator_kind_name(type.accelerator_kind)},
+            {"cpus", r.cpus},
+            {"attempt", attempt_of(j)}};
+  if (type.accelerator_kind == AcceleratorKind::kNeuron)
+    a["neuron_cores_per_accelerator"] = type.neuron_cores_per_accelerator;
+  return a;
+}
+
+}  // namespace
+
+Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
+  if (auto st = only_keys(body, {"replicas"}, "heartbeat"); !st) return st.error();
+  std::vector<ReplicaReport> out;
+  if (!body.contains("replicas")) return out;
+  const json& list = body["replicas"];
+  if (!list.is_array()) return Error::invalid("heartbeat: replicas must be a list");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& r = list[i];
+    const std::string where = "heartbeat: replicas[" + std::to_string(i) + "]";
+    if (!r.is_object()) return Error::invalid(where + " must be an object");
+    if (auto st = only_keys(r, {"job", "rank", "state", "exit_code", "attempt"}, where); !st) return st.error();
+    ReplicaReport rep;
+    if (!r.contains("job") || !r["job"].is_string()) return Error::invalid(where + ": job (a name) is required");
+    rep.job = r["job"].get<std::string>();
+    if (!r.contains("rank") || !r["rank"].is_number_integer() || r["rank"].get<int64_t>() < 0 || r["rank"].get<int64_t>() > 1'000'000)
+      return Error::invalid(where + ": rank must be an integer 0..1000000");
+    rep.rank = r["rank"].get<int>();
+    const std::string state = r.value("state", "");
+    if (state != "running" && state != "exited") return Error::invalid(where + ": state must be running or exited");
+    rep.exited = state == "exited";
+    if (rep.exited) {
+      if (!r.contains("exit_code") || !r["exit_code"].is_number_integer())
+        return Error::invalid(where + ": an exited replica needs its exit_code (an integer)");
+      rep.exit_code = static_cast<int>(r["exit_code"].get<int64_t>());
+    }
+    if (r.contains("attempt")) {
+      if (!r["attempt"].is_number_integer()) return Error::invalid(where + ": attempt must be an integer");
+      rep.attempt = static_cast<int>(r["attempt"].get<int64_t>());
+    }
+    out.push_back(std::move(rep));
+  }
+  return out;
+}
+
+int master_port(const ServerOptions& options, JobId job) {
+  const int range = std::max(1, options.master_port_max - options.master_port_min + 1);
+  return options.master_port_min + static_cast<int>(job.index() % static_cast<uint32_t>(range));
+}
+
+void apply_exits(Txn& txn, const std::string& node_name, const std::vector<ReplicaReport>& reports) {
+  for (const ReplicaReport& rep : reports) {
+    if (!rep.exited) continue;
+    const Node* node = txn.cluster().find_node(node_name);
+    const Job* j = txn.cluster().find_job(rep.job);
+    if (!node || !j || j->state != JobState::kRunning) continue;
+    const int attempt = attempt_of(*j);
+    if (rep.attempt && *rep.attempt != attempt) continue;
+    bool here = false;
+    for_each_replica(*j, [&](int rank, const PodSetPlacement&, const ReplicaBinding& r) {
+      here |= rank == rep.rank && r.node == node->id;
+    });
+    if (!here) continue;
+    ExitTrack& track = txn.state().exits[j->id.index()];
+    if (track.attempt != attempt) track = ExitTrack{attempt, {}};
+    const std::string name = j->spec.name;
+    const int world = world_size(*j);
+    if (rep.exit_code != 0) {
+      txn.state().exits.erase(j->id.index());
+      (void)txn.apply(store::Finish{name, false, "replica " + std::to_string(rep.rank) + " exited with code " + std::to_string(rep.exit_code)});
+    } else if (track.succeeded.insert(rep.rank).second && static_cast<int>(track.succeeded.size()) == world) {
+      txn.state().exits.erase(j->id.index());
+      (void)txn.apply(store::Finish{name, true, "all " + std::to_string(world) + " replicas exited with code 0"});
+    }
+  }
+}
+
+json heartbeat_answer(const ServerState& st, const ServerOptions& options, const std::string& node_name,
+                      const std::vector<ReplicaReport>& reports) {
+  json run = json::array();
+  std::set<std::pair<std::string, int>> placed;  // (job, rank) of the current runs on this node
+  std::map<std::string, int> attempts;
+  const Node* node = st.cluster.find_node(node_name);
+  if (node) {
+    for (uint32_t index : st.running) {
+      const Job& j = st.cluster.jobs[index];
+      if (j.state != JobState::kRunning) continue;  // cannot happen while the index is right; cheap to check
+      std::map<NodeId, int> local;  // replicas of this job seen so far per node: LOCAL_RANK
+      for_each_replica(j, [&](int rank, const PodSetPlacement& ps, const ReplicaBinding& r) {
+        int local_rank = local[r.node]++;
+        if (r.node != node->id) return;
+        run.push_back(assignment(st, options, j, rank, local_rank, ps, r));
+        placed.insert({j.spec.name, rank});
+        attempts[j.spec.name] = attempt_of(j);
+      });
+    }
+  }
+  json stop = json::array();
+  for (const ReplicaReport& rep : reports) {
+    if (rep.exited) continue;
+    const bool current = placed.count({rep.job, rep.rank}) && (!rep.attempt || *rep.attempt == attempts[rep.job]);
+    if (!current) stop.push_back({{"job", rep.job}, {"rank", rep.rank}});
+  }
+  return {{"run", run}, {"stop", stop}};
+}
+
+}  // namespace allot::server

@@ -1,0 +1,57 @@
+#pragma once
+// What the HTTP handlers share, and the helpers every endpoint uses: reading a body (JSON or YAML, with the
+// content type checked), answering, and keeping exceptions out of cpp-httplib. Handlers parse on their own
+// request thread and hand the writer a command; nothing but the writer thread touches the state.
+#include <httplib.h>
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/catalog.h"
+#include "server/event_log.h"
+#include "server/log_store.h"
+#include "server/options.h"
+#include "server/writer.h"
+
+namespace allot::server {
+
+struct Api {
+  Writer& writer;
+  EventLog& events;
+  LogStore& logs;
+  const ServerOptions& options;
+  Catalog catalog;  // fixed for the server's life: bodies are parsed against it off the writer thread
+};
+
+void answer(httplib::Response& res, const Reply& reply);
+
+// 415 unless the body is JSON, YAML or untyped text.
+std::optional<Reply> check_content_type(const httplib::Request& req);
+// The body as one YAML document (JSON is YAML); errors name the request body and its line.
+Result<YAML::Node> yaml_body(const httplib::Request& req);
+// The body as JSON, for the agents' endpoints.
+Result<nlohmann::json> json_body(const httplib::Request& req);
+// Rejects keys of a JSON object other than `allowed`, naming the first one and the allowed ones.
+Status only_keys(const nlohmann::json& j, std::initializer_list<const char*> allowed, const std::string& what);
+
+// The {name} of a route with one or more path parameters; match 1 is the first.
+inline std::string param(const httplib::Request& req, size_t i = 1) { return req.matches[i].str(); }
+// A non-negative integer query parameter, or `fallback` when absent; an Error when malformed.
+Result<int64_t> query_int(const httplib::Request& req, const char* key, int64_t fallback, int64_t max);
+
+// Wraps a handler so that no exception reaches cpp-httplib: anything thrown becomes a 500 with its message.
+httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> h);
+
+// Runs a command on the writer and answers with what it renders, or with its error.
+void run(Api& api, httplib::Response& res, Command cmd);
+
+// The route groups, one file each.
+void add_config_routes(httplib::Server& http, Api& api);  // policy, priority classes, teams, apply
+void add_job_routes(httplib::Server& http, Api& api);     // jobs, cancel, logs
+void add_node_routes(httplib::Server& http, Api& api);    // nodes, cordon, drain, health, topology
+void add_agent_routes(httplib::Server& http, Api& api);   // register, heartbeat, logs
+void add_watch_routes(httplib::Server& http, Api& api);   // health, events, metrics
+
+}  // namespace allot::server

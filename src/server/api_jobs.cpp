@@ -1,0 +1,121 @@
+// Users' endpoints for jobs: submit, list, describe, cancel, logs.
+#include "config/spec_yaml.h"
+#include "server/api.h"
+#include "view/state_json.h"
+
+namespace allot::server {
+namespace {
+
+using nlohmann::json;
+const YamlContext kBody{"request body", "", 0};
+
+Render job_render(const std::string& name, int status = 200) {
+  return [name, status](const ServerState& st) -> Reply {
+    const Job* j = st.cluster.find_job(name);
+    if (!j) return error_reply(Error::not_found("no job named " + name));
+    return json_reply(status, view::job_json(st.cluster, *j, /*with_history=*/true));
+  };
+}
+
+// Job names appear in URL paths and log file names: no '/' and no control characters.
+Status check_job_name(const std::string& name) {
+  for (unsigned char c : name)
+    if (c == '/' || c < 0x20 || c == 0x7f)
+      return Error::invalid("job name '" + name + "' contains '/' or a control character; use letters, digits, '-', '_' or '.'");
+  return ok_status();
+}
+
+std::string state_names() {
+  std::string out;
+  for (auto s : {JobState::kPending, JobState::kRunning, JobState::kSuspended, JobState::kSucceeded, JobState::kFailed,
+                 JobState::kCancelled})
+    out += (out.empty() ? "" : ", ") + std::string(job_state_name(s));
+  return out;
+}
+
+void submit_route(httplib::Server& http, Api& api) {
+  http.Post("/v1/jobs", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+    if (auto bad = check_content_type(req)) return answer(res, *bad);
+    auto doc = yaml_body(req);
+    if (!doc) return answer(res, error_reply(doc.error()));
+    auto spec = parse_job_spec(*doc, api.catalog, kBody);
+    if (!spec) return answer(res, error_reply(spec.error()));
+    if (auto st = check_job_name(spec->name); !st) return answer(res, error_reply(st.error()));
+    run(api, res, [spec = std::move(*spec)](Txn& txn) -> Result<Render> {
+      if (txn.state().removed_teams.count(spec.team))
+        return Error::invalid("job " + spec.name + ": team '" + spec.team + "' was removed");
+      auto st = txn.apply(store::Submit{spec});
+      if (!st) return st.error();
+      return job_render(spec.name, 201);
+    });
+  }));
+}
+
+void read_routes(httplib::Server& http, Api& api) {
+  http.Get("/v1/jobs", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+    std::optional<JobState> state;
+    if (req.has_param("state")) {
+      state = parse_job_state(req.get_param_value("state"));
+      if (!state)
+        return answer(res, error_reply(Error::invalid("unknown job state '" + req.get_param_value("state") + "'; states: " + state_names())));
+    }
+    std::string team = req.get_param_value("team");
+    run(api, res, [state, team](Txn& txn) -> Result<Render> {
+      const Team* t = nullptr;
+      if (!team.empty() && !(t = txn.cluster().find_team(team))) return Error::not_found("no team named " + team);
+      const TeamId team_id = t ? t->id : TeamId{};
+      return Render([state, team_id](const ServerState& st) {
+        json out = json::array();
+        for (const Job& j : st.cluster.jobs) {
+          if (state && j.state != *state) continue;
+          if (team_id.valid() && j.team != team_id) continue;
+          out.push_back(view::job_json(st.cluster, j, /*with_history=*/false));
+        }
+        return json_reply(200, out);
+      });
+    });
+  }));
+  http.Get(R"(/v1/jobs/([^/]+))", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+    run(api, res, [name = param(req)](Txn& txn) -> Result<Render> {
+      if (!txn.cluster().find_job(name)) return Error::not_found("no job named " + name);
+      return job_render(name);
+    });
+  }));
+  http.Post(R"(/v1/jobs/([^/]+)/cancel)", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+    run(api, res, [name = param(req)](Txn& txn) -> Result<Render> {
+      auto st = txn.apply(store::Cancel{name});
+      if (!st) return st.error();
+      return job_render(name);
+    });
+  }));
+  http.Get(R"(/v1/jobs/([^/]+)/logs)", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+    auto replica = query_int(req, "replica", 0, 1'000'000);
+    if (!replica) return answer(res, error_reply(replica.error()));
+    auto tail = query_int(req, "tail", 0, int64_t{1} << 40);
+    if (!tail) return answer(res, error_reply(tail.error()));
+    const std::string name = param(req);
+    // The job must exist and have that replica; the log itself is read off the writer thread.
+    Reply check = api.writer.call([name, rank = *replica](Txn& txn) -> Result<Render> {
+      const Job* j = txn.cluster().find_job(name);
+      if (!j) return Error::not_found("no job named " + name);
+      int replicas = 0;
+      for (const auto& ps : j->spec.pod_sets) replicas += ps.replicas;
+      if (rank >= replicas)
+        return Error::invalid("job " + name + " has replicas 0.." + std::to_string(replicas - 1) + ", not " + std::to_string(rank));
+      return Render([](const ServerState&) { return Reply{200, "", "text/plain"}; });
+    });
+    if (check.status != 200) return answer(res, check);
+    auto text = api.logs.read(name, static_cast<int>(*replica), static_cast<size_t>(*tail));
+    if (!text) return answer(res, error_reply(text.error()));
+    answer(res, Reply{200, std::move(*text), "text/plain; charset=utf-8"});
+  }));
+}
+
+}  // namespace
+
+void add_job_routes(httplib::Server& http, Api& api) {
+  submit_route(http, api);
+  read_routes(http, api);
+}
+
+}  // namespace allot::server

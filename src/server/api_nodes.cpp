@@ -1,0 +1,127 @@
+// Administrators' endpoints for nodes (list, add without an agent, remove, cordon, uncordon, drain, health)
+// and the topology tree.
+#include <algorithm>
+
+#include "config/spec_yaml.h"
+#include "server/api.h"
+#include "server/views.h"
+
+namespace allot::server {
+namespace {
+
+using nlohmann::json;
+const YamlContext kBody{"request body", "", 0};
+
+Render node_render(const std::string& name, int status = 200) {
+  return [name, status](const ServerState& st) -> Reply {
+    const Node* n = st.cluster.find_node(name);
+    if (!n) return error_reply(Error::not_found("no node named " + name + " in the cluster"));
+    return json_reply(status, node_view(st, *n));
+  };
+}
+
+Error no_node(const std::string& name) { return Error::not_found("no node named " + name + " in the cluster"); }
+
+// POST /v1/nodes/{name}/{action} for the actions that take no body.
+void action_route(httplib::Server& http, Api& api, const std::string& action, std::function<store::Op(const std::string&)> op) {
+  http.Post(R"(/v1/nodes/([^/]+)/)" + action, guarded([&api, op](const httplib::Request& req, httplib::Response& res) {
+    run(api, res, [name = param(req), op](Txn& txn) -> Result<Render> {
+      if (!txn.cluster().find_node(name)) return no_node(name);
+      auto st = txn.apply(op(name));
+      if (!st) return st.error();
+      return node_render(name);
+    });
+  }));
+}
+
+void read_routes(httplib::Server& http, Api& api) {
+  http.Get("/v1/nodes", guarded([&api](const httplib::Request&, httplib::Response& res) {
+    run(api, res, [](Txn&) -> Result<Render> {
+      return Render([](const ServerState& st) {
+        std::vector<const Node*> nodes;
+        for (const Node& n : st.cluster.nodes)
+          if (!n.removed) nodes.push_back(&n);
+        std::sort(nodes.begin(), nodes.end(), [](const Node* a, const Node* b) { return a->name < b->name; });
+        json out = json::array();
+        for (const Node* n : nodes) out.push_back(node_view(st, *n));
+        return json_reply(200, out);
+      });
+    });
+  }));
+  http.Get(R"(/v1/nodes/([^/]+))", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+    run(api, res, [name = param(req)](Txn& txn) -> Result<Render> {
+      if (!txn.cluster().find_node(name)) return no_node(name);
+      return node_render(name);
+    });
+  }));
+  http.Get("/v1/topology", guarded([&api](const httplib::Request&, httplib::Response& res) {
+    run(api, res, [](Txn&) -> Result<Render> {
+      return Render([](const ServerState& st) { return json_reply(200, topology_json(st.cluster)); });
+    });
+  }));
+}
+
+void change_routes(httplib::Server& http, Api& api) {
+  // Nodes without an agent (a static inventory, a dry run): the scenario format's cluster.nodes list.
+  http.Post("/v1/nodes", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+    if (auto bad = check_content_type(req)) return answer(res, *bad);
+    auto nodes = parse_nodes_text(req.body, api.catalog, "request body");
+    if (!nodes) return answer(res, error_reply(nodes.error()));
+    if (nodes->empty()) return answer(res, error_reply(Error::invalid("request body lists no nodes")));
+    run(api, res, [nodes = std::move(*nodes)](Txn& txn) -> Result<Render> {
+      for (const NodeSpec& n : nodes)  // all or nothing: every name must be free before any node joins
+        if (txn.cluster().find_node(n.name)) return Error::exists("node " + n.name + " is already in the cluster");
+      std::vector<std::string> names;
+      for (const NodeSpec& n : nodes) {
+        auto st = txn.apply(store::AddNode{n, "", false});
+        if (!st) return st.error();
+        names.push_back(n.name);
+      }
+      return Render([names](const ServerState& st) {
+        json out = json::array();
+        for (const auto& n : names)
+          if (const Node* node = st.cluster.find_node(n)) out.push_back(node_view(st, *node));
+        return json_reply(201, out);
+      });
+    });
+  }));
+  http.Delete(R"(/v1/nodes/([^/]+))", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+    run(api, res, [name = param(req)](Txn& txn) -> Result<Render> {
+      auto st = txn.apply(store::RemoveNode{name});
+      if (!st) return st.error();
+      return Render([](const ServerState&) { return Reply{204, "", ""}; });
+    });
+  }));
+  action_route(http, api, "cordon", [](const std::string& n) -> store::Op { return store::Cordon{n, true}; });
+  action_route(http, api, "uncordon", [](const std::string& n) -> store::Op { return store::Cordon{n, false}; });
+  action_route(http, api, "drain", [](const std::string& n) -> store::Op { return store::Drain{n}; });
+  http.Put(R"(/v1/nodes/([^/]+)/health)", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+    if (auto bad = check_content_type(req)) return answer(res, *bad);
+    auto doc = yaml_body(req);
+    if (!doc) return answer(res, error_reply(doc.error()));
+    auto fields = config::Fields::open(kBody, config::root(*doc, kBody), {"health"});
+    if (!fields) return answer(res, error_reply(fields.error()));
+    auto h = fields->need(kBody, "health");
+    if (!h) return answer(res, error_reply(h.error()));
+    const std::vector<std::string_view> names = {"Schedulable", "Unschedulable", "UnschedulablePendingReboot",
+                                                 "UnschedulablePendingReplacement"};
+    auto choice = config::read_choice(kBody, *h, names);
+    if (!choice) return answer(res, error_reply(choice.error()));
+    const auto health = static_cast<NodeHealth>(*choice);  // the order of the enum
+    run(api, res, [name = param(req), health](Txn& txn) -> Result<Render> {
+      if (!txn.cluster().find_node(name)) return no_node(name);
+      auto st = txn.apply(store::NodeHealthChange{name, health, store::HealthCause::kAdmin, ""});
+      if (!st) return st.error();
+      return node_render(name);
+    });
+  }));
+}
+
+}  // namespace
+
+void add_node_routes(httplib::Server& http, Api& api) {
+  read_routes(http, api);
+  change_routes(http, api);
+}
+
+}  // namespace allot::server

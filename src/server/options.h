@@ -1,0 +1,38 @@
+#pragma once
+// What `allot server` can be told: where to listen, where its data lives, and the knobs of the loop and of
+// node lifecycle. Tests shorten the timeouts and inject the clock.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace allot::server {
+
+// Wall-clock milliseconds since the Unix epoch. The core sees whole seconds (Time).
+using Clock = std::function<int64_t()>;
+int64_t system_clock_ms();
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:7070";  // host:port; port 0 picks a free one (see Server::port)
+  std::string data_dir = "./allot-data";  // the database (by default) and the replicas' logs
+  std::string database;                   // empty: sqlite:<data_dir>/allot.db
+  // A node whose agent has not heartbeated for this long becomes UnschedulablePendingReboot and its jobs
+  // restart elsewhere; its next heartbeat makes it Schedulable again.
+  std::chrono::milliseconds heartbeat_timeout{15000};
+  // MASTER_PORT of a job is master_port_min + (job number mod the range size): deterministic, so a restarted
+  // server gives the same port, and distinct for the jobs that run at the same time unless more than the
+  // range size are started between two of them.
+  int master_port_min = 29500;
+  int master_port_max = 30499;
+  size_t max_body_bytes = 1 << 20;          // larger request bodies get 413
+  size_t log_bytes_per_replica = 1 << 20;   // the last this many bytes of each replica's log are kept
+  size_t max_batch = 4096;                  // commands applied and journaled in one transaction at most
+  std::chrono::milliseconds tick{100};      // how often the idle loop looks at timeouts and wakeups
+  std::chrono::milliseconds request_timeout{30000};  // a request not answered by then gets 503
+  int http_threads = 64;                    // concurrent requests (each waits for its batch)
+  size_t event_ring = 10000;                // events kept in memory for /v1/events
+  Clock clock = system_clock_ms;
+};
+
+}  // namespace allot::server

@@ -1,0 +1,54 @@
+#pragma once
+// `allot server`: the HTTP API (docs/api.md) in front of the single writer (writer.h) and its store.
+// start() replays the journal, then serves; stop() stops accepting, answers what is queued and returns.
+#include <memory>
+#include <thread>
+
+#include "server/options.h"
+#include "server/writer.h"
+#include "store/store.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace allot::server {
+
+class LogStore;
+struct Api;
+
+class Server {
+ public:
+  // Opens the store options.database names (default sqlite:<data_dir>/allot.db).
+  static Result<std::unique_ptr<Server>> open(ServerOptions options);
+  // With a store the caller made (tests use store::MemStore to inject failures).
+  static Result<std::unique_ptr<Server>> open(ServerOptions options, std::unique_ptr<store::Store> store);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Replays the journal, binds the listen address and serves on background threads. Fails with a message
+  // when the journal cannot be replayed or the address cannot be bound.
+  Status start();
+  // The port bound (the one chosen when the listen address asked for port 0).
+  int port() const { return port_; }
+  std::string url() const;
+  void stop();
+  Writer::Stats stats() const { return writer_->stats(); }
+
+ private:
+  Server(ServerOptions options, std::unique_ptr<store::Store> store);
+
+  ServerOptions options_;
+  std::unique_ptr<EventLog> events_;
+  std::unique_ptr<Writer> writer_;
+  std::unique_ptr<LogStore> logs_;
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread listener_;
+  std::string host_;
+  int port_ = 0;
+  int listen_socket_ = -1;
+};
+
+}  // namespace allot::server

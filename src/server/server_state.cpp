@@ -1,0 +1,151 @@
+#include "server/server_state.h"
+
+#include "store/replay.h"
+
+namespace allot::server {
+
+namespace {
+
+using namespace allot::store;
+
+// The node a record is about, for events and for finding the jobs it stops.
+struct NodeOf {
+  std::string operator()(const AddNode& o) const { return o.node.name; }
+  std::string operator()(const RemoveNode& o) const { return o.node; }
+  std::string operator()(const NodeHealthChange& o) const { return o.node; }
+  std::string operator()(const Cordon& o) const { return o.node; }
+  std::string operator()(const Drain& o) const { return o.node; }
+  template <typename T>
+  std::string operator()(const T&) const { return ""; }
+};
+
+struct JobOf {
+  std::string operator()(const Submit& o) const { return o.job.name; }
+  std::string operator()(const Cancel& o) const { return o.job; }
+  std::string operator()(const Finish& o) const { return o.job; }
+  std::string operator()(const Admit& o) const { return o.job; }
+  std::string operator()(const Preempt& o) const { return o.job; }
+  template <typename T>
+  std::string operator()(const T&) const { return ""; }
+};
+
+std::vector<JobId> running_on(const ClusterState& s, const std::string& node_name) {
+  std::vector<JobId> out;
+  const Node* n = s.find_node(node_name);
+  if (!n) return out;
+  for (const Job& j : s.jobs) {
+    if (j.state != JobState::kRunning) continue;
+    for (NodeId id : j.placement.nodes())
+      if (id == n->id) {
+        out.push_back(j.id);
+        break;
+      }
+  }
+  return out;
+}
+
+std::string job_message(const Job& j) { return std::string(job_state_name(j.state)) + ": " + j.reason; }
+
+// What the record says, after it was applied, for people reading the event stream.
+std::string message_of(const ServerState& st, const Record& r) {
+  const ClusterState& s = st.cluster;
+  struct M {
+    const ClusterState& s;
+    std::string operator()(const SetPolicy&) const { return "cluster policy updated"; }
+    std::string operator()(const UpsertTeam& o) const { return "team " + o.team.name + " created or updated"; }
+    std::string operator()(const RemoveTeam& o) const { return "team " + o.team + " removed"; }
+    std::string operator()(const AddNode& o) const {
+      return "node joined (" + o.node.instance_type + (o.agent ? ", agent at " + o.address : "") + ")";
+    }
+    std::string operator()(const RemoveNode&) const { return "node left the cluster"; }
+    std::string operator()(const NodeHealthChange& o) const {
+      return std::string("health ") + node_health_name(o.health) + " (by " + health_cause_name(o.cause) + ")";
+    }
+    std::string operator()(const Cordon& o) const { return o.cordoned ? "cordoned" : "uncordoned"; }
+    std::string operator()(const Drain&) const { return "drained: cordoned, its jobs suspended"; }
+    std::string operator()(const Submit& o) const {
+      return "submitted by team " + o.job.team + (o.job.priority.empty() ? "" : ", priority " + o.job.priority);
+    }
+    std::string operator()(const Cancel& o) const { return "cancelled by request"; }
+    std::string operator()(const Finish& o) const {
+      const Job* j = s.find_job(o.job);
+      return j ? job_message(*j) : o.reason;
+    }
+    std::string operator()(const Admit& o) const { return "admitted: " + o.reason; }
+    std::string operator()(const Preempt& o) const { return "preempted: " + o.reason; }
+  };
+  return std::visit(M{s}, r.op);
+}
+
+void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind, std::string job, std::string node,
+          std::string message) {
+  if (const Job* j = job.empty() ? nullptr : st.cluster.find_job(job)) {
+    if (j->state == JobState::kRunning) st.running.insert(j->id.index());
+    else st.running.erase(j->id.index());
+  }
+  events.push_back({++st.last_event, at, std::move(kind), std::move(job), std::move(node), std::move(message)});
+}
+
+// The server's tables for one record that the cluster has already taken.
+void note(ServerState& st, const Record& r) {
+  st.last_seq = r.seq;
+  ++st.version;
+  if (auto* a = std::get_if<AddNode>(&r.op)) {
+    NodeInfo& info = st.nodes[a->node.name];
+    info = NodeInfo{};
+    if (!a->address.empty()) info.address = a->address;
+    info.agent = a->agent;
+  } else if (auto* h = std::get_if<NodeHealthChange>(&r.op)) {
+    NodeInfo& info = st.nodes[h->node];
+    info.timed_out = h->cause == HealthCause::kTimeout;
+    if (h->cause == HealthCause::kAgent) info.agent = true;
+    if (!h->address.empty()) info.address = h->address;
+  } else if (auto* rn = std::get_if<RemoveNode>(&r.op)) {
+    st.nodes.erase(rn->node);
+  } else if (auto* rt = std::get_if<RemoveTeam>(&r.op)) {
+    st.removed_teams.insert(rt->team);
+  } else if (auto* ut = std::get_if<UpsertTeam>(&r.op)) {
+    st.removed_teams.erase(ut->team.name);
+  } else if (std::holds_alternative<Admit>(r.op)) {
+    ++st.admissions_total;
+  } else if (std::holds_alternative<Preempt>(r.op)) {
+    ++st.preemptions_total;
+  }
+}
+
+}  // namespace
+
+void LatencyHistogram::observe(double seconds) {
+  size_t i = 0;
+  while (i < kBuckets && seconds > kBounds[i]) ++i;
+  ++counts[i];
+  sum += seconds;
+  ++count;
+}
+
+Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
+  const std::string node = std::visit(NodeOf{}, r.op);
+  // Jobs a node operation may stop: after it, each one that changed state gets its own event.
+  std::vector<JobId> before;
+  std::vector<JobState> states;
+  if (!node.empty() && !std::holds_alternative<AddNode>(r.op)) {
+    before = running_on(st.cluster, node);
+    for (JobId id : before) states.push_back(st.cluster.jobs[id.index()].state);
+  }
+  auto status = store::apply_record(st.cluster, r);
+  if (!status) return status;
+  note(st, r);
+  push(st, events, r.at, op_name(r.op), std::visit(JobOf{}, r.op), node, message_of(st, r));
+  for (size_t i = 0; i < before.size(); ++i) {
+    const Job& j = st.cluster.jobs[before[i].index()];
+    if (j.state != states[i]) push(st, events, r.at, "job", j.spec.name, node, job_message(j));
+  }
+  return ok_status();
+}
+
+void note_decision(ServerState& st, const Record& r, std::vector<Event>& events) {
+  note(st, r);
+  push(st, events, r.at, op_name(r.op), std::visit(JobOf{}, r.op), "", message_of(st, r));
+}
+
+}  // namespace allot::server

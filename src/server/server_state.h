@@ -1,0 +1,82 @@
+#pragma once
+// What the server's writer thread owns: the core's ClusterState plus the server's own tables (node addresses
+// and heartbeats, removed teams, exit reports, counters), and the one function through which journal
+// records change them, live and on replay alike. Because replay goes through the same function, the
+// counters, tables and events rebuilt on start are the ones the server had when it stopped.
+//
+// Thread-safety: none; only the writer thread touches a ServerState.
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/state.h"
+#include "store/record.h"
+
+namespace allot::server {
+
+struct NodeInfo {
+  std::string address = "127.0.0.1";  // MASTER_ADDR for jobs whose rank 0 runs here
+  bool agent = false;                 // an agent registered it: it must heartbeat
+  bool timed_out = false;             // its health was last changed by a heartbeat timeout
+  int64_t last_heartbeat_ms = 0;      // not journaled: a restarted server gives every node a fresh timeout
+};
+
+// One line of the event stream (/v1/events): a journaled change or one of its consequences for a job.
+struct Event {
+  uint64_t seq = 0;
+  Time at = 0;
+  std::string kind;  // the record kind (submit, admit, preempt, node_health, ...) or "job" for a consequence
+  std::string job;
+  std::string node;
+  std::string message;
+};
+
+// Exits reported by agents for one run of a job.
+struct ExitTrack {
+  int attempt = -1;
+  std::set<int> succeeded;  // ranks that exited 0
+};
+
+// Seconds from submission to first admission, as a Prometheus histogram (cumulative buckets at render time).
+struct LatencyHistogram {
+  static constexpr double kBounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+  static constexpr size_t kBuckets = sizeof(kBounds) / sizeof(kBounds[0]);
+  uint64_t counts[kBuckets + 1] = {};  // the last one: above every bound
+  double sum = 0;
+  uint64_t count = 0;
+  void observe(double seconds);
+};
+
+struct ServerState {
+  ClusterState cluster;
+  std::unordered_map<std::string, NodeInfo> nodes;  // by node name
+  std::set<std::string> removed_teams;              // removed through the API; their jobs are refused
+  std::unordered_map<uint32_t, ExitTrack> exits;    // by JobId index; in memory, agents report again
+  // Steady-clock time of each live submission not yet admitted: the start of the scheduling latency.
+  std::unordered_map<uint32_t, std::chrono::steady_clock::time_point> waiting_since;
+  LatencyHistogram scheduling_latency;  // live submissions only; not rebuilt by replay
+  uint64_t admissions_total = 0;
+  uint64_t preemptions_total = 0;
+  // Jobs Running now (JobId indices, in order), so a heartbeat looks at running jobs only. Kept up to date from
+  // the events: every change of a job's state names the job in one.
+  std::set<uint32_t> running;
+  uint64_t last_seq = 0;    // the last journal record applied
+  uint64_t last_event = 0;  // the last event numbered
+  uint64_t version = 0;     // bumped by every applied record; caches key on it
+};
+
+// Applies a record: the core operation (store::apply_record), then the server's tables, and appends the
+// events it causes. An error means the core refused it and nothing changed.
+Status apply(ServerState& st, const store::Record& r, std::vector<Event>& events);
+
+// For a decision the scheduler has already applied to the cluster: the same table updates and events as
+// apply() makes for its record, without applying it again.
+void note_decision(ServerState& st, const store::Record& r, std::vector<Event>& events);
+
+// A job's run number as agents see it: restarts plus preemptions, so a new run is never mistaken for the old.
+inline int attempt_of(const Job& j) { return j.restarts + j.preemptions; }
+
+}  // namespace allot::server

@@ -1,0 +1,17 @@
+#pragma once
+// JSON answers the server adds to the shared views (view/state_json.h): the policy in the scenario format's
+// shape (so GET and PUT /v1/policy round-trip), nodes with what the server knows of their agents, and the
+// topology tree.
+#include <nlohmann/json.hpp>
+
+#include "server/server_state.h"
+
+namespace allot::server {
+
+nlohmann::json policy_json(const PolicySpec& p);
+nlohmann::json node_view(const ServerState& st, const Node& n);
+nlohmann::json topology_json(const ClusterState& s);
+// Every team not removed through the API, by name.
+nlohmann::json teams_json(const ServerState& st);
+
+}  // namespace allot::server

@@ -1,0 +1,251 @@
+#include "server/writer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "core/scheduler.h"
+#include "store/replay.h"
+
+namespace allot::server {
+
+namespace {
+constexpr size_t kReplayEventChunk = 4096;  // events handed to the ring at a time while replaying
+constexpr auto kCheapPass = std::chrono::milliseconds(2);  // passes shorter than this run after every batch
+}  // namespace
+
+Status Txn::apply(store::Op op) {
+  store::Record r{st_.last_seq + 1, now(), std::move(op)};
+  auto status = server::apply(st_, r, events_);
+  if (!status) return status;
+  // The scheduling latency runs from a live submission to its first admission; a job cancelled before it
+  // is admitted has none.
+  if (auto* sub = std::get_if<store::Submit>(&r.op)) {
+    if (const Job* j = st_.cluster.find_job(sub->job.name)) st_.waiting_since[j->id.index()] = std::chrono::steady_clock::now();
+  } else if (auto* cancel = std::get_if<store::Cancel>(&r.op)) {
+    if (const Job* j = st_.cluster.find_job(cancel->job)) st_.waiting_since.erase(j->id.index());
+  }
+  records_.push_back(std::move(r));
+  return ok_status();
+}
+
+Writer::Writer(const ServerOptions& options, std::unique_ptr<store::Store> store, EventLog& events)
+    : options_(options), store_(std::move(store)), events_(events) {}
+
+Writer::~Writer() { stop(); }
+
+Result<ServerState> Writer::replay(bool publish) {
+  ServerState st;
+  std::vector<Event> events;
+  uint64_t count = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto status = store_->load([&](const store::Record& r) -> Status {
+    auto applied = apply(st, r, events);
+    if (!applied)
+      return Error::internal("journal record " + std::to_string(r.seq) + " (" + store::op_name(r.op) +
+                             ") cannot be replayed: " + applied.error().message);
+    ++count;
+    if (publish && events.size() >= kReplayEventChunk) {
+      events_.publish(std::move(events));
+      events.clear();
+    }
+    if (!publish) events.clear();
+    return ok_status();
+  });
+  if (!status) return status.error();
+  if (publish) events_.publish(std::move(events));
+  spdlog::info("replayed {} journal records from {} in {:.3f} s", count, store_->describe(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return st;
+}
+
+Status Writer::recover() {
+  auto st = replay(/*publish=*/true);
+  if (!st) return st.error();
+  state_ = std::move(*st);
+  // Heartbeats are not journaled: every agent gets a full timeout from now to show up again.
+  const int64_t now = options_.clock();
+  for (auto& [name, info] : state_.nodes) info.last_heartbeat_ms = now;
+  dirty_ = true;
+  return ok_status();
+}
+
+void Writer::start() {
+  std::lock_guard lock(mu_);
+  if (running_) return;
+  running_ = true;
+  stopping_ = false;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Writer::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (!running_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(mu_);
+  for (auto& p : queue_) p.answer.set_value(error_reply(503, "Unavailable", "the server is stopping"));
+  queue_.clear();
+  running_ = false;
+}
+
+Reply Writer::call(Command cmd) {
+  std::future<Reply> answer;
+  {
+    std::lock_guard lock(mu_);
+    if (!running_ || stopping_) return error_reply(503, "Unavailable", "the server is stopping");
+    queue_.push_back(Pending{std::move(cmd), {}});
+    answer = queue_.back().answer.get_future();
+  }
+  cv_.notify_one();
+  if (answer.wait_for(options_.request_timeout) != std::future_status::ready)
+    return error_reply(503, "Unavailable",
+                       "no answer within the request timeout; the change may or may not have been made: read the object to find out");
+  return answer.get();
+}
+
+Writer::Stats Writer::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void Writer::loop() {
+  std::vector<Pending> batch;
+  for (;;) {
+    batch.clear();
+    // A pending pass shortens the idle wait to when it may run.
+    auto wait = std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.tick);
+    if (dirty_) wait = std::clamp(next_pass_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero(), wait);
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, wait, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      while (!queue_.empty() && batch.size() < options_.max_batch) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    run_batch(batch);
+  }
+}
+
+void Writer::time_out_nodes(Txn& txn) {
+  const int64_t limit = options_.heartbeat_timeout.count();
+  std::vector<std::string> silent;
+  for (const auto& [name, info] : state_.nodes) {
+    if (!info.agent || txn.now_ms() - info.last_heartbeat_ms <= limit) continue;
+    const Node* n = state_.cluster.find_node(name);
+    if (n && n->health == NodeHealth::kSchedulable) silent.push_back(name);
+  }
+  for (const auto& name : silent) {
+    spdlog::warn("node {}: no heartbeat for {} ms; marking it UnschedulablePendingReboot", name, limit);
+    auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kUnschedulablePendingReboot, store::HealthCause::kTimeout, ""});
+    if (!st) spdlog::error("node {}: {}", name, st.error().message);
+  }
+}
+
+void Writer::run_batch(std::vector<Pending>& batch) {
+  const int64_t now_ms = options_.clock();
+  std::vector<store::Record> records;
+  std::vector<Event> events;
+  Txn txn(state_, now_ms, records, events);
+  // Per command: how to answer once durable, or why it was refused.
+  struct Outcome {
+    Render render;
+    std::optional<Error> error;
+  };
+  std::vector<Outcome> results;
+  results.reserve(batch.size());
+  for (auto& p : batch) {
+    try {
+      auto r = p.cmd(txn);
+      if (r) results.push_back({std::move(*r), std::nullopt});
+      else results.push_back({nullptr, r.error()});
+    } catch (const std::exception& e) {
+      results.push_back({nullptr, Error::internal(std::string("unexpected failure: ") + e.what())});
+    }
+  }
+  time_out_nodes(txn);
+
+  const Time now = txn.now();
+  if (!records.empty()) dirty_ = true;
+  const auto pass_start = std::chrono::steady_clock::now();
+  const bool wakeup_due = next_wakeup_ && now >= *next_wakeup_;
+  const bool pass = wakeup_due || (dirty_ && pass_start >= next_pass_);
+  double pass_seconds = 0;
+  if (pass) {
+    dirty_ = false;
+    ScheduleResult sr = schedule(state_.cluster, now);
+    next_wakeup_ = sr.next_wakeup;
+    const auto steady_now = std::chrono::steady_clock::now();
+    // Cheap passes are never held back, so on a small or idle cluster every answer shows its batch's decisions.
+    const auto took = steady_now - pass_start;
+    next_pass_ = took < kCheapPass ? steady_now : steady_now + took;
+    pass_seconds = std::chrono::duration<double>(steady_now - pass_start).count();
+    for (const Decision& d : sr.decisions) {
+      store::Record r{state_.last_seq + 1, now, store::decision_record(state_.cluster, d)};
+      note_decision(state_, r, events);
+      if (d.kind == Decision::Kind::kAdmit) {
+        auto it = state_.waiting_since.find(d.job.index());
+        if (it != state_.waiting_since.end()) {
+          state_.scheduling_latency.observe(std::chrono::duration<double>(steady_now - it->second).count());
+          state_.waiting_since.erase(it);
+        }
+      }
+      records.push_back(std::move(r));
+    }
+  }
+
+  Status durable = ok_status();
+  if (!records.empty()) durable = store_->append(records);
+  if (!durable) {
+    // The state holds changes the journal does not: answer every change with the error and rebuild the state
+    // from the journal, which is what was acknowledged.
+    spdlog::error("journal write failed, {} records dropped: {}", records.size(), durable.error().message);
+    for (auto& r : results)
+      if (!r.error) r.error = Error::internal("the change could not be made durable (" + durable.error().message + "); nothing was changed");
+    auto fresh = replay(/*publish=*/false);
+    if (!fresh) {
+      spdlog::critical("cannot rebuild the state from the journal: {}", fresh.error().message);
+      std::abort();  // the journal cannot be read back: running on would serve state nobody can recover
+    }
+    // What the journal does not hold but the server knows: heartbeats and live latency measurements.
+    for (auto& [name, info] : fresh->nodes)
+      if (auto it = state_.nodes.find(name); it != state_.nodes.end()) info.last_heartbeat_ms = it->second.last_heartbeat_ms;
+    fresh->scheduling_latency = state_.scheduling_latency;
+    state_ = std::move(*fresh);
+    dirty_ = true;
+  } else {
+    events_.publish(std::move(events));
+  }
+
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.batches;
+    stats_.commands += batch.size();
+    if (durable) stats_.records += records.size();
+    if (pass) {
+      ++stats_.passes;
+      stats_.pass_seconds += pass_seconds;
+      stats_.max_pass_seconds = std::max(stats_.max_pass_seconds, pass_seconds);
+    }
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Reply reply;
+    if (results[i].error) {
+      reply = error_reply(*results[i].error);
+    } else {
+      try {
+        reply = results[i].render(state_);
+      } catch (const std::exception& e) {
+        reply = error_reply(Error::internal(std::string("cannot render the answer: ") + e.what()));
+      }
+    }
+    batch[i].answer.set_value(std::move(reply));
+  }
+}
+
+}  // namespace allot::server

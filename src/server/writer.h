@@ -1,0 +1,113 @@
+#pragma once
+// The single writer: one thread owns the ServerState. Request threads hand it commands and wait; it takes
+// every command queued, applies them in order, runs the scheduler, journals the commands' records and the
+// scheduler's decisions in ONE store transaction (group commit), and only then answers them all. So a 2xx
+// answer means durable, and one fsync serves every request that arrived while the previous batch was being
+// written. Between requests it wakes every `tick` to time out silent nodes and to run the scheduler at its
+// next_wakeup.
+//
+// A scheduler pass costs time in proportion to the waiting jobs, so under load it does not run after every
+// batch: a pass that took d (more than 2 ms) is followed by the next one only once the writer has spent d on
+// other work. The writer so spends at most about half its time scheduling, batches grow
+// instead, and admission waits at most about two passes. On an idle-enough cluster a pass takes
+// microseconds and runs after every batch, so a submission's answer already shows it Running.
+//
+// Thread-safety: call() from any thread; everything else from the thread that owns the Writer.
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "server/event_log.h"
+#include "server/options.h"
+#include "server/reply.h"
+#include "server/server_state.h"
+#include "store/store.h"
+
+namespace allot::server {
+
+// A command's view of the batch it runs in.
+class Txn {
+ public:
+  Txn(ServerState& st, int64_t now_ms, std::vector<store::Record>& records, std::vector<Event>& events)
+      : st_(st), now_ms_(now_ms), records_(records), events_(events) {}
+  ServerState& state() { return st_; }
+  const ClusterState& cluster() const { return st_.cluster; }
+  Time now() const { return now_ms_ / 1000; }
+  int64_t now_ms() const { return now_ms_; }
+  // Applies an operation at this batch's time: to the state, into the batch's records and events. An error
+  // means the core refused it and nothing changed.
+  Status apply(store::Op op);
+
+ private:
+  ServerState& st_;
+  int64_t now_ms_;
+  std::vector<store::Record>& records_;
+  std::vector<Event>& events_;
+};
+
+// Renders the answer once the batch is scheduled and durable (so a submitted job may already be Running).
+using Render = std::function<Reply(const ServerState&)>;
+// Runs on the writer thread. An error answer must mean the command changed nothing.
+using Command = std::function<Result<Render>(Txn&)>;
+
+class Writer {
+ public:
+  Writer(const ServerOptions& options, std::unique_ptr<store::Store> store, EventLog& events);
+  ~Writer();
+
+  // Replays the journal into a fresh state. REQUIRES: not started.
+  Status recover();
+  void start();
+  // Answers what is queued with 503 and joins the thread.
+  void stop();
+
+  // Runs `cmd` in the next batch and waits for its answer; 503 when the server stops or the answer takes
+  // longer than the request timeout (the outcome is then unknown: read the object to find out).
+  Reply call(Command cmd);
+
+  // Batches and records journaled so far (for benchmarks and tests).
+  struct Stats {
+    uint64_t batches = 0;
+    uint64_t commands = 0;
+    uint64_t records = 0;
+    uint64_t passes = 0;          // scheduler runs
+    double pass_seconds = 0;      // their total duration
+    double max_pass_seconds = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct Pending {
+    Command cmd;
+    std::promise<Reply> answer;
+  };
+  void loop();
+  void run_batch(std::vector<Pending>& batch);
+  void time_out_nodes(Txn& txn);
+  // Rebuilds a state from the journal; with `publish`, its events go to the event log as well.
+  Result<ServerState> replay(bool publish);
+
+  const ServerOptions options_;
+  std::unique_ptr<store::Store> store_;
+  EventLog& events_;
+  ServerState state_;
+  // When the scheduler may run next (see the note at the top); only the writer thread touches these.
+  std::chrono::steady_clock::time_point next_pass_{};
+  std::optional<Time> next_wakeup_;
+  bool dirty_ = true;  // the state changed since the last pass
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;
+  bool running_ = false;
+  bool stopping_ = false;
+  Stats stats_;
+  std::thread thread_;
+};
+
+}  // namespace allot::server

@@ -1,0 +1,133 @@
+#pragma once
+// What a trace replay measured: queueing, completion, utilisation, locality, goodput and fairness, computed
+// from per-job records and a time series that the replay driver collects. Pure functions of their inputs; the
+// definitions below are the contract for the `allot sim replay --json` keys (DESIGN.md, "Command-line contract").
+//
+// Definitions (times in seconds, GPU-time in GPU-seconds unless a key says hours):
+//   makespan_s        last event - first submission; the last event is the latest submission, start, end or
+//                     sample time.
+//   utilization       sum of total_gpu_seconds_held / (total_gpus x makespan_s); 0 when either is 0.
+//   queueing delay    first_start_s - submit_s, over the jobs that started (jobs that never started are
+//                     counted in `unstarted_jobs`, not averaged, since their delay is unknown).
+//   JCT               end_s - submit_s, over the jobs that ended (the others are in `unfinished_jobs`).
+//   percentiles       nearest rank: the p-th percentile of N sorted values is the value at 1-based rank
+//                     ceil(p/100 x N); it is always one of the observed values (0 when N = 0).
+//   locality_one_domain_share  multi-node jobs that started whose placement spans one lowest-layer network
+//                     domain (domains_used == 1) / multi-node jobs that started; 1 when there are none, since
+//                     no job was spread.
+//   avg_domains_per_job  mean domains_used over those same multi-node jobs; 0 when there are none.
+//   goodput           sum of useful_gpu_seconds / sum of total_gpu_seconds_held; 1 when nothing was held.
+//   per team:
+//     gpu_hours       GPU-time its jobs held, in hours.
+//     entitled_share  its entitled GPUs / the sum of all teams' entitled GPUs (0 when that sum is 0).
+//     received_share  its share of the GPU-time used while the cluster was contended, i.e. during the sample
+//                     intervals in which at least one job was queued:
+//                       sum over contended intervals of team_busy x dt / sum over them of busy x dt.
+//                     A team that got less than its entitled_share while jobs waited was served below its
+//                     quota. Without any contended interval it falls back to the share of all GPU-time used,
+//                     and `contended_s` = 0 says so.
+//     avg_queue_s     the team's mean queueing delay.
+//   size buckets      by gpus: "1", "2-8", "9-64", "65+".
+#include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+namespace allot::sim {
+
+// One trace job after the replay.
+struct JobRecord {
+  std::string id;
+  std::string team;
+  int gpus = 0;
+  int64_t submit_s = 0;
+  int64_t first_start_s = -1;  // -1: never started
+  int64_t end_s = -1;          // -1: did not end within the replay
+  int preemptions = 0;
+  int restarts = 0;
+  int domains_used = 0;  // lowest-layer network domains its placement spans; 0 when on one node
+  bool multi_node = false;
+  int64_t borrowed_gpu_seconds = 0;    // GPU-time held while its team was above its nominal quota
+  int64_t useful_gpu_seconds = 0;      // GPU-time whose work counted (not lost to a preemption or a failure)
+  int64_t total_gpu_seconds_held = 0;  // all GPU-time held, useful or lost
+};
+
+struct TeamEntitlement {
+  std::string name;
+  int64_t entitled_gpus = 0;  // nominal quota in accelerators
+};
+
+struct ClusterInfo {
+  int64_t total_gpus = 0;
+  std::vector<TeamEntitlement> teams;
+};
+
+// The state from time t until the next sample's t (the last sample holds until the end of the makespan).
+// Record one after every scheduling pass that changed something.
+struct Sample {
+  int64_t t = 0;
+  int64_t busy_gpus = 0;
+  int64_t queued_jobs = 0;
+  std::vector<int64_t> team_busy_gpus;  // indexed like ClusterInfo::teams; missing entries count as 0
+};
+
+// Queueing delays or completion times of a set of jobs.
+struct DelayStats {
+  int64_t count = 0;
+  double avg_s = 0;
+  int64_t p50_s = 0;
+  int64_t p99_s = 0;
+};
+
+struct GroupMetrics {
+  int64_t jobs = 0;
+  DelayStats queue, jct;
+  int64_t preemptions = 0;
+  double gpu_hours = 0;
+  double borrowed_gpu_hours = 0;
+};
+
+struct TeamMetrics {
+  GroupMetrics group;
+  int64_t entitled_gpus = 0;
+  double entitled_share = 0;
+  double received_share = 0;
+};
+
+struct ReplayMetrics {
+  GroupMetrics all;
+  int64_t total_gpus = 0;
+  int64_t finished_jobs = 0;
+  int64_t unstarted_jobs = 0;
+  int64_t unfinished_jobs = 0;
+  int64_t start_s = 0;  // the first submission: the makespan runs from start_s to start_s + makespan_s
+  int64_t makespan_s = 0;
+  double utilization = 0;
+  int64_t restarts = 0;
+  int64_t multi_node_jobs = 0;
+  double locality_one_domain_share = 1;
+  double avg_domains_per_job = 0;
+  double goodput = 1;
+  int64_t contended_s = 0;                    // time during which at least one job was queued
+  std::map<std::string, TeamMetrics> teams;   // every team of the cluster and of the records; "" as "(none)"
+  std::map<std::string, GroupMetrics> sizes;  // "1", "2-8", "9-64", "65+"; only buckets that have jobs
+};
+
+// Nearest-rank percentile (see above) of values that need not be sorted. REQUIRES: 0 < p <= 100.
+int64_t percentile_nearest_rank(std::vector<int64_t> values, double p);
+
+// The bucket name for a job size.
+const char* size_bucket(int gpus);
+
+ReplayMetrics compute_metrics(const std::vector<JobRecord>& jobs, const ClusterInfo& cluster,
+                              const std::vector<Sample>& samples);
+
+// The `allot sim replay --json` object: the DESIGN.md keys (`jobs` is the number of trace jobs), plus
+// p50/p99 JCT, counts, `avg_domains_per_job`, `contended_s`, and `sizes` (per bucket).
+nlohmann::json to_json(const ReplayMetrics& m);
+
+// A few aligned lines for people: the headline figures, then one row per team and per size bucket.
+std::string format_summary(const ReplayMetrics& m);
+
+}  // namespace allot::sim

@@ -1,0 +1,34 @@
+#include "store/record.h"
+
+namespace allot::store {
+
+const char* health_cause_name(HealthCause c) {
+  switch (c) {
+    case HealthCause::kAdmin: return "admin";
+    case HealthCause::kAgent: return "agent";
+    case HealthCause::kTimeout: return "timeout";
+  }
+  return "admin";
+}
+
+namespace {
+struct NameOf {
+  const char* operator()(const SetPolicy&) const { return "set_policy"; }
+  const char* operator()(const UpsertTeam&) const { return "upsert_team"; }
+  const char* operator()(const RemoveTeam&) const { return "remove_team"; }
+  const char* operator()(const AddNode&) const { return "add_node"; }
+  const char* operator()(const RemoveNode&) const { return "remove_node"; }
+  const char* operator()(const NodeHealthChange&) const { return "node_health"; }
+  const char* operator()(const Cordon&) const { return "cordon"; }
+  const char* operator()(const Drain&) const { return "drain"; }
+  const char* operator()(const Submit&) const { return "submit"; }
+  const char* operator()(const Cancel&) const { return "cancel"; }
+  const char* operator()(const Finish&) const { return "finish"; }
+  const char* operator()(const Admit&) const { return "admit"; }
+  const char* operator()(const Preempt&) const { return "preempt"; }
+};
+}  // namespace
+
+const char* op_name(const Op& op) { return std::visit(NameOf{}, op); }
+
+}  // namespace allot::store

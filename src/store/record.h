@@ -1,0 +1,119 @@
+#pragma once
+// The journal's records: one explicit record per state-changing operation of the core (state.h), named the
+// way users name things (jobs, teams, nodes, instance types by name, never by interned ID), each with the
+// time it happened. Replaying the records in order through the same core operations gives exactly the state
+// that was acknowledged: decisions are recorded with their full placement and applied as they were made, so
+// replay never runs the scheduler.
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/resources.h"
+#include "core/spec.h"
+
+namespace allot::store {
+
+struct SetPolicy {
+  PolicySpec policy;
+  friend bool operator==(const SetPolicy&, const SetPolicy&) = default;
+};
+struct UpsertTeam {
+  TeamSpec team;
+  friend bool operator==(const UpsertTeam&, const UpsertTeam&) = default;
+};
+struct RemoveTeam {
+  std::string team;
+  friend bool operator==(const RemoveTeam&, const RemoveTeam&) = default;
+};
+// A node joins. `address` is where its replicas reach each other (MASTER_ADDR); `agent` says an agent
+// registered it, so it is expected to heartbeat.
+struct AddNode {
+  NodeSpec node;
+  std::string address;
+  bool agent = false;
+  friend bool operator==(const AddNode&, const AddNode&) = default;
+};
+struct RemoveNode {
+  std::string node;
+  friend bool operator==(const RemoveNode&, const RemoveNode&) = default;
+};
+// Who changed a node's health: an administrator, its agent (registering or heartbeating again), or the
+// server because heartbeats stopped. Only a timeout is undone by the next heartbeat.
+enum class HealthCause { kAdmin, kAgent, kTimeout };
+const char* health_cause_name(HealthCause c);
+struct NodeHealthChange {
+  std::string node;
+  NodeHealth health = NodeHealth::kSchedulable;
+  HealthCause cause = HealthCause::kAdmin;
+  std::string address;  // kAgent: the address it registered again with; empty when unchanged
+  friend bool operator==(const NodeHealthChange&, const NodeHealthChange&) = default;
+};
+struct Cordon {
+  std::string node;
+  bool cordoned = true;
+  friend bool operator==(const Cordon&, const Cordon&) = default;
+};
+// Cordon plus suspension of every job running on the node (core/drain.h).
+struct Drain {
+  std::string node;
+  friend bool operator==(const Drain&, const Drain&) = default;
+};
+struct Submit {
+  JobSpec job;
+  friend bool operator==(const Submit&, const Submit&) = default;
+};
+struct Cancel {
+  std::string job;
+  friend bool operator==(const Cancel&, const Cancel&) = default;
+};
+struct Finish {
+  std::string job;
+  bool succeeded = true;
+  std::string reason;
+  friend bool operator==(const Finish&, const Finish&) = default;
+};
+
+// A placement by names: per pod set the instance type and per-replica amounts, per replica its node and the
+// accelerators and vCPUs bound to it, in rank order.
+struct ReplicaRecord {
+  std::string node;
+  std::vector<int> accelerators;
+  std::vector<int> numa_domains;
+  std::string cpus;
+  friend bool operator==(const ReplicaRecord&, const ReplicaRecord&) = default;
+};
+struct PodSetRecord {
+  std::string instance_type;
+  Resources per_replica;
+  std::vector<ReplicaRecord> replicas;
+  friend bool operator==(const PodSetRecord&, const PodSetRecord&) = default;
+};
+struct Admit {
+  std::string job;
+  std::vector<PodSetRecord> placement;
+  bool borrowing = false;
+  std::string reason;
+  friend bool operator==(const Admit&, const Admit&) = default;
+};
+struct Preempt {
+  std::string job;
+  std::string preemptor;  // the job that needed the room
+  std::string reason;
+  friend bool operator==(const Preempt&, const Preempt&) = default;
+};
+
+using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
+                        Submit, Cancel, Finish, Admit, Preempt>;
+
+// The name of a record kind as it is written in the journal ("submit", "admit", ...).
+const char* op_name(const Op& op);
+
+struct Record {
+  uint64_t seq = 0;  // position in the journal, assigned by the writer: 1, 2, 3, ...
+  Time at = 0;       // when it happened (server: wall-clock seconds)
+  Op op;
+  friend bool operator==(const Record&, const Record&) = default;
+};
+
+}  // namespace allot::store

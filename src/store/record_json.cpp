@@ -1,0 +1,117 @@
+#include "store/record_json.h"
+
+#include <stdexcept>
+
+#include "store/spec_json.h"
+
+namespace allot::store {
+using nlohmann::json;
+
+namespace {
+
+HealthCause cause_from(const std::string& s) {
+  for (auto c : {HealthCause::kAdmin, HealthCause::kAgent, HealthCause::kTimeout})
+    if (s == health_cause_name(c)) return c;
+  throw std::invalid_argument("unknown health cause " + s);
+}
+
+json placement_to_json(const std::vector<PodSetRecord>& p) {
+  json out = json::array();
+  for (const auto& ps : p) {
+    json replicas = json::array();
+    for (const auto& r : ps.replicas)
+      replicas.push_back({{"node", r.node}, {"accelerators", r.accelerators}, {"numa_domains", r.numa_domains}, {"cpus", r.cpus}});
+    out.push_back({{"instance_type", ps.instance_type}, {"per_replica", to_json(ps.per_replica)}, {"replicas", replicas}});
+  }
+  return out;
+}
+
+std::vector<PodSetRecord> placement_from_json(const json& j) {
+  std::vector<PodSetRecord> out;
+  for (const auto& p : j) {
+    PodSetRecord ps;
+    ps.instance_type = p.at("instance_type").get<std::string>();
+    ps.per_replica = resources_from_json(p.at("per_replica"));
+    for (const auto& r : p.at("replicas"))
+      ps.replicas.push_back({r.at("node").get<std::string>(), r.at("accelerators").get<std::vector<int>>(),
+                             r.at("numa_domains").get<std::vector<int>>(), r.at("cpus").get<std::string>()});
+    out.push_back(std::move(ps));
+  }
+  return out;
+}
+
+struct ToJson {
+  json operator()(const SetPolicy& o) const { return {{"policy", to_json(o.policy)}}; }
+  json operator()(const UpsertTeam& o) const { return {{"team", to_json(o.team)}}; }
+  json operator()(const RemoveTeam& o) const { return {{"team", o.team}}; }
+  json operator()(const AddNode& o) const { return {{"node", to_json(o.node)}, {"address", o.address}, {"agent", o.agent}}; }
+  json operator()(const RemoveNode& o) const { return {{"node", o.node}}; }
+  json operator()(const NodeHealthChange& o) const {
+    return {{"node", o.node}, {"health", node_health_name(o.health)}, {"cause", health_cause_name(o.cause)}, {"address", o.address}};
+  }
+  json operator()(const Cordon& o) const { return {{"node", o.node}, {"cordoned", o.cordoned}}; }
+  json operator()(const Drain& o) const { return {{"node", o.node}}; }
+  json operator()(const Submit& o) const { return {{"job", to_json(o.job)}}; }
+  json operator()(const Cancel& o) const { return {{"job", o.job}}; }
+  json operator()(const Finish& o) const { return {{"job", o.job}, {"succeeded", o.succeeded}, {"reason", o.reason}}; }
+  json operator()(const Admit& o) const {
+    return {{"job", o.job}, {"placement", placement_to_json(o.placement)}, {"borrowing", o.borrowing}, {"reason", o.reason}};
+  }
+  json operator()(const Preempt& o) const { return {{"job", o.job}, {"preemptor", o.preemptor}, {"reason", o.reason}}; }
+};
+
+// Throws on malformed input; op_from_json turns that into an Error.
+Op parse_op(const json& j) {
+  const std::string kind = j.at("op").get<std::string>();
+  auto str = [&](const char* k) { return j.at(k).get<std::string>(); };
+  if (kind == "set_policy") return SetPolicy{policy_from_json(j.at("policy"))};
+  if (kind == "upsert_team") return UpsertTeam{team_from_json(j.at("team"))};
+  if (kind == "remove_team") return RemoveTeam{str("team")};
+  if (kind == "add_node") return AddNode{node_from_json(j.at("node")), str("address"), j.at("agent").get<bool>()};
+  if (kind == "remove_node") return RemoveNode{str("node")};
+  if (kind == "node_health")
+    return NodeHealthChange{str("node"), node_health_from_name(str("health")), cause_from(str("cause")), str("address")};
+  if (kind == "cordon") return Cordon{str("node"), j.at("cordoned").get<bool>()};
+  if (kind == "drain") return Drain{str("node")};
+  if (kind == "submit") return Submit{job_from_json(j.at("job"))};
+  if (kind == "cancel") return Cancel{str("job")};
+  if (kind == "finish") return Finish{str("job"), j.at("succeeded").get<bool>(), str("reason")};
+  if (kind == "admit") return Admit{str("job"), placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(), str("reason")};
+  if (kind == "preempt") return Preempt{str("job"), str("preemptor"), str("reason")};
+  throw std::invalid_argument("unknown record kind '" + kind + "'");
+}
+
+}  // namespace
+
+json op_to_json(const Op& op) {
+  json j = std::visit(ToJson{}, op);
+  j["op"] = op_name(op);
+  return j;
+}
+
+Result<Op> op_from_json(const json& j) {
+  try {
+    return parse_op(j);
+  } catch (const std::exception& e) {
+    return Error::internal(std::string("malformed journal record: ") + e.what());
+  }
+}
+
+json record_to_json(const Record& r) {
+  json j = op_to_json(r.op);
+  j["seq"] = r.seq;
+  j["at"] = r.at;
+  return j;
+}
+
+Result<Record> record_from_json(const json& j) {
+  auto op = op_from_json(j);
+  if (!op) return op.error();
+  try {
+    return Record{j.at("seq").get<uint64_t>(), j.at("at").get<Time>(), std::move(*op)};
+  } catch (const std::exception& e) {
+    return Error::internal(std::string("malformed journal record: ") + e.what());
+  }
+}
+
+}  // namespace allot::store

@@ -1,0 +1,19 @@
+#pragma once
+// The journal's JSON form of records. It is an internal, exact format (amounts in milli-vCPU and MiB, every
+// field written), not the user-facing scenario format: what is written is read back equal (round-trip tests
+// in tests/unit/store_record_test.cpp). Unknown kinds or malformed records read back as errors, never as
+// guesses.
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "store/record.h"
+
+namespace allot::store {
+
+nlohmann::json record_to_json(const Record& r);
+Result<Record> record_from_json(const nlohmann::json& j);
+// The op alone (without seq and time), as stored beside them.
+nlohmann::json op_to_json(const Op& op);
+Result<Op> op_from_json(const nlohmann::json& j);
+
+}  // namespace allot::store

@@ -1,0 +1,194 @@
+#include "store/spec_json.h"
+
+#include <stdexcept>
+
+namespace allot::store {
+using nlohmann::json;
+
+namespace {
+
+void put(json& j, const char* key, const std::optional<int64_t>& v) {
+  if (v) j[key] = *v;
+}
+std::optional<int64_t> get_opt(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<int64_t>();
+}
+template <typename T>
+T get_or(const json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  return it == j.end() ? fallback : it->get<T>();
+}
+
+SharingStrategy strategy_from(const std::string& s) {
+  for (auto v : {SharingStrategy::kLendAndBorrow, SharingStrategy::kLend, SharingStrategy::kDontLend})
+    if (s == sharing_strategy_name(v)) return v;
+  throw std::invalid_argument("unknown sharing strategy " + s);
+}
+PreemptTeamTasks preempt_from(const std::string& s) {
+  for (auto v : {PreemptTeamTasks::kLowerPriority, PreemptTeamTasks::kNever})
+    if (s == preempt_team_tasks_name(v)) return v;
+  throw std::invalid_argument("unknown preempt_team_tasks " + s);
+}
+TaskPrioritization prioritization_from(const std::string& s) {
+  for (auto v : {TaskPrioritization::kFcfs, TaskPrioritization::kTaskRanking})
+    if (s == task_prioritization_name(v)) return v;
+  throw std::invalid_argument("unknown task_prioritization " + s);
+}
+IdleCompute idle_from(const std::string& s) {
+  for (auto v : {IdleCompute::kFairShare, IdleCompute::kFcfs})
+    if (s == idle_compute_name(v)) return v;
+  throw std::invalid_argument("unknown idle_compute " + s);
+}
+
+json to_json(const TopologySpec& t) {
+  json j = json::object();
+  if (!t.required.empty()) j["required"] = t.required;
+  if (!t.preferred.empty()) j["preferred"] = t.preferred;
+  if (t.slice) j["slice"] = {{"level", t.slice->level}, {"size", t.slice->size}};
+  if (!t.exclusive.empty()) j["exclusive"] = t.exclusive;
+  return j;
+}
+TopologySpec topology_from_json(const json& j) {
+  TopologySpec t;
+  t.required = get_or<std::string>(j, "required", "");
+  t.preferred = get_or<std::string>(j, "preferred", "");
+  if (j.contains("slice")) t.slice = SliceSpec{j.at("slice").at("level").get<std::string>(), j.at("slice").at("size").get<int>()};
+  t.exclusive = get_or<std::string>(j, "exclusive", "");
+  return t;
+}
+
+}  // namespace
+
+NodeHealth node_health_from_name(const std::string& s) {
+  for (auto v : {NodeHealth::kSchedulable, NodeHealth::kUnschedulable, NodeHealth::kUnschedulablePendingReboot,
+                 NodeHealth::kUnschedulablePendingReplacement})
+    if (s == node_health_name(v)) return v;
+  throw std::invalid_argument("unknown node health " + s);
+}
+
+json to_json(const Resources& r) {
+  return {{"accelerators", r.accelerators}, {"vcpu_milli", r.vcpu_milli}, {"memory_mib", r.memory_mib}};
+}
+Resources resources_from_json(const json& j) {
+  return {j.at("accelerators").get<int64_t>(), j.at("vcpu_milli").get<int64_t>(), j.at("memory_mib").get<int64_t>()};
+}
+
+json to_json(const AmountSpec& a) {
+  json j = json::object();
+  put(j, "instances", a.instances);
+  put(j, "accelerators", a.accelerators);
+  put(j, "vcpu_milli", a.vcpu_milli);
+  put(j, "memory_mib", a.memory_mib);
+  if (a.whole_node) j["whole_node"] = true;
+  return j;
+}
+AmountSpec amount_from_json(const json& j) {
+  AmountSpec a;
+  a.instances = get_opt(j, "instances");
+  a.accelerators = get_opt(j, "accelerators");
+  a.vcpu_milli = get_opt(j, "vcpu_milli");
+  a.memory_mib = get_opt(j, "memory_mib");
+  a.whole_node = get_or(j, "whole_node", false);
+  return a;
+}
+
+json to_json(const TeamSpec& t) {
+  json alloc = json::array();
+  for (const auto& a : t.allocation) alloc.push_back({{"instance_type", a.instance_type}, {"amount", to_json(a.amount)}});
+  return {{"name", t.name},
+          {"fair_share_weight", t.fair_share_weight},
+          {"allocation", alloc},
+          {"strategy", sharing_strategy_name(t.strategy)},
+          {"borrow_limit", t.borrow_limit},
+          {"preempt_team_tasks", preempt_team_tasks_name(t.preempt_team_tasks)}};
+}
+TeamSpec team_from_json(const json& j) {
+  TeamSpec t;
+  t.name = j.at("name").get<std::string>();
+  t.fair_share_weight = j.at("fair_share_weight").get<int>();
+  for (const auto& a : j.at("allocation"))
+    t.allocation.push_back({a.at("instance_type").get<std::string>(), amount_from_json(a.at("amount"))});
+  t.strategy = strategy_from(j.at("strategy").get<std::string>());
+  t.borrow_limit = j.at("borrow_limit").get<int>();
+  t.preempt_team_tasks = preempt_from(j.at("preempt_team_tasks").get<std::string>());
+  return t;
+}
+
+json to_json(const PolicySpec& p) {
+  json classes = json::array();
+  for (const auto& pc : p.priority_classes) classes.push_back({{"name", pc.name}, {"weight", pc.weight}});
+  return {{"task_prioritization", task_prioritization_name(p.task_prioritization)},
+          {"idle_compute", idle_compute_name(p.idle_compute)},
+          {"idle_pool", p.idle_pool},
+          {"priority_classes", classes},
+          {"min_runtime_s", p.min_runtime_s},
+          {"starvation_threshold_s", p.starvation_threshold_s}};
+}
+PolicySpec policy_from_json(const json& j) {
+  PolicySpec p;
+  p.task_prioritization = prioritization_from(j.at("task_prioritization").get<std::string>());
+  p.idle_compute = idle_from(j.at("idle_compute").get<std::string>());
+  p.idle_pool = j.at("idle_pool").get<bool>();
+  for (const auto& pc : j.at("priority_classes"))
+    p.priority_classes.push_back({pc.at("name").get<std::string>(), pc.at("weight").get<int>()});
+  p.min_runtime_s = j.at("min_runtime_s").get<int64_t>();
+  p.starvation_threshold_s = j.at("starvation_threshold_s").get<int64_t>();
+  return p;
+}
+
+json to_json(const NodeSpec& n) {
+  return {{"name", n.name}, {"instance_type", n.instance_type}, {"instance_group", n.instance_group}, {"labels", n.labels}};
+}
+NodeSpec node_from_json(const json& j) {
+  NodeSpec n;
+  n.name = j.at("name").get<std::string>();
+  n.instance_type = j.at("instance_type").get<std::string>();
+  n.instance_group = get_or<std::string>(j, "instance_group", "");
+  n.labels = get_or<std::map<std::string, std::string>>(j, "labels", {});
+  return n;
+}
+
+json to_json(const JobSpec& s) {
+  json pod_sets = json::array();
+  for (const auto& ps : s.pod_sets)
+    pod_sets.push_back({{"name", ps.name},
+                        {"replicas", ps.replicas},
+                        {"instance_type", ps.instance_type},
+                        {"per_replica", to_json(ps.per_replica)},
+                        {"topology", to_json(ps.topology)}});
+  json j = {{"name", s.name},
+            {"team", s.team},
+            {"priority", s.priority},
+            {"pod_sets", pod_sets},
+            {"max_retries", s.max_retries},
+            {"checkpoint_interval_s", s.checkpoint_interval_s},
+            {"command", s.command},
+            {"env", s.env}};
+  if (s.duration_s) j["duration_s"] = *s.duration_s;
+  return j;
+}
+JobSpec job_from_json(const json& j) {
+  JobSpec s;
+  s.name = j.at("name").get<std::string>();
+  s.team = j.at("team").get<std::string>();
+  s.priority = get_or<std::string>(j, "priority", "");
+  for (const auto& p : j.at("pod_sets")) {
+    PodSetSpec ps;
+    ps.name = p.at("name").get<std::string>();
+    ps.replicas = p.at("replicas").get<int>();
+    ps.instance_type = get_or<std::string>(p, "instance_type", "");
+    ps.per_replica = amount_from_json(p.at("per_replica"));
+    ps.topology = topology_from_json(p.at("topology"));
+    s.pod_sets.push_back(std::move(ps));
+  }
+  s.max_retries = get_or(j, "max_retries", 0);
+  s.checkpoint_interval_s = get_or<int64_t>(j, "checkpoint_interval_s", 0);
+  s.duration_s = get_opt(j, "duration_s");
+  s.command = get_or<std::vector<std::string>>(j, "command", {});
+  s.env = get_or<std::map<std::string, std::string>>(j, "env", {});
+  return s;
+}
+
+}  // namespace allot::store

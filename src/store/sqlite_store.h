@@ -1,0 +1,46 @@
+#pragma once
+// The embedded store: one SQLite file in WAL mode with synchronous=FULL, one transaction per batch, so a
+// batch is durable when append returns and a crash (kill -9, power loss) keeps every appended batch whole or
+// not at all. The database is opened in exclusive locking mode: a second server on the same file is refused
+// instead of writing over the first.
+#include <functional>
+#include <mutex>
+
+#include "store/store.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace allot::store {
+
+struct SqliteOptions {
+  // Test hook: called before each record of a batch is written; an error aborts the transaction, as an I/O
+  // failure in the middle of a batch would.
+  std::function<Status(size_t index_in_batch)> fault_before_insert;
+};
+
+class SqliteStore final : public Store {
+ public:
+  // Creates the file (not its directory) and the schema when missing.
+  static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, SqliteOptions options = {});
+  ~SqliteStore() override;
+  SqliteStore(const SqliteStore&) = delete;
+  SqliteStore& operator=(const SqliteStore&) = delete;
+
+  Status append(const std::vector<Record>& batch) override;
+  Status load(const std::function<Status(const Record&)>& fn) override;
+  std::string describe() const override { return "sqlite:" + path_; }
+
+ private:
+  SqliteStore(std::string path, SqliteOptions options) : path_(std::move(path)), options_(std::move(options)) {}
+  Status exec(const char* sql);
+  Error error(const std::string& what) const;
+
+  std::string path_;
+  SqliteOptions options_;
+  std::mutex mu_;
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* insert_ = nullptr;
+};
+
+}  // namespace allot::store

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# End to end: an agent killed with SIGKILL. The server's heartbeat timeout marks its node unhealthy and the
+# job (max_retries 1) resumes on the other node.
+# Usage: agent_kill_test.sh PATH/TO/allot
+ALLOT=${1:?usage: $0 PATH/TO/allot}
+TEST_NAME=agent_kill
+source "$(dirname "$0")/lib_e2e.sh"
+
+start_server --heartbeat-timeout 1.5
+start_agent gpu-1 network-node-layer-3=nn-a
+start_agent gpu-2 network-node-layer-3=nn-a
+write_teams
+cat >"$WORK/survivor.yaml" <<YAML
+name: survivor
+team: team-a
+replicas: 1
+per_replica: {accelerators: 1}
+max_retries: 1
+command: 'echo \$\$ > $WORK/pids/survivor-\$ALLOT_ATTEMPT; echo "running on attempt \$ALLOT_ATTEMPT"; while :; do sleep 0.2; done'
+YAML
+"$ALLOT" submit "$WORK/survivor.yaml" >/dev/null
+wait_state survivor Running
+first=$(job_json survivor | grep -o '"nodes": *\[[^]]*\]' | grep -o 'gpu-[12]')
+[ -n "$first" ] || fail "cannot tell where survivor runs"
+pid_var="AGENT_PID_${first//-/_}"
+say "killing the agent of $first (pid ${!pid_var}) with SIGKILL"
+kill -9 "${!pid_var}"
+for _ in $(seq 1 150); do
+  [ "$(job_field survivor restarts)" = 1 ] && [ "$(job_field survivor state)" = Running ] && break
+  sleep 0.1
+done
+[ "$(job_field survivor state)" = Running ] || fail "survivor should run again: $(job_field survivor state) $(job_field survivor reason)"
+[ "$(job_field survivor restarts)" = 1 ] || fail "survivor should have restarted once"
+second=$(job_json survivor | grep -o '"nodes": *\[[^]]*\]' | grep -o 'gpu-[12]')
+[ -n "$second" ] && [ "$second" != "$first" ] || fail "survivor should have moved off $first, it is on '$second'"
+"$ALLOT" nodes | grep "^$first " | grep -q "Unschedulable" || fail "$first should be unschedulable: $("$ALLOT" nodes)"
+for _ in $(seq 1 50); do "$ALLOT" logs survivor | grep -q "running on attempt 1" && break; sleep 0.1; done
+"$ALLOT" logs survivor | grep -q "running on attempt 1" || fail "the second attempt's output is missing"
+say PASS

@@ -1,0 +1,122 @@
+# Shared helpers for the end-to-end tests that drive a real `allot server` and agents on loopback through
+# the CLI. Source it after setting ALLOT; every process a test starts is recorded and killed on exit,
+# whatever happens, and the scratch directory is removed. Every wait has a deadline.
+set -euo pipefail
+
+ALLOT=${ALLOT:?set ALLOT to the allot binary before sourcing lib_e2e.sh}
+ALLOT=$(cd "$(dirname "$ALLOT")" && pwd)/$(basename "$ALLOT")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/allot-e2e.XXXXXX")
+TEST_NAME=${TEST_NAME:-e2e}
+PIDS=()
+
+say() { echo "$TEST_NAME: $*"; }
+fail() {
+  say "FAIL: $*"
+  for f in "$WORK"/*.log; do [ -f "$f" ] && { echo "--- $f (last lines)"; tail -n 25 "$f"; }; done
+  exit 1
+}
+
+cleanup() {
+  local rc=$?
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  sleep 0.3
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  # Replicas orphaned by an agent killed with -9 record their pids under $WORK/pids; end their groups too.
+  for f in "$WORK"/pids/* ; do
+    [ -f "$f" ] || continue
+    local p; p=$(cat "$f" 2>/dev/null || true)
+    [ -n "$p" ] && { kill -9 -- "-$p" 2>/dev/null || kill -9 "$p" 2>/dev/null || true; }
+  done
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+mkdir -p "$WORK/pids"
+
+# A process that is gone, or a zombie nobody reaped yet, counts as gone.
+gone() {
+  kill -0 "$1" 2>/dev/null || return 0
+  local state; state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || echo Z)
+  [ "$state" = Z ]
+}
+
+# start_server [extra flags]: a server on a free loopback port; exports ALLOT_SERVER.
+start_server() {
+  "$ALLOT" server --listen 127.0.0.1:0 --data "$WORK/server" "$@" >"$WORK/server.log" 2>"$WORK/server.err.log" &
+  SERVER_PID=$!
+  PIDS+=("$SERVER_PID")
+  local url=""
+  for _ in $(seq 1 100); do
+    url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$WORK/server.log" 2>/dev/null | head -n1 || true)
+    [ -n "$url" ] && break
+    gone "$SERVER_PID" && fail "allot server exited at start"
+    sleep 0.1
+  done
+  [ -n "$url" ] || fail "allot server did not print its URL within 10 s"
+  export ALLOT_SERVER=$url
+  say "server at $url"
+}
+
+# start_agent NAME LABELS [extra flags]: an emulated ml.g5.8xlarge node (1 GPU); waits until it is Schedulable.
+start_agent() {
+  local name=$1 labels=$2; shift 2
+  "$ALLOT" agent --server "$ALLOT_SERVER" --name "$name" --instance-type ml.g5.8xlarge --labels "$labels" \
+    --work-dir "$WORK/agents/$name" --heartbeat-interval 0.2 --stop-grace 1 "$@" >"$WORK/agent-$name.log" 2>&1 &
+  local pid=$!
+  PIDS+=("$pid")
+  eval "AGENT_PID_${name//-/_}=$pid"
+  for _ in $(seq 1 100); do
+    "$ALLOT" nodes 2>/dev/null | grep -q "^$name .*Schedulable" && return 0
+    sleep 0.1
+  done
+  fail "agent $name did not register within 10 s"
+}
+
+# job_json JOB: the job as the server describes it (one line).
+job_json() { "$ALLOT" describe "$1" -o json | tr -d '\n'; }
+# job_field JOB FIELD: a scalar field of the job ("state", "restarts", "borrowing" ...), not of its history.
+job_field() {
+  job_json "$1" | sed -e 's/"history": *\[[^]]*\]//' | grep -o "\"$2\": *[^,}]*" | head -n1 | sed -e "s/\"$2\": *//" -e 's/^"//' -e 's/"$//'
+}
+
+# wait_state JOB STATE [SECONDS]: polls until the job is in STATE; fails with the job's state and reason.
+wait_state() {
+  local job=$1 want=$2 limit=${3:-20} state=""
+  for _ in $(seq 1 $((limit * 10))); do
+    state=$(job_field "$job" state 2>/dev/null || true)
+    [ "$state" = "$want" ] && return 0
+    sleep 0.1
+  done
+  fail "$job is '$state', not $want, after ${limit}s: $(job_field "$job" reason 2>/dev/null || true)"
+}
+
+# expect_rc WANT COMMAND...: runs the command and checks its exit code.
+expect_rc() {
+  local want=$1; shift
+  set +e
+  "$@" >"$WORK/last.out" 2>"$WORK/last.err"
+  local rc=$?
+  set -e
+  [ "$rc" = "$want" ] || fail "'$*' exited $rc, want $want: $(cat "$WORK/last.err")"
+}
+
+write_teams() {
+  cat >"$WORK/teams.yaml" <<'YAML'
+policy:
+  task_prioritization: task-ranking
+  priority_classes:
+    - {name: inference, weight: 100}
+    - {name: training, weight: 50}
+teams:
+  - name: team-a
+    allocation:
+      - {instance_type: ml.g5.8xlarge, instances: 1}
+    sharing: {strategy: LendAndBorrow, borrow_limit: 100}
+  - name: team-b
+    allocation:
+      - {instance_type: ml.g5.8xlarge, instances: 1}
+    sharing: {strategy: LendAndBorrow, borrow_limit: 100}
+YAML
+  "$ALLOT" apply "$WORK/teams.yaml" >/dev/null || fail "allot apply failed"
+}

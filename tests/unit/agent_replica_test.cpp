@@ -1,0 +1,107 @@
+// From a replica assignment to the process's environment (agent/replica.h) and the inventory readers.
+#include <gtest/gtest.h>
+
+#include "agent/inventory.h"
+#include "agent/replica.h"
+
+namespace allot::agent {
+namespace {
+
+using nlohmann::json;
+
+json assignment() {
+  return {{"job", "a-1"},          {"rank", 3},         {"world_size", 4},
+          {"local_rank", 1},       {"master_addr", "10.0.0.5"}, {"master_port", 29501},
+          {"command", {"python", "train.py"}}, {"env", {{"LR", "0.1"}, {"RANK", "99"}}},
+          {"accelerators", {2, 3}}, {"accelerator_kind", "nvidia-gpu"}, {"cpus", "48-95"}, {"attempt", 2}};
+}
+
+TEST(Agent, AssignmentFromJson) {
+  auto a = assignment_from_json(assignment());
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->job, "a-1");
+  EXPECT_EQ(a->rank, 3);
+  EXPECT_EQ(a->attempt, 2);
+  EXPECT_EQ(a->slot(), "a-1/3");
+  EXPECT_EQ(a->accelerators, (std::vector<int>{2, 3}));
+  EXPECT_FALSE(assignment_from_json(json{{"rank", 0}}).ok());
+  EXPECT_FALSE(assignment_from_json(json{{"job", "x"}, {"rank", "zero"}, {"command", {"true"}}}).ok());
+  EXPECT_FALSE(assignment_from_json(json{{"job", "x"}, {"rank", 0}}).ok());  // no command
+}
+
+TEST(Agent, NvidiaEnvironment) {
+  auto a = assignment_from_json(assignment());
+  ASSERT_TRUE(a.ok());
+  MachineFacts m{.kind = AcceleratorKind::kNvidiaGpu, .cpus = {0, 1}};
+  auto env = replica_env(*a, m);
+  EXPECT_EQ(env["ALLOT_JOB"], "a-1");
+  EXPECT_EQ(env["RANK"], "3");  // the scheduler's rank wins over the job's env
+  EXPECT_EQ(env["WORLD_SIZE"], "4");
+  EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env["MASTER_ADDR"], "10.0.0.5");
+  EXPECT_EQ(env["MASTER_PORT"], "29501");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "2,3");
+  EXPECT_EQ(env["LR"], "0.1");
+  EXPECT_FALSE(env.count("NEURON_RT_VISIBLE_CORES"));
+}
+
+TEST(Agent, NeuronCoresFollowTheDevices) {
+  json j = assignment();
+  j["accelerator_kind"] = "neuron";
+  auto a = assignment_from_json(j);
+  ASSERT_TRUE(a.ok());
+  // trn1: 2 NeuronCores per device; devices 2 and 3 own cores 4-7.
+  MachineFacts m{.kind = AcceleratorKind::kNeuron, .neuron_cores_per_device = 2};
+  auto env = replica_env(*a, m);
+  EXPECT_EQ(env["NEURON_RT_VISIBLE_CORES"], "4-7");
+  EXPECT_FALSE(env.count("CUDA_VISIBLE_DEVICES"));
+}
+
+TEST(Agent, CpuOnlyReplicaOnAGpuNodeSeesNoGpu) {
+  json j = assignment();
+  j["accelerators"] = json::array();
+  j.erase("accelerator_kind");
+  auto a = assignment_from_json(j);
+  ASSERT_TRUE(a.ok());
+  auto env = replica_env(*a, MachineFacts{.kind = AcceleratorKind::kNvidiaGpu});
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
+  EXPECT_FALSE(replica_env(*a, MachineFacts{.kind = AcceleratorKind::kNone}).count("CUDA_VISIBLE_DEVICES"));
+}
+
+TEST(Agent, LaunchSpecClampsCpus) {
+  auto a = assignment_from_json(assignment());
+  ASSERT_TRUE(a.ok());
+  auto s = launch_spec(*a, MachineFacts{.kind = AcceleratorKind::kNvidiaGpu, .cpus = {0, 1}}, "/tmp/x.log", "/tmp");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->cpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(s->argv, (std::vector<std::string>{"python", "train.py"}));
+  json bad = assignment();
+  bad["cpus"] = "x-y";
+  EXPECT_FALSE(launch_spec(*assignment_from_json(bad), MachineFacts{}, "", "").ok());
+}
+
+TEST(Agent, ParsesNvidiaSmiList) {
+  auto gpus = parse_nvidia_smi_list(
+      "GPU 0: NVIDIA A10G (UUID: GPU-0c3f7c6a-1111-2222-3333-444455556666)\n"
+      "GPU 1: NVIDIA A10G (UUID: GPU-1d4f7c6a-1111-2222-3333-444455556666)\n"
+      "No devices were found\n");
+  EXPECT_EQ(gpus, (std::vector<std::string>{"NVIDIA A10G", "NVIDIA A10G"}));
+  EXPECT_TRUE(parse_nvidia_smi_list("").empty());
+}
+
+TEST(Agent, EmulatesAnInstanceTypeFromTheCatalog) {
+  auto inv = discover("p5.48xlarge", Catalog::builtin());
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  EXPECT_EQ(inv->instance_type, "ml.p5.48xlarge");
+  EXPECT_EQ(inv->accelerators, 8);
+  EXPECT_EQ(inv->kind, AcceleratorKind::kNvidiaGpu);
+  EXPECT_FALSE(inv->cpus.empty());
+  EXPECT_TRUE(inv->emulated || inv->cpus.size() >= 192);
+  auto bad = discover("ml.nope.xlarge", Catalog::builtin());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("ml.p5.48xlarge"), std::string::npos);  // lists the known types
+  EXPECT_EQ(inventory_json(*inv)["accelerators"], 8);
+}
+
+}  // namespace
+}  // namespace allot::agent

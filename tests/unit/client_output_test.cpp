@@ -1,0 +1,196 @@
+// The CLI client's pieces that need no server: tables, YAML output, request bodies that read back through
+// the scenario readers, the explanation `allot describe` prints, and how errors become exit codes.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "client/http_client.h"
+#include "client/output.h"
+#include "client/render.h"
+#include "client/spec_json.h"
+#include "config/spec_yaml.h"
+
+namespace allot::client {
+namespace {
+
+using nlohmann::json;
+
+TEST(Client, TableAlignsColumns) {
+  Table t({"NAME", "STATE"});
+  t.add({"a-1", "Running"});
+  t.add({"long-name", "Pending"});
+  EXPECT_EQ(t.str(), "NAME       STATE\na-1        Running\nlong-name  Pending\n");
+}
+
+TEST(Client, YamlReadsBackToTheSameJson) {
+  json j = {{"name", "a"}, {"count", 2}, {"ratio", 0.5}, {"flag", true}, {"none", nullptr},
+            {"tricky", {"true", "10", "", "a: b", "no"}}, {"nested", {{"x", json::array()}}}};
+  std::string y = to_yaml(j);
+  YAML::Node n = YAML::Load(y);
+  EXPECT_EQ(n["name"].Scalar(), "a");
+  EXPECT_EQ(n["count"].as<int>(), 2);
+  EXPECT_EQ(n["tricky"][0].Scalar(), "true");
+  EXPECT_EQ(n["tricky"][0].Tag(), "!");  // quoted, so a YAML reader keeps it a string
+  EXPECT_EQ(n["tricky"][1].Tag(), "!");
+  EXPECT_EQ(n["tricky"][3].Scalar(), "a: b");
+  EXPECT_TRUE(n["none"].IsNull());
+}
+
+TEST(Client, FormatNames) {
+  EXPECT_EQ(*parse_format("json"), Format::kJson);
+  EXPECT_EQ(*parse_format("yaml"), Format::kYaml);
+  EXPECT_EQ(*parse_format("table"), Format::kTable);
+  EXPECT_FALSE(parse_format("xml").ok());
+}
+
+TEST(Client, JobBodyReadsBackAsTheSameSpec) {
+  JobSpec j;
+  j.name = "a-1";
+  j.team = "team-a";
+  j.priority = "training";
+  PodSetSpec ps;
+  ps.replicas = 2;
+  ps.instance_type = "ml.g5.8xlarge";
+  ps.per_replica.accelerators = 1;
+  ps.per_replica.vcpu_milli = 1500;
+  ps.per_replica.memory_mib = 954;
+  ps.topology.required = "network-node-layer-3";
+  ps.topology.slice = SliceSpec{"hostname", 1};
+  j.pod_sets = {ps};
+  j.max_retries = 2;
+  j.command = {"python", "train.py"};
+  j.env = {{"LR", "0.1"}};
+  auto back = parse_job_spec(YAML::Load(job_body(j).dump()), Catalog::builtin(), {});
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, j);
+
+  // Two pod sets go as `pod_sets`.
+  PodSetSpec master = ps;
+  master.name = "master";
+  master.replicas = 1;
+  j.pod_sets = {master, ps};
+  j.pod_sets[1].name = "worker";
+  back = parse_job_spec(YAML::Load(job_body(j).dump()), Catalog::builtin(), {});
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, j);
+}
+
+TEST(Client, TeamAndPolicyBodiesReadBack) {
+  TeamSpec t;
+  t.name = "team-a";
+  t.fair_share_weight = 10;
+  AmountSpec two_instances, four_gpus;
+  two_instances.instances = 2;
+  four_gpus.accelerators = 4;
+  four_gpus.vcpu_milli = 48000;
+  t.allocation = {{"ml.g5.8xlarge", two_instances}, {"ml.p5.48xlarge", four_gpus}};
+  t.strategy = SharingStrategy::kLend;
+  t.borrow_limit = 80;
+  auto back = parse_team(YAML::Load(team_body(t).dump()), Catalog::builtin(), {});
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, t);
+
+  PolicySpec p;
+  p.task_prioritization = TaskPrioritization::kTaskRanking;
+  p.idle_pool = true;
+  p.priority_classes = {{"inference", 100}, {"training", 70}};
+  p.min_runtime_s = 60;
+  auto pb = parse_policy(YAML::Load(policy_body(p).dump()), {});
+  ASSERT_TRUE(pb.ok()) << pb.error().message;
+  EXPECT_EQ(*pb, p);
+}
+
+TEST(Client, TeamBodyFromViewKeepsOnlyWritableKeys) {
+  json view = {{"name", "t"}, {"fair_share_weight", 1}, {"allocation", json::array()}, {"usage", json::object()},
+               {"sharing", {{"strategy", "Lend"}, {"borrow_limit", 50}}}, {"jobs", json::object()}};
+  json b = team_body_from_view(view);
+  EXPECT_FALSE(b.contains("usage"));
+  EXPECT_FALSE(b.contains("jobs"));
+  EXPECT_EQ(b["sharing"]["strategy"], "Lend");
+}
+
+json running_job() {
+  return json::parse(R"({
+    "name": "a-1", "team": "team-a", "priority": "training", "priority_weight": 70, "state": "Running",
+    "reason": "admitted on gpu-1, gpu-2", "submitted_at": 1700000000, "started_at": 1700000001,
+    "nodes": ["gpu-1", "gpu-2"], "node_count": 2, "borrowing": true, "preemptions": 1, "restarts": 0,
+    "pod_sets": [{"name": "main", "replicas": 2, "instance_type": "ml.g5.8xlarge",
+                  "topology": {"required": "network-node-layer-3"}}],
+    "placement": [{"instance_type": "ml.g5.8xlarge", "per_replica": {"accelerators": 1, "vcpu": 32, "memory_gib": 128},
+                   "replicas": [{"rank": 0, "node": "gpu-1", "accelerators": [0], "numa_domains": [0], "cpus": "0-31"},
+                                {"rank": 1, "node": "gpu-2", "accelerators": [0], "numa_domains": [0], "cpus": "0-31"}]}],
+    "history": [{"at": 1700000000, "from": "Pending", "to": "Pending", "reason": "submitted"},
+                {"at": 1700000001, "from": "Pending", "to": "Running", "reason": "admitted on gpu-1, gpu-2"}]})");
+}
+
+TEST(Client, DescribeExplains) {
+  std::string d = describe_job(running_job(), 1700000060);
+  EXPECT_NE(d.find("State:       Running, borrowing idle capacity"), std::string::npos) << d;
+  EXPECT_NE(d.find("Priority:    training (weight 70)"), std::string::npos) << d;
+  EXPECT_NE(d.find("required network-node-layer-3"), std::string::npos) << d;
+  EXPECT_NE(d.find("gpu-2"), std::string::npos) << d;
+  EXPECT_NE(d.find("0-31"), std::string::npos) << d;
+  EXPECT_NE(d.find("Pending  Running  admitted on gpu-1, gpu-2"), std::string::npos) << d;
+}
+
+TEST(Client, JobsAndNodesTables) {
+  std::string t = jobs_table(json::array({running_job()}), 1700000060);
+  EXPECT_NE(t.find("Running (borrowing)"), std::string::npos) << t;
+  EXPECT_NE(t.find("gpu-1,gpu-2"), std::string::npos) << t;
+  EXPECT_NE(t.find("60s"), std::string::npos) << t;
+  json node = {{"name", "gpu-1"}, {"instance_type", "ml.g5.8xlarge"}, {"health", "Schedulable"}, {"cordoned", true},
+               {"topology", {{"network-node-layer-3", "nn-3a"}, {"network-node-layer-1", "nn-1"}, {"zone", "z1"}}},
+               {"capacity", {{"accelerators", 1}, {"vcpu", 32}, {"memory_gib", 128}}},
+               {"free", {{"accelerators", 0}, {"vcpu", 0.5}, {"memory_gib", 0}}}, {"last_heartbeat", 1700000058}};
+  std::string n = nodes_table(json::array({node}), 1700000060);
+  EXPECT_NE(n.find("Schedulable,Cordoned"), std::string::npos) << n;
+  EXPECT_NE(n.find("z1/nn-1/nn-3a"), std::string::npos) << n;  // coarse to fine, not alphabetical
+  EXPECT_NE(n.find("0.5/32"), std::string::npos) << n;
+  EXPECT_NE(n.find("2s ago"), std::string::npos) << n;
+}
+
+TEST(Client, TopologyTree) {
+  json topo = json::parse(R"({"levels": ["network-node-layer-1", "network-node-layer-3", "hostname"],
+    "domains": [{"level": "network-node-layer-1", "name": "nn-1", "children": [
+      {"level": "network-node-layer-3", "name": "a", "children": [{"node": "gpu-1"}, {"node": "gpu-2"}]},
+      {"level": "network-node-layer-3", "name": "b", "children": [{"node": "gpu-3"}]}]}]})");
+  EXPECT_EQ(topology_text(topo),
+            "levels: network-node-layer-1 > network-node-layer-3 > hostname\n"
+            "network-node-layer-1=nn-1\n"
+            "  network-node-layer-3=a: gpu-1, gpu-2\n"
+            "  network-node-layer-3=b: gpu-3\n");
+}
+
+TEST(Client, UrlsAndQueries) {
+  EXPECT_EQ(url_encode("a b/c"), "a%20b%2Fc");
+  EXPECT_EQ(with_query("/v1/jobs", {{"team", "team a"}, {"state", ""}}), "/v1/jobs?team=team%20a");
+  EXPECT_EQ(resolve_server_url("http://x:1"), "http://x:1");
+  setenv("ALLOT_SERVER", "http://from-env:7", 1);
+  EXPECT_EQ(resolve_server_url(""), "http://from-env:7");
+  unsetenv("ALLOT_SERVER");
+  EXPECT_EQ(resolve_server_url(""), "http://127.0.0.1:7070");
+  EXPECT_FALSE(ApiClient::connect("ftp://x").ok());
+}
+
+TEST(Client, ErrorsBecomeExitCodes) {
+  Error e = error_from_response({404, R"({"error": {"code": "NotFound", "message": "no job named x"}})", ""});
+  EXPECT_EQ(e.code, ErrorCode::kNotFound);
+  EXPECT_EQ(e.message, "no job named x");
+  EXPECT_EQ(exit_code_for(e), 2);
+  Error s = error_from_response({503, "busy", ""});
+  EXPECT_EQ(exit_code_for(s), 3);
+  EXPECT_NE(s.message.find("503"), std::string::npos);
+}
+
+TEST(Client, UnreachableServerNamesTheUrl) {
+  // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+  auto c = ApiClient::connect("http://127.0.0.1:1");
+  ASSERT_TRUE(c.ok());
+  auto r = c->get("/v1/jobs");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("http://127.0.0.1:1"), std::string::npos) << r.error().message;
+  EXPECT_EQ(exit_code_for(r.error()), 3);
+}
+
+}  // namespace
+}  // namespace allot::client

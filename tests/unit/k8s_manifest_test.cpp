@@ -1,0 +1,218 @@
+// Kubernetes Job and PyTorchJob manifests as allot job specs (interop/k8s_manifest.h), and the quantity
+// grammar they use (interop/k8s_quantity.h).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "interop/k8s_manifest.h"
+#include "interop/k8s_quantity.h"
+
+namespace allot::interop {
+namespace {
+
+std::string data_path(const std::string& name) { return std::string(ALLOT_SOURCE_DIR) + "/tests/data/k8s/" + name; }
+
+Result<ManifestJob> load(const std::string& name) {
+  std::ifstream in(data_path(name));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return job_from_manifest(YAML::Load(ss.str()), name);
+}
+
+TEST(K8s, CpuQuantities) {
+  EXPECT_EQ(*parse_cpu_milli("500m"), 500);
+  EXPECT_EQ(*parse_cpu_milli("2"), 2000);
+  EXPECT_EQ(*parse_cpu_milli("1.5"), 1500);
+  EXPECT_EQ(*parse_cpu_milli("0.0001"), 1);  // rounded up to the millicore, as Kubernetes does
+  EXPECT_EQ(*parse_cpu_milli("1e3"), 1'000'000);
+  EXPECT_FALSE(parse_cpu_milli("two").ok());
+  EXPECT_FALSE(parse_cpu_milli("-1").ok());
+  EXPECT_FALSE(parse_cpu_milli("").ok());
+}
+
+TEST(K8s, MemoryQuantities) {
+  EXPECT_EQ(*parse_memory_mib("16Gi"), 16 * 1024);
+  EXPECT_EQ(*parse_memory_mib("512Mi"), 512);
+  EXPECT_EQ(*parse_memory_mib("1Ti"), 1024 * 1024);
+  EXPECT_EQ(*parse_memory_mib("2048Ki"), 2);
+  EXPECT_EQ(*parse_memory_mib("1G"), 954);  // 10^9 bytes, rounded up to whole MiB
+  EXPECT_EQ(*parse_memory_mib("1M"), 1);
+  EXPECT_EQ(*parse_memory_mib("1024K"), 1);
+  EXPECT_EQ(*parse_memory_mib("1048576"), 1);
+  EXPECT_EQ(*parse_memory_mib("0.5Gi"), 512);
+  auto bad = parse_memory_mib("12XB");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("unknown suffix"), std::string::npos);
+}
+
+TEST(K8s, DeviceCounts) {
+  EXPECT_EQ(*parse_device_count("8"), 8);
+  EXPECT_EQ(*parse_device_count("0"), 0);
+  EXPECT_FALSE(parse_device_count("1.5").ok());
+  EXPECT_FALSE(parse_device_count("500m").ok());
+}
+
+TEST(K8s, NamesFromHyperPodConventions) {
+  EXPECT_EQ(team_from_queue_name("hyperpod-ns-team-a-localqueue"), "team-a");
+  EXPECT_EQ(team_from_queue_name("team-a"), "team-a");
+  EXPECT_EQ(team_from_queue_name("my-localqueue"), "my-localqueue");  // only with the hyperpod-ns- prefix
+  EXPECT_EQ(team_from_namespace("hyperpod-ns-ml-research"), "ml-research");
+  EXPECT_EQ(team_from_namespace("ml-research"), "ml-research");
+  EXPECT_EQ(priority_from_class("training-priority"), "training");
+  EXPECT_EQ(priority_from_class("inference"), "inference");
+}
+
+TEST(K8s, HyperPodPyTorchJob) {
+  auto m = load("hyperpod_pytorchjob.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const JobSpec& j = m->spec;
+  EXPECT_EQ(j.name, "llama-finetune");
+  EXPECT_EQ(j.team, "team-a");
+  EXPECT_EQ(j.priority, "training");
+  EXPECT_EQ(j.max_retries, 2);
+  // Master and workers ask for the same: one gang of 4 ranks, held together by the topology request.
+  ASSERT_EQ(j.pod_sets.size(), 1u);
+  const PodSetSpec& ps = j.pod_sets[0];
+  EXPECT_EQ(ps.replicas, 4);
+  EXPECT_EQ(ps.instance_type, "ml.p5.48xlarge");
+  EXPECT_EQ(ps.per_replica.accelerators, 8);
+  EXPECT_EQ(ps.per_replica.vcpu_milli, 96'000);
+  EXPECT_EQ(ps.per_replica.memory_mib, 1024 * 1024);
+  EXPECT_EQ(ps.topology.required, "topology.k8s.aws/network-node-layer-3");
+  EXPECT_EQ(j.command, (std::vector<std::string>{"torchrun", "--nproc_per_node=8", "train.py", "--epochs", "3"}));
+  EXPECT_EQ(j.env.at("NCCL_DEBUG"), "INFO");
+  EXPECT_FALSE(j.env.count("POD_NAME"));
+  bool warned_value_from = false, warned_efa = false;
+  for (const auto& w : m->warnings) {
+    warned_value_from |= w.find("POD_NAME") != std::string::npos;
+    warned_efa |= w.find("EFA") != std::string::npos;
+  }
+  EXPECT_TRUE(warned_value_from);
+  EXPECT_TRUE(warned_efa);
+}
+
+TEST(K8s, PyTorchJobWithDifferentMasterBecomesTwoPodSets) {
+  auto doc = YAML::Load(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt, namespace: hyperpod-ns-team-b}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      template:
+        spec:
+          containers: [{name: m, command: [python, main.py], resources: {requests: {cpu: "4", memory: 16Gi}}}]
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers: [{name: w, command: [python, main.py], resources: {limits: {nvidia.com/gpu: 4}}}]
+)");
+  auto m = job_from_manifest(doc, "pt.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->spec.team, "team-b");
+  ASSERT_EQ(m->spec.pod_sets.size(), 2u);
+  EXPECT_EQ(m->spec.pod_sets[0].name, "master");
+  EXPECT_EQ(m->spec.pod_sets[0].replicas, 1);
+  EXPECT_EQ(m->spec.pod_sets[0].per_replica.vcpu_milli, 4000);
+  EXPECT_FALSE(m->spec.pod_sets[0].per_replica.accelerators.has_value());
+  EXPECT_EQ(m->spec.pod_sets[1].name, "worker");
+  EXPECT_EQ(m->spec.pod_sets[1].replicas, 2);
+  EXPECT_EQ(m->spec.pod_sets[1].per_replica.accelerators, 4);
+}
+
+TEST(K8s, BatchJobWithGpusAndPreferredTopology) {
+  auto m = load("job_gpu_topology.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const JobSpec& j = m->spec;
+  EXPECT_EQ(j.name, "resnet-sweep");
+  EXPECT_EQ(j.team, "team-b");
+  EXPECT_EQ(j.priority, "experimentation");
+  EXPECT_EQ(j.max_retries, 1);
+  ASSERT_EQ(j.pod_sets.size(), 1u);
+  EXPECT_EQ(j.pod_sets[0].replicas, 4);
+  EXPECT_EQ(j.pod_sets[0].instance_type, "ml.g5.12xlarge");
+  EXPECT_EQ(j.pod_sets[0].per_replica.accelerators, 1);  // from limits: the request defaults to the limit
+  EXPECT_EQ(j.pod_sets[0].per_replica.vcpu_milli, 11'500);
+  EXPECT_EQ(j.pod_sets[0].per_replica.memory_mib, 46 * 1024);
+  EXPECT_EQ(j.pod_sets[0].topology.preferred, "topology.k8s.aws/network-node-layer-2");
+  EXPECT_EQ(j.env.at("LR"), "0.1");
+}
+
+TEST(K8s, SlicesAndNodeAffinity) {
+  auto m = load("job_slices.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const PodSetSpec& ps = m->spec.pod_sets.at(0);
+  EXPECT_EQ(m->spec.team, "team-c");
+  EXPECT_EQ(ps.replicas, 8);
+  EXPECT_EQ(ps.instance_type, "ml.trn1.32xlarge");
+  EXPECT_EQ(ps.per_replica.accelerators, 16);
+  EXPECT_EQ(ps.topology.required, "topology.k8s.aws/network-node-layer-2");
+  ASSERT_TRUE(ps.topology.slice.has_value());
+  EXPECT_EQ(ps.topology.slice->level, "topology.k8s.aws/network-node-layer-3");
+  EXPECT_EQ(ps.topology.slice->size, 2);
+}
+
+// Each malformed manifest fails with a message that names the field (and the file and line).
+struct BadCase {
+  const char* file;
+  const char* expect;
+};
+
+class K8sBad : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(K8sBad, NamesTheField) {
+  auto m = load(GetParam().file);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find(GetParam().expect), std::string::npos) << m.error().message;
+  EXPECT_NE(m.error().message.find(GetParam().file), std::string::npos) << m.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    K8sManifests, K8sBad,
+    ::testing::Values(BadCase{"bad_unknown_resource.yaml", "requests[\"example.com/fpga\"]"},
+                      BadCase{"bad_quantity.yaml", "requests[\"memory\"]: \"12XB\" is not a Kubernetes quantity"},
+                      BadCase{"bad_no_command.yaml", "containers[0].command: is required"},
+                      BadCase{"bad_kind.yaml", "apps/v1 Deployment"},
+                      BadCase{"bad_no_team.yaml", "cannot tell the team"},
+                      BadCase{"bad_misspelt_field.yaml", "spec.paralellism: unknown or unsupported field"},
+                      BadCase{"bad_slice_size.yaml", "podset-slice-size 4 is larger than the 2 replicas"}));
+
+TEST(K8s, RecognisesKubernetesObjects) {
+  EXPECT_TRUE(is_k8s_manifest(YAML::Load("{apiVersion: batch/v1, kind: Job}")));
+  EXPECT_FALSE(is_k8s_manifest(YAML::Load("{name: a-1, team: team-a}")));
+  EXPECT_FALSE(is_k8s_manifest(YAML::Load("[1, 2]")));
+}
+
+TEST(K8s, RejectsGpuAndNeuronTogetherAndBothTopologies) {
+  auto both = job_from_manifest(YAML::Load(R"(
+apiVersion: batch/v1
+kind: Job
+metadata: {name: x, namespace: t}
+spec:
+  template:
+    spec:
+      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 1, aws.amazon.com/neurondevice: 1}}}]
+)"), "x.yaml");
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.error().message.find("both nvidia.com/gpu and aws.amazon.com/neurondevice"), std::string::npos);
+  auto topo = job_from_manifest(YAML::Load(R"(
+apiVersion: batch/v1
+kind: Job
+metadata: {name: x, namespace: t}
+spec:
+  template:
+    metadata:
+      annotations:
+        kueue.x-k8s.io/podset-required-topology: zone
+        kueue.x-k8s.io/podset-preferred-topology: zone
+    spec:
+      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
+)"), "x.yaml");
+  ASSERT_FALSE(topo.ok());
+  EXPECT_NE(topo.error().message.find("cannot both be set"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace allot::interop

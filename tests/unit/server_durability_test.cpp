@@ -1,0 +1,55 @@
+// The writer and the journal: a failed journal write answers 500 and leaves the acknowledged state, and
+// concurrent requests are grouped into few transactions.
+#include "server_test_fixture.h"
+
+namespace allot::server::test {
+namespace {
+
+using nlohmann::json;
+using ServerDurability = ServerTest;
+
+TEST_F(ServerDurability, FailedJournalWriteChangesNothing) {
+  small_cluster();
+  ASSERT_EQ(post("/v1/jobs", job("kept")).status, 201);
+  auto jobs = get("/v1/jobs").json;
+  const size_t records = journal_->records().size();
+  journal_->fail_next_appends(1, "injected: disk full");
+  auto r = post("/v1/jobs", job("lost"));
+  EXPECT_EQ(r.status, 500) << r.body;
+  EXPECT_NE(r.body.find("disk full"), std::string::npos) << r.body;
+  EXPECT_EQ(get("/v1/jobs/lost").status, 404) << "what was not journaled is not in the state";
+  EXPECT_EQ(get("/v1/jobs").json, jobs);
+  EXPECT_EQ(journal_->records().size(), records);
+  // The server goes on: the same submission now succeeds, and survives a restart.
+  ASSERT_EQ(post("/v1/jobs", job("lost")).status, 201);
+  restart();
+  EXPECT_EQ(get("/v1/jobs").json.size(), 2u);
+}
+
+TEST_F(ServerDurability, ConcurrentSubmissionsShareTransactions) {
+  small_cluster();
+  const auto before = server_->stats();
+  constexpr int kThreads = 8, kEach = 25;
+  std::vector<std::thread> clients;
+  std::atomic<int> created{0};
+  for (int t = 0; t < kThreads; ++t)
+    clients.emplace_back([&, t] {
+      httplib::Client c("127.0.0.1", server_->port());
+      for (int i = 0; i < kEach; ++i) {
+        auto r = c.Post("/v1/jobs", job("c" + std::to_string(t) + "-" + std::to_string(i), "b").dump(), "application/json");
+        if (r && r->status == 201) ++created;
+      }
+    });
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(created.load(), kThreads * kEach) << "some submissions were not acknowledged";
+  const auto after = server_->stats();
+  EXPECT_EQ(after.commands - before.commands, static_cast<uint64_t>(kThreads * kEach));
+  // Group commit: with 8 clients at once, some transaction must have carried more than one submission.
+  EXPECT_LT(after.batches - before.batches, after.commands - before.commands)
+      << "no batch held two submissions: " << after.batches - before.batches << " batches";
+  restart();
+  EXPECT_EQ(get("/v1/jobs?team=b").json.size(), static_cast<size_t>(kThreads * kEach));
+}
+
+}  // namespace
+}  // namespace allot::server::test

@@ -1,0 +1,133 @@
+#pragma once
+// An in-process `allot server` on an ephemeral loopback port for the Server* tests: an in-memory journal
+// that outlives the server (so a test can restart it and see the replay), a clock the test moves, and a
+// small HTTP client.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "server/server.h"
+#include "store/mem_store.h"
+
+namespace allot::server::test {
+
+// Forwards to a MemStore the test keeps, so the journal survives the server that wrote it.
+class SharedStore final : public store::Store {
+ public:
+  explicit SharedStore(std::shared_ptr<store::MemStore> mem) : mem_(std::move(mem)) {}
+  Status append(const std::vector<store::Record>& batch) override { return mem_->append(batch); }
+  Status load(const std::function<Status(const store::Record&)>& fn) override { return mem_->load(fn); }
+  std::string describe() const override { return "shared-mem:"; }
+
+ private:
+  std::shared_ptr<store::MemStore> mem_;
+};
+
+struct Response {
+  int status = 0;
+  std::string body;
+  nlohmann::json json;  // null when the body is not JSON
+};
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_dir_ = std::filesystem::temp_directory_path() /
+                ("allot-server-test-" + std::to_string(::getpid()) + "-" +
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(data_dir_);
+    options_.listen = "127.0.0.1:0";
+    options_.data_dir = data_dir_.string();
+    options_.tick = std::chrono::milliseconds(10);
+    options_.heartbeat_timeout = std::chrono::milliseconds(2000);
+    options_.http_threads = 16;
+    options_.clock = [this] { return now_ms_.load(); };
+    start();
+  }
+  void TearDown() override {
+    stop();
+    std::filesystem::remove_all(data_dir_);
+  }
+
+  void start() {
+    auto s = Server::open(options_, std::make_unique<SharedStore>(journal_));
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    server_ = std::move(*s);
+    auto st = server_->start();
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client_->set_read_timeout(30, 0);
+  }
+  void stop() {
+    client_.reset();
+    if (server_) server_->stop();
+    server_.reset();
+  }
+  void restart() {
+    stop();
+    start();
+  }
+
+  static Response wrap(const httplib::Result& r) {
+    Response out;
+    if (!r) return out;
+    out.status = r->status;
+    out.body = r->body;
+    out.json = nlohmann::json::parse(r->body, nullptr, false);
+    if (out.json.is_discarded()) out.json = nullptr;
+    return out;
+  }
+  Response get(const std::string& path) { return wrap(client_->Get(path.c_str())); }
+  Response del(const std::string& path) { return wrap(client_->Delete(path.c_str())); }
+  Response post(const std::string& path, const std::string& body = "", const std::string& type = "application/json") {
+    return wrap(client_->Post(path.c_str(), body, type.c_str()));
+  }
+  Response put(const std::string& path, const std::string& body, const std::string& type = "application/json") {
+    return wrap(client_->Put(path.c_str(), body, type.c_str()));
+  }
+  Response post(const std::string& path, const nlohmann::json& body) { return post(path, body.dump()); }
+  Response post(const std::string& path, const char* body) { return post(path, std::string(body)); }
+
+  // A policy with two priority classes, team a (2 x g5.8xlarge, 1 GPU each) and team b (1 instance), and
+  // two static nodes (no agent, so no heartbeat timeout).
+  void small_cluster() {
+    auto r = post("/v1/apply", R"({"policy": {"task_prioritization": "task-ranking",
+                                               "priority_classes": [{"name": "high", "weight": 90}, {"name": "low", "weight": 10}]},
+                                   "teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 2}]},
+                                             {"name": "b", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 1}]}]})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    r = post("/v1/nodes", R"([{"name": "n[1-2]", "instance_type": "ml.g5.8xlarge", "labels": {"network-node-layer-3": "x"}}])");
+    ASSERT_EQ(r.status, 201) << r.body;
+  }
+  static nlohmann::json job(const std::string& name, const std::string& team = "a", int replicas = 1) {
+    return {{"name", name}, {"team", team}, {"replicas", replicas}, {"per_replica", {{"accelerators", 1}}}, {"command", "sleep 1"}};
+  }
+  // Moves the clock and waits for the writer's next ticks to have seen it.
+  void advance(std::chrono::milliseconds by) {
+    now_ms_ += by.count();
+    std::this_thread::sleep_for(options_.tick * 5);
+  }
+  // Waits (up to 5 s of real time) until `cond` holds.
+  template <typename F>
+  bool eventually(F cond) {
+    for (int i = 0; i < 500; ++i) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return cond();
+  }
+
+  std::filesystem::path data_dir_;
+  ServerOptions options_;
+  std::atomic<int64_t> now_ms_{1'700'000'000'000};
+  std::shared_ptr<store::MemStore> journal_ = std::make_shared<store::MemStore>();
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+}  // namespace allot::server::test
