@@ -65,15 +65,20 @@ AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const U
         qreason = v.reason;
       }
     }
-    // A type is hopeless only if quota or capacity can never hold the job there; one hopeful type is enough.
-    if (!never && fits) {
-      // decided below, by placement
-    } else if (!never) {
-      best.never = false;
-    }
     best.within_nominal = within;
     if (!fits) {
       if (quota_reason.empty()) quota_reason = qreason;
+      // A job the cluster as built can never hold says so, rather than naming the quota it also lacks: no
+      // amount of waiting for quota would run it.
+      if (pristine && !never) {
+        PlacementOutcome p = place_job(s, *pristine, job, type, nullptr);
+        if (!p.ok) {
+          never = true;
+          if (placement_reason.empty()) placement_reason = "never fits: " + p.reason + "; the cluster does not have that capacity";
+        }
+      }
+      // A type is hopeless only if quota or capacity can never hold the job there; one hopeful type is enough.
+      if (!never) best.never = false;
       continue;
     }
     if (mode == BorrowMode::kWithinNominalOnly && !within) {
@@ -97,7 +102,9 @@ AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const U
     return best;
   }
   if (!any_type) best.never = true;
-  best.reason = !placement_reason.empty() ? placement_reason : quota_reason;
+  // A hopeful type's reason beats a hopeless type's "never fits".
+  bool prefer_quota = !best.never && placement_reason.starts_with("never") && !quota_reason.empty();
+  best.reason = !placement_reason.empty() && !prefer_quota ? placement_reason : quota_reason;
   if (best.reason.empty()) best.reason = "no instance type in the cluster can serve its replicas";
   return best;
 }

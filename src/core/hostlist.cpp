@@ -1,5 +1,6 @@
 #include "core/hostlist.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace allot {
@@ -102,6 +103,32 @@ Result<std::vector<std::string>> expand_hostlist(std::string_view expr) {
                             std::to_string(kMaxHostlistNames) + " hosts");
   }
   return names;
+}
+
+bool natural_less(std::string_view a, std::string_view b) {
+  auto is_digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (is_digit(a[i]) && is_digit(b[j])) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && is_digit(a[ie])) ++ie;
+      while (je < b.size() && is_digit(b[je])) ++je;
+      // Compare numerically without overflow: strip leading zeros, then shorter is smaller.
+      std::string_view x = a.substr(i, ie - i), y = b.substr(j, je - j);
+      std::string_view xs = x.substr(std::min(x.find_first_not_of('0'), x.size()));
+      std::string_view ys = y.substr(std::min(y.find_first_not_of('0'), y.size()));
+      if (xs.size() != ys.size()) return xs.size() < ys.size();
+      if (xs != ys) return xs < ys;
+      i = ie;
+      j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  if ((a.size() - i) != (b.size() - j)) return (a.size() - i) < (b.size() - j);
+  return a < b;
 }
 
 }  // namespace allot

@@ -13,4 +13,8 @@ inline constexpr size_t kMaxHostlistNames = 200000;
 
 Result<std::vector<std::string>> expand_hostlist(std::string_view expr);
 
+// Orders names the way people count: "gpu-2" before "gpu-10"; ties on the number fall back to plain order
+// so "gpu-01" and "gpu-1" stay distinct and ordered.
+bool natural_less(std::string_view a, std::string_view b);
+
 }  // namespace allot

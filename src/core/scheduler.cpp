@@ -32,6 +32,8 @@ class Loop {
     for (JobId id : waiting_) {
       Job& j = s_.jobs[id.index()];
       if (!is_waiting(j.state) || why_[id].empty()) continue;
+      if (auto p = preempt_why_.find(id); p != preempt_why_.end() && !why_[id].starts_with("never"))
+        why_[id] += "; " + p->second;
       // A suspended job keeps saying why it stopped, then why it still waits.
       if (j.state == JobState::kSuspended && !j.history.empty() && j.history.back().to == JobState::kSuspended)
         j.reason = j.history.back().reason + "; waiting: " + why_[id];
@@ -252,7 +254,8 @@ class Loop {
       auto plan = plan_preemption(s_, j, PreemptionQuery{.allow_reclaim = true, .now = now_}, why_not);
       preempt_tried_[id] = true;
       if (!plan) {
-        if (!why_[id].empty() && !why_[id].starts_with("never")) why_[id] += "; " + why_not;
+        // Kept apart from why_ because a later phase rewrites why_; the two are joined when the loop ends.
+        preempt_why_[id] = why_not;
         continue;
       }
       if (plan->admission.borrowing) {
@@ -323,7 +326,7 @@ class Loop {
   RoomTable pristine_;
   std::vector<JobId> waiting_;
   std::map<JobId, bool> blocked_, borrow_blocked_, preempt_tried_, never_;
-  std::map<JobId, std::string> why_;
+  std::map<JobId, std::string> why_, preempt_why_;
   std::map<TypeId, JobId> reserved_;
   ScheduleResult result_;
 };

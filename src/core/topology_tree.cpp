@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/hostlist.h"
 #include "core/model.h"
 
 namespace allot {
@@ -23,7 +24,12 @@ TopologyTree build_topology_tree(const std::vector<Node>& nodes, int levels) {
   std::vector<const Node*> live;
   for (const Node& n : nodes)
     if (!n.removed) live.push_back(&n);
-  std::sort(live.begin(), live.end(), [](const Node* a, const Node* b) { return a->topology < b->topology; });
+  // Domains and nodes in the order people count them (gpu-2 before gpu-10): placement scans them in this
+  // order, so "the first 12 nodes of an UltraServer" are gpu-1..gpu-12 as a person would expect.
+  std::sort(live.begin(), live.end(), [](const Node* a, const Node* b) {
+    return std::lexicographical_compare(a->topology.begin(), a->topology.end(), b->topology.begin(), b->topology.end(),
+                                        [](const std::string& x, const std::string& y) { return natural_less(x, y); });
+  });
   for (const Node* n : live) {
     std::vector<std::string> path;
     int parent = -1;

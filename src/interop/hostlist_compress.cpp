@@ -30,31 +30,6 @@ std::string format(unsigned long long v, size_t width) {
 
 }  // namespace
 
-bool natural_less(std::string_view a, std::string_view b) {
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    if (is_digit(a[i]) && is_digit(b[j])) {
-      size_t ie = i, je = j;
-      while (ie < a.size() && is_digit(a[ie])) ++ie;
-      while (je < b.size() && is_digit(b[je])) ++je;
-      // Compare numerically without overflow: strip leading zeros, then shorter is smaller.
-      std::string_view x = a.substr(i, ie - i), y = b.substr(j, je - j);
-      std::string_view xs = x.substr(std::min(x.find_first_not_of('0'), x.size()));
-      std::string_view ys = y.substr(std::min(y.find_first_not_of('0'), y.size()));
-      if (xs.size() != ys.size()) return xs.size() < ys.size();
-      if (xs != ys) return xs < ys;
-      i = ie;
-      j = je;
-    } else {
-      if (a[i] != b[j]) return a[i] < b[j];
-      ++i;
-      ++j;
-    }
-  }
-  if ((a.size() - i) != (b.size() - j)) return (a.size() - i) < (b.size() - j);
-  return a < b;
-}
-
 std::string compress_hostlist(std::vector<std::string> names) {
   std::sort(names.begin(), names.end(), natural_less);
   names.erase(std::unique(names.begin(), names.end()), names.end());

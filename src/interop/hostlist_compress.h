@@ -5,11 +5,9 @@
 #include <string_view>
 #include <vector>
 
-namespace allot::interop {
+#include "core/hostlist.h"  // natural_less
 
-// Orders names the way people count: "gpu-2" before "gpu-10"; ties on the number fall back to plain order
-// so "gpu-01" and "gpu-1" stay distinct and ordered.
-bool natural_less(std::string_view a, std::string_view b);
+namespace allot::interop {
 
 // Compresses names that differ only in a trailing number into bracket ranges, keeping zero padding
 // ("n01,n02,n03" -> "n[01-03]"). The order of the input does not matter and duplicates collapse.

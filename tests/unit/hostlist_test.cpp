@@ -19,7 +19,9 @@ TEST(Hostlist, RejectsMalformedLists) {
   for (const char* bad : {"gpu-[1-4", "gpu-1-4]", "gpu-[4-1]", "gpu-[a-b]", "gpu-[]", "a,,b", "", "gpu-[1-9999999]"}) {
     auto r = expand_hostlist(bad);
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok()) EXPECT_FALSE(r.error().message.empty());
+    if (!r.ok()) {
+      EXPECT_FALSE(r.error().message.empty());
+    }
   }
 }
 
