@@ -1,6 +1,8 @@
 // Unit tests of the core through its operations: quota arithmetic, queue order, victim selection, placement.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "core/preemption.h"
 #include "core/quota.h"
 #include "core/scheduler.h"
@@ -267,6 +269,58 @@ TEST_F(CoreTest, ScheduleIsDeterministic) {
     return out;
   };
   EXPECT_EQ(run(), run());
+}
+
+// Replacing a failed node restarts only the replicas that were on it; every other replica keeps its node, its
+// accelerators and its start time (a healthy job is never moved to "tidy up" the new topology).
+TEST_F(CoreTest, NodeReplacementMovesNoHealthyReplica) {
+  for (const char* n : {"a-1", "a-2", "b-1", "b-2"})
+    ASSERT_TRUE(add_node(s, node(n, "ml.p5.48xlarge", {{"network-node-layer-3", n[0] == 'a' ? "nn-a" : "nn-b"}}), 0).ok());
+  ASSERT_TRUE(upsert_team(s, team("ml", 5, SharingStrategy::kLendAndBorrow, 100, 0, "ml.p5.48xlarge")).ok());
+  JobSpec wide = job("wide", "ml", 2, 8);
+  wide.pod_sets[0].topology.required = "network-node-layer-3";
+  wide.max_retries = 1;
+  submit(wide);
+  submit(job("small-1", "ml", 1, 2));
+  submit(job("small-2", "ml", 1, 4));
+  schedule(s, 0);
+  ASSERT_EQ(j("wide").state, JobState::kRunning);
+  ASSERT_EQ(j("small-1").state, JobState::kRunning);
+  ASSERT_EQ(j("small-2").state, JobState::kRunning);
+  // Fail a node of the wide job's domain; the other jobs' placements must survive untouched.
+  NodeId failed = j("wide").placement.pod_sets[0].replicas[0].node;
+  std::string failed_name = s.nodes[failed.index()].name;
+  std::string domain = failed_name[0] == 'a' ? "nn-a" : "nn-b";
+  auto before_1 = j("small-1").placement.pod_sets[0].replicas;
+  auto before_2 = j("small-2").placement.pod_sets[0].replicas;
+  for (const auto& r : before_1) ASSERT_NE(r.node, failed);
+  for (const auto& r : before_2) ASSERT_NE(r.node, failed);
+
+  ASSERT_TRUE(fail_node(s, failed_name, 100).ok());
+  ASSERT_TRUE(remove_node(s, failed_name, 160).ok());
+  ASSERT_TRUE(add_node(s, node("r-1", "ml.p5.48xlarge", {{"network-node-layer-3", domain}}), 160).ok());
+  auto r = schedule(s, 160);
+  for (const auto& d : r.decisions) EXPECT_NE(d.kind, Decision::Kind::kPreempt) << "no job is preempted to make room";
+
+  for (const char* name : {"small-1", "small-2"}) {
+    const Job& sm = j(name);
+    const auto& before = std::string(name) == "small-1" ? before_1 : before_2;
+    EXPECT_EQ(sm.state, JobState::kRunning) << name;
+    EXPECT_EQ(sm.started_at, 0) << name;
+    EXPECT_EQ(sm.restarts, 0) << name;
+    EXPECT_EQ(sm.preemptions, 0) << name;
+    ASSERT_EQ(sm.placement.pod_sets[0].replicas.size(), before.size());
+    for (size_t i = 0; i < before.size(); ++i) {
+      EXPECT_EQ(sm.placement.pod_sets[0].replicas[i].node, before[i].node) << name;
+      EXPECT_EQ(sm.placement.pod_sets[0].replicas[i].accelerators, before[i].accelerators) << name;
+    }
+  }
+  // The wide job resumed (one retry) inside the same layer-3 domain, on the replacement and its old peer.
+  EXPECT_EQ(j("wide").state, JobState::kRunning);
+  EXPECT_EQ(j("wide").restarts, 1);
+  std::set<std::string> names;
+  for (NodeId n : j("wide").placement.nodes()) names.insert(s.nodes[n.index()].name);
+  EXPECT_TRUE(names.count("r-1")) << "the replacement node takes the failed node's place";
 }
 
 }  // namespace
