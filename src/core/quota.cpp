@@ -13,7 +13,7 @@ Resources idle_capacity(const ClusterState& s, TypeId type) {
 }
 
 std::string amount_text(Resource r, int64_t v) {
-  return format_amount(r, v) + (r == Resource::kAccelerators ? " accelerators" : r == Resource::kVcpu ? " vCPU" : " GiB memory");
+  return format_amount(r, v) + (r == Resource::kAccelerators ? (v == 1 ? " accelerator" : " accelerators") : r == Resource::kVcpu ? " vCPU" : " GiB memory");
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ std::string format_amount(Resource r, int64_t amount) {
 
 std::string format_resources(const Resources& r) {
   std::ostringstream s;
-  s << r.accelerators << " accelerators, " << format_amount(Resource::kVcpu, r.vcpu_milli) << " vCPU, "
+  s << r.accelerators << (r.accelerators == 1 ? " accelerator, " : " accelerators, ") << format_amount(Resource::kVcpu, r.vcpu_milli) << " vCPU, "
     << format_amount(Resource::kMemory, r.memory_mib) << " GiB";
   return s.str();
 }

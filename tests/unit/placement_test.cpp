@@ -1,0 +1,213 @@
+// Unit tests of the placement rules (core/placement.h), one rule per test, on small labelled clusters whose
+// room is set by hand so each case shows exactly what the rule decides.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "core/placement.h"
+
+namespace allot {
+namespace {
+
+constexpr const char* kL3 = "network-node-layer-3";
+constexpr const char* kType = "ml.g5.8xlarge";
+
+TopologySpec required(const std::string& level, const std::string& exclusive = "") {
+  TopologySpec t;
+  t.required = level;
+  t.exclusive = exclusive;
+  return t;
+}
+TopologySpec preferred(const std::string& level) {
+  TopologySpec t;
+  t.preferred = level;
+  return t;
+}
+TopologySpec sliced(const std::string& level, int size) {
+  TopologySpec t;
+  t.slice = SliceSpec{level, size};
+  return t;
+}
+
+class PlacementTest : public ::testing::Test {
+ protected:
+  // Adds nodes `prefix`-1..n under layer-3 domain `domain` (all in one layer-2 and layer-1 domain).
+  void domain(const std::string& domain, const std::string& prefix, int n) {
+    for (int i = 1; i <= n; ++i)
+      ASSERT_TRUE(add_node(s, NodeSpec{prefix + "-" + std::to_string(i), kType, "",
+                                       {{"network-node-layer-1", "nn-1"}, {"network-node-layer-2", "nn-2"}, {kL3, domain}}},
+                           0)
+                      .ok());
+  }
+  void SetUp() override {
+    TeamSpec t;
+    t.name = "ml";
+    AmountSpec a;
+    a.instances = 64;
+    t.allocation = {{kType, a}};
+    ASSERT_TRUE(upsert_team(s, t).ok());
+  }
+  const Job& job(const std::string& name, int replicas, TopologySpec topo = {}) {
+    JobSpec j;
+    j.name = name;
+    j.team = "ml";
+    PodSetSpec ps;
+    ps.replicas = replicas;
+    ps.instance_type = kType;
+    ps.per_replica.whole_node = true;
+    ps.topology = std::move(topo);
+    j.pod_sets = {ps};
+    auto id = submit_job(s, j, 0);
+    EXPECT_TRUE(id.ok()) << (id.ok() ? "" : id.error().message);
+    return *s.find_job(name);
+  }
+  // Marks a node as holding another job's replica.
+  void occupy(RoomTable& room, const std::string& node) {
+    NodeRoom& r = room[s.find_node(node)->id.index()];
+    r.replicas = 1;
+    r.free = {};
+    r.accelerators_free = 0;
+  }
+  PlacementOutcome place(const Job& j, const RoomTable& room) {
+    pristine = pristine_room(s);
+    return place_job(s, room, j, *s.catalog.find(kType), &pristine);
+  }
+  std::set<std::string> nodes(const PlacementOutcome& p) {
+    std::set<std::string> out;
+    for (NodeId n : p.placement.nodes()) out.insert(s.nodes[n.index()].name);
+    return out;
+  }
+  // Node names start with their domain's letter: a-1 is in nn-a.
+  static std::string domain_of(const std::string& node) { return "nn-" + node.substr(0, 1); }
+  std::set<std::string> domains(const PlacementOutcome& p) {
+    std::set<std::string> out;
+    for (const auto& n : nodes(p)) out.insert(domain_of(n));
+    return out;
+  }
+  ClusterState s;
+  RoomTable pristine;
+};
+
+TEST_F(PlacementTest, RequiredTakesTheTightestDomainThatHoldsTheWholeJob) {
+  domain("nn-a", "a", 4);
+  domain("nn-b", "b", 3);
+  RoomTable room = s.room;
+  auto p = place(job("three", 3, required(kL3)), room);
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(nodes(p), (std::set<std::string>{"b-1", "b-2", "b-3"})) << "nn-b fits exactly; nn-a stays whole";
+}
+
+TEST_F(PlacementTest, RequiredWaitsWhenNoDomainHasRoomButIsNotNeverFits) {
+  domain("nn-a", "a", 2);
+  domain("nn-b", "b", 2);
+  RoomTable room = s.room;
+  occupy(room, "a-1");
+  occupy(room, "b-1");
+  auto p = place(job("two", 2, required(kL3)), room);
+  EXPECT_FALSE(p.ok);
+  EXPECT_FALSE(p.never) << "an empty cluster holds it: it waits";
+  EXPECT_NE(p.reason.find("no network-node-layer-3 domain has room for 2"), std::string::npos) << p.reason;
+  EXPECT_NE(p.reason.find("the roomiest has 1"), std::string::npos) << p.reason;
+}
+
+TEST_F(PlacementTest, RequiredLargerThanAnyDomainNeverFits) {
+  domain("nn-a", "a", 2);
+  domain("nn-b", "b", 2);
+  auto p = place(job("three", 3, required(kL3)), s.room);
+  EXPECT_FALSE(p.ok);
+  EXPECT_TRUE(p.never);
+  EXPECT_EQ(p.reason.rfind("never fits", 0), 0u) << p.reason;
+}
+
+TEST_F(PlacementTest, PreferredFallsBackToTheFewestDomains) {
+  domain("nn-a", "a", 2);
+  domain("nn-b", "b", 2);
+  domain("nn-c", "c", 1);
+  // 3 replicas: no layer-3 domain holds them, so the layer-2 domain is split over the fewest layer-3
+  // domains: the roomiest first (nn-a), then the tightest that finishes the job (nn-c, not half of nn-b).
+  auto p = place(job("three", 3, preferred(kL3)), s.room);
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(domains(p).size(), 2u);
+  EXPECT_EQ(nodes(p), (std::set<std::string>{"a-1", "a-2", "c-1"}));
+}
+
+TEST_F(PlacementTest, PackingWithoutARequestKeepsWholeDomainsFree) {
+  domain("nn-a", "a", 4);
+  domain("nn-b", "b", 4);
+  RoomTable room = s.room;
+  for (const char* n : {"b-1", "b-2", "b-3"}) occupy(room, n);
+  // The leaf-switch rule: a one-node job goes where it fits tightest (b-4), so nn-a stays free for a
+  // 4-node job.
+  auto p = place(job("one", 1), room);
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(nodes(p), (std::set<std::string>{"b-4"}));
+}
+
+TEST_F(PlacementTest, SlicesStayInsideOneDomainEach) {
+  domain("nn-a", "a", 3);
+  domain("nn-b", "b", 3);
+  // 4 replicas in slices of 2 at layer 3: each domain holds one slice (3 nodes make one slice of 2), so the
+  // job takes 2 + 2, never 3 + 1.
+  auto p = place(job("sliced", 4, sliced(kL3, 2)), s.room);
+  ASSERT_TRUE(p.ok) << p.reason;
+  std::map<std::string, int> per_domain;
+  for (NodeId n : p.placement.nodes()) ++per_domain[domain_of(s.nodes[n.index()].name)];
+  EXPECT_EQ(per_domain, (std::map<std::string, int>{{"nn-a", 2}, {"nn-b", 2}}));
+}
+
+TEST_F(PlacementTest, ExclusiveSkipsDomainsWithOtherJobsAndHoldsItsOwn) {
+  domain("nn-a", "a", 3);
+  domain("nn-b", "b", 3);
+  RoomTable room = s.room;
+  occupy(room, "a-1");
+  // nn-a has room for 2 but holds another job's replica: an exclusive job must use nn-b.
+  const Job& excl = job("excl", 2, required(kL3, kL3));
+  auto p = place(excl, room);
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(domains(p), (std::set<std::string>{"nn-b"}));
+  // Once admitted, the rest of nn-b is closed to other jobs.
+  ASSERT_TRUE(admit_job(s, excl.id, p.placement, false, 0, "test").ok());
+  const Job& other = job("other", 1);
+  RoomTable after = s.room;
+  occupy(after, "a-1");
+  auto q = place(other, after);
+  ASSERT_TRUE(q.ok) << q.reason;
+  EXPECT_EQ(domains(q), (std::set<std::string>{"nn-a"})) << "b-3 is free but belongs to the exclusive job's domain";
+}
+
+TEST_F(PlacementTest, UnlabelledNodesPackByBestFitOnTheNode) {
+  // No labels: placement works on nodes alone. Two 2-GPU replicas on g5.12xlarge (4 GPUs) nodes where one
+  // node has 2 GPUs free and one has 4: both replicas fit the emptier node, but best fit puts the first on
+  // the tighter node and keeps whole nodes whole where it can.
+  ClusterState c;
+  TeamSpec t;
+  t.name = "ml";
+  AmountSpec a;
+  a.instances = 2;
+  t.allocation = {{"ml.g5.12xlarge", a}};
+  ASSERT_TRUE(upsert_team(c, t).ok());
+  ASSERT_TRUE(add_node(c, NodeSpec{"n-1", "ml.g5.12xlarge", "", {}}, 0).ok());
+  ASSERT_TRUE(add_node(c, NodeSpec{"n-2", "ml.g5.12xlarge", "", {}}, 0).ok());
+  JobSpec j;
+  j.name = "two";
+  j.team = "ml";
+  PodSetSpec ps;
+  ps.replicas = 1;
+  ps.per_replica.accelerators = 2;
+  j.pod_sets = {ps};
+  ASSERT_TRUE(submit_job(c, j, 0).ok());
+  RoomTable room = c.room;
+  NodeRoom& n1 = room[c.find_node("n-1")->id.index()];
+  n1.accelerators_free = 0b1100;  // two GPUs taken
+  n1.free.accelerators = 2;
+  n1.replicas = 1;
+  auto p = place_job(c, room, *c.find_job("two"), *c.catalog.find("ml.g5.12xlarge"), nullptr);
+  ASSERT_TRUE(p.ok) << p.reason;
+  ASSERT_EQ(p.placement.pod_sets[0].replicas.size(), 1u);
+  EXPECT_EQ(c.nodes[p.placement.pod_sets[0].replicas[0].node.index()].name, "n-1");
+  EXPECT_EQ(p.placement.pod_sets[0].replicas[0].accelerators, (std::vector<int>{2, 3}));
+}
+
+}  // namespace
+}  // namespace allot
