@@ -21,12 +21,16 @@ class Loop {
     // Each step admits one job or ends the loop, and a job is preempted only by one that outranks it or
     // reclaims quota, so the loop ends; the bound only guards against a bug.
     const size_t bound = 8 * s_.jobs.size() + 64;
-    while (result_.steps < static_cast<int>(bound)) {
+    if (s_.policy.strict_fifo) {
+      ++result_.steps;
+      admit_strict_fifo();
+    }
+    while (!s_.policy.strict_fifo && result_.steps < static_cast<int>(bound)) {
       ++result_.steps;
       if (admit_in_order(BorrowMode::kWithinNominalOnly)) continue;
-      if (preempt_in_order(true)) continue;
+      if (s_.policy.preemption && preempt_in_order(true)) continue;
       if (admit_borrowers()) continue;
-      if (preempt_in_order(false)) continue;
+      if (s_.policy.preemption && preempt_in_order(false)) continue;
       break;
     }
     for (JobId id : waiting_) {
@@ -154,6 +158,30 @@ class Loop {
       maybe_reserve(j, a);
     }
     return any;
+  }
+
+  // The strict-FIFO baseline: one line in arrival order, borrowing allowed, no preemption; the first job that
+  // cannot run now blocks the rest (a job that can never run is skipped, or the queue would stop for good).
+  void admit_strict_fifo() {
+    std::vector<JobId> line = waiting_;
+    std::stable_sort(line.begin(), line.end(),
+                     [&](JobId a, JobId b) { return s_.jobs[a.index()].arrival < s_.jobs[b.index()].arrival; });
+    const Job* head = nullptr;
+    for (JobId id : line) {
+      const Job& j = s_.jobs[id.index()];
+      if (!is_waiting(j.state)) continue;
+      if (head) {
+        why_[id] = "waiting: strict FIFO, behind job " + head->spec.name;
+        continue;
+      }
+      AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, BorrowMode::kAllowBorrowing, &pristine_);
+      if (a.ok) {
+        admit(j, a, "");
+        continue;
+      }
+      why_[id] = a.reason;
+      if (!a.never) head = &j;
+    }
   }
 
   // Phase 3: borrowers in fair-share order (lowest borrowed dominant share per unit of weight first, ties to

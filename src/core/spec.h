@@ -65,6 +65,11 @@ struct PolicySpec {
   // A job pending longer than this gets a reservation: jobs ordered after it may not take capacity of its
   // instance type until it runs (0: no reservations).
   int64_t starvation_threshold_s = 0;
+  // Baselines for comparison (`allot sim replay --baseline fifo`), not for production clusters: without
+  // preemption nothing is ever reclaimed or preempted; with strict FIFO the queue is one line in arrival order
+  // and the first job that cannot run blocks every job behind it (head-of-line blocking).
+  bool preemption = true;
+  bool strict_fifo = false;
   friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
 };
 

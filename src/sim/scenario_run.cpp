@@ -31,6 +31,8 @@ void log_decisions(const ClusterState& s, const ScheduleResult& r, Time now, std
                   s.jobs[d.job.index()].spec.name + ": " + d.reason);
 }
 
+}  // namespace
+
 Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& log) {
   const std::string t = "t=" + std::to_string(e.at) + "  ";
   switch (e.kind) {
@@ -76,10 +78,7 @@ Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& lo
   return ok_status();
 }
 
-}  // namespace
-
-Result<ScenarioReport> run_scenario(const Scenario& sc) {
-  ScenarioReport rep;
+Result<ClusterState> cluster_from_scenario(const Scenario& sc) {
   Catalog catalog = Catalog::builtin();
   for (const auto& t : sc.instance_types) {
     auto id = catalog.add(t);
@@ -91,6 +90,14 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
     if (auto st = add_node(s, n, 0); !st) return Error::invalid("cluster.nodes: " + st.error().message);
   for (const auto& t : sc.teams)
     if (auto st = upsert_team(s, t); !st) return Error::invalid("teams: " + st.error().message);
+  return s;
+}
+
+Result<ScenarioReport> run_scenario(const Scenario& sc) {
+  ScenarioReport rep;
+  auto built = cluster_from_scenario(sc);
+  if (!built) return built.error();
+  ClusterState s = std::move(*built);
 
   size_t next = 0;
   Time now = 0;

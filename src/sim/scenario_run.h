@@ -24,4 +24,10 @@ struct ScenarioReport {
 // errors: they are listed in the report.
 Result<ScenarioReport> run_scenario(const Scenario& scenario);
 
+// The state a scenario starts from: its instance types, topology levels, policy, nodes and teams.
+Result<ClusterState> cluster_from_scenario(const Scenario& scenario);
+
+// Applies one event other than `expect` at its time, and says what happened in `log`.
+Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& log);
+
 }  // namespace allot::sim

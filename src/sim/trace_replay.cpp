@@ -1,0 +1,319 @@
+#include "sim/trace_replay.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <queue>
+#include <set>
+
+#include "core/scheduler.h"
+#include "sim/node_failures.h"
+#include "sim/scenario_run.h"
+#include "sim/trace_jobs.h"
+
+namespace allot::sim {
+namespace {
+
+// A node failure or repair, in time order; ties keep the order they were planned in.
+struct NodeEvent {
+  Time at = 0;
+  uint64_t seq = 0;
+  enum class Kind { kFail, kRebooted, kReplaced } kind = Kind::kFail;
+  size_t node = 0;  // index into the cluster's node specs
+  bool operator>(const NodeEvent& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+};
+
+// What the replay tracks of a trace job beyond the core's state.
+struct Tracked {
+  JobId id;
+  int held = 0;                 // GPUs held while running
+  int64_t original_s = 0;       // the trace's duration: the useful work
+  Time run_start = -1;          // -1: not running
+  bool run_borrowing = false;
+  int runs = 0;
+  bool ended = false;
+};
+
+class Replay {
+ public:
+  Replay(const Scenario& sc, const Trace& trace, const ReplayOptions& o, ClusterState s, TraceJobShape shape)
+      : sc_(sc), trace_(trace), o_(o), s_(std::move(s)), shape_(std::move(shape)),
+        draws_(o.seed, o.failures.mtbf_hours * 3600.0, o.failures.replace_share) {}
+
+  Result<ReplayOutcome> run() {
+    if (auto st = prepare(); !st) return st.error();
+    size_t next_job = 0, next_event = 0;
+    Time now = 0;
+    std::optional<Time> wakeup;
+    while (true) {
+      std::optional<Time> t;
+      auto consider = [&](std::optional<Time> x) {
+        if (x && *x >= now && (!t || *x < *t)) t = x;
+      };
+      bool work_left = next_job < trace_.jobs.size() || !running_.empty();
+      if (next_job < trace_.jobs.size()) consider(trace_.jobs[next_job].submit_s);
+      while (next_event < sc_.events.size() && sc_.events[next_event].kind == EventKind::kExpect) ++next_event;
+      if (next_event < sc_.events.size()) consider(sc_.events[next_event].at);
+      consider(next_completion());
+      if (waiting_ > 0) consider(wakeup);
+      // Failures only while there is work to disturb; repairs always (they may unblock waiting jobs).
+      if (!node_events_.empty() && (work_left || node_events_.top().kind != NodeEvent::Kind::kFail))
+        consider(node_events_.top().at);
+      if (!t) break;
+      now = *t;
+      bool changed = complete_jobs(now);
+      changed |= node_events(now, work_left);
+      while (next_event < sc_.events.size() && sc_.events[next_event].at == now) {
+        const Event& e = sc_.events[next_event++];
+        if (e.kind == EventKind::kExpect) continue;
+        std::vector<std::string> log;
+        if (auto st = apply_event(s_, e, log); !st)
+          return Error::invalid("cluster file line " + std::to_string(e.line) + ": " + st.error().message);
+        changed = true;
+      }
+      while (next_job < trace_.jobs.size() && trace_.jobs[next_job].submit_s == now) {
+        if (auto st = submit(next_job++, now); !st) return st.error();
+        changed = true;
+      }
+      if (!changed && !(wakeup && *wakeup == now)) continue;
+      ScheduleResult r = schedule(s_, now);
+      ++out_.schedule_calls;
+      wakeup = r.next_wakeup;
+      reconcile(r, now);
+      sample(now);
+      out_.end_s = std::max(out_.end_s, now);
+    }
+    return finish();
+  }
+
+ private:
+  Status prepare() {
+    for (size_t i = 0; i < trace_.jobs.size(); ++i)
+      if (trace_.jobs[i].team.empty() || !s_.find_team(trace_.jobs[i].team))
+        return Error::invalid("trace job " + trace_.jobs[i].id + " has no team of the cluster ('" + trace_.jobs[i].team +
+                              "'); teams: " + s_.team_names());
+    for (const Team& t : s_.teams) {
+      int64_t gpus = 0;
+      for (size_t k = 0; k < t.nominal.size(); ++k) gpus += t.nominal[k].accelerators;
+      team_index_[t.id.index()] = out_.cluster.teams.size();
+      out_.cluster.teams.push_back({t.spec.name, gpus});
+    }
+    for (const Node& n : s_.nodes)
+      if (!n.removed) out_.cluster.total_gpus += s_.catalog.at(n.type).accelerators;
+    tracked_.resize(trace_.jobs.size());
+    locality_map();
+    if (o_.failures.mtbf_hours > 0)
+      for (size_t i = 0; i < sc_.nodes.size(); ++i) plan(NodeEvent::Kind::kFail, i, draws_.time_to_failure());
+    return ok_status();
+  }
+
+  // Each node's lowest-layer network domain, by name, in the tree locality is judged on.
+  void locality_map() {
+    const std::vector<NodeSpec>& specs = o_.locality_nodes.empty() ? sc_.nodes : o_.locality_nodes;
+    ClusterState ref(s_.catalog, o_.locality_nodes.empty() ? sc_.topology_levels : o_.locality_levels);
+    for (const auto& n : specs) (void)add_node(ref, n, 0);
+    int level = ref.tree.lowest_labelled_level;
+    for (const Node& n : ref.nodes) {
+      int d = level >= 0 ? ref.tree.ancestor(n.id, level) : -1;
+      domain_of_[n.name] = d >= 0 ? ref.tree.domains[d].name + "#" + std::to_string(d) : n.name;
+    }
+  }
+
+  void plan(NodeEvent::Kind kind, size_t node, Time at) { node_events_.push({at, seq_++, kind, node}); }
+
+  Status submit(size_t i, Time now) {
+    const TraceJob& tj = trace_.jobs[i];
+    int retries = o_.failures.mtbf_hours > 0 ? 1000000 : 0;
+    auto id = submit_job(s_, job_from_trace(tj, shape_, retries, o_.failures.checkpoint_s), now);
+    if (!id) return Error::invalid("trace job " + tj.id + ": " + id.error().message);
+    Tracked& t = tracked_[i];
+    t.id = *id;
+    t.held = held_gpus(shape_, tj.gpus);
+    t.original_s = tj.duration_s;
+    if (record_of_.size() <= id->index()) record_of_.resize(id->index() + 1, -1);
+    record_of_[id->index()] = static_cast<int>(i);
+    ++waiting_;
+    return ok_status();
+  }
+
+  std::optional<Time> next_completion() const {
+    std::optional<Time> t;
+    for (size_t i : running_) {
+      const Job& j = s_.jobs[tracked_[i].id.index()];
+      Time done = j.started_at + (*j.spec.duration_s - j.work_done_s);
+      if (!t || done < *t) t = done;
+    }
+    return t;
+  }
+
+  bool complete_jobs(Time now) {
+    std::vector<std::pair<Time, size_t>> done;
+    for (size_t i : running_) {
+      const Job& j = s_.jobs[tracked_[i].id.index()];
+      if (remaining_work(j, now) == 0) done.emplace_back(j.started_at + (*j.spec.duration_s - j.work_done_s), i);
+    }
+    std::sort(done.begin(), done.end());
+    for (auto [at, i] : done) (void)finish_job(s_, s_.jobs[tracked_[i].id.index()].spec.name, now, true, "finished its work");
+    return !done.empty();
+  }
+
+  bool node_events(Time now, bool work_left) {
+    bool changed = false;
+    while (!node_events_.empty() && node_events_.top().at == now) {
+      NodeEvent e = node_events_.top();
+      node_events_.pop();
+      const NodeSpec& spec = sc_.nodes[e.node];
+      if (e.kind == NodeEvent::Kind::kFail) {
+        if (!work_left) continue;
+        const Node* n = s_.find_node(spec.name);
+        if (!n || n->health != NodeHealth::kSchedulable) continue;  // removed by the cluster file, or already down
+        bool replace = draws_.needs_replacement();
+        (void)fail_node(s_, spec.name, now,
+                        replace ? NodeHealth::kUnschedulablePendingReplacement : NodeHealth::kUnschedulablePendingReboot);
+        ++out_.node_failures;
+        plan(replace ? NodeEvent::Kind::kReplaced : NodeEvent::Kind::kRebooted, e.node,
+             now + (replace ? o_.failures.replace_s : o_.failures.reboot_s));
+      } else {
+        if (!s_.find_node(spec.name)) continue;
+        if (e.kind == NodeEvent::Kind::kRebooted) {
+          (void)set_node_health(s_, spec.name, NodeHealth::kSchedulable, now);
+        } else {
+          // A replacement is a new machine under the old name and labels: the old one leaves, the new one joins.
+          (void)remove_node(s_, spec.name, now);
+          (void)add_node(s_, spec, now);
+        }
+        plan(NodeEvent::Kind::kFail, e.node, now + draws_.time_to_failure());
+      }
+      changed = true;
+    }
+    return changed;
+  }
+
+  // Ends the runs that stopped (finished, preempted, failed) and starts the ones the scheduler admitted.
+  void reconcile(const ScheduleResult& r, Time now) {
+    std::vector<size_t> still;
+    for (size_t i : running_) {
+      Tracked& t = tracked_[i];
+      const Job& j = s_.jobs[t.id.index()];
+      if (j.state == JobState::kRunning && j.started_at == t.run_start) {
+        still.push_back(i);
+        continue;
+      }
+      close_run(i, now);
+    }
+    running_ = std::move(still);
+    for (const auto& d : r.decisions) {
+      if (d.kind != Decision::Kind::kAdmit || d.job.index() >= record_of_.size()) continue;
+      int rec = record_of_[d.job.index()];
+      if (rec < 0) continue;
+      Tracked& t = tracked_[rec];
+      Job& j = s_.jobs[t.id.index()];
+      // Not running at the end of the pass (admitted, then preempted), or already opened by an earlier
+      // admission of this pass (admitted, preempted, admitted again): nothing to open.
+      if (j.state != JobState::kRunning || t.run_start >= 0) continue;
+      if (t.runs == 0) first_placement(rec, j, now);
+      else if (o_.failures.restart_overhead_s > 0) *j.spec.duration_s += o_.failures.restart_overhead_s;
+      ++t.runs;
+      t.run_start = j.started_at;
+      t.run_borrowing = j.borrowing;
+      --waiting_;
+      running_.push_back(rec);
+      busy_ += t.held;
+      team_busy_[j.team.index()] += t.held;
+    }
+  }
+
+  void close_run(size_t i, Time now) {
+    Tracked& t = tracked_[i];
+    const Job& j = s_.jobs[t.id.index()];
+    JobRecord& rec = records_[i];
+    int64_t held = (now - t.run_start) * t.held;
+    rec.total_gpu_seconds_held += held;
+    if (t.run_borrowing) rec.borrowed_gpu_seconds += held;
+    busy_ -= t.held;
+    team_busy_[j.team.index()] -= t.held;
+    t.run_start = -1;
+    if (j.state == JobState::kSucceeded || j.state == JobState::kFailed || j.state == JobState::kCancelled) {
+      t.ended = true;
+      if (j.state == JobState::kSucceeded) rec.end_s = now;
+    } else {
+      ++waiting_;  // back in the queue (or re-admitted this pass, which opens a run and takes it out again)
+    }
+  }
+
+  void first_placement(size_t i, const Job& j, Time now) {
+    JobRecord& rec = records_[i];
+    rec.first_start_s = now;
+    std::set<std::string> domains;
+    auto nodes = j.placement.nodes();
+    for (NodeId n : nodes) domains.insert(domain_of_[s_.nodes[n.index()].name]);
+    rec.multi_node = nodes.size() > 1;
+    rec.domains_used = rec.multi_node ? static_cast<int>(domains.size()) : 0;
+  }
+
+  void sample(Time now) {
+    Sample smp;
+    smp.t = now;
+    smp.busy_gpus = busy_;
+    smp.queued_jobs = waiting_;
+    smp.team_busy_gpus.assign(out_.cluster.teams.size(), 0);
+    for (const auto& [team, busy] : team_busy_) smp.team_busy_gpus[team_index_[team]] = busy;
+    if (!out_.samples.empty() && out_.samples.back().t == now) out_.samples.back() = std::move(smp);
+    else out_.samples.push_back(std::move(smp));
+  }
+
+  Result<ReplayOutcome> finish() {
+    for (size_t i : std::vector<size_t>(running_)) close_run(i, out_.end_s);
+    for (size_t i = 0; i < trace_.jobs.size(); ++i) {
+      JobRecord& rec = records_[i];
+      const TraceJob& tj = trace_.jobs[i];
+      const Tracked& t = tracked_[i];
+      rec.id = tj.id;
+      rec.team = tj.team;
+      rec.gpus = tj.gpus;
+      rec.submit_s = tj.submit_s;
+      if (!t.id.valid()) continue;
+      const Job& j = s_.jobs[t.id.index()];
+      rec.preemptions = j.preemptions;
+      rec.restarts = j.restarts;
+      int64_t kept = j.state == JobState::kSucceeded ? t.original_s : std::min(t.original_s, j.work_done_s);
+      rec.useful_gpu_seconds = std::min(rec.total_gpu_seconds_held, kept * t.held);
+    }
+    out_.jobs = std::move(records_);
+    return std::move(out_);
+  }
+
+  const Scenario& sc_;
+  const Trace& trace_;
+  const ReplayOptions& o_;
+  ClusterState s_;
+  TraceJobShape shape_;
+  FailureDraws draws_;
+  std::priority_queue<NodeEvent, std::vector<NodeEvent>, std::greater<>> node_events_;
+  uint64_t seq_ = 0;
+  std::vector<Tracked> tracked_;
+  std::vector<int> record_of_;  // JobId index -> trace index, -1 for jobs of the cluster file's events
+  std::vector<size_t> running_;  // trace indices of running jobs
+  std::map<std::string, std::string> domain_of_;
+  std::map<uint32_t, size_t> team_index_;
+  std::map<uint32_t, int64_t> team_busy_;
+  int64_t busy_ = 0;
+  int64_t waiting_ = 0;
+  std::vector<JobRecord> records_ = std::vector<JobRecord>(trace_.jobs.size());
+  ReplayOutcome out_;
+};
+
+}  // namespace
+
+Result<ReplayOutcome> run_replay(const Scenario& cluster, const Trace& trace, const ReplayOptions& options) {
+  if (cluster.nodes.empty()) return Error::invalid("the cluster file has no nodes (cluster.nodes)");
+  if (cluster.teams.empty()) return Error::invalid("the cluster file has no teams");
+  auto s = cluster_from_scenario(cluster);
+  if (!s) return s.error();
+  auto shape = trace_job_shape(*s);
+  if (!shape) return shape.error();
+  Replay r(cluster, trace, options, std::move(*s), std::move(*shape));
+  return r.run();
+}
+
+}  // namespace allot::sim

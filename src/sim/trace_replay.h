@@ -1,0 +1,57 @@
+#pragma once
+// `allot sim replay`: a job trace through the scheduling core on a virtual clock, on a cluster described by a
+// scenario file (its nodes, teams and policy; its events, if any, happen too, but its expectations are not
+// checked). Returns the per-job records and the time series from which replay_metrics.h computes the report.
+//
+// Trace jobs become job specs (trace_jobs.h): a job that fits one node is one replica; a larger one is whole-node
+// replicas with a `preferred` request at the lowest labelled network layer. Between events the clock jumps to
+// the next submission, completion, node failure or repair, or scheduler wakeup; the scheduler runs after every
+// instant that changed something.
+//
+// Failure injection (node_failures.h): each node fails after an exponential time with the given mean, is
+// rebooted (back after reboot_s) or replaced (a fresh node of the same name and labels after replace_s), and
+// fails again later. Jobs on a failed node auto-resume from their last checkpoint. Each restart, after a
+// failure or a preemption, costs `restart_overhead_s` of extra run time (loading the checkpoint, warming up),
+// which counts as held but not useful GPU-time.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "sim/replay_metrics.h"
+#include "sim/scenario.h"
+#include "sim/trace.h"
+
+namespace allot::sim {
+
+struct FailureOptions {
+  double mtbf_hours = 0;           // per node; 0: no failures
+  int64_t reboot_s = 600;          // a rebooted node is back after this long
+  int64_t replace_s = 3600;        // a replaced node's successor joins after this long
+  double replace_share = 0.2;      // the share of failures that need a replacement rather than a reboot
+  int64_t checkpoint_s = 3600;     // jobs keep their work up to the last multiple of this (0: all work is kept)
+  int64_t restart_overhead_s = 0;  // extra run time each restart costs
+};
+
+struct ReplayOptions {
+  uint64_t seed = 1;
+  FailureOptions failures;
+  // Locality is measured against this cluster's network tree (the topology-oblivious baseline places on a
+  // cluster without labels, but its placements are judged on the real tree). Empty: the replayed cluster's.
+  std::vector<NodeSpec> locality_nodes;
+  std::vector<std::string> locality_levels;
+};
+
+struct ReplayOutcome {
+  std::vector<JobRecord> jobs;  // in trace order
+  std::vector<Sample> samples;
+  ClusterInfo cluster;
+  int64_t end_s = 0;         // the time of the last event
+  int64_t node_failures = 0;
+  int64_t schedule_calls = 0;
+};
+
+// Errors: a cluster without nodes or teams, a trace job no node type could ever run, invalid cluster entries.
+Result<ReplayOutcome> run_replay(const Scenario& cluster, const Trace& trace, const ReplayOptions& options);
+
+}  // namespace allot::sim
