@@ -1,6 +1,7 @@
 #include "core/preemption.h"
 
 #include <algorithm>
+#include <climits>
 
 namespace allot {
 namespace {
@@ -18,7 +19,29 @@ bool victim_order(const Job& a, const Job& b) {
   return a.arrival > b.arrival;
 }
 
+std::string no_candidates(const Team& team, bool within) {
+  return team.spec.preempt_team_tasks == PreemptTeamTasks::kNever && !within
+             ? "no preemption: team " + team.spec.name + " has preempt_team_tasks: Never and nothing can be reclaimed"
+         : team.spec.preempt_team_tasks == PreemptTeamTasks::kNever
+             ? "no preemption: nothing to reclaim, and team " + team.spec.name + " has preempt_team_tasks: Never"
+             : "no preemption candidates (nothing to reclaim, no lower-priority job in team " + team.spec.name + ")";
+}
+
 }  // namespace
+
+PreemptionHints preemption_hints(const ClusterState& s) {
+  PreemptionHints h;
+  h.above_nominal.assign(s.teams.size(), 0);
+  h.min_running_priority.assign(s.teams.size(), INT_MAX);
+  for (size_t t = 0; t < s.teams.size(); ++t)
+    for (size_t k = 0; k < s.usage[t].size() && k < s.teams[t].nominal.size(); ++k)
+      if (!s.usage[t][k].fits_in(s.teams[t].nominal[k])) h.above_nominal[t] = 1;
+  for (JobId id : s.running_jobs) {
+    const Job& j = s.jobs[id.index()];
+    h.min_running_priority[j.team.index()] = std::min(h.min_running_priority[j.team.index()], j.priority);
+  }
+  return h;
+}
 
 void release_jobs(const ClusterState& s, const std::vector<JobId>& jobs, RoomTable& room, UsageTable& usage) {
   for (JobId id : jobs) {
@@ -30,6 +53,24 @@ void release_jobs(const ClusterState& s, const std::vector<JobId>& jobs, RoomTab
 std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& job, const PreemptionQuery& q,
                                               std::string& why_not) {
   const Team& team = s.teams[job.team.index()];
+  if (q.hints) {
+    bool other_above = false;
+    for (size_t t = 0; t < q.hints->above_nominal.size(); ++t) other_above |= q.hints->above_nominal[t] && t != job.team.index();
+    bool own = team.spec.preempt_team_tasks == PreemptTeamTasks::kLowerPriority &&
+               q.hints->min_running_priority[job.team.index()] < job.priority;
+    if (!(q.allow_reclaim && other_above) && !own) {
+      // Whether it fits within nominal only changes the wording for a team that never preempts its own.
+      bool within = false;
+      for (TypeId type : candidate_types(s, job)) {
+        auto request = job_request(s, job, type, nullptr);
+        bool all = !request.empty();
+        for (const auto& [t, r] : request) all &= (s.usage[job.team.index()][t.index()] + r).fits_in(team.nominal[t.index()]);
+        within |= all;
+      }
+      why_not = no_candidates(team, within);
+      return std::nullopt;
+    }
+  }
   std::string last_reason;
   int protected_count = 0;
   for (TypeId type : candidate_types(s, job)) {
@@ -39,8 +80,9 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
     bool within = true;
     for (const auto& [t, r] : request) within &= (s.usage[job.team.index()][t.index()] + r).fits_in(team.nominal[t.index()]);
     std::vector<const Job*> reclaim, own;
-    for (const Job& v : s.jobs) {
-      if (v.state != JobState::kRunning || v.id == job.id) continue;
+    for (JobId vid : s.running_jobs) {
+      const Job& v = s.jobs[vid.index()];
+      if (v.id == job.id) continue;
       bool relevant = false;
       for (const auto& [t, r] : request) relevant |= holds_type(v, t);
       if (!relevant) continue;
@@ -53,6 +95,11 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
       } else if (team.spec.preempt_team_tasks == PreemptTeamTasks::kLowerPriority && v.priority < job.priority) {
         own.push_back(&v);
       }
+    }
+    // Most waiting jobs have no candidate at all: say so before copying any table.
+    if (reclaim.empty() && own.empty()) {
+      last_reason = no_candidates(team, within);
+      continue;
     }
     std::sort(reclaim.begin(), reclaim.end(), [](const Job* a, const Job* b) { return victim_order(*a, *b); });
     std::sort(own.begin(), own.end(), [](const Job* a, const Job* b) { return victim_order(*a, *b); });
@@ -87,15 +134,7 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
       }
     }
     if (!done) {
-      if (reclaim.empty() && own.empty()) {
-        last_reason = team.spec.preempt_team_tasks == PreemptTeamTasks::kNever && !within
-                          ? "no preemption: team " + team.spec.name + " has preempt_team_tasks: Never and nothing can be reclaimed"
-                      : team.spec.preempt_team_tasks == PreemptTeamTasks::kNever
-                          ? "no preemption: nothing to reclaim, and team " + team.spec.name + " has preempt_team_tasks: Never"
-                          : "no preemption candidates (nothing to reclaim, no lower-priority job in team " + team.spec.name + ")";
-      } else {
-        last_reason = "preempting every candidate would still not make room";
-      }
+      last_reason = "preempting every candidate would still not make room";
       continue;
     }
     // Give back every victim the job does not need, last taken first: the set becomes minimal.

@@ -26,9 +26,18 @@ struct PreemptionPlan {
   std::vector<Victim> victims;
 };
 
+// What a scheduler pass knows of the whole cluster, so that planning for a job with no possible victim stops
+// before it looks at any running job.
+struct PreemptionHints {
+  std::vector<char> above_nominal;         // per team: holds more than its nominal quota of some type
+  std::vector<int> min_running_priority;   // per team: lowest priority among its running jobs (INT_MAX: none)
+};
+PreemptionHints preemption_hints(const ClusterState& s);
+
 struct PreemptionQuery {
   bool allow_reclaim = true;
   Time now = 0;
+  const PreemptionHints* hints = nullptr;  // optional
 };
 
 std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& job, const PreemptionQuery& q,

@@ -57,8 +57,7 @@ class Loop {
   }
 
   void collect_waiting() {
-    for (const Job& j : s_.jobs)
-      if (is_waiting(j.state)) waiting_.push_back(j.id);
+    waiting_.assign(s_.waiting_jobs.begin(), s_.waiting_jobs.end());
     std::sort(waiting_.begin(), waiting_.end(),
               [&](JobId a, JobId b) { return queue_before(s_.jobs[a.index()], s_.jobs[b.index()]); });
   }
@@ -266,6 +265,7 @@ class Loop {
 
   // Phases 2 and 4: admissions that need preemption, in queue order; at most one per step.
   bool preempt_in_order(bool within_nominal) {
+    const PreemptionHints hints = preemption_hints(s_);
     for (JobId id : waiting_) {
       const Job& j = s_.jobs[id.index()];
       if (!is_waiting(j.state) || preempt_tried_[id] || never_[id]) continue;
@@ -279,7 +279,7 @@ class Loop {
       }
       if (nominal != within_nominal) continue;
       std::string why_not;
-      auto plan = plan_preemption(s_, j, PreemptionQuery{.allow_reclaim = true, .now = now_}, why_not);
+      auto plan = plan_preemption(s_, j, PreemptionQuery{.allow_reclaim = true, .now = now_, .hints = &hints}, why_not);
       preempt_tried_[id] = true;
       if (!plan) {
         // Kept apart from why_ because a later phase rewrites why_; the two are joined when the loop ends.
@@ -342,10 +342,10 @@ class Loop {
     bool anyone_waiting = false;
     for (JobId id : waiting_) anyone_waiting |= is_waiting(s_.jobs[id.index()].state);
     if (!anyone_waiting) return t;
-    for (const Job& j : s_.jobs) {
-      if (s_.policy.min_runtime_s > 0 && j.state == JobState::kRunning) consider(j.started_at + s_.policy.min_runtime_s);
-      if (s_.policy.starvation_threshold_s > 0 && is_waiting(j.state)) consider(j.waiting_since + s_.policy.starvation_threshold_s);
-    }
+    if (s_.policy.min_runtime_s > 0)
+      for (JobId id : s_.running_jobs) consider(s_.jobs[id.index()].started_at + s_.policy.min_runtime_s);
+    if (s_.policy.starvation_threshold_s > 0)
+      for (JobId id : s_.waiting_jobs) consider(s_.jobs[id.index()].waiting_since + s_.policy.starvation_threshold_s);
     return t;
   }
 

@@ -184,8 +184,10 @@ Status add_node(ClusterState& s, const NodeSpec& spec, Time now) {
 // Stops every active run that has a replica on `node`; `on_stop` decides what becomes of each job.
 template <typename F>
 static void stop_jobs_on(ClusterState& s, NodeId node, F on_stop) {
-  for (Job& j : s.jobs) {
-    if (j.state != JobState::kRunning) continue;
+  // A copy: stopping a job changes the index.
+  const std::vector<JobId> running(s.running_jobs.begin(), s.running_jobs.end());
+  for (JobId id : running) {
+    Job& j = s.jobs[id.index()];
     bool here = false;
     for (const auto& ps : j.placement.pod_sets)
       for (const auto& r : ps.replicas) here |= r.node == node;
@@ -193,11 +195,22 @@ static void stop_jobs_on(ClusterState& s, NodeId node, F on_stop) {
   }
 }
 
-static void transition(Job& j, JobState to, Time now, std::string reason) {
+static void index_job(ClusterState& s, const Job& j, bool add) {
+  auto& set = j.state == JobState::kRunning ? s.running_jobs : s.waiting_jobs;
+  if (j.state != JobState::kRunning && !is_waiting(j.state)) return;
+  if (add) set.insert(j.id);
+  else set.erase(j.id);
+}
+
+void index_new_job(ClusterState& s, const Job& j) { index_job(s, j, true); }
+
+static void transition(ClusterState& s, Job& j, JobState to, Time now, std::string reason) {
+  index_job(s, j, false);
   j.history.push_back({now, j.state, to, reason});
   j.state = to;
   j.reason = std::move(reason);
   if (is_waiting(to)) j.waiting_since = now;
+  index_job(s, j, true);
 }
 
 static void stop_run(ClusterState& s, Job& j, Time now) {
@@ -212,11 +225,11 @@ static void fail_run(ClusterState& s, Job& j, Time now, const std::string& cause
   stop_run(s, j, now);
   if (j.restarts < j.spec.max_retries) {
     ++j.restarts;
-    transition(j, JobState::kSuspended, now,
+    transition(s, j, JobState::kSuspended, now,
                cause + "; auto-resume restarts it from its last checkpoint (retry " + std::to_string(j.restarts) +
                    " of " + std::to_string(j.spec.max_retries) + ")");
   } else {
-    transition(j, JobState::kFailed, now,
+    transition(s, j, JobState::kFailed, now,
                cause + "; no retries left (max_retries " + std::to_string(j.spec.max_retries) + ")");
   }
 }
@@ -227,7 +240,7 @@ Status remove_node(ClusterState& s, std::string_view name, Time now) {
   NodeId id = n->id;
   stop_jobs_on(s, id, [&](Job& j) {
     stop_run(s, j, now);
-    transition(j, JobState::kSuspended, now,
+    transition(s, j, JobState::kSuspended, now,
                "node " + std::string(name) + " left the cluster; the job waits to resume from its last checkpoint");
   });
   s.nodes[id.index()].removed = true;
@@ -274,7 +287,7 @@ Status cancel_job(ClusterState& s, std::string_view name, Time now) {
   if (!is_active(j.state))
     return Error::precondition("job " + j.spec.name + " already ended (" + job_state_name(j.state) + ")");
   if (j.state == JobState::kRunning) stop_run(s, j, now);
-  transition(j, JobState::kCancelled, now, "cancelled by request");
+  transition(s, j, JobState::kCancelled, now, "cancelled by request");
   return ok_status();
 }
 
@@ -286,7 +299,7 @@ Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeed
     return Error::precondition("job " + j.spec.name + " is not running (" + job_state_name(j.state) + ")");
   if (succeeded) {
     stop_run(s, j, now);
-    transition(j, JobState::kSucceeded, now, reason.empty() ? "finished" : reason);
+    transition(s, j, JobState::kSucceeded, now, reason.empty() ? "finished" : reason);
   } else {
     fail_run(s, j, now, reason.empty() ? "the job failed" : reason);
   }
@@ -303,7 +316,7 @@ Status admit_job(ClusterState& s, JobId id, const Placement& placement, bool bor
   j.placement = placement;
   j.borrowing = borrowing;
   j.started_at = now;
-  transition(j, JobState::kRunning, now, std::move(reason));
+  transition(s, j, JobState::kRunning, now, std::move(reason));
   return ok_status();
 }
 
@@ -313,7 +326,7 @@ Status preempt_job(ClusterState& s, JobId id, Time now, std::string reason) {
   if (j.state != JobState::kRunning) return Error::precondition("job " + j.spec.name + " is not running");
   stop_run(s, j, now);
   ++j.preemptions;
-  transition(j, JobState::kSuspended, now, std::move(reason));
+  transition(s, j, JobState::kSuspended, now, std::move(reason));
   return ok_status();
 }
 

@@ -2,6 +2,7 @@
 // ClusterState: everything the scheduler knows at one moment, and the operations that change it. Every
 // change goes through these functions, which keep the accounting (node room, team usage) right; the store
 // journals the same operations, and the simulator and the server drive the same functions.
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -42,6 +43,9 @@ struct ClusterState {
   uint64_t next_arrival = 0;
   uint64_t shape_version = 0;  // bumped when nodes join or leave; caches of "never fits" key on it
   std::vector<Resources> capacity;  // per instance type: all nodes in the cluster, any health
+  // The jobs that are running, and those waiting (Pending or Suspended), kept by every change of a job's
+  // state, so the scheduler's passes cost the active jobs rather than every job ever submitted.
+  std::set<JobId> running_jobs, waiting_jobs;
 
   ClusterState();
   explicit ClusterState(Catalog c, std::vector<std::string> topology_levels = {});
@@ -93,6 +97,9 @@ int64_t kept_work(const Job& job, Time now);
 int64_t remaining_work(const Job& job, Time now);
 // Room on one node for a placement, as the live state has it.
 RoomTable room_from_state(const ClusterState& s);
+
+// Adds a newly submitted job to the state indexes (submit_job does; nothing else should need it).
+void index_new_job(ClusterState& s, const Job& j);
 
 // Charges or releases a placement's resources against a room table and a usage table (the live ones, or a
 // scratch copy in a trial).

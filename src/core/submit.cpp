@@ -115,6 +115,7 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
   j.history.push_back({now, JobState::kPending, JobState::kPending, "submitted"});
   s.job_by_name[spec.name] = j.id;
   s.jobs.push_back(std::move(j));
+  index_new_job(s, s.jobs.back());
   return s.jobs.back().id;
 }
 
