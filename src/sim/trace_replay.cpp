@@ -123,7 +123,8 @@ class Replay {
 
   Status submit(size_t i, Time now) {
     const TraceJob& tj = trace_.jobs[i];
-    int retries = o_.failures.mtbf_hours > 0 ? 1000000 : 0;
+    // Auto-resume as often as the core allows (1000 retries), so a failure never ends a trace job for good.
+    int retries = o_.failures.mtbf_hours > 0 ? 1000 : 0;
     auto id = submit_job(s_, job_from_trace(tj, shape_, retries, o_.failures.checkpoint_s), now);
     if (!id) return Error::invalid("trace job " + tj.id + ": " + id.error().message);
     Tracked& t = tracked_[i];

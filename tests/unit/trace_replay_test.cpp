@@ -1,0 +1,250 @@
+// The trace replay driver end to end: tiny traces whose outcome is worked out by hand, the mapping of trace
+// jobs to job specs, determinism for a seed, failure injection with auto-resume, and what each baseline
+// takes away.
+#include "sim/trace_replay.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/replay_baselines.h"
+#include "sim/scenario_run.h"
+#include "sim/trace_jobs.h"
+#include "sim/trace_teams.h"
+
+namespace allot::sim {
+namespace {
+
+Scenario cluster(const std::string& yaml) {
+  auto sc = parse_scenario(yaml, "cluster.yaml");
+  EXPECT_TRUE(sc.ok()) << (sc.ok() ? "" : sc.error().message);
+  return sc.ok() ? *sc : Scenario{};
+}
+
+Trace trace(const std::string& csv) {
+  auto t = parse_trace(csv, TraceFormat::kAllot, "trace.csv");
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+  return t.ok() ? *t : Trace{};
+}
+
+ReplayMetrics replay(const Scenario& sc, const Trace& tr, ReplayOptions o = {}) {
+  auto out = run_replay(sc, tr, o);
+  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
+  if (!out.ok()) return {};
+  return compute_metrics(out->jobs, out->cluster, out->samples);
+}
+
+const char* kOneNode = R"(
+cluster:
+  nodes: [{name: p-1, instance_type: ml.p4d.24xlarge}]
+teams:
+  - name: ml
+    allocation: [{instance_type: ml.p4d.24xlarge, instances: 1}]
+)";
+
+// One 8-GPU node, one team, fcfs:
+//   j1  8 GPUs  submit 0   runs 0..100
+//   j2  8 GPUs  submit 0   waits for j1, runs 100..150
+//   j3  4 GPUs  submit 10  behind j2 in the queue and no room before 150: runs 150..170
+// Queueing 0, 100, 140 (avg 80); JCT 100, 150, 160 (avg 136.67); makespan 170;
+// utilisation (8x100 + 8x50 + 4x20) / (8 x 170) = 1280 / 1360 = 0.941176.
+TEST(TraceReplay, TinyTraceByHand) {
+  auto m = replay(cluster(kOneNode), trace("id,submit_s,duration_s,gpus,team\n"
+                                           "j1,0,100,8,ml\nj2,0,50,8,ml\nj3,10,20,4,ml\n"));
+  EXPECT_EQ(m.all.jobs, 3);
+  EXPECT_EQ(m.finished_jobs, 3);
+  EXPECT_EQ(m.makespan_s, 170);
+  EXPECT_DOUBLE_EQ(m.all.queue.avg_s, 80.0);
+  EXPECT_EQ(m.all.queue.p99_s, 140);
+  EXPECT_NEAR(m.all.jct.avg_s, 410.0 / 3.0, 1e-9);
+  EXPECT_NEAR(m.utilization, 1280.0 / 1360.0, 1e-9);
+  EXPECT_EQ(m.all.preemptions, 0);
+  EXPECT_DOUBLE_EQ(m.goodput, 1.0);
+}
+
+TEST(TraceReplay, TraceJobsBecomeReplicasOrWholeNodes) {
+  auto sc = cluster(R"(
+cluster:
+  nodes:
+    - {name: "p-[1-4]", instance_type: ml.p4d.24xlarge, labels: {network-node-layer-3: nn-a}}
+    - {name: "g-[1-4]", instance_type: ml.g5.12xlarge, labels: {network-node-layer-3: nn-b}}
+teams:
+  - name: ml
+    allocation: [{instance_type: ml.p4d.24xlarge, instances: 4}]
+)");
+  auto s = cluster_from_scenario(sc);
+  ASSERT_TRUE(s.ok());
+  auto shape = trace_job_shape(*s);
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  EXPECT_EQ(shape->instance_type, "ml.p4d.24xlarge") << "the type with the most accelerators per node";
+  EXPECT_EQ(shape->accelerators_per_node, 8);
+  EXPECT_EQ(shape->preferred_level, "topology.k8s.aws/network-node-layer-3");
+
+  JobSpec small = job_from_trace(TraceJob{"s", 0, 60, 4, "ml"}, *shape, 0, 0);
+  ASSERT_EQ(small.pod_sets.size(), 1u);
+  EXPECT_EQ(small.pod_sets[0].replicas, 1);
+  EXPECT_EQ(small.pod_sets[0].per_replica.accelerators, 4);
+  EXPECT_FALSE(small.pod_sets[0].per_replica.whole_node);
+  EXPECT_TRUE(small.pod_sets[0].topology.empty());
+  EXPECT_EQ(held_gpus(*shape, 4), 4);
+
+  JobSpec big = job_from_trace(TraceJob{"b", 0, 60, 12, "ml"}, *shape, 3, 600);
+  EXPECT_EQ(big.pod_sets[0].replicas, 2) << "12 GPUs on 8-GPU nodes: two whole nodes";
+  EXPECT_TRUE(big.pod_sets[0].per_replica.whole_node);
+  EXPECT_EQ(big.pod_sets[0].topology.preferred, "topology.k8s.aws/network-node-layer-3");
+  EXPECT_EQ(big.max_retries, 3);
+  EXPECT_EQ(big.checkpoint_interval_s, 600);
+  EXPECT_EQ(held_gpus(*shape, 12), 16);
+}
+
+TEST(TraceReplay, JobsWithoutAClusterTeamAreRejected) {
+  auto out = run_replay(cluster(kOneNode), trace("id,submit_s,duration_s,gpus,team\nj1,0,10,1,nobody\n"), {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message.find("nobody"), std::string::npos) << out.error().message;
+}
+
+const char* kTwoTeams = R"(
+cluster:
+  nodes:
+    - {name: "p-[1-4]", instance_type: ml.p4d.24xlarge, labels: {network-node-layer-3: nn-a}}
+    - {name: "p-[5-8]", instance_type: ml.p4d.24xlarge, labels: {network-node-layer-3: nn-b}}
+teams:
+  - name: a
+    allocation: [{instance_type: ml.p4d.24xlarge, instances: 4}]
+    sharing: {strategy: LendAndBorrow, borrow_limit: 100}
+  - name: b
+    allocation: [{instance_type: ml.p4d.24xlarge, instances: 4}]
+    sharing: {strategy: LendAndBorrow, borrow_limit: 100}
+)";
+
+// A seeded synthetic trace: sizes 1..32 GPUs, durations up to two hours, teams dealt at random.
+Trace synthetic(uint64_t seed, int jobs) {
+  std::mt19937_64 rng(seed);
+  std::string csv = "id,submit_s,duration_s,gpus\n";
+  const int sizes[] = {1, 2, 4, 8, 8, 16, 32};
+  int64_t t = 0;
+  for (int i = 0; i < jobs; ++i) {
+    t += static_cast<int64_t>(bounded_draw(rng, 600));
+    csv += "j" + std::to_string(i) + "," + std::to_string(t) + "," + std::to_string(60 + bounded_draw(rng, 7200)) + "," +
+           std::to_string(sizes[bounded_draw(rng, 7)]) + "\n";
+  }
+  Trace tr = trace(csv);
+  TeamAssignment as;
+  as.rule = TeamRule::kRandom;
+  as.teams = {{"a", 1}, {"b", 1}};
+  as.seed = seed;
+  EXPECT_TRUE(assign_teams(tr, as).ok());
+  return tr;
+}
+
+TEST(TraceReplay, DeterministicForASeed) {
+  Scenario sc = cluster(kTwoTeams);
+  ReplayOptions o;
+  o.seed = 7;
+  o.failures.mtbf_hours = 24;
+  o.failures.checkpoint_s = 900;
+  auto run = [&](uint64_t seed) {
+    ReplayOptions x = o;
+    x.seed = seed;
+    return to_json(replay(sc, synthetic(seed, 300), x)).dump();
+  };
+  EXPECT_EQ(run(7), run(7));
+  EXPECT_NE(run(7), run(8));
+}
+
+TEST(TraceReplay, FailuresLowerGoodputAndJobsStillFinish) {
+  Scenario sc = cluster(kTwoTeams);
+  Trace tr = synthetic(3, 300);
+  ReplayOptions keep_all;
+  keep_all.failures.checkpoint_s = 0;  // preempted jobs keep all their work
+  ReplayMetrics calm = replay(sc, tr, keep_all);
+  ReplayOptions o;
+  o.seed = 3;
+  o.failures.mtbf_hours = 12;  // per node: with 8 nodes, a failure every 1.5 h on average
+  o.failures.checkpoint_s = 1800;
+  o.failures.restart_overhead_s = 120;
+  auto out = run_replay(sc, tr, o);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  ReplayMetrics stormy = compute_metrics(out->jobs, out->cluster, out->samples);
+  EXPECT_GT(out->node_failures, 0);
+  EXPECT_GT(stormy.restarts, 0);
+  EXPECT_DOUBLE_EQ(calm.goodput, 1.0) << "without failures, and with every moment kept, no work is lost";
+  EXPECT_LT(stormy.goodput, 1.0);
+  EXPECT_GT(stormy.goodput, 0.5);
+  EXPECT_EQ(stormy.finished_jobs, 300) << "auto-resume brings every job to its end";
+  EXPECT_GE(stormy.all.jct.avg_s, calm.all.jct.avg_s);
+}
+
+TEST(TraceReplay, StaticQuotaNeverBorrows) {
+  Scenario sc = cluster(kTwoTeams);
+  // Team a alone is busy: with lending it borrows b's idle nodes; with static quotas it may not.
+  Trace tr = trace("id,submit_s,duration_s,gpus,team\n"
+                   "a1,0,1000,32,a\na2,0,1000,24,a\na3,0,1000,8,a\n");
+  ReplayMetrics shared = replay(sc, tr);
+  Scenario st = sc;
+  ReplayOptions o;
+  apply_baseline(Baseline::kStaticQuota, st, o, 1);
+  ReplayMetrics fixed = replay(st, tr, o);
+  EXPECT_GT(shared.all.borrowed_gpu_hours, 0);
+  EXPECT_EQ(fixed.all.borrowed_gpu_hours, 0);
+  EXPECT_EQ(shared.makespan_s, 1000) << "all three run at once on borrowed nodes";
+  EXPECT_EQ(fixed.makespan_s, 2000) << "a1 alone fills team a's 32 GPUs; a2 and a3 follow it";
+}
+
+TEST(TraceReplay, FifoBlocksBehindTheHeadAndNeverPreempts) {
+  Scenario sc = cluster(kTwoTeams);
+  // big needs all 8 nodes and waits for first; under allot the small job behind it runs at once on the free
+  // nodes; under strict FIFO it waits behind big.
+  Trace tr = trace("id,submit_s,duration_s,gpus,team\n"
+                   "first,0,100,8,a\nbig,1,100,64,a\nsmall,2,10,8,b\n");
+  ReplayMetrics allot = replay(sc, tr);
+  Scenario fs = sc;
+  ReplayOptions o;
+  apply_baseline(Baseline::kFifo, fs, o, 1);
+  auto out = run_replay(fs, tr, o);
+  ASSERT_TRUE(out.ok());
+  ReplayMetrics fifo = compute_metrics(out->jobs, out->cluster, out->samples);
+  EXPECT_EQ(fifo.all.preemptions, 0);
+  EXPECT_EQ(out->jobs[2].first_start_s, 200) << "small waits for big (100..200)";
+  EXPECT_LT(allot.all.queue.avg_s, fifo.all.queue.avg_s);
+}
+
+TEST(TraceReplay, TopologyObliviousPlacementLosesLocality) {
+  Scenario sc = cluster(R"(
+cluster:
+  nodes:
+    - {name: "p-[1-4]", instance_type: ml.p4d.24xlarge, labels: {network-node-layer-3: nn-a}}
+    - {name: "p-[5-8]", instance_type: ml.p4d.24xlarge, labels: {network-node-layer-3: nn-b}}
+    - {name: "p-[9-12]", instance_type: ml.p4d.24xlarge, labels: {network-node-layer-3: nn-c}}
+    - {name: "p-[13-16]", instance_type: ml.p4d.24xlarge, labels: {network-node-layer-3: nn-d}}
+teams:
+  - name: ml
+    allocation: [{instance_type: ml.p4d.24xlarge, instances: 16}]
+)");
+  // Eight 2-node jobs that all run at once: each fits one layer-3 domain.
+  std::string csv = "id,submit_s,duration_s,gpus,team\n";
+  for (int i = 0; i < 8; ++i) csv += "j" + std::to_string(i) + "," + std::to_string(i) + ",1000,16,ml\n";
+  Trace tr = trace(csv);
+  ReplayMetrics aware = replay(sc, tr);
+  Scenario ob = sc;
+  ReplayOptions o;
+  apply_baseline(Baseline::kTopologyOblivious, ob, o, 5);
+  ReplayMetrics oblivious = replay(ob, tr, o);
+  EXPECT_EQ(aware.multi_node_jobs, 8);
+  EXPECT_DOUBLE_EQ(aware.locality_one_domain_share, 1.0);
+  EXPECT_DOUBLE_EQ(aware.avg_domains_per_job, 1.0);
+  EXPECT_EQ(oblivious.multi_node_jobs, 8);
+  EXPECT_LT(oblivious.locality_one_domain_share, 1.0) << "node order no longer follows the network";
+  EXPECT_GT(oblivious.avg_domains_per_job, 1.0);
+}
+
+TEST(TraceReplay, BaselineNamesAreChecked) {
+  EXPECT_TRUE(parse_baselines({"fifo", "static-quota"}).ok());
+  EXPECT_EQ(parse_baselines({"all"})->size(), 3u);
+  auto bad = parse_baselines({"lifo"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("static-quota, fifo, topology-oblivious"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace allot::sim
