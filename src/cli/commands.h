@@ -12,6 +12,7 @@ struct Context {
 
 void add_sim_commands(CLI::App& app, Context& ctx);       // sim run | replay | bench
 void add_replay_command(CLI::App& sim, Context& ctx);     // sim replay (called by add_sim_commands)
+void add_bench_command(CLI::App& sim, Context& ctx);      // sim bench (called by add_sim_commands)
 void add_topology_commands(CLI::App& app, Context& ctx);  // topology import | slurm-conf | mermaid
 void add_demo_command(CLI::App& app, Context& ctx);       // demo
 void add_server_command(CLI::App& app, Context& ctx);     // server

@@ -58,6 +58,7 @@ void add_sim_commands(CLI::App& app, Context& ctx) {
   run->add_flag("-v,--verbose", args->verbose, "Print what happened, step by step");
   run->callback([args, &ctx] { ctx.exit_code = sim_run(*args); });
   add_replay_command(*sim, ctx);
+  add_bench_command(*sim, ctx);
 }
 
 }  // namespace allot::cli
