@@ -1,6 +1,7 @@
 #include "core/admission.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace allot {
 
@@ -39,8 +40,33 @@ std::vector<std::pair<TypeId, Resources>> job_request(const ClusterState& s, con
   return out;
 }
 
+FreeAccelerators free_accelerators(const ClusterState& s, const RoomTable& room) {
+  FreeAccelerators free(s.catalog.size(), 0);
+  for (const Node& n : s.nodes)
+    if (room[n.id.index()].usable) free[n.type.index()] += std::popcount(room[n.id.index()].accelerators_free);
+  return free;
+}
+
+namespace {
+
+// Whether the job can never be placed on `type`, even on the empty cluster; cached on the job (model.h).
+bool never_fits(const ClusterState& s, const Job& job, TypeId type, const RoomTable& pristine, std::string& reason) {
+  if (job.fit_shape != s.shape_version || job.fit_type != type) {
+    PlacementOutcome p = place_job(s, pristine, job, type, nullptr);
+    job.fit_shape = s.shape_version;
+    job.fit_type = type;
+    job.fit_never = !p.ok;
+    job.fit_never_reason = p.ok ? "" : "never fits: " + p.reason + "; the cluster does not have that capacity";
+  }
+  if (job.fit_never) reason = job.fit_never_reason;
+  return job.fit_never;
+}
+
+}  // namespace
+
 AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,
-                           BorrowMode mode, const RoomTable* pristine, const std::vector<TypeId>* only_types) {
+                           BorrowMode mode, const RoomTable* pristine, const std::vector<TypeId>* only_types,
+                           const FreeAccelerators* free) {
   AdmissionAttempt best;
   best.never = true;
   std::string quota_reason, placement_reason;
@@ -70,12 +96,10 @@ AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const U
       if (quota_reason.empty()) quota_reason = qreason;
       // A job the cluster as built can never hold says so, rather than naming the quota it also lacks: no
       // amount of waiting for quota would run it.
-      if (pristine && !never) {
-        PlacementOutcome p = place_job(s, *pristine, job, type, nullptr);
-        if (!p.ok) {
-          never = true;
-          if (placement_reason.empty()) placement_reason = "never fits: " + p.reason + "; the cluster does not have that capacity";
-        }
+      std::string never_reason;
+      if (pristine && !never && never_fits(s, job, type, *pristine, never_reason)) {
+        never = true;
+        if (placement_reason.empty()) placement_reason = never_reason;
       }
       // A type is hopeless only if quota or capacity can never hold the job there; one hopeful type is enough.
       if (!never) best.never = false;
@@ -87,8 +111,21 @@ AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const U
       continue;
     }
     best.quota_ok = true;
-    PlacementOutcome p = place_job(s, room, job, type, pristine);
+    PlacementOutcome p;
+    std::string short_of;
+    if (free)
+      for (const auto& [t, r] : request)
+        if (r.accelerators > (*free)[t.index()] && short_of.empty())
+          short_of = "capacity: needs " + std::to_string(r.accelerators) + " accelerators of " + s.catalog.at(t).name +
+                     ", " + std::to_string((*free)[t.index()]) + " are free now";
+    if (short_of.empty()) p = place_job(s, room, job, type, nullptr);
     if (!p.ok) {
+      p.reason = short_of.empty() ? p.reason : short_of;
+      std::string never_reason;
+      if (pristine && never_fits(s, job, type, *pristine, never_reason)) {
+        p.never = true;
+        p.reason = never_reason;
+      }
       if (placement_reason.empty() || (!p.never && placement_reason.starts_with("never"))) placement_reason = p.reason;
       if (!p.never) best.never = false;
       continue;

@@ -29,7 +29,15 @@ std::vector<TypeId> candidate_types(const ClusterState& s, const Job& job);
 // Quota need of the job per type if its untyped pod sets went to `type`; empty when `type` cannot serve it.
 std::vector<std::pair<TypeId, Resources>> job_request(const ClusterState& s, const Job& job, TypeId type, std::string* why);
 
+// Free accelerators per instance type (TypeId index) on schedulable nodes: an upper bound of what placement
+// can find, so a job that asks for more is turned away without a scan of the nodes.
+using FreeAccelerators = std::vector<int64_t>;
+FreeAccelerators free_accelerators(const ClusterState& s, const RoomTable& room);
+
+// `pristine` (the empty cluster, placement.h) enables "never fits" answers; `free`, when given, must describe
+// `room` and enables the quick rejection.
 AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,
-                           BorrowMode mode, const RoomTable* pristine, const std::vector<TypeId>* only_types = nullptr);
+                           BorrowMode mode, const RoomTable* pristine, const std::vector<TypeId>* only_types = nullptr,
+                           const FreeAccelerators* free = nullptr);
 
 }  // namespace allot

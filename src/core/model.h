@@ -110,6 +110,14 @@ struct Job {
   int preemptions = 0;
   int restarts = 0;        // restarts after failures (node or process)
   std::vector<Transition> history;
+
+  // A cache, not state: whether the job could ever be placed on the cluster as built (every node empty and
+  // healthy) on type `fit_type`, valid while `fit_shape` equals the state's shape_version. Placement on an
+  // empty cluster costs a scan of every node, and a blocked job is asked again at every scheduler pass.
+  mutable uint64_t fit_shape = UINT64_MAX;
+  mutable TypeId fit_type;
+  mutable bool fit_never = false;
+  mutable std::string fit_never_reason;
 };
 
 // One admission or preemption the scheduler decided, with the rule that applied.

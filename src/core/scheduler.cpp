@@ -18,6 +18,7 @@ class Loop {
 
   ScheduleResult run() {
     collect_waiting();
+    free_ = free_accelerators(s_, s_.room);
     // Each step admits one job or ends the loop, and a job is preempted only by one that outranks it or
     // reclaims quota, so the loop ends; the bound only guards against a bug.
     const size_t bound = 8 * s_.jobs.size() + 64;
@@ -124,6 +125,8 @@ class Loop {
     // The reason names the borrowed amount after admission, so apply first and describe after.
     auto st = admit_job(s_, j.id, a.placement, a.borrowing, now_, "");
     (void)st;  // the job is waiting (checked by callers) and the placement came from the same state
+    for (const auto& ps : a.placement.pod_sets)
+      for (const auto& r : ps.replicas) free_[ps.type.index()] -= static_cast<int64_t>(r.accelerators.size());
     d.reason = admit_reason(j, a, extra);
     Job& mj = s_.jobs[j.id.index()];
     mj.reason = d.reason;
@@ -138,7 +141,7 @@ class Loop {
     for (JobId id : waiting_) {
       const Job& j = s_.jobs[id.index()];
       if (!is_waiting(j.state) || blocked_[id]) continue;
-      AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, mode, &pristine_);
+      AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, mode, &pristine_, nullptr, &free_);
       if (a.never) never_[id] = true;
       if (a.ok) {
         if (auto r = reserved_by(a, j)) {
@@ -173,7 +176,7 @@ class Loop {
         why_[id] = "waiting: strict FIFO, behind job " + head->spec.name;
         continue;
       }
-      AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, BorrowMode::kAllowBorrowing, &pristine_);
+      AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, BorrowMode::kAllowBorrowing, &pristine_, nullptr, &free_);
       if (a.ok) {
         admit(j, a, "");
         continue;
@@ -200,7 +203,7 @@ class Loop {
         size_t& p = pos[team];
         while (p < q.size()) {
           const Job& j = s_.jobs[q[p].index()];
-          AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, BorrowMode::kAllowBorrowing, &pristine_);
+          AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, BorrowMode::kAllowBorrowing, &pristine_, nullptr, &free_);
           if (a.never) never_[q[p]] = true;
           if (a.ok && !reserved_by(a, j)) {
             heads.emplace_back(team, std::move(a));
@@ -327,6 +330,7 @@ class Loop {
                   [&](JobId a, JobId b) { return queue_before(s_.jobs[a.index()], s_.jobs[b.index()]); });
       }
     }
+    free_ = free_accelerators(s_, s_.room);  // the victims' accelerators are free again
     admit(j, plan.admission, "; after preempting " + names);
     // Room was released: every earlier "does not fit" may have changed.
     blocked_.clear();
@@ -352,6 +356,7 @@ class Loop {
   ClusterState& s_;
   Time now_;
   RoomTable pristine_;
+  FreeAccelerators free_;  // of s_.room, kept by admit() and execute()
   std::vector<JobId> waiting_;
   std::map<JobId, bool> blocked_, borrow_blocked_, preempt_tried_, never_;
   std::map<JobId, std::string> why_, preempt_why_;
