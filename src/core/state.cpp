@@ -148,7 +148,8 @@ static void refresh_usable(ClusterState& s, NodeId id) {
   s.room[id.index()].usable = s.nodes[id.index()].schedulable();
 }
 
-Status add_node(ClusterState& s, const NodeSpec& spec, Time now) {
+// Appends one node without rebuilding the tree (callers do, once per batch).
+static Status append_node(ClusterState& s, const NodeSpec& spec) {
   if (spec.name.empty()) return Error::invalid("a node needs a name");
   if (s.find_node(spec.name)) return Error::exists("node " + spec.name + " is already in the cluster");
   auto type = s.catalog.lookup(spec.instance_type);
@@ -176,6 +177,25 @@ Status add_node(ClusterState& s, const NodeSpec& spec, Time now) {
   s.node_by_name[n.name] = n.id;
   s.nodes.push_back(std::move(n));
   s.room.push_back(r);
+  return ok_status();
+}
+
+Status add_node(ClusterState& s, const NodeSpec& spec, Time now) { return add_nodes(s, {spec}, now); }
+
+Status add_nodes(ClusterState& s, const std::vector<NodeSpec>& specs, Time now) {
+  const size_t before = s.nodes.size();
+  for (const NodeSpec& spec : specs) {
+    if (auto st = append_node(s, spec); !st) {
+      // All or nothing: take back the nodes this call appended.
+      while (s.nodes.size() > before) {
+        auto it = s.node_by_name.find(s.nodes.back().name);
+        if (it != s.node_by_name.end() && it->second == s.nodes.back().id) s.node_by_name.erase(it);
+        s.nodes.pop_back();
+        s.room.pop_back();
+      }
+      return st;
+    }
+  }
   rebuild_tree(s);
   (void)now;
   return ok_status();

@@ -71,6 +71,8 @@ Result<TypeId> add_instance_type(ClusterState& s, InstanceType type);
 
 // --- Nodes ---------------------------------------------------------------------------------------------------
 Status add_node(ClusterState& s, const NodeSpec& spec, Time now);
+// Adds several nodes at once (the topology tree is rebuilt once); all or nothing.
+Status add_nodes(ClusterState& s, const std::vector<NodeSpec>& specs, Time now);
 // The node leaves; its jobs are suspended (they keep their checkpointed work and their place in the queue).
 Status remove_node(ClusterState& s, std::string_view name, Time now);
 // A node that fails becomes UnschedulablePendingReplacement (or ...PendingReboot); the jobs that ran on it

@@ -73,7 +73,7 @@ ScaleModel make_scale_model(const ScaleConfig& c) {
 ClusterState scale_state(const ScaleModel& m) {
   ClusterState s;
   (void)set_policy(s, m.policy);
-  for (const auto& n : m.nodes) (void)add_node(s, n, 0);
+  (void)add_nodes(s, m.nodes, 0);
   for (const auto& t : m.teams) (void)upsert_team(s, t);
   return s;
 }

@@ -86,8 +86,7 @@ Result<ClusterState> cluster_from_scenario(const Scenario& sc) {
   }
   ClusterState s(std::move(catalog), sc.topology_levels);
   if (auto st = set_policy(s, sc.policy); !st) return Error::invalid("policy: " + st.error().message);
-  for (const auto& n : sc.nodes)
-    if (auto st = add_node(s, n, 0); !st) return Error::invalid("cluster.nodes: " + st.error().message);
+  if (auto st = add_nodes(s, sc.nodes, 0); !st) return Error::invalid("cluster.nodes: " + st.error().message);
   for (const auto& t : sc.teams)
     if (auto st = upsert_team(s, t); !st) return Error::invalid("teams: " + st.error().message);
   return s;

@@ -111,7 +111,7 @@ class Replay {
   void locality_map() {
     const std::vector<NodeSpec>& specs = o_.locality_nodes.empty() ? sc_.nodes : o_.locality_nodes;
     ClusterState ref(s_.catalog, o_.locality_nodes.empty() ? sc_.topology_levels : o_.locality_levels);
-    for (const auto& n : specs) (void)add_node(ref, n, 0);
+    (void)add_nodes(ref, specs, 0);
     int level = ref.tree.lowest_labelled_level;
     for (const Node& n : ref.nodes) {
       int d = level >= 0 ? ref.tree.ancestor(n.id, level) : -1;
