@@ -36,10 +36,13 @@ PreemptionHints preemption_hints(const ClusterState& s) {
   for (size_t t = 0; t < s.teams.size(); ++t)
     for (size_t k = 0; k < s.usage[t].size() && k < s.teams[t].nominal.size(); ++k)
       if (!s.usage[t][k].fits_in(s.teams[t].nominal[k])) h.above_nominal[t] = 1;
+  h.running_by_team.resize(s.teams.size());
   for (JobId id : s.running_jobs) {
     const Job& j = s.jobs[id.index()];
     h.min_running_priority[j.team.index()] = std::min(h.min_running_priority[j.team.index()], j.priority);
+    h.running_by_team[j.team.index()].push_back(id);
   }
+  h.free = free_accelerators(s, s.room);
   return h;
 }
 
@@ -80,7 +83,16 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
     bool within = true;
     for (const auto& [t, r] : request) within &= (s.usage[job.team.index()][t.index()] + r).fits_in(team.nominal[t.index()]);
     std::vector<const Job*> reclaim, own;
-    for (JobId vid : s.running_jobs) {
+    // With hints, only the teams that can give up jobs are visited: this team, and teams above quota.
+    std::vector<JobId> scan;
+    if (q.hints) {
+      for (size_t t = 0; t < s.teams.size(); ++t)
+        if (t == job.team.index() || (q.hints->above_nominal[t] && within && q.allow_reclaim))
+          scan.insert(scan.end(), q.hints->running_by_team[t].begin(), q.hints->running_by_team[t].end());
+    } else {
+      scan.assign(s.running_jobs.begin(), s.running_jobs.end());
+    }
+    for (JobId vid : scan) {
       const Job& v = s.jobs[vid.index()];
       if (v.id == job.id) continue;
       bool relevant = false;
@@ -100,6 +112,23 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
     if (reclaim.empty() && own.empty()) {
       last_reason = no_candidates(team, within);
       continue;
+    }
+    // Nor can trials help when the free accelerators and every candidate's together are fewer than needed.
+    if (q.hints) {
+      bool enough = true;
+      for (const auto& [t, r] : request) {
+        int64_t bound = q.hints->free[t.index()];
+        for (const auto* list : {&reclaim, &own})
+          for (const Job* v : *list)
+            for (const auto& ps : v->placement.pod_sets)
+              if (ps.type == t)
+                for (const auto& rep : ps.replicas) bound += static_cast<int64_t>(rep.accelerators.size());
+        enough &= r.accelerators <= bound;
+      }
+      if (!enough) {
+        last_reason = "preempting every candidate would still not make room";
+        continue;
+      }
     }
     std::sort(reclaim.begin(), reclaim.end(), [](const Job* a, const Job* b) { return victim_order(*a, *b); });
     std::sort(own.begin(), own.end(), [](const Job* a, const Job* b) { return victim_order(*a, *b); });

@@ -31,6 +31,8 @@ struct PreemptionPlan {
 struct PreemptionHints {
   std::vector<char> above_nominal;         // per team: holds more than its nominal quota of some type
   std::vector<int> min_running_priority;   // per team: lowest priority among its running jobs (INT_MAX: none)
+  std::vector<std::vector<JobId>> running_by_team;
+  FreeAccelerators free;                   // of the state's room
 };
 PreemptionHints preemption_hints(const ClusterState& s);
 

@@ -358,7 +358,16 @@ class Loop {
   RoomTable pristine_;
   FreeAccelerators free_;  // of s_.room, kept by admit() and execute()
   std::vector<JobId> waiting_;
-  std::map<JobId, bool> blocked_, borrow_blocked_, preempt_tried_, never_;
+  // Per-job flags of this pass, indexed by JobId (a map here costs a tree walk per job per phase).
+  struct Flags {
+    std::vector<char> v;
+    char& operator[](JobId id) {
+      if (id.index() >= v.size()) v.resize(id.index() + 1, 0);
+      return v[id.index()];
+    }
+    void clear() { std::fill(v.begin(), v.end(), 0); }
+  };
+  Flags blocked_, borrow_blocked_, preempt_tried_, never_;
   std::map<JobId, std::string> why_, preempt_why_;
   std::map<TypeId, JobId> reserved_;
   ScheduleResult result_;
