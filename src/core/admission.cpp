@@ -41,22 +41,74 @@ std::vector<std::pair<TypeId, Resources>> job_request(const ClusterState& s, con
 }
 
 FreeAccelerators free_accelerators(const ClusterState& s, const RoomTable& room) {
-  FreeAccelerators free(s.catalog.size(), 0);
-  for (const Node& n : s.nodes)
-    if (room[n.id.index()].usable) free[n.type.index()] += std::popcount(room[n.id.index()].accelerators_free);
+  FreeAccelerators free(s.catalog.size());
+  for (const Node& n : s.nodes) {
+    const NodeRoom& r = room[n.id.index()];
+    if (!r.usable) continue;
+    FreeOfType& f = free[n.type.index()];
+    int64_t a = std::popcount(r.accelerators_free);
+    f.accelerators += a;
+    f.largest = std::max(f.largest, a);
+    if (r.replicas == 0 && !r.exclusive_owner.valid()) ++f.whole_nodes;
+  }
   return free;
 }
+
+namespace {
+
+// Why the job cannot be placed on `type` with what is free, or "" when the bounds allow it (placement decides).
+std::string short_of(const ClusterState& s, const Job& job, TypeId type, const FreeAccelerators& free,
+                     const std::vector<std::pair<TypeId, Resources>>& request) {
+  for (const auto& [t, r] : request)
+    if (r.accelerators > free[t.index()].accelerators)
+      return "capacity: needs " + std::to_string(r.accelerators) + " accelerators of " + s.catalog.at(t).name + ", " +
+             std::to_string(free[t.index()].accelerators) + " are free now";
+  for (const PodSet& ps : job.pod_sets) {
+    TypeId t = ps.type.value_or(type);
+    const FreeOfType& f = free[t.index()];
+    if (ps.per_replica.whole_node && ps.replicas > f.whole_nodes)
+      return "capacity: needs " + std::to_string(ps.replicas) + " whole " + s.catalog.at(t).name + " nodes, " +
+             std::to_string(f.whole_nodes) + " are free now";
+    if (!ps.per_replica.whole_node && ps.per_replica.accelerators && *ps.per_replica.accelerators > f.largest)
+      return "capacity: no " + s.catalog.at(t).name + " node has " + std::to_string(*ps.per_replica.accelerators) +
+             " free accelerators now (at most " + std::to_string(f.largest) + ")";
+  }
+  return "";
+}
+
+}  // namespace
 
 namespace {
 
 // Whether the job can never be placed on `type`, even on the empty cluster; cached on the job (model.h).
 bool never_fits(const ClusterState& s, const Job& job, TypeId type, const RoomTable& pristine, std::string& reason) {
   if (job.fit_shape != s.shape_version || job.fit_type != type) {
-    PlacementOutcome p = place_job(s, pristine, job, type, nullptr);
+    if (s.never_fits_shape != s.shape_version) {
+      s.never_fits_by_shape.clear();
+      s.never_fits_shape = s.shape_version;
+    }
+    // Everything placement looks at on an empty cluster, and nothing else (not the team, not the name).
+    std::string key = std::to_string(type.index());
+    for (const PodSet& ps : job.pod_sets) {
+      const auto& a = ps.per_replica;
+      const auto& t = ps.topology;
+      key += "|" + std::to_string(ps.replicas) + "," + (ps.type ? std::to_string(ps.type->index()) : "-") + "," +
+             std::to_string(a.accelerators.value_or(-1)) + "," + std::to_string(a.vcpu_milli.value_or(-1)) + "," +
+             std::to_string(a.memory_mib.value_or(-1)) + "," + (a.whole_node ? "w" : "p") + "," +
+             std::to_string(static_cast<int>(t.mode)) + "," + std::to_string(t.level) + "," +
+             std::to_string(t.slice_level) + "," + std::to_string(t.slice_size) + "," + std::to_string(t.exclusive_level);
+    }
+    auto it = s.never_fits_by_shape.find(key);
+    if (it == s.never_fits_by_shape.end()) {
+      PlacementOutcome p = place_job(s, pristine, job, type, nullptr);
+      it = s.never_fits_by_shape
+               .emplace(key, p.ok ? "" : "never fits: " + p.reason + "; the cluster does not have that capacity")
+               .first;
+    }
     job.fit_shape = s.shape_version;
     job.fit_type = type;
-    job.fit_never = !p.ok;
-    job.fit_never_reason = p.ok ? "" : "never fits: " + p.reason + "; the cluster does not have that capacity";
+    job.fit_never = !it->second.empty();
+    job.fit_never_reason = it->second;
   }
   if (job.fit_never) reason = job.fit_never_reason;
   return job.fit_never;
@@ -112,15 +164,10 @@ AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const U
     }
     best.quota_ok = true;
     PlacementOutcome p;
-    std::string short_of;
-    if (free)
-      for (const auto& [t, r] : request)
-        if (r.accelerators > (*free)[t.index()] && short_of.empty())
-          short_of = "capacity: needs " + std::to_string(r.accelerators) + " accelerators of " + s.catalog.at(t).name +
-                     ", " + std::to_string((*free)[t.index()]) + " are free now";
-    if (short_of.empty()) p = place_job(s, room, job, type, nullptr);
+    const std::string lacking = free ? short_of(s, job, type, *free, request) : "";
+    if (lacking.empty()) p = place_job(s, room, job, type, nullptr);
     if (!p.ok) {
-      p.reason = short_of.empty() ? p.reason : short_of;
+      p.reason = lacking.empty() ? p.reason : lacking;
       std::string never_reason;
       if (pristine && never_fits(s, job, type, *pristine, never_reason)) {
         p.never = true;

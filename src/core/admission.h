@@ -29,9 +29,14 @@ std::vector<TypeId> candidate_types(const ClusterState& s, const Job& job);
 // Quota need of the job per type if its untyped pod sets went to `type`; empty when `type` cannot serve it.
 std::vector<std::pair<TypeId, Resources>> job_request(const ClusterState& s, const Job& job, TypeId type, std::string* why);
 
-// Free accelerators per instance type (TypeId index) on schedulable nodes: an upper bound of what placement
-// can find, so a job that asks for more is turned away without a scan of the nodes.
-using FreeAccelerators = std::vector<int64_t>;
+// What is free per instance type on schedulable nodes: bounds of what placement can find, so a job that asks for
+// more is turned away without a scan of the nodes.
+struct FreeOfType {
+  int64_t accelerators = 0;  // all free accelerators
+  int64_t whole_nodes = 0;   // nodes with no replica at all
+  int64_t largest = 0;       // the most free accelerators on one node
+};
+using FreeAccelerators = std::vector<FreeOfType>;  // by TypeId index
 FreeAccelerators free_accelerators(const ClusterState& s, const RoomTable& room);
 
 // `pristine` (the empty cluster, placement.h) enables "never fits" answers; `free`, when given, must describe

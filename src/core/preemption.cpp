@@ -117,7 +117,7 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
     if (q.hints) {
       bool enough = true;
       for (const auto& [t, r] : request) {
-        int64_t bound = q.hints->free[t.index()];
+        int64_t bound = q.hints->free[t.index()].accelerators;
         for (const auto* list : {&reclaim, &own})
           for (const Job* v : *list)
             for (const auto& ps : v->placement.pod_sets)

@@ -125,8 +125,7 @@ class Loop {
     // The reason names the borrowed amount after admission, so apply first and describe after.
     auto st = admit_job(s_, j.id, a.placement, a.borrowing, now_, "");
     (void)st;  // the job is waiting (checked by callers) and the placement came from the same state
-    for (const auto& ps : a.placement.pod_sets)
-      for (const auto& r : ps.replicas) free_[ps.type.index()] -= static_cast<int64_t>(r.accelerators.size());
+    free_ = free_accelerators(s_, s_.room);
     d.reason = admit_reason(j, a, extra);
     Job& mj = s_.jobs[j.id.index()];
     mj.reason = d.reason;
@@ -196,32 +195,41 @@ class Loop {
     }
     bool any = false;
     std::map<TeamId, size_t> pos;
-    while (true) {
-      // Each team's next job that can be admitted now.
-      std::vector<std::pair<TeamId, AdmissionAttempt>> heads;
-      for (auto& [team, q] : queues) {
-        size_t& p = pos[team];
-        while (p < q.size()) {
-          const Job& j = s_.jobs[q[p].index()];
-          AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, BorrowMode::kAllowBorrowing, &pristine_, nullptr, &free_);
-          if (a.never) never_[q[p]] = true;
-          if (a.ok && !reserved_by(a, j)) {
-            heads.emplace_back(team, std::move(a));
-            break;
-          }
-          borrow_blocked_[q[p]] = true;
-          if (!a.ok) {
-            why_[q[p]] = a.reason;
-            maybe_reserve(j, a);
-          } else {
-            why_[q[p]] = "waiting: capacity of " + s_.catalog.at(a.type).name + " is reserved for job " +
-                         s_.jobs[reserved_by(a, j)->index()].spec.name + ", which has waited past the starvation threshold";
-          }
-          ++p;
+    // Each team's next job that could be admitted, found at admission count `seen`. A head found before the
+    // latest admission is checked again when it is chosen: that admission may have taken its room. Heads are
+    // not all recomputed after every admission, which cost a placement per team per admission.
+    struct Head {
+      AdmissionAttempt attempt;
+      int seen = 0;
+    };
+    std::map<TeamId, Head> heads;
+    int admitted = 0;
+    auto find_head = [&](TeamId team) {
+      auto& q = queues[team];
+      size_t& p = pos[team];
+      while (p < q.size()) {
+        const Job& j = s_.jobs[q[p].index()];
+        AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, BorrowMode::kAllowBorrowing, &pristine_, nullptr, &free_);
+        if (a.never) never_[q[p]] = true;
+        if (a.ok && !reserved_by(a, j)) {
+          heads[team] = Head{std::move(a), admitted};
+          return;
         }
+        borrow_blocked_[q[p]] = true;
+        if (!a.ok) {
+          why_[q[p]] = a.reason;
+          maybe_reserve(j, a);
+        } else {
+          why_[q[p]] = "waiting: capacity of " + s_.catalog.at(a.type).name + " is reserved for job " +
+                       s_.jobs[reserved_by(a, j)->index()].spec.name + ", which has waited past the starvation threshold";
+        }
+        ++p;
       }
-      if (heads.empty()) return any;
-      auto better = [&](const std::pair<TeamId, AdmissionAttempt>& x, const std::pair<TeamId, AdmissionAttempt>& y) {
+      heads.erase(team);
+    };
+    for (auto& [team, q] : queues) find_head(team);
+    while (!heads.empty()) {
+      auto better = [&](const std::pair<const TeamId, Head>& x, const std::pair<const TeamId, Head>& y) {
         const Job& jx = s_.jobs[queues[x.first][pos[x.first]].index()];
         const Job& jy = s_.jobs[queues[y.first][pos[y.first]].index()];
         if (s_.policy.idle_compute == IdleCompute::kFairShare) {
@@ -234,15 +242,24 @@ class Loop {
       };
       auto best = std::min_element(heads.begin(), heads.end(), better);
       TeamId team = best->first;
+      if (best->second.seen != admitted) {
+        find_head(team);  // stale: the same job is tried again against the room as it is now
+        continue;
+      }
       const Job& j = s_.jobs[queues[team][pos[team]].index()];
       std::string extra;
       if (s_.policy.idle_compute == IdleCompute::kFairShare && heads.size() > 1)
         extra = "; fair share put team " + s_.teams[team.index()].spec.name + " first among " +
                 std::to_string(heads.size()) + " borrowing teams";
-      admit(j, best->second, extra);
+      AdmissionAttempt a = std::move(best->second.attempt);
+      heads.erase(best);
+      admit(j, a, extra);
+      ++admitted;
       ++pos[team];
       any = true;
+      find_head(team);
     }
+    return any;
   }
 
   // Would the capacity this job borrows be reclaimed at once by a pending job of another lending team? Such a

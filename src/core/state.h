@@ -2,6 +2,7 @@
 // ClusterState: everything the scheduler knows at one moment, and the operations that change it. Every
 // change goes through these functions, which keep the accounting (node room, team usage) right; the store
 // journals the same operations, and the simulator and the server drive the same functions.
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -46,6 +47,11 @@ struct ClusterState {
   // The jobs that are running, and those waiting (Pending or Suspended), kept by every change of a job's
   // state, so the scheduler's passes cost the active jobs rather than every job ever submitted.
   std::set<JobId> running_jobs, waiting_jobs;
+  // A cache, not state: "never fits" answers by job shape (pod sets, sizes, topology; see admission.cpp),
+  // valid for `never_fits_shape`. Thousands of queued jobs share a few shapes, and each answer costs a
+  // placement on the empty cluster.
+  mutable std::map<std::string, std::string> never_fits_by_shape;  // shape -> "" (fits) or the reason
+  mutable uint64_t never_fits_shape = UINT64_MAX;
 
   ClusterState();
   explicit ClusterState(Catalog c, std::vector<std::string> topology_levels = {});
