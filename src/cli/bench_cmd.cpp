@@ -131,6 +131,7 @@ int sim_bench(const BenchArgs& a) {
       {"first_pass_seconds", first_s},
       {"first_pass_steps", first.steps},
       {"admitted", admitted},
+      {"first_pass_preemptions", static_cast<int64_t>(first.decisions.size()) - admitted},
       {"running_after_first_pass", running},
       {"admissions_per_second", first_s > 0 ? static_cast<double>(admitted) / first_s : 0.0},
       {"refill_pass_seconds", refill_s},
@@ -150,7 +151,8 @@ int sim_bench(const BenchArgs& a) {
   std::cout << "allot sim bench: " << c.gpus << " GPUs (" << model.nodes.size() << " nodes), " << c.teams << " teams, "
             << c.pending << " pending jobs, seed " << c.seed << "\n"
             << "  first pass     " << admitted << " admitted in " << first_s << " s: "
-            << out["admissions_per_second"].get<double>() << " admissions/s (target >= 20000)\n"
+            << out["admissions_per_second"].get<double>() << " admissions/s (target >= 20000); "
+            << out["first_pass_preemptions"].get<int64_t>() << " preemptions, " << first.steps << " steps\n"
             << "  refill pass    " << admissions(refill) << " admitted in " << refill_s << " s: "
             << out["refill_admissions_per_second"].get<double>() << " admissions/s\n"
             << std::setprecision(3) << "  preemption     p50 " << out["preemption_p50_ms"].get<double>() << " ms, p99 "
