@@ -37,13 +37,12 @@ class Loop {
     for (JobId id : waiting_) {
       Job& j = s_.jobs[id.index()];
       if (!is_waiting(j.state) || why_[id].empty()) continue;
-      if (auto p = preempt_why_.find(id); p != preempt_why_.end() && !why_[id].starts_with("never"))
-        why_[id] += "; " + p->second;
+      if (!preempt_why_[id].empty() && !why_[id].starts_with("never")) why_[id] += "; " + preempt_why_[id];
       // A suspended job keeps saying why it stopped, then why it still waits.
       if (j.state == JobState::kSuspended && !j.history.empty() && j.history.back().to == JobState::kSuspended)
         j.reason = j.history.back().reason + "; waiting: " + why_[id];
       else
-        j.reason = why_[id];
+        j.reason = std::move(why_[id]);
     }
     result_.next_wakeup = wakeup();
     return std::move(result_);
@@ -130,7 +129,7 @@ class Loop {
     Job& mj = s_.jobs[j.id.index()];
     mj.reason = d.reason;
     mj.history.back().reason = d.reason;
-    why_.erase(j.id);
+    why_[j.id].clear();
     result_.decisions.push_back(std::move(d));
   }
 
@@ -385,7 +384,15 @@ class Loop {
     void clear() { std::fill(v.begin(), v.end(), 0); }
   };
   Flags blocked_, borrow_blocked_, preempt_tried_, never_;
-  std::map<JobId, std::string> why_, preempt_why_;
+  // Per-job reasons of this pass, indexed by JobId.
+  struct Reasons {
+    std::vector<std::string> v;
+    std::string& operator[](JobId id) {
+      if (id.index() >= v.size()) v.resize(id.index() + 1);
+      return v[id.index()];
+    }
+  };
+  Reasons why_, preempt_why_;
   std::map<TypeId, JobId> reserved_;
   ScheduleResult result_;
 };

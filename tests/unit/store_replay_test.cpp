@@ -46,8 +46,11 @@ class StoreReplay : public ::testing::Test {
     for (size_t i = 0; i < live_.teams.size(); ++i)
       EXPECT_EQ(view::team_json(replayed, replayed.teams[i]), view::team_json(live_, live_.teams[i]));
     ASSERT_EQ(replayed.nodes.size(), live_.nodes.size());
-    for (size_t i = 0; i < live_.nodes.size(); ++i)
-      if (!live_.nodes[i].removed) EXPECT_EQ(view::node_json(replayed, replayed.nodes[i]), view::node_json(live_, live_.nodes[i]));
+    for (size_t i = 0; i < live_.nodes.size(); ++i) {
+      if (!live_.nodes[i].removed) {
+        EXPECT_EQ(view::node_json(replayed, replayed.nodes[i]), view::node_json(live_, live_.nodes[i]));
+      }
+    }
     EXPECT_EQ(replayed.usage, live_.usage);
   }
   int decisions(const char* kind) const {
