@@ -45,7 +45,7 @@ void BM_PlaceRequired4Nodes(benchmark::State& st) {
   auto id = submit_job(s, probe("team-1", 4, true), 0);
   const Job& j = s.jobs[id->index()];
   TypeId type = *s.catalog.find("ml.p5.48xlarge");
-  for (auto _ : st) benchmark::DoNotOptimize(place_job(s, s.room, j, type, nullptr));
+  for (auto _ : st) benchmark::DoNotOptimize(place_job(s, s.room, j, type));
 }
 BENCHMARK(BM_PlaceRequired4Nodes)->Unit(benchmark::kMicrosecond);
 

@@ -5,22 +5,11 @@
 
 namespace allot {
 
-std::vector<TypeId> candidate_types(const ClusterState& s, const Job& job) {
-  bool untyped = false;
-  for (const auto& ps : job.pod_sets) untyped |= !ps.type.has_value();
-  if (!untyped) return {job.pod_sets.front().type.value()};
-  std::vector<TypeId> out;
-  auto add = [&](TypeId t) {
-    if (s.type_capacity(t).is_zero() && s.teams[job.team.index()].nominal[t.index()].is_zero()) return;
-    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
-  };
-  for (const auto& a : s.teams[job.team.index()].spec.allocation)
-    if (auto t = s.catalog.find(a.instance_type)) add(*t);
-  std::vector<TypeId> rest;
-  for (size_t i = 0; i < s.catalog.size(); ++i) rest.emplace_back(static_cast<uint32_t>(i));
-  std::sort(rest.begin(), rest.end(), [&](TypeId a, TypeId b) { return s.catalog.at(a).name < s.catalog.at(b).name; });
-  for (TypeId t : rest) add(t);
-  return out;
+std::span<const TypeId> candidate_types(const ClusterState& s, const Job& job) {
+  for (const auto& ps : job.pod_sets)
+    if (!ps.type) return s.teams[job.team.index()].candidate_types;
+  // Every pod set names its type; the first one's is the type the job is tried on.
+  return {&*job.pod_sets.front().type, 1};
 }
 
 std::vector<std::pair<TypeId, Resources>> job_request(const ClusterState& s, const Job& job, TypeId type, std::string* why) {
@@ -76,42 +65,23 @@ std::string short_of(const ClusterState& s, const Job& job, TypeId type, const F
   return "";
 }
 
-}  // namespace
-
-namespace {
-
-// Whether the job can never be placed on `type`, even on the empty cluster; cached on the job (model.h).
+// Whether the job can never be placed on `type`, even on the empty cluster; cached by shape (state.h).
 bool never_fits(const ClusterState& s, const Job& job, TypeId type, const RoomTable& pristine, std::string& reason) {
-  if (job.fit_shape != s.shape_version || job.fit_type != type) {
-    if (s.never_fits_shape != s.shape_version) {
-      s.never_fits_by_shape.clear();
-      s.never_fits_shape = s.shape_version;
-    }
-    // Everything placement looks at on an empty cluster, and nothing else (not the team, not the name).
-    std::string key = std::to_string(type.index());
-    for (const PodSet& ps : job.pod_sets) {
-      const auto& a = ps.per_replica;
-      const auto& t = ps.topology;
-      key += "|" + std::to_string(ps.replicas) + "," + (ps.type ? std::to_string(ps.type->index()) : "-") + "," +
-             std::to_string(a.accelerators.value_or(-1)) + "," + std::to_string(a.vcpu_milli.value_or(-1)) + "," +
-             std::to_string(a.memory_mib.value_or(-1)) + "," + (a.whole_node ? "w" : "p") + "," +
-             std::to_string(static_cast<int>(t.mode)) + "," + std::to_string(t.level) + "," +
-             std::to_string(t.slice_level) + "," + std::to_string(t.slice_size) + "," + std::to_string(t.exclusive_level);
-    }
-    auto it = s.never_fits_by_shape.find(key);
-    if (it == s.never_fits_by_shape.end()) {
-      PlacementOutcome p = place_job(s, pristine, job, type, nullptr);
-      it = s.never_fits_by_shape
-               .emplace(key, p.ok ? "" : "never fits: " + p.reason + "; the cluster does not have that capacity")
-               .first;
-    }
-    job.fit_shape = s.shape_version;
-    job.fit_type = type;
-    job.fit_never = !it->second.empty();
-    job.fit_never_reason = it->second;
+  if (s.never_fits_version != s.shape_version) {
+    s.never_fits_by_shape.clear();
+    s.never_fits_version = s.shape_version;
   }
-  if (job.fit_never) reason = job.fit_never_reason;
-  return job.fit_never;
+  const uint64_t key = uint64_t{job.shape} << 32 | type.index();
+  auto it = s.never_fits_by_shape.find(key);
+  if (it == s.never_fits_by_shape.end()) {
+    PlacementOutcome p = place_job(s, pristine, job, type);
+    it = s.never_fits_by_shape
+             .emplace(key, p.ok ? "" : "never fits: " + p.reason + "; the cluster does not have that capacity")
+             .first;
+  }
+  if (it->second.empty()) return false;
+  reason = it->second;
+  return true;
 }
 
 }  // namespace
@@ -165,16 +135,14 @@ AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const U
     best.quota_ok = true;
     PlacementOutcome p;
     const std::string lacking = free ? short_of(s, job, type, *free, request) : "";
-    if (lacking.empty()) p = place_job(s, room, job, type, nullptr);
+    if (lacking.empty()) p = place_job(s, room, job, type);
     if (!p.ok) {
       p.reason = lacking.empty() ? p.reason : lacking;
       std::string never_reason;
-      if (pristine && never_fits(s, job, type, *pristine, never_reason)) {
-        p.never = true;
-        p.reason = never_reason;
-      }
-      if (placement_reason.empty() || (!p.never && placement_reason.starts_with("never"))) placement_reason = p.reason;
-      if (!p.never) best.never = false;
+      const bool hopeless = pristine && never_fits(s, job, type, *pristine, never_reason);
+      if (hopeless) p.reason = never_reason;
+      if (placement_reason.empty() || (!hopeless && placement_reason.starts_with("never"))) placement_reason = p.reason;
+      if (!hopeless) best.never = false;
       continue;
     }
     best.ok = true;

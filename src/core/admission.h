@@ -1,6 +1,7 @@
 #pragma once
 // One admission attempt for one job against given room and usage (live or scratch): which instance type, what
 // quota says, where it would be placed. Shared by the scheduler loop and the preemption planner.
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,9 @@ struct AdmissionAttempt {
 enum class BorrowMode { kWithinNominalOnly, kAllowBorrowing };
 
 // The instance types a job may use, in the order they are tried: for pod sets without a type, the team's
-// allocation order first, then the other types the cluster has, by name.
-std::vector<TypeId> candidate_types(const ClusterState& s, const Job& job);
+// allocation order first, then the other types the cluster has, by name (Team::candidate_types). The span
+// lives as long as the job and its team are unchanged.
+std::span<const TypeId> candidate_types(const ClusterState& s, const Job& job);
 
 // Quota need of the job per type if its untyped pod sets went to `type`; empty when `type` cannot serve it.
 std::vector<std::pair<TypeId, Resources>> job_request(const ClusterState& s, const Job& job, TypeId type, std::string* why);

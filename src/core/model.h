@@ -29,11 +29,7 @@ struct Node {
   NodeHealth health = NodeHealth::kSchedulable;
   bool cordoned = false;
   bool removed = false;  // left the cluster; the ID is never reused
-  // Accounting, kept right by the operations in state.cpp.
-  Resources used;
-  uint64_t accelerators_used = 0;  // bit i: accelerator i is bound to a replica
-  int replicas = 0;
-  JobId exclusive_owner;  // a topology-exclusive job holds this node's domain
+  // What is free on the node lives in ClusterState::room, the table placement works on.
 
   bool schedulable() const { return !removed && !cordoned && health == NodeHealth::kSchedulable; }
 };
@@ -42,7 +38,9 @@ struct Team {
   TeamId id;
   TeamSpec spec;
   std::vector<Resources> nominal;  // per instance type (TypeId index)
-  std::vector<Resources> usage;    // per instance type: what its running jobs hold
+  // Derived from the allocation, the catalog and the cluster's capacity (state.cpp keeps it): the instance
+  // types a pod set without a type may use, in the order they are tried.
+  std::vector<TypeId> candidate_types;
   bool lends() const { return spec.strategy != SharingStrategy::kDontLend; }
   bool borrows() const { return spec.strategy == SharingStrategy::kLendAndBorrow; }
 };
@@ -111,13 +109,10 @@ struct Job {
   int restarts = 0;        // restarts after failures (node or process)
   std::vector<Transition> history;
 
-  // A cache, not state: whether the job could ever be placed on the cluster as built (every node empty and
-  // healthy) on type `fit_type`, valid while `fit_shape` equals the state's shape_version. Placement on an
-  // empty cluster costs a scan of every node, and a blocked job is asked again at every scheduler pass.
-  mutable uint64_t fit_shape = UINT64_MAX;
-  mutable TypeId fit_type;
-  mutable bool fit_never = false;
-  mutable std::string fit_never_reason;
+  // Jobs whose pod sets ask for the same thing (replicas, types, amounts, topology) share a shape: an index
+  // into ClusterState::shapes, set at submission. Answers that depend only on the shape (never fits) or on the
+  // shape and the team (a scheduler pass's admission attempts) are computed once per shape, not once per job.
+  uint32_t shape = 0;
 };
 
 // One admission or preemption the scheduler decided, with the rule that applied.

@@ -237,8 +237,7 @@ RoomTable pristine_room(const ClusterState& s) {
   return room;
 }
 
-PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const Job& job, TypeId type,
-                           const RoomTable* pristine) {
+PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const Job& job, TypeId type) {
   PlacementOutcome out;
   RoomTable scratch;
   const RoomTable* current = &room;
@@ -249,14 +248,6 @@ PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const J
     auto p = place_pod_set(s, *current, job, ps, t, why);
     if (!p) {
       out.reason = why;
-      if (pristine) {
-        std::string ignored;
-        // Never fits: even an empty, healthy cluster has no room for this pod set alone.
-        if (!place_pod_set(s, *pristine, job, ps, t, ignored)) {
-          out.never = true;
-          out.reason = "never fits: " + why + "; the cluster does not have that capacity";
-        }
-      }
       return out;
     }
     if (i + 1 < job.pod_sets.size()) {

@@ -20,15 +20,12 @@ namespace allot {
 struct PlacementOutcome {
   bool ok = false;
   Placement placement;
-  bool never = false;  // would not fit even on an empty, healthy cluster: capacity that does not exist
   std::string reason;  // why it does not fit, for people
 };
 
-// Places all pod sets of `job`. Pod sets without an instance type use `type`. `pristine` is the room of the
-// cluster with no job running (all nodes that exist, healthy), used to tell "blocked now" from "never fits";
-// pass nullptr to skip that check.
-PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const Job& job, TypeId type,
-                           const RoomTable* pristine);
+// Places all pod sets of `job`. Pod sets without an instance type use `type`. Telling "blocked now" from "never
+// fits" is admission's part (admission.h): it places the job again on pristine_room().
+PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const Job& job, TypeId type);
 
 // The room of the cluster as if empty and healthy (removed nodes stay unusable).
 RoomTable pristine_room(const ClusterState& s);

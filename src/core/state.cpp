@@ -55,6 +55,27 @@ std::string ClusterState::team_names() const {
 
 // --- Configuration -------------------------------------------------------------------------------------------
 
+// Team::candidate_types for every team: the types of its allocation in its order, then every other type by
+// name; a type that the cluster does not have and the team has no quota of is left out. Called whenever an
+// allocation, the catalog or the cluster's capacity changes.
+static void refresh_candidate_types(ClusterState& s) {
+  std::vector<TypeId> by_name;
+  for (size_t i = 0; i < s.catalog.size(); ++i) by_name.emplace_back(static_cast<uint32_t>(i));
+  std::sort(by_name.begin(), by_name.end(),
+            [&](TypeId a, TypeId b) { return s.catalog.at(a).name < s.catalog.at(b).name; });
+  for (Team& team : s.teams) {
+    auto& out = team.candidate_types;
+    out.clear();
+    auto add = [&](TypeId t) {
+      if (s.type_capacity(t).is_zero() && team.nominal[t.index()].is_zero()) return;
+      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+    };
+    for (const auto& a : team.spec.allocation)
+      if (auto t = s.catalog.find(a.instance_type)) add(*t);
+    for (TypeId t : by_name) add(t);
+  }
+}
+
 Status set_policy(ClusterState& s, const PolicySpec& policy) {
   for (size_t i = 0; i < policy.priority_classes.size(); ++i) {
     const auto& pc = policy.priority_classes[i];
@@ -108,6 +129,7 @@ Status upsert_team(ClusterState& s, const TeamSpec& spec) {
   Team& t = s.teams[it->second.index()];
   t.spec = spec;
   t.nominal = std::move(nominal);
+  refresh_candidate_types(s);
   return ok_status();
 }
 
@@ -122,6 +144,7 @@ Status remove_team(ClusterState& s, std::string_view name) {
   mt.nominal.assign(s.catalog.size(), Resources{});
   mt.spec.allocation.clear();
   mt.spec.strategy = SharingStrategy::kDontLend;
+  refresh_candidate_types(s);
   return ok_status();
 }
 
@@ -131,6 +154,7 @@ Result<TypeId> add_instance_type(ClusterState& s, InstanceType type) {
   for (Team& t : s.teams) t.nominal.resize(s.catalog.size());
   for (auto& u : s.usage) u.resize(s.catalog.size());
   s.capacity.resize(s.catalog.size());
+  refresh_candidate_types(s);
   return id;
 }
 
@@ -142,6 +166,7 @@ static void rebuild_tree(ClusterState& s) {
   for (const Node& n : s.nodes)
     if (!n.removed) s.capacity[n.type.index()] += s.catalog.at(n.type).capacity();
   ++s.shape_version;
+  refresh_candidate_types(s);
 }
 
 static void refresh_usable(ClusterState& s, NodeId id) {

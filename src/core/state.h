@@ -47,11 +47,14 @@ struct ClusterState {
   // The jobs that are running, and those waiting (Pending or Suspended), kept by every change of a job's
   // state, so the scheduler's passes cost the active jobs rather than every job ever submitted.
   std::set<JobId> running_jobs, waiting_jobs;
-  // A cache, not state: "never fits" answers by job shape (pod sets, sizes, topology; see admission.cpp),
-  // valid for `never_fits_shape`. Thousands of queued jobs share a few shapes, and each answer costs a
-  // placement on the empty cluster.
-  mutable std::map<std::string, std::string> never_fits_by_shape;  // shape -> "" (fits) or the reason
-  mutable uint64_t never_fits_shape = UINT64_MAX;
+  // Job shapes (model.h, Job::shape), interned at submission: the key spells out everything placement looks
+  // at on an empty cluster (pod sets, replicas, types, amounts, topology), and nothing else.
+  std::unordered_map<std::string, uint32_t> shape_ids;
+  // A cache, not state: "never fits" answers by (shape, instance type), "" when it fits, valid for
+  // `never_fits_version`. Thousands of queued jobs share a few shapes, and each answer costs a placement on the
+  // empty cluster.
+  mutable std::unordered_map<uint64_t, std::string> never_fits_by_shape;
+  mutable uint64_t never_fits_version = UINT64_MAX;
 
   ClusterState();
   explicit ClusterState(Catalog c, std::vector<std::string> topology_levels = {});

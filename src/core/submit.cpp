@@ -53,6 +53,21 @@ Result<TopologyRequest> resolve_topology(const ClusterState& s, const TopologySp
   return r;
 }
 
+// Everything placement looks at on an empty cluster, and nothing else (not the team, not the name).
+std::string shape_key(const std::vector<PodSet>& pod_sets) {
+  std::string key;
+  for (const PodSet& ps : pod_sets) {
+    const auto& a = ps.per_replica;
+    const auto& t = ps.topology;
+    key += "|" + std::to_string(ps.replicas) + "," + (ps.type ? std::to_string(ps.type->index()) : "-") + "," +
+           std::to_string(a.accelerators.value_or(-1)) + "," + std::to_string(a.vcpu_milli.value_or(-1)) + "," +
+           std::to_string(a.memory_mib.value_or(-1)) + "," + (a.whole_node ? "w" : "p") + "," +
+           std::to_string(static_cast<int>(t.mode)) + "," + std::to_string(t.level) + "," +
+           std::to_string(t.slice_level) + "," + std::to_string(t.slice_size) + "," + std::to_string(t.exclusive_level);
+  }
+  return key;
+}
+
 }  // namespace
 
 Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
@@ -106,6 +121,7 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
     p.topology = *topo;
     j.pod_sets.push_back(std::move(p));
   }
+  j.shape = s.shape_ids.emplace(shape_key(j.pod_sets), static_cast<uint32_t>(s.shape_ids.size())).first->second;
   j.id = JobId(static_cast<uint32_t>(s.jobs.size()));
   j.arrival = s.next_arrival++;
   j.submitted_at = now;

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "core/admission.h"
 #include "core/placement.h"
 
 namespace allot {
@@ -69,9 +70,11 @@ class PlacementTest : public ::testing::Test {
     r.free = {};
     r.accelerators_free = 0;
   }
-  PlacementOutcome place(const Job& j, const RoomTable& room) {
+  PlacementOutcome place(const Job& j, const RoomTable& room) { return place_job(s, room, j, *s.catalog.find(kType)); }
+  // Telling "blocked now" from "never fits" is admission's part: it places the job again on the empty cluster.
+  AdmissionAttempt attempt(const Job& j, const RoomTable& room) {
     pristine = pristine_room(s);
-    return place_job(s, room, j, *s.catalog.find(kType), &pristine);
+    return try_admit(s, room, s.usage, j, BorrowMode::kAllowBorrowing, &pristine);
   }
   std::set<std::string> nodes(const PlacementOutcome& p) {
     std::set<std::string> out;
@@ -104,7 +107,7 @@ TEST_F(PlacementTest, RequiredWaitsWhenNoDomainHasRoomButIsNotNeverFits) {
   RoomTable room = s.room;
   occupy(room, "a-1");
   occupy(room, "b-1");
-  auto p = place(job("two", 2, required(kL3)), room);
+  auto p = attempt(job("two", 2, required(kL3)), room);
   EXPECT_FALSE(p.ok);
   EXPECT_FALSE(p.never) << "an empty cluster holds it: it waits";
   EXPECT_NE(p.reason.find("no network-node-layer-3 domain has room for 2"), std::string::npos) << p.reason;
@@ -114,7 +117,7 @@ TEST_F(PlacementTest, RequiredWaitsWhenNoDomainHasRoomButIsNotNeverFits) {
 TEST_F(PlacementTest, RequiredLargerThanAnyDomainNeverFits) {
   domain("nn-a", "a", 2);
   domain("nn-b", "b", 2);
-  auto p = place(job("three", 3, required(kL3)), s.room);
+  auto p = attempt(job("three", 3, required(kL3)), s.room);
   EXPECT_FALSE(p.ok);
   EXPECT_TRUE(p.never);
   EXPECT_EQ(p.reason.rfind("never fits", 0), 0u) << p.reason;
@@ -202,7 +205,7 @@ TEST_F(PlacementTest, UnlabelledNodesPackByBestFitOnTheNode) {
   n1.accelerators_free = 0b1100;  // two GPUs taken
   n1.free.accelerators = 2;
   n1.replicas = 1;
-  auto p = place_job(c, room, *c.find_job("two"), *c.catalog.find("ml.g5.12xlarge"), nullptr);
+  auto p = place_job(c, room, *c.find_job("two"), *c.catalog.find("ml.g5.12xlarge"));
   ASSERT_TRUE(p.ok) << p.reason;
   ASSERT_EQ(p.placement.pod_sets[0].replicas.size(), 1u);
   EXPECT_EQ(c.nodes[p.placement.pod_sets[0].replicas[0].node.index()].name, "n-1");
