@@ -1,7 +1,6 @@
 #include "core/admission.h"
 
 #include <algorithm>
-#include <bit>
 
 namespace allot {
 
@@ -31,11 +30,10 @@ std::vector<std::pair<TypeId, Resources>> job_request(const ClusterState& s, con
 
 FreeAccelerators free_accelerators(const ClusterState& s, const RoomTable& room) {
   FreeAccelerators free(s.catalog.size());
-  for (const Node& n : s.nodes) {
-    const NodeRoom& r = room[n.id.index()];
+  for (const NodeRoom& r : room) {
     if (!r.usable) continue;
-    FreeOfType& f = free[n.type.index()];
-    int64_t a = std::popcount(r.accelerators_free);
+    FreeOfType& f = free[r.type.index()];
+    const int64_t a = r.free.accelerators;
     f.accelerators += a;
     f.largest = std::max(f.largest, a);
     if (r.replicas == 0 && !r.exclusive_owner.valid()) ++f.whole_nodes;

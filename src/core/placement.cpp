@@ -1,7 +1,6 @@
 #include "core/placement.h"
 
 #include <algorithm>
-#include <bit>
 #include <climits>
 
 #include "core/numa.h"
@@ -18,8 +17,15 @@ int64_t node_fit(const NodeRoom& r, const Resources& req, bool whole_node, JobId
   if (!r.usable) return 0;
   if (r.exclusive_owner.valid() && r.exclusive_owner != job) return 0;
   if (whole_node) return r.replicas == 0 ? 1 : 0;
+  // This runs for every node at every placement, so the common answers avoid divisions: a node short of one
+  // replica's worth holds none, and one whose accelerators bind holds free accelerators / request.
+  if (!req.fits_in(r.free)) return 0;
+  if (req.accelerators > 0) {
+    const int64_t k = r.free.accelerators / req.accelerators;
+    if ((req * k).fits_in(r.free)) return k;
+  }
   int64_t k = INT_MAX;
-  if (req.accelerators > 0) k = std::min<int64_t>(k, std::popcount(r.accelerators_free) / req.accelerators);
+  if (req.accelerators > 0) k = std::min(k, r.free.accelerators / req.accelerators);
   if (req.vcpu_milli > 0) k = std::min(k, r.free.vcpu_milli / req.vcpu_milli);
   if (req.memory_mib > 0) k = std::min(k, r.free.memory_mib / req.memory_mib);
   return std::max<int64_t>(0, k);
@@ -42,9 +48,9 @@ Capacity compute_capacity(const ClusterState& s, const RoomTable& room, const Jo
   Capacity c;
   c.replicas.assign(t.domains.size(), 0);
   const bool whole = ps.per_replica.whole_node;
-  for (size_t n = 0; n < s.nodes.size(); ++n) {
+  for (size_t n = 0; n < room.size(); ++n) {
     int leaf = t.leaf_of_node[n];
-    if (leaf < 0 || s.nodes[n].type != type) continue;
+    if (leaf < 0 || room[n].type != type) continue;
     c.replicas[leaf] = node_fit(room[n], req, whole, job.id);
   }
   // Exclusive: a domain of the exclusive level that holds any other job's replica is closed to this job.
@@ -62,8 +68,8 @@ Capacity compute_capacity(const ClusterState& s, const RoomTable& room, const Jo
     }
   }
   // Parents come before children in the domain list, so one reverse pass sums every subtree.
-  for (size_t d = t.domains.size(); d-- > 0;)
-    if (t.domains[d].parent >= 0) c.replicas[t.domains[d].parent] += c.replicas[d];
+  for (size_t d = t.parent.size(); d-- > 0;)
+    if (t.parent[d] >= 0) c.replicas[t.parent[d]] += c.replicas[d];
   if (ps.topology.slice_level >= 0) {
     c.slice_level = ps.topology.slice_level;
     c.slice_size = ps.topology.slice_size;
@@ -230,6 +236,7 @@ RoomTable pristine_room(const ClusterState& s) {
   for (const Node& n : s.nodes) {
     NodeRoom& r = room[n.id.index()];
     const InstanceType& it = s.catalog.at(n.type);
+    r.type = n.type;
     r.free = it.capacity();
     r.accelerators_free = it.accelerators >= 64 ? ~uint64_t{0} : ((uint64_t{1} << it.accelerators) - 1);
     r.usable = !n.removed;

@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "core/admission.h"
+#include "core/class_memo.h"
 #include "core/preemption.h"
 #include "core/quota.h"
-#include "core/topology_levels.h"
 
 namespace allot {
 namespace {
@@ -34,16 +33,7 @@ class Loop {
       if (s_.policy.preemption && preempt_in_order(false)) continue;
       break;
     }
-    for (JobId id : waiting_) {
-      Job& j = s_.jobs[id.index()];
-      if (!is_waiting(j.state) || why_[id].empty()) continue;
-      if (!preempt_why_[id].empty() && !why_[id].starts_with("never")) why_[id] += "; " + preempt_why_[id];
-      // A suspended job keeps saying why it stopped, then why it still waits.
-      if (j.state == JobState::kSuspended && !j.history.empty() && j.history.back().to == JobState::kSuspended)
-        j.reason = j.history.back().reason + "; waiting: " + why_[id];
-      else
-        j.reason = std::move(why_[id]);
-    }
+    give_reasons();
     result_.next_wakeup = wakeup();
     return std::move(result_);
   }
@@ -58,8 +48,51 @@ class Loop {
 
   void collect_waiting() {
     waiting_.assign(s_.waiting_jobs.begin(), s_.waiting_jobs.end());
-    std::sort(waiting_.begin(), waiting_.end(),
-              [&](JobId a, JobId b) { return queue_before(s_.jobs[a.index()], s_.jobs[b.index()]); });
+    sort_waiting();
+  }
+
+  // Queue order, on keys copied out of the jobs: sorting tens of thousands of IDs by reaching into each Job
+  // costs a cache miss per comparison.
+  void sort_waiting() {
+    struct Entry {
+      int priority;
+      uint64_t arrival;
+      JobId id;
+    };
+    std::vector<Entry> keys;
+    keys.reserve(waiting_.size());
+    const bool by_priority = ranks_by_priority();
+    for (JobId id : waiting_) {
+      const Job& j = s_.jobs[id.index()];
+      keys.push_back({by_priority ? j.priority : 0, j.arrival, id});
+    }
+    std::sort(keys.begin(), keys.end(), [](const Entry& a, const Entry& b) {
+      return a.priority != b.priority ? a.priority > b.priority : a.arrival < b.arrival;
+    });
+    for (size_t i = 0; i < keys.size(); ++i) waiting_[i] = keys[i].id;
+  }
+
+  // Every job still waiting says what blocks it: the last reason a phase gave, then why preemption could not
+  // help. Jobs share the pooled texts, so equal reasons are joined once, and a job whose reason is unchanged
+  // since the last pass is not written at all.
+  void give_reasons() {
+    std::map<std::pair<const std::string*, const std::string*>, const std::string*> joined;
+    for (JobId id : waiting_) {
+      Job& j = s_.jobs[id.index()];
+      const std::string* why = why_[id];
+      if (!is_waiting(j.state) || !why || why->empty()) continue;
+      const std::string* preempt_why = preempt_why_[id];
+      if (preempt_why && !preempt_why->empty() && !why->starts_with("never")) {
+        const std::string*& both = joined[{why, preempt_why}];
+        if (!both) both = texts_.add(*why + "; " + *preempt_why);
+        why = both;
+      }
+      // A suspended job keeps saying why it stopped, then why it still waits.
+      if (j.state == JobState::kSuspended && !j.history.empty() && j.history.back().to == JobState::kSuspended)
+        j.reason = j.history.back().reason + "; waiting: " + *why;
+      else if (j.reason != *why)
+        j.reason = *why;
+    }
   }
 
   bool starving(const Job& j) const {
@@ -87,6 +120,11 @@ class Loop {
       if (is_waiting(holder.state) && holder.id != j.id && queue_before(holder, j)) return it->second;
     }
     return std::nullopt;
+  }
+
+  const std::string* reserved_reason(const AdmissionAttempt& a, JobId holder) {
+    return texts_.add("waiting: capacity of " + s_.catalog.at(a.type).name + " is reserved for job " +
+                      s_.jobs[holder.index()].spec.name + ", which has waited past the starvation threshold");
   }
 
   std::string admit_reason(const Job& j, const AdmissionAttempt& a, const std::string& extra) const {
@@ -124,13 +162,34 @@ class Loop {
     // The reason names the borrowed amount after admission, so apply first and describe after.
     auto st = admit_job(s_, j.id, a.placement, a.borrowing, now_, "");
     (void)st;  // the job is waiting (checked by callers) and the placement came from the same state
+    ++epoch_;
     free_ = free_accelerators(s_, s_.room);
     d.reason = admit_reason(j, a, extra);
     Job& mj = s_.jobs[j.id.index()];
     mj.reason = d.reason;
     mj.history.back().reason = d.reason;
-    why_[j.id].clear();
+    why_[j.id] = nullptr;
     result_.decisions.push_back(std::move(d));
+  }
+
+  // try_admit on the live state, answered from the class memo (class_memo.h) when a job of the same class was
+  // tried since the last change. `attempt` points at the memo's entry or at success_, valid until the next call.
+  struct Tried {
+    const AdmissionAttempt* attempt;
+    const std::string* reason;  // pooled; null on success
+  };
+  Tried attempt(const Job& j, BorrowMode mode) {
+    ClassMemo::Admission& m = memo_.admission(j, mode);
+    if (m.epoch == epoch_) return {&m.failure, m.reason};
+    AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, mode, &pristine_, nullptr, &free_);
+    if (a.ok) {
+      success_ = std::move(a);
+      return {&success_, nullptr};
+    }
+    m.epoch = epoch_;
+    m.reason = texts_.add(a.reason);
+    m.failure = std::move(a);
+    return {&m.failure, m.reason};
   }
 
   // Phase 1 (and the within-nominal part of every step): admissions without preemption, in queue order.
@@ -139,23 +198,22 @@ class Loop {
     for (JobId id : waiting_) {
       const Job& j = s_.jobs[id.index()];
       if (!is_waiting(j.state) || blocked_[id]) continue;
-      AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, mode, &pristine_, nullptr, &free_);
-      if (a.never) never_[id] = true;
-      if (a.ok) {
-        if (auto r = reserved_by(a, j)) {
-          why_[id] = "waiting: capacity of " + s_.catalog.at(a.type).name + " is reserved for job " +
-                     s_.jobs[r->index()].spec.name + ", which has waited past the starvation threshold";
+      const auto [a, reason] = attempt(j, mode);
+      if (a->never) never_[id] = true;
+      if (a->ok) {
+        if (auto r = reserved_by(*a, j)) {
+          why_[id] = reserved_reason(*a, *r);
           continue;
         }
-        admit(j, a, "");
+        admit(j, *a, "");
         any = true;
         continue;
       }
       // Admissions only take room, so a job that does not fit now will not fit later in this step.
       blocked_[id] = true;
-      if (mode == BorrowMode::kWithinNominalOnly && !a.quota_ok && a.reason == "needs to borrow") continue;
-      why_[id] = a.reason;
-      maybe_reserve(j, a);
+      if (mode == BorrowMode::kWithinNominalOnly && !a->quota_ok && a->reason == "needs to borrow") continue;
+      why_[id] = reason;
+      maybe_reserve(j, *a);
     }
     return any;
   }
@@ -166,34 +224,35 @@ class Loop {
     std::vector<JobId> line = waiting_;
     std::stable_sort(line.begin(), line.end(),
                      [&](JobId a, JobId b) { return s_.jobs[a.index()].arrival < s_.jobs[b.index()].arrival; });
-    const Job* head = nullptr;
+    const std::string* behind = nullptr;  // the reason of every job after the head
     for (JobId id : line) {
       const Job& j = s_.jobs[id.index()];
       if (!is_waiting(j.state)) continue;
-      if (head) {
-        why_[id] = "waiting: strict FIFO, behind job " + head->spec.name;
+      if (behind) {
+        why_[id] = behind;
         continue;
       }
-      AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, BorrowMode::kAllowBorrowing, &pristine_, nullptr, &free_);
-      if (a.ok) {
-        admit(j, a, "");
+      const auto [a, reason] = attempt(j, BorrowMode::kAllowBorrowing);
+      if (a->ok) {
+        admit(j, *a, "");
         continue;
       }
-      why_[id] = a.reason;
-      if (!a.never) head = &j;
+      why_[id] = reason;
+      if (!a->never) behind = texts_.add("waiting: strict FIFO, behind job " + j.spec.name);
     }
   }
 
   // Phase 3: borrowers in fair-share order (lowest borrowed dominant share per unit of weight first, ties to
   // the higher weight, then to the earlier arrival) or in arrival order.
   bool admit_borrowers() {
-    std::map<TeamId, std::vector<JobId>> queues;
+    const size_t teams = s_.teams.size();
+    std::vector<std::vector<JobId>> queues(teams);
     for (JobId id : waiting_) {
       const Job& j = s_.jobs[id.index()];
-      if (is_waiting(j.state) && !borrow_blocked_[id]) queues[j.team].push_back(id);
+      if (is_waiting(j.state) && !borrow_blocked_[id]) queues[j.team.index()].push_back(id);
     }
     bool any = false;
-    std::map<TeamId, size_t> pos;
+    std::vector<size_t> pos(teams, 0);
     // Each team's next job that could be admitted, found at admission count `seen`. A head found before the
     // latest admission is checked again when it is chosen: that admission may have taken its room. Heads are
     // not all recomputed after every admission, which cost a placement per team per admission.
@@ -201,58 +260,72 @@ class Loop {
       AdmissionAttempt attempt;
       int seen = 0;
     };
-    std::map<TeamId, Head> heads;
+    std::vector<std::optional<Head>> heads(teams);
+    size_t head_count = 0;
+    // A team's fair-share value changes only when its own usage does, that is when one of its jobs is admitted.
+    std::vector<Share> share(teams);
+    const bool fair = s_.policy.idle_compute == IdleCompute::kFairShare;
     int admitted = 0;
-    auto find_head = [&](TeamId team) {
+    auto find_head = [&](size_t team) {
       auto& q = queues[team];
       size_t& p = pos[team];
+      if (heads[team]) {
+        heads[team].reset();
+        --head_count;
+      }
       while (p < q.size()) {
         const Job& j = s_.jobs[q[p].index()];
-        AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, BorrowMode::kAllowBorrowing, &pristine_, nullptr, &free_);
-        if (a.never) never_[q[p]] = true;
-        if (a.ok && !reserved_by(a, j)) {
-          heads[team] = Head{std::move(a), admitted};
+        const auto [a, reason] = attempt(j, BorrowMode::kAllowBorrowing);
+        if (a->never) never_[q[p]] = true;
+        std::optional<JobId> holder = a->ok ? reserved_by(*a, j) : std::nullopt;
+        if (a->ok && !holder) {
+          heads[team] = Head{*a, admitted};
+          ++head_count;
           return;
         }
         borrow_blocked_[q[p]] = true;
-        if (!a.ok) {
-          why_[q[p]] = a.reason;
-          maybe_reserve(j, a);
+        if (!a->ok) {
+          why_[q[p]] = reason;
+          maybe_reserve(j, *a);
         } else {
-          why_[q[p]] = "waiting: capacity of " + s_.catalog.at(a.type).name + " is reserved for job " +
-                       s_.jobs[reserved_by(a, j)->index()].spec.name + ", which has waited past the starvation threshold";
+          why_[q[p]] = reserved_reason(*a, *holder);
         }
         ++p;
       }
-      heads.erase(team);
     };
-    for (auto& [team, q] : queues) find_head(team);
-    while (!heads.empty()) {
-      auto better = [&](const std::pair<const TeamId, Head>& x, const std::pair<const TeamId, Head>& y) {
-        const Job& jx = s_.jobs[queues[x.first][pos[x.first]].index()];
-        const Job& jy = s_.jobs[queues[y.first][pos[y.first]].index()];
-        if (s_.policy.idle_compute == IdleCompute::kFairShare) {
-          Share sx = fair_share_value(s_, s_.usage, x.first), sy = fair_share_value(s_, s_.usage, y.first);
-          if (!(sx == sy)) return sx < sy;
-          int wx = s_.teams[x.first.index()].spec.fair_share_weight, wy = s_.teams[y.first.index()].spec.fair_share_weight;
-          if (wx != wy) return wx > wy;
-        }
-        return queue_before(jx, jy);
-      };
-      auto best = std::min_element(heads.begin(), heads.end(), better);
-      TeamId team = best->first;
-      if (best->second.seen != admitted) {
+    for (size_t team = 0; team < teams; ++team) {
+      if (queues[team].empty()) continue;
+      if (fair) share[team] = fair_share_value(s_, s_.usage, TeamId(static_cast<uint32_t>(team)));
+      find_head(team);
+    }
+    auto better = [&](size_t x, size_t y) {
+      const Job& jx = s_.jobs[queues[x][pos[x]].index()];
+      const Job& jy = s_.jobs[queues[y][pos[y]].index()];
+      if (fair) {
+        if (!(share[x] == share[y])) return share[x] < share[y];
+        int wx = s_.teams[x].spec.fair_share_weight, wy = s_.teams[y].spec.fair_share_weight;
+        if (wx != wy) return wx > wy;
+      }
+      return queue_before(jx, jy);
+    };
+    while (head_count > 0) {
+      size_t team = teams;
+      for (size_t t = 0; t < teams; ++t)
+        if (heads[t] && (team == teams || better(t, team))) team = t;
+      if (heads[team]->seen != admitted) {
         find_head(team);  // stale: the same job is tried again against the room as it is now
         continue;
       }
       const Job& j = s_.jobs[queues[team][pos[team]].index()];
       std::string extra;
-      if (s_.policy.idle_compute == IdleCompute::kFairShare && heads.size() > 1)
-        extra = "; fair share put team " + s_.teams[team.index()].spec.name + " first among " +
-                std::to_string(heads.size()) + " borrowing teams";
-      AdmissionAttempt a = std::move(best->second.attempt);
-      heads.erase(best);
+      if (fair && head_count > 1)
+        extra = "; fair share put team " + s_.teams[team].spec.name + " first among " + std::to_string(head_count) +
+                " borrowing teams";
+      const AdmissionAttempt a = std::move(heads[team]->attempt);
+      heads[team].reset();
+      --head_count;
       admit(j, a, extra);
+      if (fair) share[team] = fair_share_value(s_, s_.usage, j.team);
       ++admitted;
       ++pos[team];
       any = true;
@@ -263,51 +336,63 @@ class Loop {
 
   // Would the capacity this job borrows be reclaimed at once by a pending job of another lending team? Such a
   // job fits within its own nominal quota and could be placed once the victims are gone.
-  std::optional<std::string> would_oscillate(const Job& j, const PreemptionPlan& plan) {
+  const std::string* would_oscillate(const Job& j, const PreemptionPlan& plan) {
     RoomTable room = s_.room;
     UsageTable usage = s_.usage;
     std::vector<JobId> victims;
     for (const auto& v : plan.victims) victims.push_back(v.job);
     release_jobs(s_, victims, room, usage);
-    std::set<TeamId> seen;
     for (JobId id : waiting_) {
       const Job& p = s_.jobs[id.index()];
-      if (!is_waiting(p.state) || p.team == j.team || !s_.teams[p.team.index()].lends() || seen.count(p.team)) continue;
+      if (!is_waiting(p.state) || p.team == j.team || !s_.teams[p.team.index()].lends()) continue;
       AdmissionAttempt a = try_admit(s_, room, usage, p, BorrowMode::kWithinNominalOnly, nullptr);
       if (!a.ok) continue;
-      seen.insert(p.team);
-      return "waiting: it would borrow capacity that job " + p.spec.name + " of team " +
-             s_.teams[p.team.index()].spec.name + " can reclaim at once within its nominal quota";
+      return texts_.add("waiting: it would borrow capacity that job " + p.spec.name + " of team " +
+                        s_.teams[p.team.index()].spec.name + " can reclaim at once within its nominal quota");
     }
-    return std::nullopt;
+    return nullptr;
+  }
+
+  // Whether the job would stay within its team's nominal quota on some type: phase 2 takes those, phase 4 the rest.
+  bool within_nominal(const Job& j) const {
+    const auto& usage = s_.usage[j.team.index()];
+    const auto& nominal = s_.teams[j.team.index()].nominal;
+    for (TypeId t : candidate_types(s_, j)) {
+      auto req = job_request(s_, j, t, nullptr);
+      bool all = !req.empty();
+      for (const auto& [tt, r] : req) all &= (usage[tt.index()] + r).fits_in(nominal[tt.index()]);
+      if (all) return true;
+    }
+    return false;
   }
 
   // Phases 2 and 4: admissions that need preemption, in queue order; at most one per step.
-  bool preempt_in_order(bool within_nominal) {
+  bool preempt_in_order(bool want_within_nominal) {
     const PreemptionHints hints = preemption_hints(s_);
     for (JobId id : waiting_) {
       const Job& j = s_.jobs[id.index()];
       if (!is_waiting(j.state) || preempt_tried_[id] || never_[id]) continue;
-      // Phase 2 takes jobs whose team stays within nominal quota; phase 4 the rest.
-      bool nominal = false;
-      for (TypeId t : candidate_types(s_, j)) {
-        auto req = job_request(s_, j, t, nullptr);
-        bool all = !req.empty();
-        for (const auto& [tt, r] : req) all &= (s_.usage[j.team.index()][tt.index()] + r).fits_in(s_.teams[j.team.index()].nominal[tt.index()]);
-        nominal |= all;
+      ClassMemo::Preemption& m = memo_.preemption(j);
+      if (m.epoch != epoch_) m = ClassMemo::Preemption{.epoch = epoch_, .within_nominal = within_nominal(j)};
+      if (m.within_nominal != want_within_nominal) continue;
+      preempt_tried_[id] = true;
+      if (m.tried) {
+        // A job of the same class found no plan at this epoch: this one would not either. Oscillation is
+        // told apart from "no plan" because a later phase rewrites why_ and preempt_why_ is joined at the end.
+        (m.oscillates ? why_[id] : preempt_why_[id]) = m.why_not;
+        continue;
       }
-      if (nominal != within_nominal) continue;
+      m.tried = true;
       std::string why_not;
       auto plan = plan_preemption(s_, j, PreemptionQuery{.allow_reclaim = true, .now = now_, .hints = &hints}, why_not);
-      preempt_tried_[id] = true;
       if (!plan) {
-        // Kept apart from why_ because a later phase rewrites why_; the two are joined when the loop ends.
-        preempt_why_[id] = why_not;
+        preempt_why_[id] = m.why_not = texts_.add(std::move(why_not));
         continue;
       }
       if (plan->admission.borrowing) {
-        if (auto osc = would_oscillate(j, *plan)) {
-          why_[id] = *osc;
+        if (const std::string* osc = would_oscillate(j, *plan)) {
+          m.oscillates = true;
+          why_[id] = m.why_not = osc;
           continue;
         }
       }
@@ -337,13 +422,13 @@ class Loop {
       d.reason = reason;
       auto st = preempt_job(s_, v.job, now_, reason);
       (void)st;  // victims are running jobs of this same state
+      ++epoch_;
       result_.decisions.push_back(std::move(d));
       names += (names.empty() ? "" : ", ") + victim.spec.name;
       // The victim waits again: it goes back into consideration with everything else.
       if (std::find(waiting_.begin(), waiting_.end(), v.job) == waiting_.end()) {
         waiting_.push_back(v.job);
-        std::sort(waiting_.begin(), waiting_.end(),
-                  [&](JobId a, JobId b) { return queue_before(s_.jobs[a.index()], s_.jobs[b.index()]); });
+        sort_waiting();
       }
     }
     free_ = free_accelerators(s_, s_.room);  // the victims' accelerators are free again
@@ -374,26 +459,25 @@ class Loop {
   RoomTable pristine_;
   FreeAccelerators free_;  // of s_.room, kept by admit() and execute()
   std::vector<JobId> waiting_;
-  // Per-job flags of this pass, indexed by JobId (a map here costs a tree walk per job per phase).
-  struct Flags {
-    std::vector<char> v;
-    char& operator[](JobId id) {
-      if (id.index() >= v.size()) v.resize(id.index() + 1, 0);
+  // Per-job values of this pass, indexed by JobId (a map here costs a tree walk per job per phase).
+  template <typename T>
+  struct PerJob {
+    std::vector<T> v;
+    T& operator[](JobId id) {
+      if (id.index() >= v.size()) v.resize(id.index() + 1, T{});
       return v[id.index()];
     }
-    void clear() { std::fill(v.begin(), v.end(), 0); }
+    void clear() { std::fill(v.begin(), v.end(), T{}); }
   };
-  Flags blocked_, borrow_blocked_, preempt_tried_, never_;
-  // Per-job reasons of this pass, indexed by JobId.
-  struct Reasons {
-    std::vector<std::string> v;
-    std::string& operator[](JobId id) {
-      if (id.index() >= v.size()) v.resize(id.index() + 1);
-      return v[id.index()];
-    }
-  };
-  Reasons why_, preempt_why_;
+  PerJob<char> blocked_, borrow_blocked_, preempt_tried_, never_;
+  // Reasons of this pass, pooled in texts_: why_ is what the latest phase said, preempt_why_ why preemption
+  // could not help (kept apart because later phases rewrite why_; give_reasons joins them).
+  TextPool texts_;
+  PerJob<const std::string*> why_, preempt_why_;
   std::map<TypeId, JobId> reserved_;
+  uint64_t epoch_ = 0;  // changes (admissions, preemptions) this pass has made to the state
+  ClassMemo memo_;
+  AdmissionAttempt success_;  // attempt()'s answer when the job fits
   ScheduleResult result_;
 };
 

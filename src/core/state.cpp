@@ -196,6 +196,7 @@ static Status append_node(ClusterState& s, const NodeSpec& spec) {
   n.id = NodeId(static_cast<uint32_t>(s.nodes.size()));
   const InstanceType& it = s.catalog.at(n.type);
   NodeRoom r;
+  r.type = n.type;
   r.free = it.capacity();
   r.accelerators_free = it.accelerators >= 64 ? ~uint64_t{0} : ((uint64_t{1} << it.accelerators) - 1);
   r.usable = true;

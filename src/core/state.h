@@ -19,6 +19,7 @@ namespace allot {
 // What is free on one node, the unit placement works on. Placement trials copy this table and change the
 // copy, never the state.
 struct NodeRoom {
+  TypeId type;  // the node's instance type, here so that scans of the table stay in one compact array
   Resources free;
   uint64_t accelerators_free = 0;  // bit i: accelerator i is unbound
   int replicas = 0;

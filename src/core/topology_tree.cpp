@@ -53,6 +53,7 @@ TopologyTree build_topology_tree(const std::vector<Node>& nodes, int levels) {
     }
     t.leaf_of_node[n->id.index()] = parent;
   }
+  for (const auto& d : t.domains) t.parent.push_back(d.parent);
   return t;
 }
 

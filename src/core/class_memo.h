@@ -1,0 +1,71 @@
+#pragma once
+// Answers by job class, for one scheduler pass.
+//
+// try_admit answers every waiting job of one team with the same shape (model.h, Job::shape) alike, and
+// plan_preemption every such job of the same priority: they read the team's quota and usage, the room and the
+// policy, never the job's name or arrival (a waiting job holds no exclusive domain). So while the state is
+// unchanged, the answer worked out for one job of a class is the answer for all of them, word for word.
+// Thousands of queued jobs fall into a few hundred classes; the pass works each class out once per epoch (the
+// number of changes the pass has made so far) and gives that answer to the rest of the class.
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/admission.h"
+
+namespace allot {
+
+// Reason texts of one pass, each stored once at a stable address; jobs and memo entries point at them, so
+// handing one reason to thousands of jobs copies a pointer, not a string.
+class TextPool {
+ public:
+  const std::string* add(std::string text) { return &texts_.emplace_back(std::move(text)); }
+
+ private:
+  std::deque<std::string> texts_;
+};
+
+class ClassMemo {
+ public:
+  static constexpr uint64_t kNoEpoch = UINT64_MAX;
+
+  struct Admission {
+    uint64_t epoch = kNoEpoch;
+    AdmissionAttempt failure;  // only failures are kept: a job that fits is admitted at once
+    const std::string* reason = nullptr;  // failure.reason, pooled
+  };
+  struct Preemption {
+    uint64_t epoch = kNoEpoch;
+    bool within_nominal = false;  // the job fits within its team's nominal quota on some type
+    bool tried = false;           // planned at this epoch: no plan, or one that would oscillate
+    bool oscillates = false;
+    const std::string* why_not = nullptr;
+  };
+
+  // The entries of the job's classes; an entry whose epoch is not the current one holds a stale answer.
+  Admission& admission(const Job& j, BorrowMode mode);
+  Preemption& preemption(const Job& j);
+
+ private:
+  struct Key {
+    uint32_t team, shape;
+    int priority;
+    friend bool operator==(const Key&, const Key&) = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  // Class index of a job, looked up once per pass: [JobId] -> index + 1 (0: not looked up yet).
+  uint32_t class_of(const Job& j, Key key, std::unordered_map<Key, uint32_t, KeyHash>& ids,
+                    std::vector<uint32_t>& by_job);
+
+  std::unordered_map<Key, uint32_t, KeyHash> admission_ids_, preemption_ids_;
+  std::vector<uint32_t> admission_by_job_, preemption_by_job_;
+  // Deques: entries handed out stay where they are while later classes are added.
+  std::deque<Admission> admissions_;  // [2 * class + mode]
+  std::deque<Preemption> preemptions_;
+};
+
+}  // namespace allot
