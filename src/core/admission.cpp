@@ -41,6 +41,38 @@ FreeAccelerators free_accelerators(const ClusterState& s, const RoomTable& room)
   return free;
 }
 
+void FreeIndex::reset(const ClusterState& s, const RoomTable& room) {
+  free_ = free_accelerators(s, room);
+  nodes_with_.assign(s.catalog.size(), {});
+  for (size_t t = 0; t < s.catalog.size(); ++t)
+    nodes_with_[t].assign(static_cast<size_t>(s.catalog.at(TypeId(static_cast<uint32_t>(t))).accelerators) + 1, 0);
+  for (const NodeRoom& r : room)
+    if (r.usable) ++nodes_with_[r.type.index()][static_cast<size_t>(r.free.accelerators)];
+}
+
+void FreeIndex::took(const ClusterState& s, const RoomTable& room, const Job& job, const Placement& p) {
+  for (const PodSet& ps : job.pod_sets)
+    if (ps.topology.exclusive_level >= 0) return reset(s, room);
+  for (NodeId n : p.nodes()) {
+    int64_t replicas = 0, accelerators = 0;
+    for (const auto& pp : p.pod_sets)
+      for (const auto& r : pp.replicas)
+        if (r.node == n) {
+          ++replicas;
+          accelerators += static_cast<int64_t>(r.accelerators.size());
+        }
+    const NodeRoom& r = room[n.index()];
+    FreeOfType& f = free_[r.type.index()];
+    auto& with = nodes_with_[r.type.index()];
+    const int64_t now = r.free.accelerators, before = now + accelerators;
+    --with[static_cast<size_t>(before)];
+    ++with[static_cast<size_t>(now)];
+    f.accelerators -= accelerators;
+    if (r.replicas == replicas && !r.exclusive_owner.valid()) --f.whole_nodes;  // it held no replica before
+    while (f.largest > 0 && with[static_cast<size_t>(f.largest)] == 0) --f.largest;
+  }
+}
+
 namespace {
 
 // Why the job cannot be placed on `type` with what is free, or "" when the bounds allow it (placement decides).

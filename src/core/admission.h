@@ -41,6 +41,21 @@ struct FreeOfType {
 using FreeAccelerators = std::vector<FreeOfType>;  // by TypeId index
 FreeAccelerators free_accelerators(const ClusterState& s, const RoomTable& room);
 
+// free_accelerators(), kept up to date through admissions without a scan of every node: an admission changes
+// only the nodes its placement uses (unless the job holds exclusive domains, which close other nodes too).
+class FreeIndex {
+ public:
+  // Scans every node of `room`.
+  void reset(const ClusterState& s, const RoomTable& room);
+  // After `job` was charged with `p` on `room`.
+  void took(const ClusterState& s, const RoomTable& room, const Job& job, const Placement& p);
+  const FreeAccelerators& free() const { return free_; }
+
+ private:
+  FreeAccelerators free_;
+  std::vector<std::vector<int64_t>> nodes_with_;  // [type][free accelerators]: usable nodes, for `largest`
+};
+
 // `pristine` (the empty cluster, placement.h) enables "never fits" answers; `free`, when given, must describe
 // `room` and enables the quick rejection.
 AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,

@@ -47,29 +47,32 @@ Capacity compute_capacity(const ClusterState& s, const RoomTable& room, const Jo
   const TopologyTree& t = s.tree;
   Capacity c;
   c.replicas.assign(t.domains.size(), 0);
+  // Exclusive: a domain of the exclusive level that holds any other job's replica is closed to this job.
+  std::vector<char> closed;
+  const int excl = ps.topology.exclusive_level;
+  if (excl >= 0) {
+    closed.assign(t.domains.size(), 0);
+    for (size_t n = 0; n < room.size(); ++n) {
+      if (t.leaf_of_node[n] < 0) continue;
+      bool other = room[n].replicas > 0 || (room[n].exclusive_owner.valid() && room[n].exclusive_owner != job.id);
+      if (other) closed[t.ancestor(NodeId(static_cast<uint32_t>(n)), excl)] = 1;
+    }
+  }
+  // Each node's replicas go to its leaf and straight into the leaf's parent; then one reverse pass over the
+  // inner domains (parents come before children) sums every subtree. Most nodes of a busy cluster hold none.
   const bool whole = ps.per_replica.whole_node;
   for (size_t n = 0; n < room.size(); ++n) {
-    int leaf = t.leaf_of_node[n];
+    const int leaf = t.leaf_of_node[n];
     if (leaf < 0 || room[n].type != type) continue;
-    c.replicas[leaf] = node_fit(room[n], req, whole, job.id);
+    const int64_t fit = node_fit(room[n], req, whole, job.id);
+    if (fit == 0 || (excl >= 0 && closed[t.ancestor(NodeId(static_cast<uint32_t>(n)), excl)])) continue;
+    c.replicas[leaf] = fit;
+    if (t.parent[leaf] >= 0) c.replicas[t.parent[leaf]] += fit;
   }
-  // Exclusive: a domain of the exclusive level that holds any other job's replica is closed to this job.
-  if (ps.topology.exclusive_level >= 0) {
-    std::vector<char> dirty(t.domains.size(), 0);
-    for (size_t n = 0; n < s.nodes.size(); ++n) {
-      int leaf = t.leaf_of_node[n];
-      if (leaf < 0) continue;
-      bool other = room[n].replicas > 0 || (room[n].exclusive_owner.valid() && room[n].exclusive_owner != job.id);
-      if (other) dirty[t.ancestor(NodeId(static_cast<uint32_t>(n)), ps.topology.exclusive_level)] = 1;
-    }
-    for (size_t n = 0; n < s.nodes.size(); ++n) {
-      int leaf = t.leaf_of_node[n];
-      if (leaf >= 0 && dirty[t.ancestor(NodeId(static_cast<uint32_t>(n)), ps.topology.exclusive_level)]) c.replicas[leaf] = 0;
-    }
-  }
-  // Parents come before children in the domain list, so one reverse pass sums every subtree.
-  for (size_t d = t.parent.size(); d-- > 0;)
+  for (size_t i = t.inner.size(); i-- > 0;) {
+    const int d = t.inner[i];
     if (t.parent[d] >= 0) c.replicas[t.parent[d]] += c.replicas[d];
+  }
   if (ps.topology.slice_level >= 0) {
     c.slice_level = ps.topology.slice_level;
     c.slice_size = ps.topology.slice_size;

@@ -17,7 +17,7 @@ class Loop {
 
   ScheduleResult run() {
     collect_waiting();
-    free_ = free_accelerators(s_, s_.room);
+    free_.reset(s_, s_.room);
     // Each step admits one job or ends the loop, and a job is preempted only by one that outranks it or
     // reclaims quota, so the loop ends; the bound only guards against a bug.
     const size_t bound = 8 * s_.jobs.size() + 64;
@@ -163,7 +163,7 @@ class Loop {
     auto st = admit_job(s_, j.id, a.placement, a.borrowing, now_, "");
     (void)st;  // the job is waiting (checked by callers) and the placement came from the same state
     ++epoch_;
-    free_ = free_accelerators(s_, s_.room);
+    free_.took(s_, s_.room, j, a.placement);
     d.reason = admit_reason(j, a, extra);
     Job& mj = s_.jobs[j.id.index()];
     mj.reason = d.reason;
@@ -181,7 +181,7 @@ class Loop {
   Tried attempt(const Job& j, BorrowMode mode) {
     ClassMemo::Admission& m = memo_.admission(j, mode);
     if (m.epoch == epoch_) return {&m.failure, m.reason};
-    AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, mode, &pristine_, nullptr, &free_);
+    AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, mode, &pristine_, nullptr, &free_.free());
     if (a.ok) {
       success_ = std::move(a);
       return {&success_, nullptr};
@@ -431,7 +431,7 @@ class Loop {
         sort_waiting();
       }
     }
-    free_ = free_accelerators(s_, s_.room);  // the victims' accelerators are free again
+    free_.reset(s_, s_.room);  // the victims' accelerators are free again
     admit(j, plan.admission, "; after preempting " + names);
     // Room was released: every earlier "does not fit" may have changed.
     blocked_.clear();
@@ -457,7 +457,7 @@ class Loop {
   ClusterState& s_;
   Time now_;
   RoomTable pristine_;
-  FreeAccelerators free_;  // of s_.room, kept by admit() and execute()
+  FreeIndex free_;  // of s_.room, kept by admit() and execute()
   std::vector<JobId> waiting_;
   // Per-job values of this pass, indexed by JobId (a map here costs a tree walk per job per phase).
   template <typename T>

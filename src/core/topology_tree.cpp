@@ -53,7 +53,10 @@ TopologyTree build_topology_tree(const std::vector<Node>& nodes, int levels) {
     }
     t.leaf_of_node[n->id.index()] = parent;
   }
-  for (const auto& d : t.domains) t.parent.push_back(d.parent);
+  for (size_t d = 0; d < t.domains.size(); ++d) {
+    t.parent.push_back(t.domains[d].parent);
+    if (!t.domains[d].children.empty()) t.inner.push_back(static_cast<int>(d));
+  }
   return t;
 }
 

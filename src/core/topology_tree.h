@@ -23,6 +23,7 @@ struct TopologyTree {
   // domains[d].parent again, as one compact array: placement sums capacity up the whole tree at every call,
   // and reading it out of the Domain records costs a cache miss per domain.
   std::vector<int> parent;
+  std::vector<int> inner;  // the domains that are not leaves, in index order (parents before children)
   std::vector<std::vector<int>> by_level;  // domain indices per level, sorted by name path
   std::vector<int> leaf_of_node;           // NodeId index -> leaf domain (-1 for removed nodes)
   int levels = 0;
