@@ -12,7 +12,7 @@ uint32_t ClassMemo::class_of(const Job& j, Key key, std::unordered_map<Key, uint
                              std::vector<uint32_t>& by_job) {
   const size_t i = j.id.index();
   if (i >= by_job.size()) by_job.resize(i + 1, 0);
-  if (by_job[i] == 0) by_job[i] = ids.emplace(key, static_cast<uint32_t>(ids.size())).first->second + 1;
+  if (by_job[i] == 0) by_job[i] = ids.try_emplace(key, static_cast<uint32_t>(ids.size())).first->second + 1;
   return by_job[i] - 1;
 }
 

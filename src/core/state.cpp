@@ -230,8 +230,8 @@ Status add_nodes(ClusterState& s, const std::vector<NodeSpec>& specs, Time now) 
 // Stops every active run that has a replica on `node`; `on_stop` decides what becomes of each job.
 template <typename F>
 static void stop_jobs_on(ClusterState& s, NodeId node, F on_stop) {
-  // A copy: stopping a job changes the index.
-  const std::vector<JobId> running(s.running_jobs.begin(), s.running_jobs.end());
+  // A copy (stopping a job changes the index), in ID order so that the jobs stop in submission order.
+  const std::vector<JobId> running = s.running_jobs.sorted();
   for (JobId id : running) {
     Job& j = s.jobs[id.index()];
     bool here = false;

@@ -3,12 +3,12 @@
 // change goes through these functions, which keep the accounting (node room, team usage) right; the store
 // journals the same operations, and the simulator and the server drive the same functions.
 #include <map>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "core/catalog.h"
+#include "core/job_set.h"
 #include "core/model.h"
 #include "core/result.h"
 #include "core/spec.h"
@@ -47,7 +47,7 @@ struct ClusterState {
   std::vector<Resources> capacity;  // per instance type: all nodes in the cluster, any health
   // The jobs that are running, and those waiting (Pending or Suspended), kept by every change of a job's
   // state, so the scheduler's passes cost the active jobs rather than every job ever submitted.
-  std::set<JobId> running_jobs, waiting_jobs;
+  JobSet running_jobs, waiting_jobs;
   // Job shapes (model.h, Job::shape), interned at submission: the key spells out everything placement looks
   // at on an empty cluster (pod sets, replicas, types, amounts, topology), and nothing else.
   std::unordered_map<std::string, uint32_t> shape_ids;
