@@ -17,14 +17,14 @@
 
 namespace allot {
 
-// Reason texts of one pass, each stored once at a stable address; jobs and memo entries point at them, so
-// handing one reason to thousands of jobs copies a pointer, not a string.
+// Reason texts of one pass, each stored once at a stable address; the pass hands out pointers to them and
+// jobs keep a share of the text (model.h, Job::reason), so one reason for thousands of jobs is one string.
 class TextPool {
  public:
-  const std::string* add(std::string text) { return &texts_.emplace_back(std::move(text)); }
+  const SharedText* add(std::string text) { return &texts_.emplace_back(std::move(text)); }
 
  private:
-  std::deque<std::string> texts_;
+  std::deque<SharedText> texts_;
 };
 
 class ClassMemo {
@@ -34,14 +34,14 @@ class ClassMemo {
   struct Admission {
     uint64_t epoch = kNoEpoch;
     AdmissionAttempt failure;  // only failures are kept: a job that fits is admitted at once
-    const std::string* reason = nullptr;  // failure.reason, pooled
+    const SharedText* reason = nullptr;  // failure.reason, pooled
   };
   struct Preemption {
     uint64_t epoch = kNoEpoch;
     bool within_nominal = false;  // the job fits within its team's nominal quota on some type
     bool tried = false;           // planned at this epoch: no plan, or one that would oscillate
     bool oscillates = false;
-    const std::string* why_not = nullptr;
+    const SharedText* why_not = nullptr;
   };
 
   // The entries of the job's classes; an entry whose epoch is not the current one holds a stale answer.

@@ -9,6 +9,7 @@
 
 #include "core/ids.h"
 #include "core/resources.h"
+#include "core/shared_text.h"
 #include "core/spec.h"
 
 namespace allot {
@@ -100,7 +101,7 @@ struct Job {
   Time waiting_since = 0;  // when it last became Pending or Suspended
 
   JobState state = JobState::kPending;
-  std::string reason;  // why it is in its state, for people
+  SharedText reason;  // why it is in its state, for people (shared: many waiting jobs say the same)
   Placement placement;
   bool borrowing = false;  // admitted while its team was above nominal quota
   Time started_at = 0;     // of the current run

@@ -16,6 +16,9 @@ class Loop {
   Loop(ClusterState& s, Time now) : s_(s), now_(now), pristine_(pristine_room(s)) {}
 
   ScheduleResult run() {
+    // Sized once: growing these job by job would copy them over and over.
+    for (auto* flags : {&blocked_, &borrow_blocked_, &preempt_tried_, &never_}) flags->v.resize(s_.jobs.size(), 0);
+    for (auto* texts : {&why_, &preempt_why_}) texts->v.resize(s_.jobs.size(), nullptr);
     collect_waiting();
     free_.reset(s_, s_.room);
     // Each step admits one job or ends the loop, and a job is preempted only by one that outranks it or
@@ -76,21 +79,21 @@ class Loop {
   // help. Jobs share the pooled texts, so equal reasons are joined once, and a job whose reason is unchanged
   // since the last pass is not written at all.
   void give_reasons() {
-    std::map<std::pair<const std::string*, const std::string*>, const std::string*> joined;
+    std::map<std::pair<const SharedText*, const SharedText*>, const SharedText*> joined;
     for (JobId id : waiting_) {
       Job& j = s_.jobs[id.index()];
-      const std::string* why = why_[id];
-      if (!is_waiting(j.state) || !why || why->empty()) continue;
-      const std::string* preempt_why = preempt_why_[id];
-      if (preempt_why && !preempt_why->empty() && !why->starts_with("never")) {
-        const std::string*& both = joined[{why, preempt_why}];
-        if (!both) both = texts_.add(*why + "; " + *preempt_why);
+      const SharedText* why = why_[id];
+      if (!is_waiting(j.state) || !why || why->empty_text()) continue;
+      const SharedText* preempt_why = preempt_why_[id];
+      if (preempt_why && !preempt_why->empty_text() && !why->str().starts_with("never")) {
+        const SharedText*& both = joined[{why, preempt_why}];
+        if (!both) both = texts_.add(why->str() + "; " + preempt_why->str());
         why = both;
       }
       // A suspended job keeps saying why it stopped, then why it still waits.
       if (j.state == JobState::kSuspended && !j.history.empty() && j.history.back().to == JobState::kSuspended)
-        j.reason = j.history.back().reason + "; waiting: " + *why;
-      else if (j.reason != *why)
+        j.reason = j.history.back().reason + "; waiting: " + why->str();
+      else
         j.reason = *why;
     }
   }
@@ -122,7 +125,7 @@ class Loop {
     return std::nullopt;
   }
 
-  const std::string* reserved_reason(const AdmissionAttempt& a, JobId holder) {
+  const SharedText* reserved_reason(const AdmissionAttempt& a, JobId holder) {
     return texts_.add("waiting: capacity of " + s_.catalog.at(a.type).name + " is reserved for job " +
                       s_.jobs[holder.index()].spec.name + ", which has waited past the starvation threshold");
   }
@@ -176,7 +179,7 @@ class Loop {
   // tried since the last change. `attempt` points at the memo's entry or at success_, valid until the next call.
   struct Tried {
     const AdmissionAttempt* attempt;
-    const std::string* reason;  // pooled; null on success
+    const SharedText* reason;  // pooled; null on success
   };
   Tried attempt(const Job& j, BorrowMode mode) {
     ClassMemo::Admission& m = memo_.admission(j, mode);
@@ -224,7 +227,7 @@ class Loop {
     std::vector<JobId> line = waiting_;
     std::stable_sort(line.begin(), line.end(),
                      [&](JobId a, JobId b) { return s_.jobs[a.index()].arrival < s_.jobs[b.index()].arrival; });
-    const std::string* behind = nullptr;  // the reason of every job after the head
+    const SharedText* behind = nullptr;  // the reason of every job after the head
     for (JobId id : line) {
       const Job& j = s_.jobs[id.index()];
       if (!is_waiting(j.state)) continue;
@@ -336,7 +339,7 @@ class Loop {
 
   // Would the capacity this job borrows be reclaimed at once by a pending job of another lending team? Such a
   // job fits within its own nominal quota and could be placed once the victims are gone.
-  const std::string* would_oscillate(const Job& j, const PreemptionPlan& plan) {
+  const SharedText* would_oscillate(const Job& j, const PreemptionPlan& plan) {
     RoomTable room = s_.room;
     UsageTable usage = s_.usage;
     std::vector<JobId> victims;
@@ -390,7 +393,7 @@ class Loop {
         continue;
       }
       if (plan->admission.borrowing) {
-        if (const std::string* osc = would_oscillate(j, *plan)) {
+        if (const SharedText* osc = would_oscillate(j, *plan)) {
           m.oscillates = true;
           why_[id] = m.why_not = osc;
           continue;
@@ -473,7 +476,7 @@ class Loop {
   // Reasons of this pass, pooled in texts_: why_ is what the latest phase said, preempt_why_ why preemption
   // could not help (kept apart because later phases rewrite why_; give_reasons joins them).
   TextPool texts_;
-  PerJob<const std::string*> why_, preempt_why_;
+  PerJob<const SharedText*> why_, preempt_why_;
   std::map<TypeId, JobId> reserved_;
   uint64_t epoch_ = 0;  // changes (admissions, preemptions) this pass has made to the state
   ClassMemo memo_;

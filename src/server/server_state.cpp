@@ -44,7 +44,7 @@ std::vector<JobId> running_on(const ClusterState& s, const std::string& node_nam
   return out;
 }
 
-std::string job_message(const Job& j) { return std::string(job_state_name(j.state)) + ": " + j.reason; }
+std::string job_message(const Job& j) { return std::string(job_state_name(j.state)) + ": " + j.reason.str(); }
 
 // What the record says, after it was applied, for people reading the event stream.
 std::string message_of(const ServerState& st, const Record& r) {

@@ -81,7 +81,7 @@ int check_expect(const ClusterState& s, const Event& e, std::vector<std::string>
     if (want.reason && lower(j->reason).find(lower(*want.reason)) == std::string::npos)
       bad.push_back("reason does not contain \"" + *want.reason + "\"");
     for (const auto& b : bad)
-      failures.push_back(at + b + " (state " + job_state_name(j->state) + ", reason: " + j->reason + ")");
+      failures.push_back(at + b + " (state " + job_state_name(j->state) + ", reason: " + j->reason.str() + ")");
   }
   for (const auto& [name, want] : e.expect.teams) {
     ++checks;

@@ -158,7 +158,7 @@ TEST_F(CoreTest, StarvingJobReservesItsInstanceType) {
   auto r = schedule(s, 150);
   // 'two' has waited 150 s > 100 s: the free node stays free for it.
   EXPECT_EQ(j("small-2").state, JobState::kPending);
-  EXPECT_NE(j("small-2").reason.find("reserved for job two"), std::string::npos) << j("small-2").reason;
+  EXPECT_NE(j("small-2").reason.str().find("reserved for job two"), std::string::npos) << j("small-2").reason.str();
   ASSERT_TRUE(finish_job(s, "one", 200, true).ok());
   schedule(s, 200);
   EXPECT_EQ(j("two").state, JobState::kRunning);

@@ -1,0 +1,31 @@
+#pragma once
+// An immutable text that copies share. A scheduler pass gives tens of thousands of waiting jobs a few hundred
+// distinct reasons; held this way, each reason is stored once and handing it to a job copies a pointer.
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace allot {
+
+class SharedText {
+ public:
+  SharedText() = default;
+  SharedText(std::string text) : text_(std::make_shared<const std::string>(std::move(text))) {}  // NOLINT: a text is a string
+  SharedText(const char* text) : SharedText(std::string(text)) {}                                // NOLINT
+
+  const std::string& str() const { return text_ ? *text_ : empty(); }
+  operator const std::string&() const { return str(); }  // NOLINT: reads as the string it holds
+  bool empty_text() const { return str().empty(); }
+  // Whether both hold the very same text object (cheap; equal texts in different objects are not the same).
+  bool same(const SharedText& o) const { return text_ == o.text_; }
+  friend bool operator==(const SharedText& a, const SharedText& b) { return a.str() == b.str(); }
+
+ private:
+  static const std::string& empty() {
+    static const std::string kEmpty;
+    return kEmpty;
+  }
+  std::shared_ptr<const std::string> text_;
+};
+
+}  // namespace allot
