@@ -44,9 +44,13 @@ class ClassMemo {
     const SharedText* why_not = nullptr;
   };
 
-  // The entries of the job's classes; an entry whose epoch is not the current one holds a stale answer.
-  Admission& admission(const Job& j, BorrowMode mode);
-  Preemption& preemption(const Job& j);
+  // A job's classes, looked up once when it joins the pass's queue.
+  uint32_t admission_class(const Job& j) { return class_of(Key{j.team.value, j.shape, 0}, admission_ids_); }
+  uint32_t preemption_class(const Job& j) { return class_of(Key{j.team.value, j.shape, j.priority}, preemption_ids_); }
+
+  // The entries of a class; an entry whose epoch is not the current one holds a stale answer.
+  Admission& admission(uint32_t admission_class, BorrowMode mode);
+  Preemption& preemption(uint32_t preemption_class);
 
  private:
   struct Key {
@@ -57,12 +61,12 @@ class ClassMemo {
   struct KeyHash {
     size_t operator()(const Key& k) const;
   };
-  // Class index of a job, looked up once per pass: [JobId] -> index + 1 (0: not looked up yet).
-  uint32_t class_of(const Job& j, Key key, std::unordered_map<Key, uint32_t, KeyHash>& ids,
-                    std::vector<uint32_t>& by_job);
+  using Ids = std::unordered_map<Key, uint32_t, KeyHash>;
+  static uint32_t class_of(Key key, Ids& ids) {
+    return ids.try_emplace(key, static_cast<uint32_t>(ids.size())).first->second;
+  }
 
-  std::unordered_map<Key, uint32_t, KeyHash> admission_ids_, preemption_ids_;
-  std::vector<uint32_t> admission_by_job_, preemption_by_job_;
+  Ids admission_ids_, preemption_ids_;
   // Deques: entries handed out stay where they are while later classes are added.
   std::deque<Admission> admissions_;  // [2 * class + mode]
   std::deque<Preemption> preemptions_;

@@ -16,9 +16,7 @@ class Loop {
   Loop(ClusterState& s, Time now) : s_(s), now_(now), pristine_(pristine_room(s)) {}
 
   ScheduleResult run() {
-    // Sized once: growing these job by job would copy them over and over.
-    for (auto* flags : {&blocked_, &borrow_blocked_, &preempt_tried_, &never_}) flags->v.resize(s_.jobs.size(), 0);
-    for (auto* texts : {&why_, &preempt_why_}) texts->v.resize(s_.jobs.size(), nullptr);
+    pass_.resize(s_.jobs.size());
     collect_waiting();
     free_.reset(s_, s_.room);
     // Each step admits one job or ends the loop, and a job is preempted only by one that outranks it or
@@ -51,7 +49,18 @@ class Loop {
 
   void collect_waiting() {
     waiting_.assign(s_.waiting_jobs.begin(), s_.waiting_jobs.end());
+    for (JobId id : waiting_) join(id);
     sort_waiting();
+  }
+
+  // A job enters the pass's queue: its record gets what the phases read of it.
+  void join(JobId id) {
+    const Job& j = s_.jobs[id.index()];
+    PassJob& p = pass_[id.index()];
+    p.team = j.team.value;
+    p.admission_class = memo_.admission_class(j);
+    p.preemption_class = memo_.preemption_class(j);
+    p.waiting = true;
   }
 
   // Queue order, on keys copied out of the jobs: sorting tens of thousands of IDs by reaching into each Job
@@ -81,10 +90,11 @@ class Loop {
   void give_reasons() {
     std::map<std::pair<const SharedText*, const SharedText*>, const SharedText*> joined;
     for (JobId id : waiting_) {
+      const PassJob& p = pass_[id.index()];
+      const SharedText* why = p.why;
+      if (!p.waiting || !why || why->empty_text()) continue;
       Job& j = s_.jobs[id.index()];
-      const SharedText* why = why_[id];
-      if (!is_waiting(j.state) || !why || why->empty_text()) continue;
-      const SharedText* preempt_why = preempt_why_[id];
+      const SharedText* preempt_why = p.preempt_why;
       if (preempt_why && !preempt_why->empty_text() && !why->str().starts_with("never")) {
         const SharedText*& both = joined[{why, preempt_why}];
         if (!both) both = texts_.add(why->str() + "; " + preempt_why->str());
@@ -171,7 +181,8 @@ class Loop {
     Job& mj = s_.jobs[j.id.index()];
     mj.reason = d.reason;
     mj.history.back().reason = d.reason;
-    why_[j.id] = nullptr;
+    pass_[j.id.index()].why = nullptr;
+    pass_[j.id.index()].waiting = false;
     result_.decisions.push_back(std::move(d));
   }
 
@@ -181,9 +192,10 @@ class Loop {
     const AdmissionAttempt* attempt;
     const SharedText* reason;  // pooled; null on success
   };
-  Tried attempt(const Job& j, BorrowMode mode) {
-    ClassMemo::Admission& m = memo_.admission(j, mode);
+  Tried attempt(JobId id, BorrowMode mode) {
+    ClassMemo::Admission& m = memo_.admission(pass_[id.index()].admission_class, mode);
     if (m.epoch == epoch_) return {&m.failure, m.reason};
+    const Job& j = s_.jobs[id.index()];
     AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, mode, &pristine_, nullptr, &free_.free());
     if (a.ok) {
       success_ = std::move(a);
@@ -199,13 +211,14 @@ class Loop {
   bool admit_in_order(BorrowMode mode) {
     bool any = false;
     for (JobId id : waiting_) {
+      PassJob& p = pass_[id.index()];
+      if (!p.waiting || p.blocked) continue;
+      const auto [a, reason] = attempt(id, mode);
+      if (a->never) p.never = true;
       const Job& j = s_.jobs[id.index()];
-      if (!is_waiting(j.state) || blocked_[id]) continue;
-      const auto [a, reason] = attempt(j, mode);
-      if (a->never) never_[id] = true;
       if (a->ok) {
         if (auto r = reserved_by(*a, j)) {
-          why_[id] = reserved_reason(*a, *r);
+          p.why = reserved_reason(*a, *r);
           continue;
         }
         admit(j, *a, "");
@@ -213,9 +226,9 @@ class Loop {
         continue;
       }
       // Admissions only take room, so a job that does not fit now will not fit later in this step.
-      blocked_[id] = true;
+      p.blocked = true;
       if (mode == BorrowMode::kWithinNominalOnly && !a->quota_ok && a->reason == "needs to borrow") continue;
-      why_[id] = reason;
+      p.why = reason;
       maybe_reserve(j, *a);
     }
     return any;
@@ -229,18 +242,19 @@ class Loop {
                      [&](JobId a, JobId b) { return s_.jobs[a.index()].arrival < s_.jobs[b.index()].arrival; });
     const SharedText* behind = nullptr;  // the reason of every job after the head
     for (JobId id : line) {
-      const Job& j = s_.jobs[id.index()];
-      if (!is_waiting(j.state)) continue;
+      PassJob& p = pass_[id.index()];
+      if (!p.waiting) continue;
       if (behind) {
-        why_[id] = behind;
+        p.why = behind;
         continue;
       }
-      const auto [a, reason] = attempt(j, BorrowMode::kAllowBorrowing);
+      const auto [a, reason] = attempt(id, BorrowMode::kAllowBorrowing);
+      const Job& j = s_.jobs[id.index()];
       if (a->ok) {
         admit(j, *a, "");
         continue;
       }
-      why_[id] = reason;
+      p.why = reason;
       if (!a->never) behind = texts_.add("waiting: strict FIFO, behind job " + j.spec.name);
     }
   }
@@ -251,8 +265,8 @@ class Loop {
     const size_t teams = s_.teams.size();
     std::vector<std::vector<JobId>> queues(teams);
     for (JobId id : waiting_) {
-      const Job& j = s_.jobs[id.index()];
-      if (is_waiting(j.state) && !borrow_blocked_[id]) queues[j.team.index()].push_back(id);
+      const PassJob& p = pass_[id.index()];
+      if (p.waiting && !p.borrow_blocked) queues[p.team].push_back(id);
     }
     bool any = false;
     std::vector<size_t> pos(teams, 0);
@@ -277,21 +291,22 @@ class Loop {
         --head_count;
       }
       while (p < q.size()) {
+        PassJob& pj = pass_[q[p].index()];
+        const auto [a, reason] = attempt(q[p], BorrowMode::kAllowBorrowing);
+        if (a->never) pj.never = true;
         const Job& j = s_.jobs[q[p].index()];
-        const auto [a, reason] = attempt(j, BorrowMode::kAllowBorrowing);
-        if (a->never) never_[q[p]] = true;
         std::optional<JobId> holder = a->ok ? reserved_by(*a, j) : std::nullopt;
         if (a->ok && !holder) {
           heads[team] = Head{*a, admitted};
           ++head_count;
           return;
         }
-        borrow_blocked_[q[p]] = true;
+        pj.borrow_blocked = true;
         if (!a->ok) {
-          why_[q[p]] = reason;
+          pj.why = reason;
           maybe_reserve(j, *a);
         } else {
-          why_[q[p]] = reserved_reason(*a, *holder);
+          pj.why = reserved_reason(*a, *holder);
         }
         ++p;
       }
@@ -346,8 +361,9 @@ class Loop {
     for (const auto& v : plan.victims) victims.push_back(v.job);
     release_jobs(s_, victims, room, usage);
     for (JobId id : waiting_) {
+      if (!pass_[id.index()].waiting) continue;
       const Job& p = s_.jobs[id.index()];
-      if (!is_waiting(p.state) || p.team == j.team || !s_.teams[p.team.index()].lends()) continue;
+      if (p.team == j.team || !s_.teams[p.team.index()].lends()) continue;
       AdmissionAttempt a = try_admit(s_, room, usage, p, BorrowMode::kWithinNominalOnly, nullptr);
       if (!a.ok) continue;
       return texts_.add("waiting: it would borrow capacity that job " + p.spec.name + " of team " +
@@ -373,29 +389,30 @@ class Loop {
   bool preempt_in_order(bool want_within_nominal) {
     const PreemptionHints hints = preemption_hints(s_);
     for (JobId id : waiting_) {
+      PassJob& p = pass_[id.index()];
+      if (!p.waiting || p.preempt_tried || p.never) continue;
+      ClassMemo::Preemption& m = memo_.preemption(p.preemption_class);
       const Job& j = s_.jobs[id.index()];
-      if (!is_waiting(j.state) || preempt_tried_[id] || never_[id]) continue;
-      ClassMemo::Preemption& m = memo_.preemption(j);
       if (m.epoch != epoch_) m = ClassMemo::Preemption{.epoch = epoch_, .within_nominal = within_nominal(j)};
       if (m.within_nominal != want_within_nominal) continue;
-      preempt_tried_[id] = true;
+      p.preempt_tried = true;
       if (m.tried) {
         // A job of the same class found no plan at this epoch: this one would not either. Oscillation is
-        // told apart from "no plan" because a later phase rewrites why_ and preempt_why_ is joined at the end.
-        (m.oscillates ? why_[id] : preempt_why_[id]) = m.why_not;
+        // told apart from "no plan" because a later phase rewrites why and preempt_why is joined at the end.
+        (m.oscillates ? p.why : p.preempt_why) = m.why_not;
         continue;
       }
       m.tried = true;
       std::string why_not;
       auto plan = plan_preemption(s_, j, PreemptionQuery{.allow_reclaim = true, .now = now_, .hints = &hints}, why_not);
       if (!plan) {
-        preempt_why_[id] = m.why_not = texts_.add(std::move(why_not));
+        p.preempt_why = m.why_not = texts_.add(std::move(why_not));
         continue;
       }
       if (plan->admission.borrowing) {
         if (const SharedText* osc = would_oscillate(j, *plan)) {
           m.oscillates = true;
-          why_[id] = m.why_not = osc;
+          p.why = m.why_not = osc;
           continue;
         }
       }
@@ -433,13 +450,12 @@ class Loop {
         waiting_.push_back(v.job);
         sort_waiting();
       }
+      join(v.job);
     }
     free_.reset(s_, s_.room);  // the victims' accelerators are free again
     admit(j, plan.admission, "; after preempting " + names);
     // Room was released: every earlier "does not fit" may have changed.
-    blocked_.clear();
-    borrow_blocked_.clear();
-    preempt_tried_.clear();
+    for (PassJob& p : pass_) p.blocked = p.borrow_blocked = p.preempt_tried = false;
   }
 
   std::optional<Time> wakeup() const {
@@ -448,7 +464,7 @@ class Loop {
       if (x > now_ && (!t || x < *t)) t = x;
     };
     bool anyone_waiting = false;
-    for (JobId id : waiting_) anyone_waiting |= is_waiting(s_.jobs[id.index()].state);
+    for (JobId id : waiting_) anyone_waiting |= pass_[id.index()].waiting;
     if (!anyone_waiting) return t;
     if (s_.policy.min_runtime_s > 0)
       for (JobId id : s_.running_jobs) consider(s_.jobs[id.index()].started_at + s_.policy.min_runtime_s);
@@ -462,21 +478,20 @@ class Loop {
   RoomTable pristine_;
   FreeIndex free_;  // of s_.room, kept by admit() and execute()
   std::vector<JobId> waiting_;
-  // Per-job values of this pass, indexed by JobId (a map here costs a tree walk per job per phase).
-  template <typename T>
-  struct PerJob {
-    std::vector<T> v;
-    T& operator[](JobId id) {
-      if (id.index() >= v.size()) v.resize(id.index() + 1, T{});
-      return v[id.index()];
-    }
-    void clear() { std::fill(v.begin(), v.end(), T{}); }
+  // What the pass keeps of each job, indexed by JobId: one compact record, so that the phases walking the
+  // whole queue read it rather than the Job, whose fields lie far apart in memory.
+  struct PassJob {
+    uint32_t team = 0;
+    uint32_t admission_class = 0, preemption_class = 0;  // class_memo.h
+    bool waiting = false;  // in the queue and not admitted: kept by join() and admit()
+    bool blocked = false, borrow_blocked = false, preempt_tried = false, never = false;
+    // Pooled in texts_: what the latest phase said, and why preemption could not help (kept apart because
+    // later phases rewrite `why`; give_reasons joins them).
+    const SharedText* why = nullptr;
+    const SharedText* preempt_why = nullptr;
   };
-  PerJob<char> blocked_, borrow_blocked_, preempt_tried_, never_;
-  // Reasons of this pass, pooled in texts_: why_ is what the latest phase said, preempt_why_ why preemption
-  // could not help (kept apart because later phases rewrite why_; give_reasons joins them).
+  std::vector<PassJob> pass_;
   TextPool texts_;
-  PerJob<const SharedText*> why_, preempt_why_;
   std::map<TypeId, JobId> reserved_;
   uint64_t epoch_ = 0;  // changes (admissions, preemptions) this pass has made to the state
   ClassMemo memo_;
