@@ -104,7 +104,7 @@ bool never_fits(const ClusterState& s, const Job& job, TypeId type, const RoomTa
   const uint64_t key = uint64_t{job.shape} << 32 | type.index();
   auto it = s.never_fits_by_shape.find(key);
   if (it == s.never_fits_by_shape.end()) {
-    PlacementOutcome p = place_job(s, pristine, job, type);
+    PlacementOutcome p = place_job(s, pristine, job, type);  // once per shape: no scratch needed
     it = s.never_fits_by_shape
              .emplace(key, p.ok ? "" : "never fits: " + p.reason + "; the cluster does not have that capacity")
              .first;
@@ -117,14 +117,15 @@ bool never_fits(const ClusterState& s, const Job& job, TypeId type, const RoomTa
 }  // namespace
 
 AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,
-                           BorrowMode mode, const RoomTable* pristine, const std::vector<TypeId>* only_types,
-                           const FreeAccelerators* free) {
+                           const AdmitOptions& o) {
+  const RoomTable* pristine = o.pristine;
+  const FreeAccelerators* free = o.free;
   AdmissionAttempt best;
   best.never = true;
   std::string quota_reason, placement_reason;
   bool any_type = false;
   for (TypeId type : candidate_types(s, job)) {
-    if (only_types && std::find(only_types->begin(), only_types->end(), type) == only_types->end()) continue;
+    if (o.only_types && std::find(o.only_types->begin(), o.only_types->end(), type) == o.only_types->end()) continue;
     std::string why;
     auto request = job_request(s, job, type, &why);
     if (request.empty()) {
@@ -157,7 +158,7 @@ AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const U
       if (!never) best.never = false;
       continue;
     }
-    if (mode == BorrowMode::kWithinNominalOnly && !within) {
+    if (o.mode == BorrowMode::kWithinNominalOnly && !within) {
       best.never = false;
       if (quota_reason.empty()) quota_reason = "needs to borrow";
       continue;
@@ -165,7 +166,7 @@ AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const U
     best.quota_ok = true;
     PlacementOutcome p;
     const std::string lacking = free ? short_of(s, job, type, *free, request) : "";
-    if (lacking.empty()) p = place_job(s, room, job, type);
+    if (lacking.empty()) p = place_job(s, room, job, type, o.scratch);
     if (!p.ok) {
       p.reason = lacking.empty() ? p.reason : lacking;
       std::string never_reason;

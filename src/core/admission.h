@@ -56,10 +56,15 @@ class FreeIndex {
   std::vector<std::vector<int64_t>> nodes_with_;  // [type][free accelerators]: usable nodes, for `largest`
 };
 
-// `pristine` (the empty cluster, placement.h) enables "never fits" answers; `free`, when given, must describe
-// `room` and enables the quick rejection.
+struct AdmitOptions {
+  BorrowMode mode = BorrowMode::kAllowBorrowing;
+  const RoomTable* pristine = nullptr;              // the empty cluster (placement.h): enables "never fits" answers
+  const std::vector<TypeId>* only_types = nullptr;  // try these instance types only
+  const FreeAccelerators* free = nullptr;           // must describe `room`: enables the quick rejection
+  PlacementScratch* scratch = nullptr;              // working memory of placement, for callers that place many jobs
+};
+
 AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,
-                           BorrowMode mode, const RoomTable* pristine, const std::vector<TypeId>* only_types = nullptr,
-                           const FreeAccelerators* free = nullptr);
+                           const AdmitOptions& options = {});
 
 }  // namespace allot

@@ -42,13 +42,12 @@ struct Capacity {
   }
 };
 
-Capacity compute_capacity(const ClusterState& s, const RoomTable& room, const Job& job, const PodSet& ps, TypeId type,
-                          const Resources& req) {
+// `c` brings the buffers to fill (their old contents do not matter); `closed` is working memory.
+void compute_capacity(const ClusterState& s, const RoomTable& room, const Job& job, const PodSet& ps, TypeId type,
+                      const Resources& req, Capacity& c, std::vector<char>& closed) {
   const TopologyTree& t = s.tree;
-  Capacity c;
   c.replicas.assign(t.domains.size(), 0);
   // Exclusive: a domain of the exclusive level that holds any other job's replica is closed to this job.
-  std::vector<char> closed;
   const int excl = ps.topology.exclusive_level;
   if (excl >= 0) {
     closed.assign(t.domains.size(), 0);
@@ -82,7 +81,6 @@ Capacity compute_capacity(const ClusterState& s, const RoomTable& room, const Jo
       if (t.domains[d].level <= c.slice_level && t.domains[d].parent >= 0) c.slices[t.domains[d].parent] += c.slices[d];
     }
   }
-  return c;
 }
 
 // The tightest single candidate holding `need`, or the fewest candidates: roomiest first, the last by best fit.
@@ -196,14 +194,19 @@ std::string replica_text(const ClusterState& s, const PodSet& ps, TypeId type, c
 }
 
 std::optional<PodSetPlacement> place_pod_set(const ClusterState& s, const RoomTable& room, const Job& job,
-                                             const PodSet& ps, TypeId type, std::string& why) {
+                                             const PodSet& ps, TypeId type, PlacementScratch& scratch, std::string& why) {
   auto req = replica_resources(s, ps, type);
   if (!req) {
     why = req.error().message;
     return std::nullopt;
   }
-  Capacity cap = compute_capacity(s, room, job, ps, type, *req);
+  Capacity cap;
+  cap.replicas = std::move(scratch.replicas);
+  cap.slices = std::move(scratch.slices);
+  compute_capacity(s, room, job, ps, type, *req, cap, scratch.closed);
   auto leaves = choose(s, cap, ps, why);
+  scratch.replicas = std::move(cap.replicas);
+  scratch.slices = std::move(cap.slices);
   if (!leaves) {
     why += " (" + std::to_string(ps.replicas) + " " + replica_text(s, ps, type, *req) + ")";
     return std::nullopt;
@@ -247,7 +250,10 @@ RoomTable pristine_room(const ClusterState& s) {
   return room;
 }
 
-PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const Job& job, TypeId type) {
+PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const Job& job, TypeId type,
+                           PlacementScratch* work) {
+  PlacementScratch own;
+  if (!work) work = &own;
   PlacementOutcome out;
   RoomTable scratch;
   const RoomTable* current = &room;
@@ -255,7 +261,7 @@ PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const J
     const PodSet& ps = job.pod_sets[i];
     TypeId t = ps.type.value_or(type);
     std::string why;
-    auto p = place_pod_set(s, *current, job, ps, t, why);
+    auto p = place_pod_set(s, *current, job, ps, t, *work, why);
     if (!p) {
       out.reason = why;
       return out;

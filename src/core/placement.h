@@ -23,9 +23,17 @@ struct PlacementOutcome {
   std::string reason;  // why it does not fit, for people
 };
 
+// Working memory of placement, kept by a caller that places many jobs (a scheduler pass, a preemption plan), so
+// that a placement does not allocate and free tables the size of the topology tree every time.
+struct PlacementScratch {
+  std::vector<int64_t> replicas, slices;
+  std::vector<char> closed;
+};
+
 // Places all pod sets of `job`. Pod sets without an instance type use `type`. Telling "blocked now" from "never
 // fits" is admission's part (admission.h): it places the job again on pristine_room().
-PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const Job& job, TypeId type);
+PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const Job& job, TypeId type,
+                           PlacementScratch* work = nullptr);
 
 // The room of the cluster as if empty and healthy (removed nodes stay unusable).
 RoomTable pristine_room(const ClusterState& s);

@@ -136,10 +136,11 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
 
     RoomTable room = s.room;
     UsageTable usage = s.usage;
+    PlacementScratch scratch;  // the trials below place the job again and again
     std::vector<Victim> chosen;
     AdmissionAttempt fit;
     auto fits_now = [&]() {
-      fit = try_admit(s, room, usage, job, BorrowMode::kAllowBorrowing, nullptr, &only);
+      fit = try_admit(s, room, usage, job, AdmitOptions{.only_types = &only, .scratch = &scratch});
       // Reclaimed capacity is for jobs within their nominal quota only.
       bool any_reclaim = std::any_of(chosen.begin(), chosen.end(), [](const Victim& v) { return v.reclaim; });
       if (fit.ok && any_reclaim && fit.borrowing) fit.ok = false;

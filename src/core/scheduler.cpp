@@ -196,7 +196,9 @@ class Loop {
     ClassMemo::Admission& m = memo_.admission(pass_[id.index()].admission_class, mode);
     if (m.epoch == epoch_) return {&m.failure, m.reason};
     const Job& j = s_.jobs[id.index()];
-    AdmissionAttempt a = try_admit(s_, s_.room, s_.usage, j, mode, &pristine_, nullptr, &free_.free());
+    AdmissionAttempt a = try_admit(
+        s_, s_.room, s_.usage, j,
+        AdmitOptions{.mode = mode, .pristine = &pristine_, .free = &free_.free(), .scratch = &scratch_});
     if (a.ok) {
       success_ = std::move(a);
       return {&success_, nullptr};
@@ -364,7 +366,8 @@ class Loop {
       if (!pass_[id.index()].waiting) continue;
       const Job& p = s_.jobs[id.index()];
       if (p.team == j.team || !s_.teams[p.team.index()].lends()) continue;
-      AdmissionAttempt a = try_admit(s_, room, usage, p, BorrowMode::kWithinNominalOnly, nullptr);
+      AdmissionAttempt a =
+          try_admit(s_, room, usage, p, AdmitOptions{.mode = BorrowMode::kWithinNominalOnly, .scratch = &scratch_});
       if (!a.ok) continue;
       return texts_.add("waiting: it would borrow capacity that job " + p.spec.name + " of team " +
                         s_.teams[p.team.index()].spec.name + " can reclaim at once within its nominal quota");
@@ -496,6 +499,7 @@ class Loop {
   uint64_t epoch_ = 0;  // changes (admissions, preemptions) this pass has made to the state
   ClassMemo memo_;
   AdmissionAttempt success_;  // attempt()'s answer when the job fits
+  PlacementScratch scratch_;
   ScheduleResult result_;
 };
 

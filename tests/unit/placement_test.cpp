@@ -74,7 +74,7 @@ class PlacementTest : public ::testing::Test {
   // Telling "blocked now" from "never fits" is admission's part: it places the job again on the empty cluster.
   AdmissionAttempt attempt(const Job& j, const RoomTable& room) {
     pristine = pristine_room(s);
-    return try_admit(s, room, s.usage, j, BorrowMode::kAllowBorrowing, &pristine);
+    return try_admit(s, room, s.usage, j, AdmitOptions{.pristine = &pristine});
   }
   std::set<std::string> nodes(const PlacementOutcome& p) {
     std::set<std::string> out;
