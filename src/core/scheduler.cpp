@@ -58,6 +58,8 @@ class Loop {
     const Job& j = s_.jobs[id.index()];
     PassJob& p = pass_[id.index()];
     p.team = j.team.value;
+    p.priority = j.priority;
+    p.arrival = j.arrival;
     p.admission_class = memo_.admission_class(j);
     p.preemption_class = memo_.preemption_class(j);
     p.waiting = true;
@@ -75,8 +77,8 @@ class Loop {
     keys.reserve(waiting_.size());
     const bool by_priority = ranks_by_priority();
     for (JobId id : waiting_) {
-      const Job& j = s_.jobs[id.index()];
-      keys.push_back({by_priority ? j.priority : 0, j.arrival, id});
+      const PassJob& p = pass_[id.index()];
+      keys.push_back({by_priority ? p.priority : 0, p.arrival, id});
     }
     std::sort(keys.begin(), keys.end(), [](const Entry& a, const Entry& b) {
       return a.priority != b.priority ? a.priority > b.priority : a.arrival < b.arrival;
@@ -449,11 +451,11 @@ class Loop {
       result_.decisions.push_back(std::move(d));
       names += (names.empty() ? "" : ", ") + victim.spec.name;
       // The victim waits again: it goes back into consideration with everything else.
+      join(v.job);
       if (std::find(waiting_.begin(), waiting_.end(), v.job) == waiting_.end()) {
         waiting_.push_back(v.job);
         sort_waiting();
       }
-      join(v.job);
     }
     free_.reset(s_, s_.room);  // the victims' accelerators are free again
     admit(j, plan.admission, "; after preempting " + names);
@@ -484,6 +486,8 @@ class Loop {
   // What the pass keeps of each job, indexed by JobId: one compact record, so that the phases walking the
   // whole queue read it rather than the Job, whose fields lie far apart in memory.
   struct PassJob {
+    uint64_t arrival = 0;
+    int priority = 0;
     uint32_t team = 0;
     uint32_t admission_class = 0, preemption_class = 0;  // class_memo.h
     bool waiting = false;  // in the queue and not admitted: kept by join() and admit()

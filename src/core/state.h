@@ -57,6 +57,9 @@ struct ClusterState {
   mutable std::unordered_map<uint64_t, std::string> never_fits_by_shape;
   mutable uint64_t never_fits_version = UINT64_MAX;
 
+  // The reason every job starts with, one text for all (model.h, Job::reason).
+  SharedText submitted_reason{"waiting for the scheduler"};
+
   ClusterState();
   explicit ClusterState(Catalog c, std::vector<std::string> topology_levels = {});
 

@@ -127,7 +127,7 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
   j.submitted_at = now;
   j.waiting_since = now;
   j.state = JobState::kPending;
-  j.reason = "waiting for the scheduler";
+  j.reason = s.submitted_reason;
   j.history.push_back({now, JobState::kPending, JobState::kPending, "submitted"});
   s.job_by_name[spec.name] = j.id;
   s.jobs.push_back(std::move(j));
