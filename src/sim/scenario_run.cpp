@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "core/scheduler.h"
+#include "sim/completions.h"
 #include "sim/scenario_expect.h"
 
 namespace allot::sim {
@@ -12,17 +13,6 @@ namespace {
 Error at_line(const Event& e, const Error& err) {
   return Error{err.code, "line " + std::to_string(e.line) + " (" + event_kind_name(e.kind) + " at " +
                              std::to_string(e.at) + "): " + err.message};
-}
-
-// When the next running job finishes its work, if any job has a duration.
-std::optional<Time> next_completion(const ClusterState& s, Time now) {
-  std::optional<Time> t;
-  for (const Job& j : s.jobs) {
-    if (j.state != JobState::kRunning || !j.spec.duration_s) continue;
-    Time done = now + remaining_work(j, now);
-    if (!t || done < *t) t = done;
-  }
-  return t;
 }
 
 void log_decisions(const ClusterState& s, const ScheduleResult& r, Time now, std::vector<std::string>& log) {
@@ -112,16 +102,11 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
     consider(wakeup);
     now = *t;
     // Work that completes by now ends first, in completion order, then the events of this instant.
-    while (true) {
-      const Job* done = nullptr;
-      for (const Job& j : s.jobs)
-        if (j.state == JobState::kRunning && j.spec.duration_s && remaining_work(j, now) == 0 &&
-            (!done || j.started_at + (*j.spec.duration_s - j.work_done_s) < done->started_at + (*done->spec.duration_s - done->work_done_s)))
-          done = &j;
-      if (!done) break;
-      rep.log.push_back("t=" + std::to_string(now) + "  done    " + done->spec.name);
-      if (auto st = finish_job(s, done->spec.name, now, true, "finished its work"); !st)
-        return Error::internal("finishing " + done->spec.name + ": " + st.error().message);
+    for (JobId id : completed_by(s, now)) {
+      const std::string name = s.jobs[id.index()].spec.name;
+      rep.log.push_back("t=" + std::to_string(now) + "  done    " + name);
+      if (auto st = finish_job(s, name, now, true, "finished its work"); !st)
+        return Error::internal("finishing " + name + ": " + st.error().message);
     }
     std::vector<const Event*> expects;
     while (next < sc.events.size() && sc.events[next].at == now) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/scheduler.h"
+#include "sim/completions.h"
 #include "sim/node_failures.h"
 #include "sim/scenario_run.h"
 #include "sim/trace_jobs.h"
@@ -31,7 +32,6 @@ struct Tracked {
   Time run_start = -1;          // -1: not running
   bool run_borrowing = false;
   int runs = 0;
-  bool ended = false;
 };
 
 class Replay {
@@ -54,7 +54,7 @@ class Replay {
       if (next_job < trace_.jobs.size()) consider(trace_.jobs[next_job].submit_s);
       while (next_event < sc_.events.size() && sc_.events[next_event].kind == EventKind::kExpect) ++next_event;
       if (next_event < sc_.events.size()) consider(sc_.events[next_event].at);
-      consider(next_completion());
+      consider(next_completion(s_, now));
       if (waiting_ > 0) consider(wakeup);
       // Failures only while there is work to disturb; repairs always (they may unblock waiting jobs).
       if (!node_events_.empty() && (work_left || node_events_.top().kind != NodeEvent::Kind::kFail))
@@ -137,24 +137,9 @@ class Replay {
     return ok_status();
   }
 
-  std::optional<Time> next_completion() const {
-    std::optional<Time> t;
-    for (size_t i : running_) {
-      const Job& j = s_.jobs[tracked_[i].id.index()];
-      Time done = j.started_at + (*j.spec.duration_s - j.work_done_s);
-      if (!t || done < *t) t = done;
-    }
-    return t;
-  }
-
   bool complete_jobs(Time now) {
-    std::vector<std::pair<Time, size_t>> done;
-    for (size_t i : running_) {
-      const Job& j = s_.jobs[tracked_[i].id.index()];
-      if (remaining_work(j, now) == 0) done.emplace_back(j.started_at + (*j.spec.duration_s - j.work_done_s), i);
-    }
-    std::sort(done.begin(), done.end());
-    for (auto [at, i] : done) (void)finish_job(s_, s_.jobs[tracked_[i].id.index()].spec.name, now, true, "finished its work");
+    const std::vector<JobId> done = completed_by(s_, now);
+    for (JobId id : done) (void)finish_job(s_, s_.jobs[id.index()].spec.name, now, true, "finished its work");
     return !done.empty();
   }
 
@@ -235,7 +220,6 @@ class Replay {
     team_busy_[j.team.index()] -= t.held;
     t.run_start = -1;
     if (j.state == JobState::kSucceeded || j.state == JobState::kFailed || j.state == JobState::kCancelled) {
-      t.ended = true;
       if (j.state == JobState::kSucceeded) rec.end_s = now;
     } else {
       ++waiting_;  // back in the queue (or re-admitted this pass, which opens a run and takes it out again)
