@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/client_run.h"
 #include "cli/commands.h"
 #include "client/cli_flags.h"
 #include "client/render.h"
@@ -27,14 +28,6 @@ struct AdminArgs {
 };
 
 // Runs `body` with an open session; errors opening it (a bad URL or format) are reported like any other.
-template <typename F>
-void on_run(CLI::App* cmd, Context& ctx, std::shared_ptr<AdminArgs> a, const std::string& name, F body) {
-  cmd->callback([&ctx, a, name, body] {
-    auto s = Session::open(a->flags);
-    ctx.exit_code = s ? body(*s, *a) : report(name, s.error());
-  });
-}
-
 int run_apply(Session& s, AdminArgs& a) {
   auto text = client::read_input(a.file);
   if (!text) return report("apply", text.error());
@@ -120,9 +113,7 @@ int run_allocation_set(Session& s, AdminArgs& a) {
 }
 
 int run_policy_get(Session& s, AdminArgs&) {
-  auto r = s.api().get("/v1/policy");
-  if (!r) return report("policy get", r.error());
-  return s.print(*r, client::policy_text);
+  return s.show("policy get", s.api().get("/v1/policy"), client::policy_text);
 }
 
 int run_policy_set(Session& s, AdminArgs& a) {
@@ -134,21 +125,16 @@ int run_policy_set(Session& s, AdminArgs& a) {
   if (!a.idle_pool.empty()) p["idle_pool"] = a.idle_pool == "true";
   if (a.min_runtime) p["min_runtime"] = *a.min_runtime;
   if (a.starvation_threshold) p["starvation_threshold"] = *a.starvation_threshold;
-  auto r = s.api().put("/v1/policy", p);
-  if (!r) return report("policy set", r.error());
-  return s.print(*r, client::policy_text);
+  return s.show("policy set", s.api().put("/v1/policy", p), client::policy_text);
 }
 
 int run_classes(Session& s, AdminArgs&) {
-  auto r = s.api().get("/v1/priority-classes");
-  if (!r) return report("priority-class list", r.error());
-  return s.print(*r, client::priority_classes_table);
+  return s.show("priority-class list", s.api().get("/v1/priority-classes"), client::priority_classes_table);
 }
 
 int run_class_set(Session& s, AdminArgs& a) {
-  auto r = s.api().put("/v1/priority-classes/" + client::url_encode(a.name), {{"weight", a.weight}});
-  if (!r) return report("priority-class set", r.error());
-  return s.print(*r, [](const json& c) { return "priority class " + client::text(c, "name") + " weight " + client::text(c, "weight") + "\n"; });
+  return s.show("priority-class set", s.api().put("/v1/priority-classes/" + client::url_encode(a.name), {{"weight", a.weight}}),
+                [](const json& c) { return "priority class " + client::text(c, "name") + " weight " + client::text(c, "weight") + "\n"; });
 }
 
 int run_class_delete(Session& s, AdminArgs& a) {

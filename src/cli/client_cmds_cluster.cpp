@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/client_run.h"
 #include "cli/commands.h"
 #include "client/cli_flags.h"
 #include "client/render.h"
@@ -22,30 +23,17 @@ struct ClusterArgs {
   int64_t since = 0;
 };
 
-template <typename F>
-void on_run(CLI::App* cmd, Context& ctx, std::shared_ptr<ClusterArgs> a, const std::string& name, F body) {
-  cmd->callback([&ctx, a, name, body] {
-    auto s = Session::open(a->flags);
-    ctx.exit_code = s ? body(*s, *a) : report(name, s.error());
-  });
-}
-
 int run_nodes(Session& s, ClusterArgs&) {
-  auto r = s.api().get("/v1/nodes");
-  if (!r) return report("nodes", r.error());
-  return s.print(*r, [](const json& n) { return client::nodes_table(n, client::unix_now()); });
+  return s.show("nodes", s.api().get("/v1/nodes"),
+                [](const json& n) { return client::nodes_table(n, client::unix_now()); });
 }
 
 int run_teams(Session& s, ClusterArgs&) {
-  auto r = s.api().get("/v1/teams");
-  if (!r) return report("teams", r.error());
-  return s.print(*r, client::teams_table);
+  return s.show("teams", s.api().get("/v1/teams"), client::teams_table);
 }
 
 int run_topology(Session& s, ClusterArgs&) {
-  auto r = s.api().get("/v1/topology");
-  if (!r) return report("topology show", r.error());
-  return s.print(*r, client::topology_text);
+  return s.show("topology show", s.api().get("/v1/topology"), client::topology_text);
 }
 
 int run_node_action(Session& s, ClusterArgs& a) {

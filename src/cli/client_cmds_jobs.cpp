@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/client_run.h"
 #include "cli/commands.h"
 #include "client/cli_flags.h"
 #include "client/render.h"
@@ -25,14 +26,6 @@ struct JobArgs {
   int64_t tail = 0;
   bool dry_run = false;
 };
-
-template <typename F>
-void on_run(CLI::App* cmd, Context& ctx, std::shared_ptr<JobArgs> a, const std::string& name, F body) {
-  cmd->callback([&ctx, a, name, body] {
-    auto s = Session::open(a->flags);
-    ctx.exit_code = s ? body(*s, *a) : report(name, s.error());
-  });
-}
 
 // Every document of the input as a job body; Kubernetes objects are recognised by apiVersion and kind.
 // Several documents (`---`) submit several jobs, as `kubectl apply -f` would.
@@ -98,21 +91,18 @@ int run_submit(Session& s, JobArgs& a) {
 }
 
 int run_jobs(Session& s, JobArgs& a) {
-  auto r = s.api().get(client::with_query("/v1/jobs", {{"team", a.team}, {"state", a.state}}));
-  if (!r) return report("jobs", r.error());
-  return s.print(*r, [](const json& j) { return client::jobs_table(j, client::unix_now()); });
+  return s.show("jobs", s.api().get(client::with_query("/v1/jobs", {{"team", a.team}, {"state", a.state}})),
+                [](const json& j) { return client::jobs_table(j, client::unix_now()); });
 }
 
 int run_describe(Session& s, JobArgs& a) {
-  auto r = s.api().get("/v1/jobs/" + client::url_encode(a.name));
-  if (!r) return report("describe", r.error());
-  return s.print(*r, [](const json& j) { return client::describe_job(j, client::unix_now()); });
+  return s.show("describe", s.api().get("/v1/jobs/" + client::url_encode(a.name)),
+                [](const json& j) { return client::describe_job(j, client::unix_now()); });
 }
 
 int run_cancel(Session& s, JobArgs& a) {
-  auto r = s.api().post("/v1/jobs/" + client::url_encode(a.name) + "/cancel");
-  if (!r) return report("cancel", r.error());
-  return s.print(*r, [](const json& j) { return "job " + client::text(j, "name") + ": " + client::text(j, "state") + "\n"; });
+  return s.show("cancel", s.api().post("/v1/jobs/" + client::url_encode(a.name) + "/cancel"),
+                [](const json& j) { return "job " + client::text(j, "name") + ": " + client::text(j, "state") + "\n"; });
 }
 
 // One replica's log, or every replica's under a header each when --replica is not given.

@@ -21,6 +21,12 @@ int Session::print(const nlohmann::json& data, const std::function<std::string(c
   return 0;
 }
 
+int Session::show(const std::string& command, const Result<nlohmann::json>& answer,
+                  const std::function<std::string(const nlohmann::json&)>& table) {
+  if (!answer) return report(command, answer.error());
+  return print(*answer, table);
+}
+
 int report(const std::string& command, const Error& e) {
   std::cerr << "allot " << command << ": " << e.message << "\n";
   return exit_code_for(e);

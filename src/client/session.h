@@ -27,6 +27,10 @@ class Session {
 
   // Prints `data` in the chosen format; `table` renders it for people.
   int print(const nlohmann::json& data, const std::function<std::string(const nlohmann::json&)>& table);
+  // The answer of an API call, printed as print() does; or, when the call failed, the error reported as
+  // report() does for `command`. Returns the exit code either way.
+  int show(const std::string& command, const Result<nlohmann::json>& answer,
+           const std::function<std::string(const nlohmann::json&)>& table);
 
  private:
   Session(ApiClient api, Format f) : api_(std::move(api)), format_(f) {}
