@@ -28,6 +28,18 @@ std::vector<std::pair<TypeId, Resources>> job_request(const ClusterState& s, con
   return out;
 }
 
+bool within_nominal_quota(const ClusterState& s, const UsageTable& usage, const Job& job) {
+  const auto& used = usage[job.team.index()];
+  const auto& nominal = s.teams[job.team.index()].nominal;
+  for (TypeId type : candidate_types(s, job)) {
+    auto request = job_request(s, job, type, nullptr);
+    bool all = !request.empty();
+    for (const auto& [t, r] : request) all &= (used[t.index()] + r).fits_in(nominal[t.index()]);
+    if (all) return true;
+  }
+  return false;
+}
+
 FreeAccelerators free_accelerators(const ClusterState& s, const RoomTable& room) {
   FreeAccelerators free(s.catalog.size());
   for (const NodeRoom& r : room) {

@@ -31,6 +31,10 @@ std::span<const TypeId> candidate_types(const ClusterState& s, const Job& job);
 // Quota need of the job per type if its untyped pod sets went to `type`; empty when `type` cannot serve it.
 std::vector<std::pair<TypeId, Resources>> job_request(const ClusterState& s, const Job& job, TypeId type, std::string* why);
 
+// Whether the job would keep its team within nominal quota on some type it may use (no borrowing needed),
+// with the team's usage in `usage`.
+bool within_nominal_quota(const ClusterState& s, const UsageTable& usage, const Job& job);
+
 // What is free per instance type on schedulable nodes: bounds of what placement can find, so a job that asks for
 // more is turned away without a scan of the nodes.
 struct FreeOfType {

@@ -63,14 +63,7 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
                q.hints->min_running_priority[job.team.index()] < job.priority;
     if (!(q.allow_reclaim && other_above) && !own) {
       // Whether it fits within nominal only changes the wording for a team that never preempts its own.
-      bool within = false;
-      for (TypeId type : candidate_types(s, job)) {
-        auto request = job_request(s, job, type, nullptr);
-        bool all = !request.empty();
-        for (const auto& [t, r] : request) all &= (s.usage[job.team.index()][t.index()] + r).fits_in(team.nominal[t.index()]);
-        within |= all;
-      }
-      why_not = no_candidates(team, within);
+      why_not = no_candidates(team, within_nominal_quota(s, s.usage, job));
       return std::nullopt;
     }
   }

@@ -377,19 +377,6 @@ class Loop {
     return nullptr;
   }
 
-  // Whether the job would stay within its team's nominal quota on some type: phase 2 takes those, phase 4 the rest.
-  bool within_nominal(const Job& j) const {
-    const auto& usage = s_.usage[j.team.index()];
-    const auto& nominal = s_.teams[j.team.index()].nominal;
-    for (TypeId t : candidate_types(s_, j)) {
-      auto req = job_request(s_, j, t, nullptr);
-      bool all = !req.empty();
-      for (const auto& [tt, r] : req) all &= (usage[tt.index()] + r).fits_in(nominal[tt.index()]);
-      if (all) return true;
-    }
-    return false;
-  }
-
   // Phases 2 and 4: admissions that need preemption, in queue order; at most one per step.
   bool preempt_in_order(bool want_within_nominal) {
     const PreemptionHints hints = preemption_hints(s_);
@@ -398,7 +385,9 @@ class Loop {
       if (!p.waiting || p.preempt_tried || p.never) continue;
       ClassMemo::Preemption& m = memo_.preemption(p.preemption_class);
       const Job& j = s_.jobs[id.index()];
-      if (m.epoch != epoch_) m = ClassMemo::Preemption{.epoch = epoch_, .within_nominal = within_nominal(j)};
+      // Phase 2 takes the jobs that stay within their team's nominal quota, phase 4 the rest.
+      if (m.epoch != epoch_)
+        m = ClassMemo::Preemption{.epoch = epoch_, .within_nominal = within_nominal_quota(s_, s_.usage, j)};
       if (m.within_nominal != want_within_nominal) continue;
       p.preempt_tried = true;
       if (m.tried) {

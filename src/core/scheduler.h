@@ -11,7 +11,8 @@
 // does not block those behind it, unless it has waited past the starvation threshold: then jobs after it may
 // not take capacity of its instance types. Every admission and preemption is applied to `state` through the
 // operations of state.h and returned, with its reason, for the driver to journal; every job still waiting
-// gets the reason that blocks it.
+// gets the reason that blocks it. Jobs of one team with the same shape get one answer per change the pass makes
+// (class_memo.h), which is what keeps a pass over tens of thousands of queued jobs fast.
 #include <optional>
 #include <vector>
 
