@@ -85,22 +85,10 @@ int sim_replay(const ReplayArgs& a) {
   if (cluster->teams.empty()) return fail("--cluster: " + a.cluster + " has no teams to assign the trace's jobs to");
   if (!trace->issues.summary().empty()) std::cerr << "allot sim replay: " << a.trace << ": " << trace->issues.summary() << "\n";
 
-  // Teams take trace jobs in proportion to their allocation, so each brings demand like its entitlement.
-  sim::TeamAssignment assign;
-  assign.rule = *rule;
-  assign.seed = a.seed;
   auto state = sim::cluster_from_scenario(*cluster);
   if (!state) return fail("--cluster: " + a.cluster + ": " + state.error().message);
-  for (const Team& t : state->teams) {
-    int64_t gpus = 0;
-    for (const auto& r : t.nominal) gpus += r.accelerators;
-    assign.teams.push_back({t.spec.name, static_cast<uint32_t>(std::max<int64_t>(gpus, 0))});
-  }
-  bool any_weight = false;
-  for (const auto& t : assign.teams) any_weight |= t.weight > 0;
-  if (!any_weight)
-    for (auto& t : assign.teams) t.weight = 1;  // no team has GPUs: deal jobs evenly
-  if (auto n = sim::assign_teams(*trace, assign); !n) return fail(n.error().message);
+  if (auto n = sim::assign_teams(*trace, sim::assignment_by_allocation(*state, *rule, a.seed)); !n)
+    return fail(n.error().message);
 
   sim::ReplayOptions options;
   options.seed = a.seed;

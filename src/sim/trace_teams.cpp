@@ -139,4 +139,20 @@ Result<int64_t> assign_teams(Trace& trace, const TeamAssignment& options) {
   return static_cast<int64_t>(jobs.size());
 }
 
+TeamAssignment assignment_by_allocation(const ClusterState& cluster, TeamRule rule, uint64_t seed) {
+  TeamAssignment assign;
+  assign.rule = rule;
+  assign.seed = seed;
+  for (const Team& t : cluster.teams) {
+    int64_t gpus = 0;
+    for (const auto& r : t.nominal) gpus += r.accelerators;
+    assign.teams.push_back({t.spec.name, static_cast<uint32_t>(std::max<int64_t>(gpus, 0))});
+  }
+  bool any_weight = false;
+  for (const auto& t : assign.teams) any_weight |= t.weight > 0;
+  if (!any_weight)
+    for (auto& t : assign.teams) t.weight = 1;  // no team has GPUs: deal jobs evenly
+  return assign;
+}
+
 }  // namespace allot::sim

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/state.h"
 #include "sim/trace.h"
 
 namespace allot::sim {
@@ -45,6 +46,10 @@ struct TeamAssignment {
   uint64_t seed = 1;
   bool reassign_all = false;  // true: also replace the teams a trace gave its jobs
 };
+
+// The assignment `allot sim replay` uses: every team of the cluster, weighted by the accelerators of its
+// allocation (evenly when no team has any), so each team brings demand like its entitlement.
+TeamAssignment assignment_by_allocation(const ClusterState& cluster, TeamRule rule, uint64_t seed);
 
 // "round-robin", "random" or "by-size" (case-insensitive).
 Result<TeamRule> parse_team_rule(std::string_view name);
