@@ -11,7 +11,6 @@
 #include <deque>
 #include <string>
 #include <unordered_map>
-#include <vector>
 
 #include "core/admission.h"
 
