@@ -110,9 +110,9 @@ struct Job {
   int restarts = 0;        // restarts after failures (node or process)
   std::vector<Transition> history;
 
-  // Jobs whose pod sets ask for the same thing (replicas, types, amounts, topology) share a shape: an index
-  // into ClusterState::shapes, set at submission. Answers that depend only on the shape (never fits) or on the
-  // shape and the team (a scheduler pass's admission attempts) are computed once per shape, not once per job.
+  // Jobs whose pod sets ask for the same thing (replicas, types, amounts, topology) share a shape, interned in
+  // ClusterState::shape_ids at submission. Answers that depend only on the shape (never fits) or on the shape and
+  // the team (a scheduler pass's admission attempts) are computed once per shape, not once per job.
   uint32_t shape = 0;
 };
 

@@ -94,10 +94,10 @@ class Loop {
     for (JobId id : waiting_) {
       const PassJob& p = pass_[id.index()];
       const SharedText* why = p.why;
-      if (!p.waiting || !why || why->empty_text()) continue;
+      if (!p.waiting || !why || why->str().empty()) continue;
       Job& j = s_.jobs[id.index()];
       const SharedText* preempt_why = p.preempt_why;
-      if (preempt_why && !preempt_why->empty_text() && !why->str().starts_with("never")) {
+      if (preempt_why && !preempt_why->str().empty() && !why->str().starts_with("never")) {
         const SharedText*& both = joined[{why, preempt_why}];
         if (!both) both = texts_.add(why->str() + "; " + preempt_why->str());
         why = both;

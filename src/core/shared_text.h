@@ -15,9 +15,6 @@ class SharedText {
 
   const std::string& str() const { return text_ ? *text_ : empty(); }
   operator const std::string&() const { return str(); }  // NOLINT: reads as the string it holds
-  bool empty_text() const { return str().empty(); }
-  // Whether both hold the very same text object (cheap; equal texts in different objects are not the same).
-  bool same(const SharedText& o) const { return text_ == o.text_; }
   friend bool operator==(const SharedText& a, const SharedText& b) { return a.str() == b.str(); }
 
  private:

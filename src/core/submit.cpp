@@ -121,7 +121,7 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
     p.topology = *topo;
     j.pod_sets.push_back(std::move(p));
   }
-  j.shape = s.shape_ids.emplace(shape_key(j.pod_sets), static_cast<uint32_t>(s.shape_ids.size())).first->second;
+  j.shape = s.shape_ids.try_emplace(shape_key(j.pod_sets), static_cast<uint32_t>(s.shape_ids.size())).first->second;
   j.id = JobId(static_cast<uint32_t>(s.jobs.size()));
   j.arrival = s.next_arrival++;
   j.submitted_at = now;
