@@ -83,24 +83,39 @@ void compute_capacity(const ClusterState& s, const RoomTable& room, const Job& j
   }
 }
 
+// Tighter of two domains with the same units: counted in slices, the one with fewer replicas of room is tighter
+// (Kueue's BestFit: three free replicas make one slice of 2 as two free replicas do, but leave one to waste);
+// then the earlier by name (domain indices follow names).
+bool tighter_tie(const Capacity& c, int a, int b) {
+  return c.replicas[a] != c.replicas[b] ? c.replicas[a] < c.replicas[b] : a < b;
+}
+
 // The tightest single candidate holding `need`, or the fewest candidates: roomiest first, the last by best fit.
+// Units are slices at and above the slice level (Capacity::units); equal units are told apart by tighter_tie,
+// in both orders: "roomiest first" takes the tighter of equals first, and best fit takes the tightest.
 std::optional<Pick> pick_fewest(const TopologyTree& t, const Capacity& c, std::vector<int> cands, int64_t need) {
   int best = -1;
   for (int d : cands) {
     int64_t u = c.units(t, d);
-    if (u >= need && (best < 0 || u < c.units(t, best) || (u == c.units(t, best) && d < best))) best = d;
+    if (u < need) continue;
+    if (best < 0) {
+      best = d;
+      continue;
+    }
+    int64_t bu = c.units(t, best);
+    if (u < bu || (u == bu && tighter_tie(c, d, best))) best = d;
   }
   if (best >= 0) return Pick{{best, need}};
   std::stable_sort(cands.begin(), cands.end(), [&](int a, int b) {
     int64_t ua = c.units(t, a), ub = c.units(t, b);
-    return ua != ub ? ua > ub : a < b;
+    return ua != ub ? ua > ub : tighter_tie(c, a, b);
   });
   Pick out;
   int64_t left = need;
   for (size_t i = 0; i < cands.size() && left > 0; ++i) {
     if (c.units(t, cands[i]) <= 0) break;
-    // The candidates from i on that could finish the request form a prefix (they are sorted); its last is the
-    // tightest, taking the smallest index among equals.
+    // The candidates from i on that could finish the request form a prefix (they are sorted); its last run of
+    // equal units holds the tightest, and the first of that run is the tightest among equals.
     size_t last = i;
     while (last + 1 < cands.size() && c.units(t, cands[last + 1]) >= left) ++last;
     if (c.units(t, cands[last]) >= left) {
@@ -118,10 +133,12 @@ std::optional<Pick> pick_fewest(const TopologyTree& t, const Capacity& c, std::v
 }
 
 // From chosen domains at one level down to nodes: children of all chosen domains together, fewest first.
-// Crossing the slice level, each slice domain is descended on its own so no slice straddles two of them.
+// Amounts are in the units of their level: slices at and above the slice level, replicas below it. Reaching
+// the slice level (the hostname level included), each slice domain's slices become replicas and the domain is
+// descended on its own, so no slice straddles two of them and every replica of every slice is placed.
 std::optional<Pick> descend(const TopologyTree& t, const Capacity& c, Pick chosen) {
   int level = t.domains[chosen.front().first].level;
-  while (level < t.levels - 1) {
+  while (true) {
     if (level == c.slice_level) {
       Pick leaves;
       Capacity rc = c;
@@ -133,6 +150,7 @@ std::optional<Pick> descend(const TopologyTree& t, const Capacity& c, Pick chose
       }
       return leaves;
     }
+    if (level >= t.levels - 1) return chosen;
     std::vector<int> children;
     int64_t need = 0;
     for (auto [d, k] : chosen) {
@@ -144,7 +162,33 @@ std::optional<Pick> descend(const TopologyTree& t, const Capacity& c, Pick chose
     chosen = std::move(*next);
     ++level;
   }
-  return chosen;
+}
+
+// Without a topology request, a pod set that one host can hold goes to the tightest such host in the whole
+// cluster (least room in replicas), which keeps whole nodes free for jobs that need them. Among equal hosts
+// the one under the leaf domain (the lowest labelled level, Slurm's leaf switch) with the least room wins,
+// then the first by name. -1 when no host holds `need` replicas now.
+int tightest_host(const TopologyTree& t, const Capacity& c, int64_t need) {
+  const int leaf_level = t.lowest_labelled_level;
+  auto leaf_room = [&](int host) {
+    if (leaf_level < 0) return int64_t{0};
+    int d = host;
+    while (t.domains[d].level > leaf_level) d = t.parent[d];
+    return c.replicas[d];
+  };
+  int best = -1;
+  int64_t best_room = 0, best_leaf = 0;
+  for (int h : t.by_level[t.levels - 1]) {
+    const int64_t room = c.replicas[h];
+    if (room < need || (best >= 0 && room > best_room)) continue;
+    const int64_t leaf = leaf_room(h);
+    if (best < 0 || room < best_room || leaf < best_leaf || (leaf == best_leaf && h < best)) {
+      best = h;
+      best_room = room;
+      best_leaf = leaf;
+    }
+  }
+  return best;
 }
 
 // Chooses the leaves (nodes) and replica counts for one pod set, or says why not.
@@ -171,6 +215,9 @@ std::optional<Pick> choose(const ClusterState& s, const Capacity& c, const PodSe
       return std::nullopt;
     }
     return descend(t, c, *one);
+  }
+  if (req.mode == TopologyRequest::Mode::kNone && c.slice_level < 0 && req.exclusive_level < 0) {
+    if (int host = tightest_host(t, c, need); host >= 0) return Pick{{host, need}};
   }
   int start = req.mode == TopologyRequest::Mode::kPreferred ? req.level
               : t.lowest_labelled_level >= 0                ? t.lowest_labelled_level
@@ -209,6 +256,15 @@ std::optional<PodSetPlacement> place_pod_set(const ClusterState& s, const RoomTa
   scratch.slices = std::move(cap.slices);
   if (!leaves) {
     why += " (" + std::to_string(ps.replicas) + " " + replica_text(s, ps, type, *req) + ")";
+    return std::nullopt;
+  }
+  // Gang admission: every replica or none, and quota is charged for what is placed. A pick that places a
+  // different number is a bug in the rules above; refusing it keeps the accounting right.
+  int64_t placed = 0;
+  for (const auto& leaf : *leaves) placed += leaf.second;
+  if (placed != ps.replicas) {
+    why = "internal: placement chose " + std::to_string(placed) + " of " + std::to_string(ps.replicas) +
+          " replicas; refusing a partial gang";
     return std::nullopt;
   }
   PodSetPlacement out;

@@ -2,11 +2,15 @@
 // Gang placement: every replica of every pod set on a schedulable node with room, at once, following the
 // topology rules of DESIGN.md ("Topology"):
 //  - required L: one domain of level L; preferred L: one domain of L if any can hold it, else the tightest
-//    domain of the next coarser level, and so on up; no request: preferred at the lowest labelled level.
-//  - Among domains that can hold a request the tightest wins (least free capacity that still fits, ties by
-//    name). Where a request must span domains: the fewest, the roomiest first, the last one by best fit; the
-//    same rule level by level on the way down, over all children of the domains chosen so far together.
-//  - slice {level S, size N}: capacity at and above S counts whole slices; each slice stays in one S domain.
+//    domain of the next coarser level, and so on up; no request: the tightest host in the cluster when one
+//    host holds the pod set (ties to the tighter leaf domain, then name), else preferred at the lowest
+//    labelled level.
+//  - Among domains that can hold a request the tightest wins (least free capacity that still fits; in slices,
+//    fewer replicas of room among equal slices; then name). Where a request must span domains: the fewest,
+//    the roomiest first (the same tie-break among equals), the last one by best fit; the same rule level by
+//    level on the way down, over all children of the domains chosen so far together.
+//  - slice {level S, size N}: capacity at and above S counts whole slices; each slice stays in one S domain,
+//    and at S (the hostname level included) slices become replicas again: all of them are placed.
 //  - exclusive X: only X domains with no other job's replicas; the domains used are then held by the job.
 //  - inside a node, accelerators on as few NUMA domains as possible, CPUs from the same domains (numa.h).
 // Placement reads a room table and never changes the state; trials pass a scratch copy.

@@ -212,5 +212,114 @@ TEST_F(PlacementTest, UnlabelledNodesPackByBestFitOnTheNode) {
   EXPECT_EQ(p.placement.pod_sets[0].replicas[0].accelerators, (std::vector<int>{2, 3}));
 }
 
+
+// Placement on a cluster of 4-GPU ml.g5.12xlarge hosts, each under its own layer-3 domain when `own_domains`,
+// else all under one, with per-replica GPU requests: the cases where a host holds more than one replica.
+class GpuPlacementTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kGpuType = "ml.g5.12xlarge";
+  void host(const std::string& name, const std::string& l3) {
+    ASSERT_TRUE(add_node(s, NodeSpec{name, kGpuType, "",
+                                     {{"network-node-layer-1", "nn-1"}, {"network-node-layer-2", "nn-2"}, {kL3, l3}}},
+                         0)
+                    .ok());
+  }
+  void SetUp() override {
+    TeamSpec t;
+    t.name = "ml";
+    AmountSpec a;
+    a.instances = 16;
+    t.allocation = {{kGpuType, a}};
+    ASSERT_TRUE(upsert_team(s, t).ok());
+  }
+  const Job& job(const std::string& name, int replicas, int gpus, TopologySpec topo = {}) {
+    JobSpec j;
+    j.name = name;
+    j.team = "ml";
+    PodSetSpec ps;
+    ps.replicas = replicas;
+    ps.instance_type = kGpuType;
+    ps.per_replica.accelerators = gpus;
+    ps.topology = std::move(topo);
+    j.pod_sets = {ps};
+    auto id = submit_job(s, j, 0);
+    EXPECT_TRUE(id.ok()) << (id.ok() ? "" : id.error().message);
+    return *s.find_job(name);
+  }
+  // Takes `gpus` accelerators of a host, as another job's replica would.
+  void use(RoomTable& room, const std::string& node, int gpus) {
+    NodeRoom& r = room[s.find_node(node)->id.index()];
+    r.free.accelerators -= gpus;
+    r.accelerators_free >>= gpus;
+    r.accelerators_free &= (uint64_t{1} << r.free.accelerators) - 1;
+    ++r.replicas;
+  }
+  PlacementOutcome place(const Job& j, const RoomTable& room) { return place_job(s, room, j, *s.catalog.find(kGpuType)); }
+  // Replicas per node.
+  std::map<std::string, int> spread(const PlacementOutcome& p) {
+    std::map<std::string, int> out;
+    for (const auto& r : p.placement.pod_sets[0].replicas) ++out[s.nodes[r.node.index()].name];
+    return out;
+  }
+  ClusterState s;
+};
+
+TEST_F(GpuPlacementTest, HostLevelSlicesPlaceEveryReplica) {
+  // Slices at the lowest level: the pick at that level is in slices and must come back as replicas, both when
+  // placement starts at the slice level (a request at hostname) and when it descends into it.
+  for (const char* h : {"h-1", "h-2", "h-3", "h-4"}) host(h, "nn-3a");
+  TopologySpec at_host = sliced("hostname", 2);
+  auto p = place(job("sliced", 4, 2, at_host), s.room);
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(spread(p), (std::map<std::string, int>{{"h-1", 2}, {"h-2", 2}}));
+  TopologySpec in_l3 = sliced("hostname", 2);
+  in_l3.required = kL3;
+  auto q = place(job("sliced-l3", 6, 2, in_l3), s.room);
+  ASSERT_TRUE(q.ok) << q.reason;
+  EXPECT_EQ(spread(q), (std::map<std::string, int>{{"h-1", 2}, {"h-2", 2}, {"h-3", 2}}));
+}
+
+TEST_F(GpuPlacementTest, EqualSlicesPreferFewerReplicasOfRoomInBothOrders) {
+  // Each host is its own layer-3 domain and holds one slice of 2 one-GPU replicas; x1 has 3 GPUs free, the
+  // others 2. Three slices: "most free first" takes the tighter of equals first (x3, x5), best fit ends on the
+  // tightest remaining (x7), and x1, with a GPU more to give, is left.
+  host("x1", "nn-3-x1");
+  host("x3", "nn-3-x3");
+  host("x5", "nn-3-x5");
+  host("x7", "nn-3-x7");
+  RoomTable room = s.room;
+  use(room, "x1", 1);
+  for (const char* h : {"x3", "x5", "x7"}) use(room, h, 2);
+  auto p = place(job("sliced", 6, 1, sliced(kL3, 2)), room);
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(spread(p), (std::map<std::string, int>{{"x3", 2}, {"x5", 2}, {"x7", 2}}));
+  // One slice: best fit alone, the same tie-break.
+  auto q = place(job("one-slice", 2, 1, sliced(kL3, 2)), room);
+  ASSERT_TRUE(q.ok) << q.reason;
+  EXPECT_EQ(spread(q), (std::map<std::string, int>{{"x3", 2}}));
+}
+
+TEST_F(GpuPlacementTest, OneHostJobTakesTheTightestHostAndTheLeafOnlyBreaksTies) {
+  host("b-1", "nn-3b");
+  host("b-2", "nn-3b");
+  host("b-3", "nn-3b");
+  host("z-1", "nn-3z");
+  RoomTable room = s.room;
+  use(room, "b-1", 2);
+  // nn-3z (4 GPUs free) is tighter than nn-3b (10), but b-1 (2 free) is the tightest host.
+  auto p = place(job("one", 1, 1), room);
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(spread(p), (std::map<std::string, int>{{"b-1", 1}}));
+  // Three GPUs: b-2, b-3 and z-1 are equal hosts; z-1's leaf has the least room, so it wins over the names.
+  auto q = place(job("three", 1, 3), room);
+  ASSERT_TRUE(q.ok) << q.reason;
+  EXPECT_EQ(spread(q), (std::map<std::string, int>{{"z-1", 1}}));
+  // Two replicas of 2 GPUs fit on one host: still one host, the first of the equal ones.
+  use(room, "z-1", 2);
+  auto r = place(job("pair", 2, 2), room);
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(spread(r), (std::map<std::string, int>{{"b-2", 2}}));
+}
+
 }  // namespace
 }  // namespace allot
