@@ -37,6 +37,7 @@ Result<Run> replay_once(const std::string& name, const sim::Scenario& cluster, c
   auto t0 = std::chrono::steady_clock::now();
   auto out = sim::run_replay(cluster, trace, options);
   if (!out) return out.error();
+  for (const auto& w : out->warnings) std::cerr << "allot sim replay: " << name << ": warning: " << w << "\n";
   Run r;
   r.name = name;
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

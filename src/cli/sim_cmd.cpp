@@ -27,6 +27,7 @@ int sim_run(const SimRunArgs& a) {
     std::cerr << "invalid scenario: " << a.file << ": " << rep.error().message << "\n";
     return 2;
   }
+  for (const auto& w : rep->warnings) std::cerr << "warning: " << a.file << ": " << w << "\n";
   const ClusterState& s = rep->final_state;
   if (a.json) {
     nlohmann::json out = {{"name", sc->name}, {"passed", rep->passed}, {"time", rep->end_time}};

@@ -13,7 +13,7 @@ namespace {
 
 class Loop {
  public:
-  Loop(ClusterState& s, Time now) : s_(s), now_(now), pristine_(pristine_room(s)) {}
+  Loop(ClusterState& s, Time now, const ScheduleOptions& o) : s_(s), now_(now), options_(o), pristine_(pristine_room(s)) {}
 
   ScheduleResult run() {
     pass_.resize(s_.jobs.size());
@@ -21,25 +21,51 @@ class Loop {
     free_.reset(s_, s_.room);
     // Each step admits one job or ends the loop, and a job is preempted only by one that outranks it or
     // reclaims quota, so the loop ends; the bound only guards against a bug.
-    const size_t bound = 8 * s_.jobs.size() + 64;
+    const int64_t bound = options_.max_steps > 0 ? options_.max_steps : 8 * static_cast<int64_t>(s_.jobs.size()) + 64;
     if (s_.policy.strict_fifo) {
       ++result_.steps;
       admit_strict_fifo();
     }
-    while (!s_.policy.strict_fifo && result_.steps < static_cast<int>(bound)) {
+    bool fixed_point = s_.policy.strict_fifo;
+    while (!fixed_point && result_.steps < bound) {
+      step_starts_[result_.steps % kStepsNamed] = result_.decisions.size();
       ++result_.steps;
       if (admit_in_order(BorrowMode::kWithinNominalOnly)) continue;
       if (s_.policy.preemption && preempt_in_order(true)) continue;
       if (admit_borrowers()) continue;
       if (s_.policy.preemption && preempt_in_order(false)) continue;
-      break;
+      fixed_point = true;
     }
+    if (!fixed_point) note_bound_hit();
     give_reasons();
     result_.next_wakeup = wakeup();
     return std::move(result_);
   }
 
  private:
+  // The pass stopped at its bound: name the jobs of the decisions of its last steps, where a cycle shows.
+  void note_bound_hit() {
+    StepBoundHit hit;
+    hit.steps = result_.steps;
+    const int named_steps = std::min(result_.steps, kStepsNamed);
+    const size_t from = step_starts_[(result_.steps - named_steps) % kStepsNamed];
+    std::string names;
+    auto name = [&](JobId id) {
+      if (!id.valid() || std::find(hit.jobs.begin(), hit.jobs.end(), id) != hit.jobs.end()) return;
+      hit.jobs.push_back(id);
+      if (hit.jobs.size() <= kJobsNamed) names += (names.empty() ? "" : ", ") + s_.jobs[id.index()].spec.name;
+    };
+    for (size_t i = from; i < result_.decisions.size(); ++i) {
+      name(result_.decisions[i].job);
+      name(result_.decisions[i].preemptor);
+    }
+    if (hit.jobs.size() > kJobsNamed) names += ", ... (" + std::to_string(hit.jobs.size()) + " jobs)";
+    hit.message = "scheduler pass stopped at its bound of " + std::to_string(hit.steps) +
+                  " steps before reaching a fixed point (a cycle of decisions, which is a bug); jobs of the last " +
+                  std::to_string(named_steps) + " steps: " + (names.empty() ? "none" : names);
+    result_.bound_hit = std::move(hit);
+  }
+
   bool ranks_by_priority() const { return s_.policy.task_prioritization == TaskPrioritization::kTaskRanking; }
 
   bool queue_before(const Job& a, const Job& b) const {
@@ -469,6 +495,12 @@ class Loop {
 
   ClusterState& s_;
   Time now_;
+  ScheduleOptions options_;
+  // Where each of the last kStepsNamed steps began in result_.decisions (a ring indexed by step number), so a
+  // pass that hits its bound can name the jobs of its last steps.
+  static constexpr int kStepsNamed = 8;
+  static constexpr size_t kJobsNamed = 20;
+  size_t step_starts_[kStepsNamed] = {};
   RoomTable pristine_;
   FreeIndex free_;  // of s_.room, kept by admit() and execute()
   std::vector<JobId> waiting_;
@@ -498,6 +530,8 @@ class Loop {
 
 }  // namespace
 
-ScheduleResult schedule(ClusterState& state, Time now) { return Loop(state, now).run(); }
+ScheduleResult schedule(ClusterState& state, Time now, const ScheduleOptions& options) {
+  return Loop(state, now, options).run();
+}
 
 }  // namespace allot

@@ -14,11 +14,22 @@
 // gets the reason that blocks it. Jobs of one team with the same shape get one answer per change the pass makes
 // (class_memo.h), which is what keeps a pass over tens of thousands of queued jobs fast.
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/state.h"
 
 namespace allot {
+
+// A pass that stopped at its step bound rather than at a fixed point. Every step admits a job or ends the
+// pass, and a job is preempted only by one that outranks it or reclaims quota, so reaching the bound means the
+// decisions cycle: a bug. The state stays consistent (every decision was applied through state.h); the core
+// does no I/O, so the drivers log `message` and record it as an error event.
+struct StepBoundHit {
+  int steps = 0;
+  std::vector<JobId> jobs;  // the jobs of the decisions of the last steps: the ones taking part in the cycle
+  std::string message;      // names the bound and the jobs, for a log line
+};
 
 struct ScheduleResult {
   std::vector<Decision> decisions;  // in the order they were applied
@@ -26,8 +37,15 @@ struct ScheduleResult {
   // reaching the starvation threshold); drivers run the scheduler again then.
   std::optional<Time> next_wakeup;
   int steps = 0;
+  std::optional<StepBoundHit> bound_hit;  // set when the pass stopped at its step bound
 };
 
-ScheduleResult schedule(ClusterState& state, Time now);
+struct ScheduleOptions {
+  // The most steps a pass may take; 0: 8 per job in the state plus 64, more than any pass that ends needs.
+  // Tests set it low to force the bound.
+  int max_steps = 0;
+};
+
+ScheduleResult schedule(ClusterState& state, Time now, const ScheduleOptions& options = {});
 
 }  // namespace allot

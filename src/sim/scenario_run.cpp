@@ -23,8 +23,20 @@ void log_decisions(const ClusterState& s, const ScheduleResult& r, Time now, std
 
 }  // namespace
 
-Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& log) {
+Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& log, std::vector<std::string>& warnings) {
   const std::string t = "t=" + std::to_string(e.at) + "  ";
+  // An event whose job or node is not in a state it applies to (a finish of a pending job, a recovery of a
+  // healthy node) is ignored with a warning: the scenario goes on, and the warning says what was skipped.
+  auto ignore = [&](const std::string& why) {
+    log.push_back(t + "ignored " + event_kind_name(e.kind) + " " + e.target + ": " + why);
+    warnings.push_back("line " + std::to_string(e.line) + " (" + event_kind_name(e.kind) + " at " + std::to_string(e.at) +
+                       "): " + why + "; the event is ignored");
+    return ok_status();
+  };
+  auto on_job = [&](Status st) {
+    if (!st && st.error().code == ErrorCode::kFailedPrecondition) return ignore(st.error().message);
+    return st;
+  };
   switch (e.kind) {
     case EventKind::kSubmit: {
       auto id = submit_job(s, e.submit, e.at);
@@ -35,18 +47,22 @@ Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& lo
     }
     case EventKind::kCancel:
       log.push_back(t + "cancel  " + e.target);
-      return cancel_job(s, e.target, e.at);
+      return on_job(cancel_job(s, e.target, e.at));
     case EventKind::kFinish:
       log.push_back(t + "finish  " + e.target);
-      return finish_job(s, e.target, e.at, true);
+      return on_job(finish_job(s, e.target, e.at, true));
     case EventKind::kFail:
       log.push_back(t + "fail    " + e.target);
-      return finish_job(s, e.target, e.at, false, "the job's process failed");
+      return on_job(finish_job(s, e.target, e.at, false, "the job's process failed"));
     case EventKind::kFailNode:
       log.push_back(t + "node    " + e.target + " failed");
+      if (const Node* n = s.find_node(e.target); n && n->health == NodeHealth::kUnschedulablePendingReplacement)
+        return ignore("node " + e.target + " has already failed (" + node_health_name(n->health) + ")");
       return fail_node(s, e.target, e.at);
     case EventKind::kRecoverNode:
       log.push_back(t + "node    " + e.target + " recovered");
+      if (const Node* n = s.find_node(e.target); n && n->health == NodeHealth::kSchedulable)
+        return ignore("node " + e.target + " is healthy (Schedulable)");
       return set_node_health(s, e.target, NodeHealth::kSchedulable, e.at);
     case EventKind::kAddNodes:
       for (const auto& n : e.nodes) {
@@ -115,10 +131,14 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
         expects.push_back(&e);
         continue;
       }
-      if (auto st = apply_event(s, e, rep.log); !st) return at_line(e, st.error());
+      if (auto st = apply_event(s, e, rep.log, rep.warnings); !st) return at_line(e, st.error());
     }
     ScheduleResult r = schedule(s, now);
     log_decisions(s, r, now, rep.log);
+    if (r.bound_hit) {
+      rep.log.push_back("t=" + std::to_string(now) + "  error   " + r.bound_hit->message);
+      rep.warnings.push_back("t=" + std::to_string(now) + ": " + r.bound_hit->message);
+    }
     wakeup = r.next_wakeup;
     for (const Event* e : expects) {
       size_t before = rep.failures.size();

@@ -15,19 +15,25 @@ struct ScenarioReport {
   int checks = 0;                     // expectations evaluated (one per job or team entry)
   std::vector<std::string> failures;  // "line 42, t=20: job a-1: state is Pending, expected Running (...)"
   std::vector<std::string> log;       // what happened, in order, for people
+  // For stderr: events ignored because their job or node was not in a state they apply to, and scheduler
+  // passes that stopped at their step bound (a bug; ScheduleResult::bound_hit).
+  std::vector<std::string> warnings;
   ClusterState final_state;
   Time end_time = 0;
 };
 
 // Fails (an Error, exit code 2) when the scenario cannot be run as written: an event names a job or node that
-// does not exist, a submission is rejected, a team or node is invalid. Expectations that do not hold are not
-// errors: they are listed in the report.
+// does not exist, a submission is rejected, a team or node is invalid. An event on a job or node in a state it
+// does not apply to is not an error: it is ignored and listed in `warnings`. Expectations that do not hold are
+// not errors either: they are listed in the report.
 Result<ScenarioReport> run_scenario(const Scenario& scenario);
 
 // The state a scenario starts from: its instance types, topology levels, policy, nodes and teams.
 Result<ClusterState> cluster_from_scenario(const Scenario& scenario);
 
-// Applies one event other than `expect` at its time, and says what happened in `log`.
-Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& log);
+// Applies one event other than `expect` at its time, and says what happened in `log`. An event whose job or node
+// is not in a state it applies to (finish or fail of a job that is not running, cancel of an ended job, fail_node
+// of a failed node, recover_node of a healthy one) changes nothing and adds a warning to `warnings`.
+Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& log, std::vector<std::string>& warnings);
 
 }  // namespace allot::sim

@@ -67,7 +67,7 @@ class Replay {
         const Event& e = sc_.events[next_event++];
         if (e.kind == EventKind::kExpect) continue;
         std::vector<std::string> log;
-        if (auto st = apply_event(s_, e, log); !st)
+        if (auto st = apply_event(s_, e, log, out_.warnings); !st)
           return Error::invalid("cluster file line " + std::to_string(e.line) + ": " + st.error().message);
         changed = true;
       }
@@ -78,6 +78,7 @@ class Replay {
       if (!changed && !(wakeup && *wakeup == now)) continue;
       ScheduleResult r = schedule(s_, now);
       ++out_.schedule_calls;
+      if (r.bound_hit) out_.warnings.push_back("t=" + std::to_string(now) + ": " + r.bound_hit->message);
       wakeup = r.next_wakeup;
       reconcile(r, now);
       sample(now);

@@ -49,6 +49,9 @@ struct ReplayOutcome {
   int64_t end_s = 0;         // the time of the last event
   int64_t node_failures = 0;
   int64_t schedule_calls = 0;
+  // For stderr: cluster-file events ignored because their job or node was not in a state they apply to, and
+  // scheduler passes that stopped at their step bound (a bug; ScheduleResult::bound_hit).
+  std::vector<std::string> warnings;
 };
 
 // Errors: a cluster without nodes or teams, a trace job no node type could ever run, invalid cluster entries.

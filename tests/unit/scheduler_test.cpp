@@ -323,5 +323,37 @@ TEST_F(CoreTest, NodeReplacementMovesNoHealthyReplica) {
   EXPECT_TRUE(names.count("r-1")) << "the replacement node takes the failed node's place";
 }
 
+
+// A pass that reaches its step bound stops there rather than loop on, keeps every decision it applied, and
+// names the jobs of its last steps for the drivers' log line and error event. A correct core never reaches
+// the default bound, so the test lowers it: preempting `low` for `high` is one step, and finding that nothing
+// more can be done would be the second.
+TEST_F(CoreTest, StepBoundStopsThePassAndNamesTheJobs) {
+  classes();
+  nodes(1);
+  ASSERT_TRUE(upsert_team(s, team("ml", 1)).ok());
+  submit(job("low", "ml", 1, 1, "low"));
+  EXPECT_FALSE(schedule(s, 0).bound_hit);
+  ASSERT_EQ(j("low").state, JobState::kRunning);
+  submit(job("high", "ml", 1, 1, "high"), 10);
+  auto r = schedule(s, 10, ScheduleOptions{.max_steps = 1});
+  ASSERT_TRUE(r.bound_hit);
+  EXPECT_EQ(r.steps, 1);
+  EXPECT_EQ(r.bound_hit->steps, 1);
+  EXPECT_EQ(r.decisions.size(), 2u) << "the preemption and the admission stay applied";
+  EXPECT_EQ(j("high").state, JobState::kRunning);
+  EXPECT_EQ(j("low").state, JobState::kSuspended);
+  std::set<JobId> named(r.bound_hit->jobs.begin(), r.bound_hit->jobs.end());
+  EXPECT_EQ(named, (std::set<JobId>{j("high").id, j("low").id}));
+  const std::string& m = r.bound_hit->message;
+  EXPECT_NE(m.find("bound of 1 steps"), std::string::npos) << m;
+  EXPECT_NE(m.find("low"), std::string::npos) << m;
+  EXPECT_NE(m.find("high"), std::string::npos) << m;
+  // With the default bound the next pass reaches its fixed point: nothing left to do, no error.
+  auto next = schedule(s, 10);
+  EXPECT_FALSE(next.bound_hit);
+  EXPECT_TRUE(next.decisions.empty());
+}
+
 }  // namespace
 }  // namespace allot
