@@ -1,4 +1,4 @@
-// `allot agent --server URL [--name NAME] [--instance-type TYPE] [--labels k=v,k=v] [--work-dir DIR]
+// `allot agent --server URL [--ca FILE] [--name NAME] [--instance-type TYPE] [--labels k=v,k=v] [--work-dir DIR]
 // [--address ADDR] [--heartbeat-interval S] [--stop-grace S]`: runs the node agent until SIGINT or SIGTERM,
 // then stops its replicas. Exit codes: 0 after a clean stop, 2 for invalid flags or a registration the
 // server refuses, 3 for a runtime failure.
@@ -20,7 +20,7 @@ std::atomic<bool> g_stop{false};
 extern "C" void on_stop_signal(int) { g_stop = true; }
 
 struct AgentArgs {
-  std::string server, name, instance_type, labels, work_dir, address;
+  std::string server, ca_file, name, instance_type, labels, work_dir, address;
   double heartbeat_s = 1.0;
   double grace_s = 10.0;
 };
@@ -59,7 +59,7 @@ int run_agent(const AgentArgs& a) {
   }
   auto labels = parse_labels(a.labels);
   if (!labels) return std::cerr << "allot agent: " << labels.error().message << "\n", 2;
-  auto api = client::ApiClient::connect(a.server);
+  auto api = client::ApiClient::connect(a.server, {.ca_file = client::resolve_ca_file(a.ca_file)});
   if (!api) return std::cerr << "allot agent: " << api.error().message << "\n", 2;
   auto inv = agent::discover(a.instance_type, Catalog::builtin());
   if (!inv) return std::cerr << "allot agent: " << inv.error().message << "\n", 2;
@@ -96,6 +96,9 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<AgentArgs>();
   auto* cmd = app.add_subcommand("agent", "Run the node agent: register, heartbeat, run the replicas the server assigns");
   cmd->add_option("--server", a->server, "allot server URL, e.g. http://10.0.0.1:7070")->required();
+  cmd->add_option("--ca", a->ca_file,
+                  "PEM CA certificate an https:// server's certificate must chain to (default: $ALLOT_CA, then the "
+                  "system's CAs)");
   cmd->add_option("--name", a->name, "Node name (default: the host name)");
   cmd->add_option("--instance-type", a->instance_type,
                   "Instance type; on a machine that does not have it, the agent emulates it (development, demo)");

@@ -1,6 +1,7 @@
-// `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...]`: runs the
-// control plane until SIGINT or SIGTERM. Exit codes: 0 after a clean stop, 2 for invalid flags, 3 when the
-// server cannot start (store, journal, address).
+// `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...]
+// [--tls-cert FILE --tls-key FILE] [--insecure]`: runs the control plane until SIGINT or SIGTERM. Exit codes:
+// 0 after a clean stop, 2 for invalid flags (unreadable or mismatched TLS files, plain HTTP beyond loopback
+// without --insecure among them), 3 when the server cannot start (store, journal, address in use).
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -73,6 +74,10 @@ void add_server_command(CLI::App& app, Context& ctx) {
                   "Seconds without a heartbeat before a node is UnschedulablePendingReboot")
       ->capture_default_str();
   cmd->add_option("--master-ports", args->master_ports, "MASTER_PORT range for jobs, LOW-HIGH")->capture_default_str();
+  cmd->add_option("--tls-cert", args->options.tls_cert, "Serve HTTPS with this PEM certificate (chain); needs --tls-key");
+  cmd->add_option("--tls-key", args->options.tls_key, "The unencrypted PEM private key of --tls-cert");
+  cmd->add_flag("--insecure", args->options.insecure,
+                "Allow plain HTTP on an address other machines reach (refused without it: tokens would travel in clear)");
   cmd->add_option("--http-threads", args->options.http_threads, "Requests served at once")->capture_default_str();
   cmd->callback([args, &ctx] { ctx.exit_code = run_server(*args); });
 }

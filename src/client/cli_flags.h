@@ -1,6 +1,6 @@
 #pragma once
 // The flags every client command takes (DESIGN.md, "Command-line contract": `allot <command> [--server URL]
-// [-o table|json|yaml]`). Header-only so the client library itself does not depend on CLI11.
+// [--ca FILE] [-o table|json|yaml]`). Header-only so the client library itself does not depend on CLI11.
 #include <CLI/CLI.hpp>
 
 #include "client/session.h"
@@ -9,6 +9,9 @@ namespace allot::client {
 
 inline void add_client_flags(CLI::App* cmd, ClientFlags& f) {
   cmd->add_option("--server", f.server, "allot server URL (default: $ALLOT_SERVER, then http://127.0.0.1:7070)");
+  cmd->add_option("--ca", f.ca_file,
+                  "PEM CA certificate an https:// server's certificate must chain to (default: $ALLOT_CA, then the "
+                  "system's CAs)");
   cmd->add_option("-o,--output", f.output, "Output format: table, json or yaml")
       ->check(CLI::IsMember({"table", "json", "yaml"}));
 }

@@ -1,7 +1,14 @@
 #include "client/http_client.h"
 
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
 
 #include <httplib.h>
 
@@ -19,7 +26,24 @@ ErrorCode code_from_name(const std::string& name, int status) {
   return status >= 500 ? ErrorCode::kInternal : ErrorCode::kInvalidArgument;
 }
 
+// Refuses a CA file that cannot be read or holds no PEM certificate now, with its name, rather than at the
+// first request as cpp-httplib's "SSLLoadingCerts".
+Status check_ca_file(const std::string& path) {
+  if (!std::ifstream(path)) return Error::invalid("cannot read the CA file " + path + ": " + std::strerror(errno));
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_file(path.c_str(), "r"), BIO_free);
+  X509* cert = bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr;
+  if (cert == nullptr) return Error::invalid("the CA file " + path + " holds no PEM certificate");
+  X509_free(cert);
+  return ok_status();
+}
+
 }  // namespace
+
+std::string resolve_ca_file(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("ALLOT_CA"); env && *env) return env;
+  return "";
+}
 
 std::string resolve_server_url(const std::string& flag) {
   if (!flag.empty()) return flag;
@@ -70,21 +94,74 @@ Error error_from_response(const Response& r) {
 
 struct ApiClient::Impl {
   httplib::Client http;
+  std::string ca_file;  // "" with https: the system's CA store
   explicit Impl(const std::string& url) : http(url) {}
 };
+
+namespace {
+
+// The Error for a request that got no answer. TLS failures say what is wrong with the certificate, since
+// "cannot reach" would send the user looking at the network instead of at --ca.
+Error transport_error(const httplib::Client& http, const std::string& ca_file, const std::string& url, httplib::Error e) {
+  const bool https = url.rfind("https://", 0) == 0;
+  const std::string trusted = ca_file.empty() ? "the system's CA certificates" : "the CA in " + ca_file;
+  switch (e) {
+    case httplib::Error::SSLServerVerification: {
+      const long verify = http.get_openssl_verify_result();
+      if (verify != X509_V_OK)
+        return Error::precondition("the certificate of the allot server at " + url + " does not verify against " +
+                                   trusted + ": " + X509_verify_cert_error_string(verify) +
+                                   "; pass the CA certificate that signed it with --ca FILE (or ALLOT_CA)");
+      return Error::precondition("the certificate of the allot server at " + url +
+                                 " is not issued for the host in that URL (its subjectAltName lists other names or "
+                                 "addresses); use a URL with a host the certificate names");
+    }
+    case httplib::Error::SSLLoadingCerts:
+      return Error::precondition("cannot load the CA certificates " +
+                                 (ca_file.empty() ? "of the system" : "in " + ca_file));
+    case httplib::Error::SSLConnection:
+      return Error::internal("the TLS handshake with the allot server at " + url +
+                             " failed: is it serving HTTPS (allot server --tls-cert/--tls-key)? A server serving plain "
+                             "HTTP is reached with an http:// URL");
+    default: break;
+  }
+  // A TLS server hangs up on a plain HTTP request without an answer.
+  if (!https && e == httplib::Error::Read)
+    return Error::internal("no answer from the allot server at " + url + " (Read): if it serves HTTPS, use an https:// URL");
+  return Error::internal("cannot reach the allot server at " + url + " (" + httplib::to_string(e) +
+                         "); start one with `allot server` or `allot demo`, or pass --server URL");
+}
+
+}  // namespace
 
 ApiClient::ApiClient(std::unique_ptr<Impl> impl, std::string url) : impl_(std::move(impl)), url_(std::move(url)) {}
 ApiClient::~ApiClient() = default;
 ApiClient::ApiClient(ApiClient&&) noexcept = default;
 ApiClient& ApiClient::operator=(ApiClient&&) noexcept = default;
 
-Result<ApiClient> ApiClient::connect(const std::string& url_in) {
+Result<ApiClient> ApiClient::connect(const std::string& url_in, const ConnectOptions& options) {
   std::string url = url_in;
   while (!url.empty() && url.back() == '/') url.pop_back();
-  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
-    return Error::invalid("server URL \"" + url_in + "\" must start with http:// (for example " + kDefaultServer + ")");
+  const bool https = url.rfind("https://", 0) == 0;
+  if (url.rfind("http://", 0) != 0 && !https)
+    return Error::invalid("server URL \"" + url_in + "\" must start with http:// or https:// (for example " +
+                          kDefaultServer + ")");
+  if (!options.ca_file.empty()) {
+    if (!https)
+      return Error::invalid("a CA file (--ca or ALLOT_CA: " + options.ca_file + ") is only for https:// servers, and " +
+                            url + " is plain HTTP; drop the CA file or use the server's https:// URL");
+    if (auto st = check_ca_file(options.ca_file); !st) return st.error();
+  }
   auto impl = std::make_unique<Impl>(url);
-  if (!impl->http.is_valid()) return Error::invalid("server URL \"" + url_in + "\" is not a valid http:// URL");
+  if (!impl->http.is_valid()) return Error::invalid("server URL \"" + url_in + "\" is not a valid http(s):// URL");
+  if (https) {
+    // cpp-httplib verifies the chain and the host name by default; set it anyway, so that a change of that
+    // default cannot quietly turn verification off.
+    impl->http.enable_server_certificate_verification(true);
+    if (!options.ca_file.empty()) impl->http.set_ca_cert_path(options.ca_file);
+    impl->ca_file = options.ca_file;
+  }
+  if (!options.token.empty()) impl->http.set_bearer_token_auth(options.token);
   impl->http.set_connection_timeout(std::chrono::seconds(3));
   impl->http.set_read_timeout(std::chrono::seconds(30));
   impl->http.set_write_timeout(std::chrono::seconds(30));
@@ -106,10 +183,7 @@ Result<Response> ApiClient::send(const std::string& method, const std::string& p
     if (method == "POST") return h.Post(path.c_str(), body, "application/json");
     return h.Put(path.c_str(), body, "application/json");
   }();
-  if (!res) {
-    return Error::internal("cannot reach the allot server at " + url_ + " (" + httplib::to_string(res.error()) +
-                           "); start one with `allot server` or `allot demo`, or pass --server URL");
-  }
+  if (!res) return transport_error(impl_->http, impl_->ca_file, url_, res.error());
   return Response{res->status, res->body, res->get_header_value("Content-Type")};
 }
 

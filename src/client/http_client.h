@@ -2,7 +2,8 @@
 // A blocking JSON client for allot's /v1 API (docs/api.md). Every failure comes back as an Error whose code
 // says who is at fault: the server's own error code for a 4xx answer (the request was wrong: exit 2), and
 // kInternal for a 5xx answer or a server that cannot be reached (exit 3). Messages name the server's URL when
-// the connection fails, so a user sees at once which address was tried.
+// the connection fails, so a user sees at once which address was tried. A server certificate that does not
+// verify is kFailedPrecondition (exit 2): retrying will not help, the user has to pass the right CA.
 #include <chrono>
 #include <map>
 #include <memory>
@@ -18,6 +19,8 @@ inline constexpr const char* kDefaultServer = "http://127.0.0.1:7070";
 
 // --server, else $ALLOT_SERVER, else http://127.0.0.1:7070.
 std::string resolve_server_url(const std::string& flag);
+// --ca, else $ALLOT_CA, else "" (the system's CA certificates).
+std::string resolve_ca_file(const std::string& flag);
 
 // The exit code of the command-line contract for an error: 2 for what the user can fix in the request, 3 for
 // a server or transport failure.
@@ -34,10 +37,20 @@ struct Response {
   std::string content_type;
 };
 
+struct ConnectOptions {
+  // PEM certificates of the CAs an https:// server's certificate must chain to; empty: the system's CA
+  // store. Only for https:// URLs: an http:// URL with a CA file is refused, since nothing would be verified.
+  std::string ca_file;
+  // When not empty, every request carries `Authorization: Bearer <token>`.
+  std::string token;
+};
+
 class ApiClient {
  public:
-  // `url` is "http://host:port" (https when the library was built with TLS). Rejects anything else.
-  static Result<ApiClient> connect(const std::string& url);
+  // `url` is "http://host:port" or "https://host:port"; rejects anything else. For https the server's
+  // certificate must chain to a trusted CA and name the URL's host (subjectAltName DNS or IP entry).
+  // Nothing is sent until the first request, so connect() itself only checks the URL and the CA file.
+  static Result<ApiClient> connect(const std::string& url, const ConnectOptions& options = {});
   ~ApiClient();
   ApiClient(ApiClient&&) noexcept;
   ApiClient& operator=(ApiClient&&) noexcept;

@@ -11,7 +11,7 @@ namespace allot::client {
 Result<Session> Session::open(const ClientFlags& flags) {
   auto format = parse_format(flags.output);
   if (!format) return format.error();
-  auto api = ApiClient::connect(resolve_server_url(flags.server));
+  auto api = ApiClient::connect(resolve_server_url(flags.server), {.ca_file = resolve_ca_file(flags.ca_file)});
   if (!api) return api.error();
   return Session(std::move(*api), *format);
 }

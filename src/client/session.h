@@ -15,6 +15,7 @@ namespace allot::client {
 
 struct ClientFlags {
   std::string server;            // empty: $ALLOT_SERVER, then http://127.0.0.1:7070
+  std::string ca_file;           // https: the CA to verify the server with; empty: $ALLOT_CA, then the system's
   std::string output = "table";  // table | json | yaml
 };
 

@@ -15,6 +15,12 @@ int64_t system_clock_ms();
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:7070";  // host:port; port 0 picks a free one (see Server::port)
+  // HTTPS: the PEM certificate chain and its unencrypted private key, both or neither; neither serves plain
+  // HTTP, which is refused on any address but loopback unless `insecure` is set, because bearer tokens, job
+  // commands and environment would cross the network in clear text.
+  std::string tls_cert;
+  std::string tls_key;
+  bool insecure = false;
   std::string data_dir = "./allot-data";  // the database (by default) and the replicas' logs
   std::string database;                   // empty: sqlite:<data_dir>/allot.db
   // A node whose agent has not heartbeated for this long becomes UnschedulablePendingReboot and its jobs

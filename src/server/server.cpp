@@ -7,7 +7,9 @@
 #include <filesystem>
 
 #include "server/api.h"
+#include "server/listen_address.h"
 #include "server/log_store.h"
+#include "server/tls_identity.h"
 
 namespace allot::server {
 
@@ -17,22 +19,20 @@ int64_t system_clock_ms() {
 
 namespace {
 
-struct HostPort {
-  std::string host;
-  int port = 0;
-};
-
-Result<HostPort> parse_listen(const std::string& listen) {
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0)
-    return Error::invalid("--listen wants HOST:PORT (as in 127.0.0.1:7070), got '" + listen + "'");
-  HostPort hp{listen.substr(0, colon), 0};
-  if (hp.host.size() > 2 && hp.host.front() == '[' && hp.host.back() == ']') hp.host = hp.host.substr(1, hp.host.size() - 2);
-  const std::string port = listen.substr(colon + 1);
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535)
-    return Error::invalid("--listen: the port must be 0..65535, got '" + port + "'");
-  hp.port = std::stoi(port);
-  return hp;
+// The transport flags, checked before anything touches the store: a valid --listen, --tls-cert and --tls-key
+// together and loadable, and no plain HTTP on an address other machines reach unless the operator insists.
+Status check_transport(const ServerOptions& o) {
+  auto addr = parse_listen(o.listen);
+  if (!addr) return addr.error();
+  if (o.tls_cert.empty() != o.tls_key.empty())
+    return Error::invalid("--tls-cert and --tls-key go together: give both to serve HTTPS, or neither for plain HTTP");
+  if (!o.tls_cert.empty()) return check_tls_identity(o.tls_cert, o.tls_key);
+  if (!o.insecure && !is_loopback_host(addr->host))
+    return Error::invalid("refusing to serve plain HTTP on " + o.listen +
+                          ": other machines can reach that address, and tokens, job commands and environment would "
+                          "cross the network unencrypted; serve HTTPS with --tls-cert FILE --tls-key FILE, listen on "
+                          "loopback (127.0.0.1), or pass --insecure to accept the risk");
+  return ok_status();
 }
 
 // Fills in the JSON error body for the answers cpp-httplib makes itself (no route, oversize body, bad HTTP).
@@ -50,18 +50,32 @@ void error_body(const ServerOptions& options, const httplib::Request& req, httpl
   res.set_content(r.body, r.content_type.c_str());
 }
 
+// cpp-httplib only says that binding failed; bind_problem() finds out why.
+std::string bind_failure(const std::string& host, int port) {
+  std::string problem = bind_problem(host, port);
+  return problem.empty() ? "cannot listen on " + host_port(host, port) : problem;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::open(ServerOptions options) {
-  // Check the flags before the store creates anything on disk.
-  if (auto hp = parse_listen(options.listen); !hp) return hp.error();
+  // Check the flags before the store creates anything on disk, and that the port is free: a second server
+  // started by mistake on the same port would also open the same journal. start() checks again when it binds.
+  if (auto st = check_transport(options); !st) return st.error();
+  if (auto addr = parse_listen(options.listen); addr->port != 0)
+    if (auto problem = bind_problem(addr->host, addr->port); !problem.empty()) return Error::internal(problem);
   if (options.database.empty()) options.database = "sqlite:" + options.data_dir + "/allot.db";
   auto store = store::open_store(options.database);
   if (!store) return store.error();
-  return open(std::move(options), std::move(*store));
+  return make(std::move(options), std::move(*store));
 }
 
 Result<std::unique_ptr<Server>> Server::open(ServerOptions options, std::unique_ptr<store::Store> store) {
+  if (auto st = check_transport(options); !st) return st.error();
+  return make(std::move(options), std::move(store));
+}
+
+Result<std::unique_ptr<Server>> Server::make(ServerOptions options, std::unique_ptr<store::Store> store) {
   if (options.master_port_min < 1 || options.master_port_max > 65535 || options.master_port_min > options.master_port_max)
     return Error::invalid("the master port range must lie within 1..65535 and not be empty");
   return std::unique_ptr<Server>(new Server(std::move(options), std::move(store)));
@@ -84,18 +98,22 @@ Status Server::start() {
   if (auto st = writer_->recover(); !st) return st;
   api_ = std::unique_ptr<Api>(new Api{*writer_, *events_, *logs_, options_, ClusterState().catalog});
 
-  http_ = std::make_unique<httplib::Server>();
+  if (auto st = make_http(); !st) return st;
   const int threads = options_.http_threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_tcp_nodelay(true);  // answers are small; Nagle would hold them back by a delayed-ACK round
   http_->set_keep_alive_max_count(100000);
   http_->set_keep_alive_timeout(5);
-  // cpp-httplib listens with a backlog of 5, so a burst of new connections (many agents, many clients) has
-  // SYNs dropped and retried a second later. Keep the listening socket and raise the backlog after binding:
-  // listen() on a listening socket only changes its backlog.
+  // cpp-httplib's default socket options set SO_REUSEPORT, which lets a second server bind the same port and
+  // take half of the connections. SO_REUSEADDR alone lets a restart bind at once past the old connections in
+  // TIME_WAIT, while a port another process listens on stays refused.
+  // cpp-httplib also listens with a backlog of 5, so a burst of new connections (many agents, many clients)
+  // has SYNs dropped and retried a second later. Keep the listening socket and raise the backlog after
+  // binding: listen() on a listening socket only changes its backlog.
   http_->set_socket_options([this](socket_t sock) {
-    httplib::default_socket_options(sock);
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     listen_socket_ = sock;
   });
   http_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) { error_body(options_, req, res); });
@@ -111,9 +129,9 @@ Status Server::start() {
   host_ = hp->host;
   if (hp->port == 0) {
     port_ = http_->bind_to_any_port(hp->host);
-    if (port_ < 0) return Error::internal("cannot listen on " + options_.listen);
+    if (port_ < 0) return Error::internal(bind_failure(hp->host, 0));
   } else {
-    if (!http_->bind_to_port(hp->host, hp->port)) return Error::internal("cannot listen on " + options_.listen + " (in use?)");
+    if (!http_->bind_to_port(hp->host, hp->port)) return Error::internal(bind_failure(hp->host, hp->port));
     port_ = hp->port;
   }
   if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
@@ -123,7 +141,23 @@ Status Server::start() {
   return ok_status();
 }
 
-std::string Server::url() const { return "http://" + host_ + ":" + std::to_string(port_); }
+Status Server::make_http() {
+  if (options_.tls_cert.empty()) {
+    http_ = std::make_unique<httplib::Server>();
+    return ok_status();
+  }
+  Status loaded = ok_status();
+  auto https = std::make_unique<httplib::SSLServer>([&](SSL_CTX& ctx) {
+    loaded = load_tls_identity(ctx, options_.tls_cert, options_.tls_key);
+    return loaded.ok();
+  });
+  if (!loaded) return loaded;
+  if (!https->is_valid()) return Error::internal("cannot create a TLS context for --tls-cert " + options_.tls_cert);
+  http_ = std::move(https);
+  return ok_status();
+}
+
+std::string Server::url() const { return url_for(options_.tls_cert.empty() ? "http" : "https", host_, port_); }
 
 void Server::stop() {
   // Stop accepting, release long-polling readers, let the request threads finish (the writer still answers

@@ -19,7 +19,8 @@ struct Api;
 
 class Server {
  public:
-  // Opens the store options.database names (default sqlite:<data_dir>/allot.db).
+  // Opens the store options.database names (default sqlite:<data_dir>/allot.db). Both overloads first check
+  // the transport: --listen, the TLS files, and no plain HTTP beyond loopback unless options.insecure.
   static Result<std::unique_ptr<Server>> open(ServerOptions options);
   // With a store the caller made (tests use store::MemStore to inject failures).
   static Result<std::unique_ptr<Server>> open(ServerOptions options, std::unique_ptr<store::Store> store);
@@ -27,17 +28,22 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Replays the journal, binds the listen address and serves on background threads. Fails with a message
-  // when the journal cannot be replayed or the address cannot be bound.
+  // Replays the journal, binds the listen address and serves (HTTPS when options.tls_cert is set) on
+  // background threads. Fails with a message when the journal cannot be replayed or the address cannot be
+  // bound (kInternal; the port in use by another process among them).
   Status start();
   // The port bound (the one chosen when the listen address asked for port 0).
   int port() const { return port_; }
+  // "http://HOST:PORT", or https:// when serving TLS.
   std::string url() const;
   void stop();
   Writer::Stats stats() const { return writer_->stats(); }
 
  private:
   Server(ServerOptions options, std::unique_ptr<store::Store> store);
+  static Result<std::unique_ptr<Server>> make(ServerOptions options, std::unique_ptr<store::Store> store);
+  // http_ as plain HTTP, or as HTTPS with the TLS identity of the options.
+  Status make_http();
 
   ServerOptions options_;
   std::unique_ptr<EventLog> events_;

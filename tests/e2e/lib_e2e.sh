@@ -41,14 +41,15 @@ gone() {
   [ "$state" = Z ]
 }
 
-# start_server [extra flags]: a server on a free loopback port; exports ALLOT_SERVER.
+# start_server [extra flags]: a server on a free loopback port; exports ALLOT_SERVER (https://... when the
+# extra flags include --tls-cert and --tls-key).
 start_server() {
   "$ALLOT" server --listen 127.0.0.1:0 --data "$WORK/server" "$@" >"$WORK/server.log" 2>"$WORK/server.err.log" &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
   local url=""
   for _ in $(seq 1 100); do
-    url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$WORK/server.log" 2>/dev/null | head -n1 || true)
+    url=$(grep -o 'https\?://127\.0\.0\.1:[0-9]*' "$WORK/server.log" 2>/dev/null | head -n1 || true)
     [ -n "$url" ] && break
     gone "$SERVER_PID" && fail "allot server exited at start"
     sleep 0.1
