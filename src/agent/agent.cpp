@@ -73,10 +73,12 @@ Status Agent::prepare() {
   // lock may be held for a moment by the watchdog of an agent that just died, sweeping.
   lock_fd_ = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd_ < 0) return Error::internal("cannot open " + lock_path + ": " + std::strerror(errno));
-  for (auto until = Clock::now() + std::chrono::seconds(15); flock(lock_fd_, LOCK_EX | LOCK_NB) != 0;) {
+  const auto until = Clock::now() + std::chrono::seconds(15);
+  for (bool said = false; flock(lock_fd_, LOCK_EX | LOCK_NB) != 0; said = true) {
     if (Clock::now() >= until)
       return Error::precondition("another agent is using the work directory " + opt_.work_dir + " (it holds " +
                                  lock_path + "); give this one its own --work-dir");
+    if (!said) say("waiting for " + lock_path + ": another agent, or the watchdog of one that just died, holds it");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   auto state = load_state(state_path_);

@@ -50,15 +50,28 @@ std::vector<pid_t> procs_of(const std::string& dir) {
   return out;
 }
 
+pid_t parent_of(pid_t pid) {
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream f(stat.substr(close + 1));
+  std::string state;
+  long ppid = 0;
+  f >> state >> ppid;
+  return static_cast<pid_t>(ppid);
+}
+
 // Under delegation (systemd Delegate=yes) the agent starts inside the cgroup it was given, and a cgroup with
-// processes cannot enable controllers for its children. When the agent is alone there it moves itself into
-// a leaf so the controllers can be enabled; it never moves other processes.
+// processes cannot enable controllers for its children. When only the agent and its own children (the
+// watchdog) are there, it moves them into a leaf so the controllers can be enabled; it never moves other
+// processes.
 void make_room_for_controllers(const std::string& base, const std::string& leaf) {
   auto procs = procs_of(base);
-  if (procs.size() != 1 || procs[0] != getpid()) return;
+  for (pid_t p : procs)
+    if (p != getpid() && parent_of(p) != getpid()) return;
   std::error_code ec;
   fs::create_directories(leaf, ec);
-  (void)write_file(leaf + "/cgroup.procs", std::to_string(getpid()));
+  for (pid_t p : procs) (void)write_file(leaf + "/cgroup.procs", std::to_string(p));
 }
 
 }  // namespace

@@ -256,6 +256,38 @@ TEST_F(AgentProcess, CgroupHoldsEverythingTheReplicaStarts) {
   cg.remove_if_empty();
 }
 
+TEST_F(AgentProcess, CgroupLimitsAreWrittenWhereTheControllersAre) {
+  // A directory standing in for a delegated cgroup whose parent offers memory and cpu to its children.
+  const std::string name = Cgroups::dir_name_for("limits", dir_.string());
+  fs::create_directories(dir_ / name);
+  std::ofstream(dir_ / name / "cgroup.controllers") << "cpuset cpu io memory pids\n";
+  std::ofstream(dir_ / name / "cgroup.subtree_control") << "";
+  Cgroups cg = Cgroups::detect(name, dir_.string());
+  ASSERT_TRUE(cg.available()) << cg.summary();
+  EXPECT_TRUE(cg.limits_memory()) << cg.summary();
+  EXPECT_TRUE(cg.limits_cpu()) << cg.summary();
+  EXPECT_NE(cg.summary().find("with memory.max and cpu.max"), std::string::npos) << cg.summary();
+  auto r = cg.create("r-train-0-0", {.vcpu_milli = 4000, .memory_mib = 16384});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(slurp(*r + "/cpu.max"), "400000 100000");
+  EXPECT_EQ(slurp(*r + "/memory.max"), std::to_string(16384ll << 20));
+  EXPECT_EQ(cg.children(), std::vector<std::string>{*r});
+  // Without a request there is no limit to write.
+  auto none = cg.create("r-idle-0-0", {});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(fs::exists(*none + "/memory.max"));
+
+  // A parent that offers neither: replicas still get a cgroup, and the log says why there are no limits.
+  const std::string bare = Cgroups::dir_name_for("bare", dir_.string());
+  fs::create_directories(dir_ / bare);
+  std::ofstream(dir_ / bare / "cgroup.controllers") << "pids\n";
+  Cgroups without = Cgroups::detect(bare, dir_.string());
+  ASSERT_TRUE(without.available());
+  EXPECT_FALSE(without.limits_memory());
+  EXPECT_FALSE(without.limits_cpu());
+  EXPECT_NE(without.summary().find("no memory or CPU limits apply"), std::string::npos) << without.summary();
+}
+
 TEST(AgentCgroups, LimitsFromTheRequest) {
   EXPECT_EQ(cpu_max_value(4000), "400000 100000");
   EXPECT_EQ(cpu_max_value(500), "50000 100000");
