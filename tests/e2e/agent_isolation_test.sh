@@ -23,10 +23,10 @@ expect_rc 2 "$ALLOT" agent --server http://127.0.0.1:1 --run-as no-such-user-all
   --instance-type ml.g5.8xlarge --work-dir "$WORK/refused"
 
 start_server
-# Whatever token the agent holds (the one the tests use, or a marker when they use none) must not leak.
-export ALLOT_TOKEN=${ALLOT_TOKEN:-allot-e2e-secret-$$}
-export ALLOT_E2E_AGENT_ONLY=agent-environment-$$
-start_agent gpu-1 network-node-layer-3=nn-a
+# Whatever token the agent holds (the one the tests use, or a marker when they use none) must not leak. The
+# marker goes to the agent alone, so that the CLI below keeps its own credentials.
+secret=${ALLOT_TOKEN:-allot-e2e-secret-$$}
+ALLOT_TOKEN=$secret ALLOT_E2E_AGENT_ONLY=agent-environment-$$ start_agent gpu-1 network-node-layer-3=nn-a
 write_teams
 cat >"$WORK/whoami.yaml" <<'YAML'
 name: whoami
@@ -49,7 +49,7 @@ grep -qx "RANK=0" "$WORK/whoami.out" || fail "allot's variables are missing"
 grep -qx "PATH=/usr/local/bin:/usr/bin:/bin" "$WORK/whoami.out" || fail "the replica should get the base PATH"
 grep -qx "LANG=C.UTF-8" "$WORK/whoami.out" || fail "the replica should get LANG=C.UTF-8"
 grep -q "^ALLOT_TOKEN=" "$WORK/whoami.out" && fail "ALLOT_TOKEN reached the replica"
-grep -qF "$ALLOT_TOKEN" "$WORK/whoami.out" && fail "the agent's token reached the replica"
+grep -qF "$secret" "$WORK/whoami.out" && fail "the agent's token reached the replica"
 grep -q "ALLOT_E2E_AGENT_ONLY" "$WORK/whoami.out" && fail "the agent's environment reached the replica"
 grep -q "^ALLOT_SERVER=" "$WORK/whoami.out" && fail "the agent's ALLOT_SERVER reached the replica"
 say PASS
