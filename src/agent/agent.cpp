@@ -1,9 +1,18 @@
 #include "agent/agent.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
 #include <thread>
+
+#include "agent/fencing.h"
+#include "agent/watchdog.h"
 
 namespace allot::agent {
 namespace fs = std::filesystem;
@@ -26,6 +35,13 @@ Agent::Agent(AgentOptions options, Inventory inventory, client::ApiClient api, s
   facts_.kind = inv_.kind;
   facts_.neuron_cores_per_device = inv_.neuron_cores_per_device;
   facts_.cpus = inv_.cpus;
+  facts_.user = opt_.user.name;
+  facts_.home = opt_.user.home;
+}
+
+Agent::~Agent() {
+  if (lock_fd_ >= 0) close(lock_fd_);
+  if (watchdog_fd_ >= 0) close(watchdog_fd_);  // the watchdog finds nothing left and exits
 }
 
 void Agent::say(const std::string& line) { log_ << "allot agent " << opt_.name << ": " << line << std::endl; }
@@ -33,13 +49,120 @@ void Agent::say(const std::string& line) { log_ << "allot agent " << opt_.name <
 Status Agent::register_node() {
   json body = {{"name", opt_.name},       {"instance_type", inv_.instance_type}, {"labels", opt_.labels},
                {"address", opt_.address}, {"inventory", inventory_json(inv_)}};
-  auto r = api_.post("/v1/agents/register", body);
+  auto r = call("/v1/agents/register", body, true);
   if (!r) return r.error();
   say("registered as " + inv_.instance_type + (inv_.emulated ? " (emulated)" : "") + " with " + api_.url());
   return ok_status();
 }
 
+Status Agent::prepare() {
+  std::error_code ec;
+  fs::create_directories(opt_.work_dir, ec);
+  if (ec) return Error::internal("cannot create the work directory " + opt_.work_dir + ": " + ec.message());
+  const std::string lock_path = (fs::path(opt_.work_dir) / "agent.lock").string();
+  state_path_ = (fs::path(opt_.work_dir) / "replicas.json").string();
+  // Forked first: it must not share the lock below, which it takes when the agent is gone.
+  if (auto w = start_watchdog(state_path_, lock_path, "allot agent " + opt_.name + " (watchdog): ")) {
+    watchdog_fd_ = w->fd;
+    watchdog_pid_ = w->pid;
+    say("watchdog pid " + std::to_string(w->pid) + " ends the replicas' processes if this agent dies");
+  } else {
+    say(w.error().message + "; a restarted agent still ends what this one leaves behind");
+  }
+  // Two agents on one work directory would each take the other's replicas for leftovers and kill them. The
+  // lock may be held for a moment by the watchdog of an agent that just died, sweeping.
+  lock_fd_ = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0) return Error::internal("cannot open " + lock_path + ": " + std::strerror(errno));
+  const auto until = Clock::now() + std::chrono::seconds(15);
+  for (bool said = false; flock(lock_fd_, LOCK_EX | LOCK_NB) != 0; said = true) {
+    if (Clock::now() >= until)
+      return Error::precondition("another agent is using the work directory " + opt_.work_dir + " (it holds " +
+                                 lock_path + "); give this one its own --work-dir");
+    if (!said) say("waiting for " + lock_path + ": another agent, or the watchdog of one that just died, holds it");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto state = load_state(state_path_);
+  if (!state) return state.error();
+  end_leftovers(*state, [this](const std::string& line) { say(line); });
+  if (opt_.cgroups) {
+    cgroups_ = Cgroups::detect(Cgroups::dir_name_for(opt_.name, fs::absolute(opt_.work_dir).lexically_normal().string()),
+                               opt_.cgroup_parent);
+    say(cgroups_.summary());
+    // A replica cgroup no record names was made by an agent that died before it saved the record.
+    for (const auto& dir : cgroups_.children()) {
+      if (int n = kill_cgroup(dir); n > 0) say("ended " + std::to_string(n) + " leftover process(es) in " + dir);
+      if (!remove_cgroup(dir)) say("cannot remove the leftover cgroup " + dir + "; it is not empty");
+    }
+  } else {
+    say("cgroups: off (--no-cgroups); replicas run in their own process group only (no memory or CPU limits)");
+  }
+  persist();
+  return ok_status();
+}
+
+void Agent::persist() {
+  std::vector<ReplicaRecord> list;
+  for (const auto& [key, r] : records_) list.push_back(r);
+  // Failing to write is not a reason to stop running jobs; it weakens only the cleanup after a crash.
+  if (auto st = save_state(state_path_, list, cgroups_.dir()); !st) say("cannot record the running replicas: " + st.error().message);
+}
+
+void Agent::remove_cgroups() {
+  std::erase_if(dead_cgroups_, [](const std::string& dir) { return remove_cgroup(dir); });
+}
+
+Result<json> Agent::call(const std::string& path, const json& body, bool heartbeat) {
+  auto limit = std::chrono::milliseconds(30000);
+  const auto now = Clock::now();
+  if (server_timeout_ && !fenced_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        last_answered_send_ + fence_times(*server_timeout_).stop_after - now);
+    limit = std::clamp(left, std::chrono::milliseconds(100), limit);
+  } else if (fenced_ && procs_.size() > 0) {
+    limit = std::chrono::milliseconds(200);  // replicas are being killed: back to poll() soon
+  }
+  api_.set_timeout(limit);
+  auto r = api_.post(path, body);
+  // Only registrations and heartbeats tell the server that the node is alive; an answered log upload does not.
+  if (r && heartbeat) note_answer(now, *r);
+  return r;
+}
+
+void Agent::note_answer(Clock::time_point sent, const json& answer) {
+  last_answered_send_ = std::max(last_answered_send_, sent);
+  if (answer.is_object() && answer.contains("heartbeat_timeout_ms") && answer["heartbeat_timeout_ms"].is_number_integer()) {
+    auto t = std::chrono::milliseconds(answer["heartbeat_timeout_ms"].get<int64_t>());
+    if (t.count() > 0 && server_timeout_ != t) {
+      auto f = fence_times(t);
+      say("the server's failure timeout is " + std::to_string(t.count()) + " ms: replicas are stopped after " +
+          std::to_string(f.stop_after.count()) + " ms without an answered heartbeat (fencing)");
+      server_timeout_ = t;
+    }
+  }
+}
+
+void Agent::check_fence(Clock::time_point now) {
+  if (fenced_ || !server_timeout_) return;
+  const auto f = fence_times(*server_timeout_);
+  if (now < last_answered_send_ + f.stop_after) return;
+  fenced_ = true;
+  pending_.clear();  // the server may already be placing them elsewhere; its next answer says again
+  const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_answered_send_);
+  std::string why = "no heartbeat answered for " + std::to_string(silent.count()) + " ms (the server's failure timeout is " +
+                    std::to_string(server_timeout_->count()) + " ms)";
+  if (procs_.size() == 0) {
+    say(why + "; fenced: nothing new starts until the server answers");
+    return;
+  }
+  say(why + ": stopping " + std::to_string(procs_.size()) +
+      " replica(s) so that their restart elsewhere cannot overlap them (fencing)");
+  const auto grace = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                               last_answered_send_ + f.kill_after - now));
+  for (const auto& key : procs_.keys()) procs_.stop(key, now, std::min(grace, opt_.stop_grace));
+}
+
 Status Agent::run(const std::atomic<bool>& stop) {
+  if (auto st = prepare(); !st) return st.error();
   // Registration retries while the server is unreachable (it may be starting), but not when it refuses.
   auto backoff = std::chrono::milliseconds(200);
   while (!stop) {
@@ -56,6 +179,7 @@ Status Agent::run(const std::atomic<bool>& stop) {
     // Sleep until the next heartbeat, but look at the replicas meanwhile: an exit is reported at once.
     for (auto until = Clock::now() + opt_.heartbeat_interval; Clock::now() < until && !stop;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      check_fence(Clock::now());
       bool exited = reap();
       if (exited) break;
     }
@@ -64,7 +188,15 @@ Status Agent::run(const std::atomic<bool>& stop) {
   for (const auto& e : procs_.stop_all_and_wait()) {
     auto it = replicas_.find(e.key);
     if (it != replicas_.end()) it->second.exited = true, it->second.exit_code = e.exit_code;
+    records_.erase(e.key);
+    if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
   }
+  persist();
+  for (int i = 0; i < 50 && !dead_cgroups_.empty(); ++i) {
+    remove_cgroups();
+    if (!dead_cgroups_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  cgroups_.remove_if_empty();
   ship_logs();
   (void)heartbeat();  // best effort: the server learns of the exits now rather than by timeout
   return ok_status();
@@ -72,7 +204,10 @@ Status Agent::run(const std::atomic<bool>& stop) {
 
 bool Agent::reap() {
   bool any = false;
+  bool changed = false;
   for (const auto& e : procs_.poll(Clock::now())) {
+    changed |= records_.erase(e.key) > 0;
+    if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
     auto it = replicas_.find(e.key);
     if (it == replicas_.end()) continue;
     it->second.exited = true;
@@ -80,11 +215,18 @@ bool Agent::reap() {
     say("replica " + e.key + " exited with code " + std::to_string(e.exit_code) + (e.stopped ? " (stopped)" : ""));
     any = true;
   }
+  if (changed) persist();
+  if (!dead_cgroups_.empty()) remove_cgroups();
+  if (watchdog_pid_ > 0 && waitpid(watchdog_pid_, nullptr, WNOHANG) == watchdog_pid_) {
+    say("the watchdog exited; if this agent dies now, its restart ends what the replicas leave behind");
+    watchdog_pid_ = 0;
+  }
   return any;
 }
 
 Status Agent::cycle() {
   (void)reap();
+  check_fence(Clock::now());
   start_pending();
   ship_logs();
   auto st = heartbeat();
@@ -117,8 +259,8 @@ void Agent::ship_logs() {
       in.read(data.data(), static_cast<std::streamsize>(data.size()));
       data.resize(static_cast<size_t>(in.gcount()));
       if (data.empty()) break;
-      auto res = api_.post("/v1/agents/" + client::url_encode(opt_.name) + "/logs",
-                           {{"job", r.a.job}, {"rank", r.a.rank}, {"data", data}});
+      auto res = call("/v1/agents/" + client::url_encode(opt_.name) + "/logs",
+                      {{"job", r.a.job}, {"rank", r.a.rank}, {"data", data}}, false);
       if (!res && res.error().code == ErrorCode::kInternal) return;  // try again next cycle, same offset
       if (!res) {
         // The server refuses this log (it no longer knows the job): give it up, or the exit that waits
@@ -154,8 +296,13 @@ Status Agent::heartbeat() {
     }
     report.push_back(e);
   }
-  auto answer = api_.post("/v1/agents/" + client::url_encode(opt_.name) + "/heartbeat", {{"replicas", report}});
+  auto answer = call("/v1/agents/" + client::url_encode(opt_.name) + "/heartbeat", {{"replicas", report}}, true);
   if (!answer) return answer.error();
+  if (fenced_) {
+    say("the server answers again" + std::string(reported.empty() ? "" : "; reported the exits of the fenced replicas"));
+    fenced_ = false;
+    server_reachable_ = true;  // said just now
+  }
   for (const auto& k : reported) replicas_.erase(k);
   apply(*answer);
   return ok_status();
@@ -204,6 +351,7 @@ void Agent::apply(const json& answer) {
 }
 
 void Agent::start_pending() {
+  if (fenced_) return;  // the server may have given these slots to another node meanwhile
   for (auto it = pending_.begin(); it != pending_.end();) {
     bool busy = false;
     for (const auto& [key, r] : replicas_)
@@ -225,6 +373,18 @@ void Agent::start(const Assignment& a) {
   fs::create_directories(dir, ec);
   Replica r{a, (dir / ("rank-" + std::to_string(a.rank) + ".log")).string()};
   auto spec = launch_spec(a, facts_, r.log_path, dir.string());
+  if (spec) {
+    if (opt_.user.uid != geteuid()) {
+      spec->run_as = opt_.user;
+      if (auto st = give_dir_to(dir.string(), opt_.user); !st) say("replica " + key + ": " + st.error().message);
+    }
+    if (cgroups_.available()) {
+      const std::string name = "r-" + safe_path_part(a.job) + "-" + std::to_string(a.rank) + "-" + std::to_string(a.attempt);
+      auto cg = cgroups_.create(name, {.vcpu_milli = a.vcpu_milli, .memory_mib = a.memory_mib});
+      if (cg) spec->cgroup = *cg;
+      else say("replica " + key + " runs without its own cgroup: " + cg.error().message);
+    }
+  }
   Result<pid_t> pid = spec ? procs_.start(key, *spec) : Result<pid_t>(spec.error());
   if (!pid) {
     // The server hears of it as an exit like any other failure, and its retry policy applies.
@@ -232,9 +392,12 @@ void Agent::start(const Assignment& a) {
     std::ofstream(r.log_path, std::ios::app) << "allot agent: cannot start this replica: " << pid.error().message << "\n";
     r.exited = true;
     r.exit_code = 127;
+    if (spec && !spec->cgroup.empty()) (void)remove_cgroup(spec->cgroup);
   } else {
+    records_[key] = ReplicaRecord{key, *pid, *pid, process_start_time(*pid).value_or(0), spec->cgroup};
+    persist();
     say("started replica " + key + " (pid " + std::to_string(*pid) + ", rank " + std::to_string(a.rank) + "/" +
-        std::to_string(a.world_size) + ", cpus " + format_cpu_list(spec->cpus) + ")");
+        std::to_string(a.world_size) + ", cpus " + format_cpu_list(spec->cpus) + ", user " + opt_.user.name + ")");
   }
   replicas_[key] = std::move(r);
 }

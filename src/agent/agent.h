@@ -7,6 +7,12 @@
 //  - a new attempt of a replica whose older attempt is still alive starts only after that one has exited;
 //  - an exit is reported in heartbeats until one succeeds, and only after the replica's log is fully shipped,
 //    so a job the server sees finished has all its output.
+//
+// Isolation (docs/security.md, "Agent isolation"): replicas run as AgentOptions::user with only their own
+// environment, each in its own process group and, where the machine allows, its own cgroup. The running
+// replicas are recorded in <work dir>/replicas.json, so an agent that died without stopping them (kill -9)
+// ends what they left behind when it starts again, before it registers; and an agent that cannot reach the
+// server stops its replicas itself before the server would restart them elsewhere (agent/fencing.h).
 #include <atomic>
 #include <chrono>
 #include <iosfwd>
@@ -17,9 +23,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/cgroups.h"
 #include "agent/inventory.h"
+#include "agent/leftovers.h"
 #include "agent/process.h"
 #include "agent/replica.h"
+#include "agent/run_as.h"
 #include "client/http_client.h"
 #include "core/result.h"
 
@@ -33,20 +42,32 @@ struct AgentOptions {
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds stop_grace{10000};
   size_t log_chunk_bytes = 64 * 1024;
+  Identity user;               // who replicas run as (agent/run_as.h: replica_identity checked it)
+  bool cgroups = true;         // a cgroup per replica where the machine allows one
+  std::string cgroup_parent;   // tests: the cgroup directory to put the agent's under, instead of its own
 };
 
 class Agent {
  public:
   Agent(AgentOptions options, Inventory inventory, client::ApiClient api, std::ostream& log);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
 
-  // Registers, then heartbeats until `stop` is set; then stops every replica and reports their exits.
-  // Fails only for what retrying cannot fix (the server rejects the registration).
+  // Prepares (see prepare()), registers, then heartbeats until `stop` is set; then stops every replica and
+  // reports their exits. Fails only for what retrying cannot fix (another agent has the work directory, the
+  // server rejects the registration).
   Status run(const std::atomic<bool>& stop);
+  // Starts the watchdog (agent/watchdog.h), takes the work directory (a lock file: one agent per
+  // directory), ends the leftovers of a previous agent's replicas recorded there, and sets up the replicas'
+  // cgroups. Before the first registration, while the agent is single-threaded.
+  Status prepare();
 
   // One cycle, for tests: reap exits, ship logs, heartbeat, act on the answer.
   Status cycle();
   Status register_node();
   const ProcessTable& processes() const { return procs_; }
+  bool fenced() const { return fenced_; }
 
  private:
   struct Replica {
@@ -59,6 +80,14 @@ class Agent {
   static std::string key_of(const Assignment& a) { return a.slot() + "#" + std::to_string(a.attempt); }
 
   bool reap();  // true when a replica exited
+  // Stops every replica when no heartbeat has been answered for too long (agent/fencing.h).
+  void check_fence(Clock::time_point now);
+  // A request to the server, bounded so that a server that does not answer cannot hold the agent past a
+  // fencing deadline. `heartbeat`: an answer shows the server counts this node alive (register, heartbeat).
+  Result<nlohmann::json> call(const std::string& path, const nlohmann::json& body, bool heartbeat);
+  void note_answer(Clock::time_point sent, const nlohmann::json& answer);
+  void persist();  // the state file, after every change of the running replicas
+  void remove_cgroups();
   void ship_logs();
   Status heartbeat();
   void apply(const nlohmann::json& answer);
@@ -76,6 +105,18 @@ class Agent {
   std::map<std::string, Assignment> pending_;   // by slot: waits for an older attempt to exit
   std::set<std::string> started_;               // keys ever started
   bool server_reachable_ = true;
+
+  Cgroups cgroups_;
+  std::string state_path_;
+  int lock_fd_ = -1;
+  int watchdog_fd_ = -1;  // agent/watchdog.h
+  pid_t watchdog_pid_ = 0;
+  std::map<std::string, ReplicaRecord> records_;  // by key_of: what the state file lists
+  std::vector<std::string> dead_cgroups_;         // of exited replicas, removed once empty
+
+  std::optional<std::chrono::milliseconds> server_timeout_;  // from the server's answers
+  Clock::time_point last_answered_send_ = Clock::now();    // when the last answered request was sent
+  bool fenced_ = false;
 };
 
 }  // namespace allot::agent

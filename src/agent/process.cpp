@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,8 @@
 #include <cstring>
 #include <thread>
 
+#include "agent/cgroups.h"
+
 extern char** environ;
 
 namespace allot::agent {
@@ -22,6 +25,7 @@ namespace {
 void child_fail(int fd, const char* prefix, const char* what, int err) {
   const char* reason = err == ENOENT ? ": no such file or directory\n"
                        : err == EACCES ? ": permission denied\n"
+                       : err == EPERM  ? ": operation not permitted\n"
                                        : ": cannot execute\n";
   (void)!write(fd, prefix, strlen(prefix));
   (void)!write(fd, what, strlen(what));
@@ -40,8 +44,10 @@ int exit_code_of(int status) {
 ProcessTable::~ProcessTable() {
   for (auto& [key, p] : procs_) {
     kill(-p.pid, SIGKILL);
+    if (!p.cgroup.empty()) (void)kill_cgroup(p.cgroup);
     int status = 0;
     waitpid(p.pid, &status, 0);
+    if (!p.cgroup.empty()) (void)remove_cgroup(p.cgroup);
   }
 }
 
@@ -51,12 +57,6 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
 
   // Everything the child needs is built before fork(): after it, only async-signal-safe calls are allowed.
   std::vector<std::string> env_strings;
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string_view::npos && spec.env.count(std::string(kv.substr(0, eq)))) continue;
-    env_strings.emplace_back(kv);
-  }
   for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp, argv;
   for (auto& s : env_strings) envp.push_back(s.data());
@@ -70,53 +70,87 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
   for (int c : spec.cpus)
     if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &mask);
 
+  // The files are opened here, by the agent, so a replica that runs as another user still writes its log
+  // (which that user may not be able to open) and joins its cgroup (which it must not be able to change).
   const std::string log_path = spec.log_path.empty() ? "/dev/null" : spec.log_path;
   int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return Error::internal("cannot open log file " + log_path + ": " + std::strerror(errno));
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null_fd < 0) {
+  int cg_fd = spec.cgroup.empty() ? -1 : open((spec.cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+  auto close_all = [&] {
     close(log_fd);
-    return Error::internal(std::string("cannot open /dev/null: ") + std::strerror(errno));
+    if (null_fd >= 0) close(null_fd);
+    if (cg_fd >= 0) close(cg_fd);
+  };
+  if (null_fd < 0 || (!spec.cgroup.empty() && cg_fd < 0)) {
+    int err = errno;
+    close_all();
+    return Error::internal((null_fd < 0 ? std::string("cannot open /dev/null") : "cannot open cgroup " + spec.cgroup) +
+                           ": " + std::strerror(err));
   }
   const pid_t parent = getpid();
   const char* work_dir = spec.work_dir.empty() ? nullptr : spec.work_dir.c_str();
+  const bool switch_user = spec.run_as.has_value();
+  const uid_t uid = switch_user ? spec.run_as->uid : 0;
+  const gid_t gid = switch_user ? spec.run_as->gid : 0;
+  std::vector<gid_t> groups = switch_user ? spec.run_as->groups : std::vector<gid_t>{};
+  if (switch_user && groups.empty()) groups.push_back(gid);
 
   pid_t pid = fork();
   if (pid < 0) {
     int err = errno;
-    close(log_fd), close(null_fd);
+    close_all();
     return Error::internal(std::string("fork failed: ") + std::strerror(err));
   }
   if (pid == 0) {
     setpgid(0, 0);
-    // The replica dies with its agent: a node whose agent is gone is treated as failed by the server, and
-    // its jobs run again elsewhere, so a survivor here would only compete with its own restart.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(137);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGCHLD, SIGHUP}) signal(sig, SIG_DFL);
-    if (!spec.cpus.empty()) sched_setaffinity(0, sizeof mask, &mask);  // best effort, as taskset
     dup2(null_fd, STDIN_FILENO);
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
+    // "0" moves the writing process; before exec, so nothing the replica starts is ever outside it.
+    if (cg_fd >= 0 && write(cg_fd, "0", 1) != 1) child_fail(STDERR_FILENO, "allot agent: cannot join cgroup ", spec.cgroup.c_str(), errno);
+    if (!spec.cpus.empty()) sched_setaffinity(0, sizeof mask, &mask);  // best effort, as taskset
+    // Entered before the switch of user: the directory is the replica's, but the agent's work directory
+    // above it need not be open to that user.
     if (work_dir && chdir(work_dir) != 0) child_fail(STDERR_FILENO, "allot agent: cannot enter ", work_dir, errno);
-    execvpe(argv[0], argv.data(), envp.data());
+    if (switch_user) {
+      // Groups first (they need root), then the group, then the user; each checked, and root must be gone
+      // for good: a setuid that silently failed would run the job as root.
+      if (setgroups(groups.size(), groups.data()) != 0 || setgid(gid) != 0 || setuid(uid) != 0 || getuid() != uid ||
+          geteuid() != uid || getgid() != gid || getegid() != gid || (uid != 0 && setuid(0) == 0))
+        child_fail(STDERR_FILENO, "allot agent: cannot switch to the replica's user", "", errno);
+    }
+    // The replica dies with its agent: a node whose agent is gone is treated as failed by the server, and
+    // its jobs run again elsewhere, so a survivor here would only compete with its own restart. Set after
+    // the switch of user, which clears it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(137);
+    // execvp searches the PATH of the environment it runs in, which is the replica's from here on.
+    environ = envp.data();
+    execvp(argv[0], argv.data());
     child_fail(STDERR_FILENO, "allot agent: cannot run ", argv[0], errno);
   }
   setpgid(pid, pid);  // also in the parent, so a stop() right after start() reaches the group
-  close(log_fd);
-  close(null_fd);
-  procs_[key] = Proc{pid, std::nullopt};
+  close_all();
+  procs_[key] = Proc{pid, std::nullopt, spec.cgroup, false};
   return pid;
 }
 
-void ProcessTable::stop(const std::string& key, Clock::time_point now) {
+void ProcessTable::stop(const std::string& key, Clock::time_point now) { stop(key, now, grace_); }
+
+void ProcessTable::stop(const std::string& key, Clock::time_point now, std::chrono::milliseconds grace) {
   auto it = procs_.find(key);
-  if (it == procs_.end() || it->second.kill_at) return;
+  if (it == procs_.end()) return;
+  if (it->second.kill_at) {
+    it->second.kill_at = std::min(*it->second.kill_at, now + grace);
+    return;
+  }
   kill(-it->second.pid, SIGTERM);
-  it->second.kill_at = now + grace_;
+  it->second.kill_at = now + grace;
 }
 
 std::vector<Exited> ProcessTable::poll(Clock::time_point now) {
@@ -126,15 +160,17 @@ std::vector<Exited> ProcessTable::poll(Clock::time_point now) {
     int status = 0;
     pid_t r = waitpid(p.pid, &status, WNOHANG);
     if (r == p.pid || (r < 0 && errno == ECHILD)) {
-      // The leader is gone; whatever it left behind in its group goes with it.
+      // The leader is gone; whatever it left behind in its group (and its cgroup) goes with it.
       kill(-p.pid, SIGKILL);
-      out.push_back({it->first, p.pid, r == p.pid ? exit_code_of(status) : 255, p.kill_at.has_value()});
+      if (!p.cgroup.empty()) (void)kill_cgroup(p.cgroup, 0);
+      out.push_back({it->first, p.pid, r == p.pid ? exit_code_of(status) : 255, p.kill_at.has_value(), p.cgroup});
       it = procs_.erase(it);
       continue;
     }
-    if (p.kill_at && now >= *p.kill_at) {
+    if (p.kill_at && now >= *p.kill_at && !p.killed) {
       kill(-p.pid, SIGKILL);
-      p.kill_at = Clock::time_point::max();  // escalate once
+      if (!p.cgroup.empty()) (void)kill_cgroup(p.cgroup, 0);
+      p.killed = true;  // escalate once
     }
     ++it;
   }

@@ -1,7 +1,9 @@
 #pragma once
-// The processes an agent runs for its replicas. Each replica is started in its own process group, so that a
-// stop reaches everything it spawned (a shell and its children, torchrun and its workers): SIGTERM to the
-// group first, SIGKILL once the grace period has passed. Exits are collected by polling (waitpid WNOHANG),
+// The processes an agent runs for its replicas. Each replica is started in its own process group (and, where
+// the agent has one for it, its own cgroup), so that a stop reaches everything it spawned (a shell and its
+// children, torchrun and its workers): SIGTERM to the group first, SIGKILL (and cgroup.kill) once the grace
+// period has passed. The child drops to the replica's user before exec and gets exactly the environment of
+// its spec, nothing of the agent's. Exits are collected by polling (waitpid WNOHANG),
 // which keeps the agent single-threaded and needs no SIGCHLD handler. Time is passed in, so tests control it.
 //
 // Thread-safety: none; one thread owns a ProcessTable.
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/run_as.h"
 #include "core/result.h"
 
 namespace allot::agent {
@@ -20,11 +23,13 @@ namespace allot::agent {
 using Clock = std::chrono::steady_clock;
 
 struct LaunchSpec {
-  std::vector<std::string> argv;           // argv[0] is looked up on PATH
-  std::map<std::string, std::string> env;  // set on top of the agent's own environment
+  std::vector<std::string> argv;           // argv[0] is looked up on the PATH of `env`
+  std::map<std::string, std::string> env;  // the whole environment: the agent's own is not passed on
   std::vector<int> cpus;                   // CPU affinity; empty: inherit the agent's
   std::string log_path;                    // stdout and stderr, appended; empty: /dev/null
   std::string work_dir;                    // empty: the agent's
+  std::optional<Identity> run_as;          // set: groups, gid and uid switched to it before exec
+  std::string cgroup;                      // a cgroup directory the child joins before exec; empty: none
 };
 
 struct Exited {
@@ -32,6 +37,7 @@ struct Exited {
   pid_t pid = 0;
   int exit_code = 0;  // the exit status, or 128 + signal number as a shell reports it
   bool stopped = false;  // it exited after stop() asked it to
+  std::string cgroup;    // its cgroup (emptied by the kill that follows the leader's exit), for removal
 };
 
 class ProcessTable {
@@ -47,6 +53,9 @@ class ProcessTable {
   // SIGTERM to the process group now; poll() sends SIGKILL once the grace period has passed. No-op when the
   // key is unknown or already stopping.
   void stop(const std::string& key, Clock::time_point now);
+  // The same with its own grace (fencing has less time than an ordinary stop). A stop already under way
+  // keeps the earlier of the two deadlines.
+  void stop(const std::string& key, Clock::time_point now, std::chrono::milliseconds grace);
   // Reaps what has exited and escalates stops whose grace has run out. Returns each exit once.
   std::vector<Exited> poll(Clock::time_point now);
 
@@ -62,6 +71,8 @@ class ProcessTable {
   struct Proc {
     pid_t pid = 0;
     std::optional<Clock::time_point> kill_at;  // set once stop() sent SIGTERM
+    std::string cgroup;
+    bool killed = false;  // SIGKILL sent
   };
   std::chrono::milliseconds grace_;
   std::map<std::string, Proc> procs_;

@@ -30,6 +30,8 @@ Result<Assignment> assignment_from_json(const nlohmann::json& j) {
     a.accelerator_kind = j.value("accelerator_kind", std::string());
     a.cpus = j.value("cpus", std::string());
     a.attempt = j.value("attempt", 0);
+    a.vcpu_milli = j.value("vcpu_milli", int64_t{0});
+    a.memory_mib = j.value("memory_mib", int64_t{0});
     if (a.job.empty()) return Error::invalid("a replica assignment has an empty job name");
     if (a.command.empty()) return Error::invalid("the assignment of " + a.slot() + " has no command");
     return a;
@@ -39,7 +41,10 @@ Result<Assignment> assignment_from_json(const nlohmann::json& j) {
 }
 
 std::map<std::string, std::string> replica_env(const Assignment& a, const MachineFacts& m) {
-  std::map<std::string, std::string> env = a.env;
+  std::map<std::string, std::string> env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"LANG", "C.UTF-8"}};
+  if (!m.home.empty()) env["HOME"] = m.home;
+  if (!m.user.empty()) env["USER"] = env["LOGNAME"] = m.user;
+  for (const auto& [k, v] : a.env) env[k] = v;
   env["ALLOT_JOB"] = a.job;
   env["ALLOT_ATTEMPT"] = std::to_string(a.attempt);
   env["RANK"] = std::to_string(a.rank);

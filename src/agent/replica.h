@@ -1,6 +1,7 @@
 #pragma once
 // One replica assignment from the server (docs/api.md, "A replica assignment") and how it becomes a process:
 // the rank variables torchrun and most launchers read, the devices it may see, its CPUs and its log file.
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,6 +27,8 @@ struct Assignment {
   std::string accelerator_kind;   // "nvidia-gpu", "neuron", "none"; empty: the node's own kind
   std::string cpus;               // "0-47,96-143"; empty: no binding
   int attempt = 0;
+  int64_t vcpu_milli = 0;         // what the replica requested (its cgroup's cpu.max); 0: not given
+  int64_t memory_mib = 0;         // likewise for memory.max
 
   // Identifies the replica across heartbeats ("job/rank"); attempts of it replace one another.
   std::string slot() const { return job + "/" + std::to_string(rank); }
@@ -38,9 +41,13 @@ struct MachineFacts {
   AcceleratorKind kind = AcceleratorKind::kNone;  // of the node's instance type
   int neuron_cores_per_device = 0;
   std::vector<int> cpus;  // the CPUs that really exist here
+  std::string user;       // who replicas run as (USER, LOGNAME) ...
+  std::string home;       // ... and that user's home directory (HOME)
 };
 
-// The environment a replica runs with, on top of the agent's: the job's env, then ALLOT_JOB, RANK,
+// The environment a replica runs with, which is all it gets (never the agent's own, which may hold the
+// agent's credentials): a minimal base (PATH=/usr/local/bin:/usr/bin:/bin, HOME, USER and LOGNAME of the
+// replica's user, LANG=C.UTF-8), then the job's env over it, then ALLOT_JOB, ALLOT_ATTEMPT, RANK,
 // WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT and CUDA_VISIBLE_DEVICES or NEURON_RT_VISIBLE_CORES
 // (which win over the job's: they describe where the scheduler put it).
 std::map<std::string, std::string> replica_env(const Assignment& a, const MachineFacts& m);

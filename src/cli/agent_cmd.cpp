@@ -1,7 +1,8 @@
 // `allot agent --server URL [--ca FILE] [--name NAME] [--instance-type TYPE] [--labels k=v,k=v] [--work-dir DIR]
-// [--address ADDR] [--heartbeat-interval S] [--stop-grace S]`: runs the node agent until SIGINT or SIGTERM,
-// then stops its replicas. Exit codes: 0 after a clean stop, 2 for invalid flags or a registration the
-// server refuses, 3 for a runtime failure.
+// [--address ADDR] [--heartbeat-interval S] [--stop-grace S] [--run-as USER] [--allow-root] [--no-cgroups]`:
+// runs the node agent until SIGINT or SIGTERM, then stops its replicas. Exit codes: 0 after a clean stop,
+// 2 for invalid flags (replicas that would run as root without --allow-root among them), a work directory
+// another agent uses, or a registration the server refuses; 3 for a runtime failure.
 #include <signal.h>
 #include <unistd.h>
 
@@ -23,6 +24,9 @@ struct AgentArgs {
   std::string server, ca_file, name, instance_type, labels, work_dir, address;
   double heartbeat_s = 1.0;
   double grace_s = 10.0;
+  std::string run_as;
+  bool allow_root = false;
+  bool no_cgroups = false;
 };
 
 Result<std::map<std::string, std::string>> parse_labels(const std::string& text) {
@@ -63,6 +67,8 @@ int run_agent(const AgentArgs& a) {
   if (!api) return std::cerr << "allot agent: " << api.error().message << "\n", 2;
   auto inv = agent::discover(a.instance_type, Catalog::builtin());
   if (!inv) return std::cerr << "allot agent: " << inv.error().message << "\n", 2;
+  auto user = agent::replica_identity(a.run_as, a.allow_root);
+  if (!user) return std::cerr << "allot agent: " << user.error().message << "\n", 2;
 
   agent::AgentOptions opt;
   opt.name = a.name.empty() ? hostname() : a.name;
@@ -73,6 +79,8 @@ int run_agent(const AgentArgs& a) {
   opt.address = !a.address.empty() ? a.address : loopback_url(a.server) ? "127.0.0.1" : hostname();
   opt.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(a.heartbeat_s * 1000));
   opt.stop_grace = std::chrono::milliseconds(static_cast<int64_t>(a.grace_s * 1000));
+  opt.user = *user;
+  opt.cgroups = !a.no_cgroups;
 
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
@@ -108,6 +116,14 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--heartbeat-interval", a->heartbeat_s, "Seconds between heartbeats")->capture_default_str();
   cmd->add_option("--stop-grace", a->grace_s, "Seconds between SIGTERM and SIGKILL when a replica is stopped")
       ->capture_default_str();
+  cmd->add_option("--run-as", a->run_as,
+                  "User (name or uid) replicas run as; an agent started as root switches to it before each replica "
+                  "starts (default: the agent's own user)");
+  cmd->add_flag("--allow-root", a->allow_root,
+                "Let replicas run as root (refused otherwise: a job's command is whatever a cluster member submitted)");
+  cmd->add_flag("--no-cgroups", a->no_cgroups,
+                "Do not give replicas their own cgroup (by default they get one, with memory.max and cpu.max from "
+                "their request, where cgroup v2 is writable)");
   cmd->callback([a, &ctx] { ctx.exit_code = run_agent(*a); });
 }
 

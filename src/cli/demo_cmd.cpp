@@ -251,10 +251,12 @@ int run_demo(const DemoArgs& a) {
     const std::string name = "gpu-" + std::to_string(i);
     const std::string labels = std::string("network-node-layer-1=nn-1,network-node-layer-2=nn-2,network-node-layer-3=") +
                                (i <= 2 ? "nn-3a" : "nn-3b");
-    auto agent = spawn(exe, {"agent", "--server", *url, "--name", name, "--instance-type", "ml.g5.8xlarge", "--labels",
-                             labels, "--work-dir", dir + "/agents/" + name, "--heartbeat-interval", "0.3",
-                             "--stop-grace", "2"},
-                       dir + "/agent-" + name + ".log");
+    std::vector<std::string> args = {"agent", "--server", *url, "--name", name, "--instance-type", "ml.g5.8xlarge",
+                                     "--labels", labels, "--work-dir", dir + "/agents/" + name,
+                                     "--heartbeat-interval", "0.3", "--stop-grace", "2"};
+    // Run as root, the demo's replicas run as nobody: agents refuse to run jobs as root unless told to.
+    if (geteuid() == 0) args.insert(args.end(), {"--run-as", "nobody"});
+    auto agent = spawn(exe, args, dir + "/agent-" + name + ".log");
     if (!agent) return fail(dir, procs, agent.error());
     procs.push_back({"agent " + name, *agent});
   }

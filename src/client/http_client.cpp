@@ -170,6 +170,11 @@ Result<ApiClient> ApiClient::connect(const std::string& url_in, const ConnectOpt
 
 void ApiClient::set_timeout(std::chrono::milliseconds t) {
   impl_->http.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(t));
+  // A timeout shorter than the connect and write defaults bounds those steps too (the agent's requests
+  // must return before its fencing deadline even when the server's listen queue is full).
+  const auto bounded = std::chrono::duration_cast<std::chrono::microseconds>(std::min<std::chrono::milliseconds>(t, std::chrono::seconds(3)));
+  impl_->http.set_connection_timeout(bounded);
+  impl_->http.set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(std::min<std::chrono::milliseconds>(t, std::chrono::seconds(30))));
 }
 
 Result<Response> ApiClient::send(const std::string& method, const std::string& path, const std::string* json_body) {

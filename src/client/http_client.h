@@ -56,7 +56,8 @@ class ApiClient {
   ApiClient& operator=(ApiClient&&) noexcept;
 
   const std::string& url() const { return url_; }
-  // Read timeout for the requests that follow; long polls raise it above their wait.
+  // Read timeout for the requests that follow; long polls raise it above their wait. The connect (3 s) and
+  // write (30 s) timeouts are lowered to it when it is shorter.
   void set_timeout(std::chrono::milliseconds t);
 
   Result<nlohmann::json> get(const std::string& path);

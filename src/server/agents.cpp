@@ -44,7 +44,10 @@ json assignment(const ServerState& st, const ServerOptions& options, const Job& 
             {"accelerators", r.accelerators},
             {"accelerator_kind", accelerator_kind_name(type.accelerator_kind)},
             {"cpus", r.cpus},
-            {"attempt", attempt_of(j)}};
+            {"attempt", attempt_of(j)},
+            // The request per replica, which the agent turns into the replica's cgroup limits.
+            {"vcpu_milli", ps.per_replica.vcpu_milli},
+            {"memory_mib", ps.per_replica.memory_mib}};
   if (type.accelerator_kind == AcceleratorKind::kNeuron)
     a["neuron_cores_per_accelerator"] = type.neuron_cores_per_accelerator;
   return a;
@@ -144,7 +147,8 @@ json heartbeat_answer(const ServerState& st, const ServerOptions& options, const
     const bool current = placed.count({rep.job, rep.rank}) && (!rep.attempt || *rep.attempt == attempts[rep.job]);
     if (!current) stop.push_back({{"job", rep.job}, {"rank", rep.rank}});
   }
-  return {{"run", run}, {"stop", stop}};
+  // The agent fences itself (stops its replicas) when it cannot heartbeat for about this long.
+  return {{"run", run}, {"stop", stop}, {"heartbeat_timeout_ms", options.heartbeat_timeout.count()}};
 }
 
 }  // namespace allot::server

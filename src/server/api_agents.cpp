@@ -63,15 +63,19 @@ Result<Registration> parse_registration(const json& body, const Catalog& catalog
   return r;
 }
 
-Render node_render(const std::string& name) {
-  return [name](const ServerState& st) -> Reply {
+// The node, and the failure timeout the agent fences itself by (it stops its replicas when it cannot
+// heartbeat for about this long).
+Render registration_render(const std::string& name, const ServerOptions& options) {
+  return [name, timeout = options.heartbeat_timeout.count()](const ServerState& st) -> Reply {
     const Node* n = st.cluster.find_node(name);
     if (!n) return error_reply(Error::not_found("no node named " + name + " in the cluster"));
-    return json_reply(200, node_view(st, *n));
+    json view = node_view(st, *n);
+    view["heartbeat_timeout_ms"] = timeout;
+    return json_reply(200, view);
   };
 }
 
-Result<Render> register_node(Txn& txn, const Registration& r) {
+Result<Render> register_node(Txn& txn, const ServerOptions& options, const Registration& r) {
   const Node* n = txn.cluster().find_node(r.node.name);
   if (!n) {
     auto st = txn.apply(store::AddNode{r.node, r.address, true});
@@ -88,7 +92,7 @@ Result<Render> register_node(Txn& txn, const Registration& r) {
     }
   }
   txn.state().nodes[r.node.name].last_heartbeat_ms = txn.now_ms();
-  return node_render(r.node.name);
+  return registration_render(r.node.name, options);
 }
 
 Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::string& name, std::vector<ReplicaReport> reports) {
@@ -116,7 +120,7 @@ void add_agent_routes(httplib::Server& http, Api& api) {
     if (!body) return answer(res, error_reply(body.error()));
     auto reg = parse_registration(*body, api.catalog);
     if (!reg) return answer(res, error_reply(reg.error()));
-    run(api, res, [r = std::move(*reg)](Txn& txn) { return register_node(txn, r); });
+    run(api, res, [&api, r = std::move(*reg)](Txn& txn) { return register_node(txn, api.options, r); });
   }));
   http.Post(R"(/v1/agents/([^/]+)/heartbeat)", guarded([&api](const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);

@@ -34,6 +34,17 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 mkdir -p "$WORK/pids"
 
+# Agents started as root run their replicas as nobody (they refuse root replicas without --allow-root); a
+# test that needs root replicas sets AGENT_USER_FLAGS=--allow-root before start_agent. The replicas of the
+# tests write their pids under $WORK/pids, so nobody must be able to reach it.
+if [ "$(id -u)" = 0 ]; then
+  AGENT_USER_FLAGS=${AGENT_USER_FLAGS---run-as nobody}
+  chmod 0755 "$WORK"
+  chmod 1777 "$WORK/pids"
+else
+  AGENT_USER_FLAGS=${AGENT_USER_FLAGS-}
+fi
+
 # A process that is gone, or a zombie nobody reaped yet, counts as gone.
 gone() {
   kill -0 "$1" 2>/dev/null || return 0
@@ -60,10 +71,12 @@ start_server() {
 }
 
 # start_agent NAME LABELS [extra flags]: an emulated ml.g5.8xlarge node (1 GPU); waits until it is Schedulable.
+# Starting NAME again (after a kill) reuses its work directory and appends to its log.
 start_agent() {
   local name=$1 labels=$2; shift 2
   "$ALLOT" agent --server "$ALLOT_SERVER" --name "$name" --instance-type ml.g5.8xlarge --labels "$labels" \
-    --work-dir "$WORK/agents/$name" --heartbeat-interval 0.2 --stop-grace 1 "$@" >"$WORK/agent-$name.log" 2>&1 &
+    --work-dir "$WORK/agents/$name" --heartbeat-interval 0.2 --stop-grace 1 $AGENT_USER_FLAGS "$@" \
+    >>"$WORK/agent-$name.log" 2>&1 &
   local pid=$!
   PIDS+=("$pid")
   eval "AGENT_PID_${name//-/_}=$pid"

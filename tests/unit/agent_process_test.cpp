@@ -2,14 +2,19 @@
 // from SIGTERM to SIGKILL for the whole process group.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "agent/cgroups.h"
 #include "agent/process.h"
+#include "agent/run_as.h"
 
 namespace allot::agent {
 namespace {
@@ -147,6 +152,165 @@ TEST_F(AgentProcess, CpuAffinityIsApplied) {
   ASSERT_TRUE(wait_exit(t, "j/0").has_value());
   EXPECT_NE(slurp(path("r.log")).find("Cpus_allowed_list:\t" + std::to_string(cpus.front()) + "\n"), std::string::npos)
       << slurp(path("r.log"));
+}
+
+TEST_F(AgentProcess, ReplicaGetsOnlyItsOwnEnvironment) {
+  // The agent's environment may hold its credentials: none of it may reach a replica.
+  ASSERT_EQ(setenv("ALLOT_TOKEN", "agent-secret-token", 1), 0);
+  ASSERT_EQ(setenv("ALLOT_TEST_AGENT_ONLY", "agent-only", 1), 0);
+  ProcessTable t(1s);
+  LaunchSpec s{.argv = {"env"}, .env = {{"PATH", "/usr/bin:/bin"}, {"RANK", "0"}}, .log_path = path("r.log")};
+  ASSERT_TRUE(t.start("j/0", s).ok());
+  auto e = wait_exit(t, "j/0");
+  unsetenv("ALLOT_TOKEN");
+  unsetenv("ALLOT_TEST_AGENT_ONLY");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->exit_code, 0);
+  // `env` runs without a shell in between, so it prints exactly the environment it was given.
+  EXPECT_EQ(slurp(path("r.log")), "PATH=/usr/bin:/bin\nRANK=0\n");
+}
+
+TEST_F(AgentProcess, RunsAsTheGivenUser) {
+  if (geteuid() != 0) GTEST_SKIP() << "switching users needs root; this test runs as uid " << geteuid();
+  auto nobody = lookup_user("nobody");
+  ASSERT_TRUE(nobody.ok()) << nobody.error().message;
+  const std::string work = path("work");
+  fs::create_directories(work);
+  ASSERT_TRUE(give_dir_to(work, *nobody).ok());
+  ProcessTable t(1s);
+  // The log is opened by the agent, so the replica writes it although nobody could not open it itself.
+  LaunchSpec s{.argv = {"sh", "-c", "id -u; id -g; id -G; touch mine && echo wrote"},
+               .env = {{"PATH", "/usr/bin:/bin"}},
+               .log_path = path("r.log"),
+               .work_dir = work,
+               .run_as = *nobody};
+  ASSERT_TRUE(t.start("j/0", s).ok());
+  auto e = wait_exit(t, "j/0");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->exit_code, 0) << slurp(path("r.log"));
+  std::istringstream log(slurp(path("r.log")));
+  std::string uid, gid, groups, wrote;
+  std::getline(log, uid), std::getline(log, gid), std::getline(log, groups), std::getline(log, wrote);
+  EXPECT_EQ(uid, "65534");
+  EXPECT_EQ(gid, std::to_string(nobody->gid));
+  EXPECT_EQ(groups.find(" 0"), std::string::npos) << "root's groups must be dropped: " << groups;
+  EXPECT_NE(groups, "0");
+  EXPECT_EQ(wrote, "wrote");
+  struct stat st {};
+  ASSERT_EQ(::stat((fs::path(work) / "mine").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+}
+
+TEST_F(AgentProcess, ReplicasAsRootNeedAllowRoot) {
+  if (geteuid() == 0) {
+    auto refused = replica_identity("", false);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message.find("--run-as"), std::string::npos) << refused.error().message;
+    EXPECT_NE(refused.error().message.find("--allow-root"), std::string::npos) << refused.error().message;
+    EXPECT_FALSE(replica_identity("root", false).ok());
+    EXPECT_TRUE(replica_identity("", true).ok());
+    auto nobody = replica_identity("nobody", false);
+    ASSERT_TRUE(nobody.ok());
+    EXPECT_EQ(nobody->uid, 65534u);
+  } else {
+    // Not root: replicas run as the agent's user, and no other user can be asked for.
+    auto self = replica_identity("", false);
+    ASSERT_TRUE(self.ok());
+    EXPECT_EQ(self->uid, geteuid());
+    EXPECT_FALSE(replica_identity("root", true).ok());
+  }
+  EXPECT_FALSE(replica_identity("no-such-user-allot-test", true).ok());
+}
+
+TEST_F(AgentProcess, CgroupHoldsEverythingTheReplicaStarts) {
+  Cgroups cg = Cgroups::detect(Cgroups::dir_name_for("unit-test", dir_.string()));
+  if (!cg.available()) GTEST_SKIP() << cg.summary();
+  auto dir = cg.create("r-test-0-0", {.vcpu_milli = 500, .memory_mib = 256});
+  ASSERT_TRUE(dir.ok()) << dir.error().message;
+  if (cg.limits_memory()) {
+    EXPECT_EQ(slurp(*dir + "/memory.max"), std::to_string(256ll << 20) + "\n");
+  }
+  if (cg.limits_cpu()) {
+    EXPECT_EQ(slurp(*dir + "/cpu.max"), "50000 100000\n");
+  }
+  ProcessTable t(5s);
+  // setsid takes the child out of the replica's process group: only the cgroup still holds it.
+  ASSERT_TRUE(t.start("j/0", {.argv = {"sh", "-c", "setsid sleep 30 & echo $! > " + path("child") + "; wait"},
+                              .env = {{"PATH", "/usr/bin:/bin"}},
+                              .cgroup = *dir})
+                  .ok());
+  ASSERT_TRUE(wait_for_text(path("child"), "\n"));
+  pid_t child = std::stoi(slurp(path("child")));
+  for (int i = 0; i < 200 && getpgid(child) != child; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(alive(child));
+  EXPECT_NE(slurp(*dir + "/cgroup.procs").find(std::to_string(child)), std::string::npos);
+  t.stop("j/0", Clock::now());
+  auto e = wait_exit(t, "j/0");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->cgroup, *dir);
+  for (int i = 0; i < 200 && alive(child); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE(alive(child));
+  bool removed = false;
+  for (int i = 0; i < 100 && !(removed = remove_cgroup(*dir)); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(removed);
+  cg.remove_if_empty();
+}
+
+TEST_F(AgentProcess, CgroupLimitsAreWrittenWhereTheControllersAre) {
+  // A directory standing in for a delegated cgroup whose parent offers memory and cpu to its children.
+  const std::string name = Cgroups::dir_name_for("limits", dir_.string());
+  fs::create_directories(dir_ / name);
+  std::ofstream(dir_ / name / "cgroup.controllers") << "cpuset cpu io memory pids\n";
+  std::ofstream(dir_ / name / "cgroup.subtree_control") << "";
+  Cgroups cg = Cgroups::detect(name, dir_.string());
+  ASSERT_TRUE(cg.available()) << cg.summary();
+  EXPECT_TRUE(cg.limits_memory()) << cg.summary();
+  EXPECT_TRUE(cg.limits_cpu()) << cg.summary();
+  EXPECT_NE(cg.summary().find("with memory.max and cpu.max"), std::string::npos) << cg.summary();
+  auto r = cg.create("r-train-0-0", {.vcpu_milli = 4000, .memory_mib = 16384});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(slurp(*r + "/cpu.max"), "400000 100000");
+  EXPECT_EQ(slurp(*r + "/memory.max"), std::to_string(16384ll << 20));
+  EXPECT_EQ(cg.children(), std::vector<std::string>{*r});
+  // Without a request there is no limit to write.
+  auto none = cg.create("r-idle-0-0", {});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(fs::exists(*none + "/memory.max"));
+
+  // A parent that offers neither: replicas still get a cgroup, and the log says why there are no limits.
+  const std::string bare = Cgroups::dir_name_for("bare", dir_.string());
+  fs::create_directories(dir_ / bare);
+  std::ofstream(dir_ / bare / "cgroup.controllers") << "pids\n";
+  Cgroups without = Cgroups::detect(bare, dir_.string());
+  ASSERT_TRUE(without.available());
+  EXPECT_FALSE(without.limits_memory());
+  EXPECT_FALSE(without.limits_cpu());
+  EXPECT_NE(without.summary().find("no memory or CPU limits apply"), std::string::npos) << without.summary();
+}
+
+TEST(AgentCgroups, LimitsFromTheRequest) {
+  EXPECT_EQ(cpu_max_value(4000), "400000 100000");
+  EXPECT_EQ(cpu_max_value(500), "50000 100000");
+  EXPECT_EQ(cpu_max_value(1), "1000 100000");  // the kernel's minimum quota
+  EXPECT_EQ(cpu_max_value(0), "max");
+  // An emulated ml.p5.48xlarge asks for more than a small machine has; the limit is still what it asked.
+  EXPECT_EQ(cpu_max_value(192000), "19200000 100000");
+  EXPECT_EQ(memory_max_value(2048), std::to_string(2048ll << 20));
+  EXPECT_EQ(memory_max_value(1), std::to_string(kMinMemoryMib << 20));  // never too small for a shell
+  EXPECT_EQ(memory_max_value(0), "max");
+}
+
+TEST(AgentCgroups, FindsTheHierarchy) {
+  const char* mountinfo =
+      "25 30 0:22 / /sys rw,nosuid - sysfs sysfs rw\n"
+      "33 25 0:28 / /sys/fs/cgroup/unified rw,nosuid,nodev - cgroup2 cgroup2 rw\n"
+      "34 25 0:29 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
+  EXPECT_EQ(cgroup2_mount(mountinfo), "/sys/fs/cgroup/unified");
+  EXPECT_EQ(cgroup2_mount("34 25 0:29 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"), std::nullopt);
+  EXPECT_EQ(cgroup2_path("4:memory:/x\n0::/system.slice/allot-agent.service\n"), "/system.slice/allot-agent.service");
+  EXPECT_EQ(cgroup2_path("4:memory:/x\n"), std::nullopt);
+  EXPECT_NE(Cgroups::dir_name_for("gpu-1", "/a"), Cgroups::dir_name_for("gpu-1", "/b"));
+  EXPECT_EQ(Cgroups::dir_name_for("gpu-1", "/a"), Cgroups::dir_name_for("gpu-1", "/a"));
 }
 
 TEST(AgentCpus, ParseAndFormat) {

@@ -1,6 +1,8 @@
 // From a replica assignment to the process's environment (agent/replica.h) and the inventory readers.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "agent/inventory.h"
 #include "agent/replica.h"
 
@@ -43,6 +45,34 @@ TEST(Agent, NvidiaEnvironment) {
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "2,3");
   EXPECT_EQ(env["LR"], "0.1");
   EXPECT_FALSE(env.count("NEURON_RT_VISIBLE_CORES"));
+}
+
+TEST(Agent, EnvironmentIsABaseTheJobsAndAllots) {
+  json j = assignment();
+  j["env"] = {{"PATH", "/opt/conda/bin:/usr/bin"}, {"LR", "0.1"}, {"WORLD_SIZE", "1"}};
+  j["vcpu_milli"] = 4000;
+  j["memory_mib"] = 65536;
+  auto a = assignment_from_json(j);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->vcpu_milli, 4000);
+  EXPECT_EQ(a->memory_mib, 65536);
+  MachineFacts m{.kind = AcceleratorKind::kNone, .user = "nobody", .home = "/nonexistent"};
+  auto env = replica_env(*a, m);
+  EXPECT_EQ(env["PATH"], "/opt/conda/bin:/usr/bin");  // the job's own wins over the base
+  EXPECT_EQ(env["HOME"], "/nonexistent");
+  EXPECT_EQ(env["USER"], "nobody");
+  EXPECT_EQ(env["LOGNAME"], "nobody");
+  EXPECT_EQ(env["LANG"], "C.UTF-8");
+  EXPECT_EQ(env["WORLD_SIZE"], "4");  // allot's wins over the job's
+  // Nothing else: the base, the job's three, and allot's (the assignment is for an NVIDIA GPU).
+  std::set<std::string> keys;
+  for (const auto& [k, v] : env) keys.insert(k);
+  EXPECT_EQ(keys, (std::set<std::string>{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LR", "WORLD_SIZE", "ALLOT_JOB",
+                                         "ALLOT_ATTEMPT", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
+                                         "CUDA_VISIBLE_DEVICES"}));
+  j.erase("env");
+  auto bare = replica_env(*assignment_from_json(j), MachineFacts{});
+  EXPECT_EQ(bare["PATH"], "/usr/local/bin:/usr/bin:/bin");
 }
 
 TEST(Agent, NeuronCoresFollowTheDevices) {

@@ -50,6 +50,9 @@ TEST_F(ServerAgent, RegisteredNodesAreAgentsWithAddresses) {
   // Registering again with the same type is accepted and changes nothing but what it says.
   auto again = post("/v1/agents/register", R"({"name": "g1", "instance_type": "ml.g5.12xlarge", "address": "10.0.0.1"})");
   EXPECT_EQ(again.status, 200);
+  // Both answers carry the failure timeout agents fence themselves by.
+  EXPECT_EQ(again.json["heartbeat_timeout_ms"], 2000) << again.body;
+  EXPECT_EQ(heartbeat("g1")["heartbeat_timeout_ms"], 2000);
 }
 
 TEST_F(ServerAgent, AssignmentsFollowThePlacement) {
@@ -75,6 +78,9 @@ TEST_F(ServerAgent, AssignmentsFollowThePlacement) {
     EXPECT_EQ(a["accelerator_kind"], "nvidia-gpu");
     EXPECT_EQ(a["cpus"], "0-47");
     EXPECT_EQ(a["attempt"], 0);
+    // The request per replica (a whole g5.12xlarge: 48 vCPUs, 192 GiB) for the replica's cgroup limits.
+    EXPECT_EQ(a["vcpu_milli"], 48000);
+    EXPECT_EQ(a["memory_mib"], 192 * 1024);
   }
   EXPECT_EQ(ranks, (std::set<int>{0, 1}));
   // Two replicas on one node get local ranks 0 and 1.
