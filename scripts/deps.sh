@@ -3,7 +3,7 @@
 # nothing else. Safe to run again: it checks before it installs.
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config nlohmann-json3-dev libyaml-cpp-dev libcpp-httplib-dev libcli11-dev
-          libfmt-dev libspdlog-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+          libfmt-dev libspdlog-dev libsqlite3-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev)
 # Extra packages a caller needs (for example the Slurm integration test) come in as arguments.
 packages+=("$@")
 missing=()

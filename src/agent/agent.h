@@ -30,6 +30,10 @@ struct AgentOptions {
   std::map<std::string, std::string> labels;
   std::string work_dir;  // logs and replicas' working directories live under it
   std::string address;   // how other nodes reach this one (ranks use it as MASTER_ADDR)
+  // Tokens (docs/security.md, "Agents"): the node credential kept in `credential_file` once the node has joined,
+  // else `join_token` (an agent-join token), which registration exchanges for that credential.
+  std::string join_token;
+  std::string credential_file;  // empty: <work_dir>/credential
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds stop_grace{10000};
   size_t log_chunk_bytes = 64 * 1024;
@@ -65,6 +69,10 @@ class Agent {
   void start_pending();
   void start(const Assignment& a);
   void say(const std::string& line);
+  // The token to present: the saved credential, else the join token. False when there is neither.
+  bool choose_token();
+  Status save_credential(const std::string& credential);
+  std::string credential_path() const;
 
   AgentOptions opt_;
   Inventory inv_;
@@ -76,6 +84,7 @@ class Agent {
   std::map<std::string, Assignment> pending_;   // by slot: waits for an older attempt to exit
   std::set<std::string> started_;               // keys ever started
   bool server_reachable_ = true;
+  bool using_credential_ = false;  // the token presented is the node credential (not the join token)
 };
 
 }  // namespace allot::agent

@@ -34,15 +34,21 @@ struct Response {
   std::string content_type;
 };
 
+struct ConnectOptions {
+  std::string token;  // sent as "Authorization: Bearer <token>" when not empty
+};
+
 class ApiClient {
  public:
   // `url` is "http://host:port" (https when the library was built with TLS). Rejects anything else.
-  static Result<ApiClient> connect(const std::string& url);
+  static Result<ApiClient> connect(const std::string& url, const ConnectOptions& options = {});
   ~ApiClient();
   ApiClient(ApiClient&&) noexcept;
   ApiClient& operator=(ApiClient&&) noexcept;
 
   const std::string& url() const { return url_; }
+  // The bearer token of the requests that follow (an agent swaps its join token for its node credential).
+  void set_token(const std::string& token);
   // Read timeout for the requests that follow; long polls raise it above their wait.
   void set_timeout(std::chrono::milliseconds t);
 

@@ -1,5 +1,7 @@
 #include "client/session.h"
 
+#include "client/config_file.h"
+
 #include <ctime>
 #include <fstream>
 #include <iterator>
@@ -11,7 +13,9 @@ namespace allot::client {
 Result<Session> Session::open(const ClientFlags& flags) {
   auto format = parse_format(flags.output);
   if (!format) return format.error();
-  auto api = ApiClient::connect(resolve_server_url(flags.server));
+  auto conn = resolve_connection(flags.server, flags.token, flags.context);
+  if (!conn) return conn.error();
+  auto api = ApiClient::connect(conn->server, ConnectOptions{conn->token});
   if (!api) return api.error();
   return Session(std::move(*api), *format);
 }
