@@ -6,6 +6,10 @@
 #include <unistd.h>
 
 #include <cstring>
+
+#include <cstdio>
+
+#include "auth/secret_file.h"
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -46,11 +50,50 @@ Agent::~Agent() {
 
 void Agent::say(const std::string& line) { log_ << "allot agent " << opt_.name << ": " << line << std::endl; }
 
+std::string Agent::credential_path() const {
+  return opt_.credential_file.empty() ? opt_.work_dir + "/credential" : opt_.credential_file;
+}
+
+bool Agent::choose_token() {
+  if (auto saved = auth::read_token_file(credential_path())) {
+    api_.set_token(*saved);
+    using_credential_ = true;
+    return true;
+  }
+  using_credential_ = false;
+  if (opt_.join_token.empty()) return false;
+  api_.set_token(opt_.join_token);
+  return true;
+}
+
+// Saved before it is used, readable by the agent's user only: it is the node's identity.
+Status Agent::save_credential(const std::string& credential) {
+  return auth::write_secret_file(credential_path(), credential + "\n", "the node credential");
+}
+
 Status Agent::register_node() {
+  if (!choose_token())
+    return Error::unauthenticated("no token: pass an agent-join token (--token-file FILE or $ALLOT_TOKEN; an admin makes "
+                                  "one with `allot token create --role agent-join`)");
   json body = {{"name", opt_.name},       {"instance_type", inv_.instance_type}, {"labels", opt_.labels},
                {"address", opt_.address}, {"inventory", inventory_json(inv_)}};
   auto r = call("/v1/agents/register", body, true);
+  if (!r && r.error().code == ErrorCode::kUnauthenticated && using_credential_ && !opt_.join_token.empty()) {
+    // The saved credential is not (or no longer) known, e.g. the server's journal was reset: join again.
+    say("the saved node credential was refused (" + r.error().message + "); joining again with the join token");
+    std::remove(credential_path().c_str());
+    using_credential_ = false;
+    api_.set_token(opt_.join_token);
+    r = call("/v1/agents/register", body, true);
+  }
   if (!r) return r.error();
+  if (r->contains("credential") && (*r)["credential"].is_string()) {
+    const std::string credential = (*r)["credential"].get<std::string>();
+    if (auto st = save_credential(credential); !st) return st;
+    api_.set_token(credential);
+    using_credential_ = true;
+    say("joined the cluster; the node credential is saved in " + credential_path());
+  }
   say("registered as " + inv_.instance_type + (inv_.emulated ? " (emulated)" : "") + " with " + api_.url());
   return ok_status();
 }
@@ -231,9 +274,9 @@ Status Agent::cycle() {
   ship_logs();
   auto st = heartbeat();
   if (!st) {
-    if (st.error().code == ErrorCode::kNotFound) {
+    if (st.error().code == ErrorCode::kNotFound || st.error().code == ErrorCode::kUnauthenticated) {
       // The server no longer knows this node (a new database, or the node was removed): join again.
-      say("the server does not know this node; registering again");
+      say("the server does not know this node or its credential (" + st.error().message + "); registering again");
       if (auto r = register_node(); !r && r.error().code != ErrorCode::kInternal) return r.error();
     } else if (st.error().code == ErrorCode::kInternal) {
       if (server_reachable_) say("heartbeat failed, will retry: " + st.error().message);

@@ -39,6 +39,10 @@ struct AgentOptions {
   std::map<std::string, std::string> labels;
   std::string work_dir;  // logs and replicas' working directories live under it
   std::string address;   // how other nodes reach this one (ranks use it as MASTER_ADDR)
+  // Tokens (docs/security.md, "Agents"): the node credential kept in `credential_file` once the node has joined,
+  // else `join_token` (an agent-join token), which registration exchanges for that credential.
+  std::string join_token;
+  std::string credential_file;  // empty: <work_dir>/credential
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds stop_grace{10000};
   size_t log_chunk_bytes = 64 * 1024;
@@ -94,6 +98,10 @@ class Agent {
   void start_pending();
   void start(const Assignment& a);
   void say(const std::string& line);
+  // The token to present: the saved credential, else the join token. False when there is neither.
+  bool choose_token();
+  Status save_credential(const std::string& credential);
+  std::string credential_path() const;
 
   AgentOptions opt_;
   Inventory inv_;
@@ -117,6 +125,7 @@ class Agent {
   std::optional<std::chrono::milliseconds> server_timeout_;  // from the server's answers
   Clock::time_point last_answered_send_ = Clock::now();    // when the last answered request was sent
   bool fenced_ = false;
+  bool using_credential_ = false;  // the token presented is the node credential (not the join token)
 };
 
 }  // namespace allot::agent

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   allot::cli::add_agent_command(app, ctx);
   allot::cli::add_client_admin_commands(app, ctx);
   allot::cli::add_client_job_commands(app, ctx);
+  allot::cli::add_client_access_commands(app, ctx);
   allot::cli::add_client_cluster_commands(app, ctx);
   allot::cli::add_demo_command(app, ctx);
   // Further command groups register here, one line each.

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "agent/agent.h"
+#include "auth/secret_file.h"
 #include "cli/commands.h"
 
 namespace allot::cli {
@@ -21,7 +22,7 @@ std::atomic<bool> g_stop{false};
 extern "C" void on_stop_signal(int) { g_stop = true; }
 
 struct AgentArgs {
-  std::string server, ca_file, name, instance_type, labels, work_dir, address;
+  std::string server, ca_file, name, instance_type, labels, work_dir, address, token, token_file, credential_file;
   double heartbeat_s = 1.0;
   double grace_s = 10.0;
   std::string run_as;
@@ -77,6 +78,17 @@ int run_agent(const AgentArgs& a) {
   opt.work_dir = !a.work_dir.empty() ? a.work_dir : std::string(tmp && *tmp ? tmp : "/tmp") + "/allot-agent-" + opt.name;
   // On loopback every node is this machine; elsewhere the host name is what other nodes resolve.
   opt.address = !a.address.empty() ? a.address : loopback_url(a.server) ? "127.0.0.1" : hostname();
+  opt.credential_file = a.credential_file;
+  // The join token: --token, else --token-file, else $ALLOT_TOKEN. Prefer the file or the variable: flags show in ps.
+  if (!a.token.empty()) {
+    opt.join_token = a.token;
+  } else if (!a.token_file.empty()) {
+    auto t = auth::read_token_file(a.token_file);
+    if (!t) return std::cerr << "allot agent: " << t.error().message << "\n", 2;
+    opt.join_token = *t;
+  } else if (const char* env = std::getenv("ALLOT_TOKEN"); env && *env) {
+    opt.join_token = env;
+  }
   opt.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(a.heartbeat_s * 1000));
   opt.stop_grace = std::chrono::milliseconds(static_cast<int64_t>(a.grace_s * 1000));
   opt.user = *user;
@@ -113,6 +125,10 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--labels", a->labels, "Node labels k=v,k=v (topology: network-node-layer-1..4, zone, ultraserver)");
   cmd->add_option("--work-dir", a->work_dir, "Where replica logs and working directories go (default: $TMPDIR/allot-agent-NAME)");
   cmd->add_option("--address", a->address, "Address other nodes reach this one at (MASTER_ADDR of rank 0)");
+  cmd->add_option("--token", a->token, "Agent-join token (prefer --token-file or $ALLOT_TOKEN: flags show in ps)");
+  cmd->add_option("--token-file", a->token_file, "File holding the agent-join token");
+  cmd->add_option("--credential-file", a->credential_file,
+                  "Where the node credential is kept once joined (default: <work-dir>/credential)");
   cmd->add_option("--heartbeat-interval", a->heartbeat_s, "Seconds between heartbeats")->capture_default_str();
   cmd->add_option("--stop-grace", a->grace_s, "Seconds between SIGTERM and SIGKILL when a replica is stopped")
       ->capture_default_str();

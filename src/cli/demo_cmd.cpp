@@ -19,7 +19,9 @@
 #include <sstream>
 #include <thread>
 
+#include "auth/secret_file.h"
 #include "cli/commands.h"
+#include "client/config_file.h"
 #include "client/demo_script.h"
 #include "client/http_client.h"
 
@@ -223,6 +225,22 @@ int fail(const std::string& dir, const std::vector<Proc>& procs, const Error& e)
   return e.code == ErrorCode::kInvalidArgument ? 2 : 3;
 }
 
+// Makes the CLI's context allot-demo point at this server with the admin token file, and current. Returns the
+// context that was current before, so the demo can say how to switch back.
+Result<std::string> save_demo_context(const std::string& url, const std::string& admin_file) {
+  const std::string path = client::config_path();
+  auto cfg = client::load_config(path);
+  if (!cfg) return cfg.error();
+  const std::string before = cfg->current;
+  client::ConfigContext& c = cfg->upsert("allot-demo");
+  c.server = url;
+  c.token.clear();
+  c.token_file = admin_file;
+  cfg->current = "allot-demo";
+  if (auto st = client::save_config(path, *cfg); !st) return st.error();
+  return before;
+}
+
 int run_demo(const DemoArgs& a) {
   if (a.stop) return run_stop(a);
   const std::string exe = self_exe(), cli = cli_name(exe), dir = a.data;
@@ -243,8 +261,18 @@ int run_demo(const DemoArgs& a) {
   write_pids(dir, procs);
   auto url = wait_for_url(dir + "/server.log", *server);
   if (!url) return fail(dir, procs, url.error());
-  auto api = client::ApiClient::connect(*url);
+  // The server wrote its first admin token into its data directory; the demo acts as that admin, gives the
+  // agents a short-lived join token and leaves a CLI context behind so `allot jobs` works afterwards.
+  const std::string admin_file = fs::absolute(dir + "/server/admin-token").string();
+  auto admin = auth::read_token_file(admin_file);
+  if (!admin) return fail(dir, procs, admin.error());
+  auto api = client::ApiClient::connect(*url, client::ConnectOptions{*admin});
   if (!api) return fail(dir, procs, api.error());
+  auto join = api->post("/v1/tokens", {{"role", "agent-join"}, {"ttl_s", 3600}, {"description", "allot demo agents"}});
+  if (!join) return fail(dir, procs, join.error());
+  const std::string join_file = dir + "/join-token";
+  if (auto st = auth::write_secret_file(join_file, (*join)["token"].get<std::string>() + "\n", "the join token file"); !st)
+    return fail(dir, procs, st.error());
 
   // Two layer-3 network nodes of two hosts each under one spine: the smallest tree where placement matters.
   for (int i = 1; i <= 4; ++i) {
@@ -252,7 +280,7 @@ int run_demo(const DemoArgs& a) {
     const std::string labels = std::string("network-node-layer-1=nn-1,network-node-layer-2=nn-2,network-node-layer-3=") +
                                (i <= 2 ? "nn-3a" : "nn-3b");
     std::vector<std::string> args = {"agent", "--server", *url, "--name", name, "--instance-type", "ml.g5.8xlarge",
-                                     "--labels", labels, "--work-dir", dir + "/agents/" + name,
+                                     "--labels", labels, "--work-dir", dir + "/agents/" + name, "--token-file", join_file,
                                      "--heartbeat-interval", "0.3", "--stop-grace", "2"};
     // Run as root, the demo's replicas run as nobody: agents refuse to run jobs as root unless told to.
     if (geteuid() == 0) args.insert(args.end(), {"--run-as", "nobody"});
@@ -264,6 +292,12 @@ int run_demo(const DemoArgs& a) {
   if (auto st = wait_for_nodes(*api, 4); !st) return fail(dir, procs, st.error());
   std::cout << "\n   server  " << *url << " (pid " << *server << ")\n"
             << "   nodes   gpu-1 gpu-2 under network node nn-3a, gpu-3 gpu-4 under nn-3b; ml.g5.8xlarge, 1 GPU each\n";
+
+  auto context = save_demo_context(*url, admin_file);
+  if (!context) return fail(dir, procs, context.error());
+  std::cout << "   access  admin token in " << admin_file << "; CLI context allot-demo is now current"
+            << (context->empty() || *context == "allot-demo" ? "" : " (was " + *context + ": `" + cli + " config use-context " + *context + "` switches back)")
+            << "\n";
 
   client::demo::Cluster cluster{dir, cli};
   if (auto st = client::demo::write_files(cluster); !st) return fail(dir, procs, st.error());
@@ -283,7 +317,6 @@ int run_demo(const DemoArgs& a) {
   std::string pids;
   for (const auto& p : procs) pids += " " + std::to_string(p.pid);
   std::cout << "\nThe cluster keeps running, with b-ring still at work. Try:\n"
-            << "   export ALLOT_SERVER=" << *url << "\n"
             << "   " << cli << " jobs                  # every job, its state and why\n"
             << "   " << cli << " describe b-ring       # placement (GPUs, NUMA, CPUs) and history\n"
             << "   " << cli << " logs b-ring           # what its two ranks print\n"

@@ -70,6 +70,8 @@ void add_server_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--data", args->options.data_dir, "Data directory: the database (by default) and replica logs")
       ->capture_default_str();
   cmd->add_option("--database", args->options.database, "sqlite:PATH (default sqlite:<data>/allot.db) or postgresql://...");
+  cmd->add_option("--admin-token-file", args->options.admin_token_file,
+                  "Where the first start writes the bootstrap admin token, mode 0600 (default: <data>/admin-token)");
   cmd->add_option("--heartbeat-timeout", args->heartbeat_timeout_s,
                   "Seconds without a heartbeat before a node is UnschedulablePendingReboot")
       ->capture_default_str();

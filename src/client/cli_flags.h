@@ -8,7 +8,11 @@
 namespace allot::client {
 
 inline void add_client_flags(CLI::App* cmd, ClientFlags& f) {
-  cmd->add_option("--server", f.server, "allot server URL (default: $ALLOT_SERVER, then http://127.0.0.1:7070)");
+  cmd->add_option("--server", f.server,
+                  "allot server URL (default: $ALLOT_SERVER, then the config context's, then http://127.0.0.1:7070)");
+  cmd->add_option("--token", f.token,
+                  "Bearer token (default: $ALLOT_TOKEN, then the config context's); prefer those: flags show in ps");
+  cmd->add_option("--context", f.context, "Config file context to use (default: $ALLOT_CONTEXT, then current-context)");
   cmd->add_option("--ca", f.ca_file,
                   "PEM CA certificate an https:// server's certificate must chain to (default: $ALLOT_CA, then the "
                   "system's CAs)");

@@ -21,6 +21,8 @@ ErrorCode code_from_name(const std::string& name, int status) {
   if (name == "AlreadyExists") return ErrorCode::kAlreadyExists;
   if (name == "FailedPrecondition") return ErrorCode::kFailedPrecondition;
   if (name == "Internal") return ErrorCode::kInternal;
+  if (name == "Unauthenticated" || status == 401) return ErrorCode::kUnauthenticated;
+  if (name == "PermissionDenied" || status == 403) return ErrorCode::kPermissionDenied;
   if (status == 404) return ErrorCode::kNotFound;
   if (status == 409) return ErrorCode::kFailedPrecondition;
   return status >= 500 ? ErrorCode::kInternal : ErrorCode::kInvalidArgument;
@@ -165,8 +167,12 @@ Result<ApiClient> ApiClient::connect(const std::string& url_in, const ConnectOpt
   impl->http.set_connection_timeout(std::chrono::seconds(3));
   impl->http.set_read_timeout(std::chrono::seconds(30));
   impl->http.set_write_timeout(std::chrono::seconds(30));
-  return ApiClient(std::move(impl), url);
+  ApiClient client(std::move(impl), url);
+  if (!options.token.empty()) client.set_token(options.token);
+  return client;
 }
+
+void ApiClient::set_token(const std::string& token) { impl_->http.set_bearer_token_auth(token.c_str()); }
 
 void ApiClient::set_timeout(std::chrono::milliseconds t) {
   impl_->http.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(t));

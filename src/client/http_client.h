@@ -56,6 +56,8 @@ class ApiClient {
   ApiClient& operator=(ApiClient&&) noexcept;
 
   const std::string& url() const { return url_; }
+  // The bearer token of the requests that follow (an agent swaps its join token for its node credential).
+  void set_token(const std::string& token);
   // Read timeout for the requests that follow; long polls raise it above their wait. The connect (3 s) and
   // write (30 s) timeouts are lowered to it when it is shorter.
   void set_timeout(std::chrono::milliseconds t);

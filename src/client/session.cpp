@@ -1,5 +1,7 @@
 #include "client/session.h"
 
+#include "client/config_file.h"
+
 #include <ctime>
 #include <fstream>
 #include <iterator>
@@ -11,7 +13,12 @@ namespace allot::client {
 Result<Session> Session::open(const ClientFlags& flags) {
   auto format = parse_format(flags.output);
   if (!format) return format.error();
-  auto api = ApiClient::connect(resolve_server_url(flags.server), {.ca_file = resolve_ca_file(flags.ca_file)});
+  auto conn = resolve_connection(flags.server, flags.token, flags.context);
+  if (!conn) return conn.error();
+  // --ca, else $ALLOT_CA, else the context's CA.
+  std::string ca = resolve_ca_file(flags.ca_file);
+  if (ca.empty()) ca = conn->ca;
+  auto api = ApiClient::connect(conn->server, {.ca_file = ca, .token = conn->token});
   if (!api) return api.error();
   return Session(std::move(*api), *format);
 }

@@ -14,7 +14,9 @@
 namespace allot::client {
 
 struct ClientFlags {
-  std::string server;            // empty: $ALLOT_SERVER, then http://127.0.0.1:7070
+  std::string server;            // empty: $ALLOT_SERVER, then the context's, then http://127.0.0.1:7070
+  std::string token;             // empty: $ALLOT_TOKEN, then the context's
+  std::string context;           // empty: $ALLOT_CONTEXT, then the config file's current context
   std::string ca_file;           // https: the CA to verify the server with; empty: $ALLOT_CA, then the system's
   std::string output = "table";  // table | json | yaml
 };

@@ -9,6 +9,8 @@ int http_status(ErrorCode code) {
     case ErrorCode::kAlreadyExists: return 409;
     case ErrorCode::kFailedPrecondition: return 409;
     case ErrorCode::kInternal: return 500;
+    case ErrorCode::kUnauthenticated: return 401;
+    case ErrorCode::kPermissionDenied: return 403;
   }
   return 500;
 }
@@ -20,6 +22,8 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kAlreadyExists: return "AlreadyExists";
     case ErrorCode::kFailedPrecondition: return "FailedPrecondition";
     case ErrorCode::kInternal: return "Internal";
+    case ErrorCode::kUnauthenticated: return "Unauthenticated";
+    case ErrorCode::kPermissionDenied: return "PermissionDenied";
   }
   return "Internal";
 }

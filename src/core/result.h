@@ -13,6 +13,8 @@ enum class ErrorCode {
   kAlreadyExists,    // a name is taken (HTTP 409)
   kFailedPrecondition,  // the object is in a state that does not allow this (HTTP 409)
   kInternal,         // a bug or an I/O failure (HTTP 500)
+  kUnauthenticated,  // no credentials, or ones that are not valid (HTTP 401)
+  kPermissionDenied,  // valid credentials that do not allow this (HTTP 403)
 };
 
 struct Error {
@@ -24,6 +26,8 @@ struct Error {
   static Error exists(std::string m) { return {ErrorCode::kAlreadyExists, std::move(m)}; }
   static Error precondition(std::string m) { return {ErrorCode::kFailedPrecondition, std::move(m)}; }
   static Error internal(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
+  static Error unauthenticated(std::string m) { return {ErrorCode::kUnauthenticated, std::move(m)}; }
+  static Error denied(std::string m) { return {ErrorCode::kPermissionDenied, std::move(m)}; }
 };
 
 int http_status(ErrorCode code);

@@ -17,11 +17,12 @@ std::optional<Reply> check_content_type(const httplib::Request& req) {
   type = type.substr(0, type.find(';'));
   while (!type.empty() && type.back() == ' ') type.pop_back();
   for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));  // media types ignore case
-  for (const char* ok : {"", "application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml",
-                         "text/plain", "application/x-www-form-urlencoded"})
+  if (type.empty() && req.body.empty()) return std::nullopt;
+  for (const char* ok : {"application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})
     if (type == ok) return std::nullopt;
   return error_reply(415, "UnsupportedMediaType",
-                     "request bodies are JSON (application/json) or YAML (application/yaml), not " + type);
+                     "request bodies are JSON (Content-Type: application/json) or YAML (application/yaml), not " +
+                         (type.empty() ? std::string("untyped") : type));
 }
 
 namespace {
@@ -103,6 +104,20 @@ httplib::Server::Handler guarded(std::function<void(const httplib::Request&, htt
   };
 }
 
-void run(Api& api, httplib::Response& res, Command cmd) { answer(res, api.writer.call(std::move(cmd))); }
+CallContext call_context(const auth::Caller& who, const httplib::Request& req) {
+  CallContext ctx{actor_of(who), std::nullopt};
+  if (req.method != "GET" && req.method != "HEAD")
+    ctx.audit = store::Audit{req.method + " " + req.path, req.matches.size() > 1 ? req.matches[1].str() : "", 0, ""};
+  return ctx;
+}
+
+void refuse(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, const Error& why) {
+  if (req.method == "GET" || req.method == "HEAD") return answer(res, error_reply(why));
+  answer(res, api.writer.call([why](Txn&) -> Result<Render> { return why; }, call_context(who, req)));
+}
+
+void run(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, Command cmd) {
+  answer(res, api.writer.call(std::move(cmd), call_context(who, req)));
+}
 
 }  // namespace allot::server

@@ -10,6 +10,8 @@
 #include <string>
 
 #include "core/catalog.h"
+#include "server/access.h"
+#include "server/auth_gate.h"
 #include "server/event_log.h"
 #include "server/log_store.h"
 #include "server/options.h"
@@ -19,6 +21,7 @@ namespace allot::server {
 
 struct Api {
   Writer& writer;
+  AuthGate& auth;
   EventLog& events;
   LogStore& logs;
   const ServerOptions& options;
@@ -27,7 +30,8 @@ struct Api {
 
 void answer(httplib::Response& res, const Reply& reply);
 
-// 415 unless the body is JSON, YAML or untyped text.
+// 415 unless the body is JSON or YAML, said so by its Content-Type. Types a browser page may send across origins
+// without asking first (text/plain, forms) are refused, so a page cannot post a body a server would take.
 std::optional<Reply> check_content_type(const httplib::Request& req);
 // The body as one YAML document (JSON is YAML); errors name the request body and its line.
 Result<YAML::Node> yaml_body(const httplib::Request& req);
@@ -44,8 +48,12 @@ Result<int64_t> query_int(const httplib::Request& req, const char* key, int64_t 
 // Wraps a handler so that no exception reaches cpp-httplib: anything thrown becomes a 500 with its message.
 httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> h);
 
-// Runs a command on the writer and answers with what it renders, or with its error.
-void run(Api& api, httplib::Response& res, Command cmd);
+// The writer's context for a request: whom its records name and, for a change, its audit record.
+CallContext call_context(const auth::Caller& who, const httplib::Request& req);
+// Answers with a refusal; a refused change goes through the writer so that the audit trail records it.
+void refuse(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, const Error& why);
+// Runs a command on the writer in the caller's name and answers with what it renders, or with its error.
+void run(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, Command cmd);
 
 // The route groups, one file each.
 void add_config_routes(httplib::Server& http, Api& api);  // policy, priority classes, teams, apply
@@ -53,5 +61,6 @@ void add_job_routes(httplib::Server& http, Api& api);     // jobs, cancel, logs
 void add_node_routes(httplib::Server& http, Api& api);    // nodes, cordon, drain, health, topology
 void add_agent_routes(httplib::Server& http, Api& api);   // register, heartbeat, logs
 void add_watch_routes(httplib::Server& http, Api& api);   // health, events, metrics
+void add_token_routes(httplib::Server& http, Api& api);   // tokens, audit
 
 }  // namespace allot::server

@@ -1,4 +1,5 @@
 // The agents' endpoints: register, heartbeat (exits in, assignments out), logs. Bodies are JSON.
+#include "auth/token.h"
 #include "server/agents.h"
 #include "server/api.h"
 #include "server/views.h"
@@ -63,36 +64,66 @@ Result<Registration> parse_registration(const json& body, const Catalog& catalog
   return r;
 }
 
-// The node, and the failure timeout the agent fences itself by (it stops its replicas when it cannot
-// heartbeat for about this long).
-Render registration_render(const std::string& name, const ServerOptions& options) {
-  return [name, timeout = options.heartbeat_timeout.count()](const ServerState& st) -> Reply {
-    const Node* n = st.cluster.find_node(name);
-    if (!n) return error_reply(Error::not_found("no node named " + name + " in the cluster"));
-    json view = node_view(st, *n);
-    view["heartbeat_timeout_ms"] = timeout;
-    return json_reply(200, view);
-  };
+// The live agent token bound to a node, if any.
+const TokenInfo* node_credential(const ServerState& st, const std::string& node) {
+  for (const auto& [id, t] : st.tokens)
+    if (!t.revoked && t.token.role == "agent" && t.token.node == node) return &t;
+  return nullptr;
 }
 
-Result<Render> register_node(Txn& txn, const ServerOptions& options, const Registration& r) {
-  const Node* n = txn.cluster().find_node(r.node.name);
+// Registration (docs/security.md, "Agents"). An agent-join token registers a node that has no agent credential
+// yet and gets one bound to that node name, shown once in the answer; from then on only that credential acts
+// for the node. Nobody can re-register a node to move its address (MASTER_ADDR of its jobs) or its type.
+Result<Render> register_node(Txn& txn, const ServerOptions& options, const Registration& r, const auth::Caller& who,
+                             const auth::IssuedToken& fresh) {
+  const std::string& name = r.node.name;
+  if (who.role == auth::Role::kAgent && who.node != name)
+    return denied(who, "registering node " + name, "an agent-join token or the agent token of node " + name);
+  const bool joining = who.role == auth::Role::kAgentJoin;
+  if (joining) {
+    if (const TokenInfo* cred = node_credential(txn.state(), name))
+      return Error::precondition("node " + name + " already has an agent credential (token " + cred->token.id +
+                                 "); its agent registers with that credential (kept in its work directory). To join "
+                                 "it anew, an admin revokes that token first: allot token revoke " + cred->token.id);
+  }
+  const Node* n = txn.cluster().find_node(name);
   if (!n) {
     auto st = txn.apply(store::AddNode{r.node, r.address, true});
     if (!st) return st.error();
   } else {
     const std::string& known = txn.cluster().catalog.at(n->type).name;
     if (known != r.node.instance_type)
-      return Error::precondition("node " + r.node.name + " is registered as " + known + ", not " + r.node.instance_type +
-                                 "; remove it first (DELETE /v1/nodes/" + r.node.name + ")");
-    const NodeInfo& info = txn.state().nodes[r.node.name];
+      return Error::precondition("node " + name + " is registered as " + known + ", not " + r.node.instance_type +
+                                 "; remove it first (DELETE /v1/nodes/" + name + ")");
+    const NodeInfo& info = txn.state().nodes[name];
+    if (info.agent && info.address != r.address)
+      return Error::precondition("node " + name + " is registered at address " + info.address + ", not " + r.address +
+                                 "; an agent cannot move a node (its jobs' ranks connect to that address): an admin "
+                                 "removes the node first (allot node remove " + name + " or DELETE /v1/nodes/" + name + ")");
     if (n->health != NodeHealth::kSchedulable || info.address != r.address || !info.agent) {
-      auto st = txn.apply(store::NodeHealthChange{r.node.name, NodeHealth::kSchedulable, store::HealthCause::kAgent, r.address});
+      auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kSchedulable, store::HealthCause::kAgent, r.address});
       if (!st) return st.error();
     }
   }
-  txn.state().nodes[r.node.name].last_heartbeat_ms = txn.now_ms();
-  return registration_render(r.node.name, options);
+  std::string credential;
+  if (joining) {
+    store::TokenRecord t{fresh.id, fresh.secret_hash, "agent", {}, name, 0,
+                         "agent credential of node " + name + " (joined with token " + who.token_id + ")"};
+    if (auto st = txn.apply(store::CreateToken{std::move(t)}); !st) return st.error();
+    credential = fresh.bearer;
+  }
+  txn.state().nodes[name].last_heartbeat_ms = txn.now_ms();
+  return Render([name, credential, timeout = options.heartbeat_timeout.count()](const ServerState& st) -> Reply {
+    const Node* node = st.cluster.find_node(name);
+    if (!node) return error_reply(Error::not_found("no node named " + name + " in the cluster"));
+    json out = node_view(st, *node);
+    // The failure timeout the agent fences itself by (it stops its replicas when it cannot heartbeat for
+    // about this long).
+    out["heartbeat_timeout_ms"] = timeout;
+    // The only time the credential's secret leaves the server: the agent keeps it for its restarts.
+    if (!credential.empty()) out["credential"] = credential;
+    return json_reply(200, out);
+  });
 }
 
 Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::string& name, std::vector<ReplicaReport> reports) {
@@ -114,25 +145,27 @@ Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::stri
 }  // namespace
 
 void add_agent_routes(httplib::Server& http, Api& api) {
-  http.Post("/v1/agents/register", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+  route(http, api, "POST", "/v1/agents/register", Access::kRegister, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto body = json_body(req);
     if (!body) return answer(res, error_reply(body.error()));
     auto reg = parse_registration(*body, api.catalog);
     if (!reg) return answer(res, error_reply(reg.error()));
-    run(api, res, [&api, r = std::move(*reg)](Txn& txn) { return register_node(txn, api.options, r); });
-  }));
-  http.Post(R"(/v1/agents/([^/]+)/heartbeat)", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [&api, r = std::move(*reg), who, fresh = auth::issue_token()](Txn& txn) {
+      return register_node(txn, api.options, r, who, fresh);
+    });
+  });
+  route(http, api, "POST", R"(/v1/agents/([^/]+)/heartbeat)", Access::kAgent, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto body = req.body.empty() ? Result<json>(json::object()) : json_body(req);
     if (!body) return answer(res, error_reply(body.error()));
     auto reports = parse_heartbeat(*body);
     if (!reports) return answer(res, error_reply(reports.error()));
-    run(api, res, [&api, name = param(req), reports = std::move(*reports)](Txn& txn) {
+    run(api, who, req, res, [&api, name = param(req), reports = std::move(*reports)](Txn& txn) {
       return heartbeat(txn, api.options, name, reports);
     });
-  }));
-  http.Post(R"(/v1/agents/([^/]+)/logs)", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+  });
+  route(http, api, "POST", R"(/v1/agents/([^/]+)/logs)", Access::kAgent, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto body = json_body(req);
     if (!body) return answer(res, error_reply(body.error()));
@@ -144,18 +177,22 @@ void add_agent_routes(httplib::Server& http, Api& api) {
     if (!b.contains("data") || !b["data"].is_string()) return answer(res, error_reply(Error::invalid("logs: data must be a string")));
     const std::string job = b["job"].get<std::string>();
     const int64_t rank = b["rank"].get<int64_t>();
-    Reply check = api.writer.call([job, rank](Txn& txn) -> Result<Render> {
+    Reply check = api.writer.call([job, rank, node = who.node](Txn& txn) -> Result<Render> {
       const Job* j = txn.cluster().find_job(job);
       if (!j) return Error::not_found("no job named " + job);
       int64_t replicas = 0;
       for (const auto& ps : j->spec.pod_sets) replicas += ps.replicas;
       if (rank >= replicas) return Error::invalid("logs: job " + job + " has no replica " + std::to_string(rank));
+      // An agent writes the logs of replicas that were placed on its own node, and of no others.
+      auto it = txn.state().nodes.find(node);
+      if (it == txn.state().nodes.end() || !it->second.ranks_placed.count({j->id.index(), static_cast<int>(rank)}))
+        return Error::denied("logs: replica " + std::to_string(rank) + " of job " + job + " never ran on node " + node);
       return Render([](const ServerState&) { return Reply{204, "", ""}; });
-    });
+    }, CallContext{actor_of(who), std::nullopt});
     if (check.status != 204) return answer(res, check);
     auto st = api.logs.append(job, static_cast<int>(rank), b["data"].get<std::string>());
     answer(res, st ? Reply{204, "", ""} : error_reply(st.error()));
-  }));
+  });
 }
 
 }  // namespace allot::server

@@ -46,27 +46,27 @@ Status check_teams(const Catalog& catalog, const std::vector<TeamSpec>& teams) {
 }
 
 void policy_routes(httplib::Server& http, Api& api) {
-  http.Get("/v1/policy", guarded([&api](const httplib::Request&, httplib::Response& res) {
-    run(api, res, [](Txn&) -> Result<Render> { return policy_render(); });
-  }));
-  http.Put("/v1/policy", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+  route(http, api, "GET", "/v1/policy", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [](Txn&) -> Result<Render> { return policy_render(); });
+  });
+  route(http, api, "PUT", "/v1/policy", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
     if (!doc) return answer(res, error_reply(doc.error()));
     auto policy = parse_policy(*doc, kBody);
     if (!policy) return answer(res, error_reply(policy.error()));
-    run(api, res, [p = std::move(*policy)](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [p = std::move(*policy)](Txn& txn) -> Result<Render> {
       auto st = txn.apply(store::SetPolicy{p});
       if (!st) return st.error();
       return policy_render();
     });
-  }));
-  http.Get("/v1/priority-classes", guarded([&api](const httplib::Request&, httplib::Response& res) {
-    run(api, res, [](Txn&) -> Result<Render> {
+  });
+  route(http, api, "GET", "/v1/priority-classes", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [](Txn&) -> Result<Render> {
       return Render([](const ServerState& st) { return json_reply(200, policy_json(st.cluster.policy)["priority_classes"]); });
     });
-  }));
-  http.Put(R"(/v1/priority-classes/([^/]+))", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+  });
+  route(http, api, "PUT", R"(/v1/priority-classes/([^/]+))", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
     if (!doc) return answer(res, error_reply(doc.error()));
@@ -83,7 +83,7 @@ void policy_routes(httplib::Server& http, Api& api) {
     if (!w) return answer(res, error_reply(w.error()));
     auto weight = config::read_int(kBody, *w, 0, 100);
     if (!weight) return answer(res, error_reply(weight.error()));
-    run(api, res, [name, weight = static_cast<int>(*weight)](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [name, weight = static_cast<int>(*weight)](Txn& txn) -> Result<Render> {
       PolicySpec p = txn.cluster().policy;
       bool found = false;
       for (auto& pc : p.priority_classes)
@@ -93,9 +93,9 @@ void policy_routes(httplib::Server& http, Api& api) {
       if (!st) return st.error();
       return Render([name, weight](const ServerState&) { return json_reply(200, {{"name", name}, {"weight", weight}}); });
     });
-  }));
-  http.Delete(R"(/v1/priority-classes/([^/]+))", guarded([&api](const httplib::Request& req, httplib::Response& res) {
-    run(api, res, [name = param(req)](Txn& txn) -> Result<Render> {
+  });
+  route(http, api, "DELETE", R"(/v1/priority-classes/([^/]+))", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [name = param(req)](Txn& txn) -> Result<Render> {
       PolicySpec p = txn.cluster().policy;
       auto& pcs = p.priority_classes;
       auto it = std::find_if(pcs.begin(), pcs.end(), [&](const PriorityClassSpec& pc) { return pc.name == name; });
@@ -106,19 +106,19 @@ void policy_routes(httplib::Server& http, Api& api) {
       if (!st) return st.error();
       return Render([](const ServerState&) { return Reply{204, "", ""}; });
     });
-  }));
+  });
 }
 
 void team_routes(httplib::Server& http, Api& api) {
-  http.Get("/v1/teams", guarded([&api](const httplib::Request&, httplib::Response& res) {
-    run(api, res, [](Txn&) -> Result<Render> {
+  route(http, api, "GET", "/v1/teams", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [](Txn&) -> Result<Render> {
       return Render([](const ServerState& st) { return json_reply(200, teams_json(st)); });
     });
-  }));
-  http.Get(R"(/v1/teams/([^/]+))", guarded([&api](const httplib::Request& req, httplib::Response& res) {
-    run(api, res, [name = param(req)](Txn&) -> Result<Render> { return team_render(name); });
-  }));
-  http.Put(R"(/v1/teams/([^/]+))", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+  });
+  route(http, api, "GET", R"(/v1/teams/([^/]+))", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [name = param(req)](Txn&) -> Result<Render> { return team_render(name); });
+  });
+  route(http, api, "PUT", R"(/v1/teams/([^/]+))", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
     if (!doc) return answer(res, error_reply(doc.error()));
@@ -128,25 +128,25 @@ void team_routes(httplib::Server& http, Api& api) {
     if (!team) return answer(res, error_reply(team.error()));
     if (team->name != name)
       return answer(res, error_reply(Error::invalid("request body names team " + team->name + " but the path names " + name)));
-    run(api, res, [t = std::move(*team)](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [t = std::move(*team)](Txn& txn) -> Result<Render> {
       auto st = txn.apply(store::UpsertTeam{t});
       if (!st) return st.error();
       return team_render(t.name);
     });
-  }));
-  http.Delete(R"(/v1/teams/([^/]+))", guarded([&api](const httplib::Request& req, httplib::Response& res) {
-    run(api, res, [name = param(req)](Txn& txn) -> Result<Render> {
+  });
+  route(http, api, "DELETE", R"(/v1/teams/([^/]+))", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [name = param(req)](Txn& txn) -> Result<Render> {
       if (!live_team(txn.state(), name)) return no_team(txn.state(), name);
       auto st = txn.apply(store::RemoveTeam{name});
       if (!st) return st.error();
       return Render([](const ServerState&) { return Reply{204, "", ""}; });
     });
-  }));
+  });
 }
 
 // POST /v1/apply: a scenario file's policy and teams sections, all or nothing.
 void apply_route(httplib::Server& http, Api& api) {
-  http.Post("/v1/apply", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+  route(http, api, "POST", "/v1/apply", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
     if (!doc) return answer(res, error_reply(doc.error()));
@@ -170,7 +170,7 @@ void apply_route(httplib::Server& http, Api& api) {
       teams = std::move(*parsed);
     }
     if (!policy && teams.empty()) return answer(res, error_reply(Error::invalid("request body has neither policy nor teams")));
-    run(api, res, [&api, policy, teams](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [&api, policy, teams](Txn& txn) -> Result<Render> {
       // Teams first on a scratch state, then the policy on the live one (which may refuse it because of active
       // jobs): after both checks nothing can fail, so the whole apply takes effect or none of it does.
       if (auto st = check_teams(api.catalog, teams); !st) return st.error();
@@ -187,7 +187,7 @@ void apply_route(httplib::Server& http, Api& api) {
         return json_reply(200, out);
       });
     });
-  }));
+  });
 }
 
 }  // namespace

@@ -34,25 +34,28 @@ std::string state_names() {
 }
 
 void submit_route(httplib::Server& http, Api& api) {
-  http.Post("/v1/jobs", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+  route(http, api, "POST", "/v1/jobs", Access::kMember, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
     if (!doc) return answer(res, error_reply(doc.error()));
     auto spec = parse_job_spec(*doc, api.catalog, kBody);
     if (!spec) return answer(res, error_reply(spec.error()));
     if (auto st = check_job_name(spec->name); !st) return answer(res, error_reply(st.error()));
-    run(api, res, [spec = std::move(*spec)](Txn& txn) -> Result<Render> {
+    if (!who.acts_for_team(spec->team))
+      return refuse(api, who, req, res,
+                    denied(who, "submitting a job of team " + spec->team, "an admin token or a member token of team " + spec->team));
+    run(api, who, req, res, [spec = std::move(*spec)](Txn& txn) -> Result<Render> {
       if (txn.state().removed_teams.count(spec.team))
         return Error::invalid("job " + spec.name + ": team '" + spec.team + "' was removed");
       auto st = txn.apply(store::Submit{spec});
       if (!st) return st.error();
       return job_render(spec.name, 201);
     });
-  }));
+  });
 }
 
 void read_routes(httplib::Server& http, Api& api) {
-  http.Get("/v1/jobs", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+  route(http, api, "GET", "/v1/jobs", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     std::optional<JobState> state;
     if (req.has_param("state")) {
       state = parse_job_state(req.get_param_value("state"));
@@ -60,55 +63,72 @@ void read_routes(httplib::Server& http, Api& api) {
         return answer(res, error_reply(Error::invalid("unknown job state '" + req.get_param_value("state") + "'; states: " + state_names())));
     }
     std::string team = req.get_param_value("team");
-    run(api, res, [state, team](Txn& txn) -> Result<Render> {
+    // Members list the jobs of their own teams; the rest of the cluster they see in aggregate (teams, nodes).
+    if (who.role == auth::Role::kMember && !team.empty() && !who.in_team(team))
+      return answer(res, error_reply(denied(who, "listing the jobs of team " + team, "an admin or viewer token, or a member token of team " + team)));
+    const bool own_teams_only = who.role == auth::Role::kMember;
+    run(api, who, req, res, [state, team, who, own_teams_only](Txn& txn) -> Result<Render> {
       const Team* t = nullptr;
       if (!team.empty() && !(t = txn.cluster().find_team(team))) return Error::not_found("no team named " + team);
       const TeamId team_id = t ? t->id : TeamId{};
-      return Render([state, team_id](const ServerState& st) {
+      return Render([state, team_id, who, own_teams_only](const ServerState& st) {
         json out = json::array();
         for (const Job& j : st.cluster.jobs) {
           if (state && j.state != *state) continue;
           if (team_id.valid() && j.team != team_id) continue;
+          if (own_teams_only && !who.in_team(st.cluster.teams[j.team.index()].spec.name)) continue;
           out.push_back(view::job_json(st.cluster, j, /*with_history=*/false));
         }
         return json_reply(200, out);
       });
     });
-  }));
-  http.Get(R"(/v1/jobs/([^/]+))", guarded([&api](const httplib::Request& req, httplib::Response& res) {
-    run(api, res, [name = param(req)](Txn& txn) -> Result<Render> {
-      if (!txn.cluster().find_job(name)) return Error::not_found("no job named " + name);
+  });
+  route(http, api, "GET", R"(/v1/jobs/([^/]+))", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [name = param(req), who](Txn& txn) -> Result<Render> {
+      const Job* j = txn.cluster().find_job(name);
+      if (!j) return Error::not_found("no job named " + name);
+      if (who.role == auth::Role::kMember) {
+        const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
+        if (!who.in_team(team)) return denied(who, "reading job " + name, "an admin or viewer token, or a member token of team " + team);
+      }
       return job_render(name);
     });
-  }));
-  http.Post(R"(/v1/jobs/([^/]+)/cancel)", guarded([&api](const httplib::Request& req, httplib::Response& res) {
-    run(api, res, [name = param(req)](Txn& txn) -> Result<Render> {
+  });
+  route(http, api, "POST", R"(/v1/jobs/([^/]+)/cancel)", Access::kMember, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [name = param(req), who](Txn& txn) -> Result<Render> {
+      const Job* j = txn.cluster().find_job(name);
+      if (!j) return Error::not_found("no job named " + name);
+      const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
+      if (!who.acts_for_team(team)) return denied(who, "cancelling job " + name, "an admin token or a member token of team " + team);
       auto st = txn.apply(store::Cancel{name});
       if (!st) return st.error();
       return job_render(name);
     });
-  }));
-  http.Get(R"(/v1/jobs/([^/]+)/logs)", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+  });
+  route(http, api, "GET", R"(/v1/jobs/([^/]+)/logs)", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     auto replica = query_int(req, "replica", 0, 1'000'000);
     if (!replica) return answer(res, error_reply(replica.error()));
     auto tail = query_int(req, "tail", 0, int64_t{1} << 40);
     if (!tail) return answer(res, error_reply(tail.error()));
     const std::string name = param(req);
     // The job must exist and have that replica; the log itself is read off the writer thread.
-    Reply check = api.writer.call([name, rank = *replica](Txn& txn) -> Result<Render> {
+    Reply check = api.writer.call([name, rank = *replica, who](Txn& txn) -> Result<Render> {
       const Job* j = txn.cluster().find_job(name);
       if (!j) return Error::not_found("no job named " + name);
+      // Logs hold what a job prints: secrets included. Only its own team reads them.
+      const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
+      if (!who.sees_team(team)) return denied(who, "reading the logs of job " + name, "an admin token or a member or viewer token of team " + team);
       int replicas = 0;
       for (const auto& ps : j->spec.pod_sets) replicas += ps.replicas;
       if (rank >= replicas)
         return Error::invalid("job " + name + " has replicas 0.." + std::to_string(replicas - 1) + ", not " + std::to_string(rank));
       return Render([](const ServerState&) { return Reply{200, "", "text/plain"}; });
-    });
+    }, call_context(who, req));
     if (check.status != 200) return answer(res, check);
     auto text = api.logs.read(name, static_cast<int>(*replica), static_cast<size_t>(*tail));
     if (!text) return answer(res, error_reply(text.error()));
     answer(res, Reply{200, std::move(*text), "text/plain; charset=utf-8"});
-  }));
+  });
 }
 
 }  // namespace

@@ -24,19 +24,19 @@ Error no_node(const std::string& name) { return Error::not_found("no node named 
 
 // POST /v1/nodes/{name}/{action} for the actions that take no body.
 void action_route(httplib::Server& http, Api& api, const std::string& action, std::function<store::Op(const std::string&)> op) {
-  http.Post(R"(/v1/nodes/([^/]+)/)" + action, guarded([&api, op](const httplib::Request& req, httplib::Response& res) {
-    run(api, res, [name = param(req), op](Txn& txn) -> Result<Render> {
+  route(http, api, "POST", R"(/v1/nodes/([^/]+)/)" + action, Access::kAdmin, [&api, op](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [name = param(req), op](Txn& txn) -> Result<Render> {
       if (!txn.cluster().find_node(name)) return no_node(name);
       auto st = txn.apply(op(name));
       if (!st) return st.error();
       return node_render(name);
     });
-  }));
+  });
 }
 
 void read_routes(httplib::Server& http, Api& api) {
-  http.Get("/v1/nodes", guarded([&api](const httplib::Request&, httplib::Response& res) {
-    run(api, res, [](Txn&) -> Result<Render> {
+  route(http, api, "GET", "/v1/nodes", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [](Txn&) -> Result<Render> {
       return Render([](const ServerState& st) {
         std::vector<const Node*> nodes;
         for (const Node& n : st.cluster.nodes)
@@ -47,28 +47,28 @@ void read_routes(httplib::Server& http, Api& api) {
         return json_reply(200, out);
       });
     });
-  }));
-  http.Get(R"(/v1/nodes/([^/]+))", guarded([&api](const httplib::Request& req, httplib::Response& res) {
-    run(api, res, [name = param(req)](Txn& txn) -> Result<Render> {
+  });
+  route(http, api, "GET", R"(/v1/nodes/([^/]+))", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [name = param(req)](Txn& txn) -> Result<Render> {
       if (!txn.cluster().find_node(name)) return no_node(name);
       return node_render(name);
     });
-  }));
-  http.Get("/v1/topology", guarded([&api](const httplib::Request&, httplib::Response& res) {
-    run(api, res, [](Txn&) -> Result<Render> {
+  });
+  route(http, api, "GET", "/v1/topology", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [](Txn&) -> Result<Render> {
       return Render([](const ServerState& st) { return json_reply(200, topology_json(st.cluster)); });
     });
-  }));
+  });
 }
 
 void change_routes(httplib::Server& http, Api& api) {
   // Nodes without an agent (a static inventory, a dry run): the scenario format's cluster.nodes list.
-  http.Post("/v1/nodes", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+  route(http, api, "POST", "/v1/nodes", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto nodes = parse_nodes_text(req.body, api.catalog, "request body");
     if (!nodes) return answer(res, error_reply(nodes.error()));
     if (nodes->empty()) return answer(res, error_reply(Error::invalid("request body lists no nodes")));
-    run(api, res, [nodes = std::move(*nodes)](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [nodes = std::move(*nodes)](Txn& txn) -> Result<Render> {
       for (const NodeSpec& n : nodes)  // all or nothing: every name must be free before any node joins
         if (txn.cluster().find_node(n.name)) return Error::exists("node " + n.name + " is already in the cluster");
       std::vector<std::string> names;
@@ -84,18 +84,18 @@ void change_routes(httplib::Server& http, Api& api) {
         return json_reply(201, out);
       });
     });
-  }));
-  http.Delete(R"(/v1/nodes/([^/]+))", guarded([&api](const httplib::Request& req, httplib::Response& res) {
-    run(api, res, [name = param(req)](Txn& txn) -> Result<Render> {
+  });
+  route(http, api, "DELETE", R"(/v1/nodes/([^/]+))", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [name = param(req)](Txn& txn) -> Result<Render> {
       auto st = txn.apply(store::RemoveNode{name});
       if (!st) return st.error();
       return Render([](const ServerState&) { return Reply{204, "", ""}; });
     });
-  }));
+  });
   action_route(http, api, "cordon", [](const std::string& n) -> store::Op { return store::Cordon{n, true}; });
   action_route(http, api, "uncordon", [](const std::string& n) -> store::Op { return store::Cordon{n, false}; });
   action_route(http, api, "drain", [](const std::string& n) -> store::Op { return store::Drain{n}; });
-  http.Put(R"(/v1/nodes/([^/]+)/health)", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+  route(http, api, "PUT", R"(/v1/nodes/([^/]+)/health)", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
     if (!doc) return answer(res, error_reply(doc.error()));
@@ -108,13 +108,13 @@ void change_routes(httplib::Server& http, Api& api) {
     auto choice = config::read_choice(kBody, *h, names);
     if (!choice) return answer(res, error_reply(choice.error()));
     const auto health = static_cast<NodeHealth>(*choice);  // the order of the enum
-    run(api, res, [name = param(req), health](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [name = param(req), health](Txn& txn) -> Result<Render> {
       if (!txn.cluster().find_node(name)) return no_node(name);
       auto st = txn.apply(store::NodeHealthChange{name, health, store::HealthCause::kAdmin, ""});
       if (!st) return st.error();
       return node_render(name);
     });
-  }));
+  });
 }
 
 }  // namespace

@@ -6,10 +6,10 @@
 namespace allot::server {
 
 void add_watch_routes(httplib::Server& http, Api& api) {
-  http.Get("/v1/health", guarded([](const httplib::Request&, httplib::Response& res) {
+  route(http, api, "GET", "/v1/health", Access::kPublic, [](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     answer(res, json_reply(200, {{"ok", true}, {"version", kVersion}}));
-  }));
-  http.Get("/v1/events", guarded([&api](const httplib::Request& req, httplib::Response& res) {
+  });
+  route(http, api, "GET", "/v1/events", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     auto since = query_int(req, "since", 0, int64_t{1} << 62);
     if (!since) return answer(res, error_reply(since.error()));
     auto wait = query_int(req, "wait", 0, 60);
@@ -17,6 +17,8 @@ void add_watch_routes(httplib::Server& http, Api& api) {
     auto page = api.events.read(static_cast<uint64_t>(*since), std::chrono::seconds(*wait));
     nlohmann::json events = nlohmann::json::array();
     for (const Event& e : page.events) {
+      // Members follow their own teams' jobs; other teams' jobs they see only in aggregate (teams, metrics).
+      if (who.role == auth::Role::kMember && !e.team.empty() && !who.in_team(e.team)) continue;
       nlohmann::json j = {{"seq", e.seq}, {"at", e.at}, {"kind", e.kind}, {"message", e.message}};
       if (!e.job.empty()) j["job"] = e.job;
       if (!e.node.empty()) j["node"] = e.node;
@@ -25,12 +27,12 @@ void add_watch_routes(httplib::Server& http, Api& api) {
     nlohmann::json out = {{"events", events}, {"next", page.next}};
     if (page.truncated) out["truncated"] = true;
     answer(res, json_reply(200, out));
-  }));
-  http.Get("/metrics", guarded([&api](const httplib::Request&, httplib::Response& res) {
-    run(api, res, [](Txn&) -> Result<Render> {
+  });
+  route(http, api, "GET", "/metrics", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [](Txn&) -> Result<Render> {
       return Render([](const ServerState& st) { return Reply{200, render_metrics(st), "text/plain; version=0.0.4"}; });
     });
-  }));
+  });
 }
 
 }  // namespace allot::server

@@ -23,6 +23,7 @@ struct ServerOptions {
   bool insecure = false;
   std::string data_dir = "./allot-data";  // the database (by default) and the replicas' logs
   std::string database;                   // empty: sqlite:<data_dir>/allot.db
+  std::string admin_token_file;           // empty: <data_dir>/admin-token (bootstrap.h)
   // A node whose agent has not heartbeated for this long becomes UnschedulablePendingReboot and its jobs
   // restart elsewhere; its next heartbeat makes it Schedulable again.
   std::chrono::milliseconds heartbeat_timeout{15000};

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "server/api.h"
+#include "server/bootstrap.h"
 #include "server/listen_address.h"
 #include "server/log_store.h"
 #include "server/tls_identity.h"
@@ -83,7 +84,8 @@ Result<std::unique_ptr<Server>> Server::make(ServerOptions options, std::unique_
 
 Server::Server(ServerOptions options, std::unique_ptr<store::Store> store) : options_(std::move(options)) {
   events_ = std::make_unique<EventLog>(options_.event_ring);
-  writer_ = std::make_unique<Writer>(options_, std::move(store), *events_);
+  auth_ = std::make_unique<AuthGate>();
+  writer_ = std::make_unique<Writer>(options_, std::move(store), *events_, *auth_);
   logs_ = std::make_unique<LogStore>(options_.data_dir + "/logs", options_.log_bytes_per_replica);
 }
 
@@ -96,7 +98,7 @@ Status Server::start() {
   std::filesystem::create_directories(options_.data_dir, ec);
   if (ec) return Error::internal("cannot create the data directory " + options_.data_dir + ": " + ec.message());
   if (auto st = writer_->recover(); !st) return st;
-  api_ = std::unique_ptr<Api>(new Api{*writer_, *events_, *logs_, options_, ClusterState().catalog});
+  api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, ClusterState().catalog});
 
   if (auto st = make_http(); !st) return st;
   const int threads = options_.http_threads;
@@ -125,6 +127,7 @@ Status Server::start() {
   add_job_routes(*http_, *api_);
   add_node_routes(*http_, *api_);
   add_agent_routes(*http_, *api_);
+  add_token_routes(*http_, *api_);
 
   host_ = hp->host;
   if (hp->port == 0) {
@@ -136,6 +139,16 @@ Status Server::start() {
   }
   if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
   writer_->start();
+  const std::string token_file = options_.admin_token_file.empty() ? options_.data_dir + "/admin-token" : options_.admin_token_file;
+  auto boot = ensure_admin_token(*writer_, token_file);
+  if (!boot) {
+    writer_->stop();
+    return boot.error();
+  }
+  if (boot->created)
+    spdlog::info("made the first admin token and wrote it to {} (readable by its owner only): "
+                 "export ALLOT_TOKEN=$(cat {}) to use it; make other tokens with `allot token create`",
+                 boot->file, boot->file);
   listener_ = std::thread([this] { http_->listen_after_bind(); });
   spdlog::info("allot server listening on {} (store {})", url(), options_.database.empty() ? "custom" : options_.database);
   return ok_status();

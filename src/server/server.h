@@ -47,6 +47,7 @@ class Server {
 
   ServerOptions options_;
   std::unique_ptr<EventLog> events_;
+  std::unique_ptr<AuthGate> auth_;
   std::unique_ptr<Writer> writer_;
   std::unique_ptr<LogStore> logs_;
   std::unique_ptr<Api> api_;

@@ -73,17 +73,27 @@ std::string message_of(const ServerState& st, const Record& r) {
     }
     std::string operator()(const Admit& o) const { return "admitted: " + o.reason; }
     std::string operator()(const Preempt& o) const { return "preempted: " + o.reason; }
+    std::string operator()(const CreateToken& o) const {
+      std::string scope;
+      for (const auto& t : o.token.teams) scope += (scope.empty() ? ", teams " : ",") + t;
+      if (!o.token.node.empty()) scope += ", node " + o.token.node;
+      return "token " + o.token.id + " created (role " + o.token.role + scope + ")";
+    }
+    std::string operator()(const RevokeToken& o) const { return "token " + o.id + " revoked"; }
+    std::string operator()(const Audit& o) const { return o.action; }
   };
   return std::visit(M{s}, r.op);
 }
 
 void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind, std::string job, std::string node,
           std::string message) {
+  std::string team;
   if (const Job* j = job.empty() ? nullptr : st.cluster.find_job(job)) {
     if (j->state == JobState::kRunning) st.running.insert(j->id.index());
     else st.running.erase(j->id.index());
+    team = st.cluster.teams[j->team.index()].spec.name;
   }
-  events.push_back({++st.last_event, at, std::move(kind), std::move(job), std::move(node), std::move(message)});
+  events.push_back({++st.last_event, at, std::move(kind), std::move(job), std::move(node), std::move(message), std::move(team)});
 }
 
 // The server's tables for one record that the cluster has already taken.
@@ -106,10 +116,27 @@ void note(ServerState& st, const Record& r) {
     st.removed_teams.insert(rt->team);
   } else if (auto* ut = std::get_if<UpsertTeam>(&r.op)) {
     st.removed_teams.erase(ut->team.name);
-  } else if (std::holds_alternative<Admit>(r.op)) {
+  } else if (auto* ad = std::get_if<Admit>(&r.op)) {
     ++st.admissions_total;
+    if (const Job* j = st.cluster.find_job(ad->job)) {
+      int rank = 0;
+      for (const auto& ps : ad->placement)
+        for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
+    }
   } else if (std::holds_alternative<Preempt>(r.op)) {
     ++st.preemptions_total;
+  } else if (auto* ct = std::get_if<CreateToken>(&r.op)) {
+    st.tokens[ct->token.id] = TokenInfo{ct->token, r.at, r.actor.token, false, 0};
+    ++st.tokens_version;
+  } else if (auto* rv = std::get_if<RevokeToken>(&r.op)) {
+    if (auto it = st.tokens.find(rv->id); it != st.tokens.end() && !it->second.revoked) {
+      it->second.revoked = true;
+      it->second.revoked_at = r.at;
+    }
+    ++st.tokens_version;
+  } else if (auto* au = std::get_if<Audit>(&r.op)) {
+    st.audit.push_back(AuditEntry{r.seq, r.at, r.actor, *au});
+    if (st.audit.size() > ServerState::kAuditKept) st.audit.pop_front();
   }
 }
 
@@ -135,6 +162,8 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   auto status = store::apply_record(st.cluster, r);
   if (!status) return status;
   note(st, r);
+  // The audit trail has its own endpoint; the event stream is for what happened to the cluster.
+  if (std::holds_alternative<Audit>(r.op)) return ok_status();
   push(st, events, r.at, op_name(r.op), std::visit(JobOf{}, r.op), node, message_of(st, r));
   for (size_t i = 0; i < before.size(); ++i) {
     const Job& j = st.cluster.jobs[before[i].index()];

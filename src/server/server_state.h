@@ -6,6 +6,7 @@
 //
 // Thread-safety: none; only the writer thread touches a ServerState.
 #include <chrono>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -22,6 +23,9 @@ struct NodeInfo {
   bool agent = false;                 // an agent registered it: it must heartbeat
   bool timed_out = false;             // its health was last changed by a heartbeat timeout
   int64_t last_heartbeat_ms = 0;      // not journaled: a restarted server gives every node a fresh timeout
+  // (job index, rank) of every replica ever placed here: its agent may ship those replicas' logs (also after a
+  // cancel or preemption ended the run), and no others.
+  std::set<std::pair<uint32_t, int>> ranks_placed;
 };
 
 // One line of the event stream (/v1/events): a journaled change or one of its consequences for a job.
@@ -32,6 +36,7 @@ struct Event {
   std::string job;
   std::string node;
   std::string message;
+  std::string team;  // the job's team, when there is a job: members see only their teams' job events
 };
 
 // Exits reported by agents for one run of a job.
@@ -50,6 +55,24 @@ struct LatencyHistogram {
   void observe(double seconds);
 };
 
+// A token as the server knows it: the journaled record plus its life (docs/security.md).
+struct TokenInfo {
+  store::TokenRecord token;
+  Time created_at = 0;
+  std::string created_by;  // the id of the token that made it; "server" for the bootstrap token
+  bool revoked = false;
+  Time revoked_at = 0;
+};
+using TokenTable = std::map<std::string, TokenInfo>;  // by id
+
+// One entry of the audit trail (GET /v1/audit): an Audit record with its actor, time and place in the journal.
+struct AuditEntry {
+  uint64_t seq = 0;
+  Time at = 0;
+  store::Actor actor;
+  store::Audit audit;
+};
+
 struct ServerState {
   ClusterState cluster;
   std::unordered_map<std::string, NodeInfo> nodes;  // by node name
@@ -63,6 +86,11 @@ struct ServerState {
   // Jobs Running now (JobId indices, in order), so a heartbeat looks at running jobs only. Kept up to date from
   // the events: every change of a job's state names the job in one.
   std::set<uint32_t> running;
+  TokenTable tokens;
+  uint64_t tokens_version = 0;  // bumped by every token record: the writer republishes the table then
+  // The newest audit entries, oldest first; older ones stay in the journal (kAuditKept bounds memory).
+  std::deque<AuditEntry> audit;
+  static constexpr size_t kAuditKept = 100000;
   uint64_t last_seq = 0;    // the last journal record applied
   uint64_t last_event = 0;  // the last event numbered
   uint64_t version = 0;     // bumped by every applied record; caches key on it

@@ -15,7 +15,7 @@ constexpr auto kCheapPass = std::chrono::milliseconds(2);  // passes shorter tha
 }  // namespace
 
 Status Txn::apply(store::Op op) {
-  store::Record r{st_.last_seq + 1, now(), std::move(op)};
+  store::Record r{st_.last_seq + 1, now(), std::move(op), actor_};
   auto status = server::apply(st_, r, events_);
   if (!status) return status;
   // The scheduling latency runs from a live submission to its first admission; a job cancelled before it
@@ -29,8 +29,18 @@ Status Txn::apply(store::Op op) {
   return ok_status();
 }
 
-Writer::Writer(const ServerOptions& options, std::unique_ptr<store::Store> store, EventLog& events)
-    : options_(options), store_(std::move(store)), events_(events) {}
+Writer::Writer(const ServerOptions& options, std::unique_ptr<store::Store> store, EventLog& events, AuthGate& auth)
+    : options_(options), store_(std::move(store)), events_(events), auth_(auth) {}
+
+namespace {
+const store::Actor kServerActor{"server", "server", {}, {}};
+}  // namespace
+
+void Writer::publish_tokens() {
+  if (published_tokens_ == state_.tokens_version) return;
+  auth_.publish(std::make_shared<const TokenTable>(state_.tokens));
+  published_tokens_ = state_.tokens_version;
+}
 
 Writer::~Writer() { stop(); }
 
@@ -63,6 +73,7 @@ Status Writer::recover() {
   auto st = replay(/*publish=*/true);
   if (!st) return st.error();
   state_ = std::move(*st);
+  publish_tokens();
   // Heartbeats are not journaled: every agent gets a full timeout from now to show up again.
   const int64_t now = options_.clock();
   for (auto& [name, info] : state_.nodes) info.last_heartbeat_ms = now;
@@ -92,12 +103,12 @@ void Writer::stop() {
   running_ = false;
 }
 
-Reply Writer::call(Command cmd) {
+Reply Writer::call(Command cmd, CallContext ctx) {
   std::future<Reply> answer;
   {
     std::lock_guard lock(mu_);
     if (!running_ || stopping_) return error_reply(503, "Unavailable", "the server is stopping");
-    queue_.push_back(Pending{std::move(cmd), {}});
+    queue_.push_back(Pending{std::move(cmd), std::move(ctx), {}});
     answer = queue_.back().answer.get_future();
   }
   cv_.notify_one();
@@ -160,6 +171,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   std::vector<Outcome> results;
   results.reserve(batch.size());
   for (auto& p : batch) {
+    txn.act_as(p.ctx.actor);
     try {
       auto r = p.cmd(txn);
       if (r) results.push_back({std::move(*r), std::nullopt});
@@ -168,6 +180,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
       results.push_back({nullptr, Error::internal(std::string("unexpected failure: ") + e.what())});
     }
   }
+  txn.act_as(kServerActor);
   time_out_nodes(txn);
 
   const Time now = txn.now();
@@ -190,7 +203,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     next_pass_ = took < kCheapPass ? steady_now : steady_now + took;
     pass_seconds = std::chrono::duration<double>(steady_now - pass_start).count();
     for (const Decision& d : sr.decisions) {
-      store::Record r{state_.last_seq + 1, now, store::decision_record(state_.cluster, d)};
+      store::Record r{state_.last_seq + 1, now, store::decision_record(state_.cluster, d), kServerActor};
       note_decision(state_, r, events);
       if (d.kind == Decision::Kind::kAdmit) {
         auto it = state_.waiting_since.find(d.job.index());
@@ -203,14 +216,37 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     }
   }
 
+  // Answers are rendered before the batch is written so that each audit record can say what its request was
+  // answered; a failed write replaces them all with the error below.
+  std::vector<Reply> replies(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (results[i].error) {
+      replies[i] = error_reply(*results[i].error);
+    } else {
+      try {
+        replies[i] = results[i].render(state_);
+      } catch (const std::exception& e) {
+        replies[i] = error_reply(Error::internal(std::string("cannot render the answer: ") + e.what()));
+      }
+    }
+    if (batch[i].ctx.audit) {
+      store::Audit a = *batch[i].ctx.audit;
+      a.status = replies[i].status;
+      if (results[i].error) a.message = results[i].error->message;
+      txn.act_as(batch[i].ctx.actor);
+      if (auto st = txn.apply(std::move(a)); !st) spdlog::error("audit record: {}", st.error().message);
+    }
+  }
+
   Status durable = ok_status();
   if (!records.empty()) durable = store_->append(records);
   if (!durable) {
     // The state holds changes the journal does not: answer every change with the error and rebuild the state
     // from the journal, which is what was acknowledged.
     spdlog::error("journal write failed, {} records dropped: {}", records.size(), durable.error().message);
-    for (auto& r : results)
-      if (!r.error) r.error = Error::internal("the change could not be made durable (" + durable.error().message + "); nothing was changed");
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (!results[i].error)
+        replies[i] = error_reply(Error::internal("the change could not be made durable (" + durable.error().message + "); nothing was changed"));
     auto fresh = replay(/*publish=*/false);
     if (!fresh) {
       spdlog::critical("cannot rebuild the state from the journal: {}", fresh.error().message);
@@ -225,6 +261,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   } else {
     events_.publish(std::move(events));
   }
+  publish_tokens();
 
   {
     std::lock_guard lock(mu_);
@@ -237,19 +274,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
       stats_.max_pass_seconds = std::max(stats_.max_pass_seconds, pass_seconds);
     }
   }
-  for (size_t i = 0; i < batch.size(); ++i) {
-    Reply reply;
-    if (results[i].error) {
-      reply = error_reply(*results[i].error);
-    } else {
-      try {
-        reply = results[i].render(state_);
-      } catch (const std::exception& e) {
-        reply = error_reply(Error::internal(std::string("cannot render the answer: ") + e.what()));
-      }
-    }
-    batch[i].answer.set_value(std::move(reply));
-  }
+  for (size_t i = 0; i < batch.size(); ++i) batch[i].answer.set_value(std::move(replies[i]));
 }
 
 }  // namespace allot::server

@@ -22,6 +22,7 @@
 #include <optional>
 #include <thread>
 
+#include "server/auth_gate.h"
 #include "server/event_log.h"
 #include "server/options.h"
 #include "server/reply.h"
@@ -39,11 +40,15 @@ class Txn {
   const ClusterState& cluster() const { return st_.cluster; }
   Time now() const { return now_ms_ / 1000; }
   int64_t now_ms() const { return now_ms_; }
-  // Applies an operation at this batch's time: to the state, into the batch's records and events. An error
-  // means the core refused it and nothing changed.
+  // Applies an operation at this batch's time, in the name of the current command's caller: to the state,
+  // into the batch's records and events. An error means the core refused it and nothing changed.
   Status apply(store::Op op);
+  // Whom the records of the command now running name (set by the writer for each command).
+  void act_as(store::Actor actor) { actor_ = std::move(actor); }
+  const store::Actor& actor() const { return actor_; }
 
  private:
+  store::Actor actor_;
   ServerState& st_;
   int64_t now_ms_;
   std::vector<store::Record>& records_;
@@ -55,9 +60,17 @@ using Render = std::function<Reply(const ServerState&)>;
 // Runs on the writer thread. An error answer must mean the command changed nothing.
 using Command = std::function<Result<Render>(Txn&)>;
 
+// Who sent a command, and, for a request that asks for a change, the audit record to write with its answer
+// (status and message are filled in by the writer).
+struct CallContext {
+  store::Actor actor;
+  std::optional<store::Audit> audit;
+};
+
 class Writer {
  public:
-  Writer(const ServerOptions& options, std::unique_ptr<store::Store> store, EventLog& events);
+  // `auth` receives the token table after every durable batch that changed it.
+  Writer(const ServerOptions& options, std::unique_ptr<store::Store> store, EventLog& events, AuthGate& auth);
   ~Writer();
 
   // Replays the journal into a fresh state. REQUIRES: not started.
@@ -68,7 +81,7 @@ class Writer {
 
   // Runs `cmd` in the next batch and waits for its answer; 503 when the server stops or the answer takes
   // longer than the request timeout (the outcome is then unknown: read the object to find out).
-  Reply call(Command cmd);
+  Reply call(Command cmd, CallContext ctx);
 
   // Batches and records journaled so far (for benchmarks and tests).
   struct Stats {
@@ -84,17 +97,22 @@ class Writer {
  private:
   struct Pending {
     Command cmd;
+    CallContext ctx;
     std::promise<Reply> answer;
   };
   void loop();
   void run_batch(std::vector<Pending>& batch);
   void time_out_nodes(Txn& txn);
+  // Hands the token table to the AuthGate when a batch changed it.
+  void publish_tokens();
   // Rebuilds a state from the journal; with `publish`, its events go to the event log as well.
   Result<ServerState> replay(bool publish);
 
   const ServerOptions options_;
   std::unique_ptr<store::Store> store_;
   EventLog& events_;
+  AuthGate& auth_;
+  uint64_t published_tokens_ = ~uint64_t{0};  // the tokens_version last handed to auth_
   ServerState state_;
   // When the scheduler may run next (see the note at the top); only the writer thread touches these.
   std::chrono::steady_clock::time_point next_pass_{};

@@ -103,16 +103,58 @@ struct Preempt {
   friend bool operator==(const Preempt&, const Preempt&) = default;
 };
 
+// A bearer token as the server keeps it (docs/security.md): never the secret, only its SHA-256. Who made it and
+// when are the record's actor and time.
+struct TokenRecord {
+  std::string id;
+  std::string secret_hash;
+  std::string role;                // admin, member, viewer, agent, agent-join
+  std::vector<std::string> teams;  // member, viewer
+  std::string node;                // agent: the one node it may act for
+  Time expires_at = 0;             // Unix seconds; 0: never
+  std::string description;
+  friend bool operator==(const TokenRecord&, const TokenRecord&) = default;
+};
+struct CreateToken {
+  TokenRecord token;
+  friend bool operator==(const CreateToken&, const CreateToken&) = default;
+};
+struct RevokeToken {
+  std::string id;
+  friend bool operator==(const RevokeToken&, const RevokeToken&) = default;
+};
+// One request that asked for a change, whatever came of it: what it asked (method and path), what it named, and
+// the answer (HTTP status and, for a refusal, why). Who asked and when are the record's actor and time.
+struct Audit {
+  std::string action;  // "POST /v1/jobs"
+  std::string target;  // the job, team, node or token it named, when there is one
+  int status = 200;
+  std::string message;  // why it was refused; empty when it was done
+  friend bool operator==(const Audit&, const Audit&) = default;
+};
+
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
-                        Submit, Cancel, Finish, Admit, Preempt>;
+                        Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);
+
+// Who made a change: the token the request carried (its id, role and scope), or the server itself ("server":
+// scheduler decisions, heartbeat timeouts, the bootstrap token). Records written before tokens existed have
+// none (empty token).
+struct Actor {
+  std::string token;
+  std::string role;
+  std::vector<std::string> teams;
+  std::string node;
+  friend bool operator==(const Actor&, const Actor&) = default;
+};
 
 struct Record {
   uint64_t seq = 0;  // position in the journal, assigned by the writer: 1, 2, 3, ...
   Time at = 0;       // when it happened (server: wall-clock seconds)
   Op op;
+  Actor actor;
   friend bool operator==(const Record&, const Record&) = default;
 };
 

@@ -58,7 +58,30 @@ struct ToJson {
     return {{"job", o.job}, {"placement", placement_to_json(o.placement)}, {"borrowing", o.borrowing}, {"reason", o.reason}};
   }
   json operator()(const Preempt& o) const { return {{"job", o.job}, {"preemptor", o.preemptor}, {"reason", o.reason}}; }
+  json operator()(const CreateToken& o) const {
+    const TokenRecord& t = o.token;
+    return {{"token", {{"id", t.id}, {"secret_hash", t.secret_hash}, {"role", t.role}, {"teams", t.teams}, {"node", t.node},
+                       {"expires_at", t.expires_at}, {"description", t.description}}}};
+  }
+  json operator()(const RevokeToken& o) const { return {{"id", o.id}}; }
+  json operator()(const Audit& o) const {
+    return {{"action", o.action}, {"target", o.target}, {"status", o.status}, {"message", o.message}};
+  }
 };
+
+TokenRecord token_from_json(const json& j) {
+  return TokenRecord{j.at("id").get<std::string>(),       j.at("secret_hash").get<std::string>(),
+                     j.at("role").get<std::string>(),     j.at("teams").get<std::vector<std::string>>(),
+                     j.at("node").get<std::string>(),     j.at("expires_at").get<Time>(),
+                     j.at("description").get<std::string>()};
+}
+
+json actor_to_json(const Actor& a) { return {{"token", a.token}, {"role", a.role}, {"teams", a.teams}, {"node", a.node}}; }
+
+Actor actor_from_json(const json& j) {
+  return Actor{j.at("token").get<std::string>(), j.at("role").get<std::string>(),
+               j.at("teams").get<std::vector<std::string>>(), j.at("node").get<std::string>()};
+}
 
 // Throws on malformed input; op_from_json turns that into an Error.
 Op parse_op(const json& j) {
@@ -78,6 +101,9 @@ Op parse_op(const json& j) {
   if (kind == "finish") return Finish{str("job"), j.at("succeeded").get<bool>(), str("reason")};
   if (kind == "admit") return Admit{str("job"), placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(), str("reason")};
   if (kind == "preempt") return Preempt{str("job"), str("preemptor"), str("reason")};
+  if (kind == "create_token") return CreateToken{token_from_json(j.at("token"))};
+  if (kind == "revoke_token") return RevokeToken{str("id")};
+  if (kind == "audit") return Audit{str("action"), str("target"), j.at("status").get<int>(), str("message")};
   throw std::invalid_argument("unknown record kind '" + kind + "'");
 }
 
@@ -97,8 +123,23 @@ Result<Op> op_from_json(const json& j) {
   }
 }
 
-json record_to_json(const Record& r) {
+json record_body_json(const Record& r) {
   json j = op_to_json(r.op);
+  if (r.actor != Actor{}) j["actor"] = actor_to_json(r.actor);
+  return j;
+}
+
+Result<Actor> actor_of_body(const json& body) {
+  if (!body.contains("actor")) return Actor{};
+  try {
+    return actor_from_json(body.at("actor"));
+  } catch (const std::exception& e) {
+    return Error::internal(std::string("malformed journal record: actor: ") + e.what());
+  }
+}
+
+json record_to_json(const Record& r) {
+  json j = record_body_json(r);
   j["seq"] = r.seq;
   j["at"] = r.at;
   return j;
@@ -107,8 +148,10 @@ json record_to_json(const Record& r) {
 Result<Record> record_from_json(const json& j) {
   auto op = op_from_json(j);
   if (!op) return op.error();
+  auto actor = actor_of_body(j);
+  if (!actor) return actor.error();
   try {
-    return Record{j.at("seq").get<uint64_t>(), j.at("at").get<Time>(), std::move(*op)};
+    return Record{j.at("seq").get<uint64_t>(), j.at("at").get<Time>(), std::move(*op), std::move(*actor)};
   } catch (const std::exception& e) {
     return Error::internal(std::string("malformed journal record: ") + e.what());
   }

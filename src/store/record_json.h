@@ -15,5 +15,9 @@ Result<Record> record_from_json(const nlohmann::json& j);
 // The op alone (without seq and time), as stored beside them.
 nlohmann::json op_to_json(const Op& op);
 Result<Op> op_from_json(const nlohmann::json& j);
+// What a store keeps beside seq and time: the op and, when there is one, its actor.
+nlohmann::json record_body_json(const Record& r);
+// The actor of a stored body; empty for records written before actors were (and for the server's own).
+Result<Actor> actor_of_body(const nlohmann::json& body);
 
 }  // namespace allot::store

@@ -46,6 +46,10 @@ struct Apply {
     if (!id) return id.error();
     return preempt_job(s, *id, at, o.reason);
   }
+  // Tokens and the audit trail are the server's; the cluster does not change.
+  Status operator()(const CreateToken&) const { return ok_status(); }
+  Status operator()(const RevokeToken&) const { return ok_status(); }
+  Status operator()(const Audit&) const { return ok_status(); }
 };
 
 }  // namespace

@@ -74,7 +74,7 @@ Status SqliteStore::append(const std::vector<Record>& batch) {
   std::vector<std::string> bodies;
   bodies.reserve(batch.size());
   try {
-    for (const Record& r : batch) bodies.push_back(op_to_json(r.op).dump());
+    for (const Record& r : batch) bodies.push_back(record_body_json(r).dump());
   } catch (const std::exception& e) {
     // Text that is not UTF-8 cannot be written as JSON; replacing it would make replay differ from what was
     // acknowledged, so the batch fails whole.
@@ -129,7 +129,12 @@ Status SqliteStore::load(const std::function<Status(const Record&)>& fn) {
       result = Error::internal("database " + path_ + ": record " + std::to_string(seq) + ": " + op.error().message);
       break;
     }
-    result = fn(Record{seq, at, std::move(*op)});
+    auto actor = actor_of_body(body);
+    if (!actor) {
+      result = Error::internal("database " + path_ + ": record " + std::to_string(seq) + ": " + actor.error().message);
+      break;
+    }
+    result = fn(Record{seq, at, std::move(*op), std::move(*actor)});
     if (!result) break;
   }
   if (result && rc != SQLITE_DONE) result = error("cannot read the journal");

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   e2e::TempDir dir;
   e2e::ServerProcess server(argv[1], dir.path());
   if (!server.start()) return 1;
-  auto c = e2e::client(server.port());
+  auto c = e2e::client(server.port(), server.admin_token());
   auto ok = e2e::wrap(c.Post("/v1/apply", R"({"policy": {"priority_classes": [{"name": "high", "weight": 90}]},
       "teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 1}]}]})", "application/json"));
   E2E_CHECK(ok.status == 200, "apply: " << ok.body);

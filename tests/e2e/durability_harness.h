@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -124,6 +125,13 @@ class ServerProcess {
   }
   bool alive() const { return pid_ > 0 && ::kill(pid_, 0) == 0; }
   int port() const { return port_; }
+  // The bootstrap admin token the server wrote into its data directory at its first start.
+  std::string admin_token() const {
+    std::ifstream in(data_ + "/admin-token");
+    std::string token;
+    std::getline(in, token);
+    return token;
+  }
 
  private:
   std::string allot_, data_;
@@ -148,8 +156,10 @@ inline Reply wrap(const httplib::Result& r) {
   return out;
 }
 
-inline httplib::Client client(int port) {
+// A client on loopback; with a token, every request carries it as a bearer token.
+inline httplib::Client client(int port, const std::string& token = "") {
   httplib::Client c("127.0.0.1", port);
+  if (!token.empty()) c.set_bearer_token_auth(token.c_str());
   c.set_connection_timeout(2, 0);
   c.set_read_timeout(10, 0);
   return c;

@@ -20,8 +20,8 @@ nlohmann::json job(const std::string& name) {
 }
 
 // Submits until the server stops answering; returns the names acknowledged with 201.
-void submit_stream(int port, int round, int id, std::mutex& mu, std::set<std::string>& acked, std::atomic<int>& count) {
-  auto c = e2e::client(port);
+void submit_stream(int port, const std::string& token, int round, int id, std::mutex& mu, std::set<std::string>& acked, std::atomic<int>& count) {
+  auto c = e2e::client(port, token);
   for (int i = 0;; ++i) {
     const std::string name = "r" + std::to_string(round) + "-c" + std::to_string(id) + "-" + std::to_string(i);
     auto r = e2e::wrap(c.Post("/v1/jobs", job(name).dump(), "application/json"));
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   for (int round = 0; round < kRounds; ++round) {
     e2e::ServerProcess server(argv[1], dir.path());
     if (!server.start()) return 1;
-    auto c = e2e::client(server.port());
+    auto c = e2e::client(server.port(), server.admin_token());
     if (round == 0) {
       auto r = e2e::wrap(c.Post("/v1/apply",
                                 R"({"teams": [{"name": "t", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 4}]}]})",
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
     std::atomic<int> count{0};
     std::vector<std::thread> clients;
     for (int i = 0; i < kClients; ++i)
-      clients.emplace_back(submit_stream, server.port(), round, i, std::ref(mu), std::ref(acked), std::ref(count));
+      clients.emplace_back(submit_stream, server.port(), server.admin_token(), round, i, std::ref(mu), std::ref(acked), std::ref(count));
     // Kill it mid-stream: after a few hundred acknowledgements, or after 5 s whatever happened.
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (count < 300 + 200 * round && std::chrono::steady_clock::now() < deadline)
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
 
   e2e::ServerProcess server(argv[1], dir.path());
   if (!server.start()) return 1;
-  auto c = e2e::client(server.port());
+  auto c = e2e::client(server.port(), server.admin_token());
   auto r = e2e::wrap(c.Get("/v1/jobs"));
   E2E_CHECK(r.status == 200 && r.json.is_array(), "GET /v1/jobs: " << r.status);
   std::map<std::string, int> seen;

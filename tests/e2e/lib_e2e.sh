@@ -31,6 +31,9 @@ cleanup() {
   exit $rc
 }
 trap cleanup EXIT
+# The CLI's config file of the tests' own: never the developer's contexts.
+export ALLOT_CONFIG="$WORK/allot-config"
+unset ALLOT_TOKEN ALLOT_CONTEXT
 trap 'exit 1' INT TERM
 mkdir -p "$WORK/pids"
 
@@ -67,6 +70,12 @@ start_server() {
   done
   [ -n "$url" ] || fail "allot server did not print its URL within 10 s"
   export ALLOT_SERVER=$url
+  # The CLI acts as the bootstrap admin; agents join with a join token made by that admin.
+  [ -s "$WORK/server/admin-token" ] || fail "the server did not write its admin token file"
+  ALLOT_TOKEN=$(cat "$WORK/server/admin-token")
+  export ALLOT_TOKEN
+  "$ALLOT" token create --role agent-join --description e2e-agents >"$WORK/join-token" 2>/dev/null \
+    || fail "cannot make an agent-join token"
   say "server at $url"
 }
 
@@ -75,7 +84,7 @@ start_server() {
 start_agent() {
   local name=$1 labels=$2; shift 2
   "$ALLOT" agent --server "$ALLOT_SERVER" --name "$name" --instance-type ml.g5.8xlarge --labels "$labels" \
-    --work-dir "$WORK/agents/$name" --heartbeat-interval 0.2 --stop-grace 1 $AGENT_USER_FLAGS "$@" \
+    --work-dir "$WORK/agents/$name" --token-file "$WORK/join-token" --heartbeat-interval 0.2 --stop-grace 1 $AGENT_USER_FLAGS "$@" \
     >>"$WORK/agent-$name.log" 2>&1 &
   local pid=$!
   PIDS+=("$pid")

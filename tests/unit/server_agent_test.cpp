@@ -162,8 +162,11 @@ TEST_F(ServerAgent, SilentNodeTimesOutAndItsJobsResumeElsewhere) {
   ASSERT_EQ(put("/v1/nodes/" + node + "/health", R"({"health": "UnschedulablePendingReboot"})").status, 200);
   heartbeat(node);
   EXPECT_EQ(get("/v1/nodes/" + node).json["health"], "UnschedulablePendingReboot");
-  // Registering again is the agent saying it is back: Schedulable.
-  ASSERT_EQ(post("/v1/agents/register", json{{"name", node}, {"instance_type", "ml.g5.12xlarge"}}).status, 200);
+  // Registering again is the agent saying it is back: Schedulable. It cannot move the node while at it.
+  const std::string address = "10.0.0." + node.substr(1);
+  auto moved = post("/v1/agents/register", json{{"name", node}, {"instance_type", "ml.g5.12xlarge"}, {"address", "10.9.9.9"}});
+  EXPECT_EQ(moved.status, 409) << moved.body;
+  ASSERT_EQ(post("/v1/agents/register", json{{"name", node}, {"instance_type", "ml.g5.12xlarge"}, {"address", address}}).status, 200);
   EXPECT_EQ(get("/v1/nodes/" + node).json["health"], "Schedulable");
   auto events = get("/v1/events?since=0").json["events"].dump();
   EXPECT_NE(events.find("by timeout"), std::string::npos);
@@ -171,8 +174,14 @@ TEST_F(ServerAgent, SilentNodeTimesOutAndItsJobsResumeElsewhere) {
 
 TEST_F(ServerAgent, LogsAreKeptPerReplicaAndBounded) {
   submit("j", 2, 4);
-  ASSERT_EQ(post("/v1/agents/g1/logs", json{{"job", "j"}, {"rank", 1}, {"data", "hello "}}).status, 204);
-  ASSERT_EQ(post("/v1/agents/g1/logs", json{{"job", "j"}, {"rank", 1}, {"data", "world\n"}}).status, 204);
+  // Each rank's logs come from the agent of the node it was placed on; another node's agent is refused.
+  const json placed = get("/v1/jobs/j").json["placement"][0]["replicas"];
+  const std::string node0 = placed[0]["node"], node1 = placed[1]["node"];
+  ASSERT_NE(node0, node1);
+  auto foreign = post("/v1/agents/" + node0 + "/logs", json{{"job", "j"}, {"rank", 1}, {"data", "forged"}});
+  EXPECT_EQ(foreign.status, 403) << foreign.body;
+  ASSERT_EQ(post("/v1/agents/" + node1 + "/logs", json{{"job", "j"}, {"rank", 1}, {"data", "hello "}}).status, 204);
+  ASSERT_EQ(post("/v1/agents/" + node1 + "/logs", json{{"job", "j"}, {"rank", 1}, {"data", "world\n"}}).status, 204);
   auto r = get("/v1/jobs/j/logs?replica=1");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "hello world\n");
@@ -180,8 +189,8 @@ TEST_F(ServerAgent, LogsAreKeptPerReplicaAndBounded) {
   EXPECT_EQ(get("/v1/jobs/j/logs").body, "") << "replica 0 has logged nothing";
   // 3 MiB in chunks: only about the last MiB (at most two) is kept, and the end is intact.
   std::string chunk(512 * 1024, 'x');
-  for (int i = 0; i < 6; ++i) ASSERT_EQ(post("/v1/agents/g1/logs", json{{"job", "j"}, {"rank", 0}, {"data", chunk}}).status, 204);
-  ASSERT_EQ(post("/v1/agents/g1/logs", json{{"job", "j"}, {"rank", 0}, {"data", "END"}}).status, 204);
+  for (int i = 0; i < 6; ++i) ASSERT_EQ(post("/v1/agents/" + node0 + "/logs", json{{"job", "j"}, {"rank", 0}, {"data", chunk}}).status, 204);
+  ASSERT_EQ(post("/v1/agents/" + node0 + "/logs", json{{"job", "j"}, {"rank", 0}, {"data", "END"}}).status, 204);
   auto big = get("/v1/jobs/j/logs?replica=0");
   EXPECT_LE(big.body.size(), 2u << 20);
   EXPECT_GE(big.body.size(), 1u << 20);

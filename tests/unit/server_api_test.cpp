@@ -182,6 +182,7 @@ TEST_F(ServerApi, EventsLongPoll) {
   std::thread later([this] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     httplib::Client c("127.0.0.1", server_->port());
+    c.set_bearer_token_auth(admin_token_.c_str());
     c.Post("/v1/jobs", job("late").dump(), "application/json");
   });
   auto t0 = std::chrono::steady_clock::now();

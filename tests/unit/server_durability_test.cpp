@@ -35,6 +35,7 @@ TEST_F(ServerDurability, ConcurrentSubmissionsShareTransactions) {
   for (int t = 0; t < kThreads; ++t)
     clients.emplace_back([&, t] {
       httplib::Client c("127.0.0.1", server_->port());
+      c.set_bearer_token_auth(admin_token_.c_str());
       for (int i = 0; i < kEach; ++i) {
         auto r = c.Post("/v1/jobs", job("c" + std::to_string(t) + "-" + std::to_string(i), "b").dump(), "application/json");
         if (r && r->status == 201) ++created;

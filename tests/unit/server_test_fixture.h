@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -62,6 +64,16 @@ class ServerTest : public ::testing::Test {
     ASSERT_TRUE(st.ok()) << st.error().message;
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
     client_->set_read_timeout(30, 0);
+    // Requests go out as the bootstrap admin; agents' requests as their nodes (see post()).
+    std::ifstream in(data_dir_ / "admin-token");
+    std::getline(in, admin_token_);
+    ASSERT_FALSE(admin_token_.empty()) << "the server wrote no admin token into " << data_dir_;
+    client_->set_bearer_token_auth(admin_token_.c_str());
+    if (join_token_.empty()) {
+      auto j = wrap(client_->Post("/v1/tokens", R"({"role": "agent-join"})", "application/json"));
+      ASSERT_EQ(j.status, 201) << j.body;
+      join_token_ = j.json["token"].get<std::string>();
+    }
   }
   void stop() {
     client_.reset();
@@ -85,7 +97,31 @@ class ServerTest : public ::testing::Test {
   Response get(const std::string& path) { return wrap(client_->Get(path.c_str())); }
   Response del(const std::string& path) { return wrap(client_->Delete(path.c_str())); }
   Response post(const std::string& path, const std::string& body = "", const std::string& type = "application/json") {
+    if (path.rfind("/v1/agents/", 0) == 0) return agent_post(path, body, type);
     return wrap(client_->Post(path.c_str(), body, type.c_str()));
+  }
+  // The agents' endpoints as the node's agent would call them: registration with the join token (keeping the
+  // credential it returns), the rest with the node's credential (made by the admin for nodes that joined
+  // without an agent). A node that does not exist gets the join token, which the server refuses.
+  Response agent_post(const std::string& path, const std::string& body, const std::string& type) {
+    std::string node;
+    if (path == "/v1/agents/register") {
+      auto j = nlohmann::json::parse(body, nullptr, false);
+      if (j.is_object() && j.contains("name") && j["name"].is_string()) node = j["name"].get<std::string>();
+    } else {
+      node = path.substr(11, path.find('/', 11) - 11);
+      if (!credentials_.count(node)) {
+        auto t = wrap(client_->Post("/v1/tokens", nlohmann::json{{"role", "agent"}, {"node", node}}.dump(), "application/json"));
+        if (t.status == 201) credentials_[node] = t.json["token"].get<std::string>();
+      }
+    }
+    auto it = credentials_.find(node);
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(30, 0);
+    c.set_bearer_token_auth(it != credentials_.end() ? it->second.c_str() : join_token_.c_str());
+    Response r = wrap(c.Post(path.c_str(), body, type.c_str()));
+    if (r.json.is_object() && r.json.contains("credential")) credentials_[node] = r.json["credential"].get<std::string>();
+    return r;
   }
   Response put(const std::string& path, const std::string& body, const std::string& type = "application/json") {
     return wrap(client_->Put(path.c_str(), body, type.c_str()));
@@ -128,6 +164,8 @@ class ServerTest : public ::testing::Test {
   std::shared_ptr<store::MemStore> journal_ = std::make_shared<store::MemStore>();
   std::unique_ptr<Server> server_;
   std::unique_ptr<httplib::Client> client_;
+  std::string admin_token_, join_token_;
+  std::map<std::string, std::string> credentials_;  // node -> its agent token
 };
 
 }  // namespace allot::server::test

@@ -77,7 +77,11 @@ std::vector<Op> every_kind() {
           Finish{"train-1", true, "all 4 replicas exited with code 0"},
           Finish{"train-1", false, "replica 2 exited with code 137"},
           admit,
-          Preempt{"train-1", "serve-1", "reclaimed by team-b"}};
+          Preempt{"train-1", "serve-1", "reclaimed by team-b"},
+          CreateToken{TokenRecord{"3f9a2c1b7e", std::string(64, 'a'), "member", {"team-a", "team-b"}, "", 1800000000, "CI"}},
+          CreateToken{TokenRecord{"0123456789", std::string(64, 'b'), "agent", {}, "gpu-1", 0, ""}},
+          RevokeToken{"3f9a2c1b7e"},
+          Audit{"POST /v1/jobs/b-1/cancel", "b-1", 403, "needs a member token of team b"}};
 }
 
 TEST(StoreRecord, EveryKindRoundTripsThroughJson) {
@@ -93,6 +97,19 @@ TEST(StoreRecord, EveryKindRoundTripsThroughJson) {
     kinds.insert(op_name(op));
   }
   EXPECT_EQ(kinds.size(), std::variant_size_v<Op>) << "a record kind has no round-trip case";
+}
+
+TEST(StoreRecord, ActorsRoundTripAndOldRecordsHaveNone) {
+  Record r{7, 1700000000, Cancel{"j"}, Actor{"3f9a2c1b7e", "member", {"a", "b"}, ""}};
+  auto back = record_from_json(nlohmann::json::parse(record_to_json(r).dump()));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, r);
+  // A record written before actors existed reads back with none.
+  auto old = record_from_json(nlohmann::json::parse(R"({"op": "cancel", "job": "j", "seq": 1, "at": 5})"));
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  EXPECT_EQ(old->actor, Actor{});
+  auto bad = record_from_json(nlohmann::json::parse(R"({"op": "cancel", "job": "j", "seq": 1, "at": 5, "actor": 3})"));
+  EXPECT_FALSE(bad.ok());
 }
 
 TEST(StoreRecord, OptionalFieldsStayUnset) {

@@ -1,0 +1,97 @@
+#include "server/access.h"
+
+#include <cctype>
+
+#include "server/api.h"
+
+namespace allot::server {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A browser sends Origin with cross-origin requests (and with same-origin writes). The API is for programs and
+// for pages the server itself serves, so any other origin is refused: a page elsewhere cannot drive it even if
+// the browser held a credential.
+std::optional<Reply> check_origin(const httplib::Request& req) {
+  if (!req.has_header("Origin")) return std::nullopt;
+  const std::string origin = lower(req.get_header_value("Origin"));
+  const std::string host = lower(req.get_header_value("Host"));
+  if (!host.empty() && (origin == "http://" + host || origin == "https://" + host)) return std::nullopt;
+  return error_reply(Error::denied("cross-origin requests are refused (Origin " + req.get_header_value("Origin") +
+                                   " is not this server); use the allot CLI or a program with a token"));
+}
+
+std::string describe(const auth::Caller& who) {
+  const std::string role = auth::role_name(who.role);
+  std::string out = (role[0] == 'a' ? "an " : "a ") + role + " token";
+  if (!who.teams.empty()) {
+    out += " of team";
+    out += who.teams.size() > 1 ? "s " : " ";
+    for (size_t i = 0; i < who.teams.size(); ++i) out += (i ? ", " : "") + who.teams[i];
+  }
+  if (!who.node.empty()) out += " for node " + who.node;
+  return out;
+}
+
+// Nothing for an allowed caller; else why not.
+std::optional<Error> check_role(Access access, const auth::Caller& who, const httplib::Request& req) {
+  using auth::Role;
+  const std::string what = req.method + " " + req.path;
+  switch (access) {
+    case Access::kPublic: return std::nullopt;
+    case Access::kReader:
+      if (who.role == Role::kAdmin || who.role == Role::kMember || who.role == Role::kViewer) return std::nullopt;
+      return denied(who, what, "an admin, member or viewer token");
+    case Access::kMember:
+      if (who.role == Role::kAdmin || who.role == Role::kMember) return std::nullopt;
+      return denied(who, what, "an admin token or a member token of the job's team");
+    case Access::kAdmin:
+      if (who.admin()) return std::nullopt;
+      return denied(who, what, "an admin token");
+    case Access::kAgent:
+      if (who.role == Role::kAgent && req.matches.size() > 1 && req.matches[1].str() == who.node) return std::nullopt;
+      return denied(who, what, "the agent token of node " + (req.matches.size() > 1 ? req.matches[1].str() : std::string("?")));
+    case Access::kRegister:
+      if (who.role == Role::kAgentJoin || who.role == Role::kAgent) return std::nullopt;
+      return denied(who, what, "an agent-join token (allot token create --role agent-join) or the node's agent token");
+  }
+  return denied(who, what, "another role");
+}
+
+}  // namespace
+
+Error denied(const auth::Caller& who, const std::string& what, const std::string& needed) {
+  return Error::denied(what + " needs " + needed + "; this request carries " + describe(who));
+}
+
+void route(httplib::Server& http, Api& api, const std::string& method, const std::string& pattern, Access access,
+           Handler handler) {
+  auto wrapped = guarded([&api, access, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+    if (access == Access::kPublic) return handler(auth::Caller{}, req, res);
+    if (auto bad = check_origin(req)) return answer(res, *bad);
+    // Tokens travel in the Authorization header only: URLs end up in logs, proxies and browser history.
+    for (const char* key : {"token", "access_token", "bearer"})
+      if (req.has_param(key))
+        return answer(res, error_reply(Error::invalid(std::string("query parameter '") + key +
+                                                      "' is refused: send the token in the Authorization header")));
+    auto who = api.auth.authenticate(req.get_header_value("Authorization"), api.options.clock() / 1000);
+    if (!who) {
+      Reply r = error_reply(who.error());
+      res.set_header("WWW-Authenticate", "Bearer realm=\"allot\"");
+      return answer(res, r);
+    }
+    // A refused change is worth knowing about: it is audited like a change that was made.
+    if (auto refusal = check_role(access, *who, req)) return refuse(api, *who, req, res, *refusal);
+    handler(*who, req, res);
+  });
+  if (method == "GET") http.Get(pattern, wrapped);
+  else if (method == "POST") http.Post(pattern, wrapped);
+  else if (method == "PUT") http.Put(pattern, wrapped);
+  else if (method == "DELETE") http.Delete(pattern, wrapped);
+  else throw std::invalid_argument("route: unsupported method " + method);
+}
+
+}  // namespace allot::server

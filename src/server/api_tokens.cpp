@@ -1,0 +1,170 @@
+// Administrators' endpoints for tokens (make, list, revoke) and the audit trail. Secrets are shown once, in
+// the answer that makes a token; lists show ids, roles and scopes, never secrets or their hashes.
+#include "auth/token.h"
+#include "server/api.h"
+
+namespace allot::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kMaxTtlSeconds = int64_t{10} * 365 * 24 * 3600;
+
+json token_json(const TokenInfo& t) {
+  json o = {{"id", t.token.id},           {"role", t.token.role},       {"teams", t.token.teams},
+            {"created_at", t.created_at}, {"created_by", t.created_by}, {"revoked", t.revoked}};
+  if (!t.token.node.empty()) o["node"] = t.token.node;
+  if (t.token.expires_at) o["expires_at"] = t.token.expires_at;
+  if (t.revoked) o["revoked_at"] = t.revoked_at;
+  if (!t.token.description.empty()) o["description"] = t.token.description;
+  return o;
+}
+
+// The request to make a token, checked against what each role may carry.
+Result<store::TokenRecord> parse_token_request(const json& b) {
+  if (auto st = only_keys(b, {"role", "teams", "node", "ttl_s", "description"}, "token"); !st) return st.error();
+  if (!b.contains("role") || !b["role"].is_string())
+    return Error::invalid("token: role is required; roles: " + auth::role_list());
+  const std::string role = b["role"].get<std::string>();
+  auto r = auth::parse_role(role);
+  if (!r) return Error::invalid("token: unknown role '" + role + "'; roles: " + auth::role_list());
+  store::TokenRecord t;
+  t.role = role;
+  if (b.contains("teams")) {
+    if (!b["teams"].is_array()) return Error::invalid("token: teams must be a list of team names");
+    for (const auto& team : b["teams"]) {
+      if (!team.is_string() || team.get<std::string>().empty()) return Error::invalid("token: teams must be a list of team names");
+      t.teams.push_back(team.get<std::string>());
+    }
+  }
+  if (b.contains("node")) {
+    if (!b["node"].is_string()) return Error::invalid("token: node must be a node name");
+    t.node = b["node"].get<std::string>();
+  }
+  if (b.contains("description")) {
+    if (!b["description"].is_string() || b["description"].get<std::string>().size() > 256)
+      return Error::invalid("token: description must be a text of at most 256 characters");
+    t.description = b["description"].get<std::string>();
+  }
+  if (*r == auth::Role::kMember && t.teams.empty())
+    return Error::invalid("token: a member token needs at least one team (--team NAME)");
+  if ((*r == auth::Role::kAdmin || *r == auth::Role::kAgent || *r == auth::Role::kAgentJoin) && !t.teams.empty())
+    return Error::invalid("token: an " + role + " token has no teams");
+  if (*r == auth::Role::kAgent && t.node.empty())
+    return Error::invalid("token: an agent token is bound to one node (--node NAME); agents usually get theirs by "
+                          "joining with an agent-join token");
+  if (*r != auth::Role::kAgent && !t.node.empty()) return Error::invalid("token: only an agent token names a node");
+  return t;
+}
+
+size_t live_admins(const ServerState& st, int64_t now_s) {
+  size_t n = 0;
+  for (const auto& [id, t] : st.tokens)
+    n += !t.revoked && t.token.role == "admin" && (t.token.expires_at == 0 || t.token.expires_at > now_s);
+  return n;
+}
+
+void token_routes(httplib::Server& http, Api& api) {
+  route(http, api, "POST", "/v1/tokens", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    if (auto bad = check_content_type(req)) return answer(res, *bad);
+    auto body = json_body(req);
+    if (!body) return answer(res, error_reply(body.error()));
+    auto rec = parse_token_request(*body);
+    if (!rec) return answer(res, error_reply(rec.error()));
+    int64_t ttl = 0;
+    if (body->contains("ttl_s")) {
+      const json& v = (*body)["ttl_s"];
+      if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > kMaxTtlSeconds)
+        return answer(res, error_reply(Error::invalid("token: ttl_s must be a whole number of seconds, 1 to " +
+                                                      std::to_string(kMaxTtlSeconds))));
+      ttl = v.get<int64_t>();
+    }
+    const auth::IssuedToken fresh = auth::issue_token();
+    rec->id = fresh.id;
+    rec->secret_hash = fresh.secret_hash;
+    run(api, who, req, res, [t = std::move(*rec), ttl, bearer = fresh.bearer](Txn& txn) mutable -> Result<Render> {
+      for (const auto& team : t.teams)
+        if (!txn.cluster().find_team(team) || txn.state().removed_teams.count(team))
+          return Error::not_found("token: no team named " + team);
+      if (!t.node.empty() && !txn.cluster().find_node(t.node)) return Error::not_found("token: no node named " + t.node);
+      if (ttl) t.expires_at = txn.now() + ttl;
+      const std::string id = t.id;
+      if (auto st = txn.apply(store::CreateToken{std::move(t)}); !st) return st.error();
+      return Render([id, bearer](const ServerState& st) -> Reply {
+        json out = token_json(st.tokens.at(id));
+        out["token"] = bearer;  // shown this once
+        return json_reply(201, out);
+      });
+    });
+  });
+  route(http, api, "GET", "/v1/tokens", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [](Txn&) -> Result<Render> {
+      return Render([](const ServerState& st) {
+        json out = json::array();
+        for (const auto& [id, t] : st.tokens) out.push_back(token_json(t));
+        return json_reply(200, out);
+      });
+    });
+  });
+  route(http, api, "DELETE", R"(/v1/tokens/([^/]+))", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    run(api, who, req, res, [id = param(req)](Txn& txn) -> Result<Render> {
+      auto it = txn.state().tokens.find(id);
+      if (it == txn.state().tokens.end()) return Error::not_found("no token with id " + id + " (allot token list shows them)");
+      if (it->second.revoked) return Error::precondition("token " + id + " is already revoked");
+      if (it->second.token.role == "admin" && live_admins(txn.state(), txn.now()) <= 1)
+        return Error::precondition("token " + id + " is the last admin token: revoking it would leave nobody able to "
+                                   "manage the cluster; create another admin token first");
+      if (auto st = txn.apply(store::RevokeToken{id}); !st) return st.error();
+      return Render([](const ServerState&) { return Reply{204, "", ""}; });
+    });
+  });
+}
+
+// A team's part of the trail: changes made with its tokens, and changes that name it or one of its jobs.
+bool about_team(const ServerState& st, const AuditEntry& e, const std::string& team) {
+  if (std::find(e.actor.teams.begin(), e.actor.teams.end(), team) != e.actor.teams.end()) return true;
+  if (e.audit.target == team) return true;
+  const Job* j = e.audit.target.empty() ? nullptr : st.cluster.find_job(e.audit.target);
+  return j && st.cluster.teams[j->team.index()].spec.name == team;
+}
+
+void audit_route(httplib::Server& http, Api& api) {
+  route(http, api, "GET", "/v1/audit", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    auto since = query_int(req, "since", 0, int64_t{1} << 40);
+    if (!since) return answer(res, error_reply(since.error()));
+    auto limit = query_int(req, "limit", 1000, 100000);
+    if (!limit) return answer(res, error_reply(limit.error()));
+    run(api, who, req, res, [since = *since, limit = *limit, team = req.get_param_value("team")](Txn&) -> Result<Render> {
+      return Render([since, limit, team](const ServerState& st) {
+        // The newest `limit` entries at or after `since`, oldest first.
+        std::vector<const AuditEntry*> picked;
+        for (auto it = st.audit.rbegin(); it != st.audit.rend() && static_cast<int64_t>(picked.size()) < limit; ++it) {
+          if (it->at < since) break;
+          if (!team.empty() && !about_team(st, *it, team)) continue;
+          picked.push_back(&*it);
+        }
+        json out = json::array();
+        for (auto it = picked.rbegin(); it != picked.rend(); ++it) {
+          const AuditEntry& e = **it;
+          json o = {{"seq", e.seq},       {"at", e.at},          {"token", e.actor.token}, {"role", e.actor.role},
+                    {"action", e.audit.action}, {"status", e.audit.status}};
+          if (!e.actor.teams.empty()) o["teams"] = e.actor.teams;
+          if (!e.actor.node.empty()) o["node"] = e.actor.node;
+          if (!e.audit.target.empty()) o["target"] = e.audit.target;
+          if (!e.audit.message.empty()) o["message"] = e.audit.message;
+          out.push_back(std::move(o));
+        }
+        return json_reply(200, out);
+      });
+    });
+  });
+}
+
+}  // namespace
+
+void add_token_routes(httplib::Server& http, Api& api) {
+  token_routes(http, api);
+  audit_route(http, api);
+}
+
+}  // namespace allot::server
