@@ -167,9 +167,7 @@ Result<ApiClient> ApiClient::connect(const std::string& url_in, const ConnectOpt
   impl->http.set_connection_timeout(std::chrono::seconds(3));
   impl->http.set_read_timeout(std::chrono::seconds(30));
   impl->http.set_write_timeout(std::chrono::seconds(30));
-  ApiClient client(std::move(impl), url);
-  if (!options.token.empty()) client.set_token(options.token);
-  return client;
+  return ApiClient(std::move(impl), url);
 }
 
 void ApiClient::set_token(const std::string& token) { impl_->http.set_bearer_token_auth(token.c_str()); }
