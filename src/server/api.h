@@ -13,6 +13,7 @@
 #include "server/event_log.h"
 #include "server/log_store.h"
 #include "server/options.h"
+#include "server/routes.h"
 #include "server/writer.h"
 
 namespace allot::server {
@@ -47,11 +48,11 @@ httplib::Server::Handler guarded(std::function<void(const httplib::Request&, htt
 // Runs a command on the writer and answers with what it renders, or with its error.
 void run(Api& api, httplib::Response& res, Command cmd);
 
-// The route groups, one file each.
-void add_config_routes(httplib::Server& http, Api& api);  // policy, priority classes, teams, apply
-void add_job_routes(httplib::Server& http, Api& api);     // jobs, cancel, logs
-void add_node_routes(httplib::Server& http, Api& api);    // nodes, cordon, drain, health, topology
-void add_agent_routes(httplib::Server& http, Api& api);   // register, heartbeat, logs
-void add_watch_routes(httplib::Server& http, Api& api);   // health, events, metrics
+// The route groups, one file each. Routes reads request bodies with the size limit (routes.h).
+void add_config_routes(Routes& http, Api& api);  // policy, priority classes, teams, apply
+void add_job_routes(Routes& http, Api& api);     // jobs, cancel, logs
+void add_node_routes(Routes& http, Api& api);    // nodes, cordon, drain, health, topology
+void add_agent_routes(Routes& http, Api& api);   // register, heartbeat, logs
+void add_watch_routes(Routes& http, Api& api);   // health, events, metrics
 
 }  // namespace allot::server

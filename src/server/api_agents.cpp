@@ -109,7 +109,7 @@ Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::stri
 
 }  // namespace
 
-void add_agent_routes(httplib::Server& http, Api& api) {
+void add_agent_routes(Routes& http, Api& api) {
   http.Post("/v1/agents/register", guarded([&api](const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto body = json_body(req);

@@ -45,7 +45,7 @@ Status check_teams(const Catalog& catalog, const std::vector<TeamSpec>& teams) {
   return ok_status();
 }
 
-void policy_routes(httplib::Server& http, Api& api) {
+void policy_routes(Routes& http, Api& api) {
   http.Get("/v1/policy", guarded([&api](const httplib::Request&, httplib::Response& res) {
     run(api, res, [](Txn&) -> Result<Render> { return policy_render(); });
   }));
@@ -109,7 +109,7 @@ void policy_routes(httplib::Server& http, Api& api) {
   }));
 }
 
-void team_routes(httplib::Server& http, Api& api) {
+void team_routes(Routes& http, Api& api) {
   http.Get("/v1/teams", guarded([&api](const httplib::Request&, httplib::Response& res) {
     run(api, res, [](Txn&) -> Result<Render> {
       return Render([](const ServerState& st) { return json_reply(200, teams_json(st)); });
@@ -145,7 +145,7 @@ void team_routes(httplib::Server& http, Api& api) {
 }
 
 // POST /v1/apply: a scenario file's policy and teams sections, all or nothing.
-void apply_route(httplib::Server& http, Api& api) {
+void apply_route(Routes& http, Api& api) {
   http.Post("/v1/apply", guarded([&api](const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
@@ -192,7 +192,7 @@ void apply_route(httplib::Server& http, Api& api) {
 
 }  // namespace
 
-void add_config_routes(httplib::Server& http, Api& api) {
+void add_config_routes(Routes& http, Api& api) {
   policy_routes(http, api);
   team_routes(http, api);
   apply_route(http, api);

@@ -33,7 +33,7 @@ std::string state_names() {
   return out;
 }
 
-void submit_route(httplib::Server& http, Api& api) {
+void submit_route(Routes& http, Api& api) {
   http.Post("/v1/jobs", guarded([&api](const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
@@ -51,7 +51,7 @@ void submit_route(httplib::Server& http, Api& api) {
   }));
 }
 
-void read_routes(httplib::Server& http, Api& api) {
+void read_routes(Routes& http, Api& api) {
   http.Get("/v1/jobs", guarded([&api](const httplib::Request& req, httplib::Response& res) {
     std::optional<JobState> state;
     if (req.has_param("state")) {
@@ -113,7 +113,7 @@ void read_routes(httplib::Server& http, Api& api) {
 
 }  // namespace
 
-void add_job_routes(httplib::Server& http, Api& api) {
+void add_job_routes(Routes& http, Api& api) {
   submit_route(http, api);
   read_routes(http, api);
 }

@@ -5,7 +5,7 @@
 
 namespace allot::server {
 
-void add_watch_routes(httplib::Server& http, Api& api) {
+void add_watch_routes(Routes& http, Api& api) {
   http.Get("/v1/health", guarded([](const httplib::Request&, httplib::Response& res) {
     answer(res, json_reply(200, {{"ok", true}, {"version", kVersion}}));
   }));

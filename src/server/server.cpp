@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "server/api.h"
+#include "server/http_server.h"
 #include "server/log_store.h"
 
 namespace allot::server {
@@ -84,13 +85,12 @@ Status Server::start() {
   if (auto st = writer_->recover(); !st) return st;
   api_ = std::unique_ptr<Api>(new Api{*writer_, *events_, *logs_, options_, ClusterState().catalog});
 
-  http_ = std::make_unique<httplib::Server>();
-  const int threads = options_.http_threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http_->set_payload_max_length(options_.max_body_bytes);
+  http_ = std::make_unique<HttpServer>(HttpLimits{.read_timeout = options_.read_timeout,
+                                                   .write_timeout = options_.write_timeout,
+                                                   .keep_alive_timeout = options_.keep_alive_timeout,
+                                                   .max_connections = options_.max_connections});
+  http_->set_payload_max_length(options_.max_body_bytes);  // Content-Length bodies; Routes limits the others
   http_->set_tcp_nodelay(true);  // answers are small; Nagle would hold them back by a delayed-ACK round
-  http_->set_keep_alive_max_count(100000);
-  http_->set_keep_alive_timeout(5);
   // cpp-httplib listens with a backlog of 5, so a burst of new connections (many agents, many clients) has
   // SYNs dropped and retried a second later. Keep the listening socket and raise the backlog after binding:
   // listen() on a listening socket only changes its backlog.
@@ -102,11 +102,13 @@ Status Server::start() {
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     answer(res, error_reply(Error::internal("unexpected failure")));
   });
-  add_watch_routes(*http_, *api_);
-  add_config_routes(*http_, *api_);
-  add_job_routes(*http_, *api_);
-  add_node_routes(*http_, *api_);
-  add_agent_routes(*http_, *api_);
+  Routes routes(*http_, options_.max_body_bytes);
+  add_watch_routes(routes, *api_);
+  add_config_routes(routes, *api_);
+  add_job_routes(routes, *api_);
+  add_node_routes(routes, *api_);
+  add_agent_routes(routes, *api_);
+  routes.add_fallbacks();  // last: it takes every request with a body that no route above took
 
   host_ = hp->host;
   if (hp->port == 0) {

@@ -45,7 +45,7 @@ class ServerTest : public ::testing::Test {
     options_.data_dir = data_dir_.string();
     options_.tick = std::chrono::milliseconds(10);
     options_.heartbeat_timeout = std::chrono::milliseconds(2000);
-    options_.http_threads = 16;
+    options_.max_connections = 64;
     options_.clock = [this] { return now_ms_.load(); };
     start();
   }
