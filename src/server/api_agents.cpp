@@ -9,11 +9,9 @@ namespace {
 using nlohmann::json;
 
 Status check_node_name(const std::string& name) {
-  if (name.empty() || name.size() > 253) return Error::invalid("register: name must be 1..253 characters");
-  for (unsigned char c : name)
-    if (c == '/' || c <= 0x20 || c == 0x7f)
-      return Error::invalid("register: node name '" + name + "' contains '/', a space or a control character");
-  return ok_status();
+  auto st = check_name(NameKind::kNode, name);
+  if (!st) return Error::invalid("register: " + st.error().message);
+  return st;
 }
 
 Result<std::map<std::string, std::string>> read_labels(const json& body) {

@@ -73,6 +73,7 @@ void policy_routes(Routes& http, Api& api) {
     auto fields = config::Fields::open(kBody, config::root(*doc, kBody), {"name", "weight"});
     if (!fields) return answer(res, error_reply(fields.error()));
     const std::string name = param(req);
+    if (auto st = check_name(NameKind::kPriorityClass, name); !st) return answer(res, error_reply(st.error()));
     if (auto n = fields->get("name")) {
       auto given = config::read_name(kBody, *n);
       if (!given) return answer(res, error_reply(given.error()));

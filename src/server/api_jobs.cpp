@@ -17,14 +17,6 @@ Render job_render(const std::string& name, int status = 200) {
   };
 }
 
-// Job names appear in URL paths and log file names: no '/' and no control characters.
-Status check_job_name(const std::string& name) {
-  for (unsigned char c : name)
-    if (c == '/' || c < 0x20 || c == 0x7f)
-      return Error::invalid("job name '" + name + "' contains '/' or a control character; use letters, digits, '-', '_' or '.'");
-  return ok_status();
-}
-
 std::string state_names() {
   std::string out;
   for (auto s : {JobState::kPending, JobState::kRunning, JobState::kSuspended, JobState::kSucceeded, JobState::kFailed,
@@ -40,7 +32,6 @@ void submit_route(Routes& http, Api& api) {
     if (!doc) return answer(res, error_reply(doc.error()));
     auto spec = parse_job_spec(*doc, api.catalog, kBody);
     if (!spec) return answer(res, error_reply(spec.error()));
-    if (auto st = check_job_name(spec->name); !st) return answer(res, error_reply(st.error()));
     run(api, res, [spec = std::move(*spec)](Txn& txn) -> Result<Render> {
       if (txn.state().removed_teams.count(spec.team))
         return Error::invalid("job " + spec.name + ": team '" + spec.team + "' was removed");
