@@ -92,7 +92,7 @@ int run_submit(Session& s, JobArgs& a) {
 }
 
 int run_jobs(Session& s, JobArgs& a) {
-  return s.show("jobs", s.api().get(client::with_query("/v1/jobs", {{"team", a.team}, {"state", a.state}})),
+  return s.show("jobs", client::get_all_pages(s.api(), "/v1/jobs", {{"team", a.team}, {"state", a.state}}),
                 [](const json& j) { return client::jobs_table(j, client::unix_now()); });
 }
 

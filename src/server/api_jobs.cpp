@@ -17,6 +17,20 @@ Render job_render(const std::string& name, int status = 200) {
   };
 }
 
+// GET /v1/jobs pages: jobs are listed in submission order (their index, which never changes), and the
+// continue token names the index of the next job to list. It is opaque to clients.
+constexpr int64_t kDefaultJobPage = 500;
+constexpr int64_t kMaxJobPage = 5000;
+
+std::string continue_token(size_t next) { return "j" + std::to_string(next); }
+
+Result<size_t> parse_continue(const std::string& token) {
+  if (token.empty()) return size_t{0};
+  if (token.size() < 2 || token.size() > 13 || token[0] != 'j' || token.find_first_not_of("0123456789", 1) != std::string::npos)
+    return Error::invalid("the continue token '" + printable(token, 40) + "' is not one this server gave; pass the one of the previous page");
+  return static_cast<size_t>(std::stoull(token.substr(1)));
+}
+
 std::string state_names() {
   std::string out;
   for (auto s : {JobState::kPending, JobState::kRunning, JobState::kSuspended, JobState::kSucceeded, JobState::kFailed,
@@ -51,17 +65,28 @@ void read_routes(Routes& http, Api& api) {
         return answer(res, error_reply(Error::invalid("unknown job state '" + req.get_param_value("state") + "'; states: " + state_names())));
     }
     std::string team = req.get_param_value("team");
-    run(api, res, [state, team](Txn& txn) -> Result<Render> {
+    auto limit = query_int(req, "limit", kDefaultJobPage, kMaxJobPage);
+    if (!limit) return answer(res, error_reply(limit.error()));
+    if (*limit == 0) return answer(res, error_reply(Error::invalid("query parameter limit must be 1.." + std::to_string(kMaxJobPage))));
+    auto from = parse_continue(req.get_param_value("continue"));
+    if (!from) return answer(res, error_reply(from.error()));
+    run(api, res, [state, team, limit = static_cast<size_t>(*limit), from = *from](Txn& txn) -> Result<Render> {
       const Team* t = nullptr;
       if (!team.empty() && !(t = txn.cluster().find_team(team))) return Error::not_found("no team named " + team);
+      if (from > txn.cluster().jobs.size()) return Error::invalid("the continue token is not one this server gave");
       const TeamId team_id = t ? t->id : TeamId{};
-      return Render([state, team_id](const ServerState& st) {
-        json out = json::array();
-        for (const Job& j : st.cluster.jobs) {
-          if (state && j.state != *state) continue;
-          if (team_id.valid() && j.team != team_id) continue;
-          out.push_back(view::job_json(st.cluster, j, /*with_history=*/false));
-        }
+      // One page is rendered per call, so a long listing does not hold the writer (and every submission
+      // waiting behind it) for the time it takes to render every job.
+      return Render([state, team_id, limit, from](const ServerState& st) {
+        const auto& jobs = st.cluster.jobs;
+        auto wanted = [&](const Job& j) { return (!state || j.state == *state) && (!team_id.valid() || j.team == team_id); };
+        json items = json::array();
+        size_t i = from;
+        for (; i < jobs.size() && items.size() < limit; ++i)
+          if (wanted(jobs[i])) items.push_back(view::job_json(st.cluster, jobs[i], /*with_history=*/false));
+        while (i < jobs.size() && !wanted(jobs[i])) ++i;  // no token when no further job would be listed
+        json out = {{"items", std::move(items)}};
+        if (i < jobs.size()) out["continue"] = continue_token(i);
         return json_reply(200, out);
       });
     });
