@@ -43,7 +43,6 @@ struct Bench {
     allot::server::ServerOptions o;
     o.listen = "127.0.0.1:0";
     o.data_dir = dir.string();
-    o.http_threads = 96;
     auto s = allot::server::Server::open(o);
     if (!s || !(*s)->start().ok()) {
       std::fprintf(stderr, "cannot start the server\n");

@@ -44,6 +44,7 @@ Result<std::vector<json>> read_jobs(const std::string& text, const std::string& 
     if (interop::is_k8s_manifest(doc)) {
       auto m = interop::job_from_manifest(doc, origin);
       if (!m) return m.error();
+      if (auto st = check_name(NameKind::kJob, m->spec.name); !st) return Error::invalid(origin + ": " + st.error().message);
       for (const auto& w : m->warnings) std::cerr << "allot submit: warning: " << origin << ": " << w << "\n";
       out.push_back(client::job_body(m->spec));
       continue;
@@ -63,7 +64,7 @@ Result<std::vector<json>> read_jobs(const std::string& text, const std::string& 
 }
 
 int run_submit(Session& s, JobArgs& a) {
-  auto text = client::read_input(a.file);
+  auto text = client::read_input(a.file, client::kMaxInputBytes);
   if (!text) return report("submit", text.error());
   auto jobs = read_jobs(*text, a.file == "-" ? "<stdin>" : a.file);
   if (!jobs) return report("submit", jobs.error());
@@ -91,7 +92,7 @@ int run_submit(Session& s, JobArgs& a) {
 }
 
 int run_jobs(Session& s, JobArgs& a) {
-  return s.show("jobs", s.api().get(client::with_query("/v1/jobs", {{"team", a.team}, {"state", a.state}})),
+  return s.show("jobs", client::get_all_pages(s.api(), "/v1/jobs", {{"team", a.team}, {"state", a.state}}),
                 [](const json& j) { return client::jobs_table(j, client::unix_now()); });
 }
 

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <iostream>
+#include <tuple>
 
 #include "cli/commands.h"
 #include "server/server.h"
@@ -17,6 +18,8 @@ namespace {
 struct ServerArgs {
   server::ServerOptions options;
   double heartbeat_timeout_s = 15;
+  double read_timeout_s = 30;
+  double write_timeout_s = 30;
   std::string master_ports = "29500-30499";
 };
 
@@ -26,6 +29,14 @@ int run_server(ServerArgs& a) {
     return 2;
   }
   a.options.heartbeat_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.heartbeat_timeout_s * 1000));
+  for (auto [flag, seconds, out] : {std::tuple{"--read-timeout", a.read_timeout_s, &a.options.read_timeout},
+                                    std::tuple{"--write-timeout", a.write_timeout_s, &a.options.write_timeout}}) {
+    if (!(seconds >= 0.1 && seconds <= 3600)) {
+      std::cerr << "allot server: " << flag << " must be 0.1..3600 seconds\n";
+      return 2;
+    }
+    *out = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  }
   auto dash = a.master_ports.find('-');
   try {
     a.options.master_port_min = std::stoi(a.master_ports.substr(0, dash));
@@ -80,7 +91,15 @@ void add_server_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--tls-key", args->options.tls_key, "The unencrypted PEM private key of --tls-cert");
   cmd->add_flag("--insecure", args->options.insecure,
                 "Allow plain HTTP on an address other machines reach (refused without it: tokens would travel in clear)");
-  cmd->add_option("--http-threads", args->options.http_threads, "Requests served at once")->capture_default_str();
+  cmd->add_option("--max-connections", args->options.max_connections,
+                  "Connections served at once, each on its own thread; more are answered 503")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{100000}));
+  cmd->add_option("--max-body-bytes", args->options.max_body_bytes, "Largest request body accepted (413 beyond)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+  cmd->add_option("--read-timeout", args->read_timeout_s, "Seconds a client has to send a whole request")->capture_default_str();
+  cmd->add_option("--write-timeout", args->write_timeout_s, "Seconds a client has to read a whole answer")->capture_default_str();
   cmd->callback([args, &ctx] { ctx.exit_code = run_server(*args); });
 }
 

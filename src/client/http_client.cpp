@@ -80,6 +80,22 @@ std::string with_query(std::string path, const std::map<std::string, std::string
   return path;
 }
 
+Result<nlohmann::json> get_all_pages(ApiClient& api, const std::string& path, std::map<std::string, std::string> query) {
+  nlohmann::json items = nlohmann::json::array();
+  for (;;) {
+    auto page = api.get(with_query(path, query));
+    if (!page) return page.error();
+    if (page->is_array()) return page;
+    if (!page->is_object() || !(*page)["items"].is_array())
+      return Error::internal("GET " + path + " answered neither a list nor a page {\"items\": [...]}");
+    for (auto& item : (*page)["items"]) items.push_back(std::move(item));
+    const std::string next = page->value("continue", "");
+    if (next.empty()) return items;
+    if (next == query["continue"]) return Error::internal("GET " + path + " answered the same continue token twice");
+    query["continue"] = next;
+  }
+}
+
 Error error_from_response(const Response& r) {
   std::string code, message;
   auto j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);

@@ -80,6 +80,11 @@ class ApiClient {
   std::string url_;
 };
 
+// Every page of a paged listing (GET /v1/jobs, docs/api.md) as one list: asks for `path` with `query`, then
+// again with each answer's `continue` token until an answer has none. A server from before paging answers
+// with a plain list, which is returned as it is.
+Result<nlohmann::json> get_all_pages(ApiClient& api, const std::string& path, std::map<std::string, std::string> query);
+
 // The Error for a non-2xx answer: the server's {"error": {"code", "message"}} when it sent one.
 Error error_from_response(const Response& r);
 

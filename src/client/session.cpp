@@ -39,13 +39,22 @@ int report(const std::string& command, const Error& e) {
   return exit_code_for(e);
 }
 
-Result<std::string> read_input(const std::string& path) {
-  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::invalid("cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+Result<std::string> read_input(const std::string& path, size_t max_bytes) {
+  std::ifstream file;
+  if (path != "-") {
+    file.open(path, std::ios::binary);
+    if (!file) return Error::invalid("cannot read " + path);
+  }
+  std::istream& in = path == "-" ? std::cin : file;
+  // One byte more than allowed tells a file at the limit from a longer one, without reading the rest.
+  std::string text(max_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return Error::invalid("cannot read " + path);
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > max_bytes)
+    return Error::invalid((path == "-" ? std::string("standard input") : path) + " is larger than " + std::to_string(max_bytes) +
+                          " bytes, the most a request to the server may carry; split it into several files");
+  return text;
 }
 
 int64_t unix_now() { return static_cast<int64_t>(std::time(nullptr)); }

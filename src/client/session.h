@@ -44,8 +44,10 @@ class Session {
 // "allot <command>: <message>" on stderr; returns the exit code for the error.
 int report(const std::string& command, const Error& e);
 
-// The text of a file, or of standard input for "-".
-Result<std::string> read_input(const std::string& path);
+// The text of a file, or of standard input for "-", of at most `max_bytes`: a longer input is an error
+// naming the limit, and no more than that is read.
+inline constexpr size_t kMaxInputBytes = 1 << 20;  // the server's default request body limit
+Result<std::string> read_input(const std::string& path, size_t max_bytes = kMaxInputBytes);
 
 // Unix time now, for ages in tables.
 int64_t unix_now();

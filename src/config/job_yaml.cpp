@@ -1,4 +1,5 @@
 // Job specs: a scenario `submit` entry, which is also what `allot submit` reads.
+#include <map>
 #include <set>
 
 #include "config/spec_yaml.h"
@@ -94,23 +95,66 @@ Result<std::vector<PodSetSpec>> read_pod_sets(const YamlContext& ctx, const Val&
   return out;
 }
 
+Status check_no_nul(const YamlContext& ctx, const Val& v, const std::string& s) {
+  if (s.find('\0') == std::string::npos) return ok_status();
+  return fail(ctx, v, name_of(v) + " holds a NUL byte", "arguments and environment values are C strings");
+}
+
 Result<std::vector<std::string>> read_command(const YamlContext& ctx, const Val& v) {
   // A string is a shell command line, as people type it; a list is the exact argv, with no shell in between.
+  std::vector<std::string> argv;
   if (v.node.IsScalar()) {
     auto s = read_name(ctx, v);
     if (!s) return s.error();
-    return std::vector<std::string>{"/bin/sh", "-c", *s};
+    if (auto st = check_no_nul(ctx, v, *s); !st) return st.error();
+    argv = {"/bin/sh", "-c", *s};
+  } else {
+    auto items = list_items(ctx, v);
+    if (!items) return items.error();
+    if (items->empty()) return fail(ctx, v, name_of(v) + " is empty", "give a command line or a list of arguments");
+    if (items->size() > kMaxCommandArgs)
+      return fail(ctx, v, name_of(v) + " has " + std::to_string(items->size()) + " arguments",
+                  "at most " + std::to_string(kMaxCommandArgs));
+    for (const Val& item : *items) {
+      auto a = read_text(ctx, item);
+      if (!a) return a.error();
+      if (auto st = check_no_nul(ctx, item, *a); !st) return st.error();
+      argv.push_back(*a);
+    }
   }
-  auto items = list_items(ctx, v);
-  if (!items) return items.error();
-  if (items->empty()) return fail(ctx, v, name_of(v) + " is empty", "give a command line or a list of arguments");
-  std::vector<std::string> argv;
-  for (const Val& item : *items) {
-    auto a = read_text(ctx, item);
-    if (!a) return a.error();
-    argv.push_back(*a);
-  }
+  size_t bytes = 0;
+  for (const auto& a : argv) bytes += a.size() + 1;
+  if (bytes > kMaxCommandBytes)
+    return fail(ctx, v, name_of(v) + " is " + std::to_string(bytes) + " bytes long",
+                "at most " + std::to_string(kMaxCommandBytes) + " bytes in all (put long inputs in a file the command reads)");
   return argv;
+}
+
+bool env_name_ok(const std::string& n) {
+  if (n.empty() || (n[0] >= '0' && n[0] <= '9')) return false;
+  for (char c : n)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+      return false;
+  return true;
+}
+
+Result<std::map<std::string, std::string>> read_env(const YamlContext& ctx, const Val& v) {
+  auto env = read_string_map(ctx, v);
+  if (!env) return env.error();
+  if (env->size() > kMaxEnvEntries)
+    return fail(ctx, v, name_of(v) + " has " + std::to_string(env->size()) + " variables", "at most " + std::to_string(kMaxEnvEntries));
+  size_t bytes = 0;
+  for (const auto& [name, value] : *env) {
+    if (!env_name_ok(name))
+      return fail(ctx, v, name_of(v) + " has the variable name '" + printable(name) + "'",
+                  "names are letters, digits, '_', '-' and '.', not beginning with a digit");
+    if (auto st = check_no_nul(ctx, v, value); !st) return st.error();
+    bytes += name.size() + value.size() + 2;
+  }
+  if (bytes > kMaxEnvBytes)
+    return fail(ctx, v, name_of(v) + " is " + std::to_string(bytes) + " bytes long",
+                "at most " + std::to_string(kMaxEnvBytes) + " bytes of NAME=value in all");
+  return env;
 }
 
 Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
@@ -118,14 +162,16 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
                                  "duration", "max_retries", "checkpoint_interval", "command", "env"});
   if (!f) return f.error();
   JobSpec job;
-  for (auto [key, field] : {std::pair{"name", &job.name}, {"team", &job.team}}) {
-    auto val = f->need(ctx, key);
-    if (!val) return val.error();
-    auto s = read_name(ctx, *val);
-    if (!s) return s.error();
-    *field = *s;
-  }
-  if (job.name.size() > 253) return fail(ctx, *f->get("name"), "the job name is longer than 253 characters", "use a shorter name");
+  auto name_val = f->need(ctx, "name");
+  if (!name_val) return name_val.error();
+  auto name = read_object_name(ctx, *name_val, NameKind::kJob);
+  if (!name) return name.error();
+  job.name = *name;
+  auto team_val = f->need(ctx, "team");
+  if (!team_val) return team_val.error();
+  auto team = read_name(ctx, *team_val);  // a reference: an unknown team is reported when the job is submitted
+  if (!team) return team.error();
+  job.team = *team;
   if (auto p = f->get("priority")) {
     auto s = read_name(ctx, *p);
     if (!s) return s.error();
@@ -165,7 +211,7 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     job.command = std::move(*argv);
   }
   if (auto e = f->get("env")) {
-    auto env = read_string_map(ctx, *e);
+    auto env = read_env(ctx, *e);
     if (!env) return env.error();
     job.env = std::move(*env);
   }

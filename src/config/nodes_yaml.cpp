@@ -21,6 +21,8 @@ Status read_node_entry(const YamlContext& ctx, const Val& v, const Catalog& cata
   if (!name_val) return name_val.error();
   auto names = read_hostlist(ctx, *name_val);
   if (!names) return names.error();
+  for (const auto& n : *names)
+    if (auto st = check_object_name(ctx, *name_val, NameKind::kNode, n); !st) return st;
   auto type_val = f->need(ctx, "instance_type");
   if (!type_val) return type_val.error();
   auto type = read_instance_type(ctx, *type_val, catalog);

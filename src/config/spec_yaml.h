@@ -24,6 +24,12 @@ inline constexpr int64_t kMaxVcpus = 100'000'000;
 inline constexpr int64_t kMaxMemoryGib = 1'000'000'000;
 inline constexpr int64_t kMaxSeconds = 10'000'000'000;  // about 317 years
 inline constexpr int64_t kMaxJobReplicas = 100'000;
+// A job's command and environment reach execve(2), which refuses a single string over 128 KiB
+// (MAX_ARG_STRLEN) and all of them together over ARG_MAX; these bounds keep well inside both.
+inline constexpr size_t kMaxCommandArgs = 4096;
+inline constexpr size_t kMaxCommandBytes = 128 * 1024;  // the arguments' bytes, one more for each terminator
+inline constexpr size_t kMaxEnvEntries = 1024;
+inline constexpr size_t kMaxEnvBytes = 128 * 1024;  // "NAME=value" and its terminator, summed
 
 // --- nodes -------------------------------------------------------------------------------------------------
 
@@ -64,7 +70,9 @@ Result<std::vector<TeamSpec>> parse_teams(const YAML::Node& list, const Catalog&
 // A scenario `submit` entry (the `allot submit` job spec): {name, team, priority, replicas, instance_type,
 // per_replica, topology, duration, max_retries, checkpoint_interval, command, env}, or `pod_sets: [{name,
 // replicas, instance_type, per_replica, topology}]` instead of the single inline pod set (named "main").
-// A string `command` runs through /bin/sh -c; a list is the argv itself.
+// A string `command` runs through /bin/sh -c; a list is the argv itself. Commands and environments are
+// bounded (kMaxCommand*, kMaxEnv*); arguments and values cannot hold a NUL byte, and environment names are
+// letters, digits, '_', '-' and '.', not beginning with a digit (as Kubernetes has them).
 Result<JobSpec> parse_job_spec(const YAML::Node& node, const Catalog& catalog, const YamlContext& ctx);
 
 // --- amounts ------------------------------------------------------------------------------------------------

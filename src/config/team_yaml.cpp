@@ -18,7 +18,7 @@ Result<std::vector<PriorityClassSpec>> read_priority_classes(const YamlContext& 
     if (!f) return f.error();
     auto name_val = f->need(ctx, "name");
     if (!name_val) return name_val.error();
-    auto name = read_name(ctx, *name_val);
+    auto name = read_object_name(ctx, *name_val, NameKind::kPriorityClass);
     if (!name) return name.error();
     auto [pos, fresh] = first_line.emplace(*name, item.line);
     if (!fresh)
@@ -121,7 +121,7 @@ Result<TeamSpec> read_team(const YamlContext& ctx, const Val& v, const Catalog& 
   TeamSpec team;
   auto name_val = f->need(ctx, "name");
   if (!name_val) return name_val.error();
-  auto name = read_name(ctx, *name_val);
+  auto name = read_object_name(ctx, *name_val, NameKind::kTeam);
   if (!name) return name.error();
   team.name = *name;
   if (auto w = f->get("fair_share_weight")) {

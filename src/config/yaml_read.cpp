@@ -227,6 +227,22 @@ Result<std::string> read_name(const YamlContext& ctx, const Val& v) {
   return s;
 }
 
+Status check_object_name(const YamlContext& ctx, const Val& v, NameKind kind, const std::string& name) {
+  auto st = check_name(kind, name);
+  if (st) return st;
+  // check_name's message is "<what is wrong>; <the rule>", which fail() puts together again after the place.
+  const std::string& m = st.error().message;
+  const size_t semi = m.find("; ");
+  return fail(ctx, v, name_of(v) + ": " + m.substr(0, semi), semi == std::string::npos ? "" : m.substr(semi + 2));
+}
+
+Result<std::string> read_object_name(const YamlContext& ctx, const Val& v, NameKind kind) {
+  auto s = read_text(ctx, v);
+  if (!s) return s.error();
+  if (auto st = check_object_name(ctx, v, kind, *s); !st) return st.error();
+  return s;
+}
+
 Result<int64_t> read_int(const YamlContext& ctx, const Val& v, int64_t lo, int64_t hi) {
   const std::string allowed = "allowed: an integer " + std::to_string(lo) + ".." + std::to_string(hi);
   if (!is_plain_scalar(v.node)) return fail(ctx, v, name_of(v) + " is " + describe(v.node) + ", not an integer", allowed);

@@ -16,6 +16,7 @@
 
 #include "core/catalog.h"
 #include "core/result.h"
+#include "core/spec.h"
 
 namespace allot {
 
@@ -80,6 +81,10 @@ Result<std::vector<Entry>> map_entries(const YamlContext& ctx, const Val& v);
 // Scalars. Numbers must be plain (unquoted) scalars: `replicas: "2"` is a string, so it is rejected.
 Result<std::string> read_text(const YamlContext& ctx, const Val& v);  // any scalar, may be empty
 Result<std::string> read_name(const YamlContext& ctx, const Val& v);  // a non-empty scalar
+// The name of a team, job, node or priority class, checked against the naming rule (core/spec.h).
+Result<std::string> read_object_name(const YamlContext& ctx, const Val& v, NameKind kind);
+// Checks a name read from `v` (or expanded from a host list there) against the naming rule.
+Status check_object_name(const YamlContext& ctx, const Val& v, NameKind kind, const std::string& name);
 Result<int64_t> read_int(const YamlContext& ctx, const Val& v, int64_t lo, int64_t hi);
 Result<bool> read_bool(const YamlContext& ctx, const Val& v);
 // A decimal number >= 0 and <= max_units, returned in units / `scale` (vCPU -> milli: scale 1000). With

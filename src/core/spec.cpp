@@ -1,6 +1,81 @@
 #include "core/spec.h"
 
+#include <algorithm>
+
 namespace allot {
+namespace {
+
+bool lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+// Why `label` is not a DNS label (up to `max` characters), or an empty text.
+std::string label_problem(std::string_view label, size_t max) {
+  if (label.empty()) return "has an empty part (between two dots, or at an end)";
+  if (label.size() > max) return "has a part longer than " + std::to_string(max) + " characters";
+  for (char c : label)
+    if (!lower_alnum(c) && c != '-') {
+      if (c >= 'A' && c <= 'Z') return "has the upper-case letter '" + std::string(1, c) + "'";
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7f) return "has a control character";
+      if (u >= 0x80) return "has a character beyond ASCII";
+      return "has the character '" + std::string(1, c) + "'";
+    }
+  if (!lower_alnum(label.front()) || !lower_alnum(label.back())) return "does not begin and end with a letter or digit";
+  return "";
+}
+
+}  // namespace
+
+const char* name_kind_word(NameKind kind) {
+  switch (kind) {
+    case NameKind::kTeam: return "team";
+    case NameKind::kJob: return "job";
+    case NameKind::kNode: return "node";
+    case NameKind::kPriorityClass: return "priority class";
+  }
+  return "?";
+}
+
+std::string printable(std::string_view text, size_t max) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+  }
+  if (text.size() > max) out += "...";
+  return out;
+}
+
+Status check_name(NameKind kind, std::string_view name) {
+  const bool label = kind == NameKind::kTeam;
+  const size_t max = label ? kMaxLabelName : kMaxSubdomainName;
+  std::string problem;
+  if (name.empty()) {
+    problem = "is empty";
+  } else if (name.size() > max) {
+    problem = "is " + std::to_string(name.size()) + " characters long";
+  } else if (label) {
+    problem = label_problem(name, max);
+  } else {
+    for (size_t start = 0; problem.empty() && start <= name.size();) {
+      const size_t dot = std::min(name.find('.', start), name.size());
+      problem = label_problem(name.substr(start, dot - start), kMaxSubdomainName);
+      start = dot + 1;
+    }
+  }
+  if (problem.empty()) return ok_status();
+  const std::string rule = label ? "at most 63 lowercase letters, digits and '-', beginning and ending with a letter or digit"
+                                 : "at most 253 characters: lowercase letters, digits, '-' and '.', each part between dots "
+                                   "beginning and ending with a letter or digit";
+  return Error::invalid(std::string(name_kind_word(kind)) + " name '" + printable(name) + "' " + problem + "; a " +
+                        name_kind_word(kind) + " name is " + rule + " (as Kubernetes names are)");
+}
 
 const char* sharing_strategy_name(SharingStrategy s) {
   switch (s) {

@@ -5,9 +5,30 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/result.h"
+
 namespace allot {
+
+// Names of what users create appear in URL paths, log file names, tables and Kubernetes objects, so they
+// follow Kubernetes' rules for object names (RFC 1123):
+//   team            a DNS label: 1..63 characters of lowercase letters, digits and '-', beginning and ending
+//                   with a letter or digit (Kubernetes namespaces, which teams map to, are labels);
+//   job, node,      a DNS subdomain: 1..253 characters, DNS labels joined by '.' (as Kubernetes Job,
+//   priority class  Node and PriorityClass names are).
+// So a name has no upper case, space, '/', '_', control or bidirectional-formatting character, and nothing
+// beyond ASCII. The scenario readers (src/config), the server and the CLI check names here; names that come
+// from traces (sim replay) and names already in a journal are not checked.
+enum class NameKind { kTeam, kJob, kNode, kPriorityClass };
+const char* name_kind_word(NameKind kind);  // "team", "job", "node", "priority class"
+inline constexpr size_t kMaxLabelName = 63;
+inline constexpr size_t kMaxSubdomainName = 253;
+// An error naming the kind, the name (with unprintable bytes escaped) and the rule, or ok.
+Status check_name(NameKind kind, std::string_view name);
+// `text` as it can be shown in a message: bytes outside printable ASCII as \xNN, cut after `max` bytes.
+std::string printable(std::string_view text, size_t max = 80);
 
 using Time = int64_t;  // seconds; virtual in the simulator, wall-clock in the server
 

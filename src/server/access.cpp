@@ -67,7 +67,7 @@ Error denied(const auth::Caller& who, const std::string& what, const std::string
   return Error::denied(what + " needs " + needed + "; this request carries " + describe(who));
 }
 
-void route(httplib::Server& http, Api& api, const std::string& method, const std::string& pattern, Access access,
+void route(Routes& http, Api& api, const std::string& method, const std::string& pattern, Access access,
            Handler handler) {
   auto wrapped = guarded([&api, access, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
     if (access == Access::kPublic) return handler(auth::Caller{}, req, res);

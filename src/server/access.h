@@ -18,6 +18,7 @@
 
 #include "auth/caller.h"
 #include "server/reply.h"
+#include "server/routes.h"
 
 namespace allot::server {
 
@@ -29,7 +30,7 @@ using Handler = std::function<void(const auth::Caller&, const httplib::Request&,
 
 // Registers `handler` for `method` ("GET", "POST", "PUT", "DELETE") and `pattern` behind the checks above.
 // Refusals of requests that ask for a change are written to the audit trail.
-void route(httplib::Server& http, Api& api, const std::string& method, const std::string& pattern, Access access,
+void route(Routes& http, Api& api, const std::string& method, const std::string& pattern, Access access,
            Handler handler);
 
 // The refusal for a caller whose token does not allow `what` ("submit jobs of team a"), naming what would.

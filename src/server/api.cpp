@@ -1,6 +1,8 @@
 #include "server/api.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "config/yaml_read.h"
 
@@ -50,6 +52,74 @@ size_t invalid_utf8(const std::string& s) {
   return std::string::npos;
 }
 
+bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
+
+// Whether `s` holds a \u escape of a UTF-16 surrogate (\uD800..\uDFFF).
+bool has_surrogate_escape(const std::string& s) {
+  for (size_t i = s.find("\\u"); i != std::string::npos && i + 3 < s.size(); i = s.find("\\u", i + 2))
+    if ((s[i + 2] == 'd' || s[i + 2] == 'D') && is_hex(s[i + 3]) && std::strchr("89abcdefABCDEF", s[i + 3]) != nullptr) return true;
+  return false;
+}
+
+uint32_t hex4(const std::string& s, size_t at) { return static_cast<uint32_t>(std::stoul(s.substr(at, 4), nullptr, 16)); }
+
+void append_utf8(std::string& out, uint32_t cp) {  // cp is U+10000..U+10FFFF here
+  out += static_cast<char>(0xf0 | (cp >> 18));
+  out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+  out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+  out += static_cast<char>(0x80 | (cp & 0x3f));
+}
+
+// JSON writes a character above U+FFFF as two \u escapes, a UTF-16 surrogate pair ("\ud83d\ude00" for
+// U+1F600), and yaml-cpp refuses each half as invalid unicode. In a text nlohmann has accepted as JSON (so
+// every high surrogate escape is followed by a low one), each pair inside a string becomes the character's
+// UTF-8 bytes, which YAML takes as they are; the rest is kept byte for byte, so lines stay where they were.
+std::string join_surrogate_pairs(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  bool in_string = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (!in_string || c != '\\') {
+      if (c == '"') in_string = !in_string;
+      out += c;
+      continue;
+    }
+    if (s[i + 1] != 'u') {  // a two-character escape such as \" or \\ (valid JSON: never the last byte)
+      out.append(s, i, 2);
+      ++i;
+      continue;
+    }
+    const uint32_t hi = hex4(s, i + 2);
+    if (hi < 0xd800 || hi > 0xdbff) {
+      out.append(s, i, 6);
+      i += 5;
+      continue;
+    }
+    const uint32_t lo = hex4(s, i + 8);  // s[i + 6..7] is the next escape's "\u"
+    append_utf8(out, 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00));
+    i += 11;
+  }
+  return out;
+}
+
+// The body text for yaml-cpp: as sent, or with JSON surrogate pairs joined. A lone surrogate in JSON is an
+// error that says so; in a body that is not JSON at all, yaml-cpp reports the escape.
+Result<std::string> yaml_text(const std::string& body) {
+  if (!has_surrogate_escape(body)) return body;
+  try {
+    const auto parsed = nlohmann::json::parse(body);  // only to check it, with nlohmann's surrogate handling
+    (void)parsed;
+  } catch (const nlohmann::json::parse_error& e) {
+    if (std::string(e.what()).find("surrogate") == std::string::npos) return body;
+    const auto line = 1 + std::count(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(std::min(e.byte, body.size())), '\n');
+    return Error::invalid("request body:" + std::to_string(line) +
+                          ": a \\u escape is half of a UTF-16 surrogate pair without its other half; write a character "
+                          "above U+FFFF as a pair (\\ud83d\\ude00 for U+1F600) or as UTF-8");
+  }
+  return join_surrogate_pairs(body);
+}
+
 }  // namespace
 
 Result<YAML::Node> yaml_body(const httplib::Request& req) {
@@ -57,15 +127,24 @@ Result<YAML::Node> yaml_body(const httplib::Request& req) {
     return Error::invalid("the request body is empty; send the object as JSON or YAML");
   if (size_t at = invalid_utf8(req.body); at != std::string::npos)
     return Error::invalid("the request body is not valid UTF-8 (at byte " + std::to_string(at) + ")");
-  auto doc = load_yaml(req.body, YamlContext{"request body", "", 0});
+  auto text = yaml_text(req.body);
+  if (!text) return text.error();
+  auto doc = load_yaml(*text, YamlContext{"request body", "", 0});
   if (!doc) return doc.error();
   if (!doc->IsMap()) return Error::invalid("request body: expected a mapping (a JSON object), got " + config::describe(*doc));
   return doc;
 }
 
 Result<nlohmann::json> json_body(const httplib::Request& req) {
-  auto j = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Error::invalid("request body is not valid JSON");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(req.body);
+  } catch (const nlohmann::json::exception& e) {
+    // what() reads "[json.exception.parse_error.101] parse error at line 1, column 9: ..."
+    std::string what = e.what();
+    if (auto close = what.find("] "); close != std::string::npos) what = what.substr(close + 2);
+    return Error::invalid("request body is not valid JSON: " + what);
+  }
   if (!j.is_object()) return Error::invalid("request body: expected a JSON object");
   return j;
 }

@@ -15,6 +15,7 @@
 #include "server/event_log.h"
 #include "server/log_store.h"
 #include "server/options.h"
+#include "server/routes.h"
 #include "server/writer.h"
 
 namespace allot::server {
@@ -55,12 +56,12 @@ void refuse(Api& api, const auth::Caller& who, const httplib::Request& req, http
 // Runs a command on the writer in the caller's name and answers with what it renders, or with its error.
 void run(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, Command cmd);
 
-// The route groups, one file each.
-void add_config_routes(httplib::Server& http, Api& api);  // policy, priority classes, teams, apply
-void add_job_routes(httplib::Server& http, Api& api);     // jobs, cancel, logs
-void add_node_routes(httplib::Server& http, Api& api);    // nodes, cordon, drain, health, topology
-void add_agent_routes(httplib::Server& http, Api& api);   // register, heartbeat, logs
-void add_watch_routes(httplib::Server& http, Api& api);   // health, events, metrics
-void add_token_routes(httplib::Server& http, Api& api);   // tokens, audit
+// The route groups, one file each. Routes reads request bodies with the size limit (routes.h).
+void add_config_routes(Routes& http, Api& api);  // policy, priority classes, teams, apply
+void add_job_routes(Routes& http, Api& api);     // jobs, cancel, logs
+void add_node_routes(Routes& http, Api& api);    // nodes, cordon, drain, health, topology
+void add_agent_routes(Routes& http, Api& api);   // register, heartbeat, logs
+void add_watch_routes(Routes& http, Api& api);   // health, events, metrics
+void add_token_routes(Routes& http, Api& api);   // tokens, audit
 
 }  // namespace allot::server

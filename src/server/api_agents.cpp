@@ -10,11 +10,9 @@ namespace {
 using nlohmann::json;
 
 Status check_node_name(const std::string& name) {
-  if (name.empty() || name.size() > 253) return Error::invalid("register: name must be 1..253 characters");
-  for (unsigned char c : name)
-    if (c == '/' || c <= 0x20 || c == 0x7f)
-      return Error::invalid("register: node name '" + name + "' contains '/', a space or a control character");
-  return ok_status();
+  auto st = check_name(NameKind::kNode, name);
+  if (!st) return Error::invalid("register: " + st.error().message);
+  return st;
 }
 
 Result<std::map<std::string, std::string>> read_labels(const json& body) {
@@ -144,7 +142,7 @@ Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::stri
 
 }  // namespace
 
-void add_agent_routes(httplib::Server& http, Api& api) {
+void add_agent_routes(Routes& http, Api& api) {
   route(http, api, "POST", "/v1/agents/register", Access::kRegister, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto body = json_body(req);

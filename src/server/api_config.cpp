@@ -45,7 +45,7 @@ Status check_teams(const Catalog& catalog, const std::vector<TeamSpec>& teams) {
   return ok_status();
 }
 
-void policy_routes(httplib::Server& http, Api& api) {
+void policy_routes(Routes& http, Api& api) {
   route(http, api, "GET", "/v1/policy", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     run(api, who, req, res, [](Txn&) -> Result<Render> { return policy_render(); });
   });
@@ -73,6 +73,7 @@ void policy_routes(httplib::Server& http, Api& api) {
     auto fields = config::Fields::open(kBody, config::root(*doc, kBody), {"name", "weight"});
     if (!fields) return answer(res, error_reply(fields.error()));
     const std::string name = param(req);
+    if (auto st = check_name(NameKind::kPriorityClass, name); !st) return answer(res, error_reply(st.error()));
     if (auto n = fields->get("name")) {
       auto given = config::read_name(kBody, *n);
       if (!given) return answer(res, error_reply(given.error()));
@@ -109,7 +110,7 @@ void policy_routes(httplib::Server& http, Api& api) {
   });
 }
 
-void team_routes(httplib::Server& http, Api& api) {
+void team_routes(Routes& http, Api& api) {
   route(http, api, "GET", "/v1/teams", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     run(api, who, req, res, [](Txn&) -> Result<Render> {
       return Render([](const ServerState& st) { return json_reply(200, teams_json(st)); });
@@ -145,7 +146,7 @@ void team_routes(httplib::Server& http, Api& api) {
 }
 
 // POST /v1/apply: a scenario file's policy and teams sections, all or nothing.
-void apply_route(httplib::Server& http, Api& api) {
+void apply_route(Routes& http, Api& api) {
   route(http, api, "POST", "/v1/apply", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
@@ -192,7 +193,7 @@ void apply_route(httplib::Server& http, Api& api) {
 
 }  // namespace
 
-void add_config_routes(httplib::Server& http, Api& api) {
+void add_config_routes(Routes& http, Api& api) {
   policy_routes(http, api);
   team_routes(http, api);
   apply_route(http, api);

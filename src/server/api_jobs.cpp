@@ -17,12 +17,18 @@ Render job_render(const std::string& name, int status = 200) {
   };
 }
 
-// Job names appear in URL paths and log file names: no '/' and no control characters.
-Status check_job_name(const std::string& name) {
-  for (unsigned char c : name)
-    if (c == '/' || c < 0x20 || c == 0x7f)
-      return Error::invalid("job name '" + name + "' contains '/' or a control character; use letters, digits, '-', '_' or '.'");
-  return ok_status();
+// GET /v1/jobs pages: jobs are listed in submission order (their index, which never changes), and the
+// continue token names the index of the next job to list. It is opaque to clients.
+constexpr int64_t kDefaultJobPage = 500;
+constexpr int64_t kMaxJobPage = 5000;
+
+std::string continue_token(size_t next) { return "j" + std::to_string(next); }
+
+Result<size_t> parse_continue(const std::string& token) {
+  if (token.empty()) return size_t{0};
+  if (token.size() < 2 || token.size() > 13 || token[0] != 'j' || token.find_first_not_of("0123456789", 1) != std::string::npos)
+    return Error::invalid("the continue token '" + printable(token, 40) + "' is not one this server gave; pass the one of the previous page");
+  return static_cast<size_t>(std::stoull(token.substr(1)));
 }
 
 std::string state_names() {
@@ -33,14 +39,13 @@ std::string state_names() {
   return out;
 }
 
-void submit_route(httplib::Server& http, Api& api) {
+void submit_route(Routes& http, Api& api) {
   route(http, api, "POST", "/v1/jobs", Access::kMember, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
     if (!doc) return answer(res, error_reply(doc.error()));
     auto spec = parse_job_spec(*doc, api.catalog, kBody);
     if (!spec) return answer(res, error_reply(spec.error()));
-    if (auto st = check_job_name(spec->name); !st) return answer(res, error_reply(st.error()));
     if (!who.acts_for_team(spec->team))
       return refuse(api, who, req, res,
                     denied(who, "submitting a job of team " + spec->team, "an admin token or a member token of team " + spec->team));
@@ -54,7 +59,7 @@ void submit_route(httplib::Server& http, Api& api) {
   });
 }
 
-void read_routes(httplib::Server& http, Api& api) {
+void read_routes(Routes& http, Api& api) {
   route(http, api, "GET", "/v1/jobs", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     std::optional<JobState> state;
     if (req.has_param("state")) {
@@ -67,18 +72,31 @@ void read_routes(httplib::Server& http, Api& api) {
     if (who.role == auth::Role::kMember && !team.empty() && !who.in_team(team))
       return answer(res, error_reply(denied(who, "listing the jobs of team " + team, "an admin or viewer token, or a member token of team " + team)));
     const bool own_teams_only = who.role == auth::Role::kMember;
-    run(api, who, req, res, [state, team, who, own_teams_only](Txn& txn) -> Result<Render> {
+    auto limit = query_int(req, "limit", kDefaultJobPage, kMaxJobPage);
+    if (!limit) return answer(res, error_reply(limit.error()));
+    if (*limit == 0) return answer(res, error_reply(Error::invalid("query parameter limit must be 1.." + std::to_string(kMaxJobPage))));
+    auto from = parse_continue(req.get_param_value("continue"));
+    if (!from) return answer(res, error_reply(from.error()));
+    run(api, who, req, res, [state, team, limit = static_cast<size_t>(*limit), from = *from, who, own_teams_only](Txn& txn) -> Result<Render> {
       const Team* t = nullptr;
       if (!team.empty() && !(t = txn.cluster().find_team(team))) return Error::not_found("no team named " + team);
+      if (from > txn.cluster().jobs.size()) return Error::invalid("the continue token is not one this server gave");
       const TeamId team_id = t ? t->id : TeamId{};
-      return Render([state, team_id, who, own_teams_only](const ServerState& st) {
-        json out = json::array();
-        for (const Job& j : st.cluster.jobs) {
-          if (state && j.state != *state) continue;
-          if (team_id.valid() && j.team != team_id) continue;
-          if (own_teams_only && !who.in_team(st.cluster.teams[j.team.index()].spec.name)) continue;
-          out.push_back(view::job_json(st.cluster, j, /*with_history=*/false));
-        }
+      // One page is rendered per call, so a long listing does not hold the writer (and every submission
+      // waiting behind it) for the time it takes to render every job.
+      return Render([state, team_id, limit, from, who, own_teams_only](const ServerState& st) {
+        const auto& jobs = st.cluster.jobs;
+        auto wanted = [&](const Job& j) {
+          return (!state || j.state == *state) && (!team_id.valid() || j.team == team_id) &&
+                 (!own_teams_only || who.in_team(st.cluster.teams[j.team.index()].spec.name));
+        };
+        json items = json::array();
+        size_t i = from;
+        for (; i < jobs.size() && items.size() < limit; ++i)
+          if (wanted(jobs[i])) items.push_back(view::job_json(st.cluster, jobs[i], /*with_history=*/false));
+        while (i < jobs.size() && !wanted(jobs[i])) ++i;  // no token when no further job would be listed
+        json out = {{"items", std::move(items)}};
+        if (i < jobs.size()) out["continue"] = continue_token(i);
         return json_reply(200, out);
       });
     });
@@ -133,7 +151,7 @@ void read_routes(httplib::Server& http, Api& api) {
 
 }  // namespace
 
-void add_job_routes(httplib::Server& http, Api& api) {
+void add_job_routes(Routes& http, Api& api) {
   submit_route(http, api);
   read_routes(http, api);
 }

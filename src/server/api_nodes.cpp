@@ -23,7 +23,7 @@ Render node_render(const std::string& name, int status = 200) {
 Error no_node(const std::string& name) { return Error::not_found("no node named " + name + " in the cluster"); }
 
 // POST /v1/nodes/{name}/{action} for the actions that take no body.
-void action_route(httplib::Server& http, Api& api, const std::string& action, std::function<store::Op(const std::string&)> op) {
+void action_route(Routes& http, Api& api, const std::string& action, std::function<store::Op(const std::string&)> op) {
   route(http, api, "POST", R"(/v1/nodes/([^/]+)/)" + action, Access::kAdmin, [&api, op](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     run(api, who, req, res, [name = param(req), op](Txn& txn) -> Result<Render> {
       if (!txn.cluster().find_node(name)) return no_node(name);
@@ -34,7 +34,7 @@ void action_route(httplib::Server& http, Api& api, const std::string& action, st
   });
 }
 
-void read_routes(httplib::Server& http, Api& api) {
+void read_routes(Routes& http, Api& api) {
   route(http, api, "GET", "/v1/nodes", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     run(api, who, req, res, [](Txn&) -> Result<Render> {
       return Render([](const ServerState& st) {
@@ -61,7 +61,7 @@ void read_routes(httplib::Server& http, Api& api) {
   });
 }
 
-void change_routes(httplib::Server& http, Api& api) {
+void change_routes(Routes& http, Api& api) {
   // Nodes without an agent (a static inventory, a dry run): the scenario format's cluster.nodes list.
   route(http, api, "POST", "/v1/nodes", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
@@ -119,7 +119,7 @@ void change_routes(httplib::Server& http, Api& api) {
 
 }  // namespace
 
-void add_node_routes(httplib::Server& http, Api& api) {
+void add_node_routes(Routes& http, Api& api) {
   read_routes(http, api);
   change_routes(http, api);
 }

@@ -64,7 +64,7 @@ size_t live_admins(const ServerState& st, int64_t now_s) {
   return n;
 }
 
-void token_routes(httplib::Server& http, Api& api) {
+void token_routes(Routes& http, Api& api) {
   route(http, api, "POST", "/v1/tokens", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto body = json_body(req);
@@ -128,7 +128,7 @@ bool about_team(const ServerState& st, const AuditEntry& e, const std::string& t
   return j && st.cluster.teams[j->team.index()].spec.name == team;
 }
 
-void audit_route(httplib::Server& http, Api& api) {
+void audit_route(Routes& http, Api& api) {
   route(http, api, "GET", "/v1/audit", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     auto since = query_int(req, "since", 0, int64_t{1} << 40);
     if (!since) return answer(res, error_reply(since.error()));
@@ -162,7 +162,7 @@ void audit_route(httplib::Server& http, Api& api) {
 
 }  // namespace
 
-void add_token_routes(httplib::Server& http, Api& api) {
+void add_token_routes(Routes& http, Api& api) {
   token_routes(http, api);
   audit_route(http, api);
 }

@@ -5,7 +5,7 @@
 
 namespace allot::server {
 
-void add_watch_routes(httplib::Server& http, Api& api) {
+void add_watch_routes(Routes& http, Api& api) {
   route(http, api, "GET", "/v1/health", Access::kPublic, [](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     answer(res, json_reply(200, {{"ok", true}, {"version", kVersion}}));
   });

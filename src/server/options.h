@@ -32,12 +32,19 @@ struct ServerOptions {
   // range size are started between two of them.
   int master_port_min = 29500;
   int master_port_max = 30499;
-  size_t max_body_bytes = 1 << 20;          // larger request bodies get 413
+  size_t max_body_bytes = 1 << 20;          // larger request bodies get 413, whatever their framing
   size_t log_bytes_per_replica = 1 << 20;   // the last this many bytes of each replica's log are kept
   size_t max_batch = 4096;                  // commands applied and journaled in one transaction at most
   std::chrono::milliseconds tick{100};      // how often the idle loop looks at timeouts and wakeups
   std::chrono::milliseconds request_timeout{30000};  // a request not answered by then gets 503
-  int http_threads = 64;                    // concurrent requests (each waits for its batch)
+  // Slow clients (http_server.h): a request must have arrived within read_timeout of its first byte and an
+  // answer been written within write_timeout, or the connection is dropped; an idle keep-alive connection
+  // is closed after keep_alive_timeout. At most max_connections are served at once, each on its own thread
+  // (a request waiting for its batch holds one); one more is answered 503 at once.
+  std::chrono::milliseconds read_timeout{30000};
+  std::chrono::milliseconds write_timeout{30000};
+  std::chrono::milliseconds keep_alive_timeout{5000};
+  size_t max_connections = 512;
   size_t event_ring = 10000;                // events kept in memory for /v1/events
   Clock clock = system_clock_ms;
 };

@@ -9,6 +9,7 @@
 #include "server/api.h"
 #include "server/bootstrap.h"
 #include "server/listen_address.h"
+#include "server/http_server.h"
 #include "server/log_store.h"
 #include "server/tls_identity.h"
 
@@ -101,12 +102,8 @@ Status Server::start() {
   api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, ClusterState().catalog});
 
   if (auto st = make_http(); !st) return st;
-  const int threads = options_.http_threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http_->set_payload_max_length(options_.max_body_bytes);
+  http_->set_payload_max_length(options_.max_body_bytes);  // Content-Length bodies; Routes limits the others
   http_->set_tcp_nodelay(true);  // answers are small; Nagle would hold them back by a delayed-ACK round
-  http_->set_keep_alive_max_count(100000);
-  http_->set_keep_alive_timeout(5);
   // cpp-httplib's default socket options set SO_REUSEPORT, which lets a second server bind the same port and
   // take half of the connections. SO_REUSEADDR alone lets a restart bind at once past the old connections in
   // TIME_WAIT, while a port another process listens on stays refused.
@@ -122,12 +119,14 @@ Status Server::start() {
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     answer(res, error_reply(Error::internal("unexpected failure")));
   });
-  add_watch_routes(*http_, *api_);
-  add_config_routes(*http_, *api_);
-  add_job_routes(*http_, *api_);
-  add_node_routes(*http_, *api_);
-  add_agent_routes(*http_, *api_);
-  add_token_routes(*http_, *api_);
+  Routes routes(*http_, options_.max_body_bytes);
+  add_watch_routes(routes, *api_);
+  add_config_routes(routes, *api_);
+  add_job_routes(routes, *api_);
+  add_node_routes(routes, *api_);
+  add_agent_routes(routes, *api_);
+  add_token_routes(routes, *api_);
+  routes.add_fallbacks();  // last: it takes every request with a body that no route above took
 
   host_ = hp->host;
   if (hp->port == 0) {
@@ -156,7 +155,10 @@ Status Server::start() {
 
 Status Server::make_http() {
   if (options_.tls_cert.empty()) {
-    http_ = std::make_unique<httplib::Server>();
+    http_ = std::make_unique<HttpServer>(HttpLimits{.read_timeout = options_.read_timeout,
+                                                     .write_timeout = options_.write_timeout,
+                                                     .keep_alive_timeout = options_.keep_alive_timeout,
+                                                     .max_connections = options_.max_connections});
     return ok_status();
   }
   Status loaded = ok_status();
@@ -166,6 +168,16 @@ Status Server::make_http() {
   });
   if (!loaded) return loaded;
   if (!https->is_valid()) return Error::internal("cannot create a TLS context for --tls-cert " + options_.tls_cert);
+  // cpp-httplib's SSLServer runs its own connection loop, which HttpServer's whole-request deadline and
+  // connection limit do not reach (http_server.h): here each read and write is bounded, the connections served
+  // at once are bounded by the pool, and Routes still bounds every body.
+  const size_t threads = std::min<size_t>(options_.max_connections, 256);
+  https->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const auto read_s = std::chrono::duration_cast<std::chrono::seconds>(options_.read_timeout).count();
+  const auto write_s = std::chrono::duration_cast<std::chrono::seconds>(options_.write_timeout).count();
+  https->set_read_timeout(std::max<int64_t>(1, read_s), 0);
+  https->set_write_timeout(std::max<int64_t>(1, write_s), 0);
+  https->set_keep_alive_timeout(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(options_.keep_alive_timeout).count()));
   http_ = std::move(https);
   return ok_status();
 }

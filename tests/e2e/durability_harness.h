@@ -165,4 +165,18 @@ inline httplib::Client client(int port, const std::string& token = "") {
   return c;
 }
 
+// Every job, following GET /v1/jobs's pages; a Reply with status 0 when a page could not be read.
+inline Reply all_jobs(httplib::Client& c) {
+  Reply out{200, nlohmann::json::array(), ""};
+  std::string token;
+  for (int pages = 0; pages < 100000; ++pages) {
+    Reply page = wrap(c.Get(("/v1/jobs?limit=5000" + (token.empty() ? "" : "&continue=" + token)).c_str()));
+    if (page.status != 200 || !page.json.is_object() || !page.json["items"].is_array()) return page;
+    for (auto& j : page.json["items"]) out.json.push_back(j);
+    token = page.json.value("continue", "");
+    if (token.empty()) return out;
+  }
+  return Reply{};
+}
+
 }  // namespace e2e

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   e2e::ServerProcess server(argv[1], dir.path());
   if (!server.start()) return 1;
   auto c = e2e::client(server.port(), server.admin_token());
-  auto r = e2e::wrap(c.Get("/v1/jobs"));
+  auto r = e2e::all_jobs(c);
   E2E_CHECK(r.status == 200 && r.json.is_array(), "GET /v1/jobs: " << r.status);
   std::map<std::string, int> seen;
   int admitted = 0;

@@ -73,11 +73,11 @@ TEST_F(ServerApi, SubmitListGetCancel) {
   EXPECT_EQ(get("/v1/jobs/j2").json["state"], "Pending");
   EXPECT_EQ(post("/v1/jobs", job("j1")).status, 409);
 
-  auto all = get("/v1/jobs");
-  ASSERT_EQ(all.json.size(), 2u);
-  EXPECT_FALSE(all.json[0].contains("history"));
-  EXPECT_EQ(get("/v1/jobs?state=Running").json.size(), 1u);
-  EXPECT_EQ(get("/v1/jobs?team=b").json.size(), 0u);
+  auto all = list_jobs();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_FALSE(all[0].contains("history"));
+  EXPECT_EQ(list_jobs("state=Running").size(), 1u);
+  EXPECT_EQ(list_jobs("team=b").size(), 0u);
   EXPECT_EQ(get("/v1/jobs?team=nobody").status, 404);
   EXPECT_EQ(get("/v1/jobs?state=Sleeping").status, 400);
 
@@ -160,13 +160,13 @@ TEST_F(ServerApi, RestartReplaysEverythingAcknowledged) {
   ASSERT_EQ(post("/v1/jobs", job("j2")).status, 201);
   ASSERT_EQ(post("/v1/jobs", job("j3")).status, 201);
   ASSERT_EQ(post("/v1/jobs/j2/cancel").status, 200);
-  auto jobs = get("/v1/jobs").json;
+  auto jobs = list_jobs();
   auto teams = get("/v1/teams").json;
   auto nodes = get("/v1/nodes").json;
   auto events = get("/v1/events?since=0").json;
   auto metrics = get("/metrics").body;
   restart();
-  EXPECT_EQ(get("/v1/jobs").json, jobs);
+  EXPECT_EQ(list_jobs(), jobs);
   EXPECT_EQ(get("/v1/teams").json, teams);
   EXPECT_EQ(get("/v1/nodes").json, nodes);
   EXPECT_EQ(get("/v1/events?since=0").json, events) << "events are rebuilt from the journal";

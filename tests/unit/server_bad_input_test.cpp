@@ -23,7 +23,7 @@ class ServerBadInput : public ServerTest {
     return n;
   }
   json snapshot() {
-    return {{"jobs", get("/v1/jobs").json}, {"teams", get("/v1/teams").json}, {"nodes", get("/v1/nodes").json},
+    return {{"jobs", list_jobs()}, {"teams", get("/v1/teams").json}, {"nodes", get("/v1/nodes").json},
             {"policy", get("/v1/policy").json}, {"journal", changes_journaled()}};
   }
   struct Case {

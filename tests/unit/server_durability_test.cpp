@@ -11,19 +11,19 @@ using ServerDurability = ServerTest;
 TEST_F(ServerDurability, FailedJournalWriteChangesNothing) {
   small_cluster();
   ASSERT_EQ(post("/v1/jobs", job("kept")).status, 201);
-  auto jobs = get("/v1/jobs").json;
+  auto jobs = list_jobs();
   const size_t records = journal_->records().size();
   journal_->fail_next_appends(1, "injected: disk full");
   auto r = post("/v1/jobs", job("lost"));
   EXPECT_EQ(r.status, 500) << r.body;
   EXPECT_NE(r.body.find("disk full"), std::string::npos) << r.body;
   EXPECT_EQ(get("/v1/jobs/lost").status, 404) << "what was not journaled is not in the state";
-  EXPECT_EQ(get("/v1/jobs").json, jobs);
+  EXPECT_EQ(list_jobs(), jobs);
   EXPECT_EQ(journal_->records().size(), records);
   // The server goes on: the same submission now succeeds, and survives a restart.
   ASSERT_EQ(post("/v1/jobs", job("lost")).status, 201);
   restart();
-  EXPECT_EQ(get("/v1/jobs").json.size(), 2u);
+  EXPECT_EQ(list_jobs().size(), 2u);
 }
 
 TEST_F(ServerDurability, ConcurrentSubmissionsShareTransactions) {
@@ -49,7 +49,7 @@ TEST_F(ServerDurability, ConcurrentSubmissionsShareTransactions) {
   EXPECT_LT(after.batches - before.batches, after.commands - before.commands)
       << "no batch held two submissions: " << after.batches - before.batches << " batches";
   restart();
-  EXPECT_EQ(get("/v1/jobs?team=b").json.size(), static_cast<size_t>(kThreads * kEach));
+  EXPECT_EQ(list_jobs("team=b").size(), static_cast<size_t>(kThreads * kEach));
 }
 
 }  // namespace

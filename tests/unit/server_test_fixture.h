@@ -47,7 +47,7 @@ class ServerTest : public ::testing::Test {
     options_.data_dir = data_dir_.string();
     options_.tick = std::chrono::milliseconds(10);
     options_.heartbeat_timeout = std::chrono::milliseconds(2000);
-    options_.http_threads = 16;
+    options_.max_connections = 64;
     options_.clock = [this] { return now_ms_.load(); };
     start();
   }
@@ -125,6 +125,21 @@ class ServerTest : public ::testing::Test {
   }
   Response put(const std::string& path, const std::string& body, const std::string& type = "application/json") {
     return wrap(client_->Put(path.c_str(), body, type.c_str()));
+  }
+  // GET /v1/jobs (with `query`, as "team=a"), every page of it: the jobs as one list, or null on an error.
+  nlohmann::json list_jobs(const std::string& query = "") {
+    nlohmann::json all = nlohmann::json::array();
+    std::string token;
+    for (int pages = 0; pages < 10000; ++pages) {
+      std::string path = "/v1/jobs?" + query + (query.empty() ? "" : "&") + "limit=5000";
+      if (!token.empty()) path += "&continue=" + token;
+      auto r = get(path);
+      if (r.status != 200 || !r.json.is_object()) return nullptr;
+      for (auto& j : r.json["items"]) all.push_back(j);
+      token = r.json.value("continue", "");
+      if (token.empty()) return all;
+    }
+    return nullptr;
   }
   Response post(const std::string& path, const nlohmann::json& body) { return post(path, body.dump()); }
   Response post(const std::string& path, const char* body) { return post(path, std::string(body)); }

@@ -1,0 +1,75 @@
+#pragma once
+// The HTTP server under the API, hardened against clients that are slow on purpose. cpp-httplib 0.11.4 only
+// bounds each single read by a timeout, so a client that trickles one byte every few seconds keeps its
+// connection (and the thread serving it) forever, and its thread pool queues every further connection
+// behind the stalled ones: 64 half-sent requests locked every other client out. HttpServer keeps
+// cpp-httplib's parsing and routing (process_request) but owns each connection's loop:
+//   - a request (line, headers and body) must have arrived within `read_timeout` of its first byte, and an
+//     answer must have been written within `write_timeout`; past either the connection is dropped;
+//   - an idle keep-alive connection is closed after `keep_alive_timeout`;
+//   - at most `max_connections` connections are served at once, each on its own thread; one more is
+//     answered 503 and closed at once instead of waiting behind the others;
+//   - a handler can ask for the connection to be closed after its answer (close_after_response), which is
+//     how a refused oversize body is not read to its end.
+// TLS: cpp-httplib's SSLServer has its own (private) connection loop, which these limits would not reach;
+// serving TLS with them means doing the handshake in process_and_close_socket and giving process_request a
+// stream over the SSL connection with the same deadlines.
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace allot::server {
+
+struct HttpLimits {
+  std::chrono::milliseconds read_timeout{30000};
+  std::chrono::milliseconds write_timeout{30000};
+  std::chrono::milliseconds keep_alive_timeout{5000};
+  size_t max_connections = 512;
+  size_t max_requests_per_connection = 100000;
+};
+
+// Threads for connections: one per connection being served, started when none is idle, up to `max_threads`
+// (beyond that, connections wait for a thread; HttpServer keeps that from happening by refusing
+// connections past its limit, which takes a thread only for as long as writing the 503 does).
+class ConnectionThreads final : public httplib::TaskQueue {
+ public:
+  explicit ConnectionThreads(size_t max_threads) : max_threads_(max_threads) {}
+  ~ConnectionThreads() override { shutdown(); }
+  void enqueue(std::function<void()> fn) override;
+  // Runs what is queued, then joins every thread.
+  void shutdown() override;
+
+ private:
+  void work();
+
+  const size_t max_threads_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  size_t idle_ = 0;
+  bool stopping_ = false;
+};
+
+class HttpServer final : public httplib::Server {
+ public:
+  explicit HttpServer(HttpLimits limits);
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+
+  const HttpLimits limits_;
+  std::atomic<size_t> active_{0};
+};
+
+// From a handler: close this connection once the answer is written (the rest of the request is not read).
+void close_after_response();
+
+}  // namespace allot::server
