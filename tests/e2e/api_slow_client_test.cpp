@@ -95,7 +95,8 @@ void chunked_body_is_limited(const std::string& allot) {
   e2e::TempDir dir;
   e2e::ServerProcess server(allot, dir.path());
   if (!server.start()) return void(++e2e::failures);
-  auto c = e2e::client(server.port());
+  const std::string token = server.admin_token();
+  auto c = e2e::client(server.port(), token);
   auto ok = e2e::wrap(c.Post("/v1/apply", R"({"teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 1}]}]})",
                              "application/json"));
   E2E_CHECK(ok.status == 200, "apply: " << ok.body);
@@ -103,7 +104,8 @@ void chunked_body_is_limited(const std::string& allot) {
   int fd = connect_to(server.port());
   E2E_CHECK(fd >= 0, "cannot connect");
   if (fd < 0) return;
-  send_all(fd, "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+  send_all(fd, "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
+                   "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
   const std::string head = R"({"name": "big", "team": "a", "per_replica": {"accelerators": 1}, "env": {"BLOB": ")";
   const std::string tail = "\"}}";
   const size_t blob = 20'000'000;
@@ -128,8 +130,8 @@ void chunked_body_is_limited(const std::string& allot) {
   // A small chunked body is read as any other.
   fd = connect_to(server.port());
   const std::string small = R"({"name": "small", "team": "a", "per_replica": {"accelerators": 1}})";
-  send_all(fd, "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
-                   chunk(small.substr(0, 10)) + chunk(small.substr(10)) + "0\r\n\r\n");
+  send_all(fd, "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
+                   "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk(small.substr(0, 10)) + chunk(small.substr(10)) + "0\r\n\r\n");
   const std::string small_answer = read_answer(fd, std::chrono::seconds(30));
   close(fd);
   E2E_CHECK(status_of(small_answer) == 201, "a small chunked job: " << small_answer.substr(0, 300));
