@@ -74,8 +74,9 @@ start_server() {
   [ -s "$WORK/server/admin-token" ] || fail "the server did not write its admin token file"
   ALLOT_TOKEN=$(cat "$WORK/server/admin-token")
   export ALLOT_TOKEN
-  "$ALLOT" token create --role agent-join --description e2e-agents >"$WORK/join-token" 2>/dev/null \
-    || fail "cannot make an agent-join token"
+  # E2E_CA: the CA of an https server, for this one call (a test may want other calls to go without it).
+  "$ALLOT" token create --role agent-join --description e2e-agents ${E2E_CA:+--ca "$E2E_CA"} >"$WORK/join-token" \
+    2>"$WORK/join-token.err" || fail "cannot make an agent-join token: $(cat "$WORK/join-token.err")"
   say "server at $url"
 }
 

@@ -60,7 +60,7 @@ done
 kill "$insecure_pid"
 grep -q "listening on http://0.0.0.0:" "$WORK/insecure.out" || fail "allot server --listen 0.0.0.0:0 --insecure did not start"
 
-start_server "${TLS[@]}"
+E2E_CA=$PKI/test-ca.pem start_server "${TLS[@]}"
 case $ALLOT_SERVER in https://127.0.0.1:*) ;; *) fail "the server should print an https:// URL, not $ALLOT_SERVER" ;; esac
 port=${ALLOT_SERVER##*:}
 
@@ -82,27 +82,34 @@ expect_rc 0 "$ALLOT" nodes --ca "$PKI/test-ca.pem" --server "https://localhost:$
 # An agent trusting another CA does not register: it stops with the reason.
 set +e
 timeout 20 "$ALLOT" agent --server "$ALLOT_SERVER" --ca "$PKI/other-ca.pem" --name wrong-ca --instance-type ml.g5.8xlarge \
-  --work-dir "$WORK/agents/wrong-ca" >"$WORK/agent-wrong-ca.log" 2>&1
+  --token-file "$WORK/join-token" --work-dir "$WORK/agents/wrong-ca" $AGENT_USER_FLAGS >"$WORK/agent-wrong-ca.log" 2>&1
 rc=$?
 set -e
 [ "$rc" = 2 ] || fail "an agent with the wrong CA exited $rc, want 2: $(cat "$WORK/agent-wrong-ca.log")"
 grep -q "does not verify against the CA in $PKI/other-ca.pem" "$WORK/agent-wrong-ca.log" \
   || fail "the agent should say the certificate does not verify: $(cat "$WORK/agent-wrong-ca.log")"
 
-# With the right CA (the agent by flag, the CLI by ALLOT_CA) a job runs over HTTPS.
+# With the right CA (the agents by flag, the CLI by ALLOT_CA) a 2-rank job of a team member runs over HTTPS, with
+# tokens all the way: agents joined with the join token, the member submits, the admin reads the audit trail.
 export ALLOT_CA=$PKI/test-ca.pem
 start_agent gpu-1 network-node-layer-3=nn-a --ca "$PKI/test-ca.pem"
+start_agent gpu-2 network-node-layer-3=nn-a --ca "$PKI/test-ca.pem"
 write_teams
+member=$("$ALLOT" token create --role member --team team-a 2>/dev/null) || fail "cannot make a member token"
 cat >"$WORK/hello.yaml" <<'YAML'
 name: hello-tls
 team: team-a
-replicas: 1
+replicas: 2
 per_replica: {accelerators: 1}
 command: 'echo "hello over tls from rank $RANK"'
 YAML
-"$ALLOT" submit "$WORK/hello.yaml" >/dev/null
+ALLOT_TOKEN=$member "$ALLOT" submit "$WORK/hello.yaml" >/dev/null || fail "the member could not submit over HTTPS"
 wait_state hello-tls Succeeded 30
-"$ALLOT" logs hello-tls | grep -q "hello over tls from rank 0" || fail "the job's log should come back over HTTPS"
+for r in 0 1; do
+  ALLOT_TOKEN=$member "$ALLOT" logs hello-tls --replica $r | grep -q "hello over tls from rank $r" \
+    || fail "rank $r's log should come back over HTTPS"
+done
+"$ALLOT" audit -o json | grep -q '"action": "POST /v1/jobs"' || fail "the audit trail should show the member's submission"
 
 # A second server on the same port is refused before it opens a journal; every connection still reaches the
 # first one.
