@@ -95,6 +95,7 @@ TEST_F(InteropEc2, MalformedInputsNameTheInstanceAndTheProblem) {
   std::string layers = error_of(data("ec2_bad_layers.json"));
   EXPECT_NE(layers.find("Instances[1] (i-0badlayers)"), std::string::npos) << layers;
   EXPECT_NE(layers.find("NetworkNodes has 2 entries"), std::string::npos) << layers;
+  EXPECT_NE(error_of(R"({"Instances": [], "Huge": 1e400})").find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of(R"([1,2])").find("\"Instances\""), std::string::npos);
   EXPECT_NE(error_of(R"({"Instances": {}})").find("must be an array"), std::string::npos);
   EXPECT_NE(error_of(R"({"Instances": []})").find("empty"), std::string::npos);
