@@ -97,8 +97,9 @@ Result<std::vector<PodSetSpec>> read_pod_sets(const YamlContext& ctx, const Val&
 Result<std::vector<std::string>> read_command(const YamlContext& ctx, const Val& v) {
   // A string is a shell command line, as people type it; a list is the exact argv, with no shell in between.
   if (v.node.IsScalar()) {
-    auto s = read_name(ctx, v);
+    auto s = read_text(ctx, v);  // not read_name: a script may span lines
     if (!s) return s.error();
+    if (s->empty()) return fail(ctx, v, name_of(v) + " is an empty string", "give a command line or a list of arguments");
     return std::vector<std::string>{"/bin/sh", "-c", *s};
   }
   auto items = list_items(ctx, v);
