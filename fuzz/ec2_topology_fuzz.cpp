@@ -22,6 +22,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto imported = interop::import_ec2_topology(fuzz::text_of(data, size), catalog());
   if (!fuzz::accepted(imported, "import_ec2_topology")) return 0;
+  // An instance type the catalog does not know is kept, with a warning: that file needs the type added to
+  // an instance_types section before it reads back, so the round trip is checked for known types only.
+  for (const NodeSpec& n : imported->nodes)
+    if (!catalog().find(n.instance_type)) return 0;
   const std::string yaml = nodes_to_yaml(imported->nodes);
   auto back = parse_nodes_text(yaml, catalog(), "imported.yaml");
   if (!back) fuzz::fail("nodes YAML of an EC2 import does not read back", back.error().message + "\n" + yaml);
