@@ -104,9 +104,10 @@ Result<std::vector<std::string>> read_command(const YamlContext& ctx, const Val&
   // A string is a shell command line, as people type it; a list is the exact argv, with no shell in between.
   std::vector<std::string> argv;
   if (v.node.IsScalar()) {
-    auto s = read_name(ctx, v);
+    auto s = read_text(ctx, v);  // not read_name: a script may span lines
     if (!s) return s.error();
     if (auto st = check_no_nul(ctx, v, *s); !st) return st.error();
+    if (s->empty()) return fail(ctx, v, name_of(v) + " is an empty string", "give a command line or a list of arguments");
     argv = {"/bin/sh", "-c", *s};
   } else {
     auto items = list_items(ctx, v);

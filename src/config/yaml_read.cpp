@@ -1,12 +1,73 @@
 #include "config/yaml_read.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <charconv>
+#include <cstdio>
+#include <sstream>
 
 #include "core/hostlist.h"
 
 namespace allot {
 
 namespace {
+
+// The offset of the first byte that is not part of well-formed UTF-8, or npos. Overlong forms, surrogates
+// (which a YAML escape such as "\ud800" can produce) and values past U+10FFFF are not UTF-8 either.
+size_t invalid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return i;
+    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1f) : n == 3 ? (c & 0x0f) : (c & 0x07);
+    for (size_t k = 1; k < n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d >> 6) != 0x2) return i;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+      return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
+// What is wrong with text read from a scalar, or "" when nothing is. Everything read ends up in the
+// journal's JSON (which holds UTF-8 only: one record that cannot be written fails the whole group commit),
+// in API answers and on terminals. Names and keys hold no control characters at all; other text (commands,
+// environment values) may hold tabs and line breaks.
+std::string text_problem(std::string_view s, bool name) {
+  if (size_t at = invalid_utf8(s); at != std::string_view::npos)
+    return "is not valid UTF-8 (byte " + std::to_string(at + 1) + " of " + std::to_string(s.size()) + ")";
+  for (unsigned char c : s)
+    if ((c < 0x20 && (name || (c != '\t' && c != '\n' && c != '\r'))) || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "U+%04X", c);
+      return std::string("contains the control character ") + hex;
+    }
+  return "";
+}
+
+// A scalar as messages quote it: control characters and bytes that are not UTF-8 become '?', so that a
+// message never carries what made the input wrong to a terminal or a JSON answer.
+std::string printable(const std::string& s) {
+  if (text_problem(s, true).empty()) return s;
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 1;
+    std::string_view piece = std::string_view(s).substr(i, n);
+    if (piece.size() == n && text_problem(piece, true).empty()) out += piece;
+    else n = 1, out += '?';
+    i += n;
+  }
+  return out;
+}
+
+bool is_plain_scalar(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!"; }
+
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '/';
@@ -66,16 +127,60 @@ std::string quote_flow_hostlists(const std::string& text) {
   return out;
 }
 
-std::vector<YAML::Node> load_all(const std::string& text) {
+// Where each document of a YAML stream starts, found without building the documents.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> marks;
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+struct Stream {
+  YAML::Node first;     // Null when the text holds no document
+  int second_line = 0;  // 1-based line where a second document starts; 0 when there is none
+};
+
+// The first document of the text, and where a second one starts. YAML::LoadAll cannot be used: yaml-cpp 0.7
+// loops forever, allocating, on a ',' where a value should start (",", "- a\n,"; yaml-cpp issue 1040),
+// because its parser returns an empty document without consuming the token, again and again (found by
+// fuzz/k8s_manifest_fuzz.cpp). So the documents are counted first in a bounded pass that builds nothing, in
+// which a document that starts exactly where the one before it started is that stuck parser; the one
+// document is built after that with YAML::Load, which reads a single document and cannot loop.
+Stream read_stream(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  while (starts.marks.size() < 3 && parser.HandleNextDocument(starts)) {
+    const auto& m = starts.marks;
+    if (m.size() >= 2 && m[m.size() - 1].pos == m[m.size() - 2].pos) {
+      const YAML::Mark& at = m.back();
+      std::string token = at.pos >= 0 && static_cast<size_t>(at.pos) < text.size() ? text.substr(at.pos, 1) : "";
+      throw YAML::ParserException(at, "unexpected '" + token + "' where a value should start");
+    }
+  }
+  Stream s;
+  if (starts.marks.size() >= 2) s.second_line = starts.marks[1].line + 1;
+  if (!starts.marks.empty()) s.first = YAML::Load(text);
+  return s;
+}
+
+Stream load_stream(const std::string& text) {
   try {
-    return YAML::LoadAll(text);
+    return read_stream(text);
   } catch (const YAML::Exception&) {
     // Valid YAML is read as written; only text that does not parse gets its flow host lists quoted. When
     // that fails too, the original text's error is the one to report.
     std::string quoted = quote_flow_hostlists(text);
     if (quoted == text) throw;
     try {
-      return YAML::LoadAll(quoted);
+      return read_stream(quoted);
     } catch (const YAML::Exception&) {
     }
     throw;
@@ -86,13 +191,11 @@ std::vector<YAML::Node> load_all(const std::string& text) {
 
 Result<YAML::Node> load_yaml(const std::string& text, const YamlContext& ctx) {
   return config::guard(ctx, [&]() -> Result<YAML::Node> {
-    // LoadAll rather than Load: Load would silently drop everything after a `---`.
-    std::vector<YAML::Node> docs = load_all(text);
-    if (docs.empty()) return YAML::Node();
-    if (docs.size() > 1)
-      return config::fail(ctx, config::line_of(docs[1]), "a second YAML document starts here",
-                          "one document per file (remove the `---`)");
-    return docs[0];
+    // Every document is counted: YAML::Load alone would silently drop everything after a `---`.
+    Stream s = load_stream(text);
+    if (s.second_line > 0)
+      return config::fail(ctx, s.second_line, "a second YAML document starts here", "one document per file (remove the `---`)");
+    return s.first;
   });
 }
 
@@ -116,8 +219,12 @@ std::string describe(const YAML::Node& node) {
     case YAML::NodeType::Sequence: return "a list";
     case YAML::NodeType::Map: return "a mapping";
     case YAML::NodeType::Scalar: {
-      std::string s = node.Scalar();
-      if (s.size() > 40) s = s.substr(0, 37) + "...";
+      std::string s = printable(node.Scalar());
+      if (s.size() > 40) {
+        size_t cut = 37;
+        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;  // not inside a character
+        s = s.substr(0, cut) + "...";
+      }
       return node.Tag() == "!" ? "the quoted string \"" + s + "\"" : "'" + s + "'";
     }
     case YAML::NodeType::Undefined: break;
@@ -146,8 +253,6 @@ namespace {
 
 std::string child_path(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
-bool is_plain_scalar(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!"; }
-
 }  // namespace
 
 Result<std::vector<Entry>> map_entries(const YamlContext& ctx, const Val& v) {
@@ -156,10 +261,14 @@ Result<std::vector<Entry>> map_entries(const YamlContext& ctx, const Val& v) {
   if (!v.node.IsMap()) return fail(ctx, v, name_of(v) + " is " + describe(v.node) + ", not a mapping", "write key: value pairs");
   std::map<std::string, int> seen;
   for (auto it = v.node.begin(); it != v.node.end(); ++it) {
-    const YAML::Node& k = it->first;
+    // A copy, not a reference: yaml-cpp's iterator hands out its key and value in a temporary that dies at
+    // the end of the statement (found by fuzz/nodes_fuzz.cpp under AddressSanitizer).
+    const YAML::Node k = it->first;
     int line = line_of(k);
     if (!k.IsScalar() || k.Scalar().empty())
       return fail(ctx, line ? line : v.line, "a key in " + name_of(v) + " is " + describe(k), "keys are names");
+    if (std::string why = text_problem(k.Scalar(), /*name=*/true); !why.empty())
+      return fail(ctx, line ? line : v.line, "a key in " + name_of(v) + " " + why, "keys are names");
     auto [pos, fresh] = seen.emplace(k.Scalar(), line);
     if (!fresh)
       return fail(ctx, line, "key '" + k.Scalar() + "' appears twice in " + name_of(v) + " (first at line " +
@@ -218,12 +327,17 @@ Result<std::vector<Val>> list_items(const YamlContext& ctx, const Val& v) {
 
 Result<std::string> read_text(const YamlContext& ctx, const Val& v) {
   if (!v.node.IsScalar()) return fail(ctx, v, name_of(v) + " is " + describe(v.node), "a string is wanted here");
+  if (std::string why = text_problem(v.node.Scalar(), /*name=*/false); !why.empty())
+    return fail(ctx, v, name_of(v) + " " + why, "text is UTF-8 without control characters other than tab and line breaks");
   return v.node.Scalar();
 }
 
 Result<std::string> read_name(const YamlContext& ctx, const Val& v) {
   auto s = read_text(ctx, v);
   if (s && s->empty()) return fail(ctx, v, name_of(v) + " is an empty string", "a non-empty name is wanted here");
+  if (s)
+    if (std::string why = text_problem(*s, /*name=*/true); !why.empty())
+      return fail(ctx, v, name_of(v) + " " + why, "names have no control characters");
   return s;
 }
 
@@ -302,7 +416,9 @@ Result<std::map<std::string, std::string>> read_string_map(const YamlContext& ct
   for (const auto& e : *entries) {
     if (!e.value.node.IsScalar())
       return fail(ctx, e.value, name_of(e.value) + " is " + describe(e.value.node), "a string value is wanted (\"\" for empty)");
-    out[e.key] = e.value.node.Scalar();
+    auto text = read_text(ctx, e.value);
+    if (!text) return text.error();
+    out[e.key] = std::move(*text);
   }
   return out;
 }

@@ -43,7 +43,7 @@ Result<std::vector<std::string>> expand_range(std::string_view inner, std::strin
     std::string_view item = inner.substr(start, comma == std::string_view::npos ? inner.npos : comma - start);
     size_t dash = item.find('-');
     std::string_view lo = item.substr(0, dash), hi = dash == item.npos ? lo : item.substr(dash + 1);
-    if (!all_digits(lo) || !all_digits(hi) || lo.size() > 9 || hi.size() > 9)
+    if (!all_digits(lo) || !all_digits(hi) || lo.size() > kMaxHostlistDigits || hi.size() > kMaxHostlistDigits)
       return Error::invalid("host list '" + std::string(whole) + "': range '" + std::string(item) +
                             "' is not N or N-M with decimal numbers");
     long a = std::stol(std::string(lo)), b = std::stol(std::string(hi));

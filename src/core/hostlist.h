@@ -10,6 +10,9 @@
 namespace allot {
 
 inline constexpr size_t kMaxHostlistNames = 200000;
+// The longest number a bracket range may hold. Writers of host lists (interop/hostlist_compress.h) keep
+// longer numbers as literal names so that what they write reads back.
+inline constexpr size_t kMaxHostlistDigits = 9;
 
 Result<std::vector<std::string>> expand_hostlist(std::string_view expr);
 

@@ -13,6 +13,8 @@ namespace {
 
 using nlohmann::json;
 
+bool has_control(const std::string& s);
+
 // Reads an optional string field; a present field of another type (or JSON null, which EC2 uses while the
 // data propagates) is reported through `error` or treated as absent respectively.
 Result<std::string> string_field(const json& obj, const char* key, const std::string& where, bool required) {
@@ -24,11 +26,20 @@ Result<std::string> string_field(const json& obj, const char* key, const std::st
   if (!it->is_string()) return Error::invalid(where + ": " + key + " must be a string, not " + it->type_name());
   std::string s = it->get<std::string>();
   if (required && s.empty()) return Error::invalid(where + ": " + key + " is empty");
+  if (has_control(s)) return Error::invalid(where + ": " + key + " contains a control character");
   return s;
 }
 
+// The nodes file the import writes is read back by the other topology tools, where a comma or a bracket
+// makes a host list and control characters are refused.
+bool has_control(const std::string& s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7f) return true;
+  return false;
+}
+
 bool valid_node_name(const std::string& name) {
-  if (name.empty()) return false;
+  if (name.empty() || has_control(name)) return false;
   for (char c : name)
     if (std::isspace(static_cast<unsigned char>(c)) || c == '[' || c == ']' || c == ',') return false;
   return true;
@@ -40,7 +51,9 @@ Result<Ec2Import> import_ec2_topology(std::string_view json_text, const Catalog&
   json doc;
   try {
     doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number beyond double's range ("1e400") is an out_of_range (found by
+    // fuzz/ec2_topology_fuzz.cpp; it used to end the program).
     return Error::invalid("EC2 topology: not valid JSON (" + std::string(e.what()) + ")");
   }
   if (!doc.is_object() || !doc.contains("Instances"))
@@ -64,6 +77,9 @@ Result<Ec2Import> import_ec2_topology(std::string_view json_text, const Catalog&
     if (!inst.is_object()) return Error::invalid(where + " must be an object, not " + inst.type_name());
     auto id = string_field(inst, "InstanceId", where, true);
     if (!id) return id.error();
+    if (!valid_node_name(*id))
+      return Error::invalid(where + ": InstanceId '" + *id +
+                            "' cannot name a node (it has a space, comma or bracket); EC2 ids look like i-0123456789abcdef0");
     where += " (" + *id + ")";
     if (!ids.insert(*id).second) return Error::invalid(where + ": InstanceId appears more than once");
     auto type = string_field(inst, "InstanceType", where, true);
@@ -90,8 +106,9 @@ Result<Ec2Import> import_ec2_topology(std::string_view json_text, const Catalog&
     node.instance_type = canonical_type_name(*type);
     for (size_t l = 0; l < nn->size(); ++l) {
       const json& v = (*nn)[l];
-      if (!v.is_string() || v.get<std::string>().empty())
-        return Error::invalid(where + ": NetworkNodes[" + std::to_string(l) + "] must be a non-empty string");
+      if (!v.is_string() || v.get<std::string>().empty() || has_control(v.get<std::string>()))
+        return Error::invalid(where + ": NetworkNodes[" + std::to_string(l) +
+                              "] must be a non-empty string without control characters");
       node.labels[network_layer_label(int(l) + 1)] = v.get<std::string>();
     }
     // The zone name is what people and Kubernetes use; the zone id is the same place under another name.

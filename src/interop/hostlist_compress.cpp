@@ -14,8 +14,9 @@ bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0;
 std::pair<std::string_view, std::string_view> split_number(std::string_view name) {
   size_t i = name.size();
   while (i > 0 && is_digit(name[i - 1])) --i;
-  // Numbers beyond 18 digits do not fit a 64-bit value; keep them as literal names.
-  if (name.size() - i > 18) i = name.size();
+  // A range may hold numbers of at most kMaxHostlistDigits digits (core/hostlist.h); a longer one stays part
+  // of a literal name, or the list written here would not expand again.
+  if (name.size() - i > kMaxHostlistDigits) i = name.size();
   return {name.substr(0, i), name.substr(i)};
 }
 

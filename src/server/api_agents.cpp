@@ -2,6 +2,7 @@
 #include "auth/token.h"
 #include "server/agents.h"
 #include "server/api.h"
+#include "server/registration.h"
 #include "server/views.h"
 
 namespace allot::server {
@@ -26,10 +27,7 @@ Result<std::map<std::string, std::string>> read_labels(const json& body) {
   return labels;
 }
 
-struct Registration {
-  NodeSpec node;
-  std::string address;
-};
+}  // namespace
 
 Result<Registration> parse_registration(const json& body, const Catalog& catalog) {
   if (auto st = only_keys(body, {"name", "instance_type", "instance_group", "labels", "inventory", "address"}, "register"); !st)
@@ -61,6 +59,8 @@ Result<Registration> parse_registration(const json& body, const Catalog& catalog
   r.address = address->empty() ? "127.0.0.1" : *address;
   return r;
 }
+
+namespace {
 
 // The live agent token bound to a node, if any.
 const TokenInfo* node_credential(const ServerState& st, const std::string& node) {

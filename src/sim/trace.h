@@ -20,7 +20,8 @@
 // Rows the reader does not keep (they are counted in Trace::issues, never a hard error, so one bad line does
 // not stop a 16,000-job replay; the caller decides whether to warn or refuse):
 //   invalid        wrong number of cells, a number that does not parse, a negative value, a value beyond
-//                  10^12 seconds or 10^6 GPUs, an empty or repeated id.
+//                  10^12 seconds or 10^6 GPUs, an empty or repeated id, an id starting
+//                  with '#' (a comment where the id comes first).
 //   zero GPUs      a job that holds no accelerator cannot contend for any, so it does not belong in a GPU replay.
 //   zero duration  a job that ends when it is submitted would count as a zero queueing delay and zero JCT and
 //                  pull every average down without ever being scheduled.

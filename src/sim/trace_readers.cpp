@@ -265,6 +265,12 @@ Result<Trace> parse_trace(std::string_view text, TraceFormat format, std::string
       invalid(line_no, std::string(cols.id) + ": empty");
       return true;
     }
+    // allot's own format writes the id first, where a leading '#' makes the line a comment: such a job
+    // would vanish from a saved trace (found by fuzz/trace_fuzz.cpp).
+    if (job.id.front() == '#') {
+      invalid(line_no, std::string(cols.id) + ": '" + job.id + "' starts with '#', which marks a comment");
+      return true;
+    }
     auto [it, fresh] = first_line_of_id.emplace(job.id, line_no);
     if (!fresh) {
       invalid(line_no, std::string(cols.id) + ": '" + job.id + "' repeats line " + std::to_string(it->second));
@@ -315,8 +321,9 @@ std::string to_allot_csv(const Trace& trace) {
 }
 
 double trace_gpu_hours(const Trace& trace) {
-  int64_t gpu_s = 0;
-  for (const TraceJob& j : trace.jobs) gpu_s += j.duration_s * j.gpus;
+  // One job may ask for 10^18 GPU-seconds (10^12 s x 10^6 GPUs), so ten of them overflow int64.
+  __int128 gpu_s = 0;
+  for (const TraceJob& j : trace.jobs) gpu_s += static_cast<__int128>(j.duration_s) * j.gpus;
   return static_cast<double>(gpu_s) / 3600.0;
 }
 

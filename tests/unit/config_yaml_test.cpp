@@ -159,7 +159,44 @@ TEST(ConfigYaml, SyntaxErrorsAndSecondDocumentsHaveLines) {
   EXPECT_THAT(bad.error().message, StartsWith("t.yaml:3: cannot read YAML: "));
   auto two = load_yaml("a: 1\n---\nb: 2\n", ctx_for());
   ASSERT_FALSE(two.ok());
-  EXPECT_THAT(two.error().message, StartsWith("t.yaml:3: a second YAML document starts here"));
+  EXPECT_THAT(two.error().message, StartsWith("t.yaml:2: a second YAML document starts here"));
+}
+
+TEST(ConfigYaml, StrayCommaIsAnErrorNotAHang) {
+  // yaml-cpp 0.7's LoadAll loops forever on these, allocating as it goes (found by fuzz/k8s_manifest_fuzz.cpp).
+  for (const char* text : {",", " ,\n", "- a\n,", "{a: 1}\n,", "\"a\",", "# c\n,\n"}) {
+    auto r = load_yaml(text, ctx_for());
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_THAT(r.error().message, HasSubstr("cannot read YAML: unexpected ','")) << text;
+  }
+  auto after_document = load_yaml("- a\n,", ctx_for());
+  ASSERT_FALSE(after_document.ok());
+  EXPECT_THAT(after_document.error().message, StartsWith("t.yaml:2: "));
+  EXPECT_FALSE(load_yaml("a: 1\n---\n,", ctx_for()).ok());
+}
+
+TEST(ConfigYaml, TextIsUtf8AndNamesHaveNoControlCharacters) {
+  // Found by fuzz/nodes_fuzz.cpp and fuzz/http_body_fuzz.cpp: such text was accepted, and a node named so through
+  // POST /v1/nodes could not be written to the journal, which failed every change of its group commit.
+  auto raw = nodes("- {name: gpu-1, instance_type: ml.g5.8xlarge, labels: {\"a\x82" "b\": s}}\n");
+  ASSERT_FALSE(raw.ok());
+  EXPECT_THAT(raw.error().message, HasSubstr("a key in nodes[0].labels is not valid UTF-8 (byte 2 of 3)"));
+  auto surrogate = job("name: j\xed\xa0\x80\nteam: t\nper_replica: {vcpu: 1}\n");  // U+D800 as if it were UTF-8
+  ASSERT_FALSE(surrogate.ok());
+  EXPECT_THAT(surrogate.error().message, HasSubstr("submit.name is not valid UTF-8 (byte 2 of 4)"));
+  auto tab = job("name: \"j\\tk\"\nteam: t\nper_replica: {vcpu: 1}\n");
+  ASSERT_FALSE(tab.ok());
+  EXPECT_THAT(tab.error().message, HasSubstr("submit.name contains the control character U+0009"));
+  auto escape = job("name: j\nteam: t\nper_replica: {vcpu: 1}\nenv: {A: \"\\e[2J\"}\n");
+  ASSERT_FALSE(escape.ok());
+  EXPECT_THAT(escape.error().message, HasSubstr("submit.env.A contains the control character U+001B"));
+  // Commands may span lines and hold tabs.
+  auto script = job("name: j\nteam: t\nper_replica: {vcpu: 1}\ncommand: |\n  echo a\n  echo\tb\n");
+  ASSERT_TRUE(script.ok()) << script.error().message;
+  // Messages quote the bad text without its bad bytes.
+  auto quoted = job("name: j\nteam: t\nper_replica: {vcpu: 1}\nreplicas: \"\x01\\u00e9\"\n");
+  ASSERT_FALSE(quoted.ok());
+  EXPECT_THAT(quoted.error().message, HasSubstr("the quoted string \"?\u00e9\""));
 }
 
 TEST(ConfigYaml, HostListsMayStandUnquotedInFlowCollections) {

@@ -95,6 +95,7 @@ TEST_F(InteropEc2, MalformedInputsNameTheInstanceAndTheProblem) {
   std::string layers = error_of(data("ec2_bad_layers.json"));
   EXPECT_NE(layers.find("Instances[1] (i-0badlayers)"), std::string::npos) << layers;
   EXPECT_NE(layers.find("NetworkNodes has 2 entries"), std::string::npos) << layers;
+  EXPECT_NE(error_of(R"({"Instances": [], "Huge": 1e400})").find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of(R"([1,2])").find("\"Instances\""), std::string::npos);
   EXPECT_NE(error_of(R"({"Instances": {}})").find("must be an array"), std::string::npos);
   EXPECT_NE(error_of(R"({"Instances": []})").find("empty"), std::string::npos);
@@ -111,6 +112,16 @@ TEST_F(InteropEc2, MalformedInputsNameTheInstanceAndTheProblem) {
                 .find("NetworkNodes[1] must be a non-empty string"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"Instances": [{"InstanceId": 5}]})").find("InstanceId must be a string"), std::string::npos);
+  // Found by fuzz/ec2_topology_fuzz.cpp: such ids made a nodes file that read back as other nodes, or not at all.
+  EXPECT_NE(error_of(R"({"Instances": [{"InstanceId": "i-1,i-2", "InstanceType": "p5.48xlarge"}]})")
+                .find("InstanceId 'i-1,i-2' cannot name a node"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"Instances": [{"InstanceId": "i-[1-3]", "InstanceType": "p5.48xlarge"}]})")
+                .find("cannot name a node"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"Instances": [{"InstanceId": "i-1", "InstanceType": "p5.48xlarge\u0000"}]})")
+                .find("InstanceType contains a control character"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"Instances": [{"InstanceId": "i-1", "InstanceType": "p5.48xlarge",
                           "NetworkNodes": ["a","b","c"]}]})")
                 .find("neither AvailabilityZone nor ZoneId"),

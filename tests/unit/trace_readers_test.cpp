@@ -159,6 +159,19 @@ TEST(TraceReaders, InvalidRowReasons) {
   EXPECT_EQ(reason("x,99999999999999,2,1"), "submit_s: '99999999999999' is beyond 10^12 seconds");
   EXPECT_EQ(reason("x,,2,1"), "submit_s: '' is not a number of seconds");
   EXPECT_EQ(reason("x,nan,2,1"), "submit_s: 'nan' is not a number of seconds");
+  // Found by fuzz/trace_fuzz.cpp: written first in allot's format, this id turned its row into a comment.
+  auto hash = parse_trace("n,id,submit_s,duration_s,gpus\n1,#56,0,10,1\n", TraceFormat::kAllot, "r");
+  ASSERT_TRUE(hash.ok()) << hash.error().message;
+  EXPECT_EQ(hash->issues.first_invalid_reason, "id: '#56' starts with '#', which marks a comment");
+}
+
+TEST(TraceReaders, GpuHoursOfTheLargestJobsDoNotOverflow) {
+  std::string text = "id,submit_s,duration_s,gpus\n";
+  for (int i = 0; i < 10; ++i) text += "j" + std::to_string(i) + ",0,1000000000000,1000000\n";  // 10^18 GPU-s each
+  auto t = parse_trace(text, TraceFormat::kAllot, "r");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_EQ(t->jobs.size(), 10u);
+  EXPECT_NEAR(trace_gpu_hours(*t), 1e19 / 3600, 1e6);
 }
 
 // Equal submission times keep file order; decimals round; CRLF, a byte-order mark, comments, blank lines and

@@ -1,0 +1,22 @@
+#pragma once
+// The body of POST /v1/agents/register, read on the request thread before the writer sees it. Declared
+// here (defined in api_agents.cpp) so that the fuzz target for request bodies (fuzz/http_body_fuzz.cpp)
+// reads bodies exactly as the endpoint does.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/catalog.h"
+#include "core/result.h"
+#include "core/spec.h"
+
+namespace allot::server {
+
+struct Registration {
+  NodeSpec node;
+  std::string address;
+};
+
+// {name, instance_type, instance_group?, labels?, inventory?, address?}; unknown keys are errors.
+Result<Registration> parse_registration(const nlohmann::json& body, const Catalog& catalog);
+
+}  // namespace allot::server
