@@ -64,7 +64,7 @@ int run_agent(const AgentArgs& a) {
   }
   auto labels = parse_labels(a.labels);
   if (!labels) return std::cerr << "allot agent: " << labels.error().message << "\n", 2;
-  auto api = client::ApiClient::connect(a.server, {.ca_file = client::resolve_ca_file(a.ca_file)});
+  auto api = client::ApiClient::connect(a.server, {.ca_file = client::resolve_ca_file(a.ca_file), .token = {}});
   if (!api) return std::cerr << "allot agent: " << api.error().message << "\n", 2;
   auto inv = agent::discover(a.instance_type, Catalog::builtin());
   if (!inv) return std::cerr << "allot agent: " << inv.error().message << "\n", 2;

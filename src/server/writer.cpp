@@ -195,7 +195,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     next_wakeup_ = sr.next_wakeup;
     if (sr.bound_hit) {  // a cycle of decisions, a bug: say so in the log and the event stream
       spdlog::error("{}", sr.bound_hit->message);
-      events.push_back({++state_.last_event, now, "error", "", "", sr.bound_hit->message});
+      events.push_back({++state_.last_event, now, "error", "", "", sr.bound_hit->message, ""});
     }
     const auto steady_now = std::chrono::steady_clock::now();
     // Cheap passes are never held back, so on a small or idle cluster every answer shows its batch's decisions.
