@@ -266,7 +266,7 @@ int run_demo(const DemoArgs& a) {
   const std::string admin_file = fs::absolute(dir + "/server/admin-token").string();
   auto admin = auth::read_token_file(admin_file);
   if (!admin) return fail(dir, procs, admin.error());
-  auto api = client::ApiClient::connect(*url, client::ConnectOptions{.token = *admin});
+  auto api = client::ApiClient::connect(*url, client::ConnectOptions{.ca_file = {}, .token = *admin});
   if (!api) return fail(dir, procs, api.error());
   auto join = api->post("/v1/tokens", {{"role", "agent-join"}, {"ttl_s", 3600}, {"description", "allot demo agents"}});
   if (!join) return fail(dir, procs, join.error());
