@@ -6,14 +6,11 @@
 #include <cstdio>
 #include <sstream>
 
+#include "config/utf8.h"
 #include "core/hostlist.h"
 
 namespace allot {
 
-namespace {
-
-// The offset of the first byte that is not part of well-formed UTF-8, or npos. Overlong forms, surrogates
-// (which a YAML escape such as "\ud800" can produce) and values past U+10FFFF are not UTF-8 either.
 size_t invalid_utf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
@@ -33,6 +30,8 @@ size_t invalid_utf8(std::string_view s) {
   }
   return std::string_view::npos;
 }
+
+namespace {
 
 // What is wrong with text read from a scalar, or "" when nothing is. Everything read ends up in the
 // journal's JSON (which holds UTF-8 only: one record that cannot be written fails the whole group commit),

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "config/utf8.h"
 #include "config/yaml_read.h"
 
 namespace allot::server {
@@ -28,29 +29,6 @@ std::optional<Reply> check_content_type(const httplib::Request& req) {
 }
 
 namespace {
-
-// The offset of the first byte that is not part of well-formed UTF-8, or npos. Names and texts from bodies
-// end up in the journal's JSON, which holds UTF-8 only.
-size_t invalid_utf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return i;
-    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1f) : n == 3 ? (c & 0x0f) : (c & 0x07);
-    for (size_t k = 1; k < n; ++k) {
-      const auto d = static_cast<unsigned char>(s[i + k]);
-      if ((d >> 6) != 0x2) return i;
-      cp = (cp << 6) | (d & 0x3f);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8 either.
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-      return i;
-    i += n;
-  }
-  return std::string::npos;
-}
 
 bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
 
