@@ -9,6 +9,7 @@
 #include "client/render.h"
 #include "client/spec_json.h"
 #include "config/spec_yaml.h"
+#include "config/yaml_stream.h"
 #include "interop/k8s_manifest.h"
 
 namespace allot::cli {
@@ -30,12 +31,9 @@ struct JobArgs {
 // Every document of the input as a job body; Kubernetes objects are recognised by apiVersion and kind.
 // Several documents (`---`) submit several jobs, as `kubectl apply -f` would.
 Result<std::vector<json>> read_jobs(const std::string& text, const std::string& origin) {
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(text);
-  } catch (const YAML::Exception& e) {
-    return Error::invalid(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  auto loaded = load_yaml_documents(text, YamlContext{origin, "", 0});
+  if (!loaded) return loaded.error();
+  std::vector<YAML::Node> docs = std::move(*loaded);
   std::vector<json> out;
   Catalog catalog = Catalog::builtin();
   for (size_t i = 0; i < docs.size(); ++i) {

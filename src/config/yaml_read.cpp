@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "config/utf8.h"
+#include "config/yaml_stream.h"
 #include "core/hostlist.h"
 
 namespace allot {
@@ -152,11 +153,11 @@ struct Stream {
 // fuzz/k8s_manifest_fuzz.cpp). So the documents are counted first in a bounded pass that builds nothing, in
 // which a document that starts exactly where the one before it started is that stuck parser; the one
 // document is built after that with YAML::Load, which reads a single document and cannot loop.
-Stream read_stream(const std::string& text) {
+Stream read_stream(const std::string& text, size_t max_documents = 3) {
   std::istringstream in(text);
   YAML::Parser parser(in);
   DocumentStarts starts;
-  while (starts.marks.size() < 3 && parser.HandleNextDocument(starts)) {
+  while (starts.marks.size() < max_documents && parser.HandleNextDocument(starts)) {
     const auto& m = starts.marks;
     if (m.size() >= 2 && m[m.size() - 1].pos == m[m.size() - 2].pos) {
       const YAML::Mark& at = m.back();
@@ -187,6 +188,15 @@ Stream load_stream(const std::string& text) {
 }
 
 }  // namespace
+
+Result<std::vector<YAML::Node>> load_yaml_documents(const std::string& text, const YamlContext& ctx) {
+  return config::guard(ctx, [&]() -> Result<std::vector<YAML::Node>> {
+    // Every document start is checked by the bounded pass first (a stuck parser is an error there), so the
+    // LoadAll that follows reads text it is known to get through.
+    (void)read_stream(text, SIZE_MAX);
+    return YAML::LoadAll(text);
+  });
+}
 
 Result<YAML::Node> load_yaml(const std::string& text, const YamlContext& ctx) {
   return config::guard(ctx, [&]() -> Result<YAML::Node> {

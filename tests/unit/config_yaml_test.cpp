@@ -175,6 +175,19 @@ TEST(ConfigYaml, StrayCommaIsAnErrorNotAHang) {
   EXPECT_FALSE(load_yaml("a: 1\n---\n,", ctx_for()).ok());
 }
 
+TEST(ConfigYaml, SeveralDocumentsWithoutTheLoadAllHang) {
+  // `allot submit` reads every document of a file; the same stray ',' must be an error there too.
+  for (const char* text : {",", "- a\n,", "a: 1\n---\n,"}) {
+    auto r = load_yaml_documents(text, ctx_for());
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_THAT(r.error().message, HasSubstr("unexpected ','")) << text;
+  }
+  auto three = load_yaml_documents("a: 1\n---\nb: 2\n---\nc: 3\n", ctx_for());
+  ASSERT_TRUE(three.ok()) << three.error().message;
+  ASSERT_EQ(three->size(), 3u);
+  EXPECT_EQ((*three)[2]["c"].as<int>(), 3);
+}
+
 TEST(ConfigYaml, TextIsUtf8AndNamesHaveNoControlCharacters) {
   // Found by fuzz/nodes_fuzz.cpp and fuzz/http_body_fuzz.cpp: such text was accepted, and a node named so through
   // POST /v1/nodes could not be written to the journal, which failed every change of its group commit.
