@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "config/spec_yaml.h"
+#include "config/yaml_stream.h"
 
 // Expected specs are written with designated initializers; g++ 12 warns about every member they leave at its
 // default, which is the point of writing them that way.
