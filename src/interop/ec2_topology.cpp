@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "core/spec.h"
 #include "interop/topology_labels.h"
 
 namespace allot::interop {
@@ -38,12 +39,9 @@ bool has_control(const std::string& s) {
   return false;
 }
 
-bool valid_node_name(const std::string& name) {
-  if (name.empty() || has_control(name)) return false;
-  for (char c : name)
-    if (std::isspace(static_cast<unsigned char>(c)) || c == '[' || c == ']' || c == ',') return false;
-  return true;
-}
+// The readers of that file check node names by the naming rule (core/spec.h), so a name the import writes
+// must pass the same rule, or the file would not read back.
+Status valid_node_name(const std::string& name) { return check_name(NameKind::kNode, name); }
 
 }  // namespace
 
@@ -77,9 +75,9 @@ Result<Ec2Import> import_ec2_topology(std::string_view json_text, const Catalog&
     if (!inst.is_object()) return Error::invalid(where + " must be an object, not " + inst.type_name());
     auto id = string_field(inst, "InstanceId", where, true);
     if (!id) return id.error();
-    if (!valid_node_name(*id))
-      return Error::invalid(where + ": InstanceId '" + *id +
-                            "' cannot name a node (it has a space, comma or bracket); EC2 ids look like i-0123456789abcdef0");
+    if (auto st = valid_node_name(*id); !st)
+      return Error::invalid(where + ": InstanceId '" + printable(*id) + "' cannot name a node (" + st.error().message +
+                            "); EC2 ids look like i-0123456789abcdef0");
     where += " (" + *id + ")";
     if (!ids.insert(*id).second) return Error::invalid(where + ": InstanceId appears more than once");
     auto type = string_field(inst, "InstanceType", where, true);
@@ -155,9 +153,9 @@ Result<std::map<std::string, std::string>> parse_name_map(std::string_view yaml_
     if (!kv.first.IsScalar() || !kv.second.IsScalar())
       return Error::invalid("name map line " + std::to_string(line) + ": expected `instance-id: node-name`");
     std::string id = kv.first.Scalar(), name = kv.second.Scalar();
-    if (!valid_node_name(name))
-      return Error::invalid("name map line " + std::to_string(line) + ": '" + name +
-                            "' is not a node name (empty, or has a space, comma or bracket)");
+    if (auto st = valid_node_name(name); !st)
+      return Error::invalid("name map line " + std::to_string(line) + ": '" + printable(name) + "' is not a node name (" +
+                            st.error().message + ")");
     if (!out.emplace(id, name).second)
       return Error::invalid("name map line " + std::to_string(line) + ": " + id + " is mapped twice");
   }
