@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <optional>
 
 #include "config/utf8.h"
 #include "config/yaml_read.h"
@@ -39,7 +40,18 @@ bool has_surrogate_escape(const std::string& s) {
   return false;
 }
 
-uint32_t hex4(const std::string& s, size_t at) { return static_cast<uint32_t>(std::stoul(s.substr(at, 4), nullptr, 16)); }
+// The value of the four hex digits at `at`, or nullopt when there are not four there (never throws: the text
+// may be JSON only up to a point, found by fuzz/http_body_fuzz.cpp).
+std::optional<uint32_t> hex4(const std::string& s, size_t at) {
+  if (at + 4 > s.size()) return std::nullopt;
+  uint32_t v = 0;
+  for (size_t k = at; k < at + 4; ++k) {
+    const char c = s[k];
+    if (!is_hex(c)) return std::nullopt;
+    v = v * 16 + static_cast<uint32_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+  }
+  return v;
+}
 
 void append_utf8(std::string& out, uint32_t cp) {  // cp is U+10000..U+10FFFF here
   out += static_cast<char>(0xf0 | (cp >> 18));
@@ -63,19 +75,17 @@ std::string join_surrogate_pairs(const std::string& s) {
       out += c;
       continue;
     }
-    if (s[i + 1] != 'u') {  // a two-character escape such as \" or \\ (valid JSON: never the last byte)
-      out.append(s, i, 2);
+    // Anything but a whole pair is kept as it was (a two-character escape such as \" or \\, another \u escape,
+    // or text that is not JSON after all, which yaml-cpp then reports).
+    const auto hi = i + 1 < s.size() && s[i + 1] == 'u' ? hex4(s, i + 2) : std::nullopt;
+    const bool pair_follows = hi && *hi >= 0xd800 && *hi <= 0xdbff && i + 7 < s.size() && s[i + 6] == '\\' && s[i + 7] == 'u';
+    const auto lo = pair_follows ? hex4(s, i + 8) : std::nullopt;
+    if (!lo || *lo < 0xdc00 || *lo > 0xdfff) {
+      out.append(s, i, std::min<size_t>(2, s.size() - i));
       ++i;
       continue;
     }
-    const uint32_t hi = hex4(s, i + 2);
-    if (hi < 0xd800 || hi > 0xdbff) {
-      out.append(s, i, 6);
-      i += 5;
-      continue;
-    }
-    const uint32_t lo = hex4(s, i + 8);  // s[i + 6..7] is the next escape's "\u"
-    append_utf8(out, 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00));
+    append_utf8(out, 0x10000 + ((*hi - 0xd800) << 10) + (*lo - 0xdc00));
     i += 11;
   }
   return out;
