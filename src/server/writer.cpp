@@ -163,6 +163,8 @@ void Writer::step_leadership(bool force) {
     leading_ = false;
     leading_flag_ = false;
     next_leader_try_ = {};
+    std::lock_guard lock(mu_);
+    leader_url_.clear();  // not ourselves any more; the next poll finds who leads
   }
   const auto now = std::chrono::steady_clock::now();
   if (!force && now < next_leader_try_) return;
@@ -318,9 +320,14 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     // The state holds changes the journal does not: answer every change with the error and rebuild the state
     // from the journal, which is what was acknowledged.
     spdlog::error("journal write failed, {} records dropped: {}", records.size(), durable.error().message);
+    // A shared store that lost its session may have lost the answer to a commit that happened.
+    const bool session_lost = store_->shared() && !store_->leading();
     for (size_t i = 0; i < batch.size(); ++i)
       if (!results[i].error)
-        replies[i] = error_reply(Error::internal("the change could not be made durable (" + durable.error().message + "); nothing was changed"));
+        replies[i] = error_reply(Error::internal(
+            session_lost ? "this server lost its database session while writing the change (" + durable.error().message +
+                               "); it was not acknowledged: read the object to find out whether it was made"
+                         : "the change could not be made durable (" + durable.error().message + "); nothing was changed"));
     auto fresh = replay(/*publish=*/false);
     if (!fresh) {
       spdlog::critical("cannot rebuild the state from the journal: {}", fresh.error().message);

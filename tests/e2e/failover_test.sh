@@ -46,7 +46,12 @@ start_pg_server() {
   [ -n "$url" ] || fail "server $name did not print its URL within 10 s"
   eval "URL_$name=$url PID_$name=$pid"
 }
-role_of() { curl -s --max-time 1 "$1/v1/health" | grep -o '"role": *"[a-z]*"' | grep -o '[a-z]*"$' | tr -d '"' || true; }
+# role_of URL: leader or standby, from GET /v1/health (bash's /dev/tcp: no HTTP client needed).
+role_of() {
+  local hp=${1#http://}
+  timeout 2 bash -c "exec 3<>/dev/tcp/${hp%:*}/${hp##*:} && printf 'GET /v1/health HTTP/1.0\r\n\r\n' >&3 && cat <&3" 2>/dev/null |
+    grep -o '"role": *"[a-z]*"' | grep -o '[a-z]*"$' | tr -d '"' || true
+}
 
 start_pg_server a
 start_pg_server b
