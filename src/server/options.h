@@ -46,6 +46,11 @@ struct ServerOptions {
   std::chrono::milliseconds keep_alive_timeout{5000};
   size_t max_connections = 512;
   size_t event_ring = 10000;                // events kept in memory for /v1/events
+  // Several servers on one shared store (PostgreSQL, docs/deployment.md): the URL this server gives the others
+  // for redirecting writes to it while it leads (empty: its own listen URL), and how often a standby tries to
+  // take the lead and reads what the leader wrote.
+  std::string advertise_url;
+  std::chrono::milliseconds leader_poll{500};
   Clock clock = system_clock_ms;
 };
 

@@ -138,8 +138,17 @@ Status Server::start() {
     port_ = hp->port;
   }
   if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
+  writer_->set_advertise_url(options_.advertise_url.empty() ? url() : options_.advertise_url);
+  writer_->step_leadership(/*force=*/true);  // on a shared store: lead now if nobody does
   writer_->start();
   const std::string token_file = options_.admin_token_file.empty() ? options_.data_dir + "/admin-token" : options_.admin_token_file;
+  if (!writer_->leading()) {
+    // A standby writes nothing; the leader made (or makes) the first admin token.
+    listener_ = std::thread([this] { http_->listen_after_bind(); });
+    spdlog::info("allot server listening on {} (store {}) as a standby; the leader is {}", url(), options_.database,
+                 writer_->leader_url().empty() ? "not known yet" : writer_->leader_url());
+    return ok_status();
+  }
   auto boot = ensure_admin_token(*writer_, token_file);
   if (!boot) {
     writer_->stop();
