@@ -1,6 +1,8 @@
 #include "server/dashboard_views.h"
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <map>
 
 #include "core/admission.h"
@@ -77,7 +79,6 @@ json cluster_summary(const ServerState& st, Time now) {
   }
   std::map<std::string, int> jobs;
   for (JobState js : {JobState::kPending, JobState::kRunning, JobState::kSuspended}) jobs[job_state_name(js)] = 0;
-  jobs["Pending"] = 0;
   for (JobId id : s.waiting_jobs) ++jobs[job_state_name(s.jobs[id.index()].state)];
   jobs["Running"] = static_cast<int>(s.running_jobs.size());
   jobs["total"] = static_cast<int>(s.jobs.size());

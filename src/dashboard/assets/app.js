@@ -188,10 +188,18 @@ function navigate() {
 // keeps what the person typed and where they scrolled.
 async function render(fresh) {
   if (!state.token) return;
+  const root = document.getElementById('page');
+  // An update waits while the person is typing in or choosing from the page's form: drawing the page again
+  // would replace the field under their hands.
+  const active = document.activeElement;
+  if (!fresh && active && root.contains(active) && (active.tagName === 'INPUT' || active.tagName === 'SELECT')) {
+    state.lastRefresh = Date.now();
+    scheduleRefresh();
+    return;
+  }
   const gen = fresh ? ++state.generation : state.generation;
   state.lastRefresh = Date.now();
   const page = PAGES[state.route.page] || PAGES.cluster;
-  const root = document.getElementById('page');
   if (fresh) { root.replaceChildren(h('p', { class: 'muted', text: 'Loading…' })); page.reset && page.reset(); }
   try {
     const started = performance.now();
@@ -390,7 +398,6 @@ PAGES.queue = {
     for (const k of ['team', 'priority', 'state']) if (p.get(k)) q.set(k, p.get(k));
     const [d, teams] = await Promise.all([api('/v1/dashboard/queue?' + q), this.teams || api('/v1/teams')]);
     this.teams = teams;
-    const now = Date.now() / 1000;
     const current = { team: p.get('team') || '', priority: p.get('priority') || '', state: p.get('state') || '' };
     const teamSel = h('select', { name: 'team' }, h('option', { value: '', text: 'all teams' }),
       teams.map(t => h('option', { value: t.name, text: t.name, selected: t.name === current.team })));
@@ -406,7 +413,7 @@ PAGES.queue = {
     const rows = d.items.map(j => h('tr', { 'data-job': j.name },
       h('td', { class: 'num position', text: j.position }), h('td', {}, jobLink(j.name)), h('td', { text: j.team }),
       h('td', { text: j.priority }), h('td', {}, badge(j.state)), h('td', { class: 'num', text: j.accelerators }),
-      h('td', { class: 'num waited', text: fmtDuration(j.waited_s + (now - d_now(d))) }),
+      h('td', { class: 'num waited', text: fmtDuration(j.waited_s) }),
       h('td', { class: 'estimate', text: j.estimated_start !== undefined ? fmtTime(j.estimated_start) : '—' }),
       h('td', { class: 'reason', text: j.reason })));
     const table = h('table', { id: 'queue' }, h('tr', {}, ['#', 'job', 'team', 'priority', 'state', 'accelerators', 'waited', 'estimated start', 'reason']
@@ -422,8 +429,6 @@ PAGES.queue = {
       form, pager, table, hidden);
   },
 };
-// The queue answer has no clock of its own; waits are as of the request.
-function d_now() { return Date.now() / 1000; }
 
 // ---- Job ------------------------------------------------------------------------------------------------------
 
@@ -515,7 +520,7 @@ PAGES.job = {
       }
     };
     if (!L.timer) L.timer = setInterval(() => { if (L.follow && state.route.page === 'job') fetchLogs(); }, 2000);
-    setTimeout(fetchLogs, 0);
+    setTimeout(() => { if (L.follow) pre_.scrollTop = pre_.scrollHeight; fetchLogs(); }, 0);
 
     return h('div', {}, h('h1', {}, 'Job ', h('span', { id: 'job-name', text: j.name })), form, kv,
       h('h2', { text: 'Placement' }), placeTable,
