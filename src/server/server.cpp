@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 
 #include <filesystem>
@@ -155,31 +156,24 @@ Status Server::start() {
 }
 
 Status Server::make_http() {
+  const HttpLimits limits{.read_timeout = options_.read_timeout,
+                          .write_timeout = options_.write_timeout,
+                          .keep_alive_timeout = options_.keep_alive_timeout,
+                          .max_connections = options_.max_connections};
   if (options_.tls_cert.empty()) {
-    http_ = std::make_unique<HttpServer>(HttpLimits{.read_timeout = options_.read_timeout,
-                                                     .write_timeout = options_.write_timeout,
-                                                     .keep_alive_timeout = options_.keep_alive_timeout,
-                                                     .max_connections = options_.max_connections});
+    http_ = std::make_unique<HttpServer>(limits);
     return ok_status();
   }
-  Status loaded = ok_status();
-  auto https = std::make_unique<httplib::SSLServer>([&](SSL_CTX& ctx) {
-    loaded = load_tls_identity(ctx, options_.tls_cert, options_.tls_key);
-    return loaded.ok();
-  });
-  if (!loaded) return loaded;
-  if (!https->is_valid()) return Error::internal("cannot create a TLS context for --tls-cert " + options_.tls_cert);
-  // cpp-httplib's SSLServer runs its own connection loop, which HttpServer's whole-request deadline and
-  // connection limit do not reach (http_server.h): here each read and write is bounded, the connections served
-  // at once are bounded by the pool, and Routes still bounds every body.
-  const size_t threads = std::min<size_t>(options_.max_connections, 256);
-  https->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  const auto read_s = std::chrono::duration_cast<std::chrono::seconds>(options_.read_timeout).count();
-  const auto write_s = std::chrono::duration_cast<std::chrono::seconds>(options_.write_timeout).count();
-  https->set_read_timeout(std::max<int64_t>(1, read_s), 0);
-  https->set_write_timeout(std::max<int64_t>(1, write_s), 0);
-  https->set_keep_alive_timeout(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(options_.keep_alive_timeout).count()));
-  http_ = std::move(https);
+  // HTTPS goes through the same HttpServer (http_server.h), so TLS clients meet the same whole-request
+  // deadlines and connection limit as plain ones; only the context is made here.
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) return Error::internal("cannot create a TLS context for --tls-cert " + options_.tls_cert);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION);
+  if (auto loaded = load_tls_identity(*ctx, options_.tls_cert, options_.tls_key); !loaded) {
+    SSL_CTX_free(ctx);
+    return loaded;
+  }
+  http_ = std::make_unique<HttpServer>(limits, ctx);
   return ok_status();
 }
 
