@@ -158,6 +158,7 @@ def page_loads(d, url, token, shots):
     for page in ["cluster", "teams", "queue", "topology", "events", "job/job-00007"]:
         ms = []
         for _ in range(3):
+            d.get("about:blank")  # a new document each time: a hash change alone would not load the page again
             d.get(url + "/#/" + page)
             name = page.split("/")[0]
             wait(lambda: d.find_element(By.ID, "page").get_attribute("data-page") == name and

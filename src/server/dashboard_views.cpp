@@ -169,9 +169,11 @@ json teams_summary(const ServerState& st) {
 }
 
 void refresh_queue(QueueCache& cache, const ServerState& st, Time now) {
-  if (cache.version == st.version) return;
+  // Expected ends pass with time alone: an unchanged state still gets fresh estimates now and then.
+  if (cache.version == st.version && now - cache.computed_at < QueueCache::kEstimatesFor) return;
   const ClusterState& s = st.cluster;
   cache.version = st.version;
+  cache.computed_at = now;
   // The scheduler's queue order (core/scheduler.cpp): priority weight first under task-ranking, then arrival.
   const bool by_priority = s.policy.task_prioritization == TaskPrioritization::kTaskRanking;
   struct Key {

@@ -23,7 +23,9 @@ nlohmann::json teams_summary(const ServerState& st);
 // The waiting jobs in scheduling order, with each one's estimated start, cached until the state changes.
 // Only the writer thread may use a QueueCache (it lives with the route, read inside a Render).
 struct QueueCache {
+  static constexpr Time kEstimatesFor = 30;  // estimates are recomputed this often even when nothing changes
   uint64_t version = ~uint64_t{0};
+  Time computed_at = 0;
   std::vector<JobId> order;
   std::vector<std::optional<Time>> estimated_start;  // by position in `order`
 };
