@@ -278,6 +278,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     const auto took = steady_now - pass_start;
     next_pass_ = took < kCheapPass ? steady_now : steady_now + took;
     pass_seconds = std::chrono::duration<double>(steady_now - pass_start).count();
+    state_.observed.pass_seconds.observe(pass_seconds);
     for (const Decision& d : sr.decisions) {
       store::Record r{state_.last_seq + 1, now, store::decision_record(state_.cluster, d), kServerActor};
       note_decision(state_, r, events);
@@ -291,6 +292,8 @@ void Writer::run_batch(std::vector<Pending>& batch) {
       records.push_back(std::move(r));
     }
   }
+
+  state_.observed.sample(state_.cluster, now);
 
   // Answers are rendered before the batch is written so that each audit record can say what its request was
   // answered; a failed write replaces them all with the error below.
@@ -337,6 +340,8 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     for (auto& [name, info] : fresh->nodes)
       if (auto it = state_.nodes.find(name); it != state_.nodes.end()) info.last_heartbeat_ms = it->second.last_heartbeat_ms;
     fresh->scheduling_latency = state_.scheduling_latency;
+    fresh->observed.pass_seconds = state_.observed.pass_seconds;
+    fresh->observed.utilisation = state_.observed.utilisation;
     state_ = std::move(*fresh);
     dirty_ = true;
   } else {
