@@ -137,6 +137,19 @@ int run_class_set(Session& s, AdminArgs& a) {
                 [](const json& c) { return "priority class " + client::text(c, "name") + " weight " + client::text(c, "weight") + "\n"; });
 }
 
+int run_allocation_get(Session& s, AdminArgs& a) {
+  auto team = s.api().get("/v1/teams/" + client::url_encode(a.name));
+  if (!team) return report("allocation get", team.error());
+  const json alloc = team->value("allocation", json::array());
+  return s.print(alloc, [](const json& list) {
+    client::Table t({"INSTANCE_TYPE", "INSTANCES", "ACCELERATORS", "VCPU", "MEMORY_GIB"});
+    for (const auto& e : list)
+      t.add({client::text(e, "instance_type"), client::number(e.value("instances", json())), client::number(e.value("accelerators", json())),
+             client::number(e.value("vcpu", json())), client::number(e.value("memory_gib", json()))});
+    return t.empty() ? std::string("no allocation\n") : t.str();
+  });
+}
+
 int run_class_delete(Session& s, AdminArgs& a) {
   auto r = s.api().del("/v1/priority-classes/" + client::url_encode(a.name));
   if (!r) return report("priority-class delete", r.error());
@@ -166,6 +179,9 @@ void add_client_admin_commands(CLI::App& app, Context& ctx) {
 
   auto* alloc = app.add_subcommand("allocation", "A team's compute allocation");
   alloc->require_subcommand(1);
+  auto* aget = flags(alloc->add_subcommand("get", "A team's allocation per instance type"));
+  aget->add_option("team", a->name, "Team name")->required();
+  on_run(aget, ctx, a, "allocation get", run_allocation_get);
   auto* set = flags(alloc->add_subcommand("set", "Set a team's allocation for one instance type (creates the team if needed)"));
   set->add_option("team", a->name, "Team name")->required();
   set->add_option("--instance-type", a->instance_type, "Instance type, e.g. ml.p5.48xlarge")->required();
