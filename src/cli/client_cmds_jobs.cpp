@@ -33,6 +33,7 @@ struct JobArgs {
   bool dry_run = false;
   bool watch = false, follow = false;
   double interval_s = 2;
+  std::string queue_name, priority;  // submit: hyp-style overrides
 };
 
 const char* const kStates[] = {"Pending", "Running", "Suspended", "Succeeded", "Failed", "Cancelled"};
@@ -60,11 +61,16 @@ std::string last_lines(const std::string& text, int64_t n) {
 
 // Every document of the input as a job body; Kubernetes objects are recognised by apiVersion and kind.
 // Several documents (`---`) submit several jobs, as `kubectl apply -f` would.
-Result<std::vector<json>> read_jobs(const std::string& text, const std::string& origin) {
+struct SubmitDoc {
+  json body;
+  std::string priority_label;  // a Kueue manifest's priority-class label as written
+};
+
+Result<std::vector<SubmitDoc>> read_jobs(const std::string& text, const std::string& origin) {
   auto loaded = load_yaml_documents(text, YamlContext{origin, "", 0});
   if (!loaded) return loaded.error();
   std::vector<YAML::Node> docs = std::move(*loaded);
-  std::vector<json> out;
+  std::vector<SubmitDoc> out;
   Catalog catalog = Catalog::builtin();
   for (size_t i = 0; i < docs.size(); ++i) {
     YAML::Node doc = docs[i];
@@ -74,7 +80,7 @@ Result<std::vector<json>> read_jobs(const std::string& text, const std::string& 
       if (!m) return m.error();
       if (auto st = check_name(NameKind::kJob, m->spec.name); !st) return Error::invalid(origin + ": " + st.error().message);
       for (const auto& w : m->warnings) std::cerr << "allot submit: warning: " << origin << ": " << w << "\n";
-      out.push_back(client::job_body(m->spec));
+      out.push_back({client::job_body(m->spec), m->priority_label});
       continue;
     }
     // A scenario's `submit:` entry pasted with its key is accepted too.
@@ -85,7 +91,7 @@ Result<std::vector<json>> read_jobs(const std::string& text, const std::string& 
     }
     auto spec = parse_job_spec(doc, catalog, ctx);
     if (!spec) return spec.error();
-    out.push_back(client::job_body(*spec));
+    out.push_back({client::job_body(*spec), ""});
   }
   if (out.empty()) return Error::invalid(origin + " holds no job");
   return out;
@@ -96,14 +102,34 @@ int run_submit(Session& s, JobArgs& a) {
   if (!text) return report("submit", text.error());
   auto jobs = read_jobs(*text, a.file == "-" ? "<stdin>" : a.file);
   if (!jobs) return report("submit", jobs.error());
+  // hyp's vocabulary: --queue-name names the team's queue (hyperpod-ns-<team>-localqueue, or the team),
+  // --priority the class; both apply to every job of the file.
+  for (auto& d : *jobs) {
+    if (!a.queue_name.empty()) d.body["team"] = interop::team_from_queue_name(a.queue_name);
+    if (!a.priority.empty()) d.priority_label = a.priority, d.body["priority"] = interop::priority_from_class(a.priority);
+  }
+  // A label "inference-priority" names the class "inference-priority" when the server has one, else
+  // "inference" (Kueue's WorkloadPriorityClass names often end in -priority, allot's need not).
+  bool labelled = false;
+  for (const auto& d : *jobs) labelled |= !d.priority_label.empty();
+  if (labelled && !a.dry_run) {
+    auto classes = s.api().get("/v1/priority-classes");
+    std::vector<std::string> names;
+    if (classes && classes->is_array())
+      for (const auto& c : *classes) names.push_back(client::text(c, "name"));
+    for (auto& d : *jobs)
+      if (!d.priority_label.empty()) d.body["priority"] = interop::pick_priority_class(d.priority_label, names);
+  }
   if (a.dry_run) {
-    json all = jobs->size() == 1 ? (*jobs)[0] : json(*jobs);
+    json list = json::array();
+    for (const auto& d : *jobs) list.push_back(d.body);
+    json all = list.size() == 1 ? list[0] : list;
     std::cout << client::render_data(all, s.format() == client::Format::kYaml ? client::Format::kYaml : client::Format::kJson);
     return 0;
   }
   json submitted = json::array();
-  for (const auto& body : *jobs) {
-    auto r = s.api().post("/v1/jobs", body);
+  for (const auto& d : *jobs) {
+    auto r = s.api().post("/v1/jobs", d.body);
     if (!r) return report("submit", r.error());
     submitted.push_back(*r);
   }
@@ -249,6 +275,11 @@ void add_client_job_commands(CLI::App& app, Context& ctx) {
 
   auto* submit = flags(app.add_subcommand("submit", "Submit an allot job spec, a Kubernetes Job or a PyTorchJob"));
   submit->add_option("file", a->file, "YAML file; - for stdin")->required();
+  submit->add_option("--queue-name", a->queue_name,
+                     "The team's queue, as hyp names it (hyperpod-ns-<team>-localqueue) or the team itself; overrides the file");
+  submit->add_option("--priority", a->priority,
+                     "Priority class (a Kueue name such as inference-priority maps to the server's class of that name, "
+                     "else to the name without -priority); overrides the file");
   submit->add_flag("--dry-run", a->dry_run, "Print the job spec the file becomes (JSON, or YAML with -o yaml); submit nothing");
   on_run(submit, ctx, a, "submit", run_submit);
 

@@ -1,5 +1,7 @@
 #include "interop/k8s_manifest.h"
 
+#include <algorithm>
+#include <random>
 #include <set>
 
 #include "interop/k8s_pod.h"
@@ -42,16 +44,22 @@ Status only_known(const Field& m, const std::set<std::string>& known) {
 }
 
 // Name, team, priority and the topology annotations that sit on the object itself.
-Status read_metadata(const Field& doc, JobSpec& spec, std::vector<std::string>& warnings) {
+Status read_metadata(const Field& doc, JobSpec& spec, std::vector<std::string>& warnings, std::string* priority_label) {
   const Field meta = doc.child("metadata");
   if (auto st = meta.expect_map(); !st) return meta.error("is required (a map with name and namespace)");
   const Field name = meta.child("name");
-  if (!name.present())
-    return name.error(meta.child("generateName").present() ? "is required (generateName is not supported)"
-                                                           : "is required");
-  auto n = name.str();
-  if (!n) return n.error();
-  spec.name = *n;
+  const Field generate = meta.child("generateName");
+  if (!name.present() && generate.present()) {
+    auto g = generate.str();
+    if (!g) return g.error();
+    spec.name = generated_name(*g);
+    warnings.push_back("metadata.generateName: the job is named " + spec.name);
+  } else {
+    if (!name.present()) return name.error("is required (or metadata.generateName)");
+    auto n = name.str();
+    if (!n) return n.error();
+    spec.name = *n;
+  }
 
   const Field labels = meta.child("labels");
   if (labels.present())
@@ -75,6 +83,7 @@ Status read_metadata(const Field& doc, JobSpec& spec, std::vector<std::string>& 
     auto p = prio.str();
     if (!p) return p.error();
     spec.priority = priority_from_class(*p);
+    *priority_label = *p;
   }
   return ok_status();
 }
@@ -122,7 +131,7 @@ Status check_slice(const Field& tmpl, const PodTemplate& t, int replicas) {
 Result<ManifestJob> read_batch_job(const Field& doc) {
   ManifestJob out;
   if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
-  if (auto st = read_metadata(doc, out.spec, out.warnings); !st) return st.error();
+  if (auto st = read_metadata(doc, out.spec, out.warnings, &out.priority_label); !st) return st.error();
   const Field spec = doc.child("spec");
   if (auto st = spec.expect_map(); !st) return spec.error("is required");
   if (auto st = only_known(spec, {"parallelism", "completions", "completionMode", "backoffLimit",
@@ -164,7 +173,7 @@ Result<ManifestJob> read_batch_job(const Field& doc) {
 Result<ManifestJob> read_pytorch_job(const Field& doc) {
   ManifestJob out;
   if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
-  if (auto st = read_metadata(doc, out.spec, out.warnings); !st) return st.error();
+  if (auto st = read_metadata(doc, out.spec, out.warnings, &out.priority_label); !st) return st.error();
   const Field spec = doc.child("spec");
   if (auto st = spec.expect_map(); !st) return spec.error("is required");
   if (auto st = only_known(spec, {"pytorchReplicaSpecs", "runPolicy", "elasticPolicy", "nprocPerNode"}); !st)
@@ -255,6 +264,20 @@ std::string team_from_namespace(std::string_view ns) {
   std::string_view s = ns;
   strip_prefix(s, "hyperpod-ns-");
   return std::string(s);
+}
+
+std::string pick_priority_class(const std::string& label, const std::vector<std::string>& classes) {
+  if (std::find(classes.begin(), classes.end(), label) != classes.end()) return label;
+  return priority_from_class(label);
+}
+
+std::string generated_name(const std::string& prefix) {
+  static const char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+  std::random_device rd;
+  std::uniform_int_distribution<size_t> pick(0, sizeof(kAlphabet) - 2);
+  std::string name = prefix;
+  for (int i = 0; i < 5; ++i) name += kAlphabet[pick(rd)];
+  return name;
 }
 
 std::string priority_from_class(std::string_view cls) {

@@ -98,4 +98,19 @@ grep -q "node static-1 deleted" "$WORK/deleted.out" || fail "node delete: $(cat 
 grep -q "^static-1 " "$WORK/nodes.out" && fail "static-1 is still listed after node delete"
 "$ALLOT" allocation get team-a >"$WORK/alloc.out"
 grep -q "^ml.g5.8xlarge  *1 " "$WORK/alloc.out" || fail "allocation get team-a: $(cat "$WORK/alloc.out")"
+# Kueue priority-class labels: the class as written first, then without -priority. hyp-style flags.
+"$ALLOT" priority-class set gold-priority 90 >/dev/null
+manifest() {  # manifest PRIORITY-LABEL: a Job with generateName, one GPU, that waits (8 GPUs asked)
+  printf 'apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: kueue-sample-\n  namespace: hyperpod-ns-team-a\n  labels: {kueue.x-k8s.io/priority-class: %s}\nspec:\n  template:\n    spec:\n      containers:\n        - {name: main, image: busybox, command: ["true"], resources: {limits: {nvidia.com/gpu: "8"}}}\n' "$1"
+}
+manifest gold-priority >"$WORK/gold.yaml"
+manifest training-priority >"$WORK/training.yaml"
+"$ALLOT" -o json submit "$WORK/gold.yaml" >"$WORK/gold.json" 2>"$WORK/gold.err"
+grep -q '"priority": "gold-priority"' "$WORK/gold.json" || fail "label gold-priority should pick the class gold-priority: $(cat "$WORK/gold.json")"
+grep -q "the job is named kueue-sample-" "$WORK/gold.err" || fail "the generated name should be printed: $(cat "$WORK/gold.err")"
+"$ALLOT" -o json submit "$WORK/training.yaml" >"$WORK/training.json"
+grep -q '"priority": "training"' "$WORK/training.json" || fail "label training-priority should pick the class training: $(cat "$WORK/training.json")"
+"$ALLOT" -o json submit "$WORK/training.yaml" --queue-name hyperpod-ns-team-b-localqueue --priority inference-priority >"$WORK/hyp.json"
+grep -q '"team": "team-b"' "$WORK/hyp.json" && grep -q '"priority": "inference"' "$WORK/hyp.json" ||
+  fail "--queue-name and --priority should override the manifest: $(cat "$WORK/hyp.json")"
 say PASS

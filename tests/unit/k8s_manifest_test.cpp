@@ -216,3 +216,59 @@ spec:
 
 }  // namespace
 }  // namespace allot::interop
+
+namespace allot::interop {
+namespace {
+
+const char* kGenerated = R"(apiVersion: batch/v1
+kind: Job
+metadata:
+  generateName: sample-job-
+  namespace: hyperpod-ns-team-a
+  labels:
+    kueue.x-k8s.io/priority-class: inference-priority
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: main
+          image: busybox
+          command: ["sleep", "1"]
+          resources: {requests: {cpu: "1"}}
+)";
+
+TEST(K8s, GenerateNameGetsTheApiServersSuffix) {
+  auto a = job_from_manifest(YAML::Load(kGenerated), "sample.yaml");
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_EQ(a->spec.name.size(), std::string("sample-job-").size() + 5);
+  EXPECT_EQ(a->spec.name.rfind("sample-job-", 0), 0u);
+  EXPECT_EQ(a->spec.name.find_first_not_of("sample-job-bcdfghjklmnpqrstvwxz2456789"), std::string::npos) << a->spec.name;
+  EXPECT_TRUE(check_name(NameKind::kJob, a->spec.name).ok());
+  bool said = false;
+  for (const auto& w : a->warnings) said |= w.find("named " + a->spec.name) != std::string::npos;
+  EXPECT_TRUE(said) << "the generated name is printed";
+  // Two submissions of the same manifest get two names (5 characters of 27: equal once in 14 million).
+  auto b = job_from_manifest(YAML::Load(kGenerated), "sample.yaml");
+  ASSERT_TRUE(b.ok());
+  EXPECT_NE(a->spec.name, b->spec.name);
+  // Without either name the message says what is accepted.
+  auto none = job_from_manifest(YAML::Load(std::string(kGenerated).replace(std::string(kGenerated).find("generateName"), 12, "labelz")),
+                                "sample.yaml");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("metadata.generateName"), std::string::npos) << none.error().message;
+}
+
+TEST(K8s, PriorityLabelAsWrittenFirstThenWithoutSuffix) {
+  auto m = job_from_manifest(YAML::Load(kGenerated), "sample.yaml");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->priority_label, "inference-priority");
+  EXPECT_EQ(m->spec.priority, "inference");
+  EXPECT_EQ(pick_priority_class("inference-priority", {"training", "inference-priority", "inference"}), "inference-priority");
+  EXPECT_EQ(pick_priority_class("inference-priority", {"training", "inference"}), "inference");
+  EXPECT_EQ(pick_priority_class("inference-priority", {}), "inference");  // the server names its classes when it refuses
+  EXPECT_EQ(pick_priority_class("training", {"training"}), "training");
+}
+
+}  // namespace
+}  // namespace allot::interop
