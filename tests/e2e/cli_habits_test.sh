@@ -113,4 +113,25 @@ grep -q '"priority": "training"' "$WORK/training.json" || fail "label training-p
 "$ALLOT" -o json submit "$WORK/training.yaml" --queue-name hyperpod-ns-team-b-localqueue --priority inference-priority >"$WORK/hyp.json"
 grep -q '"team": "team-b"' "$WORK/hyp.json" && grep -q '"priority": "inference"' "$WORK/hyp.json" ||
   fail "--queue-name and --priority should override the manifest: $(cat "$WORK/hyp.json")"
+# apply merges: a file with only a policy key keeps every priority class (it used to delete them all).
+printf 'policy:\n  task_prioritization: fcfs\n' >"$WORK/policy-only.yaml"
+"$ALLOT" apply "$WORK/policy-only.yaml" --dry-run >"$WORK/dry.out"
+grep -q "~ policy.task_prioritization: task-ranking -> fcfs" "$WORK/dry.out" && grep -q "dry run" "$WORK/dry.out" ||
+  fail "apply --dry-run should print the change: $(cat "$WORK/dry.out")"
+"$ALLOT" policy get -o json | grep -q '"task_prioritization": "task-ranking"' || fail "apply --dry-run changed the policy"
+"$ALLOT" apply "$WORK/policy-only.yaml" >/dev/null
+"$ALLOT" priority-class list >"$WORK/classes.out"
+for c in inference training gold-priority; do
+  grep -q "^$c " "$WORK/classes.out" || fail "apply of a policy-only file removed priority class $c: $(cat "$WORK/classes.out")"
+done
+"$ALLOT" apply "$WORK/teams.yaml" >"$WORK/reapply.out"
+grep -q "~ policy.task_prioritization: fcfs -> task-ranking" "$WORK/reapply.out" || fail "re-apply: $(cat "$WORK/reapply.out")"
+printf 'teams:\n  - name: team-a\n    allocation: [{instance_type: ml.g5.8xlarge, instances: 1}]\n    sharing: {strategy: LendAndBorrow, borrow_limit: 100}\n' >"$WORK/team-a.yaml"
+"$ALLOT" cancel --team team-b >/dev/null  # a team with active jobs cannot be removed
+"$ALLOT" apply "$WORK/team-a.yaml" --prune >"$WORK/prune.out"
+grep -q -- "- team team-b (pruned: not in the file)" "$WORK/prune.out" || fail "apply --prune: $(cat "$WORK/prune.out")"
+"$ALLOT" teams >"$WORK/teams.out"
+grep -q "^team-b " "$WORK/teams.out" && fail "team-b is still there after apply --prune"
+"$ALLOT" priority-class list >"$WORK/classes.out"
+grep -q "^gold-priority " "$WORK/classes.out" || fail "apply --prune of a teams-only file must keep the classes"
 say PASS
