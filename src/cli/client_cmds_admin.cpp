@@ -9,6 +9,7 @@
 #include "client/cli_flags.h"
 #include "client/apply_plan.h"
 #include "client/render.h"
+#include "client/warnings.h"
 #include "client/spec_json.h"
 #include "config/spec_yaml.h"
 
@@ -53,6 +54,12 @@ int run_apply(Session& s, AdminArgs& a) {
     if (!teams) return report("apply", teams.error());
     body["teams"] = json::array();
     for (const auto& t : *teams) body["teams"].push_back(client::team_body(t));
+    std::vector<std::string> without_weight;
+    for (const auto& t : root["teams"])
+      if (t.IsMap() && !t["fair_share_weight"] && t["name"]) without_weight.push_back(t["name"].Scalar());
+    auto nodes = s.api().get("/v1/nodes");
+    for (const auto& w : client::apply_warnings(*teams, without_weight, nodes ? *nodes : json(), catalog))
+      std::cerr << "allot apply: warning: " << w << "\n";
   }
   if (body.empty()) return report("apply", Error::invalid(ctx.origin + " has neither a policy nor a teams section"));
   // Merge with what the server has (client/apply_plan.h): only what the file names changes.

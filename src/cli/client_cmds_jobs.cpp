@@ -12,6 +12,7 @@
 #include "client/cli_flags.h"
 #include "client/render.h"
 #include "client/spec_json.h"
+#include "client/warnings.h"
 #include "config/spec_yaml.h"
 #include "config/yaml_stream.h"
 #include "interop/k8s_manifest.h"
@@ -62,6 +63,7 @@ std::string last_lines(const std::string& text, int64_t n) {
 // Every document of the input as a job body; Kubernetes objects are recognised by apiVersion and kind.
 // Several documents (`---`) submit several jobs, as `kubectl apply -f` would.
 struct SubmitDoc {
+  JobSpec spec;
   json body;
   std::string priority_label;  // a Kueue manifest's priority-class label as written
 };
@@ -80,7 +82,7 @@ Result<std::vector<SubmitDoc>> read_jobs(const std::string& text, const std::str
       if (!m) return m.error();
       if (auto st = check_name(NameKind::kJob, m->spec.name); !st) return Error::invalid(origin + ": " + st.error().message);
       for (const auto& w : m->warnings) std::cerr << "allot submit: warning: " << origin << ": " << w << "\n";
-      out.push_back({client::job_body(m->spec), m->priority_label});
+      out.push_back({m->spec, client::job_body(m->spec), m->priority_label});
       continue;
     }
     // A scenario's `submit:` entry pasted with its key is accepted too.
@@ -91,7 +93,7 @@ Result<std::vector<SubmitDoc>> read_jobs(const std::string& text, const std::str
     }
     auto spec = parse_job_spec(doc, catalog, ctx);
     if (!spec) return spec.error();
-    out.push_back({client::job_body(*spec), ""});
+    out.push_back({*spec, client::job_body(*spec), ""});
   }
   if (out.empty()) return Error::invalid(origin + " holds no job");
   return out;
@@ -126,6 +128,15 @@ int run_submit(Session& s, JobArgs& a) {
     json all = list.size() == 1 ? list[0] : list;
     std::cout << client::render_data(all, s.format() == client::Format::kYaml ? client::Format::kYaml : client::Format::kJson);
     return 0;
+  }
+  // What the server would accept but will not run as meant: a replica larger than its node, a team without
+  // quota for the job's instance type (client/warnings.h).
+  const Catalog catalog = Catalog::builtin();
+  for (auto& d : *jobs) {
+    d.spec.team = d.body.value("team", d.spec.team);
+    auto team = s.api().get("/v1/teams/" + client::url_encode(d.spec.team));
+    for (const auto& w : client::job_warnings(d.spec, team ? *team : json(), catalog))
+      std::cerr << "allot submit: warning: job " << d.spec.name << ": " << w << "\n";
   }
   json submitted = json::array();
   for (const auto& d : *jobs) {

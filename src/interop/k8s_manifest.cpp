@@ -70,6 +70,10 @@ Status read_metadata(const Field& doc, JobSpec& spec, std::vector<std::string>& 
     auto q = queue.str();
     if (!q) return q.error();
     spec.team = team_from_queue_name(*q);
+    if (ns.present())
+      if (auto v = ns.str(); v && team_from_namespace(*v) != spec.team)
+        warnings.push_back(ns.warning("names team " + team_from_namespace(*v) + " but the label " + kQueueLabel + " names team " +
+                                      spec.team + "; the label wins"));
   } else if (ns.present()) {
     auto v = ns.str();
     if (!v) return v.error();

@@ -71,6 +71,10 @@ for j in big-1 big-2 big-3; do
   printf 'name: %s\nteam: team-b\nper_replica: {accelerators: 8}\ncommand: "true"\n' "$j" >"$WORK/$j.yaml"
   "$ALLOT" submit "$WORK/$j.yaml" >/dev/null
 done
+printf 'name: huge\nteam: team-b\ninstance_type: ml.g5.8xlarge\nper_replica: {accelerators: 4}\ncommand: "true"\n' >"$WORK/huge.yaml"
+"$ALLOT" submit "$WORK/huge.yaml" >/dev/null 2>"$WORK/huge.err"
+grep -q "warning: job huge: one replica asks for 4 accelerators.*it can never be placed" "$WORK/huge.err" ||
+  fail "a replica larger than its node should be warned about: $(cat "$WORK/huge.err")"
 "$ALLOT" jobs -o wide >"$WORK/wide.out"
 reason=$(job_field big-1 reason)
 grep -qF "$reason" "$WORK/wide.out" || fail "-o wide should show the whole reason '$reason': $(cat "$WORK/wide.out")"
@@ -108,6 +112,7 @@ manifest training-priority >"$WORK/training.yaml"
 "$ALLOT" -o json submit "$WORK/gold.yaml" >"$WORK/gold.json" 2>"$WORK/gold.err"
 grep -q '"priority": "gold-priority"' "$WORK/gold.json" || fail "label gold-priority should pick the class gold-priority: $(cat "$WORK/gold.json")"
 grep -q "the job is named kueue-sample-" "$WORK/gold.err" || fail "the generated name should be printed: $(cat "$WORK/gold.err")"
+grep -q "image: ignored (busybox)" "$WORK/gold.err" || fail "the ignored image should be said: $(cat "$WORK/gold.err")"
 "$ALLOT" -o json submit "$WORK/training.yaml" >"$WORK/training.json"
 grep -q '"priority": "training"' "$WORK/training.json" || fail "label training-priority should pick the class training: $(cat "$WORK/training.json")"
 "$ALLOT" -o json submit "$WORK/training.yaml" --queue-name hyperpod-ns-team-b-localqueue --priority inference-priority >"$WORK/hyp.json"
