@@ -243,6 +243,71 @@ Result<ManifestJob> read_pytorch_job(const Field& doc) {
   return out;
 }
 
+// A JobSet (jobset.x-k8s.io/v1alpha2): each replicatedJob is a pod set of replicas x parallelism pods, with
+// its pod template's topology annotations (Kueue's TAS reads them there, slices included). The whole set is
+// one gang, as Kueue admits it. Every rank runs the first replicated job's command, as in a PyTorchJob.
+Result<ManifestJob> read_jobset(const Field& doc) {
+  ManifestJob out;
+  if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
+  if (auto st = read_metadata(doc, out.spec, out.warnings, &out.priority_label); !st) return st.error();
+  const Field spec = doc.child("spec");
+  if (auto st = spec.expect_map(); !st) return spec.error("is required");
+  if (auto st = only_known(spec, {"replicatedJobs", "network", "successPolicy", "failurePolicy", "startupPolicy",
+                                  "suspend", "coordinator", "managedBy", "ttlSecondsAfterFinished"});
+      !st)
+    return st.error();
+  if (const Field mr = spec.child("failurePolicy").child("maxRestarts"); mr.present()) {
+    auto m = mr.integer(0, 1000);
+    if (!m) return m.error();
+    out.spec.max_retries = static_cast<int>(*m);
+  }
+  for (const char* ignored : {"successPolicy", "startupPolicy", "network", "coordinator"})
+    if (spec.child(ignored).present())
+      out.warnings.push_back(spec.child(ignored).warning("ignored: allot starts and ends the whole set as one gang"));
+  const Field jobs = spec.child("replicatedJobs");
+  if (auto st = jobs.expect_list(); !st) return jobs.error("is required (a list of replicated jobs)");
+  if (jobs.node().size() == 0) return jobs.error("lists no replicated job");
+  std::vector<PodTemplate> templates;
+  for (size_t i = 0; i < jobs.node().size(); ++i) {
+    const Field rj = jobs.item(i);
+    if (auto st = only_known(rj, {"name", "replicas", "template", "dependsOn", "groupName"}); !st) return st.error();
+    auto name = rj.child("name").str();
+    if (!name) return name.error();
+    int64_t replicas = 1;
+    if (rj.child("replicas").present()) {
+      auto r = rj.child("replicas").integer(0, kMaxReplicas);
+      if (!r) return r.error();
+      replicas = *r;
+    }
+    if (rj.child("dependsOn").present())
+      out.warnings.push_back(rj.child("dependsOn").warning("ignored: allot starts every replicated job together"));
+    const Field jspec = rj.child("template").child("spec");
+    if (auto st = jspec.expect_map(); !st) return jspec.error("is required (the Job spec of the replicated job)");
+    int64_t parallelism = 1;
+    if (jspec.child("parallelism").present()) {
+      auto p = jspec.child("parallelism").integer(1, kMaxReplicas);
+      if (!p) return p.error();
+      parallelism = *p;
+    }
+    if (replicas == 0) continue;
+    if (replicas * parallelism > kMaxReplicas)
+      return rj.child("replicas").error("times parallelism is more than " + std::to_string(kMaxReplicas) + " pods");
+    const Field tmpl = jspec.child("template");
+    auto t = k8s::read_pod_template(tmpl, out.warnings);
+    if (!t) return t.error();
+    const int pods = static_cast<int>(replicas * parallelism);
+    if (auto st = check_slice(tmpl, *t, pods); !st) return st.error();
+    if (!templates.empty() && t->command != templates[0].command)
+      out.warnings.push_back(rj.warning("its command differs from the first replicated job's; every rank runs the first's"));
+    out.spec.pod_sets.push_back(pod_set_of(*t, *name, pods));
+    templates.push_back(std::move(*t));
+  }
+  if (templates.empty()) return jobs.error("has no replicas");
+  out.spec.command = templates[0].command;
+  out.spec.env = templates[0].env;
+  return out;
+}
+
 Result<ManifestJob> read_manifest(const YAML::Node& node, const std::string& origin) {
   const Field doc(origin, node);
   if (!is_k8s_manifest(node)) return doc.error("not a Kubernetes object (apiVersion and kind are required)");
@@ -252,7 +317,8 @@ Result<ManifestJob> read_manifest(const YAML::Node& node, const std::string& ori
   if (!kind) return kind.error();
   if (*kind == "Job" && *api == "batch/v1") return read_batch_job(doc);
   if (*kind == "PyTorchJob" && *api == "kubeflow.org/v1") return read_pytorch_job(doc);
-  return doc.child("kind").error("allot submits batch/v1 Job and kubeflow.org/v1 PyTorchJob, not " + *api + " " +
+  if (*kind == "JobSet" && *api == "jobset.x-k8s.io/v1alpha2") return read_jobset(doc);
+  return doc.child("kind").error("allot submits batch/v1 Job, kubeflow.org/v1 PyTorchJob and jobset.x-k8s.io/v1alpha2 JobSet, not " + *api + " " +
                                  *kind);
 }
 

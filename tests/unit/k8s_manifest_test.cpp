@@ -272,3 +272,50 @@ TEST(K8s, PriorityLabelAsWrittenFirstThenWithoutSuffix) {
 
 }  // namespace
 }  // namespace allot::interop
+
+namespace allot::interop {
+namespace {
+
+TEST(K8s, JobSetSlicesAsKueueDocumentsThem) {
+  auto m = load("jobset_slices.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const JobSpec& j = m->spec;
+  EXPECT_EQ(j.name, "jobset-sliced");
+  EXPECT_EQ(j.team, "team-a");
+  ASSERT_EQ(j.pod_sets.size(), 1u);
+  EXPECT_EQ(j.pod_sets[0].name, "workers");
+  EXPECT_EQ(j.pod_sets[0].replicas, 8);  // 2 replicas x parallelism 4
+  ASSERT_TRUE(j.pod_sets[0].topology.slice.has_value());
+  EXPECT_EQ(j.pod_sets[0].per_replica.vcpu_milli, 1000);
+  EXPECT_EQ(j.command, (std::vector<std::string>{"sleep", "100s"}));
+}
+
+TEST(K8s, JobSetReplicatedJobsArePodSets) {
+  auto m = load("jobset_driver_workers.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const JobSpec& j = m->spec;
+  EXPECT_EQ(j.team, "team-b");
+  EXPECT_EQ(j.max_retries, 3);
+  ASSERT_EQ(j.pod_sets.size(), 2u);
+  EXPECT_EQ(j.pod_sets[0].name, "driver");
+  EXPECT_EQ(j.pod_sets[0].replicas, 1);
+  EXPECT_EQ(j.pod_sets[1].name, "workers");
+  EXPECT_EQ(j.pod_sets[1].replicas, 6);
+  EXPECT_EQ(j.pod_sets[1].instance_type, "ml.p5.48xlarge");
+  EXPECT_EQ(j.pod_sets[1].per_replica.accelerators, 8);
+  EXPECT_EQ(j.pod_sets[1].topology.required, "topology.k8s.aws/network-node-layer-2");
+}
+
+TEST(K8s, JobSetRefusals) {
+  auto bad = job_from_manifest(YAML::Load("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: x, namespace: a}\n"
+                                          "spec: {replicatedJobs: []}\n"),
+                               "x.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("lists no replicated job"), std::string::npos) << bad.error().message;
+  auto kind = job_from_manifest(YAML::Load("apiVersion: jobset.x-k8s.io/v1alpha1\nkind: JobSet\nmetadata: {name: x, namespace: a}\n"), "x.yaml");
+  ASSERT_FALSE(kind.ok());
+  EXPECT_NE(kind.error().message.find("jobset.x-k8s.io/v1alpha2 JobSet"), std::string::npos) << kind.error().message;
+}
+
+}  // namespace
+}  // namespace allot::interop
