@@ -308,6 +308,109 @@ Result<ManifestJob> read_jobset(const Field& doc) {
   return out;
 }
 
+// An MPIJob (kubeflow.org/v2beta1): the Launcher and the Workers become pod sets `launcher` and `worker`
+// (Launcher first: rank 0). allot has no ssh launch: every rank runs the Launcher's command with RANK,
+// MASTER_ADDR and MASTER_PORT set, so mpirun's start of the workers over ssh does not happen; a warning says
+// so, as it does for what else does not carry over.
+Result<ManifestJob> read_mpi_job(const Field& doc) {
+  ManifestJob out;
+  if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
+  if (auto st = read_metadata(doc, out.spec, out.warnings, &out.priority_label); !st) return st.error();
+  const Field spec = doc.child("spec");
+  if (auto st = spec.expect_map(); !st) return spec.error("is required");
+  if (auto st = only_known(spec, {"mpiReplicaSpecs", "runPolicy", "slotsPerWorker", "sshAuthMountPath",
+                                  "mpiImplementation", "launcherCreationPolicy", "runLauncherAsWorker"});
+      !st)
+    return st.error();
+  if (const Field b = spec.child("runPolicy").child("backoffLimit"); b.present()) {
+    auto n = b.integer(0, 1000);
+    if (!n) return n.error();
+    out.spec.max_retries = static_cast<int>(*n);
+  }
+  const Field specs = spec.child("mpiReplicaSpecs");
+  if (auto st = only_known(specs, {"Launcher", "Worker"}); !st) return st.error();
+  if (!specs.child("Launcher").present()) return specs.child("Launcher").error("is required (it runs mpirun)");
+  std::vector<PodTemplate> templates;
+  for (const char* type : {"Launcher", "Worker"}) {
+    const Field rs = specs.child(type);
+    if (!rs.present()) continue;
+    if (auto st = only_known(rs, {"replicas", "restartPolicy", "template"}); !st) return st.error();
+    int replicas = 1;
+    if (rs.child("replicas").present()) {
+      auto r = rs.child("replicas").integer(0, kMaxReplicas);
+      if (!r) return r.error();
+      replicas = static_cast<int>(*r);
+    }
+    if (replicas == 0) continue;
+    auto t = k8s::read_pod_template(rs.child("template"), out.warnings);
+    if (!t) return t.error();
+    if (auto st = check_slice(rs.child("template"), *t, replicas); !st) return st.error();
+    out.spec.pod_sets.push_back(pod_set_of(*t, type == std::string("Launcher") ? "launcher" : "worker", replicas));
+    templates.push_back(std::move(*t));
+  }
+  if (templates.empty()) return specs.error("has no replicas");
+  out.spec.command = templates[0].command;
+  out.spec.env = templates[0].env;
+  out.warnings.push_back(specs.warning(
+      "every rank runs the Launcher's command (allot sets RANK, MASTER_ADDR and MASTER_PORT; it does not start "
+      "workers over ssh for mpirun): use a program that starts from those variables"));
+  for (const char* ignored : {"slotsPerWorker", "sshAuthMountPath", "mpiImplementation"})
+    if (spec.child(ignored).present()) out.warnings.push_back(spec.child(ignored).warning("ignored"));
+  return out;
+}
+
+// HyperPod's own HyperPodPyTorchJob (sagemaker.amazonaws.com/v1), what `hyp create hyp-pytorch-job` makes:
+// spec.replicaSpecs is a list of {name, replicas, template}; each is a pod set, one gang, and every rank runs
+// the first's command (HyperPod's training operator starts torchrun in each pod; allot sets RANK,
+// MASTER_ADDR and MASTER_PORT for it). runPolicy.jobMaxRetryCount is the retries; what HyperPod's operator
+// does beyond that (spares, log monitoring, resume) is ignored with a warning.
+Result<ManifestJob> read_hyperpod_pytorch_job(const Field& doc) {
+  ManifestJob out;
+  if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
+  if (auto st = read_metadata(doc, out.spec, out.warnings, &out.priority_label); !st) return st.error();
+  const Field spec = doc.child("spec");
+  if (auto st = spec.expect_map(); !st) return spec.error("is required");
+  for (const auto& kv : spec.node()) {
+    const std::string key = kv.first.Scalar();
+    if (key != "replicaSpecs" && key != "runPolicy")
+      out.warnings.push_back(spec.child(key).warning("ignored: HyperPod's training operator reads it, allot does not"));
+  }
+  if (const Field r = spec.child("runPolicy").child("jobMaxRetryCount"); r.present()) {
+    auto n = r.integer(0, 1000);
+    if (!n) return n.error();
+    out.spec.max_retries = static_cast<int>(*n);
+  }
+  const Field specs = spec.child("replicaSpecs");
+  if (auto st = specs.expect_list(); !st) return specs.error("is required (a list of {name, replicas, template})");
+  std::vector<PodTemplate> templates;
+  for (size_t i = 0; i < specs.node().size(); ++i) {
+    const Field rs = specs.item(i);
+    if (auto st = only_known(rs, {"name", "replicas", "spares", "template"}); !st) return st.error();
+    auto name = rs.child("name").str();
+    if (!name) return name.error();
+    int replicas = 1;
+    if (rs.child("replicas").present()) {
+      auto r = rs.child("replicas").integer(0, kMaxReplicas);
+      if (!r) return r.error();
+      replicas = static_cast<int>(*r);
+    }
+    if (rs.child("spares").present())
+      out.warnings.push_back(rs.child("spares").warning("ignored: allot restarts a failed rank on any free node"));
+    if (replicas == 0) continue;
+    auto t = k8s::read_pod_template(rs.child("template"), out.warnings);
+    if (!t) return t.error();
+    if (auto st = check_slice(rs.child("template"), *t, replicas); !st) return st.error();
+    if (!templates.empty() && t->command != templates[0].command)
+      out.warnings.push_back(rs.warning("its command differs from the first replica spec's; every rank runs the first's"));
+    out.spec.pod_sets.push_back(pod_set_of(*t, *name, replicas));
+    templates.push_back(std::move(*t));
+  }
+  if (templates.empty()) return specs.error("has no replicas");
+  out.spec.command = templates[0].command;
+  out.spec.env = templates[0].env;
+  return out;
+}
+
 Result<ManifestJob> read_manifest(const YAML::Node& node, const std::string& origin) {
   const Field doc(origin, node);
   if (!is_k8s_manifest(node)) return doc.error("not a Kubernetes object (apiVersion and kind are required)");
@@ -318,7 +421,9 @@ Result<ManifestJob> read_manifest(const YAML::Node& node, const std::string& ori
   if (*kind == "Job" && *api == "batch/v1") return read_batch_job(doc);
   if (*kind == "PyTorchJob" && *api == "kubeflow.org/v1") return read_pytorch_job(doc);
   if (*kind == "JobSet" && *api == "jobset.x-k8s.io/v1alpha2") return read_jobset(doc);
-  return doc.child("kind").error("allot submits batch/v1 Job, kubeflow.org/v1 PyTorchJob and jobset.x-k8s.io/v1alpha2 JobSet, not " + *api + " " +
+  if (*kind == "MPIJob" && *api == "kubeflow.org/v2beta1") return read_mpi_job(doc);
+  if (*kind == "HyperPodPyTorchJob" && *api == "sagemaker.amazonaws.com/v1") return read_hyperpod_pytorch_job(doc);
+  return doc.child("kind").error("allot submits batch/v1 Job, kubeflow.org/v1 PyTorchJob, jobset.x-k8s.io/v1alpha2 JobSet, kubeflow.org/v2beta1 MPIJob and sagemaker.amazonaws.com/v1 HyperPodPyTorchJob, not " + *api + " " +
                                  *kind);
 }
 

@@ -319,3 +319,52 @@ TEST(K8s, JobSetRefusals) {
 
 }  // namespace
 }  // namespace allot::interop
+
+namespace allot::interop {
+namespace {
+
+TEST(K8s, MpiJobLauncherAndWorkers) {
+  auto m = load("mpijob_pi.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const JobSpec& j = m->spec;
+  EXPECT_EQ(j.team, "team-a");
+  EXPECT_EQ(j.max_retries, 2);
+  ASSERT_EQ(j.pod_sets.size(), 2u);
+  EXPECT_EQ(j.pod_sets[0].name, "launcher");
+  EXPECT_EQ(j.pod_sets[0].replicas, 1);
+  EXPECT_EQ(j.pod_sets[0].per_replica.vcpu_milli, 1000);
+  EXPECT_EQ(j.pod_sets[1].name, "worker");
+  EXPECT_EQ(j.pod_sets[1].replicas, 2);
+  EXPECT_EQ(j.pod_sets[1].per_replica.accelerators, 1);
+  EXPECT_EQ(j.command, (std::vector<std::string>{"mpirun", "-n", "2", "/home/mpiuser/pi"}));
+  bool said = false;
+  for (const auto& w : m->warnings) said |= w.find("Launcher's command") != std::string::npos;
+  EXPECT_TRUE(said) << "what does not carry over is said";
+}
+
+}  // namespace
+}  // namespace allot::interop
+
+namespace allot::interop {
+namespace {
+
+TEST(K8s, HyperPodsOwnHyperPodPyTorchJobKind) {
+  auto m = load("hyperpod_native_pytorchjob.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const JobSpec& j = m->spec;
+  EXPECT_EQ(j.team, "ml-research");
+  EXPECT_EQ(m->priority_label, "training-priority");
+  EXPECT_EQ(j.max_retries, 3);
+  ASSERT_EQ(j.pod_sets.size(), 1u);
+  EXPECT_EQ(j.pod_sets[0].name, "pod");
+  EXPECT_EQ(j.pod_sets[0].replicas, 4);
+  EXPECT_EQ(j.pod_sets[0].instance_type, "ml.p5.48xlarge");
+  EXPECT_EQ(j.pod_sets[0].per_replica.accelerators, 8);
+  EXPECT_EQ(j.command, (std::vector<std::string>{"torchrun", "--nproc_per_node=8", "pretrain.py"}));
+  bool said = false;
+  for (const auto& w : m->warnings) said |= w.find("spec.nprocPerNode: ignored") != std::string::npos;
+  EXPECT_TRUE(said) << ::testing::PrintToString(m->warnings);
+}
+
+}  // namespace
+}  // namespace allot::interop
