@@ -71,6 +71,33 @@ void completion_cases(CLI::App& app, const std::string& path, std::string& subs,
     completion_cases(*sub, path.empty() ? sub->get_name() : path + " " + sub->get_name(), subs, flags);
 }
 
+// roff escapes: a leading '.' or '\'' would start a request, '\\' an escape, '-' should be a minus in options.
+std::string roff(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\') out += "\\e";
+    else if (c == '-') out += "\\-";
+    else out += c;
+  }
+  if (!out.empty() && (out[0] == '.' || out[0] == '\'')) out = "\\&" + out;
+  return out;
+}
+
+void man_commands(CLI::App& app, const std::string& path, std::string& out) {
+  for (CLI::App* sub : subcommands_of(app)) {
+    const std::string full = path + " " + sub->get_name();
+    out += ".SS " + roff(full) + "\n" + roff(sub->get_description()) + "\n";
+    for (const CLI::Option* opt : sub->get_options()) {
+      if (opt->get_name().empty()) continue;
+      std::string names = opt->get_name(false, true);
+      if (names.empty()) continue;
+      out += ".TP\n.B " + roff(names) + "\n" + roff(opt->get_description().empty() ? "(see allot help" + full.substr(5) + ")"
+                                                                                     : opt->get_description()) + "\n";
+    }
+    man_commands(*sub, full, out);
+  }
+}
+
 struct HabitArgs {
   client::ClientFlags flags;
   std::vector<std::string> words;
@@ -159,6 +186,20 @@ std::string unknown_command_message(CLI::App& app, const std::vector<std::string
   return "";
 }
 
+std::string man_page(CLI::App& app) {
+  std::string out = ".TH ALLOT 1 \"\" \"allot " + std::string(server::kVersion) + "\" \"allot manual\"\n";
+  out += ".SH NAME\nallot \\- " + roff(app.get_description()) + "\n";
+  out += ".SH SYNOPSIS\n.B allot\n[\\-\\-server URL] [\\-o table|wide|json|yaml] COMMAND [ARGS]\n";
+  out += ".SH DESCRIPTION\nOne binary for the server, the node agent, the simulator and the client. Client commands "
+         "find the server and token in their flags, then ALLOT_SERVER and ALLOT_TOKEN, then the config file's "
+         "current context. Exit codes: 0 success, 1 a check failed, 2 invalid input or a refused request, 3 the "
+         "server failed or cannot be reached.\n";
+  out += ".SH COMMANDS\n";
+  man_commands(app, "allot", out);
+  out += ".SH SEE ALSO\nallot help COMMAND; the docs/ directory of the allot source tree.\n";
+  return out;
+}
+
 std::string completion_script(CLI::App& app, const std::string& shell) {
   std::string subs, flags;
   completion_cases(app, "", subs, flags);
@@ -216,6 +257,12 @@ void add_habit_commands(CLI::App& app, Context& ctx) {
   auto* version = app.add_subcommand("version", "The versions of this client and of the server it talks to");
   client::add_client_flags(version, a->flags);
   on_run(version, ctx, a, "version", run_version);
+
+  auto* man = app.add_subcommand("man", "The manual page of every command, as roff: allot man > allot.1; man ./allot.1");
+  man->callback([&app, &ctx] {
+    std::cout << man_page(app);
+    ctx.exit_code = 0;
+  });
 
   auto* completion = app.add_subcommand("completion",
                                         "Shell completion: source <(allot completion bash), or for zsh "

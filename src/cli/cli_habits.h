@@ -27,7 +27,10 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
 // bash completion for every command and flag of `app`; zsh uses the same through bashcompinit.
 std::string completion_script(CLI::App& app, const std::string& shell);
 
-// help, version, completion.
+// The manual page (roff) of every command and flag of `app`.
+std::string man_page(CLI::App& app);
+
+// help, version, man, completion.
 void add_habit_commands(CLI::App& app, Context& ctx);
 
 }  // namespace allot::cli

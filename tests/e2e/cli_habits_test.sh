@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End to end: the command line as operators used to kubectl, Slurm and hyp type it (issue 15). Unknown
 # commands name themselves and the closest known one; help, --version, version (client and server),
-# completion for bash; client flags before the command; case-insensitive --state; -o wide; jobs --watch;
+# completion for bash; a man page; client flags before the command; case-insensitive --state; -o wide; jobs --watch;
 # logs --tail counting lines, -o json and -f; cancel of several jobs and of a team's; events --job;
 # nodes apply, node delete, allocation get.
 # Usage: cli_habits_test.sh PATH/TO/allot
@@ -26,6 +26,9 @@ words() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
 [ "$(words allot nod)" = "nodes node" ] || fail "completion of 'nod': '$(words allot nod)'"
 [ "$(words allot node d)" = "drain delete" ] || fail "completion of 'node d': '$(words allot node d)'"
 words allot logs --t | grep -qw -- "--tail" || fail "completion of 'logs --t': '$(words allot logs --t)'"
+"$ALLOT" man >"$WORK/allot.1"
+grep -q '^.TH ALLOT 1' "$WORK/allot.1" && grep -q '^.SS allot node drain$' "$WORK/allot.1" && grep -q '^.B \\-\\-tail$' "$WORK/allot.1" ||
+  fail "allot man should hold every command and flag: $(head -n 5 "$WORK/allot.1")"
 "$ALLOT" completion zsh >"$WORK/completion.zsh"
 grep -q "bashcompinit" "$WORK/completion.zsh" || fail "zsh completion should load bashcompinit"
 
