@@ -52,6 +52,9 @@ struct ServerOptions {
   std::string advertise_url;
   std::chrono::milliseconds leader_poll{500};
   Clock clock = system_clock_ms;
+  // Test hook: called on the writer thread at the start of every batch that has commands, before any runs (a
+  // test holds the writer busy with it).
+  std::function<void()> before_batch;
 };
 
 }  // namespace allot::server

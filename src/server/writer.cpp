@@ -14,9 +14,17 @@ constexpr size_t kReplayEventChunk = 4096;  // events handed to the ring at a ti
 constexpr auto kCheapPass = std::chrono::milliseconds(2);  // passes shorter than this run after every batch
 }  // namespace
 
+ServerState& Txn::state() {
+  if (!st_) throw std::logic_error("a read-only request tried to change the server's state");
+  return *st_;
+}
+
 Status Txn::apply(store::Op op) {
+  if (!st_)
+    return Error::internal(std::string("a read-only request tried to apply a ") + store::op_name(op) + " operation");
+  ServerState& st_ = *this->st_;
   store::Record r{st_.last_seq + 1, now(), std::move(op), actor_};
-  auto status = server::apply(st_, r, events_);
+  auto status = server::apply(st_, r, *events_);
   if (!status) return status;
   // The scheduling latency runs from a live submission to its first admission; a job cancelled before it
   // is admitted has none.
@@ -25,7 +33,7 @@ Status Txn::apply(store::Op op) {
   } else if (auto* cancel = std::get_if<store::Cancel>(&r.op)) {
     if (const Job* j = st_.cluster.find_job(cancel->job)) st_.waiting_since.erase(j->id.index());
   }
-  records_.push_back(std::move(r));
+  records_->push_back(std::move(r));
   return ok_status();
 }
 
@@ -80,6 +88,7 @@ Status Writer::recover() {
   const int64_t now = options_.clock();
   for (auto& [name, info] : state_.nodes) info.last_heartbeat_ms = now;
   dirty_ = true;
+  state_changed_ = true;
   return ok_status();
 }
 
@@ -105,12 +114,65 @@ void Writer::stop() {
   running_ = false;
 }
 
-Reply Writer::call(Command cmd, CallContext ctx) {
+Reply Writer::call(Command cmd, CallContext ctx) { return enqueue(std::move(cmd), std::move(ctx), /*read_only=*/false); }
+
+Reply Writer::read(Command cmd, CallContext ctx) {
+  std::shared_ptr<const ServerState> view;
+  {
+    std::lock_guard lock(view_mu_);
+    view_wanted_ = true;
+    if (view_ && view_changes_ == changes_) {
+      view = view_;
+      ++view_stats_.reads_from_view;
+    }
+  }
+  if (!view) return enqueue(std::move(cmd), std::move(ctx), /*read_only=*/true);
+  {
+    std::lock_guard lock(mu_);
+    if (!running_ || stopping_) return error_reply(503, "Unavailable", "the server is stopping");
+  }
+  // As the writer does for a command: the caller's errors and exceptions become error answers.
+  try {
+    Txn txn(*view, options_.clock());
+    txn.act_as(ctx.actor);
+    auto render = cmd(txn);
+    if (!render) return error_reply(render.error());
+    return (*render)(*view);
+  } catch (const std::exception& e) {
+    return error_reply(Error::internal(std::string("unexpected failure: ") + e.what()));
+  }
+}
+
+void Writer::publish_view(bool changed) {
+  bool want;
+  uint64_t generation;
+  {
+    std::lock_guard lock(view_mu_);
+    if (changed) ++changes_;
+    generation = changes_;
+    want = view_wanted_ && view_changes_ != changes_;
+  }
+  if (!want) return;
+  // The copy is made outside the lock: readers meanwhile find the view stale and go through the queue.
+  auto copy = std::make_shared<const ServerState>(state_);
+  std::lock_guard lock(view_mu_);
+  view_ = std::move(copy);
+  view_changes_ = generation;
+  view_wanted_ = false;
+  ++view_stats_.views_published;
+}
+
+Writer::ViewStats Writer::view_stats() const {
+  std::lock_guard lock(view_mu_);
+  return view_stats_;
+}
+
+Reply Writer::enqueue(Command cmd, CallContext ctx, bool read_only) {
   std::future<Reply> answer;
   {
     std::lock_guard lock(mu_);
     if (!running_ || stopping_) return error_reply(503, "Unavailable", "the server is stopping");
-    queue_.push_back(Pending{std::move(cmd), std::move(ctx), {}});
+    queue_.push_back(Pending{std::move(cmd), std::move(ctx), {}, read_only});
     answer = queue_.back().answer.get_future();
   }
   cv_.notify_one();
@@ -146,6 +208,7 @@ void Writer::follow() {
     if (!applied)
       return Error::internal("journal record " + std::to_string(r.seq) + " (" + store::op_name(r.op) +
                              ") cannot be applied: " + applied.error().message);
+    state_changed_ = true;
     return ok_status();
   });
   if (!status) spdlog::error("following the journal: {}", status.error().message);
@@ -186,6 +249,7 @@ void Writer::step_leadership(bool force) {
   const int64_t now_ms = options_.clock();
   for (auto& [name, info] : state_.nodes) info.last_heartbeat_ms = now_ms;
   dirty_ = true;
+  state_changed_ = true;
   next_pass_ = {};
   leading_ = true;
   leading_flag_ = true;
@@ -234,6 +298,7 @@ void Writer::time_out_nodes(Txn& txn) {
 }
 
 void Writer::run_batch(std::vector<Pending>& batch) {
+  if (options_.before_batch && !batch.empty()) options_.before_batch();
   const int64_t now_ms = options_.clock();
   std::vector<store::Record> records;
   std::vector<Event> events;
@@ -348,6 +413,10 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     events_.publish(std::move(events));
   }
   publish_tokens();
+  // Any command but a read may have changed what is not journaled (a heartbeat's time, an exit report).
+  const bool commands_changed = std::any_of(batch.begin(), batch.end(), [](const Pending& p) { return !p.read_only; });
+  publish_view(state_changed_ || commands_changed || !records.empty() || pass || !durable);
+  state_changed_ = false;
 
   {
     std::lock_guard lock(mu_);
