@@ -24,7 +24,17 @@ write_teams
 ARTIFACTS="$(dirname "$ALLOT")/test-artifacts/dashboard"
 rm -rf "$ARTIFACTS"
 mkdir -p "$ARTIFACTS"
-# Chromium's own processes end with chromedriver; timeout bounds the whole browser run.
-ALLOT="$ALLOT" ARTIFACTS="$ARTIFACTS" WORK="$WORK" timeout 150 /usr/bin/python3 "$here/dashboard_browser.py" ||
-  fail "the browser checks failed (screenshots in $ARTIFACTS)"
+# The browser run is a process group of its own (python, chromedriver, chromium's processes), ended as a whole
+# when it is done or after 150 s, so that nothing of it outlives the test whatever happens.
+ALLOT="$ALLOT" ARTIFACTS="$ARTIFACTS" WORK="$WORK" setsid /usr/bin/python3 "$here/dashboard_browser.py" &
+browser=$!
+PIDS+=("$browser")
+end_browser() { kill -9 -- "-$browser" 2>/dev/null || true; }
+setsid bash -c "sleep 150; kill -9 -- -$browser" >/dev/null 2>&1 </dev/null &
+watchdog=$!
+rc=0
+wait "$browser" || rc=$?
+end_browser
+kill -9 -- "-$watchdog" 2>/dev/null || true
+[ "$rc" = 0 ] || fail "the browser checks failed (exit $rc; screenshots in $ARTIFACTS)"
 say "PASS (screenshots in $ARTIFACTS)"

@@ -132,6 +132,7 @@ async function startEventLoop() {
   const abort = new AbortController();
   state.pollAbort = abort;
   let failures = 0;
+  setLive(true, 'live');  // the login's read just succeeded; a quiet stream may not answer for 25 s
   while (!abort.signal.aborted && state.token) {
     try {
       const since = state.cursor || 0;
