@@ -426,6 +426,11 @@ void Agent::start(const Assignment& a) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   Replica r{a, (dir / ("rank-" + std::to_string(a.rank) + ".log")).string()};
+  // The server keeps one log per rank across attempts: a line between them says where a new one starts
+  // (`allot logs` shows it; the first attempt's output starts the log as it is).
+  if (a.attempt > 0)
+    std::ofstream(r.log_path, std::ios::app) << "allot agent: ==> attempt " << a.attempt << " of replica " << a.rank
+                                            << " on node " << opt_.name << " <==\n";
   auto spec = launch_spec(a, facts_, r.log_path, dir.string());
   if (spec) {
     if (opt_.user.uid != geteuid()) {
