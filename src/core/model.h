@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/explanation.h"
 #include "core/ids.h"
 #include "core/resources.h"
 #include "core/shared_text.h"
@@ -102,6 +103,8 @@ struct Job {
 
   JobState state = JobState::kPending;
   SharedText reason;  // why it is in its state, for people (shared: many waiting jobs say the same)
+  ReasonCode reason_code = ReasonCode::kSubmitted;  // the same, for programs
+  bool feasible = true;  // false: a waiting job that no amount of waiting would run (explanation.h)
   Placement placement;
   bool borrowing = false;  // admitted while its team was above nominal quota
   Time started_at = 0;     // of the current run
@@ -114,6 +117,15 @@ struct Job {
   // ClusterState::shape_ids at submission. Answers that depend only on the shape (never fits) or on the shape and
   // the team (a scheduler pass's admission attempts) are computed once per shape, not once per job.
   uint32_t shape = 0;
+};
+
+// What blocks one job that a scheduler pass left waiting; the pass returns these and the state applies them
+// (state.h, explain_waiting).
+struct WaitingReason {
+  JobId job;
+  ReasonCode code = ReasonCode::kNone;
+  bool feasible = true;
+  SharedText text;
 };
 
 // One admission or preemption the scheduler decided, with the rule that applied.

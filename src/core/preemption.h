@@ -42,8 +42,9 @@ struct PreemptionQuery {
   const PreemptionHints* hints = nullptr;  // optional
 };
 
+// Without a plan, `why_not` says why (code kNoPreemption).
 std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& job, const PreemptionQuery& q,
-                                              std::string& why_not);
+                                              Explanation& why_not);
 
 // Room and usage with the given jobs' placements released: what a trial sees.
 void release_jobs(const ClusterState& s, const std::vector<JobId>& jobs, RoomTable& room, UsageTable& usage);

@@ -113,26 +113,22 @@ class Loop {
   }
 
   // Every job still waiting says what blocks it: the last reason a phase gave, then why preemption could not
-  // help. Jobs share the pooled texts, so equal reasons are joined once, and a job whose reason is unchanged
-  // since the last pass is not written at all.
+  // help (unless it never fits: then preemption is beside the point). Jobs share the pooled texts, so equal
+  // reasons are joined once. The state applies them (explain_waiting).
   void give_reasons() {
-    std::map<std::pair<const SharedText*, const SharedText*>, const SharedText*> joined;
+    std::map<std::pair<const PooledReason*, const PooledReason*>, const PooledReason*> joined;
+    result_.waiting.reserve(waiting_.size());
     for (JobId id : waiting_) {
       const PassJob& p = pass_[id.index()];
-      const SharedText* why = p.why;
-      if (!p.waiting || !why || why->str().empty()) continue;
-      Job& j = s_.jobs[id.index()];
-      const SharedText* preempt_why = p.preempt_why;
-      if (preempt_why && !preempt_why->str().empty() && !why->str().starts_with("never")) {
-        const SharedText*& both = joined[{why, preempt_why}];
-        if (!both) both = texts_.add(why->str() + "; " + preempt_why->str());
+      const PooledReason* why = p.why;
+      if (!p.waiting || !why || why->text.str().empty()) continue;
+      const PooledReason* preempt_why = p.preempt_why;
+      if (preempt_why && !preempt_why->text.str().empty() && why->code != ReasonCode::kNeverFits) {
+        const PooledReason*& both = joined[{why, preempt_why}];
+        if (!both) both = texts_.add(Explanation{why->code, why->feasible, why->text.str() + "; " + preempt_why->text.str()});
         why = both;
       }
-      // A suspended job keeps saying why it stopped, then why it still waits.
-      if (j.state == JobState::kSuspended && !j.history.empty() && j.history.back().to == JobState::kSuspended)
-        j.reason = j.history.back().reason + "; waiting: " + why->str();
-      else
-        j.reason = *why;
+      result_.waiting.push_back(WaitingReason{id, why->code, why->feasible, why->text});
     }
   }
 
@@ -143,7 +139,7 @@ class Loop {
   // A job that waits past the threshold reserves the instance types it could use: jobs after it in this step
   // may not take capacity there.
   void maybe_reserve(const Job& j, const AdmissionAttempt& a) {
-    if (!starving(j) || a.never || !a.quota_ok) return;
+    if (!starving(j) || a.never() || !a.quota_ok) return;
     for (TypeId t : candidate_types(s_, j)) {
       auto it = reserved_.find(t);
       if (it == reserved_.end() || !is_waiting(s_.jobs[it->second.index()].state) ||
@@ -163,9 +159,9 @@ class Loop {
     return std::nullopt;
   }
 
-  const SharedText* reserved_reason(const AdmissionAttempt& a, JobId holder) {
-    return texts_.add("waiting: capacity of " + s_.catalog.at(a.type).name + " is reserved for job " +
-                      s_.jobs[holder.index()].spec.name + ", which has waited past the starvation threshold");
+  const PooledReason* reserved_reason(const AdmissionAttempt& a, JobId holder) {
+    return texts_.add(explain(ReasonCode::kReserved, "waiting: capacity of " + s_.catalog.at(a.type).name + " is reserved for job " +
+                      s_.jobs[holder.index()].spec.name + ", which has waited past the starvation threshold"));
   }
 
   std::string admit_reason(const Job& j, const AdmissionAttempt& a, const std::string& extra) const {
@@ -218,7 +214,7 @@ class Loop {
   // tried since the last change. `attempt` points at the memo's entry or at success_, valid until the next call.
   struct Tried {
     const AdmissionAttempt* attempt;
-    const SharedText* reason;  // pooled; null on success
+    const PooledReason* reason;  // pooled; null on success
   };
   Tried attempt(JobId id, BorrowMode mode) {
     ClassMemo::Admission& m = memo_.admission(pass_[id.index()].admission_class, mode);
@@ -232,7 +228,7 @@ class Loop {
       return {&success_, nullptr};
     }
     m.epoch = epoch_;
-    m.reason = texts_.add(a.reason);
+    m.reason = texts_.add(a.why);
     m.failure = std::move(a);
     return {&m.failure, m.reason};
   }
@@ -244,7 +240,7 @@ class Loop {
       PassJob& p = pass_[id.index()];
       if (!p.waiting || p.blocked) continue;
       const auto [a, reason] = attempt(id, mode);
-      if (a->never) p.never = true;
+      if (a->never()) p.never = true;
       const Job& j = s_.jobs[id.index()];
       if (a->ok) {
         if (auto r = reserved_by(*a, j)) {
@@ -257,7 +253,7 @@ class Loop {
       }
       // Admissions only take room, so a job that does not fit now will not fit later in this step.
       p.blocked = true;
-      if (mode == BorrowMode::kWithinNominalOnly && !a->quota_ok && a->reason == "needs to borrow") continue;
+      if (mode == BorrowMode::kWithinNominalOnly && !a->quota_ok && a->why.code == ReasonCode::kNeedsBorrow) continue;
       p.why = reason;
       maybe_reserve(j, *a);
     }
@@ -270,7 +266,7 @@ class Loop {
     std::vector<JobId> line = waiting_;
     std::stable_sort(line.begin(), line.end(),
                      [&](JobId a, JobId b) { return s_.jobs[a.index()].arrival < s_.jobs[b.index()].arrival; });
-    const SharedText* behind = nullptr;  // the reason of every job after the head
+    const PooledReason* behind = nullptr;  // the reason of every job after the head
     for (JobId id : line) {
       PassJob& p = pass_[id.index()];
       if (!p.waiting) continue;
@@ -285,7 +281,7 @@ class Loop {
         continue;
       }
       p.why = reason;
-      if (!a->never) behind = texts_.add("waiting: strict FIFO, behind job " + j.spec.name);
+      if (!a->never()) behind = texts_.add(explain(ReasonCode::kStrictFifo, "waiting: strict FIFO, behind job " + j.spec.name));
     }
   }
 
@@ -323,7 +319,7 @@ class Loop {
       while (p < q.size()) {
         PassJob& pj = pass_[q[p].index()];
         const auto [a, reason] = attempt(q[p], BorrowMode::kAllowBorrowing);
-        if (a->never) pj.never = true;
+        if (a->never()) pj.never = true;
         const Job& j = s_.jobs[q[p].index()];
         std::optional<JobId> holder = a->ok ? reserved_by(*a, j) : std::nullopt;
         if (a->ok && !holder) {
@@ -384,7 +380,7 @@ class Loop {
 
   // Would the capacity this job borrows be reclaimed at once by a pending job of another lending team? Such a
   // job fits within its own nominal quota and could be placed once the victims are gone.
-  const SharedText* would_oscillate(const Job& j, const PreemptionPlan& plan) {
+  const PooledReason* would_oscillate(const Job& j, const PreemptionPlan& plan) {
     RoomTable room = s_.room;
     UsageTable usage = s_.usage;
     std::vector<JobId> victims;
@@ -397,8 +393,8 @@ class Loop {
       AdmissionAttempt a =
           try_admit(s_, room, usage, p, AdmitOptions{.mode = BorrowMode::kWithinNominalOnly, .scratch = &scratch_});
       if (!a.ok) continue;
-      return texts_.add("waiting: it would borrow capacity that job " + p.spec.name + " of team " +
-                        s_.teams[p.team.index()].spec.name + " can reclaim at once within its nominal quota");
+      return texts_.add(explain(ReasonCode::kOscillation, "waiting: it would borrow capacity that job " + p.spec.name + " of team " +
+                        s_.teams[p.team.index()].spec.name + " can reclaim at once within its nominal quota"));
     }
     return nullptr;
   }
@@ -423,14 +419,14 @@ class Loop {
         continue;
       }
       m.tried = true;
-      std::string why_not;
+      Explanation why_not;
       auto plan = plan_preemption(s_, j, PreemptionQuery{.allow_reclaim = true, .now = now_, .hints = &hints}, why_not);
       if (!plan) {
         p.preempt_why = m.why_not = texts_.add(std::move(why_not));
         continue;
       }
       if (plan->admission.borrowing) {
-        if (const SharedText* osc = would_oscillate(j, *plan)) {
+        if (const PooledReason* osc = would_oscillate(j, *plan)) {
           m.oscillates = true;
           p.why = m.why_not = osc;
           continue;
@@ -515,8 +511,8 @@ class Loop {
     bool blocked = false, borrow_blocked = false, preempt_tried = false, never = false;
     // Pooled in texts_: what the latest phase said, and why preemption could not help (kept apart because
     // later phases rewrite `why`; give_reasons joins them).
-    const SharedText* why = nullptr;
-    const SharedText* preempt_why = nullptr;
+    const PooledReason* why = nullptr;
+    const PooledReason* preempt_why = nullptr;
   };
   std::vector<PassJob> pass_;
   TextPool texts_;
@@ -531,7 +527,9 @@ class Loop {
 }  // namespace
 
 ScheduleResult schedule(ClusterState& state, Time now, const ScheduleOptions& options) {
-  return Loop(state, now, options).run();
+  ScheduleResult r = Loop(state, now, options).run();
+  explain_waiting(state, r.waiting);
+  return r;
 }
 
 }  // namespace allot

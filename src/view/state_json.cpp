@@ -46,6 +46,8 @@ json job_json(const ClusterState& s, const Job& j, bool with_history) {
             {"priority_weight", j.priority},
             {"state", job_state_name(j.state)},
             {"reason", j.reason},
+            {"reason_code", reason_code_name(j.reason_code)},
+            {"feasible", j.feasible},
             {"submitted_at", j.submitted_at},
             {"nodes", nodes},
             {"node_count", nodes.size()},

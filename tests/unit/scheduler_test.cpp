@@ -68,7 +68,8 @@ TEST_F(CoreTest, QuotaPoolCountsLendersAndExcludesDontLend) {
   // a may hold 1 + 100% = 2; asking 3 can never fit.
   QuotaVerdict v = check_quota(s, s.usage, s.find_team("a")->id, g5, Resources{3, 96'000, 384 * 1024});
   EXPECT_FALSE(v.fits);
-  EXPECT_TRUE(v.never);
+  EXPECT_FALSE(v.why.feasible);
+  EXPECT_EQ(v.why.code, ReasonCode::kQuota);
   v = check_quota(s, s.usage, s.find_team("a")->id, g5, Resources{2, 64'000, 256 * 1024});
   EXPECT_TRUE(v.fits);
   EXPECT_FALSE(v.within_nominal);
