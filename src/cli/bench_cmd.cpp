@@ -50,7 +50,7 @@ double percentile_ms(std::vector<double> v, double p) {
 
 int64_t admissions(const ScheduleResult& r) {
   return std::count_if(r.decisions.begin(), r.decisions.end(),
-                       [](const Decision& d) { return d.kind == Decision::Kind::kAdmit; });
+                       [](const Decision& d) { return std::holds_alternative<AdmitDecision>(d); });
 }
 
 int sim_bench(const BenchArgs& a) {

@@ -135,7 +135,7 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
     auto fits_now = [&]() {
       fit = try_admit(s, room, usage, job, AdmitOptions{.only_types = &only, .scratch = &scratch});
       // Reclaimed capacity is for jobs within their nominal quota only.
-      bool any_reclaim = std::any_of(chosen.begin(), chosen.end(), [](const Victim& v) { return v.reclaim; });
+      bool any_reclaim = std::any_of(chosen.begin(), chosen.end(), [](const Victim& v) { return v.rule == PreemptionRule::kReclaim; });
       if (fit.ok && any_reclaim && fit.borrowing) fit.ok = false;
       return fit.ok;
     };
@@ -146,13 +146,13 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
       for (const auto& [t, r] : request) above |= above_nominal(s, usage, v->team, t);
       if (!above) continue;
       release(room, usage, s, *v, v->placement);
-      chosen.push_back({v->id, true});
+      chosen.push_back({v->id, PreemptionRule::kReclaim, {}});
       if ((done = fits_now())) break;
     }
     if (!done) {
       for (const Job* v : own) {
         release(room, usage, s, *v, v->placement);
-        chosen.push_back({v->id, false});
+        chosen.push_back({v->id, PreemptionRule::kPriority, {}});
         if ((done = fits_now())) break;
       }
     }

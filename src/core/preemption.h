@@ -18,7 +18,8 @@ namespace allot {
 
 struct Victim {
   JobId job;
-  bool reclaim = false;  // taken back for a team within its nominal quota (else: a lower-priority job of the team)
+  PreemptionRule rule = PreemptionRule::kReclaim;  // which rule made it a candidate
+  std::string why;  // kFairShare: the rule and both teams' shares before and after, for the victim's reason
 };
 
 struct PreemptionPlan {

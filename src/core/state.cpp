@@ -1,5 +1,7 @@
 #include "core/state.h"
 
+#include "core/overloaded.h"
+
 #include <algorithm>
 
 #include "core/request.h"
@@ -383,8 +385,12 @@ Status preempt_job(ClusterState& s, JobId id, Time now, std::string reason, Reas
 }
 
 Status apply_decision(ClusterState& s, const Decision& d, Time now) {
-  if (d.kind == Decision::Kind::kAdmit) return admit_job(s, d.job, d.placement, d.borrowing, now, d.reason);
-  return preempt_job(s, d.job, now, d.reason);
+  return std::visit(
+      Overloaded{
+          [&](const AdmitDecision& a) { return admit_job(s, a.job, a.placement, a.borrowing, now, a.reason); },
+          [&](const PreemptDecision& p) { return preempt_job(s, p.job, now, p.reason); },
+      },
+      d);
 }
 
 void explain_waiting(ClusterState& s, const std::vector<WaitingReason>& reasons) {

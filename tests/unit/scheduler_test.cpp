@@ -183,7 +183,7 @@ TEST_F(CoreTest, VictimsAreMinimalLowestPriorityAndNewestFirst) {
   EXPECT_EQ(j("low-old").state, JobState::kRunning);
   EXPECT_EQ(j("mid").state, JobState::kRunning);
   int preempts = 0;
-  for (const auto& d : r.decisions) preempts += d.kind == Decision::Kind::kPreempt;
+  for (const auto& d : r.decisions) preempts += std::holds_alternative<PreemptDecision>(d);
   EXPECT_EQ(preempts, 1);
 }
 
@@ -214,7 +214,7 @@ TEST_F(CoreTest, PreemptionIsMinimalAfterGreedyOvershoot) {
   EXPECT_EQ(j("low1").state, JobState::kRunning);
   EXPECT_EQ(j("mid1").state, JobState::kRunning);
   int preempts = 0;
-  for (const auto& d : r.decisions) preempts += d.kind == Decision::Kind::kPreempt;
+  for (const auto& d : r.decisions) preempts += std::holds_alternative<PreemptDecision>(d);
   EXPECT_EQ(preempts, 1);
 }
 
@@ -301,7 +301,7 @@ TEST_F(CoreTest, NodeReplacementMovesNoHealthyReplica) {
   ASSERT_TRUE(remove_node(s, failed_name, 160).ok());
   ASSERT_TRUE(add_node(s, node("r-1", "ml.p5.48xlarge", {{"network-node-layer-3", domain}}), 160).ok());
   auto r = schedule(s, 160);
-  for (const auto& d : r.decisions) EXPECT_NE(d.kind, Decision::Kind::kPreempt) << "no job is preempted to make room";
+  for (const auto& d : r.decisions) EXPECT_FALSE(std::holds_alternative<PreemptDecision>(d)) << "no job is preempted to make room";
 
   for (const char* name : {"small-1", "small-2"}) {
     const Job& sm = j(name);
