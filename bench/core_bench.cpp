@@ -65,7 +65,7 @@ void BM_PlanPreemption(benchmark::State& st) {
   auto id = submit_job(s, probe("team-100", static_cast<int>(st.range(0)), st.range(0) > 1), 1);
   const PreemptionHints hints = preemption_hints(s);
   for (auto _ : st) {
-    std::string why;
+    Explanation why;
     benchmark::DoNotOptimize(
         plan_preemption(s, s.jobs[id->index()], PreemptionQuery{.allow_reclaim = true, .now = 1, .hints = &hints}, why));
   }

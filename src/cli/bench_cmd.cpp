@@ -50,7 +50,7 @@ double percentile_ms(std::vector<double> v, double p) {
 
 int64_t admissions(const ScheduleResult& r) {
   return std::count_if(r.decisions.begin(), r.decisions.end(),
-                       [](const Decision& d) { return d.kind == Decision::Kind::kAdmit; });
+                       [](const Decision& d) { return std::holds_alternative<AdmitDecision>(d); });
 }
 
 int sim_bench(const BenchArgs& a) {
@@ -113,7 +113,7 @@ int sim_bench(const BenchArgs& a) {
     p.pod_sets = {ps};
     auto id = submit_job(s, p, 120);
     if (!id) continue;
-    std::string why;
+    Explanation why;
     auto t1 = Clock::now();
     auto plan = plan_preemption(s, s.jobs[id->index()], PreemptionQuery{.allow_reclaim = true, .now = 120, .hints = &hints}, why);
     decision_ms.push_back(seconds_since(t1) * 1000.0);

@@ -1,5 +1,7 @@
 #include "client/spec_json.h"
 
+#include "config/policy_json.h"
+
 namespace allot::client {
 namespace {
 using nlohmann::json;
@@ -52,17 +54,7 @@ json team_body(const TeamSpec& t) {
           {"preempt_team_tasks", preempt_team_tasks_name(t.preempt_team_tasks)}};
 }
 
-json policy_body(const PolicySpec& p) {
-  json classes = json::array();
-  for (const auto& c : p.priority_classes) classes.push_back({{"name", c.name}, {"weight", c.weight}});
-  json o = {{"task_prioritization", task_prioritization_name(p.task_prioritization)},
-            {"idle_compute", idle_compute_name(p.idle_compute)},
-            {"idle_pool", p.idle_pool},
-            {"priority_classes", classes}};
-  if (p.min_runtime_s) o["min_runtime"] = p.min_runtime_s;
-  if (p.starvation_threshold_s) o["starvation_threshold"] = p.starvation_threshold_s;
-  return o;
-}
+json policy_body(const PolicySpec& p) { return config::policy_json(p); }
 
 json job_body(const JobSpec& j) {
   json o = {{"name", j.name}, {"team", j.team}};

@@ -87,28 +87,32 @@ void FreeIndex::took(const ClusterState& s, const RoomTable& room, const Job& jo
 
 namespace {
 
-// Why the job cannot be placed on `type` with what is free, or "" when the bounds allow it (placement decides).
-std::string short_of(const ClusterState& s, const Job& job, TypeId type, const FreeAccelerators& free,
+// Why the job cannot be placed on `type` with what is free, or empty when the bounds allow it (placement
+// decides).
+Explanation short_of(const ClusterState& s, const Job& job, TypeId type, const FreeAccelerators& free,
                      const std::vector<std::pair<TypeId, Resources>>& request) {
   for (const auto& [t, r] : request)
     if (r.accelerators > free[t.index()].accelerators)
-      return "capacity: needs " + std::to_string(r.accelerators) + " accelerators of " + s.catalog.at(t).name + ", " +
-             std::to_string(free[t.index()].accelerators) + " are free now";
+      return explain(ReasonCode::kCapacity, "capacity: needs " + std::to_string(r.accelerators) + " accelerators of " +
+                                                s.catalog.at(t).name + ", " +
+                                                std::to_string(free[t.index()].accelerators) + " are free now");
   for (const PodSet& ps : job.pod_sets) {
     TypeId t = ps.type.value_or(type);
     const FreeOfType& f = free[t.index()];
     if (ps.per_replica.whole_node && ps.replicas > f.whole_nodes)
-      return "capacity: needs " + std::to_string(ps.replicas) + " whole " + s.catalog.at(t).name + " nodes, " +
-             std::to_string(f.whole_nodes) + " are free now";
+      return explain(ReasonCode::kCapacity, "capacity: needs " + std::to_string(ps.replicas) + " whole " +
+                                                s.catalog.at(t).name + " nodes, " + std::to_string(f.whole_nodes) +
+                                                " are free now");
     if (!ps.per_replica.whole_node && ps.per_replica.accelerators && *ps.per_replica.accelerators > f.largest)
-      return "capacity: no " + s.catalog.at(t).name + " node has " + std::to_string(*ps.per_replica.accelerators) +
-             " free accelerators now (at most " + std::to_string(f.largest) + ")";
+      return explain(ReasonCode::kCapacity, "capacity: no " + s.catalog.at(t).name + " node has " +
+                                                std::to_string(*ps.per_replica.accelerators) +
+                                                " free accelerators now (at most " + std::to_string(f.largest) + ")");
   }
-  return "";
+  return {};
 }
 
 // Whether the job can never be placed on `type`, even on the empty cluster; cached by shape (state.h).
-bool never_fits(const ClusterState& s, const Job& job, TypeId type, const RoomTable& pristine, std::string& reason) {
+bool never_fits(const ClusterState& s, const Job& job, TypeId type, const RoomTable& pristine, Explanation& why) {
   if (s.never_fits_version != s.shape_version) {
     s.never_fits_by_shape.clear();
     s.never_fits_version = s.shape_version;
@@ -118,12 +122,33 @@ bool never_fits(const ClusterState& s, const Job& job, TypeId type, const RoomTa
   if (it == s.never_fits_by_shape.end()) {
     PlacementOutcome p = place_job(s, pristine, job, type);  // once per shape: no scratch needed
     it = s.never_fits_by_shape
-             .emplace(key, p.ok ? "" : "never fits: " + p.reason + "; the cluster does not have that capacity")
+             .emplace(key, p.ok ? "" : "never fits: " + p.why.text + "; the cluster does not have that capacity")
              .first;
   }
   if (it->second.empty()) return false;
-  reason = it->second;
+  why = explain(ReasonCode::kNeverFits, it->second, false);
   return true;
+}
+
+// Whether a job the cluster as built can hold (never_fits() said no) waits for nodes to become schedulable
+// again: it cannot be placed on the schedulable nodes even when they are empty. Only asked while some node is
+// unschedulable, and cached by shape (state.h), so a healthy cluster pays nothing for it.
+bool waits_for_nodes(const ClusterState& s, const Job& job, TypeId type) {
+  if (s.unusable_version != s.health_version) {
+    s.waits_for_nodes_by_shape.clear();
+    s.unusable_version = s.health_version;
+    s.any_unusable = false;
+    for (const Node& n : s.nodes) s.any_unusable |= !n.removed && !n.schedulable();
+  }
+  if (!s.any_unusable) return false;
+  const uint64_t key = uint64_t{job.shape} << 32 | type.index();
+  auto it = s.waits_for_nodes_by_shape.find(key);
+  if (it == s.waits_for_nodes_by_shape.end()) {
+    RoomTable healthy = pristine_room(s);
+    for (const Node& n : s.nodes) healthy[n.id.index()].usable = n.schedulable();
+    it = s.waits_for_nodes_by_shape.emplace(key, !place_job(s, healthy, job, type).ok).first;
+  }
+  return it->second;
 }
 
 }  // namespace
@@ -133,74 +158,76 @@ AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const U
   const RoomTable* pristine = o.pristine;
   const FreeAccelerators* free = o.free;
   AdmissionAttempt best;
-  best.never = true;
-  std::string quota_reason, placement_reason;
+  bool hopeless_everywhere = true;  // no type can ever hold it
+  Explanation quota_why, placement_why;
   bool any_type = false;
   for (TypeId type : candidate_types(s, job)) {
     if (o.only_types && std::find(o.only_types->begin(), o.only_types->end(), type) == o.only_types->end()) continue;
     std::string why;
     auto request = job_request(s, job, type, &why);
     if (request.empty()) {
-      if (quota_reason.empty()) quota_reason = why;
+      if (quota_why.empty() && !why.empty()) quota_why = explain(ReasonCode::kInstanceType, why);
       continue;
     }
     any_type = true;
     bool fits = true, within = true, never = false;
-    std::string qreason;
+    Explanation qwhy;
     for (const auto& [t, r] : request) {
       QuotaVerdict v = check_quota(s, usage, job.team, t, r);
       within &= v.within_nominal;
-      never |= v.never;
+      never |= !v.why.feasible;
       if (!v.fits && fits) {
         fits = false;
-        qreason = v.reason;
+        qwhy = std::move(v.why);
       }
     }
     best.within_nominal = within;
     if (!fits) {
-      if (quota_reason.empty()) quota_reason = qreason;
+      if (quota_why.empty()) quota_why = std::move(qwhy);
       // A job the cluster as built can never hold says so, rather than naming the quota it also lacks: no
       // amount of waiting for quota would run it.
-      std::string never_reason;
-      if (pristine && !never && never_fits(s, job, type, *pristine, never_reason)) {
+      Explanation never_why;
+      if (pristine && !never && never_fits(s, job, type, *pristine, never_why)) {
         never = true;
-        if (placement_reason.empty()) placement_reason = never_reason;
+        if (placement_why.empty()) placement_why = std::move(never_why);
       }
       // A type is hopeless only if quota or capacity can never hold the job there; one hopeful type is enough.
-      if (!never) best.never = false;
+      if (!never) hopeless_everywhere = false;
       continue;
     }
     if (o.mode == BorrowMode::kWithinNominalOnly && !within) {
-      best.never = false;
-      if (quota_reason.empty()) quota_reason = "needs to borrow";
+      hopeless_everywhere = false;
+      if (quota_why.empty()) quota_why = explain(ReasonCode::kNeedsBorrow, "needs to borrow");
       continue;
     }
     best.quota_ok = true;
     PlacementOutcome p;
-    const std::string lacking = free ? short_of(s, job, type, *free, request) : "";
+    Explanation lacking = free ? short_of(s, job, type, *free, request) : Explanation{};
     if (lacking.empty()) p = place_job(s, room, job, type, o.scratch);
     if (!p.ok) {
-      p.reason = lacking.empty() ? p.reason : lacking;
-      std::string never_reason;
-      const bool hopeless = pristine && never_fits(s, job, type, *pristine, never_reason);
-      if (hopeless) p.reason = never_reason;
-      if (placement_reason.empty() || (!hopeless && placement_reason.starts_with("never"))) placement_reason = p.reason;
-      if (!hopeless) best.never = false;
+      if (!lacking.empty()) p.why = std::move(lacking);
+      Explanation never_why;
+      const bool hopeless = pristine && never_fits(s, job, type, *pristine, never_why);
+      if (hopeless) p.why = std::move(never_why);
+      else if (pristine && waits_for_nodes(s, job, type)) p.why.code = ReasonCode::kUnhealthyNodes;
+      if (placement_why.empty() || (!hopeless && placement_why.code == ReasonCode::kNeverFits))
+        placement_why = std::move(p.why);
+      if (!hopeless) hopeless_everywhere = false;
       continue;
     }
     best.ok = true;
-    best.never = false;
     best.type = type;
     best.placement = std::move(p.placement);
     best.borrowing = !within;
-    best.reason.clear();
+    best.why = {};
     return best;
   }
-  if (!any_type) best.never = true;
+  if (!any_type) hopeless_everywhere = true;
   // A hopeful type's reason beats a hopeless type's "never fits".
-  bool prefer_quota = !best.never && placement_reason.starts_with("never") && !quota_reason.empty();
-  best.reason = !placement_reason.empty() && !prefer_quota ? placement_reason : quota_reason;
-  if (best.reason.empty()) best.reason = "no instance type in the cluster can serve its replicas";
+  const bool prefer_quota = !hopeless_everywhere && placement_why.code == ReasonCode::kNeverFits && !quota_why.empty();
+  best.why = !placement_why.empty() && !prefer_quota ? std::move(placement_why) : std::move(quota_why);
+  if (best.why.empty()) best.why = explain(ReasonCode::kInstanceType, "no instance type in the cluster can serve its replicas");
+  best.why.feasible = !hopeless_everywhere;
   return best;
 }
 

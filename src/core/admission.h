@@ -17,8 +17,10 @@ struct AdmissionAttempt {
   bool borrowing = false;       // the team would be above its nominal quota after admission
   bool within_nominal = false;  // (for the type tried last or admitted) no borrowing needed
   bool quota_ok = false;        // quota allowed it on some type; what failed then was placement
-  bool never = false;           // no type can ever hold it (quota or capacity that does not exist)
-  std::string reason;
+  // Why it was not admitted; not feasible when no type can ever hold it (quota or capacity that does not
+  // exist). Empty on success.
+  Explanation why;
+  bool never() const { return !why.feasible; }
 };
 
 enum class BorrowMode { kWithinNominalOnly, kAllowBorrowing };

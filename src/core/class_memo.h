@@ -16,14 +16,23 @@
 
 namespace allot {
 
-// Reason texts of one pass, each stored once at a stable address; the pass hands out pointers to them and
-// jobs keep a share of the text (model.h, Job::reason), so one reason for thousands of jobs is one string.
+// An explanation as a pass hands it out: its text shared, so one reason for thousands of jobs is one string.
+struct PooledReason {
+  ReasonCode code = ReasonCode::kNone;
+  bool feasible = true;
+  SharedText text;
+};
+
+// Reasons of one pass, each stored once at a stable address; the pass hands out pointers to them and jobs
+// keep a share of the text (model.h, Job::reason).
 class TextPool {
  public:
-  const SharedText* add(std::string text) { return &texts_.emplace_back(std::move(text)); }
+  const PooledReason* add(Explanation why) {
+    return &texts_.emplace_back(PooledReason{why.code, why.feasible, SharedText(std::move(why.text))});
+  }
 
  private:
-  std::deque<SharedText> texts_;
+  std::deque<PooledReason> texts_;
 };
 
 class ClassMemo {
@@ -33,14 +42,14 @@ class ClassMemo {
   struct Admission {
     uint64_t epoch = kNoEpoch;
     AdmissionAttempt failure;  // only failures are kept: a job that fits is admitted at once
-    const SharedText* reason = nullptr;  // failure.reason, pooled
+    const PooledReason* reason = nullptr;  // failure.why, pooled
   };
   struct Preemption {
     uint64_t epoch = kNoEpoch;
     bool within_nominal = false;  // the job fits within its team's nominal quota on some type
     bool tried = false;           // planned at this epoch: no plan, or one that would oscillate
     bool oscillates = false;
-    const SharedText* why_not = nullptr;
+    const PooledReason* why_not = nullptr;
   };
 
   // A job's classes, looked up once when it joins the pass's queue.

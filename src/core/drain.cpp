@@ -18,7 +18,8 @@ Result<std::vector<JobId>> drain_node(ClusterState& s, std::string_view name, Ti
       }
   }
   for (JobId v : victims) {
-    auto p = preempt_job(s, v, now, "node " + std::string(name) + " is being drained; the job resumes elsewhere from its last checkpoint");
+    auto p = preempt_job(s, v, now, "node " + std::string(name) + " is being drained; the job resumes elsewhere from its last checkpoint",
+                         ReasonCode::kDrained);
     if (!p) return p.error();
   }
   return victims;

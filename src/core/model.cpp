@@ -32,4 +32,13 @@ std::vector<NodeId> Placement::nodes() const {
   return out;
 }
 
+const char* preemption_rule_name(PreemptionRule r) {
+  switch (r) {
+    case PreemptionRule::kReclaim: return "reclaim";
+    case PreemptionRule::kPriority: return "priority";
+    case PreemptionRule::kFairShare: return "fair_share";
+  }
+  return "reclaim";
+}
+
 }  // namespace allot

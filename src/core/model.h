@@ -5,8 +5,10 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "core/explanation.h"
 #include "core/ids.h"
 #include "core/resources.h"
 #include "core/shared_text.h"
@@ -102,6 +104,8 @@ struct Job {
 
   JobState state = JobState::kPending;
   SharedText reason;  // why it is in its state, for people (shared: many waiting jobs say the same)
+  ReasonCode reason_code = ReasonCode::kSubmitted;  // the same, for programs
+  bool feasible = true;  // false: a waiting job that no amount of waiting would run (explanation.h)
   Placement placement;
   bool borrowing = false;  // admitted while its team was above nominal quota
   Time started_at = 0;     // of the current run
@@ -116,15 +120,45 @@ struct Job {
   uint32_t shape = 0;
 };
 
-// One admission or preemption the scheduler decided, with the rule that applied.
-struct Decision {
-  enum class Kind { kAdmit, kPreempt };
-  Kind kind = Kind::kAdmit;
+// What blocks one job that a scheduler pass left waiting; the pass returns these and the state applies them
+// (state.h, explain_waiting).
+struct WaitingReason {
   JobId job;
-  Placement placement;   // kAdmit
-  bool borrowing = false;
-  JobId preemptor;       // kPreempt: the job that needed the room
-  std::string reason;    // which rule, who gained or lost what
+  ReasonCode code = ReasonCode::kNone;
+  bool feasible = true;
+  SharedText text;
 };
+
+// The scheduler's decisions, one type per kind, closed in a variant: every place that handles decisions visits
+// them with one case per kind and no catch-all (core/overloaded.h), so a new kind does not compile until each
+// of them says what it does with it.
+struct AdmitDecision {
+  JobId job;
+  Placement placement;
+  bool borrowing = false;  // the team is above its nominal quota after admission
+  std::string reason;      // where, within quota or borrowing, after which preemptions
+};
+
+// Which preemption rule took a victim (docs/scheduling.md, "Preemption").
+enum class PreemptionRule : uint8_t {
+  kReclaim,    // a team within its nominal quota takes back what it lent
+  kPriority,   // a higher-priority job of the same team
+  kFairShare,  // a borrower of lower share takes from a team above its fair share (policy.fair_share_preemption)
+};
+const char* preemption_rule_name(PreemptionRule r);
+
+struct PreemptDecision {
+  JobId job;        // the victim
+  JobId preemptor;  // the job that needed the room
+  PreemptionRule rule = PreemptionRule::kReclaim;
+  std::string reason;  // which rule, who gained or lost what
+};
+
+using Decision = std::variant<AdmitDecision, PreemptDecision>;
+
+// The job a decision is about (the admitted job, the victim).
+inline JobId decision_job(const Decision& d) {
+  return std::visit([](const auto& x) { return x.job; }, d);
+}
 
 }  // namespace allot

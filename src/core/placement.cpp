@@ -192,7 +192,7 @@ int tightest_host(const TopologyTree& t, const Capacity& c, int64_t need) {
 }
 
 // Chooses the leaves (nodes) and replica counts for one pod set, or says why not.
-std::optional<Pick> choose(const ClusterState& s, const Capacity& c, const PodSet& ps, std::string& why) {
+std::optional<Pick> choose(const ClusterState& s, const Capacity& c, const PodSet& ps, Explanation& why) {
   const TopologyTree& t = s.tree;
   const int64_t need = c.slice_level >= 0 ? ps.replicas / c.slice_size : ps.replicas;
   const auto& req = ps.topology;
@@ -203,15 +203,16 @@ std::optional<Pick> choose(const ClusterState& s, const Capacity& c, const PodSe
     return m;
   };
   if (t.domains.empty()) {
-    why = "capacity: the cluster has no nodes";
+    why = explain(ReasonCode::kCapacity, "capacity: the cluster has no nodes");
     return std::nullopt;
   }
   if (req.mode == TopologyRequest::Mode::kRequired) {
     auto one = pick_fewest(t, c, t.by_level[req.level], need);
     if (!one || one->size() != 1) {
-      why = "topology: no " + short_level(s.levels[req.level]) + " domain has room for " + std::to_string(need) + unit +
-            (c.slice_level >= 0 ? std::to_string(c.slice_size) : "") + " (the roomiest has " +
-            std::to_string(roomiest(req.level)) + ")";
+      why = explain(ReasonCode::kTopology, "topology: no " + short_level(s.levels[req.level]) + " domain has room for " +
+                                               std::to_string(need) + unit +
+                                               (c.slice_level >= 0 ? std::to_string(c.slice_size) : "") +
+                                               " (the roomiest has " + std::to_string(roomiest(req.level)) + ")");
       return std::nullopt;
     }
     return descend(t, c, *one);
@@ -230,8 +231,9 @@ std::optional<Pick> choose(const ClusterState& s, const Capacity& c, const PodSe
   }
   int64_t total = 0;
   for (int d : t.by_level[0]) total += c.units(t, d);
-  why = "capacity: " + std::to_string(need) + unit + (c.slice_level >= 0 ? std::to_string(c.slice_size) : "") +
-        " do not fit; room for " + std::to_string(total) + " now";
+  why = explain(ReasonCode::kCapacity, "capacity: " + std::to_string(need) + unit +
+                                          (c.slice_level >= 0 ? std::to_string(c.slice_size) : "") +
+                                          " do not fit; room for " + std::to_string(total) + " now");
   return std::nullopt;
 }
 
@@ -241,10 +243,10 @@ std::string replica_text(const ClusterState& s, const PodSet& ps, TypeId type, c
 }
 
 std::optional<PodSetPlacement> place_pod_set(const ClusterState& s, const RoomTable& room, const Job& job,
-                                             const PodSet& ps, TypeId type, PlacementScratch& scratch, std::string& why) {
+                                             const PodSet& ps, TypeId type, PlacementScratch& scratch, Explanation& why) {
   auto req = replica_resources(s, ps, type);
   if (!req) {
-    why = req.error().message;
+    why = explain(ReasonCode::kInstanceType, req.error().message);
     return std::nullopt;
   }
   Capacity cap;
@@ -255,7 +257,7 @@ std::optional<PodSetPlacement> place_pod_set(const ClusterState& s, const RoomTa
   scratch.replicas = std::move(cap.replicas);
   scratch.slices = std::move(cap.slices);
   if (!leaves) {
-    why += " (" + std::to_string(ps.replicas) + " " + replica_text(s, ps, type, *req) + ")";
+    why.text += " (" + std::to_string(ps.replicas) + " " + replica_text(s, ps, type, *req) + ")";
     return std::nullopt;
   }
   // Gang admission: every replica or none, and quota is charged for what is placed. A pick that places a
@@ -263,8 +265,8 @@ std::optional<PodSetPlacement> place_pod_set(const ClusterState& s, const RoomTa
   int64_t placed = 0;
   for (const auto& leaf : *leaves) placed += leaf.second;
   if (placed != ps.replicas) {
-    why = "internal: placement chose " + std::to_string(placed) + " of " + std::to_string(ps.replicas) +
-          " replicas; refusing a partial gang";
+    why = explain(ReasonCode::kCapacity, "internal: placement chose " + std::to_string(placed) + " of " +
+                                             std::to_string(ps.replicas) + " replicas; refusing a partial gang");
     return std::nullopt;
   }
   PodSetPlacement out;
@@ -316,10 +318,8 @@ PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const J
   for (size_t i = 0; i < job.pod_sets.size(); ++i) {
     const PodSet& ps = job.pod_sets[i];
     TypeId t = ps.type.value_or(type);
-    std::string why;
-    auto p = place_pod_set(s, *current, job, ps, t, *work, why);
+    auto p = place_pod_set(s, *current, job, ps, t, *work, out.why);
     if (!p) {
-      out.reason = why;
       return out;
     }
     if (i + 1 < job.pod_sets.size()) {

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "core/explanation.h"
 #include "core/state.h"
 
 namespace allot {
@@ -24,7 +25,7 @@ namespace allot {
 struct PlacementOutcome {
   bool ok = false;
   Placement placement;
-  std::string reason;  // why it does not fit, for people
+  Explanation why;  // why it does not fit: kCapacity, kTopology or kInstanceType
 };
 
 // Working memory of placement, kept by a caller that places many jobs (a scheduler pass, a preemption plan), so

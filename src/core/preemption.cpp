@@ -54,7 +54,7 @@ void release_jobs(const ClusterState& s, const std::vector<JobId>& jobs, RoomTab
 }
 
 std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& job, const PreemptionQuery& q,
-                                              std::string& why_not) {
+                                              Explanation& why_not) {
   const Team& team = s.teams[job.team.index()];
   if (q.hints) {
     bool other_above = false;
@@ -63,7 +63,7 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
                q.hints->min_running_priority[job.team.index()] < job.priority;
     if (!(q.allow_reclaim && other_above) && !own) {
       // Whether it fits within nominal only changes the wording for a team that never preempts its own.
-      why_not = no_candidates(team, within_nominal_quota(s, s.usage, job));
+      why_not = explain(ReasonCode::kNoPreemption, no_candidates(team, within_nominal_quota(s, s.usage, job)));
       return std::nullopt;
     }
   }
@@ -135,7 +135,7 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
     auto fits_now = [&]() {
       fit = try_admit(s, room, usage, job, AdmitOptions{.only_types = &only, .scratch = &scratch});
       // Reclaimed capacity is for jobs within their nominal quota only.
-      bool any_reclaim = std::any_of(chosen.begin(), chosen.end(), [](const Victim& v) { return v.reclaim; });
+      bool any_reclaim = std::any_of(chosen.begin(), chosen.end(), [](const Victim& v) { return v.rule == PreemptionRule::kReclaim; });
       if (fit.ok && any_reclaim && fit.borrowing) fit.ok = false;
       return fit.ok;
     };
@@ -146,13 +146,13 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
       for (const auto& [t, r] : request) above |= above_nominal(s, usage, v->team, t);
       if (!above) continue;
       release(room, usage, s, *v, v->placement);
-      chosen.push_back({v->id, true});
+      chosen.push_back({v->id, PreemptionRule::kReclaim, {}});
       if ((done = fits_now())) break;
     }
     if (!done) {
       for (const Job* v : own) {
         release(room, usage, s, *v, v->placement);
-        chosen.push_back({v->id, false});
+        chosen.push_back({v->id, PreemptionRule::kPriority, {}});
         if ((done = fits_now())) break;
       }
     }
@@ -180,9 +180,9 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
     fits_now();
     return PreemptionPlan{fit, chosen};
   }
-  why_not = last_reason.empty() ? "no instance type can serve it" : last_reason;
+  why_not = explain(ReasonCode::kNoPreemption, last_reason.empty() ? "no instance type can serve it" : last_reason);
   if (protected_count > 0)
-    why_not += "; " + std::to_string(protected_count) + " running job(s) are protected by the minimum runtime of " +
+    why_not.text += "; " + std::to_string(protected_count) + " running job(s) are protected by the minimum runtime of " +
                std::to_string(s.policy.min_runtime_s) + " s";
   return std::nullopt;
 }

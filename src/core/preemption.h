@@ -18,7 +18,8 @@ namespace allot {
 
 struct Victim {
   JobId job;
-  bool reclaim = false;  // taken back for a team within its nominal quota (else: a lower-priority job of the team)
+  PreemptionRule rule = PreemptionRule::kReclaim;  // which rule made it a candidate
+  std::string why;  // kFairShare: the rule and both teams' shares before and after, for the victim's reason
 };
 
 struct PreemptionPlan {
@@ -42,8 +43,9 @@ struct PreemptionQuery {
   const PreemptionHints* hints = nullptr;  // optional
 };
 
+// Without a plan, `why_not` says why (code kNoPreemption).
 std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& job, const PreemptionQuery& q,
-                                              std::string& why_not);
+                                              Explanation& why_not);
 
 // Room and usage with the given jobs' placements released: what a trial sees.
 void release_jobs(const ClusterState& s, const std::vector<JobId>& jobs, RoomTable& room, UsageTable& usage);

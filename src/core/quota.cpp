@@ -64,8 +64,9 @@ QuotaVerdict check_quota(const ClusterState& s, const UsageTable& usage, TeamId 
   v.within_nominal = after.fits_in(n);
   for (Resource r : kAllResources) {
     if (req.get(r) <= max.get(r)) continue;
-    v.never = true;
-    v.reason = "quota: needs " + amount_text(r, req.get(r)) + " of " + type_name + " but team " + t.spec.name +
+    v.why.code = ReasonCode::kQuota;
+    v.why.feasible = false;
+    v.why.text = "quota: needs " + amount_text(r, req.get(r)) + " of " + type_name + " but team " + t.spec.name +
                " may hold at most " + format_amount(r, max.get(r)) + " (quota " + format_amount(r, n.get(r)) +
                (t.borrows() ? ", borrow limit " + std::to_string(t.spec.borrow_limit) + "%" : std::string(", ") +
                                   sharing_strategy_name(t.spec.strategy) + " never borrows") + ")";
@@ -73,7 +74,9 @@ QuotaVerdict check_quota(const ClusterState& s, const UsageTable& usage, TeamId 
   }
   for (Resource r : kAllResources) {
     if (after.get(r) <= max.get(r)) continue;
-    v.reason = t.borrows() && after.get(r) > n.get(r) && n.get(r) > 0
+    const bool limit = t.borrows() && after.get(r) > n.get(r) && n.get(r) > 0;
+    v.why.code = limit ? ReasonCode::kBorrowLimit : ReasonCode::kQuota;
+    v.why.text = limit
                    ? "borrow limit: team " + t.spec.name + " would hold " + amount_text(r, after.get(r)) + " of " +
                          type_name + "; quota " + format_amount(r, n.get(r)) + " plus borrow limit " +
                          std::to_string(t.spec.borrow_limit) + "% allows " + format_amount(r, max.get(r))
@@ -87,7 +90,8 @@ QuotaVerdict check_quota(const ClusterState& s, const UsageTable& usage, TeamId 
     const Resources used = pool_used(s, usage, type) + req;
     for (Resource r : kAllResources) {
       if (used.get(r) <= pool.get(r)) continue;
-      v.reason = v.within_nominal
+      v.why.code = v.within_nominal ? ReasonCode::kQuotaLentOut : ReasonCode::kNoIdleQuota;
+      v.why.text = v.within_nominal
                      ? "quota lent out: team " + t.spec.name + "'s quota of " + type_name +
                            " is in use by teams that borrowed it (" + amount_text(r, used.get(r) - pool.get(r)) + " short)"
                      : "no idle quota to borrow: the cohort's lendable " + type_name + " quota is in use (" +

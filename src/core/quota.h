@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/explanation.h"
 #include "core/state.h"
 
 namespace allot {
@@ -23,8 +24,9 @@ namespace allot {
 struct QuotaVerdict {
   bool fits = false;
   bool within_nominal = false;  // U_T + R <= N_T in every resource: no borrowing needed
-  bool never = false;           // R alone exceeds what the team may ever hold
-  std::string reason;           // why it does not fit, for people
+  // Why it does not fit: kQuota, kBorrowLimit, kQuotaLentOut or kNoIdleQuota; not feasible when R alone
+  // exceeds what the team may ever hold.
+  Explanation why;
 };
 
 // Resources of one job per instance type it would use under `placement` or, before placement, under its

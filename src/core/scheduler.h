@@ -33,6 +33,9 @@ struct StepBoundHit {
 
 struct ScheduleResult {
   std::vector<Decision> decisions;  // in the order they were applied
+  // What blocks each job the pass left waiting (only jobs with something to say), applied to the state
+  // through explain_waiting() before schedule() returns.
+  std::vector<WaitingReason> waiting;
   // The earliest future time at which time alone could change a decision (a minimum runtime ending, a job
   // reaching the starvation threshold); drivers run the scheduler again then.
   std::optional<Time> next_wakeup;

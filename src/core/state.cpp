@@ -1,5 +1,7 @@
 #include "core/state.h"
 
+#include "core/overloaded.h"
+
 #include <algorithm>
 
 #include "core/request.h"
@@ -166,11 +168,13 @@ static void rebuild_tree(ClusterState& s) {
   for (const Node& n : s.nodes)
     if (!n.removed) s.capacity[n.type.index()] += s.catalog.at(n.type).capacity();
   ++s.shape_version;
+  ++s.health_version;
   refresh_candidate_types(s);
 }
 
 static void refresh_usable(ClusterState& s, NodeId id) {
   s.room[id.index()].usable = s.nodes[id.index()].schedulable();
+  ++s.health_version;
 }
 
 // Appends one node without rebuilding the tree (callers do, once per batch).
@@ -250,11 +254,13 @@ static void index_job(ClusterState& s, const Job& j, bool add) {
 
 void index_new_job(ClusterState& s, const Job& j) { index_job(s, j, true); }
 
-static void transition(ClusterState& s, Job& j, JobState to, Time now, std::string reason) {
+static void transition(ClusterState& s, Job& j, JobState to, Time now, std::string reason, ReasonCode code) {
   index_job(s, j, false);
   j.history.push_back({now, j.state, to, reason});
   j.state = to;
   j.reason = std::move(reason);
+  j.reason_code = code;
+  j.feasible = true;
   if (is_waiting(to)) j.waiting_since = now;
   index_job(s, j, true);
 }
@@ -267,16 +273,17 @@ static void stop_run(ClusterState& s, Job& j, Time now) {
 }
 
 // A run ended by a failure: restart while max_retries allows, else fail for good.
-static void fail_run(ClusterState& s, Job& j, Time now, const std::string& cause) {
+static void fail_run(ClusterState& s, Job& j, Time now, const std::string& cause, ReasonCode code) {
   stop_run(s, j, now);
   if (j.restarts < j.spec.max_retries) {
     ++j.restarts;
     transition(s, j, JobState::kSuspended, now,
                cause + "; auto-resume restarts it from its last checkpoint (retry " + std::to_string(j.restarts) +
-                   " of " + std::to_string(j.spec.max_retries) + ")");
+                   " of " + std::to_string(j.spec.max_retries) + ")",
+               code);
   } else {
     transition(s, j, JobState::kFailed, now,
-               cause + "; no retries left (max_retries " + std::to_string(j.spec.max_retries) + ")");
+               cause + "; no retries left (max_retries " + std::to_string(j.spec.max_retries) + ")", code);
   }
 }
 
@@ -287,7 +294,8 @@ Status remove_node(ClusterState& s, std::string_view name, Time now) {
   stop_jobs_on(s, id, [&](Job& j) {
     stop_run(s, j, now);
     transition(s, j, JobState::kSuspended, now,
-               "node " + std::string(name) + " left the cluster; the job waits to resume from its last checkpoint");
+               "node " + std::string(name) + " left the cluster; the job waits to resume from its last checkpoint",
+               ReasonCode::kNodeRemoved);
   });
   s.nodes[id.index()].removed = true;
   s.node_by_name.erase(std::string(name));
@@ -303,7 +311,7 @@ Status fail_node(ClusterState& s, std::string_view name, Time now, NodeHealth to
   NodeId id = n->id;
   s.nodes[id.index()].health = to;
   refresh_usable(s, id);
-  stop_jobs_on(s, id, [&](Job& j) { fail_run(s, j, now, "node " + std::string(name) + " failed"); });
+  stop_jobs_on(s, id, [&](Job& j) { fail_run(s, j, now, "node " + std::string(name) + " failed", ReasonCode::kNodeFailed); });
   return ok_status();
 }
 
@@ -333,7 +341,7 @@ Status cancel_job(ClusterState& s, std::string_view name, Time now) {
   if (!is_active(j.state))
     return Error::precondition("job " + j.spec.name + " already ended (" + job_state_name(j.state) + ")");
   if (j.state == JobState::kRunning) stop_run(s, j, now);
-  transition(s, j, JobState::kCancelled, now, "cancelled by request");
+  transition(s, j, JobState::kCancelled, now, "cancelled by request", ReasonCode::kCancelled);
   return ok_status();
 }
 
@@ -345,9 +353,9 @@ Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeed
     return Error::precondition("job " + j.spec.name + " is not running (" + job_state_name(j.state) + ")");
   if (succeeded) {
     stop_run(s, j, now);
-    transition(s, j, JobState::kSucceeded, now, reason.empty() ? "finished" : reason);
+    transition(s, j, JobState::kSucceeded, now, reason.empty() ? "finished" : reason, ReasonCode::kFinished);
   } else {
-    fail_run(s, j, now, reason.empty() ? "the job failed" : reason);
+    fail_run(s, j, now, reason.empty() ? "the job failed" : reason, ReasonCode::kFailed);
   }
   return ok_status();
 }
@@ -362,23 +370,41 @@ Status admit_job(ClusterState& s, JobId id, const Placement& placement, bool bor
   j.placement = placement;
   j.borrowing = borrowing;
   j.started_at = now;
-  transition(s, j, JobState::kRunning, now, std::move(reason));
+  transition(s, j, JobState::kRunning, now, std::move(reason), ReasonCode::kAdmitted);
   return ok_status();
 }
 
-Status preempt_job(ClusterState& s, JobId id, Time now, std::string reason) {
+Status preempt_job(ClusterState& s, JobId id, Time now, std::string reason, ReasonCode code) {
   if (id.index() >= s.jobs.size()) return Error::not_found("no job with id " + std::to_string(id.value));
   Job& j = s.jobs[id.index()];
   if (j.state != JobState::kRunning) return Error::precondition("job " + j.spec.name + " is not running");
   stop_run(s, j, now);
   ++j.preemptions;
-  transition(s, j, JobState::kSuspended, now, std::move(reason));
+  transition(s, j, JobState::kSuspended, now, std::move(reason), code);
   return ok_status();
 }
 
 Status apply_decision(ClusterState& s, const Decision& d, Time now) {
-  if (d.kind == Decision::Kind::kAdmit) return admit_job(s, d.job, d.placement, d.borrowing, now, d.reason);
-  return preempt_job(s, d.job, now, d.reason);
+  return std::visit(
+      Overloaded{
+          [&](const AdmitDecision& a) { return admit_job(s, a.job, a.placement, a.borrowing, now, a.reason); },
+          [&](const PreemptDecision& p) { return preempt_job(s, p.job, now, p.reason); },
+      },
+      d);
+}
+
+void explain_waiting(ClusterState& s, const std::vector<WaitingReason>& reasons) {
+  for (const WaitingReason& w : reasons) {
+    if (w.job.index() >= s.jobs.size()) continue;
+    Job& j = s.jobs[w.job.index()];
+    if (!is_waiting(j.state)) continue;
+    if (j.state == JobState::kSuspended && !j.history.empty() && j.history.back().to == JobState::kSuspended)
+      j.reason = j.history.back().reason + "; waiting: " + w.text.str();
+    else
+      j.reason = w.text;
+    j.reason_code = w.code;
+    j.feasible = w.feasible;
+  }
 }
 
 // --- Derived values ------------------------------------------------------------------------------------------

@@ -56,6 +56,13 @@ struct ClusterState {
   // empty cluster.
   mutable std::unordered_map<uint64_t, std::string> never_fits_by_shape;
   mutable uint64_t never_fits_version = UINT64_MAX;
+  // Bumped whenever a node joins, leaves or changes whether it is schedulable. A cache, not state: whether
+  // some node in the cluster is unschedulable, and "waits for nodes" answers by (shape, instance type) (the job
+  // fits the cluster as built, not its schedulable nodes even when empty), valid for `unusable_version`.
+  uint64_t health_version = 0;
+  mutable bool any_unusable = false;
+  mutable std::unordered_map<uint64_t, bool> waits_for_nodes_by_shape;
+  mutable uint64_t unusable_version = UINT64_MAX;
 
   // The reason every job starts with, one text for all (model.h, Job::reason).
   SharedText submitted_reason{"waiting for the scheduler"};
@@ -102,8 +109,11 @@ Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeed
 
 // --- Decisions (the scheduler's, replayed by drivers and the store) ------------------------------------------
 Status admit_job(ClusterState& s, JobId job, const Placement& placement, bool borrowing, Time now, std::string reason);
-Status preempt_job(ClusterState& s, JobId job, Time now, std::string reason);
+Status preempt_job(ClusterState& s, JobId job, Time now, std::string reason, ReasonCode code = ReasonCode::kPreempted);
 Status apply_decision(ClusterState& s, const Decision& d, Time now);
+// Gives each job a pass left waiting its explanation. A Suspended job keeps saying why it stopped, then
+// "; waiting: " and what blocks it now. Entries for jobs that are no longer waiting are skipped.
+void explain_waiting(ClusterState& s, const std::vector<WaitingReason>& reasons);
 
 // --- Derived values ------------------------------------------------------------------------------------------
 // Seconds of work a job keeps if it stops now: everything up to its last checkpoint.

@@ -15,8 +15,18 @@ struct NodeOf {
   std::string operator()(const NodeHealthChange& o) const { return o.node; }
   std::string operator()(const Cordon& o) const { return o.node; }
   std::string operator()(const Drain& o) const { return o.node; }
-  template <typename T>
-  std::string operator()(const T&) const { return ""; }
+  // No catch-all: a new kind of record does not compile until it says which node it names, if any.
+  std::string operator()(const SetPolicy&) const { return ""; }
+  std::string operator()(const UpsertTeam&) const { return ""; }
+  std::string operator()(const RemoveTeam&) const { return ""; }
+  std::string operator()(const Submit&) const { return ""; }
+  std::string operator()(const Cancel&) const { return ""; }
+  std::string operator()(const Finish&) const { return ""; }
+  std::string operator()(const Admit&) const { return ""; }
+  std::string operator()(const Preempt&) const { return ""; }
+  std::string operator()(const CreateToken&) const { return ""; }
+  std::string operator()(const RevokeToken&) const { return ""; }
+  std::string operator()(const Audit&) const { return ""; }
 };
 
 struct JobOf {
@@ -25,8 +35,18 @@ struct JobOf {
   std::string operator()(const Finish& o) const { return o.job; }
   std::string operator()(const Admit& o) const { return o.job; }
   std::string operator()(const Preempt& o) const { return o.job; }
-  template <typename T>
-  std::string operator()(const T&) const { return ""; }
+  // No catch-all: a new kind of record does not compile until it says which job it names, if any.
+  std::string operator()(const SetPolicy&) const { return ""; }
+  std::string operator()(const UpsertTeam&) const { return ""; }
+  std::string operator()(const RemoveTeam&) const { return ""; }
+  std::string operator()(const AddNode&) const { return ""; }
+  std::string operator()(const RemoveNode&) const { return ""; }
+  std::string operator()(const NodeHealthChange&) const { return ""; }
+  std::string operator()(const Cordon&) const { return ""; }
+  std::string operator()(const Drain&) const { return ""; }
+  std::string operator()(const CreateToken&) const { return ""; }
+  std::string operator()(const RevokeToken&) const { return ""; }
+  std::string operator()(const Audit&) const { return ""; }
 };
 
 std::vector<JobId> running_on(const ClusterState& s, const std::string& node_name) {

@@ -3,22 +3,14 @@
 #include <algorithm>
 #include <functional>
 
+#include "config/policy_json.h"
 #include "core/topology_levels.h"
 #include "view/state_json.h"
 
 namespace allot::server {
 using nlohmann::json;
 
-json policy_json(const PolicySpec& p) {
-  json classes = json::array();
-  for (const auto& pc : p.priority_classes) classes.push_back({{"name", pc.name}, {"weight", pc.weight}});
-  return {{"task_prioritization", task_prioritization_name(p.task_prioritization)},
-          {"idle_compute", idle_compute_name(p.idle_compute)},
-          {"idle_pool", p.idle_pool},
-          {"priority_classes", classes},
-          {"min_runtime", p.min_runtime_s},
-          {"starvation_threshold", p.starvation_threshold_s}};
-}
+json policy_json(const PolicySpec& p) { return config::policy_json(p); }
 
 json node_view(const ServerState& st, const Node& n) {
   json j = view::node_json(st.cluster, n);

@@ -347,8 +347,8 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     for (const Decision& d : sr.decisions) {
       store::Record r{state_.last_seq + 1, now, store::decision_record(state_.cluster, d), kServerActor};
       note_decision(state_, r, events);
-      if (d.kind == Decision::Kind::kAdmit) {
-        auto it = state_.waiting_since.find(d.job.index());
+      if (std::holds_alternative<AdmitDecision>(d)) {
+        auto it = state_.waiting_since.find(decision_job(d).index());
         if (it != state_.waiting_since.end()) {
           state_.scheduling_latency.observe(std::chrono::duration<double>(steady_now - it->second).count());
           state_.waiting_since.erase(it);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/catalog.h"
+#include "core/explanation.h"
 #include "core/result.h"
 #include "core/spec.h"
 
@@ -32,6 +33,7 @@ struct JobExpect {
   std::optional<int> preemptions;
   std::optional<int> restarts;
   std::optional<std::string> reason;  // case-insensitive substring
+  std::optional<ReasonCode> reason_code;
 };
 
 struct TeamExpect {

@@ -80,6 +80,9 @@ int check_expect(const ClusterState& s, const Event& e, std::vector<std::string>
       bad.push_back("restarts is " + std::to_string(j->restarts) + ", expected " + std::to_string(*want.restarts));
     if (want.reason && lower(j->reason).find(lower(*want.reason)) == std::string::npos)
       bad.push_back("reason does not contain \"" + *want.reason + "\"");
+    if (want.reason_code && *want.reason_code != j->reason_code)
+      bad.push_back(std::string("reason_code is ") + reason_code_name(j->reason_code) + ", expected " +
+                    reason_code_name(*want.reason_code));
     for (const auto& b : bad)
       failures.push_back(at + b + " (state " + job_state_name(j->state) + ", reason: " + j->reason.str() + ")");
   }

@@ -77,7 +77,7 @@ Result<std::vector<std::string>> read_node_list(const YamlContext& ctx, const Va
 }
 
 Result<JobExpect> read_job_expect(const YamlContext& ctx, const Val& v) {
-  auto f = Fields::open(ctx, v, {"state", "nodes", "node_count", "distinct", "borrowing", "preemptions", "restarts", "reason"});
+  auto f = Fields::open(ctx, v, {"state", "nodes", "node_count", "distinct", "borrowing", "preemptions", "restarts", "reason", "reason_code"});
   if (!f) return f.error();
   JobExpect j;
   j.line = v.line;
@@ -115,6 +115,14 @@ Result<JobExpect> read_job_expect(const YamlContext& ctx, const Val& v) {
     auto s = read_text(ctx, *r);
     if (!s) return s.error();
     j.reason = *s;
+  }
+  if (auto r = f->get("reason_code")) {
+    auto s = read_text(ctx, *r);
+    if (!s) return s.error();
+    auto code = parse_reason_code(*s);
+    if (!code || *code == ReasonCode::kNone)
+      return fail(ctx, *r, "reason_code '" + *s + "' is not a reason code", "one of " + reason_code_names());
+    j.reason_code = *code;
   }
   return j;
 }

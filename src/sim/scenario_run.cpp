@@ -17,8 +17,9 @@ Error at_line(const Event& e, const Error& err) {
 
 void log_decisions(const ClusterState& s, const ScheduleResult& r, Time now, std::vector<std::string>& log) {
   for (const auto& d : r.decisions)
-    log.push_back("t=" + std::to_string(now) + "  " + (d.kind == Decision::Kind::kAdmit ? "admit   " : "preempt ") +
-                  s.jobs[d.job.index()].spec.name + ": " + d.reason);
+    log.push_back("t=" + std::to_string(now) + "  " + (std::holds_alternative<AdmitDecision>(d) ? "admit   " : "preempt ") +
+                  s.jobs[decision_job(d).index()].spec.name + ": " +
+                  std::visit([](const auto& x) -> const std::string& { return x.reason; }, d));
 }
 
 }  // namespace

@@ -190,8 +190,9 @@ class Replay {
     }
     running_ = std::move(still);
     for (const auto& d : r.decisions) {
-      if (d.kind != Decision::Kind::kAdmit || d.job.index() >= record_of_.size()) continue;
-      int rec = record_of_[d.job.index()];
+      const auto* admit = std::get_if<AdmitDecision>(&d);
+      if (!admit || admit->job.index() >= record_of_.size()) continue;
+      int rec = record_of_[admit->job.index()];
       if (rec < 0) continue;
       Tracked& t = tracked_[rec];
       Job& j = s_.jobs[t.id.index()];

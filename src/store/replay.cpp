@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "core/drain.h"
+#include "core/overloaded.h"
 
 namespace allot::store {
 
@@ -41,12 +42,14 @@ struct Apply {
     if (!id) return id.error();
     auto p = placement_from_record(s, o.placement);
     if (!p) return p.error();
-    return admit_job(s, *id, *p, o.borrowing, at, o.reason);
+    return apply_decision(s, AdmitDecision{.job = *id, .placement = std::move(*p), .borrowing = o.borrowing, .reason = o.reason}, at);
   }
   Status operator()(const Preempt& o) const {
     auto id = job_id(s, o.job);
     if (!id) return id.error();
-    return preempt_job(s, *id, at, o.reason);
+    // Records written before preemptors were named, or whose preemptor is gone, name none.
+    const Job* by = o.preemptor.empty() ? nullptr : s.find_job(o.preemptor);
+    return apply_decision(s, PreemptDecision{.job = *id, .preemptor = by ? by->id : JobId{}, .reason = o.reason}, at);
   }
   // Tokens and the audit trail are the server's; the cluster does not change.
   Status operator()(const CreateToken&) const { return ok_status(); }
@@ -108,19 +111,24 @@ Result<Placement> placement_from_record(const ClusterState& s, const std::vector
 }
 
 Op decision_record(const ClusterState& s, const Decision& d) {
-  const std::string& job = s.jobs[d.job.index()].spec.name;
-  if (d.kind == Decision::Kind::kPreempt) {
-    std::string preemptor = d.preemptor.valid() ? s.jobs[d.preemptor.index()].spec.name : "";
-    return Preempt{job, preemptor, d.reason};
-  }
-  Admit a{job, {}, d.borrowing, d.reason};
-  for (const auto& ps : d.placement.pod_sets) {
-    PodSetRecord out{s.catalog.at(ps.type).name, ps.per_replica, {}};
-    for (const auto& r : ps.replicas)
-      out.replicas.push_back({s.nodes[r.node.index()].name, r.accelerators, r.numa_domains, r.cpus});
-    a.placement.push_back(std::move(out));
-  }
-  return a;
+  return std::visit(
+      Overloaded{
+          [&](const AdmitDecision& d) -> Op {
+            Admit a{s.jobs[d.job.index()].spec.name, {}, d.borrowing, d.reason};
+            for (const auto& ps : d.placement.pod_sets) {
+              PodSetRecord out{s.catalog.at(ps.type).name, ps.per_replica, {}};
+              for (const auto& r : ps.replicas)
+                out.replicas.push_back({s.nodes[r.node.index()].name, r.accelerators, r.numa_domains, r.cpus});
+              a.placement.push_back(std::move(out));
+            }
+            return a;
+          },
+          [&](const PreemptDecision& d) -> Op {
+            std::string preemptor = d.preemptor.valid() ? s.jobs[d.preemptor.index()].spec.name : "";
+            return Preempt{s.jobs[d.job.index()].spec.name, preemptor, d.reason};
+          },
+      },
+      d);
 }
 
 }  // namespace allot::store

@@ -1,5 +1,7 @@
 #include "store/spec_json.h"
 
+#include "config/policy_json.h"
+
 #include <stdexcept>
 
 namespace allot::store {
@@ -116,16 +118,7 @@ TeamSpec team_from_json(const json& j) {
   return t;
 }
 
-json to_json(const PolicySpec& p) {
-  json classes = json::array();
-  for (const auto& pc : p.priority_classes) classes.push_back({{"name", pc.name}, {"weight", pc.weight}});
-  return {{"task_prioritization", task_prioritization_name(p.task_prioritization)},
-          {"idle_compute", idle_compute_name(p.idle_compute)},
-          {"idle_pool", p.idle_pool},
-          {"priority_classes", classes},
-          {"min_runtime_s", p.min_runtime_s},
-          {"starvation_threshold_s", p.starvation_threshold_s}};
-}
+json to_json(const PolicySpec& p) { return config::policy_json(p); }
 PolicySpec policy_from_json(const json& j) {
   PolicySpec p;
   p.task_prioritization = prioritization_from(j.at("task_prioritization").get<std::string>());
@@ -133,8 +126,11 @@ PolicySpec policy_from_json(const json& j) {
   p.idle_pool = j.at("idle_pool").get<bool>();
   for (const auto& pc : j.at("priority_classes"))
     p.priority_classes.push_back({pc.at("name").get<std::string>(), pc.at("weight").get<int>()});
-  p.min_runtime_s = j.at("min_runtime_s").get<int64_t>();
-  p.starvation_threshold_s = j.at("starvation_threshold_s").get<int64_t>();
+  // Journals written before the policy had one writer (config/policy_json.h) say min_runtime_s and
+  // starvation_threshold_s; they must still replay.
+  p.min_runtime_s = (j.contains("min_runtime") ? j.at("min_runtime") : j.at("min_runtime_s")).get<int64_t>();
+  p.starvation_threshold_s =
+      (j.contains("starvation_threshold") ? j.at("starvation_threshold") : j.at("starvation_threshold_s")).get<int64_t>();
   return p;
 }
 

@@ -1,5 +1,7 @@
 #include "view/state_json.h"
 
+#include "core/overloaded.h"
+
 #include "core/quota.h"
 #include "core/topology_levels.h"
 
@@ -46,6 +48,8 @@ json job_json(const ClusterState& s, const Job& j, bool with_history) {
             {"priority_weight", j.priority},
             {"state", job_state_name(j.state)},
             {"reason", j.reason},
+            {"reason_code", reason_code_name(j.reason_code)},
+            {"feasible", j.feasible},
             {"submitted_at", j.submitted_at},
             {"nodes", nodes},
             {"node_count", nodes.size()},
@@ -146,16 +150,24 @@ json node_json(const ClusterState& s, const Node& n) {
 }
 
 json decision_json(const ClusterState& s, const Decision& d) {
-  json o = {{"kind", d.kind == Decision::Kind::kAdmit ? "admit" : "preempt"},
-            {"job", s.jobs[d.job.index()].spec.name},
-            {"reason", d.reason}};
-  if (d.kind == Decision::Kind::kAdmit) {
-    o["borrowing"] = d.borrowing;
-    o["placement"] = placement_json(s, d.placement);
-  } else {
-    o["preemptor"] = s.jobs[d.preemptor.index()].spec.name;
-  }
-  return o;
+  return std::visit(
+      Overloaded{
+          [&](const AdmitDecision& a) -> json {
+            return {{"kind", "admit"},
+                    {"job", s.jobs[a.job.index()].spec.name},
+                    {"reason", a.reason},
+                    {"borrowing", a.borrowing},
+                    {"placement", placement_json(s, a.placement)}};
+          },
+          [&](const PreemptDecision& p) -> json {
+            return {{"kind", "preempt"},
+                    {"job", s.jobs[p.job.index()].spec.name},
+                    {"reason", p.reason},
+                    {"rule", preemption_rule_name(p.rule)},
+                    {"preemptor", s.jobs[p.preemptor.index()].spec.name}};
+          },
+      },
+      d);
 }
 
 }  // namespace allot::view

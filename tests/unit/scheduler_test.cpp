@@ -68,7 +68,8 @@ TEST_F(CoreTest, QuotaPoolCountsLendersAndExcludesDontLend) {
   // a may hold 1 + 100% = 2; asking 3 can never fit.
   QuotaVerdict v = check_quota(s, s.usage, s.find_team("a")->id, g5, Resources{3, 96'000, 384 * 1024});
   EXPECT_FALSE(v.fits);
-  EXPECT_TRUE(v.never);
+  EXPECT_FALSE(v.why.feasible);
+  EXPECT_EQ(v.why.code, ReasonCode::kQuota);
   v = check_quota(s, s.usage, s.find_team("a")->id, g5, Resources{2, 64'000, 256 * 1024});
   EXPECT_TRUE(v.fits);
   EXPECT_FALSE(v.within_nominal);
@@ -182,7 +183,7 @@ TEST_F(CoreTest, VictimsAreMinimalLowestPriorityAndNewestFirst) {
   EXPECT_EQ(j("low-old").state, JobState::kRunning);
   EXPECT_EQ(j("mid").state, JobState::kRunning);
   int preempts = 0;
-  for (const auto& d : r.decisions) preempts += d.kind == Decision::Kind::kPreempt;
+  for (const auto& d : r.decisions) preempts += std::holds_alternative<PreemptDecision>(d);
   EXPECT_EQ(preempts, 1);
 }
 
@@ -213,7 +214,7 @@ TEST_F(CoreTest, PreemptionIsMinimalAfterGreedyOvershoot) {
   EXPECT_EQ(j("low1").state, JobState::kRunning);
   EXPECT_EQ(j("mid1").state, JobState::kRunning);
   int preempts = 0;
-  for (const auto& d : r.decisions) preempts += d.kind == Decision::Kind::kPreempt;
+  for (const auto& d : r.decisions) preempts += std::holds_alternative<PreemptDecision>(d);
   EXPECT_EQ(preempts, 1);
 }
 
@@ -300,7 +301,7 @@ TEST_F(CoreTest, NodeReplacementMovesNoHealthyReplica) {
   ASSERT_TRUE(remove_node(s, failed_name, 160).ok());
   ASSERT_TRUE(add_node(s, node("r-1", "ml.p5.48xlarge", {{"network-node-layer-3", domain}}), 160).ok());
   auto r = schedule(s, 160);
-  for (const auto& d : r.decisions) EXPECT_NE(d.kind, Decision::Kind::kPreempt) << "no job is preempted to make room";
+  for (const auto& d : r.decisions) EXPECT_FALSE(std::holds_alternative<PreemptDecision>(d)) << "no job is preempted to make room";
 
   for (const char* name : {"small-1", "small-2"}) {
     const Job& sm = j(name);

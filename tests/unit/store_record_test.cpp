@@ -35,6 +35,26 @@ TEST(StoreRecord, ActorsRoundTripAndOldRecordsHaveNone) {
   EXPECT_FALSE(bad.ok());
 }
 
+// The policy has one JSON writer (config/policy_json.h); journals written before it say min_runtime_s and
+// starvation_threshold_s, and must still replay to the same policy.
+TEST(StoreRecord, PolicyRecordsOfBothKeySpellingsReadTheSame) {
+  auto old = record_from_json(nlohmann::json::parse(
+      R"({"op": "set_policy", "seq": 1, "at": 5, "policy": {"task_prioritization": "task-ranking", "idle_compute": "fcfs",
+          "idle_pool": true, "priority_classes": [{"name": "p", "weight": 10}], "min_runtime_s": 600,
+          "starvation_threshold_s": 3600}})"));
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  const auto& p = std::get<SetPolicy>(old->op).policy;
+  EXPECT_EQ(p.min_runtime_s, 600);
+  EXPECT_EQ(p.starvation_threshold_s, 3600);
+  EXPECT_EQ(p.task_prioritization, TaskPrioritization::kTaskRanking);
+  const nlohmann::json now = record_to_json(*old);
+  EXPECT_EQ(now.at("policy").at("min_runtime"), 600) << now.dump();
+  EXPECT_FALSE(now.at("policy").contains("min_runtime_s")) << now.dump();
+  auto back = record_from_json(now);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(std::get<SetPolicy>(back->op).policy, p);
+}
+
 TEST(StoreRecord, OptionalFieldsStayUnset) {
   JobSpec j;
   j.name = "x";

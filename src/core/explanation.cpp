@@ -1,0 +1,59 @@
+#include "core/explanation.h"
+
+#include <array>
+#include <utility>
+
+namespace allot {
+namespace {
+
+constexpr std::array<std::pair<ReasonCode, const char*>, 24> kNames = {{
+    {ReasonCode::kNone, "none"},
+    {ReasonCode::kSubmitted, "submitted"},
+    {ReasonCode::kQuota, "quota"},
+    {ReasonCode::kBorrowLimit, "borrow_limit"},
+    {ReasonCode::kQuotaLentOut, "quota_lent_out"},
+    {ReasonCode::kNoIdleQuota, "no_idle_quota"},
+    {ReasonCode::kNeedsBorrow, "needs_borrow"},
+    {ReasonCode::kCapacity, "capacity"},
+    {ReasonCode::kUnhealthyNodes, "unhealthy_nodes"},
+    {ReasonCode::kTopology, "topology"},
+    {ReasonCode::kNeverFits, "never_fits"},
+    {ReasonCode::kInstanceType, "instance_type"},
+    {ReasonCode::kReserved, "reserved"},
+    {ReasonCode::kStrictFifo, "strict_fifo"},
+    {ReasonCode::kOscillation, "oscillation"},
+    {ReasonCode::kNoPreemption, "no_preemption"},
+    {ReasonCode::kAdmitted, "admitted"},
+    {ReasonCode::kPreempted, "preempted"},
+    {ReasonCode::kDrained, "drained"},
+    {ReasonCode::kNodeFailed, "node_failed"},
+    {ReasonCode::kNodeRemoved, "node_removed"},
+    {ReasonCode::kFinished, "finished"},
+    {ReasonCode::kFailed, "failed"},
+    {ReasonCode::kCancelled, "cancelled"},
+}};
+
+}  // namespace
+
+const char* reason_code_name(ReasonCode c) {
+  for (const auto& [code, name] : kNames)
+    if (code == c) return name;
+  return "none";
+}
+
+std::optional<ReasonCode> parse_reason_code(std::string_view name) {
+  for (const auto& [code, n] : kNames)
+    if (name == n) return code;
+  return std::nullopt;
+}
+
+std::string reason_code_names() {
+  std::string out;
+  for (const auto& [code, name] : kNames) {
+    if (code == ReasonCode::kNone) continue;
+    out += (out.empty() ? "" : ", ") + std::string(name);
+  }
+  return out;
+}
+
+}  // namespace allot

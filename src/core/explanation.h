@@ -1,0 +1,62 @@
+#pragma once
+// Why a job is where it is, as one typed value carried from quota, placement, admission and preemption through
+// the scheduler pass to the job and the API (Ray's SchedulingResult keeps "retry later" apart from
+// "infeasible" the same way). Control flow reads `code` and `feasible`; `text` is for people only and no code
+// compares it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace allot {
+
+enum class ReasonCode : uint8_t {
+  kNone,             // nothing to explain (used only before a reason is known)
+  kSubmitted,        // waiting for the first scheduler pass
+  // A waiting job: what blocks it now.
+  kQuota,            // the team's quota does not allow it
+  kBorrowLimit,      // it would need more than the team's borrow limit
+  kQuotaLentOut,     // within nominal quota, but the team's quota is lent out
+  kNoIdleQuota,      // it must borrow and the lendable quota is in use
+  kNeedsBorrow,      // (within-nominal phase only) it fits only by borrowing; never shown to people
+  kCapacity,         // quota allows it, the nodes have no room now
+  kUnhealthyNodes,   // it would fit on the empty cluster, but not on its schedulable nodes: it waits for nodes
+  kTopology,         // no domain of the requested level has room now
+  kNeverFits,        // the cluster as built cannot hold it
+  kInstanceType,     // no instance type it may use can serve its replicas
+  kReserved,         // a starving job holds the capacity it would take
+  kStrictFifo,       // strict FIFO: behind the head of the line
+  kOscillation,      // preempting would borrow what a lending team can reclaim at once
+  kNoPreemption,     // (preemption's part of a reason) no set of victims would make room
+  // A job that is not waiting: what put it in its state.
+  kAdmitted,
+  kPreempted,        // by the scheduler (reclaim, priority, fair share)
+  kDrained,          // its node is being drained
+  kNodeFailed,       // its node failed (auto-resume, or no retries left)
+  kNodeRemoved,      // its node left the cluster
+  kFinished,
+  kFailed,           // its process failed
+  kCancelled,
+};
+
+// The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).
+const char* reason_code_name(ReasonCode c);
+std::optional<ReasonCode> parse_reason_code(std::string_view name);
+// Every name, comma-separated, for error messages.
+std::string reason_code_names();
+
+struct Explanation {
+  ReasonCode code = ReasonCode::kNone;
+  // False when no amount of waiting helps (never fits, a quota larger than the team may ever hold): Ray's
+  // "infeasible" as opposed to "retry later".
+  bool feasible = true;
+  std::string text;
+
+  bool empty() const { return code == ReasonCode::kNone; }
+};
+
+inline Explanation explain(ReasonCode code, std::string text, bool feasible = true) {
+  return Explanation{.code = code, .feasible = feasible, .text = std::move(text)};
+}
+
+}  // namespace allot

@@ -1,0 +1,77 @@
+#include "core/order.h"
+
+#include <algorithm>
+
+namespace allot {
+
+bool QueueOrder::jobs_before(const Job& a, const Job& b) const {
+  if (s_.policy.task_prioritization == TaskPrioritization::kTaskRanking && a.priority != b.priority)
+    return a.priority > b.priority;
+  return a.arrival < b.arrival;
+}
+
+void QueueOrder::sort(std::vector<JobId>& jobs) const {
+  struct Entry {
+    int priority;
+    uint64_t arrival;
+    JobId id;
+  };
+  std::vector<Entry> keys;
+  keys.reserve(jobs.size());
+  const bool by_priority = s_.policy.task_prioritization == TaskPrioritization::kTaskRanking;
+  for (JobId id : jobs) {
+    const Job& j = s_.jobs[id.index()];
+    keys.push_back({by_priority ? j.priority : 0, j.arrival, id});
+  }
+  std::sort(keys.begin(), keys.end(), [](const Entry& a, const Entry& b) {
+    return a.priority != b.priority ? a.priority > b.priority : a.arrival < b.arrival;
+  });
+  for (size_t i = 0; i < keys.size(); ++i) jobs[i] = keys[i].id;
+}
+
+namespace {
+
+// fcfs: the teams' head jobs in queue order.
+class ArrivalBorrowers final : public Sorter {
+ public:
+  ArrivalBorrowers(const QueueOrder& queue, HeadOf head) : queue_(queue), head_(std::move(head)) {}
+  void update(uint32_t) override {}
+  bool before(uint32_t a, uint32_t b) const override { return queue_.jobs_before(head_(a), head_(b)); }
+
+ private:
+  const QueueOrder& queue_;
+  HeadOf head_;
+};
+
+// fair-share: a team's value changes only when its own usage does, so it is cached and recomputed on update
+// (callers update every team before they first compare it).
+class FairShareBorrowers final : public Sorter {
+ public:
+  FairShareBorrowers(const ClusterState& s, const QueueOrder& queue, HeadOf head)
+      : s_(s), queue_(queue), head_(std::move(head)), share_(s.teams.size()) {}
+  void update(uint32_t team) override { share_[team] = fair_share_value(s_, s_.usage, TeamId(team)); }
+  bool before(uint32_t a, uint32_t b) const override {
+    const Share& x = share_[a];
+    const Share& y = share_[b];
+    if (!(x == y)) return x < y;
+    const int wa = s_.teams[a].spec.fair_share_weight, wb = s_.teams[b].spec.fair_share_weight;
+    if (wa != wb) return wa > wb;
+    return queue_.jobs_before(head_(a), head_(b));
+  }
+
+ private:
+  const ClusterState& s_;
+  const QueueOrder& queue_;
+  HeadOf head_;
+  std::vector<Share> share_;
+};
+
+}  // namespace
+
+std::unique_ptr<Sorter> borrower_order(const ClusterState& s, const QueueOrder& queue, HeadOf head) {
+  if (s.policy.idle_compute == IdleCompute::kFairShare)
+    return std::make_unique<FairShareBorrowers>(s, queue, std::move(head));
+  return std::make_unique<ArrivalBorrowers>(queue, std::move(head));
+}
+
+}  // namespace allot

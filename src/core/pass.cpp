@@ -1,0 +1,191 @@
+#include "core/pass.h"
+
+#include <algorithm>
+
+#include "core/quota.h"
+
+namespace allot {
+
+Pass::Pass(ClusterState& state, Time t, const ScheduleOptions& o)
+    : s(state), now(t), options(o), order(state), pristine(pristine_room(state)) {}
+
+void Pass::collect_waiting() {
+  waiting.assign(s.waiting_jobs.begin(), s.waiting_jobs.end());
+  for (JobId id : waiting) join(id);
+  sort_waiting();
+}
+
+void Pass::join(JobId id) {
+  const Job& j = job(id);
+  PassJob& p = rec(id);
+  p.team = j.team.value;
+  p.priority = j.priority;
+  p.arrival = j.arrival;
+  p.admission_class = memo.admission_class(j);
+  p.preemption_class = memo.preemption_class(j);
+  p.waiting = true;
+}
+
+bool Pass::queue_before(const Job& a, const Job& b) const { return order.jobs_before(a, b); }
+
+void Pass::sort_waiting() { order.sort(waiting); }
+
+Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
+  ClassMemo::Admission& m = memo.admission(rec(id).admission_class, mode);
+  if (m.epoch == epoch) return {&m.failure, m.reason};
+  AdmissionAttempt a = try_admit(s, s.room, s.usage, job(id),
+                                 AdmitOptions{.mode = mode, .pristine = &pristine, .free = &free.free(), .scratch = &scratch});
+  if (a.ok) {
+    success_ = std::move(a);
+    return {&success_, nullptr};
+  }
+  m.epoch = epoch;
+  m.reason = texts.add(a.why);
+  m.failure = std::move(a);
+  return {&m.failure, m.reason};
+}
+
+// The reason names what the team borrows once the job runs: its usage after admission, worked out before the
+// decision is applied so that the decision carries its reason into the state.
+std::string Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const std::string& extra) const {
+  const Team& t = s.teams[j.team.index()];
+  std::string nodes;
+  int shown = 0;
+  auto ids = a.placement.nodes();
+  for (NodeId n : ids) {
+    if (shown++ == 8) {
+      nodes += ", ... (" + std::to_string(ids.size()) + " nodes)";
+      break;
+    }
+    nodes += (nodes.empty() ? "" : ", ") + s.nodes[n.index()].name;
+  }
+  std::string out = "admitted on " + nodes;
+  if (a.borrowing) {
+    std::vector<Resources> after = s.usage[j.team.index()];
+    for (const auto& ps : a.placement.pod_sets)
+      after[ps.type.index()] += ps.per_replica * static_cast<int64_t>(ps.replicas.size());
+    std::string what;
+    for (const auto& ps : a.placement.pod_sets) {
+      Resources b = max0(after[ps.type.index()] - t.nominal[ps.type.index()]);
+      what = format_resources(b) + " of " + s.catalog.at(ps.type).name;
+    }
+    out += "; team " + t.spec.name + " borrows idle quota (now " + what + " above its nominal quota)";
+  } else {
+    out += " within team " + t.spec.name + "'s nominal quota";
+  }
+  return out + extra;
+}
+
+void Pass::admit(const Job& j, const AdmissionAttempt& a, const std::string& extra) {
+  const JobId id = j.id;
+  AdmitDecision d{.job = id, .placement = a.placement, .borrowing = a.borrowing, .reason = admit_reason(j, a, extra)};
+  auto st = apply_decision(s, d, now);
+  (void)st;  // the job is waiting (checked by callers) and the placement came from the same state
+  ++epoch;
+  free.took(s, s.room, job(id), d.placement);
+  rec(id).why = nullptr;
+  rec(id).waiting = false;
+  result.decisions.push_back(std::move(d));
+}
+
+void Pass::preempt(PreemptDecision d) {
+  const JobId victim = d.job;
+  auto st = apply_decision(s, d, now);
+  (void)st;  // victims are running jobs of this same state
+  ++epoch;
+  result.decisions.push_back(std::move(d));
+  // The victim waits again: it goes back into consideration with everything else.
+  join(victim);
+  if (std::find(waiting.begin(), waiting.end(), victim) == waiting.end()) {
+    waiting.push_back(victim);
+    sort_waiting();
+  }
+}
+
+bool Pass::starving(const Job& j) const {
+  return s.policy.starvation_threshold_s > 0 && now - j.waiting_since >= s.policy.starvation_threshold_s;
+}
+
+void Pass::maybe_reserve(const Job& j, const AdmissionAttempt& a) {
+  if (!starving(j) || a.never() || !a.quota_ok) return;
+  for (TypeId t : candidate_types(s, j)) {
+    auto it = reserved.find(t);
+    if (it == reserved.end() || !is_waiting(job(it->second).state) || queue_before(j, job(it->second)))
+      reserved[t] = j.id;
+  }
+}
+
+std::optional<JobId> Pass::reserved_by(const AdmissionAttempt& a, const Job& j) const {
+  for (const auto& ps : a.placement.pod_sets) {
+    auto it = reserved.find(ps.type);
+    if (it == reserved.end()) continue;
+    const Job& holder = job(it->second);
+    if (is_waiting(holder.state) && holder.id != j.id && queue_before(holder, j)) return it->second;
+  }
+  return std::nullopt;
+}
+
+const PooledReason* Pass::reserved_reason(const AdmissionAttempt& a, JobId holder) {
+  return texts.add(explain(ReasonCode::kReserved, "waiting: capacity of " + s.catalog.at(a.type).name +
+                                                      " is reserved for job " + job(holder).spec.name +
+                                                      ", which has waited past the starvation threshold"));
+}
+
+// The last reason a phase gave, then why preemption could not help (unless the job never fits: then
+// preemption is beside the point). Equal reasons are joined once.
+void Pass::give_reasons() {
+  std::map<std::pair<const PooledReason*, const PooledReason*>, const PooledReason*> joined;
+  result.waiting.reserve(waiting.size());
+  for (JobId id : waiting) {
+    const PassJob& p = rec(id);
+    const PooledReason* why = p.why;
+    if (!p.waiting || !why || why->text.str().empty()) continue;
+    const PooledReason* preempt_why = p.preempt_why;
+    if (preempt_why && !preempt_why->text.str().empty() && why->code != ReasonCode::kNeverFits) {
+      const PooledReason*& both = joined[{why, preempt_why}];
+      if (!both)
+        both = texts.add(Explanation{why->code, why->feasible, why->text.str() + "; " + preempt_why->text.str()});
+      why = both;
+    }
+    result.waiting.push_back(WaitingReason{id, why->code, why->feasible, why->text});
+  }
+}
+
+std::optional<Time> Pass::wakeup() const {
+  std::optional<Time> t;
+  auto consider = [&](Time x) {
+    if (x > now && (!t || x < *t)) t = x;
+  };
+  bool anyone_waiting = false;
+  for (JobId id : waiting) anyone_waiting |= pass[id.index()].waiting;
+  if (!anyone_waiting) return t;
+  if (s.policy.min_runtime_s > 0)
+    for (JobId id : s.running_jobs) consider(job(id).started_at + s.policy.min_runtime_s);
+  if (s.policy.starvation_threshold_s > 0)
+    for (JobId id : s.waiting_jobs) consider(job(id).waiting_since + s.policy.starvation_threshold_s);
+  return t;
+}
+
+void Pass::note_bound_hit() {
+  StepBoundHit hit;
+  hit.steps = result.steps;
+  const int named_steps = std::min(result.steps, kStepsNamed);
+  const size_t from = step_starts_[(result.steps - named_steps) % kStepsNamed];
+  std::string names;
+  auto name = [&](JobId id) {
+    if (!id.valid() || std::find(hit.jobs.begin(), hit.jobs.end(), id) != hit.jobs.end()) return;
+    hit.jobs.push_back(id);
+    if (hit.jobs.size() <= kJobsNamed) names += (names.empty() ? "" : ", ") + job(id).spec.name;
+  };
+  for (size_t i = from; i < result.decisions.size(); ++i) {
+    name(decision_job(result.decisions[i]));
+    if (const auto* p = std::get_if<PreemptDecision>(&result.decisions[i])) name(p->preemptor);
+  }
+  if (hit.jobs.size() > kJobsNamed) names += ", ... (" + std::to_string(hit.jobs.size()) + " jobs)";
+  hit.message = "scheduler pass stopped at its bound of " + std::to_string(hit.steps) +
+                " steps before reaching a fixed point (a cycle of decisions, which is a bug); jobs of the last " +
+                std::to_string(named_steps) + " steps: " + (names.empty() ? "none" : names);
+  result.bound_hit = std::move(hit);
+}
+
+}  // namespace allot

@@ -1,0 +1,103 @@
+#pragma once
+// What one scheduler pass keeps while it works (scheduler.h has the rules; this is the scheduler's own
+// header, not an interface for others). The phases (phases.h) read and change it; decisions reach the state
+// only through apply_decision(), and waiting jobs' reasons leave the pass in ScheduleResult::waiting.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/admission.h"
+#include "core/class_memo.h"
+#include "core/order.h"
+#include "core/scheduler.h"
+
+namespace allot {
+
+class Pass {
+ public:
+  Pass(ClusterState& s, Time now, const ScheduleOptions& o);
+
+  // --- The queue -------------------------------------------------------------------------------------------
+  // What the pass keeps of each job, indexed by JobId: one compact record, so that the phases walking the
+  // whole queue read it rather than the Job, whose fields lie far apart in memory.
+  struct PassJob {
+    uint64_t arrival = 0;
+    int priority = 0;
+    uint32_t team = 0;
+    uint32_t admission_class = 0, preemption_class = 0;  // class_memo.h
+    bool waiting = false;  // in the queue and not admitted: kept by join() and admit()
+    bool blocked = false, borrow_blocked = false, preempt_tried = false, never = false;
+    // Pooled in texts: what the latest phase said, and why preemption could not help (kept apart because
+    // later phases rewrite `why`; give_reasons joins them).
+    const PooledReason* why = nullptr;
+    const PooledReason* preempt_why = nullptr;
+  };
+  PassJob& rec(JobId id) { return pass[id.index()]; }
+  const Job& job(JobId id) const { return s.jobs[id.index()]; }
+
+  // The waiting jobs enter the queue, in queue order.
+  void collect_waiting();
+  // A job enters the pass's queue: its record gets what the phases read of it.
+  void join(JobId id);
+  // Queue order (order.h), on keys copied out of the jobs.
+  void sort_waiting();
+  bool queue_before(const Job& a, const Job& b) const;
+
+  // --- Attempts and admissions ---------------------------------------------------------------------------
+  // try_admit on the live state, answered from the class memo (class_memo.h) when a job of the same class was
+  // tried since the last change. `attempt` points at the memo's entry or at success_, valid until the next call.
+  struct Tried {
+    const AdmissionAttempt* attempt;
+    const PooledReason* reason;  // pooled; null on success
+  };
+  Tried attempt(JobId id, BorrowMode mode);
+  // Admits through apply_decision(); `extra` is appended to the reason.
+  void admit(const Job& j, const AdmissionAttempt& a, const std::string& extra);
+  // Preempts through apply_decision(); the victim waits again and rejoins the queue.
+  void preempt(PreemptDecision d);
+
+  // --- Starvation reservations ---------------------------------------------------------------------------
+  bool starving(const Job& j) const;
+  // A job that waits past the threshold reserves the instance types it could use: jobs after it in this step
+  // may not take capacity there.
+  void maybe_reserve(const Job& j, const AdmissionAttempt& a);
+  // The starving job, still waiting and ahead of `j` in the queue, that reserved a type this admission uses.
+  std::optional<JobId> reserved_by(const AdmissionAttempt& a, const Job& j) const;
+  const PooledReason* reserved_reason(const AdmissionAttempt& a, JobId holder);
+
+  // --- The end of the pass -------------------------------------------------------------------------------
+  // Every job still waiting says what blocks it, into result.waiting.
+  void give_reasons();
+  std::optional<Time> wakeup() const;
+  // The pass stopped at its bound: name the jobs of the decisions of its last steps, where a cycle shows.
+  void note_bound_hit();
+  void step_begins() { step_starts_[result.steps % kStepsNamed] = result.decisions.size(); }
+
+  ClusterState& s;
+  const Time now;
+  const ScheduleOptions options;
+  QueueOrder order;
+  RoomTable pristine;
+  FreeIndex free;  // of s.room, kept by admit() and preempt()
+  std::vector<JobId> waiting;
+  std::vector<PassJob> pass;
+  TextPool texts;
+  std::map<TypeId, JobId> reserved;
+  uint64_t epoch = 0;  // changes (admissions, preemptions) this pass has made to the state
+  ClassMemo memo;
+  PlacementScratch scratch;
+  ScheduleResult result;
+
+ private:
+  std::string admit_reason(const Job& j, const AdmissionAttempt& a, const std::string& extra) const;
+
+  AdmissionAttempt success_;  // attempt()'s answer when the job fits
+  // Where each of the last kStepsNamed steps began in result.decisions (a ring indexed by step number), so a
+  // pass that hits its bound can name the jobs of its last steps.
+  static constexpr int kStepsNamed = 8;
+  static constexpr size_t kJobsNamed = 20;
+  size_t step_starts_[kStepsNamed] = {};
+};
+
+}  // namespace allot

@@ -1,0 +1,103 @@
+// Phases 2 and 4 of a step (phases.h): admissions that need preemption, in queue order, at most one per call.
+#include <algorithm>
+
+#include "core/phases.h"
+#include "core/preemption.h"
+
+namespace allot {
+namespace {
+
+// Would the capacity this job borrows be reclaimed at once by a pending job of another lending team? Such a
+// job fits within its own nominal quota and could be placed once the victims are gone.
+const PooledReason* would_oscillate(Pass& p, const Job& j, const PreemptionPlan& plan) {
+  RoomTable room = p.s.room;
+  UsageTable usage = p.s.usage;
+  std::vector<JobId> victims;
+  for (const auto& v : plan.victims) victims.push_back(v.job);
+  release_jobs(p.s, victims, room, usage);
+  for (JobId id : p.waiting) {
+    if (!p.rec(id).waiting) continue;
+    const Job& other = p.job(id);
+    if (other.team == j.team || !p.s.teams[other.team.index()].lends()) continue;
+    AdmissionAttempt a =
+        try_admit(p.s, room, usage, other, AdmitOptions{.mode = BorrowMode::kWithinNominalOnly, .scratch = &p.scratch});
+    if (!a.ok) continue;
+    return p.texts.add(explain(ReasonCode::kOscillation, "waiting: it would borrow capacity that job " + other.spec.name +
+                                                             " of team " + p.s.teams[other.team.index()].spec.name +
+                                                             " can reclaim at once within its nominal quota"));
+  }
+  return nullptr;
+}
+
+std::string victim_reason(const ClusterState& s, const Job& j, const Job& victim, const Victim& v) {
+  const Team& team = s.teams[j.team.index()];
+  const Team& vt = s.teams[victim.team.index()];
+  switch (v.rule) {
+    case PreemptionRule::kReclaim:
+      return "preempted (reclaim): team " + team.spec.name + " takes back its lent quota for job " + j.spec.name +
+             "; team " + vt.spec.name + " was above its nominal quota";
+    case PreemptionRule::kPriority:
+      return "preempted by job " + j.spec.name + " of the same team (priority " +
+             (j.spec.priority.empty() ? "none" : j.spec.priority) + ", weight " + std::to_string(j.priority) + " over " +
+             (victim.spec.priority.empty() ? "none" : victim.spec.priority) + ", weight " +
+             std::to_string(victim.priority) + ")";
+    case PreemptionRule::kFairShare:
+      return "preempted (fair share): " + v.why;
+  }
+  return "";
+}
+
+// Applies a plan: every victim, then the job.
+void execute(Pass& p, const Job& j, const PreemptionPlan& plan) {
+  std::string names;
+  for (const auto& v : plan.victims) {
+    const Job& victim = p.job(v.job);
+    p.preempt(PreemptDecision{.job = v.job, .preemptor = j.id, .rule = v.rule, .reason = victim_reason(p.s, j, victim, v)});
+    names += (names.empty() ? "" : ", ") + victim.spec.name;
+  }
+  p.free.reset(p.s, p.s.room);  // the victims' accelerators are free again
+  p.admit(j, plan.admission, "; after preempting " + names);
+  // Room was released: every earlier "does not fit" may have changed.
+  for (Pass::PassJob& r : p.pass) r.blocked = r.borrow_blocked = r.preempt_tried = false;
+}
+
+}  // namespace
+
+bool preempt_in_order(Pass& p, bool want_within_nominal) {
+  const PreemptionHints hints = preemption_hints(p.s);
+  for (JobId id : p.waiting) {
+    Pass::PassJob& r = p.rec(id);
+    if (!r.waiting || r.preempt_tried || r.never) continue;
+    ClassMemo::Preemption& m = p.memo.preemption(r.preemption_class);
+    const Job& j = p.job(id);
+    if (m.epoch != p.epoch)
+      m = ClassMemo::Preemption{.epoch = p.epoch, .within_nominal = within_nominal_quota(p.s, p.s.usage, j)};
+    if (m.within_nominal != want_within_nominal) continue;
+    r.preempt_tried = true;
+    if (m.tried) {
+      // A job of the same class found no plan at this epoch: this one would not either. Oscillation is
+      // told apart from "no plan" because a later phase rewrites why and preempt_why is joined at the end.
+      (m.oscillates ? r.why : r.preempt_why) = m.why_not;
+      continue;
+    }
+    m.tried = true;
+    Explanation why_not;
+    auto plan = plan_preemption(p.s, j, PreemptionQuery{.allow_reclaim = true, .now = p.now, .hints = &hints}, why_not);
+    if (!plan) {
+      r.preempt_why = m.why_not = p.texts.add(std::move(why_not));
+      continue;
+    }
+    if (plan->admission.borrowing) {
+      if (const PooledReason* osc = would_oscillate(p, j, *plan)) {
+        m.oscillates = true;
+        r.why = m.why_not = osc;
+        continue;
+      }
+    }
+    execute(p, j, *plan);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace allot
