@@ -10,7 +10,13 @@ source "$(dirname "$0")/lib_resil.sh"
 
 FAULT_WINDOW=1 start_resil_server
 for i in 1 2 3 4 5 6; do start_faulty_agent "gpu-$i" "network-node-layer-3=nn-$(( (i + 2) / 3 ))"; done
-write_teams
+cat >"$WORK/teams.yaml" <<'YAML'
+teams:
+  - name: team-a
+    allocation:
+      - {instance_type: ml.g5.8xlarge, instances: 6}
+YAML
+"$ALLOT" apply "$WORK/teams.yaml" >/dev/null || fail "allot apply failed"
 cat >"$WORK/wide.yaml" <<YAML
 name: wide
 team: team-a
