@@ -69,7 +69,7 @@ const JobFile kJobs[] = {
 std::string job_yaml(const JobFile& j) {
   std::string y = std::string("name: ") + j.name + "\nteam: " + j.team + "\npriority: " + j.priority +
                   "\nreplicas: " + std::to_string(j.replicas) + "\ninstance_type: ml.g5.8xlarge\n" +
-                  "per_replica: {accelerators: 1}\n";
+                  "per_replica: {accelerators: 1}\nmax_retries: 3\ncheckpoint_interval: 1\n";
   if (*j.topology) y += std::string("topology: {required: ") + j.topology + "}\n";
   std::string script = replica_script(j.steps);
   std::string quoted;
