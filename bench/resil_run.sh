@@ -16,9 +16,14 @@ start_server --heartbeat-timeout 5 --fault-window 1 --reboot-timeout 30 --replac
   --provisioner "$REPO/scripts/provision-emulated.sh"
 for i in 1 2 3 4 5 6; do
   : >"$WORK/faults/gpu-$i"
-  start_agent "gpu-$i" "network-node-layer-3=nn-$(( (i + 2) / 3 ))" --heartbeat-interval 0.5 --health-interval 1 \
-    --deep-check-seconds 2 --emulate-faults "$WORK/faults/gpu-$i"
+  # As start_agent, with a heartbeat every 0.5 s and health checks every second.
+  "$ALLOT" agent --server "$ALLOT_SERVER" --name "gpu-$i" --instance-type ml.g5.8xlarge \
+    --labels "network-node-layer-3=nn-$(( (i + 2) / 3 ))" --work-dir "$WORK/agents/gpu-$i" --token-file "$WORK/join-token" \
+    $ALLOT_EMULATED_AGENT_FLAGS --emulate-faults "$WORK/faults/gpu-$i" >>"$WORK/agent-gpu-$i.log" 2>&1 &
+  PIDS+=("$!")
+  eval "AGENT_PID_gpu_$i=$!"
 done
+for _ in $(seq 1 150); do [ "$("$ALLOT" nodes 2>/dev/null | grep -c Schedulable)" = 6 ] && break; sleep 0.1; done
 cat >"$WORK/teams.yaml" <<'YAML'
 teams:
   - name: research
