@@ -29,6 +29,7 @@ FaultFile parse_faults(const std::string& text) {
   std::istringstream in(text);
   std::string raw;
   for (int n = 1; std::getline(in, raw); ++n) {
+    out.lines = n;
     std::istringstream words(raw);
     std::vector<std::string> w;
     for (std::string x; words >> x;) w.push_back(x);
@@ -57,6 +58,7 @@ FaultFile parse_faults(const std::string& text) {
       f.kind = EmulatedFault::Kind::kDeepCheckFail;
       ok = true;
     }
+    f.line_number = n;
     if (ok) out.faults.push_back(std::move(f));
     else
       out.errors.push_back("line " + std::to_string(n) + ": \"" + raw +
@@ -66,13 +68,13 @@ FaultFile parse_faults(const std::string& text) {
   return out;
 }
 
-FaultFile read_faults(const std::string& path, const std::set<std::string>& cleared) {
+FaultFile read_faults(const std::string& path, int cleared_through) {
   std::ifstream in(path);
   if (!in) return {};
   std::stringstream ss;
   ss << in.rdbuf();
   FaultFile f = parse_faults(ss.str());
-  std::erase_if(f.faults, [&](const EmulatedFault& x) { return !x.persistent && cleared.count(x.line); });
+  std::erase_if(f.faults, [&](const EmulatedFault& x) { return !x.persistent && x.line_number <= cleared_through; });
   return f;
 }
 

@@ -11,7 +11,6 @@
 //
 // A line ending in `persistent` survives a reboot; every other fault is cleared by one (emulated reboot).
 // Blank lines and lines starting with '#' are ignored.
-#include <set>
 #include <string>
 #include <vector>
 
@@ -23,17 +22,20 @@ struct EmulatedFault {
   int xid = 0;
   int gpu = -1;
   bool persistent = false;
-  std::string line;  // as written (trimmed): what a reboot clears
+  std::string line;  // as written (trimmed), for messages
+  int line_number = 0;  // 1-based: a reboot clears the faults on the lines written before it
 };
 
 struct FaultFile {
   std::vector<EmulatedFault> faults;
   std::vector<std::string> errors;  // "line 3: ..." for lines that name no fault
+  int lines = 0;                    // lines read
 };
 
 FaultFile parse_faults(const std::string& text);
-// Reads `path` (a missing file has no faults) and drops the faults a reboot cleared.
-FaultFile read_faults(const std::string& path, const std::set<std::string>& cleared);
+// Reads `path` (a missing file has no faults) and drops the faults a reboot cleared: those on lines
+// 1..cleared_through that are not persistent. A fault written again after the reboot is a new fault.
+FaultFile read_faults(const std::string& path, int cleared_through);
 
 // XIDs a reboot does not fix: the GPU has to be replaced (fallen off the bus, double-bit ECC, NVLink,
 // uncontained errors, row-remapping failure).

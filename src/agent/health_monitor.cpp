@@ -43,8 +43,7 @@ void HealthMonitor::request_deep_check() {
 void HealthMonitor::reboot() {
   {
     std::lock_guard lock(mu_);
-    for (const auto& f : faults_)
-      if (!f.persistent) cleared_.insert(f.line);
+    cleared_through_ = lines_seen_;
     results_.clear();
     due_.clear();
     ++generation_;
@@ -58,18 +57,19 @@ void HealthMonitor::reboot() {
 
 void HealthMonitor::refresh_faults() {
   if (opt_.faults_path.empty()) return;
-  std::set<std::string> cleared;
+  int cleared_through = 0;
   {
     std::lock_guard lock(mu_);
-    cleared = cleared_;
+    cleared_through = cleared_through_;
   }
-  FaultFile f = read_faults(opt_.faults_path, cleared);
+  FaultFile f = read_faults(opt_.faults_path, cleared_through);
   bool hang = false;
   for (const auto& x : f.faults) hang |= x.kind == EmulatedFault::Kind::kHang;
   std::vector<std::string> fresh;
   {
     std::lock_guard lock(mu_);
     faults_ = f.faults;
+    lines_seen_ = f.lines;
     for (const auto& e : f.errors)
       if (told_errors_.insert(e).second) fresh.push_back(e);
   }

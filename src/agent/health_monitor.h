@@ -57,7 +57,8 @@ class HealthMonitor {
   std::condition_variable cv_;
   std::map<std::string, CheckResult> results_;                      // by check name
   std::map<std::string, std::chrono::steady_clock::time_point> due_;  // by check name
-  std::set<std::string> cleared_;     // fault lines a reboot cleared
+  int cleared_through_ = 0;           // the faults file's lines a reboot cleared (agent/emulated_faults.h)
+  int lines_seen_ = 0;                // lines of the faults file at its last reading
   std::set<std::string> told_errors_; // fault-file errors already logged
   std::vector<EmulatedFault> faults_;
   std::string deep_status_ = "none", deep_detail_;

@@ -2,6 +2,10 @@
 // deadline, the built-in checks on emulated devices, and the deep check's stress program.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "agent/emulated_faults.h"
@@ -41,7 +45,9 @@ TEST(HealthConfig, RefusesWhatItCannotRun) {
                           "probes: []"}) {
     auto c = parse_health_config(bad, "health.yaml");
     EXPECT_FALSE(c.ok()) << bad;
-    if (!c.ok()) EXPECT_NE(c.error().message.find("health.yaml"), std::string::npos) << c.error().message;
+    if (!c.ok()) {
+      EXPECT_NE(c.error().message.find("health.yaml"), std::string::npos) << c.error().message;
+    }
   }
 }
 
@@ -64,8 +70,23 @@ TEST(EmulatedFaults, ParsesEveryKindAndReportsBadLines) {
   EXPECT_EQ(f.faults[4].kind, EmulatedFault::Kind::kDeepCheckFail);
   ASSERT_EQ(f.errors.size(), 1u);
   EXPECT_NE(f.errors[0].find("line 8"), std::string::npos) << f.errors[0];
+  EXPECT_EQ(f.lines, 8);
+  EXPECT_EQ(f.faults[4].line_number, 7);
   EXPECT_TRUE(xid_needs_replacement(79));
   EXPECT_FALSE(xid_needs_replacement(13));
+}
+
+TEST(EmulatedFaults, ARebootClearsTheLinesBeforeItButPersistentOnesAndNewOnes) {
+  const std::string path = ::testing::TempDir() + "/allot-faults-" + std::to_string(::getpid());
+  std::ofstream(path) << "ecc gpu 0\nxid 13 gpu 1 persistent\n";
+  EXPECT_EQ(read_faults(path, 0).faults.size(), 2u);
+  auto after = read_faults(path, 2);  // rebooted after two lines
+  ASSERT_EQ(after.faults.size(), 1u);
+  EXPECT_TRUE(after.faults[0].persistent);
+  std::ofstream(path, std::ios::app) << "ecc gpu 0\n";  // the same fault again, after the reboot
+  EXPECT_EQ(read_faults(path, 2).faults.size(), 2u);
+  std::remove(path.c_str());
+  EXPECT_TRUE(read_faults(path, 0).faults.empty()) << "a missing file has no faults";
 }
 
 CheckContext emulated_gpus(std::vector<EmulatedFault> faults) {
