@@ -27,7 +27,7 @@ using nlohmann::json;
 
 struct JobArgs {
   ClientFlags flags;
-  std::string file, name, team, state;
+  std::string file, name, second, team, state;
   std::vector<std::string> names;  // cancel: several jobs
   std::optional<int> replica;
   int64_t tail = 0;
@@ -177,6 +177,15 @@ int run_jobs(Session& s, JobArgs& a) {
 }
 
 int run_describe(Session& s, JobArgs& a) {
+  // `allot describe node NAME` describes a node; `allot describe JOB` (or `describe job JOB`) a job.
+  if ((a.name == "node" || a.name == "job") && !a.second.empty()) {
+    if (a.name == "node")
+      return s.show("describe node", s.api().get("/v1/nodes/" + client::url_encode(a.second)),
+                    [](const json& n) { return client::describe_node(n, client::unix_now()); });
+    a.name = a.second;
+  } else if (!a.second.empty()) {
+    return report("describe", Error::invalid("describe takes JOB, job JOB or node NAME; got \"" + a.name + " " + a.second + "\""));
+  }
   return s.show("describe", s.api().get("/v1/jobs/" + client::url_encode(a.name)),
                 [](const json& j) { return client::describe_job(j, client::unix_now()); });
 }
@@ -301,8 +310,10 @@ void add_client_job_commands(CLI::App& app, Context& ctx) {
   jobs->add_option("--interval", a->interval_s, "With --watch: seconds between looks (default 2)")->check(CLI::Range(0.1, 3600.0));
   on_run(jobs, ctx, a, "jobs", run_jobs);
 
-  auto* describe = flags(app.add_subcommand("describe", "A job's state, the reason for it, its placement and history"));
-  describe->add_option("job", a->name, "Job name")->required();
+  auto* describe = flags(app.add_subcommand("describe", "A job's state, the reason for it, its placement, restarts and history; "
+                                                        "`describe node NAME`: a node's health checks and history"));
+  describe->add_option("job", a->name, "Job name (or `node`, then the node's name)")->required();
+  describe->add_option("name", a->second, "With `node`: the node's name");
   on_run(describe, ctx, a, "describe", run_describe);
 
   auto* cancel = flags(app.add_subcommand("cancel", "Cancel jobs; their processes are stopped"));

@@ -275,13 +275,17 @@ int run_demo(const DemoArgs& a) {
     return fail(dir, procs, st.error());
 
   // Two layer-3 network nodes of two hosts each under one spine: the smallest tree where placement matters.
+  std::error_code faults_ec;
+  fs::create_directories(dir + "/faults", faults_ec);
   for (int i = 1; i <= 4; ++i) {
     const std::string name = "gpu-" + std::to_string(i);
     const std::string labels = std::string("network-node-layer-1=nn-1,network-node-layer-2=nn-2,network-node-layer-3=") +
                                (i <= 2 ? "nn-3a" : "nn-3b");
     std::vector<std::string> args = {"agent", "--server", *url, "--name", name, "--instance-type", "ml.g5.8xlarge",
                                      "--labels", labels, "--work-dir", dir + "/agents/" + name, "--token-file", join_file,
-                                     "--heartbeat-interval", "0.3", "--stop-grace", "2"};
+                                     "--heartbeat-interval", "0.3", "--stop-grace", "2",
+                                     // Step 6 injects a fault here (docs/resiliency.md, "Emulated nodes").
+                                     "--emulate-faults", fs::absolute(dir + "/faults/" + name).string(), "--health-interval", "1"};
     // Run as root, the demo's replicas run as nobody: agents refuse to run jobs as root unless told to.
     if (geteuid() == 0) args.insert(args.end(), {"--run-as", "nobody"});
     auto agent = spawn(exe, args, dir + "/agent-" + name + ".log");

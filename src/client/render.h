@@ -16,6 +16,8 @@ std::string nodes_table(const nlohmann::json& nodes, int64_t now);
 std::string priority_classes_table(const nlohmann::json& classes);
 std::string policy_text(const nlohmann::json& policy);
 std::string describe_job(const nlohmann::json& job, int64_t now);
+// `allot describe node NAME`: health, its reason, each health check's last result, the health history.
+std::string describe_node(const nlohmann::json& node, int64_t now);
 std::string event_line(const nlohmann::json& event);
 std::string topology_text(const nlohmann::json& topology);
 

@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 
 #include "core/quota.h"
+#include "server/options.h"
+#include "server/views.h"
 #include "view/state_json.h"
 
 namespace allot::server {
@@ -196,6 +199,49 @@ std::string render_metrics(const ServerState& st) {
   out += fmt::format("allot_nodes_cordoned {}\n", cordoned);
   render_scheduling(out, st);
   render_capacity(out, st);
+
+  // Resiliency (docs/resiliency.md): each node's health checks, and restarts, work lost and goodput per team.
+  std::vector<std::pair<std::string, const NodeInfo*>> agents;
+  for (const auto& [name, info] : st.nodes)
+    if (info.agent && s.find_node(name)) agents.push_back({name, &info});
+  std::sort(agents.begin(), agents.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  header(out, "allot_node_check_failed", "gauge", "1 when the node's health check failed at its last run, else 0 (skipped checks are left out).");
+  for (const auto& [name, info] : agents)
+    for (const NodeCheck& c : info->checks)
+      if (c.status != "skipped")
+        out += fmt::format("allot_node_check_failed{{node=\"{}\",check=\"{}\"}} {}\n", label(name), label(c.name), c.status == "failed" ? 1 : 0);
+  header(out, "allot_node_check_timestamp_seconds", "gauge", "When the node's health check last ran (Unix seconds).");
+  for (const auto& [name, info] : agents)
+    for (const NodeCheck& c : info->checks)
+      out += fmt::format("allot_node_check_timestamp_seconds{{node=\"{}\",check=\"{}\",status=\"{}\"}} {}\n", label(name),
+                         label(c.name), c.status, c.at_ms / 1000);
+  const Time now = static_cast<Time>(system_clock_ms() / 1000);
+  struct TeamFigures {
+    int64_t restarts = 0, held = 0, lost = 0;
+  };
+  std::vector<TeamFigures> teams(s.teams.size());
+  for (const Job& j : s.jobs) {
+    int64_t held = 0, lost = 0;
+    (void)job_goodput(st, j, now, &held, &lost);
+    TeamFigures& f = teams[j.team.index()];
+    f.restarts += j.restarts;
+    f.held += held;
+    f.lost += lost;
+  }
+  header(out, "allot_job_restarts_total", "counter", "Restarts of jobs after failures (node or process), per team.");
+  for (const Team& t : s.teams)
+    if (!st.removed_teams.count(t.spec.name))
+      out += fmt::format("allot_job_restarts_total{{team=\"{}\"}} {}\n", label(t.spec.name), teams[t.id.index()].restarts);
+  header(out, "allot_work_lost_seconds_total", "counter", "Accelerator-seconds (replica-seconds for CPU jobs) of work lost since the last checkpoint when runs ended, per team.");
+  for (const Team& t : s.teams)
+    if (!st.removed_teams.count(t.spec.name))
+      out += fmt::format("allot_work_lost_seconds_total{{team=\"{}\"}} {}\n", label(t.spec.name), teams[t.id.index()].lost);
+  header(out, "allot_goodput", "gauge", "Useful over held accelerator-seconds of the team's jobs (1 when none ran).");
+  for (const Team& t : s.teams) {
+    if (st.removed_teams.count(t.spec.name)) continue;
+    const TeamFigures& f = teams[t.id.index()];
+    out += fmt::format("allot_goodput{{team=\"{}\"}} {}\n", label(t.spec.name), f.held > 0 ? static_cast<double>(f.held - f.lost) / static_cast<double>(f.held) : 1.0);
+  }
   return out;
 }
 

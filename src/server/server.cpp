@@ -81,6 +81,8 @@ Result<std::unique_ptr<Server>> Server::open(ServerOptions options, std::unique_
 Result<std::unique_ptr<Server>> Server::make(ServerOptions options, std::unique_ptr<store::Store> store) {
   if (options.master_port_min < 1 || options.master_port_max > 65535 || options.master_port_min > options.master_port_max)
     return Error::invalid("the master port range must lie within 1..65535 and not be empty");
+  if (options.checkpoint_dir.empty())
+    options.checkpoint_dir = std::filesystem::absolute(std::filesystem::path(options.data_dir) / "checkpoints").lexically_normal().string();
   return std::unique_ptr<Server>(new Server(std::move(options), std::move(store)));
 }
 
@@ -141,6 +143,7 @@ Status Server::start() {
   if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
   writer_->set_advertise_url(options_.advertise_url.empty() ? url() : options_.advertise_url);
   writer_->step_leadership(/*force=*/true);  // on a shared store: lead now if nobody does
+  writer_->set_public_url(url());
   writer_->start();
   const std::string token_file = options_.admin_token_file.empty() ? options_.data_dir + "/admin-token" : options_.admin_token_file;
   if (!writer_->leading()) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/scheduler.h"
+#include "server/node_lifecycle.h"
 #include "store/replay.h"
 
 namespace allot::server {
@@ -38,7 +39,8 @@ Status Txn::apply(store::Op op) {
 }
 
 Writer::Writer(const ServerOptions& options, std::unique_ptr<store::Store> store, EventLog& events, AuthGate& auth)
-    : options_(options), store_(std::move(store)), events_(events), auth_(auth) {}
+    : options_(options), store_(std::move(store)), events_(events), auth_(auth),
+      provisioner_(options.provisioner, options.data_dir + "/provision") {}
 
 namespace {
 const store::Actor kServerActor{"server", "server", {}, {}};
@@ -292,7 +294,8 @@ void Writer::time_out_nodes(Txn& txn) {
   }
   for (const auto& name : silent) {
     spdlog::warn("node {}: no heartbeat for {} ms; marking it UnschedulablePendingReboot", name, limit);
-    auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kUnschedulablePendingReboot, store::HealthCause::kTimeout, ""});
+    auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kUnschedulablePendingReboot, store::HealthCause::kTimeout, "",
+                                                "no heartbeat for " + std::to_string(limit) + " ms"});
     if (!st) spdlog::error("node {}: {}", name, st.error().message);
   }
 }
@@ -322,7 +325,10 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   }
   txn.act_as(kServerActor);
   // Only the leader decides: a standby's state is the leader's, as journaled.
-  if (leading_) time_out_nodes(txn);
+  if (leading_) {
+    if (lifecycle_tick(txn, options_)) dirty_ = true;
+    time_out_nodes(txn);
+  }
 
   const Time now = txn.now();
   if (!records.empty()) dirty_ = true;
@@ -411,7 +417,10 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     dirty_ = true;
   } else {
     events_.publish(std::move(events));
+    for (const ProvisionRequest& r : state_.provision_queue) provisioner_.launch(r, public_url_);
   }
+  state_.provision_queue.clear();
+  provisioner_.reap();
   publish_tokens();
   // Any command but a read may have changed what is not journaled (a heartbeat's time, an exit report).
   const bool commands_changed = std::any_of(batch.begin(), batch.end(), [](const Pending& p) { return !p.read_only; });

@@ -42,6 +42,7 @@
 #include "server/auth_gate.h"
 #include "server/event_log.h"
 #include "server/options.h"
+#include "server/provisioner.h"
 #include "server/reply.h"
 #include "server/server_state.h"
 #include "store/store.h"
@@ -98,6 +99,8 @@ class Writer {
   // Replays the journal into a fresh state. REQUIRES: not started.
   Status recover();
   void start();
+  // How provisioned agents reach the server (known once it listens). REQUIRES: not started.
+  void set_public_url(std::string url) { public_url_ = std::move(url); }
   // Answers what is queued with 503 and joins the thread.
   void stop();
 
@@ -163,6 +166,8 @@ class Writer {
   AuthGate& auth_;
   uint64_t published_tokens_ = ~uint64_t{0};  // the tokens_version last handed to auth_
   ServerState state_;
+  Provisioner provisioner_;
+  std::string public_url_;
   // When the scheduler may run next (see the note at the top); only the writer thread touches these.
   std::chrono::steady_clock::time_point next_pass_{};
   std::optional<Time> next_wakeup_;
