@@ -300,6 +300,17 @@ bool Agent::reap() {
     it->second.exited = true;
     it->second.exit_code = e.exit_code;
     say("replica " + e.key + " exited with code " + std::to_string(e.exit_code) + (e.stopped ? " (stopped)" : ""));
+    // A replica past its memory.max is ended by the kernel (SIGKILL, exit code 137), which says nothing to it:
+    // its log says so, for whoever reads `allot logs` of the failed job.
+    if (!e.cgroup.empty() && it->second.a.memory_mib > 0) {
+      if (const int64_t kills = oom_kills(e.cgroup); kills > 0) {
+        const std::string why = "the out-of-memory killer ended " + std::to_string(kills) +
+                                " process(es) of this replica: it used more than its memory limit of " +
+                                memory_max_value(it->second.a.memory_mib) + " bytes (memory.max, from its request)";
+        std::ofstream(it->second.log_path, std::ios::app) << "allot agent: " << why << "\n";
+        say("replica " + e.key + ": " + why);
+      }
+    }
     any = true;
   }
   if (changed) persist();

@@ -295,6 +295,7 @@ int run_demo(const DemoArgs& a) {
   write_pids(dir, procs);
   if (auto st = wait_for_nodes(*api, 4); !st) return fail(dir, procs, st.error());
   std::cout << "\n   server  " << *url << " (pid " << *server << ")\n"
+            << "   web     " << *url << "/  (the dashboard: log in with the admin token, `cat " << admin_file << "`)\n"
             << "   nodes   gpu-1 gpu-2 under network node nn-3a, gpu-3 gpu-4 under nn-3b; ml.g5.8xlarge, 1 GPU each\n";
 
   auto context = save_demo_context(*url, admin_file);
@@ -327,6 +328,7 @@ int run_demo(const DemoArgs& a) {
             << "   " << cli << " teams                 # quota, usage, borrowed and lent\n"
             << "   " << cli << " nodes                 # " << cli << " topology show; " << cli << " events\n"
             << "   " << cli << " submit " << dir << "/jobs/a-train.yaml   # then: " << cli << " cancel a-train\n"
+            << "Or watch it in a browser: " << *url << "/ (paste the token printed by `cat " << admin_file << "`)\n"
             << "Stop it with: " << cli << " demo --stop" << (dir == "allot-demo" ? "" : " --data " + dir)
             << "   (or: kill" << pids << ")\n";
   return 0;

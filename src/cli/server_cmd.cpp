@@ -1,4 +1,4 @@
-// `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...]
+// `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...] [--advertise-url URL]
 // [--tls-cert FILE --tls-key FILE] [--insecure]`: runs the control plane until SIGINT or SIGTERM. Exit codes:
 // 0 after a clean stop, 2 for invalid flags (unreadable or mismatched TLS files, plain HTTP beyond loopback
 // without --insecure among them), 3 when the server cannot start (store, journal, address in use).
@@ -92,7 +92,10 @@ void add_server_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--listen", args->options.listen, "HOST:PORT to serve on (port 0: any free port)")->capture_default_str();
   cmd->add_option("--data", args->options.data_dir, "Data directory: the database (by default) and replica logs")
       ->capture_default_str();
-  cmd->add_option("--database", args->options.database, "sqlite:PATH (default sqlite:<data>/allot.db) or postgresql://...");
+  cmd->add_option("--database", args->options.database,
+                  "sqlite:PATH (default sqlite:<data>/allot.db) or postgresql://USER@HOST[:PORT]/DB (several servers, one leads)");
+  cmd->add_option("--advertise-url", args->options.advertise_url,
+                  "With PostgreSQL: the URL other servers redirect changes to while this one leads (default: its listen URL)");
   cmd->add_option("--admin-token-file", args->options.admin_token_file,
                   "Where the first start writes the bootstrap admin token, mode 0600 (default: <data>/admin-token)");
   cmd->add_option("--heartbeat-timeout", args->heartbeat_timeout_s,

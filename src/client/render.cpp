@@ -82,7 +82,7 @@ std::string clock_time(int64_t t) {
   return buf;
 }
 
-std::string jobs_table(const json& jobs, int64_t now) {
+std::string jobs_table(const json& jobs, int64_t now, bool wide) {
   Table t({"NAME", "TEAM", "PRIORITY", "STATE", "REPLICAS", "NODES", "AGE", "REASON"});
   for (const auto& j : jobs) {
     int replicas = 0;
@@ -91,8 +91,8 @@ std::string jobs_table(const json& jobs, int64_t now) {
     std::string state = text(j, "state");
     if (j.value("borrowing", false) && state == "Running") state += " (borrowing)";
     t.add({text(j, "name"), text(j, "team"), text(j, "priority", "-").empty() ? "-" : text(j, "priority"), state,
-           std::to_string(replicas), shorten(join(j.value("nodes", json::array())), 40), age(j, "submitted_at", now),
-           shorten(text(j, "reason"), 70)});
+           std::to_string(replicas), wide ? join(j.value("nodes", json::array())) : shorten(join(j.value("nodes", json::array())), 40),
+           age(j, "submitted_at", now), wide ? text(j, "reason") : shorten(text(j, "reason"), 70)});
   }
   return t.str();
 }

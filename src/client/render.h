@@ -9,7 +9,8 @@
 
 namespace allot::client {
 
-std::string jobs_table(const nlohmann::json& jobs, int64_t now);
+// `wide` (-o wide): reasons and node lists in full, not cut to the terminal's width.
+std::string jobs_table(const nlohmann::json& jobs, int64_t now, bool wide = false);
 std::string teams_table(const nlohmann::json& teams);
 std::string nodes_table(const nlohmann::json& nodes, int64_t now);
 std::string priority_classes_table(const nlohmann::json& classes);

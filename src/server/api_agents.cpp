@@ -1,7 +1,10 @@
 // The agents' endpoints: register, heartbeat (exits in, assignments out), logs. Bodies are JSON.
+#include <limits>
+
 #include "auth/token.h"
 #include "server/agents.h"
 #include "server/api.h"
+#include "server/log_upload.h"
 #include "server/node_lifecycle.h"
 #include "server/registration.h"
 #include "server/views.h"
@@ -29,6 +32,16 @@ Result<std::map<std::string, std::string>> read_labels(const json& body) {
 }
 
 }  // namespace
+
+Result<LogUpload> parse_log_upload(const json& b) {
+  if (auto st = only_keys(b, {"job", "rank", "data"}, "logs"); !st) return st.error();
+  if (!b.contains("job") || !b["job"].is_string()) return Error::invalid("logs: job (a name) is required");
+  if (!b.contains("rank") || !b["rank"].is_number_integer() || b["rank"].get<int64_t>() < 0 ||
+      b["rank"].get<int64_t>() > std::numeric_limits<int>::max())
+    return Error::invalid("logs: rank must be a non-negative integer");
+  if (!b.contains("data") || !b["data"].is_string()) return Error::invalid("logs: data must be a string");
+  return LogUpload{b["job"].get<std::string>(), static_cast<int>(b["rank"].get<int64_t>()), b["data"].get<std::string>()};
+}
 
 Result<Registration> parse_registration(const json& body, const Catalog& catalog) {
   if (auto st = only_keys(body, {"name", "instance_type", "instance_group", "labels", "inventory", "address", "replaces",
@@ -219,14 +232,10 @@ void add_agent_routes(Routes& http, Api& api) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto body = json_body(req);
     if (!body) return answer(res, error_reply(body.error()));
-    if (auto st = only_keys(*body, {"job", "rank", "data"}, "logs"); !st) return answer(res, error_reply(st.error()));
-    const json& b = *body;
-    if (!b.contains("job") || !b["job"].is_string()) return answer(res, error_reply(Error::invalid("logs: job (a name) is required")));
-    if (!b.contains("rank") || !b["rank"].is_number_integer() || b["rank"].get<int64_t>() < 0)
-      return answer(res, error_reply(Error::invalid("logs: rank must be a non-negative integer")));
-    if (!b.contains("data") || !b["data"].is_string()) return answer(res, error_reply(Error::invalid("logs: data must be a string")));
-    const std::string job = b["job"].get<std::string>();
-    const int64_t rank = b["rank"].get<int64_t>();
+    auto upload = parse_log_upload(*body);
+    if (!upload) return answer(res, error_reply(upload.error()));
+    const std::string& job = upload->job;
+    const int64_t rank = upload->rank;
     Reply check = api.writer.call([job, rank, node = who.node](Txn& txn) -> Result<Render> {
       const Job* j = txn.cluster().find_job(job);
       if (!j) return Error::not_found("no job named " + job);
@@ -240,7 +249,7 @@ void add_agent_routes(Routes& http, Api& api) {
       return Render([](const ServerState&) { return Reply{204, "", ""}; });
     }, CallContext{actor_of(who), std::nullopt});
     if (check.status != 204) return answer(res, check);
-    auto st = api.logs.append(job, static_cast<int>(rank), b["data"].get<std::string>());
+    auto st = api.logs.append(job, upload->rank, upload->data);
     answer(res, st ? Reply{204, "", ""} : error_reply(st.error()));
   });
 }

@@ -61,6 +61,11 @@ struct ServerOptions {
   // <checkpoint_dir>/<job> as ALLOT_CHECKPOINT_DIR. Empty: <data_dir>/checkpoints (one machine).
   std::string checkpoint_dir;
   std::string public_url;  // how provisioned agents reach this server (set once it listens)
+  // Several servers on one shared store (PostgreSQL, docs/deployment.md): the URL this server gives the others
+  // for redirecting writes to it while it leads (empty: its own listen URL), and how often a standby tries to
+  // take the lead and reads what the leader wrote.
+  std::string advertise_url;
+  std::chrono::milliseconds leader_poll{500};
   Clock clock = system_clock_ms;
 };
 

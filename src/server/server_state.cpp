@@ -167,12 +167,14 @@ void note(ServerState& st, const Record& r) {
     ++st.admissions_total;
     if (const Job* j = st.cluster.find_job(ad->job)) {
       st.accounts[j->id.index()].slots = slots_of(ad->placement);
+      st.observed.admitted(st.cluster, *j, ad->borrowing, r.at);
       int rank = 0;
       for (const auto& ps : ad->placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
     }
-  } else if (std::holds_alternative<Preempt>(r.op)) {
+  } else if (auto* pr = std::get_if<Preempt>(&r.op)) {
     ++st.preemptions_total;
+    st.observed.preempted(pr->reason);
   } else if (auto* ct = std::get_if<CreateToken>(&r.op)) {
     st.tokens[ct->token.id] = TokenInfo{ct->token, r.at, r.actor.token, false, 0};
     ++st.tokens_version;

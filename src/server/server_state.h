@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/state.h"
+#include "server/observed.h"
 #include "store/record.h"
 
 namespace allot::server {
@@ -160,6 +161,7 @@ struct ServerState {
   LatencyHistogram scheduling_latency;  // live submissions only; not rebuilt by replay
   uint64_t admissions_total = 0;
   uint64_t preemptions_total = 0;
+  Observed observed;  // queue waits, decisions by rule, pass durations, utilisation samples (observed.h)
   // Jobs Running now (JobId indices, in order), so a heartbeat looks at running jobs only. Kept up to date from
   // the events: every change of a job's state names the job in one.
   std::set<uint32_t> running;

@@ -75,6 +75,8 @@ Status Writer::recover() {
   auto st = replay(/*publish=*/true);
   if (!st) return st.error();
   state_ = std::move(*st);
+  leading_ = !store_->shared();
+  leading_flag_ = leading_;
   publish_tokens();
   // Heartbeats are not journaled: every agent gets a full timeout from now to show up again.
   const int64_t now = options_.clock();
@@ -120,6 +122,78 @@ Reply Writer::call(Command cmd, CallContext ctx) {
   return answer.get();
 }
 
+std::string Writer::leader_url() const {
+  if (leading_flag_) return own_url();
+  std::lock_guard lock(mu_);
+  return leader_url_;
+}
+
+std::string Writer::own_url() const {
+  std::lock_guard lock(mu_);
+  return advertise_url_;
+}
+
+void Writer::set_advertise_url(std::string url) {
+  std::lock_guard lock(mu_);
+  advertise_url_ = std::move(url);
+}
+
+void Writer::follow() {
+  std::vector<Event> events;
+  auto status = store_->load_after(state_.last_seq, [&](const store::Record& r) -> Status {
+    if (r.seq != state_.last_seq + 1)
+      return Error::internal("journal record " + std::to_string(r.seq) + " follows record " + std::to_string(state_.last_seq) +
+                             ": records are missing");
+    auto applied = apply(state_, r, events);
+    if (!applied)
+      return Error::internal("journal record " + std::to_string(r.seq) + " (" + store::op_name(r.op) +
+                             ") cannot be applied: " + applied.error().message);
+    return ok_status();
+  });
+  if (!status) spdlog::error("following the journal: {}", status.error().message);
+  events_.publish(std::move(events));
+  publish_tokens();
+}
+
+void Writer::step_leadership(bool force) {
+  if (!store_->shared()) return;
+  if (leading_) {
+    if (store_->leading()) return;
+    // Deposed: the store refuses our writes from now on. What we hold was all acknowledged (a failed write
+    // rebuilt the state), so we carry on as a standby from here.
+    spdlog::warn("this server lost the lead of {}; it is a standby now", store_->describe());
+    leading_ = false;
+    leading_flag_ = false;
+    next_leader_try_ = {};
+    std::lock_guard lock(mu_);
+    leader_url_.clear();  // not ourselves any more; the next poll finds who leads
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && now < next_leader_try_) return;
+  next_leader_try_ = now + options_.leader_poll;
+  follow();
+  auto led = store_->try_lead(own_url());
+  if (!led) {
+    spdlog::error("cannot take part in the leader election: {}", led.error().message);
+    return;
+  }
+  if (!*led) {
+    auto url = store_->leader_url();
+    std::lock_guard lock(mu_);
+    if (url) leader_url_ = *url;
+    return;
+  }
+  // Nothing can be written between our catch-up and our first batch but by us: read to the end, then lead.
+  follow();
+  const int64_t now_ms = options_.clock();
+  for (auto& [name, info] : state_.nodes) info.last_heartbeat_ms = now_ms;
+  dirty_ = true;
+  next_pass_ = {};
+  leading_ = true;
+  leading_flag_ = true;
+  spdlog::info("this server leads {} from journal record {}", store_->describe(), state_.last_seq);
+}
+
 Writer::Stats Writer::stats() const {
   std::lock_guard lock(mu_);
   return stats_;
@@ -131,7 +205,7 @@ void Writer::loop() {
     batch.clear();
     // A pending pass shortens the idle wait to when it may run.
     auto wait = std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.tick);
-    if (dirty_) wait = std::clamp(next_pass_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero(), wait);
+    if (dirty_ && leading_) wait = std::clamp(next_pass_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero(), wait);
     {
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, wait, [&] { return stopping_ || !queue_.empty(); });
@@ -141,6 +215,7 @@ void Writer::loop() {
         queue_.pop_front();
       }
     }
+    step_leadership(/*force=*/false);
     run_batch(batch);
   }
 }
@@ -184,14 +259,17 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     }
   }
   txn.act_as(kServerActor);
-  if (lifecycle_tick(txn, options_)) dirty_ = true;
-  time_out_nodes(txn);
+  // Only the leader decides: a standby's state is the leader's, as journaled.
+  if (leading_) {
+    if (lifecycle_tick(txn, options_)) dirty_ = true;
+    time_out_nodes(txn);
+  }
 
   const Time now = txn.now();
   if (!records.empty()) dirty_ = true;
   const auto pass_start = std::chrono::steady_clock::now();
   const bool wakeup_due = next_wakeup_ && now >= *next_wakeup_;
-  const bool pass = wakeup_due || (dirty_ && pass_start >= next_pass_);
+  const bool pass = leading_ && (wakeup_due || (dirty_ && pass_start >= next_pass_));
   double pass_seconds = 0;
   if (pass) {
     dirty_ = false;
@@ -206,6 +284,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     const auto took = steady_now - pass_start;
     next_pass_ = took < kCheapPass ? steady_now : steady_now + took;
     pass_seconds = std::chrono::duration<double>(steady_now - pass_start).count();
+    state_.observed.pass_seconds.observe(pass_seconds);
     for (const Decision& d : sr.decisions) {
       store::Record r{state_.last_seq + 1, now, store::decision_record(state_.cluster, d), kServerActor};
       note_decision(state_, r, events);
@@ -219,6 +298,8 @@ void Writer::run_batch(std::vector<Pending>& batch) {
       records.push_back(std::move(r));
     }
   }
+
+  state_.observed.sample(state_.cluster, now);
 
   // Answers are rendered before the batch is written so that each audit record can say what its request was
   // answered; a failed write replaces them all with the error below.
@@ -248,9 +329,14 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     // The state holds changes the journal does not: answer every change with the error and rebuild the state
     // from the journal, which is what was acknowledged.
     spdlog::error("journal write failed, {} records dropped: {}", records.size(), durable.error().message);
+    // A shared store that lost its session may have lost the answer to a commit that happened.
+    const bool session_lost = store_->shared() && !store_->leading();
     for (size_t i = 0; i < batch.size(); ++i)
       if (!results[i].error)
-        replies[i] = error_reply(Error::internal("the change could not be made durable (" + durable.error().message + "); nothing was changed"));
+        replies[i] = error_reply(Error::internal(
+            session_lost ? "this server lost its database session while writing the change (" + durable.error().message +
+                               "); it was not acknowledged: read the object to find out whether it was made"
+                         : "the change could not be made durable (" + durable.error().message + "); nothing was changed"));
     auto fresh = replay(/*publish=*/false);
     if (!fresh) {
       spdlog::critical("cannot rebuild the state from the journal: {}", fresh.error().message);
@@ -260,6 +346,8 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     for (auto& [name, info] : fresh->nodes)
       if (auto it = state_.nodes.find(name); it != state_.nodes.end()) info.last_heartbeat_ms = it->second.last_heartbeat_ms;
     fresh->scheduling_latency = state_.scheduling_latency;
+    fresh->observed.pass_seconds = state_.observed.pass_seconds;
+    fresh->observed.utilisation = state_.observed.utilisation;
     state_ = std::move(*fresh);
     dirty_ = true;
   } else {

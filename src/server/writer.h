@@ -12,7 +12,16 @@
 // instead, and admission waits at most about two passes. On an idle-enough cluster a pass takes
 // microseconds and runs after every batch, so a submission's answer already shows it Running.
 //
-// Thread-safety: call() from any thread; everything else from the thread that owns the Writer.
+// On a shared store (PostgreSQL) several servers run a Writer each and exactly one leads (store.h): the leader
+// works as above; a standby runs no scheduler and times out no node, but follows the journal every leader_poll
+// (so its reads are at most that far behind), answers reads, and tries to take the lead. When it does, it first
+// reads the journal to its end, then gives every agent a full heartbeat timeout to find it. A leader whose store
+// lost the lead becomes a standby at its next batch; a batch it could not write is answered with an error and its
+// state rebuilt from the journal, as after any failed write.
+//
+// Thread-safety: call(), leading() and leader_url() from any thread; everything else from the thread that owns
+// the Writer.
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -86,6 +95,15 @@ class Writer {
   // longer than the request timeout (the outcome is then unknown: read the object to find out).
   Reply call(Command cmd, CallContext ctx);
 
+  // Whether this server leads (always, on a store that is not shared): request threads redirect writes to the
+  // leader when it does not. The leader's URL is empty while none is known.
+  bool leading() const { return leading_flag_.load(); }
+  std::string leader_url() const;
+  // The URL the other servers redirect writes to while this one leads. REQUIRES: before start().
+  void set_advertise_url(std::string url);
+  // Tries to take the lead once now (Server::start, before the first bootstrap); a no-op when leading.
+  void step_leadership(bool force);
+
   // Batches and records journaled so far (for benchmarks and tests).
   struct Stats {
     uint64_t batches = 0;
@@ -110,6 +128,9 @@ class Writer {
   void publish_tokens();
   // Rebuilds a state from the journal; with `publish`, its events go to the event log as well.
   Result<ServerState> replay(bool publish);
+  // A standby: applies what the leader wrote since the last record applied, and publishes its events.
+  void follow();
+  std::string own_url() const;
 
   const ServerOptions options_;
   std::unique_ptr<store::Store> store_;
@@ -123,6 +144,11 @@ class Writer {
   std::chrono::steady_clock::time_point next_pass_{};
   std::optional<Time> next_wakeup_;
   bool dirty_ = true;  // the state changed since the last pass
+  bool leading_ = true;  // false on a shared store until it takes the lead
+  std::chrono::steady_clock::time_point next_leader_try_{};
+  std::atomic<bool> leading_flag_{true};  // leading_, for request threads
+  std::string leader_url_;                // guarded by mu_
+  std::string advertise_url_;             // guarded by mu_
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -160,4 +160,15 @@ Result<Record> record_from_json(const json& j) {
   }
 }
 
+Result<Record> record_from_row(uint64_t seq, Time at, std::string_view body, const std::string& where) {
+  auto j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const std::string place = "database " + where + ": record " + std::to_string(seq);
+  if (j.is_discarded()) return Error::internal(place + " is not valid JSON");
+  auto op = op_from_json(j);
+  if (!op) return Error::internal(place + ": " + op.error().message);
+  auto actor = actor_of_body(j);
+  if (!actor) return Error::internal(place + ": " + actor.error().message);
+  return Record{seq, at, std::move(*op), std::move(*actor)};
+}
+
 }  // namespace allot::store

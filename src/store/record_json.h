@@ -19,5 +19,8 @@ Result<Op> op_from_json(const nlohmann::json& j);
 nlohmann::json record_body_json(const Record& r);
 // The actor of a stored body; empty for records written before actors were (and for the server's own).
 Result<Actor> actor_of_body(const nlohmann::json& body);
+// A stored row (seq, time, body text) back as a record; errors name `where` (the database) and the seq, since
+// the journal is read as untrusted input.
+Result<Record> record_from_row(uint64_t seq, Time at, std::string_view body, const std::string& where);
 
 }  // namespace allot::store

@@ -23,7 +23,9 @@ class SharedStore final : public store::Store {
  public:
   explicit SharedStore(std::shared_ptr<store::MemStore> mem) : mem_(std::move(mem)) {}
   Status append(const std::vector<store::Record>& batch) override { return mem_->append(batch); }
-  Status load(const std::function<Status(const store::Record&)>& fn) override { return mem_->load(fn); }
+  Status load_after(uint64_t after, const std::function<Status(const store::Record&)>& fn) override {
+    return mem_->load_after(after, fn);
+  }
   std::string describe() const override { return "shared-mem:"; }
 
  private:
