@@ -75,12 +75,15 @@ done
 sleep $(( DURATION - ($(date +%s) - start) > 0 ? DURATION - ($(date +%s) - start) : 0 ))
 say "after $(( $(date +%s) - start )) s:"
 for job in train-a train-b; do
-  "$ALLOT" describe "$job" -o json | python3 -c '
+  "$ALLOT" describe "$job" -o json >"$WORK/$job.json"
+  python3 - "$WORK/$job.json" <<'PY'
 import json, sys
-j = json.load(sys.stdin)
-r = j.get("restart_history", [])
-print(f"  {j[\"name\"]}: restarts {j[\"restarts\"]}, work lost {j[\"work_lost_s\"]} s (declared checkpoints every 10 s), goodput {j[\"goodput\"]:.4f}")
-for x in r: print(f"    run {x[\"attempt\"]} ran {x[\"run_s\"]} s, lost {x[\"work_lost_s\"]} s: {x[\"cause\"]}")'
+j = json.load(open(sys.argv[1]))
+print("  %s: restarts %d, work lost %d s (declared checkpoints every 10 s), goodput %.4f"
+      % (j["name"], j["restarts"], j["work_lost_s"], j["goodput"]))
+for x in j.get("restart_history", []):
+    print("    run %d ran %d s, lost %d s: %s" % (x["attempt"], x["run_s"], x["work_lost_s"], x["cause"]))
+PY
   last=$("$ALLOT" logs "$job" --replica 0 | grep -c "^resumed" || true)
   say "  $job replica 0 resumed $last time(s) from its checkpoint: $("$ALLOT" logs "$job" --replica 0 | grep '^resumed' | tr '\n' ';')"
 done
