@@ -145,13 +145,9 @@ Result<std::unique_ptr<PgStore>> PgStore::open(const std::string& url, PgOptions
 
 Status PgStore::append(const std::vector<Record>& batch) {
   if (batch.empty()) return ok_status();
-  std::vector<std::string> bodies;
-  bodies.reserve(batch.size());
-  try {
-    for (const Record& r : batch) bodies.push_back(record_body_json(r).dump());
-  } catch (const std::exception& e) {
-    return Error::internal(std::string("cannot encode a journal record: ") + e.what());
-  }
+  auto encoded = record_bodies(batch);
+  if (!encoded) return encoded.error();
+  const std::vector<std::string>& bodies = *encoded;
   std::lock_guard lock(mu_);
   if (!leading_ || !connection_ok(conn_)) {
     if (leading_) lose_session_locked();

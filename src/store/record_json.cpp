@@ -126,6 +126,17 @@ Result<Op> op_from_json(const json& j) {
   }
 }
 
+Result<std::vector<std::string>> record_bodies(const std::vector<Record>& batch) {
+  std::vector<std::string> bodies;
+  bodies.reserve(batch.size());
+  try {
+    for (const Record& r : batch) bodies.push_back(record_body_json(r).dump());
+  } catch (const std::exception& e) {
+    return Error::internal(std::string("cannot encode a journal record: ") + e.what());
+  }
+  return bodies;
+}
+
 json record_body_json(const Record& r) {
   json j = op_to_json(r.op);
   if (r.actor != Actor{}) j["actor"] = actor_to_json(r.actor);

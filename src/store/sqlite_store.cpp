@@ -71,15 +71,9 @@ SqliteStore::~SqliteStore() {
 Status SqliteStore::append(const std::vector<Record>& batch) {
   if (batch.empty()) return ok_status();
   // Serialize before taking the lock and opening the transaction: the transaction holds only the writes.
-  std::vector<std::string> bodies;
-  bodies.reserve(batch.size());
-  try {
-    for (const Record& r : batch) bodies.push_back(record_body_json(r).dump());
-  } catch (const std::exception& e) {
-    // Text that is not UTF-8 cannot be written as JSON; replacing it would make replay differ from what was
-    // acknowledged, so the batch fails whole.
-    return Error::internal(std::string("cannot encode a journal record: ") + e.what());
-  }
+  auto encoded = record_bodies(batch);
+  if (!encoded) return encoded.error();
+  const std::vector<std::string>& bodies = *encoded;
   std::lock_guard lock(mu_);
   auto st = exec("BEGIN IMMEDIATE");
   if (!st) return st;
