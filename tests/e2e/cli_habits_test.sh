@@ -126,7 +126,8 @@ printf 'policy:\n  task_prioritization: fcfs\n' >"$WORK/policy-only.yaml"
 "$ALLOT" apply "$WORK/policy-only.yaml" --dry-run >"$WORK/dry.out"
 grep -q "~ policy.task_prioritization: task-ranking -> fcfs" "$WORK/dry.out" && grep -q "dry run" "$WORK/dry.out" ||
   fail "apply --dry-run should print the change: $(cat "$WORK/dry.out")"
-"$ALLOT" policy get -o json | grep -q '"task_prioritization": "task-ranking"' || fail "apply --dry-run changed the policy"
+"$ALLOT" policy get -o json >"$WORK/policy.json"
+grep -q '"task_prioritization": "task-ranking"' "$WORK/policy.json" || fail "apply --dry-run changed the policy"
 "$ALLOT" apply "$WORK/policy-only.yaml" >/dev/null
 "$ALLOT" priority-class list >"$WORK/classes.out"
 for c in inference training gold-priority; do
