@@ -25,7 +25,7 @@ grep -qx "allot [0-9][0-9.]*" "$WORK/last.out" || fail "--version: $(cat "$WORK/
 words() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _allot; echo "${COMPREPLY[*]}"' _ "$WORK/completion.bash" "$@"; }
 [ "$(words allot nod)" = "nodes node" ] || fail "completion of 'nod': '$(words allot nod)'"
 [ "$(words allot node d)" = "drain delete" ] || fail "completion of 'node d': '$(words allot node d)'"
-words allot logs --t | grep -qw -- "--tail" || fail "completion of 'logs --t': '$(words allot logs --t)'"
+words allot logs --t | grep_q -w -- "--tail" || fail "completion of 'logs --t': '$(words allot logs --t)'"
 "$ALLOT" man >"$WORK/allot.1"
 grep -q '^.TH ALLOT 1' "$WORK/allot.1" && grep -q '^.SS allot node drain$' "$WORK/allot.1" && grep -q '^.B \\-\\-tail$' "$WORK/allot.1" ||
   fail "allot man should hold every command and flag: $(head -n 5 "$WORK/allot.1")"
@@ -48,7 +48,7 @@ YAML
 "$ALLOT" submit "$WORK/lines.yaml" >/dev/null
 wait_state lines Succeeded
 "$ALLOT" logs lines --tail 2 >"$WORK/tail.out"
-[ "$(wc -l <"$WORK/tail.out")" = 2 ] && head -n1 "$WORK/tail.out" | grep -q "^line 4 of" ||
+[ "$(wc -l <"$WORK/tail.out")" = 2 ] && head -n1 "$WORK/tail.out" | grep_q "^line 4 of" ||
   fail "logs --tail 2 should be the last two lines: $(cat "$WORK/tail.out")"
 "$ALLOT" logs lines -o json >"$WORK/logs.json"
 grep -q '"rank": 0' "$WORK/logs.json" && grep -q 'line 5 of a log' "$WORK/logs.json" || fail "logs -o json: $(cat "$WORK/logs.json")"
