@@ -2,9 +2,10 @@
 # Installs the Debian packages allot builds with, only when one is missing, so a fresh Debian machine needs
 # nothing else. Safe to run again: it checks before it installs.
 set -euo pipefail
+# libpq-dev: the PostgreSQL store (the tests install the server, postgresql, themselves).
 # libssl-dev: HTTPS (cpp-httplib is built with OpenSSL); openssl: the TLS tests make their certificates with it.
 packages=(g++ cmake ninja-build pkg-config nlohmann-json3-dev libyaml-cpp-dev libcpp-httplib-dev libcli11-dev
-          libfmt-dev libspdlog-dev libsqlite3-dev libssl-dev openssl libgtest-dev libgmock-dev libbenchmark-dev)
+          libfmt-dev libspdlog-dev libsqlite3-dev libpq-dev libssl-dev openssl libgtest-dev libgmock-dev libbenchmark-dev)
 # Extra packages a caller needs (for example the Slurm integration test) come in as arguments.
 packages+=("$@")
 missing=()

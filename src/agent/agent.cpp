@@ -76,7 +76,9 @@ Status Agent::register_node() {
     return Error::unauthenticated("no token: pass an agent-join token (--token-file FILE or $ALLOT_TOKEN; an admin makes "
                                   "one with `allot token create --role agent-join`)");
   json body = {{"name", opt_.name},       {"instance_type", inv_.instance_type}, {"labels", opt_.labels},
-               {"address", opt_.address}, {"inventory", inventory_json(inv_)}};
+               {"address", opt_.address}, {"inventory", inventory_json(inv_)},
+               {"heartbeat_interval_ms", opt_.heartbeat_interval.count()}, {"boot", boot_}};
+  if (!opt_.replaces.empty()) body["replaces"] = opt_.replaces;
   auto r = call("/v1/agents/register", body, true);
   if (!r && r.error().code == ErrorCode::kUnauthenticated && using_credential_ && !opt_.join_token.empty()) {
     // The saved credential is not (or no longer) known, e.g. the server's journal was reset: join again.
@@ -140,7 +142,49 @@ Status Agent::prepare() {
     say("cgroups: off (--no-cgroups); replicas run in their own process group only (no memory or CPU limits)");
   }
   persist();
+  count_boot();
+  MonitorOptions mo;
+  mo.config = opt_.health;
+  mo.context = CheckContext{inv_.emulated, accelerator_kind_name(inv_.kind), inv_.accelerators, opt_.work_dir, {}};
+  mo.faults_path = opt_.faults_path;
+  mo.stress_program = opt_.stress_program.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : opt_.stress_program;
+  mo.stress_seconds = opt_.stress_seconds;
+  monitor_ = std::make_unique<HealthMonitor>(std::move(mo), [this](const std::string& line) { say(line); });
+  monitor_->start();
+  say(std::to_string(opt_.health.checks.size()) + " health check(s); boot " + std::to_string(boot_) +
+      (opt_.faults_path.empty() ? "" : "; emulated faults from " + opt_.faults_path));
   return ok_status();
+}
+
+void Agent::count_boot() {
+  const std::string path = (fs::path(opt_.work_dir) / "boot").string();
+  int n = 0;
+  if (std::ifstream in(path); in) in >> n;
+  boot_ = n + 1;
+  std::ofstream(path, std::ios::trunc) << boot_ << "\n";
+}
+
+void Agent::reboot() {
+  say("the server asks for a reboot" + (opt_.reboot_command.empty() ? std::string(" (emulated: stopping the replicas, resetting the devices)")
+                                                                     : ": running \"" + opt_.reboot_command + "\""));
+  for (const auto& e : procs_.stop_all_and_wait()) {
+    auto it = replicas_.find(e.key);
+    if (it != replicas_.end()) it->second.exited = true, it->second.exit_code = e.exit_code;
+    records_.erase(e.key);
+    if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
+  }
+  pending_.clear();
+  persist();
+  if (!opt_.reboot_command.empty()) {
+    // A real reboot ends this process; the agent's next start counts the boot. A command that returns (a
+    // driver reset, say) counts as the reboot itself.
+    auto o = run_shell(opt_.reboot_command, std::chrono::minutes(10));
+    say("the reboot command " + std::string(o.exit_code == 0 ? "finished" : "failed (exit " + std::to_string(o.exit_code) + ")"));
+  }
+  count_boot();
+  if (monitor_) monitor_->reboot();
+  say("rebooted (boot " + std::to_string(boot_) + "); registering again");
+  if (auto st = register_node(); !st) say("cannot register after the reboot, will retry: " + st.error().message);
 }
 
 void Agent::persist() {
@@ -256,6 +300,17 @@ bool Agent::reap() {
     it->second.exited = true;
     it->second.exit_code = e.exit_code;
     say("replica " + e.key + " exited with code " + std::to_string(e.exit_code) + (e.stopped ? " (stopped)" : ""));
+    // A replica past its memory.max is ended by the kernel (SIGKILL, exit code 137), which says nothing to it:
+    // its log says so, for whoever reads `allot logs` of the failed job.
+    if (!e.cgroup.empty() && it->second.a.memory_mib > 0) {
+      if (const int64_t kills = oom_kills(e.cgroup); kills > 0) {
+        const std::string why = "the out-of-memory killer ended " + std::to_string(kills) +
+                                " process(es) of this replica: it used more than its memory limit of " +
+                                memory_max_value(it->second.a.memory_mib) + " bytes (memory.max, from its request)";
+        std::ofstream(it->second.log_path, std::ios::app) << "allot agent: " << why << "\n";
+        say("replica " + e.key + ": " + why);
+      }
+    }
     any = true;
   }
   if (changed) persist();
@@ -271,6 +326,13 @@ Status Agent::cycle() {
   (void)reap();
   check_fence(Clock::now());
   start_pending();
+  if (monitor_ && monitor_->hung()) {
+    // An emulated hang: the node says nothing, as a hung machine would (its replicas fence themselves).
+    if (!said_hung_) say("emulated hang: no heartbeats, no logs");
+    said_hung_ = true;
+    return ok_status();
+  }
+  said_hung_ = false;
   ship_logs();
   auto st = heartbeat();
   if (!st) {
@@ -339,7 +401,12 @@ Status Agent::heartbeat() {
     }
     report.push_back(e);
   }
-  auto answer = call("/v1/agents/" + client::url_encode(opt_.name) + "/heartbeat", {{"replicas", report}}, true);
+  json body = {{"replicas", report}};
+  if (monitor_) {
+    body["health"] = monitor_->report();
+    body["health"]["boot"] = boot_;
+  }
+  auto answer = call("/v1/agents/" + client::url_encode(opt_.name) + "/heartbeat", body, true);
   if (!answer) return answer.error();
   if (fenced_) {
     say("the server answers again" + std::string(reported.empty() ? "" : "; reported the exits of the fenced replicas"));
@@ -353,6 +420,11 @@ Status Agent::heartbeat() {
 
 void Agent::apply(const json& answer) {
   if (!answer.is_object()) return;
+  if (answer.value("reboot", false)) {
+    reboot();
+    return;
+  }
+  if (answer.value("deep_check", false) && monitor_) monitor_->request_deep_check();
   // The run list is the truth for this node: every current replica with its attempt. A stop names a slot
   // (job, rank) whose process here is not current, so it spares the attempt the run list names.
   std::map<std::string, Assignment> current;
@@ -414,8 +486,23 @@ void Agent::start(const Assignment& a) {
   fs::path dir = fs::path(opt_.work_dir) / safe_path_part(a.job) / ("attempt-" + std::to_string(a.attempt));
   std::error_code ec;
   fs::create_directories(dir, ec);
+  Assignment run = a;
+  if (!a.checkpoint_root.empty()) {
+    // The job's own checkpoint directory, the same for every run on every node (on a shared file system).
+    fs::path ckpt = fs::path(a.checkpoint_root) / safe_path_part(a.job);
+    fs::create_directories(ckpt, ec);
+    if (ec) say("replica " + key + ": cannot create the checkpoint directory " + ckpt.string() + ": " + ec.message());
+    else if (opt_.user.uid != geteuid())
+      if (auto st = give_dir_to(ckpt.string(), opt_.user); !st) say("replica " + key + ": " + st.error().message);
+    run.checkpoint_dir = ckpt.string();
+  }
   Replica r{a, (dir / ("rank-" + std::to_string(a.rank) + ".log")).string()};
-  auto spec = launch_spec(a, facts_, r.log_path, dir.string());
+  // The server keeps one log per rank across attempts: a line between them says where a new one starts
+  // (`allot logs` shows it; the first attempt's output starts the log as it is).
+  if (a.attempt > 0)
+    std::ofstream(r.log_path, std::ios::app) << "allot agent: ==> attempt " << a.attempt << " of replica " << a.rank
+                                            << " on node " << opt_.name << " <==\n";
+  auto spec = launch_spec(run, facts_, r.log_path, dir.string());
   if (spec) {
     if (opt_.user.uid != geteuid()) {
       spec->run_as = opt_.user;

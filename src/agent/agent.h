@@ -14,6 +14,7 @@
 // ends what they left behind when it starts again, before it registers; and an agent that cannot reach the
 // server stops its replicas itself before the server would restart them elsewhere (agent/fencing.h).
 #include <atomic>
+#include <memory>
 #include <chrono>
 #include <iosfwd>
 #include <map>
@@ -24,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/cgroups.h"
+#include "agent/health_monitor.h"
 #include "agent/inventory.h"
 #include "agent/leftovers.h"
 #include "agent/process.h"
@@ -49,6 +51,15 @@ struct AgentOptions {
   Identity user;               // who replicas run as (agent/run_as.h: replica_identity checked it)
   bool cgroups = true;         // a cgroup per replica where the machine allows one
   std::string cgroup_parent;   // tests: the cgroup directory to put the agent's under, instead of its own
+  // Health (docs/resiliency.md): the checks, the emulated faults file, what a reboot runs (empty: an emulated
+  // reboot, which stops the replicas, clears the emulated faults and registers again), and the node this one
+  // replaces (set by a provisioner).
+  HealthConfig health = default_health_config();
+  std::string faults_path;
+  std::string reboot_command;
+  std::string replaces;
+  std::string stress_program;  // the allot binary (the built-in deep check runs `allot deep-check`)
+  double stress_seconds = 2.0;
 };
 
 class Agent {
@@ -72,6 +83,7 @@ class Agent {
   Status register_node();
   const ProcessTable& processes() const { return procs_; }
   bool fenced() const { return fenced_; }
+  int boot() const { return boot_; }
 
  private:
   struct Replica {
@@ -98,6 +110,11 @@ class Agent {
   void start_pending();
   void start(const Assignment& a);
   void say(const std::string& line);
+  // The server asked for a reboot (docs/resiliency.md): stop the replicas, run the reboot command or reset the
+  // emulated devices, count a boot, register again.
+  void reboot();
+  // The boot count kept in <work dir>/boot: one more at every start of the agent and every emulated reboot.
+  void count_boot();
   // The token to present: the saved credential, else the join token. False when there is neither.
   bool choose_token();
   Status save_credential(const std::string& credential);
@@ -126,6 +143,9 @@ class Agent {
   Clock::time_point last_answered_send_ = Clock::now();    // when the last answered request was sent
   bool fenced_ = false;
   bool using_credential_ = false;  // the token presented is the node credential (not the join token)
+  std::unique_ptr<HealthMonitor> monitor_;
+  int boot_ = 0;
+  bool said_hung_ = false;
 };
 
 }  // namespace allot::agent

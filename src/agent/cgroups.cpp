@@ -186,8 +186,14 @@ Result<std::string> Cgroups::create(const std::string& replica_name, const Repli
     (void)remove_cgroup(path);
     return e;
   };
-  if (memory_ && limits.memory_mib > 0)
+  if (memory_ && limits.memory_mib > 0) {
     if (auto st = write_file(path + "/memory.max", memory_max_value(limits.memory_mib)); !st) return fail(st.error());
+    // Without this a replica past its limit goes on in swap (slowing the whole node) instead of being ended;
+    // the file exists only where the kernel accounts swap.
+    std::error_code ec;
+    if (fs::exists(path + "/memory.swap.max", ec))
+      if (auto st = write_file(path + "/memory.swap.max", "0"); !st) return fail(st.error());
+  }
   if (cpu_ && limits.vcpu_milli > 0)
     if (auto st = write_file(path + "/cpu.max", cpu_max_value(limits.vcpu_milli)); !st) return fail(st.error());
   return path;
@@ -219,6 +225,15 @@ int kill_cgroup(const std::string& path, int wait_ms) {
     if (procs.empty()) break;
   }
   return seen;
+}
+
+int64_t oom_kills(const std::string& path) {
+  std::istringstream in(slurp(path + "/memory.events"));
+  std::string key;
+  int64_t n = 0;
+  while (in >> key >> n)
+    if (key == "oom_kill") return n;
+  return 0;
 }
 
 bool remove_cgroup(const std::string& path) {

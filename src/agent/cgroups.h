@@ -70,6 +70,9 @@ class Cgroups {
 // in cgroup.procs until it is empty) and waits, at most `wait_ms`, until it is empty. Returns how many
 // processes it saw there; a cgroup that does not exist has none.
 int kill_cgroup(const std::string& path, int wait_ms = 2000);
+// How many times the kernel's out-of-memory killer ended a process of the cgroup at `path` for going past its
+// memory.max ("oom_kill N" in memory.events); 0 when it never did or the file is missing.
+int64_t oom_kills(const std::string& path);
 // Removes an empty cgroup directory; false while processes are still in it (or it is gone already: true).
 bool remove_cgroup(const std::string& path);
 

@@ -32,6 +32,8 @@ Result<Assignment> assignment_from_json(const nlohmann::json& j) {
     a.attempt = j.value("attempt", 0);
     a.vcpu_milli = j.value("vcpu_milli", int64_t{0});
     a.memory_mib = j.value("memory_mib", int64_t{0});
+    a.checkpoint_root = j.value("checkpoint_root", std::string());
+    a.restart_count = j.value("restart_count", 0);
     if (a.job.empty()) return Error::invalid("a replica assignment has an empty job name");
     if (a.command.empty()) return Error::invalid("the assignment of " + a.slot() + " has no command");
     return a;
@@ -47,6 +49,8 @@ std::map<std::string, std::string> replica_env(const Assignment& a, const Machin
   for (const auto& [k, v] : a.env) env[k] = v;
   env["ALLOT_JOB"] = a.job;
   env["ALLOT_ATTEMPT"] = std::to_string(a.attempt);
+  env["ALLOT_RESTART_COUNT"] = std::to_string(a.restart_count);
+  if (!a.checkpoint_dir.empty()) env["ALLOT_CHECKPOINT_DIR"] = a.checkpoint_dir;
   env["RANK"] = std::to_string(a.rank);
   env["WORLD_SIZE"] = std::to_string(a.world_size);
   env["LOCAL_RANK"] = std::to_string(a.local_rank);

@@ -29,6 +29,11 @@ struct Assignment {
   int attempt = 0;
   int64_t vcpu_milli = 0;         // what the replica requested (its cgroup's cpu.max); 0: not given
   int64_t memory_mib = 0;         // likewise for memory.max
+  // Checkpoints (docs/resiliency.md): the server's shared root; the agent makes <root>/<job> the replica's
+  // ALLOT_CHECKPOINT_DIR (checkpoint_dir), the same directory for every run of the job.
+  std::string checkpoint_root;
+  std::string checkpoint_dir;
+  int restart_count = 0;          // ALLOT_RESTART_COUNT: restarts after failures so far
 
   // Identifies the replica across heartbeats ("job/rank"); attempts of it replace one another.
   std::string slot() const { return job + "/" + std::to_string(rank); }

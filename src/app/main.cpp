@@ -1,6 +1,10 @@
 // allot: one binary, many subcommands (DESIGN.md, "Command-line contract").
+#include <algorithm>
 #include <iostream>
+#include <string>
+#include <vector>
 
+#include "cli/cli_habits.h"
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -17,8 +21,16 @@ int main(int argc, char** argv) {
   allot::cli::add_client_cluster_commands(app, ctx);
   allot::cli::add_demo_command(app, ctx);
   // Further command groups register here, one line each.
+  allot::cli::add_habit_commands(app, ctx);  // help, version, completion; reads the commands above: keep it last
+  // Client flags before the command go after it; an unknown command is named, with the closest known one.
+  std::vector<std::string> args = allot::cli::hoist_client_flags(std::vector<std::string>(argv + 1, argv + argc));
+  if (const std::string unknown = allot::cli::unknown_command_message(app, args); !unknown.empty()) {
+    std::cerr << unknown;
+    return 2;
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;

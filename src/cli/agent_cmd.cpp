@@ -1,5 +1,6 @@
 // `allot agent --server URL [--ca FILE] [--name NAME] [--instance-type TYPE] [--labels k=v,k=v] [--work-dir DIR]
-// [--address ADDR] [--heartbeat-interval S] [--stop-grace S] [--run-as USER] [--allow-root] [--no-cgroups]`:
+// [--address ADDR] [--heartbeat-interval S] [--stop-grace S] [--run-as USER] [--allow-root] [--no-cgroups]
+// [--health-config FILE] [--health-interval S] [--emulate-faults FILE] [--reboot-command CMD] [--replaces NODE]`:
 // runs the node agent until SIGINT or SIGTERM, then stops its replicas. Exit codes: 0 after a clean stop,
 // 2 for invalid flags (replicas that would run as root without --allow-root among them), a work directory
 // another agent uses, or a registration the server refuses; 3 for a runtime failure.
@@ -9,9 +10,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "agent/agent.h"
+#include "agent/stress.h"
 #include "auth/secret_file.h"
 #include "cli/commands.h"
 
@@ -28,6 +32,9 @@ struct AgentArgs {
   std::string run_as;
   bool allow_root = false;
   bool no_cgroups = false;
+  std::string health_config, faults, reboot_command, replaces;
+  double health_interval_s = 0;  // 0: as configured
+  double deep_check_s = 2.0;
 };
 
 Result<std::map<std::string, std::string>> parse_labels(const std::string& text) {
@@ -93,6 +100,23 @@ int run_agent(const AgentArgs& a) {
   opt.stop_grace = std::chrono::milliseconds(static_cast<int64_t>(a.grace_s * 1000));
   opt.user = *user;
   opt.cgroups = !a.no_cgroups;
+  if (!a.health_config.empty()) {
+    std::ifstream in(a.health_config);
+    if (!in) return std::cerr << "allot agent: cannot read --health-config " << a.health_config << "\n", 2;
+    std::stringstream text;
+    text << in.rdbuf();
+    auto cfg = agent::parse_health_config(text.str(), a.health_config);
+    if (!cfg) return std::cerr << "allot agent: " << cfg.error().message << "\n", 2;
+    opt.health = std::move(*cfg);
+  }
+  if (a.health_interval_s < 0 || a.deep_check_s <= 0)
+    return std::cerr << "allot agent: --health-interval must not be negative and --deep-check-seconds must be positive\n", 2;
+  if (a.health_interval_s > 0)
+    for (auto& c : opt.health.checks) c.interval = std::chrono::milliseconds(static_cast<int64_t>(a.health_interval_s * 1000));
+  opt.faults_path = a.faults;
+  opt.reboot_command = a.reboot_command;
+  opt.replaces = a.replaces;
+  opt.stress_seconds = a.deep_check_s;
 
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
@@ -140,7 +164,27 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--no-cgroups", a->no_cgroups,
                 "Do not give replicas their own cgroup (by default they get one, with memory.max and cpu.max from "
                 "their request, where cgroup v2 is writable)");
+  cmd->add_option("--health-config", a->health_config,
+                  "YAML file of health checks (name, builtin or command, interval, timeout, on_failure) and the deep "
+                  "check; default: the built-in checks (docs/resiliency.md)");
+  cmd->add_option("--health-interval", a->health_interval_s, "Seconds between runs of every health check (overrides the config)");
+  cmd->add_option("--emulate-faults", a->faults,
+                  "File of emulated device faults, read at every check interval (xid 79 gpu 2, ecc gpu 0, efa down, hang, "
+                  "deep-check fail)");
+  cmd->add_option("--reboot-command", a->reboot_command,
+                  "Shell command that reboots the node when the server asks (default: an emulated reboot)");
+  cmd->add_option("--replaces", a->replaces, "The failed node this one replaces (set by a provisioner)");
+  cmd->add_option("--deep-check-seconds", a->deep_check_s, "How long the built-in deep check (stress) runs")->capture_default_str();
   cmd->callback([a, &ctx] { ctx.exit_code = run_agent(*a); });
+
+  // The built-in deep health check, run by the agent as a program of its own (agent/stress.h).
+  auto seconds = std::make_shared<double>(2.0);
+  auto* deep = app.add_subcommand("deep-check", "Stress CPUs and memory for a while and check every result (the agent's built-in deep health check)");
+  deep->add_option("--seconds", *seconds, "How long to run")->capture_default_str();
+  deep->callback([seconds, &ctx] {
+    const char* inject = std::getenv("ALLOT_STRESS_INJECT_FAULT");
+    ctx.exit_code = agent::run_stress(std::max(0.1, *seconds), inject && std::string(inject) == "1", std::cout);
+  });
 }
 
 }  // namespace allot::cli

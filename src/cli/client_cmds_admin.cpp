@@ -7,7 +7,9 @@
 #include "cli/client_run.h"
 #include "cli/commands.h"
 #include "client/cli_flags.h"
+#include "client/apply_plan.h"
 #include "client/render.h"
+#include "client/warnings.h"
 #include "client/spec_json.h"
 #include "config/spec_yaml.h"
 
@@ -25,6 +27,7 @@ struct AdminArgs {
   std::optional<int64_t> instances, accelerators, min_runtime, starvation_threshold;
   std::optional<double> vcpu, memory_gib;
   int weight = 0;
+  bool dry_run = false, prune = false;  // apply
 };
 
 // Runs `body` with an open session; errors opening it (a bad URL or format) are reported like any other.
@@ -51,16 +54,46 @@ int run_apply(Session& s, AdminArgs& a) {
     if (!teams) return report("apply", teams.error());
     body["teams"] = json::array();
     for (const auto& t : *teams) body["teams"].push_back(client::team_body(t));
+    std::vector<std::string> without_weight;
+    for (const auto& t : root["teams"])
+      if (t.IsMap() && !t["fair_share_weight"] && t["name"]) without_weight.push_back(t["name"].Scalar());
+    auto nodes = s.api().get("/v1/nodes");
+    for (const auto& w : client::apply_warnings(*teams, without_weight, nodes ? *nodes : json(), catalog))
+      std::cerr << "allot apply: warning: " << w << "\n";
   }
   if (body.empty()) return report("apply", Error::invalid(ctx.origin + " has neither a policy nor a teams section"));
-  auto r = s.api().post("/v1/apply", body);
-  if (!r) return report("apply", r.error());
-  return s.print(*r, [&](const json& out) {
+  // Merge with what the server has (client/apply_plan.h): only what the file names changes.
+  client::ApplyInput in{.file_policy = body.value("policy", json()), .file_teams = body.value("teams", json()), .prune = a.prune};
+  if (root["policy"] && root["policy"].IsMap())
+    for (const auto& kv : root["policy"]) in.file_policy_keys.insert(kv.first.Scalar());
+  auto policy = s.api().get("/v1/policy");
+  if (!policy) return report("apply", policy.error());
+  auto teams = s.api().get("/v1/teams");
+  if (!teams) return report("apply", teams.error());
+  in.current_policy = *policy;
+  in.current_teams = *teams;
+  const client::ApplyPlan plan = client::plan_apply(in);
+  json out = {{"changes", plan.changes}, {"dry_run", a.dry_run}};
+  auto changes_text = [&plan, &a] {
     std::string text;
-    if (body.contains("policy"))
-      text += "policy applied (" + std::to_string(body["policy"]["priority_classes"].size()) + " priority classes)\n";
-    for (const auto& t : body.value("teams", json::array())) text += "team " + t["name"].get<std::string>() + " applied\n";
-    if (out.contains("teams")) text += "\n" + client::teams_table(out["teams"]);
+    for (const auto& c : plan.changes) text += c + "\n";
+    if (plan.changes.empty()) text += "no changes\n";
+    if (a.dry_run) text += "(dry run: nothing was changed)\n";
+    return text;
+  };
+  if (a.dry_run) return s.print(out, [&](const json&) { return changes_text(); });
+  // Sent even when nothing changes: the server decides who may apply (and audits the attempt), not the diff.
+  const bool send = plan.body.contains("policy") || !plan.body.value("teams", json::array()).empty();
+  if (send) {
+    auto r = s.api().post("/v1/apply", plan.body);
+    if (!r) return report("apply", r.error());
+    if (r->contains("teams")) out["teams"] = (*r)["teams"];
+  }
+  for (const auto& name : plan.delete_teams)
+    if (auto d = s.api().del("/v1/teams/" + client::url_encode(name)); !d) return report("apply", d.error());
+  return s.print(out, [&](const json& o) {
+    std::string text = changes_text();
+    if (o.contains("teams") && !o["teams"].empty()) text += "\n" + client::teams_table(o["teams"]);
     return text;
   });
 }
@@ -138,6 +171,19 @@ int run_class_set(Session& s, AdminArgs& a) {
                 [](const json& c) { return "priority class " + client::text(c, "name") + " weight " + client::text(c, "weight") + "\n"; });
 }
 
+int run_allocation_get(Session& s, AdminArgs& a) {
+  auto team = s.api().get("/v1/teams/" + client::url_encode(a.name));
+  if (!team) return report("allocation get", team.error());
+  const json alloc = team->value("allocation", json::array());
+  return s.print(alloc, [](const json& list) {
+    client::Table t({"INSTANCE_TYPE", "INSTANCES", "ACCELERATORS", "VCPU", "MEMORY_GIB"});
+    for (const auto& e : list)
+      t.add({client::text(e, "instance_type"), client::number(e.value("instances", json())), client::number(e.value("accelerators", json())),
+             client::number(e.value("vcpu", json())), client::number(e.value("memory_gib", json()))});
+    return t.empty() ? std::string("no allocation\n") : t.str();
+  });
+}
+
 int run_class_delete(Session& s, AdminArgs& a) {
   auto r = s.api().del("/v1/priority-classes/" + client::url_encode(a.name));
   if (!r) return report("priority-class delete", r.error());
@@ -151,8 +197,12 @@ void add_client_admin_commands(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<AdminArgs>();
   auto flags = [&](CLI::App* c) { client::add_client_flags(c, a->flags); return c; };
 
-  auto* apply = flags(app.add_subcommand("apply", "Apply the policy and teams sections of a scenario-format file"));
+  auto* apply = flags(app.add_subcommand("apply", "Apply the policy and teams sections of a scenario-format file: what it names "
+                                                   "changes, the rest stays (see --prune); prints what changed"));
   apply->add_option("file", a->file, "YAML file; - for stdin")->required();
+  apply->add_flag("--dry-run", a->dry_run, "Print what would change; change nothing");
+  apply->add_flag("--prune", a->prune,
+                  "Also remove the teams and priority classes the file's lists leave out (only for lists the file has)");
   on_run(apply, ctx, a, "apply", run_apply);
 
   auto* team = app.add_subcommand("team", "Teams: list, get, delete");
@@ -167,6 +217,9 @@ void add_client_admin_commands(CLI::App& app, Context& ctx) {
 
   auto* alloc = app.add_subcommand("allocation", "A team's compute allocation");
   alloc->require_subcommand(1);
+  auto* aget = flags(alloc->add_subcommand("get", "A team's allocation per instance type"));
+  aget->add_option("team", a->name, "Team name")->required();
+  on_run(aget, ctx, a, "allocation get", run_allocation_get);
   auto* set = flags(alloc->add_subcommand("set", "Set a team's allocation for one instance type (creates the team if needed)"));
   set->add_option("team", a->name, "Team name")->required();
   set->add_option("--instance-type", a->instance_type, "Instance type, e.g. ml.p5.48xlarge")->required();

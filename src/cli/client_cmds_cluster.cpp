@@ -7,6 +7,8 @@
 #include "cli/commands.h"
 #include "client/cli_flags.h"
 #include "client/render.h"
+#include "client/spec_json.h"
+#include "config/yaml_read.h"
 
 namespace allot::cli {
 namespace {
@@ -18,7 +20,7 @@ using nlohmann::json;
 
 struct ClusterArgs {
   ClientFlags flags;
-  std::string name, action, health;
+  std::string name, action, health, job, file;
   bool follow = false;
   int64_t since = 0;
 };
@@ -34,6 +36,24 @@ int run_teams(Session& s, ClusterArgs&) {
 
 int run_topology(Session& s, ClusterArgs&) {
   return s.show("topology show", s.api().get("/v1/topology"), client::topology_text);
+}
+
+int run_node_delete(Session& s, ClusterArgs& a) {
+  auto r = s.api().del("/v1/nodes/" + client::url_encode(a.name));
+  if (!r) return report("node delete", r.error());
+  return s.print(json{{"deleted", a.name}}, [&](const json&) { return "node " + a.name + " deleted\n"; });
+}
+
+// A nodes YAML (what `allot topology import` writes) into the live server: POST /v1/nodes takes it as text,
+// all or nothing. Sent as JSON, which the server's YAML reader reads as the same document.
+int run_nodes_apply(Session& s, ClusterArgs& a) {
+  auto text = client::read_input(a.file);
+  if (!text) return report("nodes apply", text.error());
+  auto doc = load_yaml(*text, YamlContext{a.file == "-" ? "<stdin>" : a.file, "", 0});
+  if (!doc) return report("nodes apply", doc.error());
+  auto r = s.api().post("/v1/nodes", client::yaml_to_json(*doc));
+  if (!r) return report("nodes apply", r.error());
+  return s.print(*r, [](const json& n) { return client::nodes_table(n, client::unix_now()); });
 }
 
 int run_node_action(Session& s, ClusterArgs& a) {
@@ -55,6 +75,7 @@ int run_events(Session& s, ClusterArgs& a) {
     if (!r) return report("events", r.error());
     const json events = r->value("events", json::array());
     for (const auto& e : events) {
+      if (!a.job.empty() && client::text(e, "job") != a.job) continue;
       if (!a.follow) all.push_back(e);
       else if (s.format() == client::Format::kTable) std::cout << client::event_line(e);
       else if (s.format() == client::Format::kJson) std::cout << e.dump() << "\n";
@@ -77,12 +98,21 @@ void add_client_cluster_commands(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<ClusterArgs>();
   auto flags = [&](CLI::App* c) { client::add_client_flags(c, a->flags); return c; };
 
-  on_run(flags(app.add_subcommand("nodes", "List nodes: health, free capacity, topology, last heartbeat")), ctx, a, "nodes", run_nodes);
+  auto* nodes = flags(app.add_subcommand("nodes", "List nodes: health, free capacity, topology, last heartbeat"));
+  nodes->callback([&ctx, a, nodes] {
+    if (!nodes->get_subcommands().empty()) return;  // `nodes apply` runs on its own
+    auto s = Session::open(a->flags);
+    ctx.exit_code = s ? run_nodes(*s, *a) : report("nodes", s.error());
+  });
+  auto* nodes_apply = flags(nodes->add_subcommand("apply", "Add the nodes of a nodes YAML (allot topology import's output) to the server"));
+  nodes_apply->add_option("file", a->file, "Nodes YAML; - for stdin")->required();
+  on_run(nodes_apply, ctx, a, "nodes apply", run_nodes_apply);
   on_run(flags(app.add_subcommand("teams", "List teams: quota, usage, borrowed, lent, jobs")), ctx, a, "teams", run_teams);
 
   auto* events = flags(app.add_subcommand("events", "What the scheduler did and why"));
   events->add_flag("-f,--follow", a->follow, "Keep printing events as they happen");
   events->add_option("--since", a->since, "Start after this event sequence number");
+  events->add_option("--job", a->job, "Only the events of this job");
   on_run(events, ctx, a, "events", run_events);
 
   // `allot topology` belongs to the interop tools (import, slurm-conf, mermaid); `show` reads the server's.
@@ -110,6 +140,9 @@ void add_client_cluster_commands(CLI::App& app, Context& ctx) {
       ctx.exit_code = s ? run_node_action(*s, *a) : report(std::string("node ") + action, s.error());
     });
   }
+  auto* del = flags(node->add_subcommand("delete", "Remove a node from the cluster (its agent may join again)"));
+  del->add_option("name", a->name, "Node name")->required();
+  on_run(del, ctx, a, "node delete", run_node_delete);
   auto* health = flags(node->add_subcommand("health", "Set a node's health"));
   health->add_option("name", a->name, "Node name")->required();
   health->add_option("health", a->health, "Schedulable, Unschedulable, UnschedulablePendingReboot or UnschedulablePendingReplacement")

@@ -1,6 +1,10 @@
 // Users' commands for jobs: `allot submit FILE|-` (an allot job spec, or a Kubernetes Job / PyTorchJob),
 // `jobs`, `describe JOB`, `cancel JOB`, `logs JOB [--replica N]`.
+#include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <iostream>
+#include <thread>
 #include <memory>
 
 #include "cli/client_run.h"
@@ -8,6 +12,7 @@
 #include "client/cli_flags.h"
 #include "client/render.h"
 #include "client/spec_json.h"
+#include "client/warnings.h"
 #include "config/spec_yaml.h"
 #include "config/yaml_stream.h"
 #include "interop/k8s_manifest.h"
@@ -22,19 +27,52 @@ using nlohmann::json;
 
 struct JobArgs {
   ClientFlags flags;
-  std::string file, name, team, state;
+  std::string file, name, second, team, state;
+  std::vector<std::string> names;  // cancel: several jobs
   std::optional<int> replica;
   int64_t tail = 0;
   bool dry_run = false;
+  bool watch = false, follow = false;
+  double interval_s = 2;
+  std::string queue_name, priority;  // submit: hyp-style overrides
 };
+
+const char* const kStates[] = {"Pending", "Running", "Suspended", "Succeeded", "Failed", "Cancelled"};
+
+// `running`, `RUNNING` -> `Running`; anything else is left for the server to refuse with its own message.
+std::string canonical_state(const std::string& s) {
+  for (const char* st : kStates)
+    if (std::equal(s.begin(), s.end(), st, st + std::strlen(st), [](char a, char b) { return std::tolower(a) == std::tolower(b); }))
+      return st;
+  return s;
+}
+
+bool finished(const std::string& state) { return state == "Succeeded" || state == "Failed" || state == "Cancelled"; }
+
+// The last `n` lines of `text` (a last line without a newline counts as one).
+std::string last_lines(const std::string& text, int64_t n) {
+  if (n <= 0) return text;
+  size_t end = text.size();
+  if (end > 0 && text[end - 1] == '\n') --end;
+  size_t start = end;
+  for (int64_t seen = 0; start > 0; --start)
+    if (text[start - 1] == '\n' && ++seen == n) break;
+  return text.substr(start);
+}
 
 // Every document of the input as a job body; Kubernetes objects are recognised by apiVersion and kind.
 // Several documents (`---`) submit several jobs, as `kubectl apply -f` would.
-Result<std::vector<json>> read_jobs(const std::string& text, const std::string& origin) {
+struct SubmitDoc {
+  JobSpec spec;
+  json body;
+  std::string priority_label;  // a Kueue manifest's priority-class label as written
+};
+
+Result<std::vector<SubmitDoc>> read_jobs(const std::string& text, const std::string& origin) {
   auto loaded = load_yaml_documents(text, YamlContext{origin, "", 0});
   if (!loaded) return loaded.error();
   std::vector<YAML::Node> docs = std::move(*loaded);
-  std::vector<json> out;
+  std::vector<SubmitDoc> out;
   Catalog catalog = Catalog::builtin();
   for (size_t i = 0; i < docs.size(); ++i) {
     YAML::Node doc = docs[i];
@@ -44,7 +82,7 @@ Result<std::vector<json>> read_jobs(const std::string& text, const std::string& 
       if (!m) return m.error();
       if (auto st = check_name(NameKind::kJob, m->spec.name); !st) return Error::invalid(origin + ": " + st.error().message);
       for (const auto& w : m->warnings) std::cerr << "allot submit: warning: " << origin << ": " << w << "\n";
-      out.push_back(client::job_body(m->spec));
+      out.push_back({m->spec, client::job_body(m->spec), m->priority_label});
       continue;
     }
     // A scenario's `submit:` entry pasted with its key is accepted too.
@@ -55,7 +93,7 @@ Result<std::vector<json>> read_jobs(const std::string& text, const std::string& 
     }
     auto spec = parse_job_spec(doc, catalog, ctx);
     if (!spec) return spec.error();
-    out.push_back(client::job_body(*spec));
+    out.push_back({*spec, client::job_body(*spec), ""});
   }
   if (out.empty()) return Error::invalid(origin + " holds no job");
   return out;
@@ -66,14 +104,43 @@ int run_submit(Session& s, JobArgs& a) {
   if (!text) return report("submit", text.error());
   auto jobs = read_jobs(*text, a.file == "-" ? "<stdin>" : a.file);
   if (!jobs) return report("submit", jobs.error());
+  // hyp's vocabulary: --queue-name names the team's queue (hyperpod-ns-<team>-localqueue, or the team),
+  // --priority the class; both apply to every job of the file.
+  for (auto& d : *jobs) {
+    if (!a.queue_name.empty()) d.body["team"] = interop::team_from_queue_name(a.queue_name);
+    if (!a.priority.empty()) d.priority_label = a.priority, d.body["priority"] = interop::priority_from_class(a.priority);
+  }
+  // A label "inference-priority" names the class "inference-priority" when the server has one, else
+  // "inference" (Kueue's WorkloadPriorityClass names often end in -priority, allot's need not).
+  bool labelled = false;
+  for (const auto& d : *jobs) labelled |= !d.priority_label.empty();
+  if (labelled && !a.dry_run) {
+    auto classes = s.api().get("/v1/priority-classes");
+    std::vector<std::string> names;
+    if (classes && classes->is_array())
+      for (const auto& c : *classes) names.push_back(client::text(c, "name"));
+    for (auto& d : *jobs)
+      if (!d.priority_label.empty()) d.body["priority"] = interop::pick_priority_class(d.priority_label, names);
+  }
   if (a.dry_run) {
-    json all = jobs->size() == 1 ? (*jobs)[0] : json(*jobs);
+    json list = json::array();
+    for (const auto& d : *jobs) list.push_back(d.body);
+    json all = list.size() == 1 ? list[0] : list;
     std::cout << client::render_data(all, s.format() == client::Format::kYaml ? client::Format::kYaml : client::Format::kJson);
     return 0;
   }
+  // What the server would accept but will not run as meant: a replica larger than its node, a team without
+  // quota for the job's instance type (client/warnings.h).
+  const Catalog catalog = Catalog::builtin();
+  for (auto& d : *jobs) {
+    d.spec.team = d.body.value("team", d.spec.team);
+    auto team = s.api().get("/v1/teams/" + client::url_encode(d.spec.team));
+    for (const auto& w : client::job_warnings(d.spec, team ? *team : json(), catalog))
+      std::cerr << "allot submit: warning: job " << d.spec.name << ": " << w << "\n";
+  }
   json submitted = json::array();
-  for (const auto& body : *jobs) {
-    auto r = s.api().post("/v1/jobs", body);
+  for (const auto& d : *jobs) {
+    auto r = s.api().post("/v1/jobs", d.body);
     if (!r) return report("submit", r.error());
     submitted.push_back(*r);
   }
@@ -90,45 +157,133 @@ int run_submit(Session& s, JobArgs& a) {
 }
 
 int run_jobs(Session& s, JobArgs& a) {
-  return s.show("jobs", client::get_all_pages(s.api(), "/v1/jobs", {{"team", a.team}, {"state", a.state}}),
-                [](const json& j) { return client::jobs_table(j, client::unix_now()); });
+  const std::map<std::string, std::string> query = {{"team", a.team}, {"state", canonical_state(a.state)}};
+  auto table = [&a](const json& j) { return client::jobs_table(j, client::unix_now(), a.flags.output == "wide"); };
+  if (!a.watch) return s.show("jobs", client::get_all_pages(s.api(), "/v1/jobs", query), table);
+  // --watch: the list again every interval, printed when it changed (kubectl get -w prints changes too);
+  // until interrupted. JSON prints one list per line.
+  std::string last;
+  for (;;) {
+    auto r = client::get_all_pages(s.api(), "/v1/jobs", query);
+    if (!r) return report("jobs", r.error());
+    std::string now = s.format() == client::Format::kTable ? table(*r) : s.format() == client::Format::kJson ? r->dump() + "\n"
+                                                                                                            : "---\n" + client::to_yaml(*r);
+    // Ages change every second; compare without them by comparing the data.
+    const std::string key = r->dump();
+    if (key != last) std::cout << (last.empty() ? "" : s.format() == client::Format::kTable ? "\n" : "") << now << std::flush;
+    last = key;
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(a.interval_s * 1000)));
+  }
 }
 
 int run_describe(Session& s, JobArgs& a) {
+  // `allot describe node NAME` describes a node; `allot describe JOB` (or `describe job JOB`) a job.
+  if ((a.name == "node" || a.name == "job") && !a.second.empty()) {
+    if (a.name == "node")
+      return s.show("describe node", s.api().get("/v1/nodes/" + client::url_encode(a.second)),
+                    [](const json& n) { return client::describe_node(n, client::unix_now()); });
+    a.name = a.second;
+  } else if (!a.second.empty()) {
+    return report("describe", Error::invalid("describe takes JOB, job JOB or node NAME; got \"" + a.name + " " + a.second + "\""));
+  }
   return s.show("describe", s.api().get("/v1/jobs/" + client::url_encode(a.name)),
                 [](const json& j) { return client::describe_job(j, client::unix_now()); });
 }
 
+// Several names, or every unfinished job of --team; each is cancelled on its own, and a failure does not stop
+// the others (the exit code is the worst one).
 int run_cancel(Session& s, JobArgs& a) {
-  return s.show("cancel", s.api().post("/v1/jobs/" + client::url_encode(a.name) + "/cancel"),
-                [](const json& j) { return "job " + client::text(j, "name") + ": " + client::text(j, "state") + "\n"; });
+  std::vector<std::string> names = a.names;
+  if (!a.team.empty()) {
+    auto jobs = client::get_all_pages(s.api(), "/v1/jobs", {{"team", a.team}});
+    if (!jobs) return report("cancel", jobs.error());
+    for (const auto& j : *jobs)
+      if (!finished(client::text(j, "state"))) names.push_back(client::text(j, "name"));
+  }
+  if (names.empty() && a.team.empty()) return report("cancel", Error::invalid("name one or more jobs, or give --team TEAM"));
+  json out = json::array();
+  int rc = 0;
+  for (const auto& name : names) {
+    auto r = s.api().post("/v1/jobs/" + client::url_encode(name) + "/cancel");
+    if (!r) {
+      rc = std::max(rc, report("cancel", r.error()));
+      continue;
+    }
+    out.push_back(*r);
+  }
+  s.print(out.size() == 1 && a.team.empty() ? out[0] : out, [&](const json&) {
+    std::string text;
+    for (const auto& j : out) text += "job " + client::text(j, "name") + ": " + client::text(j, "state") + "\n";
+    if (out.empty() && !a.team.empty()) text = "team " + a.team + " has no unfinished jobs\n";
+    return text;
+  });
+  return rc;
 }
 
-// One replica's log, or every replica's under a header each when --replica is not given.
-int run_logs(Session& s, JobArgs& a) {
+// The logs of the replicas asked for (--replica, or every one): the whole kept log of each (the server
+// counts --tail in bytes; lines are counted here).
+Result<std::vector<std::pair<int, std::string>>> fetch_logs(Session& s, const JobArgs& a, const json& job) {
   const std::string base = "/v1/jobs/" + client::url_encode(a.name) + "/logs";
-  std::map<std::string, std::string> q;
-  if (a.tail > 0) q["tail"] = std::to_string(a.tail);
+  std::vector<int> ranks;
   if (a.replica) {
-    q["replica"] = std::to_string(*a.replica);
-    auto t = s.api().get_text(client::with_query(base, q));
-    if (!t) return report("logs", t.error());
-    std::cout << *t << std::flush;
-    return 0;
+    ranks.push_back(*a.replica);
+  } else {
+    int replicas = 0;
+    for (const auto& ps : job.value("pod_sets", json::array())) replicas += ps.value("replicas", 0);
+    for (int r = 0; r < replicas; ++r) ranks.push_back(r);
   }
+  std::vector<std::pair<int, std::string>> out;
+  for (int r : ranks) {
+    auto t = s.api().get_text(client::with_query(base, {{"replica", std::to_string(r)}}));
+    if (!t) return t.error();
+    out.emplace_back(r, last_lines(*t, a.tail));
+  }
+  return out;
+}
+
+// One replica's log, or every replica's under a header each when --replica is not given. -o json: the job,
+// and each replica's rank and text. -f: what is new in each log every second until the job has finished.
+int run_logs(Session& s, JobArgs& a) {
   auto job = s.api().get("/v1/jobs/" + client::url_encode(a.name));
   if (!job) return report("logs", job.error());
-  int replicas = 0;
-  for (const auto& ps : job->value("pod_sets", json::array())) replicas += ps.value("replicas", 0);
-  for (int r = 0; r < replicas; ++r) {
-    q["replica"] = std::to_string(r);
-    auto t = s.api().get_text(client::with_query(base, q));
-    if (!t) return report("logs", t.error());
-    if (replicas > 1) std::cout << "==> " << a.name << " replica " << r << " <==\n";
-    std::cout << *t;
-    if (replicas > 1 && !t->empty() && t->back() != '\n') std::cout << "\n";
+  auto logs = fetch_logs(s, a, *job);
+  if (!logs) return report("logs", logs.error());
+  const bool headers = !a.replica && logs->size() > 1;
+  if (s.format() != client::Format::kTable && !a.follow) {
+    json out = {{"job", a.name}, {"state", client::text(*job, "state")}, {"replicas", json::array()}};
+    for (const auto& [rank, text] : *logs) out["replicas"].push_back({{"rank", rank}, {"log", text}});
+    return s.print(out, [](const json&) { return std::string(); });
   }
-  std::cout << std::flush;
+  std::map<int, std::string> shown;
+  auto print_new = [&](const std::vector<std::pair<int, std::string>>& now) {
+    for (const auto& [rank, text] : now) {
+      std::string& before = shown[rank];
+      // The server keeps the last 1 MiB: when the start moved, print from the end of what was shown.
+      size_t from = 0;
+      if (!before.empty()) {
+        const std::string tail = before.substr(before.size() - std::min<size_t>(before.size(), 256));
+        const size_t at = text.rfind(tail);
+        from = text.compare(0, before.size(), before) == 0 ? before.size() : at != std::string::npos ? at + tail.size() : 0;
+      }
+      if (from >= text.size()) continue;
+      if (headers) std::cout << "==> " << a.name << " replica " << rank << " <==\n";
+      std::cout << text.substr(from);
+      if (headers && text.back() != '\n') std::cout << "\n";
+      before = text;
+    }
+    std::cout << std::flush;
+  };
+  print_new(*logs);
+  while (a.follow && !finished(client::text(*job, "state"))) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    job = s.api().get("/v1/jobs/" + client::url_encode(a.name));
+    if (!job) return report("logs", job.error());
+    JobArgs whole = a;
+    whole.tail = 0;  // new output is whole lines and bytes, whatever --tail cut at the start
+    logs = fetch_logs(s, whole, *job);
+    if (!logs) return report("logs", logs.error());
+    print_new(*logs);
+  }
   return 0;
 }
 
@@ -140,26 +295,37 @@ void add_client_job_commands(CLI::App& app, Context& ctx) {
 
   auto* submit = flags(app.add_subcommand("submit", "Submit an allot job spec, a Kubernetes Job or a PyTorchJob"));
   submit->add_option("file", a->file, "YAML file; - for stdin")->required();
+  submit->add_option("--queue-name", a->queue_name,
+                     "The team's queue, as hyp names it (hyperpod-ns-<team>-localqueue) or the team itself; overrides the file");
+  submit->add_option("--priority", a->priority,
+                     "Priority class (a Kueue name such as inference-priority maps to the server's class of that name, "
+                     "else to the name without -priority); overrides the file");
   submit->add_flag("--dry-run", a->dry_run, "Print the job spec the file becomes (JSON, or YAML with -o yaml); submit nothing");
   on_run(submit, ctx, a, "submit", run_submit);
 
   auto* jobs = flags(app.add_subcommand("jobs", "List jobs"));
   jobs->add_option("--team", a->team, "Only this team's jobs");
-  jobs->add_option("--state", a->state, "Only jobs in this state (Pending, Running, Suspended, Succeeded, Failed, Cancelled)");
+  jobs->add_option("--state", a->state, "Only jobs in this state (Pending, Running, Suspended, Succeeded, Failed, Cancelled; any case)");
+  jobs->add_flag("-w,--watch", a->watch, "Print the list again whenever it changes, until interrupted");
+  jobs->add_option("--interval", a->interval_s, "With --watch: seconds between looks (default 2)")->check(CLI::Range(0.1, 3600.0));
   on_run(jobs, ctx, a, "jobs", run_jobs);
 
-  auto* describe = flags(app.add_subcommand("describe", "A job's state, the reason for it, its placement and history"));
-  describe->add_option("job", a->name, "Job name")->required();
+  auto* describe = flags(app.add_subcommand("describe", "A job's state, the reason for it, its placement, restarts and history; "
+                                                        "`describe node NAME`: a node's health checks and history"));
+  describe->add_option("job", a->name, "Job name (or `node`, then the node's name)")->required();
+  describe->add_option("name", a->second, "With `node`: the node's name");
   on_run(describe, ctx, a, "describe", run_describe);
 
-  auto* cancel = flags(app.add_subcommand("cancel", "Cancel a job; its processes are stopped"));
-  cancel->add_option("job", a->name, "Job name")->required();
+  auto* cancel = flags(app.add_subcommand("cancel", "Cancel jobs; their processes are stopped"));
+  cancel->add_option("jobs", a->names, "Job names");
+  cancel->add_option("--team", a->team, "Every unfinished job of this team");
   on_run(cancel, ctx, a, "cancel", run_cancel);
 
   auto* logs = flags(app.add_subcommand("logs", "A job's output, as its replicas wrote it"));
   logs->add_option("job", a->name, "Job name")->required();
   logs->add_option("--replica", a->replica, "Only this replica (rank); default: all, one after another");
-  logs->add_option("--tail", a->tail, "Only the last BYTES of each log");
+  logs->add_option("--tail", a->tail, "Only the last N lines of each log")->check(CLI::NonNegativeNumber);
+  logs->add_flag("-f,--follow", a->follow, "Keep printing new output until the job has finished");
   on_run(logs, ctx, a, "logs", run_logs);
 }
 

@@ -275,13 +275,17 @@ int run_demo(const DemoArgs& a) {
     return fail(dir, procs, st.error());
 
   // Two layer-3 network nodes of two hosts each under one spine: the smallest tree where placement matters.
+  std::error_code faults_ec;
+  fs::create_directories(dir + "/faults", faults_ec);
   for (int i = 1; i <= 4; ++i) {
     const std::string name = "gpu-" + std::to_string(i);
     const std::string labels = std::string("network-node-layer-1=nn-1,network-node-layer-2=nn-2,network-node-layer-3=") +
                                (i <= 2 ? "nn-3a" : "nn-3b");
     std::vector<std::string> args = {"agent", "--server", *url, "--name", name, "--instance-type", "ml.g5.8xlarge",
                                      "--labels", labels, "--work-dir", dir + "/agents/" + name, "--token-file", join_file,
-                                     "--heartbeat-interval", "0.3", "--stop-grace", "2"};
+                                     "--heartbeat-interval", "0.3", "--stop-grace", "2",
+                                     // Step 6 injects a fault here (docs/resiliency.md, "Emulated nodes").
+                                     "--emulate-faults", fs::absolute(dir + "/faults/" + name).string(), "--health-interval", "1"};
     // Run as root, the demo's replicas run as nobody: agents refuse to run jobs as root unless told to.
     if (geteuid() == 0) args.insert(args.end(), {"--run-as", "nobody"});
     auto agent = spawn(exe, args, dir + "/agent-" + name + ".log");
@@ -291,6 +295,7 @@ int run_demo(const DemoArgs& a) {
   write_pids(dir, procs);
   if (auto st = wait_for_nodes(*api, 4); !st) return fail(dir, procs, st.error());
   std::cout << "\n   server  " << *url << " (pid " << *server << ")\n"
+            << "   web     " << *url << "/  (the dashboard: log in with the admin token, `cat " << admin_file << "`)\n"
             << "   nodes   gpu-1 gpu-2 under network node nn-3a, gpu-3 gpu-4 under nn-3b; ml.g5.8xlarge, 1 GPU each\n";
 
   auto context = save_demo_context(*url, admin_file);
@@ -323,6 +328,7 @@ int run_demo(const DemoArgs& a) {
             << "   " << cli << " teams                 # quota, usage, borrowed and lent\n"
             << "   " << cli << " nodes                 # " << cli << " topology show; " << cli << " events\n"
             << "   " << cli << " submit " << dir << "/jobs/a-train.yaml   # then: " << cli << " cancel a-train\n"
+            << "Or watch it in a browser: " << *url << "/ (paste the token printed by `cat " << admin_file << "`)\n"
             << "Stop it with: " << cli << " demo --stop" << (dir == "allot-demo" ? "" : " --data " + dir)
             << "   (or: kill" << pids << ")\n";
   return 0;

@@ -1,4 +1,4 @@
-// `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...]
+// `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...] [--advertise-url URL]
 // [--tls-cert FILE --tls-key FILE] [--insecure]`: runs the control plane until SIGINT or SIGTERM. Exit codes:
 // 0 after a clean stop, 2 for invalid flags (unreadable or mismatched TLS files, plain HTTP beyond loopback
 // without --insecure among them), 3 when the server cannot start (store, journal, address in use).
@@ -21,6 +21,8 @@ struct ServerArgs {
   double read_timeout_s = 30;
   double write_timeout_s = 30;
   std::string master_ports = "29500-30499";
+  // Node lifecycle (docs/resiliency.md), in seconds.
+  double fault_window_s = 1, reboot_timeout_s = 300, deep_check_timeout_s = 900, replace_silent_after_s = 600;
 };
 
 int run_server(ServerArgs& a) {
@@ -33,6 +35,16 @@ int run_server(ServerArgs& a) {
                                     std::tuple{"--write-timeout", a.write_timeout_s, &a.options.write_timeout}}) {
     if (!(seconds >= 0.1 && seconds <= 3600)) {
       std::cerr << "allot server: " << flag << " must be 0.1..3600 seconds\n";
+      return 2;
+    }
+    *out = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  }
+  for (auto [flag, seconds, out] : {std::tuple{"--fault-window", a.fault_window_s, &a.options.fault_window},
+                                    std::tuple{"--reboot-timeout", a.reboot_timeout_s, &a.options.reboot_timeout},
+                                    std::tuple{"--deep-check-timeout", a.deep_check_timeout_s, &a.options.deep_check_timeout},
+                                    std::tuple{"--replace-silent-after", a.replace_silent_after_s, &a.options.replace_silent_after}}) {
+    if (!(seconds >= 0 && seconds <= 7 * 86400)) {
+      std::cerr << "allot server: " << flag << " must be 0..604800 seconds\n";
       return 2;
     }
     *out = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
@@ -80,7 +92,10 @@ void add_server_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--listen", args->options.listen, "HOST:PORT to serve on (port 0: any free port)")->capture_default_str();
   cmd->add_option("--data", args->options.data_dir, "Data directory: the database (by default) and replica logs")
       ->capture_default_str();
-  cmd->add_option("--database", args->options.database, "sqlite:PATH (default sqlite:<data>/allot.db) or postgresql://...");
+  cmd->add_option("--database", args->options.database,
+                  "sqlite:PATH (default sqlite:<data>/allot.db) or postgresql://USER@HOST[:PORT]/DB (several servers, one leads)");
+  cmd->add_option("--advertise-url", args->options.advertise_url,
+                  "With PostgreSQL: the URL other servers redirect changes to while this one leads (default: its listen URL)");
   cmd->add_option("--admin-token-file", args->options.admin_token_file,
                   "Where the first start writes the bootstrap admin token, mode 0600 (default: <data>/admin-token)");
   cmd->add_option("--heartbeat-timeout", args->heartbeat_timeout_s,
@@ -100,6 +115,24 @@ void add_server_command(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
   cmd->add_option("--read-timeout", args->read_timeout_s, "Seconds a client has to send a whole request")->capture_default_str();
   cmd->add_option("--write-timeout", args->write_timeout_s, "Seconds a client has to read a whole answer")->capture_default_str();
+  cmd->add_option("--provisioner", args->options.provisioner,
+                  "Shell command that provisions a replacement for a failed node (ALLOT_NODE_NAME, ALLOT_INSTANCE_TYPE, "
+                  "ALLOT_NODE_LABELS, ALLOT_REPLACEMENT_NAME, ALLOT_SERVER, ALLOT_JOIN_TOKEN_FILE in its environment; "
+                  "scripts/provision-emulated.sh starts an emulated agent)");
+  cmd->add_option("--fault-window", args->fault_window_s,
+                  "Seconds between a failed health check's first report and the reboot or replacement (faults within one "
+                  "window restart each job once)")->capture_default_str();
+  cmd->add_option("--reboot-timeout", args->reboot_timeout_s, "Seconds a rebooted node has to report healthy before it is replaced")
+      ->capture_default_str();
+  cmd->add_option("--deep-check-timeout", args->deep_check_timeout_s, "Seconds a new node's deep health check may take")
+      ->capture_default_str();
+  cmd->add_option("--replace-silent-after", args->replace_silent_after_s,
+                  "Seconds an agent may stay silent before its node is replaced")->capture_default_str();
+  cmd->add_flag("--deep-check-new-nodes", args->options.deep_check_new_nodes,
+                "Every new node waits Unschedulable for its deep health check (replacements always do)");
+  cmd->add_option("--checkpoint-dir", args->options.checkpoint_dir,
+                  "Where jobs keep checkpoints, as agents see it (a shared file system); each job gets DIR/JOB as "
+                  "ALLOT_CHECKPOINT_DIR (default: <data>/checkpoints)");
   cmd->callback([args, &ctx] { ctx.exit_code = run_server(*args); });
 }
 

@@ -16,8 +16,8 @@ inline void add_client_flags(CLI::App* cmd, ClientFlags& f) {
   cmd->add_option("--ca", f.ca_file,
                   "PEM CA certificate an https:// server's certificate must chain to (default: $ALLOT_CA, then the "
                   "system's CAs)");
-  cmd->add_option("-o,--output", f.output, "Output format: table, json or yaml")
-      ->check(CLI::IsMember({"table", "json", "yaml"}));
+  cmd->add_option("-o,--output", f.output, "Output format: table, wide (tables in full), json or yaml")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
 }
 
 }  // namespace allot::client

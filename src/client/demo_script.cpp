@@ -38,12 +38,15 @@ teams:
     sharing: {strategy: LendAndBorrow, borrow_limit: 100}
 )";
 
-// Each replica says who it is (as the agent set it up), then works for `steps` seconds.
+// Each replica says who it is (as the agent set it up), then works for `steps` seconds, keeping its step in
+// ALLOT_CHECKPOINT_DIR: a run after a preemption or a restart continues from the last step it saved.
 std::string replica_script(int steps) {
   return "echo \"[$ALLOT_JOB] rank $RANK of $WORLD_SIZE, attempt $ALLOT_ATTEMPT, "
          "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES, MASTER_ADDR=$MASTER_ADDR:$MASTER_PORT, "
          "cpus $(grep Cpus_allowed_list /proc/self/status | cut -f2)\"; "
-         "i=0; while [ $i -lt " + std::to_string(steps) + " ]; do i=$((i+1)); echo \"step $i\"; sleep 1; done";
+         "f=$ALLOT_CHECKPOINT_DIR/rank-$RANK; i=0; "
+         "if [ -f \"$f\" ]; then i=$(cat \"$f\"); echo \"resumed from step $i (restart $ALLOT_RESTART_COUNT)\"; fi; "
+         "while [ $i -lt " + std::to_string(steps) + " ]; do i=$((i+1)); echo \"step $i\"; echo $i >\"$f\"; sleep 1; done";
 }
 
 struct JobFile {
@@ -66,7 +69,7 @@ const JobFile kJobs[] = {
 std::string job_yaml(const JobFile& j) {
   std::string y = std::string("name: ") + j.name + "\nteam: " + j.team + "\npriority: " + j.priority +
                   "\nreplicas: " + std::to_string(j.replicas) + "\ninstance_type: ml.g5.8xlarge\n" +
-                  "per_replica: {accelerators: 1}\n";
+                  "per_replica: {accelerators: 1}\nmax_retries: 3\ncheckpoint_interval: 1\n";
   if (*j.topology) y += std::string("topology: {required: ") + j.topology + "}\n";
   std::string script = replica_script(j.steps);
   std::string quoted;
@@ -157,6 +160,69 @@ class Steps {
           out += (out.empty() ? "" : ", ") + n.get<std::string>() + " is under " +
                  node.value("topology", json::object()).value(level, std::string("?"));
     return out;
+  }
+
+  // Injects uncorrectable ECC errors on the node of the job's rank 1 and follows what happens: the agent's
+  // check reports it, the node is rebooted, the job restarts once on healthy nodes and continues from its
+  // checkpoint, and the reboot brings the node back.
+  Status node_fault(const json& job) {
+    const json nodes = job.value("nodes", json::array());
+    if (nodes.size() < 2) return Error::internal("the demo's b-ring should run on two nodes");
+    const std::string node = job["placement"][0]["replicas"][1].value("node", nodes[1].get<std::string>());
+    const std::string faults = path_in(c_, "faults/" + node);
+    say("Every agent runs its health checks each second; emulated nodes read injected faults from a file.");
+    say("Uncorrectable ECC errors appear on GPU 0 of " + node + ", where b-ring's rank 1 runs:");
+    out_ << "   $ echo 'ecc gpu 0' >> " << faults << "\n";
+    std::ofstream(faults, std::ios::app) << "ecc gpu 0\n";
+    const auto t0 = std::chrono::steady_clock::now();
+    json j;
+    for (auto deadline = t0 + kStepTimeout;; std::this_thread::sleep_for(100ms)) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return Error::internal("timed out waiting for b-ring to restart after the fault on " + node + "; it is " +
+                               j.value("state", "?") + " (" + j.value("reason", "") + ")");
+      auto r = api_.get("/v1/jobs/b-ring");
+      if (!r) return r.error();
+      j = *r;
+      if (j.value("restarts", 0) == 1 && j.value("state", "") == "Running") break;
+    }
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    if (auto n = api_.get("/v1/nodes/" + url_encode(node)); n) {
+      say(node + ": " + n->value("health", "") + " (" + n->value("health_reason", "") + ")");
+      if (n->value("health", "") == "Schedulable")
+        for (const auto& h : n->value("health_history", json::array()))
+          if (h.value("to", "") == "UnschedulablePendingReboot") say("  it was UnschedulablePendingReboot: " + h.value("reason", ""));
+    }
+    say("b-ring restarted once, " + std::to_string(ms) + " ms after the fault was written:");
+    show(j);
+    if (j.contains("restart_history") && !j["restart_history"].empty())
+      say("  restart cause: " + j["restart_history"][0].value("cause", ""));
+    show_resumed("b-ring", 1);
+    for (auto deadline = std::chrono::steady_clock::now() + kStepTimeout; std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(200ms)) {
+      auto n = api_.get("/v1/nodes/" + url_encode(node));
+      if (n && n->value("health", "") == "Schedulable") {
+        say(node + " rebooted (its emulated devices reset), passed its checks and is Schedulable again: " +
+            n->value("health_reason", ""));
+        break;
+      }
+    }
+    command("describe b-ring            # the restart, its cause and the work lost; goodput");
+    command("describe node " + node + "     # the checks and the node's health history");
+    return ok_status();
+  }
+
+  // The line where rank `replica` continued from its checkpoint after a restart.
+  void show_resumed(const std::string& name, int replica) {
+    for (auto deadline = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(100ms)) {
+      auto t = api_.get_text(with_query("/v1/jobs/" + url_encode(name) + "/logs", {{"replica", std::to_string(replica)}, {"tail", "4096"}}));
+      if (!t) return;
+      auto at = t->rfind("resumed from step");
+      if (at == std::string::npos) continue;
+      say("  rank " + std::to_string(replica) + " printed: " + t->substr(at, t->find('\n', at) - at));
+      return;
+    }
+    say("  (rank " + std::to_string(replica) + " has not printed its resumed step yet)");
   }
 
   std::string team_line(const std::string& team) {
@@ -265,6 +331,9 @@ Status walkthrough(ApiClient& api, const Cluster& c, std::ostream& out) {
   s.show(*ring);
   s.say("  " + s.domains_of(*ring, "network-node-layer-3"));
   s.show_log("b-ring", 1, "0");
+
+  s.title("6. A node fails: reboot, restart elsewhere, resume from the checkpoint");
+  TRY(s.node_fault(*ring));
 #undef TRY
 #undef WAIT
   return ok_status();

@@ -1,7 +1,7 @@
 #pragma once
 // The walkthrough `allot demo` narrates against a running server and its agents: submission and borrowing,
 // reclaim with the preempted job resuming later, preemption by priority inside a team, topology placement,
-// and cancellation. Every step waits for what it expects with a deadline, and a step that does not happen
+// cancellation, and a node fault handled (reboot, one restart, resume from the checkpoint). Every step waits for what it expects with a deadline, and a step that does not happen
 // in time fails with what the job's state and reason were instead.
 #include <iosfwd>
 #include <string>

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <vector>
 
 #include <httplib.h>
 
@@ -110,10 +111,18 @@ Error error_from_response(const Response& r) {
   return Error{code_from_name(code, r.status), message};
 }
 
+// One connection per server URL of the list. The list is fixed: a redirect is followed only to a server the
+// user listed, so a server can never send the caller's token to a host the caller did not name.
 struct ApiClient::Impl {
-  httplib::Client http;
+  std::vector<std::string> urls;
+  std::vector<std::unique_ptr<httplib::Client>> http;
+  size_t current = 0;
   std::string ca_file;  // "" with https: the system's CA store
-  explicit Impl(const std::string& url) : http(url) {}
+  httplib::Client& now() { return *http[current]; }
+  template <class F>
+  void each(F f) {
+    for (auto& h : http) f(*h);
+  }
 };
 
 namespace {
@@ -157,59 +166,120 @@ ApiClient::~ApiClient() = default;
 ApiClient::ApiClient(ApiClient&&) noexcept = default;
 ApiClient& ApiClient::operator=(ApiClient&&) noexcept = default;
 
-Result<ApiClient> ApiClient::connect(const std::string& url_in, const ConnectOptions& options) {
-  std::string url = url_in;
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  const bool https = url.rfind("https://", 0) == 0;
-  if (url.rfind("http://", 0) != 0 && !https)
-    return Error::invalid("server URL \"" + url_in + "\" must start with http:// or https:// (for example " +
-                          kDefaultServer + ")");
-  if (!options.ca_file.empty()) {
-    if (!https)
-      return Error::invalid("a CA file (--ca or ALLOT_CA: " + options.ca_file + ") is only for https:// servers, and " +
-                            url + " is plain HTTP; drop the CA file or use the server's https:// URL");
-    if (auto st = check_ca_file(options.ca_file); !st) return st.error();
-  }
-  auto impl = std::make_unique<Impl>(url);
-  if (!impl->http.is_valid()) return Error::invalid("server URL \"" + url_in + "\" is not a valid http(s):// URL");
-  if (https) {
-    // cpp-httplib verifies the chain and the host name by default; set it anyway, so that a change of that
-    // default cannot quietly turn verification off.
-    impl->http.enable_server_certificate_verification(true);
-    if (!options.ca_file.empty()) impl->http.set_ca_cert_path(options.ca_file);
-    impl->ca_file = options.ca_file;
-  }
-  if (!options.token.empty()) impl->http.set_bearer_token_auth(options.token);
-  impl->http.set_connection_timeout(std::chrono::seconds(3));
-  impl->http.set_read_timeout(std::chrono::seconds(30));
-  impl->http.set_write_timeout(std::chrono::seconds(30));
-  return ApiClient(std::move(impl), url);
+namespace {
+
+// "https://a:1/x/" -> "https://a:1": what a redirect's Location is matched on.
+std::string origin_of(const std::string& url) {
+  const auto scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  const auto slash = url.find('/', scheme + 3);
+  return slash == std::string::npos ? url : url.substr(0, slash);
 }
 
-void ApiClient::set_token(const std::string& token) { impl_->http.set_bearer_token_auth(token.c_str()); }
+}  // namespace
+
+Result<ApiClient> ApiClient::connect(const std::string& urls_in, const ConnectOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  // "URL1,URL2": the servers sharing one PostgreSQL (docs/deployment.md); requests go to the one that answers and
+  // follow its redirects to the leader.
+  size_t from = 0;
+  for (;;) {
+    const size_t comma = urls_in.find(',', from);
+    std::string url_in = urls_in.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    std::string url = url_in;
+    while (!url.empty() && url.back() == '/') url.pop_back();
+    const bool https = url.rfind("https://", 0) == 0;
+    if (url.rfind("http://", 0) != 0 && !https)
+      return Error::invalid("server URL \"" + url_in + "\" must start with http:// or https:// (for example " +
+                            kDefaultServer + "; several servers: URL1,URL2)");
+    if (!options.ca_file.empty() && !https)
+      return Error::invalid("a CA file (--ca or ALLOT_CA: " + options.ca_file + ") is only for https:// servers, and " +
+                            url + " is plain HTTP; drop the CA file or use the server's https:// URL");
+    auto http = std::make_unique<httplib::Client>(url);
+    if (!http->is_valid()) return Error::invalid("server URL \"" + url_in + "\" is not a valid http(s):// URL");
+    if (https) {
+      // cpp-httplib verifies the chain and the host name by default; set it anyway, so that a change of that
+      // default cannot quietly turn verification off.
+      http->enable_server_certificate_verification(true);
+      if (!options.ca_file.empty()) http->set_ca_cert_path(options.ca_file);
+    }
+    if (!options.token.empty()) http->set_bearer_token_auth(options.token);
+    http->set_connection_timeout(std::chrono::seconds(3));
+    http->set_read_timeout(std::chrono::seconds(30));
+    http->set_write_timeout(std::chrono::seconds(30));
+    impl->urls.push_back(url);
+    impl->http.push_back(std::move(http));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  if (!options.ca_file.empty())
+    if (auto st = check_ca_file(options.ca_file); !st) return st.error();
+  impl->ca_file = options.ca_file;
+  std::string first = impl->urls.front();
+  return ApiClient(std::move(impl), first);
+}
+
+void ApiClient::set_token(const std::string& token) {
+  impl_->each([&](httplib::Client& h) { h.set_bearer_token_auth(token.c_str()); });
+}
 
 void ApiClient::set_timeout(std::chrono::milliseconds t) {
-  impl_->http.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(t));
-  // A timeout shorter than the connect and write defaults bounds those steps too (the agent's requests
-  // must return before its fencing deadline even when the server's listen queue is full).
-  const auto bounded = std::chrono::duration_cast<std::chrono::microseconds>(std::min<std::chrono::milliseconds>(t, std::chrono::seconds(3)));
-  impl_->http.set_connection_timeout(bounded);
-  impl_->http.set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(std::min<std::chrono::milliseconds>(t, std::chrono::seconds(30))));
+  impl_->each([&](httplib::Client& h) {
+    h.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(t));
+    // A timeout shorter than the connect and write defaults bounds those steps too (the agent's requests
+    // must return before its fencing deadline even when the server's listen queue is full).
+    const auto bounded = std::chrono::duration_cast<std::chrono::microseconds>(std::min<std::chrono::milliseconds>(t, std::chrono::seconds(3)));
+    h.set_connection_timeout(bounded);
+    h.set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(std::min<std::chrono::milliseconds>(t, std::chrono::seconds(30))));
+  });
 }
 
 Result<Response> ApiClient::send(const std::string& method, const std::string& path, const std::string* json_body) {
   if (method != "GET" && method != "DELETE" && method != "POST" && method != "PUT")
     return Error::internal("unsupported HTTP method " + method);
-  auto& h = impl_->http;
   const std::string body = json_body ? *json_body : std::string("{}");
-  httplib::Result res = [&] {
-    if (method == "GET") return h.Get(path.c_str());
-    if (method == "DELETE") return h.Delete(path.c_str());
-    if (method == "POST") return h.Post(path.c_str(), body, "application/json");
-    return h.Put(path.c_str(), body, "application/json");
-  }();
-  if (!res) return transport_error(impl_->http, impl_->ca_file, url_, res.error());
-  return Response{res->status, res->body, res->get_header_value("Content-Type")};
+  const size_t servers = impl_->urls.size();
+  size_t unreachable = 0;  // servers tried in a row that did not answer
+  int redirects = 0;
+  for (;;) {
+    auto& h = impl_->now();
+    httplib::Result res = [&] {
+      if (method == "GET") return h.Get(path.c_str());
+      if (method == "DELETE") return h.Delete(path.c_str());
+      if (method == "POST") return h.Post(path.c_str(), body, "application/json");
+      return h.Put(path.c_str(), body, "application/json");
+    }();
+    if (!res) {
+      // Only a connection that was never made is safe to try elsewhere: a request that was sent may have been done.
+      if (res.error() == httplib::Error::Connection && ++unreachable < servers) {
+        impl_->current = (impl_->current + 1) % servers;
+        url_ = impl_->urls[impl_->current];
+        continue;
+      }
+      return transport_error(h, impl_->ca_file, url_, res.error());
+    }
+    // A standby between elections: another listed server may already lead.
+    if (res->status == 503 && servers > 1 && res->get_header_value("Retry-After") != "" && ++unreachable < servers) {
+      impl_->current = (impl_->current + 1) % servers;
+      url_ = impl_->urls[impl_->current];
+      continue;
+    }
+    if ((res->status == 307 || res->status == 308) && res->has_header("Location")) {
+      const std::string leader = origin_of(res->get_header_value("Location"));
+      size_t i = 0;
+      while (i < servers && impl_->urls[i] != leader) ++i;
+      if (i == servers)
+        return Error::internal("the allot server at " + url_ + " is a standby and the leader is at " + leader +
+                               ", which is not among the servers given (" + std::to_string(servers) +
+                               "); list every server: --server URL1,URL2 (or ALLOT_SERVER)");
+      if (++redirects > 3) return Error::internal("the allot servers keep redirecting " + method + " " + path + " to each other");
+      impl_->current = i;
+      url_ = leader;
+      unreachable = 0;
+      continue;
+    }
+    return Response{res->status, res->body, res->get_header_value("Content-Type")};
+  }
 }
 
 Result<nlohmann::json> ApiClient::json_call(const std::string& method, const std::string& path,

@@ -50,11 +50,16 @@ class ApiClient {
   // `url` is "http://host:port" or "https://host:port"; rejects anything else. For https the server's
   // certificate must chain to a trusted CA and name the URL's host (subjectAltName DNS or IP entry).
   // Nothing is sent until the first request, so connect() itself only checks the URL and the CA file.
+  // Several servers (active/standby on one PostgreSQL, docs/deployment.md) are given as "URL1,URL2": a request
+  // goes to the last server that answered; a server that cannot be connected to is passed over for the next,
+  // and a standby's redirect (307) is followed to the leader when the leader is one of the listed URLs (a
+  // redirect elsewhere is an error: the token is only ever sent to servers the caller named).
   static Result<ApiClient> connect(const std::string& url, const ConnectOptions& options = {});
   ~ApiClient();
   ApiClient(ApiClient&&) noexcept;
   ApiClient& operator=(ApiClient&&) noexcept;
 
+  // The server the last request went to.
   const std::string& url() const { return url_; }
   // The bearer token of the requests that follow (an agent swaps its join token for its node credential).
   void set_token(const std::string& token);

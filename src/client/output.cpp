@@ -71,10 +71,10 @@ void emit(YAML::Emitter& out, const nlohmann::json& j) {
 }  // namespace
 
 Result<Format> parse_format(const std::string& s) {
-  if (s == "table" || s.empty()) return Format::kTable;
+  if (s == "table" || s == "wide" || s.empty()) return Format::kTable;  // wide: tables with every column in full
   if (s == "json") return Format::kJson;
   if (s == "yaml") return Format::kYaml;
-  return Error::invalid("output format \"" + s + "\" is unknown; use table, json or yaml");
+  return Error::invalid("output format \"" + s + "\" is unknown; use table, wide, json or yaml");
 }
 
 std::string to_yaml(const nlohmann::json& j) {

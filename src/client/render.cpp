@@ -1,5 +1,6 @@
 #include "client/render.h"
 
+#include <cstdio>
 #include <ctime>
 
 #include "client/output.h"
@@ -81,7 +82,7 @@ std::string clock_time(int64_t t) {
   return buf;
 }
 
-std::string jobs_table(const json& jobs, int64_t now) {
+std::string jobs_table(const json& jobs, int64_t now, bool wide) {
   Table t({"NAME", "TEAM", "PRIORITY", "STATE", "REPLICAS", "NODES", "AGE", "REASON"});
   for (const auto& j : jobs) {
     int replicas = 0;
@@ -90,8 +91,8 @@ std::string jobs_table(const json& jobs, int64_t now) {
     std::string state = text(j, "state");
     if (j.value("borrowing", false) && state == "Running") state += " (borrowing)";
     t.add({text(j, "name"), text(j, "team"), text(j, "priority", "-").empty() ? "-" : text(j, "priority"), state,
-           std::to_string(replicas), shorten(join(j.value("nodes", json::array())), 40), age(j, "submitted_at", now),
-           shorten(text(j, "reason"), 70)});
+           std::to_string(replicas), wide ? join(j.value("nodes", json::array())) : shorten(join(j.value("nodes", json::array())), 40),
+           age(j, "submitted_at", now), wide ? text(j, "reason") : shorten(text(j, "reason"), 70)});
   }
   return t.str();
 }
@@ -110,18 +111,77 @@ std::string teams_table(const json& teams) {
   return t.str() + "(amounts are accelerators/vCPU/GiB)\n";
 }
 
+namespace {
+
+// "4 ok" / "gpu FAILED" / "-": the node's health checks at a glance (skipped checks do not count as ok).
+std::string checks_summary(const json& n) {
+  if (!n.contains("checks") || !n["checks"].is_array() || n["checks"].empty()) return "-";
+  std::string failed;
+  int passed = 0;
+  for (const auto& c : n["checks"]) {
+    if (text(c, "status") == "failed") failed += (failed.empty() ? "" : ",") + text(c, "name");
+    else if (text(c, "status") == "passed") ++passed;
+  }
+  return failed.empty() ? std::to_string(passed) + " ok" : failed + " FAILED";
+}
+
+}  // namespace
+
 std::string nodes_table(const json& nodes, int64_t now) {
-  Table t({"NAME", "TYPE", "HEALTH", "ACCEL", "VCPU", "MEM_GIB", "REPLICAS", "TOPOLOGY", "HEARTBEAT"});
+  Table t({"NAME", "TYPE", "HEALTH", "ACCEL", "VCPU", "MEM_GIB", "REPLICAS", "TOPOLOGY", "HEARTBEAT", "CHECKS"});
   for (const auto& n : nodes) {
     std::string health = text(n, "health");
     if (n.value("cordoned", false)) health += ",Cordoned";
+    if (n.contains("suspect")) health += ",Suspect";
     std::string beat = "-";
     for (const char* k : {"last_heartbeat", "last_heartbeat_at", "heartbeat_at"})
       if (integer(n, k, -1) >= kEpochFloor) beat = ago(integer(n, k), now) + " ago";
     t.add({text(n, "name"), text(n, "instance_type"), health, free_of(n, "accelerators"), free_of(n, "vcpu"),
-           free_of(n, "memory_gib"), text(n, "replicas", "0"), topology_of(n.value("topology", json())), beat});
+           free_of(n, "memory_gib"), text(n, "replicas", "0"), topology_of(n.value("topology", json())), beat,
+           checks_summary(n)});
   }
-  return t.str() + "(ACCEL, VCPU and MEM_GIB are free/capacity)\n";
+  return t.str() + "(ACCEL, VCPU and MEM_GIB are free/capacity; CHECKS: health checks, `allot describe node NAME`)\n";
+}
+
+std::string describe_node(const json& n, int64_t now) {
+  std::string out;
+  auto field = [&](const std::string& k, const std::string& v) {
+    if (!v.empty()) out += k + std::string(k.size() < 13 ? 13 - k.size() : 1, ' ') + v + "\n";
+  };
+  field("Name:", text(n, "name"));
+  field("Type:", text(n, "instance_type"));
+  std::string health = text(n, "health");
+  if (n.value("cordoned", false)) health += ", cordoned";
+  field("Health:", health);
+  field("Reason:", text(n, "health_reason"));
+  if (n.contains("suspect")) field("Suspect:", text(n, "suspect") + " (no new replicas here)");
+  field("Address:", text(n, "address"));
+  if (integer(n, "last_heartbeat", -1) >= kEpochFloor) field("Heartbeat:", ago(integer(n, "last_heartbeat"), now) + " ago");
+  field("Boot:", text(n, "boot"));
+  field("Replaces:", text(n, "replaces"));
+  field("Topology:", topology_of(n.value("topology", json())));
+  const json deep = n.value("deep_check", json::object());
+  if (deep.is_object() && text(deep, "status") != "none" && !text(deep, "status").empty())
+    field("Deep check:", text(deep, "status") + (text(deep, "detail").empty() ? "" : ": " + text(deep, "detail")));
+  const json checks = n.value("checks", json::array());
+  if (checks.is_array() && !checks.empty()) {
+    out += "Health checks:\n";
+    Table t({"  CHECK", "STATUS", "LAST RUN", "ON_FAILURE", "DETAIL"});
+    for (const auto& c : checks)
+      t.add({"  " + text(c, "name"), text(c, "status"), integer(c, "at", -1) >= kEpochFloor ? ago(integer(c, "at"), now) + " ago" : "-",
+             text(c, "on_failure"), shorten(text(c, "detail"), 90)});
+    out += t.str();
+  }
+  const json history = n.value("health_history", json::array());
+  if (history.is_array() && !history.empty()) {
+    out += "History:\n";
+    Table t({"  TIME", "FROM", "TO", "BY", "REASON"});
+    for (const auto& h : history)
+      t.add({"  " + clock_time(integer(h, "at")), text(h, "from").empty() ? "-" : text(h, "from"), text(h, "to"), text(h, "cause"),
+             shorten(text(h, "reason"), 110)});
+    out += t.str();
+  }
+  return out;
 }
 
 std::string priority_classes_table(const json& classes) {
@@ -190,6 +250,20 @@ std::string describe_job(const json& j, int64_t now) {
     for (const auto& r : replicas)
       rt.add({"  " + text(r, "rank"), text(r, "node"), text(r, "state"), text(r, "exit_code", "-"), text(r, "attempt", "-")});
     out += rt.str();
+  }
+  const json restarts = j.value("restart_history", json::array());
+  if (restarts.is_array() && !restarts.empty()) {
+    out += "Restarts:\n";
+    Table rt({"  TIME", "ATTEMPT", "RAN", "WORK_LOST", "CAUSE"});
+    for (const auto& r : restarts)
+      rt.add({"  " + clock_time(integer(r, "at")), text(r, "attempt"), text(r, "run_s") + "s", text(r, "work_lost_s") + "s",
+              shorten(text(r, "cause"), 120)});
+    out += rt.str();
+  }
+  if (j.contains("goodput") && j["goodput"].is_number()) {
+    char g[32];
+    std::snprintf(g, sizeof g, "%.3f", j["goodput"].get<double>());
+    field("Goodput:", std::string(g) + " (work lost to restarts and preemptions: " + text(j, "work_lost_s", "0") + " s)");
   }
   const json history = j.value("history", json::array());
   if (!history.empty()) {

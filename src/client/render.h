@@ -9,12 +9,15 @@
 
 namespace allot::client {
 
-std::string jobs_table(const nlohmann::json& jobs, int64_t now);
+// `wide` (-o wide): reasons and node lists in full, not cut to the terminal's width.
+std::string jobs_table(const nlohmann::json& jobs, int64_t now, bool wide = false);
 std::string teams_table(const nlohmann::json& teams);
 std::string nodes_table(const nlohmann::json& nodes, int64_t now);
 std::string priority_classes_table(const nlohmann::json& classes);
 std::string policy_text(const nlohmann::json& policy);
 std::string describe_job(const nlohmann::json& job, int64_t now);
+// `allot describe node NAME`: health, its reason, each health check's last result, the health history.
+std::string describe_node(const nlohmann::json& node, int64_t now);
 std::string event_line(const nlohmann::json& event);
 std::string topology_text(const nlohmann::json& topology);
 

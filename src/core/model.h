@@ -32,9 +32,12 @@ struct Node {
   NodeHealth health = NodeHealth::kSchedulable;
   bool cordoned = false;
   bool removed = false;  // left the cluster; the ID is never reused
+  // Suspected of failing (a live server's view: its agent missed a heartbeat, or reported a fault that is
+  // about to be acted on). Nothing new is placed on it; what runs there keeps running. Never journaled.
+  bool suspect = false;
   // What is free on the node lives in ClusterState::room, the table placement works on.
 
-  bool schedulable() const { return !removed && !cordoned && health == NodeHealth::kSchedulable; }
+  bool schedulable() const { return !removed && !cordoned && !suspect && health == NodeHealth::kSchedulable; }
 };
 
 struct Team {

@@ -332,6 +332,14 @@ Status set_cordon(ClusterState& s, std::string_view name, bool cordoned) {
   return ok_status();
 }
 
+Status set_node_suspect(ClusterState& s, std::string_view name, bool suspect) {
+  const Node* n = s.find_node(name);
+  if (!n) return Error::not_found("no node named " + std::string(name) + " in the cluster");
+  s.nodes[n->id.index()].suspect = suspect;
+  refresh_usable(s, n->id);
+  return ok_status();
+}
+
 // --- Jobs ----------------------------------------------------------------------------------------------------
 
 Status cancel_job(ClusterState& s, std::string_view name, Time now) {

@@ -100,6 +100,8 @@ Status remove_node(ClusterState& s, std::string_view name, Time now);
 Status fail_node(ClusterState& s, std::string_view name, Time now, NodeHealth to = NodeHealth::kUnschedulablePendingReplacement);
 Status set_node_health(ClusterState& s, std::string_view name, NodeHealth health, Time now);
 Status set_cordon(ClusterState& s, std::string_view name, bool cordoned);
+// A suspect node takes no new replicas until cleared (model.h, Node::suspect); its running jobs are untouched.
+Status set_node_suspect(ClusterState& s, std::string_view name, bool suspect);
 
 // --- Jobs ----------------------------------------------------------------------------------------------------
 Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now);

@@ -1,5 +1,7 @@
 #include "interop/k8s_manifest.h"
 
+#include <algorithm>
+#include <random>
 #include <set>
 
 #include "interop/k8s_pod.h"
@@ -42,16 +44,22 @@ Status only_known(const Field& m, const std::set<std::string>& known) {
 }
 
 // Name, team, priority and the topology annotations that sit on the object itself.
-Status read_metadata(const Field& doc, JobSpec& spec, std::vector<std::string>& warnings) {
+Status read_metadata(const Field& doc, JobSpec& spec, std::vector<std::string>& warnings, std::string* priority_label) {
   const Field meta = doc.child("metadata");
   if (auto st = meta.expect_map(); !st) return meta.error("is required (a map with name and namespace)");
   const Field name = meta.child("name");
-  if (!name.present())
-    return name.error(meta.child("generateName").present() ? "is required (generateName is not supported)"
-                                                           : "is required");
-  auto n = name.str();
-  if (!n) return n.error();
-  spec.name = *n;
+  const Field generate = meta.child("generateName");
+  if (!name.present() && generate.present()) {
+    auto g = generate.str();
+    if (!g) return g.error();
+    spec.name = generated_name(*g);
+    warnings.push_back("metadata.generateName: the job is named " + spec.name);
+  } else {
+    if (!name.present()) return name.error("is required (or metadata.generateName)");
+    auto n = name.str();
+    if (!n) return n.error();
+    spec.name = *n;
+  }
 
   const Field labels = meta.child("labels");
   if (labels.present())
@@ -62,6 +70,10 @@ Status read_metadata(const Field& doc, JobSpec& spec, std::vector<std::string>& 
     auto q = queue.str();
     if (!q) return q.error();
     spec.team = team_from_queue_name(*q);
+    if (ns.present())
+      if (auto v = ns.str(); v && team_from_namespace(*v) != spec.team)
+        warnings.push_back(ns.warning("names team " + team_from_namespace(*v) + " but the label " + kQueueLabel + " names team " +
+                                      spec.team + "; the label wins"));
   } else if (ns.present()) {
     auto v = ns.str();
     if (!v) return v.error();
@@ -75,6 +87,7 @@ Status read_metadata(const Field& doc, JobSpec& spec, std::vector<std::string>& 
     auto p = prio.str();
     if (!p) return p.error();
     spec.priority = priority_from_class(*p);
+    *priority_label = *p;
   }
   return ok_status();
 }
@@ -122,7 +135,7 @@ Status check_slice(const Field& tmpl, const PodTemplate& t, int replicas) {
 Result<ManifestJob> read_batch_job(const Field& doc) {
   ManifestJob out;
   if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
-  if (auto st = read_metadata(doc, out.spec, out.warnings); !st) return st.error();
+  if (auto st = read_metadata(doc, out.spec, out.warnings, &out.priority_label); !st) return st.error();
   const Field spec = doc.child("spec");
   if (auto st = spec.expect_map(); !st) return spec.error("is required");
   if (auto st = only_known(spec, {"parallelism", "completions", "completionMode", "backoffLimit",
@@ -164,7 +177,7 @@ Result<ManifestJob> read_batch_job(const Field& doc) {
 Result<ManifestJob> read_pytorch_job(const Field& doc) {
   ManifestJob out;
   if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
-  if (auto st = read_metadata(doc, out.spec, out.warnings); !st) return st.error();
+  if (auto st = read_metadata(doc, out.spec, out.warnings, &out.priority_label); !st) return st.error();
   const Field spec = doc.child("spec");
   if (auto st = spec.expect_map(); !st) return spec.error("is required");
   if (auto st = only_known(spec, {"pytorchReplicaSpecs", "runPolicy", "elasticPolicy", "nprocPerNode"}); !st)
@@ -230,6 +243,174 @@ Result<ManifestJob> read_pytorch_job(const Field& doc) {
   return out;
 }
 
+// A JobSet (jobset.x-k8s.io/v1alpha2): each replicatedJob is a pod set of replicas x parallelism pods, with
+// its pod template's topology annotations (Kueue's TAS reads them there, slices included). The whole set is
+// one gang, as Kueue admits it. Every rank runs the first replicated job's command, as in a PyTorchJob.
+Result<ManifestJob> read_jobset(const Field& doc) {
+  ManifestJob out;
+  if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
+  if (auto st = read_metadata(doc, out.spec, out.warnings, &out.priority_label); !st) return st.error();
+  const Field spec = doc.child("spec");
+  if (auto st = spec.expect_map(); !st) return spec.error("is required");
+  if (auto st = only_known(spec, {"replicatedJobs", "network", "successPolicy", "failurePolicy", "startupPolicy",
+                                  "suspend", "coordinator", "managedBy", "ttlSecondsAfterFinished"});
+      !st)
+    return st.error();
+  if (const Field mr = spec.child("failurePolicy").child("maxRestarts"); mr.present()) {
+    auto m = mr.integer(0, 1000);
+    if (!m) return m.error();
+    out.spec.max_retries = static_cast<int>(*m);
+  }
+  for (const char* ignored : {"successPolicy", "startupPolicy", "network", "coordinator"})
+    if (spec.child(ignored).present())
+      out.warnings.push_back(spec.child(ignored).warning("ignored: allot starts and ends the whole set as one gang"));
+  const Field jobs = spec.child("replicatedJobs");
+  if (auto st = jobs.expect_list(); !st) return jobs.error("is required (a list of replicated jobs)");
+  if (jobs.node().size() == 0) return jobs.error("lists no replicated job");
+  std::vector<PodTemplate> templates;
+  for (size_t i = 0; i < jobs.node().size(); ++i) {
+    const Field rj = jobs.item(i);
+    if (auto st = only_known(rj, {"name", "replicas", "template", "dependsOn", "groupName"}); !st) return st.error();
+    auto name = rj.child("name").str();
+    if (!name) return name.error();
+    int64_t replicas = 1;
+    if (rj.child("replicas").present()) {
+      auto r = rj.child("replicas").integer(0, kMaxReplicas);
+      if (!r) return r.error();
+      replicas = *r;
+    }
+    if (rj.child("dependsOn").present())
+      out.warnings.push_back(rj.child("dependsOn").warning("ignored: allot starts every replicated job together"));
+    const Field jspec = rj.child("template").child("spec");
+    if (auto st = jspec.expect_map(); !st) return jspec.error("is required (the Job spec of the replicated job)");
+    int64_t parallelism = 1;
+    if (jspec.child("parallelism").present()) {
+      auto p = jspec.child("parallelism").integer(1, kMaxReplicas);
+      if (!p) return p.error();
+      parallelism = *p;
+    }
+    if (replicas == 0) continue;
+    if (replicas * parallelism > kMaxReplicas)
+      return rj.child("replicas").error("times parallelism is more than " + std::to_string(kMaxReplicas) + " pods");
+    const Field tmpl = jspec.child("template");
+    auto t = k8s::read_pod_template(tmpl, out.warnings);
+    if (!t) return t.error();
+    const int pods = static_cast<int>(replicas * parallelism);
+    if (auto st = check_slice(tmpl, *t, pods); !st) return st.error();
+    if (!templates.empty() && t->command != templates[0].command)
+      out.warnings.push_back(rj.warning("its command differs from the first replicated job's; every rank runs the first's"));
+    out.spec.pod_sets.push_back(pod_set_of(*t, *name, pods));
+    templates.push_back(std::move(*t));
+  }
+  if (templates.empty()) return jobs.error("has no replicas");
+  out.spec.command = templates[0].command;
+  out.spec.env = templates[0].env;
+  return out;
+}
+
+// An MPIJob (kubeflow.org/v2beta1): the Launcher and the Workers become pod sets `launcher` and `worker`
+// (Launcher first: rank 0). allot has no ssh launch: every rank runs the Launcher's command with RANK,
+// MASTER_ADDR and MASTER_PORT set, so mpirun's start of the workers over ssh does not happen; a warning says
+// so, as it does for what else does not carry over.
+Result<ManifestJob> read_mpi_job(const Field& doc) {
+  ManifestJob out;
+  if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
+  if (auto st = read_metadata(doc, out.spec, out.warnings, &out.priority_label); !st) return st.error();
+  const Field spec = doc.child("spec");
+  if (auto st = spec.expect_map(); !st) return spec.error("is required");
+  if (auto st = only_known(spec, {"mpiReplicaSpecs", "runPolicy", "slotsPerWorker", "sshAuthMountPath",
+                                  "mpiImplementation", "launcherCreationPolicy", "runLauncherAsWorker"});
+      !st)
+    return st.error();
+  if (const Field b = spec.child("runPolicy").child("backoffLimit"); b.present()) {
+    auto n = b.integer(0, 1000);
+    if (!n) return n.error();
+    out.spec.max_retries = static_cast<int>(*n);
+  }
+  const Field specs = spec.child("mpiReplicaSpecs");
+  if (auto st = only_known(specs, {"Launcher", "Worker"}); !st) return st.error();
+  if (!specs.child("Launcher").present()) return specs.child("Launcher").error("is required (it runs mpirun)");
+  std::vector<PodTemplate> templates;
+  for (const char* type : {"Launcher", "Worker"}) {
+    const Field rs = specs.child(type);
+    if (!rs.present()) continue;
+    if (auto st = only_known(rs, {"replicas", "restartPolicy", "template"}); !st) return st.error();
+    int replicas = 1;
+    if (rs.child("replicas").present()) {
+      auto r = rs.child("replicas").integer(0, kMaxReplicas);
+      if (!r) return r.error();
+      replicas = static_cast<int>(*r);
+    }
+    if (replicas == 0) continue;
+    auto t = k8s::read_pod_template(rs.child("template"), out.warnings);
+    if (!t) return t.error();
+    if (auto st = check_slice(rs.child("template"), *t, replicas); !st) return st.error();
+    out.spec.pod_sets.push_back(pod_set_of(*t, type == std::string("Launcher") ? "launcher" : "worker", replicas));
+    templates.push_back(std::move(*t));
+  }
+  if (templates.empty()) return specs.error("has no replicas");
+  out.spec.command = templates[0].command;
+  out.spec.env = templates[0].env;
+  out.warnings.push_back(specs.warning(
+      "every rank runs the Launcher's command (allot sets RANK, MASTER_ADDR and MASTER_PORT; it does not start "
+      "workers over ssh for mpirun): use a program that starts from those variables"));
+  for (const char* ignored : {"slotsPerWorker", "sshAuthMountPath", "mpiImplementation"})
+    if (spec.child(ignored).present()) out.warnings.push_back(spec.child(ignored).warning("ignored"));
+  return out;
+}
+
+// HyperPod's own HyperPodPyTorchJob (sagemaker.amazonaws.com/v1), what `hyp create hyp-pytorch-job` makes:
+// spec.replicaSpecs is a list of {name, replicas, template}; each is a pod set, one gang, and every rank runs
+// the first's command (HyperPod's training operator starts torchrun in each pod; allot sets RANK,
+// MASTER_ADDR and MASTER_PORT for it). runPolicy.jobMaxRetryCount is the retries; what HyperPod's operator
+// does beyond that (spares, log monitoring, resume) is ignored with a warning.
+Result<ManifestJob> read_hyperpod_pytorch_job(const Field& doc) {
+  ManifestJob out;
+  if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
+  if (auto st = read_metadata(doc, out.spec, out.warnings, &out.priority_label); !st) return st.error();
+  const Field spec = doc.child("spec");
+  if (auto st = spec.expect_map(); !st) return spec.error("is required");
+  for (const auto& kv : spec.node()) {
+    const std::string key = kv.first.Scalar();
+    if (key != "replicaSpecs" && key != "runPolicy")
+      out.warnings.push_back(spec.child(key).warning("ignored: HyperPod's training operator reads it, allot does not"));
+  }
+  if (const Field r = spec.child("runPolicy").child("jobMaxRetryCount"); r.present()) {
+    auto n = r.integer(0, 1000);
+    if (!n) return n.error();
+    out.spec.max_retries = static_cast<int>(*n);
+  }
+  const Field specs = spec.child("replicaSpecs");
+  if (auto st = specs.expect_list(); !st) return specs.error("is required (a list of {name, replicas, template})");
+  std::vector<PodTemplate> templates;
+  for (size_t i = 0; i < specs.node().size(); ++i) {
+    const Field rs = specs.item(i);
+    if (auto st = only_known(rs, {"name", "replicas", "spares", "template"}); !st) return st.error();
+    auto name = rs.child("name").str();
+    if (!name) return name.error();
+    int replicas = 1;
+    if (rs.child("replicas").present()) {
+      auto r = rs.child("replicas").integer(0, kMaxReplicas);
+      if (!r) return r.error();
+      replicas = static_cast<int>(*r);
+    }
+    if (rs.child("spares").present())
+      out.warnings.push_back(rs.child("spares").warning("ignored: allot restarts a failed rank on any free node"));
+    if (replicas == 0) continue;
+    auto t = k8s::read_pod_template(rs.child("template"), out.warnings);
+    if (!t) return t.error();
+    if (auto st = check_slice(rs.child("template"), *t, replicas); !st) return st.error();
+    if (!templates.empty() && t->command != templates[0].command)
+      out.warnings.push_back(rs.warning("its command differs from the first replica spec's; every rank runs the first's"));
+    out.spec.pod_sets.push_back(pod_set_of(*t, *name, replicas));
+    templates.push_back(std::move(*t));
+  }
+  if (templates.empty()) return specs.error("has no replicas");
+  out.spec.command = templates[0].command;
+  out.spec.env = templates[0].env;
+  return out;
+}
+
 Result<ManifestJob> read_manifest(const YAML::Node& node, const std::string& origin) {
   const Field doc(origin, node);
   if (!is_k8s_manifest(node)) return doc.error("not a Kubernetes object (apiVersion and kind are required)");
@@ -239,7 +420,10 @@ Result<ManifestJob> read_manifest(const YAML::Node& node, const std::string& ori
   if (!kind) return kind.error();
   if (*kind == "Job" && *api == "batch/v1") return read_batch_job(doc);
   if (*kind == "PyTorchJob" && *api == "kubeflow.org/v1") return read_pytorch_job(doc);
-  return doc.child("kind").error("allot submits batch/v1 Job and kubeflow.org/v1 PyTorchJob, not " + *api + " " +
+  if (*kind == "JobSet" && *api == "jobset.x-k8s.io/v1alpha2") return read_jobset(doc);
+  if (*kind == "MPIJob" && *api == "kubeflow.org/v2beta1") return read_mpi_job(doc);
+  if (*kind == "HyperPodPyTorchJob" && *api == "sagemaker.amazonaws.com/v1") return read_hyperpod_pytorch_job(doc);
+  return doc.child("kind").error("allot submits batch/v1 Job, kubeflow.org/v1 PyTorchJob, jobset.x-k8s.io/v1alpha2 JobSet, kubeflow.org/v2beta1 MPIJob and sagemaker.amazonaws.com/v1 HyperPodPyTorchJob, not " + *api + " " +
                                  *kind);
 }
 
@@ -255,6 +439,20 @@ std::string team_from_namespace(std::string_view ns) {
   std::string_view s = ns;
   strip_prefix(s, "hyperpod-ns-");
   return std::string(s);
+}
+
+std::string pick_priority_class(const std::string& label, const std::vector<std::string>& classes) {
+  if (std::find(classes.begin(), classes.end(), label) != classes.end()) return label;
+  return priority_from_class(label);
+}
+
+std::string generated_name(const std::string& prefix) {
+  static const char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+  std::random_device rd;
+  std::uniform_int_distribution<size_t> pick(0, sizeof(kAlphabet) - 2);
+  std::string name = prefix;
+  for (int i = 0; i < 5; ++i) name += kAlphabet[pick(rd)];
+  return name;
 }
 
 std::string priority_from_class(std::string_view cls) {

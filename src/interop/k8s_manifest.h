@@ -27,7 +27,20 @@ namespace allot::interop {
 struct ManifestJob {
   JobSpec spec;
   std::vector<std::string> warnings;  // for people: what was ignored and why
+  // The kueue.x-k8s.io/priority-class label as written ("inference-priority"); spec.priority holds it
+  // without the -priority suffix. A client that knows the server's classes picks the one that exists
+  // (pick_priority_class), the label as written first.
+  std::string priority_label;
 };
+
+// The priority class a kueue.x-k8s.io/priority-class label names among `classes`: the label as written
+// when a class has that name, else the label without "-priority", else that shortened name (which the
+// server then refuses, naming its classes).
+std::string pick_priority_class(const std::string& label, const std::vector<std::string>& classes);
+
+// A name for metadata.generateName: the prefix and five random characters of the alphabet the Kubernetes
+// API server uses (no vowels, so no words).
+std::string generated_name(const std::string& prefix);
 
 // True for a YAML map with apiVersion and kind: a Kubernetes object rather than an allot job spec.
 bool is_k8s_manifest(const YAML::Node& doc);

@@ -206,6 +206,11 @@ Result<PodTemplate> read_pod_template(const Field& tmpl, std::vector<std::string
   if (cs.node().size() > 1)
     warnings.push_back(cs.warning("allot runs the first container's command; the others' requests are added to it"));
   if (auto st = read_command(cs.item(0), out, warnings); !st) return st.error();
+  // The image is not pulled: the command runs on the node as it is (agents do not run containers).
+  if (const Field image = cs.item(0).child("image"); image.present())
+    if (auto i = image.str(); i && !i->empty())
+      warnings.push_back(image.warning("ignored (" + *i + "): allot runs the command on the node itself, not in a container; "
+                                       "install what it needs on the nodes"));
 
   auto amount = pod_amount(spec, warnings);
   if (!amount) return amount.error();

@@ -67,11 +67,27 @@ Error denied(const auth::Caller& who, const std::string& what, const std::string
   return Error::denied(what + " needs " + needed + "; this request carries " + describe(who));
 }
 
+// A standby answers reads from the state it follows; a change goes to the leader, with the method and body kept
+// (307), or waits for one to be elected (503).
+void redirect_to_leader(Api& api, const httplib::Request& req, httplib::Response& res) {
+  const std::string leader = api.writer.leader_url();
+  if (leader.empty()) {
+    answer(res, error_reply(503, "Unavailable",
+                            "this server is a standby and no server leads right now (a failover is under way); retry in a few seconds"));
+    res.set_header("Retry-After", "1");
+    return;
+  }
+  answer(res, error_reply(307, "NotLeader", "this server is a standby; changes go to the leader at " + leader));
+  res.set_header("Location", leader + req.target);
+}
+
 void route(Routes& http, Api& api, const std::string& method, const std::string& pattern, Access access,
            Handler handler) {
-  auto wrapped = guarded([&api, access, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+  const bool change = method != "GET";
+  auto wrapped = guarded([&api, access, change, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
     if (access == Access::kPublic) return handler(auth::Caller{}, req, res);
     if (auto bad = check_origin(req)) return answer(res, *bad);
+    if (change && !api.writer.leading()) return redirect_to_leader(api, req, res);
     // Tokens travel in the Authorization header only: URLs end up in logs, proxies and browser history.
     for (const char* key : {"token", "access_token", "bearer"})
       if (req.has_param(key))

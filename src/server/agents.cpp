@@ -4,6 +4,7 @@
 #include <set>
 
 #include "server/api.h"
+#include "server/node_lifecycle.h"
 
 namespace allot::server {
 namespace {
@@ -45,6 +46,8 @@ json assignment(const ServerState& st, const ServerOptions& options, const Job& 
             {"accelerator_kind", accelerator_kind_name(type.accelerator_kind)},
             {"cpus", r.cpus},
             {"attempt", attempt_of(j)},
+            {"restart_count", j.restarts},
+            {"checkpoint_root", options.checkpoint_dir},
             // The request per replica, which the agent turns into the replica's cgroup limits.
             {"vcpu_milli", ps.per_replica.vcpu_milli},
             {"memory_mib", ps.per_replica.memory_mib}};
@@ -112,8 +115,12 @@ void apply_exits(Txn& txn, const std::string& node_name, const std::vector<Repli
     const std::string name = j->spec.name;
     const int world = world_size(*j);
     if (rep.exit_code != 0) {
+      const std::string reason = "replica " + std::to_string(rep.rank) + " exited with code " + std::to_string(rep.exit_code);
+      // One fault, one restart: a peer of a multi-node job dies of its partner's node first. Hold the exit
+      // until a failing peer node would have shown itself (node_lifecycle.h settles it).
+      if (hold_exit(txn, *j, node_name, reason)) continue;
       txn.state().exits.erase(j->id.index());
-      (void)txn.apply(store::Finish{name, false, "replica " + std::to_string(rep.rank) + " exited with code " + std::to_string(rep.exit_code)});
+      (void)txn.apply(store::Finish{name, false, reason});
     } else if (track.succeeded.insert(rep.rank).second && static_cast<int>(track.succeeded.size()) == world) {
       txn.state().exits.erase(j->id.index());
       (void)txn.apply(store::Finish{name, true, "all " + std::to_string(world) + " replicas exited with code 0"});

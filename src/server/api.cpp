@@ -184,6 +184,8 @@ void refuse(Api& api, const auth::Caller& who, const httplib::Request& req, http
 }
 
 void run(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, Command cmd) {
+  // A GET changes nothing: it is answered from the writer's published view, off the write path (writer.h).
+  if (req.method == "GET" || req.method == "HEAD") return answer(res, api.writer.read(std::move(cmd), call_context(who, req)));
   answer(res, api.writer.call(std::move(cmd), call_context(who, req)));
 }
 

@@ -53,7 +53,8 @@ httplib::Server::Handler guarded(std::function<void(const httplib::Request&, htt
 CallContext call_context(const auth::Caller& who, const httplib::Request& req);
 // Answers with a refusal; a refused change goes through the writer so that the audit trail records it.
 void refuse(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, const Error& why);
-// Runs a command on the writer in the caller's name and answers with what it renders, or with its error.
+// Runs a command on the writer in the caller's name and answers with what it renders, or with its error. A GET's
+// command must only read: it is answered from the writer's published view when that is current (Writer::read).
 void run(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, Command cmd);
 
 // The route groups, one file each. Routes reads request bodies with the size limit (routes.h).
@@ -63,5 +64,6 @@ void add_node_routes(Routes& http, Api& api);    // nodes, cordon, drain, health
 void add_agent_routes(Routes& http, Api& api);   // register, heartbeat, logs
 void add_watch_routes(Routes& http, Api& api);   // health, events, metrics
 void add_token_routes(Routes& http, Api& api);   // tokens, audit
+void add_dashboard_routes(Routes& http, Api& api);  // the dashboard's files and the JSON its pages read
 
 }  // namespace allot::server

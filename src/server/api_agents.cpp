@@ -1,7 +1,11 @@
 // The agents' endpoints: register, heartbeat (exits in, assignments out), logs. Bodies are JSON.
+#include <limits>
+
 #include "auth/token.h"
 #include "server/agents.h"
 #include "server/api.h"
+#include "server/log_upload.h"
+#include "server/node_lifecycle.h"
 #include "server/registration.h"
 #include "server/views.h"
 
@@ -29,8 +33,19 @@ Result<std::map<std::string, std::string>> read_labels(const json& body) {
 
 }  // namespace
 
+Result<LogUpload> parse_log_upload(const json& b) {
+  if (auto st = only_keys(b, {"job", "rank", "data"}, "logs"); !st) return st.error();
+  if (!b.contains("job") || !b["job"].is_string()) return Error::invalid("logs: job (a name) is required");
+  if (!b.contains("rank") || !b["rank"].is_number_integer() || b["rank"].get<int64_t>() < 0 ||
+      b["rank"].get<int64_t>() > std::numeric_limits<int>::max())
+    return Error::invalid("logs: rank must be a non-negative integer");
+  if (!b.contains("data") || !b["data"].is_string()) return Error::invalid("logs: data must be a string");
+  return LogUpload{b["job"].get<std::string>(), static_cast<int>(b["rank"].get<int64_t>()), b["data"].get<std::string>()};
+}
+
 Result<Registration> parse_registration(const json& body, const Catalog& catalog) {
-  if (auto st = only_keys(body, {"name", "instance_type", "instance_group", "labels", "inventory", "address"}, "register"); !st)
+  if (auto st = only_keys(body, {"name", "instance_type", "instance_group", "labels", "inventory", "address", "replaces",
+                                 "heartbeat_interval_ms", "boot"}, "register"); !st)
     return st.error();
   Registration r;
   auto text = [&](const char* key, bool required) -> Result<std::string> {
@@ -55,8 +70,25 @@ Result<Registration> parse_registration(const json& body, const Catalog& catalog
   auto labels = read_labels(body);
   if (!labels) return labels.error();
   if (body.contains("inventory") && !body["inventory"].is_object()) return Error::invalid("register: inventory must be an object");
+  auto replaces = text("replaces", false);
+  if (!replaces) return replaces.error();
+  if (!replaces->empty())
+    if (auto st = check_node_name(*replaces); !st) return st.error();
+  if (body.contains("heartbeat_interval_ms")) {
+    const json& v = body["heartbeat_interval_ms"];
+    if (!v.is_number_integer() || v.get<int64_t>() < 10 || v.get<int64_t>() > 3'600'000)
+      return Error::invalid("register: heartbeat_interval_ms must be an integer 10..3600000");
+    r.heartbeat_interval_ms = v.get<int64_t>();
+  }
+  if (body.contains("boot")) {
+    const json& v = body["boot"];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 1'000'000'000)
+      return Error::invalid("register: boot must be a non-negative integer");
+    r.boot = v.get<int>();
+  }
   r.node = NodeSpec{*name, catalog.at(*id).name, *group, std::move(*labels)};
   r.address = address->empty() ? "127.0.0.1" : *address;
+  r.replaces = *replaces;
   return r;
 }
 
@@ -85,9 +117,22 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
                                  "it anew, an admin revokes that token first: allot token revoke " + cred->token.id);
   }
   const Node* n = txn.cluster().find_node(name);
+  if (auto it = txn.state().retired.find(name); it != txn.state().retired.end() && !n)
+    return Error::precondition("register: node " + name + " was retired and replaced by " + it->second +
+                               "; its agent stops here (a machine that is healthy again joins under a new name)");
+  if (!r.replaces.empty() && !joining)
+    return Error::denied("register: only an agent-join token registers a replacement (node " + name + " replaces " + r.replaces + ")");
   if (!n) {
+    if (!r.replaces.empty()) {
+      // Checked before anything changes: an error must leave nothing behind.
+      const Node* old = txn.cluster().find_node(r.replaces);
+      if (!old || old->health != NodeHealth::kUnschedulablePendingReplacement)
+        return Error::precondition("register: node " + r.replaces + " is not waiting for a replacement (it is " +
+                                   (old ? node_health_name(old->health) : "not in the cluster") + ")");
+    }
     auto st = txn.apply(store::AddNode{r.node, r.address, true});
     if (!st) return st.error();
+    if (auto lc = on_register(txn, options, name, true, r.replaces); !lc) return lc.error();
   } else {
     const std::string& known = txn.cluster().catalog.at(n->type).name;
     if (known != r.node.instance_type)
@@ -98,8 +143,14 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
       return Error::precondition("node " + name + " is registered at address " + info.address + ", not " + r.address +
                                  "; an agent cannot move a node (its jobs' ranks connect to that address): an admin "
                                  "removes the node first (allot node remove " + name + " or DELETE /v1/nodes/" + name + ")");
-    if (n->health != NodeHealth::kSchedulable || info.address != r.address || !info.agent) {
-      auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kSchedulable, store::HealthCause::kAgent, r.address});
+    // A node the lifecycle holds (a reboot, a replacement or a deep check under way) stays where it is: its
+    // health reports move it on (server/node_lifecycle.h).
+    const bool held = n->health != NodeHealth::kSchedulable &&
+                      (info.cause == store::HealthCause::kHealthCheck || info.cause == store::HealthCause::kDeepCheck ||
+                       n->health == NodeHealth::kUnschedulablePendingReplacement);
+    if (!r.replaces.empty()) return Error::precondition("register: node " + name + " is already in the cluster; a replacement registers under a new name");
+    if (!held && (n->health != NodeHealth::kSchedulable || info.address != r.address || !info.agent)) {
+      auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kSchedulable, store::HealthCause::kAgent, r.address, "the agent registered again"});
       if (!st) return st.error();
     }
   }
@@ -110,7 +161,10 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
     if (auto st = txn.apply(store::CreateToken{std::move(t)}); !st) return st.error();
     credential = fresh.bearer;
   }
-  txn.state().nodes[name].last_heartbeat_ms = txn.now_ms();
+  NodeInfo& info = txn.state().nodes[name];
+  info.last_heartbeat_ms = txn.now_ms();
+  if (r.heartbeat_interval_ms > 0) info.heartbeat_interval_ms = r.heartbeat_interval_ms;
+  info.boot = r.boot;
   return Render([name, credential, timeout = options.heartbeat_timeout.count()](const ServerState& st) -> Reply {
     const Node* node = st.cluster.find_node(name);
     if (!node) return error_reply(Error::not_found("no node named " + name + " in the cluster"));
@@ -124,19 +178,23 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
   });
 }
 
-Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::string& name, std::vector<ReplicaReport> reports) {
+Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::string& name, std::vector<ReplicaReport> reports,
+                         const std::optional<HealthReport>& health) {
   const Node* n = txn.cluster().find_node(name);
   if (!n) return Error::not_found("no node named " + name + " in the cluster; register it first (POST /v1/agents/register)");
   NodeInfo& info = txn.state().nodes[name];
   info.last_heartbeat_ms = txn.now_ms();
   // Only a health the server set because heartbeats stopped is undone by a heartbeat; an administrator's is not.
   if (info.timed_out && n->health == NodeHealth::kUnschedulablePendingReboot) {
-    auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kSchedulable, store::HealthCause::kAgent, ""});
+    auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kSchedulable, store::HealthCause::kAgent, "", "heartbeats resumed"});
     if (!st) return st.error();
   }
+  if (health) on_health_report(txn, options, name, *health);
   apply_exits(txn, name, reports);
   return Render([&options, name, reports = std::move(reports)](const ServerState& st) {
-    return json_reply(200, heartbeat_answer(st, options, name, reports));
+    json answer = heartbeat_answer(st, options, name, reports);
+    add_orders(st, name, answer);
+    return json_reply(200, answer);
   });
 }
 
@@ -157,24 +215,27 @@ void add_agent_routes(Routes& http, Api& api) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto body = req.body.empty() ? Result<json>(json::object()) : json_body(req);
     if (!body) return answer(res, error_reply(body.error()));
+    std::optional<HealthReport> health;
+    if (body->is_object() && body->contains("health")) {
+      auto h = parse_health_report((*body)["health"]);
+      if (!h) return answer(res, error_reply(h.error()));
+      health = std::move(*h);
+      body->erase("health");
+    }
     auto reports = parse_heartbeat(*body);
     if (!reports) return answer(res, error_reply(reports.error()));
-    run(api, who, req, res, [&api, name = param(req), reports = std::move(*reports)](Txn& txn) {
-      return heartbeat(txn, api.options, name, reports);
+    run(api, who, req, res, [&api, name = param(req), reports = std::move(*reports), health = std::move(health)](Txn& txn) {
+      return heartbeat(txn, api.options, name, reports, health);
     });
   });
   route(http, api, "POST", R"(/v1/agents/([^/]+)/logs)", Access::kAgent, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto body = json_body(req);
     if (!body) return answer(res, error_reply(body.error()));
-    if (auto st = only_keys(*body, {"job", "rank", "data"}, "logs"); !st) return answer(res, error_reply(st.error()));
-    const json& b = *body;
-    if (!b.contains("job") || !b["job"].is_string()) return answer(res, error_reply(Error::invalid("logs: job (a name) is required")));
-    if (!b.contains("rank") || !b["rank"].is_number_integer() || b["rank"].get<int64_t>() < 0)
-      return answer(res, error_reply(Error::invalid("logs: rank must be a non-negative integer")));
-    if (!b.contains("data") || !b["data"].is_string()) return answer(res, error_reply(Error::invalid("logs: data must be a string")));
-    const std::string job = b["job"].get<std::string>();
-    const int64_t rank = b["rank"].get<int64_t>();
+    auto upload = parse_log_upload(*body);
+    if (!upload) return answer(res, error_reply(upload.error()));
+    const std::string& job = upload->job;
+    const int64_t rank = upload->rank;
     Reply check = api.writer.call([job, rank, node = who.node](Txn& txn) -> Result<Render> {
       const Job* j = txn.cluster().find_job(job);
       if (!j) return Error::not_found("no job named " + job);
@@ -188,7 +249,7 @@ void add_agent_routes(Routes& http, Api& api) {
       return Render([](const ServerState&) { return Reply{204, "", ""}; });
     }, CallContext{actor_of(who), std::nullopt});
     if (check.status != 204) return answer(res, check);
-    auto st = api.logs.append(job, static_cast<int>(rank), b["data"].get<std::string>());
+    auto st = api.logs.append(job, upload->rank, upload->data);
     answer(res, st ? Reply{204, "", ""} : error_reply(st.error()));
   });
 }

@@ -1,6 +1,7 @@
 // Users' endpoints for jobs: submit, list, describe, cancel, logs.
 #include "config/spec_yaml.h"
 #include "server/api.h"
+#include "server/views.h"
 #include "view/state_json.h"
 
 namespace allot::server {
@@ -13,7 +14,9 @@ Render job_render(const std::string& name, int status = 200) {
   return [name, status](const ServerState& st) -> Reply {
     const Job* j = st.cluster.find_job(name);
     if (!j) return error_reply(Error::not_found("no job named " + name));
-    return json_reply(status, view::job_json(st.cluster, *j, /*with_history=*/true));
+    json v = view::job_json(st.cluster, *j, /*with_history=*/true);
+    add_resilience(st, *j, static_cast<Time>(system_clock_ms() / 1000), v);
+    return json_reply(status, v);
   };
 }
 

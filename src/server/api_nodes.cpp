@@ -110,7 +110,7 @@ void change_routes(Routes& http, Api& api) {
     const auto health = static_cast<NodeHealth>(*choice);  // the order of the enum
     run(api, who, req, res, [name = param(req), health](Txn& txn) -> Result<Render> {
       if (!txn.cluster().find_node(name)) return no_node(name);
-      auto st = txn.apply(store::NodeHealthChange{name, health, store::HealthCause::kAdmin, ""});
+      auto st = txn.apply(store::NodeHealthChange{name, health, store::HealthCause::kAdmin, "", "set by an administrator"});
       if (!st) return st.error();
       return node_render(name);
     });

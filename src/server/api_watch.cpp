@@ -6,8 +6,12 @@
 namespace allot::server {
 
 void add_watch_routes(Routes& http, Api& api) {
-  route(http, api, "GET", "/v1/health", Access::kPublic, [](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
-    answer(res, json_reply(200, {{"ok", true}, {"version", kVersion}}));
+  route(http, api, "GET", "/v1/health", Access::kPublic, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    // role and leader: which of several servers on one PostgreSQL takes changes (docs/deployment.md).
+    const bool leads = api.writer.leading();
+    nlohmann::json out = {{"ok", true}, {"version", kVersion}, {"role", leads ? "leader" : "standby"}};
+    if (std::string leader = api.writer.leader_url(); !leader.empty()) out["leader"] = leader;
+    answer(res, json_reply(200, out));
   });
   route(http, api, "GET", "/v1/events", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     auto since = query_int(req, "since", 0, int64_t{1} << 62);

@@ -31,6 +31,11 @@ EventLog::Page EventLog::read(uint64_t since, std::chrono::milliseconds wait, si
   return page;
 }
 
+uint64_t EventLog::last() {
+  std::lock_guard lock(mu_);
+  return last_;
+}
+
 void EventLog::shutdown() {
   {
     std::lock_guard lock(mu_);

@@ -27,6 +27,10 @@ class EventLog {
   // Events numbered after `since`, at most `limit`; when there are none yet, waits up to `wait` for one.
   Page read(uint64_t since, std::chrono::milliseconds wait, size_t limit = 1000);
 
+  // The number of the last event published (0 before the first): a reader that wants only what comes next, or
+  // the last few, starts from it.
+  uint64_t last();
+
   // Wakes every waiting reader (the server is stopping).
   void shutdown();
 

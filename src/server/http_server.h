@@ -11,9 +11,12 @@
 //     answered 503 and closed at once instead of waiting behind the others;
 //   - a handler can ask for the connection to be closed after its answer (close_after_response), which is
 //     how a refused oversize body is not read to its end.
-// TLS: cpp-httplib's SSLServer has its own (private) connection loop, which these limits would not reach;
-// serving TLS with them means doing the handshake in process_and_close_socket and giving process_request a
-// stream over the SSL connection with the same deadlines.
+// TLS: given an OpenSSL server context, each connection is an SSL stream over the same deadlines: the
+// handshake must finish within `read_timeout` of the accept (a client that trickles its ClientHello is
+// dropped like one that trickles its headers), then requests are read and answered as over plain TCP.
+// cpp-httplib's own SSLServer is not used: its private connection loop only bounds each single read.
+// Past the connection limit a TLS client still gets its 503, after a handshake bounded by
+// `refusal_handshake_timeout` (a plain 503 on a TLS connection would read as a protocol error).
 #include <httplib.h>
 
 #include <atomic>
@@ -25,6 +28,8 @@
 #include <thread>
 #include <vector>
 
+typedef struct ssl_ctx_st SSL_CTX;  // NOLINT: OpenSSL's own declaration, repeated to keep <openssl/ssl.h> out
+
 namespace allot::server {
 
 struct HttpLimits {
@@ -33,6 +38,7 @@ struct HttpLimits {
   std::chrono::milliseconds keep_alive_timeout{5000};
   size_t max_connections = 512;
   size_t max_requests_per_connection = 100000;
+  std::chrono::milliseconds refusal_handshake_timeout{1000};
 };
 
 // Threads for connections: one per connection being served, started when none is idle, up to `max_threads`
@@ -60,12 +66,15 @@ class ConnectionThreads final : public httplib::TaskQueue {
 
 class HttpServer final : public httplib::Server {
  public:
-  explicit HttpServer(HttpLimits limits);
+  // Plain HTTP when `tls` is null; otherwise HTTPS with this context, which the server then owns.
+  explicit HttpServer(HttpLimits limits, SSL_CTX* tls = nullptr);
+  ~HttpServer() override;
 
  private:
   bool process_and_close_socket(socket_t sock) override;
 
   const HttpLimits limits_;
+  SSL_CTX* const tls_;
   std::atomic<size_t> active_{0};
 };
 

@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 
+#include "core/quota.h"
+#include "server/options.h"
+#include "server/views.h"
 #include "view/state_json.h"
 
 namespace allot::server {
@@ -36,6 +40,80 @@ void header(std::string& out, const char* name, const char* type, const char* he
   out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
 
+// One histogram's series; `labels` is empty or ends with a comma ("team=\"a\",").
+void histogram(std::string& out, const char* name, const std::string& labels, const Histogram& h) {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < h.bounds().size(); ++i) {
+    cumulative += h.counts()[i];
+    out += fmt::format("{}_bucket{{{}le=\"{}\"}} {}\n", name, labels, h.bounds()[i], cumulative);
+  }
+  out += fmt::format("{}_bucket{{{}le=\"+Inf\"}} {}\n", name, labels, h.count());
+  const std::string plain = labels.empty() ? "" : "{" + labels.substr(0, labels.size() - 1) + "}";
+  out += fmt::format("{}_sum{} {}\n{}_count{} {}\n", name, plain, h.sum(), name, plain, h.count());
+}
+
+// The queue per team and priority class, the waits of admitted jobs, decisions by rule, pass durations.
+void render_scheduling(std::string& out, const ServerState& st) {
+  const ClusterState& s = st.cluster;
+  header(out, "allot_queue_length", "gauge", "Jobs waiting (Pending or Suspended) per team and priority class.");
+  std::map<std::pair<std::string, std::string>, int> queue;
+  for (JobId id : s.waiting_jobs) {
+    const Job& j = s.jobs[id.index()];
+    ++queue[{s.teams[j.team.index()].spec.name, j.spec.priority.empty() ? "none" : j.spec.priority}];
+  }
+  for (const auto& [key, n] : queue)
+    out += fmt::format("allot_queue_length{{team=\"{}\",priority=\"{}\"}} {}\n", label(key.first), label(key.second), n);
+
+  header(out, "allot_queue_wait_seconds", "histogram", "From becoming Pending or Suspended to admission, per team and priority class.");
+  for (const auto& [key, h] : st.observed.queue_wait)
+    histogram(out, "allot_queue_wait_seconds", fmt::format("team=\"{}\",priority=\"{}\",", label(key.first), label(key.second)), h);
+
+  header(out, "allot_admissions_by_rule_total", "counter", "Admissions per rule: within-nominal or borrowing.");
+  for (const char* rule : {"within-nominal", "borrowing"}) {
+    auto it = st.observed.admissions_by_rule.find(rule);
+    out += fmt::format("allot_admissions_by_rule_total{{rule=\"{}\"}} {}\n", rule, it == st.observed.admissions_by_rule.end() ? 0 : it->second);
+  }
+  header(out, "allot_preemptions_by_rule_total", "counter", "Preemptions per rule: reclaim (lent quota taken back) or priority (within a team).");
+  for (const char* rule : {"reclaim", "priority"}) {
+    auto it = st.observed.preemptions_by_rule.find(rule);
+    out += fmt::format("allot_preemptions_by_rule_total{{rule=\"{}\"}} {}\n", rule, it == st.observed.preemptions_by_rule.end() ? 0 : it->second);
+  }
+  header(out, "allot_scheduler_pass_seconds", "histogram", "Duration of one scheduler pass (since the server started).");
+  histogram(out, "allot_scheduler_pass_seconds", "", st.observed.pass_seconds);
+}
+
+// Accelerators per instance type by what they are doing, and nodes per instance type and health.
+void render_capacity(std::string& out, const ServerState& st) {
+  const ClusterState& s = st.cluster;
+  struct Count {
+    int64_t in_use = 0, free = 0, unavailable = 0;
+  };
+  std::vector<Count> acc(s.catalog.size());
+  std::map<std::pair<std::string, std::string>, int> nodes;
+  for (const Node& n : s.nodes) {
+    if (n.removed) continue;
+    const int64_t total = s.catalog.at(n.type).capacity().accelerators;
+    const int64_t free = s.room[n.id.index()].free.accelerators;
+    Count& c = acc[n.type.index()];
+    c.in_use += total - free;
+    if (n.schedulable()) c.free += free;
+    else c.unavailable += free;  // unhealthy or cordoned: nothing new lands there
+    ++nodes[{s.catalog.at(n.type).name, node_health_name(n.health)}];
+  }
+  header(out, "allot_accelerators", "gauge",
+         "Accelerators per instance type: in_use by replicas, free on schedulable nodes, unavailable (free on unhealthy or cordoned nodes).");
+  for (size_t t = 0; t < s.catalog.size(); ++t) {
+    const std::string type = label(s.catalog.at(TypeId(static_cast<uint32_t>(t))).name);
+    if (s.type_capacity(TypeId(static_cast<uint32_t>(t))).is_zero()) continue;
+    out += fmt::format("allot_accelerators{{instance_type=\"{}\",state=\"in_use\"}} {}\n", type, acc[t].in_use);
+    out += fmt::format("allot_accelerators{{instance_type=\"{}\",state=\"free\"}} {}\n", type, acc[t].free);
+    out += fmt::format("allot_accelerators{{instance_type=\"{}\",state=\"unavailable\"}} {}\n", type, acc[t].unavailable);
+  }
+  header(out, "allot_nodes_by_type", "gauge", "Nodes per instance type and health state.");
+  for (const auto& [key, n] : nodes)
+    out += fmt::format("allot_nodes_by_type{{instance_type=\"{}\",health=\"{}\"}} {}\n", label(key.first), key.second, n);
+}
+
 }  // namespace
 
 std::string render_metrics(const ServerState& st) {
@@ -53,25 +131,39 @@ std::string render_metrics(const ServerState& st) {
                          job_state_name(static_cast<JobState>(k)), jobs[t.id.index()][k]);
   }
 
+  // Quota, usage, borrowed and lent per team, instance type and resource: an H100 and an A10G are never added
+  // together. Types a team neither holds quota of nor uses are left out.
   struct Family {
     const char* name;
     const char* help;
-    Resources (*total)(const ClusterState&, TeamId);
+    Resources (*of)(const ClusterState&, const std::vector<std::vector<Resources>>&, TeamId, TypeId);
   };
+  std::vector<std::vector<Resources>> lent(s.catalog.size());
+  for (size_t t = 0; t < s.catalog.size(); ++t) lent[t] = lent_by_team(s, s.usage, TypeId(static_cast<uint32_t>(t)));
   const Family families[] = {
-      {"allot_quota", "Nominal quota per team and resource, over all instance types.", view::team_nominal_total},
-      {"allot_usage", "What each team's running jobs hold.", view::team_usage_total},
-      {"allot_borrowed", "What each team holds above its nominal quota.", view::team_borrowed_total},
-      {"allot_lent", "What each team's idle quota lends to others.", view::team_lent_total},
+      {"allot_quota", "Nominal quota per team, instance type and resource.",
+       [](const ClusterState& s, const auto&, TeamId team, TypeId type) { return s.teams[team.index()].nominal[type.index()]; }},
+      {"allot_usage", "What each team's running jobs hold, per instance type.",
+       [](const ClusterState& s, const auto&, TeamId team, TypeId type) { return s.usage[team.index()][type.index()]; }},
+      {"allot_borrowed", "What each team holds above its nominal quota, per instance type.",
+       [](const ClusterState& s, const auto&, TeamId team, TypeId type) { return borrowed(s, s.usage, team, type); }},
+      {"allot_lent", "What each team's idle quota lends to others, per instance type.",
+       [](const ClusterState&, const auto& lent, TeamId team, TypeId type) { return lent[type.index()][team.index()]; }},
+  };
+  auto team_has_type = [&](const Team& t, size_t type) {
+    return (type < t.nominal.size() && !t.nominal[type].is_zero()) || !s.usage[t.id.index()][type].is_zero();
   };
   for (const Family& f : families) {
     header(out, f.name, "gauge", f.help);
     for (const Team& t : s.teams) {
       if (st.removed_teams.count(t.spec.name)) continue;
-      Resources r = f.total(s, t.id);
-      for (Resource res : kAllResources)
-        out += fmt::format("{}{{team=\"{}\",resource=\"{}\"}} {}\n", f.name, label(t.spec.name), resource_name(res),
-                           in_units(r, res));
+      for (size_t type = 0; type < s.catalog.size(); ++type) {
+        if (!team_has_type(t, type)) continue;
+        Resources r = f.of(s, lent, t.id, TypeId(static_cast<uint32_t>(type)));
+        for (Resource res : kAllResources)
+          out += fmt::format("{}{{team=\"{}\",instance_type=\"{}\",resource=\"{}\"}} {}\n", f.name, label(t.spec.name),
+                             label(s.catalog.at(TypeId(static_cast<uint32_t>(type))).name), resource_name(res), in_units(r, res));
+      }
     }
   }
 
@@ -105,6 +197,51 @@ std::string render_metrics(const ServerState& st) {
   for (const auto& [name, count] : health) out += fmt::format("allot_nodes{{health=\"{}\"}} {}\n", name, count);
   header(out, "allot_nodes_cordoned", "gauge", "Nodes cordoned (no new replicas).");
   out += fmt::format("allot_nodes_cordoned {}\n", cordoned);
+  render_scheduling(out, st);
+  render_capacity(out, st);
+
+  // Resiliency (docs/resiliency.md): each node's health checks, and restarts, work lost and goodput per team.
+  std::vector<std::pair<std::string, const NodeInfo*>> agents;
+  for (const auto& [name, info] : st.nodes)
+    if (info.agent && s.find_node(name)) agents.push_back({name, &info});
+  std::sort(agents.begin(), agents.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  header(out, "allot_node_check_failed", "gauge", "1 when the node's health check failed at its last run, else 0 (skipped checks are left out).");
+  for (const auto& [name, info] : agents)
+    for (const NodeCheck& c : info->checks)
+      if (c.status != "skipped")
+        out += fmt::format("allot_node_check_failed{{node=\"{}\",check=\"{}\"}} {}\n", label(name), label(c.name), c.status == "failed" ? 1 : 0);
+  header(out, "allot_node_check_timestamp_seconds", "gauge", "When the node's health check last ran (Unix seconds).");
+  for (const auto& [name, info] : agents)
+    for (const NodeCheck& c : info->checks)
+      out += fmt::format("allot_node_check_timestamp_seconds{{node=\"{}\",check=\"{}\",status=\"{}\"}} {}\n", label(name),
+                         label(c.name), c.status, c.at_ms / 1000);
+  const Time now = static_cast<Time>(system_clock_ms() / 1000);
+  struct TeamFigures {
+    int64_t restarts = 0, held = 0, lost = 0;
+  };
+  std::vector<TeamFigures> teams(s.teams.size());
+  for (const Job& j : s.jobs) {
+    int64_t held = 0, lost = 0;
+    (void)job_goodput(st, j, now, &held, &lost);
+    TeamFigures& f = teams[j.team.index()];
+    f.restarts += j.restarts;
+    f.held += held;
+    f.lost += lost;
+  }
+  header(out, "allot_job_restarts_total", "counter", "Restarts of jobs after failures (node or process), per team.");
+  for (const Team& t : s.teams)
+    if (!st.removed_teams.count(t.spec.name))
+      out += fmt::format("allot_job_restarts_total{{team=\"{}\"}} {}\n", label(t.spec.name), teams[t.id.index()].restarts);
+  header(out, "allot_work_lost_seconds_total", "counter", "Accelerator-seconds (replica-seconds for CPU jobs) of work lost since the last checkpoint when runs ended, per team.");
+  for (const Team& t : s.teams)
+    if (!st.removed_teams.count(t.spec.name))
+      out += fmt::format("allot_work_lost_seconds_total{{team=\"{}\"}} {}\n", label(t.spec.name), teams[t.id.index()].lost);
+  header(out, "allot_goodput", "gauge", "Useful over held accelerator-seconds of the team's jobs (1 when none ran).");
+  for (const Team& t : s.teams) {
+    if (st.removed_teams.count(t.spec.name)) continue;
+    const TeamFigures& f = teams[t.id.index()];
+    out += fmt::format("allot_goodput{{team=\"{}\"}} {}\n", label(t.spec.name), f.held > 0 ? static_cast<double>(f.held - f.lost) / static_cast<double>(f.held) : 1.0);
+  }
   return out;
 }
 

@@ -46,7 +46,30 @@ struct ServerOptions {
   std::chrono::milliseconds keep_alive_timeout{5000};
   size_t max_connections = 512;
   size_t event_ring = 10000;                // events kept in memory for /v1/events
+  // Several servers on one shared store (PostgreSQL, docs/deployment.md): the URL this server gives the others
+  // for redirecting writes to it while it leads (empty: its own listen URL), and how often a standby tries to
+  // take the lead and reads what the leader wrote.
+  std::string advertise_url;
+  std::chrono::milliseconds leader_poll{500};
+  // Node lifecycle (docs/resiliency.md). A failed health check is acted on fault_window after it is first
+  // reported (nodes failing within one window restart each job once); a reboot that has not brought the node
+  // back healthy within reboot_timeout, a deep check that has not finished within deep_check_timeout, and an
+  // agent silent for replace_silent_after lead to a replacement through `provisioner` (a shell command; empty:
+  // the node waits in UnschedulablePendingReplacement for an administrator).
+  std::chrono::milliseconds fault_window{1000};
+  std::chrono::milliseconds reboot_timeout{300000};
+  std::chrono::milliseconds deep_check_timeout{900000};
+  std::chrono::milliseconds replace_silent_after{600000};
+  std::string provisioner;
+  bool deep_check_new_nodes = false;  // every new node (not only replacements) waits for its deep check
+  // Where jobs keep checkpoints, as the agents see it (a shared file system on a real cluster): each job gets
+  // <checkpoint_dir>/<job> as ALLOT_CHECKPOINT_DIR. Empty: <data_dir>/checkpoints (one machine).
+  std::string checkpoint_dir;
+  std::string public_url;  // how provisioned agents reach this server (set once it listens)
   Clock clock = system_clock_ms;
+  // Test hook: called on the writer thread at the start of every batch that has commands, before any runs (a
+  // test holds the writer busy with it).
+  std::function<void()> before_batch;
 };
 
 }  // namespace allot::server

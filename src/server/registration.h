@@ -14,9 +14,13 @@ namespace allot::server {
 struct Registration {
   NodeSpec node;
   std::string address;
+  std::string replaces;               // the failed node this one replaces (docs/resiliency.md)
+  int64_t heartbeat_interval_ms = 0;  // how often the agent heartbeats; 0: not said (1 s is assumed)
+  int boot = 0;                       // the agent's boot count
 };
 
-// {name, instance_type, instance_group?, labels?, inventory?, address?}; unknown keys are errors.
+// {name, instance_type, instance_group?, labels?, inventory?, address?, replaces?, heartbeat_interval_ms?,
+// boot?}; unknown keys are errors.
 Result<Registration> parse_registration(const nlohmann::json& body, const Catalog& catalog);
 
 }  // namespace allot::server

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 
 #include <filesystem>
@@ -80,6 +81,8 @@ Result<std::unique_ptr<Server>> Server::open(ServerOptions options, std::unique_
 Result<std::unique_ptr<Server>> Server::make(ServerOptions options, std::unique_ptr<store::Store> store) {
   if (options.master_port_min < 1 || options.master_port_max > 65535 || options.master_port_min > options.master_port_max)
     return Error::invalid("the master port range must lie within 1..65535 and not be empty");
+  if (options.checkpoint_dir.empty())
+    options.checkpoint_dir = std::filesystem::absolute(std::filesystem::path(options.data_dir) / "checkpoints").lexically_normal().string();
   return std::unique_ptr<Server>(new Server(std::move(options), std::move(store)));
 }
 
@@ -126,6 +129,7 @@ Status Server::start() {
   add_node_routes(routes, *api_);
   add_agent_routes(routes, *api_);
   add_token_routes(routes, *api_);
+  add_dashboard_routes(routes, *api_);
   routes.add_fallbacks();  // last: it takes every request with a body that no route above took
 
   host_ = hp->host;
@@ -137,8 +141,18 @@ Status Server::start() {
     port_ = hp->port;
   }
   if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
+  writer_->set_advertise_url(options_.advertise_url.empty() ? url() : options_.advertise_url);
+  writer_->step_leadership(/*force=*/true);  // on a shared store: lead now if nobody does
+  writer_->set_public_url(url());
   writer_->start();
   const std::string token_file = options_.admin_token_file.empty() ? options_.data_dir + "/admin-token" : options_.admin_token_file;
+  if (!writer_->leading()) {
+    // A standby writes nothing; the leader made (or makes) the first admin token.
+    listener_ = std::thread([this] { http_->listen_after_bind(); });
+    spdlog::info("allot server listening on {} (store {}) as a standby; the leader is {}", url(), options_.database,
+                 writer_->leader_url().empty() ? "not known yet" : writer_->leader_url());
+    return ok_status();
+  }
   auto boot = ensure_admin_token(*writer_, token_file);
   if (!boot) {
     writer_->stop();
@@ -154,31 +168,24 @@ Status Server::start() {
 }
 
 Status Server::make_http() {
+  const HttpLimits limits{.read_timeout = options_.read_timeout,
+                          .write_timeout = options_.write_timeout,
+                          .keep_alive_timeout = options_.keep_alive_timeout,
+                          .max_connections = options_.max_connections};
   if (options_.tls_cert.empty()) {
-    http_ = std::make_unique<HttpServer>(HttpLimits{.read_timeout = options_.read_timeout,
-                                                     .write_timeout = options_.write_timeout,
-                                                     .keep_alive_timeout = options_.keep_alive_timeout,
-                                                     .max_connections = options_.max_connections});
+    http_ = std::make_unique<HttpServer>(limits);
     return ok_status();
   }
-  Status loaded = ok_status();
-  auto https = std::make_unique<httplib::SSLServer>([&](SSL_CTX& ctx) {
-    loaded = load_tls_identity(ctx, options_.tls_cert, options_.tls_key);
-    return loaded.ok();
-  });
-  if (!loaded) return loaded;
-  if (!https->is_valid()) return Error::internal("cannot create a TLS context for --tls-cert " + options_.tls_cert);
-  // cpp-httplib's SSLServer runs its own connection loop, which HttpServer's whole-request deadline and
-  // connection limit do not reach (http_server.h): here each read and write is bounded, the connections served
-  // at once are bounded by the pool, and Routes still bounds every body.
-  const size_t threads = std::min<size_t>(options_.max_connections, 256);
-  https->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  const auto read_s = std::chrono::duration_cast<std::chrono::seconds>(options_.read_timeout).count();
-  const auto write_s = std::chrono::duration_cast<std::chrono::seconds>(options_.write_timeout).count();
-  https->set_read_timeout(std::max<int64_t>(1, read_s), 0);
-  https->set_write_timeout(std::max<int64_t>(1, write_s), 0);
-  https->set_keep_alive_timeout(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(options_.keep_alive_timeout).count()));
-  http_ = std::move(https);
+  // HTTPS goes through the same HttpServer (http_server.h), so TLS clients meet the same whole-request
+  // deadlines and connection limit as plain ones; only the context is made here.
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) return Error::internal("cannot create a TLS context for --tls-cert " + options_.tls_cert);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION);
+  if (auto loaded = load_tls_identity(*ctx, options_.tls_cert, options_.tls_key); !loaded) {
+    SSL_CTX_free(ctx);
+    return loaded;
+  }
+  http_ = std::make_unique<HttpServer>(limits, ctx);
   return ok_status();
 }
 

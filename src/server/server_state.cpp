@@ -79,7 +79,8 @@ std::string message_of(const ServerState& st, const Record& r) {
     }
     std::string operator()(const RemoveNode&) const { return "node left the cluster"; }
     std::string operator()(const NodeHealthChange& o) const {
-      return std::string("health ") + node_health_name(o.health) + " (by " + health_cause_name(o.cause) + ")";
+      return std::string("health ") + node_health_name(o.health) + " (by " + health_cause_name(o.cause) + ")" +
+             (o.reason.empty() ? "" : ": " + o.reason);
     }
     std::string operator()(const Cordon& o) const { return o.cordoned ? "cordoned" : "uncordoned"; }
     std::string operator()(const Drain&) const { return "drained: cordoned, its jobs suspended"; }
@@ -116,6 +117,37 @@ void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind
   events.push_back({++st.last_event, at, std::move(kind), std::move(job), std::move(node), std::move(message), std::move(team)});
 }
 
+void add_history(NodeInfo& info, NodeChange c) {
+  info.history.push_back(std::move(c));
+  if (info.history.size() > NodeInfo::kHistoryKept) info.history.erase(info.history.begin());
+}
+
+// The accelerators a placement holds, or its replicas when it holds none: the unit of goodput.
+int64_t slots_of(const std::vector<PodSetRecord>& placement) {
+  int64_t accel = 0, replicas = 0;
+  for (const auto& ps : placement) {
+    accel += ps.per_replica.accelerators * static_cast<int64_t>(ps.replicas.size());
+    replicas += static_cast<int64_t>(ps.replicas.size());
+  }
+  return accel > 0 ? accel : replicas;
+}
+
+// A run of `j` ended at `at` (it was Running before the record and is not now). Work since its last
+// checkpoint is lost unless it succeeded or was cancelled; a failure is listed as a restart with its cause.
+void account_stop(ServerState& st, const Job& j, Time at, int restarts_before, const std::string& cause, const std::string& node) {
+  JobAccount& acc = st.accounts[j.id.index()];
+  const int64_t run_s = std::max<int64_t>(0, at - j.started_at);
+  const int64_t ci = j.spec.checkpoint_interval_s;
+  const int64_t kept = ci > 0 ? run_s / ci * ci : run_s;
+  const bool failure = j.restarts > restarts_before || j.state == JobState::kFailed;
+  const bool keeps_all = j.state == JobState::kSucceeded || j.state == JobState::kCancelled;
+  const int64_t lost = keeps_all ? 0 : run_s - kept;
+  acc.held_s += run_s * acc.slots;
+  acc.lost_s += lost * acc.slots;
+  if (failure)
+    acc.restarts.push_back(RestartInfo{at, restarts_before + j.preemptions, cause, node, run_s, lost});
+}
+
 // The server's tables for one record that the cluster has already taken.
 void note(ServerState& st, const Record& r) {
   st.last_seq = r.seq;
@@ -125,11 +157,26 @@ void note(ServerState& st, const Record& r) {
     info = NodeInfo{};
     if (!a->address.empty()) info.address = a->address;
     info.agent = a->agent;
+    info.phase_since_ms = r.at * 1000;
+    add_history(info, NodeChange{r.at, "", "Schedulable", a->agent ? "agent" : "admin", "joined the cluster"});
   } else if (auto* h = std::get_if<NodeHealthChange>(&r.op)) {
     NodeInfo& info = st.nodes[h->node];
     info.timed_out = h->cause == HealthCause::kTimeout;
     if (h->cause == HealthCause::kAgent) info.agent = true;
     if (!h->address.empty()) info.address = h->address;
+    const std::string from = info.history.empty() ? "" : info.history.back().to;
+    info.cause = h->cause;
+    info.reason = h->reason;
+    info.phase_since_ms = r.at * 1000;
+    info.fault_since_ms = 0;
+    add_history(info, NodeChange{r.at, from, node_health_name(h->health), health_cause_name(h->cause), h->reason});
+    // node_lifecycle.cpp words a replacement's first health change "replacement of node X: ...".
+    static const std::string kReplacement = "replacement of node ";
+    if (h->cause == HealthCause::kDeepCheck && h->reason.rfind(kReplacement, 0) == 0) {
+      const std::string old = h->reason.substr(kReplacement.size(), h->reason.find(':') - kReplacement.size());
+      st.retired[old] = h->node;
+      info.replaces = old;
+    }
   } else if (auto* rn = std::get_if<RemoveNode>(&r.op)) {
     st.nodes.erase(rn->node);
   } else if (auto* rt = std::get_if<RemoveTeam>(&r.op)) {
@@ -139,12 +186,15 @@ void note(ServerState& st, const Record& r) {
   } else if (auto* ad = std::get_if<Admit>(&r.op)) {
     ++st.admissions_total;
     if (const Job* j = st.cluster.find_job(ad->job)) {
+      st.observed.admitted(st.cluster, *j, ad->borrowing, r.at);
+      st.accounts[j->id.index()].slots = slots_of(ad->placement);
       int rank = 0;
       for (const auto& ps : ad->placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
     }
-  } else if (std::holds_alternative<Preempt>(r.op)) {
+  } else if (auto* pr = std::get_if<Preempt>(&r.op)) {
     ++st.preemptions_total;
+    st.observed.preempted(pr->reason);
   } else if (auto* ct = std::get_if<CreateToken>(&r.op)) {
     st.tokens[ct->token.id] = TokenInfo{ct->token, r.at, r.actor.token, false, 0};
     ++st.tokens_version;
@@ -175,13 +225,36 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   // Jobs a node operation may stop: after it, each one that changed state gets its own event.
   std::vector<JobId> before;
   std::vector<JobState> states;
+  std::vector<int> restarts;
   if (!node.empty() && !std::holds_alternative<AddNode>(r.op)) {
     before = running_on(st.cluster, node);
-    for (JobId id : before) states.push_back(st.cluster.jobs[id.index()].state);
+    for (JobId id : before) states.push_back(st.cluster.jobs[id.index()].state), restarts.push_back(st.cluster.jobs[id.index()].restarts);
   }
+  // The job a job operation names, if it runs: a run that ends is accounted for (goodput, restarts).
+  const std::string job_name = std::visit(JobOf{}, r.op);
+  const Job* named = job_name.empty() ? nullptr : st.cluster.find_job(job_name);
+  const bool named_running = named && named->state == JobState::kRunning;
+  const int named_restarts = named ? named->restarts : 0;
   auto status = store::apply_record(st.cluster, r);
   if (!status) return status;
   note(st, r);
+  if (named_running) {
+    const Job& j = *st.cluster.find_job(job_name);
+    if (j.state != JobState::kRunning) {
+      const auto* fin = std::get_if<Finish>(&r.op);
+      account_stop(st, j, r.at, named_restarts, fin ? fin->reason : j.reason.str(), "");
+    }
+  }
+  for (size_t i = 0; i < before.size(); ++i) {
+    const Job& j = st.cluster.jobs[before[i].index()];
+    if (j.state == JobState::kRunning) continue;
+    std::string cause = "node " + node;
+    if (const auto* h = std::get_if<NodeHealthChange>(&r.op))
+      cause += " became " + std::string(node_health_name(h->health)) + (h->reason.empty() ? "" : ": " + h->reason);
+    else
+      cause += ": " + message_of(st, r);
+    account_stop(st, j, r.at, restarts[i], cause, node);
+  }
   // The audit trail has its own endpoint; the event stream is for what happened to the cluster.
   if (std::holds_alternative<Audit>(r.op)) return ok_status();
   push(st, events, r.at, op_name(r.op), std::visit(JobOf{}, r.op), node, message_of(st, r));
@@ -194,6 +267,9 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
 
 void note_decision(ServerState& st, const Record& r, std::vector<Event>& events) {
   note(st, r);
+  // A preemption ended a run (the scheduler applied it already; started_at still names that run).
+  if (const auto* p = std::get_if<Preempt>(&r.op))
+    if (const Job* j = st.cluster.find_job(p->job)) account_stop(st, *j, r.at, j->restarts, p->reason, "");
   push(st, events, r.at, op_name(r.op), std::visit(JobOf{}, r.op), "", message_of(st, r));
 }
 

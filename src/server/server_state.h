@@ -14,9 +14,25 @@
 #include <vector>
 
 #include "core/state.h"
+#include "server/observed.h"
 #include "store/record.h"
 
 namespace allot::server {
+
+// One health check's last result as the node's agent reported it (agent/health_checks.h).
+struct NodeCheck {
+  std::string name;
+  std::string status;      // passed, failed, skipped
+  std::string detail;
+  std::string on_failure;  // reboot, replace
+  int64_t at_ms = 0;
+};
+
+// One change of a node's health, for `allot describe node` (rebuilt from the journal on start).
+struct NodeChange {
+  Time at = 0;
+  std::string from, to, cause, reason;
+};
 
 struct NodeInfo {
   std::string address = "127.0.0.1";  // MASTER_ADDR for jobs whose rank 0 runs here
@@ -26,6 +42,62 @@ struct NodeInfo {
   // (job index, rank) of every replica ever placed here: its agent may ship those replicas' logs (also after a
   // cancel or preemption ended the run), and no others.
   std::set<std::pair<uint32_t, int>> ranks_placed;
+
+  // Node lifecycle (server/node_lifecycle.h, docs/resiliency.md). Journaled through the health changes: the
+  // cause and reason of the last one, when it happened, and the history.
+  store::HealthCause cause = store::HealthCause::kAdmin;
+  std::string reason;
+  int64_t phase_since_ms = 0;
+  std::vector<NodeChange> history;  // the newest kHistoryKept
+  static constexpr size_t kHistoryKept = 50;
+  // What the agent reports (not journaled; the next heartbeat says it again).
+  int64_t heartbeat_interval_ms = 1000;
+  std::vector<NodeCheck> checks;
+  size_t checks_configured = 0;
+  int boot = 0;
+  std::string deep_status = "none", deep_detail;
+  // The server's own view between heartbeats (not journaled).
+  int boot_at_reboot_order = -1;  // the boot the agent was in when the reboot was ordered
+  bool suspect = false;           // mirrors Node::suspect: no new replicas here
+  std::string suspect_reason;
+  int64_t fault_since_ms = 0;     // a failed check reported and not yet acted on (0: none)
+  std::string fault_reason;
+  bool fault_replace = false;     // the failed check asks for a replacement, not a reboot
+  std::string replaces;           // the node this one replaced
+};
+
+// A replacement the writer asks the provisioner for once the batch is durable (server/provisioner.h).
+struct ProvisionRequest {
+  std::string node, instance_type, labels, replacement, reason;
+  std::string join_token;  // a fresh agent-join token's bearer text, handed over in a file readable by its owner only
+};
+
+// One restart of a job after a failure, for `allot describe` (rebuilt from the journal on start).
+struct RestartInfo {
+  Time at = 0;
+  int attempt = 0;      // the run that ended
+  std::string cause;    // which node and which check, or which replica exited how
+  std::string node;     // the failed node, when a node caused it
+  int64_t run_s = 0;    // how long that run had been running
+  int64_t lost_s = 0;   // work since its last checkpoint (checkpoint_interval), lost by the restart
+};
+
+// Goodput bookkeeping of one job: accelerator-seconds (or replica-seconds, for CPU jobs) held by its runs and
+// lost to restarts and preemptions, the way `sim replay` counts them (useful = held - lost).
+struct JobAccount {
+  int64_t slots = 0;      // accelerators (or replicas) of the current placement
+  int64_t held_s = 0;     // slot-seconds of runs that ended
+  int64_t lost_s = 0;     // slot-seconds of work lost when runs ended
+  std::vector<RestartInfo> restarts;
+};
+
+// A non-zero exit of a replica of a multi-node job, held back for a moment: when a peer's node turns out to be
+// failing (it missed a heartbeat, reported a fault), the failure is the node's, not a second one of the job's.
+struct DeferredExit {
+  int attempt = 0;
+  std::string node;    // the node that reported it
+  std::string reason;  // "replica R exited with code C"
+  int64_t until_ms = 0;
 };
 
 // One line of the event stream (/v1/events): a journaled change or one of its consequences for a job.
@@ -78,11 +150,18 @@ struct ServerState {
   std::unordered_map<std::string, NodeInfo> nodes;  // by node name
   std::set<std::string> removed_teams;              // removed through the API; their jobs are refused
   std::unordered_map<uint32_t, ExitTrack> exits;    // by JobId index; in memory, agents report again
+  std::unordered_map<uint32_t, DeferredExit> deferred_exits;  // by JobId index; in memory
+  std::unordered_map<uint32_t, JobAccount> accounts;          // by JobId index; rebuilt by replay
+  std::vector<ProvisionRequest> provision_queue;              // taken by the writer after each batch
+  // Nodes retired by a replacement (name -> the replacement): their agents may not join again under that name.
+  // Rebuilt by replay from the replacements' health changes.
+  std::map<std::string, std::string> retired;
   // Steady-clock time of each live submission not yet admitted: the start of the scheduling latency.
   std::unordered_map<uint32_t, std::chrono::steady_clock::time_point> waiting_since;
   LatencyHistogram scheduling_latency;  // live submissions only; not rebuilt by replay
   uint64_t admissions_total = 0;
   uint64_t preemptions_total = 0;
+  Observed observed;  // queue waits, decisions by rule, pass durations, utilisation samples (observed.h)
   // Jobs Running now (JobId indices, in order), so a heartbeat looks at running jobs only. Kept up to date from
   // the events: every change of a job's state names the job in one.
   std::set<uint32_t> running;

@@ -6,6 +6,7 @@
 #include "config/policy_json.h"
 #include "core/topology_levels.h"
 #include "view/state_json.h"
+#include "store/record.h"
 
 namespace allot::server {
 using nlohmann::json;
@@ -16,11 +17,53 @@ json node_view(const ServerState& st, const Node& n) {
   json j = view::node_json(st.cluster, n);
   auto it = st.nodes.find(n.name);
   if (it != st.nodes.end()) {
-    j["agent"] = it->second.agent;
-    j["address"] = it->second.address;
-    if (it->second.agent) j["last_heartbeat"] = it->second.last_heartbeat_ms / 1000;
+    const NodeInfo& info = it->second;
+    j["agent"] = info.agent;
+    j["address"] = info.address;
+    if (info.agent) j["last_heartbeat"] = info.last_heartbeat_ms / 1000;
+    // The lifecycle (docs/resiliency.md): why the node is in its state, its checks, its history.
+    j["health_reason"] = info.reason;
+    j["health_cause"] = store::health_cause_name(info.cause);
+    if (info.suspect) j["suspect"] = info.suspect_reason;
+    json checks = json::array();
+    for (const NodeCheck& c : info.checks)
+      checks.push_back({{"name", c.name}, {"status", c.status}, {"detail", c.detail}, {"on_failure", c.on_failure}, {"at", c.at_ms / 1000}});
+    j["checks"] = checks;
+    j["deep_check"] = {{"status", info.deep_status}, {"detail", info.deep_detail}};
+    j["boot"] = info.boot;
+    if (!info.replaces.empty()) j["replaces"] = info.replaces;
+    json history = json::array();
+    for (const NodeChange& c : info.history)
+      history.push_back({{"at", c.at}, {"from", c.from}, {"to", c.to}, {"cause", c.cause}, {"reason", c.reason}});
+    j["health_history"] = history;
   }
   return j;
+}
+
+double job_goodput(const ServerState& st, const Job& j, Time now, int64_t* held_out, int64_t* lost_out) {
+  int64_t held = 0, lost = 0;
+  if (auto it = st.accounts.find(j.id.index()); it != st.accounts.end()) {
+    held = it->second.held_s;
+    lost = it->second.lost_s;
+    if (j.state == JobState::kRunning) held += std::max<int64_t>(0, now - j.started_at) * it->second.slots;
+  }
+  if (held_out) *held_out = held;
+  if (lost_out) *lost_out = lost;
+  return held > 0 ? static_cast<double>(held - lost) / static_cast<double>(held) : 1.0;
+}
+
+void add_resilience(const ServerState& st, const Job& j, Time now, json& view) {
+  json restarts = json::array();
+  int64_t lost_s = 0;
+  if (auto it = st.accounts.find(j.id.index()); it != st.accounts.end()) {
+    for (const RestartInfo& r : it->second.restarts) {
+      restarts.push_back({{"at", r.at}, {"attempt", r.attempt}, {"cause", r.cause}, {"node", r.node}, {"run_s", r.run_s}, {"work_lost_s", r.lost_s}});
+      lost_s += r.lost_s;
+    }
+  }
+  view["restart_history"] = restarts;
+  view["work_lost_s"] = lost_s;
+  view["goodput"] = job_goodput(st, j, now);
 }
 
 json topology_json(const ClusterState& s) {

@@ -11,6 +11,10 @@ namespace allot::server {
 nlohmann::json policy_json(const PolicySpec& p);
 nlohmann::json node_view(const ServerState& st, const Node& n);
 nlohmann::json topology_json(const ClusterState& s);
+// A job's restarts (with cause and work lost) and goodput, added to its view (docs/resiliency.md).
+void add_resilience(const ServerState& st, const Job& j, Time now, nlohmann::json& view);
+// Goodput of the job so far: useful over held slot-seconds, counting the current run as kept; 1 when it never ran.
+double job_goodput(const ServerState& st, const Job& j, Time now, int64_t* held = nullptr, int64_t* lost = nullptr);
 // Every team not removed through the API, by name.
 nlohmann::json teams_json(const ServerState& st);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/scheduler.h"
+#include "server/node_lifecycle.h"
 #include "store/replay.h"
 
 namespace allot::server {
@@ -14,9 +15,17 @@ constexpr size_t kReplayEventChunk = 4096;  // events handed to the ring at a ti
 constexpr auto kCheapPass = std::chrono::milliseconds(2);  // passes shorter than this run after every batch
 }  // namespace
 
+ServerState& Txn::state() {
+  if (!st_) throw std::logic_error("a read-only request tried to change the server's state");
+  return *st_;
+}
+
 Status Txn::apply(store::Op op) {
+  if (!st_)
+    return Error::internal(std::string("a read-only request tried to apply a ") + store::op_name(op) + " operation");
+  ServerState& st_ = *this->st_;
   store::Record r{st_.last_seq + 1, now(), std::move(op), actor_};
-  auto status = server::apply(st_, r, events_);
+  auto status = server::apply(st_, r, *events_);
   if (!status) return status;
   // The scheduling latency runs from a live submission to its first admission; a job cancelled before it
   // is admitted has none.
@@ -25,12 +34,13 @@ Status Txn::apply(store::Op op) {
   } else if (auto* cancel = std::get_if<store::Cancel>(&r.op)) {
     if (const Job* j = st_.cluster.find_job(cancel->job)) st_.waiting_since.erase(j->id.index());
   }
-  records_.push_back(std::move(r));
+  records_->push_back(std::move(r));
   return ok_status();
 }
 
 Writer::Writer(const ServerOptions& options, std::unique_ptr<store::Store> store, EventLog& events, AuthGate& auth)
-    : options_(options), store_(std::move(store)), events_(events), auth_(auth) {}
+    : options_(options), store_(std::move(store)), events_(events), auth_(auth),
+      provisioner_(options.provisioner, options.data_dir + "/provision") {}
 
 namespace {
 const store::Actor kServerActor{"server", "server", {}, {}};
@@ -73,11 +83,14 @@ Status Writer::recover() {
   auto st = replay(/*publish=*/true);
   if (!st) return st.error();
   state_ = std::move(*st);
+  leading_ = !store_->shared();
+  leading_flag_ = leading_;
   publish_tokens();
   // Heartbeats are not journaled: every agent gets a full timeout from now to show up again.
   const int64_t now = options_.clock();
   for (auto& [name, info] : state_.nodes) info.last_heartbeat_ms = now;
   dirty_ = true;
+  state_changed_ = true;
   return ok_status();
 }
 
@@ -103,12 +116,65 @@ void Writer::stop() {
   running_ = false;
 }
 
-Reply Writer::call(Command cmd, CallContext ctx) {
+Reply Writer::call(Command cmd, CallContext ctx) { return enqueue(std::move(cmd), std::move(ctx), /*read_only=*/false); }
+
+Reply Writer::read(Command cmd, CallContext ctx) {
+  std::shared_ptr<const ServerState> view;
+  {
+    std::lock_guard lock(view_mu_);
+    view_wanted_ = true;
+    if (view_ && view_changes_ == changes_) {
+      view = view_;
+      ++view_stats_.reads_from_view;
+    }
+  }
+  if (!view) return enqueue(std::move(cmd), std::move(ctx), /*read_only=*/true);
+  {
+    std::lock_guard lock(mu_);
+    if (!running_ || stopping_) return error_reply(503, "Unavailable", "the server is stopping");
+  }
+  // As the writer does for a command: the caller's errors and exceptions become error answers.
+  try {
+    Txn txn(*view, options_.clock());
+    txn.act_as(ctx.actor);
+    auto render = cmd(txn);
+    if (!render) return error_reply(render.error());
+    return (*render)(*view);
+  } catch (const std::exception& e) {
+    return error_reply(Error::internal(std::string("unexpected failure: ") + e.what()));
+  }
+}
+
+void Writer::publish_view(bool changed) {
+  bool want;
+  uint64_t generation;
+  {
+    std::lock_guard lock(view_mu_);
+    if (changed) ++changes_;
+    generation = changes_;
+    want = view_wanted_ && view_changes_ != changes_;
+  }
+  if (!want) return;
+  // The copy is made outside the lock: readers meanwhile find the view stale and go through the queue.
+  auto copy = std::make_shared<const ServerState>(state_);
+  std::lock_guard lock(view_mu_);
+  view_ = std::move(copy);
+  view_changes_ = generation;
+  view_wanted_ = false;
+  ++view_stats_.views_published;
+}
+
+Writer::ViewStats Writer::view_stats() const {
+  std::lock_guard lock(view_mu_);
+  return view_stats_;
+}
+
+Reply Writer::enqueue(Command cmd, CallContext ctx, bool read_only) {
   std::future<Reply> answer;
   {
     std::lock_guard lock(mu_);
     if (!running_ || stopping_) return error_reply(503, "Unavailable", "the server is stopping");
-    queue_.push_back(Pending{std::move(cmd), std::move(ctx), {}});
+    queue_.push_back(Pending{std::move(cmd), std::move(ctx), {}, read_only});
     answer = queue_.back().answer.get_future();
   }
   cv_.notify_one();
@@ -116,6 +182,80 @@ Reply Writer::call(Command cmd, CallContext ctx) {
     return error_reply(503, "Unavailable",
                        "no answer within the request timeout; the change may or may not have been made: read the object to find out");
   return answer.get();
+}
+
+std::string Writer::leader_url() const {
+  if (leading_flag_) return own_url();
+  std::lock_guard lock(mu_);
+  return leader_url_;
+}
+
+std::string Writer::own_url() const {
+  std::lock_guard lock(mu_);
+  return advertise_url_;
+}
+
+void Writer::set_advertise_url(std::string url) {
+  std::lock_guard lock(mu_);
+  advertise_url_ = std::move(url);
+}
+
+void Writer::follow() {
+  std::vector<Event> events;
+  auto status = store_->load_after(state_.last_seq, [&](const store::Record& r) -> Status {
+    if (r.seq != state_.last_seq + 1)
+      return Error::internal("journal record " + std::to_string(r.seq) + " follows record " + std::to_string(state_.last_seq) +
+                             ": records are missing");
+    auto applied = apply(state_, r, events);
+    if (!applied)
+      return Error::internal("journal record " + std::to_string(r.seq) + " (" + store::op_name(r.op) +
+                             ") cannot be applied: " + applied.error().message);
+    state_changed_ = true;
+    return ok_status();
+  });
+  if (!status) spdlog::error("following the journal: {}", status.error().message);
+  events_.publish(std::move(events));
+  publish_tokens();
+}
+
+void Writer::step_leadership(bool force) {
+  if (!store_->shared()) return;
+  if (leading_) {
+    if (store_->leading()) return;
+    // Deposed: the store refuses our writes from now on. What we hold was all acknowledged (a failed write
+    // rebuilt the state), so we carry on as a standby from here.
+    spdlog::warn("this server lost the lead of {}; it is a standby now", store_->describe());
+    leading_ = false;
+    leading_flag_ = false;
+    next_leader_try_ = {};
+    std::lock_guard lock(mu_);
+    leader_url_.clear();  // not ourselves any more; the next poll finds who leads
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && now < next_leader_try_) return;
+  next_leader_try_ = now + options_.leader_poll;
+  follow();
+  auto led = store_->try_lead(own_url());
+  if (!led) {
+    spdlog::error("cannot take part in the leader election: {}", led.error().message);
+    return;
+  }
+  if (!*led) {
+    auto url = store_->leader_url();
+    std::lock_guard lock(mu_);
+    if (url) leader_url_ = *url;
+    return;
+  }
+  // Nothing can be written between our catch-up and our first batch but by us: read to the end, then lead.
+  follow();
+  const int64_t now_ms = options_.clock();
+  for (auto& [name, info] : state_.nodes) info.last_heartbeat_ms = now_ms;
+  dirty_ = true;
+  state_changed_ = true;
+  next_pass_ = {};
+  leading_ = true;
+  leading_flag_ = true;
+  spdlog::info("this server leads {} from journal record {}", store_->describe(), state_.last_seq);
 }
 
 Writer::Stats Writer::stats() const {
@@ -129,7 +269,7 @@ void Writer::loop() {
     batch.clear();
     // A pending pass shortens the idle wait to when it may run.
     auto wait = std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.tick);
-    if (dirty_) wait = std::clamp(next_pass_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero(), wait);
+    if (dirty_ && leading_) wait = std::clamp(next_pass_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero(), wait);
     {
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, wait, [&] { return stopping_ || !queue_.empty(); });
@@ -139,6 +279,7 @@ void Writer::loop() {
         queue_.pop_front();
       }
     }
+    step_leadership(/*force=*/false);
     run_batch(batch);
   }
 }
@@ -153,12 +294,14 @@ void Writer::time_out_nodes(Txn& txn) {
   }
   for (const auto& name : silent) {
     spdlog::warn("node {}: no heartbeat for {} ms; marking it UnschedulablePendingReboot", name, limit);
-    auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kUnschedulablePendingReboot, store::HealthCause::kTimeout, ""});
+    auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kUnschedulablePendingReboot, store::HealthCause::kTimeout, "",
+                                                "no heartbeat for " + std::to_string(limit) + " ms"});
     if (!st) spdlog::error("node {}: {}", name, st.error().message);
   }
 }
 
 void Writer::run_batch(std::vector<Pending>& batch) {
+  if (options_.before_batch && !batch.empty()) options_.before_batch();
   const int64_t now_ms = options_.clock();
   std::vector<store::Record> records;
   std::vector<Event> events;
@@ -181,13 +324,17 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     }
   }
   txn.act_as(kServerActor);
-  time_out_nodes(txn);
+  // Only the leader decides: a standby's state is the leader's, as journaled.
+  if (leading_) {
+    if (lifecycle_tick(txn, options_)) dirty_ = true;
+    time_out_nodes(txn);
+  }
 
   const Time now = txn.now();
   if (!records.empty()) dirty_ = true;
   const auto pass_start = std::chrono::steady_clock::now();
   const bool wakeup_due = next_wakeup_ && now >= *next_wakeup_;
-  const bool pass = wakeup_due || (dirty_ && pass_start >= next_pass_);
+  const bool pass = leading_ && (wakeup_due || (dirty_ && pass_start >= next_pass_));
   double pass_seconds = 0;
   if (pass) {
     dirty_ = false;
@@ -202,6 +349,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     const auto took = steady_now - pass_start;
     next_pass_ = took < kCheapPass ? steady_now : steady_now + took;
     pass_seconds = std::chrono::duration<double>(steady_now - pass_start).count();
+    state_.observed.pass_seconds.observe(pass_seconds);
     for (const Decision& d : sr.decisions) {
       store::Record r{state_.last_seq + 1, now, store::decision_record(state_.cluster, d), kServerActor};
       note_decision(state_, r, events);
@@ -215,6 +363,8 @@ void Writer::run_batch(std::vector<Pending>& batch) {
       records.push_back(std::move(r));
     }
   }
+
+  state_.observed.sample(state_.cluster, now);
 
   // Answers are rendered before the batch is written so that each audit record can say what its request was
   // answered; a failed write replaces them all with the error below.
@@ -244,9 +394,14 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     // The state holds changes the journal does not: answer every change with the error and rebuild the state
     // from the journal, which is what was acknowledged.
     spdlog::error("journal write failed, {} records dropped: {}", records.size(), durable.error().message);
+    // A shared store that lost its session may have lost the answer to a commit that happened.
+    const bool session_lost = store_->shared() && !store_->leading();
     for (size_t i = 0; i < batch.size(); ++i)
       if (!results[i].error)
-        replies[i] = error_reply(Error::internal("the change could not be made durable (" + durable.error().message + "); nothing was changed"));
+        replies[i] = error_reply(Error::internal(
+            session_lost ? "this server lost its database session while writing the change (" + durable.error().message +
+                               "); it was not acknowledged: read the object to find out whether it was made"
+                         : "the change could not be made durable (" + durable.error().message + "); nothing was changed"));
     auto fresh = replay(/*publish=*/false);
     if (!fresh) {
       spdlog::critical("cannot rebuild the state from the journal: {}", fresh.error().message);
@@ -256,12 +411,21 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     for (auto& [name, info] : fresh->nodes)
       if (auto it = state_.nodes.find(name); it != state_.nodes.end()) info.last_heartbeat_ms = it->second.last_heartbeat_ms;
     fresh->scheduling_latency = state_.scheduling_latency;
+    fresh->observed.pass_seconds = state_.observed.pass_seconds;
+    fresh->observed.utilisation = state_.observed.utilisation;
     state_ = std::move(*fresh);
     dirty_ = true;
   } else {
     events_.publish(std::move(events));
+    for (const ProvisionRequest& r : state_.provision_queue) provisioner_.launch(r, public_url_);
   }
+  state_.provision_queue.clear();
+  provisioner_.reap();
   publish_tokens();
+  // Any command but a read may have changed what is not journaled (a heartbeat's time, an exit report).
+  const bool commands_changed = std::any_of(batch.begin(), batch.end(), [](const Pending& p) { return !p.read_only; });
+  publish_view(state_changed_ || commands_changed || !records.empty() || pass || !durable);
+  state_changed_ = false;
 
   {
     std::lock_guard lock(mu_);

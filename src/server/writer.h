@@ -12,7 +12,24 @@
 // instead, and admission waits at most about two passes. On an idle-enough cluster a pass takes
 // microseconds and runs after every batch, so a submission's answer already shows it Running.
 //
-// Thread-safety: call() from any thread; everything else from the thread that owns the Writer.
+// On a shared store (PostgreSQL) several servers run a Writer each and exactly one leads (store.h): the leader
+// works as above; a standby runs no scheduler and times out no node, but follows the journal every leader_poll
+// (so its reads are at most that far behind), answers reads, and tries to take the lead. When it does, it first
+// reads the journal to its end, then gives every agent a full heartbeat timeout to find it. A leader whose store
+// lost the lead becomes a standby at its next batch; a batch it could not write is answered with an error and its
+// state rebuilt from the journal, as after any failed write.
+//
+// Reads off the write path: after a batch that changed the state, and before it answers, the writer publishes
+// an immutable copy of the state (a view) when some read asked for one since the last copy. A read-only request
+// (read()) is answered on its own thread from that view when the view is current, that is, when no batch has
+// changed the state since it was taken; so it never waits behind a batch the writer is scheduling or
+// writing, and it still sees every change answered before it arrived. When the view is stale the read goes
+// through the writer as before (and asks for a fresh view), so the copy costs the writer at most one per batch,
+// and nothing while no one reads.
+//
+// Thread-safety: call(), read(), leading() and leader_url() from any thread; everything else from the thread
+// that owns the Writer.
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -25,6 +42,7 @@
 #include "server/auth_gate.h"
 #include "server/event_log.h"
 #include "server/options.h"
+#include "server/provisioner.h"
 #include "server/reply.h"
 #include "server/server_state.h"
 #include "store/store.h"
@@ -35,9 +53,13 @@ namespace allot::server {
 class Txn {
  public:
   Txn(ServerState& st, int64_t now_ms, std::vector<store::Record>& records, std::vector<Event>& events)
-      : st_(st), now_ms_(now_ms), records_(records), events_(events) {}
-  ServerState& state() { return st_; }
-  const ClusterState& cluster() const { return st_.cluster; }
+      : st_(&st), view_(&st), now_ms_(now_ms), records_(&records), events_(&events) {}
+  // A read-only request's view of a published state: state() and apply() refuse (a read must not change
+  // what other threads read at the same time).
+  Txn(const ServerState& view, int64_t now_ms) : view_(&view), now_ms_(now_ms) {}
+  ServerState& state();
+  const ServerState& view() const { return *view_; }
+  const ClusterState& cluster() const { return view_->cluster; }
   Time now() const { return now_ms_ / 1000; }
   int64_t now_ms() const { return now_ms_; }
   // Applies an operation at this batch's time, in the name of the current command's caller: to the state,
@@ -49,10 +71,11 @@ class Txn {
 
  private:
   store::Actor actor_;
-  ServerState& st_;
+  ServerState* st_ = nullptr;  // null for a read-only request
+  const ServerState* view_;
   int64_t now_ms_;
-  std::vector<store::Record>& records_;
-  std::vector<Event>& events_;
+  std::vector<store::Record>* records_ = nullptr;
+  std::vector<Event>* events_ = nullptr;
 };
 
 // Renders the answer once the batch is scheduled and durable (so a submitted job may already be Running).
@@ -76,12 +99,27 @@ class Writer {
   // Replays the journal into a fresh state. REQUIRES: not started.
   Status recover();
   void start();
+  // How provisioned agents reach the server (known once it listens). REQUIRES: not started.
+  void set_public_url(std::string url) { public_url_ = std::move(url); }
   // Answers what is queued with 503 and joins the thread.
   void stop();
 
   // Runs `cmd` in the next batch and waits for its answer; 503 when the server stops or the answer takes
   // longer than the request timeout (the outcome is then unknown: read the object to find out).
   Reply call(Command cmd, CallContext ctx);
+  // Runs a read-only `cmd` (one that neither applies operations nor touches state()) against the published
+  // view when it is current, on the calling thread; otherwise as call() does. Either way the answer reflects
+  // every change answered before read() was called.
+  Reply read(Command cmd, CallContext ctx);
+
+  // Whether this server leads (always, on a store that is not shared): request threads redirect writes to the
+  // leader when it does not. The leader's URL is empty while none is known.
+  bool leading() const { return leading_flag_.load(); }
+  std::string leader_url() const;
+  // The URL the other servers redirect writes to while this one leads. REQUIRES: before start().
+  void set_advertise_url(std::string url);
+  // Tries to take the lead once now (Server::start, before the first bootstrap); a no-op when leading.
+  void step_leadership(bool force);
 
   // Batches and records journaled so far (for benchmarks and tests).
   struct Stats {
@@ -93,13 +131,24 @@ class Writer {
     double max_pass_seconds = 0;
   };
   Stats stats() const;
+  // Reads answered from the published view, and views published, so far (for tests and benchmarks).
+  struct ViewStats {
+    uint64_t reads_from_view = 0;
+    uint64_t views_published = 0;
+  };
+  ViewStats view_stats() const;
 
  private:
   struct Pending {
     Command cmd;
     CallContext ctx;
     std::promise<Reply> answer;
+    bool read_only = false;  // a read() that found the view stale: it changes nothing
   };
+  Reply enqueue(Command cmd, CallContext ctx, bool read_only);
+  // Counts a change of the state (when `changed`) and, when a read asked for it, publishes a copy of the
+  // state as the view. REQUIRES: the writer thread, before the batch that changed the state is answered.
+  void publish_view(bool changed);
   void loop();
   void run_batch(std::vector<Pending>& batch);
   void time_out_nodes(Txn& txn);
@@ -107,6 +156,9 @@ class Writer {
   void publish_tokens();
   // Rebuilds a state from the journal; with `publish`, its events go to the event log as well.
   Result<ServerState> replay(bool publish);
+  // A standby: applies what the leader wrote since the last record applied, and publishes its events.
+  void follow();
+  std::string own_url() const;
 
   const ServerOptions options_;
   std::unique_ptr<store::Store> store_;
@@ -114,10 +166,17 @@ class Writer {
   AuthGate& auth_;
   uint64_t published_tokens_ = ~uint64_t{0};  // the tokens_version last handed to auth_
   ServerState state_;
+  Provisioner provisioner_;
+  std::string public_url_;
   // When the scheduler may run next (see the note at the top); only the writer thread touches these.
   std::chrono::steady_clock::time_point next_pass_{};
   std::optional<Time> next_wakeup_;
   bool dirty_ = true;  // the state changed since the last pass
+  bool leading_ = true;  // false on a shared store until it takes the lead
+  std::chrono::steady_clock::time_point next_leader_try_{};
+  std::atomic<bool> leading_flag_{true};  // leading_, for request threads
+  std::string leader_url_;                // guarded by mu_
+  std::string advertise_url_;             // guarded by mu_
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -126,6 +185,16 @@ class Writer {
   bool stopping_ = false;
   Stats stats_;
   std::thread thread_;
+
+  // The published view (see the note at the top). `changes_` counts the batches that changed the state; the
+  // view is current while `view_changes_` equals it. Guarded by view_mu_, never held while copying.
+  mutable std::mutex view_mu_;
+  std::shared_ptr<const ServerState> view_;
+  uint64_t changes_ = 0;
+  uint64_t view_changes_ = ~uint64_t{0};
+  bool view_wanted_ = false;
+  ViewStats view_stats_;
+  bool state_changed_ = true;  // writer thread: the state changed since the last publish_view
 };
 
 }  // namespace allot::server

@@ -24,9 +24,10 @@ Status MemStore::append(const std::vector<Record>& batch) {
   return ok_status();
 }
 
-Status MemStore::load(const std::function<Status(const Record&)>& fn) {
+Status MemStore::load_after(uint64_t after, const std::function<Status(const Record&)>& fn) {
   std::vector<Record> copy = records();
   for (const Record& r : copy) {
+    if (r.seq <= after) continue;
     auto st = fn(r);
     if (!st) return st;
   }

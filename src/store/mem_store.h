@@ -12,7 +12,7 @@ namespace allot::store {
 class MemStore final : public Store {
  public:
   Status append(const std::vector<Record>& batch) override;
-  Status load(const std::function<Status(const Record&)>& fn) override;
+  Status load_after(uint64_t after, const std::function<Status(const Record&)>& fn) override;
   std::string describe() const override { return "mem:"; }
 
   // The next `count` appends fail with `message` and leave the journal unchanged.

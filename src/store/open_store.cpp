@@ -1,16 +1,20 @@
 #include <filesystem>
 
 #include "store/mem_store.h"
+#include "store/pg_store.h"
 #include "store/sqlite_store.h"
 
 namespace allot::store {
 
 Result<std::unique_ptr<Store>> open_store(const std::string& url) {
-  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
-    return Error::invalid("PostgreSQL store is not built in this version; use --database sqlite:PATH");
+  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
+    auto s = PgStore::open(url);
+    if (!s) return s.error();
+    return std::unique_ptr<Store>(std::move(*s));
+  }
   if (url == "mem:" || url == "memory:") return std::unique_ptr<Store>(new MemStore());
   if (url.rfind("sqlite:", 0) != 0)
-    return Error::invalid("unknown database URL '" + url + "'; use sqlite:PATH (or postgresql://... in a build with PostgreSQL)");
+    return Error::invalid("unknown database URL '" + url + "'; use sqlite:PATH or postgresql://USER@HOST[:PORT]/DB");
   std::string path = url.substr(7);
   if (path.rfind("//", 0) == 0) path = path.substr(2);  // sqlite:///abs/path and sqlite://rel/path
   if (path.empty()) return Error::invalid("--database sqlite: needs a file path, as in sqlite:./allot-data/allot.db");

@@ -7,6 +7,8 @@ const char* health_cause_name(HealthCause c) {
     case HealthCause::kAdmin: return "admin";
     case HealthCause::kAgent: return "agent";
     case HealthCause::kTimeout: return "timeout";
+    case HealthCause::kHealthCheck: return "health-check";
+    case HealthCause::kDeepCheck: return "deep-check";
   }
   return "admin";
 }

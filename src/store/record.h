@@ -38,15 +38,17 @@ struct RemoveNode {
   std::string node;
   friend bool operator==(const RemoveNode&, const RemoveNode&) = default;
 };
-// Who changed a node's health: an administrator, its agent (registering or heartbeating again), or the
-// server because heartbeats stopped. Only a timeout is undone by the next heartbeat.
-enum class HealthCause { kAdmin, kAgent, kTimeout };
+// Who changed a node's health: an administrator, its agent (registering or heartbeating again), the
+// server because heartbeats stopped, a health check the agent reported (or the reboot that followed it), or a
+// deep health check (docs/resiliency.md). Only a timeout is undone by the next heartbeat.
+enum class HealthCause { kAdmin, kAgent, kTimeout, kHealthCheck, kDeepCheck };
 const char* health_cause_name(HealthCause c);
 struct NodeHealthChange {
   std::string node;
   NodeHealth health = NodeHealth::kSchedulable;
   HealthCause cause = HealthCause::kAdmin;
   std::string address;  // kAgent: the address it registered again with; empty when unchanged
+  std::string reason;   // why, for people (which check failed, what the reboot showed); may be empty
   friend bool operator==(const NodeHealthChange&, const NodeHealthChange&) = default;
 };
 struct Cordon {

@@ -10,7 +10,7 @@ using nlohmann::json;
 namespace {
 
 HealthCause cause_from(const std::string& s) {
-  for (auto c : {HealthCause::kAdmin, HealthCause::kAgent, HealthCause::kTimeout})
+  for (auto c : {HealthCause::kAdmin, HealthCause::kAgent, HealthCause::kTimeout, HealthCause::kHealthCheck, HealthCause::kDeepCheck})
     if (s == health_cause_name(c)) return c;
   throw std::invalid_argument("unknown health cause " + s);
 }
@@ -47,7 +47,9 @@ struct ToJson {
   json operator()(const AddNode& o) const { return {{"node", to_json(o.node)}, {"address", o.address}, {"agent", o.agent}}; }
   json operator()(const RemoveNode& o) const { return {{"node", o.node}}; }
   json operator()(const NodeHealthChange& o) const {
-    return {{"node", o.node}, {"health", node_health_name(o.health)}, {"cause", health_cause_name(o.cause)}, {"address", o.address}};
+    json out = {{"node", o.node}, {"health", node_health_name(o.health)}, {"cause", health_cause_name(o.cause)}, {"address", o.address}};
+    if (!o.reason.empty()) out["reason"] = o.reason;
+    return out;
   }
   json operator()(const Cordon& o) const { return {{"node", o.node}, {"cordoned", o.cordoned}}; }
   json operator()(const Drain& o) const { return {{"node", o.node}}; }
@@ -93,7 +95,8 @@ Op parse_op(const json& j) {
   if (kind == "add_node") return AddNode{node_from_json(j.at("node")), str("address"), j.at("agent").get<bool>()};
   if (kind == "remove_node") return RemoveNode{str("node")};
   if (kind == "node_health")
-    return NodeHealthChange{str("node"), node_health_from_name(str("health")), cause_from(str("cause")), str("address")};
+    return NodeHealthChange{str("node"), node_health_from_name(str("health")), cause_from(str("cause")), str("address"),
+                            j.value("reason", std::string())};
   if (kind == "cordon") return Cordon{str("node"), j.at("cordoned").get<bool>()};
   if (kind == "drain") return Drain{str("node")};
   if (kind == "submit") return Submit{job_from_json(j.at("job"))};
@@ -121,6 +124,17 @@ Result<Op> op_from_json(const json& j) {
   } catch (const std::exception& e) {
     return Error::internal(std::string("malformed journal record: ") + e.what());
   }
+}
+
+Result<std::vector<std::string>> record_bodies(const std::vector<Record>& batch) {
+  std::vector<std::string> bodies;
+  bodies.reserve(batch.size());
+  try {
+    for (const Record& r : batch) bodies.push_back(record_body_json(r).dump());
+  } catch (const std::exception& e) {
+    return Error::internal(std::string("cannot encode a journal record: ") + e.what());
+  }
+  return bodies;
 }
 
 json record_body_json(const Record& r) {
@@ -155,6 +169,17 @@ Result<Record> record_from_json(const json& j) {
   } catch (const std::exception& e) {
     return Error::internal(std::string("malformed journal record: ") + e.what());
   }
+}
+
+Result<Record> record_from_row(uint64_t seq, Time at, std::string_view body, const std::string& where) {
+  auto j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const std::string place = "database " + where + ": record " + std::to_string(seq);
+  if (j.is_discarded()) return Error::internal(place + " is not valid JSON");
+  auto op = op_from_json(j);
+  if (!op) return Error::internal(place + ": " + op.error().message);
+  auto actor = actor_of_body(j);
+  if (!actor) return Error::internal(place + ": " + actor.error().message);
+  return Record{seq, at, std::move(*op), std::move(*actor)};
 }
 
 }  // namespace allot::store

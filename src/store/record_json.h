@@ -17,7 +17,14 @@ nlohmann::json op_to_json(const Op& op);
 Result<Op> op_from_json(const nlohmann::json& j);
 // What a store keeps beside seq and time: the op and, when there is one, its actor.
 nlohmann::json record_body_json(const Record& r);
+// The stored bodies of a batch, encoded before a store takes its lock or opens its transaction. Text that is not
+// UTF-8 cannot be written as JSON; replacing it would make replay differ from what was acknowledged, so the
+// batch fails whole.
+Result<std::vector<std::string>> record_bodies(const std::vector<Record>& batch);
 // The actor of a stored body; empty for records written before actors were (and for the server's own).
 Result<Actor> actor_of_body(const nlohmann::json& body);
+// A stored row (seq, time, body text) back as a record; errors name `where` (the database) and the seq, since
+// the journal is read as untrusted input.
+Result<Record> record_from_row(uint64_t seq, Time at, std::string_view body, const std::string& where);
 
 }  // namespace allot::store

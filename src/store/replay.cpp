@@ -1,5 +1,7 @@
 #include "store/replay.h"
 
+#include <unordered_map>
+
 #include "core/drain.h"
 #include "core/overloaded.h"
 
@@ -59,15 +61,48 @@ struct Apply {
 
 Status apply_record(ClusterState& s, const Record& r) { return std::visit(Apply{s, r.at}, r.op); }
 
+// The journal is read as untrusted input (a damaged disk, a hand-edited database, a bug of another version): an
+// admission is checked against the state before it is applied, so that a bad one is an error and never indexes
+// past a table or shifts a bit out of a 64-bit mask. What a valid journal holds always passes: the scheduler made
+// each admission against the same state that replay rebuilds.
 Result<Placement> placement_from_record(const ClusterState& s, const std::vector<PodSetRecord>& placement) {
   Placement p;
+  // What this admission's earlier replicas already take on each node (by node index).
+  std::unordered_map<uint32_t, NodeRoom> taken;
   for (const auto& ps : placement) {
     auto type = s.catalog.lookup(ps.instance_type);
     if (!type) return type.error();
+    const InstanceType& it = s.catalog.at(*type);
+    if (ps.per_replica.accelerators < 0 || ps.per_replica.vcpu_milli < 0 || ps.per_replica.memory_mib < 0)
+      return Error::invalid("admission asks for a negative amount per replica (" + format_resources(ps.per_replica) + ")");
     PodSetPlacement out{*type, ps.per_replica, {}};
     for (const auto& r : ps.replicas) {
       const Node* n = s.find_node(r.node);
       if (!n) return Error::not_found("admission names node " + r.node + ", which is not in the cluster");
+      if (n->removed) return Error::invalid("admission places a replica on node " + r.node + ", which was removed");
+      if (n->type != *type)
+        return Error::invalid("admission places a replica of instance type " + it.name + " on node " + r.node + ", which is " +
+                              s.catalog.at(n->type).name);
+      const NodeRoom& room = s.room[n->id.index()];
+      NodeRoom& mine = taken[n->id.index()];
+      for (int a : r.accelerators) {
+        if (a < 0 || a >= it.accelerators || a >= 64)
+          return Error::invalid("admission binds accelerator " + std::to_string(a) + " of node " + r.node + ", which has " +
+                                std::to_string(it.accelerators) + (it.accelerators ? " (0.." + std::to_string(it.accelerators - 1) + ")" : ""));
+        const uint64_t bit = uint64_t{1} << a;
+        if (!(room.accelerators_free & bit) || (mine.accelerators_free & bit))
+          return Error::invalid("admission binds accelerator " + std::to_string(a) + " of node " + r.node +
+                                ", which another replica holds");
+        mine.accelerators_free |= bit;
+      }
+      for (int d : r.numa_domains)
+        if (d < 0 || d >= static_cast<int>(it.numa.size()))
+          return Error::invalid("admission binds NUMA domain " + std::to_string(d) + " of node " + r.node + ", which has " +
+                                std::to_string(it.numa.size()));
+      mine.free += ps.per_replica;
+      if (!mine.free.fits_in(room.free))
+        return Error::invalid("admission needs " + format_resources(mine.free) + " on node " + r.node + ", which has " +
+                              format_resources(room.free) + " free");
       out.replicas.push_back({n->id, r.accelerators, r.numa_domains, r.cpus});
     }
     p.pod_sets.push_back(std::move(out));

@@ -71,15 +71,9 @@ SqliteStore::~SqliteStore() {
 Status SqliteStore::append(const std::vector<Record>& batch) {
   if (batch.empty()) return ok_status();
   // Serialize before taking the lock and opening the transaction: the transaction holds only the writes.
-  std::vector<std::string> bodies;
-  bodies.reserve(batch.size());
-  try {
-    for (const Record& r : batch) bodies.push_back(record_body_json(r).dump());
-  } catch (const std::exception& e) {
-    // Text that is not UTF-8 cannot be written as JSON; replacing it would make replay differ from what was
-    // acknowledged, so the batch fails whole.
-    return Error::internal(std::string("cannot encode a journal record: ") + e.what());
-  }
+  auto encoded = record_bodies(batch);
+  if (!encoded) return encoded.error();
+  const std::vector<std::string>& bodies = *encoded;
   std::lock_guard lock(mu_);
   auto st = exec("BEGIN IMMEDIATE");
   if (!st) return st;
@@ -108,33 +102,24 @@ Status SqliteStore::append(const std::vector<Record>& batch) {
   return ok_status();
 }
 
-Status SqliteStore::load(const std::function<Status(const Record&)>& fn) {
+Status SqliteStore::load_after(uint64_t after, const std::function<Status(const Record&)>& fn) {
   std::lock_guard lock(mu_);
   sqlite3_stmt* q = nullptr;
-  if (sqlite3_prepare_v2(db_, "SELECT seq, at, body FROM journal ORDER BY seq", -1, &q, nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db_, "SELECT seq, at, body FROM journal WHERE seq > ? ORDER BY seq", -1, &q, nullptr) != SQLITE_OK)
     return error("cannot read the journal");
+  sqlite3_bind_int64(q, 1, static_cast<sqlite3_int64>(after));
   Status result = ok_status();
   int rc;
   while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
     auto seq = static_cast<uint64_t>(sqlite3_column_int64(q, 0));
     Time at = sqlite3_column_int64(q, 1);
     const char* text = reinterpret_cast<const char*>(sqlite3_column_text(q, 2));
-    auto body = nlohmann::json::parse(text ? text : "", nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded()) {
-      result = Error::internal("database " + path_ + ": record " + std::to_string(seq) + " is not valid JSON");
+    auto r = record_from_row(seq, at, text ? text : "", path_);
+    if (!r) {
+      result = r.error();
       break;
     }
-    auto op = op_from_json(body);
-    if (!op) {
-      result = Error::internal("database " + path_ + ": record " + std::to_string(seq) + ": " + op.error().message);
-      break;
-    }
-    auto actor = actor_of_body(body);
-    if (!actor) {
-      result = Error::internal("database " + path_ + ": record " + std::to_string(seq) + ": " + actor.error().message);
-      break;
-    }
-    result = fn(Record{seq, at, std::move(*op), std::move(*actor)});
+    result = fn(*r);
     if (!result) break;
   }
   if (result && rc != SQLITE_DONE) result = error("cannot read the journal");

@@ -28,7 +28,7 @@ class SqliteStore final : public Store {
   SqliteStore& operator=(const SqliteStore&) = delete;
 
   Status append(const std::vector<Record>& batch) override;
-  Status load(const std::function<Status(const Record&)>& fn) override;
+  Status load_after(uint64_t after, const std::function<Status(const Record&)>& fn) override;
   std::string describe() const override { return "sqlite:" + path_; }
 
  private:

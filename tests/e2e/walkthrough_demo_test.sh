@@ -9,7 +9,9 @@ source "$(dirname "$0")/lib_e2e.sh"
 timeout 90 "$ALLOT" demo --no-keep --data "$WORK/demo" --listen 127.0.0.1:0 >"$WORK/demo.log" 2>&1 \
   || fail "allot demo --no-keep failed"
 for step in "1. Submission and borrowing" "2. Reclaim" "3. Priorities inside a team" "5. Topology-aware placement" \
-            "a-train: Suspended" "b-ring: Running" "never fits: topology" "servers and agents are stopped|agents are stopped"; do
+            "a-train: Suspended" "b-ring: Running" "6. A node fails" "b-ring restarted once" "resumed from step" \
+            "never fits: topology" "servers and agents are stopped|agents are stopped" \
+            "web +http://127.0.0.1:[0-9]+/ +\(the dashboard: log in with the admin token"; do
   grep -Eq "$step" "$WORK/demo.log" || fail "the demo did not show '$step'"
 done
 [ ! -f "$WORK/demo/pids" ] || fail "the pid file should be gone after --no-keep"

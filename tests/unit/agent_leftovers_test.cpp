@@ -121,6 +121,9 @@ TEST_F(AgentLeftovers, ARestartedAgentEndsWhatAKilledOneLeft) {
   cleanup_.push_back(agent);
   ASSERT_TRUE(wait_for_file(path("child")));
   ASSERT_TRUE(wait_for_file(path("shell")));
+  // The stand-in saves its record after starting the replica, which may be after the replica wrote its files:
+  // killing it before then would test nothing (and made this test fail now and then on a loaded machine).
+  ASSERT_TRUE(wait_for_file(state));
   const pid_t child = std::stoi(slurp(path("child")));
   const pid_t shell = std::stoi(slurp(path("shell")));
   kill(agent, SIGKILL);

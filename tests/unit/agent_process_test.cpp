@@ -288,6 +288,17 @@ TEST_F(AgentProcess, CgroupLimitsAreWrittenWhereTheControllersAre) {
   EXPECT_NE(without.summary().find("no memory or CPU limits apply"), std::string::npos) << without.summary();
 }
 
+TEST_F(AgentProcess, OomKillsAreReadFromMemoryEvents) {
+  // A stand-in for a replica cgroup: the kernel's memory.events after one process went past memory.max.
+  const fs::path cg = dir_ / "r-oom-0-0";
+  fs::create_directories(cg);
+  EXPECT_EQ(oom_kills(cg.string()), 0) << "no memory.events: no kills";
+  std::ofstream(cg / "memory.events") << "low 0\nhigh 0\nmax 12\noom 1\noom_kill 0\n";
+  EXPECT_EQ(oom_kills(cg.string()), 0) << "an oom event that killed nothing";
+  std::ofstream(cg / "memory.events") << "low 0\nhigh 0\nmax 40\noom 2\noom_kill 2\noom_group_kill 0\n";
+  EXPECT_EQ(oom_kills(cg.string()), 2);
+}
+
 TEST(AgentCgroups, LimitsFromTheRequest) {
   EXPECT_EQ(cpu_max_value(4000), "400000 100000");
   EXPECT_EQ(cpu_max_value(500), "50000 100000");

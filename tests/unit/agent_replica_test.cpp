@@ -68,8 +68,15 @@ TEST(Agent, EnvironmentIsABaseTheJobsAndAllots) {
   std::set<std::string> keys;
   for (const auto& [k, v] : env) keys.insert(k);
   EXPECT_EQ(keys, (std::set<std::string>{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LR", "WORLD_SIZE", "ALLOT_JOB",
-                                         "ALLOT_ATTEMPT", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
-                                         "CUDA_VISIBLE_DEVICES"}));
+                                         "ALLOT_ATTEMPT", "ALLOT_RESTART_COUNT", "RANK", "LOCAL_RANK", "MASTER_ADDR",
+                                         "MASTER_PORT", "CUDA_VISIBLE_DEVICES"}));
+  // The job's checkpoint directory (made by the agent from the server's root) and its restarts so far.
+  Assignment with_ckpt = *a;
+  with_ckpt.checkpoint_dir = "/shared/ckpt/train";
+  with_ckpt.restart_count = 2;
+  auto ckpt_env = replica_env(with_ckpt, m);
+  EXPECT_EQ(ckpt_env["ALLOT_CHECKPOINT_DIR"], "/shared/ckpt/train");
+  EXPECT_EQ(ckpt_env["ALLOT_RESTART_COUNT"], "2");
   j.erase("env");
   auto bare = replica_env(*assignment_from_json(j), MachineFacts{});
   EXPECT_EQ(bare["PATH"], "/usr/local/bin:/usr/bin:/bin");

@@ -149,6 +149,29 @@ TEST(Client, JobsAndNodesTables) {
   EXPECT_NE(n.find("2s ago"), std::string::npos) << n;
 }
 
+TEST(Client, NodeHealthChecksAndRestartsAreShown) {
+  json node = {{"name", "gpu-2"}, {"instance_type", "ml.g5.8xlarge"}, {"health", "UnschedulablePendingReboot"},
+               {"health_reason", "check gpu failed: XID 13 on GPU 0; rebooting it"}, {"boot", 1},
+               {"checks", {{{"name", "gpu"}, {"status", "failed"}, {"detail", "XID 13 on GPU 0"}, {"on_failure", "reboot"}, {"at", 1700000059}},
+                           {{"name", "efa"}, {"status", "skipped"}, {"detail", "fi_info is not installed"}, {"on_failure", "reboot"}, {"at", 1700000059}}}},
+               {"health_history", {{{"at", 1700000000}, {"from", ""}, {"to", "Schedulable"}, {"cause", "agent"}, {"reason", "joined the cluster"}},
+                                   {{"at", 1700000059}, {"from", "Schedulable"}, {"to", "UnschedulablePendingReboot"}, {"cause", "health-check"}, {"reason", "check gpu failed"}}}}};
+  EXPECT_NE(nodes_table(json::array({node}), 1700000060).find("gpu FAILED"), std::string::npos);
+  std::string d = describe_node(node, 1700000060);
+  EXPECT_NE(d.find("Reason:      check gpu failed: XID 13 on GPU 0; rebooting it"), std::string::npos) << d;
+  EXPECT_NE(d.find("fi_info is not installed"), std::string::npos) << d;
+  EXPECT_NE(d.find("health-check"), std::string::npos) << d;
+  json job = running_job();
+  job["restart_history"] = {{{"at", 1700000059}, {"attempt", 0}, {"cause", "node gpu-2 became UnschedulablePendingReboot"},
+                             {"node", "gpu-2"}, {"run_s", 59}, {"work_lost_s", 9}}};
+  job["goodput"] = 0.85;
+  job["work_lost_s"] = 9;
+  std::string j = describe_job(job, 1700000060);
+  EXPECT_NE(j.find("Restarts:"), std::string::npos) << j;
+  EXPECT_NE(j.find("node gpu-2 became UnschedulablePendingReboot"), std::string::npos) << j;
+  EXPECT_NE(j.find("Goodput:     0.850 (work lost to restarts and preemptions: 9 s)"), std::string::npos) << j;
+}
+
 TEST(Client, TopologyTree) {
   json topo = json::parse(R"({"levels": ["network-node-layer-1", "network-node-layer-3", "hostname"],
     "domains": [{"level": "network-node-layer-1", "name": "nn-1", "children": [

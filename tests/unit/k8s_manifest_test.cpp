@@ -216,3 +216,155 @@ spec:
 
 }  // namespace
 }  // namespace allot::interop
+
+namespace allot::interop {
+namespace {
+
+const char* kGenerated = R"(apiVersion: batch/v1
+kind: Job
+metadata:
+  generateName: sample-job-
+  namespace: hyperpod-ns-team-a
+  labels:
+    kueue.x-k8s.io/priority-class: inference-priority
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: main
+          image: busybox
+          command: ["sleep", "1"]
+          resources: {requests: {cpu: "1"}}
+)";
+
+TEST(K8s, GenerateNameGetsTheApiServersSuffix) {
+  auto a = job_from_manifest(YAML::Load(kGenerated), "sample.yaml");
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_EQ(a->spec.name.size(), std::string("sample-job-").size() + 5);
+  EXPECT_EQ(a->spec.name.rfind("sample-job-", 0), 0u);
+  EXPECT_EQ(a->spec.name.find_first_not_of("sample-job-bcdfghjklmnpqrstvwxz2456789"), std::string::npos) << a->spec.name;
+  EXPECT_TRUE(check_name(NameKind::kJob, a->spec.name).ok());
+  bool said = false;
+  for (const auto& w : a->warnings) said |= w.find("named " + a->spec.name) != std::string::npos;
+  EXPECT_TRUE(said) << "the generated name is printed";
+  // Two submissions of the same manifest get two names (5 characters of 27: equal once in 14 million).
+  auto b = job_from_manifest(YAML::Load(kGenerated), "sample.yaml");
+  ASSERT_TRUE(b.ok());
+  EXPECT_NE(a->spec.name, b->spec.name);
+  // Without either name the message says what is accepted.
+  auto none = job_from_manifest(YAML::Load(std::string(kGenerated).replace(std::string(kGenerated).find("generateName"), 12, "labelz")),
+                                "sample.yaml");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("metadata.generateName"), std::string::npos) << none.error().message;
+}
+
+TEST(K8s, PriorityLabelAsWrittenFirstThenWithoutSuffix) {
+  auto m = job_from_manifest(YAML::Load(kGenerated), "sample.yaml");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->priority_label, "inference-priority");
+  EXPECT_EQ(m->spec.priority, "inference");
+  EXPECT_EQ(pick_priority_class("inference-priority", {"training", "inference-priority", "inference"}), "inference-priority");
+  EXPECT_EQ(pick_priority_class("inference-priority", {"training", "inference"}), "inference");
+  EXPECT_EQ(pick_priority_class("inference-priority", {}), "inference");  // the server names its classes when it refuses
+  EXPECT_EQ(pick_priority_class("training", {"training"}), "training");
+}
+
+}  // namespace
+}  // namespace allot::interop
+
+namespace allot::interop {
+namespace {
+
+TEST(K8s, JobSetSlicesAsKueueDocumentsThem) {
+  auto m = load("jobset_slices.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const JobSpec& j = m->spec;
+  EXPECT_EQ(j.name, "jobset-sliced");
+  EXPECT_EQ(j.team, "team-a");
+  ASSERT_EQ(j.pod_sets.size(), 1u);
+  EXPECT_EQ(j.pod_sets[0].name, "workers");
+  EXPECT_EQ(j.pod_sets[0].replicas, 8);  // 2 replicas x parallelism 4
+  ASSERT_TRUE(j.pod_sets[0].topology.slice.has_value());
+  EXPECT_EQ(j.pod_sets[0].per_replica.vcpu_milli, 1000);
+  EXPECT_EQ(j.command, (std::vector<std::string>{"sleep", "100s"}));
+}
+
+TEST(K8s, JobSetReplicatedJobsArePodSets) {
+  auto m = load("jobset_driver_workers.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const JobSpec& j = m->spec;
+  EXPECT_EQ(j.team, "team-b");
+  EXPECT_EQ(j.max_retries, 3);
+  ASSERT_EQ(j.pod_sets.size(), 2u);
+  EXPECT_EQ(j.pod_sets[0].name, "driver");
+  EXPECT_EQ(j.pod_sets[0].replicas, 1);
+  EXPECT_EQ(j.pod_sets[1].name, "workers");
+  EXPECT_EQ(j.pod_sets[1].replicas, 6);
+  EXPECT_EQ(j.pod_sets[1].instance_type, "ml.p5.48xlarge");
+  EXPECT_EQ(j.pod_sets[1].per_replica.accelerators, 8);
+  EXPECT_EQ(j.pod_sets[1].topology.required, "topology.k8s.aws/network-node-layer-2");
+}
+
+TEST(K8s, JobSetRefusals) {
+  auto bad = job_from_manifest(YAML::Load("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: x, namespace: a}\n"
+                                          "spec: {replicatedJobs: []}\n"),
+                               "x.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("lists no replicated job"), std::string::npos) << bad.error().message;
+  auto kind = job_from_manifest(YAML::Load("apiVersion: jobset.x-k8s.io/v1alpha1\nkind: JobSet\nmetadata: {name: x, namespace: a}\n"), "x.yaml");
+  ASSERT_FALSE(kind.ok());
+  EXPECT_NE(kind.error().message.find("jobset.x-k8s.io/v1alpha2 JobSet"), std::string::npos) << kind.error().message;
+}
+
+}  // namespace
+}  // namespace allot::interop
+
+namespace allot::interop {
+namespace {
+
+TEST(K8s, MpiJobLauncherAndWorkers) {
+  auto m = load("mpijob_pi.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const JobSpec& j = m->spec;
+  EXPECT_EQ(j.team, "team-a");
+  EXPECT_EQ(j.max_retries, 2);
+  ASSERT_EQ(j.pod_sets.size(), 2u);
+  EXPECT_EQ(j.pod_sets[0].name, "launcher");
+  EXPECT_EQ(j.pod_sets[0].replicas, 1);
+  EXPECT_EQ(j.pod_sets[0].per_replica.vcpu_milli, 1000);
+  EXPECT_EQ(j.pod_sets[1].name, "worker");
+  EXPECT_EQ(j.pod_sets[1].replicas, 2);
+  EXPECT_EQ(j.pod_sets[1].per_replica.accelerators, 1);
+  EXPECT_EQ(j.command, (std::vector<std::string>{"mpirun", "-n", "2", "/home/mpiuser/pi"}));
+  bool said = false;
+  for (const auto& w : m->warnings) said |= w.find("Launcher's command") != std::string::npos;
+  EXPECT_TRUE(said) << "what does not carry over is said";
+}
+
+}  // namespace
+}  // namespace allot::interop
+
+namespace allot::interop {
+namespace {
+
+TEST(K8s, HyperPodsOwnHyperPodPyTorchJobKind) {
+  auto m = load("hyperpod_native_pytorchjob.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const JobSpec& j = m->spec;
+  EXPECT_EQ(j.team, "ml-research");
+  EXPECT_EQ(m->priority_label, "training-priority");
+  EXPECT_EQ(j.max_retries, 3);
+  ASSERT_EQ(j.pod_sets.size(), 1u);
+  EXPECT_EQ(j.pod_sets[0].name, "pod");
+  EXPECT_EQ(j.pod_sets[0].replicas, 4);
+  EXPECT_EQ(j.pod_sets[0].instance_type, "ml.p5.48xlarge");
+  EXPECT_EQ(j.pod_sets[0].per_replica.accelerators, 8);
+  EXPECT_EQ(j.command, (std::vector<std::string>{"torchrun", "--nproc_per_node=8", "pretrain.py"}));
+  bool said = false;
+  for (const auto& w : m->warnings) said |= w.find("spec.nprocPerNode: ignored") != std::string::npos;
+  EXPECT_TRUE(said) << ::testing::PrintToString(m->warnings);
+}
+
+}  // namespace
+}  // namespace allot::interop

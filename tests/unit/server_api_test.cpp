@@ -203,8 +203,10 @@ TEST_F(ServerApi, MetricsExposition) {
   auto m = get("/metrics");
   ASSERT_EQ(m.status, 200);
   for (const char* want : {"allot_jobs{team=\"a\",state=\"Running\"} 1", "allot_jobs{team=\"b\",state=\"Pending\"} 1",
-                           "allot_quota{team=\"a\",resource=\"accelerators\"} 2", "allot_usage{team=\"a\",resource=\"vcpu\"} 32",
-                           "allot_borrowed{team=\"a\",resource=\"memory_gib\"} 0", "allot_lent{team=\"b\",resource=\"accelerators\"}",
+                           "allot_quota{team=\"a\",instance_type=\"ml.g5.8xlarge\",resource=\"accelerators\"} 2",
+                           "allot_usage{team=\"a\",instance_type=\"ml.g5.8xlarge\",resource=\"vcpu\"} 32",
+                           "allot_borrowed{team=\"a\",instance_type=\"ml.g5.8xlarge\",resource=\"memory_gib\"} 0",
+                           "allot_lent{team=\"b\",instance_type=\"ml.g5.8xlarge\",resource=\"accelerators\"}",
                            "allot_admissions_total 1", "allot_preemptions_total 0",
                            "allot_scheduling_latency_seconds_bucket{le=\"+Inf\"} 1", "allot_scheduling_latency_seconds_count 1",
                            "allot_nodes{health=\"Schedulable\"} 2"})

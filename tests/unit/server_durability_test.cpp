@@ -52,5 +52,33 @@ TEST_F(ServerDurability, ConcurrentSubmissionsShareTransactions) {
   EXPECT_EQ(list_jobs("team=b").size(), static_cast<size_t>(kThreads * kEach));
 }
 
+
+// The journal is untrusted input: a record whose placement does not fit (here an accelerator index past the
+// node's one GPU, as a damaged database could hold) stops the start with the record's number, instead of being
+// shifted into a bit mask.
+TEST_F(ServerDurability, AnAdmissionFromTheJournalIsCheckedBeforeItIsApplied) {
+  small_cluster();
+  ASSERT_EQ(post("/v1/jobs", job("j")).status, 201);
+  ASSERT_TRUE(eventually([&] { return get("/v1/jobs/j").json.value("state", "") == "Running"; }));
+  stop();
+  auto damaged = std::make_shared<store::MemStore>();
+  uint64_t admit_seq = 0;
+  for (store::Record r : journal_->records()) {
+    if (auto* a = std::get_if<store::Admit>(&r.op)) {
+      a->placement[0].replicas[0].accelerators = {9};
+      admit_seq = r.seq;
+    }
+    ASSERT_TRUE(damaged->append({r}).ok());
+  }
+  ASSERT_NE(admit_seq, 0u);
+  auto s = Server::open(options_, std::make_unique<SharedStore>(damaged));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto st = (*s)->start();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("journal record " + std::to_string(admit_seq) + " (admit) cannot be replayed"), std::string::npos)
+      << st.error().message;
+  EXPECT_NE(st.error().message.find("accelerator 9 of node"), std::string::npos) << st.error().message;
+}
+
 }  // namespace
 }  // namespace allot::server::test

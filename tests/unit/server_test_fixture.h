@@ -13,17 +13,22 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "eventually.h"
 #include "server/server.h"
 #include "store/mem_store.h"
 
 namespace allot::server::test {
+
+using allot::test::eventually;
 
 // Forwards to a MemStore the test keeps, so the journal survives the server that wrote it.
 class SharedStore final : public store::Store {
  public:
   explicit SharedStore(std::shared_ptr<store::MemStore> mem) : mem_(std::move(mem)) {}
   Status append(const std::vector<store::Record>& batch) override { return mem_->append(batch); }
-  Status load(const std::function<Status(const store::Record&)>& fn) override { return mem_->load(fn); }
+  Status load_after(uint64_t after, const std::function<Status(const store::Record&)>& fn) override {
+    return mem_->load_after(after, fn);
+  }
   std::string describe() const override { return "shared-mem:"; }
 
  private:
@@ -163,16 +168,6 @@ class ServerTest : public ::testing::Test {
     now_ms_ += by.count();
     std::this_thread::sleep_for(options_.tick * 5);
   }
-  // Waits (up to 5 s of real time) until `cond` holds.
-  template <typename F>
-  bool eventually(F cond) {
-    for (int i = 0; i < 500; ++i) {
-      if (cond()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return cond();
-  }
-
   std::filesystem::path data_dir_;
   ServerOptions options_;
   std::atomic<int64_t> now_ms_{1'700'000'000'000};

@@ -135,5 +135,67 @@ TEST_F(StoreReplay, AdmitNamingAnUnknownNodeIsAnError) {
   EXPECT_EQ(live_.jobs[0].state, JobState::kPending);
 }
 
+
+// The journal is untrusted input: an admission whose placement does not fit the state it is applied to is an
+// error that says what is wrong, and the state is unchanged (no index past a table, no bit shifted past 63).
+class StoreReplayBadPlacement : public StoreReplay {
+ protected:
+  void SetUp() override {
+    op(UpsertTeam{team("a", 2)}, 0);
+    op(AddNode{NodeSpec{"g1", "ml.g5.8xlarge", "", {}}, "", false}, 0);      // 1 accelerator, 32 vCPUs
+    op(AddNode{NodeSpec{"g2", "ml.g5.12xlarge", "", {}}, "", false}, 0);     // 4 accelerators
+    op(Submit{job("busy", "a", 1)}, 0);                                      // the scheduler places it on g1
+    JobSpec waiting = job("j", "a", 1);
+    waiting.pod_sets[0].instance_type = "ml.g5.12xlarge";
+    waiting.pod_sets[0].per_replica.accelerators = 4;
+    ASSERT_EQ(live_.jobs[0].state, JobState::kRunning);
+    ASSERT_EQ(live_.nodes[live_.jobs[0].placement.pod_sets[0].replicas[0].node.index()].name, "g1");
+    ASSERT_TRUE(apply_record(live_, Record{99, 0, Submit{waiting}}).ok());
+    before_ = view::job_json(live_, live_.jobs[1]);
+  }
+  std::string refused(std::vector<PodSetRecord> placement) {
+    auto st = apply_record(live_, Record{100, 1, Admit{"j", std::move(placement), false, "x"}});
+    EXPECT_FALSE(st.ok());
+    EXPECT_EQ(view::job_json(live_, live_.jobs[1]), before_) << "a refused admission must change nothing";
+    EXPECT_EQ(live_.room[1].accelerators_free, 0xfu);
+    return st.ok() ? "" : st.error().message;
+  }
+  static PodSetRecord on(std::string node, std::vector<int> acc, std::string type = "ml.g5.12xlarge") {
+    return {std::move(type), Resources{4, 8000, 16384}, {{std::move(node), std::move(acc), {0}, "0-7"}}};
+  }
+  nlohmann::json before_;
+};
+
+TEST_F(StoreReplayBadPlacement, AcceleratorIndexOutOfRange) {
+  EXPECT_NE(refused({on("g2", {0, 1, 2, 4})}).find("accelerator 4 of node g2, which has 4 (0..3)"), std::string::npos);
+  EXPECT_NE(refused({on("g2", {-1, 0, 1, 2})}).find("accelerator -1"), std::string::npos);
+  EXPECT_NE(refused({on("g2", {0, 1, 2, 200})}).find("accelerator 200"), std::string::npos);
+}
+
+TEST_F(StoreReplayBadPlacement, AcceleratorAlreadyBound) {
+  EXPECT_NE(refused({on("g2", {0, 1, 1, 2})}).find("accelerator 1 of node g2, which another replica holds"), std::string::npos);
+  PodSetRecord busy_g1{"ml.g5.8xlarge", Resources{1, 1000, 1024}, {{"g1", {0}, {0}, "0"}}};
+  EXPECT_NE(refused({busy_g1}).find("accelerator 0 of node g1, which another replica holds"), std::string::npos);
+}
+
+TEST_F(StoreReplayBadPlacement, NodeTypeAndRoom) {
+  EXPECT_NE(refused({on("ghost", {0, 1, 2, 3})}).find("node ghost, which is not in the cluster"), std::string::npos);
+  EXPECT_NE(refused({on("g1", {0}, "ml.g5.12xlarge")}).find("instance type ml.g5.12xlarge on node g1, which is ml.g5.8xlarge"),
+            std::string::npos);
+  PodSetRecord huge = on("g2", {0, 1, 2, 3});
+  huge.per_replica.memory_mib = int64_t{1} << 40;
+  EXPECT_NE(refused({huge}).find("on node g2, which has"), std::string::npos);
+  PodSetRecord numa = on("g2", {0, 1, 2, 3});
+  numa.replicas[0].numa_domains = {7};
+  EXPECT_NE(refused({numa}).find("NUMA domain 7"), std::string::npos);
+  EXPECT_NE(refused({{"ml.nope", Resources{}, {}}}).find("ml.nope"), std::string::npos);
+}
+
+TEST_F(StoreReplayBadPlacement, AValidAdmissionStillApplies) {
+  ASSERT_TRUE(apply_record(live_, Record{100, 1, Admit{"j", {on("g2", {0, 1, 2, 3})}, false, "x"}}).ok());
+  EXPECT_EQ(live_.jobs[1].state, JobState::kRunning);
+  EXPECT_EQ(live_.room[1].accelerators_free, 0u);
+}
+
 }  // namespace
 }  // namespace allot::store

@@ -133,9 +133,11 @@ TEST_F(StoreSqlite, CorruptRecordStopsLoadWithItsSeq) {
 }
 
 TEST_F(StoreSqlite, OpenStoreUrls) {
-  auto pg = open_store("postgresql://localhost/allot");
+  auto pg = open_store("postgresql://allot:secret@127.0.0.1:1/allot");  // nothing listens on port 1
   ASSERT_FALSE(pg.ok());
-  EXPECT_NE(pg.error().message.find("PostgreSQL store is not built in this version"), std::string::npos);
+  EXPECT_NE(pg.error().message.find("cannot connect to PostgreSQL at postgresql://allot@127.0.0.1:1/allot"), std::string::npos)
+      << pg.error().message;
+  EXPECT_EQ(pg.error().message.find("secret"), std::string::npos) << "the password must not be shown";
   auto unknown = open_store("mysql://x");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("sqlite:PATH"), std::string::npos);

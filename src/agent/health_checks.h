@@ -1,0 +1,58 @@
+#pragma once
+// Runs the health checks of agent/health_config.h: commands with a deadline, and the built-in checks on real
+// tools (nvidia-smi, dcgmi, neuron-ls, fi_info) or on an emulated node's devices (agent/emulated_faults.h).
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/emulated_faults.h"
+#include "agent/health_config.h"
+
+namespace allot::agent {
+
+enum class CheckStatus { kPassed, kFailed, kSkipped };
+const char* check_status_name(CheckStatus s);
+
+struct CheckResult {
+  std::string name;
+  CheckStatus status = CheckStatus::kSkipped;
+  std::string detail;                       // what was seen: the fault, or why the check was skipped
+  FailureAction action = FailureAction::kReboot;  // what a failure asks for
+  int64_t at_ms = 0;                        // when it ran (Unix milliseconds)
+};
+nlohmann::json check_result_json(const CheckResult& r);
+
+struct CommandOutcome {
+  bool started = false;   // false: /bin/sh could not be started
+  bool timed_out = false;
+  int exit_code = -1;
+  std::string output;     // stdout and stderr, the first 4 KiB
+};
+// Runs argv with stdin from /dev/null and a deadline; the process group is killed when it passes.
+CommandOutcome run_with_timeout(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                                const std::map<std::string, std::string>& extra_env = {});
+CommandOutcome run_shell(const std::string& command, std::chrono::milliseconds timeout);
+
+// True when `tool` is an executable on $PATH (or /usr/bin, /usr/sbin, /usr/local/bin when PATH is unset).
+bool tool_exists(const std::string& tool);
+
+// What a built-in check looks at.
+struct CheckContext {
+  bool emulated = false;          // the node's devices are emulated: look at `faults`, not at the tools
+  std::string accelerator_kind;   // nvidia-gpu, neuron, none
+  int accelerators = 0;
+  std::string work_dir;           // the disk whose free space node-basics checks
+  std::vector<EmulatedFault> faults;
+};
+
+CheckResult run_check(const HealthCheck& check, const CheckContext& ctx);
+
+// Parses `nvidia-smi --query-gpu=index,ecc.errors.uncorrected.volatile.total,temperature.gpu
+// --format=csv,noheader,nounits`; empty when every GPU looks healthy, else what is wrong.
+std::string judge_nvidia_query(const std::string& csv, int expected_gpus);
+
+}  // namespace allot::agent

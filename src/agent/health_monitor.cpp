@@ -1,0 +1,163 @@
+#include "agent/health_monitor.h"
+
+#include <sstream>
+
+namespace allot::agent {
+
+HealthMonitor::HealthMonitor(MonitorOptions options, std::function<void(const std::string&)> say)
+    : opt_(std::move(options)), say_(std::move(say)) {}
+
+HealthMonitor::~HealthMonitor() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HealthMonitor::start() {
+  if (thread_.joinable()) return;
+  refresh_faults();
+  thread_ = std::thread([this] { loop(); });
+}
+
+nlohmann::json HealthMonitor::report() const {
+  std::lock_guard lock(mu_);
+  nlohmann::json checks = nlohmann::json::array();
+  for (const HealthCheck& c : opt_.config.checks)
+    if (auto it = results_.find(c.name); it != results_.end()) checks.push_back(check_result_json(it->second));
+  return {{"checks", checks}, {"configured", opt_.config.checks.size()},
+          {"deep_check", {{"status", deep_status_}, {"detail", deep_detail_}}}};
+}
+
+void HealthMonitor::request_deep_check() {
+  {
+    std::lock_guard lock(mu_);
+    if (deep_requested_ || deep_status_ != "none") return;
+    deep_requested_ = true;
+  }
+  cv_.notify_all();
+}
+
+void HealthMonitor::reboot() {
+  {
+    std::lock_guard lock(mu_);
+    cleared_through_ = lines_seen_;
+    results_.clear();
+    due_.clear();
+    ++generation_;
+    deep_status_ = "none";
+    deep_detail_.clear();
+    deep_requested_ = false;
+  }
+  refresh_faults();
+  cv_.notify_all();
+}
+
+void HealthMonitor::refresh_faults() {
+  if (opt_.faults_path.empty()) return;
+  int cleared_through = 0;
+  {
+    std::lock_guard lock(mu_);
+    cleared_through = cleared_through_;
+  }
+  FaultFile f = read_faults(opt_.faults_path, cleared_through);
+  bool hang = false;
+  for (const auto& x : f.faults) hang |= x.kind == EmulatedFault::Kind::kHang;
+  std::vector<std::string> fresh;
+  {
+    std::lock_guard lock(mu_);
+    faults_ = f.faults;
+    lines_seen_ = f.lines;
+    for (const auto& e : f.errors)
+      if (told_errors_.insert(e).second) fresh.push_back(e);
+  }
+  for (const auto& e : fresh) say_(opt_.faults_path + ": " + e + "; the line is ignored");
+  if (hang != hung_) say_(hang ? "emulated fault: hang (no more heartbeats until the line is removed)" : "emulated hang cleared");
+  hung_ = hang;
+}
+
+void HealthMonitor::run_deep() {
+  bool inject = false;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& f : faults_) inject |= f.kind == EmulatedFault::Kind::kDeepCheckFail;
+    deep_status_ = "running";
+    deep_requested_ = false;
+  }
+  const DeepCheck& d = opt_.config.deep;
+  CommandOutcome o;
+  std::string what;
+  if (!d.command.empty()) {
+    what = "\"" + d.command + "\"";
+    o = run_shell(d.command, d.timeout);
+  } else {
+    what = "allot's stress program";
+    std::ostringstream secs;
+    secs << opt_.stress_seconds;
+    std::map<std::string, std::string> env;
+    if (inject) env["ALLOT_STRESS_INJECT_FAULT"] = "1";
+    o = run_with_timeout({opt_.stress_program, "deep-check", "--seconds", secs.str()}, d.timeout, env);
+  }
+  std::string out = o.output;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  std::string status, detail;
+  if (!o.started) status = "failed", detail = "cannot start " + what;
+  else if (o.timed_out) status = "failed", detail = what + " took longer than " + std::to_string(d.timeout.count()) + " ms";
+  else if (o.exit_code != 0) status = "failed", detail = what + " exited with code " + std::to_string(o.exit_code) + (out.empty() ? "" : ": " + out);
+  else status = "passed", detail = out.empty() ? what + " passed" : out;
+  say_("deep health check " + status + ": " + detail);
+  std::lock_guard lock(mu_);
+  deep_status_ = status;
+  deep_detail_ = detail;
+}
+
+void HealthMonitor::loop() {
+  auto last_read = std::chrono::steady_clock::now();
+  for (;;) {
+    bool deep = false;
+    std::vector<HealthCheck> due;
+    uint64_t generation = 0;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stop_; });
+      if (stop_) return;
+      const auto now = std::chrono::steady_clock::now();
+      for (const HealthCheck& c : opt_.config.checks) {
+        auto it = due_.find(c.name);
+        if (it == due_.end() || now >= it->second) {
+          due.push_back(c);
+          due_[c.name] = now + c.interval;
+        }
+      }
+      deep = deep_requested_;
+      generation = generation_;
+    }
+    // The faults file is read before every round of checks, and often enough besides to notice a hang.
+    const auto now = std::chrono::steady_clock::now();
+    if (!due.empty() || deep || now - last_read >= std::chrono::milliseconds(200)) {
+      refresh_faults();
+      last_read = now;
+    }
+    CheckContext ctx = opt_.context;
+    {
+      std::lock_guard lock(mu_);
+      ctx.faults = faults_;
+    }
+    for (const HealthCheck& c : due) {
+      CheckResult r = run_check(c, ctx);
+      std::lock_guard lock(mu_);
+      if (generation != generation_) break;  // a reboot came between: this result describes the old boot
+      auto prev = results_.find(c.name);
+      const bool changed = prev == results_.end() || prev->second.status != r.status || prev->second.detail != r.detail;
+      if (changed && r.status == CheckStatus::kFailed) say_("health check " + c.name + " failed: " + r.detail);
+      else if (changed && prev != results_.end() && prev->second.status == CheckStatus::kFailed)
+        say_("health check " + c.name + " " + check_status_name(r.status) + " again");
+      results_[c.name] = r;
+    }
+    if (deep) run_deep();
+  }
+}
+
+}  // namespace allot::agent

@@ -1,0 +1,72 @@
+#pragma once
+// Runs the configured health checks on their own thread, each at its interval, and keeps their last results
+// for the heartbeats (agent/health_config.h, agent/health_checks.h). It also runs the deep health check when
+// the server asks for one, and forgets what a reboot fixes.
+//
+// Thread-safety: every public member may be called from any thread.
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/health_checks.h"
+#include "agent/health_config.h"
+
+namespace allot::agent {
+
+struct MonitorOptions {
+  HealthConfig config;
+  CheckContext context;          // faults are filled in from faults_path at each run
+  std::string faults_path;       // --emulate-faults; empty: none
+  std::string stress_program;    // the allot binary, run as `allot deep-check` for the built-in deep check
+  double stress_seconds = 2.0;
+};
+
+class HealthMonitor {
+ public:
+  HealthMonitor(MonitorOptions options, std::function<void(const std::string&)> say);
+  ~HealthMonitor();
+  HealthMonitor(const HealthMonitor&) = delete;
+  HealthMonitor& operator=(const HealthMonitor&) = delete;
+
+  void start();
+  // {"checks": [result...], "deep_check": {"status": "none|running|passed|failed", "detail"}}
+  nlohmann::json report() const;
+  // An emulated `hang` is in the faults file: the agent stops heartbeating, as a hung node would.
+  bool hung() const { return hung_; }
+  // Runs the deep check once (again after a reboot); a request while one runs or has a result is a no-op.
+  void request_deep_check();
+  // An emulated reboot: the faults written so far are cleared (but those marked persistent), every result is
+  // forgotten and every check runs again at once.
+  void reboot();
+
+ private:
+  void loop();
+  void run_deep();
+  void refresh_faults();
+
+  MonitorOptions opt_;
+  std::function<void(const std::string&)> say_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, CheckResult> results_;                      // by check name
+  std::map<std::string, std::chrono::steady_clock::time_point> due_;  // by check name
+  int cleared_through_ = 0;           // the faults file's lines a reboot cleared (agent/emulated_faults.h)
+  int lines_seen_ = 0;                // lines of the faults file at its last reading
+  std::set<std::string> told_errors_; // fault-file errors already logged
+  std::vector<EmulatedFault> faults_;
+  std::string deep_status_ = "none", deep_detail_;
+  bool deep_requested_ = false;
+  uint64_t generation_ = 0;  // bumped by reboot(): results of checks that started before it are dropped
+  std::atomic<bool> hung_{false};
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace allot::agent

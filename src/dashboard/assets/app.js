@@ -1,0 +1,638 @@
+// allot dashboard (docs/dashboard.md). Plain JavaScript, no framework and nothing fetched from elsewhere.
+// The token stays in sessionStorage (this tab only) and travels in the Authorization header, never in a URL.
+// Pages follow the server's event stream (GET /v1/events, long-polled) and read again when something happens;
+// each read is an aggregate or one page (GET /v1/dashboard/..., GET /v1/jobs/NAME), never the whole state.
+// Text from the server is always set as text (textContent), never parsed as HTML.
+'use strict';
+
+const TOKEN_KEY = 'allot-token';
+const state = {
+  token: sessionStorage.getItem(TOKEN_KEY) || '',
+  cursor: null,         // the last event seen
+  route: null,          // {page, arg, params}
+  refreshTimer: null,
+  lastRefresh: 0,
+  events: [],           // newest first, for the Events page
+  pollAbort: null,
+  generation: 0,        // bumped on every navigation: a stale page load does not draw over a newer one
+};
+// However fast events come, a page is read again at most every 250 ms, or twice as long as its last reading and
+// drawing took, so that a busy cluster costs the server a bounded number of reads per open page.
+const REFRESH_MIN_MS = 250;
+const REFRESH_IDLE_MS = 15000; // aggregates a member cannot see change (other teams' jobs) are read this often
+const EVENTS_KEPT = 2000;
+
+// ---- small helpers --------------------------------------------------------------------------------------------
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k === 'text') el.textContent = v;
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+const svgNS = 'http://www.w3.org/2000/svg';
+function s(tag, attrs, ...children) {
+  const el = document.createElementNS(svgNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'text') el.textContent = v; else el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) if (c) el.append(c);
+  return el;
+}
+function fmtTime(t) {
+  if (t === undefined || t === null) return '';
+  const d = new Date(t * 1000);
+  return d.toLocaleString(undefined, { hour12: false });
+}
+function fmtClock(t) {
+  return new Date(t * 1000).toLocaleTimeString(undefined, { hour12: false, hour: '2-digit', minute: '2-digit' });
+}
+function fmtDuration(sec) {
+  sec = Math.max(0, Math.round(sec));
+  if (sec < 60) return sec + 's';
+  if (sec < 3600) return Math.floor(sec / 60) + 'm ' + (sec % 60) + 's';
+  if (sec < 86400) return Math.floor(sec / 3600) + 'h ' + Math.floor((sec % 3600) / 60) + 'm';
+  return Math.floor(sec / 86400) + 'd ' + Math.floor((sec % 86400) / 3600) + 'h';
+}
+function num(v) { return typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : String(v); }
+function badge(text, extra) { return h('span', { class: 'badge ' + text + (extra ? ' ' + extra : ''), text }); }
+function jobLink(name) { return h('a', { href: '#/job/' + encodeURIComponent(name), text: name }); }
+
+class HttpError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+async function api(path, opts = {}) {
+  const headers = { Authorization: 'Bearer ' + state.token };
+  const r = await fetch(path, { headers, cache: 'no-store', signal: opts.signal });
+  if (r.status === 401) {
+    logout('The token was refused: ' + await errorText(r));
+    throw new HttpError(401, 'not logged in');
+  }
+  if (!r.ok) throw new HttpError(r.status, await errorText(r));
+  const type = r.headers.get('Content-Type') || '';
+  return type.includes('json') ? r.json() : r.text();
+}
+async function errorText(r) {
+  try { const j = await r.json(); return (j.error && j.error.message) || r.statusText; } catch (e) { return r.statusText; }
+}
+
+// ---- login ------------------------------------------------------------------------------------------------------
+
+function showLogin(message) {
+  document.getElementById('login').hidden = false;
+  document.getElementById('page').replaceChildren();
+  document.getElementById('logout').hidden = true;
+  document.getElementById('nav').hidden = true;
+  document.getElementById('login-error').textContent = message || '';
+  setLive(false, 'logged out');
+}
+function logout(message) {
+  state.token = '';
+  sessionStorage.removeItem(TOKEN_KEY);
+  if (state.pollAbort) state.pollAbort.abort();
+  showLogin(message);
+}
+async function login(token) {
+  state.token = token.trim();
+  try {
+    const c = await api('/v1/dashboard/cluster');
+    sessionStorage.setItem(TOKEN_KEY, state.token);
+    document.getElementById('login').hidden = true;
+    document.getElementById('logout').hidden = false;
+    document.getElementById('nav').hidden = false;
+    state.cursor = c.events_last;
+    startEventLoop();
+    navigate();
+  } catch (e) {
+    if (e.status !== 401) showLogin('Cannot log in: ' + e.message);
+  }
+}
+
+// ---- live updates -------------------------------------------------------------------------------------------
+
+function setLive(on, text) {
+  const el = document.getElementById('live');
+  el.className = 'live ' + (on ? 'on' : 'off');
+  el.textContent = text;
+}
+
+// One long poll at a time on the event stream; every batch of events schedules a re-read of the page.
+async function startEventLoop() {
+  if (state.pollAbort) state.pollAbort.abort();
+  const abort = new AbortController();
+  state.pollAbort = abort;
+  let failures = 0;
+  setLive(true, 'live');  // the login's read just succeeded; a quiet stream may not answer for 25 s
+  while (!abort.signal.aborted && state.token) {
+    try {
+      const since = state.cursor || 0;
+      const page = await api('/v1/events?since=' + since + '&wait=25', { signal: abort.signal });
+      failures = 0;
+      setLive(true, 'live');
+      state.cursor = page.next;
+      if (page.events.length) onEvents(page.events);
+    } catch (e) {
+      if (abort.signal.aborted || e.status === 401) return;
+      failures++;
+      setLive(false, 'reconnecting');
+      await new Promise(r => setTimeout(r, Math.min(10000, 500 * failures)));
+    }
+  }
+}
+
+function onEvents(events) {
+  for (const e of events) state.events.unshift(e);
+  if (state.events.length > EVENTS_KEPT) state.events.length = EVENTS_KEPT;
+  scheduleRefresh();
+}
+
+function scheduleRefresh() {
+  if (state.refreshTimer) return;
+  const gap = Math.max(REFRESH_MIN_MS, 2 * (state.lastDrawMs || 0));
+  const wait = Math.max(0, gap - (Date.now() - state.lastRefresh));
+  state.refreshTimer = setTimeout(() => { state.refreshTimer = null; render(false); }, wait);
+}
+setInterval(() => { if (state.token && Date.now() - state.lastRefresh > REFRESH_IDLE_MS) render(false); }, 5000);
+
+// ---- routing ------------------------------------------------------------------------------------------------
+
+function parseRoute() {
+  const hash = location.hash.replace(/^#\/?/, '');
+  const [path, query] = hash.split('?');
+  const parts = path.split('/');
+  const params = new URLSearchParams(query || '');
+  return { page: parts[0] || 'cluster', arg: parts.slice(1).map(decodeURIComponent).join('/'), params };
+}
+function setParams(page, params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== '' && v !== null && v !== undefined) q.set(k, v);
+  const qs = q.toString();
+  location.hash = '#/' + page + (qs ? '?' + qs : '');
+}
+function navigate() {
+  state.route = parseRoute();
+  for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.page === state.route.page);
+  render(true);
+}
+
+// Draws the current page. `fresh`: a navigation (the page starts empty); otherwise an update in place, which
+// keeps what the person typed and where they scrolled.
+async function render(fresh) {
+  if (!state.token) return;
+  const root = document.getElementById('page');
+  // An update waits while the person is typing in or choosing from the page's form: drawing the page again
+  // would replace the field under their hands.
+  const active = document.activeElement;
+  if (!fresh && active && root.contains(active) && (active.tagName === 'INPUT' || active.tagName === 'SELECT')) {
+    state.lastRefresh = Date.now();
+    scheduleRefresh();
+    return;
+  }
+  const gen = fresh ? ++state.generation : state.generation;
+  state.lastRefresh = Date.now();
+  const page = PAGES[state.route.page] || PAGES.cluster;
+  if (fresh) { root.replaceChildren(h('p', { class: 'muted', text: 'Loading…' })); page.reset && page.reset(); }
+  try {
+    const started = performance.now();
+    const content = await page.draw(state.route, fresh);
+    if (gen !== state.generation || !content) return;
+    const scroll = window.scrollY;
+    root.replaceChildren(content);
+    state.lastDrawMs = performance.now() - started;
+    root.dataset.loadedMs = String(Math.round(state.lastDrawMs));
+    root.dataset.updated = String(Date.now());
+    root.dataset.page = state.route.page;
+    if (!fresh) window.scrollTo(0, scroll);
+  } catch (e) {
+    if (gen !== state.generation || e.status === 401) return;
+    root.replaceChildren(h('p', { class: 'error', text: 'Cannot read this page: ' + e.message }));
+  }
+}
+
+// ---- Cluster --------------------------------------------------------------------------------------------------
+
+function stackedBar(parts, total, title) {
+  const bar = h('div', { class: 'bar', title });
+  let left = 0;
+  for (const [cls, value] of parts) {
+    if (!value || !total) continue;
+    const span = h('span', { class: cls, 'data-value': value });
+    span.style.left = (100 * left / total) + '%';
+    span.style.width = (100 * value / total) + '%';
+    bar.append(span);
+    left += value;
+  }
+  return bar;
+}
+
+function utilisationChart(util) {
+  const W = 760, H = 200, L = 40, R = 10, T = 10, B = 24;
+  const samples = util.samples;
+  const svg = s('svg', { class: 'chart', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img',
+                         'aria-label': 'accelerator utilisation over time' });
+  // At least the last half hour is drawn, so a young server's few samples read as a start, not as the whole story.
+  const t1 = samples[samples.length - 1].at, t0 = Math.min(samples[0].at, t1 - 1800);
+  const x = t => L + (W - L - R) * (t - t0) / (t1 - t0);
+  const y = f => T + (H - T - B) * (1 - f);
+  for (const f of [0, 0.5, 1]) {
+    svg.append(s('line', { x1: L, x2: W - R, y1: y(f), y2: y(f), stroke: '#e4e7ec' }));
+    svg.append(s('text', { x: 4, y: y(f) + 4, text: Math.round(f * 100) + '%' }));
+  }
+  svg.append(s('text', { x: L, y: H - 6, text: fmtClock(t0) }));
+  svg.append(s('text', { x: W - R - 40, y: H - 6, text: fmtClock(t1) }));
+  const colours = ['#3b6fd8', '#e8871e', '#2f9e62', '#7a5af8', '#d63a3a', '#0e9384'];
+  const legend = h('div', { class: 'legend' });
+  util.instance_types.forEach((type, i) => {
+    const pts = samples.filter(p => p.total[i] > 0).map(p => `${x(p.at).toFixed(1)},${y(p.in_use[i] / p.total[i]).toFixed(1)}`);
+    if (!pts.length) return;
+    if (pts.length === 1) pts.unshift(`${(x(t1) - 6).toFixed(1)},${pts[0].split(',')[1]}`);  // one sample: a short stroke
+    const colour = colours[i % colours.length];
+    svg.append(s('polyline', { points: pts.join(' '), fill: 'none', stroke: colour, 'stroke-width': 2, 'data-type': type }));
+    const last = pts[pts.length - 1].split(',');
+    svg.append(s('circle', { cx: last[0], cy: last[1], r: 3, fill: colour }));
+    const sw = h('i'); sw.style.background = colour;
+    legend.append(h('span', {}, sw, type));
+  });
+  return h('div', {}, svg, legend);
+}
+
+const PAGES = {};
+
+PAGES.cluster = {
+  async draw() {
+    const c = await api('/v1/dashboard/cluster');
+    const cards = h('div', { class: 'cards' });
+    for (const t of c.instance_types) {
+      const useAcc = t.accelerators.total > 0;
+      const a = useAcc ? t.accelerators : t.vcpu;
+      const unit = useAcc ? 'accelerators' : 'vCPUs';
+      cards.append(h('div', { class: 'card', 'data-type': t.instance_type },
+        h('div', { class: 'muted', text: t.instance_type + ' · ' + t.nodes + ' node' + (t.nodes === 1 ? '' : 's') }),
+        h('div', { class: 'big', text: `${a.in_use} / ${a.total} ${unit} in use` }),
+        stackedBar([['bar-used', a.in_use], ['bar-free', a.free], ['bar-unhealthy', a.unhealthy], ['bar-cordoned', a.cordoned]], a.total,
+                   `in use ${a.in_use}, free ${a.free}, unhealthy ${a.unhealthy}, cordoned ${a.cordoned}`),
+        h('div', { class: 'acc-counts' },
+          h('span', { class: 'in-use', text: `in use ${a.in_use}` }), ' · ',
+          h('span', { class: 'free', text: `free ${a.free}` }), ' · ',
+          h('span', { class: 'unhealthy', text: `unhealthy ${a.unhealthy}` }),
+          a.cordoned ? ` · cordoned ${a.cordoned}` : '')));
+    }
+    if (!c.instance_types.length) cards.append(h('p', { class: 'muted', text: 'No nodes have joined yet.' }));
+    const legend = h('div', { class: 'legend' }, h('span', {}, h('i', { class: 'use' }), 'in use'),
+                     h('span', {}, h('i', { class: 'free' }), 'free'), h('span', {}, h('i', { class: 'bad' }), 'unhealthy'),
+                     h('span', {}, h('i', { class: 'cordon' }), 'cordoned'));
+    const health = h('table', { id: 'nodes-by-health' }, h('tr', {}, h('th', { text: 'health' }), h('th', { class: 'num', text: 'nodes' })),
+      Object.entries(c.nodes_by_health).map(([k, v]) => h('tr', { 'data-health': k },
+        h('td', {}, badge(k, k === 'Schedulable' ? '' : 'bad')), h('td', { class: 'num', text: v }))),
+      h('tr', {}, h('td', { text: 'cordoned' }), h('td', { class: 'num', text: c.cordoned })));
+    const attention = c.attention.length
+      ? h('table', { id: 'attention' }, h('tr', {}, ['node', 'instance type', 'health', 'cordoned'].map(t => h('th', { text: t }))),
+          c.attention.map(n => h('tr', { 'data-node': n.name },
+            h('td', {}, h('a', { href: '#/topology?node=' + encodeURIComponent(n.name), text: n.name })),
+            h('td', { text: n.instance_type }), h('td', {}, badge(n.health, n.health === 'Schedulable' ? '' : 'bad')),
+            h('td', { text: n.cordoned ? 'yes' : '' }))),
+          c.attention_total > c.attention.length ? h('tr', {}, h('td', { colspan: 4, class: 'muted', text: `and ${c.attention_total - c.attention.length} more` })) : null)
+      : h('p', { class: 'muted', text: 'Every node is Schedulable and not cordoned.' });
+    const jobs = h('div', { class: 'cards' }, Object.entries(c.jobs).map(([k, v]) =>
+      h('div', { class: 'card', 'data-jobs': k }, h('div', { class: 'muted', text: k === 'total' ? 'jobs ever submitted' : k }),
+        h('div', { class: 'big', text: v }))));
+    return h('div', {},
+      h('h1', { text: 'Cluster' }),
+      h('h2', { text: 'Capacity per instance type' }), cards, legend,
+      h('h2', { text: `Utilisation (accelerators in use; a sample every ${c.utilisation.every_s} s)` }), utilisationChart(c.utilisation),
+      h('h2', { text: `Nodes by health (${c.nodes} nodes)` }), health,
+      h('h2', { text: 'Nodes that need attention' }), attention,
+      h('h2', { text: 'Jobs' }), jobs);
+  },
+};
+
+// ---- Teams ----------------------------------------------------------------------------------------------------
+
+function quotaBar(team, t) {
+  const a = x => x.accelerators > 0 || t.nominal.accelerators > 0 || t.max.accelerators > 0;
+  const key = a(t.usage) ? 'accelerators' : 'vcpu';
+  const nominal = t.nominal[key], usage = t.usage[key], borrowed = t.borrowed[key], lent = t.lent[key];
+  const scale = Math.max(t.max[key], usage, nominal, 1);
+  const within = usage - borrowed;
+  const bar = stackedBar([['bar-used', within], ['bar-lent', lent], ['bar-borrowed', borrowed]], scale,
+    `${key}: in use ${usage} (borrowed ${borrowed}), nominal ${nominal}, lent ${lent}, may hold up to ${t.max[key]}`);
+  // The bars sit left to right: used within quota, lent (idle quota others hold), then borrowed beyond it, so the
+  // borrowed part starts at the nominal mark.
+  const mark = h('span', { class: 'bar-nominal', title: 'nominal quota' });
+  mark.style.left = 'calc(' + (100 * nominal / scale) + '% - 1px)';
+  bar.append(mark);
+  bar.dataset.team = team;
+  bar.dataset.type = t.instance_type;
+  return { bar, key };
+}
+
+PAGES.teams = {
+  async draw() {
+    const d = await api('/v1/dashboard/teams');
+    const rows = [];
+    for (const team of d.teams) {
+      const types = team.instance_types.length ? team.instance_types : [null];
+      types.forEach((t, i) => {
+        const cells = [];
+        if (i === 0) {
+          const span = { rowspan: types.length };
+          cells.push(h('td', Object.assign({ class: 'team-name' }, span), h('a', { href: '#/queue?team=' + encodeURIComponent(team.name), text: team.name }),
+                       team.borrowing ? h('div', {}, badge('borrowing', 'Suspended')) : null),
+                     h('td', Object.assign({ class: 'num' }, span), String(team.fair_share_weight)),
+                     h('td', Object.assign({ class: 'num share' }, span), team.share === null ? '∞' : team.share.toFixed(3)),
+                     h('td', Object.assign({ class: 'num pending' }, span), String(team.jobs.pending)),
+                     h('td', Object.assign({ class: 'num running' }, span), String(team.jobs.running)),
+                     h('td', Object.assign({ class: 'num' }, span), String(team.jobs.suspended)));
+        }
+        if (!t) {
+          cells.push(h('td', { colspan: 7, class: 'muted', text: 'no quota and nothing running' }));
+        } else {
+          const { bar, key } = quotaBar(team.name, t);
+          const unit = key === 'accelerators' ? '' : ' vCPU';
+          cells.push(h('td', { text: t.instance_type }),
+                     h('td', { class: 'num nominal', text: num(t.nominal[key]) + unit }),
+                     h('td', { class: 'num usage', text: num(t.usage[key]) }),
+                     h('td', { class: 'num borrowed', text: num(t.borrowed[key]) }),
+                     h('td', { class: 'num lent', text: num(t.lent[key]) }),
+                     h('td', { class: 'num', text: num(t.max[key]) }),
+                     h('td', {}, bar));
+        }
+        rows.push(h('tr', { 'data-team': team.name, 'data-type': t ? t.instance_type : '' }, cells));
+      });
+    }
+    const table = h('table', { id: 'teams' },
+      h('tr', {}, ['team', 'weight', 'share', 'pending', 'running', 'suspended', 'instance type', 'nominal', 'in use', 'borrowed', 'lent', 'max', '']
+        .map((t, i) => h('th', { class: i >= 1 && i <= 5 || i >= 7 && i <= 11 ? 'num' : '', text: t }))),
+      rows);
+    const legend = h('div', { class: 'legend' }, h('span', {}, h('i', { class: 'use' }), 'in use within quota'),
+      h('span', {}, h('i', { class: 'lent' }), 'lent to other teams'), h('span', {}, h('i', { class: 'borrow' }), 'borrowed beyond quota'),
+      h('span', { text: '| nominal quota; the bar spans the most the team may hold' }));
+    const cohort = h('table', { id: 'cohort' },
+      h('tr', {}, ['instance type', 'capacity', 'nominal (all teams)', 'lending pool', 'pool in use', 'idle'].map((t, i) => h('th', { class: i ? 'num' : '', text: t }))),
+      d.cohort.map(c => h('tr', { 'data-type': c.instance_type }, h('td', { text: c.instance_type }),
+        ...['capacity', 'nominal', 'pool', 'pool_used', 'idle'].map(k => h('td', { class: 'num ' + k, text: num(c[k].accelerators || c[k].vcpu) })))));
+    return h('div', {}, h('h1', { text: 'Teams' }),
+      h('p', { class: 'muted', text: 'Share: the borrowed dominant share divided by the fair-share weight; the lowest borrows first.' }),
+      table, legend, h('h2', { text: 'Cohort (accelerators, or vCPUs for types without)' }), cohort);
+  },
+};
+
+// ---- Queue ----------------------------------------------------------------------------------------------------
+
+const QUEUE_PAGE = 100;
+PAGES.queue = {
+  teams: null,
+  async draw(route) {
+    const p = route.params;
+    const offset = Math.max(0, parseInt(p.get('offset') || '0', 10) || 0);
+    const q = new URLSearchParams({ offset, limit: QUEUE_PAGE });
+    for (const k of ['team', 'priority', 'state']) if (p.get(k)) q.set(k, p.get(k));
+    const [d, teams] = await Promise.all([api('/v1/dashboard/queue?' + q), this.teams || api('/v1/teams')]);
+    this.teams = teams;
+    const current = { team: p.get('team') || '', priority: p.get('priority') || '', state: p.get('state') || '' };
+    const teamSel = h('select', { name: 'team' }, h('option', { value: '', text: 'all teams' }),
+      teams.map(t => h('option', { value: t.name, text: t.name, selected: t.name === current.team })));
+    const stateSel = h('select', { name: 'state' }, ['', 'Pending', 'Suspended'].map(v => h('option', { value: v, text: v || 'Pending and Suspended', selected: v === current.state })));
+    const prio = h('input', { name: 'priority', value: current.priority, placeholder: 'any', size: 12 });
+    const form = h('form', { class: 'filters', id: 'queue-filters', onsubmit: e => {
+      e.preventDefault();
+      setParams('queue', { team: teamSel.value, priority: prio.value.trim(), state: stateSel.value });
+    } }, h('label', {}, 'team', teamSel), h('label', {}, 'priority class', prio), h('label', {}, 'state', stateSel),
+      h('button', { type: 'submit', text: 'Filter' }));
+    teamSel.addEventListener('change', () => form.requestSubmit());
+    stateSel.addEventListener('change', () => form.requestSubmit());
+    const rows = d.items.map(j => h('tr', { 'data-job': j.name },
+      h('td', { class: 'num position', text: j.position }), h('td', {}, jobLink(j.name)), h('td', { text: j.team }),
+      h('td', { text: j.priority }), h('td', {}, badge(j.state)), h('td', { class: 'num', text: j.accelerators }),
+      h('td', { class: 'num waited', text: fmtDuration(j.waited_s) }),
+      h('td', { class: 'estimate', text: j.estimated_start !== undefined ? fmtTime(j.estimated_start) : '—' }),
+      h('td', { class: 'reason', text: j.reason })));
+    const table = h('table', { id: 'queue' }, h('tr', {}, ['#', 'job', 'team', 'priority', 'state', 'accelerators', 'waited', 'estimated start', 'reason']
+      .map((t, i) => h('th', { class: i === 0 || i === 5 || i === 6 ? 'num' : '', text: t }))), rows);
+    const page = (o) => setParams('queue', Object.assign({}, current, { offset: o }));
+    const pager = h('div', { class: 'pager' },
+      h('button', { type: 'button', disabled: offset === 0, onclick: () => page(Math.max(0, offset - QUEUE_PAGE)), text: '← previous' }),
+      h('span', { id: 'queue-count', text: d.matched ? `${offset + 1}–${offset + d.items.length} of ${d.matched} matching; ${d.total} waiting in all` : `none matching; ${d.total} waiting in all` }),
+      h('button', { type: 'button', disabled: offset + d.items.length >= d.matched, onclick: () => page(offset + QUEUE_PAGE), text: 'next →' }));
+    const hidden = d.hidden ? h('p', { class: 'muted', text: `${d.hidden} waiting jobs of other teams are counted in the positions but not listed.` }) : null;
+    return h('div', {}, h('h1', { text: 'Queue' }),
+      h('p', { class: 'muted', text: 'Waiting jobs in the order the scheduler considers them. The estimated start counts only capacity coming free as running jobs with a known duration end; quota or topology may delay it.' }),
+      form, pager, table, hidden);
+  },
+};
+
+// ---- Job ------------------------------------------------------------------------------------------------------
+
+const KNOWN_JOB_FIELDS = new Set(['name', 'team', 'priority', 'priority_weight', 'state', 'reason', 'submitted_at', 'nodes',
+  'node_count', 'borrowing', 'preemptions', 'restarts', 'work_done_s', 'placement', 'started_at', 'duration_s', 'pod_sets', 'history']);
+
+// Any value as readable text, for fields this page does not know by name (added by newer servers).
+function generic(value) {
+  if (value === null || typeof value !== 'object') return h('span', { class: 'generic', text: String(value) });
+  if (Array.isArray(value) && value.length && value.every(v => v && typeof v === 'object' && !Array.isArray(v))) {
+    const keys = [...new Set(value.flatMap(v => Object.keys(v)))];
+    return h('table', { class: 'generic-table' }, h('tr', {}, keys.map(k => h('th', { text: k }))),
+      value.map(v => h('tr', {}, keys.map(k => h('td', {}, v[k] === undefined ? '' : (typeof v[k] === 'object' && v[k] !== null ? generic(v[k]) : String(v[k])))))));
+  }
+  return h('pre', { class: 'generic', text: JSON.stringify(value, null, 2) });
+}
+
+PAGES.job = {
+  logs: { replica: 0, follow: true, timer: null, text: '', job: '' },
+  reset() { if (this.logs.timer) clearInterval(this.logs.timer); this.logs.timer = null; },
+  async draw(route) {
+    const name = route.arg;
+    const input = h('input', { name: 'job', value: name, placeholder: 'job name', size: 30 });
+    const form = h('form', { class: 'filters', id: 'job-form', onsubmit: e => { e.preventDefault(); location.hash = '#/job/' + encodeURIComponent(input.value.trim()); } },
+      h('label', {}, 'job', input), h('button', { type: 'submit', text: 'Show' }));
+    if (!name) return h('div', {}, h('h1', { text: 'Job' }), form, h('p', { class: 'muted', text: 'Pick a job in the queue, or type its name.' }));
+    let j;
+    try { j = await api('/v1/jobs/' + encodeURIComponent(name)); } catch (e) {
+      if (e.status === 401) throw e;
+      return h('div', {}, h('h1', { text: 'Job ' + name }), form, h('p', { class: 'error', text: e.message }));
+    }
+    const kv = h('dl', { class: 'kv', id: 'job-summary' });
+    const add = (k, v) => kv.append(h('dt', { text: k }), h('dd', {}, v));
+    add('state', badge(j.state));
+    add('reason', h('span', { class: 'reason', text: j.reason }));
+    add('team', j.team);
+    add('priority', (j.priority || 'none') + ' (weight ' + j.priority_weight + ')');
+    add('submitted', fmtTime(j.submitted_at));
+    if (j.started_at !== undefined) add('running since', fmtTime(j.started_at));
+    if (j.duration_s !== undefined) add('expected duration', fmtDuration(j.duration_s));
+    add('borrowing', j.borrowing ? 'yes' : 'no');
+    add('preemptions', h('span', { id: 'job-preemptions', text: j.preemptions }));
+    add('restarts', h('span', { id: 'job-restarts', text: j.restarts }));
+    add('work kept', fmtDuration(j.work_done_s));
+    if (j.nodes.length) add('topology', h('a', { href: '#/topology?job=' + encodeURIComponent(j.name), text: 'where its replicas sit' }));
+
+    const placement = [];
+    for (const ps of j.placement) for (const r of ps.replicas)
+      placement.push(h('tr', {}, h('td', { class: 'num', text: r.rank }), h('td', {}, h('a', { href: '#/topology?job=' + encodeURIComponent(j.name) + '&node=' + encodeURIComponent(r.node), text: r.node })),
+        h('td', { text: ps.instance_type }), h('td', { text: r.accelerators.join(', ') }), h('td', { text: r.numa_domains.join(', ') }), h('td', { text: r.cpus })));
+    const placeTable = placement.length ? h('table', { id: 'placement' }, h('tr', {}, ['rank', 'node', 'instance type', 'accelerators', 'NUMA', 'cpus'].map(t => h('th', { text: t }))), placement)
+      : h('p', { class: 'muted', text: 'Not placed: the job is not running.' });
+
+    const history = (j.history || []).slice().reverse();
+    const histTable = h('table', { id: 'history' }, h('tr', {}, ['at', 'from', 'to', 'reason'].map(t => h('th', { text: t }))),
+      history.map(t => h('tr', {}, h('td', { text: fmtTime(t.at) }), h('td', {}, badge(t.from)), h('td', {}, badge(t.to)), h('td', { class: 'reason', text: t.reason }))));
+    // Preemptions: the history's moves out of Running that name a preemption; fuller records, when the server
+    // gives them, appear below under their own field names.
+    const pre = history.filter(t => t.from === 'Running' && /preempt/i.test(t.reason));
+    const preTable = pre.length ? h('table', { id: 'preemptions' }, h('tr', {}, ['at', 'to', 'rule and reason'].map(t => h('th', { text: t }))),
+      pre.map(t => h('tr', {}, h('td', { text: fmtTime(t.at) }), h('td', {}, badge(t.to)), h('td', { class: 'reason', text: t.reason }))))
+      : h('p', { class: 'muted', text: 'Never preempted.' });
+    const extra = Object.keys(j).filter(k => !KNOWN_JOB_FIELDS.has(k));
+    const extraBox = extra.length ? h('div', { id: 'job-extra' }, h('h2', { text: 'More' }),
+      h('dl', { class: 'kv' }, extra.map(k => [h('dt', { text: k }), h('dd', { 'data-field': k }, generic(j[k]))]))) : null;
+    const specBox = h('details', {}, h('summary', { text: 'pod sets' }), generic(j.pod_sets));
+
+    // Logs: the tail of one replica, read again every two seconds while "follow" is on.
+    const replicas = j.pod_sets.reduce((n, p) => n + p.replicas, 0);
+    const L = this.logs;
+    if (L.job !== j.name) { L.job = j.name; L.replica = 0; L.text = ''; }
+    const pre_ = h('pre', { class: 'logs', id: 'logs', text: L.text || '(no output yet)' });
+    const replicaSel = h('select', { onchange: e => { L.replica = +e.target.value; L.text = ''; fetchLogs(); } },
+      Array.from({ length: replicas }, (_, i) => h('option', { value: i, text: 'replica ' + i, selected: i === L.replica })));
+    const follow = h('input', { type: 'checkbox', checked: L.follow, onchange: e => { L.follow = e.target.checked; } });
+    const fetchLogs = async () => {
+      try {
+        const text = await api('/v1/jobs/' + encodeURIComponent(j.name) + '/logs?replica=' + L.replica + '&tail=200');
+        const box = document.getElementById('logs');
+        L.text = text;
+        if (box && box.textContent !== (text || '(no output yet)')) {
+          const atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
+          box.textContent = text || '(no output yet)';
+          if (atEnd) box.scrollTop = box.scrollHeight;
+        }
+      } catch (e) {
+        const box = document.getElementById('logs');
+        if (box && e.status !== 401) box.textContent = 'Logs are not readable: ' + e.message;
+      }
+    };
+    if (!L.timer) L.timer = setInterval(() => { if (L.follow && state.route.page === 'job') fetchLogs(); }, 2000);
+    setTimeout(() => { if (L.follow) pre_.scrollTop = pre_.scrollHeight; fetchLogs(); }, 0);
+
+    return h('div', {}, h('h1', {}, 'Job ', h('span', { id: 'job-name', text: j.name })), form, kv,
+      h('h2', { text: 'Placement' }), placeTable,
+      h('h2', { text: 'Preemptions' }), preTable,
+      h('h2', { text: 'History' }), histTable,
+      extraBox, specBox,
+      h('h2', {}, 'Logs ', replicaSel, ' ', h('label', { class: 'muted' }, follow, ' follow')), pre_);
+  },
+};
+
+// ---- Topology -------------------------------------------------------------------------------------------------
+
+function nodeClass(n) {
+  if (n.health !== 'Schedulable') return 'unhealthy';
+  if (n.cordoned) return 'cordoned';
+  if (!n.in_use) return 'free';
+  return n.in_use >= n.accelerators ? 'full' : 'partial';
+}
+
+PAGES.topology = {
+  async draw(route) {
+    const jobName = route.params.get('job') || '';
+    const focus = route.params.get('node') || '';
+    const [t, job] = await Promise.all([api('/v1/dashboard/topology'),
+      jobName ? api('/v1/jobs/' + encodeURIComponent(jobName)).catch(e => ({ error: e.message })) : null]);
+    const mine = new Map();
+    if (job && !job.error) for (const ps of job.placement) for (const r of ps.replicas) mine.set(r.node, (mine.get(r.node) || []).concat(r.rank));
+    let shown = 0;
+    const leaf = n => {
+      shown++;
+      const ranks = mine.get(n.node);
+      const title = `${n.node} · ${n.instance_type} · ${n.health}${n.cordoned ? ' (cordoned)' : ''} · ${n.in_use}/${n.accelerators} accelerators in use · ${n.replicas} replicas` +
+        (ranks ? ` · ${jobName} ranks ${ranks.join(', ')}` : '');
+      return h('span', { class: 'node ' + nodeClass(n) + (ranks || n.node === focus ? ' highlight' : ''), title, 'data-node': n.node,
+                         'data-health': n.health, 'data-state': nodeClass(n) });
+    };
+    const domain = d => {
+      if (!d.children) return leaf(d);
+      const leaves = d.children.filter(c => !c.children).length;
+      return h('div', { class: 'domain ' + d.level, 'data-domain': d.name },
+        h('div', { class: 'domain-title', text: `${d.level} ${d.name}` + (leaves ? ` · ${leaves} node${leaves === 1 ? '' : 's'}` : '') }),
+        h('div', { class: 'domain-children' }, d.children.map(domain)));
+    };
+    const tree = h('div', { id: 'topology' }, t.domains.map(domain));
+    const input = h('input', { name: 'job', value: jobName, placeholder: 'job name', size: 30 });
+    const form = h('form', { class: 'filters', onsubmit: e => { e.preventDefault(); setParams('topology', { job: input.value.trim() }); } },
+      h('label', {}, 'show where a job runs', input), h('button', { type: 'submit', text: 'Show' }));
+    const legend = h('div', { class: 'legend' }, h('span', {}, h('i', { class: 'free' }), 'free'), h('span', {}, h('i', { class: 'use' }), 'in use'),
+      h('span', {}, h('i', { class: 'bad' }), 'unhealthy'), h('span', {}, h('i', { class: 'cordon' }), 'cordoned'),
+      h('span', { text: '▢ outlined: the chosen job\'s replicas (hover a node for details)' }));
+    const note = job && job.error ? h('p', { class: 'error', text: job.error }) :
+      job ? h('p', { id: 'topology-job', text: `${jobName}: ${mine.size} node${mine.size === 1 ? '' : 's'} (${job.state})` }) : null;
+    return h('div', {}, h('h1', { text: 'Topology' }),
+      h('p', { class: 'muted', text: 'Levels: ' + t.levels.join(' → ') }), form, note, legend, tree,
+      shown ? null : h('p', { class: 'muted', text: 'No nodes.' }));
+  },
+};
+
+// ---- Events ---------------------------------------------------------------------------------------------------
+
+PAGES.events = {
+  loaded: false,
+  reset() { this.loaded = false; },
+  async draw(route) {
+    if (!this.loaded) {
+      // The last few hundred events, then whatever the live loop adds.
+      const last = state.cursor || 0;
+      const page = await api('/v1/events?since=' + Math.max(0, last - 300));
+      const seen = new Set(state.events.map(e => e.seq));
+      for (const e of page.events) if (!seen.has(e.seq)) state.events.push(e);
+      state.events.sort((a, b) => b.seq - a.seq);
+      this.loaded = true;
+    }
+    const text = route.params.get('q') || '';
+    const kind = route.params.get('kind') || '';
+    const kinds = [...new Set(state.events.map(e => e.kind))].sort();
+    const input = h('input', { name: 'q', value: text, placeholder: 'job, node or words', size: 30 });
+    const kindSel = h('select', { name: 'kind' }, h('option', { value: '', text: 'every kind' }),
+      kinds.map(k => h('option', { value: k, text: k, selected: k === kind })));
+    const form = h('form', { class: 'filters', id: 'event-filters', onsubmit: e => { e.preventDefault(); setParams('events', { q: input.value.trim(), kind: kindSel.value }); } },
+      h('label', {}, 'filter', input), h('label', {}, 'kind', kindSel), h('button', { type: 'submit', text: 'Filter' }));
+    kindSel.addEventListener('change', () => form.requestSubmit());
+    const needle = text.toLowerCase();
+    const match = e => (!kind || e.kind === kind) &&
+      (!needle || [e.kind, e.job, e.node, e.message].some(v => v && v.toLowerCase().includes(needle)));
+    const rows = [];
+    for (const e of state.events) {
+      if (!match(e)) continue;
+      if (rows.length >= 200) break;
+      rows.push(h('tr', { 'data-seq': e.seq }, h('td', { class: 'num', text: e.seq }), h('td', { text: fmtTime(e.at) }),
+        h('td', { class: 'kind' }, badge(e.kind)), h('td', {}, e.job ? jobLink(e.job) : ''),
+        h('td', {}, e.node ? h('a', { href: '#/topology?node=' + encodeURIComponent(e.node), text: e.node }) : ''),
+        h('td', { class: 'reason', text: e.message })));
+    }
+    return h('div', {}, h('h1', { text: 'Events' }),
+      h('p', { class: 'muted', text: 'Live, newest first; the last 200 that match are shown (filter to find older ones).' }), form,
+      h('table', { id: 'events', class: 'events' }, h('tr', {}, ['#', 'at', 'kind', 'job', 'node', 'what happened'].map(t => h('th', { text: t }))), rows));
+  },
+};
+
+// ---- start ----------------------------------------------------------------------------------------------------
+
+window.addEventListener('hashchange', () => { if (state.token) navigate(); });
+document.addEventListener('DOMContentLoaded', () => {
+  document.getElementById('login-form').addEventListener('submit', e => {
+    e.preventDefault();
+    const field = document.getElementById('token');
+    const value = field.value;
+    field.value = '';
+    login(value);
+  });
+  document.getElementById('logout').addEventListener('click', () => logout(''));
+  if (state.token) login(state.token); else showLogin('');
+});

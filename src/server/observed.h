@@ -1,0 +1,77 @@
+#pragma once
+// What the server observes over time for the dashboard and /metrics, beside the cluster's state: queue waits
+// per team and priority class, admissions and preemptions by rule, scheduler pass durations, and samples of
+// accelerator use per instance type for the utilisation chart.
+//
+// Waits and rule counters are taken from journal records (at their record time), so a restart's replay
+// rebuilds them; pass durations and utilisation samples are measured live and start afresh with the process.
+// Thread-safety: none; only the writer thread touches an Observed (it lives in ServerState).
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/model.h"
+
+namespace allot {
+struct ClusterState;
+}
+
+namespace allot::server {
+
+// A Prometheus histogram over fixed upper bounds (cumulative buckets are formed at render time).
+class Histogram {
+ public:
+  explicit Histogram(std::span<const double> bounds) : bounds_(bounds), counts_(bounds.size() + 1, 0) {}
+  void observe(double value);
+  std::span<const double> bounds() const { return bounds_; }
+  const std::vector<uint64_t>& counts() const { return counts_; }  // the last one: above every bound
+  double sum() const { return sum_; }
+  uint64_t count() const { return count_; }
+
+ private:
+  std::span<const double> bounds_;
+  std::vector<uint64_t> counts_;
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+// Seconds from becoming Pending (or Suspended) to admission: seconds to days.
+inline constexpr double kQueueWaitBounds[] = {1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400};
+// Seconds one scheduler pass takes: tens of microseconds to seconds.
+inline constexpr double kPassBounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+
+// Accelerators in use and in the cluster, per instance type (by TypeId index), at one time.
+struct UtilisationSample {
+  Time at = 0;
+  std::vector<std::pair<int64_t, int64_t>> in_use_of_total;
+};
+
+struct Observed {
+  std::map<std::pair<std::string, std::string>, Histogram> queue_wait;  // by (team, priority class or "none")
+  std::map<std::string, uint64_t> admissions_by_rule;                   // within-nominal, borrowing
+  std::map<std::string, uint64_t> preemptions_by_rule;                  // reclaim, priority
+  Histogram pass_seconds{kPassBounds};
+  std::deque<UtilisationSample> utilisation;  // oldest first, one per kSampleEvery, kSamplesKept at most
+  static constexpr Time kSampleEvery = 60;
+  static constexpr size_t kSamplesKept = 24 * 60;
+
+  // A job was admitted at `at` under `borrowing`; it had waited since its waiting_since.
+  void admitted(const ClusterState& s, const Job& job, bool borrowing, Time at);
+  // A job was preempted with `reason` (the scheduler's text; its rule is read from it).
+  void preempted(const std::string& reason);
+  // Takes a utilisation sample when the last one is kSampleEvery old.
+  void sample(const ClusterState& s, Time now);
+};
+
+// Accelerators held by replicas and in the cluster per instance type (by TypeId index), nodes of any health.
+UtilisationSample utilisation_now(const ClusterState& s, Time now);
+
+// The rule behind a preemption, from the scheduler's reason text: "reclaim" (a lending team takes back its quota)
+// or "priority" (a higher-priority job of the same team).
+std::string preemption_rule(const std::string& reason);
+
+}  // namespace allot::server

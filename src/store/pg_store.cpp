@@ -1,0 +1,276 @@
+#include "store/pg_store.h"
+
+#include <libpq-fe.h>
+
+#include "store/record_json.h"
+
+namespace allot::store {
+
+namespace {
+
+// Advisory lock keys (below 2^31, so pg_locks shows them as classid 0, objid KEY, objsubid 1).
+constexpr int64_t kLeaderLock = 0x616c6c6f;     // "allo": held by the leader's session for as long as it leads
+constexpr int64_t kMigrationLock = 0x616c6c70;  // held by the transaction that migrates the schema
+
+// Migration i (counting from 1) takes the schema from version i-1 to version i. A migration that has shipped
+// is never edited: a change of layout is a new one at the end.
+const std::vector<std::vector<const char*>> kMigrations = {
+    // 1: the journal, as SQLite keeps it.
+    {"CREATE TABLE allot_journal (seq bigint PRIMARY KEY, at bigint NOT NULL, kind text NOT NULL, body text NOT NULL)"},
+    // 2: who leads: the epoch each new leader bumps (the fencing token its appends check) and its URL.
+    {"CREATE TABLE allot_leader (id integer PRIMARY KEY CHECK (id = 1), epoch bigint NOT NULL, url text NOT NULL, "
+     "since timestamptz NOT NULL DEFAULT now())",
+     "INSERT INTO allot_leader (id, epoch, url) VALUES (1, 0, '')"},
+};
+
+constexpr int kJournalPage = 5000;  // records fetched per query while loading
+
+struct ResultDeleter {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
+
+std::string conn_message(pg_conn* c) {
+  std::string m = c ? PQerrorMessage(c) : "no connection";
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  return m.empty() ? "unknown error" : m;
+}
+
+// Runs one statement with text parameters; an error names what was being done and PostgreSQL's message.
+Result<PgResult> run(pg_conn* c, const std::string& where, const std::string& sql, const std::vector<std::string>& params = {}) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p.c_str());
+  PgResult r(PQexecParams(c, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr, 0));
+  const auto status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+    return Error::internal("database " + where + ": " + sql.substr(0, 60) + (sql.size() > 60 ? "..." : "") + ": " +
+                           conn_message(c));
+  return r;
+}
+
+bool connection_ok(pg_conn* c) { return c && PQstatus(c) == CONNECTION_OK; }
+
+}  // namespace
+
+std::string url_without_password(const std::string& url) {
+  const auto scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  const auto at = url.find('@', scheme + 3);
+  const auto slash = url.find('/', scheme + 3);
+  if (at == std::string::npos || (slash != std::string::npos && at > slash)) return url;
+  const auto colon = url.find(':', scheme + 3);
+  if (colon == std::string::npos || colon > at) return url;
+  return url.substr(0, colon) + url.substr(at);
+}
+
+int PgStore::schema_version() { return static_cast<int>(kMigrations.size()); }
+
+PgStore::PgStore(std::string url, PgOptions options)
+    : url_(std::move(url)), described_(url_without_password(url_)), options_(std::move(options)) {}
+
+PgStore::~PgStore() {
+  if (conn_) PQfinish(conn_);
+}
+
+Status PgStore::connect_locked() {
+  if (connection_ok(conn_)) return ok_status();
+  if (conn_) PQfinish(conn_);
+  // Defaults first, then the URL, whose own parameters override them (expand_dbname). Keepalives on both ends
+  // bound how long a leader cut off from the database keeps its lock: PostgreSQL ends a session whose peer
+  // stopped answering after about 5 + 3 * 2 seconds, and with it the lock.
+  const char* keys[] = {"connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
+                        "application_name", "options", "dbname", nullptr};
+  const char* values[] = {"10", "1", "5", "2", "3", "allot server",
+                          "-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3",
+                          url_.c_str(), nullptr};
+  conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+  if (!connection_ok(conn_)) {
+    std::string m = conn_message(conn_);
+    PQfinish(conn_);
+    conn_ = nullptr;
+    return Error::internal("cannot connect to PostgreSQL at " + described_ + ": " + m);
+  }
+  // Notices ("relation ... already exists, skipping") are not errors; libpq would print them on stderr.
+  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  // Acknowledged means committed: whatever the database's default, this session waits for each commit to be
+  // flushed (and sent to synchronous standbys where the database has them).
+  for (const char* sql : {"SET synchronous_commit = on", "SET client_encoding = 'UTF8'"})
+    if (auto r = run(conn_, described_, sql); !r) return r.error();
+  return ok_status();
+}
+
+void PgStore::lose_session_locked() {
+  leading_ = false;
+  if (conn_) PQfinish(conn_);  // also releases the advisory lock if the session still had it
+  conn_ = nullptr;
+}
+
+Status PgStore::migrate_locked() {
+  auto fail = [this](const Error& e) -> Status {
+    (void)run(conn_, described_, "ROLLBACK");
+    return e;
+  };
+  if (auto r = run(conn_, described_, "BEGIN"); !r) return r.error();
+  if (auto r = run(conn_, described_, "SELECT pg_advisory_xact_lock(" + std::to_string(kMigrationLock) + ")"); !r) return fail(r.error());
+  if (auto r = run(conn_, described_, "CREATE TABLE IF NOT EXISTS allot_schema (version integer NOT NULL)"); !r) return fail(r.error());
+  auto v = run(conn_, described_, "SELECT version FROM allot_schema");
+  if (!v) return fail(v.error());
+  int version = 0;
+  if (PQntuples(v->get()) == 0) {
+    if (auto r = run(conn_, described_, "INSERT INTO allot_schema (version) VALUES (0)"); !r) return fail(r.error());
+  } else {
+    version = std::atoi(PQgetvalue(v->get(), 0, 0));
+  }
+  const int latest = schema_version();
+  if (version > latest)
+    return fail(Error::precondition("database " + described_ + " was written by a newer allot (journal schema " +
+                                    std::to_string(version) + ", this version reads up to " + std::to_string(latest) + ")"));
+  for (int m = version; m < latest; ++m)
+    for (const char* sql : kMigrations[m])
+      if (auto r = run(conn_, described_, sql); !r)
+        return fail(Error::internal("migrating to schema " + std::to_string(m + 1) + ": " + r.error().message));
+  if (auto r = run(conn_, described_, "UPDATE allot_schema SET version = " + std::to_string(latest)); !r) return fail(r.error());
+  if (auto r = run(conn_, described_, "COMMIT"); !r) return r.error();
+  return ok_status();
+}
+
+Result<std::unique_ptr<PgStore>> PgStore::open(const std::string& url, PgOptions options) {
+  std::unique_ptr<PgStore> s(new PgStore(url, std::move(options)));
+  std::lock_guard lock(s->mu_);
+  if (auto st = s->connect_locked(); !st) return st.error();
+  if (auto st = s->migrate_locked(); !st) return st.error();
+  return s;
+}
+
+Status PgStore::append(const std::vector<Record>& batch) {
+  if (batch.empty()) return ok_status();
+  auto encoded = record_bodies(batch);
+  if (!encoded) return encoded.error();
+  const std::vector<std::string>& bodies = *encoded;
+  std::lock_guard lock(mu_);
+  if (!leading_ || !connection_ok(conn_)) {
+    if (leading_) lose_session_locked();
+    return Error::precondition("database " + described_ +
+                               ": this server does not lead (another allot server writes the journal, or this one lost "
+                               "its session); nothing was written");
+  }
+  // Any failure below: roll back, or, when the session itself is gone, stop leading for good. A commit whose
+  // answer was lost may or may not have happened; it was not acknowledged either way.
+  auto fail = [this](const Error& e) -> Status {
+    if (connection_ok(conn_)) (void)run(conn_, described_, "ROLLBACK");
+    if (!connection_ok(conn_)) {
+      lose_session_locked();
+      return Error::internal(e.message + " (the connection to the database was lost; this server no longer leads)");
+    }
+    return e;
+  };
+  if (auto r = run(conn_, described_, "BEGIN"); !r) return fail(r.error());
+  // The fence: the row lock keeps a new leader from bumping the epoch until this transaction ends, and a
+  // changed epoch means another server took over: this one must not write.
+  auto e = run(conn_, described_, "SELECT epoch FROM allot_leader WHERE id = 1 FOR SHARE");
+  if (!e) return fail(e.error());
+  const int64_t epoch = PQntuples(e->get()) == 1 ? std::atoll(PQgetvalue(e->get(), 0, 0)) : -1;
+  if (epoch != epoch_) {
+    (void)run(conn_, described_, "ROLLBACK");
+    (void)run(conn_, described_, "SELECT pg_advisory_unlock_all()");
+    leading_ = false;
+    return Error::precondition("database " + described_ + ": this server lost the lead (epoch " + std::to_string(epoch_) +
+                               ", now " + std::to_string(epoch) + "); nothing was written");
+  }
+  std::string sql;
+  std::vector<std::string> params;
+  auto flush = [&]() -> Status {
+    if (params.empty()) return ok_status();
+    auto r = run(conn_, described_, sql, params);
+    sql.clear();
+    params.clear();
+    if (!r) return r.error();
+    return ok_status();
+  };
+  const size_t chunk = std::max<size_t>(1, options_.insert_chunk);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (options_.fault_before_insert)
+      if (auto st = options_.fault_before_insert(i); !st) return fail(st.error());
+    if (params.empty()) sql = "INSERT INTO allot_journal (seq, at, kind, body) VALUES ";
+    const size_t n = params.size();
+    sql += (n ? ",($" : "($") + std::to_string(n + 1) + "::bigint,$" + std::to_string(n + 2) + "::bigint,$" +
+           std::to_string(n + 3) + ",$" + std::to_string(n + 4) + ")";
+    params.push_back(std::to_string(batch[i].seq));
+    params.push_back(std::to_string(batch[i].at));
+    params.push_back(op_name(batch[i].op));
+    params.push_back(bodies[i]);
+    if (params.size() / 4 >= chunk)
+      if (auto st = flush(); !st) return fail(Error::internal("cannot append from record " + std::to_string(batch[i].seq) + ": " + st.error().message));
+  }
+  if (auto st = flush(); !st) return fail(Error::internal("cannot append record(s) up to " + std::to_string(batch.back().seq) + ": " + st.error().message));
+  if (auto r = run(conn_, described_, "COMMIT"); !r) return fail(r.error());
+  return ok_status();
+}
+
+Status PgStore::load_after(uint64_t after, const std::function<Status(const Record&)>& fn) {
+  std::lock_guard lock(mu_);
+  if (!connection_ok(conn_)) {
+    if (leading_) lose_session_locked();
+    if (auto st = connect_locked(); !st) return st;
+  }
+  uint64_t last = after;
+  for (;;) {
+    auto rows = run(conn_, described_, "SELECT seq, at, body FROM allot_journal WHERE seq > $1::bigint ORDER BY seq LIMIT " +
+                                           std::to_string(kJournalPage),
+                    {std::to_string(last)});
+    if (!rows) return Error::internal("cannot read the journal: " + rows.error().message);
+    const int n = PQntuples(rows->get());
+    for (int i = 0; i < n; ++i) {
+      const auto seq = static_cast<uint64_t>(std::strtoull(PQgetvalue(rows->get(), i, 0), nullptr, 10));
+      const Time at = std::strtoll(PQgetvalue(rows->get(), i, 1), nullptr, 10);
+      auto r = record_from_row(seq, at, std::string_view(PQgetvalue(rows->get(), i, 2), PQgetlength(rows->get(), i, 2)), described_);
+      if (!r) return r.error();
+      if (auto st = fn(*r); !st) return st;
+      last = seq;
+    }
+    if (n < kJournalPage) return ok_status();
+  }
+}
+
+Result<bool> PgStore::try_lead(const std::string& url) {
+  std::lock_guard lock(mu_);
+  if (leading_ && connection_ok(conn_)) return true;
+  if (leading_) lose_session_locked();
+  if (auto st = connect_locked(); !st) return st.error();
+  auto got = run(conn_, described_, "SELECT pg_try_advisory_lock(" + std::to_string(kLeaderLock) + ")");
+  if (!got) return got.error();
+  if (std::string(PQgetvalue(got->get(), 0, 0)) != "t") return false;
+  auto e = run(conn_, described_, "UPDATE allot_leader SET epoch = epoch + 1, url = $1, since = now() WHERE id = 1 RETURNING epoch", {url});
+  if (!e || PQntuples(e->get()) != 1) {
+    (void)run(conn_, described_, "SELECT pg_advisory_unlock_all()");
+    if (!e) return e.error();
+    return Error::internal("database " + described_ + ": the allot_leader row is missing");
+  }
+  epoch_ = std::atoll(PQgetvalue(e->get(), 0, 0));
+  leading_ = true;
+  return true;
+}
+
+bool PgStore::leading() const {
+  std::lock_guard lock(mu_);
+  return leading_;
+}
+
+Result<std::string> PgStore::leader_url() {
+  std::lock_guard lock(mu_);
+  if (!connection_ok(conn_)) {
+    if (leading_) lose_session_locked();
+    if (auto st = connect_locked(); !st) return st.error();
+  }
+  // The row keeps the last leader's URL after it is gone; the lock says whether it is still there.
+  auto r = run(conn_, described_,
+               "SELECT l.url, EXISTS (SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted AND k.classid = 0 "
+               "AND k.objid = " + std::to_string(kLeaderLock) + "::oid AND k.objsubid = 1 AND k.database = "
+               "(SELECT oid FROM pg_database WHERE datname = current_database())) FROM allot_leader l WHERE l.id = 1");
+  if (!r) return r.error();
+  if (PQntuples(r->get()) != 1 || std::string(PQgetvalue(r->get(), 0, 1)) != "t") return std::string();
+  return std::string(PQgetvalue(r->get(), 0, 0));
+}
+
+}  // namespace allot::store

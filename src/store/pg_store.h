@@ -1,0 +1,74 @@
+#pragma once
+// The shared store: the journal in a PostgreSQL database (libpq), for several `allot server` processes of which
+// exactly one writes (docs/deployment.md).
+//
+// Durability: one transaction per batch with synchronous_commit on (set for the session, whatever the database's
+// default), so a batch is committed (and, where the database replicates synchronously, replicated) when append
+// returns, or not there at all.
+//
+// Schema: the tables are created and migrated on open, one numbered migration at a time, under a transaction-level
+// advisory lock so that servers starting together migrate once; a database written by a newer allot is refused.
+//
+// Leadership and fencing: the leader is the session holding a session-level advisory lock. Its every append
+// checks, inside the batch's transaction and with the row locked, that the epoch in allot_leader is still the
+// one it set when it took the lock. PostgreSQL releases the lock when the session ends (the server was killed,
+// the connection broke, keepalives found the peer gone), and this store never reconnects while it leads: a
+// deposed leader's appends fail, so it can never write after another server took over. Its reads reconnect.
+#include <functional>
+#include <mutex>
+
+#include "store/store.h"
+
+struct pg_conn;
+
+namespace allot::store {
+
+struct PgOptions {
+  // Test hook: called before each record of a batch is sent; an error aborts the transaction, as a lost
+  // connection in the middle of a batch would.
+  std::function<Status(size_t index_in_batch)> fault_before_insert;
+  // Records per INSERT statement; tests set 1 so that a fault falls between statements of one transaction.
+  size_t insert_chunk = 500;
+};
+
+class PgStore final : public Store {
+ public:
+  // Connects, migrates the schema to this version's, and refuses a database written by a newer one.
+  static Result<std::unique_ptr<PgStore>> open(const std::string& url, PgOptions options = {});
+  ~PgStore() override;
+  PgStore(const PgStore&) = delete;
+  PgStore& operator=(const PgStore&) = delete;
+
+  Status append(const std::vector<Record>& batch) override;
+  Status load_after(uint64_t after, const std::function<Status(const Record&)>& fn) override;
+  std::string describe() const override { return described_; }
+
+  bool shared() const override { return true; }
+  Result<bool> try_lead(const std::string& url) override;
+  bool leading() const override;
+  Result<std::string> leader_url() override;
+
+  // The journal's schema version this build writes (allot_schema.version).
+  static int schema_version();
+
+ private:
+  PgStore(std::string url, PgOptions options);
+  // Connects when there is no usable connection. REQUIRES: mu_ held, not leading.
+  Status connect_locked();
+  // Marks the store deposed after its session failed while it led.
+  void lose_session_locked();
+  Status migrate_locked();
+
+  const std::string url_;
+  const std::string described_;  // the URL without its password
+  PgOptions options_;
+  mutable std::mutex mu_;
+  pg_conn* conn_ = nullptr;
+  bool leading_ = false;
+  int64_t epoch_ = 0;  // allot_leader.epoch this store set when it took the lead
+};
+
+// "postgresql://allot:secret@db/allot?sslmode=require" -> "postgresql://allot@db/allot?sslmode=require".
+std::string url_without_password(const std::string& url);
+
+}  // namespace allot::store

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# End to end: the command line as operators used to kubectl, Slurm and hyp type it (issue 15). Unknown
+# commands name themselves and the closest known one; help, --version, version (client and server),
+# completion for bash; a man page; client flags before the command; case-insensitive --state; -o wide; jobs --watch;
+# logs --tail counting lines, -o json and -f; cancel of several jobs and of a team's; events --job;
+# nodes apply, node delete, allocation get.
+# Usage: cli_habits_test.sh PATH/TO/allot
+ALLOT=${1:?usage: $0 PATH/TO/allot}
+TEST_NAME=cli_habits
+source "$(dirname "$0")/lib_e2e.sh"
+
+# --- before any server ---
+expect_rc 2 "$ALLOT" nodez
+grep -q "unknown command 'nodez'; did you mean 'nodes'?" "$WORK/last.err" || fail "nodez: $(cat "$WORK/last.err")"
+expect_rc 2 "$ALLOT" node remove n-1
+grep -q "unknown command 'node remove'" "$WORK/last.err" && grep -q "delete" "$WORK/last.err" ||
+  fail "node remove should be named and the subcommands listed: $(cat "$WORK/last.err")"
+expect_rc 2 "$ALLOT" descrbe job-1
+grep -q "did you mean 'describe'" "$WORK/last.err" || fail "descrbe: $(cat "$WORK/last.err")"
+expect_rc 0 "$ALLOT" help node drain
+grep -q "Usage: allot node drain" "$WORK/last.out" || fail "allot help node drain: $(cat "$WORK/last.out")"
+expect_rc 0 "$ALLOT" --version
+grep -qx "allot [0-9][0-9.]*" "$WORK/last.out" || fail "--version: $(cat "$WORK/last.out")"
+"$ALLOT" completion bash >"$WORK/completion.bash"
+words() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _allot; echo "${COMPREPLY[*]}"' _ "$WORK/completion.bash" "$@"; }
+[ "$(words allot nod)" = "nodes node" ] || fail "completion of 'nod': '$(words allot nod)'"
+[ "$(words allot node d)" = "drain delete" ] || fail "completion of 'node d': '$(words allot node d)'"
+words allot logs --t | grep_q -w -- "--tail" || fail "completion of 'logs --t': '$(words allot logs --t)'"
+"$ALLOT" man >"$WORK/allot.1"
+grep -q '^.TH ALLOT 1' "$WORK/allot.1" && grep -q '^.SS allot node drain$' "$WORK/allot.1" && grep -q '^.B \\-\\-tail$' "$WORK/allot.1" ||
+  fail "allot man should hold every command and flag: $(head -n 5 "$WORK/allot.1")"
+"$ALLOT" completion zsh >"$WORK/completion.zsh"
+grep -q "bashcompinit" "$WORK/completion.zsh" || fail "zsh completion should load bashcompinit"
+
+start_server
+start_agent gpu-1 network-node-layer-3=nn-a
+write_teams
+expect_rc 0 "$ALLOT" version
+grep -q "^client: allot " "$WORK/last.out" && grep -q "^server: allot .* at $ALLOT_SERVER" "$WORK/last.out" ||
+  fail "allot version: $(cat "$WORK/last.out")"
+
+cat >"$WORK/lines.yaml" <<'YAML'
+name: lines
+team: team-a
+per_replica: {accelerators: 1}
+command: 'for i in 1 2 3 4 5; do echo "line $i of a log whose lines are longer than a few bytes"; done'
+YAML
+"$ALLOT" submit "$WORK/lines.yaml" >/dev/null
+wait_state lines Succeeded
+"$ALLOT" logs lines --tail 2 >"$WORK/tail.out"
+[ "$(wc -l <"$WORK/tail.out")" = 2 ] && head -n1 "$WORK/tail.out" | grep_q "^line 4 of" ||
+  fail "logs --tail 2 should be the last two lines: $(cat "$WORK/tail.out")"
+"$ALLOT" logs lines -o json >"$WORK/logs.json"
+grep -q '"rank": 0' "$WORK/logs.json" && grep -q 'line 5 of a log' "$WORK/logs.json" || fail "logs -o json: $(cat "$WORK/logs.json")"
+# Client flags before the command, any case for states.
+"$ALLOT" --server "$ALLOT_SERVER" -o json jobs --state succeeded >"$WORK/jobs.json"
+grep -q '"name": "lines"' "$WORK/jobs.json" || fail "--server before the command, --state succeeded: $(cat "$WORK/jobs.json")"
+"$ALLOT" jobs --state RUNNING >"$WORK/running.out"
+grep -q lines "$WORK/running.out" && fail "--state RUNNING should not list a finished job"
+
+# logs -f follows a running job to its end.
+cat >"$WORK/ticks.yaml" <<'YAML'
+name: ticks
+team: team-a
+per_replica: {accelerators: 1}
+command: 'for i in 1 2 3 4; do echo "tick $i"; sleep 0.5; done'
+YAML
+"$ALLOT" submit "$WORK/ticks.yaml" >/dev/null
+timeout 60 "$ALLOT" logs ticks -f >"$WORK/follow.out" || fail "logs -f did not end with its job: $(cat "$WORK/follow.out")"
+[ "$(grep -c '^tick' "$WORK/follow.out")" = 4 ] || fail "logs -f should print each tick once: $(cat "$WORK/follow.out")"
+
+# Jobs that cannot start (more GPUs than the node has) wait; cancel takes several names, and --team.
+for j in big-1 big-2 big-3; do
+  printf 'name: %s\nteam: team-b\nper_replica: {accelerators: 8}\ncommand: "true"\n' "$j" >"$WORK/$j.yaml"
+  "$ALLOT" submit "$WORK/$j.yaml" >/dev/null
+done
+printf 'name: huge\nteam: team-b\ninstance_type: ml.g5.8xlarge\nper_replica: {accelerators: 4}\ncommand: "true"\n' >"$WORK/huge.yaml"
+"$ALLOT" submit "$WORK/huge.yaml" >/dev/null 2>"$WORK/huge.err"
+grep -q "warning: job huge: one replica asks for 4 accelerators.*it can never be placed" "$WORK/huge.err" ||
+  fail "a replica larger than its node should be warned about: $(cat "$WORK/huge.err")"
+"$ALLOT" jobs -o wide >"$WORK/wide.out"
+reason=$(job_field big-1 reason)
+grep -qF "$reason" "$WORK/wide.out" || fail "-o wide should show the whole reason '$reason': $(cat "$WORK/wide.out")"
+set +e
+timeout 3 "$ALLOT" jobs -w --interval 0.5 >"$WORK/watch.out" 2>&1
+set -e
+grep -q "^NAME" "$WORK/watch.out" && grep -q "big-1" "$WORK/watch.out" || fail "jobs -w: $(cat "$WORK/watch.out")"
+"$ALLOT" cancel big-1 big-2 >/dev/null
+wait_state big-1 Cancelled
+wait_state big-2 Cancelled
+"$ALLOT" cancel --team team-b >"$WORK/cancel-team.out"
+grep -q "big-3" "$WORK/cancel-team.out" || fail "cancel --team: $(cat "$WORK/cancel-team.out")"
+wait_state big-3 Cancelled
+"$ALLOT" events --job big-2 >"$WORK/events.out"
+[ -s "$WORK/events.out" ] || fail "events --job big-2 printed nothing"
+grep -v "big-2" "$WORK/events.out" && fail "events --job big-2 printed other subjects"
+
+# Nodes from a file, node delete, allocation get.
+printf 'nodes:\n  - {name: static-1, instance_type: ml.g5.8xlarge}\n' >"$WORK/nodes.yaml"
+"$ALLOT" nodes apply "$WORK/nodes.yaml" >"$WORK/applied.out"
+grep -q "^static-1 " "$WORK/applied.out" || fail "nodes apply should list the new node: $(cat "$WORK/applied.out")"
+"$ALLOT" node delete static-1 >"$WORK/deleted.out"
+grep -q "node static-1 deleted" "$WORK/deleted.out" || fail "node delete: $(cat "$WORK/deleted.out")"
+"$ALLOT" nodes >"$WORK/nodes.out"
+grep -q "^static-1 " "$WORK/nodes.out" && fail "static-1 is still listed after node delete"
+"$ALLOT" allocation get team-a >"$WORK/alloc.out"
+grep -q "^ml.g5.8xlarge  *1 " "$WORK/alloc.out" || fail "allocation get team-a: $(cat "$WORK/alloc.out")"
+# Kueue priority-class labels: the class as written first, then without -priority. hyp-style flags.
+"$ALLOT" priority-class set gold-priority 90 >/dev/null
+manifest() {  # manifest PRIORITY-LABEL: a Job with generateName, one GPU, that waits (8 GPUs asked)
+  printf 'apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: kueue-sample-\n  namespace: hyperpod-ns-team-a\n  labels: {kueue.x-k8s.io/priority-class: %s}\nspec:\n  template:\n    spec:\n      containers:\n        - {name: main, image: busybox, command: ["true"], resources: {limits: {nvidia.com/gpu: "8"}}}\n' "$1"
+}
+manifest gold-priority >"$WORK/gold.yaml"
+manifest training-priority >"$WORK/training.yaml"
+"$ALLOT" -o json submit "$WORK/gold.yaml" >"$WORK/gold.json" 2>"$WORK/gold.err"
+grep -q '"priority": "gold-priority"' "$WORK/gold.json" || fail "label gold-priority should pick the class gold-priority: $(cat "$WORK/gold.json")"
+grep -q "the job is named kueue-sample-" "$WORK/gold.err" || fail "the generated name should be printed: $(cat "$WORK/gold.err")"
+grep -q "image: ignored (busybox)" "$WORK/gold.err" || fail "the ignored image should be said: $(cat "$WORK/gold.err")"
+"$ALLOT" -o json submit "$WORK/training.yaml" >"$WORK/training.json"
+grep -q '"priority": "training"' "$WORK/training.json" || fail "label training-priority should pick the class training: $(cat "$WORK/training.json")"
+"$ALLOT" -o json submit "$WORK/training.yaml" --queue-name hyperpod-ns-team-b-localqueue --priority inference-priority >"$WORK/hyp.json"
+grep -q '"team": "team-b"' "$WORK/hyp.json" && grep -q '"priority": "inference"' "$WORK/hyp.json" ||
+  fail "--queue-name and --priority should override the manifest: $(cat "$WORK/hyp.json")"
+# apply merges: a file with only a policy key keeps every priority class (it used to delete them all).
+printf 'policy:\n  task_prioritization: fcfs\n' >"$WORK/policy-only.yaml"
+"$ALLOT" apply "$WORK/policy-only.yaml" --dry-run >"$WORK/dry.out"
+grep -q "~ policy.task_prioritization: task-ranking -> fcfs" "$WORK/dry.out" && grep -q "dry run" "$WORK/dry.out" ||
+  fail "apply --dry-run should print the change: $(cat "$WORK/dry.out")"
+"$ALLOT" policy get -o json >"$WORK/policy.json"
+grep -q '"task_prioritization": "task-ranking"' "$WORK/policy.json" || fail "apply --dry-run changed the policy"
+"$ALLOT" apply "$WORK/policy-only.yaml" >/dev/null
+"$ALLOT" priority-class list >"$WORK/classes.out"
+for c in inference training gold-priority; do
+  grep -q "^$c " "$WORK/classes.out" || fail "apply of a policy-only file removed priority class $c: $(cat "$WORK/classes.out")"
+done
+"$ALLOT" apply "$WORK/teams.yaml" >"$WORK/reapply.out"
+grep -q "~ policy.task_prioritization: fcfs -> task-ranking" "$WORK/reapply.out" || fail "re-apply: $(cat "$WORK/reapply.out")"
+printf 'teams:\n  - name: team-a\n    allocation: [{instance_type: ml.g5.8xlarge, instances: 1}]\n    sharing: {strategy: LendAndBorrow, borrow_limit: 100}\n' >"$WORK/team-a.yaml"
+"$ALLOT" cancel --team team-b >/dev/null  # a team with active jobs cannot be removed
+"$ALLOT" apply "$WORK/team-a.yaml" --prune >"$WORK/prune.out"
+grep -q -- "- team team-b (pruned: not in the file)" "$WORK/prune.out" || fail "apply --prune: $(cat "$WORK/prune.out")"
+"$ALLOT" teams >"$WORK/teams.out"
+grep -q "^team-b " "$WORK/teams.out" && fail "team-b is still there after apply --prune"
+"$ALLOT" priority-class list >"$WORK/classes.out"
+grep -q "^gold-priority " "$WORK/classes.out" || fail "apply --prune of a teams-only file must keep the classes"
+say PASS

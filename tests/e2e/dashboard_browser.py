@@ -1,0 +1,244 @@
+#!/usr/bin/python3
+"""The dashboard in a real browser (headless Chromium through chromedriver), against a server and emulated agents
+that dashboard_browser_test.sh started. It logs in as a person would, opens every page, changes the cluster
+through the CLI and checks that each page shows the change by itself (no reload): a borrowing team's borrowed
+bar, a preempted job's preemption record and rule, a failed node in red, the queue and the event stream; then a
+member token sees its own team's jobs only. Screenshots go to ARTIFACTS.
+
+Environment: ALLOT (the binary), ALLOT_SERVER, ALLOT_TOKEN (admin), ARTIFACTS (a directory), WORK (scratch).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+ALLOT = os.environ["ALLOT"]
+SERVER = os.environ["ALLOT_SERVER"]
+ADMIN = os.environ["ALLOT_TOKEN"]
+ARTIFACTS = os.environ["ARTIFACTS"]
+WORK = os.environ["WORK"]
+WAIT_S = 30  # the longest any change may take to show; changes normally show within a second or two
+
+
+def say(msg):
+    print("dashboard_browser: " + msg, flush=True)
+
+
+def cli(*args, token=ADMIN):
+    env = dict(os.environ, ALLOT_TOKEN=token)
+    out = subprocess.run([ALLOT, *args], env=env, capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        raise AssertionError(f"allot {' '.join(args)} exited {out.returncode}: {out.stderr}")
+    return out.stdout
+
+
+def submit(name, team, priority, replicas, command):
+    path = os.path.join(WORK, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(f"name: {name}\nteam: {team}\npriority: {priority}\nreplicas: {replicas}\n"
+                f"per_replica: {{accelerators: 1}}\ncommand: '{command}'\n")
+    cli("submit", path)
+
+
+def job_state(name):
+    return json.loads(cli("describe", name, "-o", "json"))["state"]
+
+
+def wait_until(what, check, timeout=WAIT_S):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            last = check()
+            if last:
+                return last
+        except (WebDriverException, AssertionError, KeyError, ValueError) as e:
+            last = e
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def shot(driver, name):
+    path = os.path.join(ARTIFACTS, name + ".png")
+    driver.save_screenshot(path)
+    say("screenshot " + path)
+
+
+def text_of(driver, css):
+    return driver.find_element(By.CSS_SELECTOR, css).text
+
+
+def open_page(driver, hash_):
+    """Navigates within the page (no reload, as a person clicking the menu) and waits for it to be drawn."""
+    page = hash_.split("/")[1].split("?")[0]
+    driver.execute_script("location.hash = arguments[0]", hash_)
+    wait_until(f"page {hash_}", lambda: driver.find_element(By.ID, "page").get_attribute("data-page") == page
+               and "Loading" not in text_of(driver, "#page"))
+
+
+def login(driver, token):
+    driver.get(SERVER + "/")
+    WebDriverWait(driver, WAIT_S).until(lambda d: d.find_element(By.ID, "login").is_displayed())
+    field = driver.find_element(By.ID, "token")
+    field.send_keys(token)
+    driver.find_element(By.CSS_SELECTOR, "#login-form button").click()
+    wait_until("the cluster page after login", lambda: driver.find_element(By.ID, "page").get_attribute("data-page") == "cluster")
+    assert token not in driver.current_url, "the token must never be in the URL"
+    assert driver.execute_script("return sessionStorage.getItem('allot-token')") == token, "the token is kept in sessionStorage"
+
+
+def main():
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    opts = webdriver.ChromeOptions()
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1400,1000",
+              "--no-first-run", "--disable-extensions", f"--user-data-dir={WORK}/chromium-profile"):
+        opts.add_argument(a)
+    opts.binary_location = "/usr/bin/chromium"
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    driver.set_page_load_timeout(WAIT_S)
+    try:
+        run(driver)
+        # Nothing the page did may have been refused by its Content-Security-Policy or have thrown.
+        bad = [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "401" not in e["message"]
+               and "403" not in e["message"]]
+        assert not bad, f"the browser console has errors: {bad}"
+    except Exception:
+        shot(driver, "failure")
+        raise
+    finally:
+        driver.quit()
+    say("PASS")
+
+
+def run(driver):
+    say("a wrong token is refused on the login form")
+    driver.get(SERVER + "/")
+    WebDriverWait(driver, WAIT_S).until(lambda d: d.find_element(By.ID, "login").is_displayed())
+    driver.find_element(By.ID, "token").send_keys("allot_0000000000_wrong")
+    driver.find_element(By.CSS_SELECTOR, "#login-form button").click()
+    wait_until("the refusal", lambda: "refused" in text_of(driver, "#login-error"))
+
+    say("cluster page: three idle GPU nodes")
+    login(driver, ADMIN)
+    card = '.card[data-type="ml.g5.8xlarge"]'
+    wait_until("3 free accelerators", lambda: "free 3" in text_of(driver, card) and "0 / 3" in text_of(driver, card))
+    assert driver.find_elements(By.CSS_SELECTOR, "svg.chart polyline"), "the utilisation chart has a line"
+    shot(driver, "cluster-idle")
+
+    say("teams page: team-a borrows team-b's idle GPU for a job of two GPUs (it holds quota for one)")
+    open_page(driver, "#/teams")
+    submit("a-train", "team-a", "training", 2, "while true; do sleep 1; done")
+    row_a = 'tr[data-team="team-a"][data-type="ml.g5.8xlarge"]'
+    wait_until("team-a's borrowed cell to read 1", lambda: text_of(driver, row_a + " td.borrowed") == "1")
+    bar = driver.find_element(By.CSS_SELECTOR, row_a + " .bar .bar-borrowed")
+    assert bar.size["width"] > 10, f"the borrowed bar is drawn ({bar.size})"
+    assert driver.find_elements(By.CSS_SELECTOR, 'tr[data-team="team-a"] .badge.borrowing'), "team-a is marked borrowing"
+    lent_b = text_of(driver, 'tr[data-team="team-b"][data-type="ml.g5.8xlarge"] td.lent')
+    assert lent_b == "1", f"team-b lends its idle GPU: {lent_b}"
+    shot(driver, "teams-borrowing")
+
+    say("the cluster page follows: 2 of 3 in use")
+    open_page(driver, "#/cluster")
+    wait_until("2 in use", lambda: "2 / 3" in text_of(driver, card))
+
+    say("reclaim: team-b's job takes its GPU back; a-train is preempted and waits in the queue")
+    open_page(driver, "#/queue")
+    submit("b-serve", "team-b", "inference", 1, "echo hello from b-serve; while true; do sleep 1; done")
+    wait_until("a-train in the queue, Suspended", lambda: "Suspended" in text_of(driver, 'tr[data-job="a-train"]'))
+    assert text_of(driver, 'tr[data-job="a-train"] td.position') == "1"
+    assert text_of(driver, 'tr[data-job="a-train"] td.reason'), "the queue gives a reason"
+    # The first fits within team-a's quota; the pool (two GPUs of quota) is then full, and the others wait.
+    for i in range(3):
+        submit(f"a-wait-{i}", "team-a", "training", 1, "sleep 600")
+    wait_until("three waiting", lambda: "of 3 matching" in text_of(driver, "#queue-count"))
+    assert text_of(driver, 'tr[data-job="a-wait-2"] td.position') == "3"
+    # The filter: team-b has nothing waiting.
+    driver.execute_script("location.hash = '#/queue?team=team-b'")
+    wait_until("the team filter", lambda: "none matching" in text_of(driver, "#queue-count"))
+    shot(driver, "queue-filtered")
+    open_page(driver, "#/queue")
+    wait_until("the whole queue", lambda: "of 3 matching" in text_of(driver, "#queue-count"))
+    shot(driver, "queue")
+
+    say("job page: a-train's preemption record names the rule")
+    open_page(driver, "#/job/a-train")
+    wait_until("a preemption row", lambda: "reclaim" in text_of(driver, "#preemptions").lower())
+    assert text_of(driver, "#job-preemptions") == "1"
+    shot(driver, "job-preempted")
+
+    say("job page: b-serve runs; its placement and its log, followed")
+    open_page(driver, "#/job/b-serve")
+    wait_until("b-serve Running", lambda: "Running" in text_of(driver, "#job-summary"))
+    assert driver.find_elements(By.CSS_SELECTOR, "#placement td"), "the placement table lists the replica"
+    wait_until("b-serve's log line", lambda: "hello from b-serve" in text_of(driver, "#logs"))
+    shot(driver, "job-running")
+    b_node = json.loads(cli("describe", "b-serve", "-o", "json"))["nodes"][0]
+
+    say("topology page: the nodes under their network nodes; b-serve's node outlined; a failed node turns red")
+    open_page(driver, "#/topology?job=b-serve")
+    wait_until("b-serve's node outlined", lambda: "highlight" in driver.find_element(
+        By.CSS_SELECTOR, f'.node[data-node="{b_node}"]').get_attribute("class"))
+    assert len(driver.find_elements(By.CSS_SELECTOR, ".domain")) >= 2, "two network nodes are drawn"
+    idle = [n["name"] for n in json.loads(cli("nodes", "-o", "json")) if n["replicas"] == 0][0]
+    cli("node", "health", idle, "UnschedulablePendingReplacement")
+    node = f'.node[data-node="{idle}"]'
+    wait_until(f"{idle} red", lambda: "unhealthy" in driver.find_element(By.CSS_SELECTOR, node).get_attribute("class"))
+    colour = driver.find_element(By.CSS_SELECTOR, node).value_of_css_property("background-color")
+    assert colour in ("rgba(214, 58, 58, 1)", "rgb(214, 58, 58)"), f"{idle} is drawn red, not {colour}"
+    shot(driver, "topology-failed-node")
+
+    say("cluster page: the failed node is listed and its GPU counted unhealthy")
+    open_page(driver, "#/cluster")
+    wait_until("the attention list", lambda: idle in text_of(driver, "#attention"))
+    assert "unhealthy 1" in text_of(driver, card), text_of(driver, card)
+    assert text_of(driver, '#nodes-by-health tr[data-health="UnschedulablePendingReplacement"] td.num') == "1"
+    shot(driver, "cluster")
+
+    say("events page: live and filterable")
+    open_page(driver, "#/events")
+    wait_until("a preempt event", lambda: "preempt" in text_of(driver, "#events"))
+    cli("node", "cordon", b_node)
+    wait_until("the cordon event, live", lambda: "cordoned" in text_of(driver, "#events"))
+    driver.execute_script("location.hash = arguments[0]", "#/events?q=" + idle)
+    wait_until("the filter", lambda: all(idle in r.text for r in driver.find_elements(By.CSS_SELECTOR, "#events tr[data-seq]"))
+               and driver.find_elements(By.CSS_SELECTOR, "#events tr[data-seq]"))
+    shot(driver, "events")
+    driver.execute_script("location.hash = '#/events'")
+    shot(driver, "events-all")
+
+    say("teams page for the README")
+    open_page(driver, "#/teams")
+    shot(driver, "teams")
+
+    say("a member of team-b sees its own jobs in full and team-a's only in aggregate")
+    member = cli("token", "create", "--role", "member", "--team", "team-b").strip().split()[-1]
+    driver.find_element(By.ID, "logout").click()
+    wait_until("the login form", lambda: driver.find_element(By.ID, "login").is_displayed())
+    assert driver.execute_script("return sessionStorage.getItem('allot-token')") is None, "log out forgets the token"
+    login(driver, member)
+    open_page(driver, "#/queue")
+    wait_until("the hidden count", lambda: "3 waiting jobs of other teams" in text_of(driver, "#page"))
+    assert not driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="a-train"]'), "team-a's job is not listed to team-b"
+    open_page(driver, "#/job/a-train")
+    wait_until("the refusal", lambda: "member token of team team-a" in text_of(driver, "#page"))
+    open_page(driver, "#/teams")
+    wait_until("the aggregate", lambda: text_of(driver, 'tr[data-team="team-a"][data-type="ml.g5.8xlarge"] td.usage') != "")
+    open_page(driver, "#/job/b-serve")
+    wait_until("its own job", lambda: "Running" in text_of(driver, "#job-summary"))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (AssertionError, TimeoutException) as e:
+        say(f"FAIL: {e}")
+        sys.exit(1)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The web dashboard in headless Chromium: a server and three emulated GPU agents under two network nodes, two
+# teams; dashboard_browser.py logs in, opens every page, makes changes through the CLI and checks what each page
+# shows by itself (borrowing, reclaim and the preemption record, a failed node in red, the queue, the events,
+# a member's view). Screenshots are kept in the build directory, under test-artifacts/dashboard/.
+# Needs chromium, chromium-driver and python3-selenium (installed through scripts/deps.sh when missing).
+# Usage: dashboard_browser_test.sh PATH/TO/allot
+ALLOT=${1:?usage: $0 PATH/TO/allot}
+TEST_NAME=dashboard_browser
+here=$(cd "$(dirname "$0")" && pwd)
+if ! bash "$here/../../scripts/deps.sh" chromium chromium-driver python3-selenium >/dev/null 2>&1 ||
+   ! [ -x /usr/bin/chromium ] || ! [ -x /usr/bin/chromedriver ] || ! /usr/bin/python3 -c 'import selenium' 2>/dev/null; then
+  echo "$TEST_NAME: SKIP: chromium, chromium-driver and python3-selenium could not be installed"
+  exit 77
+fi
+source "$here/lib_e2e.sh"
+
+start_server
+start_agent gpu-1 network-node-layer-3=nn-a
+start_agent gpu-2 network-node-layer-3=nn-a
+start_agent gpu-3 network-node-layer-3=nn-b
+write_teams
+
+ARTIFACTS="$(dirname "$ALLOT")/test-artifacts/dashboard"
+rm -rf "$ARTIFACTS"
+mkdir -p "$ARTIFACTS"
+# The browser run is a process group of its own (python, chromedriver, chromium's processes), ended as a whole
+# when it is done or after 150 s, so that nothing of it outlives the test whatever happens.
+ALLOT="$ALLOT" ARTIFACTS="$ARTIFACTS" WORK="$WORK" setsid /usr/bin/python3 "$here/dashboard_browser.py" &
+browser=$!
+PIDS+=("$browser")
+end_browser() { kill -9 -- "-$browser" 2>/dev/null || true; }
+setsid bash -c "sleep 150; kill -9 -- -$browser" >/dev/null 2>&1 </dev/null &
+watchdog=$!
+rc=0
+wait "$browser" || rc=$?
+end_browser
+kill -9 -- "-$watchdog" 2>/dev/null || true
+[ "$rc" = 0 ] || fail "the browser checks failed (exit $rc; screenshots in $ARTIFACTS)"
+say "PASS (screenshots in $ARTIFACTS)"

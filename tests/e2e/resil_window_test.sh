@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# End to end (docs/resiliency.md): three nodes of a 3-replica job fail within one window, and the job restarts
+# once, not three times; then a silent agent (an emulated hang) is UnschedulablePendingReboot after the
+# heartbeat timeout and replaced after --replace-silent-after.
+# Usage: resil_window_test.sh PATH/TO/allot
+ALLOT=${1:?usage: $0 PATH/TO/allot}
+TEST_NAME=resil_window
+source "$(dirname "$0")/lib_e2e.sh"
+source "$(dirname "$0")/lib_resil.sh"
+
+FAULT_WINDOW=1 start_resil_server
+for i in 1 2 3 4 5 6; do start_faulty_agent "gpu-$i" "network-node-layer-3=nn-$(( (i + 2) / 3 ))"; done
+cat >"$WORK/teams.yaml" <<'YAML'
+teams:
+  - name: team-a
+    allocation:
+      - {instance_type: ml.g5.8xlarge, instances: 6}
+YAML
+"$ALLOT" apply "$WORK/teams.yaml" >/dev/null || fail "allot apply failed"
+cat >"$WORK/wide.yaml" <<YAML
+name: wide
+team: team-a
+replicas: 3
+per_replica: {accelerators: 1}
+max_retries: 3
+command: 'echo "run \$ALLOT_ATTEMPT"; while :; do sleep 0.2; done'
+YAML
+"$ALLOT" submit "$WORK/wide.yaml" >/dev/null
+wait_state wide Running
+nodes=$(job_nodes wide)
+say "wide runs on $nodes; all three fail at once"
+for n in $nodes; do inject "$n" "xid 48 gpu 0"; done
+for _ in $(seq 1 100); do [ "$(job_field wide restarts)" = 1 ] && break; sleep 0.1; done
+wait_state wide Running 20
+sleep 1  # a second restart, if there were one, would come within the window
+[ "$(job_field wide restarts)" = 1 ] || fail "wide should restart once for three nodes failing in one window, not $(job_field wide restarts)"
+for n in $nodes; do case " $(job_nodes wide) " in *" $n "*) fail "wide was placed on the failed node $n";; esac; done
+for n in $nodes; do wait_node "$n-r1" Schedulable 60; done
+
+silent=gpu-6
+case " $(job_nodes wide) " in *" $silent "*) ;; *) silent=$(job_nodes wide); silent=${silent%% *};; esac
+say "the agent of $silent hangs"
+inject "$silent" "hang"
+wait_node "$silent" UnschedulablePendingReboot 20
+wait_state wide Running 20
+[ "$(job_field wide restarts)" = 2 ] || fail "wide should restart once for the silent node, not $(( $(job_field wide restarts) - 1 )) times"
+for _ in $(seq 1 200); do "$ALLOT" nodes | grep_q "^$silent-r1 " && break; sleep 0.1; done
+"$ALLOT" nodes | grep_q "^$silent-r1 " || fail "the silent node $silent was not replaced: $("$ALLOT" describe node "$silent")"
+wait_node "$silent-r1" Schedulable 60
+"$ALLOT" nodes | grep_q "^$silent " && fail "$silent should have been retired"
+"$ALLOT" cancel wide >/dev/null
+say PASS

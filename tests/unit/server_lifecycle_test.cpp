@@ -1,0 +1,130 @@
+// Node lifecycle in the server (server/node_lifecycle.h, docs/resiliency.md): a failed check acted on after the
+// fault window, the reboot order and the return; a held exit charged to a silent peer; a replacement that retires
+// the failed node and waits for its deep check. The clock is the fixture's: nothing here waits on wall time.
+#include "server_test_fixture.h"
+
+namespace allot::server::test {
+namespace {
+
+using nlohmann::json;
+
+class ServerLifecycle : public ServerTest {
+ protected:
+  void SetUp() override {
+    options_.provisioner = "true";  // asked, does nothing: the test registers the replacement itself
+    ServerTest::SetUp();
+    auto r = post("/v1/apply", R"({"teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.12xlarge", "instances": 3}]}]})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    for (const char* n : {"g1", "g2", "g3"}) ASSERT_EQ(reg(n).status, 200);
+  }
+  Response reg(const std::string& name, const std::string& replaces = "") {
+    json body = {{"name", name}, {"instance_type", "ml.g5.12xlarge"}, {"labels", {{"network-node-layer-3", "x"}}},
+                 {"heartbeat_interval_ms", 500}, {"boot", 1}};
+    if (!replaces.empty()) body["replaces"] = replaces;
+    return post("/v1/agents/register", body);
+  }
+  static json check(const std::string& status, const std::string& on_failure = "reboot") {
+    return {{"name", "gpu"}, {"status", status}, {"detail", status == "failed" ? "XID 13 on GPU 0" : "ok"}, {"on_failure", on_failure}, {"at_ms", 1}};
+  }
+  json beat(const std::string& node, json health = nullptr, json replicas = json::array()) {
+    json body = {{"replicas", replicas}};
+    if (!health.is_null()) body["health"] = health;
+    auto r = post("/v1/agents/" + node + "/heartbeat", body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json;
+  }
+  static json healthy(int boot) { return {{"checks", {check("passed")}}, {"configured", 1}, {"boot", boot}}; }
+  std::string health_of(const std::string& node) { return get("/v1/nodes/" + node).json.value("health", ""); }
+  void submit(const std::string& name, int replicas) {
+    auto r = post("/v1/jobs", json{{"name", name}, {"team", "a"}, {"replicas", replicas}, {"max_retries", 2},
+                                   {"per_replica", {{"accelerators", 4}}}, {"command", {"python", "train.py"}}});
+    ASSERT_EQ(r.status, 201) << r.body;
+  }
+};
+
+TEST_F(ServerLifecycle, AFailedCheckRebootsTheNodeAfterTheWindowAndItsReturnNeedsPassingChecks) {
+  submit("j", 1);
+  const std::string node = get("/v1/jobs/j").json["nodes"][0];
+  beat(node, {{"checks", {check("failed")}}, {"configured", 1}, {"boot", 1}});
+  // Suspect at once (nothing new lands there), acted on only when the window ends.
+  auto n = get("/v1/nodes/" + node).json;
+  EXPECT_EQ(n["health"], "Schedulable");
+  EXPECT_TRUE(n.contains("suspect")) << n.dump();
+  EXPECT_EQ(get("/v1/jobs/j").json["restarts"], 0);
+  for (const char* other : {"g1", "g2", "g3"}) beat(other, other == node ? json(nullptr) : healthy(1));
+  advance(std::chrono::milliseconds(1100));
+  for (const char* other : {"g1", "g2", "g3"}) beat(other, other == node ? json(nullptr) : healthy(1));
+  ASSERT_TRUE(eventually([&] { return health_of(node) == "UnschedulablePendingReboot"; }));
+  auto j = get("/v1/jobs/j").json;
+  EXPECT_EQ(j["restarts"], 1);
+  EXPECT_NE(j["nodes"][0], node);
+  EXPECT_NE(j["restart_history"][0]["cause"].get<std::string>().find("XID 13 on GPU 0"), std::string::npos) << j.dump();
+  // The agent is told to reboot until it reports a new boot; the same fault after it escalates elsewhere (e2e).
+  EXPECT_EQ(beat(node, {{"checks", {check("failed")}}, {"configured", 1}, {"boot", 1}}).value("reboot", false), true);
+  EXPECT_EQ(health_of(node), "UnschedulablePendingReboot");
+  // A new boot without every check reported is not yet enough.
+  auto after = beat(node, {{"checks", json::array()}, {"configured", 1}, {"boot", 2}});
+  EXPECT_FALSE(after.value("reboot", false));
+  EXPECT_EQ(health_of(node), "UnschedulablePendingReboot");
+  beat(node, healthy(2));
+  EXPECT_EQ(health_of(node), "Schedulable");
+  auto history = get("/v1/nodes/" + node).json["health_history"].dump();
+  EXPECT_NE(history.find("the reboot cleared the fault"), std::string::npos) << history;
+}
+
+TEST_F(ServerLifecycle, AnExitWhileAPeerNodeIsSilentIsChargedToThatNodeOnce) {
+  submit("pair", 2);
+  auto placed = get("/v1/jobs/pair").json["placement"][0]["replicas"];
+  const std::string a = placed[0]["node"], b = placed[1]["node"];
+  // Rank 0 dies of its peer first; the exit is held while b might still turn out to be fine.
+  beat(a, nullptr, json::array({{{"job", "pair"}, {"rank", 0}, {"state", "exited"}, {"exit_code", 1}, {"attempt", 0}}}));
+  EXPECT_EQ(get("/v1/jobs/pair").json["state"], "Running");
+  // b misses its heartbeats (interval 500 ms): suspect after 1.2 s, and the held exit is charged to it.
+  for (int step = 0; step < 3; ++step) {
+    advance(std::chrono::milliseconds(500));
+    for (const char* n : {"g1", "g2", "g3"})
+      if (b != n) beat(n);
+  }
+  ASSERT_TRUE(eventually([&] { return get("/v1/jobs/pair").json["restarts"] == 1; }));
+  auto j = get("/v1/jobs/pair").json;
+  const std::string cause = j["restart_history"][0]["cause"];
+  EXPECT_NE(cause.find("node " + b + " is failing"), std::string::npos) << cause;
+  EXPECT_NE(cause.find("replica 0 exited with code 1"), std::string::npos) << cause;
+  // Never placed on the node that missed its heartbeat; and its timeout later costs the job nothing more.
+  if (j["state"] == "Running") {
+    for (const auto& r : j["placement"][0]["replicas"]) EXPECT_NE(r["node"], b);
+  }
+  for (int step = 0; step < 4; ++step) {
+    advance(std::chrono::milliseconds(500));
+    for (const char* n : {"g1", "g2", "g3"})
+      if (b != n) beat(n);
+  }
+  ASSERT_TRUE(eventually([&] { return health_of(b) == "UnschedulablePendingReboot"; }));
+  EXPECT_EQ(get("/v1/jobs/pair").json["restarts"], 1);
+}
+
+TEST_F(ServerLifecycle, AReplacementRetiresTheFailedNodeAndWaitsForItsDeepCheck) {
+  beat("g1", {{"checks", {check("failed", "replace")}}, {"configured", 1}, {"boot", 1}});
+  advance(std::chrono::milliseconds(1100));
+  beat("g2");
+  beat("g3");
+  ASSERT_TRUE(eventually([&] { return health_of("g1") == "UnschedulablePendingReplacement"; }));
+  // Only a node waiting for a replacement can be replaced, and only under a new name.
+  EXPECT_EQ(reg("g2-r1", "g2").status, 409);
+  EXPECT_EQ(reg("g1-r1", "g1").status, 200);
+  EXPECT_EQ(get("/v1/nodes/g1").status, 404) << "the failed node is retired";
+  EXPECT_EQ(health_of("g1-r1"), "Unschedulable");
+  EXPECT_EQ(get("/v1/nodes/g1-r1").json["replaces"], "g1");
+  EXPECT_TRUE(beat("g1-r1", healthy(1)).value("deep_check", false));
+  beat("g1-r1", {{"checks", {check("passed")}}, {"configured", 1}, {"boot", 1}, {"deep_check", {{"status", "passed"}, {"detail", "8 rounds"}}}});
+  EXPECT_EQ(health_of("g1-r1"), "Schedulable");
+  // The retired node's agent cannot come back under its old name.
+  credentials_.erase("g1");
+  EXPECT_EQ(reg("g1").status, 409);
+  // A malformed health report is refused whole.
+  auto bad = post("/v1/agents/g2/heartbeat", json{{"replicas", json::array()}, {"health", {{"checks", {{{"name", "x"}, {"status", "fine"}}}}}}});
+  EXPECT_EQ(bad.status, 400) << bad.body;
+}
+
+}  // namespace
+}  // namespace allot::server::test

@@ -1,0 +1,103 @@
+// Reads off the write path (writer.h): a GET is answered from the writer's published view while the writer is
+// held busy in a batch, sees every change answered before it, and none that is not answered yet.
+#include <condition_variable>
+#include <future>
+#include <mutex>
+
+#include "server/writer.h"
+#include "server_test_fixture.h"
+
+namespace allot::server::test {
+namespace {
+
+class ServerReadView : public ServerTest {
+ protected:
+  void SetUp() override {
+    options_.before_batch = [this] { gate(); };
+    ServerTest::SetUp();
+  }
+  void TearDown() override {
+    release();
+    ServerTest::TearDown();
+  }
+  // The writer's test hook: while held, the batch that has just started waits here.
+  void gate() {
+    std::unique_lock lock(mu_);
+    if (!hold_) return;
+    held_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return !hold_; });
+    held_ = false;
+  }
+  void hold() {
+    std::lock_guard lock(mu_);
+    hold_ = true;
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    hold_ = false;
+    cv_.notify_all();
+  }
+  // Waits until the writer is held in a batch (bounded: the test's ctest timeout).
+  void wait_held() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return held_; });
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool hold_ = false;
+  bool held_ = false;
+};
+
+TEST_F(ServerReadView, AReadIsAnsweredWhileTheWriterIsHeldInABatch) {
+  small_cluster();
+  ASSERT_EQ(post("/v1/jobs", job("first")).status, 201);
+  // This read asks for a view; the writer publishes one before answering it. Nothing changes afterwards (the
+  // nodes have no agent to time out and the job is placed).
+  ASSERT_EQ(get("/v1/jobs/first").status, 200);
+
+  hold();
+  auto submitted = std::async(std::launch::async, [this] {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_bearer_token_auth(admin_token_.c_str());
+    c.set_read_timeout(30, 0);
+    auto r = c.Post("/v1/jobs", job("second").dump(), "application/json");
+    return r ? r->status : 0;
+  });
+  wait_held();
+  // The writer is inside the batch of the second submission and cannot answer anything: these reads are
+  // answered from the view, and the view holds what was acknowledged, not what is being written.
+  auto first = get("/v1/jobs/first");
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(first.json["state"], "Running") << first.body;
+  EXPECT_EQ(get("/v1/jobs/second").status, 404) << "a read must not see a change that is not acknowledged yet";
+  auto listed = get("/v1/jobs");
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  EXPECT_EQ(listed.json["items"].size(), 1u) << listed.body;
+  EXPECT_EQ(get("/v1/nodes").status, 200);
+  EXPECT_EQ(submitted.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+      << "the writer was released before the reads were answered";
+  EXPECT_GE(server_->stats().batches, 1u);
+
+  release();
+  ASSERT_EQ(submitted.get(), 201);
+  // Read-your-writes: the answered submission is visible to the next read.
+  auto second = get("/v1/jobs/second");
+  ASSERT_EQ(second.status, 200) << second.body;
+  EXPECT_EQ(get("/v1/jobs").json["items"].size(), 2u);
+}
+
+TEST(ReadOnlyTxn, RefusesToChangeTheState) {
+  ServerState st;
+  Txn txn(static_cast<const ServerState&>(st), 1'700'000'000'000);
+  EXPECT_EQ(&txn.cluster(), &st.cluster);
+  auto applied = txn.apply(store::Cancel{"x"});
+  ASSERT_FALSE(applied.ok());
+  EXPECT_NE(applied.error().message.find("read-only"), std::string::npos) << applied.error().message;
+  EXPECT_THROW(txn.state(), std::logic_error);
+  EXPECT_EQ(st.last_seq, 0u);
+}
+
+}  // namespace
+}  // namespace allot::server::test

@@ -1,0 +1,143 @@
+// Two servers on one PostgreSQL journal (docs/deployment.md): exactly one leads; the standby answers reads from
+// the journal it follows, redirects changes to the leader (307, method and body kept), and takes the lead when
+// the leader goes. The CLI's client, given both URLs, follows the redirect; given only the standby, it says
+// where the leader is.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "client/http_client.h"
+#include "pg_test_instance.h"
+#include "eventually.h"
+#include "server/server.h"
+
+namespace allot::server {
+namespace {
+
+namespace fs = std::filesystem;
+using allot::test::eventually;
+
+class ServerStandby : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    bool failed = false;
+    auto* pg = testing::PgTestInstance::get(&why, &failed);
+    if (!pg) {
+      if (failed) FAIL() << why;
+      GTEST_SKIP() << "PostgreSQL cases skipped: " << why;
+    }
+    database_ = pg->fresh_database();
+    root_ = fs::temp_directory_path() / ("allot-standby-test-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+  }
+  void TearDown() override {
+    for (auto& s : servers_)
+      if (s) s->stop();
+    servers_.clear();
+    fs::remove_all(root_);
+  }
+
+  Server& start(const std::string& name) {
+    ServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.data_dir = (root_ / name).string();
+    o.database = database_;
+    o.tick = std::chrono::milliseconds(10);
+    o.leader_poll = std::chrono::milliseconds(50);
+    auto s = Server::open(o);
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    auto st = (*s)->start();
+    EXPECT_TRUE(st.ok()) << st.error().message;
+    servers_.push_back(std::move(*s));
+    return *servers_.back();
+  }
+  std::string token() {
+    std::ifstream in(root_ / "a" / "admin-token");
+    std::string t;
+    std::getline(in, t);
+    return t;
+  }
+  httplib::Result call(Server& s, const std::string& method, const std::string& path, const std::string& body = "") {
+    httplib::Client c("127.0.0.1", s.port());
+    c.set_bearer_token_auth(token().c_str());
+    c.set_read_timeout(10, 0);
+    if (method == "GET") return c.Get(path.c_str());
+    return c.Post(path.c_str(), body, "application/json");
+  }
+  nlohmann::json health(Server& s) {
+    auto r = call(s, "GET", "/v1/health");
+    return r ? nlohmann::json::parse(r->body) : nlohmann::json();
+  }
+  std::string database_;
+  fs::path root_;
+  std::vector<std::unique_ptr<Server>> servers_;
+};
+
+const char* kTeams = R"({"teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 2}]}]})";
+
+TEST_F(ServerStandby, TheStandbyRedirectsChangesAnswersReadsAndTakesOver) {
+  Server& a = start("a");
+  Server& b = start("b");
+  ASSERT_FALSE(token().empty()) << "the leader makes the first admin token";
+  EXPECT_EQ(health(a)["role"], "leader");
+  EXPECT_EQ(health(b)["role"], "standby");
+  EXPECT_EQ(health(b)["leader"], a.url());
+  EXPECT_FALSE(fs::exists(root_ / "b" / "admin-token")) << "a standby writes nothing";
+
+  auto redirected = call(b, "POST", "/v1/apply?dry=0", kTeams);
+  ASSERT_TRUE(redirected);
+  EXPECT_EQ(redirected->status, 307) << redirected->body;
+  EXPECT_EQ(redirected->get_header_value("Location"), a.url() + "/v1/apply?dry=0");
+
+  auto applied = call(a, "POST", "/v1/apply", kTeams);
+  ASSERT_TRUE(applied);
+  ASSERT_EQ(applied->status, 200) << applied->body;
+  EXPECT_TRUE(eventually([&] {
+    auto r = call(b, "GET", "/v1/teams");
+    return r && r->status == 200 && r->body.find("\"a\"") != std::string::npos;
+  })) << "the standby follows the journal and answers reads";
+
+  // The leader goes (its session ends with it); the standby takes the lead and takes changes.
+  servers_[0]->stop();
+  servers_[0].reset();
+  ASSERT_TRUE(eventually([&] { return health(b)["role"] == "leader"; }));
+  auto submitted = call(b, "POST", "/v1/jobs", R"({"name": "j1", "team": "a", "per_replica": {"accelerators": 1}, "command": "true"})");
+  ASSERT_TRUE(submitted);
+  EXPECT_EQ(submitted->status, 201) << submitted->body;
+}
+
+TEST_F(ServerStandby, TheClientFollowsTheLeaderAmongTheServersItWasGiven) {
+  Server& a = start("a");
+  Server& b = start("b");
+  auto both = client::ApiClient::connect(b.url() + "," + a.url(), {.ca_file = {}, .token = token()});
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  auto r = both->post("/v1/apply", nlohmann::json::parse(kTeams));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(both->url(), a.url());
+
+  auto standby_only = client::ApiClient::connect(b.url(), {.ca_file = {}, .token = token()});
+  ASSERT_TRUE(standby_only.ok());
+  auto refused = standby_only->post("/v1/apply", nlohmann::json::parse(kTeams));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("the leader is at " + a.url() + ", which is not among the servers given"),
+            std::string::npos)
+      << refused.error().message;
+
+  // The first server listed is down: the client goes on to the next one.
+  servers_[0]->stop();
+  servers_[0].reset();
+  ASSERT_TRUE(eventually([&] { return health(b)["role"] == "leader"; }));
+  auto after = client::ApiClient::connect(std::string("http://127.0.0.1:1,") + b.url(), {.ca_file = {}, .token = token()});
+  ASSERT_TRUE(after.ok());
+  auto teams = after->get("/v1/teams");
+  ASSERT_TRUE(teams.ok()) << teams.error().message;
+}
+
+}  // namespace
+}  // namespace allot::server

@@ -1,0 +1,314 @@
+// One conformance suite for every durable store (STYLE.md, practice 8): the same cases run against SQLite and
+// against a real PostgreSQL 15 that the test starts itself (pg_test_instance.h). Every record kind written reads
+// back equal; a journal of a live run replays into the same state; batches survive a restart and are whole or
+// absent under a fault in the middle of a batch; a second writer is refused or waits for the first to go.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "core/scheduler.h"
+#include "pg_test_instance.h"
+#include "store/pg_store.h"
+#include "store/replay.h"
+#include "store/sqlite_store.h"
+#include "store_samples.h"
+#include "view/state_json.h"
+
+namespace allot::store {
+namespace {
+
+namespace fs = std::filesystem;
+using FaultHook = std::function<Status(size_t)>;
+
+class StoreConformance : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "postgresql") {
+      std::string why;
+      bool failed = false;
+      auto* pg = testing::PgTestInstance::get(&why, &failed);
+      if (!pg) {
+        if (failed) FAIL() << why;
+        GTEST_SKIP() << "PostgreSQL store cases skipped: " << why;
+      }
+      url_ = pg->fresh_database();
+    } else {
+      std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+      std::replace(name.begin(), name.end(), '/', '_');
+      dir_ = fs::temp_directory_path() / ("allot-conformance-" + std::to_string(::getpid()) + "-" + name);
+      fs::remove_all(dir_);
+      fs::create_directories(dir_);
+      url_ = (dir_ / "allot.db").string();
+    }
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  bool postgres() const { return GetParam() == "postgresql"; }
+
+  // Opens the store under test; `fault` is called before each record of a batch is written. A shared store
+  // is made to lead, as the server makes it before it writes.
+  Result<std::unique_ptr<Store>> open(FaultHook fault = {}, bool lead = true) {
+    std::unique_ptr<Store> s;
+    if (postgres()) {
+      auto pg = PgStore::open(url_, PgOptions{.fault_before_insert = std::move(fault), .insert_chunk = 1});
+      if (!pg) return pg.error();
+      s = std::move(*pg);
+    } else {
+      auto lite = SqliteStore::open(url_, SqliteOptions{.fault_before_insert = std::move(fault)});
+      if (!lite) return lite.error();
+      s = std::move(*lite);
+    }
+    if (lead) {
+      auto led = s->try_lead("http://127.0.0.1:1");
+      if (!led) return led.error();
+      if (!*led) return Error::precondition("the store did not take the lead");
+    }
+    return s;
+  }
+  std::unique_ptr<Store> must_open() {
+    auto s = open();
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return s ? std::move(*s) : nullptr;
+  }
+
+  // Replaces the body of one stored record behind the store's back.
+  void damage(uint64_t seq, const std::string& body) {
+    const std::string sql = std::string("UPDATE ") + (postgres() ? "allot_journal" : "journal") + " SET body = '" + body +
+                            "' WHERE seq = " + std::to_string(seq);
+    if (postgres()) {
+      ASSERT_EQ(testing::PgTestInstance::exec(url_, sql), "");
+    } else {
+      sqlite3* raw = nullptr;
+      ASSERT_EQ(sqlite3_open(url_.c_str(), &raw), SQLITE_OK);
+      ASSERT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+      sqlite3_close(raw);
+    }
+  }
+
+  std::string url_;
+  fs::path dir_;
+};
+
+std::vector<Record> cancels(uint64_t first, int n) {
+  std::vector<Record> out;
+  for (int i = 0; i < n; ++i) out.push_back({first + i, 100 + i, Cancel{"job-" + std::to_string(first + i)}});
+  return out;
+}
+
+std::vector<Record> load_all(Store& s, uint64_t after = 0) {
+  std::vector<Record> out;
+  auto st = s.load_after(after, [&](const Record& r) {
+    out.push_back(r);
+    return ok_status();
+  });
+  EXPECT_TRUE(st.ok()) << st.error().message;
+  return out;
+}
+
+TEST_P(StoreConformance, EveryRecordKindReadsBackEqualAfterARestart) {
+  std::vector<Record> written;
+  uint64_t seq = 0;
+  for (const Op& op : every_kind())
+    written.push_back({++seq, 1700000000 + static_cast<Time>(seq), op, Actor{"tok-" + std::to_string(seq), "admin", {"a", "b"}, "n1"}});
+  written.back().actor = Actor{};  // a record without an actor (the server's, or from before actors)
+  {
+    auto s = must_open();
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->append(std::vector<Record>(written.begin(), written.begin() + 5)).ok());
+    ASSERT_TRUE(s->append(std::vector<Record>(written.begin() + 5, written.end())).ok());
+    ASSERT_TRUE(s->append({}).ok());
+  }
+  auto s = must_open();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(load_all(*s), written);
+  std::set<std::string> kinds;
+  for (const Record& r : load_all(*s)) kinds.insert(op_name(r.op));
+  EXPECT_EQ(kinds.size(), std::variant_size_v<Op>) << "a record kind is missing from the suite";
+}
+
+TEST_P(StoreConformance, LoadAfterGivesOnlyLaterRecords) {
+  auto s = must_open();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->append(cancels(1, 7)).ok());
+  auto tail = load_all(*s, 4);
+  ASSERT_EQ(tail.size(), 3u);
+  EXPECT_EQ(tail.front().seq, 5u);
+  EXPECT_TRUE(load_all(*s, 7).empty());
+}
+
+// A live run's journal (operations and the scheduler's decisions), written through the store in batches and
+// replayed from it into a fresh state, gives the state the live run had.
+TEST_P(StoreConformance, ReplayFromTheStoreGivesTheLiveState) {
+  ClusterState live;
+  std::vector<Record> journal;
+  uint64_t seq = 0;
+  auto op = [&](Op o, Time at) {
+    Record r{seq + 1, at, std::move(o)};
+    if (!apply_record(live, r).ok()) return;
+    journal.push_back({++seq, at, r.op});
+    for (const Decision& d : schedule(live, at).decisions) journal.push_back({++seq, at, decision_record(live, d)});
+  };
+  TeamSpec a{.name = "a"}, b{.name = "b"};
+  AmountSpec two;
+  two.instances = 2;
+  a.allocation = b.allocation = {{"ml.g5.8xlarge", two}};
+  a.borrow_limit = b.borrow_limit = 100;
+  op(UpsertTeam{a}, 0);
+  op(UpsertTeam{b}, 0);
+  for (int i = 1; i <= 4; ++i) op(AddNode{NodeSpec{"n" + std::to_string(i), "ml.g5.8xlarge", "", {}}, "", true}, 1);
+  auto job = [](std::string name, std::string team, int replicas) {
+    JobSpec j;
+    j.name = std::move(name);
+    j.team = std::move(team);
+    PodSetSpec ps;
+    ps.replicas = replicas;
+    ps.per_replica.accelerators = 1;
+    j.pod_sets = {ps};
+    return j;
+  };
+  op(Submit{job("a-big", "a", 4)}, 2);  // borrows b's idle quota
+  op(Submit{job("b-1", "b", 1)}, 3);    // reclaims: a-big is preempted
+  op(Drain{"n2"}, 4);
+  op(Finish{"b-1", true, "done"}, 5);
+  op(Submit{job("b-2", "b", 2)}, 6);
+  op(Cancel{"b-2"}, 7);
+  ASSERT_GT(journal.size(), 10u);
+  {
+    auto s = must_open();
+    ASSERT_TRUE(s);
+    for (size_t i = 0; i < journal.size(); i += 3)
+      ASSERT_TRUE(s->append(std::vector<Record>(journal.begin() + i, journal.begin() + std::min(journal.size(), i + 3))).ok());
+  }
+  auto s = must_open();
+  ASSERT_TRUE(s);
+  ClusterState replayed;
+  auto st = s->load([&](const Record& r) { return apply_record(replayed, r); });
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  // The replayed state is the fixed point the live scheduler left; running it decides nothing and refreshes the
+  // explanations of waiting jobs (not journaled), as the server does after replay.
+  EXPECT_TRUE(schedule(replayed, 7).decisions.empty());
+  ASSERT_EQ(replayed.jobs.size(), live.jobs.size());
+  for (size_t i = 0; i < live.jobs.size(); ++i)
+    EXPECT_EQ(view::job_json(replayed, replayed.jobs[i]), view::job_json(live, live.jobs[i]));
+  for (size_t i = 0; i < live.nodes.size(); ++i)
+    EXPECT_EQ(view::node_json(replayed, replayed.nodes[i]), view::node_json(live, live.nodes[i]));
+  EXPECT_EQ(replayed.usage, live.usage);
+}
+
+// A fault in the middle of a batch (after some of its records were sent, in the same transaction) leaves none
+// of the batch behind; the store goes on and the same seqs can be written again.
+TEST_P(StoreConformance, TornBatchLeavesNothingBehind) {
+  int calls = 0;
+  auto s = open([&calls](size_t i) -> Status {
+    ++calls;
+    if (calls > 3 && i == 2) return Error::internal("injected: the disk filled up");
+    return ok_status();
+  });
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_TRUE((*s)->append(cancels(1, 3)).ok());
+  auto failed = (*s)->append(cancels(4, 5));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().message.find("disk filled up"), std::string::npos) << failed.error().message;
+  EXPECT_EQ(load_all(**s).size(), 3u) << "no record of the failed batch may remain";
+  ASSERT_TRUE((*s)->append(cancels(4, 1)).ok());
+  s->reset();  // closed, then opened again: a restart
+  auto again = must_open();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(load_all(*again).size(), 4u);
+}
+
+TEST_P(StoreConformance, ASeqAlreadyWrittenFailsTheWholeBatch) {
+  auto s = must_open();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->append(cancels(1, 2)).ok());
+  EXPECT_FALSE(s->append(cancels(2, 2)).ok());
+  EXPECT_EQ(load_all(*s).size(), 2u);
+}
+
+TEST_P(StoreConformance, TextThatIsNotUtf8FailsTheBatch) {
+  auto s = must_open();
+  ASSERT_TRUE(s);
+  std::vector<Record> bad = cancels(1, 2);
+  bad[1].op = Cancel{"\xff\xfe"};
+  auto st = s->append(bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("cannot encode"), std::string::npos) << st.error().message;
+  EXPECT_TRUE(load_all(*s).empty());
+}
+
+TEST_P(StoreConformance, ADamagedRecordStopsTheLoadNamingItsSeq) {
+  {
+    auto s = must_open();
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->append(cancels(1, 3)).ok());
+  }
+  damage(2, "{\"op\":\"cancel\"}");
+  auto s = must_open();
+  ASSERT_TRUE(s);
+  int seen = 0;
+  auto st = s->load([&](const Record&) {
+    ++seen;
+    return ok_status();
+  });
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("record 2"), std::string::npos) << st.error().message;
+  EXPECT_EQ(seen, 1);
+  s.reset();  // SQLite holds its file exclusively while open
+  damage(2, "not json");
+  s = must_open();
+  ASSERT_TRUE(s);
+  st = s->load([](const Record&) { return ok_status(); });
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("record 2 is not valid JSON"), std::string::npos) << st.error().message;
+}
+
+// Two writers on one journal: SQLite refuses the second open; PostgreSQL lets the second open as a standby that
+// cannot take the lead, and whose appends are refused, until the first is gone. The standby then leads, reads
+// what the first wrote, and goes on after it.
+TEST_P(StoreConformance, ASecondWriterIsRefusedOrWaitsForTheFirst) {
+  auto first = must_open();
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(first->append(cancels(1, 2)).ok());
+  auto second = open({}, /*lead=*/false);
+  if (!first->shared()) {
+    ASSERT_FALSE(second.ok());
+    EXPECT_NE(second.error().message.find("in use"), std::string::npos) << second.error().message;
+    return;
+  }
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  auto led = (*second)->try_lead("http://127.0.0.1:2");
+  ASSERT_TRUE(led.ok()) << led.error().message;
+  EXPECT_FALSE(*led);
+  auto url = (*second)->leader_url();
+  ASSERT_TRUE(url.ok());
+  EXPECT_EQ(*url, "http://127.0.0.1:1");
+  auto refused = (*second)->append(cancels(3, 1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("does not lead"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(load_all(**second).size(), 2u);
+  ASSERT_TRUE(first->append(cancels(3, 1)).ok());
+  EXPECT_EQ(load_all(**second, 2).size(), 1u) << "a standby follows what the leader writes";
+
+  first.reset();  // the leader's session ends (as when its process dies)
+  // The database lets go of the lock once the ended session's backend has exited, a moment later.
+  for (int i = 0; i < 200; ++i) {
+    led = (*second)->try_lead("http://127.0.0.1:2");
+    ASSERT_TRUE(led.ok()) << led.error().message;
+    if (*led) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_TRUE(*led);
+  EXPECT_EQ(*(*second)->leader_url(), "http://127.0.0.1:2");
+  ASSERT_TRUE((*second)->append(cancels(4, 1)).ok());
+  EXPECT_EQ(load_all(**second).size(), 4u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, StoreConformance, ::testing::Values("sqlite", "postgresql"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+}  // namespace
+}  // namespace allot::store

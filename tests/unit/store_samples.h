@@ -1,0 +1,90 @@
+#pragma once
+// Sample journal records shared by the store tests: one or more of every record kind, with every field set.
+#include <vector>
+
+#include "store/record.h"
+
+namespace allot::store {
+
+inline JobSpec full_job() {
+  JobSpec j;
+  j.name = "train-1";
+  j.team = "team-a";
+  j.priority = "training";
+  PodSetSpec a;
+  a.name = "workers";
+  a.replicas = 4;
+  a.instance_type = "ml.p5.48xlarge";
+  a.per_replica.accelerators = 8;
+  a.per_replica.vcpu_milli = 96500;
+  a.per_replica.memory_mib = 1024 * 1024;
+  a.topology.required = "network-node-layer-3";
+  a.topology.slice = SliceSpec{"ultraserver", 2};
+  a.topology.exclusive = "network-node-layer-2";
+  PodSetSpec b;
+  b.name = "driver";
+  b.per_replica.whole_node = true;
+  b.topology.preferred = "zone";
+  j.pod_sets = {a, b};
+  j.max_retries = 3;
+  j.checkpoint_interval_s = 600;
+  j.duration_s = 3600;
+  j.command = {"/bin/sh", "-c", "echo \"hi\"\n"};
+  j.env = {{"A", "1"}, {"EMPTY", ""}};
+  return j;
+}
+
+inline std::vector<Op> every_kind() {
+  PolicySpec p;
+  p.task_prioritization = TaskPrioritization::kTaskRanking;
+  p.idle_compute = IdleCompute::kFcfs;
+  p.idle_pool = true;
+  p.priority_classes = {{"inference", 100}, {"training", 70}};
+  p.min_runtime_s = 60;
+  p.starvation_threshold_s = 7200;
+  TeamSpec t;
+  t.name = "team-a";
+  t.fair_share_weight = 10;
+  AmountSpec inst;
+  inst.instances = 2;
+  AmountSpec acc;
+  acc.accelerators = 3;
+  acc.vcpu_milli = 1500;
+  acc.memory_mib = 2048;
+  t.allocation = {{"ml.g5.8xlarge", inst}, {"ml.p5.48xlarge", acc}};
+  t.strategy = SharingStrategy::kLend;
+  t.borrow_limit = 200;
+  t.preempt_team_tasks = PreemptTeamTasks::kNever;
+  NodeSpec n{"gpu-1", "ml.p5.48xlarge", "group-a", {{"network-node-layer-3", "nn-3a"}, {"zone", "use1-az1"}}};
+  Admit admit{"train-1",
+              {{"ml.p5.48xlarge", Resources{8, 192000, 2048 * 1024}, {{"gpu-1", {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1}, "0-191"}}},
+               {"ml.g5.8xlarge", Resources{1, 32000, 131072}, {{"gpu-2", {0}, {0}, "0-31"}, {"gpu-3", {0}, {0}, "0-31"}}}},
+              true,
+              "admitted by borrowing 8 accelerators"};
+  return {SetPolicy{p},
+          UpsertTeam{t},
+          RemoveTeam{"team-b"},
+          AddNode{n, "10.0.0.7", true},
+          RemoveNode{"gpu-9"},
+          NodeHealthChange{"gpu-1", NodeHealth::kUnschedulablePendingReboot, HealthCause::kTimeout, ""},
+          NodeHealthChange{"gpu-1", NodeHealth::kSchedulable, HealthCause::kAgent, "10.0.0.8"},
+          NodeHealthChange{"gpu-1", NodeHealth::kUnschedulablePendingReplacement, HealthCause::kAdmin, ""},
+          NodeHealthChange{"gpu-1", NodeHealth::kUnschedulablePendingReboot, HealthCause::kHealthCheck, "",
+                           "check gpu failed: XID 79 on GPU 2"},
+          NodeHealthChange{"gpu-4", NodeHealth::kUnschedulable, HealthCause::kDeepCheck, "", "deep health check running"},
+          Cordon{"gpu-2", true},
+          Cordon{"gpu-2", false},
+          Drain{"gpu-3"},
+          Submit{full_job()},
+          Cancel{"train-2"},
+          Finish{"train-1", true, "all 4 replicas exited with code 0"},
+          Finish{"train-1", false, "replica 2 exited with code 137"},
+          admit,
+          Preempt{"train-1", "serve-1", "reclaimed by team-b"},
+          CreateToken{TokenRecord{"3f9a2c1b7e", std::string(64, 'a'), "member", {"team-a", "team-b"}, "", 1800000000, "CI"}},
+          CreateToken{TokenRecord{"0123456789", std::string(64, 'b'), "agent", {}, "gpu-1", 0, ""}},
+          RevokeToken{"3f9a2c1b7e"},
+          Audit{"POST /v1/jobs/b-1/cancel", "b-1", 403, "needs a member token of team b"}};
+}
+
+}  // namespace allot::store
