@@ -1,5 +1,6 @@
 #include "core/fair_share_preemption.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace allot {
@@ -87,7 +88,80 @@ std::string share_text(const Share& sh) {
   return buf;
 }
 
+// A team's place in Phi (fair_share_preemption.h): its share, then the fraction of the pool it borrows.
+struct TeamKey {
+  Share share;
+  Share borrowed;
+  friend bool operator<(const TeamKey& a, const TeamKey& b) {
+    if (!(a.share == b.share)) return a.share < b.share;
+    return a.borrowed < b.borrowed;
+  }
+};
+
+TeamKey team_key(const ClusterState& s, const UsageTable& usage, TeamId team) {
+  Share borrowed_share{0, 1};
+  for (size_t i = 0; i < s.catalog.size(); ++i) {
+    const TypeId type(static_cast<uint32_t>(i));
+    const Resources b = borrowed(s, usage, team, type);
+    const Resources pool = pool_capacity(s, type);
+    for (Resource r : kAllResources)
+      if (pool.get(r) > 0 && b.get(r) > 0 && borrowed_share < Share{b.get(r), pool.get(r)})
+        borrowed_share = Share{b.get(r), pool.get(r)};
+  }
+  return {share_of(s, usage, team), borrowed_share};
+}
+
+// Phi: every team's key, highest first.
+std::vector<TeamKey> phi(const ClusterState& s, const UsageTable& usage) {
+  std::vector<TeamKey> out;
+  for (const Team& t : s.teams) out.push_back(team_key(s, usage, t.id));
+  std::sort(out.begin(), out.end(), [](const TeamKey& a, const TeamKey& b) { return b < a; });
+  return out;
+}
+
 }  // namespace
+
+std::optional<std::string> uneven_plan(const ClusterState& s, const Job& job, const QuotaRequest& request, const Trial& trial) {
+  UsageTable after = trial.usage;  // the victims released
+  shift(after, job.team, request, +1);
+  const bool by_fair_share = std::any_of(trial.chosen.begin(), trial.chosen.end(),
+                                         [](const Victim& v) { return v.rule == PreemptionRule::kFairShare; });
+  const std::vector<TeamKey> before_phi = phi(s, s.usage);
+  // What the victims free beyond what the job takes may go at once to the preemptor's team's other waiting jobs
+  // (its own victims included) that fit in it: counted as the team's, or a small job that frees a big one lets
+  // its team take the rest, and the big one takes all back.
+  UsageTable worst = after;
+  if (by_fair_share)
+    for (const auto& [t, r] : request) {
+      Resources freed{};
+      for (const Victim& v : trial.chosen)
+        for (const auto& ps : s.jobs[v.job.index()].placement.pod_sets)
+          if (ps.type == t) freed += ps.per_replica * static_cast<int64_t>(ps.replicas.size());
+      const Resources leftover = max0(freed - r);
+      if (!leftover.any_positive()) continue;
+      Resources wanted{};
+      auto want = [&](const Job& w) {
+        for (const auto& [wt, wr] : job_request(s, w, t, nullptr))
+          if (wt == t && wr.fits_in(leftover)) wanted += wr;
+      };
+      for (const Job& w : s.jobs)
+        if (w.team == job.team && w.id != job.id && is_waiting(w.state)) want(w);
+      for (const Victim& v : trial.chosen)
+        if (v.rule == PreemptionRule::kPriority) want(s.jobs[v.job.index()]);
+      worst[job.team.index()][t.index()] += wanted.fits_in(leftover) ? wanted : leftover;
+    }
+  const std::vector<TeamKey> after_phi = phi(s, worst);
+  const bool kept = by_fair_share ? std::lexicographical_compare(after_phi.begin(), after_phi.end(), before_phi.begin(), before_phi.end())
+                                  : !std::lexicographical_compare(before_phi.begin(), before_phi.end(), after_phi.begin(), after_phi.end());
+  if (kept) return std::nullopt;
+  const std::string& team = s.teams[job.team.index()].spec.name;
+  const std::string shares = "team " + team + "'s share would go from " + share_text(share_of(s, s.usage, job.team)) +
+                             " to " + share_text(share_of(s, after, job.team));
+  return by_fair_share ? "with fair-sharing preemption, the victims that make room would not lower the highest team share they touch (" +
+                             shares + ")"
+                       : "with fair-sharing preemption, a job that borrows may preempt its own team's lower-priority jobs only "
+                         "without growing its team's share (" + shares + ")";
+}
 
 bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest& request,
                        const std::vector<const Job*>& others, const std::vector<const Job*>& own, bool within, Trial& trial) {

@@ -227,6 +227,12 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
       continue;
     }
     minimise(trial);
+    if (fair_share && trial.fit.borrowing) {
+      if (auto uneven = uneven_plan(s, job, request, trial)) {
+        last_reason = std::move(*uneven);
+        continue;
+      }
+    }
     if (fair_share) explain_fair_share_victims(s, job, request, trial);
     return PreemptionPlan{trial.fit, trial.chosen};
   }
