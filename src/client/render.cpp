@@ -235,6 +235,7 @@ std::string policy_text(const json& p) {
   out += "task prioritization:  " + text(p, "task_prioritization") + "\n";
   out += "idle compute:         " + text(p, "idle_compute") + "\n";
   out += "idle pool:            " + text(p, "idle_pool", "false") + "\n";
+  if (p.value("fair_share_preemption", false)) out += "fair-share preemption: true\n";
   for (const char* k : {"min_runtime", "starvation_threshold"})
     if (p.contains(k) && text(p, k) != "0") out += std::string(k) + ":" + std::string(21 - std::string(k).size(), ' ') + text(p, k) + "s\n";
   out += "priority classes:\n";

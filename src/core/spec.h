@@ -91,6 +91,9 @@ struct PolicySpec {
   // and the first job that cannot run blocks every job behind it (head-of-line blocking).
   bool preemption = true;
   bool strict_fifo = false;
+  // Opt-in fair-sharing preemption (core/fair_share_preemption.h): a borrower may take jobs of teams above their
+  // fair share, and reclaim takes teams in share order.
+  bool fair_share_preemption = false;
   friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
 };
 

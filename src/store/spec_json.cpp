@@ -131,6 +131,7 @@ PolicySpec policy_from_json(const json& j) {
   p.min_runtime_s = (j.contains("min_runtime") ? j.at("min_runtime") : j.at("min_runtime_s")).get<int64_t>();
   p.starvation_threshold_s =
       (j.contains("starvation_threshold") ? j.at("starvation_threshold") : j.at("starvation_threshold_s")).get<int64_t>();
+  p.fair_share_preemption = j.value("fair_share_preemption", false);  // absent before the switch existed
   return p;
 }
 
