@@ -91,6 +91,9 @@ struct PolicySpec {
   // and the first job that cannot run blocks every job behind it (head-of-line blocking).
   bool preemption = true;
   bool strict_fifo = false;
+  // An elastic job below its largest size grows into capacity that has been idle this long, and resizes at
+  // most once per this long (docs/scheduling.md, "Elastic jobs").
+  int64_t elastic_grow_delay_s = 300;
   friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
 };
 
@@ -125,7 +128,10 @@ struct TopologySpec {
 
 struct PodSetSpec {
   std::string name = "main";
-  int replicas = 1;
+  int replicas = 1;  // an elastic pod set: its largest size
+  // Set for an elastic pod set (`replicas: {min: 2, max: 8}`): the smallest size it runs at. Unset: the pod set
+  // always runs `replicas` replicas.
+  std::optional<int> min_replicas;
   std::string instance_type;  // empty: any type the team may use
   AmountSpec per_replica;
   TopologySpec topology;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/overloaded.h"
 #include "core/scheduler.h"
 #include "sim/completions.h"
 #include "sim/scenario_expect.h"
@@ -17,7 +18,11 @@ Error at_line(const Event& e, const Error& err) {
 
 void log_decisions(const ClusterState& s, const ScheduleResult& r, Time now, std::vector<std::string>& log) {
   for (const auto& d : r.decisions)
-    log.push_back("t=" + std::to_string(now) + "  " + (std::holds_alternative<AdmitDecision>(d) ? "admit   " : "preempt ") +
+    log.push_back("t=" + std::to_string(now) + "  " +
+                  std::visit(Overloaded{[](const AdmitDecision&) { return "admit   "; },
+                                        [](const PreemptDecision&) { return "preempt "; },
+                                        [](const ResizeDecision&) { return "resize  "; }},
+                             d) +
                   s.jobs[decision_job(d).index()].spec.name + ": " +
                   std::visit([](const auto& x) -> const std::string& { return x.reason; }, d));
 }
