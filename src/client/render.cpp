@@ -262,6 +262,11 @@ std::string describe_job(const json& j, int64_t now) {
   if (j.contains("started_at")) field("Started:", clock_time(integer(j, "started_at")));
   field("Runs:", "restarts " + text(j, "restarts", "0") + ", preemptions " + text(j, "preemptions", "0") +
                      (j.contains("max_retries") ? ", max retries " + text(j, "max_retries") : ""));
+  if (j.contains("elastic") && j["elastic"].is_object()) {
+    const json& e = j["elastic"];
+    field("Replicas:", text(e, "current") + " (elastic pod set " + text(e, "pod_set") + ": min " + text(e, "min") + ", max " +
+                           text(e, "max") + ")");
+  }
   if (j.contains("command") && j["command"].is_array() && !j["command"].empty())
     field("Command:", shorten(join(j["command"], " "), 100));
 
@@ -298,6 +303,14 @@ std::string describe_job(const json& j, int64_t now) {
     for (const auto& r : restarts)
       rt.add({"  " + clock_time(integer(r, "at")), text(r, "attempt"), text(r, "run_s") + "s", text(r, "work_lost_s") + "s",
               shorten(text(r, "cause"), 120)});
+    out += rt.str();
+  }
+  const json resizes = j.value("resizes", json::array());
+  if (resizes.is_array() && !resizes.empty()) {
+    out += "Resizes:\n";
+    Table rt({"  TIME", "CAUSE", "FROM", "TO", "REASON"});
+    for (const auto& r : resizes)
+      rt.add({"  " + clock_time(integer(r, "at")), text(r, "cause"), text(r, "from"), text(r, "to"), shorten(text(r, "reason"), 120)});
     out += rt.str();
   }
   if (j.contains("goodput") && j["goodput"].is_number()) {

@@ -22,7 +22,9 @@ json topology_body(const TopologySpec& t) {
 }
 
 void put_pod_set(json& o, const PodSetSpec& ps) {
-  o["replicas"] = ps.replicas;
+  // An elastic pod set goes as the range it was written as (docs/jobs.md, "Elastic replicas").
+  if (ps.min_replicas) o["replicas"] = {{"min", *ps.min_replicas}, {"max", ps.replicas}};
+  else o["replicas"] = ps.replicas;
   if (!ps.instance_type.empty()) o["instance_type"] = ps.instance_type;
   o["per_replica"] = amount_body(ps.per_replica);
   if (!ps.topology.empty()) o["topology"] = topology_body(ps.topology);

@@ -46,9 +46,28 @@ Result<TopologySpec> read_topology(const YamlContext& ctx, const Val& v) {
 Result<PodSetSpec> read_pod_set(const YamlContext& ctx, const Fields& f, const Catalog& catalog) {
   PodSetSpec ps;
   if (auto r = f.get("replicas")) {
-    auto n = read_int(ctx, *r, 1, kMaxJobReplicas);
-    if (!n) return n.error();
-    ps.replicas = static_cast<int>(*n);
+    if (r->node.IsMap()) {
+      // An elastic pod set: `replicas: {min: 2, max: 8}` runs at any size between the two.
+      auto rf = Fields::open(ctx, *r, {"min", "max"});
+      if (!rf) return rf.error();
+      auto min_val = rf->need(ctx, "min");
+      if (!min_val) return min_val.error();
+      auto max_val = rf->need(ctx, "max");
+      if (!max_val) return max_val.error();
+      auto lo = read_int(ctx, *min_val, 1, kMaxJobReplicas);
+      if (!lo) return lo.error();
+      auto hi = read_int(ctx, *max_val, 1, kMaxJobReplicas);
+      if (!hi) return hi.error();
+      if (*lo > *hi)
+        return fail(ctx, *min_val, name_of(*r) + " has min " + std::to_string(*lo) + " above max " + std::to_string(*hi),
+                    "give min <= max (equal for a fixed size)");
+      ps.replicas = static_cast<int>(*hi);
+      if (*lo < *hi) ps.min_replicas = static_cast<int>(*lo);
+    } else {
+      auto n = read_int(ctx, *r, 1, kMaxJobReplicas);
+      if (!n) return n.error();
+      ps.replicas = static_cast<int>(*n);
+    }
   }
   if (auto t = f.get("instance_type")) {
     auto type = read_instance_type(ctx, *t, catalog);

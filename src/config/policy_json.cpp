@@ -11,7 +11,8 @@ nlohmann::json policy_json(const PolicySpec& p) {
           {"priority_classes", classes},
           {"min_runtime", p.min_runtime_s},
           {"starvation_threshold", p.starvation_threshold_s},
-          {"fair_share_preemption", p.fair_share_preemption}};
+          {"fair_share_preemption", p.fair_share_preemption},
+          {"elastic_grow_delay", p.elastic_grow_delay_s}};
 }
 
 }  // namespace allot::config

@@ -63,7 +63,8 @@ struct TopologyRequest {
 
 struct PodSet {
   std::string name;
-  int replicas = 1;
+  int replicas = 1;      // an elastic pod set: its largest size
+  int min_replicas = 1;  // equal to `replicas` unless the pod set is elastic
   std::optional<TypeId> type;  // nullopt: any type the team may use
   AmountSpec per_replica;
   TopologyRequest topology;
@@ -96,6 +97,21 @@ struct Transition {
   std::string reason;
 };
 
+// Why an elastic job changed size.
+enum class ResizeCause : uint8_t {
+  kGrow,     // capacity nobody waits for stayed idle for the policy's delay
+  kShrink,   // another job needed the room (reclaim or priority), and replicas above min were enough
+};
+const char* resize_cause_name(ResizeCause c);  // "grow", "shrink"
+
+// One resize of an elastic job, kept for `describe`.
+struct ResizeEvent {
+  Time at = 0;
+  int from = 0, to = 0;  // replicas of the elastic pod set
+  ResizeCause cause = ResizeCause::kGrow;
+  std::string reason;
+};
+
 struct Job {
   JobId id;
   JobSpec spec;
@@ -117,6 +133,15 @@ struct Job {
   int preemptions = 0;
   int restarts = 0;        // restarts after failures (node or process)
   std::vector<Transition> history;
+  // Elastic jobs (docs/scheduling.md, "Elastic jobs"): the pod set whose size may change (-1: none; a job has
+  // at most one), when the current run took its size, and every resize.
+  int elastic_pod_set = -1;
+  std::vector<ResizeEvent> resizes;
+  bool elastic() const { return elastic_pod_set >= 0; }
+  // Replicas the job holds now (0 when not running): of its elastic pod set, or of all pod sets of a fixed job.
+  int size() const;
+  int max_size() const { return elastic() ? pod_sets[static_cast<size_t>(elastic_pod_set)].replicas : 0; }
+  int min_size() const { return elastic() ? pod_sets[static_cast<size_t>(elastic_pod_set)].min_replicas : 0; }
 
   // Jobs whose pod sets ask for the same thing (replicas, types, amounts, topology) share a shape, interned in
   // ClusterState::shape_ids at submission. Answers that depend only on the shape (never fits) or on the shape and
@@ -165,7 +190,19 @@ struct PreemptDecision {
   std::shared_ptr<const PreemptionRecord> record;
 };
 
-using Decision = std::variant<AdmitDecision, PreemptDecision>;
+// An elastic job restarts at a new size from its checkpoint: its whole new placement, not a difference, since
+// ranks are dense again after a restart.
+struct ResizeDecision {
+  JobId job;
+  Placement placement;
+  bool borrowing = false;
+  int from = 0, to = 0;  // replicas of the elastic pod set
+  ResizeCause cause = ResizeCause::kGrow;
+  JobId for_job;         // kShrink: the job that needed the room
+  std::string reason;
+};
+
+using Decision = std::variant<AdmitDecision, PreemptDecision, ResizeDecision>;
 
 // The job a decision is about (the admitted job, the victim).
 inline JobId decision_job(const Decision& d) {

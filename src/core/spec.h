@@ -94,6 +94,9 @@ struct PolicySpec {
   // Opt-in fair-sharing preemption (core/fair_share_preemption.h): a borrower may take jobs of teams above their
   // fair share, and reclaim takes teams in share order.
   bool fair_share_preemption = false;
+  // An elastic job below its largest size grows into capacity that has been idle this long, and resizes at
+  // most once per this long (docs/scheduling.md, "Elastic jobs").
+  int64_t elastic_grow_delay_s = 300;
   friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
 };
 
@@ -128,7 +131,10 @@ struct TopologySpec {
 
 struct PodSetSpec {
   std::string name = "main";
-  int replicas = 1;
+  int replicas = 1;  // an elastic pod set: its largest size
+  // Set for an elastic pod set (`replicas: {min: 2, max: 8}`): the smallest size it runs at. Unset: the pod set
+  // always runs `replicas` replicas.
+  std::optional<int> min_replicas;
   std::string instance_type;  // empty: any type the team may use
   AmountSpec per_replica;
   TopologySpec topology;

@@ -40,6 +40,9 @@ struct ClusterState {
   std::unordered_map<std::string, TeamId> team_by_name;
   std::unordered_map<std::string, JobId> job_by_name;
   RoomTable room;          // index = NodeId
+  // index = NodeId: when a replica last started or stopped on the node, or the node joined. Elastic jobs grow
+  // only onto nodes unchanged for the policy's delay (capacity idle that long).
+  std::vector<Time> room_changed_at;
   UsageTable usage;        // what each team's running jobs hold, per instance type
   TopologyTree tree;
   uint64_t next_arrival = 0;
@@ -112,14 +115,19 @@ Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeed
 // --- Decisions (the scheduler's, replayed by drivers and the store) ------------------------------------------
 Status admit_job(ClusterState& s, JobId job, const Placement& placement, bool borrowing, Time now, std::string reason);
 Status preempt_job(ClusterState& s, JobId job, Time now, std::string reason, ReasonCode code = ReasonCode::kPreempted);
+// An elastic job restarts at a new size from its last checkpoint (kept work as if it stopped now).
+Status resize_job(ClusterState& s, const ResizeDecision& d, Time now);
 Status apply_decision(ClusterState& s, const Decision& d, Time now);
 // Gives each job a pass left waiting its explanation. A Suspended job keeps saying why it stopped, then
 // "; waiting: " and what blocks it now. Entries for jobs that are no longer waiting are skipped.
 void explain_waiting(ClusterState& s, const std::vector<WaitingReason>& reasons);
 
 // --- Derived values ------------------------------------------------------------------------------------------
-// Seconds of work a job keeps if it stops now: everything up to its last checkpoint.
+// Seconds of work a job keeps if it stops now: everything up to its last checkpoint. Work is counted at the
+// job's full size: an elastic job running below its max does size/max of a second of work per second.
 int64_t kept_work(const Job& job, Time now);
+// Seconds of running that `work` seconds of work take at the job's current size (rounded up).
+int64_t run_time_for(const Job& job, int64_t work);
 // Seconds of work still to do (simulator), counting the current run as if it stopped now without loss.
 int64_t remaining_work(const Job& job, Time now);
 // Room on one node for a placement, as the live state has it.

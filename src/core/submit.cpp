@@ -59,7 +59,7 @@ std::string shape_key(const std::vector<PodSet>& pod_sets) {
   for (const PodSet& ps : pod_sets) {
     const auto& a = ps.per_replica;
     const auto& t = ps.topology;
-    key += "|" + std::to_string(ps.replicas) + "," + (ps.type ? std::to_string(ps.type->index()) : "-") + "," +
+    key += "|" + std::to_string(ps.replicas) + (ps.min_replicas != ps.replicas ? "/" + std::to_string(ps.min_replicas) : "") + "," + (ps.type ? std::to_string(ps.type->index()) : "-") + "," +
            std::to_string(a.accelerators.value_or(-1)) + "," + std::to_string(a.vcpu_milli.value_or(-1)) + "," +
            std::to_string(a.memory_mib.value_or(-1)) + "," + (a.whole_node ? "w" : "p") + "," +
            std::to_string(static_cast<int>(t.mode)) + "," + std::to_string(t.level) + "," +
@@ -103,6 +103,19 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
     PodSet p;
     p.name = ps.name;
     p.replicas = ps.replicas;
+    p.min_replicas = ps.replicas;
+    if (ps.min_replicas) {
+      if (*ps.min_replicas < 1 || *ps.min_replicas > ps.replicas)
+        return Error::invalid(where + ": min replicas must be 1.." + std::to_string(ps.replicas) + " (the max), got " +
+                              std::to_string(*ps.min_replicas));
+      if (j.elastic())
+        return Error::invalid(where + ": only one pod set of a job may be elastic (" +
+                              j.pod_sets[static_cast<size_t>(j.elastic_pod_set)].name + " already is)");
+      if (*ps.min_replicas < ps.replicas) {
+        p.min_replicas = *ps.min_replicas;
+        j.elastic_pod_set = static_cast<int>(j.pod_sets.size());
+      }
+    }
     p.per_replica = ps.per_replica;
     if (!ps.instance_type.empty()) {
       auto type = s.catalog.lookup(ps.instance_type);
@@ -118,6 +131,11 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
     }
     auto topo = resolve_topology(s, ps.topology, ps.replicas, where);
     if (!topo) return topo.error();
+    // Every size an elastic pod set takes must divide into whole slices; sizes in between that do not are
+    // skipped, but the smallest must be one.
+    if (p.min_replicas != p.replicas && topo->slice_size > 0 && p.min_replicas % topo->slice_size != 0)
+      return Error::invalid(where + ": min replicas (" + std::to_string(p.min_replicas) +
+                            ") must be a multiple of the slice size (" + std::to_string(topo->slice_size) + ")");
     p.topology = *topo;
     j.pod_sets.push_back(std::move(p));
   }

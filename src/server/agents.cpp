@@ -46,7 +46,8 @@ json assignment(const ServerState& st, const ServerOptions& options, const Job& 
             {"accelerator_kind", accelerator_kind_name(type.accelerator_kind)},
             {"cpus", r.cpus},
             {"attempt", attempt_of(j)},
-            {"restart_count", j.restarts},
+            // ALLOT_RESTART_COUNT: restarts after failures, and resizes (each restarts from the checkpoint).
+            {"restart_count", j.restarts + static_cast<int>(j.resizes.size())},
             {"checkpoint_root", options.checkpoint_dir},
             // The request per replica, which the agent turns into the replica's cgroup limits.
             {"vcpu_milli", ps.per_replica.vcpu_milli},

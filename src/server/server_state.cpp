@@ -24,6 +24,7 @@ struct NodeOf {
   std::string operator()(const Finish&) const { return ""; }
   std::string operator()(const Admit&) const { return ""; }
   std::string operator()(const Preempt&) const { return ""; }
+  std::string operator()(const Resize&) const { return ""; }
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
   std::string operator()(const Audit&) const { return ""; }
@@ -35,6 +36,7 @@ struct JobOf {
   std::string operator()(const Finish& o) const { return o.job; }
   std::string operator()(const Admit& o) const { return o.job; }
   std::string operator()(const Preempt& o) const { return o.job; }
+  std::string operator()(const Resize& o) const { return o.job; }
   // No catch-all: a new kind of record does not compile until it says which job it names, if any.
   std::string operator()(const SetPolicy&) const { return ""; }
   std::string operator()(const UpsertTeam&) const { return ""; }
@@ -94,6 +96,9 @@ std::string message_of(const ServerState& st, const Record& r) {
     }
     std::string operator()(const Admit& o) const { return "admitted: " + o.reason; }
     std::string operator()(const Preempt& o) const { return "preempted: " + o.reason; }
+    std::string operator()(const Resize& o) const {
+      return "resized (" + o.cause + ") from " + std::to_string(o.from) + " to " + std::to_string(o.to) + " replicas: " + o.reason;
+    }
     std::string operator()(const CreateToken& o) const {
       std::string scope;
       for (const auto& t : o.token.teams) scope += (scope.empty() ? ", teams " : ",") + t;
@@ -207,6 +212,14 @@ void note(ServerState& st, const Record& r) {
       st.accounts[j->id.index()].slots = slots_of(ad->placement);
       int rank = 0;
       for (const auto& ps : ad->placement)
+        for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
+    }
+  } else if (auto* rz = std::get_if<Resize>(&r.op)) {
+    // A resize restarts the job on its new placement: the ranks of the new run, counted at its new size.
+    if (const Job* j = st.cluster.find_job(rz->job)) {
+      st.accounts[j->id.index()].slots = slots_of(rz->placement);
+      int rank = 0;
+      for (const auto& ps : rz->placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
     }
   } else if (auto* pr = std::get_if<Preempt>(&r.op)) {

@@ -197,7 +197,8 @@ Status apply(ServerState& st, const store::Record& r, std::vector<Event>& events
 // apply() makes for its record, without applying it again.
 void note_decision(ServerState& st, const store::Record& r, std::vector<Event>& events);
 
-// A job's run number as agents see it: restarts plus preemptions, so a new run is never mistaken for the old.
-inline int attempt_of(const Job& j) { return j.restarts + j.preemptions; }
+// A job's run number as agents see it: restarts plus preemptions plus resizes (an elastic job restarts at its
+// new size), so a new run is never mistaken for the old.
+inline int attempt_of(const Job& j) { return j.restarts + j.preemptions + static_cast<int>(j.resizes.size()); }
 
 }  // namespace allot::server

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "core/overloaded.h"
 #include "core/scheduler.h"
 #include "sim/completions.h"
 #include "sim/scenario_expect.h"
@@ -45,7 +46,11 @@ std::string group_text(const PreemptionGroup& g) {
 void log_decisions(const ClusterState& s, const ScheduleResult& r, Time now, std::vector<std::string>& log,
                    std::vector<ScenarioReport::Preemption>& preemptions) {
   for (const auto& d : r.decisions) {
-    log.push_back("t=" + std::to_string(now) + "  " + (std::holds_alternative<AdmitDecision>(d) ? "admit   " : "preempt ") +
+    log.push_back("t=" + std::to_string(now) + "  " +
+                  std::visit(Overloaded{[](const AdmitDecision&) { return "admit   "; },
+                                        [](const PreemptDecision&) { return "preempt "; },
+                                        [](const ResizeDecision&) { return "resize  "; }},
+                             d) +
                   s.jobs[decision_job(d).index()].spec.name + ": " +
                   std::visit([](const auto& x) -> const std::string& { return x.reason; }, d));
     // A group's admission follows its victims' preemptions: the group's record is logged after it.

@@ -28,6 +28,7 @@ struct NameOf {
   const char* operator()(const Finish&) const { return "finish"; }
   const char* operator()(const Admit&) const { return "admit"; }
   const char* operator()(const Preempt&) const { return "preempt"; }
+  const char* operator()(const Resize&) const { return "resize"; }
   const char* operator()(const CreateToken&) const { return "create_token"; }
   const char* operator()(const RevokeToken&) const { return "revoke_token"; }
   const char* operator()(const Audit&) const { return "audit"; }

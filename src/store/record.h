@@ -110,6 +110,18 @@ struct Preempt {
   std::optional<PreemptionGroup> group;
   friend bool operator==(const Preempt&, const Preempt&) = default;
 };
+// An elastic job restarted at a new size: its whole new placement (like Admit), the sizes, why, and for a
+// shrink the job that needed the room.
+struct Resize {
+  std::string job;
+  std::vector<PodSetRecord> placement;
+  bool borrowing = false;
+  int from = 0, to = 0;
+  std::string cause;  // "grow", "shrink" (core/model.h, resize_cause_name)
+  std::string for_job;
+  std::string reason;
+  friend bool operator==(const Resize&, const Resize&) = default;
+};
 
 // A bearer token as the server keeps it (docs/security.md): never the secret, only its SHA-256. Who made it and
 // when are the record's actor and time.
@@ -142,7 +154,7 @@ struct Audit {
 };
 
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
-                        Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit>;
+                        Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

@@ -121,6 +121,10 @@ struct ToJson {
     if (o.group) out["group"] = group_to_json(*o.group);
     return out;
   }
+  json operator()(const Resize& o) const {
+    return {{"job", o.job},   {"placement", placement_to_json(o.placement)}, {"borrowing", o.borrowing}, {"from", o.from},
+            {"to", o.to},     {"cause", o.cause}, {"for_job", o.for_job},     {"reason", o.reason}};
+  }
   json operator()(const CreateToken& o) const {
     const TokenRecord& t = o.token;
     return {{"token", {{"id", t.id}, {"secret_hash", t.secret_hash}, {"role", t.role}, {"teams", t.teams}, {"node", t.node},
@@ -165,6 +169,9 @@ Op parse_op(const json& j) {
   if (kind == "finish") return Finish{str("job"), j.at("succeeded").get<bool>(), str("reason")};
   if (kind == "admit") return Admit{str("job"), placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(), str("reason")};
   if (kind == "preempt") return preempt_from_json(j);
+  if (kind == "resize")
+    return Resize{str("job"),          placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(),
+                  j.at("from").get<int>(), j.at("to").get<int>(), str("cause"), str("for_job"), str("reason")};
   if (kind == "create_token") return CreateToken{token_from_json(j.at("token"))};
   if (kind == "revoke_token") return RevokeToken{str("id")};
   if (kind == "audit") return Audit{str("action"), str("target"), j.at("status").get<int>(), str("message")};

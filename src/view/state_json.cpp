@@ -68,8 +68,20 @@ json job_json(const ClusterState& s, const Job& j, bool with_history) {
     if (p.topology.slice) t["slice"] = {{"level", short_level(canonical_level(p.topology.slice->level))}, {"size", p.topology.slice->size}};
     if (!p.topology.exclusive.empty()) t["exclusive"] = short_level(canonical_level(p.topology.exclusive));
     ps.push_back({{"name", p.name}, {"replicas", p.replicas}, {"instance_type", p.instance_type}, {"topology", t}});
+    if (p.min_replicas) ps.back()["min_replicas"] = *p.min_replicas;
   }
   o["pod_sets"] = ps;
+  // Only elastic jobs say so, so that fixed jobs read as they always did.
+  if (j.elastic()) {
+    o["elastic"] = {{"pod_set", j.pod_sets[static_cast<size_t>(j.elastic_pod_set)].name},
+                    {"min", j.min_size()},
+                    {"max", j.max_size()},
+                    {"current", j.size()}};
+    json r = json::array();
+    for (const auto& x : j.resizes)
+      r.push_back({{"at", x.at}, {"from", x.from}, {"to", x.to}, {"cause", resize_cause_name(x.cause)}, {"reason", x.reason}});
+    o["resizes"] = r;
+  }
   if (with_history) {
     json h = json::array();
     for (const auto& t : j.history)
@@ -165,6 +177,18 @@ json decision_json(const ClusterState& s, const Decision& d) {
                     {"reason", p.reason},
                     {"rule", preemption_rule_name(p.rule)},
                     {"preemptor", s.jobs[p.preemptor.index()].spec.name}};
+          },
+          [&](const ResizeDecision& r) -> json {
+            json out = {{"kind", "resize"},
+                        {"job", s.jobs[r.job.index()].spec.name},
+                        {"reason", r.reason},
+                        {"cause", resize_cause_name(r.cause)},
+                        {"from", r.from},
+                        {"to", r.to},
+                        {"borrowing", r.borrowing},
+                        {"placement", placement_json(s, r.placement)}};
+            if (r.for_job.valid()) out["for"] = s.jobs[r.for_job.index()].spec.name;
+            return out;
           },
       },
       d);

@@ -53,6 +53,7 @@ inline std::vector<Op> every_kind() {
   p.priority_classes = {{"inference", 100}, {"training", 70}};
   p.min_runtime_s = 60;
   p.starvation_threshold_s = 7200;
+  p.elastic_grow_delay_s = 900;
   TeamSpec t;
   t.name = "team-a";
   t.fair_share_weight = 10;
@@ -72,6 +73,17 @@ inline std::vector<Op> every_kind() {
                {"ml.g5.8xlarge", Resources{1, 32000, 131072}, {{"gpu-2", {0}, {0}, "0-31"}, {"gpu-3", {0}, {0}, "0-31"}}}},
               true,
               "admitted by borrowing 8 accelerators"};
+  JobSpec elastic = full_job();
+  elastic.name = "train-elastic";
+  elastic.pod_sets[0].min_replicas = 2;
+  Resize resize{"train-elastic",
+                {{"ml.g5.8xlarge", Resources{1, 32000, 131072}, {{"gpu-2", {0}, {0}, "0-31"}, {"gpu-3", {0}, {0}, "0-31"}}}},
+                true,
+                1,
+                2,
+                "shrink",
+                "serve-1",
+                "gave up 1 replica above its min to job serve-1"};
   return {SetPolicy{p},
           UpsertTeam{t},
           RemoveTeam{"team-b"},
@@ -87,6 +99,7 @@ inline std::vector<Op> every_kind() {
           Cordon{"gpu-2", false},
           Drain{"gpu-3"},
           Submit{full_job()},
+          Submit{elastic},
           Cancel{"train-2"},
           Finish{"train-1", true, "all 4 replicas exited with code 0"},
           Finish{"train-1", false, "replica 2 exited with code 137"},
@@ -94,6 +107,7 @@ inline std::vector<Op> every_kind() {
           Preempt{"train-1", "serve-1", "reclaimed by team-b"},  // as written before rules and groups were
           Preempt{"train-1", "serve-1", "preempted (reclaim): team team-b takes back its lent quota for job serve-1",
                   PreemptionRule::kReclaim, preemption_group()},
+          resize,
           CreateToken{TokenRecord{"3f9a2c1b7e", std::string(64, 'a'), "member", {"team-a", "team-b"}, "", 1800000000, "CI"}},
           CreateToken{TokenRecord{"0123456789", std::string(64, 'b'), "agent", {}, "gpu-1", 0, ""}},
           RevokeToken{"3f9a2c1b7e"},
