@@ -17,7 +17,7 @@
 // Then every job must have started and succeeded; --check makes a mismatch the exit status (the smoke test).
 //
 //   loadgen_bench --allot build/allot [--store sqlite|postgresql] [--nodes 1000] [--jobs 50000] [--clients 32]
-//                 [--agent-threads 16] [--heartbeat-ms 1000] [--run-ms 1500] [--hold-s 10] [--paced-s 10]
+//                 [--agent-threads 64] [--heartbeat-ms 1000] [--run-ms 1500] [--hold-s 10] [--paced-s 10]
 //                 [--paced-rate R] [--seed 1] [--timeout-s 900] [--check]
 #include <httplib.h>
 #include <fcntl.h>
@@ -58,7 +58,9 @@ struct Args {
   int nodes = 1000;
   int jobs = 50000;
   int clients = 32;
-  int agent_threads = 16;
+  // An agent thread heartbeats for its agents one after another: enough threads that a slow answer to one does
+  // not make the others miss their heartbeats (a real agent waits for nobody).
+  int agent_threads = 64;
   int heartbeat_ms = 1000;
   double run_ms = 1500;  // mean simulated run time of a replica
   double hold_s = 10;
@@ -323,6 +325,7 @@ struct EmulatedAgent {
   // its last replica exits, and an exited replica must not start again meanwhile.
   std::map<std::pair<int, int>, int> exited;
   int64_t next_hb_ns = 0;
+  int64_t last_answer_ns = 0;
 };
 
 struct Agents {
@@ -333,6 +336,7 @@ struct Agents {
   std::atomic<bool> stop{false};
   Samples hb_ms;  // heartbeat round trips
   std::atomic<int> hb_errors{0};
+  std::atomic<int64_t> max_gap_ns{0};  // the longest time any agent went between answered heartbeats
   std::vector<std::thread> threads;
 
   Agents(const Args& args, int p, Ledger& l) : a(args), port(p), ledger(l) {
@@ -392,6 +396,12 @@ struct Agents {
       return;
     }
     hb_ms.add(ms);
+    const int64_t answered = now_ns();
+    if (ag.last_answer_ns) {
+      int64_t gap = answered - ag.last_answer_ns, seen = max_gap_ns;
+      while (gap > seen && !max_gap_ns.compare_exchange_weak(seen, gap)) {}
+    }
+    ag.last_answer_ns = answered;
     for (const auto& key : exited) {
       ag.exited[key] = ag.replicas[key].attempt;
       ag.replicas.erase(key);
@@ -576,10 +586,21 @@ std::vector<double> delays_ms(std::vector<std::atomic<int64_t>>& from, std::vect
   return out;
 }
 
-void wait_until(const std::function<bool()>& done, Clock::time_point deadline, const char* what) {
+// Waits until done(), or until progress() has not moved for `stall` (jobs a failed node took down never start
+// or finish here), or the deadline.
+void wait_until(const std::function<bool()>& done, const std::function<int64_t()>& progress, Clock::time_point deadline,
+                const char* what) {
+  const auto stall = std::chrono::seconds(30);
+  int64_t last = progress();
+  auto moved = Clock::now();
   while (!done()) {
     if (Clock::now() > deadline) {
       std::fprintf(stderr, "loadgen: timed out waiting for %s\n", what);
+      return;
+    }
+    if (int64_t p = progress(); p != last) last = p, moved = Clock::now();
+    if (Clock::now() - moved > stall) {
+      std::fprintf(stderr, "loadgen: no progress for 30 s while waiting for %s; going on\n", what);
       return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -644,8 +665,8 @@ int main(int argc, char** argv) {
 
   ServerProcess server;
   server.start(a);
-  std::printf("loadgen: %s server on port %d, %d nodes, %d jobs, %d clients, heartbeat %d ms, run %.0f ms mean, seed %llu\n",
-              a.store.c_str(), server.port, a.nodes, a.jobs, a.clients, a.heartbeat_ms, a.run_ms,
+  std::printf("loadgen: %s server (pid %d) on port %d, %d nodes, %d jobs, %d clients, heartbeat %d ms, run %.0f ms mean, seed %llu\n",
+              a.store.c_str(), static_cast<int>(server.pid), server.port, a.nodes, a.jobs, a.clients, a.heartbeat_ms, a.run_ms,
               static_cast<unsigned long long>(a.seed));
   std::fflush(stdout);
 
@@ -699,12 +720,13 @@ int main(int argc, char** argv) {
   const double cpu_drain0 = server.cpu_seconds();
   t0 = Clock::now();
   cordon_all(a, server.port, server.admin, false);
-  wait_until([&] { return ledger.starts.load() >= ledger.accepted.load(); }, deadline, "every queued job to start");
+  auto progress = [&]() -> int64_t { return ledger.starts.load() + ledger.done.load(); };
+  wait_until([&] { return ledger.starts.load() >= ledger.accepted.load(); }, progress, deadline, "every queued job to start");
   const double drain_s = secs_since(t0);
   const double cpu_drain = server.cpu_seconds() - cpu_drain0;
   const double start_rate = sustained_rate(ledger.started, 0, a.jobs);
   const double admit_rate = sustained_rate(ledger.admitted, 0, a.jobs);
-  wait_until([&] { return ledger.done.load() >= ledger.starts.load(); }, deadline, "every started job to finish");
+  wait_until([&] { return ledger.done.load() >= ledger.starts.load(); }, progress, deadline, "every started job to finish");
   const auto hb_drain = agents.hb_ms.take();
   const auto pages_drain = lister.page_ms.take();
   lister.join();
@@ -717,7 +739,7 @@ int main(int argc, char** argv) {
   const int accepted_before = ledger.accepted;
   submit(a, server.port, server.admin, ledger, a.jobs, paced_to, rate);
   wait_until([&] { return ledger.starts.load() >= ledger.accepted.load() && ledger.done.load() >= ledger.accepted.load(); },
-             deadline, "every paced job to start and finish");
+             progress, deadline, "every paced job to start and finish");
   const auto hb_paced = agents.hb_ms.take();
   const double cpu_total = server.cpu_seconds() - cpu0;
   const double rss = server.peak_rss_mib();
@@ -746,6 +768,8 @@ int main(int argc, char** argv) {
   std::printf("heartbeat_p99_ms_drain          %.2f   (%zu heartbeats)\n", percentile(hb_drain, 0.99), hb_drain.size());
   std::printf("heartbeat_p99_ms_paced          %.2f   (%zu heartbeats)\n", percentile(hb_paced, 0.99), hb_paced.size());
   std::printf("heartbeat_errors                %d\n", agents.hb_errors.load());
+  std::printf("heartbeat_max_gap_ms            %.0f   (longest time an agent went between answered heartbeats; the server's timeout is 15000)\n",
+              static_cast<double>(agents.max_gap_ns.load()) / 1e6);
   std::printf("jobs_page_p50_ms_queue_full     %.2f   (GET /v1/jobs?limit=500, %zu pages)\n", percentile(pages_hold, 0.5), pages_hold.size());
   std::printf("jobs_page_p99_ms_queue_full     %.2f\n", percentile(pages_hold, 0.99));
   std::printf("jobs_page_p99_ms_drain          %.2f   (%zu pages)\n", percentile(pages_drain, 0.99), pages_drain.size());
