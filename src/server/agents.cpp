@@ -135,8 +135,9 @@ json heartbeat_answer(const ServerState& st, const ServerOptions& options, const
   std::set<std::pair<std::string, int>> placed;  // (job, rank) of the current runs on this node
   std::map<std::string, int> attempts;
   const Node* node = st.cluster.find_node(node_name);
-  if (node) {
-    for (uint32_t index : st.running) {
+  const std::set<uint32_t>* here = node ? st.running_by_node.on(node->id) : nullptr;
+  if (here) {
+    for (uint32_t index : *here) {
       const Job& j = st.cluster.jobs[index];
       if (j.state != JobState::kRunning) continue;  // cannot happen while the index is right; cheap to check
       std::map<NodeId, int> local;  // replicas of this job seen so far per node: LOCAL_RANK

@@ -117,6 +117,7 @@ void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind
   if (const Job* j = job.empty() ? nullptr : st.cluster.find_job(job)) {
     if (j->state == JobState::kRunning) st.running.insert(j->id.index());
     else st.running.erase(j->id.index());
+    st.running_by_node.update(*j);
     team = st.cluster.teams[j->team.index()].spec.name;
   }
   events.push_back({++st.last_event, at, std::move(kind), std::move(job), std::move(node), std::move(message), std::move(team)});

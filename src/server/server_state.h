@@ -16,6 +16,7 @@
 
 #include "core/state.h"
 #include "server/observed.h"
+#include "server/running_index.h"
 #include "store/record.h"
 
 namespace allot::server {
@@ -179,6 +180,7 @@ struct ServerState {
   // Jobs Running now (JobId indices, in order), so a heartbeat looks at running jobs only. Kept up to date from
   // the events: every change of a job's state names the job in one.
   std::set<uint32_t> running;
+  RunningIndex running_by_node;  // the same jobs by node (running_index.h)
   TokenTable tokens;
   uint64_t tokens_version = 0;  // bumped by every token record: the writer republishes the table then
   // The newest audit entries, oldest first; older ones stay in the journal (kAuditKept bounds memory).
