@@ -33,6 +33,46 @@ std::string triple(const json& r) {
          number(r.value("memory_gib", json(0)));
 }
 
+// A job of a preemption record: its name, or "a job" when the reader may not see that team's job names.
+std::string record_job(const json& name, const json& team) {
+  return (name.is_string() ? name.get<std::string>() : std::string("a job")) + " of team " +
+         (team.is_string() ? team.get<std::string>() : std::string("?"));
+}
+
+std::string share_text(const json& s) {
+  if (!s.is_number()) return "infinite";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", s.get<double>());
+  return buf;
+}
+
+// A job's preemption records (GET /v1/jobs/NAME, "preemption_records"): who preempted it by which rule, or
+// whom it preempted, then each affected team's usage / borrowed (accelerators/vCPU/GiB) and share, before ->
+// after, per instance type.
+std::string preemption_lines(const json& records) {
+  std::string out;
+  for (const auto& r : records) {
+    std::string victims;
+    for (const auto& v : r.value("victims", json::array()))
+      victims += (victims.empty() ? "" : ", ") + record_job(v.value("job", json()), v.value("team", json())) + " (" +
+                 text(v, "rule") + ")";
+    out += "  " + clock_time(integer(r, "at")) + "  ";
+    if (text(r, "as") == "preemptor") {
+      out += "preempted " + victims + "\n";
+    } else {
+      out += "preempted by " + record_job(r.value("preemptor", json()), r.value("preemptor_team", json())) + ", rule " +
+             join(r.value("rules", json::array())) + "\n";
+    }
+    for (const auto& t : r.value("teams", json::array()))
+      for (const auto& f : t.value("types", json::array()))
+        out += "      team " + text(t, "team") + ", " + text(f, "instance_type") + ": usage " + triple(f.value("usage_before", json())) +
+               " -> " + triple(f.value("usage_after", json())) + ", borrowed " + triple(f.value("borrowed_before", json())) +
+               " -> " + triple(f.value("borrowed_after", json())) + ", share " + share_text(t.value("share_before", json())) +
+               " -> " + share_text(t.value("share_after", json())) + "\n";
+  }
+  return out;
+}
+
 std::string free_of(const json& node, const char* resource) {
   if (!node.contains("free") || !node.contains("capacity")) return "-";
   return number(node["free"].value(resource, json(0))) + "/" + number(node["capacity"].value(resource, json(0)));
@@ -264,6 +304,9 @@ std::string describe_job(const json& j, int64_t now) {
     std::snprintf(g, sizeof g, "%.3f", j["goodput"].get<double>());
     field("Goodput:", std::string(g) + " (work lost to restarts and preemptions: " + text(j, "work_lost_s", "0") + " s)");
   }
+  const json preemptions = j.value("preemption_records", json::array());
+  if (preemptions.is_array() && !preemptions.empty())
+    out += "Preemptions (usage and borrowed as accelerators/vCPU/GiB):\n" + preemption_lines(preemptions);
   const json history = j.value("history", json::array());
   if (!history.empty()) {
     out += "History:\n";

@@ -41,4 +41,10 @@ const char* preemption_rule_name(PreemptionRule r) {
   return "reclaim";
 }
 
+std::optional<PreemptionRule> parse_preemption_rule(std::string_view name) {
+  for (auto r : {PreemptionRule::kReclaim, PreemptionRule::kPriority, PreemptionRule::kFairShare})
+    if (name == preemption_rule_name(r)) return r;
+  return std::nullopt;
+}
+
 }  // namespace allot

@@ -3,6 +3,7 @@
 // Specs (spec.h) come in with names; everything here is checked and resolved.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -149,12 +150,19 @@ enum class PreemptionRule : uint8_t {
   kFairShare,  // a borrower of lower share takes from a team above its fair share (policy.fair_share_preemption)
 };
 const char* preemption_rule_name(PreemptionRule r);
+std::optional<PreemptionRule> parse_preemption_rule(std::string_view name);
+
+struct PreemptionRecord;  // core/preemption_record.h
 
 struct PreemptDecision {
   JobId job;        // the victim
   JobId preemptor;  // the job that needed the room
   PreemptionRule rule = PreemptionRule::kReclaim;
   std::string reason;  // which rule, who gained or lost what
+  // The record of the group this victim belongs to (one preemptor, all its victims), shared by the group's
+  // decisions; set by the pass once the group is applied (core/preemption_record.h). Null in decisions made
+  // from journal records written before groups were recorded.
+  std::shared_ptr<const PreemptionRecord> record;
 };
 
 using Decision = std::variant<AdmitDecision, PreemptDecision>;

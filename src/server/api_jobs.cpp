@@ -10,12 +10,13 @@ namespace {
 using nlohmann::json;
 const YamlContext kBody{"request body", "", 0};
 
-Render job_render(const std::string& name, int status = 200) {
-  return [name, status](const ServerState& st) -> Reply {
+Render job_render(const std::string& name, const auth::Caller& who, int status = 200) {
+  return [name, who, status](const ServerState& st) -> Reply {
     const Job* j = st.cluster.find_job(name);
     if (!j) return error_reply(Error::not_found("no job named " + name));
     json v = view::job_json(st.cluster, *j, /*with_history=*/true);
     add_resilience(st, *j, static_cast<Time>(system_clock_ms() / 1000), v);
+    add_preemption_records(st, *j, who, v);
     return json_reply(status, v);
   };
 }
@@ -52,12 +53,12 @@ void submit_route(Routes& http, Api& api) {
     if (!who.acts_for_team(spec->team))
       return refuse(api, who, req, res,
                     denied(who, "submitting a job of team " + spec->team, "an admin token or a member token of team " + spec->team));
-    run(api, who, req, res, [spec = std::move(*spec)](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [spec = std::move(*spec), who](Txn& txn) -> Result<Render> {
       if (txn.state().removed_teams.count(spec.team))
         return Error::invalid("job " + spec.name + ": team '" + spec.team + "' was removed");
       auto st = txn.apply(store::Submit{spec});
       if (!st) return st.error();
-      return job_render(spec.name, 201);
+      return job_render(spec.name, who, 201);
     });
   });
 }
@@ -112,7 +113,7 @@ void read_routes(Routes& http, Api& api) {
         const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
         if (!who.in_team(team)) return denied(who, "reading job " + name, "an admin or viewer token, or a member token of team " + team);
       }
-      return job_render(name);
+      return job_render(name, who);
     });
   });
   route(http, api, "POST", R"(/v1/jobs/([^/]+)/cancel)", Access::kMember, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
@@ -123,7 +124,7 @@ void read_routes(Routes& http, Api& api) {
       if (!who.acts_for_team(team)) return denied(who, "cancelling job " + name, "an admin token or a member token of team " + team);
       auto st = txn.apply(store::Cancel{name});
       if (!st) return st.error();
-      return job_render(name);
+      return job_render(name, who);
     });
   });
   route(http, api, "GET", R"(/v1/jobs/([^/]+)/logs)", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {

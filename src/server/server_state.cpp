@@ -117,6 +117,23 @@ void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind
   events.push_back({++st.last_event, at, std::move(kind), std::move(job), std::move(node), std::move(message), std::move(team)});
 }
 
+// A preempt record's group goes with its event and into the job descriptions of the victim and, once per group
+// (with the group's first victim), of the preemptor.
+void note_preemption(ServerState& st, const Record& r, Event& e) {
+  const auto* p = std::get_if<Preempt>(&r.op);
+  if (!p || !p->group) return;
+  e.preemption = std::make_shared<const PreemptionGroup>(*p->group);
+  auto remember = [&](const std::string& name) {
+    const Job* j = st.cluster.find_job(name);
+    if (!j) return;
+    auto& seen = st.preemptions_of[j->id.index()];
+    seen.push_back({r.at, e.preemption});
+    if (seen.size() > ServerState::kPreemptionsKept) seen.pop_front();
+  };
+  remember(p->job);
+  if (!p->group->victims.empty() && p->group->victims.front().job == p->job) remember(p->group->preemptor);
+}
+
 void add_history(NodeInfo& info, NodeChange c) {
   info.history.push_back(std::move(c));
   if (info.history.size() > NodeInfo::kHistoryKept) info.history.erase(info.history.begin());
@@ -194,7 +211,7 @@ void note(ServerState& st, const Record& r) {
     }
   } else if (auto* pr = std::get_if<Preempt>(&r.op)) {
     ++st.preemptions_total;
-    st.observed.preempted(pr->reason);
+    st.observed.preempted(pr->rule);
   } else if (auto* ct = std::get_if<CreateToken>(&r.op)) {
     st.tokens[ct->token.id] = TokenInfo{ct->token, r.at, r.actor.token, false, 0};
     ++st.tokens_version;
@@ -258,6 +275,7 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   // The audit trail has its own endpoint; the event stream is for what happened to the cluster.
   if (std::holds_alternative<Audit>(r.op)) return ok_status();
   push(st, events, r.at, op_name(r.op), std::visit(JobOf{}, r.op), node, message_of(st, r));
+  note_preemption(st, r, events.back());
   for (size_t i = 0; i < before.size(); ++i) {
     const Job& j = st.cluster.jobs[before[i].index()];
     if (j.state != states[i]) push(st, events, r.at, "job", j.spec.name, node, job_message(j));
@@ -271,6 +289,7 @@ void note_decision(ServerState& st, const Record& r, std::vector<Event>& events)
   if (const auto* p = std::get_if<Preempt>(&r.op))
     if (const Job* j = st.cluster.find_job(p->job)) account_stop(st, *j, r.at, j->restarts, p->reason, "");
   push(st, events, r.at, op_name(r.op), std::visit(JobOf{}, r.op), "", message_of(st, r));
+  note_preemption(st, r, events.back());
 }
 
 }  // namespace allot::server

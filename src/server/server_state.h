@@ -8,6 +8,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -109,6 +110,15 @@ struct Event {
   std::string node;
   std::string message;
   std::string team;  // the job's team, when there is a job: members see only their teams' job events
+  // A preempt event: the victim's preemption group as journaled (core/preemption_record.h); null for records
+  // written before groups were.
+  std::shared_ptr<const PreemptionGroup> preemption;
+};
+
+// A preemption group a job took part in, as victim or preemptor, and when.
+struct PreemptionSeen {
+  Time at = 0;
+  std::shared_ptr<const PreemptionGroup> group;
 };
 
 // Exits reported by agents for one run of a job.
@@ -161,6 +171,10 @@ struct ServerState {
   LatencyHistogram scheduling_latency;  // live submissions only; not rebuilt by replay
   uint64_t admissions_total = 0;
   uint64_t preemptions_total = 0;
+  // The last kPreemptionsKept groups each job took part in (by JobId index), newest last: what `allot describe`
+  // shows of who preempted it, or whom it preempted. Rebuilt by replay.
+  std::unordered_map<uint32_t, std::deque<PreemptionSeen>> preemptions_of;
+  static constexpr size_t kPreemptionsKept = 10;
   Observed observed;  // queue waits, decisions by rule, pass durations, utilisation samples (observed.h)
   // Jobs Running now (JobId indices, in order), so a heartbeat looks at running jobs only. Kept up to date from
   // the events: every change of a job's state names the job in one.

@@ -59,11 +59,16 @@ json account_json(uint32_t job, const JobAccount& a) {
   return {{"job", job}, {"slots", a.slots}, {"held_s", a.held_s}, {"lost_s", a.lost_s}, {"restarts", restarts}};
 }
 
-json event_json(const Event& e) { return {e.seq, e.at, e.kind, e.job, e.node, e.message, e.team}; }
+json event_json(const Event& e) {
+  return {e.seq, e.at, e.kind, e.job, e.node, e.message, e.team,
+          e.preemption ? store::preemption_group_to_json(*e.preemption) : json(nullptr)};
+}
 
 Event event_from(const json& j) {
-  return Event{j.at(0).get<uint64_t>(), j.at(1).get<Time>(), j.at(2).get<std::string>(), j.at(3).get<std::string>(),
-               j.at(4).get<std::string>(), j.at(5).get<std::string>(), j.at(6).get<std::string>()};
+  Event e{j.at(0).get<uint64_t>(), j.at(1).get<Time>(), j.at(2).get<std::string>(), j.at(3).get<std::string>(),
+          j.at(4).get<std::string>(), j.at(5).get<std::string>(), j.at(6).get<std::string>(), nullptr};
+  if (!j.at(7).is_null()) e.preemption = std::make_shared<const PreemptionGroup>(store::preemption_group_from_json(j.at(7)));
+  return e;
 }
 
 // Throws on malformed input; restore_state_snapshot turns that into an Error naming the seq.
@@ -90,6 +95,16 @@ Result<RestoredState> restore(uint64_t seq, const json& j) {
     for (const auto& r : a.at("restarts"))
       acc.restarts.push_back({r.at(0).get<Time>(), r.at(1).get<int>(), r.at(2).get<std::string>(), r.at(3).get<std::string>(),
                               r.at(4).get<int64_t>(), r.at(5).get<int64_t>()});
+  }
+  for (const auto& p : j.at("preemptions_of")) {
+    const auto job = p.at("job").get<uint32_t>();
+    if (job >= jobs) throw std::invalid_argument("preemptions name job " + std::to_string(job) + ", beyond the jobs");
+    auto& seen = st.preemptions_of[job];
+    for (const auto& g : p.at("seen"))
+      seen.push_back({g.at("at").get<Time>(), g.at("group").is_null() ? nullptr
+                                                                       : std::make_shared<const PreemptionGroup>(
+                                                                             store::preemption_group_from_json(g.at("group")))});
+    if (seen.size() > ServerState::kPreemptionsKept) throw std::invalid_argument("more preemptions of a job than are kept");
   }
   st.retired = j.at("retired").get<std::map<std::string, std::string>>();
   st.admissions_total = j.at("admissions_total").get<uint64_t>();
@@ -141,6 +156,15 @@ std::string encode_state_snapshot(const ServerState& st, const std::vector<Event
   std::map<uint32_t, const JobAccount*> by_job;
   for (const auto& [job, acc] : st.accounts) by_job[job] = &acc;
   for (const auto& [job, acc] : by_job) accounts.push_back(account_json(job, *acc));
+  json preemptions = json::array();
+  std::map<uint32_t, const std::deque<PreemptionSeen>*> seen_by_job;
+  for (const auto& [job, seen] : st.preemptions_of) seen_by_job[job] = &seen;
+  for (const auto& [job, seen] : seen_by_job) {
+    json list = json::array();
+    for (const auto& p : *seen)
+      list.push_back({{"at", p.at}, {"group", p.group ? store::preemption_group_to_json(*p.group) : json(nullptr)}});
+    preemptions.push_back({{"job", job}, {"seen", std::move(list)}});
+  }
   json queue_wait = json::array();
   for (const auto& [key, h] : st.observed.queue_wait)
     queue_wait.push_back({{"team", key.first}, {"priority", key.second}, {"histogram", histogram_json(h)}});
@@ -162,6 +186,7 @@ std::string encode_state_snapshot(const ServerState& st, const std::vector<Event
             {"removed_teams", st.removed_teams},
             {"accounts", std::move(accounts)},
             {"retired", st.retired},
+            {"preemptions_of", std::move(preemptions)},
             {"admissions_total", st.admissions_total},
             {"preemptions_total", st.preemptions_total},
             {"observed", {{"queue_wait", std::move(queue_wait)},

@@ -5,10 +5,12 @@
 // that was acknowledged: decisions are recorded with their full placement and applied as they were made, so
 // replay never runs the scheduler.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "core/preemption_record.h"
 #include "core/resources.h"
 #include "core/spec.h"
 
@@ -98,10 +100,14 @@ struct Admit {
   std::string reason;
   friend bool operator==(const Admit&, const Admit&) = default;
 };
+// One victim. Every victim's record carries its group whole, so each one reads on its own (events, describe).
+// Records written before rules and groups were journaled have neither: they decode with both empty.
 struct Preempt {
   std::string job;
   std::string preemptor;  // the job that needed the room
   std::string reason;
+  std::optional<PreemptionRule> rule;
+  std::optional<PreemptionGroup> group;
   friend bool operator==(const Preempt&, const Preempt&) = default;
 };
 

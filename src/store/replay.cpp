@@ -49,7 +49,12 @@ struct Apply {
     if (!id) return id.error();
     // Records written before preemptors were named, or whose preemptor is gone, name none.
     const Job* by = o.preemptor.empty() ? nullptr : s.find_job(o.preemptor);
-    return apply_decision(s, PreemptDecision{.job = *id, .preemptor = by ? by->id : JobId{}, .reason = o.reason}, at);
+    PreemptDecision d{.job = *id,
+                      .preemptor = by ? by->id : JobId{},
+                      .rule = o.rule.value_or(PreemptionRule::kReclaim),  // none recorded: not read on replay
+                      .reason = o.reason,
+                      .record = nullptr};
+    return apply_decision(s, d, at);
   }
   // Tokens and the audit trail are the server's; the cluster does not change.
   Status operator()(const CreateToken&) const { return ok_status(); }
@@ -125,7 +130,9 @@ Op decision_record(const ClusterState& s, const Decision& d) {
           },
           [&](const PreemptDecision& d) -> Op {
             std::string preemptor = d.preemptor.valid() ? s.jobs[d.preemptor.index()].spec.name : "";
-            return Preempt{s.jobs[d.job.index()].spec.name, preemptor, d.reason};
+            Preempt p{s.jobs[d.job.index()].spec.name, preemptor, d.reason, d.rule, std::nullopt};
+            if (d.record) p.group = named(s, *d.record);
+            return p;
           },
       },
       d);

@@ -12,12 +12,14 @@
 
 #include "client/http_client.h"
 #include "pg_test_instance.h"
+#include "eventually.h"
 #include "server/server.h"
 
 namespace allot::server {
 namespace {
 
 namespace fs = std::filesystem;
+using allot::test::eventually;
 
 class ServerStandby : public ::testing::Test {
  protected:
@@ -73,15 +75,6 @@ class ServerStandby : public ::testing::Test {
     auto r = call(s, "GET", "/v1/health");
     return r ? nlohmann::json::parse(r->body) : nlohmann::json();
   }
-  template <typename F>
-  bool eventually(F cond) {
-    for (int i = 0; i < 500; ++i) {
-      if (cond()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return cond();
-  }
-
   std::string database_;
   fs::path root_;
   std::vector<std::unique_ptr<Server>> servers_;

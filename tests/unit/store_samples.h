@@ -34,6 +34,17 @@ inline JobSpec full_job() {
   return j;
 }
 
+// A group with two victims of two rules and fractional amounts, so every field and unit is exercised.
+inline PreemptionGroup preemption_group() {
+  const Resources one{1, 32000, 131072}, half_cpu{0, 500, 1};
+  return PreemptionGroup{
+      "serve-1",
+      "team-b",
+      {{"train-1", "team-a", PreemptionRule::kReclaim}, {"serve-0", "team-b", PreemptionRule::kPriority}},
+      {{"team-b", Share{0, 10}, Share{1, 20}, {{"ml.g5.8xlarge", one * 2, one, one * 3, Resources{}, one}}},
+       {"team-a", Share{3, 40}, Share{1, 0}, {{"ml.g5.8xlarge", one, one * 2 + half_cpu, one, one + half_cpu, Resources{}}}}}};
+}
+
 inline std::vector<Op> every_kind() {
   PolicySpec p;
   p.task_prioritization = TaskPrioritization::kTaskRanking;
@@ -80,7 +91,9 @@ inline std::vector<Op> every_kind() {
           Finish{"train-1", true, "all 4 replicas exited with code 0"},
           Finish{"train-1", false, "replica 2 exited with code 137"},
           admit,
-          Preempt{"train-1", "serve-1", "reclaimed by team-b"},
+          Preempt{"train-1", "serve-1", "reclaimed by team-b"},  // as written before rules and groups were
+          Preempt{"train-1", "serve-1", "preempted (reclaim): team team-b takes back its lent quota for job serve-1",
+                  PreemptionRule::kReclaim, preemption_group()},
           CreateToken{TokenRecord{"3f9a2c1b7e", std::string(64, 'a'), "member", {"team-a", "team-b"}, "", 1800000000, "CI"}},
           CreateToken{TokenRecord{"0123456789", std::string(64, 'b'), "agent", {}, "gpu-1", 0, ""}},
           RevokeToken{"3f9a2c1b7e"},
