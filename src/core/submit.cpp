@@ -1,7 +1,9 @@
 // Job submission: every check a user's spec must pass before it joins the queue, with messages that say what
 // was wrong and what is allowed. A rejected submission changes nothing.
+#include <optional>
 #include <set>
 
+#include "core/job_restore.h"
 #include "core/request.h"
 #include "core/state.h"
 #include "core/topology_levels.h"
@@ -70,14 +72,19 @@ std::string shape_key(const std::vector<PodSet>& pod_sets) {
 
 }  // namespace
 
-Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
+// `restored_priority`: a job restored from a snapshot keeps the weight it had, whether or not its class is
+// still defined (a class may be removed once no active job uses it); otherwise the class must exist.
+static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std::optional<int> restored_priority) {
   if (spec.name.empty()) return Error::invalid("a job needs a name");
   if (spec.name.size() > 253) return Error::invalid("job name is longer than 253 characters");
   if (s.find_job(spec.name)) return Error::exists("a job named " + spec.name + " already exists");
   const Team* team = s.find_team(spec.team);
   if (!team) return Error::invalid("job " + spec.name + ": unknown team '" + spec.team + "'; teams: " + s.team_names());
-  int priority = 0;
-  if (!spec.priority.empty()) {
+  int priority = restored_priority.value_or(0);
+  if (restored_priority) {
+    if (priority < 0 || priority > 100)
+      return Error::invalid("job " + spec.name + ": priority weight must be 0..100, got " + std::to_string(priority));
+  } else if (!spec.priority.empty()) {
     priority = s.priority_weight(spec.priority);
     if (priority < 0)
       return Error::invalid("job " + spec.name + ": unknown priority class '" + spec.priority +
@@ -151,6 +158,12 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
   s.jobs.push_back(std::move(j));
   index_new_job(s, s.jobs.back());
   return s.jobs.back().id;
+}
+
+Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) { return add_job(s, spec, now, std::nullopt); }
+
+Result<JobId> restore_submitted_job(ClusterState& s, const JobSpec& spec, Time submitted_at, int priority) {
+  return add_job(s, spec, submitted_at, priority);
 }
 
 }  // namespace allot

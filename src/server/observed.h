@@ -31,6 +31,18 @@ class Histogram {
   const std::vector<uint64_t>& counts() const { return counts_; }  // the last one: above every bound
   double sum() const { return sum_; }
   uint64_t count() const { return count_; }
+  // Sets what a snapshot recorded (server/state_snapshot.h); false, and nothing changed, when the counts do not
+  // match this histogram's bounds or its count.
+  bool restore(std::vector<uint64_t> counts, double sum, uint64_t count) {
+    if (counts.size() != counts_.size()) return false;
+    uint64_t total = 0;
+    for (uint64_t c : counts) total += c;
+    if (total != count) return false;
+    counts_ = std::move(counts);
+    sum_ = sum;
+    count_ = count;
+    return true;
+  }
 
  private:
   std::span<const double> bounds_;

@@ -7,9 +7,7 @@
 namespace allot::store {
 using nlohmann::json;
 
-namespace {
-
-HealthCause cause_from(const std::string& s) {
+HealthCause health_cause_from_name(const std::string& s) {
   for (auto c : {HealthCause::kAdmin, HealthCause::kAgent, HealthCause::kTimeout, HealthCause::kHealthCheck, HealthCause::kDeepCheck})
     if (s == health_cause_name(c)) return c;
   throw std::invalid_argument("unknown health cause " + s);
@@ -39,6 +37,13 @@ std::vector<PodSetRecord> placement_from_json(const json& j) {
   }
   return out;
 }
+
+json token_to_json(const TokenRecord& t) {
+  return {{"id", t.id}, {"secret_hash", t.secret_hash}, {"role", t.role}, {"teams", t.teams}, {"node", t.node},
+          {"expires_at", t.expires_at}, {"description", t.description}};
+}
+
+namespace {
 
 json share_to_json(const Share& s) { return json::array({s.num, s.den}); }
 
@@ -126,15 +131,15 @@ struct ToJson {
             {"to", o.to},     {"cause", o.cause}, {"for_job", o.for_job},     {"reason", o.reason}};
   }
   json operator()(const CreateToken& o) const {
-    const TokenRecord& t = o.token;
-    return {{"token", {{"id", t.id}, {"secret_hash", t.secret_hash}, {"role", t.role}, {"teams", t.teams}, {"node", t.node},
-                       {"expires_at", t.expires_at}, {"description", t.description}}}};
+    return {{"token", token_to_json(o.token)}};
   }
   json operator()(const RevokeToken& o) const { return {{"id", o.id}}; }
   json operator()(const Audit& o) const {
     return {{"action", o.action}, {"target", o.target}, {"status", o.status}, {"message", o.message}};
   }
 };
+
+}  // namespace
 
 TokenRecord token_from_json(const json& j) {
   return TokenRecord{j.at("id").get<std::string>(),       j.at("secret_hash").get<std::string>(),
@@ -150,6 +155,8 @@ Actor actor_from_json(const json& j) {
                j.at("teams").get<std::vector<std::string>>(), j.at("node").get<std::string>()};
 }
 
+namespace {
+
 // Throws on malformed input; op_from_json turns that into an Error.
 Op parse_op(const json& j) {
   const std::string kind = j.at("op").get<std::string>();
@@ -160,7 +167,7 @@ Op parse_op(const json& j) {
   if (kind == "add_node") return AddNode{node_from_json(j.at("node")), str("address"), j.at("agent").get<bool>()};
   if (kind == "remove_node") return RemoveNode{str("node")};
   if (kind == "node_health")
-    return NodeHealthChange{str("node"), node_health_from_name(str("health")), cause_from(str("cause")), str("address"),
+    return NodeHealthChange{str("node"), node_health_from_name(str("health")), health_cause_from_name(str("cause")), str("address"),
                             j.value("reason", std::string())};
   if (kind == "cordon") return Cordon{str("node"), j.at("cordoned").get<bool>()};
   if (kind == "drain") return Drain{str("node")};
@@ -249,5 +256,8 @@ Result<Record> record_from_row(uint64_t seq, Time at, std::string_view body, con
   if (!actor) return Error::internal(place + ": " + actor.error().message);
   return Record{seq, at, std::move(*op), std::move(*actor)};
 }
+
+json preemption_group_to_json(const PreemptionGroup& g) { return group_to_json(g); }
+PreemptionGroup preemption_group_from_json(const json& j) { return group_from_json(j); }
 
 }  // namespace allot::store

@@ -29,6 +29,8 @@ class SharedStore final : public store::Store {
   Status load_after(uint64_t after, const std::function<Status(const store::Record&)>& fn) override {
     return mem_->load_after(after, fn);
   }
+  Status put_snapshot(uint64_t seq, const std::string& body) override { return mem_->put_snapshot(seq, body); }
+  Result<std::optional<store::Snapshot>> latest_snapshot() override { return mem_->latest_snapshot(); }
   std::string describe() const override { return "shared-mem:"; }
 
  private:

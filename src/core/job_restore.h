@@ -1,0 +1,12 @@
+#pragma once
+// Restoring a snapshot (store/cluster_snapshot.h) adds every job ever submitted again, in ID order.
+#include "core/state.h"
+
+namespace allot {
+
+// submit_job's checks and indexes, but the job keeps the priority weight it was submitted with, even when its
+// class has since been removed (a class may go once no active job uses it). The caller then sets the job's
+// recorded state, placement and history.
+Result<JobId> restore_submitted_job(ClusterState& s, const JobSpec& spec, Time submitted_at, int priority);
+
+}  // namespace allot
