@@ -125,6 +125,7 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
   j.id = JobId(static_cast<uint32_t>(s.jobs.size()));
   j.arrival = s.next_arrival++;
   j.submitted_at = now;
+  if (auto used = s.attempts_used.find(spec.name); used != s.attempts_used.end()) j.attempt_base = used->second;
   j.waiting_since = now;
   j.state = JobState::kPending;
   j.reason = s.submitted_reason;
