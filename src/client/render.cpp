@@ -130,25 +130,96 @@ std::string jobs_table(const json& jobs, int64_t now, bool wide) {
       for (const auto& ps : j["pod_sets"]) replicas += ps.value("replicas", 0);
     std::string state = text(j, "state");
     if (j.value("borrowing", false) && state == "Running") state += " (borrowing)";
-    t.add({text(j, "name"), text(j, "team"), text(j, "priority", "-").empty() ? "-" : text(j, "priority"), state,
+    if (j.value("held", false)) state += " (held)";
+    std::string prio = text(j, "priority", "-").empty() ? "-" : text(j, "priority");
+    if (j.value("priority_class_deleted", false)) prio += " (deleted)";
+    t.add({text(j, "name"), text(j, "team"), prio, state,
            std::to_string(replicas), wide ? join(j.value("nodes", json::array())) : shorten(join(j.value("nodes", json::array())), 40),
            age(j, "submitted_at", now), wide ? text(j, "reason") : shorten(text(j, "reason"), 70)});
   }
   return t.str();
 }
 
+namespace {
+
+std::string strategy_of(const json& m) {
+  std::string strategy = m.contains("sharing") ? text(m["sharing"], "strategy") : "";
+  if (strategy == "LendAndBorrow" && m["sharing"].contains("borrow_limit")) strategy += " " + number(m["sharing"]["borrow_limit"]) + "%";
+  return strategy;
+}
+
+// Borrowed dominant share over weight; a team of weight 0 has an infinite share (it borrows last).
+std::string share_of(const json& m) {
+  if (!m.contains("share")) return "-";
+  if (m["share"].is_null()) return "inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", m["share"].get<double>());
+  return buf;
+}
+
+}  // namespace
+
+// One row per team and instance type (amounts of different types do not add up); the team's own columns on
+// its first row. Teams from servers without per-type figures get one row of totals.
 std::string teams_table(const json& teams) {
-  Table t({"NAME", "WEIGHT", "STRATEGY", "NOMINAL", "USAGE", "BORROWED", "LENT", "PENDING", "RUNNING", "SUSPENDED"});
+  Table t({"NAME", "WEIGHT", "SHARE", "STRATEGY", "INSTANCE_TYPE", "NOMINAL", "MAX", "USAGE", "BORROWED", "LENT", "PENDING",
+           "RUNNING", "SUSPENDED"});
   for (const auto& m : teams) {
     const json jobs = m.value("jobs", json::object());
-    std::string strategy = m.contains("sharing") ? text(m["sharing"], "strategy") : "";
-    if (strategy == "LendAndBorrow" && m["sharing"].contains("borrow_limit"))
-      strategy += " " + number(m["sharing"]["borrow_limit"]) + "%";
-    t.add({text(m, "name"), text(m, "fair_share_weight"), strategy, triple(m.value("nominal", json())),
-           triple(m.value("usage", json())), triple(m.value("borrowed", json())), triple(m.value("lent", json())),
-           text(jobs, "pending", "0"), text(jobs, "running", "0"), text(jobs, "suspended", "0")});
+    const json types = m.value("instance_types", json::array());
+    std::vector<std::string> first = {text(m, "name"), text(m, "fair_share_weight"), share_of(m), strategy_of(m)};
+    const std::vector<std::string> counts = {text(jobs, "pending", "0"), text(jobs, "running", "0"), text(jobs, "suspended", "0")};
+    if (!types.is_array() || types.empty()) {
+      std::vector<std::string> row = first;
+      for (const auto& v : {std::string("-"), triple(m.value("nominal", json())), std::string("-"), triple(m.value("usage", json())),
+                            triple(m.value("borrowed", json())), triple(m.value("lent", json()))})
+        row.push_back(v);
+      row.insert(row.end(), counts.begin(), counts.end());
+      t.add(row);
+      continue;
+    }
+    bool head = true;
+    for (const auto& ty : types) {
+      std::vector<std::string> row = head ? first : std::vector<std::string>{"", "", "", ""};
+      for (const auto& v : {text(ty, "instance_type"), triple(ty.value("nominal", json())), triple(ty.value("max", json())),
+                            triple(ty.value("usage", json())), triple(ty.value("borrowed", json())), triple(ty.value("lent", json()))})
+        row.push_back(v);
+      if (head) row.insert(row.end(), counts.begin(), counts.end());
+      else row.insert(row.end(), {"", "", ""});
+      t.add(row);
+      head = false;
+    }
   }
-  return t.str() + "(amounts are accelerators/vCPU/GiB)\n";
+  return t.str() + "(amounts are accelerators/vCPU/GiB; MAX: what the team may hold with borrowing; SHARE: borrowed dominant share / weight)\n";
+}
+
+std::string describe_team(const json& m) {
+  std::string out;
+  auto field = [&](const std::string& k, const std::string& v) {
+    if (!v.empty()) out += k + std::string(k.size() < 13 ? 13 - k.size() : 1, ' ') + v + "\n";
+  };
+  field("Name:", text(m, "name"));
+  const std::string weight = text(m, "fair_share_weight");
+  field("Weight:", weight + (weight == "0" ? " (borrows only what no team of positive weight wants)" : ""));
+  field("Fair share:", share_of(m) + " (borrowed dominant share / weight)");
+  field("Sharing:", strategy_of(m));
+  field("Preempts:", text(m, "preempt_team_tasks"));
+  const json jobs = m.value("jobs", json::object());
+  field("Jobs:", text(jobs, "pending", "0") + " pending, " + text(jobs, "running", "0") + " running, " +
+                     text(jobs, "suspended", "0") + " suspended");
+  out += "Allocation:\n";
+  Table a({"  INSTANCE_TYPE", "INSTANCES", "ACCELERATORS", "VCPU", "MEMORY_GIB"});
+  for (const auto& e : m.value("allocation", json::array()))
+    a.add({"  " + text(e, "instance_type"), text(e, "instances", "-"), text(e, "accelerators", "-"), text(e, "vcpu", "-"),
+           text(e, "memory_gib", "-")});
+  out += a.str();
+  out += "Per instance type (accelerators/vCPU/GiB):\n";
+  Table q({"  INSTANCE_TYPE", "NOMINAL", "MAX", "USAGE", "BORROWED", "LENT"});
+  for (const auto& ty : m.value("instance_types", json::array()))
+    q.add({"  " + text(ty, "instance_type"), triple(ty.value("nominal", json())), triple(ty.value("max", json())),
+           triple(ty.value("usage", json())), triple(ty.value("borrowed", json())), triple(ty.value("lent", json()))});
+  out += q.str();
+  return out;
 }
 
 namespace {
@@ -252,11 +323,19 @@ std::string describe_job(const json& j, int64_t now) {
   field("Name:", text(j, "name"));
   field("Team:", text(j, "team"));
   std::string prio = text(j, "priority");
-  field("Priority:", prio.empty() ? "none (weight 0)" : prio + " (weight " + text(j, "priority_weight", "?") + ")");
+  field("Priority:", prio.empty() ? "none (weight 0)"
+                                  : prio + " (weight " + text(j, "priority_weight", "?") +
+                                        (j.value("priority_class_deleted", false) ? "; the class has since been deleted)" : ")"));
   std::string state = text(j, "state");
   if (j.value("borrowing", false)) state += ", borrowing idle capacity";
+  if (j.value("held", false)) state += ", held";
   field("State:", state);
   field("Reason:", text(j, "reason"));
+  if (j.contains("labels") && j["labels"].is_object() && !j["labels"].empty()) {
+    std::string labels;
+    for (const auto& [k, v] : j["labels"].items()) labels += (labels.empty() ? "" : ",") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+    field("Labels:", labels);
+  }
   int64_t submitted = integer(j, "submitted_at", -1);
   if (submitted >= 0) field("Submitted:", clock_time(submitted) + (submitted >= kEpochFloor ? " (" + ago(submitted, now) + " ago)" : ""));
   if (j.contains("started_at")) field("Started:", clock_time(integer(j, "started_at")));

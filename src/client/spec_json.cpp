@@ -77,6 +77,7 @@ json job_body(const JobSpec& j) {
   if (j.duration_s) o["duration"] = *j.duration_s;
   if (!j.command.empty()) o["command"] = j.command;
   if (!j.env.empty()) o["env"] = j.env;
+  if (!j.labels.empty()) o["labels"] = j.labels;
   return o;
 }
 

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "config/spec_yaml.h"
+#include "core/labels.h"
 
 namespace allot {
 namespace {
@@ -177,9 +178,20 @@ Result<std::map<std::string, std::string>> read_env(const YamlContext& ctx, cons
   return env;
 }
 
+Result<std::map<std::string, std::string>> read_labels(const YamlContext& ctx, const Val& v) {
+  auto labels = read_string_map(ctx, v);
+  if (!labels) return labels.error();
+  if (labels->size() > kMaxLabels)
+    return fail(ctx, v, name_of(v) + " has " + std::to_string(labels->size()) + " labels", "at most " + std::to_string(kMaxLabels));
+  for (const auto& [key, value] : *labels)
+    if (std::string why = label_problem(key, value); !why.empty())
+      return fail(ctx, v, name_of(v) + ": " + why, "Kubernetes label rules (docs/jobs.md, \"Labels\")");
+  return labels;
+}
+
 Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
-                                 "duration", "max_retries", "checkpoint_interval", "command", "env"});
+                                 "duration", "max_retries", "checkpoint_interval", "command", "env", "labels"});
   if (!f) return f.error();
   JobSpec job;
   auto name_val = f->need(ctx, "name");
@@ -234,6 +246,11 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     auto env = read_env(ctx, *e);
     if (!env) return env.error();
     job.env = std::move(*env);
+  }
+  if (auto l = f->get("labels")) {
+    auto labels = read_labels(ctx, *l);
+    if (!labels) return labels.error();
+    job.labels = std::move(*labels);
   }
   return job;
 }

@@ -37,6 +37,7 @@ enum class ReasonCode : uint8_t {
   kFinished,
   kFailed,           // its process failed
   kCancelled,
+  kHeld,             // a waiting job held by request; the scheduler passes it over until it is released
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

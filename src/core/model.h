@@ -48,6 +48,9 @@ struct Team {
   // Derived from the allocation, the catalog and the cluster's capacity (state.cpp keeps it): the instance
   // types a pod set without a type may use, in the order they are tried.
   std::vector<TypeId> candidate_types;
+  // Removed (remove_team): it keeps its ID for the jobs that name it, holds no quota, and is left out of the
+  // team names that error messages offer. Defining it again brings it back.
+  bool removed = false;
   bool lends() const { return spec.strategy != SharingStrategy::kDontLend; }
   bool borrows() const { return spec.strategy == SharingStrategy::kLendAndBorrow; }
 };
@@ -142,6 +145,16 @@ struct Job {
   int size() const;
   int max_size() const { return elastic() ? pod_sets[static_cast<size_t>(elastic_pod_set)].replicas : 0; }
   int min_size() const { return elastic() ? pod_sets[static_cast<size_t>(elastic_pod_set)].min_replicas : 0; }
+  // Held by request (`allot hold`): a waiting job the scheduler passes over until it is released. It stays
+  // Pending (or Suspended); its reason says it is held.
+  bool held = false;
+  // A finished job deleted by request (`allot delete`): its name is free for a new job, and listings skip it.
+  // Its ID is never reused, so decisions and events that name it stay valid.
+  bool deleted = false;
+  // Runs of an earlier job of the same name, deleted before this one was submitted (ClusterState::
+  // attempts_used): a live server numbers this job's attempts from here, so that what an agent reports about
+  // the earlier job's replicas is never taken for this one's.
+  int attempt_base = 0;
 
   // Jobs whose pod sets ask for the same thing (replicas, types, amounts, topology) share a shape, interned in
   // ClusterState::shape_ids at submission. Answers that depend only on the shape (never fits) or on the shape and

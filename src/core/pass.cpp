@@ -10,7 +10,10 @@ Pass::Pass(ClusterState& state, Time t, const ScheduleOptions& o)
     : s(state), now(t), options(o), order(state), pristine(pristine_room(state)) {}
 
 void Pass::collect_waiting() {
-  waiting.assign(s.waiting_jobs.begin(), s.waiting_jobs.end());
+  // A held job is passed over: it neither runs nor preempts, nor holds back others (strict FIFO, reservations).
+  waiting.clear();
+  for (JobId id : s.waiting_jobs)
+    if (!job(id).held) waiting.push_back(id);
   for (JobId id : waiting) join(id);
   sort_waiting();
 }
@@ -192,7 +195,8 @@ std::optional<Time> Pass::wakeup() const {
   if (s.policy.min_runtime_s > 0)
     for (JobId id : s.running_jobs) consider(job(id).started_at + s.policy.min_runtime_s);
   if (s.policy.starvation_threshold_s > 0)
-    for (JobId id : s.waiting_jobs) consider(job(id).waiting_since + s.policy.starvation_threshold_s);
+    for (JobId id : s.waiting_jobs)
+      if (!job(id).held) consider(job(id).waiting_since + s.policy.starvation_threshold_s);
   return t;
 }
 

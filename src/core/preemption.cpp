@@ -15,12 +15,17 @@ bool holds_type(const Job& j, TypeId type) {
   return false;
 }
 
+// A job beyond its team's nominal quota is told that reclaim is not for it, rather than "nothing to reclaim":
+// its team's quota may well be lent out, and reclaiming it would still not be allowed.
 std::string no_candidates(const Team& team, bool within) {
-  return team.spec.preempt_team_tasks == PreemptTeamTasks::kNever && !within
-             ? "no preemption: team " + team.spec.name + " has preempt_team_tasks: Never and nothing can be reclaimed"
-         : team.spec.preempt_team_tasks == PreemptTeamTasks::kNever
-             ? "no preemption: nothing to reclaim, and team " + team.spec.name + " has preempt_team_tasks: Never"
-             : "no preemption candidates (nothing to reclaim, no lower-priority job in team " + team.spec.name + ")";
+  const std::string beyond = "reclaim only serves jobs within their team's nominal quota, and this one needs more than team " +
+                             team.spec.name + "'s";
+  const bool never = team.spec.preempt_team_tasks == PreemptTeamTasks::kNever;
+  if (never)
+    return within ? "no preemption: nothing to reclaim, and team " + team.spec.name + " has preempt_team_tasks: Never"
+                  : "no preemption: team " + team.spec.name + " has preempt_team_tasks: Never, and " + beyond;
+  return within ? "no preemption candidates (nothing to reclaim, no lower-priority job in team " + team.spec.name + ")"
+                : "no preemption candidates (" + beyond + "; no lower-priority job in team " + team.spec.name + ")";
 }
 
 // --- Candidates ------------------------------------------------------------------------------------------------

@@ -151,6 +151,8 @@ struct JobSpec {
   std::optional<int64_t> duration_s;  // simulator: runs this long, then Succeeded
   std::vector<std::string> command;   // server: argv of each replica
   std::map<std::string, std::string> env;
+  // Labels for people and selectors (`allot jobs -l`, `cancel --selector`); the scheduler never reads them.
+  std::map<std::string, std::string> labels;
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
 

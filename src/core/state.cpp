@@ -47,7 +47,8 @@ std::string ClusterState::priority_class_names() const {
 
 std::string ClusterState::team_names() const {
   std::vector<std::string> names;
-  for (const auto& t : teams) names.push_back(t.spec.name);
+  for (const auto& t : teams)
+    if (!t.removed) names.push_back(t.spec.name);
   std::sort(names.begin(), names.end());
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -131,6 +132,7 @@ Status upsert_team(ClusterState& s, const TeamSpec& spec) {
   Team& t = s.teams[it->second.index()];
   t.spec = spec;
   t.nominal = std::move(nominal);
+  t.removed = false;
   refresh_candidate_types(s);
   return ok_status();
 }
@@ -146,6 +148,7 @@ Status remove_team(ClusterState& s, std::string_view name) {
   mt.nominal.assign(s.catalog.size(), Resources{});
   mt.spec.allocation.clear();
   mt.spec.strategy = SharingStrategy::kDontLend;
+  mt.removed = true;
   refresh_candidate_types(s);
   return ok_status();
 }
@@ -357,6 +360,7 @@ Status cancel_job(ClusterState& s, std::string_view name, Time now) {
   if (!is_active(j.state))
     return Error::precondition("job " + j.spec.name + " already ended (" + job_state_name(j.state) + ")");
   if (j.state == JobState::kRunning) stop_run(s, j, now);
+  j.held = false;
   transition(s, j, JobState::kCancelled, now, "cancelled by request", ReasonCode::kCancelled);
   return ok_status();
 }

@@ -46,6 +46,8 @@ struct ClusterState {
   UsageTable usage;        // what each team's running jobs hold, per instance type
   TopologyTree tree;
   uint64_t next_arrival = 0;
+  // Per name of a deleted job: the attempts its jobs used so far (Job::attempt_base of the next job so named).
+  std::unordered_map<std::string, int> attempts_used;
   uint64_t shape_version = 0;  // bumped when nodes join or leave; caches of "never fits" key on it
   std::vector<Resources> capacity;  // per instance type: all nodes in the cluster, any health
   // The jobs that are running, and those waiting (Pending or Suspended), kept by every change of a job's
@@ -111,6 +113,14 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now);
 Status cancel_job(ClusterState& s, std::string_view name, Time now);
 // Ends a running job: Succeeded, or Failed (which auto-resume restarts while max_retries allows).
 Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeeded, std::string reason = "");
+// Holds a waiting job (Pending or Suspended) so that no scheduler pass considers it, or releases it
+// (job_changes.cpp). Holding a held job, or releasing one that is not, is refused.
+Status set_job_held(ClusterState& s, std::string_view name, bool held, Time now);
+// Moves a waiting job to another priority class (empty: the lowest, weight 0); its place in the queue follows
+// from the next pass on. A running job keeps the class it was admitted with.
+Status set_job_priority(ClusterState& s, std::string_view name, const std::string& priority_class, Time now);
+// Deletes a finished job: its name is free again (a job of that name may be submitted), listings skip it.
+Status delete_job(ClusterState& s, std::string_view name);
 
 // --- Decisions (the scheduler's, replayed by drivers and the store) ------------------------------------------
 Status admit_job(ClusterState& s, JobId job, const Placement& placement, bool borrowing, Time now, std::string reason);

@@ -150,6 +150,7 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
   j.id = JobId(static_cast<uint32_t>(s.jobs.size()));
   j.arrival = s.next_arrival++;
   j.submitted_at = now;
+  if (auto used = s.attempts_used.find(spec.name); used != s.attempts_used.end()) j.attempt_base = used->second;
   j.waiting_since = now;
   j.state = JobState::kPending;
   j.reason = s.submitted_reason;

@@ -4,6 +4,7 @@
 #include <random>
 #include <set>
 
+#include "core/labels.h"
 #include "interop/k8s_pod.h"
 
 namespace allot::interop {
@@ -62,8 +63,19 @@ Status read_metadata(const Field& doc, JobSpec& spec, std::vector<std::string>& 
   }
 
   const Field labels = meta.child("labels");
-  if (labels.present())
+  if (labels.present()) {
     if (auto st = labels.expect_map(); !st) return st.error();
+    // Every label is kept on the job (selectors: `allot jobs -l`, `cancel --selector`), Kueue's own included.
+    for (const auto& kv : labels.node()) {
+      const std::string key = kv.first.as<std::string>();
+      auto v = labels.entry(key, kv.second).str();
+      if (!v) return v.error();
+      if (std::string why = label_problem(key, *v); !why.empty()) return labels.entry(key, kv.second).error(why);
+      spec.labels[key] = *v;
+    }
+    if (spec.labels.size() > kMaxLabels)
+      return labels.error("has " + std::to_string(spec.labels.size()) + " labels; at most " + std::to_string(kMaxLabels));
+  }
   const Field queue = labels.child(kQueueLabel);
   const Field ns = meta.child("namespace");
   if (queue.present()) {

@@ -1,5 +1,6 @@
 // Users' endpoints for jobs: submit, list, describe, cancel, logs.
 #include "config/spec_yaml.h"
+#include "core/labels.h"
 #include "server/api.h"
 #include "server/views.h"
 #include "view/state_json.h"
@@ -72,6 +73,8 @@ void read_routes(Routes& http, Api& api) {
         return answer(res, error_reply(Error::invalid("unknown job state '" + req.get_param_value("state") + "'; states: " + state_names())));
     }
     std::string team = req.get_param_value("team");
+    auto selector = parse_label_selector(req.get_param_value("selector"));
+    if (!selector) return answer(res, error_reply(selector.error()));
     // Members list the jobs of their own teams; the rest of the cluster they see in aggregate (teams, nodes).
     if (who.role == auth::Role::kMember && !team.empty() && !who.in_team(team))
       return answer(res, error_reply(denied(who, "listing the jobs of team " + team, "an admin or viewer token, or a member token of team " + team)));
@@ -81,17 +84,19 @@ void read_routes(Routes& http, Api& api) {
     if (*limit == 0) return answer(res, error_reply(Error::invalid("query parameter limit must be 1.." + std::to_string(kMaxJobPage))));
     auto from = parse_continue(req.get_param_value("continue"));
     if (!from) return answer(res, error_reply(from.error()));
-    run(api, who, req, res, [state, team, limit = static_cast<size_t>(*limit), from = *from, who, own_teams_only](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [state, team, limit = static_cast<size_t>(*limit), from = *from, who, own_teams_only,
+                             selector = std::move(*selector)](Txn& txn) -> Result<Render> {
       const Team* t = nullptr;
       if (!team.empty() && !(t = txn.cluster().find_team(team))) return Error::not_found("no team named " + team);
       if (from > txn.cluster().jobs.size()) return Error::invalid("the continue token is not one this server gave");
       const TeamId team_id = t ? t->id : TeamId{};
       // One page is rendered per call, so a long listing does not hold the writer (and every submission
       // waiting behind it) for the time it takes to render every job.
-      return Render([state, team_id, limit, from, who, own_teams_only](const ServerState& st) {
+      return Render([state, team_id, limit, from, who, own_teams_only, selector](const ServerState& st) {
         const auto& jobs = st.cluster.jobs;
         auto wanted = [&](const Job& j) {
-          return (!state || j.state == *state) && (!team_id.valid() || j.team == team_id) &&
+          return !j.deleted && (!state || j.state == *state) && (!team_id.valid() || j.team == team_id) &&
+                 selector_matches(selector, j.spec.labels) &&
                  (!own_teams_only || who.in_team(st.cluster.teams[j.team.index()].spec.name));
         };
         json items = json::array();
@@ -158,6 +163,7 @@ void read_routes(Routes& http, Api& api) {
 void add_job_routes(Routes& http, Api& api) {
   submit_route(http, api);
   read_routes(http, api);
+  add_job_change_routes(http, api);
 }
 
 }  // namespace allot::server

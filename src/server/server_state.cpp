@@ -28,6 +28,9 @@ struct NodeOf {
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
   std::string operator()(const Audit&) const { return ""; }
+  std::string operator()(const HoldJob&) const { return ""; }
+  std::string operator()(const SetJobPriority&) const { return ""; }
+  std::string operator()(const DeleteJob&) const { return ""; }
 };
 
 struct JobOf {
@@ -49,6 +52,9 @@ struct JobOf {
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
   std::string operator()(const Audit&) const { return ""; }
+  std::string operator()(const HoldJob& o) const { return o.job; }
+  std::string operator()(const SetJobPriority& o) const { return o.job; }
+  std::string operator()(const DeleteJob& o) const { return o.job; }
 };
 
 std::vector<JobId> running_on(const ClusterState& s, const std::string& node_name) {
@@ -107,6 +113,11 @@ std::string message_of(const ServerState& st, const Record& r) {
     }
     std::string operator()(const RevokeToken& o) const { return "token " + o.id + " revoked"; }
     std::string operator()(const Audit& o) const { return o.action; }
+    std::string operator()(const HoldJob& o) const { return o.held ? "held by request" : "released"; }
+    std::string operator()(const SetJobPriority& o) const {
+      return "priority class set to " + (o.priority.empty() ? std::string("none") : o.priority);
+    }
+    std::string operator()(const DeleteJob&) const { return "deleted; its name is free for a new job"; }
   };
   return std::visit(M{s}, r.op);
 }

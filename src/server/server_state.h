@@ -200,7 +200,8 @@ Status apply(ServerState& st, const store::Record& r, std::vector<Event>& events
 void note_decision(ServerState& st, const store::Record& r, std::vector<Event>& events);
 
 // A job's run number as agents see it: restarts plus preemptions plus resizes (an elastic job restarts at its
-// new size), so a new run is never mistaken for the old.
-inline int attempt_of(const Job& j) { return j.restarts + j.preemptions + static_cast<int>(j.resizes.size()); }
+// new size), after the runs of earlier jobs of the same name (Job::attempt_base), so a new run is never
+// mistaken for an old one.
+inline int attempt_of(const Job& j) { return j.attempt_base + j.restarts + j.preemptions + static_cast<int>(j.resizes.size()); }
 
 }  // namespace allot::server

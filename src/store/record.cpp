@@ -32,6 +32,9 @@ struct NameOf {
   const char* operator()(const CreateToken&) const { return "create_token"; }
   const char* operator()(const RevokeToken&) const { return "revoke_token"; }
   const char* operator()(const Audit&) const { return "audit"; }
+  const char* operator()(const HoldJob&) const { return "set_job_hold"; }
+  const char* operator()(const SetJobPriority&) const { return "set_job_priority"; }
+  const char* operator()(const DeleteJob&) const { return "delete_job"; }
 };
 }  // namespace
 

@@ -153,8 +153,27 @@ struct Audit {
   friend bool operator==(const Audit&, const Audit&) = default;
 };
 
+// A waiting job held (`allot hold`) or released (`allot release`).
+struct HoldJob {
+  std::string job;
+  bool held = true;
+  friend bool operator==(const HoldJob&, const HoldJob&) = default;
+};
+// A waiting job moved to another priority class (empty: none, the lowest).
+struct SetJobPriority {
+  std::string job;
+  std::string priority;
+  friend bool operator==(const SetJobPriority&, const SetJobPriority&) = default;
+};
+// A finished job deleted: its name is free for a new job.
+struct DeleteJob {
+  std::string job;
+  friend bool operator==(const DeleteJob&, const DeleteJob&) = default;
+};
+
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
-                        Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize>;
+                        Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
+                        SetJobPriority, DeleteJob>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

@@ -137,6 +137,9 @@ struct ToJson {
   json operator()(const Audit& o) const {
     return {{"action", o.action}, {"target", o.target}, {"status", o.status}, {"message", o.message}};
   }
+  json operator()(const HoldJob& o) const { return {{"job", o.job}, {"held", o.held}}; }
+  json operator()(const SetJobPriority& o) const { return {{"job", o.job}, {"priority", o.priority}}; }
+  json operator()(const DeleteJob& o) const { return {{"job", o.job}}; }
 };
 
 }  // namespace
@@ -182,6 +185,9 @@ Op parse_op(const json& j) {
   if (kind == "create_token") return CreateToken{token_from_json(j.at("token"))};
   if (kind == "revoke_token") return RevokeToken{str("id")};
   if (kind == "audit") return Audit{str("action"), str("target"), j.at("status").get<int>(), str("message")};
+  if (kind == "set_job_hold") return HoldJob{str("job"), j.at("held").get<bool>()};
+  if (kind == "set_job_priority") return SetJobPriority{str("job"), str("priority")};
+  if (kind == "delete_job") return DeleteJob{str("job")};
   throw std::invalid_argument("unknown record kind '" + kind + "'");
 }
 

@@ -77,6 +77,9 @@ struct Apply {
   Status operator()(const CreateToken&) const { return ok_status(); }
   Status operator()(const RevokeToken&) const { return ok_status(); }
   Status operator()(const Audit&) const { return ok_status(); }
+  Status operator()(const HoldJob& o) const { return set_job_held(s, o.job, o.held, at); }
+  Status operator()(const SetJobPriority& o) const { return set_job_priority(s, o.job, o.priority, at); }
+  Status operator()(const DeleteJob& o) const { return delete_job(s, o.job); }
 };
 
 }  // namespace

@@ -170,6 +170,7 @@ json to_json(const JobSpec& s) {
             {"command", s.command},
             {"env", s.env}};
   if (s.duration_s) j["duration_s"] = *s.duration_s;
+  if (!s.labels.empty()) j["labels"] = s.labels;  // absent in records written before jobs had labels
   return j;
 }
 JobSpec job_from_json(const json& j) {
@@ -192,6 +193,7 @@ JobSpec job_from_json(const json& j) {
   s.duration_s = get_opt(j, "duration_s");
   s.command = get_or<std::vector<std::string>>(j, "command", {});
   s.env = get_or<std::map<std::string, std::string>>(j, "env", {});
+  s.labels = get_or<std::map<std::string, std::string>>(j, "labels", {});
   return s;
 }
 

@@ -46,6 +46,8 @@ json job_json(const ClusterState& s, const Job& j, bool with_history) {
             {"team", s.teams[j.team.index()].spec.name},
             {"priority", j.spec.priority},
             {"priority_weight", j.priority},
+            // A class removed from the policy after the job ended (an active job's class cannot be removed).
+            {"priority_class_deleted", !j.spec.priority.empty() && s.priority_weight(j.spec.priority) < 0},
             {"state", job_state_name(j.state)},
             {"reason", j.reason},
             {"reason_code", reason_code_name(j.reason_code)},
@@ -58,6 +60,8 @@ json job_json(const ClusterState& s, const Job& j, bool with_history) {
             {"restarts", j.restarts},
             {"work_done_s", j.work_done_s},
             {"placement", placement_json(s, j.placement)}};
+  if (j.held) o["held"] = true;
+  o["labels"] = j.spec.labels;
   if (j.state == JobState::kRunning) o["started_at"] = j.started_at;
   if (j.spec.duration_s) o["duration_s"] = *j.spec.duration_s;
   json ps = json::array();
@@ -125,6 +129,22 @@ json team_json(const ClusterState& s, const Team& t) {
     if (a.amount.memory_mib) e["memory_gib"] = amount(*a.amount.memory_mib, 1024);
     alloc.push_back(e);
   }
+  // Per instance type, since amounts of different types do not add up (8 H100s and 4 A10Gs are not 12 of
+  // anything): the types the team has quota for or uses.
+  json types = json::array();
+  for (size_t ty = 0; ty < s.catalog.size(); ++ty) {
+    const TypeId type(static_cast<uint32_t>(ty));
+    const Resources nominal = ty < t.nominal.size() ? t.nominal[ty] : Resources{};
+    const Resources usage = s.usage[t.id.index()][ty];
+    if (nominal.is_zero() && usage.is_zero()) continue;
+    types.push_back({{"instance_type", s.catalog.at(type).name},
+                     {"nominal", resources_json(nominal)},
+                     {"max", resources_json(team_max(t, type))},
+                     {"usage", resources_json(usage)},
+                     {"borrowed", resources_json(borrowed(s, s.usage, t.id, type))},
+                     {"lent", resources_json(lent_by_team(s, s.usage, type)[t.id.index()])}});
+  }
+  const Share share = fair_share_value(s, s.usage, t.id);
   int pending = 0, running = 0, suspended = 0;
   for (const Job& j : s.jobs) {
     if (j.team != t.id) continue;
@@ -141,6 +161,9 @@ json team_json(const ClusterState& s, const Team& t) {
           {"usage", resources_json(team_usage_total(s, t.id))},
           {"borrowed", resources_json(team_borrowed_total(s, t.id))},
           {"lent", resources_json(team_lent_total(s, t.id))},
+          {"instance_types", types},
+          // borrowed dominant share / weight (core/quota.h); null when the weight is 0 (infinite)
+          {"share", share.den == 0 ? json(nullptr) : json(static_cast<double>(share.num) / static_cast<double>(share.den))},
           {"jobs", {{"pending", pending}, {"running", running}, {"suspended", suspended}}}};
 }
 

@@ -31,6 +31,7 @@ inline JobSpec full_job() {
   j.duration_s = 3600;
   j.command = {"/bin/sh", "-c", "echo \"hi\"\n"};
   j.env = {{"A", "1"}, {"EMPTY", ""}};
+  j.labels = {{"app", "llm"}, {"kueue.x-k8s.io/queue-name", "hyperpod-ns-team-a-localqueue"}};
   return j;
 }
 
@@ -111,7 +112,12 @@ inline std::vector<Op> every_kind() {
           CreateToken{TokenRecord{"3f9a2c1b7e", std::string(64, 'a'), "member", {"team-a", "team-b"}, "", 1800000000, "CI"}},
           CreateToken{TokenRecord{"0123456789", std::string(64, 'b'), "agent", {}, "gpu-1", 0, ""}},
           RevokeToken{"3f9a2c1b7e"},
-          Audit{"POST /v1/jobs/b-1/cancel", "b-1", 403, "needs a member token of team b"}};
+          Audit{"POST /v1/jobs/b-1/cancel", "b-1", 403, "needs a member token of team b"},
+          HoldJob{"train-3", true},
+          HoldJob{"train-3", false},
+          SetJobPriority{"train-3", "inference"},
+          SetJobPriority{"train-3", ""},
+          DeleteJob{"train-2"}};
 }
 
 }  // namespace allot::store
