@@ -66,7 +66,7 @@ Status delete_job(ClusterState& s, std::string_view name) {
     return Error::precondition("job " + j.spec.name + " is " + job_state_name(j.state) +
                                "; only a finished job can be deleted (cancel it first)");
   j.deleted = true;
-  s.attempts_used[j.spec.name] = j.attempt_base + j.restarts + j.preemptions + 1;
+  s.attempts_used[j.spec.name] = j.attempt_base + j.restarts + j.preemptions + static_cast<int>(j.resizes.size()) + 1;
   s.job_by_name.erase(j.spec.name);
   return ok_status();
 }

@@ -45,6 +45,8 @@ std::optional<PreemptionRule> parse_preemption_rule(std::string_view name) {
   for (auto r : {PreemptionRule::kReclaim, PreemptionRule::kPriority, PreemptionRule::kFairShare})
     if (name == preemption_rule_name(r)) return r;
   return std::nullopt;
+}
+
 const char* resize_cause_name(ResizeCause c) {
   switch (c) {
     case ResizeCause::kGrow: return "grow";

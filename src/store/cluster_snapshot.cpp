@@ -131,6 +131,22 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
     job.history.clear();
     for (const auto& h : jj.at("history"))
       job.history.push_back({h.at(0).get<Time>(), state_from(h.at(1)), state_from(h.at(2)), h.at(3).get<std::string>()});
+    // Held, deleted and resized since its submission (absent in snapshots written before these existed).
+    job.held = jj.value("held", false);
+    job.attempt_base = jj.value("attempt_base", 0);
+    if (job.attempt_base < 0) return Error::invalid("job " + spec.name + " has a negative attempt_base");
+    job.resizes.clear();
+    for (const auto& r : jj.value("resizes", json::array())) {
+      const auto cause = r.at(3).get<std::string>();
+      if (cause != "grow" && cause != "shrink") throw std::invalid_argument("job " + spec.name + ": unknown resize cause " + cause);
+      job.resizes.push_back({r.at(0).get<Time>(), r.at(1).get<int>(), r.at(2).get<int>(),
+                             cause == "grow" ? ResizeCause::kGrow : ResizeCause::kShrink, r.at(4).get<std::string>()});
+    }
+    if (jj.value("deleted", false)) {
+      if (is_active(job.state)) return Error::invalid("job " + spec.name + " is deleted but " + job_state_name(job.state));
+      job.deleted = true;
+      s.job_by_name.erase(spec.name);  // its name is free: a later job may hold it
+    }
     const auto placement = placement_from_json(jj.at("placement"));
     if ((job.state == JobState::kRunning) != !placement.empty())
       return Error::invalid("job " + spec.name + " is " + job_state_name(job.state) +
@@ -151,6 +167,15 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
   if (recorded_next < next_arrival)
     return Error::invalid("next_arrival " + std::to_string(recorded_next) + " is not after every job's arrival");
   s.next_arrival = recorded_next;
+  for (const auto& name : j.value("removed_teams", json::array()))
+    if (auto st = remove_team(s, name.get<std::string>()); !st) return Error::invalid("removed team: " + st.error().message);
+  s.attempts_used = j.value("attempts_used", std::unordered_map<std::string, int>{});
+  if (j.contains("room_changed_at")) {
+    auto room = j.at("room_changed_at").get<std::vector<Time>>();
+    if (room.size() != s.nodes.size())
+      return Error::invalid("room_changed_at has " + std::to_string(room.size()) + " entries for " + std::to_string(s.nodes.size()) + " nodes");
+    s.room_changed_at = std::move(room);
+  }
   return s;
 }
 
@@ -169,6 +194,8 @@ json cluster_to_json(const ClusterState& s) {
   for (const Job& j : s.jobs) {
     json history = json::array();
     for (const auto& h : j.history) history.push_back({h.at, job_state_name(h.from), job_state_name(h.to), h.reason});
+    json resizes = json::array();
+    for (const auto& r : j.resizes) resizes.push_back({r.at, r.from, r.to, resize_cause_name(r.cause), r.reason});
     jobs.push_back({{"spec", to_json(j.spec)},
                     {"priority", j.priority},
                     {"arrival", j.arrival},
@@ -184,10 +211,19 @@ json cluster_to_json(const ClusterState& s) {
                     {"work_done_s", j.work_done_s},
                     {"preemptions", j.preemptions},
                     {"restarts", j.restarts},
-                    {"history", std::move(history)}});
+                    {"history", std::move(history)},
+                    {"held", j.held},
+                    {"deleted", j.deleted},
+                    {"attempt_base", j.attempt_base},
+                    {"resizes", std::move(resizes)}});
   }
+  json removed_teams = json::array();
+  for (const Team& t : s.teams)
+    if (t.removed) removed_teams.push_back(t.spec.name);
   return {{"levels", s.levels}, {"policy", to_json(s.policy)}, {"teams", std::move(teams)},
-          {"nodes", std::move(nodes)}, {"jobs", std::move(jobs)}, {"next_arrival", s.next_arrival}};
+          {"nodes", std::move(nodes)}, {"jobs", std::move(jobs)}, {"next_arrival", s.next_arrival},
+          {"removed_teams", std::move(removed_teams)}, {"attempts_used", s.attempts_used},
+          {"room_changed_at", s.room_changed_at}};
 }
 
 Result<ClusterState> cluster_from_json(const json& j, const Catalog& catalog) {

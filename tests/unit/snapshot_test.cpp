@@ -113,6 +113,10 @@ Journal sample_journal() {
   // No schedulable node is left: what the drain suspends stays Suspended, what runs on cordoned n3 keeps running.
   j.op(Drain{"n1"}, 180);
   j.op(Submit{job("b-late", "b", 1, 8)}, 200);
+  // A held job, and a failed job deleted and its name submitted again (numbering its attempts after the old one's).
+  j.op(HoldJob{"a-huge", true}, 201);
+  j.op(DeleteJob{"a-doomed"}, 202);
+  j.op(Submit{job("a-doomed", "a", 1, 1)}, 203);
   return j;
 }
 
@@ -138,7 +142,7 @@ json room_json(const ClusterState& s) {
 json observable(const ServerState& st, Time now) {
   const ClusterState& s = st.cluster;
   json jobs = json::array(), nodes = json::array(), teams = json::array(), ids = json::object();
-  for (const Job& j : s.jobs) jobs.push_back({view::job_json(s, j), j.shape, j.arrival});
+  for (const Job& j : s.jobs) jobs.push_back({view::job_json(s, j), j.shape, j.arrival, j.held, j.deleted, j.attempt_base, j.resizes.size()});
   for (const Node& n : s.nodes) nodes.push_back(view::node_json(s, n));
   for (const Team& t : s.teams) {
     json cand = json::array();
@@ -172,6 +176,8 @@ json observable(const ServerState& st, Time now) {
           {"waiting", waiting},
           {"shapes", s.shape_ids.size()},
           {"next_arrival", s.next_arrival},
+          {"attempts_used", s.attempts_used},
+          {"room_changed_at", s.room_changed_at},
           {"running_table", std::vector<uint32_t>(st.running.begin(), st.running.end())},
           {"decisions", decisions}};
 }
