@@ -140,9 +140,10 @@ std::optional<std::string> uneven_plan(const ClusterState& s, const Job& job, co
       const Resources leftover = max0(freed - r);
       if (!leftover.any_positive()) continue;
       Resources wanted{};
+      const TypeId type = t;  // a lambda may not capture a structured binding before C++20 in clang 14
       auto want = [&](const Job& w) {
-        for (const auto& [wt, wr] : job_request(s, w, t, nullptr))
-          if (wt == t && wr.fits_in(leftover)) wanted += wr;
+        for (const auto& [wt, wr] : job_request(s, w, type, nullptr))
+          if (wt == type && wr.fits_in(leftover)) wanted += wr;
       };
       for (const Job& w : s.jobs)
         if (w.team == job.team && w.id != job.id && is_waiting(w.state)) want(w);
