@@ -31,7 +31,12 @@ job a-1 team-a training 2 300
 "$ALLOT" submit "$WORK/a-1.yaml" | grep_q "job a-1 submitted to team team-a" || fail "submit output"
 wait_state a-1 Running
 [ "$(job_field a-1 borrowing)" = true ] || fail "a-1 should be borrowing"
-for _ in $(seq 1 50); do "$ALLOT" logs a-1 | grep_q "rank=1 world=2" && break; sleep 0.1; done
+# Each replica writes its line when its process starts; the two start on
+# different agents, so wait for both (waiting for one raced the other).
+for _ in $(seq 1 100); do
+  "$ALLOT" logs a-1 --replica 0 | grep_q "rank=0 world=2" && "$ALLOT" logs a-1 --replica 1 | grep_q "rank=1 world=2" && break
+  sleep 0.1
+done
 "$ALLOT" logs a-1 --replica 0 | grep_q "rank=0 world=2 local=0 cuda=0 job=a-1 master=127.0.0.1:" || fail "replica 0 env: $("$ALLOT" logs a-1 --replica 0)"
 "$ALLOT" logs a-1 --replica 1 | grep_q "rank=1 world=2" || fail "replica 1 env"
 "$ALLOT" teams -o json | tr -d ' \n' | grep_q '"borrowed":{"accelerators":1' || fail "team-a should borrow 1 GPU"
