@@ -247,7 +247,7 @@ void explain_fair_share_victims(const ClusterState& s, const Job& job, const Quo
     const Job& victim = s.jobs[v.job.index()];
     const Team& theirs = s.teams[victim.team.index()];
     const bool final_share = v.why == kFinalShare;
-    v.why = "team " + theirs.spec.name + " is above its fair share; job " + job.spec.name + " of team " + mine.spec.name +
+    v.why = "team " + theirs.spec.name + " is above its fair share; " + job_ref(job.spec.name, mine.spec.name) +
             " takes its place by " + (final_share ? kFinalShare : kInitialShare) + " (team " + mine.spec.name +
             "'s share after admission is " + (final_share ? "at most team " + theirs.spec.name + "'s after" : "below team " + theirs.spec.name + "'s before") +
             "); shares: team " + mine.spec.name + " " + my_shares + ", team " + theirs.spec.name + " " +

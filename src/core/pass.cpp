@@ -157,7 +157,7 @@ std::optional<JobId> Pass::reserved_by(const AdmissionAttempt& a, const Job& j) 
 
 const PooledReason* Pass::reserved_reason(const AdmissionAttempt& a, JobId holder) {
   return texts.add(explain(ReasonCode::kReserved, "waiting: capacity of " + s.catalog.at(a.type).name +
-                                                      " is reserved for job " + job(holder).spec.name +
+                                                      " is reserved for " + job_ref(job(holder).spec.name, s.teams[job(holder).team.index()].spec.name) +
                                                       ", which has waited past the starvation threshold"));
 }
 
