@@ -55,7 +55,11 @@ std::string preemption_lines(const json& records) {
     std::string victims;
     for (const auto& v : r.value("victims", json::array()))
       victims += (victims.empty() ? "" : ", ") + record_job(v.value("job", json()), v.value("team", json())) + " (" +
-                 text(v, "rule") + ")";
+                 text(v, "rule") +
+                 (v.contains("shrunk") ? ", shrunk from " + std::to_string(integer(v["shrunk"], "from")) + " to " +
+                                             std::to_string(integer(v["shrunk"], "to"))
+                                       : "") +
+                 ")";
     out += "  " + clock_time(integer(r, "at")) + "  ";
     if (text(r, "as") == "preemptor") {
       out += "preempted " + victims + "\n";
@@ -309,6 +313,8 @@ std::string policy_text(const json& p) {
   if (p.value("fair_share_preemption", false)) out += "fair-share preemption: true\n";
   for (const char* k : {"min_runtime", "starvation_threshold"})
     if (p.contains(k) && text(p, k) != "0") out += std::string(k) + ":" + std::string(21 - std::string(k).size(), ' ') + text(p, k) + "s\n";
+  // 0 is a value of its own here (elastic jobs grow as soon as capacity is free), so it is always shown.
+  if (p.contains("elastic_grow_delay")) out += "elastic_grow_delay:   " + text(p, "elastic_grow_delay") + "s\n";
   out += "priority classes:\n";
   Table t({"  NAME", "WEIGHT"});
   for (const auto& c : p.value("priority_classes", json::array())) t.add({"  " + text(c, "name"), text(c, "weight")});

@@ -212,7 +212,11 @@ struct ResizeDecision {
   int from = 0, to = 0;  // replicas of the elastic pod set
   ResizeCause cause = ResizeCause::kGrow;
   JobId for_job;         // kShrink: the job that needed the room
+  PreemptionRule rule = PreemptionRule::kReclaim;  // kShrink: the preemption rule that took the replicas
   std::string reason;
+  // kShrink: the record of the preemption group the shrink belongs to (PreemptDecision::record), set by the
+  // pass once the group is applied; null for a grow and in decisions replayed from the journal.
+  std::shared_ptr<const PreemptionRecord> record;
 };
 
 using Decision = std::variant<AdmitDecision, PreemptDecision, ResizeDecision>;

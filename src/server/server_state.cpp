@@ -136,10 +136,14 @@ void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind
 
 // A preempt record's group goes with its event and into the job descriptions of the victim and, once per group
 // (with the group's first victim), of the preemptor.
+// A shrink (a resize record with a group) counts as one of its group's victims.
 void note_preemption(ServerState& st, const Record& r, Event& e) {
   const auto* p = std::get_if<Preempt>(&r.op);
-  if (!p || !p->group) return;
-  e.preemption = std::make_shared<const PreemptionGroup>(*p->group);
+  const auto* rz = std::get_if<Resize>(&r.op);
+  const std::optional<PreemptionGroup>* group = p ? &p->group : rz ? &rz->group : nullptr;
+  if (!group || !*group) return;
+  const std::string& victim = p ? p->job : rz->job;
+  e.preemption = std::make_shared<const PreemptionGroup>(**group);
   auto remember = [&](const std::string& name) {
     const Job* j = st.cluster.find_job(name);
     if (!j) return;
@@ -147,8 +151,8 @@ void note_preemption(ServerState& st, const Record& r, Event& e) {
     seen.push_back({r.at, e.preemption});
     if (seen.size() > ServerState::kPreemptionsKept) seen.pop_front();
   };
-  remember(p->job);
-  if (!p->group->victims.empty() && p->group->victims.front().job == p->job) remember(p->group->preemptor);
+  remember(victim);
+  if (!(*group)->victims.empty() && (*group)->victims.front().job == victim) remember((*group)->preemptor);
 }
 
 void add_history(NodeInfo& info, NodeChange c) {
@@ -222,14 +226,22 @@ void note(ServerState& st, const Record& r) {
     if (const Job* j = st.cluster.find_job(ad->job)) {
       st.observed.admitted(st.cluster, *j, ad->borrowing, r.at);
       st.accounts[j->id.index()].slots = slots_of(ad->placement);
+      st.accounts[j->id.index()].run_since = r.at;
       int rank = 0;
       for (const auto& ps : ad->placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
     }
   } else if (auto* rz = std::get_if<Resize>(&r.op)) {
-    // A resize restarts the job on its new placement: the ranks of the new run, counted at its new size.
+    // A resize restarts the job on its new placement: the run at the old size ends here (its slot-seconds held,
+    // and its work since the last checkpoint lost), and the ranks of the new run count at the new size.
     if (const Job* j = st.cluster.find_job(rz->job)) {
-      st.accounts[j->id.index()].slots = slots_of(rz->placement);
+      JobAccount& acc = st.accounts[j->id.index()];
+      const int64_t run_s = std::max<int64_t>(0, r.at - acc.run_since);
+      const int64_t ci = j->spec.checkpoint_interval_s;
+      acc.held_s += run_s * acc.slots;
+      acc.lost_s += (run_s - (ci > 0 ? run_s / ci * ci : run_s)) * acc.slots;
+      acc.slots = slots_of(rz->placement);
+      acc.run_since = r.at;
       int rank = 0;
       for (const auto& ps : rz->placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});

@@ -90,6 +90,9 @@ struct JobAccount {
   int64_t slots = 0;      // accelerators (or replicas) of the current placement
   int64_t held_s = 0;     // slot-seconds of runs that ended
   int64_t lost_s = 0;     // slot-seconds of work lost when runs ended
+  // When the current run began at its current size: its admission, or its latest resize (which ends a run at
+  // the old size and begins one at the new).
+  Time run_since = 0;
   std::vector<RestartInfo> restarts;
 };
 

@@ -111,7 +111,7 @@ struct Preempt {
   friend bool operator==(const Preempt&, const Preempt&) = default;
 };
 // An elastic job restarted at a new size: its whole new placement (like Admit), the sizes, why, and for a
-// shrink the job that needed the room.
+// shrink the job that needed the room, the preemption rule that took the replicas and the group (as Preempt).
 struct Resize {
   std::string job;
   std::vector<PodSetRecord> placement;
@@ -120,6 +120,8 @@ struct Resize {
   std::string cause;  // "grow", "shrink" (core/model.h, resize_cause_name)
   std::string for_job;
   std::string reason;
+  std::optional<PreemptionRule> rule;
+  std::optional<PreemptionGroup> group;
   friend bool operator==(const Resize&, const Resize&) = default;
 };
 
