@@ -93,7 +93,20 @@ void Pass::admit(const Job& j, const AdmissionAttempt& a, const std::string& ext
   free.took(s, s.room, job(id), d.placement);
   rec(id).why = nullptr;
   rec(id).waiting = false;
+  if (d.borrowing) borrowed_since_plans_ = true;
   result.decisions.push_back(std::move(d));
+}
+
+bool Pass::plan_again() {
+  if (!borrowed_since_plans_) return false;
+  borrowed_since_plans_ = false;
+  bool any = false;
+  for (JobId w : waiting) {
+    PassJob& r = rec(w);
+    any |= r.waiting && r.preempt_tried;
+    r.preempt_tried = false;
+  }
+  return any;
 }
 
 void Pass::preempt(PreemptDecision d) {
