@@ -365,12 +365,24 @@ std::string describe_job(const json& j, int64_t now) {
   const json placement = j.value("placement", json::array());
   if (!placement.empty()) {
     out += "Placement:\n";
-    Table pt({"  RANK", "NODE", "TYPE", "ACCELERATORS", "NUMA", "CPUS", "PER_REPLICA"});
+    // BOUND: the CPUs the agent bound the process to, where it reported them; on an emulated node the planned
+    // CPUS are folded onto the machine's own.
+    bool bound = false;
     for (const auto& p : placement)
-      for (const auto& r : p.value("replicas", json::array()))
-        pt.add({"  " + text(r, "rank"), text(r, "node"), text(p, "instance_type"),
-                join(r.value("accelerators", json::array())), join(r.value("numa_domains", json::array())),
-                text(r, "cpus"), triple(p.value("per_replica", json()))});
+      for (const auto& r : p.value("replicas", json::array())) bound |= r.contains("cpus_bound");
+    std::vector<std::string> head = {"  RANK", "NODE", "TYPE", "ACCELERATORS", "NUMA", "CPUS"};
+    if (bound) head.push_back("BOUND");
+    head.push_back("PER_REPLICA");
+    Table pt(head);
+    for (const auto& p : placement)
+      for (const auto& r : p.value("replicas", json::array())) {
+        std::vector<std::string> row = {"  " + text(r, "rank"), text(r, "node"), text(p, "instance_type"),
+                                        join(r.value("accelerators", json::array())),
+                                        join(r.value("numa_domains", json::array())), text(r, "cpus")};
+        if (bound) row.push_back(text(r, "cpus_bound", "-"));
+        row.push_back(triple(p.value("per_replica", json())));
+        pt.add(row);
+      }
     out += pt.str();
   }
   const json replicas = j.value("replicas", json::array());  // the server's per-replica process states

@@ -69,7 +69,7 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
     const json& r = list[i];
     const std::string where = "heartbeat: replicas[" + std::to_string(i) + "]";
     if (!r.is_object()) return Error::invalid(where + " must be an object");
-    if (auto st = only_keys(r, {"job", "rank", "state", "exit_code", "attempt"}, where); !st) return st.error();
+    if (auto st = only_keys(r, {"job", "rank", "state", "exit_code", "attempt", "cpus"}, where); !st) return st.error();
     ReplicaReport rep;
     if (!r.contains("job") || !r["job"].is_string()) return Error::invalid(where + ": job (a name) is required");
     rep.job = r["job"].get<std::string>();
@@ -87,6 +87,14 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
     if (r.contains("attempt")) {
       if (!r["attempt"].is_number_integer()) return Error::invalid(where + ": attempt must be an integer");
       rep.attempt = static_cast<int>(r["attempt"].get<int64_t>());
+    }
+    if (r.contains("cpus")) {
+      // A Linux CPU list ("0-3,8"), as the agent formats it; bounded so a report cannot grow the state.
+      const json& c = r["cpus"];
+      const bool ok = c.is_string() && c.get_ref<const std::string&>().size() <= 4096 &&
+                      c.get_ref<const std::string&>().find_first_not_of("0123456789,-") == std::string::npos;
+      if (!ok) return Error::invalid(where + ": cpus must be a CPU list such as \"0-3,8\" (digits, ',' and '-'; at most 4096 characters)");
+      rep.cpus = c.get<std::string>();
     }
     out.push_back(std::move(rep));
   }
@@ -126,6 +134,26 @@ void apply_exits(Txn& txn, const std::string& node_name, const std::vector<Repli
       txn.state().exits.erase(j->id.index());
       (void)txn.apply(store::Finish{name, true, "all " + std::to_string(world) + " replicas exited with code 0"});
     }
+  }
+}
+
+void note_replica_cpus(Txn& txn, const std::string& node_name, const std::vector<ReplicaReport>& reports) {
+  const Node* node = txn.cluster().find_node(node_name);
+  if (!node) return;
+  for (const ReplicaReport& rep : reports) {
+    if (rep.exited || rep.cpus.empty()) continue;
+    const Job* j = txn.cluster().find_job(rep.job);
+    if (!j || j->state != JobState::kRunning) continue;
+    const int attempt = attempt_of(*j);
+    if (rep.attempt && *rep.attempt != attempt) continue;
+    bool here = false;
+    for_each_replica(*j, [&](int rank, const PodSetPlacement&, const ReplicaBinding& r) {
+      here |= rank == rep.rank && r.node == node->id;
+    });
+    if (!here) continue;
+    ReplicaCpus& cpus = txn.state().replica_cpus[j->id.index()];
+    if (cpus.attempt != attempt) cpus = ReplicaCpus{attempt, {}};
+    cpus.by_rank[rep.rank] = rep.cpus;
   }
 }
 

@@ -19,6 +19,7 @@ Render job_render(const std::string& name, const auth::Caller& who, int status =
     json v = view::job_json(st.cluster, *j, /*with_history=*/true);
     add_resilience(st, *j, static_cast<Time>(system_clock_ms() / 1000), v);
     add_preemption_records(st, *j, who, v);
+    add_bound_cpus(st, *j, v);
     view::hide_job_refs(v, job_names_for(who));
     return json_reply(status, v);
   };

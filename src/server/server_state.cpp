@@ -126,8 +126,12 @@ void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind
           std::string message) {
   std::string team;
   if (const Job* j = job.empty() ? nullptr : st.cluster.find_job(job)) {
-    if (j->state == JobState::kRunning) st.running.insert(j->id.index());
-    else st.running.erase(j->id.index());
+    if (j->state == JobState::kRunning) {
+      st.running.insert(j->id.index());
+    } else {
+      st.running.erase(j->id.index());
+      st.replica_cpus.erase(j->id.index());
+    }
     st.running_by_node.update(*j);
     team = st.cluster.teams[j->team.index()].spec.name;
   }

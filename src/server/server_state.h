@@ -159,12 +159,20 @@ struct AuditEntry {
   store::Audit audit;
 };
 
+// The CPUs each replica of a job's current run reported it is bound to (GET /v1/jobs/NAME, `allot describe`).
+struct ReplicaCpus {
+  int attempt = 0;
+  std::map<int, std::string> by_rank;
+};
+
 struct ServerState {
   ClusterState cluster;
   std::unordered_map<std::string, NodeInfo> nodes;  // by node name
   std::set<std::string> removed_teams;              // removed through the API; their jobs are refused
   std::unordered_map<uint32_t, ExitTrack> exits;    // by JobId index; in memory, agents report again
   std::unordered_map<uint32_t, DeferredExit> deferred_exits;  // by JobId index; in memory
+  // By JobId index, of Running jobs only; in memory, agents report again with every heartbeat.
+  std::unordered_map<uint32_t, ReplicaCpus> replica_cpus;
   std::unordered_map<uint32_t, JobAccount> accounts;          // by JobId index; rebuilt by replay
   std::vector<ProvisionRequest> provision_queue;              // taken by the writer after each batch
   // Nodes retired by a replacement (name -> the replacement): their agents may not join again under that name.
