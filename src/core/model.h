@@ -151,6 +151,10 @@ struct Job {
   // A finished job deleted by request (`allot delete`): its name is free for a new job, and listings skip it.
   // Its ID is never reused, so decisions and events that name it stay valid.
   bool deleted = false;
+  // Compacted by retention (state.h, compact_finished): a finished job that left the live state. Only its ID
+  // remains, as a tombstone (IDs are never reused): no spec, no name, no team, no history; `deleted` is set
+  // too, so every listing skips it. Its records stay in the journal.
+  bool compacted = false;
   // Runs of an earlier job of the same name, deleted before this one was submitted (ClusterState::
   // attempts_used): a live server numbers this job's attempts from here, so that what an agent reports about
   // the earlier job's replicas is never taken for this one's.

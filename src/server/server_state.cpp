@@ -31,6 +31,7 @@ struct NodeOf {
   std::string operator()(const HoldJob&) const { return ""; }
   std::string operator()(const SetJobPriority&) const { return ""; }
   std::string operator()(const DeleteJob&) const { return ""; }
+  std::string operator()(const CompactFinished&) const { return ""; }
 };
 
 struct JobOf {
@@ -55,6 +56,7 @@ struct JobOf {
   std::string operator()(const HoldJob& o) const { return o.job; }
   std::string operator()(const SetJobPriority& o) const { return o.job; }
   std::string operator()(const DeleteJob& o) const { return o.job; }
+  std::string operator()(const CompactFinished&) const { return ""; }
 };
 
 std::vector<JobId> running_on(const ClusterState& s, const std::string& node_name) {
@@ -118,6 +120,10 @@ std::string message_of(const ServerState& st, const Record& r) {
       return "priority class set to " + (o.priority.empty() ? std::string("none") : o.priority);
     }
     std::string operator()(const DeleteJob&) const { return "deleted; its name is free for a new job"; }
+    std::string operator()(const CompactFinished& o) const {
+      return "retention: jobs that finished at or before " + std::to_string(o.finished_before) + " left the server (" +
+             std::to_string(s.compacted_jobs) + " compacted so far); the journal keeps their records";
+    }
   };
   return std::visit(M{s}, r.op);
 }
@@ -188,6 +194,25 @@ void account_stop(ServerState& st, const Job& j, Time at, int restarts_before, c
   acc.lost_s += lost * acc.slots;
   if (failure)
     acc.restarts.push_back(RestartInfo{at, restarts_before + j.preemptions, cause, node, run_s, lost});
+}
+
+// After a compaction: the server's own tables keep nothing of the jobs that left (core/state.h,
+// compact_finished), so that they too follow the jobs kept rather than every job ever run. Each table is walked
+// once; a compaction runs every few seconds at most (server/retention.h).
+void forget_compacted(ServerState& st) {
+  const auto& jobs = st.cluster.jobs;
+  auto gone = [&](uint32_t job) { return job < jobs.size() && jobs[job].compacted; };
+  auto drop = [&](auto& table) {
+    for (auto it = table.begin(); it != table.end();) it = gone(it->first) ? table.erase(it) : std::next(it);
+  };
+  drop(st.accounts);
+  drop(st.preemptions_of);
+  drop(st.exits);
+  drop(st.deferred_exits);
+  drop(st.waiting_since);
+  for (auto& [name, info] : st.nodes)
+    for (auto it = info.ranks_placed.begin(); it != info.ranks_placed.end();)
+      it = gone(it->first) ? info.ranks_placed.erase(it) : std::next(it);
 }
 
 // The server's tables for one record that the cluster has already taken.
@@ -262,6 +287,8 @@ void note(ServerState& st, const Record& r) {
       it->second.revoked_at = r.at;
     }
     ++st.tokens_version;
+  } else if (std::holds_alternative<CompactFinished>(r.op)) {
+    forget_compacted(st);
   } else if (auto* au = std::get_if<Audit>(&r.op)) {
     st.audit.push_back(AuditEntry{r.seq, r.at, r.actor, *au});
     if (st.audit.size() > ServerState::kAuditKept) st.audit.pop_front();

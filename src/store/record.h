@@ -173,9 +173,16 @@ struct DeleteJob {
   friend bool operator==(const DeleteJob&, const DeleteJob&) = default;
 };
 
+// Retention (`allot server --retain-finished`): every finished job whose last change was at or before the cutoff
+// leaves the live state (core/state.h, compact_finished). Its own records stay in the journal.
+struct CompactFinished {
+  Time finished_before = 0;
+  friend bool operator==(const CompactFinished&, const CompactFinished&) = default;
+};
+
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
                         Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
-                        SetJobPriority, DeleteJob>;
+                        SetJobPriority, DeleteJob, CompactFinished>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

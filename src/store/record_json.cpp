@@ -152,6 +152,7 @@ struct ToJson {
   json operator()(const HoldJob& o) const { return {{"job", o.job}, {"held", o.held}}; }
   json operator()(const SetJobPriority& o) const { return {{"job", o.job}, {"priority", o.priority}}; }
   json operator()(const DeleteJob& o) const { return {{"job", o.job}}; }
+  json operator()(const CompactFinished& o) const { return {{"finished_before", o.finished_before}}; }
 };
 
 }  // namespace
@@ -205,6 +206,7 @@ Op parse_op(const json& j) {
   if (kind == "set_job_hold") return HoldJob{str("job"), j.at("held").get<bool>()};
   if (kind == "set_job_priority") return SetJobPriority{str("job"), str("priority")};
   if (kind == "delete_job") return DeleteJob{str("job")};
+  if (kind == "compact_finished") return CompactFinished{j.at("finished_before").get<Time>()};
   throw std::invalid_argument("unknown record kind '" + kind + "'");
 }
 

@@ -82,6 +82,10 @@ struct Apply {
   Status operator()(const HoldJob& o) const { return set_job_held(s, o.job, o.held, at); }
   Status operator()(const SetJobPriority& o) const { return set_job_priority(s, o.job, o.priority, at); }
   Status operator()(const DeleteJob& o) const { return delete_job(s, o.job); }
+  Status operator()(const CompactFinished& o) const {
+    auto compacted = compact_finished(s, o.finished_before, at);
+    return compacted ? ok_status() : Status(compacted.error());
+  }
 };
 
 }  // namespace

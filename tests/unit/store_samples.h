@@ -117,7 +117,8 @@ inline std::vector<Op> every_kind() {
           HoldJob{"train-3", false},
           SetJobPriority{"train-3", "inference"},
           SetJobPriority{"train-3", ""},
-          DeleteJob{"train-2"}};
+          DeleteJob{"train-2"},
+          CompactFinished{1700000000}};
 }
 
 }  // namespace allot::store
