@@ -57,6 +57,17 @@ json assignment(const ServerState& st, const ServerOptions& options, const Job& 
   return a;
 }
 
+// The running job a replica report is about, when it is the job's current attempt and the rank is placed on
+// `node`: an agent reports only for its own node, and a late report of an earlier attempt changes nothing.
+const Job* reported_job(const Txn& txn, const Node& node, const ReplicaReport& rep) {
+  const Job* j = txn.cluster().find_job(rep.job);
+  if (!j || j->state != JobState::kRunning) return nullptr;
+  if (rep.attempt && *rep.attempt != attempt_of(*j)) return nullptr;
+  bool here = false;
+  for_each_replica(*j, [&](int rank, const PodSetPlacement&, const ReplicaBinding& r) { here |= rank == rep.rank && r.node == node.id; });
+  return here ? j : nullptr;
+}
+
 }  // namespace
 
 Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
@@ -110,15 +121,9 @@ void apply_exits(Txn& txn, const std::string& node_name, const std::vector<Repli
   for (const ReplicaReport& rep : reports) {
     if (!rep.exited) continue;
     const Node* node = txn.cluster().find_node(node_name);
-    const Job* j = txn.cluster().find_job(rep.job);
-    if (!node || !j || j->state != JobState::kRunning) continue;
+    const Job* j = node ? reported_job(txn, *node, rep) : nullptr;
+    if (!j) continue;
     const int attempt = attempt_of(*j);
-    if (rep.attempt && *rep.attempt != attempt) continue;
-    bool here = false;
-    for_each_replica(*j, [&](int rank, const PodSetPlacement&, const ReplicaBinding& r) {
-      here |= rank == rep.rank && r.node == node->id;
-    });
-    if (!here) continue;
     ExitTrack& track = txn.state().exits[j->id.index()];
     if (track.attempt != attempt) track = ExitTrack{attempt, {}};
     const std::string name = j->spec.name;
@@ -142,15 +147,9 @@ void note_replica_cpus(Txn& txn, const std::string& node_name, const std::vector
   if (!node) return;
   for (const ReplicaReport& rep : reports) {
     if (rep.exited || rep.cpus.empty()) continue;
-    const Job* j = txn.cluster().find_job(rep.job);
-    if (!j || j->state != JobState::kRunning) continue;
+    const Job* j = reported_job(txn, *node, rep);
+    if (!j) continue;
     const int attempt = attempt_of(*j);
-    if (rep.attempt && *rep.attempt != attempt) continue;
-    bool here = false;
-    for_each_replica(*j, [&](int rank, const PodSetPlacement&, const ReplicaBinding& r) {
-      here |= rank == rep.rank && r.node == node->id;
-    });
-    if (!here) continue;
     ReplicaCpus& cpus = txn.state().replica_cpus[j->id.index()];
     if (cpus.attempt != attempt) cpus = ReplicaCpus{attempt, {}};
     cpus.by_rank[rep.rank] = rep.cpus;

@@ -40,17 +40,7 @@ YAML
 "$ALLOT" submit "$WORK/elastic.yaml" >/dev/null
 wait_state elastic Running 20
 
-# log_has TEXT [SECONDS]: polls the job's logs (every rank) until TEXT shows.
-log_has() {
-  local want=$1 limit=${2:-20}
-  for _ in $(seq 1 $((limit * 5))); do
-    "$ALLOT" logs elastic >"$WORK/elastic-logs.out" 2>/dev/null || true
-    grep_q -- "$want" "$WORK/elastic-logs.out" && return 0
-    sleep 0.2
-  done
-  fail "the replicas never said '$want': $(cat "$WORK/elastic-logs.out")"
-}
-log_has "rank 2 of world 3 restart 0"
+log_has elastic "rank 2 of world 3 restart 0"
 
 cat >"$WORK/serve.yaml" <<'YAML'
 name: serve
@@ -62,8 +52,8 @@ command: 'sleep 120'
 YAML
 "$ALLOT" submit "$WORK/serve.yaml" >/dev/null
 wait_state serve Running 20
-log_has "rank 0 of world 2 restart 1" 30
-log_has "rank 1 of world 2 restart 1" 10
+log_has elastic "rank 0 of world 2 restart 1" 30
+log_has elastic "rank 1 of world 2 restart 1" 10
 [ "$(job_field elastic state)" = Running ] || fail "the elastic job should still run after its shrink"
 [ "$(job_field elastic preemptions)" = 0 ] || fail "the elastic job should be shrunk, not preempted"
 "$ALLOT" describe elastic >"$WORK/describe.out"
