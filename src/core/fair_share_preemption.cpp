@@ -76,6 +76,31 @@ bool above_nominal_anywhere(const ClusterState& s, const UsageTable& usage, cons
   return false;
 }
 
+// What `v` still holds in the trial: all of it, or what a shrink so far left it.
+Placement held_in(const Job& v, Trial& trial) {
+  const Victim* e = trial.chosen_entry(v.id);
+  return e ? kept_placement(v, e->keep) : v.placement;
+}
+
+// Whether one of the share rules lets `v` go for a preemptor whose team's share after admission is `mine`.
+bool share_rules_allow(const ClusterState& s, UsageTable& usage, const Job& v, const Placement& held, const Share& mine) {
+  return !(share_without(s, usage, v, held) < mine) || mine < share_of(s, usage, v.team);
+}
+
+// The running teammate of `v` that comes first in victim order among those it may not be taken past (the
+// lowest priority; shields_lower_priority), or null when none still runs.
+const Job* lowest_kept_teammate(const ClusterState& s, const Job& v, const Trial& trial) {
+  const Job* out = nullptr;
+  for (JobId id : s.running_jobs) {
+    const Job& u = s.jobs[id.index()];
+    if (u.team != v.team || u.priority >= v.priority) continue;
+    const bool given_up =
+        std::any_of(trial.chosen.begin(), trial.chosen.end(), [&](const Victim& c) { return c.job == id && !c.shrunk(); });
+    if (!given_up && (!out || victim_order(u, *out))) out = &u;
+  }
+  return out;
+}
+
 // Other teams' remaining candidates, teams highest share first (ties: lower weight, then name), each team's
 // jobs in victim order.
 std::vector<const Job*> by_team_share(const ClusterState& s, const UsageTable& usage, const std::vector<const Job*>& others,
@@ -106,6 +131,59 @@ std::string share_text(const Share& sh) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(sh.num) / static_cast<double>(sh.den));
   return buf;
+}
+
+// Why fair share found no plan when the lowest-priority-first rule kept candidates out: for each team with a
+// candidate that the share rules would let go but that a running lower-priority teammate shields, which teammate
+// may not be taken and why (the same checks as greedy_fair_share, in its order, on the trial it ended with).
+// Empty when that rule kept no such candidate out. Other teams' jobs are named by job_ref() only.
+std::string shielded_text(const ClusterState& s, const Job& job, const QuotaRequest& request,
+                          const std::vector<const Job*>& others, const std::vector<char>& taken, Trial& trial) {
+  const Share mine = share_with(s, trial.usage, job, request);
+  if (mine.den == 0) return {};
+  const std::vector<const Job*> order = by_team_share(s, trial.usage, others, taken);
+  const std::string& my_team = s.teams[job.team.index()].spec.name;
+  std::string out;
+  for (size_t i = 0; i < order.size();) {
+    const TeamId team = order[i]->team;
+    const Job* first = nullptr;
+    int more = 0;
+    for (; i < order.size() && order[i]->team == team; ++i) {
+      const Job& v = *order[i];
+      const Placement held = held_in(v, trial);
+      if (!above_nominal_anywhere(s, trial.usage, v) || !stays_at_nominal(s, trial.usage, v, held) ||
+          !shields_lower_priority(s, v, trial) || !share_rules_allow(s, trial.usage, v, held, mine))
+        continue;
+      if (first) ++more;
+      else first = &v;
+    }
+    if (!first) continue;
+    const Job* u = lowest_kept_teammate(s, *first, trial);
+    if (!u) continue;
+    const std::string& name = s.teams[team.index()].spec.name;
+    std::string why;
+    if (std::find(others.begin(), others.end(), u) == others.end()) {
+      bool holds = false;
+      for (const auto& [t, r] : request)
+        for (const auto& ps : u->placement.pod_sets) holds |= ps.type == t;
+      why = holds ? "the minimum runtime protects it" : "it runs on another instance type";
+    } else {
+      const Placement held = held_in(*u, trial);
+      if (!above_nominal_anywhere(s, trial.usage, *u))
+        why = "team " + name + " is not above its nominal quota where it runs";
+      else if (!stays_at_nominal(s, trial.usage, *u, held))
+        why = "team " + name + " would fall below its nominal quota";
+      else
+        why = "neither share rule lets it go: team " + my_team + "'s share after admission, " + share_text(mine) +
+              ", would be above team " + name + "'s after losing it, " + share_text(share_without(s, trial.usage, *u, held)) +
+              ", and not below team " + name + "'s now, " + share_text(share_of(s, trial.usage, team));
+    }
+    if (!out.empty()) out += "; ";
+    out += "fair share takes a team's jobs lowest priority first, and " + job_ref(u->spec.name, name) +
+           " may not be taken (" + why + "), so " + job_ref(first->spec.name, name) + ", of higher priority, is not taken either";
+    if (more > 0) out += " (nor " + std::to_string(more) + " more of team " + name + "'s jobs)";
+  }
+  return out;
 }
 
 // A team's place in Phi (fair_share_preemption.h): its share, then the fraction of the pool it borrows.
@@ -188,7 +266,8 @@ std::optional<std::string> uneven_plan(const ClusterState& s, const Job& job, co
 }
 
 bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest& request,
-                       const std::vector<const Job*>& others, const std::vector<const Job*>& own, bool within, Trial& trial) {
+                       const std::vector<const Job*>& others, const std::vector<const Job*>& own, bool within, Trial& trial,
+                       std::string& stopped_by) {
   // Elastic candidates give up replicas first, by the same rules and in the same order as whole jobs below,
   // one shrink step at a time; whole jobs only when that is not enough.
   const std::vector<char> none(others.size(), 0);
@@ -266,9 +345,7 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
       for (const char* rule : {kFinalShare, kInitialShare}) {
         if (infinite) break;
         for (const Job* v : order) {
-          // What it still holds: all of it, or what a shrink so far left it.
-          const Victim* e = trial.chosen_entry(v->id);
-          const Placement held = e ? kept_placement(*v, e->keep) : v->placement;
+          const Placement held = held_in(*v, trial);
           if (!above_nominal_anywhere(s, trial.usage, *v) || !stays_at_nominal(s, trial.usage, *v, held) ||
               shields_lower_priority(s, *v, trial))
             continue;
@@ -291,6 +368,7 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
       if (trial.take(*v, {v->id, PreemptionRule::kPriority, {}})) return true;
       continue;
     }
+    if (!within) stopped_by = shielded_text(s, job, request, others, taken, trial);
     return false;
   }
 }

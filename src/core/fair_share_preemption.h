@@ -25,9 +25,12 @@ using QuotaRequest = std::vector<std::pair<TypeId, Resources>>;
 
 // Chooses victims into `trial` until the job fits; false if the candidates run out first. `others` are the
 // other teams' candidates in victim order (reclaim candidates when `within`, else jobs of teams above nominal),
-// `own` the team's lower-priority jobs in victim order.
+// `own` the team's lower-priority jobs in victim order. When it fails and the lowest-priority-first rule kept
+// out a candidate that the share rules would let go, `stopped_by` says so (which lower-priority job of its team
+// may not be taken, and why) for the waiting job's reason; otherwise it is left as it is.
 bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest& request,
-                       const std::vector<const Job*>& others, const std::vector<const Job*>& own, bool within, Trial& trial);
+                       const std::vector<const Job*>& others, const std::vector<const Job*>& own, bool within, Trial& trial,
+                       std::string& stopped_by);
 
 // The rule that makes fair sharing reach a fixed point (docs/scheduling.md, "Fair-sharing preemption"). Order
 // teams by (share, dominant borrowed share) (the second part orders teams of weight 0, whose shares are all

@@ -280,10 +280,12 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
     }
     Trial trial(s, job, type);
     const bool fair_share = s.policy.fair_share_preemption;
-    const bool done = fair_share ? greedy_fair_share(s, job, request, c.within ? c.reclaim : c.fair, c.own, c.within, trial)
-                                 : greedy_in_order(s, request, c, trial);
+    std::string stopped_by;  // fair share: what kept candidates out, when that is what stopped it
+    const bool done = fair_share
+                          ? greedy_fair_share(s, job, request, c.within ? c.reclaim : c.fair, c.own, c.within, trial, stopped_by)
+                          : greedy_in_order(s, request, c, trial);
     if (!done) {
-      last_reason = "preempting every candidate would still not make room";
+      last_reason = stopped_by.empty() ? "preempting every candidate would still not make room" : std::move(stopped_by);
       continue;
     }
     minimise(s, trial);
