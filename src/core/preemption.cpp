@@ -31,13 +31,16 @@ std::string no_candidates(const Team& team, bool within) {
 
 // --- Candidates ------------------------------------------------------------------------------------------------
 
-// Who may lose a job to `job` on one instance type, each list in victim order.
+// Who may lose a job to `job` on one instance type; each list in victim order once sort_candidates has run.
 struct Candidates {
   bool within = false;              // the job fits within its team's nominal quota: reclaim applies
   std::vector<const Job*> reclaim;  // other teams' jobs, for a job within its nominal quota
   std::vector<const Job*> fair;     // other teams' jobs above nominal, for a borrower (fair_share_preemption)
   std::vector<const Job*> own;      // the team's strictly lower-priority jobs
   int protected_count = 0;          // jobs the minimum runtime protects
+  // Whether a candidate may give up replicas (shrink.h): only then do the greedy choices look for shrinks,
+  // rather than visit every candidate (often thousands, each a cache miss) to find none.
+  bool any_shrinkable = false;
   bool empty() const { return reclaim.empty() && fair.empty() && own.empty(); }
 };
 
@@ -68,18 +71,27 @@ Candidates candidates(const ClusterState& s, const Job& job, const std::vector<s
       ++c.protected_count;
       continue;
     }
+    bool added = true;
     if (v.team != job.team) {
       if (q.allow_reclaim && c.within) c.reclaim.push_back(&v);
       else if (q.allow_reclaim && fair_share && team_borrowing(s, s.usage, v.team)) c.fair.push_back(&v);
+      else added = false;
     } else if (team.spec.preempt_team_tasks == PreemptTeamTasks::kLowerPriority && v.priority < job.priority) {
       c.own.push_back(&v);
+    } else {
+      added = false;
     }
+    c.any_shrinkable |= added && shrinkable(v);
   }
+  return c;
+}
+
+// Puts each list in victim order; done only once the bound has not ruled the plan out, as nothing before needs it.
+void sort_candidates(Candidates& c) {
   auto order = [](const Job* a, const Job* b) { return victim_order(*a, *b); };
   std::sort(c.reclaim.begin(), c.reclaim.end(), order);
   std::sort(c.fair.begin(), c.fair.end(), order);
   std::sort(c.own.begin(), c.own.end(), order);
-  return c;
 }
 
 // --- Bound -----------------------------------------------------------------------------------------------------
@@ -113,12 +125,14 @@ bool greedy_in_order(const ClusterState& s, const std::vector<std::pair<TypeId, 
     for (const auto& [t, r] : request) out |= above_nominal(s, trial.usage, v.team, t);
     return out;
   };
-  for (const Job* v : c.reclaim)
-    while (trial.can_shrink_further(*v) && above(*v))
-      if (trial.shrink(*v, {v->id, PreemptionRule::kReclaim, {}})) return true;
-  for (const Job* v : c.own)
-    while (trial.can_shrink_further(*v))
-      if (trial.shrink(*v, {v->id, PreemptionRule::kPriority, {}})) return true;
+  if (c.any_shrinkable) {
+    for (const Job* v : c.reclaim)
+      while (trial.can_shrink_further(*v) && above(*v))
+        if (trial.shrink(*v, {v->id, PreemptionRule::kReclaim, {}})) return true;
+    for (const Job* v : c.own)
+      while (trial.can_shrink_further(*v))
+        if (trial.shrink(*v, {v->id, PreemptionRule::kPriority, {}})) return true;
+  }
   for (const Job* v : c.reclaim) {
     if (!above(*v)) continue;
     if (trial.take(*v, {v->id, PreemptionRule::kReclaim, {}})) return true;
@@ -267,7 +281,7 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
   for (TypeId type : candidate_types(s, job)) {
     auto request = job_request(s, job, type, nullptr);
     if (request.empty()) continue;
-    const Candidates c = candidates(s, job, request, q);
+    Candidates c = candidates(s, job, request, q);
     protected_count += c.protected_count;
     // Most waiting jobs have no candidate at all: say so before copying any table.
     if (c.empty()) {
@@ -278,6 +292,7 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
       last_reason = "preempting every candidate would still not make room";
       continue;
     }
+    sort_candidates(c);
     Trial trial(s, job, type);
     const bool fair_share = s.policy.fair_share_preemption;
     std::string stopped_by;  // fair share: what kept candidates out, when that is what stopped it
