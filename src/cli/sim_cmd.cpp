@@ -35,6 +35,11 @@ int sim_run(const SimRunArgs& a) {
     for (const Job& j : s.jobs) out["jobs"].push_back(view::job_json(s, j));
     out["teams"] = nlohmann::json::array();
     for (const Team& t : s.teams) out["teams"].push_back(view::team_json(s, t));
+    // Only scenarios with plans have the key, so the output of every other scenario stays as it was.
+    if (!s.plans.empty()) {
+      out["plans"] = nlohmann::json::array();
+      for (const Plan& p : s.plans) out["plans"].push_back(view::plan_json(s, p));
+    }
     out["failures"] = rep->failures;
     std::cout << out.dump(2) << "\n";
   } else {

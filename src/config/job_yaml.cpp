@@ -160,7 +160,7 @@ Result<std::map<std::string, std::string>> read_env(const YamlContext& ctx, cons
 
 Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
-                                 "duration", "max_retries", "checkpoint_interval", "command", "env"});
+                                 "duration", "max_retries", "checkpoint_interval", "command", "env", "plan"});
   if (!f) return f.error();
   JobSpec job;
   auto name_val = f->need(ctx, "name");
@@ -215,6 +215,11 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     auto env = read_env(ctx, *e);
     if (!env) return env.error();
     job.env = std::move(*env);
+  }
+  if (auto p = f->get("plan")) {
+    auto plan = read_object_name(ctx, *p, NameKind::kPlan);  // a reference: an unknown plan is reported at submission
+    if (!plan) return plan.error();
+    job.plan = *plan;
   }
   return job;
 }

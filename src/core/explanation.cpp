@@ -6,7 +6,7 @@
 namespace allot {
 namespace {
 
-constexpr std::array<std::pair<ReasonCode, const char*>, 24> kNames = {{
+constexpr std::array<std::pair<ReasonCode, const char*>, 27> kNames = {{
     {ReasonCode::kNone, "none"},
     {ReasonCode::kSubmitted, "submitted"},
     {ReasonCode::kQuota, "quota"},
@@ -31,6 +31,9 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 24> kNames = {{
     {ReasonCode::kFinished, "finished"},
     {ReasonCode::kFailed, "failed"},
     {ReasonCode::kCancelled, "cancelled"},
+    {ReasonCode::kPlanPending, "plan_pending"},
+    {ReasonCode::kPlanEnded, "plan_ended"},
+    {ReasonCode::kPlanEnding, "plan_ending"},
 }};
 
 }  // namespace

@@ -37,6 +37,10 @@ enum class ReasonCode : uint8_t {
   kFinished,
   kFailed,           // its process failed
   kCancelled,
+  // Capacity plans (core/plans.h).
+  kPlanPending,      // waiting: its plan has not started, or its nodes have not joined yet
+  kPlanEnded,        // waiting, never runs: its plan has ended or was deleted
+  kPlanEnding,       // suspended: its plan's end is near; checkpointed and requeued
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

@@ -2,6 +2,7 @@
 // was wrong and what is allowed. A rejected submission changes nothing.
 #include <set>
 
+#include "core/plans.h"
 #include "core/request.h"
 #include "core/state.h"
 #include "core/topology_levels.h"
@@ -53,9 +54,10 @@ Result<TopologyRequest> resolve_topology(const ClusterState& s, const TopologySp
   return r;
 }
 
-// Everything placement looks at on an empty cluster, and nothing else (not the team, not the name).
-std::string shape_key(const std::vector<PodSet>& pod_sets) {
-  std::string key;
+// Everything placement looks at on an empty cluster, and nothing else (not the team, not the name): the pod sets,
+// and the plan whose nodes it is limited to.
+std::string shape_key(const std::vector<PodSet>& pod_sets, PlanId plan) {
+  std::string key = plan.valid() ? "plan " + std::to_string(plan.value) : "";
   for (const PodSet& ps : pod_sets) {
     const auto& a = ps.per_replica;
     const auto& t = ps.topology;
@@ -90,6 +92,14 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
   if (spec.duration_s && *spec.duration_s < 0) return Error::invalid("job " + spec.name + ": duration must be >= 0");
 
   Job j;
+  if (!spec.plan.empty()) {
+    const Plan* plan = s.find_plan(spec.plan);
+    if (!plan) return Error::invalid("job " + spec.name + ": unknown plan '" + spec.plan + "'; plans: " + s.plan_names());
+    if (plan->state == PlanState::kEnding || plan->state == PlanState::kExpired)
+      return Error::precondition("job " + spec.name + ": plan " + spec.plan + " is " + plan_state_name(plan->state) +
+                                 "; its nodes take no new work. Name a Scheduled or Active plan, or none");
+    j.plan = plan->id;
+  }
   j.spec = spec;
   j.team = team->id;
   j.priority = priority;
@@ -121,7 +131,7 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
     p.topology = *topo;
     j.pod_sets.push_back(std::move(p));
   }
-  j.shape = s.shape_ids.try_emplace(shape_key(j.pod_sets), static_cast<uint32_t>(s.shape_ids.size())).first->second;
+  j.shape = s.shape_ids.try_emplace(shape_key(j.pod_sets, j.plan), static_cast<uint32_t>(s.shape_ids.size())).first->second;
   j.id = JobId(static_cast<uint32_t>(s.jobs.size()));
   j.arrival = s.next_arrival++;
   j.submitted_at = now;

@@ -6,6 +6,7 @@
 
 #include "core/scheduler.h"
 #include "server/node_lifecycle.h"
+#include "server/plan_steps.h"
 #include "store/replay.h"
 
 namespace allot::server {
@@ -327,6 +328,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   // Only the leader decides: a standby's state is the leader's, as journaled.
   if (leading_) {
     if (lifecycle_tick(txn, options_)) dirty_ = true;
+    if (step_plans(txn)) dirty_ = true;
     time_out_nodes(txn);
   }
 

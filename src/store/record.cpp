@@ -31,6 +31,9 @@ struct NameOf {
   const char* operator()(const CreateToken&) const { return "create_token"; }
   const char* operator()(const RevokeToken&) const { return "revoke_token"; }
   const char* operator()(const Audit&) const { return "audit"; }
+  const char* operator()(const CreatePlan&) const { return "create_plan"; }
+  const char* operator()(const PlanStepRecord&) const { return "plan_step"; }
+  const char* operator()(const DeletePlan&) const { return "delete_plan"; }
 };
 }  // namespace
 

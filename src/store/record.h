@@ -135,8 +135,25 @@ struct Audit {
   friend bool operator==(const Audit&, const Audit&) = default;
 };
 
+// Capacity plans (core/plans.h): created, stepped to the state their times give (the writer applies each step
+// when it is due, so what the step did, suspending jobs and removing nodes, replays as it happened), deleted.
+struct CreatePlan {
+  PlanSpec plan;
+  friend bool operator==(const CreatePlan&, const CreatePlan&) = default;
+};
+struct PlanStepRecord {
+  std::string plan;
+  std::string state;  // the state it moved to: Active, Ending, Expired
+  friend bool operator==(const PlanStepRecord&, const PlanStepRecord&) = default;
+};
+struct DeletePlan {
+  std::string plan;
+  friend bool operator==(const DeletePlan&, const DeletePlan&) = default;
+};
+
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
-                        Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit>;
+                        Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, CreatePlan,
+                        PlanStepRecord, DeletePlan>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

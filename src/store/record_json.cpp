@@ -69,6 +69,9 @@ struct ToJson {
   json operator()(const Audit& o) const {
     return {{"action", o.action}, {"target", o.target}, {"status", o.status}, {"message", o.message}};
   }
+  json operator()(const CreatePlan& o) const { return {{"plan", to_json(o.plan)}}; }
+  json operator()(const PlanStepRecord& o) const { return {{"plan", o.plan}, {"state", o.state}}; }
+  json operator()(const DeletePlan& o) const { return {{"plan", o.plan}}; }
 };
 
 TokenRecord token_from_json(const json& j) {
@@ -107,6 +110,9 @@ Op parse_op(const json& j) {
   if (kind == "create_token") return CreateToken{token_from_json(j.at("token"))};
   if (kind == "revoke_token") return RevokeToken{str("id")};
   if (kind == "audit") return Audit{str("action"), str("target"), j.at("status").get<int>(), str("message")};
+  if (kind == "create_plan") return CreatePlan{plan_from_json(j.at("plan"))};
+  if (kind == "plan_step") return PlanStepRecord{str("plan"), str("state")};
+  if (kind == "delete_plan") return DeletePlan{str("plan")};
   throw std::invalid_argument("unknown record kind '" + kind + "'");
 }
 

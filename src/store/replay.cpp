@@ -4,6 +4,7 @@
 
 #include "core/drain.h"
 #include "core/overloaded.h"
+#include "core/plans.h"
 
 namespace allot::store {
 
@@ -55,6 +56,21 @@ struct Apply {
   Status operator()(const CreateToken&) const { return ok_status(); }
   Status operator()(const RevokeToken&) const { return ok_status(); }
   Status operator()(const Audit&) const { return ok_status(); }
+  Status operator()(const CreatePlan& o) const { return add_plan(s, o.plan); }
+  Status operator()(const PlanStepRecord& o) const {
+    const Plan* p = s.find_plan(o.plan);
+    if (!p) return Error::not_found("no plan named " + o.plan);
+    auto to = parse_plan_state(o.state);
+    if (!to) return Error::invalid("plan " + o.plan + ": unknown state '" + o.state + "'");
+    auto r = apply_plan_step(s, p->id, *to, at);
+    if (!r) return r.error();
+    return ok_status();
+  }
+  Status operator()(const DeletePlan& o) const {
+    auto r = delete_plan(s, o.plan, at);
+    if (!r) return r.error();
+    return ok_status();
+  }
 };
 
 }  // namespace

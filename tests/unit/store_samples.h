@@ -31,6 +31,7 @@ inline JobSpec full_job() {
   j.duration_s = 3600;
   j.command = {"/bin/sh", "-c", "echo \"hi\"\n"};
   j.env = {{"A", "1"}, {"EMPTY", ""}};
+  j.plan = "reserved";
   return j;
 }
 
@@ -84,7 +85,11 @@ inline std::vector<Op> every_kind() {
           CreateToken{TokenRecord{"3f9a2c1b7e", std::string(64, 'a'), "member", {"team-a", "team-b"}, "", 1800000000, "CI"}},
           CreateToken{TokenRecord{"0123456789", std::string(64, 'b'), "agent", {}, "gpu-1", 0, ""}},
           RevokeToken{"3f9a2c1b7e"},
-          Audit{"POST /v1/jobs/b-1/cancel", "b-1", 403, "needs a member token of team b"}};
+          Audit{"POST /v1/jobs/b-1/cancel", "b-1", 403, "needs a member token of team b"},
+          CreatePlan{PlanSpec{"reserved", "ml.p5.48xlarge", 4, 1800000000, 1800086400, 600, "team-a",
+                              {{"network-node-layer-3", "nn-3p"}}}},
+          PlanStepRecord{"reserved", "Active"},
+          DeletePlan{"reserved"}};
 }
 
 }  // namespace allot::store
