@@ -17,6 +17,7 @@
 
 #include "agent/fencing.h"
 #include "agent/watchdog.h"
+#include "core/plans.h"
 
 namespace allot::agent {
 namespace fs = std::filesystem;
@@ -256,8 +257,8 @@ Status Agent::run(const std::atomic<bool>& stop) {
     auto st = register_node();
     if (st) break;
     // A plan's node that starts before its plan is refused until the plan is Active (core/plans.h): it waits.
-    const bool plan_not_started = opt_.labels.count("allot.dev/plan") && st.error().code == ErrorCode::kFailedPrecondition &&
-                                  st.error().message.find("which is Scheduled") != std::string::npos;
+    const bool plan_not_started = opt_.labels.count(std::string(kPlanLabel)) && st.error().code == ErrorCode::kFailedPrecondition &&
+                                  st.error().message.find(kPlanNotStarted) != std::string::npos;
     if (st.error().code != ErrorCode::kInternal && !plan_not_started) return st.error();
     say("cannot register yet: " + st.error().message);
     for (auto until = Clock::now() + backoff; Clock::now() < until && !stop;)

@@ -18,6 +18,7 @@
 #include "agent/stress.h"
 #include "auth/secret_file.h"
 #include "cli/commands.h"
+#include "core/plans.h"
 
 namespace allot::cli {
 namespace {
@@ -82,7 +83,7 @@ int run_agent(const AgentArgs& a) {
   agent::AgentOptions opt;
   opt.name = a.name.empty() ? hostname() : a.name;
   opt.labels = *labels;
-  if (!a.plan.empty()) opt.labels["allot.dev/plan"] = a.plan;  // core/plans.h, kPlanLabel
+  if (!a.plan.empty()) opt.labels[std::string(kPlanLabel)] = a.plan;
   const char* tmp = std::getenv("TMPDIR");
   opt.work_dir = !a.work_dir.empty() ? a.work_dir : std::string(tmp && *tmp ? tmp : "/tmp") + "/allot-agent-" + opt.name;
   // On loopback every node is this machine; elsewhere the host name is what other nodes resolve.

@@ -35,6 +35,8 @@ struct JobArgs {
   bool watch = false, follow = false;
   double interval_s = 2;
   std::string queue_name, priority;  // submit: hyp-style overrides
+  bool replace = false;              // submit: a job of the same name is cancelled and deleted first
+  std::string selector;              // jobs, cancel: labels, as kubectl -l takes them
 };
 
 const char* const kStates[] = {"Pending", "Running", "Suspended", "Succeeded", "Failed", "Cancelled"};
@@ -99,6 +101,22 @@ Result<std::vector<SubmitDoc>> read_jobs(const std::string& text, const std::str
   return out;
 }
 
+// submit --replace: a job of that name, if any, is cancelled when it has not finished, then deleted, so that
+// the new one can take its name (kubectl replace --force).
+Status replace_existing(Session& s, const std::string& name) {
+  const std::string path = "/v1/jobs/" + client::url_encode(name);
+  auto old = s.api().get(path);
+  if (!old) return old.error().code == ErrorCode::kNotFound ? ok_status() : Status(old.error());
+  if (!finished(client::text(*old, "state"))) {
+    auto c = s.api().post(path + "/cancel");
+    if (!c) return c.error();
+    std::cerr << "allot submit: job " << name << " was " << client::text(*old, "state") << "; cancelled to replace it\n";
+  }
+  auto d = s.api().del(path);
+  if (!d) return d.error();
+  return ok_status();
+}
+
 int run_submit(Session& s, JobArgs& a) {
   auto text = client::read_input(a.file, client::kMaxInputBytes);
   if (!text) return report("submit", text.error());
@@ -140,6 +158,8 @@ int run_submit(Session& s, JobArgs& a) {
   }
   json submitted = json::array();
   for (const auto& d : *jobs) {
+    if (a.replace)
+      if (auto st = replace_existing(s, client::text(d.body, "name")); !st) return report("submit", st.error());
     auto r = s.api().post("/v1/jobs", d.body);
     if (!r) return report("submit", r.error());
     submitted.push_back(*r);
@@ -157,7 +177,7 @@ int run_submit(Session& s, JobArgs& a) {
 }
 
 int run_jobs(Session& s, JobArgs& a) {
-  const std::map<std::string, std::string> query = {{"team", a.team}, {"state", canonical_state(a.state)}};
+  const std::map<std::string, std::string> query = {{"team", a.team}, {"state", canonical_state(a.state)}, {"selector", a.selector}};
   auto table = [&a](const json& j) { return client::jobs_table(j, client::unix_now(), a.flags.output == "wide"); };
   if (!a.watch) return s.show("jobs", client::get_all_pages(s.api(), "/v1/jobs", query), table);
   // --watch: the list again every interval, printed when it changed (kubectl get -w prints changes too);
@@ -177,30 +197,35 @@ int run_jobs(Session& s, JobArgs& a) {
 }
 
 int run_describe(Session& s, JobArgs& a) {
-  // `allot describe node NAME` describes a node; `allot describe JOB` (or `describe job JOB`) a job.
-  if ((a.name == "node" || a.name == "job") && !a.second.empty()) {
+  // `allot describe node NAME` describes a node, `describe team NAME` a team; `allot describe JOB` (or
+  // `describe job JOB`) a job.
+  if ((a.name == "node" || a.name == "job" || a.name == "team") && !a.second.empty()) {
     if (a.name == "node")
       return s.show("describe node", s.api().get("/v1/nodes/" + client::url_encode(a.second)),
                     [](const json& n) { return client::describe_node(n, client::unix_now()); });
+    if (a.name == "team")
+      return s.show("describe team", s.api().get("/v1/teams/" + client::url_encode(a.second)), client::describe_team);
     a.name = a.second;
   } else if (!a.second.empty()) {
-    return report("describe", Error::invalid("describe takes JOB, job JOB or node NAME; got \"" + a.name + " " + a.second + "\""));
+    return report("describe", Error::invalid("describe takes JOB, job JOB, node NAME or team NAME; got \"" + a.name + " " + a.second + "\""));
   }
   return s.show("describe", s.api().get("/v1/jobs/" + client::url_encode(a.name)),
                 [](const json& j) { return client::describe_job(j, client::unix_now()); });
 }
 
-// Several names, or every unfinished job of --team; each is cancelled on its own, and a failure does not stop
-// the others (the exit code is the worst one).
+// Several names, or every unfinished job of --team and/or --selector; each is cancelled on its own, and a failure
+// does not stop the others (the exit code is the worst one).
 int run_cancel(Session& s, JobArgs& a) {
   std::vector<std::string> names = a.names;
-  if (!a.team.empty()) {
-    auto jobs = client::get_all_pages(s.api(), "/v1/jobs", {{"team", a.team}});
+  const bool by_query = !a.team.empty() || !a.selector.empty();
+  if (by_query) {
+    auto jobs = client::get_all_pages(s.api(), "/v1/jobs", {{"team", a.team}, {"selector", a.selector}});
     if (!jobs) return report("cancel", jobs.error());
     for (const auto& j : *jobs)
       if (!finished(client::text(j, "state"))) names.push_back(client::text(j, "name"));
   }
-  if (names.empty() && a.team.empty()) return report("cancel", Error::invalid("name one or more jobs, or give --team TEAM"));
+  if (names.empty() && !by_query)
+    return report("cancel", Error::invalid("name one or more jobs, or give --team TEAM or --selector KEY=VALUE"));
   json out = json::array();
   int rc = 0;
   for (const auto& name : names) {
@@ -211,10 +236,12 @@ int run_cancel(Session& s, JobArgs& a) {
     }
     out.push_back(*r);
   }
-  s.print(out.size() == 1 && a.team.empty() ? out[0] : out, [&](const json&) {
+  s.print(out.size() == 1 && !by_query ? out[0] : out, [&](const json&) {
     std::string text;
     for (const auto& j : out) text += "job " + client::text(j, "name") + ": " + client::text(j, "state") + "\n";
-    if (out.empty() && !a.team.empty()) text = "team " + a.team + " has no unfinished jobs\n";
+    if (out.empty() && by_query)
+      text = "no unfinished jobs" + (a.team.empty() ? "" : " of team " + a.team) +
+             (a.selector.empty() ? "" : " match " + a.selector) + "\n";
     return text;
   });
   return rc;
@@ -300,25 +327,30 @@ void add_client_job_commands(CLI::App& app, Context& ctx) {
   submit->add_option("--priority", a->priority,
                      "Priority class (a Kueue name such as inference-priority maps to the server's class of that name, "
                      "else to the name without -priority); overrides the file");
+  submit->add_flag("--replace", a->replace,
+                   "A job of the same name is cancelled (if it has not finished) and deleted first, so this one takes its name");
   submit->add_flag("--dry-run", a->dry_run, "Print the job spec the file becomes (JSON, or YAML with -o yaml); submit nothing");
   on_run(submit, ctx, a, "submit", run_submit);
 
   auto* jobs = flags(app.add_subcommand("jobs", "List jobs"));
   jobs->add_option("--team", a->team, "Only this team's jobs");
   jobs->add_option("--state", a->state, "Only jobs in this state (Pending, Running, Suspended, Succeeded, Failed, Cancelled; any case)");
+  jobs->add_option("-l,--selector", a->selector, "Only jobs with these labels: key=value[,key!=value...]");
   jobs->add_flag("-w,--watch", a->watch, "Print the list again whenever it changes, until interrupted");
   jobs->add_option("--interval", a->interval_s, "With --watch: seconds between looks (default 2)")->check(CLI::Range(0.1, 3600.0));
   on_run(jobs, ctx, a, "jobs", run_jobs);
 
   auto* describe = flags(app.add_subcommand("describe", "A job's state, the reason for it, its placement, restarts and history; "
-                                                        "`describe node NAME`: a node's health checks and history"));
-  describe->add_option("job", a->name, "Job name (or `node`, then the node's name)")->required();
-  describe->add_option("name", a->second, "With `node`: the node's name");
+                                                        "`describe node NAME`: a node's health checks and history; "
+                                                        "`describe team NAME`: a team's quota per instance type and fair share"));
+  describe->add_option("job", a->name, "Job name (or `node` or `team`, then its name)")->required();
+  describe->add_option("name", a->second, "With `node` or `team`: its name");
   on_run(describe, ctx, a, "describe", run_describe);
 
   auto* cancel = flags(app.add_subcommand("cancel", "Cancel jobs; their processes are stopped"));
   cancel->add_option("jobs", a->names, "Job names");
   cancel->add_option("--team", a->team, "Every unfinished job of this team");
+  cancel->add_option("-l,--selector", a->selector, "Every unfinished job with these labels: key=value[,key!=value...]");
   on_run(cancel, ctx, a, "cancel", run_cancel);
 
   auto* logs = flags(app.add_subcommand("logs", "A job's output, as its replicas wrote it"));
@@ -327,6 +359,8 @@ void add_client_job_commands(CLI::App& app, Context& ctx) {
   logs->add_option("--tail", a->tail, "Only the last N lines of each log")->check(CLI::NonNegativeNumber);
   logs->add_flag("-f,--follow", a->follow, "Keep printing new output until the job has finished");
   on_run(logs, ctx, a, "logs", run_logs);
+
+  add_client_job_change_commands(app, ctx);
 }
 
 }  // namespace allot::cli

@@ -19,6 +19,7 @@ void add_server_command(CLI::App& app, Context& ctx);     // server
 void add_agent_command(CLI::App& app, Context& ctx);      // agent
 void add_client_admin_commands(CLI::App& app, Context& ctx);    // apply | team | allocation | policy | priority-class
 void add_client_job_commands(CLI::App& app, Context& ctx);      // submit | jobs | describe | cancel | logs
+void add_client_job_change_commands(CLI::App& app, Context& ctx);  // hold | release | set priority | delete
 void add_client_access_commands(CLI::App& app, Context& ctx);   // token | audit | config
 // nodes | teams | events | node ... | topology show (after add_topology_commands: it extends `topology`)
 void add_client_cluster_commands(CLI::App& app, Context& ctx);

@@ -25,6 +25,7 @@ struct ReplayArgs {
   bool json = false;
   std::vector<std::string> baselines;
   sim::FailureOptions failures;
+  double elastic_share = 0;
 };
 
 struct Run {
@@ -79,6 +80,9 @@ int sim_replay(const ReplayArgs& a) {
   const auto& f = a.failures;
   if (f.mtbf_hours < 0 || f.reboot_s < 0 || f.replace_s < 0 || f.checkpoint_s < 0 || f.restart_overhead_s < 0)
     return fail("--mtbf-hours, --reboot-s, --replace-s, --checkpoint-s and --restart-overhead-s must not be negative");
+  if (!(a.elastic_share >= 0 && a.elastic_share <= 1))
+    return fail("--elastic-share must be a share between 0 and 1 (0.3: 30% of multi-node jobs), got " +
+                std::to_string(a.elastic_share));
   if (f.replace_share < 0 || f.replace_share > 1) return fail("--replace-share must be between 0 and 1");
   auto cluster = sim::load_scenario_file(a.cluster);
   if (!cluster) return fail("--cluster: " + cluster.error().message);
@@ -103,6 +107,7 @@ int sim_replay(const ReplayArgs& a) {
   sim::ReplayOptions options;
   options.seed = a.seed;
   options.failures = a.failures;
+  options.elastic_share = a.elastic_share;
   std::vector<Run> runs;
   auto first = replay_once("allot", *cluster, *trace, options);
   if (!first) return fail(first.error().message);
@@ -133,6 +138,7 @@ int sim_replay(const ReplayArgs& a) {
     out["seed"] = a.seed;
     out["team_rule"] = sim::team_rule_name(*rule);
     out["node_failures"] = runs.front().outcome.node_failures;
+    if (a.elastic_share > 0) out["elastic_share"] = a.elastic_share;
     out["baselines"] = nlohmann::json::object();
     for (size_t i = 1; i < runs.size(); ++i) {
       nlohmann::json b = sim::to_json(runs[i].metrics);
@@ -149,6 +155,7 @@ int sim_replay(const ReplayArgs& a) {
             << ", seed " << a.seed;
   if (f.mtbf_hours > 0)
     std::cout << "; node MTBF " << f.mtbf_hours << " h, " << r.outcome.node_failures << " node failures";
+  if (a.elastic_share > 0) std::cout << "; " << std::setprecision(0) << a.elastic_share * 100 << "% of multi-node jobs elastic";
   std::cout << "\n\n" << sim::format_summary(r.metrics);
   if (runs.size() > 1) std::cout << comparison(runs);
   std::cout << "\n" << std::setprecision(2);
@@ -179,6 +186,8 @@ void add_replay_command(CLI::App& sim, Context& ctx) {
   c->add_option("--checkpoint-s", a->failures.checkpoint_s,
                 "Jobs checkpoint this often; a restart loses the work since (default 3600; 0: nothing is lost)");
   c->add_option("--restart-overhead-s", a->failures.restart_overhead_s, "Extra run time of every restart (default 0)");
+  c->add_option("--elastic-share", a->elastic_share,
+                "Make this share of multi-node jobs elastic (0..1, chosen by --seed): n replicas become ceil(n/2)..n");
   c->callback([a, &ctx] { ctx.exit_code = sim_replay(*a); });
 }
 

@@ -1,5 +1,5 @@
 // `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...] [--advertise-url URL]
-// [--tls-cert FILE --tls-key FILE] [--insecure]`: runs the control plane until SIGINT or SIGTERM. Exit codes:
+// [--tls-cert FILE --tls-key FILE] [--insecure] [--snapshot-every N] [--snapshot-interval S] [--no-snapshots]`: runs the control plane until SIGINT or SIGTERM. Exit codes:
 // 0 after a clean stop, 2 for invalid flags (unreadable or mismatched TLS files, plain HTTP beyond loopback
 // without --insecure among them), 3 when the server cannot start (store, journal, address in use).
 #include <signal.h>
@@ -23,6 +23,8 @@ struct ServerArgs {
   std::string master_ports = "29500-30499";
   // Node lifecycle (docs/resiliency.md), in seconds.
   double fault_window_s = 1, reboot_timeout_s = 300, deep_check_timeout_s = 900, replace_silent_after_s = 600;
+  double snapshot_interval_s = 600;
+  bool no_snapshots = false;
 };
 
 int run_server(ServerArgs& a) {
@@ -49,6 +51,12 @@ int run_server(ServerArgs& a) {
     }
     *out = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   }
+  if (!(a.snapshot_interval_s >= 0 && a.snapshot_interval_s <= 7 * 86400)) {
+    std::cerr << "allot server: --snapshot-interval must be 0..604800 seconds (0: none by time)\n";
+    return 2;
+  }
+  a.options.snapshot_interval = std::chrono::milliseconds(static_cast<int64_t>(a.snapshot_interval_s * 1000));
+  a.options.use_snapshots = !a.no_snapshots;
   auto dash = a.master_ports.find('-');
   try {
     a.options.master_port_min = std::stoi(a.master_ports.substr(0, dash));
@@ -133,6 +141,16 @@ void add_server_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--checkpoint-dir", args->options.checkpoint_dir,
                   "Where jobs keep checkpoints, as agents see it (a shared file system); each job gets DIR/JOB as "
                   "ALLOT_CHECKPOINT_DIR (default: <data>/checkpoints)");
+  cmd->add_option("--snapshot-every", args->options.snapshot_every_records,
+                  "Journal records between two snapshots of the state (0: none by count); start-up replays only the "
+                  "records after the latest snapshot")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1000000000}));
+  cmd->add_option("--snapshot-interval", args->snapshot_interval_s,
+                  "Seconds after which a snapshot is written when records were journaled since the last (0: none by time)")
+      ->capture_default_str();
+  cmd->add_flag("--no-snapshots", args->no_snapshots,
+                "Neither write nor read snapshots: start-up replays the whole journal (to recover from a damaged snapshot)");
   cmd->callback([args, &ctx] { ctx.exit_code = run_server(*args); });
 }
 

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "sim/scenario_run.h"
+#include "view/preemption_json.h"
 #include "view/state_json.h"
 
 namespace allot::cli {
@@ -35,6 +36,12 @@ int sim_run(const SimRunArgs& a) {
     for (const Job& j : s.jobs) out["jobs"].push_back(view::job_json(s, j));
     out["teams"] = nlohmann::json::array();
     for (const Team& t : s.teams) out["teams"].push_back(view::team_json(s, t));
+    out["preemptions"] = nlohmann::json::array();
+    for (const auto& p : rep->preemptions) {
+      nlohmann::json g = view::preemption_json(p.group);
+      g["at"] = p.at;
+      out["preemptions"].push_back(std::move(g));
+    }
     // Only scenarios with plans have the key, so the output of every other scenario stays as it was.
     if (!s.plans.empty()) {
       out["plans"] = nlohmann::json::array();
@@ -60,7 +67,7 @@ void add_sim_commands(CLI::App& app, Context& ctx) {
   auto args = std::make_shared<SimRunArgs>();
   auto* run = sim->add_subcommand("run", "Run a scenario file and check its expectations (exit 0 pass, 1 fail, 2 invalid)");
   run->add_option("file", args->file, "Scenario YAML file")->required();
-  run->add_flag("--json", args->json, "Print the final state of all jobs and teams as JSON");
+  run->add_flag("--json", args->json, "Print the final state of all jobs and teams, and every preemption record, as JSON");
   run->add_flag("-v,--verbose", args->verbose, "Print what happened, step by step");
   run->callback([args, &ctx] { ctx.exit_code = sim_run(*args); });
   add_replay_command(*sim, ctx);

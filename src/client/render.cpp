@@ -33,6 +33,46 @@ std::string triple(const json& r) {
          number(r.value("memory_gib", json(0)));
 }
 
+// A job of a preemption record: its name, or "a job" when the reader may not see that team's job names.
+std::string record_job(const json& name, const json& team) {
+  return (name.is_string() ? name.get<std::string>() : std::string("a job")) + " of team " +
+         (team.is_string() ? team.get<std::string>() : std::string("?"));
+}
+
+std::string share_text(const json& s) {
+  if (!s.is_number()) return "infinite";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", s.get<double>());
+  return buf;
+}
+
+// A job's preemption records (GET /v1/jobs/NAME, "preemption_records"): who preempted it by which rule, or
+// whom it preempted, then each affected team's usage / borrowed (accelerators/vCPU/GiB) and share, before ->
+// after, per instance type.
+std::string preemption_lines(const json& records) {
+  std::string out;
+  for (const auto& r : records) {
+    std::string victims;
+    for (const auto& v : r.value("victims", json::array()))
+      victims += (victims.empty() ? "" : ", ") + record_job(v.value("job", json()), v.value("team", json())) + " (" +
+                 text(v, "rule") + ")";
+    out += "  " + clock_time(integer(r, "at")) + "  ";
+    if (text(r, "as") == "preemptor") {
+      out += "preempted " + victims + "\n";
+    } else {
+      out += "preempted by " + record_job(r.value("preemptor", json()), r.value("preemptor_team", json())) + ", rule " +
+             join(r.value("rules", json::array())) + "\n";
+    }
+    for (const auto& t : r.value("teams", json::array()))
+      for (const auto& f : t.value("types", json::array()))
+        out += "      team " + text(t, "team") + ", " + text(f, "instance_type") + ": usage " + triple(f.value("usage_before", json())) +
+               " -> " + triple(f.value("usage_after", json())) + ", borrowed " + triple(f.value("borrowed_before", json())) +
+               " -> " + triple(f.value("borrowed_after", json())) + ", share " + share_text(t.value("share_before", json())) +
+               " -> " + share_text(t.value("share_after", json())) + "\n";
+  }
+  return out;
+}
+
 std::string free_of(const json& node, const char* resource) {
   if (!node.contains("free") || !node.contains("capacity")) return "-";
   return number(node["free"].value(resource, json(0))) + "/" + number(node["capacity"].value(resource, json(0)));
@@ -90,25 +130,96 @@ std::string jobs_table(const json& jobs, int64_t now, bool wide) {
       for (const auto& ps : j["pod_sets"]) replicas += ps.value("replicas", 0);
     std::string state = text(j, "state");
     if (j.value("borrowing", false) && state == "Running") state += " (borrowing)";
-    t.add({text(j, "name"), text(j, "team"), text(j, "priority", "-").empty() ? "-" : text(j, "priority"), state,
+    if (j.value("held", false)) state += " (held)";
+    std::string prio = text(j, "priority", "-").empty() ? "-" : text(j, "priority");
+    if (j.value("priority_class_deleted", false)) prio += " (deleted)";
+    t.add({text(j, "name"), text(j, "team"), prio, state,
            std::to_string(replicas), wide ? join(j.value("nodes", json::array())) : shorten(join(j.value("nodes", json::array())), 40),
            age(j, "submitted_at", now), wide ? text(j, "reason") : shorten(text(j, "reason"), 70)});
   }
   return t.str();
 }
 
+namespace {
+
+std::string strategy_of(const json& m) {
+  std::string strategy = m.contains("sharing") ? text(m["sharing"], "strategy") : "";
+  if (strategy == "LendAndBorrow" && m["sharing"].contains("borrow_limit")) strategy += " " + number(m["sharing"]["borrow_limit"]) + "%";
+  return strategy;
+}
+
+// Borrowed dominant share over weight; a team of weight 0 has an infinite share (it borrows last).
+std::string share_of(const json& m) {
+  if (!m.contains("share")) return "-";
+  if (m["share"].is_null()) return "inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", m["share"].get<double>());
+  return buf;
+}
+
+}  // namespace
+
+// One row per team and instance type (amounts of different types do not add up); the team's own columns on
+// its first row. Teams from servers without per-type figures get one row of totals.
 std::string teams_table(const json& teams) {
-  Table t({"NAME", "WEIGHT", "STRATEGY", "NOMINAL", "USAGE", "BORROWED", "LENT", "PENDING", "RUNNING", "SUSPENDED"});
+  Table t({"NAME", "WEIGHT", "SHARE", "STRATEGY", "INSTANCE_TYPE", "NOMINAL", "MAX", "USAGE", "BORROWED", "LENT", "PENDING",
+           "RUNNING", "SUSPENDED"});
   for (const auto& m : teams) {
     const json jobs = m.value("jobs", json::object());
-    std::string strategy = m.contains("sharing") ? text(m["sharing"], "strategy") : "";
-    if (strategy == "LendAndBorrow" && m["sharing"].contains("borrow_limit"))
-      strategy += " " + number(m["sharing"]["borrow_limit"]) + "%";
-    t.add({text(m, "name"), text(m, "fair_share_weight"), strategy, triple(m.value("nominal", json())),
-           triple(m.value("usage", json())), triple(m.value("borrowed", json())), triple(m.value("lent", json())),
-           text(jobs, "pending", "0"), text(jobs, "running", "0"), text(jobs, "suspended", "0")});
+    const json types = m.value("instance_types", json::array());
+    std::vector<std::string> first = {text(m, "name"), text(m, "fair_share_weight"), share_of(m), strategy_of(m)};
+    const std::vector<std::string> counts = {text(jobs, "pending", "0"), text(jobs, "running", "0"), text(jobs, "suspended", "0")};
+    if (!types.is_array() || types.empty()) {
+      std::vector<std::string> row = first;
+      for (const auto& v : {std::string("-"), triple(m.value("nominal", json())), std::string("-"), triple(m.value("usage", json())),
+                            triple(m.value("borrowed", json())), triple(m.value("lent", json()))})
+        row.push_back(v);
+      row.insert(row.end(), counts.begin(), counts.end());
+      t.add(row);
+      continue;
+    }
+    bool head = true;
+    for (const auto& ty : types) {
+      std::vector<std::string> row = head ? first : std::vector<std::string>{"", "", "", ""};
+      for (const auto& v : {text(ty, "instance_type"), triple(ty.value("nominal", json())), triple(ty.value("max", json())),
+                            triple(ty.value("usage", json())), triple(ty.value("borrowed", json())), triple(ty.value("lent", json()))})
+        row.push_back(v);
+      if (head) row.insert(row.end(), counts.begin(), counts.end());
+      else row.insert(row.end(), {"", "", ""});
+      t.add(row);
+      head = false;
+    }
   }
-  return t.str() + "(amounts are accelerators/vCPU/GiB)\n";
+  return t.str() + "(amounts are accelerators/vCPU/GiB; MAX: what the team may hold with borrowing; SHARE: borrowed dominant share / weight)\n";
+}
+
+std::string describe_team(const json& m) {
+  std::string out;
+  auto field = [&](const std::string& k, const std::string& v) {
+    if (!v.empty()) out += k + std::string(k.size() < 13 ? 13 - k.size() : 1, ' ') + v + "\n";
+  };
+  field("Name:", text(m, "name"));
+  const std::string weight = text(m, "fair_share_weight");
+  field("Weight:", weight + (weight == "0" ? " (borrows only what no team of positive weight wants)" : ""));
+  field("Fair share:", share_of(m) + " (borrowed dominant share / weight)");
+  field("Sharing:", strategy_of(m));
+  field("Preempts:", text(m, "preempt_team_tasks"));
+  const json jobs = m.value("jobs", json::object());
+  field("Jobs:", text(jobs, "pending", "0") + " pending, " + text(jobs, "running", "0") + " running, " +
+                     text(jobs, "suspended", "0") + " suspended");
+  out += "Allocation:\n";
+  Table a({"  INSTANCE_TYPE", "INSTANCES", "ACCELERATORS", "VCPU", "MEMORY_GIB"});
+  for (const auto& e : m.value("allocation", json::array()))
+    a.add({"  " + text(e, "instance_type"), text(e, "instances", "-"), text(e, "accelerators", "-"), text(e, "vcpu", "-"),
+           text(e, "memory_gib", "-")});
+  out += a.str();
+  out += "Per instance type (accelerators/vCPU/GiB):\n";
+  Table q({"  INSTANCE_TYPE", "NOMINAL", "MAX", "USAGE", "BORROWED", "LENT"});
+  for (const auto& ty : m.value("instance_types", json::array()))
+    q.add({"  " + text(ty, "instance_type"), triple(ty.value("nominal", json())), triple(ty.value("max", json())),
+           triple(ty.value("usage", json())), triple(ty.value("borrowed", json())), triple(ty.value("lent", json()))});
+  out += q.str();
+  return out;
 }
 
 namespace {
@@ -195,6 +306,7 @@ std::string policy_text(const json& p) {
   out += "task prioritization:  " + text(p, "task_prioritization") + "\n";
   out += "idle compute:         " + text(p, "idle_compute") + "\n";
   out += "idle pool:            " + text(p, "idle_pool", "false") + "\n";
+  if (p.value("fair_share_preemption", false)) out += "fair-share preemption: true\n";
   for (const char* k : {"min_runtime", "starvation_threshold"})
     if (p.contains(k) && text(p, k) != "0") out += std::string(k) + ":" + std::string(21 - std::string(k).size(), ' ') + text(p, k) + "s\n";
   out += "priority classes:\n";
@@ -211,16 +323,29 @@ std::string describe_job(const json& j, int64_t now) {
   field("Name:", text(j, "name"));
   field("Team:", text(j, "team"));
   std::string prio = text(j, "priority");
-  field("Priority:", prio.empty() ? "none (weight 0)" : prio + " (weight " + text(j, "priority_weight", "?") + ")");
+  field("Priority:", prio.empty() ? "none (weight 0)"
+                                  : prio + " (weight " + text(j, "priority_weight", "?") +
+                                        (j.value("priority_class_deleted", false) ? "; the class has since been deleted)" : ")"));
   std::string state = text(j, "state");
   if (j.value("borrowing", false)) state += ", borrowing idle capacity";
+  if (j.value("held", false)) state += ", held";
   field("State:", state);
   field("Reason:", text(j, "reason"));
+  if (j.contains("labels") && j["labels"].is_object() && !j["labels"].empty()) {
+    std::string labels;
+    for (const auto& [k, v] : j["labels"].items()) labels += (labels.empty() ? "" : ",") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+    field("Labels:", labels);
+  }
   int64_t submitted = integer(j, "submitted_at", -1);
   if (submitted >= 0) field("Submitted:", clock_time(submitted) + (submitted >= kEpochFloor ? " (" + ago(submitted, now) + " ago)" : ""));
   if (j.contains("started_at")) field("Started:", clock_time(integer(j, "started_at")));
   field("Runs:", "restarts " + text(j, "restarts", "0") + ", preemptions " + text(j, "preemptions", "0") +
                      (j.contains("max_retries") ? ", max retries " + text(j, "max_retries") : ""));
+  if (j.contains("elastic") && j["elastic"].is_object()) {
+    const json& e = j["elastic"];
+    field("Replicas:", text(e, "current") + " (elastic pod set " + text(e, "pod_set") + ": min " + text(e, "min") + ", max " +
+                           text(e, "max") + ")");
+  }
   if (j.contains("command") && j["command"].is_array() && !j["command"].empty())
     field("Command:", shorten(join(j["command"], " "), 100));
 
@@ -259,11 +384,22 @@ std::string describe_job(const json& j, int64_t now) {
               shorten(text(r, "cause"), 120)});
     out += rt.str();
   }
+  const json resizes = j.value("resizes", json::array());
+  if (resizes.is_array() && !resizes.empty()) {
+    out += "Resizes:\n";
+    Table rt({"  TIME", "CAUSE", "FROM", "TO", "REASON"});
+    for (const auto& r : resizes)
+      rt.add({"  " + clock_time(integer(r, "at")), text(r, "cause"), text(r, "from"), text(r, "to"), shorten(text(r, "reason"), 120)});
+    out += rt.str();
+  }
   if (j.contains("goodput") && j["goodput"].is_number()) {
     char g[32];
     std::snprintf(g, sizeof g, "%.3f", j["goodput"].get<double>());
     field("Goodput:", std::string(g) + " (work lost to restarts and preemptions: " + text(j, "work_lost_s", "0") + " s)");
   }
+  const json preemptions = j.value("preemption_records", json::array());
+  if (preemptions.is_array() && !preemptions.empty())
+    out += "Preemptions (usage and borrowed as accelerators/vCPU/GiB):\n" + preemption_lines(preemptions);
   const json history = j.value("history", json::array());
   if (!history.empty()) {
     out += "History:\n";

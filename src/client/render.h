@@ -12,6 +12,8 @@ namespace allot::client {
 // `wide` (-o wide): reasons and node lists in full, not cut to the terminal's width.
 std::string jobs_table(const nlohmann::json& jobs, int64_t now, bool wide = false);
 std::string teams_table(const nlohmann::json& teams);
+// `allot describe team NAME`: the team's settings, allocation and per-instance-type figures.
+std::string describe_team(const nlohmann::json& team);
 std::string nodes_table(const nlohmann::json& nodes, int64_t now);
 std::string priority_classes_table(const nlohmann::json& classes);
 std::string policy_text(const nlohmann::json& policy);

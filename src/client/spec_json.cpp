@@ -22,7 +22,9 @@ json topology_body(const TopologySpec& t) {
 }
 
 void put_pod_set(json& o, const PodSetSpec& ps) {
-  o["replicas"] = ps.replicas;
+  // An elastic pod set goes as the range it was written as (docs/jobs.md, "Elastic replicas").
+  if (ps.min_replicas) o["replicas"] = {{"min", *ps.min_replicas}, {"max", ps.replicas}};
+  else o["replicas"] = ps.replicas;
   if (!ps.instance_type.empty()) o["instance_type"] = ps.instance_type;
   o["per_replica"] = amount_body(ps.per_replica);
   if (!ps.topology.empty()) o["topology"] = topology_body(ps.topology);
@@ -75,6 +77,8 @@ json job_body(const JobSpec& j) {
   if (j.duration_s) o["duration"] = *j.duration_s;
   if (!j.command.empty()) o["command"] = j.command;
   if (!j.env.empty()) o["env"] = j.env;
+  if (!j.labels.empty()) o["labels"] = j.labels;
+  if (!j.plan.empty()) o["plan"] = j.plan;
   return o;
 }
 

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "config/spec_yaml.h"
+#include "core/labels.h"
 
 namespace allot {
 namespace {
@@ -46,9 +47,28 @@ Result<TopologySpec> read_topology(const YamlContext& ctx, const Val& v) {
 Result<PodSetSpec> read_pod_set(const YamlContext& ctx, const Fields& f, const Catalog& catalog) {
   PodSetSpec ps;
   if (auto r = f.get("replicas")) {
-    auto n = read_int(ctx, *r, 1, kMaxJobReplicas);
-    if (!n) return n.error();
-    ps.replicas = static_cast<int>(*n);
+    if (r->node.IsMap()) {
+      // An elastic pod set: `replicas: {min: 2, max: 8}` runs at any size between the two.
+      auto rf = Fields::open(ctx, *r, {"min", "max"});
+      if (!rf) return rf.error();
+      auto min_val = rf->need(ctx, "min");
+      if (!min_val) return min_val.error();
+      auto max_val = rf->need(ctx, "max");
+      if (!max_val) return max_val.error();
+      auto lo = read_int(ctx, *min_val, 1, kMaxJobReplicas);
+      if (!lo) return lo.error();
+      auto hi = read_int(ctx, *max_val, 1, kMaxJobReplicas);
+      if (!hi) return hi.error();
+      if (*lo > *hi)
+        return fail(ctx, *min_val, name_of(*r) + " has min " + std::to_string(*lo) + " above max " + std::to_string(*hi),
+                    "give min <= max (equal for a fixed size)");
+      ps.replicas = static_cast<int>(*hi);
+      if (*lo < *hi) ps.min_replicas = static_cast<int>(*lo);
+    } else {
+      auto n = read_int(ctx, *r, 1, kMaxJobReplicas);
+      if (!n) return n.error();
+      ps.replicas = static_cast<int>(*n);
+    }
   }
   if (auto t = f.get("instance_type")) {
     auto type = read_instance_type(ctx, *t, catalog);
@@ -158,9 +178,20 @@ Result<std::map<std::string, std::string>> read_env(const YamlContext& ctx, cons
   return env;
 }
 
+Result<std::map<std::string, std::string>> read_labels(const YamlContext& ctx, const Val& v) {
+  auto labels = read_string_map(ctx, v);
+  if (!labels) return labels.error();
+  if (labels->size() > kMaxLabels)
+    return fail(ctx, v, name_of(v) + " has " + std::to_string(labels->size()) + " labels", "at most " + std::to_string(kMaxLabels));
+  for (const auto& [key, value] : *labels)
+    if (std::string why = label_problem(key, value); !why.empty())
+      return fail(ctx, v, name_of(v) + ": " + why, "Kubernetes label rules (docs/jobs.md, \"Labels\")");
+  return labels;
+}
+
 Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
-                                 "duration", "max_retries", "checkpoint_interval", "command", "env", "plan"});
+                                 "duration", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan"});
   if (!f) return f.error();
   JobSpec job;
   auto name_val = f->need(ctx, "name");
@@ -215,6 +246,11 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     auto env = read_env(ctx, *e);
     if (!env) return env.error();
     job.env = std::move(*env);
+  }
+  if (auto l = f->get("labels")) {
+    auto labels = read_labels(ctx, *l);
+    if (!labels) return labels.error();
+    job.labels = std::move(*labels);
   }
   if (auto p = f->get("plan")) {
     auto plan = read_object_name(ctx, *p, NameKind::kPlan);  // a reference: an unknown plan is reported at submission

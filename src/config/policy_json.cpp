@@ -10,7 +10,9 @@ nlohmann::json policy_json(const PolicySpec& p) {
           {"idle_pool", p.idle_pool},
           {"priority_classes", classes},
           {"min_runtime", p.min_runtime_s},
-          {"starvation_threshold", p.starvation_threshold_s}};
+          {"starvation_threshold", p.starvation_threshold_s},
+          {"fair_share_preemption", p.fair_share_preemption},
+          {"elastic_grow_delay", p.elastic_grow_delay_s}};
 }
 
 }  // namespace allot::config

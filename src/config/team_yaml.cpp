@@ -37,7 +37,7 @@ Result<std::vector<PriorityClassSpec>> read_priority_classes(const YamlContext& 
 
 Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
   auto f = Fields::open(ctx, v, {"task_prioritization", "idle_compute", "idle_pool", "priority_classes", "min_runtime",
-                                 "starvation_threshold"});
+                                 "starvation_threshold", "fair_share_preemption", "elastic_grow_delay"});
   if (!f) return f.error();
   PolicySpec p;
   if (auto tp = f->get("task_prioritization")) {
@@ -69,6 +69,16 @@ Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
     auto s = read_int(ctx, *st, 0, kMaxSeconds);
     if (!s) return s.error();
     p.starvation_threshold_s = *s;
+  }
+  if (auto fs = f->get("fair_share_preemption")) {
+    auto b = read_bool(ctx, *fs);
+    if (!b) return b.error();
+    p.fair_share_preemption = *b;
+  }
+  if (auto gd = f->get("elastic_grow_delay")) {
+    auto s = read_int(ctx, *gd, 0, kMaxSeconds);
+    if (!s) return s.error();
+    p.elastic_grow_delay_s = *s;
   }
   return p;
 }

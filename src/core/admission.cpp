@@ -153,10 +153,8 @@ bool waits_for_nodes(const ClusterState& s, const Job& job, TypeId type) {
   return it->second;
 }
 
-}  // namespace
-
-AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,
-                           const AdmitOptions& o) {
+AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,
+                                 const AdmitOptions& o) {
   const RoomTable* pristine = o.pristine;
   const FreeAccelerators* free = o.free;
   AdmissionAttempt best;
@@ -242,6 +240,46 @@ AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const U
     best.waits_for_plan = true;
   }
   return best;
+}
+
+}  // namespace
+
+Job job_at_size(const Job& job, int size) {
+  Job out;
+  out.id = job.id;
+  out.team = job.team;
+  out.priority = job.priority;
+  out.pod_sets = job.pod_sets;
+  out.shape = job.shape;
+  out.elastic_pod_set = job.elastic_pod_set;
+  out.plan = job.plan;  // at any size it runs on its plan's nodes only, and waits for its plan
+  if (job.elastic()) out.pod_sets[static_cast<size_t>(job.elastic_pod_set)].replicas = size;
+  return out;
+}
+
+// An elastic job is tried at every size from its largest down to its smallest (sizes that do not divide into
+// its slices are skipped), and admitted at the first that fits. Only the smallest size asks whether the job
+// can ever fit: the "never fits" and "waits for nodes" caches are keyed by the job's shape, and always answer
+// for its smallest size.
+AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,
+                           const AdmitOptions& o) {
+  if (!job.elastic()) return try_admit_fixed(s, room, usage, job, o);
+  const PodSet& e = job.pod_sets[static_cast<size_t>(job.elastic_pod_set)];
+  const int slice = std::max(1, e.topology.slice_size);
+  const int lo = std::max(e.min_replicas, o.min_size);
+  for (int size = o.max_size > 0 ? std::min(o.max_size, e.replicas) : e.replicas; size > lo; --size) {
+    if (size % slice != 0) continue;
+    AdmitOptions larger = o;
+    larger.pristine = nullptr;
+    AdmissionAttempt a = try_admit_fixed(s, room, usage, job_at_size(job, size), larger);
+    if (a.ok) return a;
+  }
+  if (lo != e.min_replicas) {
+    AdmitOptions larger = o;
+    larger.pristine = nullptr;
+    return try_admit_fixed(s, room, usage, job_at_size(job, lo), larger);
+  }
+  return try_admit_fixed(s, room, usage, job_at_size(job, lo), o);
 }
 
 }  // namespace allot

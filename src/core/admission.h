@@ -70,8 +70,14 @@ struct AdmitOptions {
   const std::vector<TypeId>* only_types = nullptr;  // try these instance types only
   const FreeAccelerators* free = nullptr;           // must describe `room`: enables the quick rejection
   PlacementScratch* scratch = nullptr;              // working memory of placement, for callers that place many jobs
+  // Elastic jobs only: the sizes of the elastic pod set to try (0: its own min and max).
+  int min_size = 0, max_size = 0;
 };
 
+// A copy of what placement and quota read of `job`, with its elastic pod set at `size` replicas.
+Job job_at_size(const Job& job, int size);
+
+// An elastic job is admitted at the largest size between its min and max that fits (docs/scheduling.md).
 AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,
                            const AdmitOptions& options = {});
 

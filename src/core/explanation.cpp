@@ -6,7 +6,7 @@
 namespace allot {
 namespace {
 
-constexpr std::array<std::pair<ReasonCode, const char*>, 27> kNames = {{
+constexpr std::array<std::pair<ReasonCode, const char*>, 28> kNames = {{
     {ReasonCode::kNone, "none"},
     {ReasonCode::kSubmitted, "submitted"},
     {ReasonCode::kQuota, "quota"},
@@ -31,6 +31,7 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 27> kNames = {{
     {ReasonCode::kFinished, "finished"},
     {ReasonCode::kFailed, "failed"},
     {ReasonCode::kCancelled, "cancelled"},
+    {ReasonCode::kHeld, "held"},
     {ReasonCode::kPlanPending, "plan_pending"},
     {ReasonCode::kPlanEnded, "plan_ended"},
     {ReasonCode::kPlanEnding, "plan_ending"},

@@ -37,6 +37,7 @@ enum class ReasonCode : uint8_t {
   kFinished,
   kFailed,           // its process failed
   kCancelled,
+  kHeld,             // a waiting job held by request; the scheduler passes it over until it is released
   // Capacity plans (core/plans.h).
   kPlanPending,      // waiting: its plan has not started, or its nodes have not joined yet
   kPlanEnded,        // waiting, never runs: its plan has ended or was deleted

@@ -57,4 +57,28 @@ const char* preemption_rule_name(PreemptionRule r) {
   return "reclaim";
 }
 
+std::optional<PreemptionRule> parse_preemption_rule(std::string_view name) {
+  for (auto r : {PreemptionRule::kReclaim, PreemptionRule::kPriority, PreemptionRule::kFairShare})
+    if (name == preemption_rule_name(r)) return r;
+  return std::nullopt;
+}
+
+const char* resize_cause_name(ResizeCause c) {
+  switch (c) {
+    case ResizeCause::kGrow: return "grow";
+    case ResizeCause::kShrink: return "shrink";
+  }
+  return "grow";
+}
+
+int Job::size() const {
+  if (!elastic()) {
+    int n = 0;
+    for (const auto& ps : placement.pod_sets) n += static_cast<int>(ps.replicas.size());
+    return n;
+  }
+  const size_t e = static_cast<size_t>(elastic_pod_set);
+  return e < placement.pod_sets.size() ? static_cast<int>(placement.pod_sets[e].replicas.size()) : 0;
+}
+
 }  // namespace allot

@@ -3,6 +3,7 @@
 // Specs (spec.h) come in with names; everything here is checked and resolved.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -68,6 +69,9 @@ struct Team {
   // Derived from the allocation, the catalog and the cluster's capacity (state.cpp keeps it): the instance
   // types a pod set without a type may use, in the order they are tried.
   std::vector<TypeId> candidate_types;
+  // Removed (remove_team): it keeps its ID for the jobs that name it, holds no quota, and is left out of the
+  // team names that error messages offer. Defining it again brings it back.
+  bool removed = false;
   bool lends() const { return spec.strategy != SharingStrategy::kDontLend; }
   bool borrows() const { return spec.strategy == SharingStrategy::kLendAndBorrow; }
 };
@@ -83,7 +87,8 @@ struct TopologyRequest {
 
 struct PodSet {
   std::string name;
-  int replicas = 1;
+  int replicas = 1;      // an elastic pod set: its largest size
+  int min_replicas = 1;  // equal to `replicas` unless the pod set is elastic
   std::optional<TypeId> type;  // nullopt: any type the team may use
   AmountSpec per_replica;
   TopologyRequest topology;
@@ -116,6 +121,21 @@ struct Transition {
   std::string reason;
 };
 
+// Why an elastic job changed size.
+enum class ResizeCause : uint8_t {
+  kGrow,     // capacity nobody waits for stayed idle for the policy's delay
+  kShrink,   // another job needed the room (reclaim or priority), and replicas above min were enough
+};
+const char* resize_cause_name(ResizeCause c);  // "grow", "shrink"
+
+// One resize of an elastic job, kept for `describe`.
+struct ResizeEvent {
+  Time at = 0;
+  int from = 0, to = 0;  // replicas of the elastic pod set
+  ResizeCause cause = ResizeCause::kGrow;
+  std::string reason;
+};
+
 struct Job {
   JobId id;
   JobSpec spec;
@@ -138,6 +158,25 @@ struct Job {
   int preemptions = 0;
   int restarts = 0;        // restarts after failures (node or process)
   std::vector<Transition> history;
+  // Elastic jobs (docs/scheduling.md, "Elastic jobs"): the pod set whose size may change (-1: none; a job has
+  // at most one), when the current run took its size, and every resize.
+  int elastic_pod_set = -1;
+  std::vector<ResizeEvent> resizes;
+  bool elastic() const { return elastic_pod_set >= 0; }
+  // Replicas the job holds now (0 when not running): of its elastic pod set, or of all pod sets of a fixed job.
+  int size() const;
+  int max_size() const { return elastic() ? pod_sets[static_cast<size_t>(elastic_pod_set)].replicas : 0; }
+  int min_size() const { return elastic() ? pod_sets[static_cast<size_t>(elastic_pod_set)].min_replicas : 0; }
+  // Held by request (`allot hold`): a waiting job the scheduler passes over until it is released. It stays
+  // Pending (or Suspended); its reason says it is held.
+  bool held = false;
+  // A finished job deleted by request (`allot delete`): its name is free for a new job, and listings skip it.
+  // Its ID is never reused, so decisions and events that name it stay valid.
+  bool deleted = false;
+  // Runs of an earlier job of the same name, deleted before this one was submitted (ClusterState::
+  // attempts_used): a live server numbers this job's attempts from here, so that what an agent reports about
+  // the earlier job's replicas is never taken for this one's.
+  int attempt_base = 0;
 
   // Jobs whose pod sets ask for the same thing (replicas, types, amounts, topology) share a shape, interned in
   // ClusterState::shape_ids at submission. Answers that depend only on the shape (never fits) or on the shape and
@@ -171,15 +210,34 @@ enum class PreemptionRule : uint8_t {
   kFairShare,  // a borrower of lower share takes from a team above its fair share (policy.fair_share_preemption)
 };
 const char* preemption_rule_name(PreemptionRule r);
+std::optional<PreemptionRule> parse_preemption_rule(std::string_view name);
+
+struct PreemptionRecord;  // core/preemption_record.h
 
 struct PreemptDecision {
   JobId job;        // the victim
   JobId preemptor;  // the job that needed the room
   PreemptionRule rule = PreemptionRule::kReclaim;
   std::string reason;  // which rule, who gained or lost what
+  // The record of the group this victim belongs to (one preemptor, all its victims), shared by the group's
+  // decisions; set by the pass once the group is applied (core/preemption_record.h). Null in decisions made
+  // from journal records written before groups were recorded.
+  std::shared_ptr<const PreemptionRecord> record;
 };
 
-using Decision = std::variant<AdmitDecision, PreemptDecision>;
+// An elastic job restarts at a new size from its checkpoint: its whole new placement, not a difference, since
+// ranks are dense again after a restart.
+struct ResizeDecision {
+  JobId job;
+  Placement placement;
+  bool borrowing = false;
+  int from = 0, to = 0;  // replicas of the elastic pod set
+  ResizeCause cause = ResizeCause::kGrow;
+  JobId for_job;         // kShrink: the job that needed the room
+  std::string reason;
+};
+
+using Decision = std::variant<AdmitDecision, PreemptDecision, ResizeDecision>;
 
 // The job a decision is about (the admitted job, the victim).
 inline JobId decision_job(const Decision& d) {

@@ -27,7 +27,7 @@ class Sorter {
 class QueueOrder final : public Sorter {
  public:
   explicit QueueOrder(const ClusterState& s) : s_(s) {}
-  void update(uint32_t) override {}  // a job's priority and arrival never change
+  void update(uint32_t) override {}  // a job's priority and arrival never change during a pass
   bool before(uint32_t a, uint32_t b) const override { return jobs_before(s_.jobs[a], s_.jobs[b]); }
   bool jobs_before(const Job& a, const Job& b) const;
   // Sorts `jobs` into queue order. The keys are copied out first: sorting tens of thousands of IDs by reaching

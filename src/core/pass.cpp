@@ -10,7 +10,10 @@ Pass::Pass(ClusterState& state, Time t, const ScheduleOptions& o)
     : s(state), now(t), options(o), order(state), pristine(pristine_room(state)) {}
 
 void Pass::collect_waiting() {
-  waiting.assign(s.waiting_jobs.begin(), s.waiting_jobs.end());
+  // A held job is passed over: it neither runs nor preempts, nor holds back others (strict FIFO, reservations).
+  waiting.clear();
+  for (JobId id : s.waiting_jobs)
+    if (!job(id).held) waiting.push_back(id);
   for (JobId id : waiting) join(id);
   sort_waiting();
 }
@@ -60,6 +63,11 @@ std::string Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const st
     nodes += (nodes.empty() ? "" : ", ") + s.nodes[n.index()].name;
   }
   std::string out = "admitted on " + nodes;
+  if (j.elastic()) {
+    const size_t e = static_cast<size_t>(j.elastic_pod_set);
+    out += " at " + std::to_string(a.placement.pod_sets[e].replicas.size()) + " of " + std::to_string(j.max_size()) +
+           " replicas (elastic, min " + std::to_string(j.min_size()) + ")";
+  }
   if (a.borrowing) {
     std::vector<Resources> after = s.usage[j.team.index()];
     for (const auto& ps : a.placement.pod_sets)
@@ -100,6 +108,15 @@ void Pass::preempt(PreemptDecision d) {
     waiting.push_back(victim);
     sort_waiting();
   }
+}
+
+void Pass::resize(ResizeDecision d) {
+  auto st = apply_decision(s, d, now);
+  (void)st;  // a running elastic job of this same state, placed against it
+  ++epoch;
+  // A resize gives back nodes as well as taking them, which the index cannot follow node by node.
+  free.reset(s, s.room);
+  result.decisions.push_back(std::move(d));
 }
 
 bool Pass::starving(const Job& j) const {
@@ -156,13 +173,30 @@ std::optional<Time> Pass::wakeup() const {
   auto consider = [&](Time x) {
     if (x > now && (!t || x < *t)) t = x;
   };
+  // Elastic jobs below their max may grow once they have held their size, and the capacity they could grow
+  // into has been idle, for the delay.
+  const int64_t delay = s.policy.elastic_grow_delay_s;
+  std::vector<char> grows(s.catalog.size(), 0);
+  bool any_grows = false;
+  for (JobId id : s.running_jobs) {
+    const Job& j = job(id);
+    if (!j.elastic() || j.size() >= j.max_size()) continue;
+    consider(j.started_at + delay);
+    for (const auto& ps : j.placement.pod_sets) grows[ps.type.index()] = 1;
+    any_grows = true;
+  }
+  if (any_grows)
+    for (size_t n = 0; n < s.room.size(); ++n)
+      if (s.room[n].usable && grows[s.room[n].type.index()] && s.room[n].free.accelerators > 0)
+        consider(s.room_changed_at[n] + delay);
   bool anyone_waiting = false;
   for (JobId id : waiting) anyone_waiting |= pass[id.index()].waiting;
   if (!anyone_waiting) return t;
   if (s.policy.min_runtime_s > 0)
     for (JobId id : s.running_jobs) consider(job(id).started_at + s.policy.min_runtime_s);
   if (s.policy.starvation_threshold_s > 0)
-    for (JobId id : s.waiting_jobs) consider(job(id).waiting_since + s.policy.starvation_threshold_s);
+    for (JobId id : s.waiting_jobs)
+      if (!job(id).held) consider(job(id).waiting_since + s.policy.starvation_threshold_s);
   return t;
 }
 

@@ -56,6 +56,8 @@ class Pass {
   void admit(const Job& j, const AdmissionAttempt& a, const std::string& extra);
   // Preempts through apply_decision(); the victim waits again and rejoins the queue.
   void preempt(PreemptDecision d);
+  // Resizes an elastic job through apply_decision().
+  void resize(ResizeDecision d);
 
   // --- Starvation reservations ---------------------------------------------------------------------------
   bool starving(const Job& j) const;

@@ -16,6 +16,10 @@ bool preempt_in_order(Pass& p, bool want_within_nominal);
 // Phase 3: borrowers, teams in borrower order (admit_borrowers.cpp).
 bool admit_borrowers(Pass& p);
 
+// After the fixed point: elastic jobs below their max grow into capacity idle for the policy's delay that no
+// waiting job could use (grow_elastic.cpp).
+bool grow_elastic(Pass& p);
+
 // The strict-FIFO baseline instead of the phases (strict_fifo.cpp).
 void admit_strict_fifo(Pass& p);
 

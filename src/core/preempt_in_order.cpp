@@ -3,6 +3,7 @@
 
 #include "core/phases.h"
 #include "core/preemption.h"
+#include "core/preemption_record.h"
 
 namespace allot {
 namespace {
@@ -48,15 +49,29 @@ std::string victim_reason(const ClusterState& s, const Job& j, const Job& victim
 }
 
 // Applies a plan: every victim, then the job.
+// The group's record (preemption_record.h) is built from the usage before the first victim and the state after
+// the admission, and handed to the group's decisions and the pass result.
 void execute(Pass& p, const Job& j, const PreemptionPlan& plan) {
+  const UsageTable usage_before = p.s.usage;
+  const size_t first = p.result.decisions.size();
+  std::vector<PreemptedJob> victims;
+  std::vector<TypeId> types;
   std::string names;
   for (const auto& v : plan.victims) {
     const Job& victim = p.job(v.job);
-    p.preempt(PreemptDecision{.job = v.job, .preemptor = j.id, .rule = v.rule, .reason = victim_reason(p.s, j, victim, v)});
+    add_types(victim.placement, types);
+    victims.push_back({v.job, victim.team, v.rule});
+    p.preempt(PreemptDecision{
+        .job = v.job, .preemptor = j.id, .rule = v.rule, .reason = victim_reason(p.s, j, victim, v), .record = nullptr});
     names += (names.empty() ? "" : ", ") + victim.spec.name;
   }
   p.free.reset(p.s, p.s.room);  // the victims' accelerators are free again
   p.admit(j, plan.admission, "; after preempting " + names);
+  add_types(plan.admission.placement, types);
+  auto record = std::make_shared<const PreemptionRecord>(preemption_record(p.s, usage_before, j.id, std::move(victims), types));
+  for (size_t i = first; i < p.result.decisions.size(); ++i)
+    if (auto* d = std::get_if<PreemptDecision>(&p.result.decisions[i])) d->record = record;
+  p.result.preemptions.push_back(std::move(record));
   // Room was released: every earlier "does not fit" may have changed.
   for (Pass::PassJob& r : p.pass) r.blocked = r.borrow_blocked = r.preempt_tried = false;
 }

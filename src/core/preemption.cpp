@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+
+#include "core/fair_share_preemption.h"
 
 namespace allot {
 namespace {
@@ -12,6 +15,130 @@ bool holds_type(const Job& j, TypeId type) {
   return false;
 }
 
+// A job beyond its team's nominal quota is told that reclaim is not for it, rather than "nothing to reclaim":
+// its team's quota may well be lent out, and reclaiming it would still not be allowed.
+std::string no_candidates(const Team& team, bool within) {
+  const std::string beyond = "reclaim only serves jobs within their team's nominal quota, and this one needs more than team " +
+                             team.spec.name + "'s";
+  const bool never = team.spec.preempt_team_tasks == PreemptTeamTasks::kNever;
+  if (never)
+    return within ? "no preemption: nothing to reclaim, and team " + team.spec.name + " has preempt_team_tasks: Never"
+                  : "no preemption: team " + team.spec.name + " has preempt_team_tasks: Never, and " + beyond;
+  return within ? "no preemption candidates (nothing to reclaim, no lower-priority job in team " + team.spec.name + ")"
+                : "no preemption candidates (" + beyond + "; no lower-priority job in team " + team.spec.name + ")";
+}
+
+// --- Candidates ------------------------------------------------------------------------------------------------
+
+// Who may lose a job to `job` on one instance type, each list in victim order.
+struct Candidates {
+  bool within = false;              // the job fits within its team's nominal quota: reclaim applies
+  std::vector<const Job*> reclaim;  // other teams' jobs, for a job within its nominal quota
+  std::vector<const Job*> fair;     // other teams' jobs above nominal, for a borrower (fair_share_preemption)
+  std::vector<const Job*> own;      // the team's strictly lower-priority jobs
+  int protected_count = 0;          // jobs the minimum runtime protects
+  bool empty() const { return reclaim.empty() && fair.empty() && own.empty(); }
+};
+
+Candidates candidates(const ClusterState& s, const Job& job, const std::vector<std::pair<TypeId, Resources>>& request,
+                      const PreemptionQuery& q) {
+  const Team& team = s.teams[job.team.index()];
+  const bool fair_share = s.policy.fair_share_preemption;
+  Candidates c;
+  // Reclaim is for a job that fits within its team's nominal quota (with its own usage as it is now).
+  c.within = true;
+  for (const auto& [t, r] : request) c.within &= (s.usage[job.team.index()][t.index()] + r).fits_in(team.nominal[t.index()]);
+  // With hints, only the teams that can give up jobs are visited: this team, and teams above quota.
+  std::vector<JobId> scan;
+  if (q.hints) {
+    for (size_t t = 0; t < s.teams.size(); ++t)
+      if (t == job.team.index() || (q.hints->above_nominal[t] && q.allow_reclaim && (c.within || fair_share)))
+        scan.insert(scan.end(), q.hints->running_by_team[t].begin(), q.hints->running_by_team[t].end());
+  } else {
+    scan.assign(s.running_jobs.begin(), s.running_jobs.end());
+  }
+  for (JobId vid : scan) {
+    const Job& v = s.jobs[vid.index()];
+    if (v.id == job.id) continue;
+    bool relevant = false;
+    for (const auto& [t, r] : request) relevant |= holds_type(v, t);
+    if (!relevant) continue;
+    if (q.now - v.started_at < s.policy.min_runtime_s) {
+      ++c.protected_count;
+      continue;
+    }
+    if (v.team != job.team) {
+      if (q.allow_reclaim && c.within) c.reclaim.push_back(&v);
+      else if (q.allow_reclaim && fair_share && team_borrowing(s, s.usage, v.team)) c.fair.push_back(&v);
+    } else if (team.spec.preempt_team_tasks == PreemptTeamTasks::kLowerPriority && v.priority < job.priority) {
+      c.own.push_back(&v);
+    }
+  }
+  auto order = [](const Job* a, const Job* b) { return victim_order(*a, *b); };
+  std::sort(c.reclaim.begin(), c.reclaim.end(), order);
+  std::sort(c.fair.begin(), c.fair.end(), order);
+  std::sort(c.own.begin(), c.own.end(), order);
+  return c;
+}
+
+// --- Bound -----------------------------------------------------------------------------------------------------
+
+// Whether the free accelerators and every candidate's together could hold the job: when they cannot, no
+// trial can help.
+bool bound_allows(const ClusterState& s, const std::vector<std::pair<TypeId, Resources>>& request, const Candidates& c,
+                  const PreemptionHints& hints) {
+  for (const auto& [t, r] : request) {
+    int64_t bound = hints.free[t.index()].accelerators;
+    for (const auto* list : {&c.reclaim, &c.fair, &c.own})
+      for (const Job* v : *list)
+        for (const auto& ps : v->placement.pod_sets)
+          if (ps.type == t)
+            for (const auto& rep : ps.replicas) bound += static_cast<int64_t>(rep.accelerators.size());
+    if (r.accelerators > bound) return false;
+  }
+  (void)s;
+  return true;
+}
+
+// --- Greedy ----------------------------------------------------------------------------------------------------
+
+// The default greedy choice: reclaim candidates in victim order (a team stops giving up jobs once it is back
+// within its nominal quota), then the team's own; true once the job fits.
+bool greedy_in_order(const ClusterState& s, const std::vector<std::pair<TypeId, Resources>>& request,
+                     const Candidates& c, Trial& trial) {
+  for (const Job* v : c.reclaim) {
+    bool above = false;
+    for (const auto& [t, r] : request) above |= above_nominal(s, trial.usage, v->team, t);
+    if (!above) continue;
+    if (trial.take(*v, {v->id, PreemptionRule::kReclaim, {}})) return true;
+  }
+  for (const Job* v : c.own)
+    if (trial.take(*v, {v->id, PreemptionRule::kPriority, {}})) return true;
+  return false;
+}
+
+// --- Minimise --------------------------------------------------------------------------------------------------
+
+// Gives back every victim the job does not need, last taken first: the set becomes minimal.
+void minimise(Trial& trial) {
+  auto& chosen = trial.chosen;
+  for (size_t i = chosen.size(); i-- > 0;) {
+    std::vector<JobId> keep;
+    for (size_t k = 0; k < chosen.size(); ++k)
+      if (k != i) keep.push_back(chosen[k].job);
+    trial.reset_to(keep);
+    Victim dropped = chosen[i];
+    chosen.erase(chosen.begin() + static_cast<long>(i));
+    if (!trial.fits_now()) chosen.insert(chosen.begin() + static_cast<long>(i), dropped);
+  }
+  std::vector<JobId> ids;
+  for (const auto& v : chosen) ids.push_back(v.job);
+  trial.reset_to(ids);
+  trial.fits_now();
+}
+
+}  // namespace
+
 // Lowest priority first, then most recently started, then latest arrival: the cheapest to give up first.
 bool victim_order(const Job& a, const Job& b) {
   if (a.priority != b.priority) return a.priority < b.priority;
@@ -19,15 +146,28 @@ bool victim_order(const Job& a, const Job& b) {
   return a.arrival > b.arrival;
 }
 
-std::string no_candidates(const Team& team, bool within) {
-  return team.spec.preempt_team_tasks == PreemptTeamTasks::kNever && !within
-             ? "no preemption: team " + team.spec.name + " has preempt_team_tasks: Never and nothing can be reclaimed"
-         : team.spec.preempt_team_tasks == PreemptTeamTasks::kNever
-             ? "no preemption: nothing to reclaim, and team " + team.spec.name + " has preempt_team_tasks: Never"
-             : "no preemption candidates (nothing to reclaim, no lower-priority job in team " + team.spec.name + ")";
+Trial::Trial(const ClusterState& s, const Job& job, TypeId type) : s_(s), job_(job), only_{type}, room(s.room), usage(s.usage) {}
+
+bool Trial::fits_now() {
+  fit = try_admit(s_, room, usage, job_, AdmitOptions{.only_types = &only_, .scratch = &scratch_});
+  // Reclaimed capacity is for jobs within their nominal quota only.
+  bool any_reclaim =
+      std::any_of(chosen.begin(), chosen.end(), [](const Victim& v) { return v.rule == PreemptionRule::kReclaim; });
+  if (fit.ok && any_reclaim && fit.borrowing) fit.ok = false;
+  return fit.ok;
 }
 
-}  // namespace
+bool Trial::take(const Job& v, Victim victim) {
+  release(room, usage, s_, v, v.placement);
+  chosen.push_back(std::move(victim));
+  return fits_now();
+}
+
+void Trial::reset_to(const std::vector<JobId>& released) {
+  room = s_.room;
+  usage = s_.usage;
+  release_jobs(s_, released, room, usage);
+}
 
 PreemptionHints preemption_hints(const ClusterState& s) {
   PreemptionHints h;
@@ -72,118 +212,39 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
   for (TypeId type : candidate_types(s, job)) {
     auto request = job_request(s, job, type, nullptr);
     if (request.empty()) continue;
-    // Reclaim is for a job that fits within its team's nominal quota (with its own usage as it is now).
-    bool within = true;
-    for (const auto& [t, r] : request) within &= (s.usage[job.team.index()][t.index()] + r).fits_in(team.nominal[t.index()]);
-    std::vector<const Job*> reclaim, own;
-    // With hints, only the teams that can give up jobs are visited: this team, and teams above quota.
-    std::vector<JobId> scan;
-    if (q.hints) {
-      for (size_t t = 0; t < s.teams.size(); ++t)
-        if (t == job.team.index() || (q.hints->above_nominal[t] && within && q.allow_reclaim))
-          scan.insert(scan.end(), q.hints->running_by_team[t].begin(), q.hints->running_by_team[t].end());
-    } else {
-      scan.assign(s.running_jobs.begin(), s.running_jobs.end());
-    }
-    for (JobId vid : scan) {
-      const Job& v = s.jobs[vid.index()];
-      if (v.id == job.id) continue;
-      bool relevant = false;
-      for (const auto& [t, r] : request) relevant |= holds_type(v, t);
-      if (!relevant) continue;
-      if (q.now - v.started_at < s.policy.min_runtime_s) {
-        ++protected_count;
-        continue;
-      }
-      if (v.team != job.team) {
-        if (q.allow_reclaim && within) reclaim.push_back(&v);
-      } else if (team.spec.preempt_team_tasks == PreemptTeamTasks::kLowerPriority && v.priority < job.priority) {
-        own.push_back(&v);
-      }
-    }
+    const Candidates c = candidates(s, job, request, q);
+    protected_count += c.protected_count;
     // Most waiting jobs have no candidate at all: say so before copying any table.
-    if (reclaim.empty() && own.empty()) {
-      last_reason = no_candidates(team, within);
+    if (c.empty()) {
+      last_reason = no_candidates(team, c.within);
       continue;
     }
-    // Nor can trials help when the free accelerators and every candidate's together are fewer than needed.
-    if (q.hints) {
-      bool enough = true;
-      for (const auto& [t, r] : request) {
-        int64_t bound = q.hints->free[t.index()].accelerators;
-        for (const auto* list : {&reclaim, &own})
-          for (const Job* v : *list)
-            for (const auto& ps : v->placement.pod_sets)
-              if (ps.type == t)
-                for (const auto& rep : ps.replicas) bound += static_cast<int64_t>(rep.accelerators.size());
-        enough &= r.accelerators <= bound;
-      }
-      if (!enough) {
-        last_reason = "preempting every candidate would still not make room";
-        continue;
-      }
+    if (q.hints && !bound_allows(s, request, c, *q.hints)) {
+      last_reason = "preempting every candidate would still not make room";
+      continue;
     }
-    std::sort(reclaim.begin(), reclaim.end(), [](const Job* a, const Job* b) { return victim_order(*a, *b); });
-    std::sort(own.begin(), own.end(), [](const Job* a, const Job* b) { return victim_order(*a, *b); });
-    std::vector<TypeId> only = {type};
-
-    RoomTable room = s.room;
-    UsageTable usage = s.usage;
-    PlacementScratch scratch;  // the trials below place the job again and again
-    std::vector<Victim> chosen;
-    AdmissionAttempt fit;
-    auto fits_now = [&]() {
-      fit = try_admit(s, room, usage, job, AdmitOptions{.only_types = &only, .scratch = &scratch});
-      // Reclaimed capacity is for jobs within their nominal quota only.
-      bool any_reclaim = std::any_of(chosen.begin(), chosen.end(), [](const Victim& v) { return v.rule == PreemptionRule::kReclaim; });
-      if (fit.ok && any_reclaim && fit.borrowing) fit.ok = false;
-      return fit.ok;
-    };
-    bool done = false;
-    for (const Job* v : reclaim) {
-      // Stop taking a team's jobs once that team is back within its nominal quota.
-      bool above = false;
-      for (const auto& [t, r] : request) above |= above_nominal(s, usage, v->team, t);
-      if (!above) continue;
-      release(room, usage, s, *v, v->placement);
-      chosen.push_back({v->id, PreemptionRule::kReclaim, {}});
-      if ((done = fits_now())) break;
-    }
-    if (!done) {
-      for (const Job* v : own) {
-        release(room, usage, s, *v, v->placement);
-        chosen.push_back({v->id, PreemptionRule::kPriority, {}});
-        if ((done = fits_now())) break;
-      }
-    }
+    Trial trial(s, job, type);
+    const bool fair_share = s.policy.fair_share_preemption;
+    const bool done = fair_share ? greedy_fair_share(s, job, request, c.within ? c.reclaim : c.fair, c.own, c.within, trial)
+                                 : greedy_in_order(s, request, c, trial);
     if (!done) {
       last_reason = "preempting every candidate would still not make room";
       continue;
     }
-    // Give back every victim the job does not need, last taken first: the set becomes minimal.
-    for (size_t i = chosen.size(); i-- > 0;) {
-      std::vector<JobId> keep;
-      for (size_t k = 0; k < chosen.size(); ++k)
-        if (k != i) keep.push_back(chosen[k].job);
-      room = s.room;
-      usage = s.usage;
-      release_jobs(s, keep, room, usage);
-      Victim dropped = chosen[i];
-      chosen.erase(chosen.begin() + static_cast<long>(i));
-      if (!fits_now()) chosen.insert(chosen.begin() + static_cast<long>(i), dropped);
+    minimise(trial);
+    if (fair_share && trial.fit.borrowing) {
+      if (auto uneven = uneven_plan(s, job, request, trial)) {
+        last_reason = std::move(*uneven);
+        continue;
+      }
     }
-    room = s.room;
-    usage = s.usage;
-    std::vector<JobId> ids;
-    for (const auto& v : chosen) ids.push_back(v.job);
-    release_jobs(s, ids, room, usage);
-    fits_now();
-    return PreemptionPlan{fit, chosen};
+    if (fair_share) explain_fair_share_victims(s, job, request, trial);
+    return PreemptionPlan{trial.fit, trial.chosen};
   }
   why_not = explain(ReasonCode::kNoPreemption, last_reason.empty() ? "no instance type can serve it" : last_reason);
   if (protected_count > 0)
     why_not.text += "; " + std::to_string(protected_count) + " running job(s) are protected by the minimum runtime of " +
-               std::to_string(s.policy.min_runtime_s) + " s";
+                    std::to_string(s.policy.min_runtime_s) + " s";
   return std::nullopt;
 }
 

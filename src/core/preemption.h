@@ -1,5 +1,5 @@
 #pragma once
-// Preemption planning (DESIGN.md, "Preemption"). For a waiting job that does not fit:
+// Preemption planning (docs/scheduling.md, "Preemption"). For a waiting job that does not fit:
 //  - reclaim: if it fits within its team's nominal quota, jobs of other teams that are above their nominal
 //    quota are candidates, whatever their priority; a team stops giving up jobs once it is back within its
 //    nominal quota;
@@ -7,7 +7,10 @@
 // Candidates are taken lowest priority first, most recently started first (then latest arrival), reclaim
 // candidates before the team's own, until the job fits (quota and placement); then every victim whose removal
 // is not needed is given back, last taken first. The result is minimal and deterministic. Jobs younger than
-// the policy's minimum runtime are never candidates.
+// the policy's minimum runtime are never candidates. With policy.fair_share_preemption, a borrower may also take
+// jobs of teams above their fair share, and reclaim takes teams in share order (fair_share_preemption.h).
+// A plan is made in four parts: candidates, a bound that stops hopeless plans early, a greedy choice, and
+// minimisation.
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +49,34 @@ struct PreemptionQuery {
 // Without a plan, `why_not` says why (code kNoPreemption).
 std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& job, const PreemptionQuery& q,
                                               Explanation& why_not);
+
+// Lowest priority first, then most recently started, then latest arrival: the cheapest to give up first.
+bool victim_order(const Job& a, const Job& b);
+
+// A plan in the making for one instance type: room and usage with the victims chosen so far released.
+class Trial {
+ public:
+  Trial(const ClusterState& s, const Job& job, TypeId type);
+  // Releases `v` and records it; whether the job fits now.
+  bool take(const Job& v, Victim victim);
+  // Whether the job fits with the victims released (reclaimed capacity only for jobs within nominal quota);
+  // the answer is in `fit`.
+  bool fits_now();
+  // Room and usage with exactly `released` given up (chosen is left to the caller).
+  void reset_to(const std::vector<JobId>& released);
+
+ private:
+  const ClusterState& s_;
+  const Job& job_;
+  std::vector<TypeId> only_;
+  PlacementScratch scratch_;  // the trials place the job again and again
+
+ public:
+  RoomTable room;
+  UsageTable usage;
+  std::vector<Victim> chosen;
+  AdmissionAttempt fit;
+};
 
 // Room and usage with the given jobs' placements released: what a trial sees.
 void release_jobs(const ClusterState& s, const std::vector<JobId>& jobs, RoomTable& room, UsageTable& usage);

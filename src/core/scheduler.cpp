@@ -26,7 +26,8 @@ ScheduleResult schedule(ClusterState& state, Time now, const ScheduleOptions& op
     if (state.policy.preemption && preempt_in_order(p, false)) continue;
     fixed_point = true;
   }
-  if (!fixed_point) p.note_bound_hit();
+  if (fixed_point) grow_elastic(p);
+  else p.note_bound_hit();
   p.give_reasons();
   p.result.next_wakeup = p.wakeup();
   ScheduleResult r = std::move(p.result);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/preemption_record.h"
 #include "core/state.h"
 
 namespace allot {
@@ -33,6 +34,9 @@ struct StepBoundHit {
 
 struct ScheduleResult {
   std::vector<Decision> decisions;  // in the order they were applied
+  // One record per preemption group (one preemptor, all its victims), in the order the groups were applied;
+  // the same records the group's PreemptDecisions point at.
+  std::vector<std::shared_ptr<const PreemptionRecord>> preemptions;
   // What blocks each job the pass left waiting (only jobs with something to say), applied to the state
   // through explain_waiting() before schedule() returns.
   std::vector<WaitingReason> waiting;

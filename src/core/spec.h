@@ -92,6 +92,12 @@ struct PolicySpec {
   // and the first job that cannot run blocks every job behind it (head-of-line blocking).
   bool preemption = true;
   bool strict_fifo = false;
+  // Opt-in fair-sharing preemption (core/fair_share_preemption.h): a borrower may take jobs of teams above their
+  // fair share, and reclaim takes teams in share order.
+  bool fair_share_preemption = false;
+  // An elastic job below its largest size grows into capacity that has been idle this long, and resizes at
+  // most once per this long (docs/scheduling.md, "Elastic jobs").
+  int64_t elastic_grow_delay_s = 300;
   friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
 };
 
@@ -126,7 +132,10 @@ struct TopologySpec {
 
 struct PodSetSpec {
   std::string name = "main";
-  int replicas = 1;
+  int replicas = 1;  // an elastic pod set: its largest size
+  // Set for an elastic pod set (`replicas: {min: 2, max: 8}`): the smallest size it runs at. Unset: the pod set
+  // always runs `replicas` replicas.
+  std::optional<int> min_replicas;
   std::string instance_type;  // empty: any type the team may use
   AmountSpec per_replica;
   TopologySpec topology;
@@ -143,6 +152,8 @@ struct JobSpec {
   std::optional<int64_t> duration_s;  // simulator: runs this long, then Succeeded
   std::vector<std::string> command;   // server: argv of each replica
   std::map<std::string, std::string> env;
+  // Labels for people and selectors (`allot jobs -l`, `cancel --selector`); the scheduler never reads them.
+  std::map<std::string, std::string> labels;
   std::string plan;  // a capacity plan the job runs on (its nodes only); empty: any node
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };

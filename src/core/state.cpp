@@ -63,7 +63,8 @@ std::string ClusterState::priority_class_names() const {
 
 std::string ClusterState::team_names() const {
   std::vector<std::string> names;
-  for (const auto& t : teams) names.push_back(t.spec.name);
+  for (const auto& t : teams)
+    if (!t.removed) names.push_back(t.spec.name);
   std::sort(names.begin(), names.end());
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -147,6 +148,7 @@ Status upsert_team(ClusterState& s, const TeamSpec& spec) {
   Team& t = s.teams[it->second.index()];
   t.spec = spec;
   t.allocated = std::move(nominal);
+  t.removed = false;
   refresh_plan_quota(s);  // nominal = the allocation plus the team's Active plans
   refresh_candidate_types(s);
   return ok_status();
@@ -168,6 +170,7 @@ Status remove_team(ClusterState& s, std::string_view name) {
   mt.nominal.assign(s.catalog.size(), Resources{});
   mt.spec.allocation.clear();
   mt.spec.strategy = SharingStrategy::kDontLend;
+  mt.removed = true;
   refresh_candidate_types(s);
   return ok_status();
 }
@@ -222,6 +225,9 @@ static Status append_node(ClusterState& s, const NodeSpec& spec) {
     const Plan* plan = s.find_plan(pl->second);
     const std::string where = "node " + spec.name + ": label " + std::string(kPlanLabel) + " names ";
     if (!plan) return Error::invalid(where + "unknown plan '" + pl->second + "'; plans: " + s.plan_names());
+    if (plan->state == PlanState::kScheduled)
+      return Error::precondition(where + "plan " + plan->spec.name + ", which " + std::string(kPlanNotStarted) +
+                                 " (it is Scheduled); a plan's nodes join while it is Active");
     if (plan->state != PlanState::kActive)
       return Error::precondition(where + "plan " + plan->spec.name + ", which is " + plan_state_name(plan->state) +
                                  "; a plan's nodes join while it is Active");
@@ -244,6 +250,7 @@ static Status append_node(ClusterState& s, const NodeSpec& spec) {
   s.node_by_name[n.name] = n.id;
   s.nodes.push_back(std::move(n));
   s.room.push_back(r);
+  s.room_changed_at.push_back(0);
   return ok_status();
 }
 
@@ -259,12 +266,13 @@ Status add_nodes(ClusterState& s, const std::vector<NodeSpec>& specs, Time now) 
         if (it != s.node_by_name.end() && it->second == s.nodes.back().id) s.node_by_name.erase(it);
         s.nodes.pop_back();
         s.room.pop_back();
+        s.room_changed_at.pop_back();
       }
       return st;
     }
   }
+  for (size_t i = before; i < s.nodes.size(); ++i) s.room_changed_at[i] = now;
   rebuild_tree(s);
-  (void)now;
   return ok_status();
 }
 
@@ -302,8 +310,14 @@ static void transition(ClusterState& s, Job& j, JobState to, Time now, std::stri
   index_job(s, j, true);
 }
 
+static void touch_nodes(ClusterState& s, const Placement& p, Time now) {
+  for (const auto& ps : p.pod_sets)
+    for (const auto& r : ps.replicas) s.room_changed_at[r.node.index()] = now;
+}
+
 static void stop_run(ClusterState& s, Job& j, Time now) {
   release(s.room, s.usage, s, j, j.placement);
+  touch_nodes(s, j.placement, now);
   j.work_done_s += kept_work(j, now);
   j.placement = {};
   j.borrowing = false;
@@ -386,6 +400,7 @@ Status cancel_job(ClusterState& s, std::string_view name, Time now) {
   if (!is_active(j.state))
     return Error::precondition("job " + j.spec.name + " already ended (" + job_state_name(j.state) + ")");
   if (j.state == JobState::kRunning) stop_run(s, j, now);
+  j.held = false;
   transition(s, j, JobState::kCancelled, now, "cancelled by request", ReasonCode::kCancelled);
   return ok_status();
 }
@@ -412,10 +427,34 @@ Status admit_job(ClusterState& s, JobId id, const Placement& placement, bool bor
   Job& j = s.jobs[id.index()];
   if (!is_waiting(j.state)) return Error::precondition("job " + j.spec.name + " is not waiting");
   charge(s.room, s.usage, s, j, placement);
+  touch_nodes(s, placement, now);
   j.placement = placement;
   j.borrowing = borrowing;
   j.started_at = now;
   transition(s, j, JobState::kRunning, now, std::move(reason), ReasonCode::kAdmitted);
+  return ok_status();
+}
+
+Status resize_job(ClusterState& s, const ResizeDecision& d, Time now) {
+  if (d.job.index() >= s.jobs.size()) return Error::not_found("no job with id " + std::to_string(d.job.value));
+  Job& j = s.jobs[d.job.index()];
+  if (j.state != JobState::kRunning) return Error::precondition("job " + j.spec.name + " is not running");
+  if (!j.elastic()) return Error::precondition("job " + j.spec.name + " is not elastic; only elastic jobs resize");
+  const size_t e = static_cast<size_t>(j.elastic_pod_set);
+  if (d.placement.pod_sets.size() != j.pod_sets.size() || d.to < j.min_size() || d.to > j.max_size() ||
+      d.placement.pod_sets[e].replicas.size() != static_cast<size_t>(d.to))
+    return Error::invalid("resize of job " + j.spec.name + " to " + std::to_string(d.to) + " replicas: the size must be " +
+                          std::to_string(j.min_size()) + ".." + std::to_string(j.max_size()) +
+                          " and the placement must hold that many replicas of pod set " + j.pod_sets[e].name);
+  const int from = j.size();
+  stop_run(s, j, now);
+  charge(s.room, s.usage, s, j, d.placement);
+  touch_nodes(s, d.placement, now);
+  j.placement = d.placement;
+  j.borrowing = d.borrowing;
+  j.started_at = now;
+  j.reason = d.reason;
+  j.resizes.push_back({now, from, d.to, d.cause, d.reason});
   return ok_status();
 }
 
@@ -434,6 +473,7 @@ Status apply_decision(ClusterState& s, const Decision& d, Time now) {
       Overloaded{
           [&](const AdmitDecision& a) { return admit_job(s, a.job, a.placement, a.borrowing, now, a.reason); },
           [&](const PreemptDecision& p) { return preempt_job(s, p.job, now, p.reason); },
+          [&](const ResizeDecision& r) { return resize_job(s, r, now); },
       },
       d);
 }
@@ -454,16 +494,29 @@ void explain_waiting(ClusterState& s, const std::vector<WaitingReason>& reasons)
 
 // --- Derived values ------------------------------------------------------------------------------------------
 
+// Work done in `elapsed` seconds of running: elapsed * size / max for an elastic job (its throughput scales
+// with its replicas), elapsed for any other.
+static int64_t work_in(const Job& j, int64_t elapsed) {
+  if (!j.elastic()) return elapsed;
+  return elapsed * j.size() / j.max_size();
+}
+
 int64_t kept_work(const Job& j, Time now) {
   if (j.state != JobState::kRunning) return 0;
   int64_t elapsed = std::max<int64_t>(0, now - j.started_at);
   int64_t ci = j.spec.checkpoint_interval_s;
-  return ci > 0 ? elapsed / ci * ci : elapsed;
+  return work_in(j, ci > 0 ? elapsed / ci * ci : elapsed);
+}
+
+int64_t run_time_for(const Job& j, int64_t work) {
+  if (!j.elastic() || j.size() == 0) return work;
+  const int64_t size = j.size(), max = j.max_size();
+  return (work * max + size - 1) / size;
 }
 
 int64_t remaining_work(const Job& j, Time now) {
   if (!j.spec.duration_s) return 0;
-  int64_t done = j.work_done_s + (j.state == JobState::kRunning ? std::max<int64_t>(0, now - j.started_at) : 0);
+  int64_t done = j.work_done_s + (j.state == JobState::kRunning ? work_in(j, std::max<int64_t>(0, now - j.started_at)) : 0);
   return std::max<int64_t>(0, *j.spec.duration_s - done);
 }
 

@@ -44,9 +44,14 @@ struct ClusterState {
   // Per instance type: the capacity of Active plans without an owner, which joins the idle pool (quota.h).
   std::vector<Resources> plan_idle;
   RoomTable room;          // index = NodeId
+  // index = NodeId: when a replica last started or stopped on the node, or the node joined. Elastic jobs grow
+  // only onto nodes unchanged for the policy's delay (capacity idle that long).
+  std::vector<Time> room_changed_at;
   UsageTable usage;        // what each team's running jobs hold, per instance type
   TopologyTree tree;
   uint64_t next_arrival = 0;
+  // Per name of a deleted job: the attempts its jobs used so far (Job::attempt_base of the next job so named).
+  std::unordered_map<std::string, int> attempts_used;
   uint64_t shape_version = 0;  // bumped when nodes join or leave; caches of "never fits" key on it
   std::vector<Resources> capacity;  // per instance type: all nodes in the cluster, any health
   // The jobs that are running, and those waiting (Pending or Suspended), kept by every change of a job's
@@ -114,18 +119,31 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now);
 Status cancel_job(ClusterState& s, std::string_view name, Time now);
 // Ends a running job: Succeeded, or Failed (which auto-resume restarts while max_retries allows).
 Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeeded, std::string reason = "");
+// Holds a waiting job (Pending or Suspended) so that no scheduler pass considers it, or releases it
+// (job_changes.cpp). Holding a held job, or releasing one that is not, is refused.
+Status set_job_held(ClusterState& s, std::string_view name, bool held, Time now);
+// Moves a waiting job to another priority class (empty: the lowest, weight 0); its place in the queue follows
+// from the next pass on. A running job keeps the class it was admitted with.
+Status set_job_priority(ClusterState& s, std::string_view name, const std::string& priority_class, Time now);
+// Deletes a finished job: its name is free again (a job of that name may be submitted), listings skip it.
+Status delete_job(ClusterState& s, std::string_view name);
 
 // --- Decisions (the scheduler's, replayed by drivers and the store) ------------------------------------------
 Status admit_job(ClusterState& s, JobId job, const Placement& placement, bool borrowing, Time now, std::string reason);
 Status preempt_job(ClusterState& s, JobId job, Time now, std::string reason, ReasonCode code = ReasonCode::kPreempted);
+// An elastic job restarts at a new size from its last checkpoint (kept work as if it stopped now).
+Status resize_job(ClusterState& s, const ResizeDecision& d, Time now);
 Status apply_decision(ClusterState& s, const Decision& d, Time now);
 // Gives each job a pass left waiting its explanation. A Suspended job keeps saying why it stopped, then
 // "; waiting: " and what blocks it now. Entries for jobs that are no longer waiting are skipped.
 void explain_waiting(ClusterState& s, const std::vector<WaitingReason>& reasons);
 
 // --- Derived values ------------------------------------------------------------------------------------------
-// Seconds of work a job keeps if it stops now: everything up to its last checkpoint.
+// Seconds of work a job keeps if it stops now: everything up to its last checkpoint. Work is counted at the
+// job's full size: an elastic job running below its max does size/max of a second of work per second.
 int64_t kept_work(const Job& job, Time now);
+// Seconds of running that `work` seconds of work take at the job's current size (rounded up).
+int64_t run_time_for(const Job& job, int64_t work);
 // Seconds of work still to do (simulator), counting the current run as if it stopped now without loss.
 int64_t remaining_work(const Job& job, Time now);
 // Room on one node for a placement, as the live state has it.

@@ -1,7 +1,9 @@
 // Job submission: every check a user's spec must pass before it joins the queue, with messages that say what
 // was wrong and what is allowed. A rejected submission changes nothing.
+#include <optional>
 #include <set>
 
+#include "core/job_restore.h"
 #include "core/plans.h"
 #include "core/request.h"
 #include "core/state.h"
@@ -61,7 +63,7 @@ std::string shape_key(const std::vector<PodSet>& pod_sets, PlanId plan) {
   for (const PodSet& ps : pod_sets) {
     const auto& a = ps.per_replica;
     const auto& t = ps.topology;
-    key += "|" + std::to_string(ps.replicas) + "," + (ps.type ? std::to_string(ps.type->index()) : "-") + "," +
+    key += "|" + std::to_string(ps.replicas) + (ps.min_replicas != ps.replicas ? "/" + std::to_string(ps.min_replicas) : "") + "," + (ps.type ? std::to_string(ps.type->index()) : "-") + "," +
            std::to_string(a.accelerators.value_or(-1)) + "," + std::to_string(a.vcpu_milli.value_or(-1)) + "," +
            std::to_string(a.memory_mib.value_or(-1)) + "," + (a.whole_node ? "w" : "p") + "," +
            std::to_string(static_cast<int>(t.mode)) + "," + std::to_string(t.level) + "," +
@@ -72,14 +74,22 @@ std::string shape_key(const std::vector<PodSet>& pod_sets, PlanId plan) {
 
 }  // namespace
 
-Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
+// `restored_priority`: a job restored from a snapshot keeps the weight it had, whether or not its class is
+// still defined (a class may be removed once no active job uses it); otherwise the class must exist.
+// `restored_plan`: restoring a snapshot, the plan the job was submitted on (its ID: the plan may since have ended,
+// been deleted, or its name taken by a later plan), checked against the spec's plan name.
+static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std::optional<int> restored_priority,
+                             PlanId restored_plan = PlanId()) {
   if (spec.name.empty()) return Error::invalid("a job needs a name");
   if (spec.name.size() > 253) return Error::invalid("job name is longer than 253 characters");
   if (s.find_job(spec.name)) return Error::exists("a job named " + spec.name + " already exists");
   const Team* team = s.find_team(spec.team);
   if (!team) return Error::invalid("job " + spec.name + ": unknown team '" + spec.team + "'; teams: " + s.team_names());
-  int priority = 0;
-  if (!spec.priority.empty()) {
+  int priority = restored_priority.value_or(0);
+  if (restored_priority) {
+    if (priority < 0 || priority > 100)
+      return Error::invalid("job " + spec.name + ": priority weight must be 0..100, got " + std::to_string(priority));
+  } else if (!spec.priority.empty()) {
     priority = s.priority_weight(spec.priority);
     if (priority < 0)
       return Error::invalid("job " + spec.name + ": unknown priority class '" + spec.priority +
@@ -92,7 +102,11 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
   if (spec.duration_s && *spec.duration_s < 0) return Error::invalid("job " + spec.name + ": duration must be >= 0");
 
   Job j;
-  if (!spec.plan.empty()) {
+  if (restored_priority && !spec.plan.empty()) {
+    if (!restored_plan.valid() || restored_plan.index() >= s.plans.size() || s.plans[restored_plan.index()].spec.name != spec.plan)
+      return Error::invalid("job " + spec.name + ": plan " + spec.plan + " is not the plan with the recorded ID");
+    j.plan = restored_plan;
+  } else if (!spec.plan.empty()) {
     const Plan* plan = s.find_plan(spec.plan);
     if (!plan) return Error::invalid("job " + spec.name + ": unknown plan '" + spec.plan + "'; plans: " + s.plan_names());
     if (plan->state == PlanState::kEnding || plan->state == PlanState::kExpired)
@@ -113,6 +127,19 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
     PodSet p;
     p.name = ps.name;
     p.replicas = ps.replicas;
+    p.min_replicas = ps.replicas;
+    if (ps.min_replicas) {
+      if (*ps.min_replicas < 1 || *ps.min_replicas > ps.replicas)
+        return Error::invalid(where + ": min replicas must be 1.." + std::to_string(ps.replicas) + " (the max), got " +
+                              std::to_string(*ps.min_replicas));
+      if (j.elastic())
+        return Error::invalid(where + ": only one pod set of a job may be elastic (" +
+                              j.pod_sets[static_cast<size_t>(j.elastic_pod_set)].name + " already is)");
+      if (*ps.min_replicas < ps.replicas) {
+        p.min_replicas = *ps.min_replicas;
+        j.elastic_pod_set = static_cast<int>(j.pod_sets.size());
+      }
+    }
     p.per_replica = ps.per_replica;
     if (!ps.instance_type.empty()) {
       auto type = s.catalog.lookup(ps.instance_type);
@@ -128,6 +155,11 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
     }
     auto topo = resolve_topology(s, ps.topology, ps.replicas, where);
     if (!topo) return topo.error();
+    // Every size an elastic pod set takes must divide into whole slices; sizes in between that do not are
+    // skipped, but the smallest must be one.
+    if (p.min_replicas != p.replicas && topo->slice_size > 0 && p.min_replicas % topo->slice_size != 0)
+      return Error::invalid(where + ": min replicas (" + std::to_string(p.min_replicas) +
+                            ") must be a multiple of the slice size (" + std::to_string(topo->slice_size) + ")");
     p.topology = *topo;
     j.pod_sets.push_back(std::move(p));
   }
@@ -135,6 +167,7 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
   j.id = JobId(static_cast<uint32_t>(s.jobs.size()));
   j.arrival = s.next_arrival++;
   j.submitted_at = now;
+  if (auto used = s.attempts_used.find(spec.name); used != s.attempts_used.end()) j.attempt_base = used->second;
   j.waiting_since = now;
   j.state = JobState::kPending;
   j.reason = s.submitted_reason;
@@ -143,6 +176,12 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) {
   s.jobs.push_back(std::move(j));
   index_new_job(s, s.jobs.back());
   return s.jobs.back().id;
+}
+
+Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) { return add_job(s, spec, now, std::nullopt); }
+
+Result<JobId> restore_submitted_job(ClusterState& s, const JobSpec& spec, Time submitted_at, int priority, PlanId plan) {
+  return add_job(s, spec, submitted_at, priority, plan);
 }
 
 }  // namespace allot

@@ -4,6 +4,7 @@
 #include <random>
 #include <set>
 
+#include "core/labels.h"
 #include "interop/k8s_pod.h"
 
 namespace allot::interop {
@@ -65,8 +66,19 @@ Status read_metadata(const Field& doc, JobSpec& spec, std::vector<std::string>& 
   }
 
   const Field labels = meta.child("labels");
-  if (labels.present())
+  if (labels.present()) {
     if (auto st = labels.expect_map(); !st) return st.error();
+    // Every label is kept on the job (selectors: `allot jobs -l`, `cancel --selector`), Kueue's own included.
+    for (const auto& kv : labels.node()) {
+      const std::string key = kv.first.as<std::string>();
+      auto v = labels.entry(key, kv.second).str();
+      if (!v) return v.error();
+      if (std::string why = label_problem(key, *v); !why.empty()) return labels.entry(key, kv.second).error(why);
+      spec.labels[key] = *v;
+    }
+    if (spec.labels.size() > kMaxLabels)
+      return labels.error("has " + std::to_string(spec.labels.size()) + " labels; at most " + std::to_string(kMaxLabels));
+  }
   const Field queue = labels.child(kQueueLabel);
   const Field ns = meta.child("namespace");
   if (queue.present()) {
@@ -191,9 +203,14 @@ Result<ManifestJob> read_pytorch_job(const Field& doc) {
   if (auto st = spec.expect_map(); !st) return spec.error("is required");
   if (auto st = only_known(spec, {"pytorchReplicaSpecs", "runPolicy", "elasticPolicy", "nprocPerNode"}); !st)
     return st.error();
-  if (spec.child("elasticPolicy").present())
-    out.warnings.push_back(spec.child("elasticPolicy").warning(
-        "ignored: the job runs with the replicas given (allot does not resize PyTorchJobs)"));
+  // elasticPolicy makes the workers elastic (docs/job-spec.md, "Elastic jobs"): between minReplicas and
+  // maxReplicas, read after the replica specs below.
+  const Field elastic = spec.child("elasticPolicy");
+  if (elastic.present())
+    if (auto st = only_known(elastic, {"minReplicas", "maxReplicas", "rdzvBackend", "rdzvPort", "rdzvHost", "rdzvId",
+                                       "rdzvConf", "standalone", "nProcPerNode", "maxRestarts", "metrics"});
+        !st)
+      return st.error();
   const Field run = spec.child("runPolicy");
   if (run.child("backoffLimit").present()) {
     auto b = run.child("backoffLimit").integer(0, 1000);
@@ -244,9 +261,36 @@ Result<ManifestJob> read_pytorch_job(const Field& doc) {
   } else {
     for (const auto& p : parts) out.spec.pod_sets.push_back(pod_set_of(p.t, p.name, p.replicas));
   }
+  if (elastic.present()) {
+    const auto worker = std::find_if(parts.begin(), parts.end(), [](const Part& p) { return p.name == "worker"; });
+    if (worker == parts.end()) return elastic.error("needs Worker replicas to resize");
+    const int masters = static_cast<int>(parts.size()) - 1;  // a master merged into "main" stays a fixed rank 0
+    int lo = worker->replicas, hi = worker->replicas;
+    if (elastic.child("minReplicas").present()) {
+      auto r = elastic.child("minReplicas").integer(1, kMaxReplicas);
+      if (!r) return r.error();
+      lo = static_cast<int>(*r);
+    }
+    if (elastic.child("maxReplicas").present()) {
+      auto r = elastic.child("maxReplicas").integer(1, kMaxReplicas);
+      if (!r) return r.error();
+      hi = static_cast<int>(*r);
+    }
+    if (lo > hi) return elastic.child("minReplicas").error("is above maxReplicas (" + std::to_string(hi) + ")");
+    PodSetSpec& ps = out.spec.pod_sets.size() == 1 ? out.spec.pod_sets.front() : out.spec.pod_sets.back();
+    const int fixed = out.spec.pod_sets.size() == 1 ? masters : 0;
+    ps.replicas = hi + fixed;
+    if (lo < hi) ps.min_replicas = lo + fixed;
+  }
   // Every rank runs the same program in a PyTorchJob (torchrun tells them apart by RANK); take the master's.
   out.spec.command = parts[0].t.command;
   out.spec.env = parts[0].t.env;
+  // torchrun's processes per replica ("8", "auto", "gpu"), passed on as the training operator does.
+  if (spec.child("nprocPerNode").present()) {
+    auto n = spec.child("nprocPerNode").str();
+    if (!n) return n.error();
+    out.spec.env["PET_NPROC_PER_NODE"] = *n;
+  }
   if (parts.size() == 2 && parts[0].t.command != parts[1].t.command)
     out.warnings.push_back(specs.warning("Master and Worker commands differ; every rank runs the Master's"));
   return out;

@@ -46,7 +46,8 @@ json assignment(const ServerState& st, const ServerOptions& options, const Job& 
             {"accelerator_kind", accelerator_kind_name(type.accelerator_kind)},
             {"cpus", r.cpus},
             {"attempt", attempt_of(j)},
-            {"restart_count", j.restarts},
+            // ALLOT_RESTART_COUNT: restarts after failures, and resizes (each restarts from the checkpoint).
+            {"restart_count", j.restarts + static_cast<int>(j.resizes.size())},
             {"checkpoint_root", options.checkpoint_dir},
             // The request per replica, which the agent turns into the replica's cgroup limits.
             {"vcpu_milli", ps.per_replica.vcpu_milli},
@@ -134,8 +135,9 @@ json heartbeat_answer(const ServerState& st, const ServerOptions& options, const
   std::set<std::pair<std::string, int>> placed;  // (job, rank) of the current runs on this node
   std::map<std::string, int> attempts;
   const Node* node = st.cluster.find_node(node_name);
-  if (node) {
-    for (uint32_t index : st.running) {
+  const std::set<uint32_t>* here = node ? st.running_by_node.on(node->id) : nullptr;
+  if (here) {
+    for (uint32_t index : *here) {
       const Job& j = st.cluster.jobs[index];
       if (j.state != JobState::kRunning) continue;  // cannot happen while the index is right; cheap to check
       std::map<NodeId, int> local;  // replicas of this job seen so far per node: LOCAL_RANK

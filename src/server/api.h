@@ -60,6 +60,7 @@ void run(Api& api, const auth::Caller& who, const httplib::Request& req, httplib
 // The route groups, one file each. Routes reads request bodies with the size limit (routes.h).
 void add_config_routes(Routes& http, Api& api);  // policy, priority classes, teams, apply
 void add_job_routes(Routes& http, Api& api);     // jobs, cancel, logs
+void add_job_change_routes(Routes& http, Api& api);  // hold, release, priority, delete (api_job_changes.cpp)
 void add_node_routes(Routes& http, Api& api);    // nodes, cordon, drain, health, topology
 void add_agent_routes(Routes& http, Api& api);   // register, heartbeat, logs
 void add_watch_routes(Routes& http, Api& api);   // health, events, metrics

@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "auth/token.h"
+#include "core/plans.h"
 #include "server/agents.h"
 #include "server/api.h"
 #include "server/log_upload.h"
@@ -134,6 +135,15 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
     if (!st) return st.error();
     if (auto lc = on_register(txn, options, name, true, r.replaces); !lc) return lc.error();
   } else {
+    // A node's plan is fixed when it joins: an agent cannot move its node into a plan, out of one, or to another
+    // (it would take a plan's place, or its quota, that another node holds).
+    const auto label = r.node.labels.find(std::string(kPlanLabel));
+    const std::string claimed = label == r.node.labels.end() ? "" : label->second;
+    const std::string holds = n->plan.valid() ? txn.cluster().plans[n->plan.index()].spec.name : "";
+    if (claimed != holds)
+      return Error::precondition("node " + name + (holds.empty() ? " is on no capacity plan" : " is on plan " + holds) +
+                                 ", not " + (claimed.empty() ? "on none" : "on plan " + claimed) +
+                                 "; a node's plan is set when it joins (an admin removes the node first: allot node remove " + name + ")");
     const std::string& known = txn.cluster().catalog.at(n->type).name;
     if (known != r.node.instance_type)
       return Error::precondition("node " + name + " is registered as " + known + ", not " + r.node.instance_type +

@@ -1,5 +1,6 @@
 // Users' endpoints for jobs: submit, list, describe, cancel, logs.
 #include "config/spec_yaml.h"
+#include "core/labels.h"
 #include "server/api.h"
 #include "server/views.h"
 #include "view/state_json.h"
@@ -10,12 +11,13 @@ namespace {
 using nlohmann::json;
 const YamlContext kBody{"request body", "", 0};
 
-Render job_render(const std::string& name, int status = 200) {
-  return [name, status](const ServerState& st) -> Reply {
+Render job_render(const std::string& name, const auth::Caller& who, int status = 200) {
+  return [name, who, status](const ServerState& st) -> Reply {
     const Job* j = st.cluster.find_job(name);
     if (!j) return error_reply(Error::not_found("no job named " + name));
     json v = view::job_json(st.cluster, *j, /*with_history=*/true);
     add_resilience(st, *j, static_cast<Time>(system_clock_ms() / 1000), v);
+    add_preemption_records(st, *j, who, v);
     return json_reply(status, v);
   };
 }
@@ -52,12 +54,12 @@ void submit_route(Routes& http, Api& api) {
     if (!who.acts_for_team(spec->team))
       return refuse(api, who, req, res,
                     denied(who, "submitting a job of team " + spec->team, "an admin token or a member token of team " + spec->team));
-    run(api, who, req, res, [spec = std::move(*spec)](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [spec = std::move(*spec), who](Txn& txn) -> Result<Render> {
       if (txn.state().removed_teams.count(spec.team))
         return Error::invalid("job " + spec.name + ": team '" + spec.team + "' was removed");
       auto st = txn.apply(store::Submit{spec});
       if (!st) return st.error();
-      return job_render(spec.name, 201);
+      return job_render(spec.name, who, 201);
     });
   });
 }
@@ -71,6 +73,8 @@ void read_routes(Routes& http, Api& api) {
         return answer(res, error_reply(Error::invalid("unknown job state '" + req.get_param_value("state") + "'; states: " + state_names())));
     }
     std::string team = req.get_param_value("team");
+    auto selector = parse_label_selector(req.get_param_value("selector"));
+    if (!selector) return answer(res, error_reply(selector.error()));
     // Members list the jobs of their own teams; the rest of the cluster they see in aggregate (teams, nodes).
     if (who.role == auth::Role::kMember && !team.empty() && !who.in_team(team))
       return answer(res, error_reply(denied(who, "listing the jobs of team " + team, "an admin or viewer token, or a member token of team " + team)));
@@ -80,17 +84,19 @@ void read_routes(Routes& http, Api& api) {
     if (*limit == 0) return answer(res, error_reply(Error::invalid("query parameter limit must be 1.." + std::to_string(kMaxJobPage))));
     auto from = parse_continue(req.get_param_value("continue"));
     if (!from) return answer(res, error_reply(from.error()));
-    run(api, who, req, res, [state, team, limit = static_cast<size_t>(*limit), from = *from, who, own_teams_only](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [state, team, limit = static_cast<size_t>(*limit), from = *from, who, own_teams_only,
+                             selector = std::move(*selector)](Txn& txn) -> Result<Render> {
       const Team* t = nullptr;
       if (!team.empty() && !(t = txn.cluster().find_team(team))) return Error::not_found("no team named " + team);
       if (from > txn.cluster().jobs.size()) return Error::invalid("the continue token is not one this server gave");
       const TeamId team_id = t ? t->id : TeamId{};
       // One page is rendered per call, so a long listing does not hold the writer (and every submission
       // waiting behind it) for the time it takes to render every job.
-      return Render([state, team_id, limit, from, who, own_teams_only](const ServerState& st) {
+      return Render([state, team_id, limit, from, who, own_teams_only, selector](const ServerState& st) {
         const auto& jobs = st.cluster.jobs;
         auto wanted = [&](const Job& j) {
-          return (!state || j.state == *state) && (!team_id.valid() || j.team == team_id) &&
+          return !j.deleted && (!state || j.state == *state) && (!team_id.valid() || j.team == team_id) &&
+                 selector_matches(selector, j.spec.labels) &&
                  (!own_teams_only || who.in_team(st.cluster.teams[j.team.index()].spec.name));
         };
         json items = json::array();
@@ -112,7 +118,7 @@ void read_routes(Routes& http, Api& api) {
         const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
         if (!who.in_team(team)) return denied(who, "reading job " + name, "an admin or viewer token, or a member token of team " + team);
       }
-      return job_render(name);
+      return job_render(name, who);
     });
   });
   route(http, api, "POST", R"(/v1/jobs/([^/]+)/cancel)", Access::kMember, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
@@ -123,7 +129,7 @@ void read_routes(Routes& http, Api& api) {
       if (!who.acts_for_team(team)) return denied(who, "cancelling job " + name, "an admin token or a member token of team " + team);
       auto st = txn.apply(store::Cancel{name});
       if (!st) return st.error();
-      return job_render(name);
+      return job_render(name, who);
     });
   });
   route(http, api, "GET", R"(/v1/jobs/([^/]+)/logs)", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
@@ -157,6 +163,7 @@ void read_routes(Routes& http, Api& api) {
 void add_job_routes(Routes& http, Api& api) {
   submit_route(http, api);
   read_routes(http, api);
+  add_job_change_routes(http, api);
 }
 
 }  // namespace allot::server

@@ -30,22 +30,6 @@ Render plan_render(const std::string& name, int status = 200) {
 
 }  // namespace
 
-bool step_plans(Txn& txn) {
-  bool any = false;
-  while (auto step = next_plan_step(txn.cluster())) {
-    if (step->at > txn.now()) break;
-    const std::string name = txn.cluster().plans[step->plan.index()].spec.name;
-    auto st = txn.apply(store::PlanStepRecord{name, plan_state_name(step->to)});
-    if (!st) {
-      spdlog::error("plan {}: cannot move to {}: {}", name, plan_state_name(step->to), st.error().message);
-      break;
-    }
-    spdlog::info("plan {} is {}", name, plan_state_name(step->to));
-    any = true;
-  }
-  return any;
-}
-
 void add_plan_routes(Routes& http, Api& api) {
   // Readers (admin, member, viewer): plans are the cluster's, like its nodes.
   route(http, api, "GET", "/v1/plans", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
@@ -74,12 +58,12 @@ void add_plan_routes(Routes& http, Api& api) {
     if (!doc) return refuse(api, who, req, res, doc.error());
     auto plan = parse_plan(*doc, api.catalog, kBody);
     if (!plan) return refuse(api, who, req, res, plan.error());
-    run(api, who, req, res, [plan = std::move(*plan)](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [&api, plan = std::move(*plan)](Txn& txn) -> Result<Render> {
       if (plan.end <= txn.now())
         return Error::invalid("plan " + plan.name + " ends at " + std::to_string(plan.end) + " (Unix seconds), which has passed (now " +
                               std::to_string(txn.now()) + ")");
       if (auto st = txn.apply(store::CreatePlan{plan}); !st) return st.error();
-      step_plans(txn);  // a plan whose start has come is Active in the same answer
+      step_plans(txn, api.options);  // a plan whose start has come is Active in the same answer
       return plan_render(plan.name, 201);
     });
   });

@@ -2,6 +2,7 @@
 #include "server/api.h"
 #include "server/metrics.h"
 #include "server/version.h"
+#include "server/views.h"
 
 namespace allot::server {
 
@@ -20,12 +21,14 @@ void add_watch_routes(Routes& http, Api& api) {
     if (!wait) return answer(res, error_reply(wait.error()));
     auto page = api.events.read(static_cast<uint64_t>(*since), std::chrono::seconds(*wait));
     nlohmann::json events = nlohmann::json::array();
+    const view::SeesTeamJobs sees = job_names_for(who);
     for (const Event& e : page.events) {
       // Members follow their own teams' jobs; other teams' jobs they see only in aggregate (teams, metrics).
       if (who.role == auth::Role::kMember && !e.team.empty() && !who.in_team(e.team)) continue;
       nlohmann::json j = {{"seq", e.seq}, {"at", e.at}, {"kind", e.kind}, {"message", e.message}};
       if (!e.job.empty()) j["job"] = e.job;
       if (!e.node.empty()) j["node"] = e.node;
+      if (e.preemption) j["preemption"] = view::preemption_json(*e.preemption, sees);
       events.push_back(std::move(j));
     }
     nlohmann::json out = {{"events", events}, {"next", page.next}};

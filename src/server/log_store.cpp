@@ -75,4 +75,12 @@ Result<std::string> LogStore::read(const std::string& job, int rank, size_t tail
   return read_tail(path(job, rank), tail == 0 ? max_bytes_ : std::min(tail, 2 * max_bytes_));
 }
 
+Status LogStore::remove(const std::string& job) {
+  std::lock_guard lock(mu_);
+  std::error_code ec;
+  fs::remove_all(dir_ + "/" + encode(job), ec);
+  if (ec) return Error::internal("cannot remove the logs of job " + job + ": " + ec.message());
+  return ok_status();
+}
+
 }  // namespace allot::server

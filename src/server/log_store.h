@@ -18,6 +18,8 @@ class LogStore {
   Status append(const std::string& job, int rank, const std::string& data);
   // The last `tail` bytes (all that is kept when tail is 0); empty when nothing was logged.
   Result<std::string> read(const std::string& job, int rank, size_t tail) const;
+  // Drops every replica's log of the job (a deleted job: a new job of that name starts with none).
+  Status remove(const std::string& job);
 
  private:
   std::string path(const std::string& job, int rank) const;

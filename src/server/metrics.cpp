@@ -73,9 +73,12 @@ void render_scheduling(std::string& out, const ServerState& st) {
     auto it = st.observed.admissions_by_rule.find(rule);
     out += fmt::format("allot_admissions_by_rule_total{{rule=\"{}\"}} {}\n", rule, it == st.observed.admissions_by_rule.end() ? 0 : it->second);
   }
-  header(out, "allot_preemptions_by_rule_total", "counter", "Preemptions per rule: reclaim (lent quota taken back) or priority (within a team).");
-  for (const char* rule : {"reclaim", "priority"}) {
+  header(out, "allot_preemptions_by_rule_total", "counter",
+         "Preemptions per rule: reclaim (lent quota taken back), priority (within a team), fair_share; unrecorded: "
+         "journaled before rules were.");
+  for (const char* rule : {"reclaim", "priority", "fair_share", "unrecorded"}) {
     auto it = st.observed.preemptions_by_rule.find(rule);
+    if (it == st.observed.preemptions_by_rule.end() && std::string_view(rule) == "unrecorded") continue;
     out += fmt::format("allot_preemptions_by_rule_total{{rule=\"{}\"}} {}\n", rule, it == st.observed.preemptions_by_rule.end() ? 0 : it->second);
   }
   header(out, "allot_scheduler_pass_seconds", "histogram", "Duration of one scheduler pass (since the server started).");

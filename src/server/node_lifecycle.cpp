@@ -132,7 +132,7 @@ void request_replacement(Txn& txn, const ServerOptions& options, const std::stri
                              : "; no provisioner is configured (allot server --provisioner): an administrator replaces it"));
   if (!provision) return;
   n = txn.cluster().find_node(node);
-  ProvisionRequest req{node, txn.cluster().catalog.at(n->type).name, labels_text(*n), replacement_name(txn.cluster(), node), reason, ""};
+  ProvisionRequest req{node, txn.cluster().catalog.at(n->type).name, labels_text(*n), replacement_name(txn.cluster(), node), reason, "", ""};
   // The replacement joins with a join token of its own, made for it and valid for an hour.
   auth::IssuedToken t = auth::issue_token();
   {

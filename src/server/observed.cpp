@@ -20,12 +20,8 @@ void Observed::admitted(const ClusterState& s, const Job& job, bool borrowing, T
   it->second.observe(static_cast<double>(std::max<Time>(0, at - job.waiting_since)));
 }
 
-void Observed::preempted(const std::string& reason) { ++preemptions_by_rule[preemption_rule(reason)]; }
-
-std::string preemption_rule(const std::string& reason) {
-  // The scheduler writes "preempted (reclaim): ..." for reclaims and "preempted by job ... of the same team" for
-  // priority within a team (core/scheduler.cpp).
-  return reason.find("reclaim") != std::string::npos ? "reclaim" : "priority";
+void Observed::preempted(std::optional<PreemptionRule> rule) {
+  ++preemptions_by_rule[rule ? preemption_rule_name(*rule) : "unrecorded"];
 }
 
 UtilisationSample utilisation_now(const ClusterState& s, Time now) {

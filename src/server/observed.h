@@ -31,6 +31,18 @@ class Histogram {
   const std::vector<uint64_t>& counts() const { return counts_; }  // the last one: above every bound
   double sum() const { return sum_; }
   uint64_t count() const { return count_; }
+  // Sets what a snapshot recorded (server/state_snapshot.h); false, and nothing changed, when the counts do not
+  // match this histogram's bounds or its count.
+  bool restore(std::vector<uint64_t> counts, double sum, uint64_t count) {
+    if (counts.size() != counts_.size()) return false;
+    uint64_t total = 0;
+    for (uint64_t c : counts) total += c;
+    if (total != count) return false;
+    counts_ = std::move(counts);
+    sum_ = sum;
+    count_ = count;
+    return true;
+  }
 
  private:
   std::span<const double> bounds_;
@@ -53,7 +65,7 @@ struct UtilisationSample {
 struct Observed {
   std::map<std::pair<std::string, std::string>, Histogram> queue_wait;  // by (team, priority class or "none")
   std::map<std::string, uint64_t> admissions_by_rule;                   // within-nominal, borrowing
-  std::map<std::string, uint64_t> preemptions_by_rule;                  // reclaim, priority
+  std::map<std::string, uint64_t> preemptions_by_rule;                  // reclaim, priority, fair_share, unrecorded
   Histogram pass_seconds{kPassBounds};
   std::deque<UtilisationSample> utilisation;  // oldest first, one per kSampleEvery, kSamplesKept at most
   static constexpr Time kSampleEvery = 60;
@@ -61,17 +73,14 @@ struct Observed {
 
   // A job was admitted at `at` under `borrowing`; it had waited since its waiting_since.
   void admitted(const ClusterState& s, const Job& job, bool borrowing, Time at);
-  // A job was preempted with `reason` (the scheduler's text; its rule is read from it).
-  void preempted(const std::string& reason);
+  // A job was preempted under `rule`, as its journal record names it; records written before rules were
+  // journaled name none and count as "unrecorded".
+  void preempted(std::optional<PreemptionRule> rule);
   // Takes a utilisation sample when the last one is kSampleEvery old.
   void sample(const ClusterState& s, Time now);
 };
 
 // Accelerators held by replicas and in the cluster per instance type (by TypeId index), nodes of any health.
 UtilisationSample utilisation_now(const ClusterState& s, Time now);
-
-// The rule behind a preemption, from the scheduler's reason text: "reclaim" (a lending team takes back its quota)
-// or "priority" (a higher-priority job of the same team).
-std::string preemption_rule(const std::string& reason);
 
 }  // namespace allot::server

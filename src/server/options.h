@@ -51,6 +51,13 @@ struct ServerOptions {
   // take the lead and reads what the leader wrote.
   std::string advertise_url;
   std::chrono::milliseconds leader_poll{500};
+  // Snapshots (docs/deployment.md): the leader writes the whole state to the store after every
+  // snapshot_every_records journal records, or snapshot_interval after the last one when records were written
+  // since (0 turns either off), so that start-up replays only what follows the latest. Without use_snapshots
+  // none is written or read: start-up replays the whole journal.
+  uint64_t snapshot_every_records = 50000;
+  std::chrono::milliseconds snapshot_interval{600000};
+  bool use_snapshots = true;
   // Node lifecycle (docs/resiliency.md). A failed health check is acted on fault_window after it is first
   // reported (nodes failing within one window restart each job once); a reboot that has not brought the node
   // back healthy within reboot_timeout, a deep check that has not finished within deep_check_timeout, and an

@@ -27,9 +27,13 @@ struct NodeOf {
   std::string operator()(const Finish&) const { return ""; }
   std::string operator()(const Admit&) const { return ""; }
   std::string operator()(const Preempt&) const { return ""; }
+  std::string operator()(const Resize&) const { return ""; }
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
   std::string operator()(const Audit&) const { return ""; }
+  std::string operator()(const HoldJob&) const { return ""; }
+  std::string operator()(const SetJobPriority&) const { return ""; }
+  std::string operator()(const DeleteJob&) const { return ""; }
   std::string operator()(const CreatePlan&) const { return ""; }
   std::string operator()(const PlanStepRecord&) const { return ""; }  // its nodes: plan_nodes_of()
   std::string operator()(const DeletePlan&) const { return ""; }
@@ -41,6 +45,7 @@ struct JobOf {
   std::string operator()(const Finish& o) const { return o.job; }
   std::string operator()(const Admit& o) const { return o.job; }
   std::string operator()(const Preempt& o) const { return o.job; }
+  std::string operator()(const Resize& o) const { return o.job; }
   // No catch-all: a new kind of record does not compile until it says which job it names, if any.
   std::string operator()(const SetPolicy&) const { return ""; }
   std::string operator()(const UpsertTeam&) const { return ""; }
@@ -53,6 +58,9 @@ struct JobOf {
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
   std::string operator()(const Audit&) const { return ""; }
+  std::string operator()(const HoldJob& o) const { return o.job; }
+  std::string operator()(const SetJobPriority& o) const { return o.job; }
+  std::string operator()(const DeleteJob& o) const { return o.job; }
   std::string operator()(const CreatePlan&) const { return ""; }
   std::string operator()(const PlanStepRecord&) const { return ""; }
   std::string operator()(const DeletePlan&) const { return ""; }
@@ -117,6 +125,9 @@ std::string message_of(const ServerState& st, const Record& r) {
     }
     std::string operator()(const Admit& o) const { return "admitted: " + o.reason; }
     std::string operator()(const Preempt& o) const { return "preempted: " + o.reason; }
+    std::string operator()(const Resize& o) const {
+      return "resized (" + o.cause + ") from " + std::to_string(o.from) + " to " + std::to_string(o.to) + " replicas: " + o.reason;
+    }
     std::string operator()(const CreateToken& o) const {
       std::string scope;
       for (const auto& t : o.token.teams) scope += (scope.empty() ? ", teams " : ",") + t;
@@ -125,6 +136,11 @@ std::string message_of(const ServerState& st, const Record& r) {
     }
     std::string operator()(const RevokeToken& o) const { return "token " + o.id + " revoked"; }
     std::string operator()(const Audit& o) const { return o.action; }
+    std::string operator()(const HoldJob& o) const { return o.held ? "held by request" : "released"; }
+    std::string operator()(const SetJobPriority& o) const {
+      return "priority class set to " + (o.priority.empty() ? std::string("none") : o.priority);
+    }
+    std::string operator()(const DeleteJob&) const { return "deleted; its name is free for a new job"; }
     std::string operator()(const CreatePlan& o) const {
       return "plan " + o.plan.name + " created (" + std::to_string(o.plan.count) + " x " + o.plan.instance_type +
              (o.plan.team.empty() ? ", no owner" : ", team " + o.plan.team) + ")";
@@ -141,9 +157,27 @@ void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind
   if (const Job* j = job.empty() ? nullptr : st.cluster.find_job(job)) {
     if (j->state == JobState::kRunning) st.running.insert(j->id.index());
     else st.running.erase(j->id.index());
+    st.running_by_node.update(*j);
     team = st.cluster.teams[j->team.index()].spec.name;
   }
   events.push_back({++st.last_event, at, std::move(kind), std::move(job), std::move(node), std::move(message), std::move(team)});
+}
+
+// A preempt record's group goes with its event and into the job descriptions of the victim and, once per group
+// (with the group's first victim), of the preemptor.
+void note_preemption(ServerState& st, const Record& r, Event& e) {
+  const auto* p = std::get_if<Preempt>(&r.op);
+  if (!p || !p->group) return;
+  e.preemption = std::make_shared<const PreemptionGroup>(*p->group);
+  auto remember = [&](const std::string& name) {
+    const Job* j = st.cluster.find_job(name);
+    if (!j) return;
+    auto& seen = st.preemptions_of[j->id.index()];
+    seen.push_back({r.at, e.preemption});
+    if (seen.size() > ServerState::kPreemptionsKept) seen.pop_front();
+  };
+  remember(p->job);
+  if (!p->group->victims.empty() && p->group->victims.front().job == p->job) remember(p->group->preemptor);
 }
 
 void add_history(NodeInfo& info, NodeChange c) {
@@ -221,9 +255,17 @@ void note(ServerState& st, const Record& r) {
       for (const auto& ps : ad->placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
     }
+  } else if (auto* rz = std::get_if<Resize>(&r.op)) {
+    // A resize restarts the job on its new placement: the ranks of the new run, counted at its new size.
+    if (const Job* j = st.cluster.find_job(rz->job)) {
+      st.accounts[j->id.index()].slots = slots_of(rz->placement);
+      int rank = 0;
+      for (const auto& ps : rz->placement)
+        for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
+    }
   } else if (auto* pr = std::get_if<Preempt>(&r.op)) {
     ++st.preemptions_total;
-    st.observed.preempted(pr->reason);
+    st.observed.preempted(pr->rule);
   } else if (auto* ct = std::get_if<CreateToken>(&r.op)) {
     st.tokens[ct->token.id] = TokenInfo{ct->token, r.at, r.actor.token, false, 0};
     ++st.tokens_version;
@@ -294,6 +336,7 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   // The audit trail has its own endpoint; the event stream is for what happened to the cluster.
   if (std::holds_alternative<Audit>(r.op)) return ok_status();
   push(st, events, r.at, op_name(r.op), std::visit(JobOf{}, r.op), node, message_of(st, r));
+  note_preemption(st, r, events.back());
   for (size_t i = 0; i < before.size(); ++i) {
     const Job& j = st.cluster.jobs[before[i].index()];
     if (j.state != states[i]) push(st, events, r.at, "job", j.spec.name, node, job_message(j));
@@ -307,6 +350,7 @@ void note_decision(ServerState& st, const Record& r, std::vector<Event>& events)
   if (const auto* p = std::get_if<Preempt>(&r.op))
     if (const Job* j = st.cluster.find_job(p->job)) account_stop(st, *j, r.at, j->restarts, p->reason, "");
   push(st, events, r.at, op_name(r.op), std::visit(JobOf{}, r.op), "", message_of(st, r));
+  note_preemption(st, r, events.back());
 }
 
 }  // namespace allot::server

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -15,6 +16,7 @@
 
 #include "core/state.h"
 #include "server/observed.h"
+#include "server/running_index.h"
 #include "store/record.h"
 
 namespace allot::server {
@@ -70,6 +72,7 @@ struct NodeInfo {
 struct ProvisionRequest {
   std::string node, instance_type, labels, replacement, reason;
   std::string join_token;  // a fresh agent-join token's bearer text, handed over in a file readable by its owner only
+  std::string plan;        // a capacity plan's node (server/plan_steps.h): it joins with --plan and replaces nothing
 };
 
 // One restart of a job after a failure, for `allot describe` (rebuilt from the journal on start).
@@ -109,6 +112,15 @@ struct Event {
   std::string node;
   std::string message;
   std::string team;  // the job's team, when there is a job: members see only their teams' job events
+  // A preempt event: the victim's preemption group as journaled (core/preemption_record.h); null for records
+  // written before groups were.
+  std::shared_ptr<const PreemptionGroup> preemption;
+};
+
+// A preemption group a job took part in, as victim or preemptor, and when.
+struct PreemptionSeen {
+  Time at = 0;
+  std::shared_ptr<const PreemptionGroup> group;
 };
 
 // Exits reported by agents for one run of a job.
@@ -161,10 +173,15 @@ struct ServerState {
   LatencyHistogram scheduling_latency;  // live submissions only; not rebuilt by replay
   uint64_t admissions_total = 0;
   uint64_t preemptions_total = 0;
+  // The last kPreemptionsKept groups each job took part in (by JobId index), newest last: what `allot describe`
+  // shows of who preempted it, or whom it preempted. Rebuilt by replay.
+  std::unordered_map<uint32_t, std::deque<PreemptionSeen>> preemptions_of;
+  static constexpr size_t kPreemptionsKept = 10;
   Observed observed;  // queue waits, decisions by rule, pass durations, utilisation samples (observed.h)
   // Jobs Running now (JobId indices, in order), so a heartbeat looks at running jobs only. Kept up to date from
   // the events: every change of a job's state names the job in one.
   std::set<uint32_t> running;
+  RunningIndex running_by_node;  // the same jobs by node (running_index.h)
   TokenTable tokens;
   uint64_t tokens_version = 0;  // bumped by every token record: the writer republishes the table then
   // The newest audit entries, oldest first; older ones stay in the journal (kAuditKept bounds memory).
@@ -183,7 +200,9 @@ Status apply(ServerState& st, const store::Record& r, std::vector<Event>& events
 // apply() makes for its record, without applying it again.
 void note_decision(ServerState& st, const store::Record& r, std::vector<Event>& events);
 
-// A job's run number as agents see it: restarts plus preemptions, so a new run is never mistaken for the old.
-inline int attempt_of(const Job& j) { return j.restarts + j.preemptions; }
+// A job's run number as agents see it: restarts plus preemptions plus resizes (an elastic job restarts at its
+// new size), after the runs of earlier jobs of the same name (Job::attempt_base), so a new run is never
+// mistaken for an old one.
+inline int attempt_of(const Job& j) { return j.attempt_base + j.restarts + j.preemptions + static_cast<int>(j.resizes.size()); }
 
 }  // namespace allot::server

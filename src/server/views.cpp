@@ -52,6 +52,25 @@ double job_goodput(const ServerState& st, const Job& j, Time now, int64_t* held_
   return held > 0 ? static_cast<double>(held - lost) / static_cast<double>(held) : 1.0;
 }
 
+view::SeesTeamJobs job_names_for(const auth::Caller& who) {
+  if (who.role != auth::Role::kMember) return {};
+  return [who](const std::string& team) { return who.in_team(team); };
+}
+
+void add_preemption_records(const ServerState& st, const Job& j, const auth::Caller& who, json& view) {
+  json out = json::array();
+  if (auto it = st.preemptions_of.find(j.id.index()); it != st.preemptions_of.end()) {
+    const view::SeesTeamJobs sees = job_names_for(who);
+    for (const PreemptionSeen& p : it->second) {
+      json r = view::preemption_json(*p.group, sees);
+      r["at"] = p.at;
+      r["as"] = p.group->preemptor == j.spec.name ? "preemptor" : "victim";
+      out.push_back(std::move(r));
+    }
+  }
+  view["preemption_records"] = std::move(out);
+}
+
 void add_resilience(const ServerState& st, const Job& j, Time now, json& view) {
   json restarts = json::array();
   int64_t lost_s = 0;

@@ -6,6 +6,7 @@
 
 #include "core/scheduler.h"
 #include "server/node_lifecycle.h"
+#include "server/state_snapshot.h"
 #include "server/plan_steps.h"
 #include "store/replay.h"
 
@@ -60,7 +61,25 @@ Result<ServerState> Writer::replay(bool publish) {
   std::vector<Event> events;
   uint64_t count = 0;
   const auto start = std::chrono::steady_clock::now();
-  auto status = store_->load([&](const store::Record& r) -> Status {
+  // The latest snapshot, then the records after it (state_snapshot.h).
+  uint64_t from = 0;
+  if (options_.use_snapshots) {
+    auto snap = store_->latest_snapshot();
+    if (!snap) return snap.error();
+    if (*snap) {
+      auto restored = restore_state_snapshot((*snap)->seq, (*snap)->body);
+      if (!restored)
+        return Error::internal(restored.error().message + " (start with --no-snapshots to replay the whole journal instead)");
+      st = std::move(restored->state);
+      if (publish) events_.publish(std::move(restored->events));
+      from = (*snap)->seq;
+      last_snapshot_seq_ = from;
+    }
+  }
+  auto status = store_->load_after(from, [&](const store::Record& r) -> Status {
+    if (from > 0 && r.seq != st.last_seq + 1)
+      return Error::internal("journal record " + std::to_string(r.seq) + " follows record " + std::to_string(st.last_seq) +
+                             ": records are missing");
     auto applied = apply(st, r, events);
     if (!applied)
       return Error::internal("journal record " + std::to_string(r.seq) + " (" + store::op_name(r.op) +
@@ -75,7 +94,8 @@ Result<ServerState> Writer::replay(bool publish) {
   });
   if (!status) return status.error();
   if (publish) events_.publish(std::move(events));
-  spdlog::info("replayed {} journal records from {} in {:.3f} s", count, store_->describe(),
+  spdlog::info("replayed {} journal records from {}{} in {:.3f} s", count, store_->describe(),
+               from ? " after the snapshot at record " + std::to_string(from) : std::string(),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return st;
 }
@@ -155,7 +175,8 @@ void Writer::publish_view(bool changed) {
     generation = changes_;
     want = view_wanted_ && view_changes_ != changes_;
   }
-  if (!want) return;
+  // A state that waits for a rebuild holds changes nobody acknowledged: never published.
+  if (!want || needs_rebuild_) return;
   // The copy is made outside the lock: readers meanwhile find the view stale and go through the queue.
   auto copy = std::make_shared<const ServerState>(state_);
   std::lock_guard lock(view_mu_);
@@ -222,6 +243,13 @@ void Writer::follow() {
 void Writer::step_leadership(bool force) {
   if (!store_->shared()) return;
   if (leading_) {
+    // Between batches, every leader_poll, the database is asked whether this server still leads, so that it
+    // steps down when the database goes away (or its session does) even while nobody writes.
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_lead_check_) {
+      next_lead_check_ = now + options_.leader_poll;
+      (void)store_->confirm_lead();
+    }
     if (store_->leading()) return;
     // Deposed: the store refuses our writes from now on. What we hold was all acknowledged (a failed write
     // rebuilt the state), so we carry on as a standby from here.
@@ -235,6 +263,17 @@ void Writer::step_leadership(bool force) {
   const auto now = std::chrono::steady_clock::now();
   if (!force && now < next_leader_try_) return;
   next_leader_try_ = now + options_.leader_poll;
+  if (needs_rebuild_) {
+    // A write failed and the journal could not be read back then: rebuild from it once the database answers.
+    auto fresh = replay(/*publish=*/false);
+    if (!fresh) {
+      spdlog::warn("cannot rebuild the state from the journal yet: {}", fresh.error().message);
+      return;
+    }
+    adopt_rebuilt(std::move(*fresh));
+    needs_rebuild_ = false;
+    spdlog::info("state rebuilt from the journal up to record {}", state_.last_seq);
+  }
   follow();
   auto led = store_->try_lead(own_url());
   if (!led) {
@@ -301,7 +340,26 @@ void Writer::time_out_nodes(Txn& txn) {
   }
 }
 
+void Writer::adopt_rebuilt(ServerState fresh) {
+  // What the journal does not hold but the server knows: heartbeats and live latency measurements.
+  for (auto& [name, info] : fresh.nodes)
+    if (auto it = state_.nodes.find(name); it != state_.nodes.end()) info.last_heartbeat_ms = it->second.last_heartbeat_ms;
+  fresh.scheduling_latency = state_.scheduling_latency;
+  fresh.observed.pass_seconds = state_.observed.pass_seconds;
+  fresh.observed.utilisation = state_.observed.utilisation;
+  state_ = std::move(fresh);
+  dirty_ = true;
+  state_changed_ = true;
+}
+
 void Writer::run_batch(std::vector<Pending>& batch) {
+  if (needs_rebuild_) {
+    for (auto& p : batch)
+      p.answer.set_value(error_reply(503, "Unavailable",
+                                     "this server lost its database and has not yet rebuilt its state from the journal; "
+                                     "retry shortly, or ask another server"));
+    return;
+  }
   if (options_.before_batch && !batch.empty()) options_.before_batch();
   const int64_t now_ms = options_.clock();
   std::vector<store::Record> records;
@@ -328,7 +386,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   // Only the leader decides: a standby's state is the leader's, as journaled.
   if (leading_) {
     if (lifecycle_tick(txn, options_)) dirty_ = true;
-    if (step_plans(txn)) dirty_ = true;
+    if (step_plans(txn, options_)) dirty_ = true;
     time_out_nodes(txn);
   }
 
@@ -398,25 +456,35 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     spdlog::error("journal write failed, {} records dropped: {}", records.size(), durable.error().message);
     // A shared store that lost its session may have lost the answer to a commit that happened.
     const bool session_lost = store_->shared() && !store_->leading();
+    // It is a 503 (try again, here or at the next leader), not a 500: nothing is wrong with the request.
     for (size_t i = 0; i < batch.size(); ++i)
       if (!results[i].error)
-        replies[i] = error_reply(Error::internal(
-            session_lost ? "this server lost its database session while writing the change (" + durable.error().message +
-                               "); it was not acknowledged: read the object to find out whether it was made"
-                         : "the change could not be made durable (" + durable.error().message + "); nothing was changed"));
+        replies[i] = session_lost
+                         ? error_reply(503, "Unavailable",
+                                       "this server lost its database session while writing the change (" + durable.error().message +
+                                           "); it was not acknowledged and this server no longer leads: read the object "
+                                           "(from the next leader) to find out whether it was made")
+                         : error_reply(Error::internal("the change could not be made durable (" + durable.error().message +
+                                                       "); nothing was changed"));
     auto fresh = replay(/*publish=*/false);
-    if (!fresh) {
+    if (fresh) {
+      adopt_rebuilt(std::move(*fresh));
+    } else if (store_->shared()) {
+      // The database is gone (the write failed for that reason): step down, answer nothing from this state, and
+      // rebuild it from the journal once the database is back (step_leadership). The next leader, this server
+      // or another, starts from what the journal holds.
+      spdlog::error("cannot rebuild the state from the journal now ({}); this server stands by until it can",
+                    fresh.error().message);
+      needs_rebuild_ = true;
+      leading_ = false;
+      leading_flag_ = false;
+      next_leader_try_ = {};
+      std::lock_guard lock(mu_);
+      leader_url_.clear();
+    } else {
       spdlog::critical("cannot rebuild the state from the journal: {}", fresh.error().message);
       std::abort();  // the journal cannot be read back: running on would serve state nobody can recover
     }
-    // What the journal does not hold but the server knows: heartbeats and live latency measurements.
-    for (auto& [name, info] : fresh->nodes)
-      if (auto it = state_.nodes.find(name); it != state_.nodes.end()) info.last_heartbeat_ms = it->second.last_heartbeat_ms;
-    fresh->scheduling_latency = state_.scheduling_latency;
-    fresh->observed.pass_seconds = state_.observed.pass_seconds;
-    fresh->observed.utilisation = state_.observed.utilisation;
-    state_ = std::move(*fresh);
-    dirty_ = true;
   } else {
     events_.publish(std::move(events));
     for (const ProvisionRequest& r : state_.provision_queue) provisioner_.launch(r, public_url_);
@@ -441,6 +509,30 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     }
   }
   for (size_t i = 0; i < batch.size(); ++i) batch[i].answer.set_value(std::move(replies[i]));
+  if (durable && leading_) maybe_snapshot();
+}
+
+void Writer::maybe_snapshot() {
+  if (!options_.use_snapshots || state_.last_seq <= last_snapshot_seq_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (last_snapshot_at_ == std::chrono::steady_clock::time_point{}) last_snapshot_at_ = now;
+  const bool by_count = options_.snapshot_every_records > 0 && state_.last_seq - last_snapshot_seq_ >= options_.snapshot_every_records;
+  const bool by_time = options_.snapshot_interval.count() > 0 && now - last_snapshot_at_ >= options_.snapshot_interval;
+  if (!by_count && !by_time) return;
+  // After the batch was answered: a snapshot delays the next batch, never an answer. The events in memory go
+  // with it, so that /v1/events after a restart still shows what led up to it.
+  const uint64_t ring = options_.event_ring;
+  auto page = events_.read(state_.last_event > ring ? state_.last_event - ring : 0, std::chrono::milliseconds(0), ring);
+  const std::string body = encode_state_snapshot(state_, page.events);
+  auto st = store_->put_snapshot(state_.last_seq, body);
+  last_snapshot_at_ = now;
+  if (!st) {
+    spdlog::error("cannot write a snapshot at journal record {}: {}", state_.last_seq, st.error().message);
+    return;
+  }
+  spdlog::info("snapshot at journal record {} written ({} bytes) in {:.3f} s", state_.last_seq, body.size(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - now).count());
+  last_snapshot_seq_ = state_.last_seq;
 }
 
 }  // namespace allot::server

@@ -154,10 +154,15 @@ class Writer {
   void time_out_nodes(Txn& txn);
   // Hands the token table to the AuthGate when a batch changed it.
   void publish_tokens();
+  // Takes a state rebuilt from the journal after a failed write, keeping what the journal does not hold.
+  void adopt_rebuilt(ServerState fresh);
   // Rebuilds a state from the journal; with `publish`, its events go to the event log as well.
   Result<ServerState> replay(bool publish);
   // A standby: applies what the leader wrote since the last record applied, and publishes its events.
   void follow();
+  // The leader, after a durable batch: writes a snapshot when snapshot_every_records records or
+  // snapshot_interval have passed since the last one (options.h).
+  void maybe_snapshot();
   std::string own_url() const;
 
   const ServerOptions options_;
@@ -174,6 +179,12 @@ class Writer {
   bool dirty_ = true;  // the state changed since the last pass
   bool leading_ = true;  // false on a shared store until it takes the lead
   std::chrono::steady_clock::time_point next_leader_try_{};
+  // The state holds changes the journal may not (a write failed) and the journal could not be read back to
+  // rebuild it: a standby that answers no reads from it until a rebuild from the journal succeeds.
+  bool needs_rebuild_ = false;
+  std::chrono::steady_clock::time_point next_lead_check_{};
+  uint64_t last_snapshot_seq_ = 0;  // the journal record of the newest snapshot read or written
+  std::chrono::steady_clock::time_point last_snapshot_at_{};
   std::atomic<bool> leading_flag_{true};  // leading_, for request threads
   std::string leader_url_;                // guarded by mu_
   std::string advertise_url_;             // guarded by mu_

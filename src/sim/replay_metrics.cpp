@@ -162,8 +162,21 @@ ReplayMetrics compute_metrics(const std::vector<JobRecord>& jobs, const ClusterI
     t.entitled_share = ratio(static_cast<double>(t.entitled_gpus), static_cast<double>(entitled_sum), 0);
     t.received_share = busy_contended > 0 ? team_contended[i] / busy_contended : ratio(team_all[i], busy_all, 0);
   }
+  std::vector<double> served;  // received / entitled, per team that is entitled to something and had jobs
+  for (const auto& [name, t] : m.teams)
+    if (t.entitled_share > 0 && t.group.jobs > 0) served.push_back(t.received_share / t.entitled_share);
+  m.fairness_jain = jain_index(served);
   for (auto& [name, acc] : size_acc) m.sizes[name] = finish(acc);
   return m;
+}
+
+double jain_index(const std::vector<double>& x) {
+  double sum = 0, squares = 0;
+  for (double v : x) {
+    sum += v;
+    squares += v * v;
+  }
+  return squares > 0 ? sum * sum / (static_cast<double>(x.size()) * squares) : 1;
 }
 
 nlohmann::json to_json(const ReplayMetrics& m) {
@@ -189,6 +202,7 @@ nlohmann::json to_json(const ReplayMetrics& m) {
       {"locality_one_domain_share", r6(m.locality_one_domain_share)},
       {"avg_domains_per_job", r6(m.avg_domains_per_job)},
       {"goodput", r6(m.goodput)},
+      {"fairness_jain", r6(m.fairness_jain)},
       {"contended_s", m.contended_s},
   };
   nlohmann::json teams = nlohmann::json::object();
@@ -224,6 +238,7 @@ std::string format_summary(const ReplayMetrics& m) {
   line("locality", printf_string("%.3f of %lld multi-node jobs in one domain (avg %.2f domains)",
                                  m.locality_one_domain_share, (long long)m.multi_node_jobs, m.avg_domains_per_job));
   line("goodput", printf_string("%.3f", m.goodput));
+  line("fairness (Jain)", printf_string("%.3f over teams' received / entitled shares", m.fairness_jain));
 
   size_t w = 4;
   for (const auto& [name, t] : m.teams) w = std::max(w, name.size());

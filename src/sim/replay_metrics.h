@@ -27,6 +27,11 @@
 //                     quota. Without any contended interval it falls back to the share of all GPU-time used,
 //                     and `contended_s` = 0 says so.
 //     avg_queue_s     the team's mean queueing delay.
+//   fairness_jain     Jain's fairness index over the teams that have an entitlement (entitled_gpus > 0) and at
+//                     least one job: with x = received_share / entitled_share per such team (how much of what it
+//                     is entitled to it received while the cluster was contended) and n teams,
+//                     (sum x)^2 / (n x sum x^2). 1 when every team received in proportion to its entitlement,
+//                     1/n when one team received everything; 1 when n = 0 or every x is 0.
 //   size buckets      by gpus: "1", "2-8", "9-64", "65+".
 #include <cstdint>
 #include <map>
@@ -109,10 +114,14 @@ struct ReplayMetrics {
   double locality_one_domain_share = 1;
   double avg_domains_per_job = 0;
   double goodput = 1;
+  double fairness_jain = 1;
   int64_t contended_s = 0;                    // time during which at least one job was queued
   std::map<std::string, TeamMetrics> teams;   // every team of the cluster and of the records; "" as "(none)"
   std::map<std::string, GroupMetrics> sizes;  // "1", "2-8", "9-64", "65+"; only buckets that have jobs
 };
+
+// Jain's fairness index of `x` (see above): 1 when empty or all zero.
+double jain_index(const std::vector<double>& x);
 
 // Nearest-rank percentile (see above) of values that need not be sorted. REQUIRES: 0 < p <= 100.
 int64_t percentile_nearest_rank(std::vector<int64_t> values, double p);

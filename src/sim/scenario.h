@@ -32,6 +32,8 @@ struct JobExpect {
   std::optional<bool> borrowing;
   std::optional<int> preemptions;
   std::optional<int> restarts;
+  std::optional<int> replicas;  // held now: of the elastic pod set, or of all pod sets of a fixed job
+  std::optional<int> resizes;
   std::optional<std::string> reason;  // case-insensitive substring
   std::optional<ReasonCode> reason_code;
 };

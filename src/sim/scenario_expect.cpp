@@ -79,6 +79,10 @@ int check_expect(const ClusterState& s, const Event& e, std::vector<std::string>
       bad.push_back("preemptions is " + std::to_string(j->preemptions) + ", expected " + std::to_string(*want.preemptions));
     if (want.restarts && *want.restarts != j->restarts)
       bad.push_back("restarts is " + std::to_string(j->restarts) + ", expected " + std::to_string(*want.restarts));
+    if (want.replicas && *want.replicas != j->size())
+      bad.push_back("replicas is " + std::to_string(j->size()) + ", expected " + std::to_string(*want.replicas));
+    if (want.resizes && *want.resizes != static_cast<int>(j->resizes.size()))
+      bad.push_back("resizes is " + std::to_string(j->resizes.size()) + ", expected " + std::to_string(*want.resizes));
     if (want.reason && lower(j->reason).find(lower(*want.reason)) == std::string::npos)
       bad.push_back("reason does not contain \"" + *want.reason + "\"");
     if (want.reason_code && *want.reason_code != j->reason_code)

@@ -97,7 +97,8 @@ Result<std::vector<std::string>> read_node_list(const YamlContext& ctx, const Va
 }
 
 Result<JobExpect> read_job_expect(const YamlContext& ctx, const Val& v) {
-  auto f = Fields::open(ctx, v, {"state", "nodes", "node_count", "distinct", "borrowing", "preemptions", "restarts", "reason", "reason_code"});
+  auto f = Fields::open(ctx, v, {"state", "nodes", "node_count", "distinct", "borrowing", "preemptions", "restarts", "replicas", "resizes", "reason",
+                                 "reason_code"});
   if (!f) return f.error();
   JobExpect j;
   j.line = v.line;
@@ -126,7 +127,8 @@ Result<JobExpect> read_job_expect(const YamlContext& ctx, const Val& v) {
     if (!x) return x.error();
     j.borrowing = *x;
   }
-  for (auto [key, field] : {std::pair{"node_count", &j.node_count}, {"preemptions", &j.preemptions}, {"restarts", &j.restarts}}) {
+  for (auto [key, field] : {std::pair{"node_count", &j.node_count}, {"preemptions", &j.preemptions}, {"restarts", &j.restarts},
+                            {"replicas", &j.replicas}, {"resizes", &j.resizes}}) {
     auto n = read_count(ctx, f->get(key));
     if (!n) return n.error();
     *field = *n;

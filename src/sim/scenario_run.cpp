@@ -1,8 +1,10 @@
 #include "sim/scenario_run.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 
+#include "core/overloaded.h"
 #include "core/plans.h"
 #include "core/scheduler.h"
 #include "sim/completions.h"
@@ -16,11 +18,49 @@ Error at_line(const Event& e, const Error& err) {
                              std::to_string(e.at) + "): " + err.message};
 }
 
-void log_decisions(const ClusterState& s, const ScheduleResult& r, Time now, std::vector<std::string>& log) {
-  for (const auto& d : r.decisions)
-    log.push_back("t=" + std::to_string(now) + "  " + (std::holds_alternative<AdmitDecision>(d) ? "admit   " : "preempt ") +
+std::string share_text(const Share& s) {
+  if (s.den == 0) return "infinite";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", static_cast<double>(s.num) / static_cast<double>(s.den));
+  return buf;
+}
+
+// One line per group after its admission: the victims by rule, then each team's accelerators, borrowed
+// accelerators and share before -> after (the whole record is in `allot sim run --json`).
+std::string group_text(const PreemptionGroup& g) {
+  std::string out = g.preemptor + " preempted";
+  for (size_t i = 0; i < g.victims.size(); ++i)
+    out += (i ? ", " : " ") + g.victims[i].job + " of team " + g.victims[i].team + " (" + preemption_rule_name(g.victims[i].rule) + ")";
+  for (const auto& t : g.teams) {
+    int64_t ub = 0, ua = 0, bb = 0, ba = 0;
+    for (const auto& f : t.types) {
+      ub += f.usage_before.accelerators, ua += f.usage_after.accelerators;
+      bb += f.borrowed_before.accelerators, ba += f.borrowed_after.accelerators;
+    }
+    out += "; team " + t.team + ": accelerators " + std::to_string(ub) + " -> " + std::to_string(ua) + ", borrowed " +
+           std::to_string(bb) + " -> " + std::to_string(ba) + ", share " + share_text(t.share_before) + " -> " +
+           share_text(t.share_after);
+  }
+  return out;
+}
+
+void log_decisions(const ClusterState& s, const ScheduleResult& r, Time now, std::vector<std::string>& log,
+                   std::vector<ScenarioReport::Preemption>& preemptions) {
+  for (const auto& d : r.decisions) {
+    log.push_back("t=" + std::to_string(now) + "  " +
+                  std::visit(Overloaded{[](const AdmitDecision&) { return "admit   "; },
+                                        [](const PreemptDecision&) { return "preempt "; },
+                                        [](const ResizeDecision&) { return "resize  "; }},
+                             d) +
                   s.jobs[decision_job(d).index()].spec.name + ": " +
                   std::visit([](const auto& x) -> const std::string& { return x.reason; }, d));
+    // A group's admission follows its victims' preemptions: the group's record is logged after it.
+    const auto* victim = &d == r.decisions.data() ? nullptr : std::get_if<PreemptDecision>(&d - 1);
+    if (std::holds_alternative<AdmitDecision>(d) && victim && victim->record && victim->record->preemptor == decision_job(d)) {
+      preemptions.push_back({now, named(s, *victim->record)});
+      log.push_back("t=" + std::to_string(now) + "  record  " + group_text(preemptions.back().group));
+    }
+  }
 }
 
 }  // namespace
@@ -168,7 +208,7 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
       if (auto st = apply_event(s, e, rep.log, rep.warnings); !st) return at_line(e, st.error());
     }
     ScheduleResult r = schedule(s, now);
-    log_decisions(s, r, now, rep.log);
+    log_decisions(s, r, now, rep.log, rep.preemptions);
     if (r.bound_hit) {
       rep.log.push_back("t=" + std::to_string(now) + "  error   " + r.bound_hit->message);
       rep.warnings.push_back("t=" + std::to_string(now) + ": " + r.bound_hit->message);

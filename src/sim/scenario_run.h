@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/preemption_record.h"
 #include "core/state.h"
 #include "sim/scenario.h"
 
@@ -18,6 +19,12 @@ struct ScenarioReport {
   // For stderr: events ignored because their job or node was not in a state they apply to, and scheduler
   // passes that stopped at their step bound (a bug; ScheduleResult::bound_hit).
   std::vector<std::string> warnings;
+  // Every preemption group, in the order the passes applied them, with the time of its pass.
+  struct Preemption {
+    Time at = 0;
+    PreemptionGroup group;
+  };
+  std::vector<Preemption> preemptions;
   ClusterState final_state;
   Time end_time = 0;
 };

@@ -29,7 +29,8 @@ struct NodeEvent {
 // What the replay tracks of a trace job beyond the core's state.
 struct Tracked {
   JobId id;
-  int held = 0;                 // GPUs held while running
+  int held = 0;                 // GPUs held while running (an elastic job: at its largest size)
+  int held_now = 0;             // GPUs held by the current run (an elastic job's size changes)
   int64_t original_s = 0;       // the trace's duration: the useful work
   Time run_start = -1;          // -1: not running
   bool run_borrowing = false;
@@ -57,7 +58,8 @@ class Replay {
       while (next_event < sc_.events.size() && sc_.events[next_event].kind == EventKind::kExpect) ++next_event;
       if (next_event < sc_.events.size()) consider(sc_.events[next_event].at);
       consider(next_completion(s_, now));
-      if (waiting_ > 0) consider(wakeup);
+      // Elastic jobs below their max wake the scheduler to grow even with nobody waiting.
+      if (waiting_ > 0 || any_elastic_) consider(wakeup);
       // Failures only while there is work to disturb; repairs always (they may unblock waiting jobs).
       if (!node_events_.empty() && (work_left || node_events_.top().kind != NodeEvent::Kind::kFail))
         consider(node_events_.top().at);
@@ -129,13 +131,34 @@ class Replay {
     }
   }
 
+  // A draw in [0, 1) for trace job i, from the seed and the index alone (splitmix64), so which jobs are elastic
+  // does not depend on anything else the replay draws.
+  double elastic_draw(size_t i) const {
+    uint64_t z = o_.seed * 0x9e3779b97f4a7c15ULL + (i + 1) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) / static_cast<double>(uint64_t{1} << 53);
+  }
+
+  // GPUs a running job holds now.
+  int held_now(const Tracked& t, const Job& j) const {
+    return j.elastic() ? j.size() * shape_.accelerators_per_node : t.held;
+  }
+
   void plan(NodeEvent::Kind kind, size_t node, Time at) { node_events_.push({at, seq_++, kind, node}); }
 
   Status submit(size_t i, Time now) {
     const TraceJob& tj = trace_.jobs[i];
     // Auto-resume as often as the core allows (1000 retries), so a failure never ends a trace job for good.
     int retries = o_.failures.mtbf_hours > 0 ? 1000 : 0;
-    auto id = submit_job(s_, job_from_trace(tj, shape_, retries, o_.failures.checkpoint_s), now);
+    JobSpec spec = job_from_trace(tj, shape_, retries, o_.failures.checkpoint_s);
+    if (o_.elastic_share > 0 && spec.pod_sets.front().replicas > 1 && elastic_draw(i) < o_.elastic_share) {
+      PodSetSpec& ps = spec.pod_sets.front();
+      ps.min_replicas = (ps.replicas + 1) / 2;
+      any_elastic_ = true;
+    }
+    auto id = submit_job(s_, spec, now);
     if (!id) return Error::invalid("trace job " + tj.id + ": " + id.error().message);
     Tracked& t = tracked_[i];
     t.id = *id;
@@ -187,11 +210,28 @@ class Replay {
 
   // Ends the runs that stopped (finished, preempted, failed) and starts the ones the scheduler admitted.
   void reconcile(const ScheduleResult& r, Time now) {
+    std::set<uint32_t> resized;
+    if (any_elastic_)
+      for (const auto& d : r.decisions)
+        if (const auto* x = std::get_if<ResizeDecision>(&d)) resized.insert(x->job.index());
     std::vector<size_t> still;
     for (size_t i : running_) {
       Tracked& t = tracked_[i];
-      const Job& j = s_.jobs[t.id.index()];
+      Job& j = s_.jobs[t.id.index()];
       if (j.state == JobState::kRunning && j.started_at == t.run_start) {
+        still.push_back(i);
+        continue;
+      }
+      if (j.state == JobState::kRunning && resized.count(t.id.index())) {
+        // Resized: the run goes on at its new size from its checkpoint, and pays the restart like any other.
+        account(i, now);
+        t.held_now = held_now(t, j);
+        busy_ += t.held_now;
+        team_busy_[j.team.index()] += t.held_now;
+        t.run_start = j.started_at;
+        t.run_borrowing = j.borrowing;
+        if (o_.failures.restart_overhead_s > 0) *j.spec.duration_s += o_.failures.restart_overhead_s;
+        ++t.runs;
         still.push_back(i);
         continue;
       }
@@ -213,22 +253,31 @@ class Replay {
       ++t.runs;
       t.run_start = j.started_at;
       t.run_borrowing = j.borrowing;
+      t.held_now = held_now(t, j);
       --waiting_;
       running_.push_back(rec);
-      busy_ += t.held;
-      team_busy_[j.team.index()] += t.held;
+      busy_ += t.held_now;
+      team_busy_[j.team.index()] += t.held_now;
     }
+  }
+
+  // Charges the current run's GPU-time up to now to its record and takes its GPUs off the busy count.
+  void account(size_t i, Time now) {
+    Tracked& t = tracked_[i];
+    const Job& j = s_.jobs[t.id.index()];
+    JobRecord& rec = records_[i];
+    int64_t held = (now - t.run_start) * t.held_now;
+    rec.total_gpu_seconds_held += held;
+    if (t.run_borrowing) rec.borrowed_gpu_seconds += held;
+    busy_ -= t.held_now;
+    team_busy_[j.team.index()] -= t.held_now;
   }
 
   void close_run(size_t i, Time now) {
     Tracked& t = tracked_[i];
     const Job& j = s_.jobs[t.id.index()];
     JobRecord& rec = records_[i];
-    int64_t held = (now - t.run_start) * t.held;
-    rec.total_gpu_seconds_held += held;
-    if (t.run_borrowing) rec.borrowed_gpu_seconds += held;
-    busy_ -= t.held;
-    team_busy_[j.team.index()] -= t.held;
+    account(i, now);
     t.run_start = -1;
     if (j.state == JobState::kSucceeded || j.state == JobState::kFailed || j.state == JobState::kCancelled) {
       if (j.state == JobState::kSucceeded) rec.end_s = now;
@@ -295,6 +344,7 @@ class Replay {
   std::map<uint32_t, int64_t> team_busy_;
   int64_t busy_ = 0;
   int64_t waiting_ = 0;
+  bool any_elastic_ = false;
   std::vector<JobRecord> records_ = std::vector<JobRecord>(trace_.jobs.size());
   ReplayOutcome out_;
 };

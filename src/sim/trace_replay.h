@@ -36,6 +36,10 @@ struct FailureOptions {
 struct ReplayOptions {
   uint64_t seed = 1;
   FailureOptions failures;
+  // The share of multi-node trace jobs made elastic (0..1), chosen per job from `seed`: such a job of n
+  // whole-node replicas may run at ceil(n/2)..n replicas (docs/scheduling.md, "Elastic jobs"). Each resize
+  // costs `failures.restart_overhead_s` like any restart.
+  double elastic_share = 0;
   // Locality is measured against this cluster's network tree (the topology-oblivious baseline places on a
   // cluster without labels, but its placements are judged on the real tree). Empty: the replayed cluster's.
   std::vector<NodeSpec> locality_nodes;

@@ -34,6 +34,22 @@ Status MemStore::load_after(uint64_t after, const std::function<Status(const Rec
   return ok_status();
 }
 
+Status MemStore::put_snapshot(uint64_t seq, const std::string& body) {
+  std::lock_guard lock(mu_);
+  const uint64_t last = records_.empty() ? 0 : records_.back().seq;
+  if (seq > last)
+    return Error::invalid("snapshot at record " + std::to_string(seq) + " is past the journal's end (" + std::to_string(last) + ")");
+  snapshots_.push_back({seq, body});
+  while (snapshots_.size() > static_cast<size_t>(kSnapshotsKept)) snapshots_.erase(snapshots_.begin());
+  return ok_status();
+}
+
+Result<std::optional<Snapshot>> MemStore::latest_snapshot() {
+  std::lock_guard lock(mu_);
+  if (snapshots_.empty()) return std::optional<Snapshot>();
+  return std::optional<Snapshot>(snapshots_.back());
+}
+
 void MemStore::fail_next_appends(int count, std::string message) {
   std::lock_guard lock(mu_);
   fail_next_ = count;

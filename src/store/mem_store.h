@@ -13,6 +13,8 @@ class MemStore final : public Store {
  public:
   Status append(const std::vector<Record>& batch) override;
   Status load_after(uint64_t after, const std::function<Status(const Record&)>& fn) override;
+  Status put_snapshot(uint64_t seq, const std::string& body) override;
+  Result<std::optional<Snapshot>> latest_snapshot() override;
   std::string describe() const override { return "mem:"; }
 
   // The next `count` appends fail with `message` and leave the journal unchanged.
@@ -27,6 +29,7 @@ class MemStore final : public Store {
  private:
   mutable std::mutex mu_;
   std::vector<Record> records_;
+  std::vector<Snapshot> snapshots_;  // oldest first
   size_t appends_ = 0;
   int fail_next_ = 0;
   std::string fail_message_;

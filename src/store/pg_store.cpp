@@ -21,6 +21,8 @@ const std::vector<std::vector<const char*>> kMigrations = {
     {"CREATE TABLE allot_leader (id integer PRIMARY KEY CHECK (id = 1), epoch bigint NOT NULL, url text NOT NULL, "
      "since timestamptz NOT NULL DEFAULT now())",
      "INSERT INTO allot_leader (id, epoch, url) VALUES (1, 0, '')"},
+    // 3: snapshots of the state at a journal position (store.h, Snapshot).
+    {"CREATE TABLE allot_snapshots (seq bigint PRIMARY KEY, body text NOT NULL)"},
 };
 
 constexpr int kJournalPage = 5000;  // records fetched per query while loading
@@ -143,33 +145,29 @@ Result<std::unique_ptr<PgStore>> PgStore::open(const std::string& url, PgOptions
   return s;
 }
 
-Status PgStore::append(const std::vector<Record>& batch) {
-  if (batch.empty()) return ok_status();
-  auto encoded = record_bodies(batch);
-  if (!encoded) return encoded.error();
-  const std::vector<std::string>& bodies = *encoded;
-  std::lock_guard lock(mu_);
+Status PgStore::fail_write_locked(const Error& e) {
+  // Roll back, or, when the session itself is gone, stop leading for good. A commit whose answer was lost may or
+  // may not have happened; it was not acknowledged either way.
+  if (connection_ok(conn_)) (void)run(conn_, described_, "ROLLBACK");
+  if (!connection_ok(conn_)) {
+    lose_session_locked();
+    return Error::internal(e.message + " (the connection to the database was lost; this server no longer leads)");
+  }
+  return e;
+}
+
+Status PgStore::begin_fenced_locked() {
   if (!leading_ || !connection_ok(conn_)) {
     if (leading_) lose_session_locked();
     return Error::precondition("database " + described_ +
                                ": this server does not lead (another allot server writes the journal, or this one lost "
                                "its session); nothing was written");
   }
-  // Any failure below: roll back, or, when the session itself is gone, stop leading for good. A commit whose
-  // answer was lost may or may not have happened; it was not acknowledged either way.
-  auto fail = [this](const Error& e) -> Status {
-    if (connection_ok(conn_)) (void)run(conn_, described_, "ROLLBACK");
-    if (!connection_ok(conn_)) {
-      lose_session_locked();
-      return Error::internal(e.message + " (the connection to the database was lost; this server no longer leads)");
-    }
-    return e;
-  };
-  if (auto r = run(conn_, described_, "BEGIN"); !r) return fail(r.error());
+  if (auto r = run(conn_, described_, "BEGIN"); !r) return fail_write_locked(r.error());
   // The fence: the row lock keeps a new leader from bumping the epoch until this transaction ends, and a
   // changed epoch means another server took over: this one must not write.
   auto e = run(conn_, described_, "SELECT epoch FROM allot_leader WHERE id = 1 FOR SHARE");
-  if (!e) return fail(e.error());
+  if (!e) return fail_write_locked(e.error());
   const int64_t epoch = PQntuples(e->get()) == 1 ? std::atoll(PQgetvalue(e->get(), 0, 0)) : -1;
   if (epoch != epoch_) {
     (void)run(conn_, described_, "ROLLBACK");
@@ -178,6 +176,53 @@ Status PgStore::append(const std::vector<Record>& batch) {
     return Error::precondition("database " + described_ + ": this server lost the lead (epoch " + std::to_string(epoch_) +
                                ", now " + std::to_string(epoch) + "); nothing was written");
   }
+  return ok_status();
+}
+
+Status PgStore::put_snapshot(uint64_t seq, const std::string& body) {
+  std::lock_guard lock(mu_);
+  if (auto st = begin_fenced_locked(); !st) return st;
+  auto last = run(conn_, described_, "SELECT COALESCE(MAX(seq), 0) FROM allot_journal");
+  if (!last) return fail_write_locked(last.error());
+  const auto end = static_cast<uint64_t>(std::strtoull(PQgetvalue(last->get(), 0, 0), nullptr, 10));
+  if (seq > end)
+    return fail_write_locked(Error::invalid("snapshot at record " + std::to_string(seq) + " is past the journal's end (" +
+                                            std::to_string(end) + ")"));
+  if (auto r = run(conn_, described_,
+                   "INSERT INTO allot_snapshots (seq, body) VALUES ($1::bigint, $2) ON CONFLICT (seq) DO UPDATE SET body = EXCLUDED.body",
+                   {std::to_string(seq), body});
+      !r)
+    return fail_write_locked(r.error());
+  if (auto r = run(conn_, described_,
+                   "DELETE FROM allot_snapshots WHERE seq NOT IN (SELECT seq FROM allot_snapshots ORDER BY seq DESC LIMIT " +
+                       std::to_string(kSnapshotsKept) + ")");
+      !r)
+    return fail_write_locked(r.error());
+  if (auto r = run(conn_, described_, "COMMIT"); !r) return fail_write_locked(r.error());
+  return ok_status();
+}
+
+Result<std::optional<Snapshot>> PgStore::latest_snapshot() {
+  std::lock_guard lock(mu_);
+  if (!connection_ok(conn_)) {
+    if (leading_) lose_session_locked();
+    if (auto st = connect_locked(); !st) return st.error();
+  }
+  auto r = run(conn_, described_, "SELECT seq, body FROM allot_snapshots ORDER BY seq DESC LIMIT 1");
+  if (!r) return Error::internal("cannot read the snapshots: " + r.error().message);
+  if (PQntuples(r->get()) == 0) return std::optional<Snapshot>();
+  return std::optional<Snapshot>(Snapshot{static_cast<uint64_t>(std::strtoull(PQgetvalue(r->get(), 0, 0), nullptr, 10)),
+                                          std::string(PQgetvalue(r->get(), 0, 1), PQgetlength(r->get(), 0, 1))});
+}
+
+Status PgStore::append(const std::vector<Record>& batch) {
+  if (batch.empty()) return ok_status();
+  auto encoded = record_bodies(batch);
+  if (!encoded) return encoded.error();
+  const std::vector<std::string>& bodies = *encoded;
+  std::lock_guard lock(mu_);
+  auto fail = [this](const Error& e) -> Status { return fail_write_locked(e); };
+  if (auto st = begin_fenced_locked(); !st) return st;
   std::string sql;
   std::vector<std::string> params;
   auto flush = [&]() -> Status {
@@ -249,6 +294,23 @@ Result<bool> PgStore::try_lead(const std::string& url) {
   }
   epoch_ = std::atoll(PQgetvalue(e->get(), 0, 0));
   leading_ = true;
+  return true;
+}
+
+bool PgStore::confirm_lead() {
+  std::lock_guard lock(mu_);
+  if (!leading_) return false;
+  auto e = connection_ok(conn_) ? run(conn_, described_, "SELECT epoch FROM allot_leader WHERE id = 1")
+                                : Result<PgResult>(Error::internal("no connection"));
+  if (!e || !connection_ok(conn_)) {
+    lose_session_locked();
+    return false;
+  }
+  if (PQntuples(e->get()) != 1 || std::atoll(PQgetvalue(e->get(), 0, 0)) != epoch_) {
+    (void)run(conn_, described_, "SELECT pg_advisory_unlock_all()");
+    leading_ = false;
+    return false;
+  }
   return true;
 }
 

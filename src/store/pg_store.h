@@ -41,11 +41,14 @@ class PgStore final : public Store {
 
   Status append(const std::vector<Record>& batch) override;
   Status load_after(uint64_t after, const std::function<Status(const Record&)>& fn) override;
+  Status put_snapshot(uint64_t seq, const std::string& body) override;
+  Result<std::optional<Snapshot>> latest_snapshot() override;
   std::string describe() const override { return described_; }
 
   bool shared() const override { return true; }
   Result<bool> try_lead(const std::string& url) override;
   bool leading() const override;
+  bool confirm_lead() override;
   Result<std::string> leader_url() override;
 
   // The journal's schema version this build writes (allot_schema.version).
@@ -58,6 +61,11 @@ class PgStore final : public Store {
   // Marks the store deposed after its session failed while it led.
   void lose_session_locked();
   Status migrate_locked();
+  // Opens a write transaction after checking, inside it, that this store still leads (the epoch fence).
+  // REQUIRES: mu_ held.
+  Status begin_fenced_locked();
+  // Ends a failed write transaction; a lost session deposes this store. Returns the error to report.
+  Status fail_write_locked(const Error& e);
 
   const std::string url_;
   const std::string described_;  // the URL without its password

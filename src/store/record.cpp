@@ -28,9 +28,13 @@ struct NameOf {
   const char* operator()(const Finish&) const { return "finish"; }
   const char* operator()(const Admit&) const { return "admit"; }
   const char* operator()(const Preempt&) const { return "preempt"; }
+  const char* operator()(const Resize&) const { return "resize"; }
   const char* operator()(const CreateToken&) const { return "create_token"; }
   const char* operator()(const RevokeToken&) const { return "revoke_token"; }
   const char* operator()(const Audit&) const { return "audit"; }
+  const char* operator()(const HoldJob&) const { return "set_job_hold"; }
+  const char* operator()(const SetJobPriority&) const { return "set_job_priority"; }
+  const char* operator()(const DeleteJob&) const { return "delete_job"; }
   const char* operator()(const CreatePlan&) const { return "create_plan"; }
   const char* operator()(const PlanStepRecord&) const { return "plan_step"; }
   const char* operator()(const DeletePlan&) const { return "delete_plan"; }

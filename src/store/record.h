@@ -5,10 +5,12 @@
 // that was acknowledged: decisions are recorded with their full placement and applied as they were made, so
 // replay never runs the scheduler.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "core/preemption_record.h"
 #include "core/resources.h"
 #include "core/spec.h"
 
@@ -98,11 +100,27 @@ struct Admit {
   std::string reason;
   friend bool operator==(const Admit&, const Admit&) = default;
 };
+// One victim. Every victim's record carries its group whole, so each one reads on its own (events, describe).
+// Records written before rules and groups were journaled have neither: they decode with both empty.
 struct Preempt {
   std::string job;
   std::string preemptor;  // the job that needed the room
   std::string reason;
+  std::optional<PreemptionRule> rule;
+  std::optional<PreemptionGroup> group;
   friend bool operator==(const Preempt&, const Preempt&) = default;
+};
+// An elastic job restarted at a new size: its whole new placement (like Admit), the sizes, why, and for a
+// shrink the job that needed the room.
+struct Resize {
+  std::string job;
+  std::vector<PodSetRecord> placement;
+  bool borrowing = false;
+  int from = 0, to = 0;
+  std::string cause;  // "grow", "shrink" (core/model.h, resize_cause_name)
+  std::string for_job;
+  std::string reason;
+  friend bool operator==(const Resize&, const Resize&) = default;
 };
 
 // A bearer token as the server keeps it (docs/security.md): never the secret, only its SHA-256. Who made it and
@@ -135,6 +153,24 @@ struct Audit {
   friend bool operator==(const Audit&, const Audit&) = default;
 };
 
+// A waiting job held (`allot hold`) or released (`allot release`).
+struct HoldJob {
+  std::string job;
+  bool held = true;
+  friend bool operator==(const HoldJob&, const HoldJob&) = default;
+};
+// A waiting job moved to another priority class (empty: none, the lowest).
+struct SetJobPriority {
+  std::string job;
+  std::string priority;
+  friend bool operator==(const SetJobPriority&, const SetJobPriority&) = default;
+};
+// A finished job deleted: its name is free for a new job.
+struct DeleteJob {
+  std::string job;
+  friend bool operator==(const DeleteJob&, const DeleteJob&) = default;
+};
+
 // Capacity plans (core/plans.h): created, stepped to the state their times give (the writer applies each step
 // when it is due, so what the step did, suspending jobs and removing nodes, replays as it happened), deleted.
 struct CreatePlan {
@@ -152,8 +188,8 @@ struct DeletePlan {
 };
 
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
-                        Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, CreatePlan,
-                        PlanStepRecord, DeletePlan>;
+                        Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
+                        SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

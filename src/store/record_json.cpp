@@ -7,9 +7,7 @@
 namespace allot::store {
 using nlohmann::json;
 
-namespace {
-
-HealthCause cause_from(const std::string& s) {
+HealthCause health_cause_from_name(const std::string& s) {
   for (auto c : {HealthCause::kAdmin, HealthCause::kAgent, HealthCause::kTimeout, HealthCause::kHealthCheck, HealthCause::kDeepCheck})
     if (s == health_cause_name(c)) return c;
   throw std::invalid_argument("unknown health cause " + s);
@@ -40,6 +38,69 @@ std::vector<PodSetRecord> placement_from_json(const json& j) {
   return out;
 }
 
+json token_to_json(const TokenRecord& t) {
+  return {{"id", t.id}, {"secret_hash", t.secret_hash}, {"role", t.role}, {"teams", t.teams}, {"node", t.node},
+          {"expires_at", t.expires_at}, {"description", t.description}};
+}
+
+namespace {
+
+json share_to_json(const Share& s) { return json::array({s.num, s.den}); }
+
+Share share_from_json(const json& j) {
+  if (!j.is_array() || j.size() != 2) throw std::invalid_argument("a share is [numerator, denominator]");
+  Share s{j.at(0).get<int64_t>(), j.at(1).get<int64_t>()};
+  if (s.num < 0 || s.den < 0) throw std::invalid_argument("a share is not negative");
+  return s;
+}
+
+PreemptionRule rule_from(const std::string& s) {
+  if (auto r = parse_preemption_rule(s)) return *r;
+  throw std::invalid_argument("unknown preemption rule " + s);
+}
+
+json group_to_json(const PreemptionGroup& g) {
+  json victims = json::array();
+  for (const auto& v : g.victims) victims.push_back({{"job", v.job}, {"team", v.team}, {"rule", preemption_rule_name(v.rule)}});
+  json teams = json::array();
+  for (const auto& t : g.teams) {
+    json types = json::array();
+    for (const auto& f : t.types)
+      types.push_back({{"instance_type", f.instance_type}, {"nominal", to_json(f.nominal)},
+                       {"usage_before", to_json(f.usage_before)}, {"usage_after", to_json(f.usage_after)},
+                       {"borrowed_before", to_json(f.borrowed_before)}, {"borrowed_after", to_json(f.borrowed_after)}});
+    teams.push_back({{"team", t.team}, {"share_before", share_to_json(t.share_before)},
+                     {"share_after", share_to_json(t.share_after)}, {"types", types}});
+  }
+  return {{"preemptor", g.preemptor}, {"preemptor_team", g.preemptor_team}, {"victims", victims}, {"teams", teams}};
+}
+
+PreemptionGroup group_from_json(const json& j) {
+  PreemptionGroup g;
+  g.preemptor = j.at("preemptor").get<std::string>();
+  g.preemptor_team = j.at("preemptor_team").get<std::string>();
+  for (const auto& v : j.at("victims"))
+    g.victims.push_back({v.at("job").get<std::string>(), v.at("team").get<std::string>(), rule_from(v.at("rule").get<std::string>())});
+  for (const auto& t : j.at("teams")) {
+    PreemptionGroup::TeamFigures out{t.at("team").get<std::string>(), share_from_json(t.at("share_before")),
+                          share_from_json(t.at("share_after")), {}};
+    for (const auto& f : t.at("types"))
+      out.types.push_back({f.at("instance_type").get<std::string>(), resources_from_json(f.at("nominal")),
+                           resources_from_json(f.at("usage_before")), resources_from_json(f.at("usage_after")),
+                           resources_from_json(f.at("borrowed_before")), resources_from_json(f.at("borrowed_after"))});
+    g.teams.push_back(std::move(out));
+  }
+  return g;
+}
+
+// Records written before rules and groups were journaled have neither key: they decode with both empty.
+Preempt preempt_from_json(const json& j) {
+  Preempt p{j.at("job").get<std::string>(), j.at("preemptor").get<std::string>(), j.at("reason").get<std::string>(), {}, {}};
+  if (j.contains("rule")) p.rule = rule_from(j.at("rule").get<std::string>());
+  if (j.contains("group")) p.group = group_from_json(j.at("group"));
+  return p;
+}
+
 struct ToJson {
   json operator()(const SetPolicy& o) const { return {{"policy", to_json(o.policy)}}; }
   json operator()(const UpsertTeam& o) const { return {{"team", to_json(o.team)}}; }
@@ -59,20 +120,32 @@ struct ToJson {
   json operator()(const Admit& o) const {
     return {{"job", o.job}, {"placement", placement_to_json(o.placement)}, {"borrowing", o.borrowing}, {"reason", o.reason}};
   }
-  json operator()(const Preempt& o) const { return {{"job", o.job}, {"preemptor", o.preemptor}, {"reason", o.reason}}; }
+  json operator()(const Preempt& o) const {
+    json out = {{"job", o.job}, {"preemptor", o.preemptor}, {"reason", o.reason}};
+    if (o.rule) out["rule"] = preemption_rule_name(*o.rule);
+    if (o.group) out["group"] = group_to_json(*o.group);
+    return out;
+  }
+  json operator()(const Resize& o) const {
+    return {{"job", o.job},   {"placement", placement_to_json(o.placement)}, {"borrowing", o.borrowing}, {"from", o.from},
+            {"to", o.to},     {"cause", o.cause}, {"for_job", o.for_job},     {"reason", o.reason}};
+  }
   json operator()(const CreateToken& o) const {
-    const TokenRecord& t = o.token;
-    return {{"token", {{"id", t.id}, {"secret_hash", t.secret_hash}, {"role", t.role}, {"teams", t.teams}, {"node", t.node},
-                       {"expires_at", t.expires_at}, {"description", t.description}}}};
+    return {{"token", token_to_json(o.token)}};
   }
   json operator()(const RevokeToken& o) const { return {{"id", o.id}}; }
   json operator()(const Audit& o) const {
     return {{"action", o.action}, {"target", o.target}, {"status", o.status}, {"message", o.message}};
   }
+  json operator()(const HoldJob& o) const { return {{"job", o.job}, {"held", o.held}}; }
+  json operator()(const SetJobPriority& o) const { return {{"job", o.job}, {"priority", o.priority}}; }
+  json operator()(const DeleteJob& o) const { return {{"job", o.job}}; }
   json operator()(const CreatePlan& o) const { return {{"plan", to_json(o.plan)}}; }
   json operator()(const PlanStepRecord& o) const { return {{"plan", o.plan}, {"state", o.state}}; }
   json operator()(const DeletePlan& o) const { return {{"plan", o.plan}}; }
 };
+
+}  // namespace
 
 TokenRecord token_from_json(const json& j) {
   return TokenRecord{j.at("id").get<std::string>(),       j.at("secret_hash").get<std::string>(),
@@ -88,6 +161,8 @@ Actor actor_from_json(const json& j) {
                j.at("teams").get<std::vector<std::string>>(), j.at("node").get<std::string>()};
 }
 
+namespace {
+
 // Throws on malformed input; op_from_json turns that into an Error.
 Op parse_op(const json& j) {
   const std::string kind = j.at("op").get<std::string>();
@@ -98,7 +173,7 @@ Op parse_op(const json& j) {
   if (kind == "add_node") return AddNode{node_from_json(j.at("node")), str("address"), j.at("agent").get<bool>()};
   if (kind == "remove_node") return RemoveNode{str("node")};
   if (kind == "node_health")
-    return NodeHealthChange{str("node"), node_health_from_name(str("health")), cause_from(str("cause")), str("address"),
+    return NodeHealthChange{str("node"), node_health_from_name(str("health")), health_cause_from_name(str("cause")), str("address"),
                             j.value("reason", std::string())};
   if (kind == "cordon") return Cordon{str("node"), j.at("cordoned").get<bool>()};
   if (kind == "drain") return Drain{str("node")};
@@ -106,10 +181,16 @@ Op parse_op(const json& j) {
   if (kind == "cancel") return Cancel{str("job")};
   if (kind == "finish") return Finish{str("job"), j.at("succeeded").get<bool>(), str("reason")};
   if (kind == "admit") return Admit{str("job"), placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(), str("reason")};
-  if (kind == "preempt") return Preempt{str("job"), str("preemptor"), str("reason")};
+  if (kind == "preempt") return preempt_from_json(j);
+  if (kind == "resize")
+    return Resize{str("job"),          placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(),
+                  j.at("from").get<int>(), j.at("to").get<int>(), str("cause"), str("for_job"), str("reason")};
   if (kind == "create_token") return CreateToken{token_from_json(j.at("token"))};
   if (kind == "revoke_token") return RevokeToken{str("id")};
   if (kind == "audit") return Audit{str("action"), str("target"), j.at("status").get<int>(), str("message")};
+  if (kind == "set_job_hold") return HoldJob{str("job"), j.at("held").get<bool>()};
+  if (kind == "set_job_priority") return SetJobPriority{str("job"), str("priority")};
+  if (kind == "delete_job") return DeleteJob{str("job")};
   if (kind == "create_plan") return CreatePlan{plan_from_json(j.at("plan"))};
   if (kind == "plan_step") return PlanStepRecord{str("plan"), str("state")};
   if (kind == "delete_plan") return DeletePlan{str("plan")};
@@ -187,5 +268,8 @@ Result<Record> record_from_row(uint64_t seq, Time at, std::string_view body, con
   if (!actor) return Error::internal(place + ": " + actor.error().message);
   return Record{seq, at, std::move(*op), std::move(*actor)};
 }
+
+json preemption_group_to_json(const PreemptionGroup& g) { return group_to_json(g); }
+PreemptionGroup preemption_group_from_json(const json& j) { return group_from_json(j); }
 
 }  // namespace allot::store

@@ -27,4 +27,15 @@ Result<Actor> actor_of_body(const nlohmann::json& body);
 // the journal is read as untrusted input.
 Result<Record> record_from_row(uint64_t seq, Time at, std::string_view body, const std::string& where);
 
+// Pieces of records that snapshots (cluster_snapshot.h, server/state_snapshot.h) store too. The readers throw on malformed input.
+nlohmann::json placement_to_json(const std::vector<PodSetRecord>& p);
+std::vector<PodSetRecord> placement_from_json(const nlohmann::json& j);
+nlohmann::json token_to_json(const TokenRecord& t);
+TokenRecord token_from_json(const nlohmann::json& j);
+nlohmann::json actor_to_json(const Actor& a);
+Actor actor_from_json(const nlohmann::json& j);
+HealthCause health_cause_from_name(const std::string& s);
+nlohmann::json preemption_group_to_json(const PreemptionGroup& g);
+PreemptionGroup preemption_group_from_json(const nlohmann::json& j);
+
 }  // namespace allot::store

@@ -50,12 +50,37 @@ struct Apply {
     if (!id) return id.error();
     // Records written before preemptors were named, or whose preemptor is gone, name none.
     const Job* by = o.preemptor.empty() ? nullptr : s.find_job(o.preemptor);
-    return apply_decision(s, PreemptDecision{.job = *id, .preemptor = by ? by->id : JobId{}, .reason = o.reason}, at);
+    PreemptDecision d{.job = *id,
+                      .preemptor = by ? by->id : JobId{},
+                      .rule = o.rule.value_or(PreemptionRule::kReclaim),  // none recorded: not read on replay
+                      .reason = o.reason,
+                      .record = nullptr};
+    return apply_decision(s, d, at);
+  }
+  Status operator()(const Resize& o) const {
+    auto id = job_id(s, o.job);
+    if (!id) return id.error();
+    const Job& j = s.jobs[id->index()];
+    if (j.state != JobState::kRunning) return Error::precondition("resize of job " + o.job + ", which is not running");
+    // The new placement is checked against the room the job leaves behind: a resize restarts every replica.
+    auto p = placement_from_record(s, o.placement, &j);
+    if (!p) return p.error();
+    ResizeCause cause;
+    if (o.cause == resize_cause_name(ResizeCause::kGrow)) cause = ResizeCause::kGrow;
+    else if (o.cause == resize_cause_name(ResizeCause::kShrink)) cause = ResizeCause::kShrink;
+    else return Error::invalid("resize of job " + o.job + ": unknown cause '" + o.cause + "' (grow or shrink)");
+    const Job* by = o.for_job.empty() ? nullptr : s.find_job(o.for_job);
+    return apply_decision(s, ResizeDecision{.job = *id, .placement = std::move(*p), .borrowing = o.borrowing, .from = o.from,
+                                            .to = o.to, .cause = cause, .for_job = by ? by->id : JobId{}, .reason = o.reason},
+                          at);
   }
   // Tokens and the audit trail are the server's; the cluster does not change.
   Status operator()(const CreateToken&) const { return ok_status(); }
   Status operator()(const RevokeToken&) const { return ok_status(); }
   Status operator()(const Audit&) const { return ok_status(); }
+  Status operator()(const HoldJob& o) const { return set_job_held(s, o.job, o.held, at); }
+  Status operator()(const SetJobPriority& o) const { return set_job_priority(s, o.job, o.priority, at); }
+  Status operator()(const DeleteJob& o) const { return delete_job(s, o.job); }
   Status operator()(const CreatePlan& o) const { return add_plan(s, o.plan); }
   Status operator()(const PlanStepRecord& o) const {
     const Plan* p = s.find_plan(o.plan);
@@ -81,7 +106,7 @@ Status apply_record(ClusterState& s, const Record& r) { return std::visit(Apply{
 // admission is checked against the state before it is applied, so that a bad one is an error and never indexes
 // past a table or shifts a bit out of a 64-bit mask. What a valid journal holds always passes: the scheduler made
 // each admission against the same state that replay rebuilds.
-Result<Placement> placement_from_record(const ClusterState& s, const std::vector<PodSetRecord>& placement) {
+Result<Placement> placement_from_record(const ClusterState& s, const std::vector<PodSetRecord>& placement, const Job* leaving) {
   Placement p;
   // What this admission's earlier replicas already take on each node (by node index).
   std::unordered_map<uint32_t, NodeRoom> taken;
@@ -99,7 +124,14 @@ Result<Placement> placement_from_record(const ClusterState& s, const std::vector
       if (n->type != *type)
         return Error::invalid("admission places a replica of instance type " + it.name + " on node " + r.node + ", which is " +
                               s.catalog.at(n->type).name);
-      const NodeRoom& room = s.room[n->id.index()];
+      NodeRoom room = s.room[n->id.index()];
+      if (leaving)
+        for (const auto& held : leaving->placement.pod_sets)
+          for (const auto& hr : held.replicas)
+            if (hr.node == n->id) {
+              room.free += held.per_replica;
+              for (int a : hr.accelerators) room.accelerators_free |= uint64_t{1} << a;
+            }
       NodeRoom& mine = taken[n->id.index()];
       for (int a : r.accelerators) {
         if (a < 0 || a >= it.accelerators || a >= 64)
@@ -126,22 +158,33 @@ Result<Placement> placement_from_record(const ClusterState& s, const std::vector
   return p;
 }
 
+static std::vector<PodSetRecord> placement_records(const ClusterState& s, const Placement& p) {
+  std::vector<PodSetRecord> records;
+  for (const auto& ps : p.pod_sets) {
+    PodSetRecord out{s.catalog.at(ps.type).name, ps.per_replica, {}};
+    for (const auto& r : ps.replicas)
+      out.replicas.push_back({s.nodes[r.node.index()].name, r.accelerators, r.numa_domains, r.cpus});
+    records.push_back(std::move(out));
+  }
+  return records;
+}
+
 Op decision_record(const ClusterState& s, const Decision& d) {
   return std::visit(
       Overloaded{
           [&](const AdmitDecision& d) -> Op {
-            Admit a{s.jobs[d.job.index()].spec.name, {}, d.borrowing, d.reason};
-            for (const auto& ps : d.placement.pod_sets) {
-              PodSetRecord out{s.catalog.at(ps.type).name, ps.per_replica, {}};
-              for (const auto& r : ps.replicas)
-                out.replicas.push_back({s.nodes[r.node.index()].name, r.accelerators, r.numa_domains, r.cpus});
-              a.placement.push_back(std::move(out));
-            }
-            return a;
+            return Admit{s.jobs[d.job.index()].spec.name, placement_records(s, d.placement), d.borrowing, d.reason};
           },
           [&](const PreemptDecision& d) -> Op {
             std::string preemptor = d.preemptor.valid() ? s.jobs[d.preemptor.index()].spec.name : "";
-            return Preempt{s.jobs[d.job.index()].spec.name, preemptor, d.reason};
+            Preempt p{s.jobs[d.job.index()].spec.name, preemptor, d.reason, d.rule, std::nullopt};
+            if (d.record) p.group = named(s, *d.record);
+            return p;
+          },
+          [&](const ResizeDecision& d) -> Op {
+            std::string for_job = d.for_job.valid() ? s.jobs[d.for_job.index()].spec.name : "";
+            return Resize{s.jobs[d.job.index()].spec.name, placement_records(s, d.placement), d.borrowing, d.from, d.to,
+                          resize_cause_name(d.cause), for_job, d.reason};
           },
       },
       d);

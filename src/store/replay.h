@@ -1,6 +1,7 @@
 #pragma once
 // Records in and out of the core: applying a record through the core operation it names (the only way the
 // journal changes a ClusterState, live and on replay), and turning a scheduler Decision into its record.
+#include "core/preemption_record.h"
 #include "core/state.h"
 #include "store/record.h"
 
@@ -14,7 +15,8 @@ Status apply_record(ClusterState& s, const Record& r);
 Op decision_record(const ClusterState& s, const Decision& d);
 
 // The core placement of an admit record, resolving names against the state; fails when a node or instance
-// type it names is unknown.
-Result<Placement> placement_from_record(const ClusterState& s, const std::vector<PodSetRecord>& placement);
+// type it names is unknown. `leaving`: a running job whose own room counts as free (a resize restarts it).
+Result<Placement> placement_from_record(const ClusterState& s, const std::vector<PodSetRecord>& placement,
+                                        const Job* leaving = nullptr);
 
 }  // namespace allot::store

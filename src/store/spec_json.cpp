@@ -131,6 +131,8 @@ PolicySpec policy_from_json(const json& j) {
   p.min_runtime_s = (j.contains("min_runtime") ? j.at("min_runtime") : j.at("min_runtime_s")).get<int64_t>();
   p.starvation_threshold_s =
       (j.contains("starvation_threshold") ? j.at("starvation_threshold") : j.at("starvation_threshold_s")).get<int64_t>();
+  p.fair_share_preemption = j.value("fair_share_preemption", false);  // absent before the switch existed
+  p.elastic_grow_delay_s = get_or<int64_t>(j, "elastic_grow_delay", PolicySpec{}.elastic_grow_delay_s);
   return p;
 }
 
@@ -149,11 +151,16 @@ NodeSpec node_from_json(const json& j) {
 json to_json(const JobSpec& s) {
   json pod_sets = json::array();
   for (const auto& ps : s.pod_sets)
-    pod_sets.push_back({{"name", ps.name},
-                        {"replicas", ps.replicas},
-                        {"instance_type", ps.instance_type},
-                        {"per_replica", to_json(ps.per_replica)},
-                        {"topology", to_json(ps.topology)}});
+  {
+    json out = {{"name", ps.name},
+                {"replicas", ps.replicas},
+                {"instance_type", ps.instance_type},
+                {"per_replica", to_json(ps.per_replica)},
+                {"topology", to_json(ps.topology)}};
+    // Only elastic pod sets say min_replicas, so fixed jobs' records read as they always did.
+    if (ps.min_replicas) out["min_replicas"] = *ps.min_replicas;
+    pod_sets.push_back(std::move(out));
+  }
   json j = {{"name", s.name},
             {"team", s.team},
             {"priority", s.priority},
@@ -163,6 +170,7 @@ json to_json(const JobSpec& s) {
             {"command", s.command},
             {"env", s.env}};
   if (s.duration_s) j["duration_s"] = *s.duration_s;
+  if (!s.labels.empty()) j["labels"] = s.labels;  // absent in records written before jobs had labels
   if (!s.plan.empty()) j["plan"] = s.plan;  // absent in records written before plans, and for jobs without one
   return j;
 }
@@ -175,6 +183,7 @@ JobSpec job_from_json(const json& j) {
     PodSetSpec ps;
     ps.name = p.at("name").get<std::string>();
     ps.replicas = p.at("replicas").get<int>();
+    if (p.contains("min_replicas")) ps.min_replicas = p.at("min_replicas").get<int>();
     ps.instance_type = get_or<std::string>(p, "instance_type", "");
     ps.per_replica = amount_from_json(p.at("per_replica"));
     ps.topology = topology_from_json(p.at("topology"));
@@ -185,6 +194,7 @@ JobSpec job_from_json(const json& j) {
   s.duration_s = get_opt(j, "duration_s");
   s.command = get_or<std::vector<std::string>>(j, "command", {});
   s.env = get_or<std::map<std::string, std::string>>(j, "env", {});
+  s.labels = get_or<std::map<std::string, std::string>>(j, "labels", {});
   s.plan = get_or<std::string>(j, "plan", "");
   return s;
 }

@@ -7,8 +7,8 @@
 namespace allot::store {
 
 namespace {
-// Bumped when the journal's layout changes in a way older readers cannot read.
-constexpr int kSchemaVersion = 1;
+// Bumped when the journal's layout changes in a way older readers cannot read. 2: snapshots.
+constexpr int kSchemaVersion = 2;
 }  // namespace
 
 Error SqliteStore::error(const std::string& what) const {
@@ -50,12 +50,18 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
   if (sqlite3_prepare_v2(s->db_, "PRAGMA user_version", -1, &v, nullptr) == SQLITE_OK && sqlite3_step(v) == SQLITE_ROW)
     version = sqlite3_column_int(v, 0);
   sqlite3_finalize(v);
-  if (version == 0) {
-    auto st = s->exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
-    if (!st) return st.error();
-  } else if (version > kSchemaVersion) {
+  if (version > kSchemaVersion)
     return Error::precondition("database " + path + " was written by a newer allot (journal format " +
                                std::to_string(version) + ", this version reads " + std::to_string(kSchemaVersion) + ")");
+  if (version < kSchemaVersion) {
+    // Migrations from 0 (a new file) or 1 (the journal alone), in one transaction with the version they reach.
+    for (const char* sql : {"BEGIN IMMEDIATE", "CREATE TABLE IF NOT EXISTS snapshots (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)"})
+      if (auto st = s->exec(sql); !st) return st.error();
+    for (const std::string& sql : {"PRAGMA user_version=" + std::to_string(kSchemaVersion), std::string("COMMIT")})
+      if (auto st = s->exec(sql.c_str()); !st) {
+        (void)s->exec("ROLLBACK");
+        return st.error();
+      }
   }
   if (sqlite3_prepare_v2(s->db_, "INSERT INTO journal (seq, at, kind, body) VALUES (?, ?, ?, ?)", -1, &s->insert_,
                          nullptr) != SQLITE_OK)
@@ -125,6 +131,52 @@ Status SqliteStore::load_after(uint64_t after, const std::function<Status(const 
   if (result && rc != SQLITE_DONE) result = error("cannot read the journal");
   sqlite3_finalize(q);
   return result;
+}
+
+Status SqliteStore::put_snapshot(uint64_t seq, const std::string& body) {
+  std::lock_guard lock(mu_);
+  auto st = exec("BEGIN IMMEDIATE");
+  if (!st) return st;
+  auto fail = [this](Error e) -> Status {
+    (void)exec("ROLLBACK");
+    return e;
+  };
+  sqlite3_stmt* q = nullptr;
+  sqlite3_int64 last = 0;
+  if (sqlite3_prepare_v2(db_, "SELECT COALESCE(MAX(seq), 0) FROM journal", -1, &q, nullptr) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+    last = sqlite3_column_int64(q, 0);
+  sqlite3_finalize(q);
+  if (seq > static_cast<uint64_t>(last))
+    return fail(Error::invalid("snapshot at record " + std::to_string(seq) + " is past the journal's end (" + std::to_string(last) + ")"));
+  if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO snapshots (seq, body) VALUES (?, ?)", -1, &q, nullptr) != SQLITE_OK)
+    return fail(error("cannot prepare the snapshot insert"));
+  sqlite3_bind_int64(q, 1, static_cast<sqlite3_int64>(seq));
+  sqlite3_bind_text(q, 2, body.data(), static_cast<int>(body.size()), SQLITE_STATIC);
+  const int rc = sqlite3_step(q);
+  sqlite3_finalize(q);
+  if (rc != SQLITE_DONE) return fail(error("cannot write the snapshot at record " + std::to_string(seq)));
+  const std::string prune = "DELETE FROM snapshots WHERE seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT " +
+                            std::to_string(kSnapshotsKept) + ")";
+  if (st = exec(prune.c_str()); !st) return fail(st.error());
+  if (st = exec("COMMIT"); !st) return fail(st.error());
+  return ok_status();
+}
+
+Result<std::optional<Snapshot>> SqliteStore::latest_snapshot() {
+  std::lock_guard lock(mu_);
+  sqlite3_stmt* q = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT seq, body FROM snapshots ORDER BY seq DESC LIMIT 1", -1, &q, nullptr) != SQLITE_OK)
+    return error("cannot read the snapshots");
+  std::optional<Snapshot> out;
+  const int rc = sqlite3_step(q);
+  if (rc == SQLITE_ROW) {
+    const char* text = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
+    out = Snapshot{static_cast<uint64_t>(sqlite3_column_int64(q, 0)),
+                   std::string(text ? text : "", static_cast<size_t>(sqlite3_column_bytes(q, 1)))};
+  }
+  sqlite3_finalize(q);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return error("cannot read the snapshots");
+  return out;
 }
 
 }  // namespace allot::store

@@ -3,6 +3,9 @@
 // batch is durable when append returns and a crash (kill -9, power loss) keeps every appended batch whole or
 // not at all. The database is opened in exclusive locking mode: a second server on the same file is refused
 // instead of writing over the first.
+//
+// Schema (PRAGMA user_version): 1 is the journal alone; 2 adds the snapshots table. An older file is migrated on
+// open; a file from a newer allot is refused.
 #include <functional>
 #include <mutex>
 
@@ -29,6 +32,8 @@ class SqliteStore final : public Store {
 
   Status append(const std::vector<Record>& batch) override;
   Status load_after(uint64_t after, const std::function<Status(const Record&)>& fn) override;
+  Status put_snapshot(uint64_t seq, const std::string& body) override;
+  Result<std::optional<Snapshot>> latest_snapshot() override;
   std::string describe() const override { return "sqlite:" + path_; }
 
  private:

@@ -7,6 +7,7 @@
 // Thread-safety: implementations are safe to call from several threads, but the server has one writer.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,14 @@
 #include "store/record.h"
 
 namespace allot::store {
+
+// The whole state at a journal position (the server's encoding, server/state_snapshot.h): start-up and a
+// standby's catch-up restore the latest one and replay only the records after `seq`. The journal keeps every
+// record; a snapshot only saves reading them.
+struct Snapshot {
+  uint64_t seq = 0;
+  std::string body;
+};
 
 class Store {
  public:
@@ -30,6 +39,14 @@ class Store {
   // Every record, in journal order.
   [[nodiscard]] Status load(const std::function<Status(const Record&)>& fn) { return load_after(0, fn); }
 
+  // Writes a snapshot of the state after record `seq` (appended before, by this store) in one atomic step,
+  // and drops all but the newest kSnapshotsKept. A shared store writes one only while it leads, under the same
+  // fence as append: a deposed leader never writes a snapshot either.
+  [[nodiscard]] virtual Status put_snapshot(uint64_t seq, const std::string& body) = 0;
+  // The newest snapshot, if any.
+  [[nodiscard]] virtual Result<std::optional<Snapshot>> latest_snapshot() = 0;
+  static constexpr int kSnapshotsKept = 2;
+
   // "sqlite:/var/lib/allot/allot.db", for logs and messages (never a password).
   virtual std::string describe() const = 0;
 
@@ -45,6 +62,10 @@ class Store {
     return true;
   }
   virtual bool leading() const { return true; }
+  // Asks the database whether this store still leads (its session is alive and the epoch is still its own); a
+  // store that finds it does not stops leading for good, as after a failed append. The leader calls it between
+  // batches so that it steps down when the database goes away even while nobody writes.
+  [[nodiscard]] virtual bool confirm_lead() { return leading(); }
   // The URL the current leader advertised; empty while no server leads.
   [[nodiscard]] virtual Result<std::string> leader_url() { return std::string(); }
 };

@@ -47,6 +47,8 @@ json job_json(const ClusterState& s, const Job& j, bool with_history) {
             {"team", s.teams[j.team.index()].spec.name},
             {"priority", j.spec.priority},
             {"priority_weight", j.priority},
+            // A class removed from the policy after the job ended (an active job's class cannot be removed).
+            {"priority_class_deleted", !j.spec.priority.empty() && s.priority_weight(j.spec.priority) < 0},
             {"state", job_state_name(j.state)},
             {"reason", j.reason},
             {"reason_code", reason_code_name(j.reason_code)},
@@ -59,6 +61,8 @@ json job_json(const ClusterState& s, const Job& j, bool with_history) {
             {"restarts", j.restarts},
             {"work_done_s", j.work_done_s},
             {"placement", placement_json(s, j.placement)}};
+  if (j.held) o["held"] = true;
+  o["labels"] = j.spec.labels;
   if (j.state == JobState::kRunning) o["started_at"] = j.started_at;
   if (j.spec.duration_s) o["duration_s"] = *j.spec.duration_s;
   if (!j.spec.plan.empty()) o["plan"] = j.spec.plan;
@@ -70,8 +74,20 @@ json job_json(const ClusterState& s, const Job& j, bool with_history) {
     if (p.topology.slice) t["slice"] = {{"level", short_level(canonical_level(p.topology.slice->level))}, {"size", p.topology.slice->size}};
     if (!p.topology.exclusive.empty()) t["exclusive"] = short_level(canonical_level(p.topology.exclusive));
     ps.push_back({{"name", p.name}, {"replicas", p.replicas}, {"instance_type", p.instance_type}, {"topology", t}});
+    if (p.min_replicas) ps.back()["min_replicas"] = *p.min_replicas;
   }
   o["pod_sets"] = ps;
+  // Only elastic jobs say so, so that fixed jobs read as they always did.
+  if (j.elastic()) {
+    o["elastic"] = {{"pod_set", j.pod_sets[static_cast<size_t>(j.elastic_pod_set)].name},
+                    {"min", j.min_size()},
+                    {"max", j.max_size()},
+                    {"current", j.size()}};
+    json r = json::array();
+    for (const auto& x : j.resizes)
+      r.push_back({{"at", x.at}, {"from", x.from}, {"to", x.to}, {"cause", resize_cause_name(x.cause)}, {"reason", x.reason}});
+    o["resizes"] = r;
+  }
   if (with_history) {
     json h = json::array();
     for (const auto& t : j.history)
@@ -115,6 +131,22 @@ json team_json(const ClusterState& s, const Team& t) {
     if (a.amount.memory_mib) e["memory_gib"] = amount(*a.amount.memory_mib, 1024);
     alloc.push_back(e);
   }
+  // Per instance type, since amounts of different types do not add up (8 H100s and 4 A10Gs are not 12 of
+  // anything): the types the team has quota for or uses.
+  json types = json::array();
+  for (size_t ty = 0; ty < s.catalog.size(); ++ty) {
+    const TypeId type(static_cast<uint32_t>(ty));
+    const Resources nominal = ty < t.nominal.size() ? t.nominal[ty] : Resources{};
+    const Resources usage = s.usage[t.id.index()][ty];
+    if (nominal.is_zero() && usage.is_zero()) continue;
+    types.push_back({{"instance_type", s.catalog.at(type).name},
+                     {"nominal", resources_json(nominal)},
+                     {"max", resources_json(team_max(t, type))},
+                     {"usage", resources_json(usage)},
+                     {"borrowed", resources_json(borrowed(s, s.usage, t.id, type))},
+                     {"lent", resources_json(lent_by_team(s, s.usage, type)[t.id.index()])}});
+  }
+  const Share share = fair_share_value(s, s.usage, t.id);
   int pending = 0, running = 0, suspended = 0;
   for (const Job& j : s.jobs) {
     if (j.team != t.id) continue;
@@ -131,6 +163,9 @@ json team_json(const ClusterState& s, const Team& t) {
           {"usage", resources_json(team_usage_total(s, t.id))},
           {"borrowed", resources_json(team_borrowed_total(s, t.id))},
           {"lent", resources_json(team_lent_total(s, t.id))},
+          {"instance_types", types},
+          // borrowed dominant share / weight (core/quota.h); null when the weight is 0 (infinite)
+          {"share", share.den == 0 ? json(nullptr) : json(static_cast<double>(share.num) / static_cast<double>(share.den))},
           {"jobs", {{"pending", pending}, {"running", running}, {"suspended", suspended}}}};
 }
 
@@ -191,6 +226,18 @@ json decision_json(const ClusterState& s, const Decision& d) {
                     {"reason", p.reason},
                     {"rule", preemption_rule_name(p.rule)},
                     {"preemptor", s.jobs[p.preemptor.index()].spec.name}};
+          },
+          [&](const ResizeDecision& r) -> json {
+            json out = {{"kind", "resize"},
+                        {"job", s.jobs[r.job.index()].spec.name},
+                        {"reason", r.reason},
+                        {"cause", resize_cause_name(r.cause)},
+                        {"from", r.from},
+                        {"to", r.to},
+                        {"borrowing", r.borrowing},
+                        {"placement", placement_json(s, r.placement)}};
+            if (r.for_job.valid()) out["for"] = s.jobs[r.for_job.index()].spec.name;
+            return out;
           },
       },
       d);

@@ -26,7 +26,7 @@ for f in shell-0 shell-1 child-0 child-1; do
   pids="$pids $(cat "$WORK/pids/$f")"
 done
 for p in $pids; do gone "$p" && fail "process $p should be running before the cancel"; done
-"$ALLOT" cancel doomed | grep -q "doomed: Cancelled" || fail "cancel output"
+"$ALLOT" cancel doomed | grep_q "doomed: Cancelled" || fail "cancel output"
 wait_state doomed Cancelled
 for _ in $(seq 1 50); do
   left=""

@@ -47,6 +47,6 @@ grep -q '137' "$WORK/hog.json" || fail "the job should report exit code 137: $(c
 "$ALLOT" logs hog >"$WORK/hog.log"
 grep -q "allot agent: the out-of-memory killer ended .* it used more than its memory limit of $((64 << 20)) bytes" "$WORK/hog.log" ||
   fail "the log of the killed replica should say why it ended: $(cat "$WORK/hog.log")"
-"$ALLOT" logs modest | grep -qx fits || fail "the job under its limit should run to its end"
+"$ALLOT" logs modest | grep_q -x fits || fail "the job under its limit should run to its end"
 grep -q "out-of-memory killer" "$WORK/agent-gpu-1.log" || fail "the agent's log should name the kill too"
 say PASS

@@ -20,6 +20,6 @@ YAML
 "$ALLOT" submit "$WORK/fails.yaml" >/dev/null
 wait_state fails Failed 30
 [ "$(job_field fails restarts)" = 1 ] || fail "one restart expected, got $(job_field fails restarts)"
-job_field fails reason | grep -q "code 3" || fail "the reason should carry the exit code: $(job_field fails reason)"
-"$ALLOT" logs fails | grep -q "failing" || fail "the failing replica's output should be kept"
+job_field fails reason | grep_q "code 3" || fail "the reason should carry the exit code: $(job_field fails reason)"
+"$ALLOT" logs fails | grep_q "failing" || fail "the failing replica's output should be kept"
 say PASS

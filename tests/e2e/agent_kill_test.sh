@@ -33,8 +33,8 @@ done
 [ "$(job_field survivor restarts)" = 1 ] || fail "survivor should have restarted once"
 second=$(job_json survivor | grep -o '"nodes": *\[[^]]*\]' | grep -o 'gpu-[12]')
 [ -n "$second" ] && [ "$second" != "$first" ] || fail "survivor should have moved off $first, it is on '$second'"
-"$ALLOT" nodes | grep "^$first " | grep -q "Unschedulable" || fail "$first should be unschedulable: $("$ALLOT" nodes)"
-for _ in $(seq 1 50); do "$ALLOT" logs survivor | grep -q "running on attempt 1" && break; sleep 0.1; done
+"$ALLOT" nodes | grep "^$first " | grep_q "Unschedulable" || fail "$first should be unschedulable: $("$ALLOT" nodes)"
+for _ in $(seq 1 50); do "$ALLOT" logs survivor | grep_q "running on attempt 1" && break; sleep 0.1; done
 "$ALLOT" logs survivor >"$WORK/survivor.log"
 grep -q "running on attempt 1" "$WORK/survivor.log" || fail "the second attempt's output is missing"
 # A separator between the attempts, naming the node of the new one, before its output.

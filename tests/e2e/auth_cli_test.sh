@@ -54,8 +54,8 @@ url_for_ctx=$ALLOT_SERVER
  "$ALLOT" config use-context team-b >/dev/null
  "$ALLOT" jobs >"$WORK/ctx.out" 2>&1) || fail "allot jobs through a context: $(cat "$WORK/ctx.out")"
 [ "$(stat -c %a "$ALLOT_CONFIG")" = 600 ] || fail "the config file must be mode 600, is $(stat -c %a "$ALLOT_CONFIG")"
-"$ALLOT" config get-contexts | grep -q "^\* *team-b" || fail "get-contexts should mark team-b current: $("$ALLOT" config get-contexts)"
-"$ALLOT" config get-contexts | grep -q "$member_b" && fail "get-contexts must not print tokens"
+"$ALLOT" config get-contexts | grep_q "^\* *team-b" || fail "get-contexts should mark team-b current: $("$ALLOT" config get-contexts)"
+"$ALLOT" config get-contexts | grep_q "$member_b" && fail "get-contexts must not print tokens"
 
 # Revocation stops a token at once.
 id_b=${member_b:6:10}

@@ -3,7 +3,8 @@
 # commands name themselves and the closest known one; help, --version, version (client and server),
 # completion for bash; a man page; client flags before the command; case-insensitive --state; -o wide; jobs --watch;
 # logs --tail counting lines, -o json and -f; cancel of several jobs and of a team's; events --job;
-# nodes apply, node delete, allocation get.
+# nodes apply, node delete, allocation get; job labels and selectors, hold/release, set priority, delete and
+# submit --replace.
 # Usage: cli_habits_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=cli_habits
@@ -25,7 +26,7 @@ grep -qx "allot [0-9][0-9.]*" "$WORK/last.out" || fail "--version: $(cat "$WORK/
 words() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _allot; echo "${COMPREPLY[*]}"' _ "$WORK/completion.bash" "$@"; }
 [ "$(words allot nod)" = "nodes node" ] || fail "completion of 'nod': '$(words allot nod)'"
 [ "$(words allot node d)" = "drain delete" ] || fail "completion of 'node d': '$(words allot node d)'"
-words allot logs --t | grep -qw -- "--tail" || fail "completion of 'logs --t': '$(words allot logs --t)'"
+words allot logs --t | grep_q -w -- "--tail" || fail "completion of 'logs --t': '$(words allot logs --t)'"
 "$ALLOT" man >"$WORK/allot.1"
 grep -q '^.TH ALLOT 1' "$WORK/allot.1" && grep -q '^.SS allot node drain$' "$WORK/allot.1" && grep -q '^.B \\-\\-tail$' "$WORK/allot.1" ||
   fail "allot man should hold every command and flag: $(head -n 5 "$WORK/allot.1")"
@@ -48,7 +49,7 @@ YAML
 "$ALLOT" submit "$WORK/lines.yaml" >/dev/null
 wait_state lines Succeeded
 "$ALLOT" logs lines --tail 2 >"$WORK/tail.out"
-[ "$(wc -l <"$WORK/tail.out")" = 2 ] && head -n1 "$WORK/tail.out" | grep -q "^line 4 of" ||
+[ "$(wc -l <"$WORK/tail.out")" = 2 ] && head -n1 "$WORK/tail.out" | grep_q "^line 4 of" ||
   fail "logs --tail 2 should be the last two lines: $(cat "$WORK/tail.out")"
 "$ALLOT" logs lines -o json >"$WORK/logs.json"
 grep -q '"rank": 0' "$WORK/logs.json" && grep -q 'line 5 of a log' "$WORK/logs.json" || fail "logs -o json: $(cat "$WORK/logs.json")"
@@ -143,4 +144,55 @@ grep -q -- "- team team-b (pruned: not in the file)" "$WORK/prune.out" || fail "
 grep -q "^team-b " "$WORK/teams.out" && fail "team-b is still there after apply --prune"
 "$ALLOT" priority-class list >"$WORK/classes.out"
 grep -q "^gold-priority " "$WORK/classes.out" || fail "apply --prune of a teams-only file must keep the classes"
+
+# Job verbs: labels and selectors, hold and release, set priority, delete and submit --replace.
+printf 'name: blocker\nteam: team-a\nlabels: {app: verbs}\nper_replica: {accelerators: 1}\ncommand: "sleep 60"\n' >"$WORK/blocker.yaml"
+printf 'name: waiter\nteam: team-a\nlabels: {app: verbs, stage: second}\nper_replica: {accelerators: 1}\ncommand: "echo waited"\n' >"$WORK/waiter.yaml"
+"$ALLOT" submit "$WORK/blocker.yaml" >/dev/null
+wait_state blocker Running
+"$ALLOT" submit "$WORK/waiter.yaml" >/dev/null
+"$ALLOT" hold waiter >"$WORK/hold.out"
+grep -q "^job waiter held: Pending" "$WORK/hold.out" || fail "hold: $(cat "$WORK/hold.out")"
+"$ALLOT" jobs -l app=verbs >"$WORK/selected.out"
+grep -q "^blocker " "$WORK/selected.out" && grep -q "^waiter .*Pending (held)" "$WORK/selected.out" || fail "jobs -l app=verbs: $(cat "$WORK/selected.out")"
+"$ALLOT" jobs --selector 'app=verbs,stage!=second' >"$WORK/selected.out"
+grep -q "^waiter " "$WORK/selected.out" && fail "jobs --selector stage!=second listed waiter: $(cat "$WORK/selected.out")"
+# A held job of a higher class neither runs nor preempts.
+"$ALLOT" set priority waiter inference-priority >"$WORK/prio.out"
+grep -q "job waiter now has priority class inference" "$WORK/prio.out" || fail "set priority: $(cat "$WORK/prio.out")"
+"$ALLOT" cancel blocker >/dev/null
+wait_state blocker Cancelled
+sleep 1
+[ "$(job_field waiter state)" = Pending ] && [ "$(job_field waiter reason_code)" = held ] ||
+  fail "a held job must wait on a free node: $(job_field waiter state), $(job_field waiter reason)"
+"$ALLOT" release waiter >/dev/null
+wait_state waiter Succeeded
+expect_rc 2 "$ALLOT" hold waiter
+grep -q "only a Pending or Suspended job can be held" "$WORK/last.err" || fail "hold of a finished job: $(cat "$WORK/last.err")"
+# Deleting a finished job frees its name; the new job's log is its own.
+"$ALLOT" delete waiter >"$WORK/delete.out"
+grep -q "job waiter deleted" "$WORK/delete.out" || fail "delete: $(cat "$WORK/delete.out")"
+expect_rc 2 "$ALLOT" describe waiter
+"$ALLOT" submit "$WORK/waiter.yaml" >/dev/null
+wait_state waiter Succeeded
+[ "$("$ALLOT" logs waiter | grep -c '^waited')" = 1 ] || fail "the resubmitted job's log should be its own: $("$ALLOT" logs waiter)"
+"$ALLOT" submit --replace "$WORK/waiter.yaml" >"$WORK/replace.out" 2>&1
+grep -q "job waiter submitted" "$WORK/replace.out" || fail "submit --replace: $(cat "$WORK/replace.out")"
+wait_state waiter Succeeded
+# cancel --selector: only the jobs that match.
+for j in sel-1 sel-2; do
+  printf 'name: %s\nteam: team-a\nlabels: {batch: nightly}\nper_replica: {accelerators: 8}\ncommand: "true"\n' "$j" >"$WORK/$j.yaml"
+  "$ALLOT" submit "$WORK/$j.yaml" >/dev/null 2>&1
+done
+"$ALLOT" cancel --selector batch=nightly >"$WORK/cancel-sel.out"
+grep -q "^job sel-1: Cancelled" "$WORK/cancel-sel.out" && grep -q "^job sel-2: Cancelled" "$WORK/cancel-sel.out" ||
+  fail "cancel --selector: $(cat "$WORK/cancel-sel.out")"
+grep -q "kueue-sample" "$WORK/cancel-sel.out" && fail "cancel --selector cancelled a job without the label"
+# Teams per instance type, with the fair share; describe team.
+"$ALLOT" teams >"$WORK/teams-types.out"
+grep -q "^team-a .*ml.g5.8xlarge  *1/32/128 " "$WORK/teams-types.out" && head -n1 "$WORK/teams-types.out" | grep_q "SHARE" ||
+  fail "teams should have a row per instance type and a share column: $(cat "$WORK/teams-types.out")"
+"$ALLOT" describe team team-a >"$WORK/team.out"
+grep -q "^Name: *team-a" "$WORK/team.out" && grep -q "^Fair share:" "$WORK/team.out" && grep -q "^  ml.g5.8xlarge " "$WORK/team.out" ||
+  fail "describe team: $(cat "$WORK/team.out")"
 say PASS

@@ -15,6 +15,9 @@ fail() {
   for f in "$WORK"/*.log; do [ -f "$f" ] && { echo "--- $f (last lines)"; tail -n 25 "$f"; }; done
   exit 1
 }
+# `grep -q` stops reading at the first match; under pipefail the command writing into it then dies of
+# SIGPIPE and the pipeline fails although the text matched. grep_q reads everything, so only the match counts.
+grep_q() { grep "$@" >/dev/null; }
 
 cleanup() {
   local rc=$?
@@ -91,7 +94,7 @@ start_agent() {
   PIDS+=("$pid")
   eval "AGENT_PID_${name//-/_}=$pid"
   for _ in $(seq 1 100); do
-    "$ALLOT" nodes 2>/dev/null | grep -q "^$name .*Schedulable" && return 0
+    "$ALLOT" nodes 2>/dev/null | grep_q "^$name .*Schedulable" && return 0
     sleep 0.1
   done
   fail "agent $name did not register within 10 s"

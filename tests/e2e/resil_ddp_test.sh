@@ -72,8 +72,8 @@ command: ["/usr/bin/python3", "$WORK/train.py"]
 YAML
 "$ALLOT" submit "$WORK/ddp.yaml" >/dev/null
 wait_state ddp Running
-for _ in $(seq 1 600); do "$ALLOT" logs ddp --replica 0 | grep -q "rank 0: step 8 " && break; sleep 0.1; done
-"$ALLOT" logs ddp --replica 0 | grep -q "rank 0: step 8 " || fail "DDP training did not reach step 8: $("$ALLOT" logs ddp | tail -n 20)"
+for _ in $(seq 1 600); do "$ALLOT" logs ddp --replica 0 | grep_q "rank 0: step 8 " && break; sleep 0.1; done
+"$ALLOT" logs ddp --replica 0 | grep_q "rank 0: step 8 " || fail "DDP training did not reach step 8: $("$ALLOT" logs ddp | tail -n 20)"
 victim=$(job_json ddp | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["placement"][0]["replicas"][1]["node"])')
 pid_var="AGENT_PID_${victim//-/_}"
 t0=$(now_ms)
@@ -83,18 +83,18 @@ for _ in $(seq 1 300); do [ "$(job_field ddp restarts)" = 1 ] && [ "$(job_field 
 t1=$(now_ms)
 [ "$(job_field ddp restarts)" = 1 ] || fail "ddp should have restarted once, not $(job_field ddp restarts)"
 case " $(job_nodes ddp) " in *" $victim "*) fail "ddp was placed on $victim, whose agent is dead";; esac
-for _ in $(seq 1 600); do "$ALLOT" logs ddp --replica 0 | grep -q "resumed from step" && break; sleep 0.1; done
+for _ in $(seq 1 600); do "$ALLOT" logs ddp --replica 0 | grep_q "resumed from step" && break; sleep 0.1; done
 t2=$(now_ms)
 resumed=$("$ALLOT" logs ddp --replica 0 | grep -o "resumed from step [0-9]*" | head -n1 | grep -o "[0-9]*$")
 [ -n "$resumed" ] && [ "$resumed" -ge 8 ] || fail "ddp should continue from its last checkpoint (step >= 8): $("$ALLOT" logs ddp --replica 0 | tail -n 5)"
 next=$((resumed + 1))
-"$ALLOT" logs ddp --replica 0 | grep -q "resumed from step $resumed (restart 1)" || fail "ALLOT_RESTART_COUNT should be 1"
+"$ALLOT" logs ddp --replica 0 | grep_q "resumed from step $resumed (restart 1)" || fail "ALLOT_RESTART_COUNT should be 1"
 wait_state ddp Succeeded 120
-"$ALLOT" logs ddp --replica 0 | grep -q "rank 0: step $next " || fail "the run after the restart should start at step $next"
-"$ALLOT" logs ddp --replica 1 | grep -q "rank 1: done" || fail "rank 1 should finish"
+"$ALLOT" logs ddp --replica 0 | grep_q "rank 0: step $next " || fail "the run after the restart should start at step $next"
+"$ALLOT" logs ddp --replica 1 | grep_q "rank 1: done" || fail "rank 1 should finish"
 [ "$(job_field ddp restarts)" = 1 ] || fail "the fault should cost exactly one restart, not $(job_field ddp restarts)"
 cause=$("$ALLOT" describe ddp -o json | json_get '["restart_history"][0]["cause"]')
-echo "$cause" | grep -q "$victim" || fail "the restart should be charged to node $victim: $cause"
+echo "$cause" | grep_q "$victim" || fail "the restart should be charged to node $victim: $cause"
 lost=$("$ALLOT" describe ddp -o json | json_get '["restart_history"][0]["work_lost_s"]')
 say "killed at step >= 8, resumed from step $resumed; fault to restart decided $((t1 - t0)) ms, to resumed $((t2 - t0)) ms; cause: $cause; work lost ${lost}s"
 say PASS

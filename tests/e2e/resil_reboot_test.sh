@@ -32,9 +32,9 @@ for _ in $(seq 1 100); do [ "$(job_field one restarts)" = 1 ] && break; sleep 0.
 wait_state one Running 20
 [ "$(job_field one restarts)" = 1 ] || fail "one should have restarted once, not $(job_field one restarts)"
 case " $(job_nodes one) " in *" $first "*) fail "one should have moved off $first";; esac
-"$ALLOT" describe node "$first" | grep -q "UnschedulablePendingReboot" || fail "$first should have been UnschedulablePendingReboot"
+"$ALLOT" describe node "$first" | grep_q "UnschedulablePendingReboot" || fail "$first should have been UnschedulablePendingReboot"
 wait_node "$first" Schedulable 20
-"$ALLOT" describe node "$first" | grep -q "the reboot cleared the fault" || fail "the history should say the reboot cleared it: $("$ALLOT" describe node "$first")"
+"$ALLOT" describe node "$first" | grep_q "the reboot cleared the fault" || fail "the history should say the reboot cleared it: $("$ALLOT" describe node "$first")"
 grep -q "rebooted (boot 2)" "$WORK/agent-$first.log" || fail "the agent of $first should have rebooted"
 
 second=$(job_nodes one)
@@ -45,15 +45,15 @@ inject "$second" "ecc gpu 0 persistent"
 for _ in $(seq 1 100); do [ "$(job_field one restarts)" = 2 ] && break; sleep 0.1; done
 wait_state one Running 20
 [ "$(job_field one restarts)" = 2 ] || fail "one should have restarted twice in all, not $(job_field one restarts)"
-for _ in $(seq 1 200); do "$ALLOT" nodes | grep -q "^$second-r1 " && break; sleep 0.1; done
-"$ALLOT" nodes | grep -q "^$second-r1 " || fail "$second was not replaced after the fault survived its reboot: $("$ALLOT" nodes)"
+for _ in $(seq 1 200); do "$ALLOT" nodes | grep_q "^$second-r1 " && break; sleep 0.1; done
+"$ALLOT" nodes | grep_q "^$second-r1 " || fail "$second was not replaced after the fault survived its reboot: $("$ALLOT" nodes)"
 grep -q "rebooted (boot 2)" "$WORK/agent-$second.log" || fail "the agent of $second should have rebooted first"
 # Into a file first: grep -q stops at its match, and under pipefail the CLI's SIGPIPE on a long output fails the test.
 "$ALLOT" events -o json >"$WORK/events.json"
 grep -q "the fault survived a reboot" "$WORK/events.json" || fail "the event stream should say the fault survived the reboot"
 say "3. the replacement $second-r1 fails its deep check and is replaced by $second-r2"
 wait_node "$second-r2" Schedulable 60
-"$ALLOT" nodes | grep -q "^$second-r1 " && fail "$second-r1 should have been retired after its failed deep check"
+"$ALLOT" nodes | grep_q "^$second-r1 " && fail "$second-r1 should have been retired after its failed deep check"
 grep -q "deep health check failed" "$WORK/emulated/agent-$second-r1.log" || fail "$second-r1's agent should report the failed deep check"
 "$ALLOT" events -o json >"$WORK/events.json"
 grep -q "deep health check failed" "$WORK/events.json" || fail "the event stream should say why $second-r1 was replaced"

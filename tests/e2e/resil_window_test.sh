@@ -44,9 +44,9 @@ inject "$silent" "hang"
 wait_node "$silent" UnschedulablePendingReboot 20
 wait_state wide Running 20
 [ "$(job_field wide restarts)" = 2 ] || fail "wide should restart once for the silent node, not $(( $(job_field wide restarts) - 1 )) times"
-for _ in $(seq 1 200); do "$ALLOT" nodes | grep -q "^$silent-r1 " && break; sleep 0.1; done
-"$ALLOT" nodes | grep -q "^$silent-r1 " || fail "the silent node $silent was not replaced: $("$ALLOT" describe node "$silent")"
+for _ in $(seq 1 200); do "$ALLOT" nodes | grep_q "^$silent-r1 " && break; sleep 0.1; done
+"$ALLOT" nodes | grep_q "^$silent-r1 " || fail "the silent node $silent was not replaced: $("$ALLOT" describe node "$silent")"
 wait_node "$silent-r1" Schedulable 60
-"$ALLOT" nodes | grep -q "^$silent " && fail "$silent should have been retired"
+"$ALLOT" nodes | grep_q "^$silent " && fail "$silent should have been retired"
 "$ALLOT" cancel wide >/dev/null
 say PASS

@@ -35,9 +35,9 @@ wait_state train Running
 nodes=$(job_nodes train)
 victim=${nodes%% *}
 say "train runs on $nodes; the fault goes to $victim"
-for _ in $(seq 1 100); do "$ALLOT" logs train --replica 0 | grep -q "^step 5$" && break; sleep 0.1; done
-"$ALLOT" logs train --replica 0 | grep -q "^step 5$" || fail "train did not reach step 5"
-"$ALLOT" nodes | grep "^$victim " | grep -q " ok" || fail "allot nodes should show $victim's checks: $("$ALLOT" nodes)"
+for _ in $(seq 1 100); do "$ALLOT" logs train --replica 0 | grep_q "^step 5$" && break; sleep 0.1; done
+"$ALLOT" logs train --replica 0 | grep_q "^step 5$" || fail "train did not reach step 5"
+"$ALLOT" nodes | grep "^$victim " | grep_q " ok" || fail "allot nodes should show $victim's checks: $("$ALLOT" nodes)"
 
 t0=$(now_ms)
 inject "$victim" "xid 79 gpu 0"
@@ -49,33 +49,33 @@ t1=$(now_ms)
 [ "$(job_field train state)" = Running ] || fail "train should run again: $(job_field train state) $(job_field train reason)"
 [ "$(job_field train restarts)" = 1 ] || fail "train should have restarted exactly once, not $(job_field train restarts)"
 case " $(job_nodes train) " in *" $victim "*) fail "train was placed on the failed node $victim again";; esac
-for _ in $(seq 1 200); do "$ALLOT" logs train --replica 0 | grep -q "resumed from step" && break; sleep 0.1; done
+for _ in $(seq 1 200); do "$ALLOT" logs train --replica 0 | grep_q "resumed from step" && break; sleep 0.1; done
 t2=$(now_ms)
 resumed=$("$ALLOT" logs train --replica 0 | grep -o "resumed from step [0-9]*" | head -n1 | grep -o "[0-9]*$")
 [ -n "$resumed" ] && [ "$resumed" -ge 5 ] || fail "train should resume from its checkpoint (step >= 5): $("$ALLOT" logs train --replica 0 | tail -5)"
-"$ALLOT" logs train --replica 0 | grep -q "restart 1)" || fail "ALLOT_RESTART_COUNT should be 1 after the restart"
+"$ALLOT" logs train --replica 0 | grep_q "restart 1)" || fail "ALLOT_RESTART_COUNT should be 1 after the restart"
 cause=$("$ALLOT" describe train -o json | json_get '["restart_history"][0]["cause"]')
-echo "$cause" | grep -q "XID 79 on GPU 0" || fail "the restart's cause should name the XID: $cause"
-"$ALLOT" describe train | grep -q "^Restarts:" || fail "describe should list the restart"
-"$ALLOT" describe train | grep -q "^Goodput:" || fail "describe should show the goodput"
+echo "$cause" | grep_q "XID 79 on GPU 0" || fail "the restart's cause should name the XID: $cause"
+"$ALLOT" describe train | grep_q "^Restarts:" || fail "describe should list the restart"
+"$ALLOT" describe train | grep_q "^Goodput:" || fail "describe should show the goodput"
 
 replacement="$victim-r1"
-for _ in $(seq 1 300); do "$ALLOT" nodes | grep -q "^$replacement " && break; sleep 0.1; done
-"$ALLOT" nodes | grep -q "^$replacement " || fail "no replacement $replacement registered: $(cat "$WORK"/server/provision/*.log 2>/dev/null)"
+for _ in $(seq 1 300); do "$ALLOT" nodes | grep_q "^$replacement " && break; sleep 0.1; done
+"$ALLOT" nodes | grep_q "^$replacement " || fail "no replacement $replacement registered: $(cat "$WORK"/server/provision/*.log 2>/dev/null)"
 wait_node "$replacement" Schedulable 40
 t3=$(now_ms)
-"$ALLOT" nodes | grep -q "^$victim " && fail "the failed node $victim should have been retired"
-"$ALLOT" describe node "$replacement" | grep -q "deep health check passed" || fail "the replacement's history should show its deep check"
-node_json "$replacement" | grep -q '"replaces": *"'"$victim"'"' || fail "the replacement should name the node it replaces"
+"$ALLOT" nodes | grep_q "^$victim " && fail "the failed node $victim should have been retired"
+"$ALLOT" describe node "$replacement" | grep_q "deep health check passed" || fail "the replacement's history should show its deep check"
+node_json "$replacement" | grep_q '"replaces": *"'"$victim"'"' || fail "the replacement should name the node it replaces"
 
 for _ in $(seq 1 50); do grep -q "$replacement" "$WORK/topology.conf" 2>/dev/null && break; sleep 0.1; done
 grep -q "$replacement" "$WORK/topology.conf" || fail "topology.conf should name $replacement: $(cat "$WORK/topology.conf")"
-"$ALLOT" topology mermaid --server "$ALLOT_SERVER" | grep -q "$replacement" || fail "the mermaid chart should show $replacement"
+"$ALLOT" topology mermaid --server "$ALLOT_SERVER" | grep_q "$replacement" || fail "the mermaid chart should show $replacement"
 
 m=$(metrics)
-echo "$m" | grep -q "^allot_node_check_failed{node=\"$replacement\",check=\"gpu\"} 0" || fail "/metrics should export the checks"
-echo "$m" | grep -q '^allot_job_restarts_total{team="team-a"} 1' || fail "/metrics should count the restart: $(echo "$m" | grep restarts)"
-echo "$m" | grep -q '^allot_goodput{team="team-a"}' || fail "/metrics should export goodput"
+echo "$m" | grep_q "^allot_node_check_failed{node=\"$replacement\",check=\"gpu\"} 0" || fail "/metrics should export the checks"
+echo "$m" | grep_q '^allot_job_restarts_total{team="team-a"} 1' || fail "/metrics should count the restart: $(echo "$m" | grep restarts)"
+echo "$m" | grep_q '^allot_goodput{team="team-a"}' || fail "/metrics should export goodput"
 say "fault to restart decided: $((t1 - t0)) ms; fault to resumed from step $resumed: $((t2 - t0)) ms; fault to replacement Schedulable: $((t3 - t0)) ms"
 "$ALLOT" cancel train >/dev/null
 say PASS

@@ -106,7 +106,7 @@ YAML
 ALLOT_TOKEN=$member "$ALLOT" submit "$WORK/hello.yaml" >/dev/null || fail "the member could not submit over HTTPS"
 wait_state hello-tls Succeeded 30
 for r in 0 1; do
-  ALLOT_TOKEN=$member "$ALLOT" logs hello-tls --replica $r | grep -q "hello over tls from rank $r" \
+  ALLOT_TOKEN=$member "$ALLOT" logs hello-tls --replica $r | grep_q "hello over tls from rank $r" \
     || fail "rank $r's log should come back over HTTPS"
 done
 # Into a file first: grep -q stops reading at its match, and under pipefail a longer output's SIGPIPE failed the test.
@@ -123,7 +123,7 @@ set -e
 grep -q "127.0.0.1:$port: the port is in use" "$WORK/second.err" || fail "the second server should say the port is in use: $(cat "$WORK/second.err")"
 [ ! -e "$WORK/second" ] || fail "the second server should refuse before it opens a journal"
 for _ in 1 2 3 4 5 6; do
-  "$ALLOT" nodes | grep -q "^gpu-1 " || fail "the first server should still answer, with its node"
+  "$ALLOT" nodes | grep_q "^gpu-1 " || fail "the first server should still answer, with its node"
 done
 gone "$SERVER_PID" && fail "the first server should keep running"
 say PASS

@@ -11,7 +11,7 @@ start_server
 start_agent gpu-1 network-node-layer-3=nn-a
 start_agent gpu-2 network-node-layer-3=nn-a
 write_teams
-"$ALLOT" teams | grep -q "^team-a " || fail "allot teams does not list team-a"
+"$ALLOT" teams | grep_q "^team-a " || fail "allot teams does not list team-a"
 
 # A replica that shows its environment, then works until stopped.
 job() {  # job NAME TEAM PRIORITY REPLICAS STEPS
@@ -28,25 +28,30 @@ YAML
 
 say "borrowing: team-a runs on both nodes, one of them team-b's"
 job a-1 team-a training 2 300
-"$ALLOT" submit "$WORK/a-1.yaml" | grep -q "job a-1 submitted to team team-a" || fail "submit output"
+"$ALLOT" submit "$WORK/a-1.yaml" | grep_q "job a-1 submitted to team team-a" || fail "submit output"
 wait_state a-1 Running
 [ "$(job_field a-1 borrowing)" = true ] || fail "a-1 should be borrowing"
-for _ in $(seq 1 50); do "$ALLOT" logs a-1 | grep -q "rank=1 world=2" && break; sleep 0.1; done
-"$ALLOT" logs a-1 --replica 0 | grep -q "rank=0 world=2 local=0 cuda=0 job=a-1 master=127.0.0.1:" || fail "replica 0 env: $("$ALLOT" logs a-1 --replica 0)"
-"$ALLOT" logs a-1 --replica 1 | grep -q "rank=1 world=2" || fail "replica 1 env"
-"$ALLOT" teams -o json | tr -d ' \n' | grep -q '"borrowed":{"accelerators":1' || fail "team-a should borrow 1 GPU"
+# Each replica writes its line when its process starts; the two start on
+# different agents, so wait for both (waiting for one raced the other).
+for _ in $(seq 1 100); do
+  "$ALLOT" logs a-1 --replica 0 | grep_q "rank=0 world=2" && "$ALLOT" logs a-1 --replica 1 | grep_q "rank=1 world=2" && break
+  sleep 0.1
+done
+"$ALLOT" logs a-1 --replica 0 | grep_q "rank=0 world=2 local=0 cuda=0 job=a-1 master=127.0.0.1:" || fail "replica 0 env: $("$ALLOT" logs a-1 --replica 0)"
+"$ALLOT" logs a-1 --replica 1 | grep_q "rank=1 world=2" || fail "replica 1 env"
+"$ALLOT" teams -o json | tr -d ' \n' | grep_q '"borrowed":{"accelerators":1' || fail "team-a should borrow 1 GPU"
 
 say "reclaim: team-b takes its GPU back; a-1 is suspended and resumes when b-1 is done"
 job b-1 team-b inference 1 15
 "$ALLOT" submit "$WORK/b-1.yaml" >/dev/null
 wait_state b-1 Running
 wait_state a-1 Suspended
-job_field a-1 reason | grep -qi "reclaim" || fail "a-1's reason should name the reclaim: $(job_field a-1 reason)"
+job_field a-1 reason | grep_q -i "reclaim" || fail "a-1's reason should name the reclaim: $(job_field a-1 reason)"
 wait_state b-1 Succeeded 30
 wait_state a-1 Running 30
 [ "$(job_field a-1 preemptions)" = 1 ] || fail "a-1 should have been preempted once"
-"$ALLOT" describe a-1 | grep -q "Suspended  Running" || fail "describe should show the resume in the history"
-"$ALLOT" jobs --team team-a --state Running | grep -q "^a-1 " || fail "jobs --team --state"
+"$ALLOT" describe a-1 | grep_q "Suspended  Running" || fail "describe should show the resume in the history"
+"$ALLOT" jobs --team team-a --state Running | grep_q "^a-1 " || fail "jobs --team --state"
 
 say "a Kubernetes Job manifest"
 "$ALLOT" cancel a-1 >/dev/null
@@ -76,14 +81,14 @@ YAML
 "$ALLOT" submit "$WORK/k8s-job.yaml" >/dev/null
 wait_state k8s-hello Succeeded 30
 [ "$(job_field k8s-hello team)" = team-b ] || fail "the namespace should give team-b"
-"$ALLOT" logs k8s-hello | grep -q "hello from rank 1 of 2 with GREETING=hi" || fail "k8s job output: $("$ALLOT" logs k8s-hello)"
+"$ALLOT" logs k8s-hello | grep_q "hello from rank 1 of 2 with GREETING=hi" || fail "k8s job output: $("$ALLOT" logs k8s-hello)"
 
 say "output formats and exit codes"
 # Into files first: grep -q stops reading at its match, and under pipefail a long output's SIGPIPE fails the test.
 "$ALLOT" jobs -o yaml >"$WORK/jobs.yaml"
 grep -q "name: k8s-hello" "$WORK/jobs.yaml" || fail "-o yaml"
-"$ALLOT" nodes | grep -q "^gpu-2 *ml.g5.8xlarge *Schedulable" || fail "nodes table"
-"$ALLOT" topology show | grep -q "network-node-layer-3=nn-a: gpu-1, gpu-2" || fail "topology show"
+"$ALLOT" nodes | grep_q "^gpu-2 *ml.g5.8xlarge *Schedulable" || fail "nodes table"
+"$ALLOT" topology show | grep_q "network-node-layer-3=nn-a: gpu-1, gpu-2" || fail "topology show"
 "$ALLOT" events >"$WORK/events.txt"
 grep -q "admit" "$WORK/events.txt" || fail "events"
 expect_rc 2 "$ALLOT" describe no-such-job

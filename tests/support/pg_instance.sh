@@ -4,6 +4,8 @@
 #
 #   pg_instance.sh start DIR   initdb + pg_ctl start in DIR (created, must not hold a cluster yet) on a free
 #                              loopback port; prints the URL postgresql://allot@127.0.0.1:PORT/allot
+#   pg_instance.sh halt DIR    stops that server as a crash would (pg_ctl stop -m immediate) and keeps DIR
+#   pg_instance.sh resume DIR  starts a halted server again on the same port
 #   pg_instance.sh stop DIR    stops that server (immediately: a test's server holds nothing worth a checkpoint)
 #                              and removes DIR
 #
@@ -17,7 +19,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|halt|resume|stop DIR" >&2; exit 2; }
 
 find_bin() {
   local d
@@ -78,6 +80,7 @@ case "$cmd" in
           -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=50 -c fsync=on" start >/dev/null 2>&1; then
         as_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U allot allot >&2
         echo "$bin" >"$dir/bin"
+        echo "$port" >"$dir/port"
         echo "postgresql://allot@127.0.0.1:$port/allot"
         exit 0
       fi
@@ -86,11 +89,18 @@ case "$cmd" in
     tail -n 20 "$dir/server.log" >&2 || true
     exit 1
     ;;
+  halt)
+    as_owner "$(cat "$dir/bin")/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop >/dev/null
+    ;;
+  resume)
+    as_owner "$(cat "$dir/bin")/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+      -o "-c listen_addresses=127.0.0.1 -p $(cat "$dir/port") -k $dir -c max_connections=50 -c fsync=on" start >/dev/null
+    ;;
   stop)
     if [ -f "$dir/bin" ] && [ -d "$dir/data" ]; then
       as_owner "$(cat "$dir/bin")/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
     fi
     rm -rf "$dir"
     ;;
-  *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+  *) echo "usage: $0 start|halt|resume|stop DIR" >&2; exit 2 ;;
 esac

@@ -60,6 +60,8 @@ TEST(Client, JobBodyReadsBackAsTheSameSpec) {
   j.max_retries = 2;
   j.command = {"python", "train.py"};
   j.env = {{"LR", "0.1"}};
+  j.labels = {{"app", "llm"}, {"kueue.x-k8s.io/queue-name", "team-a"}};
+  j.plan = "reserved";  // `allot submit` lost a job's capacity plan before it was in the body
   auto back = parse_job_spec(YAML::Load(job_body(j).dump()), Catalog::builtin(), {});
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, j);
@@ -147,6 +149,46 @@ TEST(Client, JobsAndNodesTables) {
   EXPECT_NE(n.find("z1/nn-1/nn-3a"), std::string::npos) << n;  // coarse to fine, not alphabetical
   EXPECT_NE(n.find("0.5/32"), std::string::npos) << n;
   EXPECT_NE(n.find("2s ago"), std::string::npos) << n;
+}
+
+// The first line of `text` that holds `what` ("" when none does).
+std::string line_with(const std::string& text, const std::string& what) {
+  size_t at = text.find(what);
+  if (at == std::string::npos) return "";
+  size_t start = text.rfind('\n', at);
+  start = start == std::string::npos ? 0 : start + 1;
+  return text.substr(start, text.find('\n', at) - start);
+}
+
+// Issue 15: amounts of different instance types are never added up; each type has its row.
+TEST(Client, TeamsPerInstanceTypeWithFairShare) {
+  json team = json::parse(R"({
+    "name": "ml", "fair_share_weight": 2, "share": 0.25, "sharing": {"strategy": "LendAndBorrow", "borrow_limit": 100},
+    "preempt_team_tasks": "LowerPriority",
+    "allocation": [{"instance_type": "ml.p5.48xlarge", "instances": 1}, {"instance_type": "ml.g5.8xlarge", "accelerators": 4}],
+    "nominal": {"accelerators": 12, "vcpu": 240, "memory_gib": 2560},
+    "instance_types": [
+      {"instance_type": "ml.p5.48xlarge", "nominal": {"accelerators": 8, "vcpu": 192, "memory_gib": 2048},
+       "max": {"accelerators": 16, "vcpu": 384, "memory_gib": 4096}, "usage": {"accelerators": 8, "vcpu": 192, "memory_gib": 2048},
+       "borrowed": {"accelerators": 0, "vcpu": 0, "memory_gib": 0}, "lent": {"accelerators": 0, "vcpu": 0, "memory_gib": 0}},
+      {"instance_type": "ml.g5.8xlarge", "nominal": {"accelerators": 4, "vcpu": 48, "memory_gib": 512},
+       "max": {"accelerators": 8, "vcpu": 96, "memory_gib": 1024}, "usage": {"accelerators": 0, "vcpu": 0, "memory_gib": 0},
+       "borrowed": {"accelerators": 0, "vcpu": 0, "memory_gib": 0}, "lent": {"accelerators": 4, "vcpu": 48, "memory_gib": 512}}],
+    "jobs": {"pending": 1, "running": 2, "suspended": 0}})");
+  std::string t = teams_table(json::array({team}));
+  EXPECT_EQ(t.find("12/240"), std::string::npos) << "types must not be summed: " << t;
+  EXPECT_NE(line_with(t, "ml.p5.48xlarge").find("8/192/2048"), std::string::npos) << t;
+  EXPECT_NE(line_with(t, "ml.g5.8xlarge").find("4/48/512"), std::string::npos) << t;
+  EXPECT_EQ(line_with(t, "ml.g5.8xlarge").find("ml "), std::string::npos) << "the team's columns only on its first row: " << t;
+  EXPECT_NE(t.find("0.25"), std::string::npos) << t;
+  team["share"] = nullptr;
+  team["fair_share_weight"] = 0;
+  EXPECT_NE(teams_table(json::array({team})).find(" inf "), std::string::npos);
+  std::string d = describe_team(team);
+  EXPECT_NE(d.find("Weight:      0 (borrows only what no team of positive weight wants)"), std::string::npos) << d;
+  EXPECT_NE(d.find("Fair share:  inf"), std::string::npos) << d;
+  EXPECT_NE(d.find("Per instance type"), std::string::npos) << d;
+  EXPECT_NE(d.find("4/48/512"), std::string::npos) << d;
 }
 
 TEST(Client, NodeHealthChecksAndRestartsAreShown) {

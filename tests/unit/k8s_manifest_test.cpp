@@ -122,6 +122,49 @@ spec:
   EXPECT_EQ(m->spec.pod_sets[1].per_replica.accelerators, 4);
 }
 
+// elasticPolicy makes the workers elastic: min/max replicas bound the Worker count, and a Master merged into
+// the one gang stays a fixed rank on top of them. nprocPerNode reaches the replicas as torchrun expects it.
+TEST(K8s, PyTorchJobElasticPolicyMakesWorkersElastic) {
+  auto doc = YAML::Load(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt, namespace: hyperpod-ns-team-b}
+spec:
+  nprocPerNode: "8"
+  elasticPolicy: {minReplicas: 2, maxReplicas: 6, rdzvBackend: c10d}
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 4
+      template:
+        spec:
+          containers: [{name: w, command: [torchrun, train.py], resources: {limits: {nvidia.com/gpu: 8}}}]
+)");
+  auto m = job_from_manifest(doc, "pt.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  ASSERT_EQ(m->spec.pod_sets.size(), 1u);
+  EXPECT_EQ(m->spec.pod_sets[0].replicas, 6);
+  EXPECT_EQ(m->spec.pod_sets[0].min_replicas.value_or(0), 2);
+  EXPECT_EQ(m->spec.env.at("PET_NPROC_PER_NODE"), "8");
+  for (const auto& w : m->warnings) EXPECT_EQ(w.find("elasticPolicy"), std::string::npos) << w;
+
+  auto upside_down = YAML::Load(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt, namespace: hyperpod-ns-team-b}
+spec:
+  elasticPolicy: {minReplicas: 5, maxReplicas: 3}
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 4
+      template:
+        spec:
+          containers: [{name: w, command: [torchrun, train.py], resources: {limits: {nvidia.com/gpu: 8}}}]
+)");
+  auto bad = job_from_manifest(upside_down, "pt.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("minReplicas"), std::string::npos) << bad.error().message;
+}
+
 TEST(K8s, BatchJobWithGpusAndPreferredTopology) {
   auto m = load("job_gpu_topology.yaml");
   ASSERT_TRUE(m.ok()) << m.error().message;

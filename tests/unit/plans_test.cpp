@@ -89,6 +89,24 @@ TEST(Plans, AJobOnAPlanWaitsThenRunsOnItsNodesOnly) {
   EXPECT_EQ(s.nodes[j->placement.nodes()[0].index()].name, "p-1") << "n1 is free, but the job runs on its plan's node";
 }
 
+// An elastic job is tried at each size on a copy of what placement reads (job_at_size): the copy keeps its plan.
+TEST(Plans, AnElasticJobOnAPlanWaitsForItAndRunsOnItsNodesOnly) {
+  ClusterState s = cluster();
+  ASSERT_TRUE(add_plan(s, plan("p", 1, 100, 1000, 0, "a")).ok());
+  JobSpec e = job("e", "a", 2, "p");
+  e.pod_sets[0].min_replicas = 1;
+  ASSERT_TRUE(submit_job(s, e, 0).ok());
+  schedule(s, 0);
+  const Job* j = s.find_job("e");
+  EXPECT_EQ(j->state, JobState::kPending) << "n1 is free, but its plan has not started";
+  EXPECT_EQ(j->reason_code, ReasonCode::kPlanPending);
+  advance(s, 100);
+  schedule(s, 100);
+  ASSERT_EQ(j->state, JobState::kRunning);
+  ASSERT_EQ(j->placement.nodes().size(), 1u) << "one replica on the plan's one node, none on n1";
+  EXPECT_EQ(s.nodes[j->placement.nodes()[0].index()].name, "p-1");
+}
+
 TEST(Plans, AnOwnedPlanRaisesItsTeamsQuotaWhileActive) {
   ClusterState s = cluster();
   ASSERT_TRUE(add_plan(s, plan("p", 2, 100, 1000, 100, "a")).ok());
@@ -138,7 +156,7 @@ TEST(Plans, NodesJoinOnlyAnActivePlanOfItsTypeAndSize) {
   NodeSpec n{"x", "ml.g5.8xlarge", "", {{std::string(kPlanLabel), "p"}}};
   auto early = add_node(s, n, 0);
   ASSERT_FALSE(early.ok());
-  EXPECT_NE(early.error().message.find("which is Scheduled"), std::string::npos) << early.error().message;
+  EXPECT_NE(early.error().message.find(kPlanNotStarted), std::string::npos) << early.error().message;
   advance(s, 100);  // p-1 joins
   n.name = "y";
   EXPECT_FALSE(add_node(s, n, 100).ok()) << "its one node has joined";

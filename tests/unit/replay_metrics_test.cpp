@@ -75,6 +75,10 @@ TEST(MetricsReplay, TinyReplayByHand) {
   EXPECT_DOUBLE_EQ(a.group.queue.avg_s, 0);
   EXPECT_DOUBLE_EQ(b.group.queue.avg_s, 70);
 
+  // Jain's index over a (received 260/330 of an entitled 0.75) and b (70/330 of 0.25).
+  const double xa = 260.0 / 330 / 0.75, xb = 70.0 / 330 / 0.25;
+  EXPECT_NEAR(m.fairness_jain, (xa + xb) * (xa + xb) / (2 * (xa * xa + xb * xb)), 1e-12);
+
   ASSERT_EQ(m.sizes.size(), 2u);
   EXPECT_EQ(m.sizes.at("1").jobs, 1);
   EXPECT_DOUBLE_EQ(m.sizes.at("1").queue.avg_s, 30);
@@ -87,7 +91,7 @@ TEST(MetricsReplay, JsonHasTheContractKeys) {
   const nlohmann::json j = to_json(compute_metrics(t.jobs, t.cluster, t.samples));
   for (const char* key : {"jobs", "makespan_s", "utilization", "avg_queue_s", "p50_queue_s", "p99_queue_s", "avg_jct_s",
                           "preemptions", "borrowed_gpu_hours", "locality_one_domain_share", "goodput", "teams",
-                          "p50_jct_s", "p99_jct_s", "avg_domains_per_job", "sizes"})
+                          "p50_jct_s", "p99_jct_s", "avg_domains_per_job", "sizes", "fairness_jain"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["jobs"], 4);
   EXPECT_EQ(j["makespan_s"], 200);
@@ -100,6 +104,15 @@ TEST(MetricsReplay, JsonHasTheContractKeys) {
   EXPECT_DOUBLE_EQ(j["teams"]["b"]["received_share"].get<double>(), 0.212121);
   EXPECT_DOUBLE_EQ(j["teams"]["b"]["avg_queue_s"].get<double>(), 70);
   EXPECT_EQ(j["sizes"]["2-8"]["jobs"], 3);
+}
+
+TEST(MetricsReplay, JainIndexIsOneWhenEvenAndOneOverNWhenOneTeamGetsAll) {
+  EXPECT_DOUBLE_EQ(jain_index({}), 1);
+  EXPECT_DOUBLE_EQ(jain_index({0, 0}), 1);
+  EXPECT_DOUBLE_EQ(jain_index({0.8, 0.8, 0.8}), 1);
+  EXPECT_DOUBLE_EQ(jain_index({2, 0}), 0.5);
+  EXPECT_DOUBLE_EQ(jain_index({3, 0, 0, 0}), 0.25);
+  EXPECT_DOUBLE_EQ(jain_index({1, 3}), 16.0 / 20);
 }
 
 TEST(MetricsReplay, PercentileIsNearestRank) {

@@ -358,3 +358,32 @@ TEST_F(CoreTest, StepBoundStopsThePassAndNamesTheJobs) {
 
 }  // namespace
 }  // namespace allot
+
+namespace allot {
+namespace {
+
+// Issue 15: a job beyond its team's nominal quota is told that reclaim is not for it, while its team's quota is
+// lent out (it used to read "nothing to reclaim").
+TEST_F(CoreTest, ReasonBeyondNominalSaysReclaimServesOnlyJobsWithinIt) {
+  nodes(2);
+  ASSERT_TRUE(upsert_team(s, team("a", 1)).ok());
+  ASSERT_TRUE(upsert_team(s, team("b", 1)).ok());
+  submit(job("b1", "b", 1));
+  submit(job("b2", "b", 1));  // borrows a's idle GPU
+  schedule(s, 0);
+  ASSERT_EQ(j("b2").state, JobState::kRunning);
+  submit(job("a-wide", "a", 2), 1);  // two GPUs: more than team a's nominal one
+  schedule(s, 1);
+  EXPECT_EQ(j("a-wide").state, JobState::kPending);
+  EXPECT_NE(j("a-wide").reason.str().find("reclaim only serves jobs within their team's nominal quota, and this one needs "
+                                          "more than team a's"),
+            std::string::npos)
+      << j("a-wide").reason.str();
+  // Within nominal quota, the same team reclaims what it lent.
+  submit(job("a-one", "a", 1), 2);
+  schedule(s, 2);
+  EXPECT_EQ(j("a-one").state, JobState::kRunning) << j("a-one").reason.str();
+}
+
+}  // namespace
+}  // namespace allot

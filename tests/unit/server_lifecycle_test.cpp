@@ -91,8 +91,9 @@ TEST_F(ServerLifecycle, AnExitWhileAPeerNodeIsSilentIsChargedToThatNodeOnce) {
   EXPECT_NE(cause.find("node " + b + " is failing"), std::string::npos) << cause;
   EXPECT_NE(cause.find("replica 0 exited with code 1"), std::string::npos) << cause;
   // Never placed on the node that missed its heartbeat; and its timeout later costs the job nothing more.
-  if (j["state"] == "Running")
+  if (j["state"] == "Running") {
     for (const auto& r : j["placement"][0]["replicas"]) EXPECT_NE(r["node"], b);
+  }
   for (int step = 0; step < 4; ++step) {
     advance(std::chrono::milliseconds(500));
     for (const char* n : {"g1", "g2", "g3"})

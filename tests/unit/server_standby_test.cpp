@@ -12,12 +12,14 @@
 
 #include "client/http_client.h"
 #include "pg_test_instance.h"
+#include "eventually.h"
 #include "server/server.h"
 
 namespace allot::server {
 namespace {
 
 namespace fs = std::filesystem;
+using allot::test::eventually;
 
 class ServerStandby : public ::testing::Test {
  protected:
@@ -41,8 +43,9 @@ class ServerStandby : public ::testing::Test {
     fs::remove_all(root_);
   }
 
-  Server& start(const std::string& name) {
+  Server& start(const std::string& name, uint64_t snapshot_every = ServerOptions{}.snapshot_every_records) {
     ServerOptions o;
+    o.snapshot_every_records = snapshot_every;
     o.listen = "127.0.0.1:0";
     o.data_dir = (root_ / name).string();
     o.database = database_;
@@ -72,15 +75,6 @@ class ServerStandby : public ::testing::Test {
     auto r = call(s, "GET", "/v1/health");
     return r ? nlohmann::json::parse(r->body) : nlohmann::json();
   }
-  template <typename F>
-  bool eventually(F cond) {
-    for (int i = 0; i < 500; ++i) {
-      if (cond()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return cond();
-  }
-
   std::string database_;
   fs::path root_;
   std::vector<std::unique_ptr<Server>> servers_;
@@ -117,6 +111,36 @@ TEST_F(ServerStandby, TheStandbyRedirectsChangesAnswersReadsAndTakesOver) {
   auto submitted = call(b, "POST", "/v1/jobs", R"({"name": "j1", "team": "a", "per_replica": {"accelerators": 1}, "command": "true"})");
   ASSERT_TRUE(submitted);
   EXPECT_EQ(submitted->status, 201) << submitted->body;
+}
+
+// Snapshots on PostgreSQL: the leader writes them; a standby that starts later catches up from the latest one
+// plus the records after it, and answers what the leader answers.
+TEST_F(ServerStandby, AStandbyStartingLaterCatchesUpFromTheLeadersSnapshot) {
+  Server& a = start("a", /*snapshot_every=*/3);
+  ASSERT_EQ(call(a, "POST", "/v1/apply", kTeams)->status, 200);
+  for (int i = 1; i <= 5; ++i) {
+    auto r = call(a, "POST", "/v1/jobs",
+                  R"({"name": "j)" + std::to_string(i) + R"(", "team": "a", "per_replica": {"accelerators": 1}, "command": "true"})");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 201) << r->body;
+  }
+  EXPECT_EQ(testing::PgTestInstance::exec(database_, "DO $$ BEGIN IF (SELECT count(*) FROM allot_snapshots) = 0 THEN "
+                                                     "RAISE 'the leader wrote no snapshot'; END IF; END $$"),
+            "");
+  Server& b = start("b", /*snapshot_every=*/3);
+  EXPECT_EQ(health(b)["role"], "standby");
+  // Names, states and submission times (a standby runs no scheduler, so its waiting jobs' explanations may lag).
+  auto jobs_of = [&](Server& s) {
+    nlohmann::json out = nlohmann::json::array();
+    auto r = call(s, "GET", "/v1/jobs");
+    if (!r || r->status != 200) return out;
+    const auto body = nlohmann::json::parse(r->body);
+    for (const auto& j : body["items"]) out.push_back({j["name"], j["state"], j["submitted_at"]});
+    return out;
+  };
+  const auto leader_jobs = jobs_of(a);
+  ASSERT_EQ(leader_jobs.size(), 5u);
+  EXPECT_TRUE(eventually([&] { return jobs_of(b) == leader_jobs; })) << jobs_of(b).dump() << " vs " << leader_jobs.dump();
 }
 
 TEST_F(ServerStandby, TheClientFollowsTheLeaderAmongTheServersItWasGiven) {

@@ -13,10 +13,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "eventually.h"
 #include "server/server.h"
 #include "store/mem_store.h"
 
 namespace allot::server::test {
+
+using allot::test::eventually;
 
 // Forwards to a MemStore the test keeps, so the journal survives the server that wrote it.
 class SharedStore final : public store::Store {
@@ -26,6 +29,8 @@ class SharedStore final : public store::Store {
   Status load_after(uint64_t after, const std::function<Status(const store::Record&)>& fn) override {
     return mem_->load_after(after, fn);
   }
+  Status put_snapshot(uint64_t seq, const std::string& body) override { return mem_->put_snapshot(seq, body); }
+  Result<std::optional<store::Snapshot>> latest_snapshot() override { return mem_->latest_snapshot(); }
   std::string describe() const override { return "shared-mem:"; }
 
  private:
@@ -165,16 +170,6 @@ class ServerTest : public ::testing::Test {
     now_ms_ += by.count();
     std::this_thread::sleep_for(options_.tick * 5);
   }
-  // Waits (up to 5 s of real time) until `cond` holds.
-  template <typename F>
-  bool eventually(F cond) {
-    for (int i = 0; i < 500; ++i) {
-      if (cond()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return cond();
-  }
-
   std::filesystem::path data_dir_;
   ServerOptions options_;
   std::atomic<int64_t> now_ms_{1'700'000'000'000};

@@ -375,6 +375,53 @@ TEST_P(StoreConformance, ASecondWriterIsRefusedOrWaitsForTheFirst) {
   EXPECT_EQ(load_all(**second).size(), 4u);
 }
 
+// Snapshots: the newest one is read back after a restart, only the newest kSnapshotsKept are kept, and one past
+// the journal's end is refused. On a shared store only the leader writes one.
+TEST_P(StoreConformance, SnapshotsSurviveARestartAndOnlyTheNewestAreKept) {
+  {
+    auto s = must_open();
+    ASSERT_TRUE(s);
+    auto none = s->latest_snapshot();
+    ASSERT_TRUE(none.ok()) << none.error().message;
+    EXPECT_FALSE(none->has_value());
+    ASSERT_TRUE(s->append(cancels(1, 9)).ok());
+    ASSERT_TRUE(s->put_snapshot(3, "{\"at\":3}").ok());
+    ASSERT_TRUE(s->put_snapshot(6, "{\"at\":6}").ok());
+    ASSERT_TRUE(s->put_snapshot(9, std::string(200000, 'x')).ok());  // large bodies, whole
+    auto past = s->put_snapshot(10, "{}");
+    ASSERT_FALSE(past.ok());
+    EXPECT_NE(past.error().message.find("past the journal's end (9)"), std::string::npos) << past.error().message;
+  }
+  auto s = must_open();
+  ASSERT_TRUE(s);
+  auto latest = s->latest_snapshot();
+  ASSERT_TRUE(latest.ok()) << latest.error().message;
+  ASSERT_TRUE(latest->has_value());
+  EXPECT_EQ((*latest)->seq, 9u);
+  EXPECT_EQ((*latest)->body, std::string(200000, 'x'));
+  const std::string count_sql = std::string("SELECT count(*) FROM ") + (postgres() ? "allot_snapshots" : "snapshots");
+  if (postgres()) {
+    EXPECT_EQ(testing::PgTestInstance::exec(url_, "DO $$ BEGIN IF (" + count_sql + ") <> " + std::to_string(Store::kSnapshotsKept) +
+                                                      " THEN RAISE 'snapshots kept: %', (" + count_sql + "); END IF; END $$"),
+              "");
+    auto standby = open({}, /*lead=*/false);
+    ASSERT_TRUE(standby.ok()) << standby.error().message;
+    auto refused = (*standby)->put_snapshot(9, "{}");
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message.find("does not lead"), std::string::npos) << refused.error().message;
+  } else {
+    s.reset();  // the file is opened exclusively
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(url_.c_str(), &raw), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(raw, count_sql.c_str(), -1, &q, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(q, 0), Store::kSnapshotsKept);
+    sqlite3_finalize(q);
+    sqlite3_close(raw);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, StoreConformance, ::testing::Values("sqlite", "postgresql"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 

@@ -55,6 +55,40 @@ TEST(StoreRecord, PolicyRecordsOfBothKeySpellingsReadTheSame) {
   EXPECT_EQ(std::get<SetPolicy>(back->op).policy, p);
 }
 
+// Preempt records written before rules and groups were journaled have neither key: they still decode (and
+// replay), with no rule and no group, and are written back without them.
+TEST(StoreRecord, OldPreemptRecordsDecodeWithoutRuleOrGroup) {
+  auto old = record_from_json(nlohmann::json::parse(
+      R"({"op": "preempt", "seq": 4, "at": 9, "job": "b-2", "preemptor": "a-1",
+          "reason": "preempted (reclaim): team a takes back its lent quota for job a-1; team b was above its nominal quota"})"));
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  const auto& p = std::get<Preempt>(old->op);
+  EXPECT_EQ(p.job, "b-2");
+  EXPECT_EQ(p.preemptor, "a-1");
+  EXPECT_FALSE(p.rule.has_value());
+  EXPECT_FALSE(p.group.has_value());
+  const nlohmann::json again = record_to_json(*old);
+  EXPECT_FALSE(again.contains("rule")) << again.dump();
+  EXPECT_FALSE(again.contains("group")) << again.dump();
+}
+
+TEST(StoreRecord, PreemptRecordsWithAnUnknownRuleOrABadShareAreErrors) {
+  Record r{1, 5, Preempt{"train-1", "serve-1", "x", PreemptionRule::kReclaim, preemption_group()}};
+  nlohmann::json j = record_to_json(r);
+  nlohmann::json bad_rule = j;
+  bad_rule["rule"] = "seniority";
+  EXPECT_FALSE(record_from_json(bad_rule).ok());
+  nlohmann::json bad_victim = j;
+  bad_victim["group"]["victims"][0]["rule"] = "";
+  EXPECT_FALSE(record_from_json(bad_victim).ok());
+  nlohmann::json bad_share = j;
+  bad_share["group"]["teams"][0]["share_before"] = nlohmann::json::array({1, -2});
+  auto e = record_from_json(bad_share);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message.find("share"), std::string::npos) << e.error().message;
+  ASSERT_TRUE(record_from_json(j).ok());
+}
+
 TEST(StoreRecord, OptionalFieldsStayUnset) {
   JobSpec j;
   j.name = "x";

@@ -125,6 +125,43 @@ TEST_F(StoreReplay, ReplayGivesTheAcknowledgedState) {
   expect_replay_equal();
 }
 
+// An elastic job is admitted at the size that fits, grows once capacity has been idle for the policy's delay,
+// and its resize is journaled with its whole placement and replays to the same state.
+TEST_F(StoreReplay, ElasticResizesReplay) {
+  PolicySpec p;
+  p.elastic_grow_delay_s = 100;
+  op(SetPolicy{p}, 0);
+  op(UpsertTeam{team("a", 4)}, 0);
+  for (int i = 1; i <= 4; ++i) op(AddNode{NodeSpec{"n" + std::to_string(i), "ml.g5.8xlarge", "", {}}, "", false}, 0);
+  op(Submit{job("fixed", "a", 2)}, 1);
+  JobSpec e = job("elastic", "a", 4);
+  e.pod_sets[0].min_replicas = 1;
+  op(Submit{e}, 1);
+  EXPECT_EQ(live_.find_job("elastic")->size(), 2);
+  op(Finish{"fixed", true, "done"}, 50);
+  op(Cordon{"n1", false}, 120);  // runs the scheduler: the freed nodes have been idle 70 s, under the delay
+  EXPECT_EQ(live_.find_job("elastic")->size(), 2);
+  op(Cordon{"n1", false}, 150);  // idle for 100 s now
+  EXPECT_EQ(live_.find_job("elastic")->size(), 4);
+  EXPECT_EQ(decisions("resize"), 1);
+  expect_replay_equal();
+}
+
+TEST_F(StoreReplay, ResizeOfAFixedJobIsAnError) {
+  op(UpsertTeam{team("a", 2)}, 0);
+  op(AddNode{NodeSpec{"n1", "ml.g5.8xlarge", "", {}}, "", false}, 0);
+  op(AddNode{NodeSpec{"n2", "ml.g5.8xlarge", "", {}}, "", false}, 0);
+  op(Submit{job("j", "a", 1)}, 0);
+  ASSERT_EQ(live_.jobs[0].state, JobState::kRunning);
+  const std::vector<NodeId> before = live_.jobs[0].placement.nodes();
+  Resize r{"j", {{"ml.g5.8xlarge", Resources{1, 32000, 131072}, {{"n1", {0}, {0}, "0-31"}, {"n2", {0}, {0}, "0-31"}}}},
+           false, 1, 2, "grow", "", "x"};
+  auto st = apply_record(live_, Record{99, 1, r});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("not elastic"), std::string::npos) << st.error().message;
+  EXPECT_EQ(live_.jobs[0].placement.nodes(), before);
+}
+
 TEST_F(StoreReplay, AdmitNamingAnUnknownNodeIsAnError) {
   op(UpsertTeam{team("a", 1)}, 0);
   op(Submit{job("j", "a", 1)}, 0);

@@ -31,8 +31,20 @@ inline JobSpec full_job() {
   j.duration_s = 3600;
   j.command = {"/bin/sh", "-c", "echo \"hi\"\n"};
   j.env = {{"A", "1"}, {"EMPTY", ""}};
+  j.labels = {{"app", "llm"}, {"kueue.x-k8s.io/queue-name", "hyperpod-ns-team-a-localqueue"}};
   j.plan = "reserved";
   return j;
+}
+
+// A group with two victims of two rules and fractional amounts, so every field and unit is exercised.
+inline PreemptionGroup preemption_group() {
+  const Resources one{1, 32000, 131072}, half_cpu{0, 500, 1};
+  return PreemptionGroup{
+      "serve-1",
+      "team-b",
+      {{"train-1", "team-a", PreemptionRule::kReclaim}, {"serve-0", "team-b", PreemptionRule::kPriority}},
+      {{"team-b", Share{0, 10}, Share{1, 20}, {{"ml.g5.8xlarge", one * 2, one, one * 3, Resources{}, one}}},
+       {"team-a", Share{3, 40}, Share{1, 0}, {{"ml.g5.8xlarge", one, one * 2 + half_cpu, one, one + half_cpu, Resources{}}}}}};
 }
 
 inline std::vector<Op> every_kind() {
@@ -43,6 +55,7 @@ inline std::vector<Op> every_kind() {
   p.priority_classes = {{"inference", 100}, {"training", 70}};
   p.min_runtime_s = 60;
   p.starvation_threshold_s = 7200;
+  p.elastic_grow_delay_s = 900;
   TeamSpec t;
   t.name = "team-a";
   t.fair_share_weight = 10;
@@ -62,6 +75,17 @@ inline std::vector<Op> every_kind() {
                {"ml.g5.8xlarge", Resources{1, 32000, 131072}, {{"gpu-2", {0}, {0}, "0-31"}, {"gpu-3", {0}, {0}, "0-31"}}}},
               true,
               "admitted by borrowing 8 accelerators"};
+  JobSpec elastic = full_job();
+  elastic.name = "train-elastic";
+  elastic.pod_sets[0].min_replicas = 2;
+  Resize resize{"train-elastic",
+                {{"ml.g5.8xlarge", Resources{1, 32000, 131072}, {{"gpu-2", {0}, {0}, "0-31"}, {"gpu-3", {0}, {0}, "0-31"}}}},
+                true,
+                1,
+                2,
+                "shrink",
+                "serve-1",
+                "gave up 1 replica above its min to job serve-1"};
   return {SetPolicy{p},
           UpsertTeam{t},
           RemoveTeam{"team-b"},
@@ -77,15 +101,24 @@ inline std::vector<Op> every_kind() {
           Cordon{"gpu-2", false},
           Drain{"gpu-3"},
           Submit{full_job()},
+          Submit{elastic},
           Cancel{"train-2"},
           Finish{"train-1", true, "all 4 replicas exited with code 0"},
           Finish{"train-1", false, "replica 2 exited with code 137"},
           admit,
-          Preempt{"train-1", "serve-1", "reclaimed by team-b"},
+          Preempt{"train-1", "serve-1", "reclaimed by team-b"},  // as written before rules and groups were
+          Preempt{"train-1", "serve-1", "preempted (reclaim): team team-b takes back its lent quota for job serve-1",
+                  PreemptionRule::kReclaim, preemption_group()},
+          resize,
           CreateToken{TokenRecord{"3f9a2c1b7e", std::string(64, 'a'), "member", {"team-a", "team-b"}, "", 1800000000, "CI"}},
           CreateToken{TokenRecord{"0123456789", std::string(64, 'b'), "agent", {}, "gpu-1", 0, ""}},
           RevokeToken{"3f9a2c1b7e"},
           Audit{"POST /v1/jobs/b-1/cancel", "b-1", 403, "needs a member token of team b"},
+          HoldJob{"train-3", true},
+          HoldJob{"train-3", false},
+          SetJobPriority{"train-3", "inference"},
+          SetJobPriority{"train-3", ""},
+          DeleteJob{"train-2"},
           CreatePlan{PlanSpec{"reserved", "ml.p5.48xlarge", 4, 1800000000, 1800086400, 600, "team-a",
                               {{"network-node-layer-3", "nn-3p"}}}},
           PlanStepRecord{"reserved", "Active"},

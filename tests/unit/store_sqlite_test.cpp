@@ -147,6 +147,35 @@ TEST_F(StoreSqlite, OpenStoreUrls) {
   EXPECT_TRUE(open_store("mem:").ok());
 }
 
+// A file from before snapshots (journal format 1) is migrated on open and keeps its records; one from a newer
+// allot is refused.
+TEST_F(StoreSqlite, AFormatOneFileIsMigratedAndANewerOneRefused) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db().c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "CREATE TABLE journal (seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL);"
+                         "INSERT INTO journal VALUES (1, 5, 'cancel', '{\"op\":\"cancel\",\"job\":\"old\"}');"
+                         "PRAGMA user_version=1;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  {
+    auto s = SqliteStore::open(db());
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    auto records = load_all(**s);
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(std::get<Cancel>(records[0].op).job, "old");
+    ASSERT_TRUE((*s)->put_snapshot(1, "{}").ok());
+  }
+  ASSERT_EQ(sqlite3_open(db().c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA user_version=3", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  auto newer = SqliteStore::open(db());
+  ASSERT_FALSE(newer.ok());
+  EXPECT_NE(newer.error().message.find("newer allot (journal format 3, this version reads 2)"), std::string::npos)
+      << newer.error().message;
+}
+
 TEST(StoreMem, InjectedFailuresLeaveTheJournalUnchanged) {
   MemStore s;
   ASSERT_TRUE(s.append(batch(1, 2)).ok());

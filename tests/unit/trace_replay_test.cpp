@@ -248,3 +248,37 @@ TEST(TraceReplay, BaselineNamesAreChecked) {
 
 }  // namespace
 }  // namespace allot::sim
+
+namespace allot::sim {
+namespace {
+
+// Two 8-GPU nodes, elastic_grow_delay 50, every multi-node job elastic (--elastic-share 1):
+//   j1  8 GPUs   submit 0  runs 0..100 on one node
+//   j2  16 GPUs  submit 0  elastic 1..2 nodes: starts at 1 node at 0; j1's node idle from 100, so it grows at
+//                          150 having done 150 * 1/2 = 75 s of its 200 s (checkpointed: nothing is lost); the
+//                          other 125 s at full size: ends at 275
+// Without elastic jobs j2 waits for j1 and runs 100..300.
+TEST(TraceReplay, ElasticJobsStartSmallerAndGrow) {
+  const char* two_nodes = R"(
+policy: {elastic_grow_delay: 50}
+cluster:
+  nodes: [{name: p-[1-2], instance_type: ml.p4d.24xlarge}]
+teams:
+  - name: ml
+    allocation: [{instance_type: ml.p4d.24xlarge, instances: 2}]
+)";
+  const Trace tr = trace("id,submit_s,duration_s,gpus,team\nj1,0,100,8,ml\nj2,0,200,16,ml\n");
+  ReplayOptions o;
+  o.failures.checkpoint_s = 0;  // every moment is kept: the resize loses no work
+  ReplayMetrics fixed = replay(cluster(two_nodes), tr, o);
+  EXPECT_EQ(fixed.makespan_s, 300);
+  EXPECT_DOUBLE_EQ(fixed.all.queue.avg_s, 50.0);
+  o.elastic_share = 1;
+  ReplayMetrics elastic = replay(cluster(two_nodes), tr, o);
+  EXPECT_EQ(elastic.makespan_s, 275);
+  EXPECT_DOUBLE_EQ(elastic.all.queue.avg_s, 0.0);
+  EXPECT_NEAR(elastic.utilization, (8.0 * 100 + 8.0 * 150 + 16.0 * 125) / (16.0 * 275), 1e-9);
+}
+
+}  // namespace
+}  // namespace allot::sim

@@ -1,0 +1,53 @@
+#include "core/preemption_record.h"
+
+#include <algorithm>
+
+namespace allot {
+
+void add_types(const Placement& p, std::vector<TypeId>& types) {
+  for (const auto& ps : p.pod_sets)
+    if (std::find(types.begin(), types.end(), ps.type) == types.end()) types.push_back(ps.type);
+}
+
+PreemptionRecord preemption_record(const ClusterState& s, const UsageTable& usage_before, JobId preemptor,
+                                   std::vector<PreemptedJob> victims, const std::vector<TypeId>& types) {
+  PreemptionRecord r;
+  r.preemptor = preemptor;
+  r.preemptor_team = s.jobs[preemptor.index()].team;
+  r.victims = std::move(victims);
+  std::vector<TeamId> teams = {r.preemptor_team};
+  for (const PreemptedJob& v : r.victims)
+    if (std::find(teams.begin(), teams.end(), v.team) == teams.end()) teams.push_back(v.team);
+  for (TeamId t : teams) {
+    TeamFigures f{.team = t,
+                  .share_before = fair_share_value(s, usage_before, t),
+                  .share_after = fair_share_value(s, s.usage, t),
+                  .types = {}};
+    const Team& team = s.teams[t.index()];
+    for (TypeId type : types) {
+      f.types.push_back(TypeFigures{.type = type,
+                                    .nominal = team.nominal[type.index()],
+                                    .usage_before = usage_before[t.index()][type.index()],
+                                    .usage_after = s.usage[t.index()][type.index()],
+                                    .borrowed_before = borrowed(s, usage_before, t, type),
+                                    .borrowed_after = borrowed(s, s.usage, t, type)});
+    }
+    r.teams.push_back(std::move(f));
+  }
+  return r;
+}
+
+PreemptionGroup named(const ClusterState& s, const PreemptionRecord& r) {
+  auto team = [&](TeamId t) { return s.teams[t.index()].spec.name; };
+  PreemptionGroup g{s.jobs[r.preemptor.index()].spec.name, team(r.preemptor_team), {}, {}};
+  for (const PreemptedJob& v : r.victims) g.victims.push_back({s.jobs[v.job.index()].spec.name, team(v.team), v.rule});
+  for (const TeamFigures& t : r.teams) {
+    PreemptionGroup::TeamFigures out{team(t.team), t.share_before, t.share_after, {}};
+    for (const TypeFigures& f : t.types)
+      out.types.push_back({s.catalog.at(f.type).name, f.nominal, f.usage_before, f.usage_after, f.borrowed_before, f.borrowed_after});
+    g.teams.push_back(std::move(out));
+  }
+  return g;
+}
+
+}  // namespace allot

@@ -1,0 +1,84 @@
+// Users' endpoints that change a job after it was submitted, besides cancelling it: hold and release a waiting
+// job, move it to another priority class, delete a finished one (docs/api.md, "Jobs"). Each is one journaled
+// operation; members act only on their own teams' jobs.
+#include "server/api.h"
+#include "view/state_json.h"
+
+namespace allot::server {
+namespace {
+
+using nlohmann::json;
+
+Render job_render(const std::string& name) {
+  return [name](const ServerState& st) -> Reply {
+    const Job* j = st.cluster.find_job(name);
+    if (!j) return error_reply(Error::not_found("no job named " + name));
+    return json_reply(200, view::job_json(st.cluster, *j, /*with_history=*/true));
+  };
+}
+
+// The job named `name`, when `who` may change it: an admin, or a member of its team.
+Status may_change(const Txn& txn, const auth::Caller& who, const std::string& name, const std::string& what) {
+  const Job* j = txn.cluster().find_job(name);
+  if (!j) return Error::not_found("no job named " + name);
+  const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
+  if (!who.acts_for_team(team)) return denied(who, what + " job " + name, "an admin token or a member token of team " + team);
+  return ok_status();
+}
+
+void hold_routes(Routes& http, Api& api) {
+  for (bool held : {true, false}) {
+    const std::string verb = held ? "hold" : "release";
+    route(http, api, "POST", "/v1/jobs/([^/]+)/" + verb, Access::kMember,
+          [&api, held](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+            run(api, who, req, res, [name = param(req), who, held](Txn& txn) -> Result<Render> {
+              if (auto st = may_change(txn, who, name, held ? "holding" : "releasing"); !st) return st.error();
+              if (auto st = txn.apply(store::HoldJob{name, held}); !st) return st.error();
+              return job_render(name);
+            });
+          });
+  }
+}
+
+void priority_route(Routes& http, Api& api) {
+  route(http, api, "PUT", R"(/v1/jobs/([^/]+)/priority)", Access::kMember,
+        [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+          if (auto bad = check_content_type(req)) return answer(res, *bad);
+          auto body = json_body(req);
+          if (!body) return answer(res, error_reply(body.error()));
+          if (!body->contains("priority") || !(*body)["priority"].is_string())
+            return answer(res, error_reply(Error::invalid(
+                                   "request body: expected {\"priority\": \"CLASS\"} (\"\" for none, the lowest)")));
+          run(api, who, req, res, [name = param(req), who, cls = (*body)["priority"].get<std::string>()](Txn& txn) -> Result<Render> {
+            if (auto st = may_change(txn, who, name, "changing the priority of"); !st) return st.error();
+            if (auto st = txn.apply(store::SetJobPriority{name, cls}); !st) return st.error();
+            return job_render(name);
+          });
+        });
+}
+
+void delete_route(Routes& http, Api& api) {
+  route(http, api, "DELETE", R"(/v1/jobs/([^/]+))", Access::kMember,
+        [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+          run(api, who, req, res, [&api, name = param(req), who](Txn& txn) -> Result<Render> {
+            if (auto st = may_change(txn, who, name, "deleting"); !st) return st.error();
+            json gone = view::job_json(txn.cluster(), *txn.cluster().find_job(name), /*with_history=*/false);
+            if (auto st = txn.apply(store::DeleteJob{name}); !st) return st.error();
+            // Once the deletion is durable its logs go too, so that a new job of the same name starts with none.
+            return Render([&api, name, gone = std::move(gone)](const ServerState&) -> Reply {
+              (void)api.logs.remove(name);
+              return json_reply(200, gone);
+            });
+          });
+        });
+}
+
+}  // namespace
+
+void add_job_change_routes(Routes& http, Api& api) {
+  hold_routes(http, api);
+  priority_route(http, api);
+  delete_route(http, api);
+}
+
+}  // namespace allot::server

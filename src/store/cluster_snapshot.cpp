@@ -1,0 +1,282 @@
+#include "store/cluster_snapshot.h"
+
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "core/job_restore.h"
+#include "core/plans.h"
+#include "store/record_json.h"
+#include "store/replay.h"
+#include "store/spec_json.h"
+
+namespace allot::store {
+using nlohmann::json;
+
+namespace {
+
+NodeSpec spec_of(const Node& n, const Catalog& catalog) {
+  return NodeSpec{n.name, catalog.at(n.type).name, n.instance_group, n.labels};
+}
+
+// The placement of a running job by names, as an admit record has it.
+std::vector<PodSetRecord> placement_names(const ClusterState& s, const Placement& p) {
+  std::vector<PodSetRecord> out;
+  for (const auto& ps : p.pod_sets) {
+    PodSetRecord r{s.catalog.at(ps.type).name, ps.per_replica, {}};
+    for (const auto& b : ps.replicas) r.replicas.push_back({s.nodes[b.node.index()].name, b.accelerators, b.numa_domains, b.cpus});
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// A plan's ID in a snapshot (a node's or a job's "plan"), checked against the plans restored.
+PlanId plan_id_from(const ClusterState& s, const json& j, const std::string& what) {
+  if (!j.contains("plan")) return PlanId();
+  const auto id = j.at("plan").get<uint32_t>();
+  if (id >= s.plans.size()) throw std::invalid_argument(what + " names plan " + std::to_string(id) + " of " + std::to_string(s.plans.size()));
+  return PlanId(id);
+}
+
+JobState state_from(const json& j) {
+  const auto name = j.get<std::string>();
+  auto s = parse_job_state(name);
+  if (!s) throw std::invalid_argument("unknown job state " + name);
+  return *s;
+}
+
+ReasonCode code_from(const json& j) {
+  const auto name = j.get<std::string>();
+  auto c = parse_reason_code(name);
+  if (!c) throw std::invalid_argument("unknown reason code " + name);
+  return *c;
+}
+
+// Throws (nlohmann::json::exception, std::invalid_argument) on malformed input; the caller turns it into an Error.
+Result<ClusterState> restore(const json& j, const Catalog& catalog) {
+  const auto levels = j.at("levels").get<std::vector<std::string>>();
+  ClusterState s(catalog, levels);
+  if (s.levels != levels) throw std::invalid_argument("topology levels are not in canonical form");
+  if (auto st = set_policy(s, policy_from_json(j.at("policy"))); !st) return Error::invalid("policy: " + st.error().message);
+
+  for (const auto& t : j.at("teams")) {
+    const TeamSpec spec = team_from_json(t);
+    if (s.find_team(spec.name)) return Error::invalid("team " + spec.name + " is listed twice");
+    if (auto st = upsert_team(s, spec); !st) return Error::invalid(st.error().message);
+  }
+
+  // Capacity plans in ID order (absent in snapshots written before plans), in the state they had been stepped to.
+  // A deleted plan's name is free again, so a later plan may hold it.
+  for (const auto& pj : j.value("plans", json::array())) {
+    const PlanSpec spec = plan_from_json(pj.at("spec"));
+    if (auto st = add_plan(s, spec); !st) return Error::invalid(st.error().message);
+    Plan& plan = s.plans.back();
+    auto state = parse_plan_state(pj.at("state").get<std::string>());
+    if (!state) throw std::invalid_argument("plan " + spec.name + ": unknown state " + pj.at("state").get<std::string>());
+    plan.state = *state;
+    if (pj.at("deleted").get<bool>()) {
+      plan.deleted = true;
+      s.plan_by_name.erase(spec.name);
+    }
+  }
+  refresh_plan_quota(s);
+
+  // Nodes in ID order. A removed node's name may have been taken again by a later node, so nodes are added in
+  // runs without a repeated name, and each run's removed nodes are removed before the next run is added.
+  const json& nodes = j.at("nodes");
+  std::vector<NodeSpec> run;
+  std::vector<bool> run_removed;
+  std::set<std::string> run_names;
+  auto flush = [&]() -> Status {
+    if (run.empty()) return ok_status();
+    if (auto st = add_nodes(s, run, 0); !st) return Error::invalid(st.error().message);
+    for (size_t i = 0; i < run.size(); ++i)
+      if (run_removed[i])
+        if (auto st = remove_node(s, run[i].name, 0); !st) return Error::invalid(st.error().message);
+    run.clear();
+    run_removed.clear();
+    run_names.clear();
+    return ok_status();
+  };
+  // A plan's node joins only while its plan is Active and has a free place (core/plans.h); restored, it may belong
+  // to a plan that has ended since, so it is added without its plan label, which is put back with the plan's ID.
+  std::vector<PlanId> node_plans;
+  for (const auto& n : nodes) {
+    NodeSpec spec = node_from_json(n.at("spec"));
+    node_plans.push_back(plan_id_from(s, n, "node " + spec.name));
+    if (node_plans.back().valid() != (spec.labels.count(std::string(kPlanLabel)) > 0))
+      throw std::invalid_argument("node " + spec.name + ": its plan and its " + std::string(kPlanLabel) + " label disagree");
+    spec.labels.erase(std::string(kPlanLabel));
+    if (run_names.count(spec.name))
+      if (auto st = flush(); !st) return st.error();
+    run_names.insert(spec.name);
+    run.push_back(std::move(spec));
+    run_removed.push_back(n.at("removed").get<bool>());
+  }
+  if (auto st = flush(); !st) return st.error();
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    const json& n = nodes[i];
+    if (node_plans[i].valid()) {
+      s.nodes[i].plan = node_plans[i];
+      s.nodes[i].labels[std::string(kPlanLabel)] = s.plans[node_plans[i].index()].spec.name;
+    }
+    const NodeHealth health = node_health_from_name(n.at("health").get<std::string>());
+    const bool cordoned = n.at("cordoned").get<bool>();
+    Node& node = s.nodes[i];
+    if (node.removed) {
+      // A removed node takes no part in scheduling; its last health and cordon are kept for people only.
+      node.health = health;
+      node.cordoned = cordoned;
+      continue;
+    }
+    if (health != NodeHealth::kSchedulable)
+      if (auto st = set_node_health(s, node.name, health, 0); !st) return Error::invalid(st.error().message);
+    if (cordoned)
+      if (auto st = set_cordon(s, node.name, true); !st) return Error::invalid(st.error().message);
+  }
+
+  // Jobs in ID order. Reasons are interned again: thousands of waiting jobs say the same few things.
+  std::unordered_map<std::string, SharedText> texts;
+  auto text = [&](std::string t) -> SharedText {
+    if (t == s.submitted_reason.str()) return s.submitted_reason;
+    auto it = texts.find(t);
+    if (it == texts.end()) it = texts.emplace(t, SharedText(t)).first;
+    return it->second;
+  };
+  uint64_t next_arrival = 0;
+  for (const auto& jj : j.at("jobs")) {
+    const JobSpec spec = job_from_json(jj.at("spec"));
+    auto id = restore_submitted_job(s, spec, jj.at("submitted_at").get<Time>(), jj.at("priority").get<int>(),
+                                    plan_id_from(s, jj, "job " + spec.name));
+    if (!id) return Error::invalid(id.error().message);
+    Job& job = s.jobs[id->index()];
+    s.waiting_jobs.erase(job.id);  // submission indexed it as Pending; it is indexed again by its own state
+    job.arrival = jj.at("arrival").get<uint64_t>();
+    next_arrival = std::max(next_arrival, job.arrival + 1);
+    job.waiting_since = jj.at("waiting_since").get<Time>();
+    job.state = state_from(jj.at("state"));
+    job.reason = text(jj.at("reason").get<std::string>());
+    job.reason_code = code_from(jj.at("reason_code"));
+    job.feasible = jj.at("feasible").get<bool>();
+    job.borrowing = jj.at("borrowing").get<bool>();
+    job.started_at = jj.at("started_at").get<Time>();
+    job.work_done_s = jj.at("work_done_s").get<int64_t>();
+    job.preemptions = jj.at("preemptions").get<int>();
+    job.restarts = jj.at("restarts").get<int>();
+    if (job.work_done_s < 0 || job.preemptions < 0 || job.restarts < 0)
+      return Error::invalid("job " + spec.name + " has a negative counter");
+    job.history.clear();
+    for (const auto& h : jj.at("history"))
+      job.history.push_back({h.at(0).get<Time>(), state_from(h.at(1)), state_from(h.at(2)), h.at(3).get<std::string>()});
+    // Held, deleted and resized since its submission (absent in snapshots written before these existed).
+    job.held = jj.value("held", false);
+    job.attempt_base = jj.value("attempt_base", 0);
+    if (job.attempt_base < 0) return Error::invalid("job " + spec.name + " has a negative attempt_base");
+    job.resizes.clear();
+    for (const auto& r : jj.value("resizes", json::array())) {
+      const auto cause = r.at(3).get<std::string>();
+      if (cause != "grow" && cause != "shrink") throw std::invalid_argument("job " + spec.name + ": unknown resize cause " + cause);
+      job.resizes.push_back({r.at(0).get<Time>(), r.at(1).get<int>(), r.at(2).get<int>(),
+                             cause == "grow" ? ResizeCause::kGrow : ResizeCause::kShrink, r.at(4).get<std::string>()});
+    }
+    if (jj.value("deleted", false)) {
+      if (is_active(job.state)) return Error::invalid("job " + spec.name + " is deleted but " + job_state_name(job.state));
+      job.deleted = true;
+      s.job_by_name.erase(spec.name);  // its name is free: a later job may hold it
+    }
+    const auto placement = placement_from_json(jj.at("placement"));
+    if ((job.state == JobState::kRunning) != !placement.empty())
+      return Error::invalid("job " + spec.name + " is " + job_state_name(job.state) +
+                            (placement.empty() ? " without a placement" : " but holds a placement"));
+    if (job.state == JobState::kRunning) {
+      // The same checks as an admit record's: nodes exist, types match, accelerators are in range and free.
+      auto p = placement_from_record(s, placement);
+      if (!p) return Error::invalid("job " + spec.name + ": " + p.error().message);
+      if (p->pod_sets.size() != job.pod_sets.size())
+        return Error::invalid("job " + spec.name + " has " + std::to_string(job.pod_sets.size()) + " pod sets, its placement " +
+                              std::to_string(p->pod_sets.size()));
+      charge(s.room, s.usage, s, job, *p);
+      job.placement = std::move(*p);
+    }
+    index_new_job(s, job);
+  }
+  const auto recorded_next = j.at("next_arrival").get<uint64_t>();
+  if (recorded_next < next_arrival)
+    return Error::invalid("next_arrival " + std::to_string(recorded_next) + " is not after every job's arrival");
+  s.next_arrival = recorded_next;
+  for (const auto& name : j.value("removed_teams", json::array()))
+    if (auto st = remove_team(s, name.get<std::string>()); !st) return Error::invalid("removed team: " + st.error().message);
+  s.attempts_used = j.value("attempts_used", std::unordered_map<std::string, int>{});
+  if (j.contains("room_changed_at")) {
+    auto room = j.at("room_changed_at").get<std::vector<Time>>();
+    if (room.size() != s.nodes.size())
+      return Error::invalid("room_changed_at has " + std::to_string(room.size()) + " entries for " + std::to_string(s.nodes.size()) + " nodes");
+    s.room_changed_at = std::move(room);
+  }
+  return s;
+}
+
+}  // namespace
+
+json cluster_to_json(const ClusterState& s) {
+  json teams = json::array();
+  for (const Team& t : s.teams) teams.push_back(to_json(t.spec));
+  json plans = json::array();
+  for (const Plan& p : s.plans)
+    plans.push_back({{"spec", to_json(p.spec)}, {"state", plan_state_name(p.state)}, {"deleted", p.deleted}});
+  json nodes = json::array();
+  for (const Node& n : s.nodes) {
+    nodes.push_back({{"spec", to_json(spec_of(n, s.catalog))},
+                     {"health", node_health_name(n.health)},
+                     {"cordoned", n.cordoned},
+                     {"removed", n.removed}});
+    if (n.plan.valid()) nodes.back()["plan"] = n.plan.value;
+  }
+  json jobs = json::array();
+  for (const Job& j : s.jobs) {
+    json history = json::array();
+    for (const auto& h : j.history) history.push_back({h.at, job_state_name(h.from), job_state_name(h.to), h.reason});
+    json resizes = json::array();
+    for (const auto& r : j.resizes) resizes.push_back({r.at, r.from, r.to, resize_cause_name(r.cause), r.reason});
+    jobs.push_back({{"spec", to_json(j.spec)},
+                    {"priority", j.priority},
+                    {"arrival", j.arrival},
+                    {"submitted_at", j.submitted_at},
+                    {"waiting_since", j.waiting_since},
+                    {"state", job_state_name(j.state)},
+                    {"reason", j.reason.str()},
+                    {"reason_code", reason_code_name(j.reason_code)},
+                    {"feasible", j.feasible},
+                    {"placement", placement_to_json(placement_names(s, j.placement))},
+                    {"borrowing", j.borrowing},
+                    {"started_at", j.started_at},
+                    {"work_done_s", j.work_done_s},
+                    {"preemptions", j.preemptions},
+                    {"restarts", j.restarts},
+                    {"history", std::move(history)},
+                    {"held", j.held},
+                    {"deleted", j.deleted},
+                    {"attempt_base", j.attempt_base},
+                    {"resizes", std::move(resizes)}});
+    if (j.plan.valid()) jobs.back()["plan"] = j.plan.value;
+  }
+  json removed_teams = json::array();
+  for (const Team& t : s.teams)
+    if (t.removed) removed_teams.push_back(t.spec.name);
+  json out = {{"levels", s.levels}, {"policy", to_json(s.policy)}, {"teams", std::move(teams)},
+          {"nodes", std::move(nodes)}, {"jobs", std::move(jobs)}, {"next_arrival", s.next_arrival},
+          {"removed_teams", std::move(removed_teams)}, {"attempts_used", s.attempts_used},
+          {"room_changed_at", s.room_changed_at}};
+  if (!plans.empty()) out["plans"] = std::move(plans);  // only clusters with plans have the key
+  return out;
+}
+
+Result<ClusterState> cluster_from_json(const json& j, const Catalog& catalog) {
+  try {
+    return restore(j, catalog);
+  } catch (const std::exception& e) {
+    return Error::invalid(std::string("malformed: ") + e.what());
+  }
+}
+
+}  // namespace allot::store

@@ -1,0 +1,164 @@
+// Changes to submitted jobs (core/job_changes.cpp): hold and release, a new priority class, deletion of a
+// finished job; and job labels with their selectors (core/labels.h).
+#include <gtest/gtest.h>
+
+#include "core/labels.h"
+#include "core/scheduler.h"
+
+namespace allot {
+namespace {
+
+JobSpec one_gpu_job(const std::string& name, const std::string& priority = "") {
+  JobSpec j;
+  j.name = name;
+  j.team = "a";
+  j.priority = priority;
+  PodSetSpec ps;
+  ps.per_replica.accelerators = 1;
+  j.pod_sets = {ps};
+  return j;
+}
+
+class JobChangesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // One ml.g5.8xlarge node: one accelerator, so one job at a time runs.
+    ASSERT_TRUE(add_node(s, NodeSpec{"n1", "ml.g5.8xlarge", "", {}}, 0).ok());
+    TeamSpec t;
+    t.name = "a";
+    AmountSpec one;
+    one.instances = 1;
+    t.allocation = {{"ml.g5.8xlarge", one}};
+    ASSERT_TRUE(upsert_team(s, t).ok());
+    PolicySpec p;
+    p.task_prioritization = TaskPrioritization::kTaskRanking;
+    p.priority_classes = {{"high", 90}, {"low", 10}};
+    ASSERT_TRUE(set_policy(s, p).ok());
+  }
+  const Job& job(const std::string& name) { return *s.find_job(name); }
+  ClusterState s;
+};
+
+TEST_F(JobChangesTest, HeldJobIsPassedOverUntilReleased) {
+  ASSERT_TRUE(submit_job(s, one_gpu_job("first"), 0).ok());
+  ASSERT_TRUE(submit_job(s, one_gpu_job("second"), 0).ok());
+  ASSERT_TRUE(set_job_held(s, "first", true, 1).ok());
+  schedule(s, 2);
+  // The held job stays Pending and says why; the next one in line runs in its place.
+  EXPECT_EQ(job("first").state, JobState::kPending);
+  EXPECT_EQ(job("first").reason_code, ReasonCode::kHeld);
+  EXPECT_NE(job("first").reason.str().find("held by request"), std::string::npos);
+  EXPECT_EQ(job("second").state, JobState::kRunning);
+  ASSERT_TRUE(cancel_job(s, "second", 3).ok());
+  schedule(s, 4);
+  EXPECT_EQ(job("first").state, JobState::kPending) << "a held job must not run on a free cluster";
+  ASSERT_TRUE(set_job_held(s, "first", false, 5).ok());
+  schedule(s, 6);
+  EXPECT_EQ(job("first").state, JobState::kRunning);
+}
+
+TEST_F(JobChangesTest, HoldRefusesWhatItCannotDo) {
+  ASSERT_TRUE(submit_job(s, one_gpu_job("run"), 0).ok());
+  schedule(s, 1);
+  ASSERT_EQ(job("run").state, JobState::kRunning);
+  auto running = set_job_held(s, "run", true, 2);
+  ASSERT_FALSE(running.ok());
+  EXPECT_EQ(running.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(running.error().message.find("only a Pending or Suspended job"), std::string::npos);
+  ASSERT_TRUE(submit_job(s, one_gpu_job("wait"), 2).ok());
+  EXPECT_FALSE(set_job_held(s, "wait", false, 3).ok()) << "releasing a job that is not held";
+  ASSERT_TRUE(set_job_held(s, "wait", true, 3).ok());
+  EXPECT_FALSE(set_job_held(s, "wait", true, 4).ok()) << "holding a held job";
+  EXPECT_EQ(set_job_held(s, "nope", true, 4).error().code, ErrorCode::kNotFound);
+  // Cancelling a held job ends it, and it is no longer held.
+  ASSERT_TRUE(cancel_job(s, "wait", 5).ok());
+  EXPECT_FALSE(job("wait").held);
+}
+
+TEST_F(JobChangesTest, NewPriorityClassReordersTheQueue) {
+  ASSERT_TRUE(submit_job(s, one_gpu_job("blocker"), 0).ok());
+  schedule(s, 1);
+  ASSERT_TRUE(submit_job(s, one_gpu_job("early", "low"), 2).ok());
+  ASSERT_TRUE(submit_job(s, one_gpu_job("late", "low"), 3).ok());
+  ASSERT_TRUE(set_job_priority(s, "late", "high", 4).ok());
+  EXPECT_EQ(job("late").priority, 90);
+  EXPECT_EQ(job("late").spec.priority, "high");
+  ASSERT_TRUE(cancel_job(s, "blocker", 5).ok());
+  schedule(s, 6);
+  EXPECT_EQ(job("late").state, JobState::kRunning) << "the higher class goes first";
+  EXPECT_EQ(job("early").state, JobState::kPending);
+  // No class: the lowest, weight 0. Unknown classes and running jobs are refused.
+  ASSERT_TRUE(set_job_priority(s, "early", "", 7).ok());
+  EXPECT_EQ(job("early").priority, 0);
+  auto unknown = set_job_priority(s, "early", "urgent", 8);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("priority classes: high, low"), std::string::npos) << unknown.error().message;
+  EXPECT_EQ(set_job_priority(s, "late", "low", 8).error().code, ErrorCode::kFailedPrecondition);
+}
+
+TEST_F(JobChangesTest, DeletedJobFreesItsNameAndNumbersAttemptsOn) {
+  ASSERT_TRUE(submit_job(s, one_gpu_job("train"), 0).ok());
+  schedule(s, 1);
+  auto active = delete_job(s, "train");
+  ASSERT_FALSE(active.ok());
+  EXPECT_NE(active.error().message.find("cancel it first"), std::string::npos);
+  ASSERT_TRUE(cancel_job(s, "train", 2).ok());
+  const JobId old = job("train").id;
+  ASSERT_TRUE(delete_job(s, "train").ok());
+  EXPECT_EQ(s.find_job("train"), nullptr);
+  EXPECT_TRUE(s.jobs[old.index()].deleted);
+  // The same name again: a new job, whose attempts follow the old one's (the old ran once: attempt 0).
+  auto again = submit_job(s, one_gpu_job("train"), 3);
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->index(), old.index());
+  EXPECT_EQ(job("train").attempt_base, 1);
+  EXPECT_EQ(delete_job(s, "nope").error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(JobChangesTest, RemovedTeamsAreNotOffered) {
+  TeamSpec b;
+  b.name = "b";
+  ASSERT_TRUE(upsert_team(s, b).ok());
+  ASSERT_TRUE(remove_team(s, "b").ok());
+  JobSpec j = one_gpu_job("x");
+  j.team = "c";
+  auto unknown = submit_job(s, j, 0);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("teams: a"), std::string::npos) << unknown.error().message;
+  EXPECT_EQ(unknown.error().message.find("teams: a, b"), std::string::npos) << unknown.error().message;
+  EXPECT_EQ(unknown.error().message.substr(unknown.error().message.find("teams: ")), "teams: a") << unknown.error().message;
+  ASSERT_TRUE(upsert_team(s, b).ok());
+  EXPECT_EQ(s.team_names(), "a, b") << "defined again, it is offered again";
+}
+
+TEST(Labels, RulesFollowKubernetes) {
+  EXPECT_EQ(label_problem("app", "llm"), "");
+  EXPECT_EQ(label_problem("kueue.x-k8s.io/queue-name", "hyperpod-ns-a-localqueue"), "");
+  EXPECT_EQ(label_problem("tier", ""), "");
+  EXPECT_NE(label_problem("", "x"), "");
+  EXPECT_NE(label_problem("-app", "x"), "");
+  EXPECT_NE(label_problem("Example.COM/app", "x"), "") << "a prefix is a lower-case DNS subdomain";
+  EXPECT_NE(label_problem("app", std::string(64, 'a')), "");
+  EXPECT_NE(label_problem("app", "a b"), "");
+}
+
+TEST(Labels, SelectorsMatchAsKubectlDoes) {
+  auto sel = parse_label_selector("app=llm, tier!=batch");
+  ASSERT_TRUE(sel.ok());
+  ASSERT_EQ(sel->size(), 2u);
+  EXPECT_TRUE(selector_matches(*sel, {{"app", "llm"}}));
+  EXPECT_TRUE(selector_matches(*sel, {{"app", "llm"}, {"tier", "serve"}}));
+  EXPECT_FALSE(selector_matches(*sel, {{"app", "llm"}, {"tier", "batch"}}));
+  EXPECT_FALSE(selector_matches(*sel, {{"tier", "serve"}}));
+  auto doubled = parse_label_selector("app==llm");
+  ASSERT_TRUE(doubled.ok());
+  EXPECT_TRUE(selector_matches(*doubled, {{"app", "llm"}}));
+  EXPECT_TRUE(parse_label_selector("")->empty());
+  auto bad = parse_label_selector("app");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("is not key=value"), std::string::npos);
+  EXPECT_FALSE(parse_label_selector("app=a b").ok());
+}
+
+}  // namespace
+}  // namespace allot

@@ -1,0 +1,118 @@
+// Preemption records through the server: the journal carries each group, GET /v1/events shows it as an object
+// on the victim's event, GET /v1/jobs/NAME on the victim and the preemptor, a restart rebuilds both, and a
+// member never reads the job names of a team it is not in.
+#include "server_test_fixture.h"
+
+namespace allot::server::test {
+namespace {
+
+class ServerPreemption : public ServerTest {
+ protected:
+  // Teams a and b of one g5.8xlarge each, both lending and borrowing all of it; b runs two jobs, borrowing
+  // a's instance, until a submits one and reclaims it.
+  void reclaim() {
+    auto r = post("/v1/apply", R"({"teams": [
+        {"name": "a", "fair_share_weight": 10, "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 1}],
+         "sharing": {"strategy": "LendAndBorrow", "borrow_limit": 100}},
+        {"name": "b", "fair_share_weight": 10, "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 1}],
+         "sharing": {"strategy": "LendAndBorrow", "borrow_limit": 100}}]})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    ASSERT_EQ(post("/v1/nodes", R"([{"name": "n[1-2]", "instance_type": "ml.g5.8xlarge"}])").status, 201);
+    ASSERT_EQ(post("/v1/jobs", job("b-1", "b")).status, 201);
+    ASSERT_EQ(post("/v1/jobs", job("b-2", "b")).status, 201);
+    ASSERT_TRUE(eventually([&] { return get("/v1/jobs/b-2").json["state"] == "Running"; }));
+    ASSERT_EQ(post("/v1/jobs", job("a-1", "a")).status, 201);
+    ASSERT_TRUE(eventually([&] { return get("/v1/jobs/a-1").json["state"] == "Running"; }));
+  }
+  std::string token_of(const std::string& team) {
+    auto t = post("/v1/tokens", nlohmann::json{{"role", "member"}, {"teams", {team}}});
+    EXPECT_EQ(t.status, 201) << t.body;
+    return t.json.value("token", "");
+  }
+  Response get_as(const std::string& token, const std::string& path) {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_bearer_token_auth(token.c_str());
+    return wrap(c.Get(path.c_str()));
+  }
+  static nlohmann::json preempt_event(const nlohmann::json& events) {
+    for (const auto& e : events["events"])
+      if (e["kind"] == "preempt") return e;
+    return nullptr;
+  }
+};
+
+TEST_F(ServerPreemption, TheVictimsEventCarriesTheGroupWithTeamsFigures) {
+  reclaim();
+  const nlohmann::json e = preempt_event(get("/v1/events?since=0").json);
+  ASSERT_TRUE(e.is_object());
+  EXPECT_EQ(e["job"], "b-2");
+  const nlohmann::json& p = e["preemption"];
+  EXPECT_EQ(p["preemptor"], "a-1");
+  EXPECT_EQ(p["preemptor_team"], "a");
+  EXPECT_EQ(p["rules"], nlohmann::json::array({"reclaim"}));
+  EXPECT_EQ(p["victims"], nlohmann::json::parse(R"([{"job": "b-2", "team": "b", "rule": "reclaim"}])"));
+  ASSERT_EQ(p["teams"].size(), 2u);
+  const nlohmann::json& b = p["teams"][1];
+  EXPECT_EQ(b["team"], "b");
+  EXPECT_EQ(b["share_before"], 0.05);  // borrowed 1 of a pool of 2, weight 10
+  EXPECT_EQ(b["share_after"], 0.0);
+  const nlohmann::json& g5 = b["types"][0];
+  EXPECT_EQ(g5["instance_type"], "ml.g5.8xlarge");
+  EXPECT_EQ(g5["usage_before"], nlohmann::json::parse(R"({"accelerators": 2, "vcpu": 64, "memory_gib": 256})"));
+  EXPECT_EQ(g5["usage_after"]["accelerators"], 1);
+  EXPECT_EQ(g5["borrowed_before"]["accelerators"], 1);
+  EXPECT_EQ(g5["borrowed_after"]["accelerators"], 0);
+  EXPECT_EQ(p["teams"][0]["types"][0]["usage_after"]["accelerators"], 1);  // a-1 runs
+
+  auto m = get("/metrics").body;
+  EXPECT_NE(m.find("allot_preemptions_by_rule_total{rule=\"reclaim\"} 1"), std::string::npos) << m;
+  EXPECT_EQ(m.find("rule=\"unrecorded\""), std::string::npos) << m;
+}
+
+TEST_F(ServerPreemption, DescribeShowsTheVictimWhoAndThePreemptorItsVictimsAfterARestartToo) {
+  reclaim();
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "live" : "after a restart");
+    auto victim = get("/v1/jobs/b-2").json;
+    ASSERT_EQ(victim["preemption_records"].size(), 1u) << victim.dump();
+    EXPECT_EQ(victim["preemption_records"][0]["as"], "victim");
+    EXPECT_EQ(victim["preemption_records"][0]["preemptor"], "a-1");
+    auto preemptor = get("/v1/jobs/a-1").json;
+    ASSERT_EQ(preemptor["preemption_records"].size(), 1u) << preemptor.dump();
+    EXPECT_EQ(preemptor["preemption_records"][0]["as"], "preemptor");
+    EXPECT_EQ(preemptor["preemption_records"][0]["victims"][0]["job"], "b-2");
+    EXPECT_EQ(victim["preemption_records"][0]["at"], preemptor["preemption_records"][0]["at"]);
+    EXPECT_EQ(get("/v1/jobs/b-1").json["preemption_records"], nlohmann::json::array());
+    if (round == 0) restart();
+  }
+}
+
+// Members read their own teams' job names only (as GET /v1/jobs lists only theirs): in a record, another team's
+// jobs appear with their team and rule and a null name. The teams' figures stay: /v1/teams shows them anyway.
+TEST_F(ServerPreemption, MembersDoNotReadOtherTeamsJobNamesInARecord) {
+  reclaim();
+  const std::string a = token_of("a"), b = token_of("b");
+  auto mine = get_as(a, "/v1/jobs/a-1");
+  ASSERT_EQ(mine.status, 200) << mine.body;
+  const nlohmann::json& rec = mine.json["preemption_records"][0];
+  EXPECT_EQ(rec["preemptor"], "a-1");
+  EXPECT_TRUE(rec["victims"][0]["job"].is_null()) << rec.dump();
+  EXPECT_EQ(rec["victims"][0]["team"], "b");
+  EXPECT_EQ(rec["victims"][0]["rule"], "reclaim");
+  // (The admission's reason text, "after preempting b-2", still names it, as it did before records existed.)
+  EXPECT_EQ(mine.json["preemption_records"].dump().find("b-2"), std::string::npos) << mine.body;
+  // Team a's member does not see b's event at all; b's member sees it without a's job name.
+  EXPECT_TRUE(preempt_event(get_as(a, "/v1/events?since=0").json).is_null());
+  const nlohmann::json e = preempt_event(get_as(b, "/v1/events?since=0").json);
+  ASSERT_TRUE(e.is_object());
+  EXPECT_TRUE(e["preemption"]["preemptor"].is_null()) << e.dump();
+  EXPECT_EQ(e["preemption"]["preemptor_team"], "a");
+  EXPECT_EQ(e["preemption"]["victims"][0]["job"], "b-2");
+  auto victim = get_as(b, "/v1/jobs/b-2").json;
+  EXPECT_TRUE(victim["preemption_records"][0]["preemptor"].is_null()) << victim.dump();
+  // Admins see every name.
+  EXPECT_EQ(get("/v1/jobs/a-1").json["preemption_records"][0]["victims"][0]["job"], "b-2");
+}
+
+}  // namespace
+}  // namespace allot::server::test

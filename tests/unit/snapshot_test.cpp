@@ -1,0 +1,325 @@
+// Snapshots (server/state_snapshot.h, store/cluster_snapshot.h): the state restored from a snapshot at any
+// journal position, with the records after it replayed, is the state a replay of the whole journal gives: the
+// same jobs, nodes, teams, tokens, audit trail and counters, the same derived tables (room, usage, indexes), and
+// the same next decisions. A damaged snapshot is an error naming its seq.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/scheduler.h"
+#include "server/server_state.h"
+#include "server/state_snapshot.h"
+#include "store/record_json.h"
+#include "store/replay.h"
+#include "view/state_json.h"
+
+namespace allot::server {
+namespace {
+
+using namespace allot::store;
+using nlohmann::json;
+
+JobSpec job(std::string name, std::string team, int replicas, int accelerators, std::string priority = "", int retries = 0) {
+  JobSpec j;
+  j.name = std::move(name);
+  j.team = std::move(team);
+  j.priority = std::move(priority);
+  j.max_retries = retries;
+  j.checkpoint_interval_s = 60;
+  PodSetSpec ps;
+  ps.name = "workers";
+  ps.replicas = replicas;
+  ps.instance_type = "ml.p5.48xlarge";
+  ps.per_replica.accelerators = accelerators;
+  j.pod_sets = {ps};
+  return j;
+}
+
+NodeSpec node(std::string name, std::string block) {
+  return NodeSpec{std::move(name), "ml.p5.48xlarge", "", {{"network-node-layer-3", std::move(block)}}};
+}
+
+// A capacity plan's node (core/plans.h) and a job that names a plan.
+NodeSpec plan_node(std::string name, std::string plan) {
+  return NodeSpec{std::move(name), "ml.p5.48xlarge", "", {{"network-node-layer-3", "blk-p"}, {"allot.dev/plan", std::move(plan)}}};
+}
+JobSpec plan_job(std::string name, std::string team, int replicas, std::string plan) {
+  JobSpec j = job(std::move(name), std::move(team), replicas, 8);
+  j.plan = std::move(plan);
+  return j;
+}
+
+// A journal written the way the server writes it: each operation applied to a live state, then the scheduler's
+// decisions on it, every one a record. It leaves jobs in every state, removed and reused node names, a removed
+// team, a priority class removed after use, tokens (one revoked) and audit entries.
+class Journal {
+ public:
+  void op(Op o, Time at, Actor actor = {}) {
+    Record r{live_.last_seq + 1, at, std::move(o), std::move(actor)};
+    std::vector<Event> events;
+    ASSERT_TRUE(apply(live_, r, events).ok()) << op_name(r.op) << " at seq " << r.seq;
+    records_.push_back(r);
+    for (const Decision& d : schedule(live_.cluster, at).decisions) {
+      Record dr{live_.last_seq + 1, at, decision_record(live_.cluster, d), Actor{"server", "server", {}, {}}};
+      note_decision(live_, dr, events);
+      records_.push_back(std::move(dr));
+    }
+  }
+  const std::vector<Record>& records() const { return records_; }
+  const ServerState& live() const { return live_; }
+
+ private:
+  ServerState live_;
+  std::vector<Record> records_;
+};
+
+Journal sample_journal() {
+  Journal j;
+  PolicySpec policy;
+  policy.priority_classes = {{"high", 100}, {"low", 10}, {"temporary", 50}};
+  j.op(SetPolicy{policy}, 100);
+  TeamSpec a{.name = "a"}, b{.name = "b"}, c{.name = "c"};
+  AmountSpec two, one;
+  two.instances = 2;
+  one.instances = 1;
+  a.allocation = {{"ml.p5.48xlarge", two}};
+  b.allocation = {{"ml.p5.48xlarge", one}};
+  c.allocation = {{"ml.p5.48xlarge", one}};
+  a.borrow_limit = b.borrow_limit = 100;
+  j.op(UpsertTeam{a}, 100);
+  j.op(UpsertTeam{b}, 100);
+  j.op(UpsertTeam{c}, 100);
+  j.op(RemoveTeam{"c"}, 101);
+  j.op(AddNode{node("n1", "blk-a"), "10.0.0.1", true}, 102);
+  j.op(AddNode{node("n2", "blk-a"), "10.0.0.2", true}, 102);
+  j.op(AddNode{node("n3", "blk-b"), "10.0.0.3", true}, 102);
+  j.op(AddNode{node("n4", "blk-b"), "", false}, 102);
+  const Actor admin{"adm1", "admin", {}, {}};
+  j.op(CreateToken{TokenRecord{"tok-a", std::string(64, 'a'), "member", {"a"}, "", 0, "team a"}}, 103, admin);
+  j.op(CreateToken{TokenRecord{"tok-n1", std::string(64, 'b'), "agent", {}, "n1", 1900000000, ""}}, 103, admin);
+  j.op(RevokeToken{"tok-a"}, 104, admin);
+  j.op(Audit{"POST /v1/tokens", "tok-a", 201, ""}, 104, admin);
+  j.op(Audit{"POST /v1/jobs", "x", 403, "needs a member token of team x"}, 104, Actor{"tok-a", "member", {"a"}, {}});
+  j.op(Submit{job("a-doomed", "a", 1, 2)}, 109);
+  j.op(Submit{job("a-pair", "a", 2, 4, "high")}, 110);
+  j.op(Submit{job("a-whole", "a", 1, 8, "", 2)}, 111);
+  j.op(Submit{job("b-half", "b", 1, 4, "low", 1)}, 112);
+  j.op(Submit{job("b-temp", "b", 1, 2, "temporary")}, 113);
+  j.op(Submit{job("a-cancel", "a", 1, 1)}, 115);
+  j.op(Finish{"b-temp", true, "exited 0"}, 130);
+  policy.priority_classes = {{"high", 100}, {"low", 10}};  // b-temp's class goes once nothing active uses it
+  j.op(SetPolicy{policy}, 131);
+  j.op(Finish{"a-doomed", false, "replica 0 exited with code 1"}, 140);
+  j.op(Cancel{"a-cancel"}, 141, admin);
+  j.op(Submit{job("a-huge", "a", 3, 8)}, 150);  // more than the cluster has free: waits
+  j.op(NodeHealthChange{"n2", NodeHealth::kUnschedulablePendingReboot, HealthCause::kTimeout, "", ""}, 160);
+  j.op(Cordon{"n3", true}, 161);
+  j.op(RemoveNode{"n4"}, 170);
+  j.op(AddNode{node("n4", "blk-c"), "10.0.0.44", true}, 171);  // the name again, a new node
+  j.op(NodeHealthChange{"n4", NodeHealth::kUnschedulable, HealthCause::kDeepCheck, "", "deep health check running"}, 172);
+  j.op(NodeHealthChange{"n2", NodeHealth::kSchedulable, HealthCause::kAgent, "10.0.0.22", ""}, 175);
+  j.op(NodeHealthChange{"n2", NodeHealth::kUnschedulablePendingReboot, HealthCause::kHealthCheck, "", "check gpu failed"}, 176);
+  // No schedulable node is left: what the drain suspends stays Suspended, what runs on cordoned n3 keeps running.
+  j.op(Drain{"n1"}, 180);
+  j.op(Submit{job("b-late", "b", 1, 8)}, 200);
+  // A held job, and a failed job deleted and its name submitted again (numbering its attempts after the old one's).
+  j.op(HoldJob{"a-huge", true}, 201);
+  j.op(DeleteJob{"a-doomed"}, 202);
+  j.op(Submit{job("a-doomed", "a", 1, 1)}, 203);
+  // Capacity plans: "res" starts, its node joins and takes a job, its grace period suspends that job, it expires
+  // and its node leaves; "spare" is deleted while Active with a job waiting for its second node, and its name is
+  // taken again by a plan still Scheduled, which a job waits for.
+  j.op(CreatePlan{PlanSpec{"res", "ml.p5.48xlarge", 1, 210, 260, 20, "b", {{"network-node-layer-3", "blk-p"}}}}, 205, admin);
+  j.op(PlanStepRecord{"res", "Active"}, 210);
+  j.op(Submit{plan_job("b-plan", "b", 1, "res")}, 210);
+  j.op(AddNode{plan_node("res-1", "res"), "10.0.0.9", true}, 211);
+  j.op(PlanStepRecord{"res", "Ending"}, 240);
+  j.op(PlanStepRecord{"res", "Expired"}, 260);
+  j.op(CreatePlan{PlanSpec{"spare", "ml.p5.48xlarge", 2, 265, 400, 0, "", {}}}, 262, admin);
+  j.op(PlanStepRecord{"spare", "Active"}, 265);
+  j.op(AddNode{plan_node("spare-1", "spare"), "10.0.0.10", true}, 266);
+  j.op(Submit{plan_job("a-spare", "a", 2, "spare")}, 267);
+  j.op(DeletePlan{"spare"}, 280, admin);
+  j.op(CreatePlan{PlanSpec{"spare", "ml.p5.48xlarge", 1, 500, 600, 0, "a", {}}}, 281, admin);
+  j.op(Submit{plan_job("a-later", "a", 1, "spare")}, 282);
+  return j;
+}
+
+ServerState replay_prefix(const std::vector<Record>& records, size_t n) {
+  ServerState st;
+  std::vector<Event> events;
+  for (size_t i = 0; i < n; ++i) {
+    auto applied = apply(st, records[i], events);
+    EXPECT_TRUE(applied.ok()) << "record " << records[i].seq << ": " << applied.error().message;
+  }
+  return st;
+}
+
+json room_json(const ClusterState& s) {
+  json out = json::array();
+  for (const NodeRoom& r : s.room)
+    out.push_back({r.type.index(), view::resources_json(r.free), r.accelerators_free, r.replicas,
+                   r.exclusive_owner.valid() ? static_cast<int64_t>(r.exclusive_owner.index()) : -1, r.usable});
+  return out;
+}
+
+// Everything a reader or the scheduler can see of the two states, as one JSON for a readable diff.
+json observable(const ServerState& st, Time now) {
+  const ClusterState& s = st.cluster;
+  json jobs = json::array(), nodes = json::array(), teams = json::array(), ids = json::object();
+  for (const Job& j : s.jobs)
+    jobs.push_back({view::job_json(s, j), j.shape, j.arrival, j.held, j.deleted, j.attempt_base, j.resizes.size(), j.plan.value});
+  json plans = json::array(), plan_idle = json::array();
+  for (const Plan& p : s.plans) plans.push_back({view::plan_json(s, p), p.deleted, p.type.index()});
+  for (const auto& r : s.plan_idle) plan_idle.push_back(view::resources_json(r));
+  for (const Node& n : s.nodes) nodes.push_back({view::node_json(s, n), n.plan.value});
+  for (const Team& t : s.teams) {
+    json cand = json::array();
+    for (TypeId c : t.candidate_types) cand.push_back(c.index());
+    json allocated = json::array(), nominal = json::array();
+    for (const auto& r : t.allocated) allocated.push_back(view::resources_json(r));
+    for (const auto& r : t.nominal) nominal.push_back(view::resources_json(r));
+    teams.push_back({view::team_json(s, t), cand, allocated, nominal});
+  }
+  for (const auto& [name, id] : s.node_by_name) ids["node " + name] = id.index();
+  for (const auto& [name, id] : s.job_by_name) ids["job " + name] = id.index();
+  for (const auto& [name, id] : s.team_by_name) ids["team " + name] = id.index();
+  for (const auto& [name, id] : s.plan_by_name) ids["plan " + name] = id.index();
+  json usage = json::array();
+  for (const auto& per_type : s.usage)
+    for (const auto& r : per_type) usage.push_back(view::resources_json(r));
+  json capacity = json::array();
+  for (const auto& r : s.capacity) capacity.push_back(view::resources_json(r));
+  json running = json::array(), waiting = json::array();
+  for (JobId id : s.running_jobs.sorted()) running.push_back(id.index());
+  for (JobId id : s.waiting_jobs.sorted()) waiting.push_back(id.index());
+  // The next pass, on a copy: the same decisions, word for word.
+  ClusterState copy = s;
+  json decisions = json::array();
+  for (const Decision& d : schedule(copy, now).decisions) decisions.push_back(record_body_json(Record{0, now, decision_record(copy, d)}));
+  return {{"server", json::parse(encode_state_snapshot(st, {}))},
+          {"jobs", jobs},
+          {"nodes", nodes},
+          {"teams", teams},
+          {"ids", ids},
+          {"room", room_json(s)},
+          {"usage", usage},
+          {"capacity", capacity},
+          {"running", running},
+          {"waiting", waiting},
+          {"shapes", s.shape_ids.size()},
+          {"next_arrival", s.next_arrival},
+          {"attempts_used", s.attempts_used},
+          {"room_changed_at", s.room_changed_at},
+          {"running_table", std::vector<uint32_t>(st.running.begin(), st.running.end())},
+          {"decisions", decisions},
+          {"plans", plans},
+          {"plan_idle", plan_idle}};
+}
+
+TEST(Snapshot, TheSampleJournalLeavesJobsInEveryState) {
+  const Journal j = sample_journal();
+  std::set<std::string> states;
+  for (const Job& job : j.live().cluster.jobs) states.insert(job_state_name(job.state));
+  EXPECT_EQ(states, (std::set<std::string>{"Pending", "Running", "Suspended", "Succeeded", "Failed", "Cancelled"}));
+  EXPECT_EQ(j.live().tokens.size(), 2u);
+  EXPECT_EQ(j.live().audit.size(), 2u);
+  EXPECT_EQ(j.live().cluster.nodes.size(), 7u);  // n4 twice, res-1 and spare-1 (both left)
+  std::set<std::string> plans;
+  for (const Plan& p : j.live().cluster.plans) plans.insert(std::string(plan_state_name(p.state)) + (p.deleted ? " deleted" : ""));
+  EXPECT_EQ(plans, (std::set<std::string>{"Expired", "Expired deleted", "Scheduled"}));
+}
+
+// At every position of the journal: snapshot, restore, replay the rest; the result is the full replay's.
+TEST(Snapshot, RestoredAtAnyRecordPlusTheTailEqualsAFullReplay) {
+  const Journal j = sample_journal();
+  const auto& records = j.records();
+  const Time end = records.back().at;
+  const ServerState full = replay_prefix(records, records.size());
+  const json expected = observable(full, end);
+  for (size_t cut = 0; cut <= records.size(); ++cut) {
+    SCOPED_TRACE("snapshot after record " + std::to_string(cut));
+    const ServerState prefix = replay_prefix(records, cut);
+    const std::vector<Event> events = {{1, 100, "submit", "x", "", "submitted", "a"}};
+    auto restored = restore_state_snapshot(cut, encode_state_snapshot(prefix, cut ? events : std::vector<Event>{}));
+    ASSERT_TRUE(restored.ok()) << restored.error().message;
+    ServerState st = std::move(restored->state);
+    std::vector<Event> tail_events;
+    for (size_t i = cut; i < records.size(); ++i) ASSERT_TRUE(apply(st, records[i], tail_events).ok()) << records[i].seq;
+    ASSERT_EQ(observable(st, end), expected);
+  }
+}
+
+TEST(Snapshot, EventsInMemoryComeBackInOrder) {
+  const Journal j = sample_journal();
+  const std::vector<Event> events = {{7, 100, "submit", "a-pair", "", "submitted by team a", "a"},
+                                     {8, 101, "node_health", "", "n2", "health Schedulable (by agent)", ""}};
+  ServerState st = replay_prefix(j.records(), j.records().size());
+  st.last_event = 8;
+  auto restored = restore_state_snapshot(st.last_seq, encode_state_snapshot(st, events));
+  ASSERT_TRUE(restored.ok()) << restored.error().message;
+  ASSERT_EQ(restored->events.size(), 2u);
+  EXPECT_EQ(restored->events[1].node, "n2");
+  EXPECT_EQ(restored->state.last_event, 8u);
+}
+
+// A snapshot is untrusted input: each damage is an error that names the snapshot's seq and what is wrong.
+TEST(Snapshot, ADamagedSnapshotIsAnErrorNamingItsSeq) {
+  const Journal j = sample_journal();
+  const ServerState st = replay_prefix(j.records(), j.records().size());
+  const uint64_t seq = st.last_seq;
+  const json good = json::parse(encode_state_snapshot(st, {}));
+  struct Case {
+    std::string what;
+    std::function<void(json&)> damage;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {"an accelerator out of range", [&](json& b) {
+         for (json& job : b["cluster"]["jobs"])
+           if (job["state"] == "Running") { job["placement"][0]["replicas"][0]["accelerators"][0] = 99; break; }
+       }, "accelerator 99"},
+      {"a placement on a node that is not there", [&](json& b) {
+         for (json& job : b["cluster"]["jobs"])
+           if (job["state"] == "Running") { job["placement"][0]["replicas"][0]["node"] = "ghost"; break; }
+       }, "ghost"},
+      {"one accelerator bound twice", [&](json& b) {
+         for (json& job : b["cluster"]["jobs"])
+           if (job["state"] == "Running") {
+             json& accelerators = job["placement"][0]["replicas"][0]["accelerators"];
+             accelerators.push_back(accelerators[0]);
+             break;
+           }
+       }, "which another replica holds"},
+      {"an unknown job state", [](json& b) { b["cluster"]["jobs"][0]["state"] = "Sleeping"; }, "unknown job state Sleeping"},
+      {"a running job without a placement", [&](json& b) {
+         for (json& job : b["cluster"]["jobs"])
+           if (job["state"] == "Running") { job["placement"] = json::array(); break; }
+       }, "without a placement"},
+      {"a job of an unknown team", [](json& b) { b["cluster"]["jobs"][0]["spec"]["team"] = "nobody"; }, "unknown team"},
+      {"a node of an unknown type", [](json& b) { b["cluster"]["nodes"][0]["spec"]["instance_type"] = "ml.x.large"; }, "ml.x.large"},
+      {"two live nodes of one name", [](json& b) { b["cluster"]["nodes"][1]["spec"]["name"] = "n1"; }, "already in the cluster"},
+      {"a missing field", [](json& b) { b["cluster"].erase("teams"); }, "malformed"},
+      {"a field of the wrong type", [](json& b) { b["admissions_total"] = "many"; }, "malformed"},
+      {"another position", [](json& b) { b["last_seq"] = 3; }, "it says it is the state after record 3"},
+      {"another format", [](json& b) { b["format"] = 99; }, "format 99"},
+      {"a histogram that does not add up", [](json& b) { b["observed"]["queue_wait"][0]["histogram"]["count"] = 12345; }, "do not match"},
+      {"an account of a job that is not there", [](json& b) { b["accounts"][0]["job"] = 4000; }, "beyond the jobs"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    json bad = good;
+    c.damage(bad);
+    auto r = restore_state_snapshot(seq, bad.dump());
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("snapshot at journal record " + std::to_string(seq)), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find(c.expect), std::string::npos) << r.error().message;
+  }
+  auto truncated = restore_state_snapshot(seq, good.dump().substr(0, 100));
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_NE(truncated.error().message.find("snapshot at journal record " + std::to_string(seq) + " is not valid JSON"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace allot::server
