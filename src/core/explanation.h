@@ -64,4 +64,10 @@ inline Explanation explain(ReasonCode code, std::string text, bool feasible = tr
   return Explanation{.code = code, .feasible = feasible, .text = std::move(text)};
 }
 
+// How a reason text names a job: "job NAME of team TEAM", always whole, so that the server can hide the names of
+// jobs of teams the reader may not see (view/job_refs.h). Reasons that name another team's job must use it.
+inline std::string job_ref(std::string_view job, std::string_view team) {
+  return "job " + std::string(job) + " of team " + std::string(team);
+}
+
 }  // namespace allot

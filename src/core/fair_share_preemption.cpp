@@ -50,6 +50,21 @@ bool stays_at_nominal(const ClusterState& s, const UsageTable& usage, const Job&
   return true;
 }
 
+// Whether a job of `v`'s team with lower priority than `v` still runs (not given up in this trial). Fair share
+// takes a team's jobs lowest priority first and never past one it may not take: taking a higher-priority job
+// instead lets that job take its lower-priority teammate's place at once by priority preemption, so the team's
+// share does not fall, the plan only reshuffles the team, and the pass cycles (property test seed 28731: t1
+// took t0's high j9 because t0 could not give up its mid j10 and stay at nominal; j9 then preempted j10).
+bool shields_lower_priority(const ClusterState& s, const Job& v, const Trial& trial) {
+  for (JobId id : s.running_jobs) {
+    const Job& u = s.jobs[id.index()];
+    if (u.team != v.team || u.priority >= v.priority) continue;
+    const bool given_up = std::any_of(trial.chosen.begin(), trial.chosen.end(), [&](const Victim& c) { return c.job == id; });
+    if (!given_up) return true;
+  }
+  return false;
+}
+
 bool above_nominal_anywhere(const ClusterState& s, const UsageTable& usage, const Job& v) {
   for (const auto& ps : v.placement.pod_sets)
     if (above_nominal(s, usage, v.team, ps.type)) return true;
@@ -195,7 +210,9 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
       for (const char* rule : {kFinalShare, kInitialShare}) {
         if (infinite) break;
         for (const Job* v : order) {
-          if (!above_nominal_anywhere(s, trial.usage, *v) || !stays_at_nominal(s, trial.usage, *v)) continue;
+          if (!above_nominal_anywhere(s, trial.usage, *v) || !stays_at_nominal(s, trial.usage, *v) ||
+              shields_lower_priority(s, *v, trial))
+            continue;
           const bool ok = rule == kFinalShare ? !(share_without(s, trial.usage, *v) < mine)
                                               : mine < share_of(s, trial.usage, v->team);
           if (!ok) continue;
@@ -230,7 +247,7 @@ void explain_fair_share_victims(const ClusterState& s, const Job& job, const Quo
     const Job& victim = s.jobs[v.job.index()];
     const Team& theirs = s.teams[victim.team.index()];
     const bool final_share = v.why == kFinalShare;
-    v.why = "team " + theirs.spec.name + " is above its fair share; job " + job.spec.name + " of team " + mine.spec.name +
+    v.why = "team " + theirs.spec.name + " is above its fair share; " + job_ref(job.spec.name, mine.spec.name) +
             " takes its place by " + (final_share ? kFinalShare : kInitialShare) + " (team " + mine.spec.name +
             "'s share after admission is " + (final_share ? "at most team " + theirs.spec.name + "'s after" : "below team " + theirs.spec.name + "'s before") +
             "); shares: team " + mine.spec.name + " " + my_shares + ", team " + theirs.spec.name + " " +

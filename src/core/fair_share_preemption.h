@@ -43,12 +43,13 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
 // capacity can. The cycles the randomized test found were of that kind with the capacity freed by the plan
 // itself: a small job of team A takes a large job of B, A's next job takes the rest, and B's job takes both
 // back (seed 2081); and a borrower taking its team's lower-priority job's place and growing the team (seed 29:
-// Kueue allows both). The leftover charge and the no-growth rule close them. What this does not cover is a
-// third team filling capacity that a plan of a job within its nominal quota freed: FairSharePropertyTest has
-// not found such a cycle in its seeds but found two in the next 80,000 (seeds 28731 and 55178, played with
-// ALLOT_PROPERTY_FIRST_SEED: a job within its nominal quota preempts its team's lower-priority borrower, another
-// team's borrower fills the rest, and fair sharing takes it back); the pass bound stops them and reports the
-// jobs (scheduler.h).
+// Kueue allows both). The leftover charge and the no-growth rule close them. A third kind, found at seeds 28731
+// and 55178: a team that cannot give up its lowest-priority job (it would fall below nominal) loses a
+// higher-priority one instead, which takes the lower one's place by priority preemption, so the team's share
+// does not fall and another team's borrower fills what was freed; fair share then takes it back. Victims are
+// therefore taken lowest priority first, never past a job that may not be taken (shields_lower_priority). With
+// that and Pass::plan_again, FairSharePropertyTest finds no cycle in seeds 1..160,000; the pass bound stays as
+// the guard and reports the jobs (scheduler.h).
 // Null when the plan is kept, else why not.
 std::optional<std::string> uneven_plan(const ClusterState& s, const Job& job, const QuotaRequest& request, const Trial& trial);
 

@@ -93,7 +93,20 @@ void Pass::admit(const Job& j, const AdmissionAttempt& a, const std::string& ext
   free.took(s, s.room, job(id), d.placement);
   rec(id).why = nullptr;
   rec(id).waiting = false;
+  if (d.borrowing) borrowed_since_plans_ = true;
   result.decisions.push_back(std::move(d));
+}
+
+bool Pass::plan_again() {
+  if (!borrowed_since_plans_) return false;
+  borrowed_since_plans_ = false;
+  bool any = false;
+  for (JobId w : waiting) {
+    PassJob& r = rec(w);
+    any |= r.waiting && r.preempt_tried;
+    r.preempt_tried = false;
+  }
+  return any;
 }
 
 void Pass::preempt(PreemptDecision d) {
@@ -144,7 +157,7 @@ std::optional<JobId> Pass::reserved_by(const AdmissionAttempt& a, const Job& j) 
 
 const PooledReason* Pass::reserved_reason(const AdmissionAttempt& a, JobId holder) {
   return texts.add(explain(ReasonCode::kReserved, "waiting: capacity of " + s.catalog.at(a.type).name +
-                                                      " is reserved for job " + job(holder).spec.name +
+                                                      " is reserved for " + job_ref(job(holder).spec.name, s.teams[job(holder).team.index()].spec.name) +
                                                       ", which has waited past the starvation threshold"));
 }
 

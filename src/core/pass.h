@@ -58,6 +58,10 @@ class Pass {
   void preempt(PreemptDecision d);
   // Resizes an elastic job through apply_decision().
   void resize(ResizeDecision d);
+  // A borrowing admission since the waiting jobs last looked for a preemption plan gives its team jobs that
+  // reclaim (and, with fair sharing, a fair-share preemption) may take, which it had not when they looked: they
+  // look again (true), or the next pass would find what this one missed.
+  bool plan_again();
 
   // --- Starvation reservations ---------------------------------------------------------------------------
   bool starving(const Job& j) const;
@@ -95,6 +99,7 @@ class Pass {
   std::string admit_reason(const Job& j, const AdmissionAttempt& a, const std::string& extra) const;
 
   AdmissionAttempt success_;  // attempt()'s answer when the job fits
+  bool borrowed_since_plans_ = false;  // plan_again()
   // Where each of the last kStepsNamed steps began in result.decisions (a ring indexed by step number), so a
   // pass that hits its bound can name the jobs of its last steps.
   static constexpr int kStepsNamed = 8;

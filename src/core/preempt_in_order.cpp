@@ -23,8 +23,8 @@ const PooledReason* would_oscillate(Pass& p, const Job& j, const PreemptionPlan&
     AdmissionAttempt a =
         try_admit(p.s, room, usage, other, AdmitOptions{.mode = BorrowMode::kWithinNominalOnly, .scratch = &p.scratch});
     if (!a.ok) continue;
-    return p.texts.add(explain(ReasonCode::kOscillation, "waiting: it would borrow capacity that job " + other.spec.name +
-                                                             " of team " + p.s.teams[other.team.index()].spec.name +
+    return p.texts.add(explain(ReasonCode::kOscillation, "waiting: it would borrow capacity that " +
+                                                             job_ref(other.spec.name, p.s.teams[other.team.index()].spec.name) +
                                                              " can reclaim at once within its nominal quota"));
   }
   return nullptr;
@@ -35,7 +35,7 @@ std::string victim_reason(const ClusterState& s, const Job& j, const Job& victim
   const Team& vt = s.teams[victim.team.index()];
   switch (v.rule) {
     case PreemptionRule::kReclaim:
-      return "preempted (reclaim): team " + team.spec.name + " takes back its lent quota for job " + j.spec.name +
+      return "preempted (reclaim): team " + team.spec.name + " takes back its lent quota for " + job_ref(j.spec.name, team.spec.name) +
              "; team " + vt.spec.name + " was above its nominal quota";
     case PreemptionRule::kPriority:
       return "preempted by job " + j.spec.name + " of the same team (priority " +
@@ -63,7 +63,9 @@ void execute(Pass& p, const Job& j, const PreemptionPlan& plan) {
     victims.push_back({v.job, victim.team, v.rule});
     p.preempt(PreemptDecision{
         .job = v.job, .preemptor = j.id, .rule = v.rule, .reason = victim_reason(p.s, j, victim, v), .record = nullptr});
-    names += (names.empty() ? "" : ", ") + victim.spec.name;
+    // Another team's victim is named as a job reference, which the server hides from that team's outsiders.
+    names += (names.empty() ? "" : ", ") +
+             (victim.team == j.team ? victim.spec.name : job_ref(victim.spec.name, p.s.teams[victim.team.index()].spec.name));
   }
   p.free.reset(p.s, p.s.room);  // the victims' accelerators are free again
   p.admit(j, plan.admission, "; after preempting " + names);

@@ -24,6 +24,9 @@ ScheduleResult schedule(ClusterState& state, Time now, const ScheduleOptions& op
     if (state.policy.preemption && preempt_in_order(p, true)) continue;
     if (admit_borrowers(p)) continue;
     if (state.policy.preemption && preempt_in_order(p, false)) continue;
+    // Only with fair sharing: without it, a reclaim made possible by a borrower admitted in this pass waits for
+    // the next pass, as it always has (the switch off must keep every earlier result).
+    if (state.policy.preemption && state.policy.fair_share_preemption && p.plan_again()) continue;
     fixed_point = true;
   }
   if (fixed_point) grow_elastic(p);

@@ -2,6 +2,8 @@
 // job, move it to another priority class, delete a finished one (docs/api.md, "Jobs"). Each is one journaled
 // operation; members act only on their own teams' jobs.
 #include "server/api.h"
+#include "server/views.h"
+#include "view/job_refs.h"
 #include "view/state_json.h"
 
 namespace allot::server {
@@ -9,11 +11,13 @@ namespace {
 
 using nlohmann::json;
 
-Render job_render(const std::string& name) {
-  return [name](const ServerState& st) -> Reply {
+Render job_render(const std::string& name, const auth::Caller& who) {
+  return [name, who](const ServerState& st) -> Reply {
     const Job* j = st.cluster.find_job(name);
     if (!j) return error_reply(Error::not_found("no job named " + name));
-    return json_reply(200, view::job_json(st.cluster, *j, /*with_history=*/true));
+    json v = view::job_json(st.cluster, *j, /*with_history=*/true);
+    view::hide_job_refs(v, job_names_for(who));
+    return json_reply(200, v);
   };
 }
 
@@ -34,7 +38,7 @@ void hold_routes(Routes& http, Api& api) {
             run(api, who, req, res, [name = param(req), who, held](Txn& txn) -> Result<Render> {
               if (auto st = may_change(txn, who, name, held ? "holding" : "releasing"); !st) return st.error();
               if (auto st = txn.apply(store::HoldJob{name, held}); !st) return st.error();
-              return job_render(name);
+              return job_render(name, who);
             });
           });
   }
@@ -52,7 +56,7 @@ void priority_route(Routes& http, Api& api) {
           run(api, who, req, res, [name = param(req), who, cls = (*body)["priority"].get<std::string>()](Txn& txn) -> Result<Render> {
             if (auto st = may_change(txn, who, name, "changing the priority of"); !st) return st.error();
             if (auto st = txn.apply(store::SetJobPriority{name, cls}); !st) return st.error();
-            return job_render(name);
+            return job_render(name, who);
           });
         });
 }
@@ -63,6 +67,7 @@ void delete_route(Routes& http, Api& api) {
           run(api, who, req, res, [&api, name = param(req), who](Txn& txn) -> Result<Render> {
             if (auto st = may_change(txn, who, name, "deleting"); !st) return st.error();
             json gone = view::job_json(txn.cluster(), *txn.cluster().find_job(name), /*with_history=*/false);
+            view::hide_job_refs(gone, job_names_for(who));
             if (auto st = txn.apply(store::DeleteJob{name}); !st) return st.error();
             // Once the deletion is durable its logs go too, so that a new job of the same name starts with none.
             return Render([&api, name, gone = std::move(gone)](const ServerState&) -> Reply {

@@ -3,6 +3,7 @@
 #include "core/labels.h"
 #include "server/api.h"
 #include "server/views.h"
+#include "view/job_refs.h"
 #include "view/state_json.h"
 
 namespace allot::server {
@@ -18,6 +19,7 @@ Render job_render(const std::string& name, const auth::Caller& who, int status =
     json v = view::job_json(st.cluster, *j, /*with_history=*/true);
     add_resilience(st, *j, static_cast<Time>(system_clock_ms() / 1000), v);
     add_preemption_records(st, *j, who, v);
+    view::hide_job_refs(v, job_names_for(who));
     return json_reply(status, v);
   };
 }
@@ -99,10 +101,14 @@ void read_routes(Routes& http, Api& api) {
                  selector_matches(selector, j.spec.labels) &&
                  (!own_teams_only || who.in_team(st.cluster.teams[j.team.index()].spec.name));
         };
+        const view::SeesTeamJobs sees = job_names_for(who);
         json items = json::array();
         size_t i = from;
-        for (; i < jobs.size() && items.size() < limit; ++i)
-          if (wanted(jobs[i])) items.push_back(view::job_json(st.cluster, jobs[i], /*with_history=*/false));
+        for (; i < jobs.size() && items.size() < limit; ++i) {
+          if (!wanted(jobs[i])) continue;
+          items.push_back(view::job_json(st.cluster, jobs[i], /*with_history=*/false));
+          view::hide_job_refs(items.back(), sees);
+        }
         while (i < jobs.size() && !wanted(jobs[i])) ++i;  // no token when no further job would be listed
         json out = {{"items", std::move(items)}};
         if (i < jobs.size()) out["continue"] = continue_token(i);

@@ -8,6 +8,7 @@
 #include "core/admission.h"
 #include "core/quota.h"
 #include "server/views.h"
+#include "view/job_refs.h"
 #include "view/state_json.h"
 
 namespace allot::server {
@@ -234,6 +235,7 @@ void refresh_queue(QueueCache& cache, const ServerState& st, Time now) {
 json queue_page(const QueueCache& cache, const ServerState& st, const QueueQuery& q, const auth::Caller& who, Time now) {
   const ClusterState& s = st.cluster;
   const bool own_only = who.role == auth::Role::kMember;
+  const view::SeesTeamJobs sees = job_names_for(who);
   json items = json::array();
   size_t matched = 0, hidden = 0;
   for (size_t i = 0; i < cache.order.size(); ++i) {
@@ -250,7 +252,7 @@ json queue_page(const QueueCache& cache, const ServerState& st, const QueueQuery
     int64_t accelerators = 0;
     for (const auto& ps : j.spec.pod_sets) accelerators += ps.replicas * ps.per_replica.accelerators.value_or(0);
     json item = {{"position", i + 1},     {"name", j.spec.name}, {"team", team},
-                 {"priority", priority_of(j)}, {"state", job_state_name(j.state)}, {"reason", j.reason.str()},
+                 {"priority", priority_of(j)}, {"state", job_state_name(j.state)}, {"reason", view::hide_job_refs(j.reason.str(), sees)},
                  {"submitted_at", j.submitted_at}, {"waited_s", std::max<Time>(0, now - j.waiting_since)},
                  {"accelerators", accelerators}, {"preemptions", j.preemptions}, {"restarts", j.restarts}};
     if (cache.estimated_start[i]) item["estimated_start"] = *cache.estimated_start[i];

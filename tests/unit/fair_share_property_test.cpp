@@ -3,7 +3,7 @@
 // failure names the seed that reproduces it; ALLOT_PROPERTY_FIRST_SEED and ALLOT_PROPERTY_SCENARIOS play other
 // seeds). After every scheduler pass:
 //  - the pass ended at a fixed point (no step bound) and a second pass at the same instant changes nothing,
-//    apart from the one known gap of missed_after_borrowing() (counted and printed);
+//    apart from, with the switch off only, the one known gap of missed_after_borrowing() (counted and printed);
 //  - capacity: the room table and team usage equal what the running jobs' placements add up to, and no node
 //    gives out more than it has;
 //  - quota: no team holds more than its nominal quota plus its borrow limit, and the lending teams together
@@ -167,12 +167,12 @@ void check_invariants(const ClusterState& s, const std::string& where) {
 // Second passes at the same instant that found a preemption the first pass missed, by the one known gap.
 int missed_plans = 0;
 
-// The known gap (not fixed on this branch: fixing it changes the cluster04 replay): a waiting job that found no
-// preemption plan early in a pass is not tried again in that pass after a later borrowing admission put the
-// borrower's team above its nominal quota (which makes its jobs reclaim candidates, and changes shares). The
-// next pass then reclaims. Seed 347 shows it with the switch off: j10 of t1 finds nothing to reclaim, j8 and j9
-// of t0 borrow idle capacity, and only the second pass has j10 reclaim j3 of t0. Recognised when the first pass
-// admitted a borrower and the second begins with a preemption.
+// The known gap with the switch off (kept: closing it changes the cluster04 replay, and the switch off keeps every
+// earlier result): a waiting job that found no preemption plan early in a pass is not tried again in that pass after
+// a later borrowing admission put the borrower's team above its nominal quota (which makes its jobs reclaim
+// candidates). The next pass then reclaims. Seed 347 shows it: j10 of t1 finds nothing to reclaim, j8 and j9 of t0
+// borrow idle capacity, and only the second pass has j10 reclaim j3 of t0. Recognised when the first pass admitted
+// a borrower and the second begins with a preemption. With the switch on, Pass::plan_again closes it: not tolerated.
 bool missed_after_borrowing(const ScheduleResult& first, const ScheduleResult& again) {
   bool borrowed = false;
   for (const Decision& d : first.decisions)
@@ -205,7 +205,7 @@ std::vector<std::set<std::string>> play(const World& w, uint32_t seed, bool one_
     ScheduleResult r = schedule(s, at);
     EXPECT_FALSE(r.bound_hit) << where << ": " << (r.bound_hit ? r.bound_hit->message : "") << describe(s, r);
     ScheduleResult again = schedule(s, at);
-    if (!again.decisions.empty() && missed_after_borrowing(r, again)) {
+    if (!again.decisions.empty() && !w.policy.fair_share_preemption && missed_after_borrowing(r, again)) {
       ++missed_plans;
     } else {
       EXPECT_TRUE(again.decisions.empty()) << where << ": not a fixed point; the first pass:" << describe(s, r)
@@ -262,7 +262,8 @@ void fixed_point_over_random_scenarios(bool fair_share) {
   const int differ = play_many(first, count, fair_share, false, first_differ);
   std::cout << "grouping of events into passes changed the running jobs in " << differ << " of " << count
             << " scenarios (first: seed " << first_differ << "; by design, see the top of this file)\n"
-            << missed_plans << " second passes found a preemption missed after a borrowing admission (the known gap)\n";
+            << missed_plans << " second passes found a preemption missed after a borrowing admission (the known gap"
+            << (fair_share ? "; closed with the switch on, so 0)\n" : " with the switch off)\n");
 }
 
 TEST(FairSharePropertyTest, FixedPointAndInvariantsOverRandomScenarios) { fixed_point_over_random_scenarios(true); }

@@ -99,8 +99,14 @@ TEST_F(ServerPreemption, MembersDoNotReadOtherTeamsJobNamesInARecord) {
   EXPECT_TRUE(rec["victims"][0]["job"].is_null()) << rec.dump();
   EXPECT_EQ(rec["victims"][0]["team"], "b");
   EXPECT_EQ(rec["victims"][0]["rule"], "reclaim");
-  // (The admission's reason text, "after preempting b-2", still names it, as it did before records existed.)
-  EXPECT_EQ(mine.json["preemption_records"].dump().find("b-2"), std::string::npos) << mine.body;
+  // Nor do the reason texts name it: not the admission's, nor its history's, nor the jobs list's, nor the events'.
+  EXPECT_EQ(mine.body.find("b-2"), std::string::npos) << mine.body;
+  EXPECT_NE(mine.json["reason"].get<std::string>().find("after preempting a job of team b"), std::string::npos) << mine.body;
+  auto listed = get_as(a, "/v1/jobs");
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  EXPECT_EQ(listed.body.find("b-2"), std::string::npos) << listed.body;
+  auto a_events = get_as(a, "/v1/events?since=0");
+  EXPECT_EQ(a_events.body.find("b-2"), std::string::npos) << a_events.body;
   // Team a's member does not see b's event at all; b's member sees it without a's job name.
   EXPECT_TRUE(preempt_event(get_as(a, "/v1/events?since=0").json).is_null());
   const nlohmann::json e = preempt_event(get_as(b, "/v1/events?since=0").json);
@@ -108,10 +114,15 @@ TEST_F(ServerPreemption, MembersDoNotReadOtherTeamsJobNamesInARecord) {
   EXPECT_TRUE(e["preemption"]["preemptor"].is_null()) << e.dump();
   EXPECT_EQ(e["preemption"]["preemptor_team"], "a");
   EXPECT_EQ(e["preemption"]["victims"][0]["job"], "b-2");
-  auto victim = get_as(b, "/v1/jobs/b-2").json;
-  EXPECT_TRUE(victim["preemption_records"][0]["preemptor"].is_null()) << victim.dump();
-  // Admins see every name.
+  EXPECT_EQ(e["message"], "preempted: preempted (reclaim): team a takes back its lent quota for a job of team a; team b was above "
+                          "its nominal quota") << e.dump();
+  auto victim = get_as(b, "/v1/jobs/b-2");
+  EXPECT_TRUE(victim.json["preemption_records"][0]["preemptor"].is_null()) << victim.body;
+  EXPECT_EQ(victim.body.find("a-1"), std::string::npos) << victim.body;  // reason and history included
+  // Admins and viewers see every name.
   EXPECT_EQ(get("/v1/jobs/a-1").json["preemption_records"][0]["victims"][0]["job"], "b-2");
+  EXPECT_NE(get("/v1/jobs/a-1").json["reason"].get<std::string>().find("after preempting job b-2 of team b"), std::string::npos);
+  EXPECT_NE(get("/v1/jobs/b-2").body.find("for job a-1 of team a"), std::string::npos);
 }
 
 }  // namespace
