@@ -369,7 +369,8 @@ void Agent::ship_logs() {
       data.resize(static_cast<size_t>(in.gcount()));
       if (data.empty()) break;
       auto res = call("/v1/agents/" + client::url_encode(opt_.name) + "/logs",
-                      {{"job", r.a.job}, {"rank", r.a.rank}, {"data", data}}, false);
+                      // The attempt lets the server keep one log per rank with a line between attempts.
+                      {{"job", r.a.job}, {"rank", r.a.rank}, {"attempt", r.a.attempt}, {"data", data}}, false);
       if (!res && res.error().code == ErrorCode::kInternal) return;  // try again next cycle, same offset
       if (!res) {
         // The server refuses this log (it no longer knows the job): give it up, or the exit that waits
@@ -402,6 +403,8 @@ Status Agent::heartbeat() {
       }
     } else {
       e["state"] = "running";
+      // What the replica really got: on an emulated node the planned CPUs are folded onto this machine's.
+      if (!r.cpus.empty()) e["cpus"] = r.cpus;
     }
     report.push_back(e);
   }
@@ -500,12 +503,9 @@ void Agent::start(const Assignment& a) {
       if (auto st = give_dir_to(ckpt.string(), opt_.user); !st) say("replica " + key + ": " + st.error().message);
     run.checkpoint_dir = ckpt.string();
   }
-  Replica r{a, (dir / ("rank-" + std::to_string(a.rank) + ".log")).string()};
-  // The server keeps one log per rank across attempts: a line between them says where a new one starts
-  // (`allot logs` shows it; the first attempt's output starts the log as it is).
-  if (a.attempt > 0)
-    std::ofstream(r.log_path, std::ios::app) << "allot agent: ==> attempt " << a.attempt << " of replica " << a.rank
-                                            << " on node " << opt_.name << " <==\n";
+  Replica r;
+  r.a = a;
+  r.log_path = (dir / ("rank-" + std::to_string(a.rank) + ".log")).string();
   auto spec = launch_spec(run, facts_, r.log_path, dir.string());
   if (spec) {
     if (opt_.user.uid != geteuid()) {
@@ -529,6 +529,7 @@ void Agent::start(const Assignment& a) {
     if (spec && !spec->cgroup.empty()) (void)remove_cgroup(spec->cgroup);
   } else {
     records_[key] = ReplicaRecord{key, *pid, *pid, process_start_time(*pid).value_or(0), spec->cgroup};
+    r.cpus = format_cpu_list(spec->cpus);
     persist();
     say("started replica " + key + " (pid " + std::to_string(*pid) + ", rank " + std::to_string(a.rank) + "/" +
         std::to_string(a.world_size) + ", cpus " + format_cpu_list(spec->cpus) + ", user " + opt_.user.name + ")");

@@ -92,6 +92,7 @@ class Agent {
     uint64_t shipped = 0;  // bytes of the log the server has
     bool exited = false;
     int exit_code = 0;
+    std::string cpus;  // the CPUs it was bound to ("0-3,8"; empty: not bound), reported while it runs
   };
   static std::string key_of(const Assignment& a) { return a.slot() + "#" + std::to_string(a.attempt); }
 

@@ -24,7 +24,7 @@ using nlohmann::json;
 struct AdminArgs {
   ClientFlags flags;
   std::string file, name, instance_type, task_prioritization, idle_compute, idle_pool, fair_share_preemption;
-  std::optional<int64_t> instances, accelerators, min_runtime, starvation_threshold;
+  std::optional<int64_t> instances, accelerators, min_runtime, starvation_threshold, elastic_grow_delay;
   std::optional<double> vcpu, memory_gib;
   int weight = 0;
   bool dry_run = false, prune = false;  // apply
@@ -158,6 +158,7 @@ int run_policy_set(Session& s, AdminArgs& a) {
   if (!a.idle_pool.empty()) p["idle_pool"] = a.idle_pool == "true";
   if (a.min_runtime) p["min_runtime"] = *a.min_runtime;
   if (a.starvation_threshold) p["starvation_threshold"] = *a.starvation_threshold;
+  if (a.elastic_grow_delay) p["elastic_grow_delay"] = *a.elastic_grow_delay;
   if (!a.fair_share_preemption.empty()) p["fair_share_preemption"] = a.fair_share_preemption == "true";
   return s.show("policy set", s.api().put("/v1/policy", p), client::policy_text);
 }
@@ -240,6 +241,8 @@ void add_client_admin_commands(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"true", "false"}));
   pset->add_option("--min-runtime", a->min_runtime, "Seconds a started job is protected from preemption");
   pset->add_option("--starvation-threshold", a->starvation_threshold, "Seconds pending before a job gets a reservation");
+  pset->add_option("--elastic-grow-delay", a->elastic_grow_delay,
+                   "Seconds capacity must stay idle before an elastic job grows into it (and between its resizes)");
   pset->add_option("--fair-share-preemption", a->fair_share_preemption,
                    "true: a borrower may preempt jobs of teams above their fair share")
       ->check(CLI::IsMember({"true", "false"}));

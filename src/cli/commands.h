@@ -24,5 +24,6 @@ void add_client_access_commands(CLI::App& app, Context& ctx);   // token | audit
 // nodes | teams | events | node ... | topology show (after add_topology_commands: it extends `topology`)
 void add_client_cluster_commands(CLI::App& app, Context& ctx);
 void add_client_plan_commands(CLI::App& app, Context& ctx);     // plans | plan create | describe | delete
+void add_kueue_commands(CLI::App& app, Context& ctx);  // export kueue | import kueue
 
 }  // namespace allot::cli

@@ -1,5 +1,5 @@
 // `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...] [--advertise-url URL]
-// [--tls-cert FILE --tls-key FILE] [--insecure] [--snapshot-every N] [--snapshot-interval S] [--no-snapshots]`: runs the control plane until SIGINT or SIGTERM. Exit codes:
+// [--tls-cert FILE --tls-key FILE] [--insecure] [--snapshot-every N] [--snapshot-interval S] [--no-snapshots] [--retain-finished DURATION]`: runs the control plane until SIGINT or SIGTERM. Exit codes:
 // 0 after a clean stop, 2 for invalid flags (unreadable or mismatched TLS files, plain HTTP beyond loopback
 // without --insecure among them), 3 when the server cannot start (store, journal, address in use).
 #include <signal.h>
@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "cli/commands.h"
+#include "server/retention.h"
 #include "server/server.h"
 
 namespace allot::cli {
@@ -25,6 +26,7 @@ struct ServerArgs {
   double fault_window_s = 1, reboot_timeout_s = 300, deep_check_timeout_s = 900, replace_silent_after_s = 600;
   double snapshot_interval_s = 600;
   bool no_snapshots = false;
+  std::string retain_finished = "24h";
 };
 
 int run_server(ServerArgs& a) {
@@ -57,6 +59,12 @@ int run_server(ServerArgs& a) {
   }
   a.options.snapshot_interval = std::chrono::milliseconds(static_cast<int64_t>(a.snapshot_interval_s * 1000));
   a.options.use_snapshots = !a.no_snapshots;
+  auto retain = server::parse_retention(a.retain_finished);
+  if (!retain) {
+    std::cerr << "allot server: --retain-finished: " << retain.error().message << "\n";
+    return 2;
+  }
+  a.options.retain_finished_s = *retain;
   auto dash = a.master_ports.find('-');
   try {
     a.options.master_port_min = std::stoi(a.master_ports.substr(0, dash));
@@ -151,6 +159,10 @@ void add_server_command(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_flag("--no-snapshots", args->no_snapshots,
                 "Neither write nor read snapshots: start-up replays the whole journal (to recover from a damaged snapshot)");
+  cmd->add_option("--retain-finished", args->retain_finished,
+                  "How long finished jobs stay in the server after they finished (90s, 30m, 24h, 7d, or never); then "
+                  "they leave memory, listings and snapshots, their names are free, and only the journal keeps them")
+      ->capture_default_str();
   cmd->callback([args, &ctx] { ctx.exit_code = run_server(*args); });
 }
 

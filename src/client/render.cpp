@@ -55,7 +55,11 @@ std::string preemption_lines(const json& records) {
     std::string victims;
     for (const auto& v : r.value("victims", json::array()))
       victims += (victims.empty() ? "" : ", ") + record_job(v.value("job", json()), v.value("team", json())) + " (" +
-                 text(v, "rule") + ")";
+                 text(v, "rule") +
+                 (v.contains("shrunk") ? ", shrunk from " + std::to_string(integer(v["shrunk"], "from")) + " to " +
+                                             std::to_string(integer(v["shrunk"], "to"))
+                                       : "") +
+                 ")";
     out += "  " + clock_time(integer(r, "at")) + "  ";
     if (text(r, "as") == "preemptor") {
       out += "preempted " + victims + "\n";
@@ -309,6 +313,8 @@ std::string policy_text(const json& p) {
   if (p.value("fair_share_preemption", false)) out += "fair-share preemption: true\n";
   for (const char* k : {"min_runtime", "starvation_threshold"})
     if (p.contains(k) && text(p, k) != "0") out += std::string(k) + ":" + std::string(21 - std::string(k).size(), ' ') + text(p, k) + "s\n";
+  // 0 is a value of its own here (elastic jobs grow as soon as capacity is free), so it is always shown.
+  if (p.contains("elastic_grow_delay")) out += "elastic_grow_delay:   " + text(p, "elastic_grow_delay") + "s\n";
   out += "priority classes:\n";
   Table t({"  NAME", "WEIGHT"});
   for (const auto& c : p.value("priority_classes", json::array())) t.add({"  " + text(c, "name"), text(c, "weight")});
@@ -359,12 +365,24 @@ std::string describe_job(const json& j, int64_t now) {
   const json placement = j.value("placement", json::array());
   if (!placement.empty()) {
     out += "Placement:\n";
-    Table pt({"  RANK", "NODE", "TYPE", "ACCELERATORS", "NUMA", "CPUS", "PER_REPLICA"});
+    // BOUND: the CPUs the agent bound the process to, where it reported them; on an emulated node the planned
+    // CPUS are folded onto the machine's own.
+    bool bound = false;
     for (const auto& p : placement)
-      for (const auto& r : p.value("replicas", json::array()))
-        pt.add({"  " + text(r, "rank"), text(r, "node"), text(p, "instance_type"),
-                join(r.value("accelerators", json::array())), join(r.value("numa_domains", json::array())),
-                text(r, "cpus"), triple(p.value("per_replica", json()))});
+      for (const auto& r : p.value("replicas", json::array())) bound |= r.contains("cpus_bound");
+    std::vector<std::string> head = {"  RANK", "NODE", "TYPE", "ACCELERATORS", "NUMA", "CPUS"};
+    if (bound) head.push_back("BOUND");
+    head.push_back("PER_REPLICA");
+    Table pt(head);
+    for (const auto& p : placement)
+      for (const auto& r : p.value("replicas", json::array())) {
+        std::vector<std::string> row = {"  " + text(r, "rank"), text(r, "node"), text(p, "instance_type"),
+                                        join(r.value("accelerators", json::array())),
+                                        join(r.value("numa_domains", json::array())), text(r, "cpus")};
+        if (bound) row.push_back(text(r, "cpus_bound", "-"));
+        row.push_back(triple(p.value("per_replica", json())));
+        pt.add(row);
+      }
     out += pt.str();
   }
   const json replicas = j.value("replicas", json::array());  // the server's per-replica process states

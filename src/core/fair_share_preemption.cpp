@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/shrink.h"
+
 namespace allot {
 namespace {
 
@@ -21,11 +23,12 @@ void shift(UsageTable& usage, TeamId team, const QuotaRequest& request, int64_t 
 
 Share share_of(const ClusterState& s, const UsageTable& usage, TeamId team) { return fair_share_value(s, usage, team); }
 
-// The share of `team` with `v` given up (usage is restored before returning).
-Share share_without(const ClusterState& s, UsageTable& usage, const Job& v) {
-  shift(usage, v.team, v.placement, -1);
+// The share of `v`'s team with `part` of `v` (its placement, or the replicas a shrink takes) given up (usage is
+// restored before returning).
+Share share_without(const ClusterState& s, UsageTable& usage, const Job& v, const Placement& part) {
+  shift(usage, v.team, part, -1);
   Share out = share_of(s, usage, v.team);
-  shift(usage, v.team, v.placement, +1);
+  shift(usage, v.team, part, +1);
   return out;
 }
 
@@ -37,11 +40,11 @@ Share share_with(const ClusterState& s, UsageTable& usage, const Job& job, const
   return out;
 }
 
-// Whether `v`'s team stays at or above its nominal quota after losing `v`: in accelerators on accelerator
-// types, in every resource on the others.
-bool stays_at_nominal(const ClusterState& s, const UsageTable& usage, const Job& v) {
+// Whether `v`'s team stays at or above its nominal quota after losing `part` of `v` (its placement, or the
+// replicas a shrink takes): in accelerators on accelerator types, in every resource on the others.
+bool stays_at_nominal(const ClusterState& s, const UsageTable& usage, const Job& v, const Placement& part) {
   const Team& t = s.teams[v.team.index()];
-  for (const auto& ps : v.placement.pod_sets) {
+  for (const auto& ps : part.pod_sets) {
     const Resources after = usage[v.team.index()][ps.type.index()] - ps.per_replica * static_cast<int64_t>(ps.replicas.size());
     const Resources& nominal = t.nominal[ps.type.index()];
     if (s.catalog.at(ps.type).accelerators > 0 ? after.accelerators < nominal.accelerators : !nominal.fits_in(after))
@@ -59,7 +62,9 @@ bool shields_lower_priority(const ClusterState& s, const Job& v, const Trial& tr
   for (JobId id : s.running_jobs) {
     const Job& u = s.jobs[id.index()];
     if (u.team != v.team || u.priority >= v.priority) continue;
-    const bool given_up = std::any_of(trial.chosen.begin(), trial.chosen.end(), [&](const Victim& c) { return c.job == id; });
+    // A shrunk teammate still runs: only one taken whole is given up.
+    const bool given_up =
+        std::any_of(trial.chosen.begin(), trial.chosen.end(), [&](const Victim& c) { return c.job == id && !c.shrunk(); });
     if (!given_up) return true;
   }
   return false;
@@ -149,9 +154,12 @@ std::optional<std::string> uneven_plan(const ClusterState& s, const Job& job, co
   if (by_fair_share)
     for (const auto& [t, r] : request) {
       Resources freed{};
-      for (const Victim& v : trial.chosen)
-        for (const auto& ps : s.jobs[v.job.index()].placement.pod_sets)
+      for (const Victim& v : trial.chosen) {
+        const Job& vj = s.jobs[v.job.index()];
+        const Placement part = v.shrunk() ? elastic_ranks(vj, v.keep, vj.size()) : vj.placement;
+        for (const auto& ps : part.pod_sets)
           if (ps.type == t) freed += ps.per_replica * static_cast<int64_t>(ps.replicas.size());
+      }
       const Resources leftover = max0(freed - r);
       if (!leftover.any_positive()) continue;
       Resources wanted{};
@@ -163,7 +171,7 @@ std::optional<std::string> uneven_plan(const ClusterState& s, const Job& job, co
       for (const Job& w : s.jobs)
         if (w.team == job.team && w.id != job.id && is_waiting(w.state)) want(w);
       for (const Victim& v : trial.chosen)
-        if (v.rule == PreemptionRule::kPriority) want(s.jobs[v.job.index()]);
+        if (v.rule == PreemptionRule::kPriority && !v.shrunk()) want(s.jobs[v.job.index()]);
       worst[job.team.index()][t.index()] += wanted.fits_in(leftover) ? wanted : leftover;
     }
   const std::vector<TeamKey> after_phi = phi(s, worst);
@@ -181,6 +189,54 @@ std::optional<std::string> uneven_plan(const ClusterState& s, const Job& job, co
 
 bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest& request,
                        const std::vector<const Job*>& others, const std::vector<const Job*>& own, bool within, Trial& trial) {
+  // Elastic candidates give up replicas first, by the same rules and in the same order as whole jobs below,
+  // one shrink step at a time; whole jobs only when that is not enough.
+  const std::vector<char> none(others.size(), 0);
+  while (true) {
+    const std::vector<const Job*> order = by_team_share(s, trial.usage, others, none);
+    const Job* pick = nullptr;
+    Victim victim;
+    if (within) {
+      for (const Job* v : order) {
+        if (!trial.can_shrink_further(*v)) continue;
+        bool above = false;
+        for (const auto& [t, r] : request) above |= above_nominal(s, trial.usage, v->team, t);
+        if (!above) continue;
+        pick = v;
+        victim = {v->id, PreemptionRule::kReclaim, {}};
+        break;
+      }
+    } else {
+      const Share mine = share_with(s, trial.usage, job, request);
+      for (const char* rule : {kFinalShare, kInitialShare}) {
+        if (mine.den == 0) break;
+        for (const Job* v : order) {
+          if (!trial.can_shrink_further(*v)) continue;
+          const Victim* e = trial.chosen_entry(v->id);
+          const int from = e ? e->keep : v->size();
+          const Placement part = elastic_ranks(*v, from - shrink_step(*v), from);
+          if (!above_nominal_anywhere(s, trial.usage, *v) || !stays_at_nominal(s, trial.usage, *v, part)) continue;
+          const bool ok = rule == kFinalShare ? !(share_without(s, trial.usage, *v, part) < mine)
+                                              : mine < share_of(s, trial.usage, v->team);
+          if (!ok) continue;
+          pick = v;
+          victim = {v->id, PreemptionRule::kFairShare, rule};
+          break;
+        }
+        if (pick) break;
+      }
+    }
+    if (!pick)
+      for (const Job* v : own)
+        if (trial.can_shrink_further(*v)) {
+          pick = v;
+          victim = {v->id, PreemptionRule::kPriority, {}};
+          break;
+        }
+    if (!pick) break;
+    if (trial.shrink(*pick, std::move(victim))) return true;
+  }
+
   std::vector<char> taken(others.size(), 0);
   auto take_other = [&](const Job* v, Victim victim) {
     for (size_t i = 0; i < others.size(); ++i)
@@ -210,10 +266,13 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
       for (const char* rule : {kFinalShare, kInitialShare}) {
         if (infinite) break;
         for (const Job* v : order) {
-          if (!above_nominal_anywhere(s, trial.usage, *v) || !stays_at_nominal(s, trial.usage, *v) ||
+          // What it still holds: all of it, or what a shrink so far left it.
+          const Victim* e = trial.chosen_entry(v->id);
+          const Placement held = e ? kept_placement(*v, e->keep) : v->placement;
+          if (!above_nominal_anywhere(s, trial.usage, *v) || !stays_at_nominal(s, trial.usage, *v, held) ||
               shields_lower_priority(s, *v, trial))
             continue;
-          const bool ok = rule == kFinalShare ? !(share_without(s, trial.usage, *v) < mine)
+          const bool ok = rule == kFinalShare ? !(share_without(s, trial.usage, *v, held) < mine)
                                               : mine < share_of(s, trial.usage, v->team);
           if (!ok) continue;
           pick = v;

@@ -73,7 +73,7 @@ bool grow_elastic(Pass& p) {
     const int to = static_cast<int>(a.placement.pod_sets[static_cast<size_t>(j.elastic_pod_set)].replicas.size());
     std::string reason = grow_reason(p.s, j, a, to, delay);
     p.resize(ResizeDecision{.job = id, .placement = std::move(a.placement), .borrowing = a.borrowing, .from = j.size(),
-                            .to = to, .cause = ResizeCause::kGrow, .for_job = {}, .reason = std::move(reason)});
+                            .to = to, .cause = ResizeCause::kGrow, .for_job = {}, .reason = std::move(reason), .record = nullptr});
     any = true;
   }
   return any;

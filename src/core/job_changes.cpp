@@ -71,4 +71,36 @@ Status delete_job(ClusterState& s, std::string_view name) {
   return ok_status();
 }
 
+Job compacted_tombstone(JobId id) {
+  Job tomb;
+  tomb.id = id;
+  tomb.state = JobState::kCancelled;
+  tomb.deleted = true;
+  tomb.compacted = true;
+  return tomb;
+}
+
+Time finished_at(const Job& j) { return j.history.empty() ? j.submitted_at : j.history.back().at; }
+
+Result<std::vector<JobId>> compact_finished(ClusterState& s, Time finished_before, Time now) {
+  if (finished_before > now)
+    return Error::invalid("compaction cutoff " + std::to_string(finished_before) + " is after the record's time " +
+                          std::to_string(now) + "; only jobs that have already finished can be compacted");
+  std::vector<JobId> out;
+  for (Job& j : s.jobs) {
+    if (j.compacted || is_active(j.state) || finished_at(j) > finished_before) continue;
+    if (!j.deleted) {
+      // As delete_job does: the name is free, and a later job of that name numbers its runs after these.
+      s.attempts_used[j.spec.name] = j.attempt_base + j.restarts + j.preemptions + static_cast<int>(j.resizes.size()) + 1;
+      s.job_by_name.erase(j.spec.name);
+    }
+    j = compacted_tombstone(j.id);
+    out.push_back(j.id);
+  }
+  s.compacted_before = std::max(s.compacted_before, finished_before);
+  s.compacted_at = now;
+  s.compacted_jobs += out.size();
+  return out;
+}
+
 }  // namespace allot

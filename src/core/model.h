@@ -173,6 +173,10 @@ struct Job {
   // A finished job deleted by request (`allot delete`): its name is free for a new job, and listings skip it.
   // Its ID is never reused, so decisions and events that name it stay valid.
   bool deleted = false;
+  // Compacted by retention (state.h, compact_finished): a finished job that left the live state. Only its ID
+  // remains, as a tombstone (IDs are never reused): no spec, no name, no team, no history; `deleted` is set
+  // too, so every listing skips it. Its records stay in the journal.
+  bool compacted = false;
   // Runs of an earlier job of the same name, deleted before this one was submitted (ClusterState::
   // attempts_used): a live server numbers this job's attempts from here, so that what an agent reports about
   // the earlier job's replicas is never taken for this one's.
@@ -234,7 +238,11 @@ struct ResizeDecision {
   int from = 0, to = 0;  // replicas of the elastic pod set
   ResizeCause cause = ResizeCause::kGrow;
   JobId for_job;         // kShrink: the job that needed the room
+  PreemptionRule rule = PreemptionRule::kReclaim;  // kShrink: the preemption rule that took the replicas
   std::string reason;
+  // kShrink: the record of the preemption group the shrink belongs to (PreemptDecision::record), set by the
+  // pass once the group is applied; null for a grow and in decisions replayed from the journal.
+  std::shared_ptr<const PreemptionRecord> record;
 };
 
 using Decision = std::variant<AdmitDecision, PreemptDecision, ResizeDecision>;

@@ -1,9 +1,12 @@
 // Phases 2 and 4 of a step (phases.h): admissions that need preemption, in queue order, at most one per call.
 #include <algorithm>
 
+#include "core/overloaded.h"
 #include "core/phases.h"
 #include "core/preemption.h"
 #include "core/preemption_record.h"
+#include "core/quota.h"
+#include "core/shrink.h"
 
 namespace allot {
 namespace {
@@ -13,9 +16,7 @@ namespace {
 const PooledReason* would_oscillate(Pass& p, const Job& j, const PreemptionPlan& plan) {
   RoomTable room = p.s.room;
   UsageTable usage = p.s.usage;
-  std::vector<JobId> victims;
-  for (const auto& v : plan.victims) victims.push_back(v.job);
-  release_jobs(p.s, victims, room, usage);
+  release_victims(p.s, plan.victims, room, usage);
   for (JobId id : p.waiting) {
     if (!p.rec(id).waiting) continue;
     const Job& other = p.job(id);
@@ -30,22 +31,35 @@ const PooledReason* would_oscillate(Pass& p, const Job& j, const PreemptionPlan&
   return nullptr;
 }
 
+// Why the victim stops (or, shrunk, why it runs smaller): the rule, the preemptor, and for a shrink the sizes.
 std::string victim_reason(const ClusterState& s, const Job& j, const Job& victim, const Victim& v) {
   const Team& team = s.teams[j.team.index()];
   const Team& vt = s.teams[victim.team.index()];
+  const std::string what =
+      v.shrunk() ? "shrank from " + std::to_string(victim.size()) + " to " + std::to_string(v.keep) + " of " +
+                       std::to_string(victim.max_size()) + " replicas instead of being preempted"
+                 : "preempted";
+  const std::string restart = v.shrunk() ? "; restarted from its last checkpoint" : "";
   switch (v.rule) {
     case PreemptionRule::kReclaim:
-      return "preempted (reclaim): team " + team.spec.name + " takes back its lent quota for " + job_ref(j.spec.name, team.spec.name) +
-             "; team " + vt.spec.name + " was above its nominal quota";
+      return what + " (reclaim): team " + team.spec.name + " takes back its lent quota for " + job_ref(j.spec.name, team.spec.name) +
+             "; team " + vt.spec.name + " was above its nominal quota" + restart;
     case PreemptionRule::kPriority:
-      return "preempted by job " + j.spec.name + " of the same team (priority " +
+      return what + " by job " + j.spec.name + " of the same team (priority " +
              (j.spec.priority.empty() ? "none" : j.spec.priority) + ", weight " + std::to_string(j.priority) + " over " +
              (victim.spec.priority.empty() ? "none" : victim.spec.priority) + ", weight " +
-             std::to_string(victim.priority) + ")";
+             std::to_string(victim.priority) + ")" + restart;
     case PreemptionRule::kFairShare:
-      return "preempted (fair share): " + v.why;
+      return what + " (fair share): " + v.why + restart;
   }
   return "";
+}
+
+// Whether `job`'s team is above its nominal quota, with `usage`, on a type `p` uses.
+bool borrows_in(const ClusterState& s, const UsageTable& usage, const Job& job, const Placement& p) {
+  for (const auto& ps : p.pod_sets)
+    if (above_nominal(s, usage, job.team, ps.type)) return true;
+  return false;
 }
 
 // Applies a plan: every victim, then the job.
@@ -57,9 +71,28 @@ void execute(Pass& p, const Job& j, const PreemptionPlan& plan) {
   std::vector<PreemptedJob> victims;
   std::vector<TypeId> types;
   std::string names;
+  std::string shrunk;
   for (const auto& v : plan.victims) {
     const Job& victim = p.job(v.job);
     add_types(victim.placement, types);
+    if (v.shrunk()) {
+      // A shrink is a resize of the victim, on the replicas it keeps (ranks 0..keep-1 where they were).
+      const int from = victim.size();
+      victims.push_back({v.job, victim.team, v.rule, from, v.keep});
+      Placement kept = kept_placement(victim, v.keep);
+      UsageTable after = p.s.usage;
+      for (const auto& ps : elastic_ranks(victim, v.keep, from).pod_sets)
+        after[victim.team.index()][ps.type.index()] -= ps.per_replica * static_cast<int64_t>(ps.replicas.size());
+      const bool borrowing = borrows_in(p.s, after, victim, kept);
+      shrunk += (shrunk.empty() ? "" : ", ") +
+                (victim.team == j.team ? victim.spec.name : job_ref(victim.spec.name, p.s.teams[victim.team.index()].spec.name)) +
+                " from " + std::to_string(from) + " to " + std::to_string(v.keep);
+      std::string reason = victim_reason(p.s, j, victim, v);
+      p.resize(ResizeDecision{.job = v.job, .placement = std::move(kept), .borrowing = borrowing, .from = from,
+                              .to = v.keep, .cause = ResizeCause::kShrink, .for_job = j.id, .rule = v.rule,
+                              .reason = std::move(reason), .record = nullptr});
+      continue;
+    }
     victims.push_back({v.job, victim.team, v.rule});
     p.preempt(PreemptDecision{
         .job = v.job, .preemptor = j.id, .rule = v.rule, .reason = victim_reason(p.s, j, victim, v), .record = nullptr});
@@ -68,11 +101,16 @@ void execute(Pass& p, const Job& j, const PreemptionPlan& plan) {
              (victim.team == j.team ? victim.spec.name : job_ref(victim.spec.name, p.s.teams[victim.team.index()].spec.name));
   }
   p.free.reset(p.s, p.s.room);  // the victims' accelerators are free again
-  p.admit(j, plan.admission, "; after preempting " + names);
+  std::string after = shrunk.empty() ? "" : "shrinking " + shrunk;
+  if (!names.empty()) after += (after.empty() ? "" : " and ") + std::string("preempting ") + names;
+  p.admit(j, plan.admission, "; after " + after);
   add_types(plan.admission.placement, types);
   auto record = std::make_shared<const PreemptionRecord>(preemption_record(p.s, usage_before, j.id, std::move(victims), types));
   for (size_t i = first; i < p.result.decisions.size(); ++i)
-    if (auto* d = std::get_if<PreemptDecision>(&p.result.decisions[i])) d->record = record;
+    std::visit(Overloaded{[&](PreemptDecision& d) { d.record = record; },
+                          [&](ResizeDecision& d) { d.record = record; },
+                          [](AdmitDecision&) {}},
+               p.result.decisions[i]);
   p.result.preemptions.push_back(std::move(record));
   // Room was released: every earlier "does not fit" may have changed.
   for (Pass::PassJob& r : p.pass) r.blocked = r.borrow_blocked = r.preempt_tried = false;

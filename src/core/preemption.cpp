@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/fair_share_preemption.h"
+#include "core/shrink.h"
 
 namespace allot {
 namespace {
@@ -103,13 +104,23 @@ bool bound_allows(const ClusterState& s, const std::vector<std::pair<TypeId, Res
 // --- Greedy ----------------------------------------------------------------------------------------------------
 
 // The default greedy choice: reclaim candidates in victim order (a team stops giving up jobs once it is back
-// within its nominal quota), then the team's own; true once the job fits.
+// within its nominal quota), then the team's own; true once the job fits. Elastic candidates give up replicas
+// first, under the same rules, and whole jobs are taken only when that is not enough.
 bool greedy_in_order(const ClusterState& s, const std::vector<std::pair<TypeId, Resources>>& request,
                      const Candidates& c, Trial& trial) {
+  auto above = [&](const Job& v) {
+    bool out = false;
+    for (const auto& [t, r] : request) out |= above_nominal(s, trial.usage, v.team, t);
+    return out;
+  };
+  for (const Job* v : c.reclaim)
+    while (trial.can_shrink_further(*v) && above(*v))
+      if (trial.shrink(*v, {v->id, PreemptionRule::kReclaim, {}})) return true;
+  for (const Job* v : c.own)
+    while (trial.can_shrink_further(*v))
+      if (trial.shrink(*v, {v->id, PreemptionRule::kPriority, {}})) return true;
   for (const Job* v : c.reclaim) {
-    bool above = false;
-    for (const auto& [t, r] : request) above |= above_nominal(s, trial.usage, v->team, t);
-    if (!above) continue;
+    if (!above(*v)) continue;
     if (trial.take(*v, {v->id, PreemptionRule::kReclaim, {}})) return true;
   }
   for (const Job* v : c.own)
@@ -119,21 +130,31 @@ bool greedy_in_order(const ClusterState& s, const std::vector<std::pair<TypeId, 
 
 // --- Minimise --------------------------------------------------------------------------------------------------
 
-// Gives back every victim the job does not need, last taken first: the set becomes minimal.
-void minimise(Trial& trial) {
+// Gives back every victim the job does not need, last taken first, then every replica an elastic victim need
+// not give up (a whole elastic victim may end up shrunk): the set and each shrink become minimal.
+void minimise(const ClusterState& s, Trial& trial) {
   auto& chosen = trial.chosen;
   for (size_t i = chosen.size(); i-- > 0;) {
-    std::vector<JobId> keep;
-    for (size_t k = 0; k < chosen.size(); ++k)
-      if (k != i) keep.push_back(chosen[k].job);
-    trial.reset_to(keep);
     Victim dropped = chosen[i];
     chosen.erase(chosen.begin() + static_cast<long>(i));
+    trial.reset_to(chosen);
     if (!trial.fits_now()) chosen.insert(chosen.begin() + static_cast<long>(i), dropped);
   }
-  std::vector<JobId> ids;
-  for (const auto& v : chosen) ids.push_back(v.job);
-  trial.reset_to(ids);
+  for (size_t i = chosen.size(); i-- > 0;) {
+    const Job& v = s.jobs[chosen[i].job.index()];
+    if (!shrinkable(v)) continue;
+    const int step = shrink_step(v);
+    const int best = chosen[i].keep;
+    for (int keep = best < 0 ? v.min_size() : best + step; keep < v.size(); keep += step) {
+      chosen[i].keep = keep;
+      trial.reset_to(chosen);
+      if (!trial.fits_now()) {
+        chosen[i].keep = keep == v.min_size() && best < 0 ? -1 : keep - step;
+        break;
+      }
+    }
+  }
+  trial.reset_to(chosen);
   trial.fits_now();
 }
 
@@ -157,16 +178,50 @@ bool Trial::fits_now() {
   return fit.ok;
 }
 
+bool Trial::can_shrink_further(const Job& v) {
+  const Victim* e = chosen_entry(v.id);
+  if (e && !e->shrunk()) return false;
+  return can_shrink(v, e ? e->keep : v.size());
+}
+
+Victim* Trial::chosen_entry(JobId job) {
+  for (Victim& v : chosen)
+    if (v.job == job) return &v;
+  return nullptr;
+}
+
 bool Trial::take(const Job& v, Victim victim) {
+  if (Victim* e = chosen_entry(v.id)) {
+    // Shrunk so far: the replicas it kept go too.
+    release(room, usage, s_, v, kept_placement(v, e->keep));
+    victim.keep = -1;
+    *e = std::move(victim);
+    return fits_now();
+  }
   release(room, usage, s_, v, v.placement);
+  victim.keep = -1;
   chosen.push_back(std::move(victim));
   return fits_now();
 }
 
-void Trial::reset_to(const std::vector<JobId>& released) {
+bool Trial::shrink(const Job& v, Victim victim) {
+  Victim* e = chosen_entry(v.id);
+  const int from = e ? e->keep : v.size();
+  const int keep = from - shrink_step(v);
+  release(room, usage, s_, v, elastic_ranks(v, keep, from));
+  if (e) {
+    e->keep = keep;
+  } else {
+    victim.keep = keep;
+    chosen.push_back(std::move(victim));
+  }
+  return fits_now();
+}
+
+void Trial::reset_to(const std::vector<Victim>& released) {
   room = s_.room;
   usage = s_.usage;
-  release_jobs(s_, released, room, usage);
+  release_victims(s_, released, room, usage);
 }
 
 PreemptionHints preemption_hints(const ClusterState& s) {
@@ -186,10 +241,10 @@ PreemptionHints preemption_hints(const ClusterState& s) {
   return h;
 }
 
-void release_jobs(const ClusterState& s, const std::vector<JobId>& jobs, RoomTable& room, UsageTable& usage) {
-  for (JobId id : jobs) {
-    const Job& v = s.jobs[id.index()];
-    release(room, usage, s, v, v.placement);
+void release_victims(const ClusterState& s, const std::vector<Victim>& victims, RoomTable& room, UsageTable& usage) {
+  for (const Victim& x : victims) {
+    const Job& v = s.jobs[x.job.index()];
+    release(room, usage, s, v, x.shrunk() ? elastic_ranks(v, x.keep, v.size()) : v.placement);
   }
 }
 
@@ -231,7 +286,7 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
       last_reason = "preempting every candidate would still not make room";
       continue;
     }
-    minimise(trial);
+    minimise(s, trial);
     if (fair_share && trial.fit.borrowing) {
       if (auto uneven = uneven_plan(s, job, request, trial)) {
         last_reason = std::move(*uneven);

@@ -11,6 +11,10 @@
 // jobs of teams above their fair share, and reclaim takes teams in share order (fair_share_preemption.h).
 // A plan is made in four parts: candidates, a bound that stops hopeless plans early, a greedy choice, and
 // minimisation.
+// Elastic candidates above their minimum are shrunk before any whole job is taken (shrink.h): the greedy choice
+// first takes their replicas (highest rank first, in the same candidate order and under the same rules), then
+// whole jobs; minimisation gives back whole victims first, then replicas, so each victim loses only what the
+// job needs.
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +27,10 @@ struct Victim {
   JobId job;
   PreemptionRule rule = PreemptionRule::kReclaim;  // which rule made it a candidate
   std::string why;  // kFairShare: the rule and both teams' shares before and after, for the victim's reason
+  // An elastic victim shrunk rather than preempted: the replicas of its elastic pod set it keeps (at least its
+  // minimum). -1: preempted whole.
+  int keep = -1;
+  bool shrunk() const { return keep >= 0; }
 };
 
 struct PreemptionPlan {
@@ -57,13 +65,20 @@ bool victim_order(const Job& a, const Job& b);
 class Trial {
  public:
   Trial(const ClusterState& s, const Job& job, TypeId type);
-  // Releases `v` and records it; whether the job fits now.
+  // Releases `v` whole and records it (a victim shrunk so far gives up the rest); whether the job fits now.
   bool take(const Job& v, Victim victim);
+  // Releases the next replicas of elastic `v` (one step, shrink.h) and records it, as a new victim that keeps the
+  // rest or by lowering what a victim shrunk so far keeps; whether the job fits now. `victim.keep` is ignored.
+  bool shrink(const Job& v, Victim victim);
+  // Whether elastic `v` may give up another step: it is not taken whole, and keeps at least its minimum after.
+  bool can_shrink_further(const Job& v);
+  // The entry of `job` among the chosen victims, or null.
+  Victim* chosen_entry(JobId job);
   // Whether the job fits with the victims released (reclaimed capacity only for jobs within nominal quota);
   // the answer is in `fit`.
   bool fits_now();
   // Room and usage with exactly `released` given up (chosen is left to the caller).
-  void reset_to(const std::vector<JobId>& released);
+  void reset_to(const std::vector<Victim>& released);
 
  private:
   const ClusterState& s_;
@@ -78,7 +93,7 @@ class Trial {
   AdmissionAttempt fit;
 };
 
-// Room and usage with the given jobs' placements released: what a trial sees.
-void release_jobs(const ClusterState& s, const std::vector<JobId>& jobs, RoomTable& room, UsageTable& usage);
+// Room and usage with the given victims released (whole, or the replicas a shrink takes): what a trial sees.
+void release_victims(const ClusterState& s, const std::vector<Victim>& victims, RoomTable& room, UsageTable& usage);
 
 }  // namespace allot

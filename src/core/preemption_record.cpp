@@ -40,7 +40,7 @@ PreemptionRecord preemption_record(const ClusterState& s, const UsageTable& usag
 PreemptionGroup named(const ClusterState& s, const PreemptionRecord& r) {
   auto team = [&](TeamId t) { return s.teams[t.index()].spec.name; };
   PreemptionGroup g{s.jobs[r.preemptor.index()].spec.name, team(r.preemptor_team), {}, {}};
-  for (const PreemptedJob& v : r.victims) g.victims.push_back({s.jobs[v.job.index()].spec.name, team(v.team), v.rule});
+  for (const PreemptedJob& v : r.victims) g.victims.push_back({s.jobs[v.job.index()].spec.name, team(v.team), v.rule, v.from, v.to});
   for (const TeamFigures& t : r.teams) {
     PreemptionGroup::TeamFigures out{team(t.team), t.share_before, t.share_after, {}};
     for (const TypeFigures& f : t.types)

@@ -31,17 +31,21 @@ struct TeamFigures {
   friend bool operator==(const TeamFigures&, const TeamFigures&) = default;
 };
 
+// A victim: preempted whole, or an elastic job shrunk (its elastic pod set from `from` to `to` replicas; both 0
+// for a job preempted whole).
 struct PreemptedJob {
   JobId job;
   TeamId team;
   PreemptionRule rule = PreemptionRule::kReclaim;
+  int from = 0, to = 0;
+  bool shrunk() const { return to > 0; }
   friend bool operator==(const PreemptedJob&, const PreemptedJob&) = default;
 };
 
 struct PreemptionRecord {
   JobId preemptor;
   TeamId preemptor_team;
-  std::vector<PreemptedJob> victims;  // in the order they were preempted
+  std::vector<PreemptedJob> victims;  // in the order they were preempted or shrunk
   // The preemptor's team first, then each victim's team in victim order, each once.
   std::vector<TeamFigures> teams;
   friend bool operator==(const PreemptionRecord&, const PreemptionRecord&) = default;
@@ -71,6 +75,7 @@ struct PreemptionGroup {
     std::string job;
     std::string team;
     PreemptionRule rule = PreemptionRule::kReclaim;
+    int from = 0, to = 0;  // a shrink (PreemptedJob); 0, 0: preempted whole
     friend bool operator==(const Victim&, const Victim&) = default;
   };
   std::string preemptor;

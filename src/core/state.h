@@ -52,6 +52,11 @@ struct ClusterState {
   uint64_t next_arrival = 0;
   // Per name of a deleted job: the attempts its jobs used so far (Job::attempt_base of the next job so named).
   std::unordered_map<std::string, int> attempts_used;
+  // Retention (compact_finished): the latest cutoff (every finished job whose last change was at or before it
+  // has left the live state), when that compaction happened, and how many jobs have been compacted in all.
+  Time compacted_before = 0;
+  Time compacted_at = 0;
+  uint64_t compacted_jobs = 0;
   uint64_t shape_version = 0;  // bumped when nodes join or leave; caches of "never fits" key on it
   std::vector<Resources> capacity;  // per instance type: all nodes in the cluster, any health
   // The jobs that are running, and those waiting (Pending or Suspended), kept by every change of a job's
@@ -127,6 +132,18 @@ Status set_job_held(ClusterState& s, std::string_view name, bool held, Time now)
 Status set_job_priority(ClusterState& s, std::string_view name, const std::string& priority_class, Time now);
 // Deletes a finished job: its name is free again (a job of that name may be submitted), listings skip it.
 Status delete_job(ClusterState& s, std::string_view name);
+// Retention: every finished job (Succeeded, Failed or Cancelled, deleted or not) whose last change was at or
+// before `finished_before` leaves the live state. Its name is free again (as after delete_job), and its slot
+// in `jobs` becomes a tombstone that keeps only its ID (model.h, Job::compacted), so that memory and
+// snapshots follow the jobs still kept, not every job ever submitted. Deterministic: the same state and
+// cutoff compact the same jobs. A cutoff after `now` is refused. Returns the jobs compacted (none is fine).
+Result<std::vector<JobId>> compact_finished(ClusterState& s, Time finished_before, Time now);
+// When a finished job finished: its last change of state (history), or its submission.
+Time finished_at(const Job& j);
+// What a compacted job's slot holds: the same value however the job ended, so that a snapshot needs to say
+// only which IDs are tombstones (store/cluster_snapshot.cpp). A terminal state and no team keep it out of
+// every scan that looks for active jobs or for a team's jobs.
+Job compacted_tombstone(JobId id);
 
 // --- Decisions (the scheduler's, replayed by drivers and the store) ------------------------------------------
 Status admit_job(ClusterState& s, JobId job, const Placement& placement, bool borrowing, Time now, std::string reason);

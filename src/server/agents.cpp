@@ -57,6 +57,17 @@ json assignment(const ServerState& st, const ServerOptions& options, const Job& 
   return a;
 }
 
+// The running job a replica report is about, when it is the job's current attempt and the rank is placed on
+// `node`: an agent reports only for its own node, and a late report of an earlier attempt changes nothing.
+const Job* reported_job(const Txn& txn, const Node& node, const ReplicaReport& rep) {
+  const Job* j = txn.cluster().find_job(rep.job);
+  if (!j || j->state != JobState::kRunning) return nullptr;
+  if (rep.attempt && *rep.attempt != attempt_of(*j)) return nullptr;
+  bool here = false;
+  for_each_replica(*j, [&](int rank, const PodSetPlacement&, const ReplicaBinding& r) { here |= rank == rep.rank && r.node == node.id; });
+  return here ? j : nullptr;
+}
+
 }  // namespace
 
 Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
@@ -69,7 +80,7 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
     const json& r = list[i];
     const std::string where = "heartbeat: replicas[" + std::to_string(i) + "]";
     if (!r.is_object()) return Error::invalid(where + " must be an object");
-    if (auto st = only_keys(r, {"job", "rank", "state", "exit_code", "attempt"}, where); !st) return st.error();
+    if (auto st = only_keys(r, {"job", "rank", "state", "exit_code", "attempt", "cpus"}, where); !st) return st.error();
     ReplicaReport rep;
     if (!r.contains("job") || !r["job"].is_string()) return Error::invalid(where + ": job (a name) is required");
     rep.job = r["job"].get<std::string>();
@@ -88,6 +99,14 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
       if (!r["attempt"].is_number_integer()) return Error::invalid(where + ": attempt must be an integer");
       rep.attempt = static_cast<int>(r["attempt"].get<int64_t>());
     }
+    if (r.contains("cpus")) {
+      // A Linux CPU list ("0-3,8"), as the agent formats it; bounded so a report cannot grow the state.
+      const json& c = r["cpus"];
+      const bool ok = c.is_string() && c.get_ref<const std::string&>().size() <= 4096 &&
+                      c.get_ref<const std::string&>().find_first_not_of("0123456789,-") == std::string::npos;
+      if (!ok) return Error::invalid(where + ": cpus must be a CPU list such as \"0-3,8\" (digits, ',' and '-'; at most 4096 characters)");
+      rep.cpus = c.get<std::string>();
+    }
     out.push_back(std::move(rep));
   }
   return out;
@@ -102,15 +121,9 @@ void apply_exits(Txn& txn, const std::string& node_name, const std::vector<Repli
   for (const ReplicaReport& rep : reports) {
     if (!rep.exited) continue;
     const Node* node = txn.cluster().find_node(node_name);
-    const Job* j = txn.cluster().find_job(rep.job);
-    if (!node || !j || j->state != JobState::kRunning) continue;
+    const Job* j = node ? reported_job(txn, *node, rep) : nullptr;
+    if (!j) continue;
     const int attempt = attempt_of(*j);
-    if (rep.attempt && *rep.attempt != attempt) continue;
-    bool here = false;
-    for_each_replica(*j, [&](int rank, const PodSetPlacement&, const ReplicaBinding& r) {
-      here |= rank == rep.rank && r.node == node->id;
-    });
-    if (!here) continue;
     ExitTrack& track = txn.state().exits[j->id.index()];
     if (track.attempt != attempt) track = ExitTrack{attempt, {}};
     const std::string name = j->spec.name;
@@ -126,6 +139,20 @@ void apply_exits(Txn& txn, const std::string& node_name, const std::vector<Repli
       txn.state().exits.erase(j->id.index());
       (void)txn.apply(store::Finish{name, true, "all " + std::to_string(world) + " replicas exited with code 0"});
     }
+  }
+}
+
+void note_replica_cpus(Txn& txn, const std::string& node_name, const std::vector<ReplicaReport>& reports) {
+  const Node* node = txn.cluster().find_node(node_name);
+  if (!node) return;
+  for (const ReplicaReport& rep : reports) {
+    if (rep.exited || rep.cpus.empty()) continue;
+    const Job* j = reported_job(txn, *node, rep);
+    if (!j) continue;
+    const int attempt = attempt_of(*j);
+    ReplicaCpus& cpus = txn.state().replica_cpus[j->id.index()];
+    if (cpus.attempt != attempt) cpus = ReplicaCpus{attempt, {}};
+    cpus.by_rank[rep.rank] = rep.cpus;
   }
 }
 

@@ -22,9 +22,10 @@ struct ReplicaReport {
   bool exited = false;
   int exit_code = 0;            // when exited
   std::optional<int> attempt;   // the assignment's attempt it belongs to, when the agent sends it
+  std::string cpus;             // running: the CPUs it is bound to ("0-3,8"), when the agent sends them
 };
 
-// {"replicas": [{"job", "rank", "state": "running"|"exited", "exit_code"?, "attempt"?}]}
+// {"replicas": [{"job", "rank", "state": "running"|"exited", "exit_code"?, "attempt"?, "cpus"?}]}
 Result<std::vector<ReplicaReport>> parse_heartbeat(const nlohmann::json& body);
 
 int master_port(const ServerOptions& options, JobId job);
@@ -33,6 +34,10 @@ int master_port(const ServerOptions& options, JobId job);
 // nodes, or of jobs no longer running are ignored (agents report exits until the replica leaves their run
 // list, so a report can arrive late or twice).
 void apply_exits(Txn& txn, const std::string& node, const std::vector<ReplicaReport>& reports);
+
+// Keeps the CPUs that running replicas of the current attempt report, for the job's description. Only
+// replicas placed on `node` count: an agent speaks for its own node.
+void note_replica_cpus(Txn& txn, const std::string& node, const std::vector<ReplicaReport>& reports);
 
 // {"run": [assignment], "stop": [{"job", "rank"}]}: every replica placed on the node, and those the agent
 // runs that are not (or no longer, or of an older attempt).

@@ -35,13 +35,20 @@ Result<std::map<std::string, std::string>> read_labels(const json& body) {
 }  // namespace
 
 Result<LogUpload> parse_log_upload(const json& b) {
-  if (auto st = only_keys(b, {"job", "rank", "data"}, "logs"); !st) return st.error();
+  if (auto st = only_keys(b, {"job", "rank", "data", "attempt"}, "logs"); !st) return st.error();
   if (!b.contains("job") || !b["job"].is_string()) return Error::invalid("logs: job (a name) is required");
   if (!b.contains("rank") || !b["rank"].is_number_integer() || b["rank"].get<int64_t>() < 0 ||
       b["rank"].get<int64_t>() > std::numeric_limits<int>::max())
     return Error::invalid("logs: rank must be a non-negative integer");
   if (!b.contains("data") || !b["data"].is_string()) return Error::invalid("logs: data must be a string");
-  return LogUpload{b["job"].get<std::string>(), static_cast<int>(b["rank"].get<int64_t>()), b["data"].get<std::string>()};
+  LogUpload up{b["job"].get<std::string>(), static_cast<int>(b["rank"].get<int64_t>()), b["data"].get<std::string>()};
+  if (b.contains("attempt")) {
+    if (!b["attempt"].is_number_integer() || b["attempt"].get<int64_t>() < 0 ||
+        b["attempt"].get<int64_t>() > std::numeric_limits<int>::max())
+      return Error::invalid("logs: attempt must be a non-negative integer");
+    up.attempt = static_cast<int>(b["attempt"].get<int64_t>());
+  }
+  return up;
 }
 
 Result<Registration> parse_registration(const json& body, const Catalog& catalog) {
@@ -201,6 +208,7 @@ Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::stri
   }
   if (health) on_health_report(txn, options, name, *health);
   apply_exits(txn, name, reports);
+  note_replica_cpus(txn, name, reports);
   return Render([&options, name, reports = std::move(reports)](const ServerState& st) {
     json answer = heartbeat_answer(st, options, name, reports);
     add_orders(st, name, answer);
@@ -259,7 +267,9 @@ void add_agent_routes(Routes& http, Api& api) {
       return Render([](const ServerState&) { return Reply{204, "", ""}; });
     }, CallContext{actor_of(who), std::nullopt});
     if (check.status != 204) return answer(res, check);
-    auto st = api.logs.append(job, upload->rank, upload->data);
+    std::optional<LogStore::Attempt> attempt;
+    if (upload->attempt >= 0) attempt = LogStore::Attempt{upload->attempt, who.node};
+    auto st = api.logs.append(job, upload->rank, upload->data, attempt);
     answer(res, st ? Reply{204, "", ""} : error_reply(st.error()));
   });
 }

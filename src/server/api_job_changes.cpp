@@ -2,6 +2,7 @@
 // job, move it to another priority class, delete a finished one (docs/api.md, "Jobs"). Each is one journaled
 // operation; members act only on their own teams' jobs.
 #include "server/api.h"
+#include "server/retention.h"
 #include "server/views.h"
 #include "view/job_refs.h"
 #include "view/state_json.h"
@@ -24,7 +25,7 @@ Render job_render(const std::string& name, const auth::Caller& who) {
 // The job named `name`, when `who` may change it: an admin, or a member of its team.
 Status may_change(const Txn& txn, const auth::Caller& who, const std::string& name, const std::string& what) {
   const Job* j = txn.cluster().find_job(name);
-  if (!j) return Error::not_found("no job named " + name);
+  if (!j) return job_not_found(txn.cluster(), name);
   const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
   if (!who.acts_for_team(team)) return denied(who, what + " job " + name, "an admin token or a member token of team " + team);
   return ok_status();

@@ -2,6 +2,7 @@
 #include "config/spec_yaml.h"
 #include "core/labels.h"
 #include "server/api.h"
+#include "server/retention.h"
 #include "server/views.h"
 #include "view/job_refs.h"
 #include "view/state_json.h"
@@ -19,6 +20,7 @@ Render job_render(const std::string& name, const auth::Caller& who, int status =
     json v = view::job_json(st.cluster, *j, /*with_history=*/true);
     add_resilience(st, *j, static_cast<Time>(system_clock_ms() / 1000), v);
     add_preemption_records(st, *j, who, v);
+    add_bound_cpus(st, *j, v);
     view::hide_job_refs(v, job_names_for(who));
     return json_reply(status, v);
   };
@@ -119,7 +121,7 @@ void read_routes(Routes& http, Api& api) {
   route(http, api, "GET", R"(/v1/jobs/([^/]+))", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     run(api, who, req, res, [name = param(req), who](Txn& txn) -> Result<Render> {
       const Job* j = txn.cluster().find_job(name);
-      if (!j) return Error::not_found("no job named " + name);
+      if (!j) return job_not_found(txn.cluster(), name);
       if (who.role == auth::Role::kMember) {
         const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
         if (!who.in_team(team)) return denied(who, "reading job " + name, "an admin or viewer token, or a member token of team " + team);
@@ -130,7 +132,7 @@ void read_routes(Routes& http, Api& api) {
   route(http, api, "POST", R"(/v1/jobs/([^/]+)/cancel)", Access::kMember, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     run(api, who, req, res, [name = param(req), who](Txn& txn) -> Result<Render> {
       const Job* j = txn.cluster().find_job(name);
-      if (!j) return Error::not_found("no job named " + name);
+      if (!j) return job_not_found(txn.cluster(), name);
       const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
       if (!who.acts_for_team(team)) return denied(who, "cancelling job " + name, "an admin token or a member token of team " + team);
       auto st = txn.apply(store::Cancel{name});
@@ -147,7 +149,7 @@ void read_routes(Routes& http, Api& api) {
     // The job must exist and have that replica; the log itself is read off the writer thread.
     Reply check = api.writer.call([name, rank = *replica, who](Txn& txn) -> Result<Render> {
       const Job* j = txn.cluster().find_job(name);
-      if (!j) return Error::not_found("no job named " + name);
+      if (!j) return job_not_found(txn.cluster(), name);
       // Logs hold what a job prints: secrets included. Only its own team reads them.
       const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
       if (!who.sees_team(team)) return denied(who, "reading the logs of job " + name, "an admin token or a member or viewer token of team " + team);

@@ -82,7 +82,7 @@ json cluster_summary(const ServerState& st, Time now) {
   for (JobState js : {JobState::kPending, JobState::kRunning, JobState::kSuspended}) jobs[job_state_name(js)] = 0;
   for (JobId id : s.waiting_jobs) ++jobs[job_state_name(s.jobs[id.index()].state)];
   jobs["Running"] = static_cast<int>(s.running_jobs.size());
-  jobs["total"] = static_cast<int>(s.jobs.size());
+  jobs["total"] = static_cast<int>(s.jobs.size() - s.compacted_jobs);  // the jobs kept (retention)
   // The chart's series: one per listed type, from the samples and a last point for now.
   json samples = json::array();
   auto add_sample = [&](const UtilisationSample& u) {

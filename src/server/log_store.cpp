@@ -45,14 +45,39 @@ std::string LogStore::path(const std::string& job, int rank) const {
   return dir_ + "/" + encode(job) + "/" + std::to_string(rank) + ".log";
 }
 
-Status LogStore::append(const std::string& job, int rank, const std::string& data) {
+int LogStore::last_attempt(const std::string& log_path) const {
+  std::ifstream in(log_path + ".attempt");
+  int a = -1;
+  if (!(in >> a)) return -1;
+  return a;
+}
+
+Status LogStore::append(const std::string& job, int rank, const std::string& data, const std::optional<Attempt>& attempt) {
   std::lock_guard lock(mu_);
   const std::string p = path(job, rank);
   std::error_code ec;
   fs::create_directories(fs::path(p).parent_path(), ec);
   if (ec) return Error::internal("cannot create the log directory for job " + job + ": " + ec.message());
+  std::string separator;
+  if (attempt) {
+    const int last = last_attempt(p);
+    if (attempt->attempt != last) {
+      const auto size = fs::file_size(p, ec);
+      const bool empty = ec || size == 0;
+      if (!(empty && last < 0 && attempt->attempt == 0)) {
+        // A line of its own, even when the previous attempt's output ended without a newline.
+        if (!empty && read_tail(p, 1) != "\n") separator = "\n";
+        separator += "allot: ==> attempt " + std::to_string(attempt->attempt) + " of replica " + std::to_string(rank) +
+                     " on node " + attempt->node + " <==\n";
+      }
+      std::ofstream mark(p + ".attempt", std::ios::trunc);
+      mark << attempt->attempt << "\n";
+      if (!mark) return Error::internal("cannot write the log of job " + job + " replica " + std::to_string(rank));
+    }
+  }
   {
     std::ofstream out(p, std::ios::binary | std::ios::app);
+    out.write(separator.data(), static_cast<std::streamsize>(separator.size()));
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
     if (!out) return Error::internal("cannot write the log of job " + job + " replica " + std::to_string(rank));
   }

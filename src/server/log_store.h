@@ -5,6 +5,7 @@
 //
 // Thread-safety: all members are safe to call from any thread.
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "core/result.h"
@@ -15,7 +16,15 @@ class LogStore {
  public:
   LogStore(std::string dir, size_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {}
 
-  Status append(const std::string& job, int rank, const std::string& data);
+  // Which run of the replica a chunk comes from, and the node it ran on.
+  struct Attempt {
+    int attempt = 0;
+    std::string node;
+  };
+  // With `attempt`: where the chunk's attempt differs from the previous chunk's, a line naming the attempt and
+  // its node goes first ("allot: ==> attempt 1 of replica 0 on node gpu-2 <=="), so attempts stay apart even
+  // when a late chunk of an older one arrives after a newer one began. The log's first attempt 0 needs none.
+  Status append(const std::string& job, int rank, const std::string& data, const std::optional<Attempt>& attempt = std::nullopt);
   // The last `tail` bytes (all that is kept when tail is 0); empty when nothing was logged.
   Result<std::string> read(const std::string& job, int rank, size_t tail) const;
   // Drops every replica's log of the job (a deleted job: a new job of that name starts with none).
@@ -23,6 +32,8 @@ class LogStore {
 
  private:
   std::string path(const std::string& job, int rank) const;
+  // The attempt of the last chunk appended (a small file beside the log, so a restarted server knows it).
+  int last_attempt(const std::string& log_path) const;
   const std::string dir_;
   const size_t max_bytes_;
   mutable std::mutex mu_;

@@ -126,13 +126,17 @@ std::string render_metrics(const ServerState& st) {
 
   header(out, "allot_jobs", "gauge", "Jobs per team and state.");
   std::vector<std::array<uint64_t, 6>> jobs(s.teams.size());
-  for (const Job& j : s.jobs) ++jobs[j.team.index()][static_cast<int>(j.state)];
+  // Jobs compacted by retention have left (core/state.h, compact_finished): counted apart, below.
+  for (const Job& j : s.jobs)
+    if (!j.compacted) ++jobs[j.team.index()][static_cast<int>(j.state)];
   for (const Team& t : s.teams) {
     if (st.removed_teams.count(t.spec.name)) continue;
     for (int k = 0; k < 6; ++k)
       out += fmt::format("allot_jobs{{team=\"{}\",state=\"{}\"}} {}\n", label(t.spec.name),
                          job_state_name(static_cast<JobState>(k)), jobs[t.id.index()][k]);
   }
+  header(out, "allot_jobs_compacted_total", "counter", "Finished jobs that left the server by retention (--retain-finished).");
+  out += fmt::format("allot_jobs_compacted_total {}\n", s.compacted_jobs);
 
   // Quota, usage, borrowed and lent per team, instance type and resource: an H100 and an A10G are never added
   // together. Types a team neither holds quota of nor uses are left out.
@@ -224,6 +228,7 @@ std::string render_metrics(const ServerState& st) {
   };
   std::vector<TeamFigures> teams(s.teams.size());
   for (const Job& j : s.jobs) {
+    if (j.compacted) continue;  // its figures left with it
     int64_t held = 0, lost = 0;
     (void)job_goodput(st, j, now, &held, &lost);
     TeamFigures& f = teams[j.team.index()];

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace allot::server {
@@ -58,6 +59,11 @@ struct ServerOptions {
   uint64_t snapshot_every_records = 50000;
   std::chrono::milliseconds snapshot_interval{600000};
   bool use_snapshots = true;
+  // Retention (server/retention.h, docs/deployment.md): finished jobs leave the live state this many seconds
+  // after they finished (none: never). A day by default: long enough for the people who ran a job to read
+  // its outcome, logs and events the next morning, short enough that memory, the read view and snapshots
+  // follow a day of jobs rather than every job ever run. The journal keeps every record either way.
+  std::optional<int64_t> retain_finished_s = 86400;
   // Node lifecycle (docs/resiliency.md). A failed health check is acted on fault_window after it is first
   // reported (nodes failing within one window restart each job once); a reboot that has not brought the node
   // back healthy within reboot_timeout, a deep check that has not finished within deep_check_timeout, and an

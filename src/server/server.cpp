@@ -91,6 +91,10 @@ Server::Server(ServerOptions options, std::unique_ptr<store::Store> store) : opt
   auth_ = std::make_unique<AuthGate>();
   writer_ = std::make_unique<Writer>(options_, std::move(store), *events_, *auth_);
   logs_ = std::make_unique<LogStore>(options_.data_dir + "/logs", options_.log_bytes_per_replica);
+  // Retention: a compacted job's logs go once the compaction is durable, as a deleted job's do.
+  writer_->set_on_compacted([logs = logs_.get()](const std::vector<std::string>& jobs) {
+    for (const auto& job : jobs) (void)logs->remove(job);
+  });
 }
 
 Server::~Server() { stop(); }

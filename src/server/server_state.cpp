@@ -37,6 +37,7 @@ struct NodeOf {
   std::string operator()(const CreatePlan&) const { return ""; }
   std::string operator()(const PlanStepRecord&) const { return ""; }  // its nodes: plan_nodes_of()
   std::string operator()(const DeletePlan&) const { return ""; }
+  std::string operator()(const CompactFinished&) const { return ""; }
 };
 
 struct JobOf {
@@ -64,6 +65,7 @@ struct JobOf {
   std::string operator()(const CreatePlan&) const { return ""; }
   std::string operator()(const PlanStepRecord&) const { return ""; }
   std::string operator()(const DeletePlan&) const { return ""; }
+  std::string operator()(const CompactFinished&) const { return ""; }
 };
 
 // The nodes in the cluster of the plan a plan step or deletion names: the jobs it may stop run there, and they
@@ -147,6 +149,10 @@ std::string message_of(const ServerState& st, const Record& r) {
     }
     std::string operator()(const PlanStepRecord& o) const { return "plan " + o.plan + " is " + o.state; }
     std::string operator()(const DeletePlan& o) const { return "plan " + o.plan + " deleted"; }
+    std::string operator()(const CompactFinished& o) const {
+      return "retention: jobs that finished at or before " + std::to_string(o.finished_before) + " left the server (" +
+             std::to_string(s.compacted_jobs) + " compacted so far); the journal keeps their records";
+    }
   };
   return std::visit(M{s}, r.op);
 }
@@ -155,8 +161,12 @@ void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind
           std::string message) {
   std::string team;
   if (const Job* j = job.empty() ? nullptr : st.cluster.find_job(job)) {
-    if (j->state == JobState::kRunning) st.running.insert(j->id.index());
-    else st.running.erase(j->id.index());
+    if (j->state == JobState::kRunning) {
+      st.running.insert(j->id.index());
+    } else {
+      st.running.erase(j->id.index());
+      st.replica_cpus.erase(j->id.index());
+    }
     st.running_by_node.update(*j);
     team = st.cluster.teams[j->team.index()].spec.name;
   }
@@ -165,10 +175,14 @@ void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind
 
 // A preempt record's group goes with its event and into the job descriptions of the victim and, once per group
 // (with the group's first victim), of the preemptor.
+// A shrink (a resize record with a group) counts as one of its group's victims.
 void note_preemption(ServerState& st, const Record& r, Event& e) {
   const auto* p = std::get_if<Preempt>(&r.op);
-  if (!p || !p->group) return;
-  e.preemption = std::make_shared<const PreemptionGroup>(*p->group);
+  const auto* rz = std::get_if<Resize>(&r.op);
+  const std::optional<PreemptionGroup>* group = p ? &p->group : rz ? &rz->group : nullptr;
+  if (!group || !*group) return;
+  const std::string& victim = p ? p->job : rz->job;
+  e.preemption = std::make_shared<const PreemptionGroup>(**group);
   auto remember = [&](const std::string& name) {
     const Job* j = st.cluster.find_job(name);
     if (!j) return;
@@ -176,8 +190,8 @@ void note_preemption(ServerState& st, const Record& r, Event& e) {
     seen.push_back({r.at, e.preemption});
     if (seen.size() > ServerState::kPreemptionsKept) seen.pop_front();
   };
-  remember(p->job);
-  if (!p->group->victims.empty() && p->group->victims.front().job == p->job) remember(p->group->preemptor);
+  remember(victim);
+  if (!(*group)->victims.empty() && (*group)->victims.front().job == victim) remember((*group)->preemptor);
 }
 
 void add_history(NodeInfo& info, NodeChange c) {
@@ -209,6 +223,25 @@ void account_stop(ServerState& st, const Job& j, Time at, int restarts_before, c
   acc.lost_s += lost * acc.slots;
   if (failure)
     acc.restarts.push_back(RestartInfo{at, restarts_before + j.preemptions, cause, node, run_s, lost});
+}
+
+// After a compaction: the server's own tables keep nothing of the jobs that left (core/state.h,
+// compact_finished), so that they too follow the jobs kept rather than every job ever run. Each table is walked
+// once; a compaction runs every few seconds at most (server/retention.h).
+void forget_compacted(ServerState& st) {
+  const auto& jobs = st.cluster.jobs;
+  auto gone = [&](uint32_t job) { return job < jobs.size() && jobs[job].compacted; };
+  auto drop = [&](auto& table) {
+    for (auto it = table.begin(); it != table.end();) it = gone(it->first) ? table.erase(it) : std::next(it);
+  };
+  drop(st.accounts);
+  drop(st.preemptions_of);
+  drop(st.exits);
+  drop(st.deferred_exits);
+  drop(st.waiting_since);
+  for (auto& [name, info] : st.nodes)
+    for (auto it = info.ranks_placed.begin(); it != info.ranks_placed.end();)
+      it = gone(it->first) ? info.ranks_placed.erase(it) : std::next(it);
 }
 
 // The server's tables for one record that the cluster has already taken.
@@ -251,14 +284,22 @@ void note(ServerState& st, const Record& r) {
     if (const Job* j = st.cluster.find_job(ad->job)) {
       st.observed.admitted(st.cluster, *j, ad->borrowing, r.at);
       st.accounts[j->id.index()].slots = slots_of(ad->placement);
+      st.accounts[j->id.index()].run_since = r.at;
       int rank = 0;
       for (const auto& ps : ad->placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
     }
   } else if (auto* rz = std::get_if<Resize>(&r.op)) {
-    // A resize restarts the job on its new placement: the ranks of the new run, counted at its new size.
+    // A resize restarts the job on its new placement: the run at the old size ends here (its slot-seconds held,
+    // and its work since the last checkpoint lost), and the ranks of the new run count at the new size.
     if (const Job* j = st.cluster.find_job(rz->job)) {
-      st.accounts[j->id.index()].slots = slots_of(rz->placement);
+      JobAccount& acc = st.accounts[j->id.index()];
+      const int64_t run_s = std::max<int64_t>(0, r.at - acc.run_since);
+      const int64_t ci = j->spec.checkpoint_interval_s;
+      acc.held_s += run_s * acc.slots;
+      acc.lost_s += (run_s - (ci > 0 ? run_s / ci * ci : run_s)) * acc.slots;
+      acc.slots = slots_of(rz->placement);
+      acc.run_since = r.at;
       int rank = 0;
       for (const auto& ps : rz->placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
@@ -275,6 +316,8 @@ void note(ServerState& st, const Record& r) {
       it->second.revoked_at = r.at;
     }
     ++st.tokens_version;
+  } else if (std::holds_alternative<CompactFinished>(r.op)) {
+    forget_compacted(st);
   } else if (auto* au = std::get_if<Audit>(&r.op)) {
     st.audit.push_back(AuditEntry{r.seq, r.at, r.actor, *au});
     if (st.audit.size() > ServerState::kAuditKept) st.audit.pop_front();

@@ -91,6 +91,9 @@ struct JobAccount {
   int64_t slots = 0;      // accelerators (or replicas) of the current placement
   int64_t held_s = 0;     // slot-seconds of runs that ended
   int64_t lost_s = 0;     // slot-seconds of work lost when runs ended
+  // When the current run began at its current size: its admission, or its latest resize (which ends a run at
+  // the old size and begins one at the new).
+  Time run_since = 0;
   std::vector<RestartInfo> restarts;
 };
 
@@ -157,12 +160,20 @@ struct AuditEntry {
   store::Audit audit;
 };
 
+// The CPUs each replica of a job's current run reported it is bound to (GET /v1/jobs/NAME, `allot describe`).
+struct ReplicaCpus {
+  int attempt = 0;
+  std::map<int, std::string> by_rank;
+};
+
 struct ServerState {
   ClusterState cluster;
   std::unordered_map<std::string, NodeInfo> nodes;  // by node name
   std::set<std::string> removed_teams;              // removed through the API; their jobs are refused
   std::unordered_map<uint32_t, ExitTrack> exits;    // by JobId index; in memory, agents report again
   std::unordered_map<uint32_t, DeferredExit> deferred_exits;  // by JobId index; in memory
+  // By JobId index, of Running jobs only; in memory, agents report again with every heartbeat.
+  std::unordered_map<uint32_t, ReplicaCpus> replica_cpus;
   std::unordered_map<uint32_t, JobAccount> accounts;          // by JobId index; rebuilt by replay
   std::vector<ProvisionRequest> provision_queue;              // taken by the writer after each batch
   // Nodes retired by a replacement (name -> the replacement): their agents may not join again under that name.

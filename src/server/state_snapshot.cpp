@@ -56,7 +56,7 @@ NodeInfo node_info_from(const json& j, size_t jobs) {
 json account_json(uint32_t job, const JobAccount& a) {
   json restarts = json::array();
   for (const auto& r : a.restarts) restarts.push_back({r.at, r.attempt, r.cause, r.node, r.run_s, r.lost_s});
-  return {{"job", job}, {"slots", a.slots}, {"held_s", a.held_s}, {"lost_s", a.lost_s}, {"restarts", restarts}};
+  return {{"job", job}, {"slots", a.slots}, {"held_s", a.held_s}, {"lost_s", a.lost_s}, {"run_since", a.run_since}, {"restarts", restarts}};
 }
 
 json event_json(const Event& e) {
@@ -92,6 +92,8 @@ Result<RestoredState> restore(uint64_t seq, const json& j) {
     acc.slots = a.at("slots").get<int64_t>();
     acc.held_s = a.at("held_s").get<int64_t>();
     acc.lost_s = a.at("lost_s").get<int64_t>();
+    // Snapshots written before run_since was kept: the run began at the job's latest start.
+    acc.run_since = a.contains("run_since") ? a.at("run_since").get<Time>() : st.cluster.jobs[job].started_at;
     for (const auto& r : a.at("restarts"))
       acc.restarts.push_back({r.at(0).get<Time>(), r.at(1).get<int>(), r.at(2).get<std::string>(), r.at(3).get<std::string>(),
                               r.at(4).get<int64_t>(), r.at(5).get<int64_t>()});

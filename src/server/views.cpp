@@ -85,6 +85,18 @@ void add_resilience(const ServerState& st, const Job& j, Time now, json& view) {
   view["goodput"] = job_goodput(st, j, now);
 }
 
+void add_bound_cpus(const ServerState& st, const Job& j, json& view) {
+  auto it = st.replica_cpus.find(j.id.index());
+  if (j.state != JobState::kRunning || it == st.replica_cpus.end() || it->second.attempt != attempt_of(j)) return;
+  if (!view.contains("placement") || !view["placement"].is_array()) return;
+  int rank = 0;  // agents number replicas across pod sets, in placement order
+  for (auto& ps : view["placement"])
+    for (auto& r : ps["replicas"]) {
+      if (auto c = it->second.by_rank.find(rank); c != it->second.by_rank.end()) r["cpus_bound"] = c->second;
+      ++rank;
+    }
+}
+
 json topology_json(const ClusterState& s) {
   json levels = json::array();
   for (const auto& l : s.levels) levels.push_back(short_level(l));

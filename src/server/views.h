@@ -15,6 +15,9 @@ nlohmann::json node_view(const ServerState& st, const Node& n);
 nlohmann::json topology_json(const ClusterState& s);
 // A job's restarts (with cause and work lost) and goodput, added to its view (docs/resiliency.md).
 void add_resilience(const ServerState& st, const Job& j, Time now, nlohmann::json& view);
+// The CPUs each placed replica of the current run reported it is bound to ("cpus_bound" beside the planned
+// "cpus" of the view's placement); on an emulated node they differ, folded onto the machine's real CPUs.
+void add_bound_cpus(const ServerState& st, const Job& j, nlohmann::json& view);
 // Goodput of the job so far: useful over held slot-seconds, counting the current run as kept; 1 when it never ran.
 double job_goodput(const ServerState& st, const Job& j, Time now, int64_t* held = nullptr, int64_t* lost = nullptr);
 // Whose job names a caller may read in a preemption record: members those of their teams (as everywhere else),

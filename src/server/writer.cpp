@@ -6,6 +6,7 @@
 
 #include "core/scheduler.h"
 #include "server/node_lifecycle.h"
+#include "server/retention.h"
 #include "server/state_snapshot.h"
 #include "server/plan_steps.h"
 #include "store/replay.h"
@@ -15,6 +16,8 @@ namespace allot::server {
 namespace {
 constexpr size_t kReplayEventChunk = 4096;  // events handed to the ring at a time while replaying
 constexpr auto kCheapPass = std::chrono::milliseconds(2);  // passes shorter than this run after every batch
+constexpr auto kCheapView = std::chrono::milliseconds(1);  // copies shorter than this are made after every batch
+constexpr int kViewSpacing = 3;                            // else the writer works 3 times as long between copies
 }  // namespace
 
 ServerState& Txn::state() {
@@ -177,8 +180,12 @@ void Writer::publish_view(bool changed) {
   }
   // A state that waits for a rebuild holds changes nobody acknowledged: never published.
   if (!want || needs_rebuild_) return;
+  const auto start = std::chrono::steady_clock::now();
+  if (start < next_view_) return;  // the last copy was costly: reads go through the queue until then
   // The copy is made outside the lock: readers meanwhile find the view stale and go through the queue.
   auto copy = std::make_shared<const ServerState>(state_);
+  const auto end = std::chrono::steady_clock::now();
+  next_view_ = end - start < kCheapView ? end : end + kViewSpacing * (end - start);
   std::lock_guard lock(view_mu_);
   view_ = std::move(copy);
   view_changes_ = generation;
@@ -340,6 +347,21 @@ void Writer::time_out_nodes(Txn& txn) {
   }
 }
 
+std::vector<std::string> Writer::compact_finished_jobs(Txn& txn) {
+  if (!options_.retain_finished_s) return {};
+  // On the server's clock, as the retention itself is (tests move it).
+  if (txn.now_ms() < next_compaction_check_ms_) return {};
+  next_compaction_check_ms_ = txn.now_ms() + retention_check_interval(*options_.retain_finished_s).count();
+  const auto cutoff = compaction_cutoff(state_.cluster, txn.now(), *options_.retain_finished_s);
+  if (!cutoff) return {};
+  std::vector<std::string> names = jobs_compacted_by(state_.cluster, *cutoff);
+  if (auto st = txn.apply(store::CompactFinished{*cutoff}); !st) {
+    spdlog::error("compacting finished jobs: {}", st.error().message);
+    return {};
+  }
+  return names;
+}
+
 void Writer::adopt_rebuilt(ServerState fresh) {
   // What the journal does not hold but the server knows: heartbeats and live latency measurements.
   for (auto& [name, info] : fresh.nodes)
@@ -384,10 +406,12 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   }
   txn.act_as(kServerActor);
   // Only the leader decides: a standby's state is the leader's, as journaled.
+  std::vector<std::string> compacted;
   if (leading_) {
     if (lifecycle_tick(txn, options_)) dirty_ = true;
     if (step_plans(txn, options_)) dirty_ = true;
     time_out_nodes(txn);
+    compacted = compact_finished_jobs(txn);
   }
 
   const Time now = txn.now();
@@ -488,6 +512,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   } else {
     events_.publish(std::move(events));
     for (const ProvisionRequest& r : state_.provision_queue) provisioner_.launch(r, public_url_);
+    if (!compacted.empty() && on_compacted_) on_compacted_(compacted);
   }
   state_.provision_queue.clear();
   provisioner_.reap();

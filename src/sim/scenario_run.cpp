@@ -30,7 +30,8 @@ std::string share_text(const Share& s) {
 std::string group_text(const PreemptionGroup& g) {
   std::string out = g.preemptor + " preempted";
   for (size_t i = 0; i < g.victims.size(); ++i)
-    out += (i ? ", " : " ") + g.victims[i].job + " of team " + g.victims[i].team + " (" + preemption_rule_name(g.victims[i].rule) + ")";
+    out += (i ? ", " : " ") + g.victims[i].job + " of team " + g.victims[i].team + " (" + preemption_rule_name(g.victims[i].rule) +
+           (g.victims[i].to > 0 ? ", shrunk from " + std::to_string(g.victims[i].from) + " to " + std::to_string(g.victims[i].to) : "") + ")";
   for (const auto& t : g.teams) {
     int64_t ub = 0, ua = 0, bb = 0, ba = 0;
     for (const auto& f : t.types) {
@@ -55,9 +56,14 @@ void log_decisions(const ClusterState& s, const ScheduleResult& r, Time now, std
                   s.jobs[decision_job(d).index()].spec.name + ": " +
                   std::visit([](const auto& x) -> const std::string& { return x.reason; }, d));
     // A group's admission follows its victims' preemptions: the group's record is logged after it.
-    const auto* victim = &d == r.decisions.data() ? nullptr : std::get_if<PreemptDecision>(&d - 1);
-    if (std::holds_alternative<AdmitDecision>(d) && victim && victim->record && victim->record->preemptor == decision_job(d)) {
-      preemptions.push_back({now, named(s, *victim->record)});
+    // The victims may be preempted or shrunk (a shrink is a resize with the group's record).
+    const PreemptionRecord* record = nullptr;
+    if (&d != r.decisions.data())
+      std::visit(Overloaded{[&](const PreemptDecision& v) { record = v.record.get(); },
+                            [&](const ResizeDecision& v) { record = v.record.get(); }, [](const AdmitDecision&) {}},
+                 *(&d - 1));
+    if (std::holds_alternative<AdmitDecision>(d) && record && record->preemptor == decision_job(d)) {
+      preemptions.push_back({now, named(s, *record)});
       log.push_back("t=" + std::to_string(now) + "  record  " + group_text(preemptions.back().group));
     }
   }

@@ -145,6 +145,13 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
   };
   uint64_t next_arrival = 0;
   for (const auto& jj : j.at("jobs")) {
+    // A run of jobs compacted by retention: only their IDs are kept (core/state.h, compact_finished).
+    if (jj.contains("compacted")) {
+      const auto n = jj.at("compacted").get<uint64_t>();
+      if (n == 0 || n > UINT32_MAX - s.jobs.size()) return Error::invalid("a run of compacted jobs has a bad length " + jj.at("compacted").dump());
+      for (uint64_t i = 0; i < n; ++i) s.jobs.push_back(compacted_tombstone(JobId(static_cast<uint32_t>(s.jobs.size()))));
+      continue;
+    }
     const JobSpec spec = job_from_json(jj.at("spec"));
     auto id = restore_submitted_job(s, spec, jj.at("submitted_at").get<Time>(), jj.at("priority").get<int>(),
                                     plan_id_from(s, jj, "job " + spec.name));
@@ -207,6 +214,12 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
   for (const auto& name : j.value("removed_teams", json::array()))
     if (auto st = remove_team(s, name.get<std::string>()); !st) return Error::invalid("removed team: " + st.error().message);
   s.attempts_used = j.value("attempts_used", std::unordered_map<std::string, int>{});
+  if (j.contains("compacted")) {  // absent in snapshots written before retention existed
+    const json& c = j.at("compacted");
+    s.compacted_before = c.at("before").get<Time>();
+    s.compacted_at = c.at("at").get<Time>();
+    s.compacted_jobs = c.at("jobs").get<uint64_t>();
+  }
   if (j.contains("room_changed_at")) {
     auto room = j.at("room_changed_at").get<std::vector<Time>>();
     if (room.size() != s.nodes.size())
@@ -234,6 +247,12 @@ json cluster_to_json(const ClusterState& s) {
   }
   json jobs = json::array();
   for (const Job& j : s.jobs) {
+    // Compacted jobs as runs of IDs, so that a snapshot follows the jobs kept, not every job ever submitted.
+    if (j.compacted) {
+      if (!jobs.empty() && jobs.back().contains("compacted")) jobs.back()["compacted"] = jobs.back()["compacted"].get<uint64_t>() + 1;
+      else jobs.push_back({{"compacted", 1}});
+      continue;
+    }
     json history = json::array();
     for (const auto& h : j.history) history.push_back({h.at, job_state_name(h.from), job_state_name(h.to), h.reason});
     json resizes = json::array();
@@ -266,7 +285,8 @@ json cluster_to_json(const ClusterState& s) {
   json out = {{"levels", s.levels}, {"policy", to_json(s.policy)}, {"teams", std::move(teams)},
           {"nodes", std::move(nodes)}, {"jobs", std::move(jobs)}, {"next_arrival", s.next_arrival},
           {"removed_teams", std::move(removed_teams)}, {"attempts_used", s.attempts_used},
-          {"room_changed_at", s.room_changed_at}};
+          {"room_changed_at", s.room_changed_at},
+          {"compacted", {{"before", s.compacted_before}, {"at", s.compacted_at}, {"jobs", s.compacted_jobs}}}};
   if (!plans.empty()) out["plans"] = std::move(plans);  // only clusters with plans have the key
   return out;
 }

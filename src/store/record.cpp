@@ -38,6 +38,7 @@ struct NameOf {
   const char* operator()(const CreatePlan&) const { return "create_plan"; }
   const char* operator()(const PlanStepRecord&) const { return "plan_step"; }
   const char* operator()(const DeletePlan&) const { return "delete_plan"; }
+  const char* operator()(const CompactFinished&) const { return "compact_finished"; }
 };
 }  // namespace
 

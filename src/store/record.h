@@ -111,7 +111,7 @@ struct Preempt {
   friend bool operator==(const Preempt&, const Preempt&) = default;
 };
 // An elastic job restarted at a new size: its whole new placement (like Admit), the sizes, why, and for a
-// shrink the job that needed the room.
+// shrink the job that needed the room, the preemption rule that took the replicas and the group (as Preempt).
 struct Resize {
   std::string job;
   std::vector<PodSetRecord> placement;
@@ -120,6 +120,8 @@ struct Resize {
   std::string cause;  // "grow", "shrink" (core/model.h, resize_cause_name)
   std::string for_job;
   std::string reason;
+  std::optional<PreemptionRule> rule;
+  std::optional<PreemptionGroup> group;
   friend bool operator==(const Resize&, const Resize&) = default;
 };
 
@@ -186,10 +188,17 @@ struct DeletePlan {
   std::string plan;
   friend bool operator==(const DeletePlan&, const DeletePlan&) = default;
 };
+// Retention (`allot server --retain-finished`): every finished job whose last change was at or before the cutoff
+// leaves the live state (core/state.h, compact_finished). Its own records stay in the journal.
+struct CompactFinished {
+  Time finished_before = 0;
+  friend bool operator==(const CompactFinished&, const CompactFinished&) = default;
+};
 
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
                         Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
-                        SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan>;
+                        SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan,
+                        CompactFinished>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

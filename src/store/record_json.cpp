@@ -61,7 +61,11 @@ PreemptionRule rule_from(const std::string& s) {
 
 json group_to_json(const PreemptionGroup& g) {
   json victims = json::array();
-  for (const auto& v : g.victims) victims.push_back({{"job", v.job}, {"team", v.team}, {"rule", preemption_rule_name(v.rule)}});
+  for (const auto& v : g.victims) {
+    json out = {{"job", v.job}, {"team", v.team}, {"rule", preemption_rule_name(v.rule)}};
+    if (v.to > 0) out["shrunk"] = {{"from", v.from}, {"to", v.to}};  // an elastic victim shrunk, not preempted
+    victims.push_back(std::move(out));
+  }
   json teams = json::array();
   for (const auto& t : g.teams) {
     json types = json::array();
@@ -79,8 +83,13 @@ PreemptionGroup group_from_json(const json& j) {
   PreemptionGroup g;
   g.preemptor = j.at("preemptor").get<std::string>();
   g.preemptor_team = j.at("preemptor_team").get<std::string>();
-  for (const auto& v : j.at("victims"))
+  for (const auto& v : j.at("victims")) {
     g.victims.push_back({v.at("job").get<std::string>(), v.at("team").get<std::string>(), rule_from(v.at("rule").get<std::string>())});
+    if (v.contains("shrunk")) {
+      g.victims.back().from = v.at("shrunk").at("from").get<int>();
+      g.victims.back().to = v.at("shrunk").at("to").get<int>();
+    }
+  }
   for (const auto& t : j.at("teams")) {
     PreemptionGroup::TeamFigures out{t.at("team").get<std::string>(), share_from_json(t.at("share_before")),
                           share_from_json(t.at("share_after")), {}};
@@ -127,8 +136,11 @@ struct ToJson {
     return out;
   }
   json operator()(const Resize& o) const {
-    return {{"job", o.job},   {"placement", placement_to_json(o.placement)}, {"borrowing", o.borrowing}, {"from", o.from},
-            {"to", o.to},     {"cause", o.cause}, {"for_job", o.for_job},     {"reason", o.reason}};
+    json out = {{"job", o.job},   {"placement", placement_to_json(o.placement)}, {"borrowing", o.borrowing}, {"from", o.from},
+                {"to", o.to},     {"cause", o.cause}, {"for_job", o.for_job},     {"reason", o.reason}};
+    if (o.rule) out["rule"] = preemption_rule_name(*o.rule);
+    if (o.group) out["group"] = group_to_json(*o.group);
+    return out;
   }
   json operator()(const CreateToken& o) const {
     return {{"token", token_to_json(o.token)}};
@@ -143,6 +155,7 @@ struct ToJson {
   json operator()(const CreatePlan& o) const { return {{"plan", to_json(o.plan)}}; }
   json operator()(const PlanStepRecord& o) const { return {{"plan", o.plan}, {"state", o.state}}; }
   json operator()(const DeletePlan& o) const { return {{"plan", o.plan}}; }
+  json operator()(const CompactFinished& o) const { return {{"finished_before", o.finished_before}}; }
 };
 
 }  // namespace
@@ -182,9 +195,14 @@ Op parse_op(const json& j) {
   if (kind == "finish") return Finish{str("job"), j.at("succeeded").get<bool>(), str("reason")};
   if (kind == "admit") return Admit{str("job"), placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(), str("reason")};
   if (kind == "preempt") return preempt_from_json(j);
-  if (kind == "resize")
-    return Resize{str("job"),          placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(),
-                  j.at("from").get<int>(), j.at("to").get<int>(), str("cause"), str("for_job"), str("reason")};
+  if (kind == "resize") {
+    // A shrink's rule and preemption group; grows, and shrinks written before they were journaled, have neither.
+    Resize r{str("job"),          placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(),
+             j.at("from").get<int>(), j.at("to").get<int>(), str("cause"), str("for_job"), str("reason"), {}, {}};
+    if (j.contains("rule")) r.rule = rule_from(j.at("rule").get<std::string>());
+    if (j.contains("group")) r.group = group_from_json(j.at("group"));
+    return r;
+  }
   if (kind == "create_token") return CreateToken{token_from_json(j.at("token"))};
   if (kind == "revoke_token") return RevokeToken{str("id")};
   if (kind == "audit") return Audit{str("action"), str("target"), j.at("status").get<int>(), str("message")};
@@ -194,6 +212,7 @@ Op parse_op(const json& j) {
   if (kind == "create_plan") return CreatePlan{plan_from_json(j.at("plan"))};
   if (kind == "plan_step") return PlanStepRecord{str("plan"), str("state")};
   if (kind == "delete_plan") return DeletePlan{str("plan")};
+  if (kind == "compact_finished") return CompactFinished{j.at("finished_before").get<Time>()};
   throw std::invalid_argument("unknown record kind '" + kind + "'");
 }
 

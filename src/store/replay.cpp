@@ -71,7 +71,9 @@ struct Apply {
     else return Error::invalid("resize of job " + o.job + ": unknown cause '" + o.cause + "' (grow or shrink)");
     const Job* by = o.for_job.empty() ? nullptr : s.find_job(o.for_job);
     return apply_decision(s, ResizeDecision{.job = *id, .placement = std::move(*p), .borrowing = o.borrowing, .from = o.from,
-                                            .to = o.to, .cause = cause, .for_job = by ? by->id : JobId{}, .reason = o.reason},
+                                            .to = o.to, .cause = cause, .for_job = by ? by->id : JobId{},
+                                            .rule = o.rule.value_or(PreemptionRule::kReclaim), .reason = o.reason,
+                                            .record = nullptr},
                           at);
   }
   // Tokens and the audit trail are the server's; the cluster does not change.
@@ -95,6 +97,10 @@ struct Apply {
     auto r = delete_plan(s, o.plan, at);
     if (!r) return r.error();
     return ok_status();
+  }
+  Status operator()(const CompactFinished& o) const {
+    auto compacted = compact_finished(s, o.finished_before, at);
+    return compacted ? ok_status() : Status(compacted.error());
   }
 };
 
@@ -183,8 +189,11 @@ Op decision_record(const ClusterState& s, const Decision& d) {
           },
           [&](const ResizeDecision& d) -> Op {
             std::string for_job = d.for_job.valid() ? s.jobs[d.for_job.index()].spec.name : "";
-            return Resize{s.jobs[d.job.index()].spec.name, placement_records(s, d.placement), d.borrowing, d.from, d.to,
-                          resize_cause_name(d.cause), for_job, d.reason};
+            Resize r{s.jobs[d.job.index()].spec.name, placement_records(s, d.placement), d.borrowing, d.from, d.to,
+                     resize_cause_name(d.cause), for_job, d.reason, std::nullopt, std::nullopt};
+            if (d.cause == ResizeCause::kShrink) r.rule = d.rule;
+            if (d.record) r.group = named(s, *d.record);
+            return r;
           },
       },
       d);

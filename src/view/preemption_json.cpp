@@ -22,6 +22,7 @@ json preemption_json(const PreemptionGroup& g, const SeesTeamJobs& sees) {
   for (const auto& v : g.victims) {
     const char* rule = preemption_rule_name(v.rule);
     victims.push_back({{"job", job(v.job, v.team)}, {"team", v.team}, {"rule", rule}});
+    if (v.to > 0) victims.back()["shrunk"] = {{"from", v.from}, {"to", v.to}};  // an elastic victim shrunk, not preempted
     if (std::find(rules.begin(), rules.end(), rule) == rules.end()) rules.push_back(rule);
   }
   json teams = json::array();

@@ -237,6 +237,7 @@ json decision_json(const ClusterState& s, const Decision& d) {
                         {"borrowing", r.borrowing},
                         {"placement", placement_json(s, r.placement)}};
             if (r.for_job.valid()) out["for"] = s.jobs[r.for_job.index()].spec.name;
+            if (r.cause == ResizeCause::kShrink) out["rule"] = preemption_rule_name(r.rule);
             return out;
           },
       },

@@ -38,7 +38,7 @@ for _ in $(seq 1 50); do "$ALLOT" logs survivor | grep_q "running on attempt 1" 
 "$ALLOT" logs survivor >"$WORK/survivor.log"
 grep -q "running on attempt 1" "$WORK/survivor.log" || fail "the second attempt's output is missing"
 # A separator between the attempts, naming the node of the new one, before its output.
-grep -q "allot agent: ==> attempt 1 of replica 0 on node $second <==" "$WORK/survivor.log" ||
+grep -q "allot: ==> attempt 1 of replica 0 on node $second <==" "$WORK/survivor.log" ||
   fail "the attempts should be separated: $(cat "$WORK/survivor.log")"
 [ "$(grep -n "==> attempt 1" "$WORK/survivor.log" | cut -d: -f1)" -lt "$(grep -n "running on attempt 1" "$WORK/survivor.log" | cut -d: -f1)" ] ||
   fail "the separator should come before the second attempt's output: $(cat "$WORK/survivor.log")"

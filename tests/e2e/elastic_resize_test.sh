@@ -40,26 +40,16 @@ YAML
 "$ALLOT" submit "$WORK/elastic.yaml" >/dev/null
 wait_state elastic Running 20
 
-# log_has TEXT [SECONDS]: polls the job's logs (every rank) until TEXT shows.
-log_has() {
-  local want=$1 limit=${2:-20}
-  for _ in $(seq 1 $((limit * 5))); do
-    "$ALLOT" logs elastic >"$WORK/elastic-logs.out" 2>/dev/null || true
-    grep_q -- "$want" "$WORK/elastic-logs.out" && return 0
-    sleep 0.2
-  done
-  fail "the replicas never said '$want': $(cat "$WORK/elastic-logs.out")"
-}
-log_has "rank 0 of world 2 restart 0"
-log_has "rank 1 of world 2 restart 0"
+log_has elastic "rank 0 of world 2 restart 0"
+log_has elastic "rank 1 of world 2 restart 0"
 "$ALLOT" describe elastic >"$WORK/describe.out"
 grep_q "^Replicas: *2 (elastic pod set main: min 1, max 3)" "$WORK/describe.out" ||
   fail "describe should show 2 replicas of 1..3: $(cat "$WORK/describe.out")"
 
 "$ALLOT" cancel hold >/dev/null
-log_has "rank 2 of world 3 restart 1" 30
-log_has "rank 0 of world 3 restart 1" 10
-log_has "rank 1 of world 3 restart 1" 10
+log_has elastic "rank 2 of world 3 restart 1" 30
+log_has elastic "rank 0 of world 3 restart 1" 10
+log_has elastic "rank 1 of world 3 restart 1" 10
 "$ALLOT" describe elastic >"$WORK/describe.out"
 grep_q "^Replicas: *3 (elastic pod set main: min 1, max 3)" "$WORK/describe.out" ||
   fail "describe should show 3 replicas after the grow: $(cat "$WORK/describe.out")"

@@ -147,3 +147,14 @@ teams:
 YAML
   "$ALLOT" apply "$WORK/teams.yaml" >/dev/null || fail "allot apply failed"
 }
+
+# log_has JOB TEXT [SECONDS]: polls JOB's logs (every rank) until TEXT shows, or fails the test.
+log_has() {
+  local job=$1 want=$2 limit=${3:-20}
+  for _ in $(seq 1 $((limit * 5))); do
+    "$ALLOT" logs "$job" >"$WORK/$job-logs.out" 2>/dev/null || true
+    grep_q -- "$want" "$WORK/$job-logs.out" && return 0
+    sleep 0.2
+  done
+  fail "the replicas of $job never said '$want': $(cat "$WORK/$job-logs.out")"
+}

@@ -135,6 +135,21 @@ TEST(Client, DescribeExplains) {
   EXPECT_NE(d.find("Pending  Running  admitted on gpu-1, gpu-2"), std::string::npos) << d;
 }
 
+TEST(Client, DescribeShowsTheCpusAReplicaWasBoundToWhereReported) {
+  EXPECT_EQ(describe_job(running_job(), 1700000060).find("BOUND"), std::string::npos) << "no column before any report";
+  json j = running_job();
+  j["placement"][0]["replicas"][0]["cpus_bound"] = "0-3";  // an emulated g5.8xlarge on a 4-CPU machine
+  const std::string d = describe_job(j, 1700000060);
+  EXPECT_NE(d.find("BOUND"), std::string::npos) << d;
+  size_t at = d.find("gpu-1", d.find("Placement:"));
+  ASSERT_NE(at, std::string::npos);
+  const std::string row0 = d.substr(at, d.find('\n', at) - at);
+  EXPECT_NE(row0.find("0-31  0-3"), std::string::npos) << d;
+  at = d.find("gpu-2", d.find("Placement:"));
+  const std::string row1 = d.substr(at, d.find('\n', at) - at);
+  EXPECT_NE(row1.find("0-31  -"), std::string::npos) << "rank 1 has not reported yet:\n" << d;
+}
+
 TEST(Client, JobsAndNodesTables) {
   std::string t = jobs_table(json::array({running_job()}), 1700000060);
   EXPECT_NE(t.find("Running (borrowing)"), std::string::npos) << t;

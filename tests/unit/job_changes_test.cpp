@@ -115,6 +115,59 @@ TEST_F(JobChangesTest, DeletedJobFreesItsNameAndNumbersAttemptsOn) {
   EXPECT_EQ(delete_job(s, "nope").error().code, ErrorCode::kNotFound);
 }
 
+// Retention (compact_finished): finished jobs at or before the cutoff leave, whether deleted or not; waiting
+// and running ones, and those that finished later, stay; names are free and attempts numbered on.
+TEST_F(JobChangesTest, CompactionTakesOnlyJobsFinishedByTheCutoff) {
+  ASSERT_TRUE(submit_job(s, one_gpu_job("done-early"), 0).ok());
+  schedule(s, 1);
+  ASSERT_TRUE(finish_job(s, "done-early", 10, true).ok());   // finished at 10
+  ASSERT_TRUE(submit_job(s, one_gpu_job("cancelled"), 11).ok());
+  ASSERT_TRUE(cancel_job(s, "cancelled", 12).ok());          // finished at 12
+  ASSERT_TRUE(delete_job(s, "cancelled").ok());
+  ASSERT_TRUE(submit_job(s, one_gpu_job("running"), 13).ok());
+  ASSERT_TRUE(submit_job(s, one_gpu_job("waiting"), 13).ok());
+  schedule(s, 14);
+  ASSERT_TRUE(submit_job(s, one_gpu_job("late"), 15).ok());
+  ASSERT_TRUE(cancel_job(s, "late", 30).ok());               // finished at 30
+  ASSERT_EQ(job("running").state, JobState::kRunning);
+  const JobId early = job("done-early").id;
+
+  auto future = compact_finished(s, 41, 40);
+  ASSERT_FALSE(future.ok());
+  EXPECT_NE(future.error().message.find("after the record's time"), std::string::npos) << future.error().message;
+  EXPECT_EQ(s.compacted_jobs, 0u) << "a refused compaction changes nothing";
+
+  auto gone = compact_finished(s, 12, 40);
+  ASSERT_TRUE(gone.ok()) << gone.error().message;
+  ASSERT_EQ(gone->size(), 2u);  // done-early (at 10) and the deleted "cancelled" (at 12, the cutoff itself)
+  EXPECT_EQ(s.compacted_jobs, 2u);
+  EXPECT_EQ(s.compacted_before, 12);
+  EXPECT_EQ(s.compacted_at, 40);
+  EXPECT_EQ(s.find_job("done-early"), nullptr);
+  const Job& tomb = s.jobs[early.index()];
+  EXPECT_TRUE(tomb.compacted && tomb.deleted);
+  EXPECT_EQ(tomb.id, early);
+  EXPECT_TRUE(tomb.spec.name.empty() && tomb.history.empty() && tomb.pod_sets.empty()) << "a tombstone keeps only its ID";
+  EXPECT_FALSE(is_active(tomb.state));
+  EXPECT_EQ(job("running").state, JobState::kRunning);
+  EXPECT_EQ(job("waiting").state, JobState::kPending);
+  EXPECT_EQ(job("late").state, JobState::kCancelled) << "finished after the cutoff: kept";
+
+  // Nothing more to take at the same cutoff; a later one takes "late".
+  EXPECT_TRUE(compact_finished(s, 12, 41)->empty());
+  EXPECT_EQ(compact_finished(s, 30, 42)->size(), 1u);
+  EXPECT_EQ(s.find_job("late"), nullptr);
+
+  // The name is free, and the new job's runs are numbered after the old one's (it ran once).
+  ASSERT_TRUE(submit_job(s, one_gpu_job("done-early"), 43).ok());
+  EXPECT_EQ(job("done-early").attempt_base, 1);
+  EXPECT_NE(job("done-early").id, early);
+  // The scheduler goes on as before: the waiting job runs once the running one finishes.
+  ASSERT_TRUE(finish_job(s, "running", 44, true).ok());
+  schedule(s, 45);
+  EXPECT_EQ(job("waiting").state, JobState::kRunning);
+}
+
 TEST_F(JobChangesTest, RemovedTeamsAreNotOffered) {
   TeamSpec b;
   b.name = "b";

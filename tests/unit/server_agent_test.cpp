@@ -128,6 +128,27 @@ TEST_F(ServerAgent, AllExitsZeroSucceedsAnyNonZeroFailsAndRetries) {
   EXPECT_EQ(get("/v1/jobs/flaky").json["state"], "Failed");
 }
 
+TEST_F(ServerAgent, TheCpusARunningReplicaReportsShowInItsJobFromItsOwnNodeOnly) {
+  submit("bound", 1, 4, /*retries=*/1);
+  const std::string node = get("/v1/jobs/bound").json["nodes"][0];
+  const std::string other = node == "g1" ? "g2" : "g1";
+  // Another node cannot speak for the replica; an older attempt's report does not count either.
+  heartbeat(other, json::array({{{"job", "bound"}, {"rank", 0}, {"state", "running"}, {"attempt", 0}, {"cpus", "9"}}}));
+  heartbeat(node, json::array({{{"job", "bound"}, {"rank", 0}, {"state", "running"}, {"attempt", 5}, {"cpus", "8"}}}));
+  auto replica = get("/v1/jobs/bound").json["placement"][0]["replicas"][0];
+  EXPECT_FALSE(replica.contains("cpus_bound")) << replica.dump();
+  EXPECT_EQ(replica["cpus"], "0-47");  // the plan
+  // The emulated g5.12xlarge's 48 planned CPUs folded onto a 4-CPU machine.
+  heartbeat(node, json::array({{{"job", "bound"}, {"rank", 0}, {"state", "running"}, {"attempt", 0}, {"cpus", "0-3"}}}));
+  replica = get("/v1/jobs/bound").json["placement"][0]["replicas"][0];
+  EXPECT_EQ(replica["cpus_bound"], "0-3") << replica.dump();
+  // A new attempt starts without the old one's binding.
+  heartbeat(node, json::array({{{"job", "bound"}, {"rank", 0}, {"state", "exited"}, {"exit_code", 1}, {"attempt", 0}}}));
+  auto j = get("/v1/jobs/bound").json;
+  ASSERT_EQ(j["state"], "Running") << j.dump();
+  EXPECT_FALSE(j["placement"][0]["replicas"][0].contains("cpus_bound")) << j.dump();
+}
+
 TEST_F(ServerAgent, StopListsReplicasNoLongerPlacedHere) {
   submit("j", 1, 4);
   std::string node = get("/v1/jobs/j").json["nodes"][0];

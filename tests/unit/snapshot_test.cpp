@@ -127,6 +127,9 @@ Journal sample_journal() {
   j.op(HoldJob{"a-huge", true}, 201);
   j.op(DeleteJob{"a-doomed"}, 202);
   j.op(Submit{job("a-doomed", "a", 1, 1)}, 203);
+  // Retention: b-temp (Succeeded at 130) leaves, whatever finished later stays, and b-temp's name is taken again.
+  j.op(CompactFinished{130}, 204);
+  j.op(Submit{job("b-temp", "b", 1, 2)}, 205);
   // Capacity plans: "res" starts, its node joins and takes a job, its grace period suspends that job, it expires
   // and its node leaves; "spare" is deleted while Active with a job waiting for its second node, and its name is
   // taken again by a plan still Scheduled, which a job waits for.
@@ -169,7 +172,8 @@ json observable(const ServerState& st, Time now) {
   const ClusterState& s = st.cluster;
   json jobs = json::array(), nodes = json::array(), teams = json::array(), ids = json::object();
   for (const Job& j : s.jobs)
-    jobs.push_back({view::job_json(s, j), j.shape, j.arrival, j.held, j.deleted, j.attempt_base, j.resizes.size(), j.plan.value});
+    if (j.compacted) jobs.push_back({{"compacted", j.id.index()}, j.state == JobState::kCancelled, j.deleted, j.team.valid()});
+    else jobs.push_back({view::job_json(s, j), j.shape, j.arrival, j.held, j.deleted, j.attempt_base, j.resizes.size(), j.plan.value});
   json plans = json::array(), plan_idle = json::array();
   for (const Plan& p : s.plans) plans.push_back({view::plan_json(s, p), p.deleted, p.type.index()});
   for (const auto& r : s.plan_idle) plan_idle.push_back(view::resources_json(r));
@@ -212,6 +216,7 @@ json observable(const ServerState& st, Time now) {
           {"next_arrival", s.next_arrival},
           {"attempts_used", s.attempts_used},
           {"room_changed_at", s.room_changed_at},
+          {"compacted", {s.compacted_before, s.compacted_at, s.compacted_jobs}},
           {"running_table", std::vector<uint32_t>(st.running.begin(), st.running.end())},
           {"decisions", decisions},
           {"plans", plans},
@@ -220,8 +225,11 @@ json observable(const ServerState& st, Time now) {
 
 TEST(Snapshot, TheSampleJournalLeavesJobsInEveryState) {
   const Journal j = sample_journal();
+  // Every state, before retention took the one Succeeded job (b-temp).
+  size_t compaction = 0;
+  while (!std::holds_alternative<CompactFinished>(j.records()[compaction].op)) ++compaction;
   std::set<std::string> states;
-  for (const Job& job : j.live().cluster.jobs) states.insert(job_state_name(job.state));
+  for (const Job& job : replay_prefix(j.records(), compaction).cluster.jobs) states.insert(job_state_name(job.state));
   EXPECT_EQ(states, (std::set<std::string>{"Pending", "Running", "Suspended", "Succeeded", "Failed", "Cancelled"}));
   EXPECT_EQ(j.live().tokens.size(), 2u);
   EXPECT_EQ(j.live().audit.size(), 2u);
@@ -229,6 +237,38 @@ TEST(Snapshot, TheSampleJournalLeavesJobsInEveryState) {
   std::set<std::string> plans;
   for (const Plan& p : j.live().cluster.plans) plans.insert(std::string(plan_state_name(p.state)) + (p.deleted ? " deleted" : ""));
   EXPECT_EQ(plans, (std::set<std::string>{"Expired", "Expired deleted", "Scheduled"}));
+  EXPECT_EQ(j.live().cluster.compacted_jobs, 1u);  // the first b-temp
+  EXPECT_EQ(j.live().cluster.find_job("b-temp")->attempt_base, 1);
+}
+
+// A snapshot holds compacted jobs as runs of IDs, not one entry each: its size follows the jobs kept.
+TEST(Snapshot, CompactedJobsTakeOneEntryPerRun) {
+  ServerState st;
+  std::vector<Event> events;
+  uint64_t seq = 0;
+  auto op = [&](Op o, Time at) { ASSERT_TRUE(apply(st, Record{++seq, at, std::move(o)}, events).ok()) << seq; };
+  TeamSpec a{.name = "a"};
+  op(UpsertTeam{a}, 1);
+  for (int i = 0; i < 500; ++i) {
+    op(Submit{job("j" + std::to_string(i), "a", 1, 1)}, 2);
+    op(Cancel{"j" + std::to_string(i)}, 3);
+  }
+  op(Submit{job("kept", "a", 1, 1)}, 4);  // waits: there is no node
+  const size_t before = encode_state_snapshot(st, {}).size();
+  op(CompactFinished{3}, 5);
+  ASSERT_EQ(st.cluster.compacted_jobs, 500u);
+  const std::string body = encode_state_snapshot(st, {});
+  const json cluster_jobs = json::parse(body).at("cluster").at("jobs");
+  ASSERT_EQ(cluster_jobs.size(), 2u);  // one run of 500 tombstones, and "kept"
+  EXPECT_EQ(cluster_jobs[0].at("compacted"), 500);
+  EXPECT_LT(body.size() * 20, before) << "500 cancelled jobs took " << before << " bytes, their tombstones " << body.size();
+  auto restored = restore_state_snapshot(seq, body);
+  ASSERT_TRUE(restored.ok()) << restored.error().message;
+  EXPECT_EQ(restored->state.cluster.jobs.size(), 501u);
+  EXPECT_EQ(restored->state.cluster.find_job("kept")->id.index(), 500u) << "IDs after a run of tombstones are kept";
+  EXPECT_TRUE(restored->state.cluster.jobs[499].compacted);
+  EXPECT_EQ(restored->state.cluster.find_job("j7"), nullptr);
+  EXPECT_EQ(restored->state.cluster.attempts_used.at("j7"), 1);
 }
 
 // At every position of the journal: snapshot, restore, replay the rest; the result is the full replay's.

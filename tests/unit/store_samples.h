@@ -122,7 +122,8 @@ inline std::vector<Op> every_kind() {
           CreatePlan{PlanSpec{"reserved", "ml.p5.48xlarge", 4, 1800000000, 1800086400, 600, "team-a",
                               {{"network-node-layer-3", "nn-3p"}}}},
           PlanStepRecord{"reserved", "Active"},
-          DeletePlan{"reserved"}};
+          DeletePlan{"reserved"},
+          CompactFinished{1700000000}};
 }
 
 }  // namespace allot::store

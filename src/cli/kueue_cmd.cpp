@@ -1,0 +1,139 @@
+// allot export kueue FILE | allot import kueue FILE...: argument parsing, file reading and printing only; the
+// mapping is in interop/kueue.h. Invalid input exits 2 with a message on stderr; what does not map on import is
+// a warning on stderr, and the command still succeeds.
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include "cli/commands.h"
+#include "client/session.h"
+#include "config/spec_yaml.h"
+#include "core/catalog.h"
+#include "core/topology_levels.h"
+#include "interop/kueue.h"
+#include "interop/topology_labels.h"
+
+namespace allot::cli {
+namespace {
+
+struct KueueArgs {
+  std::string file;
+  std::vector<std::string> files;
+  interop::KueueExportOptions options;
+};
+
+int fail(const std::string& what, const Error& e) {
+  std::cerr << "allot " << what << ": " << e.message << "\n";
+  return 2;
+}
+
+// The topology levels the file's nodes carry, coarse to fine, ending with the hostname; empty without nodes.
+Result<std::vector<std::string>> levels_of_nodes(const YAML::Node& root, const Catalog& catalog, const std::string& origin) {
+  if (!root["cluster"] || !root["cluster"]["nodes"]) return std::vector<std::string>{};
+  auto nodes = parse_nodes(root["cluster"]["nodes"], catalog, {origin, "cluster.nodes", 0});
+  if (!nodes) return nodes.error();
+  std::set<std::string> present;
+  for (const auto& n : *nodes) {
+    auto labels = interop::canonical_labels(n);
+    if (!labels) return labels.error();
+    for (const auto& kv : *labels) present.insert(kv.first);
+  }
+  std::vector<std::string> levels;
+  for (const auto& l : default_topology_levels())
+    if (present.contains(l) || l == kHostnameLabel) levels.push_back(l);
+  return levels;
+}
+
+int run_export(KueueArgs& a) {
+  auto text = client::read_input(a.file);
+  if (!text) return fail("export kueue", text.error());
+  const YamlContext ctx{a.file == "-" ? "<stdin>" : a.file, "", 0};
+  auto doc = load_yaml(*text, ctx);
+  if (!doc) return fail("export kueue", doc.error());
+  if (!doc->IsMap()) return fail("export kueue", Error::invalid(ctx.origin + ": expected a teams file (policy and teams sections)"));
+  const YAML::Node& root = *doc;
+  Catalog catalog = Catalog::builtin();
+  if (root["instance_types"]) {
+    // Kueue's objects cannot carry a type's facts, so such a file would not come back from `import kueue`.
+    auto t = parse_instance_types(root["instance_types"], catalog, {ctx.origin, "instance_types", 0});
+    if (!t) return fail("export kueue", t.error());
+    std::cerr << "allot export kueue: warning: instance_types: Kueue objects do not carry an instance type's facts; "
+                 "`allot import kueue` will know only the built-in types\n";
+  }
+  PolicySpec policy;
+  a.options.with_policy = static_cast<bool>(root["policy"]);
+  if (root["policy"]) {
+    auto p = parse_policy(root["policy"], {ctx.origin, "policy", 0});
+    if (!p) return fail("export kueue", p.error());
+    policy = *p;
+  }
+  std::vector<TeamSpec> teams;
+  if (root["teams"]) {
+    auto t = parse_teams(root["teams"], catalog, {ctx.origin, "teams", 0});
+    if (!t) return fail("export kueue", t.error());
+    teams = *t;
+  }
+  if (!root["policy"] && !root["teams"])
+    return fail("export kueue", Error::invalid(ctx.origin + " has neither a policy nor a teams section"));
+  if (a.options.topology_levels.empty()) {
+    auto levels = levels_of_nodes(root, catalog, ctx.origin);
+    if (!levels) return fail("export kueue", levels.error());
+    a.options.topology_levels = *levels;
+  } else {
+    for (auto& l : a.options.topology_levels) l = canonical_level(l);
+  }
+  auto out = interop::export_kueue(policy, teams, catalog, a.options);
+  if (!out) return fail("export kueue", out.error());
+  std::cout << *out;
+  return 0;
+}
+
+int run_import(KueueArgs& a) {
+  const Catalog catalog = Catalog::builtin();
+  interop::KueueImport result;
+  for (const auto& f : a.files) {
+    auto text = client::read_input(f);
+    if (!text) return fail("import kueue", text.error());
+    if (auto st = interop::import_kueue(*text, f == "-" ? "<stdin>" : f, catalog, result); !st)
+      return fail("import kueue", st.error());
+  }
+  interop::finish_kueue_import(result);
+  for (const auto& w : result.warnings) std::cerr << "allot import kueue: warning: " << w << "\n";
+  if (result.teams.empty() && !result.has_policy)
+    return fail("import kueue", Error::invalid("no ClusterQueue, WorkloadPriorityClass or Cohort with allot's policy in the "
+                                               "input; nothing to import"));
+  std::cout << interop::teams_file_yaml(result);
+  return 0;
+}
+
+}  // namespace
+
+void add_kueue_commands(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<KueueArgs>();
+  CLI::App* exp = app.add_subcommand("export", "Write allot's teams and policy in another system's objects");
+  exp->require_subcommand(1);
+  CLI::App* ek = exp->add_subcommand(
+      "kueue", "Teams file -> Kueue objects (ResourceFlavors, Cohort, ClusterQueues, LocalQueues, "
+               "WorkloadPriorityClasses, Topology) as multi-document YAML on stdout");
+  ek->add_option("file", args->file, "a teams file (the policy and teams sections of a scenario file); - for stdin")
+      ->required();
+  ek->add_option("--cohort", args->options.cohort, "name of the Cohort every ClusterQueue joins")->capture_default_str();
+  ek->add_option("--topology-name", args->options.topology_name, "name of the Topology the ResourceFlavors use")
+      ->capture_default_str();
+  ek->add_option("--levels", args->options.topology_levels,
+                 "topology levels, coarse to fine (default: those the file's cluster.nodes carry, else "
+                 "network-node-layer-1..3 and hostname)")
+      ->delimiter(',');
+  ek->callback([&ctx, args] { ctx.exit_code = run_export(*args); });
+
+  CLI::App* imp = app.add_subcommand("import", "Read another system's objects into allot's formats");
+  imp->require_subcommand(1);
+  CLI::App* ik = imp->add_subcommand(
+      "kueue", "Kueue objects (YAML, e.g. kubectl get clusterqueues,localqueues,resourceflavors,"
+               "workloadpriorityclasses,cohorts -o yaml) -> a teams file for `allot apply` on stdout; what does not "
+               "map is a warning on stderr");
+  ik->add_option("files", args->files, "files of Kueue objects; - for stdin")->required();
+  ik->callback([&ctx, args] { ctx.exit_code = run_import(*args); });
+}
+
+}  // namespace allot::cli

@@ -1,0 +1,72 @@
+#pragma once
+// Kueue's objects from allot's teams and policy, and back (docs/from-kueue-hyperpod.md, "Kueue objects").
+//
+// Export writes, as multi-document YAML in kueue.x-k8s.io/v1beta1 (served by every Kueue release that has
+// the kinds, deprecated but still served where v1beta2 exists):
+//   Topology               the topology levels, coarse to fine (allot's default levels, or those the nodes carry)
+//   ResourceFlavor         one per instance type, selecting nodes by node.kubernetes.io/instance-type, with the
+//                          Topology's name (Kueue's topology-aware scheduling)
+//   Cohort                 the one cohort all teams share; allot's policy keys ride on its annotations
+//   ClusterQueue           one per team, named as HyperPod names them (hyperpod-ns-<team>-clusterqueue): nominal
+//                          quota per flavor and resource, borrowingLimit = nominal x borrow_limit / 100
+//                          (LendAndBorrow), 0 (Lend, DontLend), lendingLimit 0 (DontLend), fairSharing.weight,
+//                          preemption (reclaim: Any; within the queue: LowerPriority or Never)
+//   LocalQueue             hyperpod-ns-<team>-localqueue in namespace hyperpod-ns-<team>
+//   WorkloadPriorityClass  <name>-priority with value = the class's weight
+// Import reads such objects (any order, other kinds ignored with a warning) into the policy and teams of a
+// teams file that `allot apply` takes, with a warning, naming the object and field, for every setting that has
+// no exact counterpart in allot. import(export(x)) gives x back for every teams file of built-in instance
+// types (borrow_limit of Lend and DontLend teams aside: it has no effect there and is not exported).
+#include <string>
+#include <vector>
+
+#include "core/catalog.h"
+#include "core/result.h"
+#include "core/spec.h"
+
+namespace allot::interop {
+
+// The annotations on the Cohort that carry allot's policy, which Kueue keeps in its own configuration
+// (fair sharing) or does not have (first-come-first-serve ordering, the idle pool, ...).
+inline constexpr std::string_view kKueueAnnotationPrefix = "allot.scheduler/";
+
+struct KueueExportOptions {
+  std::string cohort = "allot";
+  std::string topology_name = "allot-topology";
+  std::vector<std::string> topology_levels;  // full label keys, coarse to fine; empty: the network layers 1..3, hostname
+  bool with_policy = true;                   // false: the file had no policy section; no classes, no annotations
+};
+
+// Fails when a team or class name cannot become a Kueue object name, or an instance type is unknown to
+// `catalog` (the error names which).
+Result<std::string> export_kueue(const PolicySpec& policy, const std::vector<TeamSpec>& teams, const Catalog& catalog,
+                                 const KueueExportOptions& options);
+
+struct KueueImport {
+  PolicySpec policy;
+  bool has_policy = false;  // a Cohort with allot's annotations or a WorkloadPriorityClass was read
+  std::vector<TeamSpec> teams;
+  std::vector<std::string> warnings;  // "<Kind> <name>: <field>: <what does not map and what was done>"
+
+  // Read so far, for the checks that need every file (finish_kueue_import).
+  struct LocalQueueRef {
+    std::string name, namespace_, cluster_queue;
+  };
+  std::vector<LocalQueueRef> local_queues;
+  std::vector<std::string> cluster_queues;
+  std::vector<std::string> cohorts;
+  bool policy_annotations = false;  // a Cohort carried allot's policy
+};
+
+// One input text (one file), multi-document YAML. Fails on YAML syntax errors and on objects that are not
+// mappings; everything else that does not map is a warning. Call once per file into the same result.
+Status import_kueue(const std::string& text, const std::string& origin, const Catalog& catalog, KueueImport& into);
+
+// Checks what only the whole set of files shows (LocalQueues whose ClusterQueue was not read) and fills in the
+// defaults for a policy that came from Kueue objects without allot's annotations.
+void finish_kueue_import(KueueImport& result);
+
+// The policy and teams as a teams file (the scenario format's policy and teams sections).
+std::string teams_file_yaml(const KueueImport& result);
+
+}  // namespace allot::interop

@@ -1,0 +1,194 @@
+// allot's teams and policy as Kueue objects (interop/kueue.h has the mapping).
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/request.h"
+#include "interop/kueue.h"
+#include "interop/kueue_names.h"
+
+namespace allot::interop {
+namespace {
+
+// "96", "1500m": Kubernetes quantities of milli-units, exact.
+std::string milli_quantity(int64_t milli) {
+  if (milli % 1000 == 0) return std::to_string(milli / 1000);
+  return std::to_string(milli) + "m";
+}
+
+// "2048Gi", "1536Mi": memory in MiB, exact.
+std::string mib_quantity(int64_t mib) {
+  if (mib % 1024 == 0) return std::to_string(mib / 1024) + "Gi";
+  return std::to_string(mib) + "Mi";
+}
+
+// One resource of one flavor: its Kueue name and the amount in allot's unit, with the unit's writer.
+struct ResourceAmount {
+  std::string name;
+  int64_t nominal = 0;  // accelerators: whole; cpu: milli; memory: MiB
+};
+
+std::string quantity(const std::string& resource, int64_t amount_in_unit, bool milli_accelerators) {
+  if (resource == kKueueCpu) return milli_quantity(amount_in_unit);
+  if (resource == kKueueMemory) return mib_quantity(amount_in_unit);
+  return milli_accelerators ? milli_quantity(amount_in_unit) : std::to_string(amount_in_unit);
+}
+
+void begin_object(YAML::Emitter& out, const char* kind, const std::string& name) {
+  out << YAML::BeginDoc << YAML::BeginMap;
+  out << YAML::Key << "apiVersion" << YAML::Value << std::string(kKueueApiVersion);
+  out << YAML::Key << "kind" << YAML::Value << kind;
+  out << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name;
+}
+
+Status check_object_name_for_kueue(const std::string& what, const std::string& name) {
+  if (is_dns_subdomain(name)) return ok_status();
+  return Error::invalid(what + " '" + printable(name) +
+                        "' cannot name a Kueue object; Kueue names are lowercase DNS subdomains (at most 253 characters)");
+}
+
+}  // namespace
+
+Result<std::string> export_kueue(const PolicySpec& policy, const std::vector<TeamSpec>& teams, const Catalog& catalog,
+                                 const KueueExportOptions& options) {
+  if (auto st = check_object_name_for_kueue("cohort", options.cohort); !st) return st.error();
+  if (auto st = check_object_name_for_kueue("topology", options.topology_name); !st) return st.error();
+  std::vector<std::string> levels = options.topology_levels;
+  if (levels.empty())
+    levels = {"topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
+              "topology.k8s.aws/network-node-layer-3", "kubernetes.io/hostname"};
+
+  // Flavors: every instance type a team has quota for, by name, so the output does not depend on team order.
+  std::set<std::string> type_names;
+  for (const auto& t : teams)
+    for (const auto& a : t.allocation) type_names.insert(canonical_type_name(a.instance_type));
+  std::map<std::string, const InstanceType*> types;
+  for (const auto& name : type_names) {
+    auto id = catalog.lookup(name);
+    if (!id) return id.error();
+    types[name] = &catalog.at(*id);
+  }
+
+  YAML::Emitter out;
+  out.SetIndent(2);
+  begin_object(out, "Topology", options.topology_name);
+  out << YAML::EndMap;
+  out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::Key << "levels" << YAML::Value << YAML::BeginSeq;
+  for (const auto& l : levels) out << YAML::BeginMap << YAML::Key << "nodeLabel" << YAML::Value << l << YAML::EndMap;
+  out << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
+
+  for (const auto& [name, type] : types) {
+    begin_object(out, "ResourceFlavor", name);
+    out << YAML::EndMap;
+    out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "nodeLabels" << YAML::Value << YAML::BeginMap << YAML::Key << std::string(kInstanceTypeLabel)
+        << YAML::Value << name << YAML::EndMap;
+    out << YAML::Key << "topologyName" << YAML::Value << options.topology_name;
+    out << YAML::EndMap << YAML::EndMap;
+  }
+
+  // The policy rides on the cohort: Kueue has no objects for it (docs/from-kueue-hyperpod.md).
+  begin_object(out, "Cohort", options.cohort);
+  if (options.with_policy) {
+    const std::string p(kKueueAnnotationPrefix);
+    out << YAML::Key << "annotations" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << p + "task-prioritization" << YAML::Value << YAML::DoubleQuoted << task_prioritization_name(policy.task_prioritization);
+    out << YAML::Key << p + "idle-compute" << YAML::Value << YAML::DoubleQuoted << idle_compute_name(policy.idle_compute);
+    out << YAML::Key << p + "idle-pool" << YAML::Value << YAML::DoubleQuoted << (policy.idle_pool ? "true" : "false");
+    out << YAML::Key << p + "fair-share-preemption" << YAML::Value << YAML::DoubleQuoted << (policy.fair_share_preemption ? "true" : "false");
+    out << YAML::Key << p + "min-runtime" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.min_runtime_s);
+    out << YAML::Key << p + "starvation-threshold" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.starvation_threshold_s);
+    out << YAML::Key << p + "elastic-grow-delay" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.elastic_grow_delay_s);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::EndMap << YAML::EndMap
+     ;
+
+  for (const auto& t : teams) {
+    const std::string cq = cluster_queue_name(t.name);
+    if (auto st = check_object_name_for_kueue("ClusterQueue of team " + t.name, cq); !st) return st.error();
+    // One resource group: Kueue lets a resource appear in one group only, so cpu and memory of every flavor
+    // share it, and each flavor lists every covered resource (0 where its type has none of it).
+    bool gpu = false, neuron = false;
+    for (const auto& a : t.allocation) {
+      const auto kind = types.at(canonical_type_name(a.instance_type))->accelerator_kind;
+      gpu |= kind == AcceleratorKind::kNvidiaGpu;
+      neuron |= kind == AcceleratorKind::kNeuron;
+    }
+    std::vector<std::string> covered = {std::string(kKueueCpu), std::string(kKueueMemory)};
+    if (gpu) covered.emplace_back(kKueueGpu);
+    if (neuron) covered.emplace_back(kKueueNeuron);
+
+    begin_object(out, "ClusterQueue", cq);
+    out << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "cohort" << YAML::Value << options.cohort;
+    out << YAML::Key << "namespaceSelector" << YAML::Value << YAML::BeginMap << YAML::Key << "matchLabels" << YAML::Value
+        << YAML::BeginMap << YAML::Key << "kubernetes.io/metadata.name" << YAML::Value << team_namespace(t.name)
+        << YAML::EndMap << YAML::EndMap;
+    out << YAML::Key << "queueingStrategy" << YAML::Value << "BestEffortFIFO";
+    out << YAML::Key << "fairSharing" << YAML::Value << YAML::BeginMap << YAML::Key << "weight" << YAML::Value
+        << t.fair_share_weight << YAML::EndMap;
+    out << YAML::Key << "preemption" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "reclaimWithinCohort" << YAML::Value << "Any";
+    out << YAML::Key << "borrowWithinCohort" << YAML::Value << YAML::BeginMap << YAML::Key << "policy" << YAML::Value
+        << "Never" << YAML::EndMap;
+    out << YAML::Key << "withinClusterQueue" << YAML::Value << preempt_team_tasks_name(t.preempt_team_tasks);
+    out << YAML::EndMap;
+    out << YAML::Key << "resourceGroups" << YAML::Value << YAML::BeginSeq;
+    if (!t.allocation.empty()) {
+      out << YAML::BeginMap << YAML::Key << "coveredResources" << YAML::Value << YAML::Flow << covered;
+      out << YAML::Key << "flavors" << YAML::Value << YAML::BeginSeq;
+      for (const auto& a : t.allocation) {
+        const std::string type_name = canonical_type_name(a.instance_type);
+        const InstanceType& type = *types.at(type_name);
+        auto quota = resolve_allocation(type, a.amount);
+        if (!quota) return Error::invalid("team " + t.name + ", " + type_name + ": " + quota.error().message);
+        out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << type_name;
+        out << YAML::Key << "resources" << YAML::Value << YAML::BeginSeq;
+        for (const auto& r : covered) {
+          int64_t nominal = 0;
+          if (r == kKueueCpu) nominal = quota->vcpu_milli;
+          else if (r == kKueueMemory) nominal = quota->memory_mib;
+          else if ((r == kKueueGpu) == (type.accelerator_kind == AcceleratorKind::kNvidiaGpu)) nominal = quota->accelerators;
+          const bool accel = r == kKueueGpu || r == kKueueNeuron;
+          out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << r;
+          out << YAML::Key << "nominalQuota" << YAML::Value << quantity(r, nominal, false);
+          // borrow_limit percent of the nominal quota, per resource (DESIGN.md "Compute allocation"); rounded
+          // down to the unit (milli-accelerators, milli-vCPU, MiB), which import rounds back to the percent.
+          const int64_t scale = accel ? 1000 : 1;
+          const int64_t borrow =
+              t.strategy == SharingStrategy::kLendAndBorrow ? nominal * scale * t.borrow_limit / 100 : 0;
+          out << YAML::Key << "borrowingLimit" << YAML::Value << quantity(r, borrow, accel);
+          if (t.strategy == SharingStrategy::kDontLend)
+            out << YAML::Key << "lendingLimit" << YAML::Value << quantity(r, 0, false);
+          out << YAML::EndMap;
+        }
+        out << YAML::EndSeq << YAML::EndMap;
+      }
+      out << YAML::EndSeq << YAML::EndMap;
+    }
+    out << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
+
+    begin_object(out, "LocalQueue", local_queue_name(t.name));
+    out << YAML::Key << "namespace" << YAML::Value << team_namespace(t.name) << YAML::EndMap;
+    out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::Key << "clusterQueue" << YAML::Value << cq
+        << YAML::EndMap << YAML::EndMap;
+  }
+
+  if (options.with_policy)
+    for (const auto& pc : policy.priority_classes) {
+      const std::string name = priority_class_object_name(pc.name);
+      if (auto st = check_object_name_for_kueue("WorkloadPriorityClass of priority class " + pc.name, name); !st)
+        return st.error();
+      begin_object(out, "WorkloadPriorityClass", name);
+      out << YAML::EndMap << YAML::Key << "value" << YAML::Value << pc.weight;
+      out << YAML::Key << "description" << YAML::Value << "allot priority class " + pc.name;
+      out << YAML::EndMap;
+    }
+  if (!out.good()) return Error::internal(std::string("writing the Kueue objects failed: ") + out.GetLastError());
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace allot::interop

@@ -1,0 +1,571 @@
+// Kueue objects into allot's policy and teams (interop/kueue.h has the mapping). What has no exact
+// counterpart becomes a warning that names the object and the field, and says what allot does instead.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/request.h"
+#include "core/topology_levels.h"
+#include "interop/k8s_quantity.h"
+#include "interop/kueue.h"
+#include "interop/kueue_names.h"
+#include "interop/topology_labels.h"
+
+namespace allot::interop {
+namespace {
+
+// The largest borrow_limit allot accepts (percent of the team's own quota): what an unlimited Kueue
+// borrowingLimit becomes.
+constexpr int kMaxBorrowLimit = 10000;
+
+// n[k1][k2]...: an undefined node where any step is missing or not a mapping (yaml-cpp throws when a missing
+// node is indexed again, and a Kubernetes object may lack any field). Recursion, not assignment: assigning to
+// a yaml-cpp Node rewrites the node it refers to, inside the document.
+YAML::Node at_keys(const YAML::Node& n, const std::string_view* key, const std::string_view* end) {
+  if (!n) return YAML::Node(YAML::NodeType::Undefined);
+  if (key == end) return n;
+  if (!n.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node child = n[std::string(*key)];
+  return at_keys(child, key + 1, end);
+}
+
+YAML::Node at(const YAML::Node& n, std::initializer_list<std::string_view> keys) {
+  return at_keys(n, keys.begin(), keys.end());
+}
+
+std::string scalar_or_empty(const YAML::Node& n) { return n && n.IsScalar() ? n.Scalar() : std::string(); }
+
+// Reads one object's fields, collecting warnings with the object's kind and name in front.
+struct ObjectReader {
+  std::string kind, name;
+  KueueImport& into;
+
+  void warn(const std::string& field, const std::string& what) const {
+    into.warnings.push_back(kind + " " + name + ": " + field + ": " + what);
+  }
+};
+
+// A quantity in allot's unit for `resource` (accelerators, or their milli-units when `milli_accelerators`;
+// cpu in milli; memory in MiB).
+Result<int64_t> read_quantity(const YAML::Node& n, std::string_view resource, bool milli_accelerators) {
+  if (!n || !n.IsScalar()) return Error::invalid("expected a quantity such as 8, 1500m or 2048Gi");
+  const std::string q = n.Scalar();
+  if (resource == kKueueCpu) return parse_cpu_milli(q);
+  if (resource == kKueueMemory) return parse_memory_mib(q);
+  if (milli_accelerators) return parse_cpu_milli(q);  // same grammar: milli-units of a count
+  return parse_device_count(q);
+}
+
+struct FlavorType {
+  const InstanceType* type = nullptr;  // nullptr: the flavor names no instance type allot knows
+};
+
+// What the ClusterQueue gives one resource of one flavor.
+struct ResourceQuota {
+  int64_t nominal = 0;                    // allot's unit
+  std::optional<int64_t> borrowing;       // allot's unit (accelerators in milli)
+  std::optional<int64_t> lending;         // allot's unit
+};
+
+// The allocation entry that resolves to `quota`, in the shortest form: whole instances, accelerators alone
+// (vCPU and memory in proportion), accelerators and vCPU (memory in proportion), or all three.
+std::optional<AmountSpec> compact_amount(const InstanceType& type, const Resources& quota) {
+  const Resources cap = type.capacity();
+  if (quota.accelerators == 0 && quota.vcpu_milli == 0 && quota.memory_mib == 0) return std::nullopt;
+  auto entry = [](std::optional<int64_t> instances, std::optional<int64_t> accelerators, std::optional<int64_t> vcpu,
+                  std::optional<int64_t> memory) {
+    AmountSpec a;
+    a.instances = instances;
+    a.accelerators = accelerators;
+    a.vcpu_milli = vcpu;
+    a.memory_mib = memory;
+    return a;
+  };
+  if (cap.vcpu_milli > 0 && quota.vcpu_milli % cap.vcpu_milli == 0) {
+    const int64_t n = quota.vcpu_milli / cap.vcpu_milli;
+    if (n > 0 && cap * n == quota) return entry(n, {}, {}, {});
+  }
+  std::vector<AmountSpec> candidates;
+  if (quota.accelerators > 0) {
+    candidates.push_back(entry({}, quota.accelerators, {}, {}));
+    candidates.push_back(entry({}, quota.accelerators, quota.vcpu_milli, {}));
+  } else {
+    candidates.push_back(entry({}, {}, quota.vcpu_milli, {}));
+  }
+  for (const auto& c : candidates)
+    if (auto r = resolve_allocation(type, c); r && *r == quota) return c;
+  return entry({}, quota.accelerators > 0 ? std::optional<int64_t>(quota.accelerators) : std::nullopt, quota.vcpu_milli,
+               quota.memory_mib);
+}
+
+void read_cohort(const YAML::Node& obj, ObjectReader& r) {
+  KueueImport& into = r.into;
+  into.cohorts.push_back(r.name);
+  const YAML::Node annotations = at(obj, {"metadata", "annotations"});
+  const std::string p(kKueueAnnotationPrefix);
+  if (annotations && annotations.IsMap()) {
+    for (const auto& kv : annotations) {
+      const std::string key = kv.first.Scalar();
+      if (!key.starts_with(p)) continue;
+      const std::string field = "metadata.annotations." + key;
+      const std::string v = scalar_or_empty(kv.second);
+      const std::string k = key.substr(p.size());
+      auto seconds = [&](int64_t& out) {
+        try {
+          size_t used = 0;
+          const long long s = std::stoll(v, &used);
+          if (used != v.size() || s < 0) throw std::invalid_argument(v);
+          out = s;
+        } catch (const std::exception&) {
+          r.warn(field, "'" + v + "' is not a whole number of seconds; the default is kept");
+        }
+      };
+      into.policy_annotations = true;
+      into.has_policy = true;
+      PolicySpec& pol = into.policy;
+      if (k == "task-prioritization" && (v == "fcfs" || v == "task-ranking"))
+        pol.task_prioritization = v == "fcfs" ? TaskPrioritization::kFcfs : TaskPrioritization::kTaskRanking;
+      else if (k == "idle-compute" && (v == "fcfs" || v == "fair-share"))
+        pol.idle_compute = v == "fcfs" ? IdleCompute::kFcfs : IdleCompute::kFairShare;
+      else if (k == "idle-pool" && (v == "true" || v == "false"))
+        pol.idle_pool = v == "true";
+      else if (k == "fair-share-preemption" && (v == "true" || v == "false"))
+        pol.fair_share_preemption = v == "true";
+      else if (k == "min-runtime")
+        seconds(pol.min_runtime_s);
+      else if (k == "starvation-threshold")
+        seconds(pol.starvation_threshold_s);
+      else if (k == "elastic-grow-delay")
+        seconds(pol.elastic_grow_delay_s);
+      else
+        r.warn(field, "'" + v + "' is not an allot policy setting this version knows; ignored");
+    }
+  }
+  const YAML::Node spec = at(obj, {"spec"});
+  if (at(spec, {"parentName"})) r.warn("spec.parentName", "allot has one cohort, not a tree; the parent is ignored");
+  if (at(spec, {"parent"})) r.warn("spec.parent", "allot has one cohort, not a tree; the parent is ignored");
+  if (at(spec, {"resourceGroups"}).size() > 0)
+    r.warn("spec.resourceGroups", "allot has no quota of its own for a cohort; capacity outside every team's quota is "
+                                  "the idle pool (policy.idle_pool); ignored");
+  if (at(spec, {"fairSharing"})) r.warn("spec.fairSharing", "a cohort's own weight has no counterpart in allot; ignored");
+}
+
+void read_priority_class(const YAML::Node& obj, ObjectReader& r) {
+  std::string cls = r.name;
+  if (auto stripped = strip_affixes(cls, "", "-priority")) cls = *stripped;
+  if (auto st = check_name(NameKind::kPriorityClass, cls); !st) {
+    r.warn("metadata.name", st.error().message + "; the class is skipped");
+    return;
+  }
+  const YAML::Node v = at(obj, {"value"});
+  int64_t value = 0;
+  try {
+    if (!v || !v.IsScalar()) throw std::invalid_argument("value");
+    value = v.as<int64_t>();
+  } catch (const std::exception&) {
+    r.warn("value", "expected a whole number; the class is skipped");
+    return;
+  }
+  if (value < 0 || value > 100) {
+    const int64_t clamped = std::clamp<int64_t>(value, 0, 100);
+    r.warn("value", std::to_string(value) + " is outside allot's weights 0..100; taken as " + std::to_string(clamped));
+    value = clamped;
+  }
+  r.into.has_policy = true;
+  auto& classes = r.into.policy.priority_classes;
+  if (std::any_of(classes.begin(), classes.end(), [&](const auto& c) { return c.name == cls; })) {
+    r.warn("metadata.name", "priority class " + cls + " was read already; this one is skipped");
+    return;
+  }
+  classes.push_back({cls, static_cast<int>(value)});
+}
+
+void read_topology(const YAML::Node& obj, ObjectReader& r) {
+  const YAML::Node levels = at(obj, {"spec", "levels"});
+  if (!levels || !levels.IsSequence()) return;
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const std::string label = scalar_or_empty(at(levels[i], {"nodeLabel"}));
+    const auto known = default_topology_levels();
+    if (std::find(known.begin(), known.end(), canonical_level(label)) == known.end())
+      r.warn("spec.levels[" + std::to_string(i) + "].nodeLabel",
+             "'" + label + "' is not a topology level allot knows (zone, network-node-layer-1..4, ultraserver-id, "
+             "hostname); allot reads topology from node labels, and this one will be ignored");
+  }
+}
+
+void read_local_queue(const YAML::Node& obj, ObjectReader& r) {
+  r.into.local_queues.push_back(
+      {r.name, scalar_or_empty(at(obj, {"metadata", "namespace"})), scalar_or_empty(at(obj, {"spec", "clusterQueue"}))});
+  if (const std::string sp = scalar_or_empty(at(obj, {"spec", "stopPolicy"})); !sp.empty() && sp != "None")
+    r.warn("spec.stopPolicy", "'" + sp + "' has no counterpart (hold jobs one by one with `allot hold`); ignored");
+}
+
+// The team a ClusterQueue stands for: hyperpod-ns-<team>-clusterqueue, else the queue's own name.
+std::string team_of_cluster_queue(const std::string& cq) {
+  if (auto t = strip_affixes(cq, "hyperpod-ns-", "-clusterqueue")) return *t;
+  return cq;
+}
+
+void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<std::string, FlavorType>& flavors,
+                        const Catalog& catalog) {
+  KueueImport& into = r.into;
+  TeamSpec team;
+  team.name = team_of_cluster_queue(r.name);
+  if (auto st = check_name(NameKind::kTeam, team.name); !st) {
+    r.warn("metadata.name", st.error().message + "; the queue is skipped");
+    return;
+  }
+  if (std::any_of(into.teams.begin(), into.teams.end(), [&](const TeamSpec& t) { return t.name == team.name; })) {
+    r.warn("metadata.name", "team " + team.name + " was read already (from another ClusterQueue); this one is skipped");
+    return;
+  }
+  into.cluster_queues.push_back(r.name);
+  const YAML::Node spec = at(obj, {"spec"});
+
+  // Fair-share weight: Kueue's default is 1; allot's weights are whole numbers 0..100.
+  team.fair_share_weight = 1;
+  if (const YAML::Node w = at(spec, {"fairSharing", "weight"})) {
+    auto milli = w.IsScalar() ? parse_cpu_milli(w.Scalar()) : Result<int64_t>(Error::invalid("not a scalar"));
+    if (!milli) {
+      r.warn("spec.fairSharing.weight", "not a quantity; taken as Kueue's default, 1");
+    } else {
+      const int64_t whole = std::clamp<int64_t>((*milli + 500) / 1000, 0, 100);
+      if (whole * 1000 != *milli)
+        r.warn("spec.fairSharing.weight", "'" + w.Scalar() + "' is not a whole number 0..100 (allot's weights); taken as " +
+                                              std::to_string(whole));
+      team.fair_share_weight = static_cast<int>(whole);
+    }
+  }
+
+  // Preemption. Kueue's defaults: withinClusterQueue Never, reclaimWithinCohort Never.
+  const YAML::Node pre = at(spec, {"preemption"});
+  const std::string within = scalar_or_empty(at(pre, {"withinClusterQueue"}));
+  team.preempt_team_tasks = within == "LowerPriority" || within == "LowerOrNewerEqualPriority"
+                                ? PreemptTeamTasks::kLowerPriority
+                                : PreemptTeamTasks::kNever;
+  if (within == "LowerOrNewerEqualPriority")
+    r.warn("spec.preemption.withinClusterQueue", "allot preempts strictly lower priorities only; taken as LowerPriority");
+  if (const std::string reclaim = scalar_or_empty(at(pre, {"reclaimWithinCohort"})); reclaim != "Any")
+    r.warn("spec.preemption.reclaimWithinCohort",
+           "'" + (reclaim.empty() ? std::string("Never (the default)") : reclaim) +
+               "': allot always reclaims lent quota from teams above theirs, whatever the priority (Any)");
+  if (const std::string bwc = scalar_or_empty(at(pre, {"borrowWithinCohort", "policy"})); !bwc.empty() && bwc != "Never")
+    r.warn("spec.preemption.borrowWithinCohort.policy",
+           "'" + bwc + "' has no counterpart per team; borrowers preempt only under policy.fair_share_preemption");
+  if (const std::string qs = scalar_or_empty(at(spec, {"queueingStrategy"})); qs == "StrictFIFO")
+    r.warn("spec.queueingStrategy", "StrictFIFO: allot queues best-effort FIFO (a job that cannot run does not block "
+                                    "the ones behind it)");
+  for (const char* field : {"admissionChecks", "admissionChecksStrategy"})
+    if (at(spec, {field})) r.warn(std::string("spec.") + field, "allot has no admission checks; ignored");
+  if (const std::string sp = scalar_or_empty(at(spec, {"stopPolicy"})); !sp.empty() && sp != "None")
+    r.warn("spec.stopPolicy", "'" + sp + "' has no counterpart; ignored");
+
+  const std::string cohort = scalar_or_empty(at(spec, {"cohort"}));
+  if (!cohort.empty()) into.cohorts.push_back(cohort);
+
+  // Quotas per flavor and resource.
+  std::map<std::string, std::map<std::string, ResourceQuota>> per_flavor;  // flavor -> resource -> quota
+  std::vector<std::string> flavor_order;
+  const YAML::Node groups = at(spec, {"resourceGroups"});
+  for (size_t g = 0; groups && groups.IsSequence() && g < groups.size(); ++g) {
+    const YAML::Node fls = at(groups[g], {"flavors"});
+    for (size_t f = 0; fls && fls.IsSequence() && f < fls.size(); ++f) {
+      const std::string fpath = "spec.resourceGroups[" + std::to_string(g) + "].flavors[" + std::to_string(f) + "]";
+      const std::string fname = scalar_or_empty(at(fls[f], {"name"}));
+      const YAML::Node res = at(fls[f], {"resources"});
+      for (size_t i = 0; res && res.IsSequence() && i < res.size(); ++i) {
+        const std::string rpath = fpath + ".resources[" + std::to_string(i) + "]";
+        const std::string rname = scalar_or_empty(at(res[i], {"name"}));
+        if (rname != kKueueCpu && rname != kKueueMemory && rname != kKueueGpu && rname != kKueueNeuron) {
+          r.warn(rpath + ".name", "'" + rname + "' is not a resource allot accounts (nvidia.com/gpu, "
+                                  "aws.amazon.com/neurondevice, cpu, memory); ignored");
+          continue;
+        }
+        const bool accel = rname == kKueueGpu || rname == kKueueNeuron;
+        ResourceQuota q;
+        auto nominal = read_quantity(at(res[i], {"nominalQuota"}), rname, false);
+        if (!nominal) {
+          r.warn(rpath + ".nominalQuota", nominal.error().message + "; the resource is skipped");
+          continue;
+        }
+        q.nominal = *nominal;
+        if (const YAML::Node b = at(res[i], {"borrowingLimit"})) {
+          auto v = read_quantity(b, rname, accel);
+          if (v) q.borrowing = *v;
+          else r.warn(rpath + ".borrowingLimit", v.error().message + "; taken as no limit");
+        }
+        if (const YAML::Node l = at(res[i], {"lendingLimit"})) {
+          auto v = read_quantity(l, rname, false);
+          if (v) q.lending = *v;
+          else r.warn(rpath + ".lendingLimit", v.error().message + "; taken as no limit");
+        }
+        if (!per_flavor.contains(fname)) flavor_order.push_back(fname);
+        per_flavor[fname][rname] = q;
+      }
+    }
+  }
+
+  // Sharing: one strategy and one percentage per team in allot; Kueue has limits per resource.
+  bool any_lending_zero = false, all_lending_zero = true, partial_lending = false;
+  bool any_borrow_unlimited = false, all_borrow_zero = true;
+  // The percentage from the resource with the largest nominal quota in its unit: the least rounded.
+  int64_t best_nominal = 0;
+  int best_percent = 0;
+  std::string best_field;
+  std::vector<std::pair<std::string, int>> percents;  // field, percent
+
+  for (const auto& fname : flavor_order) {
+    const auto it = flavors.find(fname);
+    const InstanceType* type = it != flavors.end() ? it->second.type : nullptr;
+    if (!type) {
+      // A flavor without a ResourceFlavor object in the input may still be named for an instance type.
+      if (auto id = catalog.find(canonical_type_name(fname))) type = &catalog.at(*id);
+    }
+    if (!type) {
+      r.warn("spec.resourceGroups: flavor " + fname,
+             "names no instance type allot knows (neither its ResourceFlavor's node.kubernetes.io/instance-type nor "
+             "its name); its quota is skipped");
+      continue;
+    }
+    Resources quota;
+    for (const auto& [rname, q] : per_flavor[fname]) {
+      const bool accel = rname == kKueueGpu || rname == kKueueNeuron;
+      const std::string field = "spec.resourceGroups: flavor " + fname + ", " + rname;
+      if (accel) {
+        const bool matches = (rname == kKueueGpu && type->accelerator_kind == AcceleratorKind::kNvidiaGpu) ||
+                             (rname == kKueueNeuron && type->accelerator_kind == AcceleratorKind::kNeuron);
+        if (!matches) {
+          if (q.nominal > 0)
+            r.warn(field, type->name + " has no " + rname + "; its nominal quota of " + std::to_string(q.nominal) +
+                              " is ignored");
+          continue;
+        }
+        quota.accelerators = q.nominal;
+      } else if (rname == kKueueCpu) {
+        quota.vcpu_milli = q.nominal;
+      } else {
+        quota.memory_mib = q.nominal;
+      }
+      if (q.nominal == 0) continue;
+      if (!q.lending || *q.lending != 0) all_lending_zero = false;
+      if (q.lending && *q.lending == 0) any_lending_zero = true;
+      if (q.lending && *q.lending > 0 && *q.lending < q.nominal) partial_lending = true;
+      if (!q.borrowing) {
+        any_borrow_unlimited = true;
+        all_borrow_zero = false;
+        continue;
+      }
+      if (*q.borrowing != 0) all_borrow_zero = false;
+      const int64_t nominal_scaled = accel ? q.nominal * 1000 : q.nominal;
+      const int percent = static_cast<int>(
+          std::min<int64_t>(kMaxBorrowLimit, (*q.borrowing * 100 + nominal_scaled / 2) / nominal_scaled));
+      percents.emplace_back(field + ".borrowingLimit", percent);
+      if (nominal_scaled > best_nominal) {
+        best_nominal = nominal_scaled;
+        best_percent = percent;
+        best_field = field;
+      }
+    }
+    auto amount = compact_amount(*type, quota);
+    if (!amount) continue;  // a flavor listed with zero quota (so the queue may borrow it in Kueue)
+    team.allocation.push_back({type->name, *amount});
+  }
+
+  if (cohort.empty()) {
+    team.strategy = SharingStrategy::kDontLend;
+    r.warn("spec.cohort", "empty: the queue neither lends nor borrows; imported as DontLend (allot's teams share one "
+                          "cohort)");
+  } else if (team.allocation.empty()) {
+    // No quota: nothing to lend, and a percentage of nothing to borrow; allot's defaults stay.
+  } else if (all_lending_zero) {
+    team.strategy = SharingStrategy::kDontLend;
+  } else {
+    if (any_lending_zero || partial_lending)
+      r.warn("spec.resourceGroups.lendingLimit", "allot lends a team's whole idle quota or none of it; the limits are "
+                                                 "ignored and the team lends all of it");
+    if (all_borrow_zero) {
+      team.strategy = SharingStrategy::kLend;
+    } else if (any_borrow_unlimited && percents.empty()) {
+      team.strategy = SharingStrategy::kLendAndBorrow;
+      team.borrow_limit = kMaxBorrowLimit;
+      r.warn("spec.resourceGroups.borrowingLimit", "absent (no limit); allot's borrow limit is a percentage of the "
+                                                     "team's quota: taken as " + std::to_string(kMaxBorrowLimit) + "%");
+    } else {
+      team.strategy = SharingStrategy::kLendAndBorrow;
+      team.borrow_limit = best_percent;
+      bool differ = any_borrow_unlimited;
+      for (const auto& [field, pct] : percents) differ |= std::abs(pct - best_percent) > 1;
+      if (differ)
+        r.warn("spec.resourceGroups.borrowingLimit", "differs between resources; allot has one percentage per team: "
+                                                     "took " + std::to_string(best_percent) + "% from " + best_field);
+    }
+  }
+  into.teams.push_back(std::move(team));
+}
+
+}  // namespace
+
+Status import_kueue(const std::string& text, const std::string& origin, const Catalog& catalog, KueueImport& into) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    return Error::invalid(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg + "; expected Kueue objects as YAML");
+  }
+  // Flavors first, wherever they appear: queues name them.
+  std::map<std::string, FlavorType> flavors;
+  std::vector<std::pair<YAML::Node, ObjectReader>> objects;
+  for (size_t d = 0; d < docs.size(); ++d) {
+    const YAML::Node& doc = docs[d];
+    if (doc.IsNull()) continue;
+    const std::string where = origin + ": document " + std::to_string(d + 1);
+    if (!doc.IsMap()) return Error::invalid(where + " is not a mapping; expected a Kubernetes object with apiVersion and kind");
+    // A kubectl `List` holds the objects in items.
+    std::vector<YAML::Node> items;
+    if (scalar_or_empty(at(doc, {"kind"})) == "List" && at(doc, {"items"}).IsSequence()) {
+      for (const auto& item : at(doc, {"items"})) items.push_back(item);
+    } else {
+      items.push_back(doc);
+    }
+    for (const YAML::Node& obj : items) {
+      if (!obj.IsMap()) return Error::invalid(where + " holds an item that is not a mapping; expected Kubernetes objects");
+      ObjectReader r{scalar_or_empty(at(obj, {"kind"})), scalar_or_empty(at(obj, {"metadata", "name"})), into};
+      const std::string api = scalar_or_empty(at(obj, {"apiVersion"}));
+      if (r.kind.empty() || r.name.empty()) {
+        into.warnings.push_back(where + ": an object without kind or metadata.name; ignored");
+        continue;
+      }
+      if (!api.starts_with("kueue.x-k8s.io/")) {
+        r.warn("apiVersion", "'" + api + "' is not Kueue's (kueue.x-k8s.io); ignored");
+        continue;
+      }
+      if (r.kind == "ResourceFlavor") {
+        const std::string label = scalar_or_empty(at(obj, {"spec", "nodeLabels", kInstanceTypeLabel}));
+        const std::string type_name = canonical_type_name(label.empty() ? r.name : label);
+        FlavorType ft;
+        if (auto id = catalog.find(type_name)) ft.type = &catalog.at(*id);
+        else
+          r.warn(label.empty() ? "metadata.name" : "spec.nodeLabels." + std::string(kInstanceTypeLabel),
+                 "'" + (label.empty() ? r.name : label) + "' is not an instance type allot knows; quotas of this flavor "
+                 "are skipped");
+        for (const char* field : {"nodeTaints", "tolerations"})
+          if (at(obj, {"spec", field}).size() > 0)
+            r.warn(std::string("spec.") + field, "allot has no taints or tolerations; ignored");
+        flavors[r.name] = ft;
+        continue;
+      }
+      objects.emplace_back(obj, r);
+    }
+  }
+  for (auto& [obj, r] : objects) {
+    if (r.kind == "ClusterQueue") read_cluster_queue(obj, r, flavors, catalog);
+    else if (r.kind == "Cohort") read_cohort(obj, r);
+    else if (r.kind == "LocalQueue") read_local_queue(obj, r);
+    else if (r.kind == "WorkloadPriorityClass") read_priority_class(obj, r);
+    else if (r.kind == "Topology") read_topology(obj, r);
+    else r.warn("kind", "no counterpart in allot's teams and policy; ignored");
+  }
+  return ok_status();
+}
+
+void finish_kueue_import(KueueImport& result) {
+  // Kueue orders every queue by priority, then arrival: allot's task ranking.
+  if (!result.policy_annotations) result.policy.task_prioritization = TaskPrioritization::kTaskRanking;
+  std::vector<std::string> cohorts = result.cohorts;
+  std::sort(cohorts.begin(), cohorts.end());
+  cohorts.erase(std::unique(cohorts.begin(), cohorts.end()), cohorts.end());
+  if (cohorts.size() > 1) {
+    std::string list;
+    for (const auto& c : cohorts) list += (list.empty() ? "" : ", ") + c;
+    result.warnings.push_back("Cohort " + cohorts[0] + ": metadata.name: several cohorts (" + list +
+                              "); allot's teams share one, so they are merged");
+  }
+  for (const auto& lq : result.local_queues) {
+    const std::string where = "LocalQueue " + lq.name;
+    const bool known = std::find(result.cluster_queues.begin(), result.cluster_queues.end(), lq.cluster_queue) !=
+                       result.cluster_queues.end();
+    if (!known) {
+      result.warnings.push_back(where + ": spec.clusterQueue: '" + lq.cluster_queue +
+                                "' was not among the ClusterQueues read; the queue is ignored");
+      continue;
+    }
+    // allot maps a job's queue-name label to a team by name: hyperpod-ns-<team>-localqueue or <team>.
+    const std::string team = team_of_cluster_queue(lq.cluster_queue);
+    if (lq.name != local_queue_name(team) && lq.name != team)
+      result.warnings.push_back(where + ": metadata.name: jobs naming this queue will not find team " + team +
+                                "; allot maps kueue.x-k8s.io/queue-name " + local_queue_name(team) + " or " + team +
+                                " to it");
+  }
+}
+
+std::string teams_file_yaml(const KueueImport& result) {
+  YAML::Emitter out;
+  out.SetIndent(2);
+  out << YAML::BeginMap;
+  if (result.has_policy) {
+    const PolicySpec& p = result.policy;
+    out << YAML::Key << "policy" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "task_prioritization" << YAML::Value << task_prioritization_name(p.task_prioritization);
+    out << YAML::Key << "idle_compute" << YAML::Value << idle_compute_name(p.idle_compute);
+    out << YAML::Key << "idle_pool" << YAML::Value << p.idle_pool;
+    out << YAML::Key << "fair_share_preemption" << YAML::Value << p.fair_share_preemption;
+    out << YAML::Key << "min_runtime" << YAML::Value << p.min_runtime_s;
+    out << YAML::Key << "starvation_threshold" << YAML::Value << p.starvation_threshold_s;
+    out << YAML::Key << "elastic_grow_delay" << YAML::Value << p.elastic_grow_delay_s;
+    out << YAML::Key << "priority_classes" << YAML::Value << YAML::BeginSeq;
+    for (const auto& pc : p.priority_classes)
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pc.name << YAML::Key << "weight"
+          << YAML::Value << pc.weight << YAML::EndMap;
+    out << YAML::EndSeq << YAML::EndMap;
+  }
+  out << YAML::Key << "teams" << YAML::Value << YAML::BeginSeq;
+  for (const auto& t : result.teams) {
+    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name;
+    out << YAML::Key << "fair_share_weight" << YAML::Value << t.fair_share_weight;
+    out << YAML::Key << "allocation" << YAML::Value << YAML::BeginSeq;
+    for (const auto& a : t.allocation) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "instance_type" << YAML::Value << a.instance_type;
+      const AmountSpec& m = a.amount;
+      if (m.instances) out << YAML::Key << "instances" << YAML::Value << *m.instances;
+      if (m.accelerators) out << YAML::Key << "accelerators" << YAML::Value << *m.accelerators;
+      if (m.vcpu_milli) {
+        // vcpu is read to a thousandth: an exact decimal, not a float that might print 1.4999999.
+        const int64_t v = *m.vcpu_milli;
+        std::string text = std::to_string(v / 1000);
+        if (v % 1000) {
+          std::string frac = std::to_string(1000 + v % 1000).substr(1);
+          while (frac.back() == '0') frac.pop_back();
+          text += "." + frac;
+        }
+        out << YAML::Key << "vcpu" << YAML::Value << text;
+      }
+      if (m.memory_mib) {
+        const int64_t mib = *m.memory_mib;
+        // memory_gib rounds to MiB when read; 1/1024 is an exact binary fraction, so ten decimals suffice.
+        std::string text = std::to_string(mib / 1024);
+        if (mib % 1024) {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%.10f", static_cast<double>(mib % 1024) / 1024.0);
+          std::string frac = std::string(buf).substr(2);
+          while (frac.back() == '0') frac.pop_back();
+          text += "." + frac;
+        }
+        out << YAML::Key << "memory_gib" << YAML::Value << text;
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+    out << YAML::Key << "sharing" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "strategy" << YAML::Value
+        << sharing_strategy_name(t.strategy);
+    if (t.strategy == SharingStrategy::kLendAndBorrow) out << YAML::Key << "borrow_limit" << YAML::Value << t.borrow_limit;
+    out << YAML::EndMap;
+    out << YAML::Key << "preempt_team_tasks" << YAML::Value << preempt_team_tasks_name(t.preempt_team_tasks);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace allot::interop

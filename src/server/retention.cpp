@@ -1,0 +1,88 @@
+#include "server/retention.h"
+
+#include <algorithm>
+#include <charconv>
+#include <ctime>
+
+namespace allot::server {
+
+namespace {
+bool leaves_at(const Job& j, Time cutoff) { return !j.compacted && !is_active(j.state) && finished_at(j) <= cutoff; }
+constexpr int64_t kMaxRetention = int64_t{100} * 365 * 86400;  // a century: beyond it, say "never"
+}  // namespace
+
+Result<std::optional<int64_t>> parse_retention(std::string_view text) {
+  if (text == "never") return std::optional<int64_t>();
+  const auto bad = [&] {
+    return Error::invalid("retention '" + std::string(text) +
+                          "': expected a whole number with a unit s, m, h or d (as in 90s, 30m, 24h, 7d), or never");
+  };
+  int64_t n = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, n);
+  if (ec != std::errc() || p == text.data() || n < 0) return bad();
+  int64_t unit = 1;
+  if (p != end) {
+    if (p + 1 != end) return bad();
+    switch (*p) {
+      case 's': unit = 1; break;
+      case 'm': unit = 60; break;
+      case 'h': unit = 3600; break;
+      case 'd': unit = 86400; break;
+      default: return bad();
+    }
+  }
+  if (n > kMaxRetention / unit)
+    return Error::invalid("retention '" + std::string(text) + "' is longer than a century; use never to keep finished jobs forever");
+  return std::optional<int64_t>(n * unit);
+}
+
+std::string retention_text(std::optional<int64_t> seconds) {
+  if (!seconds) return "never";
+  const int64_t s = *seconds;
+  if (s > 0 && s % 86400 == 0) return std::to_string(s / 86400) + "d";
+  if (s > 0 && s % 3600 == 0) return std::to_string(s / 3600) + "h";
+  if (s > 0 && s % 60 == 0) return std::to_string(s / 60) + "m";
+  return std::to_string(s) + "s";
+}
+
+std::chrono::milliseconds retention_check_interval(int64_t retain_s) {
+  return std::clamp(std::chrono::milliseconds(retain_s * 250), std::chrono::milliseconds(100), std::chrono::milliseconds(10000));
+}
+
+std::optional<Time> compaction_cutoff(const ClusterState& s, Time now, int64_t retain_s) {
+  const Time cutoff = now - retain_s;
+  for (const Job& j : s.jobs)
+    if (leaves_at(j, cutoff)) return cutoff;
+  return std::nullopt;
+}
+
+std::vector<std::string> jobs_compacted_by(const ClusterState& s, Time cutoff) {
+  std::vector<std::string> out;
+  for (const Job& j : s.jobs)
+    if (leaves_at(j, cutoff) && !j.deleted) out.push_back(j.spec.name);
+  return out;
+}
+
+namespace {
+std::string utc(Time t) {
+  const std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+}  // namespace
+
+Error job_not_found(const ClusterState& s, const std::string& name) {
+  if (s.compacted_jobs == 0) return Error::not_found("no job named " + name);
+  const std::string gone = "jobs that finished at or before " + utc(s.compacted_before) +
+                           " have left the server by retention (--retain-finished; the last compaction ran at " +
+                           utc(s.compacted_at) + ") and only the journal keeps their records";
+  if (s.attempts_used.count(name))
+    return Error::not_found("no job named " + name + " now: a job of that name was deleted, or finished and was compacted; " + gone);
+  return Error::not_found("no job named " + name + "; " + gone);
+}
+
+}  // namespace allot::server

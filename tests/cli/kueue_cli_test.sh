@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `allot export kueue` and `allot import kueue` through the binary: export, import, export again gives the same
+# objects; the imported teams file is one `allot sim run` accepts in place of the scenario's own sections;
+# what does not map is a warning on stderr naming object and field, and the command succeeds; bad input exits 2.
+set -euo pipefail
+ALLOT=$1
+SRC=$2
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+scenario=$SRC/tests/scenarios/two_team_walkthrough.yaml
+"$ALLOT" export kueue "$scenario" --levels network-node-layer-3,hostname > "$WORK/kueue.yaml"
+grep -q '^kind: ClusterQueue' "$WORK/kueue.yaml" || fail "no ClusterQueue in the export"
+grep -q 'nodeLabel: topology.k8s.aws/network-node-layer-3' "$WORK/kueue.yaml" || fail "--levels not used: $(cat "$WORK/kueue.yaml")"
+"$ALLOT" import kueue "$WORK/kueue.yaml" > "$WORK/teams.yaml" 2> "$WORK/import.err"
+[ ! -s "$WORK/import.err" ] || fail "import of an export warned: $(cat "$WORK/import.err")"
+"$ALLOT" export kueue "$WORK/teams.yaml" --levels network-node-layer-3,hostname > "$WORK/again.yaml"
+diff "$WORK/kueue.yaml" "$WORK/again.yaml" > "$WORK/diff" || fail "export(import(export)) differs: $(cat "$WORK/diff")"
+
+# The imported sections replace the scenario's own: the scenario still passes.
+# Top-level sections start in column 0: drop the scenario's policy and teams, append the imported ones.
+awk '/^[^ #-]/ { skip = ($1 == "policy:" || $1 == "teams:") } !skip' "$scenario" > "$WORK/replaced.yaml"
+cat "$WORK/teams.yaml" >> "$WORK/replaced.yaml"
+"$ALLOT" sim run "$WORK/replaced.yaml" > "$WORK/sim.out" || fail "the scenario with imported teams failed: $(cat "$WORK/sim.out")"
+
+cat > "$WORK/foreign.yaml" <<'YAML'
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: hyperpod-ns-nlp-clusterqueue}
+spec:
+  cohort: shared
+  queueingStrategy: StrictFIFO
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: ml.p5.48xlarge
+      resources: [{name: nvidia.com/gpu, nominalQuota: 16, borrowingLimit: 8}]
+YAML
+"$ALLOT" import kueue "$WORK/foreign.yaml" > "$WORK/nlp.yaml" 2> "$WORK/nlp.err" || fail "import with warnings should succeed"
+grep -q "allot import kueue: warning: ClusterQueue hyperpod-ns-nlp-clusterqueue: spec.queueingStrategy: StrictFIFO" "$WORK/nlp.err" ||
+  fail "no warning naming the object and field: $(cat "$WORK/nlp.err")"
+grep -q "name: nlp" "$WORK/nlp.yaml" || fail "team nlp missing: $(cat "$WORK/nlp.yaml")"
+grep -q "borrow_limit: 50" "$WORK/nlp.yaml" || fail "8 of 16 should borrow 50%: $(cat "$WORK/nlp.yaml")"
+
+set +e
+"$ALLOT" import kueue "$WORK/none.yaml" 2> "$WORK/missing.err"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "a missing file should exit 2, not $rc"
+printf 'teams:\n  - name: Bad_Team\n' > "$WORK/bad.yaml"
+set +e
+"$ALLOT" export kueue "$WORK/bad.yaml" 2> "$WORK/bad.err"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "an invalid teams file should exit 2, not $rc"
+grep -q "Bad_Team" "$WORK/bad.err" || fail "the error should name the bad team: $(cat "$WORK/bad.err")"
+echo "kueue cli: ok"
