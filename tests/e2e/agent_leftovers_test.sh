@@ -37,8 +37,11 @@ say "killing the agent (pid $AGENT_PID_gpu_1) with SIGKILL"
 kill -9 "$AGENT_PID_gpu_1"
 wait_gone "$shell" || fail "the replica's first process should die with its agent"
 wait_gone "$child" || fail "the watchdog should have ended the replica's child $child"
-# It may come before the kernel has ended the first process, which it then ends too.
-grep -Eq "\(watchdog\): ended what replica first/0#0 of the previous agent left running: pid\(s\) ([0-9]+ )*$child( |\$)" "$WORK/agent-gpu-1.log" ||
+# It may come before the kernel has ended the first process, which it then ends too. It writes its line after
+# the kill, so the line can trail the child's end: poll for it.
+said="\(watchdog\): ended what replica first/0#0 of the previous agent left running: pid\(s\) ([0-9]+ )*$child( |\$)"
+for _ in $(seq 1 50); do grep -Eq "$said" "$WORK/agent-gpu-1.log" && break; sleep 0.1; done
+grep -Eq "$said" "$WORK/agent-gpu-1.log" ||
   fail "the watchdog should say what it ended"
 "$ALLOT" cancel first >/dev/null
 
