@@ -13,8 +13,8 @@ source "$(dirname "$0")/lib_resil.sh"
 start_resil_server
 write_teams
 
-# Start in 3 s, grace from 13 s, end at 16 s.
-"$ALLOT" plan create auto --instance-type ml.g5.8xlarge --count 2 --start +3s --end +16s --grace 3s --team team-a \
+# Start in 6 s (the job must be submitted and seen waiting before), grace from 16 s, end at 19 s.
+"$ALLOT" plan create auto --instance-type ml.g5.8xlarge --count 2 --start +6s --end +19s --grace 3s --team team-a \
   --labels network-node-layer-3=nn-auto >"$WORK/plan.out" || fail "plan create: $(cat "$WORK/plan.out")"
 cat >"$WORK/on-plan.yaml" <<YAML
 name: on-plan
