@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "client/cli_flags.h"
 #include "client/output.h"
+#include "view/times.h"
 
 namespace allot::cli {
 namespace {
@@ -36,7 +37,7 @@ Result<int64_t> plan_duration(const std::string& t, const std::string& flag) {
   }
 }
 
-// When a plan starts or ends: "now", "+DURATION" from now, or Unix seconds.
+// When a plan starts or ends: "now", "+DURATION" from now, an RFC 3339 time, or Unix seconds.
 Result<int64_t> plan_time(const std::string& t, const std::string& flag, int64_t now) {
   if (t == "now") return now;
   if (!t.empty() && t[0] == '+') {
@@ -44,13 +45,14 @@ Result<int64_t> plan_time(const std::string& t, const std::string& flag, int64_t
     if (!d) return d.error();
     return now + *d;
   }
-  if (t.empty() || t.size() > 12 || t.find_first_not_of("0123456789") != std::string::npos)
-    return Error::invalid(flag + " wants now, +DURATION (+30m, +12h) or Unix seconds, got '" + t + "'");
-  return std::stoll(t);
+  if (!t.empty() && t.size() <= 12 && t.find_first_not_of("0123456789") == std::string::npos) return std::stoll(t);
+  auto at = view::parse_rfc3339(t);
+  if (!at) return Error::invalid(flag + " wants now, +DURATION (+30m, +12h), an RFC 3339 time (2026-12-01T08:00:00Z) or Unix seconds, got '" + t + "'");
+  return *at;
 }
 
 std::string when(const json& p, const char* key, int64_t now) {
-  const int64_t t = p.value(key, int64_t{0});
+  const int64_t t = client::time_at(p, key);
   return t > now ? "in " + client::ago(now, t) : client::ago(t, now) + " ago";
 }
 
@@ -92,8 +94,8 @@ int run_create(Session& s, PlanArgs& a) {
   if (!end) return report("plan create", end.error());
   auto grace = plan_duration(a.grace, "--grace");
   if (!grace) return report("plan create", grace.error());
-  json body = {{"name", a.name}, {"instance_type", a.instance_type}, {"count", a.count}, {"start", *start},
-               {"end", *end},    {"grace", *grace}};
+  json body = {{"name", a.name}, {"instance_type", a.instance_type}, {"count", a.count}, {"start", view::rfc3339(*start)},
+               {"end", view::rfc3339(*end)},    {"grace", *grace}};
   if (!a.team.empty()) body["team"] = a.team;
   if (!a.labels.empty()) {
     json labels = json::object();
@@ -130,8 +132,8 @@ void add_client_plan_commands(CLI::App& app, Context& ctx) {
   create->add_option("name", a->name, "Plan name (a DNS label)")->required();
   create->add_option("--instance-type", a->instance_type, "Instance type of its nodes")->required();
   create->add_option("--count", a->count, "Number of instances")->required();
-  create->add_option("--start", a->start, "now (default), +DURATION or Unix seconds");
-  create->add_option("--end", a->end, "+DURATION (from now) or Unix seconds")->required();
+  create->add_option("--start", a->start, "now (default), +DURATION, an RFC 3339 time or Unix seconds");
+  create->add_option("--end", a->end, "+DURATION (from now), an RFC 3339 time or Unix seconds")->required();
   create->add_option("--grace", a->grace, "Before the end, when its jobs are checkpointed and requeued (e.g. 10m)");
   create->add_option("--team", a->team, "Owning team (its quota rises by the plan); default: the idle pool");
   create->add_option("--labels", a->labels, "Topology labels of its nodes, k=v,k=v");

@@ -9,6 +9,7 @@
 #include "server/api.h"
 #include "server/plan_steps.h"
 #include "view/state_json.h"
+#include "view/times.h"
 
 namespace allot::server {
 namespace {
@@ -20,11 +21,25 @@ Error no_plan(const ClusterState& s, const std::string& name) {
   return Error::not_found("no plan named " + name + "; plans: " + s.plan_names());
 }
 
+// A plan's start and end arrive as RFC 3339 times, or as Unix seconds (what a client before RFC 3339 times
+// sent); the plan parser, shared with scenario files, takes seconds.
+Status unix_times(YAML::Node& doc) {
+  if (!doc.IsMap()) return ok_status();  // parse_plan says what is wrong with it
+  for (const char* key : {"start", "end"}) {
+    YAML::Node v = doc[key];
+    if (!v || !v.IsScalar()) continue;
+    auto t = view::parse_time_input(v.Scalar(), std::string("request body: ") + key);
+    if (!t) return t.error();
+    doc[key] = *t;
+  }
+  return ok_status();
+}
+
 Render plan_render(const std::string& name, int status = 200) {
   return [name, status](const ServerState& st) -> Reply {
     const Plan* p = st.cluster.find_plan(name);
     if (!p) return error_reply(no_plan(st.cluster, name));
-    return json_reply(status, view::plan_json(st.cluster, *p));
+    return json_reply(status, view::plan_json(st.cluster, *p, view::Times::kRfc3339));
   };
 }
 
@@ -40,7 +55,7 @@ void add_plan_routes(Routes& http, Api& api) {
           if (!p.deleted) plans.push_back(&p);
         std::sort(plans.begin(), plans.end(), [](const Plan* a, const Plan* b) { return a->spec.name < b->spec.name; });
         json out = json::array();
-        for (const Plan* p : plans) out.push_back(view::plan_json(st.cluster, *p));
+        for (const Plan* p : plans) out.push_back(view::plan_json(st.cluster, *p, view::Times::kRfc3339));
         return json_reply(200, out);
       });
     });
@@ -56,12 +71,13 @@ void add_plan_routes(Routes& http, Api& api) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
     if (!doc) return refuse(api, who, req, res, doc.error());
+    if (auto st = unix_times(*doc); !st) return refuse(api, who, req, res, st.error());
     auto plan = parse_plan(*doc, api.catalog, kBody);
     if (!plan) return refuse(api, who, req, res, plan.error());
     run(api, who, req, res, [&api, plan = std::move(*plan)](Txn& txn) -> Result<Render> {
       if (plan.end <= txn.now())
-        return Error::invalid("plan " + plan.name + " ends at " + std::to_string(plan.end) + " (Unix seconds), which has passed (now " +
-                              std::to_string(txn.now()) + ")");
+        return Error::invalid("plan " + plan.name + " ends at " + view::rfc3339(plan.end) + ", which has passed (now " +
+                              view::rfc3339(txn.now()) + ")");
       if (auto st = txn.apply(store::CreatePlan{plan}); !st) return st.error();
       step_plans(txn, api.options);  // a plan whose start has come is Active in the same answer
       return plan_render(plan.name, 201);

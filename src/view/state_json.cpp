@@ -188,7 +188,7 @@ json node_json(const ClusterState& s, const Node& n) {
   return o;
 }
 
-json plan_json(const ClusterState& s, const Plan& p) {
+json plan_json(const ClusterState& s, const Plan& p, Times times) {
   json nodes = json::array();
   for (const Node& n : s.nodes)
     if (!n.removed && n.plan == p.id) nodes.push_back(n.name);
@@ -198,8 +198,8 @@ json plan_json(const ClusterState& s, const Plan& p) {
   return {{"name", p.spec.name},
           {"instance_type", s.catalog.at(p.type).name},
           {"count", p.spec.count},
-          {"start", p.spec.start},
-          {"end", p.spec.end},
+          {"start", time_json(p.spec.start, times)},
+          {"end", time_json(p.spec.end, times)},
           {"grace_s", p.spec.grace_s},
           {"team", p.spec.team},
           {"labels", p.spec.labels},

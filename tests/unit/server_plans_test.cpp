@@ -2,6 +2,7 @@
 // them; the writer steps a plan through its states as the clock passes its times; its nodes join only while it
 // is Active, and an agent cannot move a node into a plan; jobs wait for their plan; a restart replays it all.
 #include "server_test_fixture.h"
+#include "view/times.h"
 
 namespace allot::server::test {
 namespace {
@@ -69,6 +70,29 @@ TEST_F(ServerPlans, BadPlansAreRefusedWithWhatIsWrong) {
   auto r = post("/v1/jobs", j);
   EXPECT_EQ(r.status, 400);
   EXPECT_NE(r.body.find("unknown plan 'nope'"), std::string::npos) << r.body;
+}
+
+TEST_F(ServerPlans, StartAndEndAreRfc3339TimesAndUnixSecondsAreStillTaken) {
+  small_cluster();
+  const int64_t now = seconds(now_ms_);
+  json p = plan("dated", 0, 0);
+  p["start"] = view::rfc3339(now + 100);
+  p["end"] = view::rfc3339(now + 1000);
+  ASSERT_EQ(post("/v1/plans", p).status, 201);
+  auto got = get("/v1/plans/dated").json;
+  EXPECT_EQ(got["start"], view::rfc3339(now + 100)) << got.dump();
+  EXPECT_EQ(got["end"], view::rfc3339(now + 1000));
+  // What a client before RFC 3339 times sent: Unix seconds; listed as RFC 3339 all the same.
+  ASSERT_EQ(post("/v1/plans", plan("numbered", now + 100, now + 1000)).status, 201);
+  EXPECT_EQ(get("/v1/plans/numbered").json["end"], view::rfc3339(now + 1000));
+  // Neither: refused, naming the field and the forms taken; nothing is created.
+  p = plan("garbled", 0, now + 1000);
+  p["start"] = "next tuesday";
+  auto bad = post("/v1/plans", p);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("start"), std::string::npos) << bad.body;
+  EXPECT_NE(bad.body.find("RFC 3339"), std::string::npos) << bad.body;
+  EXPECT_EQ(get("/v1/plans/garbled").status, 404);
 }
 
 TEST_F(ServerPlans, APlanStepsWithTheClockAndItsNodesJoinOnlyWhileActive) {
