@@ -9,6 +9,7 @@
 #include "client/config_file.h"
 #include "client/output.h"
 #include "client/render.h"
+#include "view/times.h"
 
 namespace allot::cli {
 namespace {
@@ -48,11 +49,11 @@ std::string tokens_table(const json& tokens, int64_t now) {
     std::string scope = k.contains("node") ? "node " + client::text(k, "node") : client::join(k.value("teams", json::array()));
     std::string expires = "never";
     if (k.contains("expires_at")) {
-      const int64_t at = k["expires_at"].get<int64_t>();
+      const int64_t at = client::time_at(k, "expires_at");
       expires = at > now ? "in " + client::ago(now, at) : "expired";
     }
     t.add({client::text(k, "id"), client::text(k, "role"), scope.empty() ? "-" : scope,
-           client::ago(k.value("created_at", int64_t{0}), now) + " ago", expires,
+           client::ago(client::time_at(k, "created_at"), now) + " ago", expires,
            k.value("revoked", false) ? "revoked" : "active", client::text(k, "description")});
   }
   return t.empty() ? "no tokens\n" : t.str();
@@ -61,7 +62,7 @@ std::string tokens_table(const json& tokens, int64_t now) {
 std::string audit_table(const json& entries) {
   client::Table t({"SEQ", "TIME", "TOKEN", "ROLE", "ACTION", "TARGET", "STATUS", "MESSAGE"});
   for (const auto& e : entries)
-    t.add({client::number(e["seq"]), client::clock_time(e.value("at", int64_t{0})), client::text(e, "token"),
+    t.add({client::number(e["seq"]), client::clock_time(client::time_at(e, "at")), client::text(e, "token"),
            client::text(e, "role"), client::text(e, "action"), client::text(e, "target", "-"), client::number(e["status"]),
            client::text(e, "message")});
   return t.empty() ? "no audit entries\n" : t.str();
@@ -101,9 +102,14 @@ int run_token_revoke(Session& s, AccessArgs& a) {
 int run_audit(Session& s, AccessArgs& a) {
   std::map<std::string, std::string> query{{"team", a.team}, {"limit", std::to_string(a.limit)}};
   if (!a.since.empty()) {
-    auto d = parse_duration(a.since, "--since");
-    if (!d) return report("audit", d.error());
-    query["since"] = std::to_string(client::unix_now() - *d);
+    // A time (RFC 3339) as it is, or a duration back from now.
+    if (view::parse_rfc3339(a.since)) {
+      query["since"] = a.since;
+    } else {
+      auto d = parse_duration(a.since, "--since");
+      if (!d) return report("audit", Error::invalid(d.error().message + ", or a time like 2026-11-24T20:05:00Z"));
+      query["since"] = view::rfc3339(client::unix_now() - *d);
+    }
   }
   auto r = s.api().get(client::with_query("/v1/audit", query));
   return s.show("audit", r, audit_table);
@@ -135,7 +141,7 @@ void add_token_commands(CLI::App& app, Context& ctx) {
 
   auto au = std::make_shared<AccessArgs>();
   auto* audit = app.add_subcommand("audit", "Who changed what, when, with which token, and the answer (admins)");
-  audit->add_option("--since", au->since, "Only entries newer than this, e.g. 1h or 7d");
+  audit->add_option("--since", au->since, "Only entries newer than this: a duration back from now (1h, 7d) or an RFC 3339 time (2026-11-24T20:05:00Z)");
   audit->add_option("--team", au->team, "Only changes by the team's tokens or about the team or its jobs");
   audit->add_option("--limit", au->limit, "At most this many (the newest)")->capture_default_str();
   client::add_client_flags(audit, au->flags);

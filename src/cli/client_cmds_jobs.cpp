@@ -10,6 +10,7 @@
 #include "cli/client_run.h"
 #include "cli/commands.h"
 #include "client/cli_flags.h"
+#include "client/log_attempts.h"
 #include "client/render.h"
 #include "client/spec_json.h"
 #include "client/warnings.h"
@@ -269,7 +270,8 @@ Result<std::vector<std::pair<int, std::string>>> fetch_logs(Session& s, const Jo
 }
 
 // One replica's log, or every replica's under a header each when --replica is not given. -o json: the job,
-// and each replica's rank and text. -f: what is new in each log every second until the job has finished.
+// and each attempt of each replica (attempt, rank, node, lines). -f: what is new in each log every second until
+// the job has finished.
 int run_logs(Session& s, JobArgs& a) {
   auto job = s.api().get("/v1/jobs/" + client::url_encode(a.name));
   if (!job) return report("logs", job.error());
@@ -277,8 +279,11 @@ int run_logs(Session& s, JobArgs& a) {
   if (!logs) return report("logs", logs.error());
   const bool headers = !a.replica && logs->size() > 1;
   if (s.format() != client::Format::kTable && !a.follow) {
-    json out = {{"job", a.name}, {"state", client::text(*job, "state")}, {"replicas", json::array()}};
-    for (const auto& [rank, text] : *logs) out["replicas"].push_back({{"rank", rank}, {"log", text}});
+    // One object per attempt of each replica, cut at the server's lines between attempts.
+    json out = {{"job", a.name}, {"state", client::text(*job, "state")}, {"attempts", json::array()}};
+    for (const auto& [rank, text] : *logs)
+      for (auto& attempt : client::log_attempts(rank, text, /*from_start=*/a.tail <= 0))
+        out["attempts"].push_back(std::move(attempt));
     return s.print(out, [](const json&) { return std::string(); });
   }
   std::map<int, std::string> shown;
@@ -353,7 +358,7 @@ void add_client_job_commands(CLI::App& app, Context& ctx) {
   cancel->add_option("-l,--selector", a->selector, "Every unfinished job with these labels: key=value[,key!=value...]");
   on_run(cancel, ctx, a, "cancel", run_cancel);
 
-  auto* logs = flags(app.add_subcommand("logs", "A job's output, as its replicas wrote it"));
+  auto* logs = flags(app.add_subcommand("logs", "A job's output, as its replicas wrote it (-o json: one object per attempt: attempt, rank, node, lines)"));
   logs->add_option("job", a->name, "Job name")->required();
   logs->add_option("--replica", a->replica, "Only this replica (rank); default: all, one after another");
   logs->add_option("--tail", a->tail, "Only the last N lines of each log")->check(CLI::NonNegativeNumber);

@@ -1,5 +1,5 @@
-// allot export kueue FILE | allot import kueue FILE...: argument parsing, file reading and printing only; the
-// mapping is in interop/kueue.h. Invalid input exits 2 with a message on stderr; what does not map on import is
+// allot export kueue FILE|--server URL | allot import kueue FILE...: argument parsing, reading and printing
+// only; the mapping is in interop/kueue.h. Invalid input exits 2 with a message on stderr; what does not map on import is
 // a warning on stderr, and the command still succeeds.
 #include <iostream>
 #include <memory>
@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "client/session.h"
+#include "client/spec_json.h"
 #include "config/spec_yaml.h"
 #include "core/catalog.h"
 #include "core/topology_levels.h"
@@ -20,6 +21,9 @@ struct KueueArgs {
   std::string file;
   std::vector<std::string> files;
   interop::KueueExportOptions options;
+  // export from a live server instead of a file: --server (and --token, --context, --ca as for every client
+  // command), or no FILE.
+  client::ClientFlags flags;
 };
 
 int fail(const std::string& what, const Error& e) {
@@ -44,10 +48,36 @@ Result<std::vector<std::string>> levels_of_nodes(const YAML::Node& root, const C
   return levels;
 }
 
+// A live server's policy, teams and nodes as a teams file's text (JSON, which YAML reads), so that the export
+// reads it exactly as it reads a file: GET /v1/policy answers what PUT takes, a team's view becomes the entry
+// a PUT takes, and the nodes keep what a nodes file holds. These reads need a reader role (docs/security.md).
+Result<std::string> teams_file_of_server(const client::ClientFlags& flags) {
+  auto session = client::Session::open(flags);
+  if (!session) return session.error();
+  auto policy = session->api().get("/v1/policy");
+  if (!policy) return policy.error();
+  auto teams = session->api().get("/v1/teams");
+  if (!teams) return teams.error();
+  auto nodes = session->api().get("/v1/nodes");
+  if (!nodes) return nodes.error();
+  nlohmann::json file = {{"policy", *policy}, {"teams", nlohmann::json::array()}, {"cluster", {{"nodes", nlohmann::json::array()}}}};
+  for (const auto& t : *teams) file["teams"].push_back(client::team_body_from_view(t));
+  for (const auto& n : *nodes) {
+    nlohmann::json spec = nlohmann::json::object();
+    for (const char* k : {"name", "instance_type", "instance_group", "labels"})
+      if (n.contains(k) && !n[k].is_null() && !(n[k].is_string() && n[k].get<std::string>().empty())) spec[k] = n[k];
+    file["cluster"]["nodes"].push_back(std::move(spec));
+  }
+  if (file["cluster"]["nodes"].empty()) file.erase("cluster");
+  return file.dump();
+}
+
 int run_export(KueueArgs& a) {
-  auto text = client::read_input(a.file);
+  // Without FILE: the server that --server, $ALLOT_SERVER or the config file's context names.
+  const bool live = a.file.empty();
+  auto text = live ? teams_file_of_server(a.flags) : client::read_input(a.file);
   if (!text) return fail("export kueue", text.error());
-  const YamlContext ctx{a.file == "-" ? "<stdin>" : a.file, "", 0};
+  const YamlContext ctx{live ? "the server's teams and policy" : a.file == "-" ? "<stdin>" : a.file, "", 0};
   auto doc = load_yaml(*text, ctx);
   if (!doc) return fail("export kueue", doc.error());
   if (!doc->IsMap()) return fail("export kueue", Error::invalid(ctx.origin + ": expected a teams file (policy and teams sections)"));
@@ -113,10 +143,17 @@ void add_kueue_commands(CLI::App& app, Context& ctx) {
   CLI::App* exp = app.add_subcommand("export", "Write allot's teams and policy in another system's objects");
   exp->require_subcommand(1);
   CLI::App* ek = exp->add_subcommand(
-      "kueue", "Teams file -> Kueue objects (ResourceFlavors, Cohort, ClusterQueues, LocalQueues, "
-               "WorkloadPriorityClasses, Topology) as multi-document YAML on stdout");
-  ek->add_option("file", args->file, "a teams file (the policy and teams sections of a scenario file); - for stdin")
-      ->required();
+      "kueue", "Teams file or a live server (--server) -> Kueue objects (ResourceFlavors, Cohort, ClusterQueues, "
+               "LocalQueues, WorkloadPriorityClasses, Topology) as multi-document YAML on stdout");
+  ek->add_option("file", args->file,
+                 "a teams file (the policy and teams sections of a scenario file); - for stdin; without it, the "
+                 "server's (--server)");
+  // The live cluster's teams, policy and nodes: --server (and --token, --context, --ca as for every client command).
+  auto* server = ek->add_option("--server", args->flags.server, "Read the teams, policy and nodes from this allot server");
+  server->excludes(ek->get_option("file"));
+  ek->add_option("--token", args->flags.token, "Bearer token (default: $ALLOT_TOKEN, then the config context's)");
+  ek->add_option("--context", args->flags.context, "Config file context to use");
+  ek->add_option("--ca", args->flags.ca_file, "PEM CA certificate of an https:// server");
   ek->add_option("--cohort", args->options.cohort, "name of the Cohort every ClusterQueue joins")->capture_default_str();
   ek->add_option("--topology-name", args->options.topology_name, "name of the Topology the ResourceFlavors use")
       ->capture_default_str();

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "view/times.h"
+
 namespace allot::client {
 namespace {
 
@@ -152,6 +154,11 @@ std::string ago(int64_t then, int64_t now) {
   if (d < 7200) return std::to_string(d / 60) + "m";
   if (d < 172800) return std::to_string(d / 3600) + "h";
   return std::to_string(d / 86400) + "d";
+}
+
+int64_t time_at(const nlohmann::json& j, const char* key, int64_t fallback) {
+  if (!j.is_object() || !j.contains(key)) return fallback;
+  return view::time_of(j[key]).value_or(fallback);
 }
 
 }  // namespace allot::client

@@ -37,5 +37,8 @@ std::string text(const nlohmann::json& j, const char* key, const std::string& fa
 std::string number(const nlohmann::json& v);  // 2, 1.5; "-" for null
 std::string join(const nlohmann::json& list, const std::string& sep = ",");
 std::string ago(int64_t then, int64_t now);  // "5s", "3m", "2h", "4d"
+// A point in time of the API's JSON in Unix seconds: RFC 3339 text (a number from an older server or the
+// simulator is taken as seconds); `fallback` when absent or neither.
+int64_t time_at(const nlohmann::json& j, const char* key, int64_t fallback = 0);
 
 }  // namespace allot::client

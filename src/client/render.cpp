@@ -22,7 +22,7 @@ int64_t integer(const json& j, const char* key, int64_t fallback = 0) {
 }
 
 std::string age(const json& j, const char* key, int64_t now) {
-  int64_t t = integer(j, key, -1);
+  int64_t t = time_at(j, key, -1);
   return t >= kEpochFloor ? ago(t, now) : "-";
 }
 
@@ -60,7 +60,7 @@ std::string preemption_lines(const json& records) {
                                              std::to_string(integer(v["shrunk"], "to"))
                                        : "") +
                  ")";
-    out += "  " + clock_time(integer(r, "at")) + "  ";
+    out += "  " + clock_time(time_at(r, "at")) + "  ";
     if (text(r, "as") == "preemptor") {
       out += "preempted " + victims + "\n";
     } else {
@@ -250,7 +250,7 @@ std::string nodes_table(const json& nodes, int64_t now) {
     if (n.contains("suspect")) health += ",Suspect";
     std::string beat = "-";
     for (const char* k : {"last_heartbeat", "last_heartbeat_at", "heartbeat_at"})
-      if (integer(n, k, -1) >= kEpochFloor) beat = ago(integer(n, k), now) + " ago";
+      if (time_at(n, k, -1) >= kEpochFloor) beat = ago(time_at(n, k), now) + " ago";
     t.add({text(n, "name"), text(n, "instance_type"), health, free_of(n, "accelerators"), free_of(n, "vcpu"),
            free_of(n, "memory_gib"), text(n, "replicas", "0"), topology_of(n.value("topology", json())), beat,
            checks_summary(n)});
@@ -271,7 +271,7 @@ std::string describe_node(const json& n, int64_t now) {
   field("Reason:", text(n, "health_reason"));
   if (n.contains("suspect")) field("Suspect:", text(n, "suspect") + " (no new replicas here)");
   field("Address:", text(n, "address"));
-  if (integer(n, "last_heartbeat", -1) >= kEpochFloor) field("Heartbeat:", ago(integer(n, "last_heartbeat"), now) + " ago");
+  if (time_at(n, "last_heartbeat", -1) >= kEpochFloor) field("Heartbeat:", ago(time_at(n, "last_heartbeat"), now) + " ago");
   field("Boot:", text(n, "boot"));
   field("Replaces:", text(n, "replaces"));
   field("Topology:", topology_of(n.value("topology", json())));
@@ -283,7 +283,7 @@ std::string describe_node(const json& n, int64_t now) {
     out += "Health checks:\n";
     Table t({"  CHECK", "STATUS", "LAST RUN", "ON_FAILURE", "DETAIL"});
     for (const auto& c : checks)
-      t.add({"  " + text(c, "name"), text(c, "status"), integer(c, "at", -1) >= kEpochFloor ? ago(integer(c, "at"), now) + " ago" : "-",
+      t.add({"  " + text(c, "name"), text(c, "status"), time_at(c, "at", -1) >= kEpochFloor ? ago(time_at(c, "at"), now) + " ago" : "-",
              text(c, "on_failure"), shorten(text(c, "detail"), 90)});
     out += t.str();
   }
@@ -292,7 +292,7 @@ std::string describe_node(const json& n, int64_t now) {
     out += "History:\n";
     Table t({"  TIME", "FROM", "TO", "BY", "REASON"});
     for (const auto& h : history)
-      t.add({"  " + clock_time(integer(h, "at")), text(h, "from").empty() ? "-" : text(h, "from"), text(h, "to"), text(h, "cause"),
+      t.add({"  " + clock_time(time_at(h, "at")), text(h, "from").empty() ? "-" : text(h, "from"), text(h, "to"), text(h, "cause"),
              shorten(text(h, "reason"), 110)});
     out += t.str();
   }
@@ -342,9 +342,9 @@ std::string describe_job(const json& j, int64_t now) {
     for (const auto& [k, v] : j["labels"].items()) labels += (labels.empty() ? "" : ",") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
     field("Labels:", labels);
   }
-  int64_t submitted = integer(j, "submitted_at", -1);
+  int64_t submitted = time_at(j, "submitted_at", -1);
   if (submitted >= 0) field("Submitted:", clock_time(submitted) + (submitted >= kEpochFloor ? " (" + ago(submitted, now) + " ago)" : ""));
-  if (j.contains("started_at")) field("Started:", clock_time(integer(j, "started_at")));
+  if (j.contains("started_at")) field("Started:", clock_time(time_at(j, "started_at")));
   field("Runs:", "restarts " + text(j, "restarts", "0") + ", preemptions " + text(j, "preemptions", "0") +
                      (j.contains("max_retries") ? ", max retries " + text(j, "max_retries") : ""));
   if (j.contains("elastic") && j["elastic"].is_object()) {
@@ -398,7 +398,7 @@ std::string describe_job(const json& j, int64_t now) {
     out += "Restarts:\n";
     Table rt({"  TIME", "ATTEMPT", "RAN", "WORK_LOST", "CAUSE"});
     for (const auto& r : restarts)
-      rt.add({"  " + clock_time(integer(r, "at")), text(r, "attempt"), text(r, "run_s") + "s", text(r, "work_lost_s") + "s",
+      rt.add({"  " + clock_time(time_at(r, "at")), text(r, "attempt"), text(r, "run_s") + "s", text(r, "work_lost_s") + "s",
               shorten(text(r, "cause"), 120)});
     out += rt.str();
   }
@@ -407,7 +407,7 @@ std::string describe_job(const json& j, int64_t now) {
     out += "Resizes:\n";
     Table rt({"  TIME", "CAUSE", "FROM", "TO", "REASON"});
     for (const auto& r : resizes)
-      rt.add({"  " + clock_time(integer(r, "at")), text(r, "cause"), text(r, "from"), text(r, "to"), shorten(text(r, "reason"), 120)});
+      rt.add({"  " + clock_time(time_at(r, "at")), text(r, "cause"), text(r, "from"), text(r, "to"), shorten(text(r, "reason"), 120)});
     out += rt.str();
   }
   if (j.contains("goodput") && j["goodput"].is_number()) {
@@ -423,7 +423,7 @@ std::string describe_job(const json& j, int64_t now) {
     out += "History:\n";
     Table ht({"  TIME", "FROM", "TO", "REASON"});
     for (const auto& h : history)
-      ht.add({"  " + clock_time(integer(h, "at")), text(h, "from"), text(h, "to"), text(h, "reason")});
+      ht.add({"  " + clock_time(time_at(h, "at")), text(h, "from"), text(h, "to"), text(h, "reason")});
     out += ht.str();
   }
   return out;
@@ -432,7 +432,7 @@ std::string describe_job(const json& j, int64_t now) {
 std::string event_line(const json& e) {
   std::string subject = text(e, "job");
   if (subject.empty()) subject = text(e, "node");
-  std::string line = clock_time(integer(e, "at")) + "  " + text(e, "kind");
+  std::string line = clock_time(time_at(e, "at")) + "  " + text(e, "kind");
   if (!subject.empty()) line += "  " + subject;
   return line + "  " + text(e, "message") + "\n";
 }

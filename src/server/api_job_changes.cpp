@@ -16,7 +16,7 @@ Render job_render(const std::string& name, const auth::Caller& who) {
   return [name, who](const ServerState& st) -> Reply {
     const Job* j = st.cluster.find_job(name);
     if (!j) return error_reply(Error::not_found("no job named " + name));
-    json v = view::job_json(st.cluster, *j, /*with_history=*/true);
+    json v = view::job_json(st.cluster, *j, /*with_history=*/true, view::Times::kRfc3339);
     view::hide_job_refs(v, job_names_for(who));
     return json_reply(200, v);
   };
@@ -67,7 +67,7 @@ void delete_route(Routes& http, Api& api) {
         [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
           run(api, who, req, res, [&api, name = param(req), who](Txn& txn) -> Result<Render> {
             if (auto st = may_change(txn, who, name, "deleting"); !st) return st.error();
-            json gone = view::job_json(txn.cluster(), *txn.cluster().find_job(name), /*with_history=*/false);
+            json gone = view::job_json(txn.cluster(), *txn.cluster().find_job(name), /*with_history=*/false, view::Times::kRfc3339);
             view::hide_job_refs(gone, job_names_for(who));
             if (auto st = txn.apply(store::DeleteJob{name}); !st) return st.error();
             // Once the deletion is durable its logs go too, so that a new job of the same name starts with none.

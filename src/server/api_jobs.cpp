@@ -17,7 +17,7 @@ Render job_render(const std::string& name, const auth::Caller& who, int status =
   return [name, who, status](const ServerState& st) -> Reply {
     const Job* j = st.cluster.find_job(name);
     if (!j) return error_reply(Error::not_found("no job named " + name));
-    json v = view::job_json(st.cluster, *j, /*with_history=*/true);
+    json v = view::job_json(st.cluster, *j, /*with_history=*/true, view::Times::kRfc3339);
     add_resilience(st, *j, static_cast<Time>(system_clock_ms() / 1000), v);
     add_preemption_records(st, *j, who, v);
     add_bound_cpus(st, *j, v);
@@ -108,7 +108,7 @@ void read_routes(Routes& http, Api& api) {
         size_t i = from;
         for (; i < jobs.size() && items.size() < limit; ++i) {
           if (!wanted(jobs[i])) continue;
-          items.push_back(view::job_json(st.cluster, jobs[i], /*with_history=*/false));
+          items.push_back(view::job_json(st.cluster, jobs[i], /*with_history=*/false, view::Times::kRfc3339));
           view::hide_job_refs(items.back(), sees);
         }
         while (i < jobs.size() && !wanted(jobs[i])) ++i;  // no token when no further job would be listed

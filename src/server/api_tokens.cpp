@@ -2,6 +2,7 @@
 // the answer that makes a token; lists show ids, roles and scopes, never secrets or their hashes.
 #include "auth/token.h"
 #include "server/api.h"
+#include "view/times.h"
 
 namespace allot::server {
 namespace {
@@ -12,10 +13,10 @@ constexpr int64_t kMaxTtlSeconds = int64_t{10} * 365 * 24 * 3600;
 
 json token_json(const TokenInfo& t) {
   json o = {{"id", t.token.id},           {"role", t.token.role},       {"teams", t.token.teams},
-            {"created_at", t.created_at}, {"created_by", t.created_by}, {"revoked", t.revoked}};
+            {"created_at", view::rfc3339(t.created_at)}, {"created_by", t.created_by}, {"revoked", t.revoked}};
   if (!t.token.node.empty()) o["node"] = t.token.node;
-  if (t.token.expires_at) o["expires_at"] = t.token.expires_at;
-  if (t.revoked) o["revoked_at"] = t.revoked_at;
+  if (t.token.expires_at) o["expires_at"] = view::rfc3339(t.token.expires_at);
+  if (t.revoked) o["revoked_at"] = view::rfc3339(t.revoked_at);
   if (!t.token.description.empty()) o["description"] = t.token.description;
   return o;
 }
@@ -130,7 +131,9 @@ bool about_team(const ServerState& st, const AuditEntry& e, const std::string& t
 
 void audit_route(Routes& http, Api& api) {
   route(http, api, "GET", "/v1/audit", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
-    auto since = query_int(req, "since", 0, int64_t{1} << 40);
+    // since: a point in time, RFC 3339 like the entries' "at", or Unix seconds as clients sent it before.
+    Result<Time> since = Time{0};
+    if (req.has_param("since")) since = view::parse_time_input(req.get_param_value("since"), "query parameter since");
     if (!since) return answer(res, error_reply(since.error()));
     auto limit = query_int(req, "limit", 1000, 100000);
     if (!limit) return answer(res, error_reply(limit.error()));
@@ -146,7 +149,7 @@ void audit_route(Routes& http, Api& api) {
         json out = json::array();
         for (auto it = picked.rbegin(); it != picked.rend(); ++it) {
           const AuditEntry& e = **it;
-          json o = {{"seq", e.seq},       {"at", e.at},          {"token", e.actor.token}, {"role", e.actor.role},
+          json o = {{"seq", e.seq},       {"at", view::rfc3339(e.at)}, {"token", e.actor.token}, {"role", e.actor.role},
                     {"action", e.audit.action}, {"status", e.audit.status}};
           if (!e.actor.teams.empty()) o["teams"] = e.actor.teams;
           if (!e.actor.node.empty()) o["node"] = e.actor.node;

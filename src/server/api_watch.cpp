@@ -4,6 +4,7 @@
 #include "server/version.h"
 #include "server/views.h"
 #include "view/job_refs.h"
+#include "view/times.h"
 
 namespace allot::server {
 
@@ -26,7 +27,7 @@ void add_watch_routes(Routes& http, Api& api) {
     for (const Event& e : page.events) {
       // Members follow their own teams' jobs; other teams' jobs they see only in aggregate (teams, metrics).
       if (who.role == auth::Role::kMember && !e.team.empty() && !who.in_team(e.team)) continue;
-      nlohmann::json j = {{"seq", e.seq}, {"at", e.at}, {"kind", e.kind}, {"message", view::hide_job_refs(e.message, sees)}};
+      nlohmann::json j = {{"seq", e.seq}, {"at", view::rfc3339(e.at)}, {"kind", e.kind}, {"message", view::hide_job_refs(e.message, sees)}};
       if (!e.job.empty()) j["job"] = e.job;
       if (!e.node.empty()) j["node"] = e.node;
       if (e.preemption) j["preemption"] = view::preemption_json(*e.preemption, sees);

@@ -10,6 +10,7 @@
 #include "server/views.h"
 #include "view/job_refs.h"
 #include "view/state_json.h"
+#include "view/times.h"
 
 namespace allot::server {
 using nlohmann::json;
@@ -92,13 +93,13 @@ json cluster_summary(const ServerState& st, Time now) {
       in_use.push_back(v.first);
       total.push_back(v.second);
     }
-    samples.push_back({{"at", u.at}, {"in_use", in_use}, {"total", total}});
+    samples.push_back({{"at", view::rfc3339(u.at)}, {"in_use", in_use}, {"total", total}});
   };
   for (const auto& u : st.observed.utilisation) add_sample(u);
   add_sample(utilisation_now(s, now));
   json type_names = json::array();
   for (size_t t : listed) type_names.push_back(s.catalog.at(type_id(t)).name);
-  return {{"now", now},
+  return {{"now", view::rfc3339(now)},
           {"instance_types", types},
           {"nodes", nodes},
           {"nodes_by_health", by_health},
@@ -253,9 +254,9 @@ json queue_page(const QueueCache& cache, const ServerState& st, const QueueQuery
     for (const auto& ps : j.spec.pod_sets) accelerators += ps.replicas * ps.per_replica.accelerators.value_or(0);
     json item = {{"position", i + 1},     {"name", j.spec.name}, {"team", team},
                  {"priority", priority_of(j)}, {"state", job_state_name(j.state)}, {"reason", view::hide_job_refs(j.reason.str(), sees)},
-                 {"submitted_at", j.submitted_at}, {"waited_s", std::max<Time>(0, now - j.waiting_since)},
+                 {"submitted_at", view::rfc3339(j.submitted_at)}, {"waited_s", std::max<Time>(0, now - j.waiting_since)},
                  {"accelerators", accelerators}, {"preemptions", j.preemptions}, {"restarts", j.restarts}};
-    if (cache.estimated_start[i]) item["estimated_start"] = *cache.estimated_start[i];
+    if (cache.estimated_start[i]) item["estimated_start"] = view::rfc3339(*cache.estimated_start[i]);
     items.push_back(std::move(item));
   }
   json out = {{"total", cache.order.size()}, {"matched", matched}, {"offset", q.offset}, {"items", items}};

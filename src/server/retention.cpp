@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <ctime>
+
+#include "view/times.h"
 
 namespace allot::server {
 
@@ -64,22 +65,11 @@ std::vector<std::string> jobs_compacted_by(const ClusterState& s, Time cutoff) {
   return out;
 }
 
-namespace {
-std::string utc(Time t) {
-  const std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-}  // namespace
-
 Error job_not_found(const ClusterState& s, const std::string& name) {
   if (s.compacted_jobs == 0) return Error::not_found("no job named " + name);
-  const std::string gone = "jobs that finished at or before " + utc(s.compacted_before) +
+  const std::string gone = "jobs that finished at or before " + view::rfc3339(s.compacted_before) +
                            " have left the server by retention (--retain-finished; the last compaction ran at " +
-                           utc(s.compacted_at) + ") and only the journal keeps their records";
+                           view::rfc3339(s.compacted_at) + ") and only the journal keeps their records";
   if (s.attempts_used.count(name))
     return Error::not_found("no job named " + name + " now: a job of that name was deleted, or finished and was compacted; " + gone);
   return Error::not_found("no job named " + name + "; " + gone);

@@ -6,6 +6,7 @@
 #include "config/policy_json.h"
 #include "core/topology_levels.h"
 #include "view/state_json.h"
+#include "view/times.h"
 #include "store/record.h"
 
 namespace allot::server {
@@ -20,21 +21,21 @@ json node_view(const ServerState& st, const Node& n) {
     const NodeInfo& info = it->second;
     j["agent"] = info.agent;
     j["address"] = info.address;
-    if (info.agent) j["last_heartbeat"] = info.last_heartbeat_ms / 1000;
+    if (info.agent) j["last_heartbeat"] = view::rfc3339_ms(info.last_heartbeat_ms);
     // The lifecycle (docs/resiliency.md): why the node is in its state, its checks, its history.
     j["health_reason"] = info.reason;
     j["health_cause"] = store::health_cause_name(info.cause);
     if (info.suspect) j["suspect"] = info.suspect_reason;
     json checks = json::array();
     for (const NodeCheck& c : info.checks)
-      checks.push_back({{"name", c.name}, {"status", c.status}, {"detail", c.detail}, {"on_failure", c.on_failure}, {"at", c.at_ms / 1000}});
+      checks.push_back({{"name", c.name}, {"status", c.status}, {"detail", c.detail}, {"on_failure", c.on_failure}, {"at", view::rfc3339_ms(c.at_ms)}});
     j["checks"] = checks;
     j["deep_check"] = {{"status", info.deep_status}, {"detail", info.deep_detail}};
     j["boot"] = info.boot;
     if (!info.replaces.empty()) j["replaces"] = info.replaces;
     json history = json::array();
     for (const NodeChange& c : info.history)
-      history.push_back({{"at", c.at}, {"from", c.from}, {"to", c.to}, {"cause", c.cause}, {"reason", c.reason}});
+      history.push_back({{"at", view::rfc3339(c.at)}, {"from", c.from}, {"to", c.to}, {"cause", c.cause}, {"reason", c.reason}});
     j["health_history"] = history;
   }
   return j;
@@ -63,7 +64,7 @@ void add_preemption_records(const ServerState& st, const Job& j, const auth::Cal
     const view::SeesTeamJobs sees = job_names_for(who);
     for (const PreemptionSeen& p : it->second) {
       json r = view::preemption_json(*p.group, sees);
-      r["at"] = p.at;
+      r["at"] = view::rfc3339(p.at);
       r["as"] = p.group->preemptor == j.spec.name ? "preemptor" : "victim";
       out.push_back(std::move(r));
     }
@@ -76,7 +77,7 @@ void add_resilience(const ServerState& st, const Job& j, Time now, json& view) {
   int64_t lost_s = 0;
   if (auto it = st.accounts.find(j.id.index()); it != st.accounts.end()) {
     for (const RestartInfo& r : it->second.restarts) {
-      restarts.push_back({{"at", r.at}, {"attempt", r.attempt}, {"cause", r.cause}, {"node", r.node}, {"run_s", r.run_s}, {"work_lost_s", r.lost_s}});
+      restarts.push_back({{"at", view::rfc3339(r.at)}, {"attempt", r.attempt}, {"cause", r.cause}, {"node", r.node}, {"run_s", r.run_s}, {"work_lost_s", r.lost_s}});
       lost_s += r.lost_s;
     }
   }

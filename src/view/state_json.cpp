@@ -39,7 +39,7 @@ json placement_json(const ClusterState& s, const Placement& p) {
   return out;
 }
 
-json job_json(const ClusterState& s, const Job& j, bool with_history) {
+json job_json(const ClusterState& s, const Job& j, bool with_history, Times times) {
   json nodes = json::array();
   for (NodeId n : j.placement.nodes()) nodes.push_back(s.nodes[n.index()].name);
   json o = {{"name", j.spec.name},
@@ -52,7 +52,7 @@ json job_json(const ClusterState& s, const Job& j, bool with_history) {
             {"reason", j.reason},
             {"reason_code", reason_code_name(j.reason_code)},
             {"feasible", j.feasible},
-            {"submitted_at", j.submitted_at},
+            {"submitted_at", time_json(j.submitted_at, times)},
             {"nodes", nodes},
             {"node_count", nodes.size()},
             {"borrowing", j.borrowing},
@@ -62,7 +62,7 @@ json job_json(const ClusterState& s, const Job& j, bool with_history) {
             {"placement", placement_json(s, j.placement)}};
   if (j.held) o["held"] = true;
   o["labels"] = j.spec.labels;
-  if (j.state == JobState::kRunning) o["started_at"] = j.started_at;
+  if (j.state == JobState::kRunning) o["started_at"] = time_json(j.started_at, times);
   if (j.spec.duration_s) o["duration_s"] = *j.spec.duration_s;
   json ps = json::array();
   for (const auto& p : j.spec.pod_sets) {
@@ -83,13 +83,13 @@ json job_json(const ClusterState& s, const Job& j, bool with_history) {
                     {"current", j.size()}};
     json r = json::array();
     for (const auto& x : j.resizes)
-      r.push_back({{"at", x.at}, {"from", x.from}, {"to", x.to}, {"cause", resize_cause_name(x.cause)}, {"reason", x.reason}});
+      r.push_back({{"at", time_json(x.at, times)}, {"from", x.from}, {"to", x.to}, {"cause", resize_cause_name(x.cause)}, {"reason", x.reason}});
     o["resizes"] = r;
   }
   if (with_history) {
     json h = json::array();
     for (const auto& t : j.history)
-      h.push_back({{"at", t.at}, {"from", job_state_name(t.from)}, {"to", job_state_name(t.to)}, {"reason", t.reason}});
+      h.push_back({{"at", time_json(t.at, times)}, {"from", job_state_name(t.from)}, {"to", job_state_name(t.to)}, {"reason", t.reason}});
     o["history"] = h;
   }
   return o;

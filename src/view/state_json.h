@@ -5,12 +5,15 @@
 #include <nlohmann/json.hpp>
 
 #include "core/state.h"
+#include "view/times.h"
 
 namespace allot::view {
 
 nlohmann::json resources_json(const Resources& r);
 nlohmann::json placement_json(const ClusterState& s, const Placement& p);
-nlohmann::json job_json(const ClusterState& s, const Job& j, bool with_history = true);
+// Points in time (submitted_at, started_at, the history's and resizes' at) as `times` says: the server writes
+// RFC 3339, the simulator its virtual seconds.
+nlohmann::json job_json(const ClusterState& s, const Job& j, bool with_history = true, Times times = Times::kSeconds);
 nlohmann::json team_json(const ClusterState& s, const Team& t);
 nlohmann::json node_json(const ClusterState& s, const Node& n);
 nlohmann::json decision_json(const ClusterState& s, const Decision& d);

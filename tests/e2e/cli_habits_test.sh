@@ -4,7 +4,7 @@
 # completion for bash; a man page; client flags before the command; case-insensitive --state; -o wide; jobs --watch;
 # logs --tail counting lines, -o json and -f; cancel of several jobs and of a team's; events --job;
 # nodes apply, node delete, allocation get; job labels and selectors, hold/release, set priority, delete and
-# submit --replace.
+# submit --replace; export kueue from a live server.
 # Usage: cli_habits_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=cli_habits
@@ -39,6 +39,21 @@ write_teams
 expect_rc 0 "$ALLOT" version
 grep -q "^client: allot " "$WORK/last.out" && grep -q "^server: allot .* at $ALLOT_SERVER" "$WORK/last.out" ||
   fail "allot version: $(cat "$WORK/last.out")"
+
+# export kueue from the live server (a viewer's token is enough): the same objects as from the file applied,
+# with the agent's node in it.
+cat "$WORK/teams.yaml" - >"$WORK/teams-nodes.yaml" <<'YAML'
+cluster:
+  nodes:
+    - {name: gpu-1, instance_type: ml.g5.8xlarge, labels: {network-node-layer-3: nn-a}}
+YAML
+"$ALLOT" export kueue "$WORK/teams-nodes.yaml" >"$WORK/kueue-file.yaml" || fail "export kueue from the file"
+viewer=$("$ALLOT" token create --role viewer 2>/dev/null) || fail "cannot make a viewer token"
+ALLOT_TOKEN=$viewer "$ALLOT" export kueue --server "$ALLOT_SERVER" >"$WORK/kueue-live.yaml" ||
+  fail "export kueue --server: $(cat "$WORK/kueue-live.yaml")"
+diff "$WORK/kueue-file.yaml" "$WORK/kueue-live.yaml" >"$WORK/kueue.diff" ||
+  fail "export kueue --server should match the export of the file applied: $(cat "$WORK/kueue.diff")"
+grep -q "kind: ClusterQueue" "$WORK/kueue-live.yaml" || fail "export kueue --server: no ClusterQueue: $(cat "$WORK/kueue-live.yaml")"
 
 cat >"$WORK/lines.yaml" <<'YAML'
 name: lines

@@ -181,7 +181,12 @@ def run(driver):
     assert driver.find_elements(By.CSS_SELECTOR, "#placement td"), "the placement table lists the replica"
     wait_until("b-serve's log line", lambda: "hello from b-serve" in text_of(driver, "#logs"))
     shot(driver, "job-running")
-    b_node = json.loads(cli("describe", "b-serve", "-o", "json"))["nodes"][0]
+    b_view = json.loads(cli("describe", "b-serve", "-o", "json"))
+    b_node = b_view["nodes"][0]
+    # Times come as RFC 3339 text; the page shows them as local dates, not "Invalid Date".
+    assert b_view["submitted_at"].endswith("Z"), b_view["submitted_at"]
+    summary = text_of(driver, "#job-summary")
+    assert "Invalid" not in summary and "NaN" not in summary and b_view["submitted_at"][:4] in summary, summary
 
     say("topology page: the nodes under their network nodes; b-serve's node outlined; a failed node turns red")
     open_page(driver, "#/topology?job=b-serve")

@@ -113,15 +113,27 @@ TEST(Client, TeamBodyFromViewKeepsOnlyWritableKeys) {
 json running_job() {
   return json::parse(R"({
     "name": "a-1", "team": "team-a", "priority": "training", "priority_weight": 70, "state": "Running",
-    "reason": "admitted on gpu-1, gpu-2", "submitted_at": 1700000000, "started_at": 1700000001,
+    "reason": "admitted on gpu-1, gpu-2", "submitted_at": "2023-11-14T22:13:20Z", "started_at": "2023-11-14T22:13:21Z",
     "nodes": ["gpu-1", "gpu-2"], "node_count": 2, "borrowing": true, "preemptions": 1, "restarts": 0,
     "pod_sets": [{"name": "main", "replicas": 2, "instance_type": "ml.g5.8xlarge",
                   "topology": {"required": "network-node-layer-3"}}],
     "placement": [{"instance_type": "ml.g5.8xlarge", "per_replica": {"accelerators": 1, "vcpu": 32, "memory_gib": 128},
                    "replicas": [{"rank": 0, "node": "gpu-1", "accelerators": [0], "numa_domains": [0], "cpus": "0-31"},
                                 {"rank": 1, "node": "gpu-2", "accelerators": [0], "numa_domains": [0], "cpus": "0-31"}]}],
-    "history": [{"at": 1700000000, "from": "Pending", "to": "Pending", "reason": "submitted"},
-                {"at": 1700000001, "from": "Pending", "to": "Running", "reason": "admitted on gpu-1, gpu-2"}]})");
+    "history": [{"at": "2023-11-14T22:13:20Z", "from": "Pending", "to": "Pending", "reason": "submitted"},
+                {"at": "2023-11-14T22:13:21Z", "from": "Pending", "to": "Running", "reason": "admitted on gpu-1, gpu-2"}]})");
+}
+
+// Times are RFC 3339 (docs/api.md); a server from before them sent Unix seconds, which read the same.
+TEST(Client, TimesReadAsRfc3339OrAnOlderServersSeconds) {
+  json older = running_job();
+  older["submitted_at"] = 1700000000;
+  older["history"][0]["at"] = 1700000000;
+  EXPECT_EQ(describe_job(older, 1700000060), describe_job(running_job(), 1700000060));
+  EXPECT_NE(describe_job(running_job(), 1700000060).find("(60s ago)"), std::string::npos) << describe_job(running_job(), 1700000060);
+  EXPECT_EQ(time_at(json{{"at", "2023-11-14T22:14:18.500Z"}}, "at"), 1700000058);
+  EXPECT_EQ(time_at(json{{"at", "not a time"}}, "at", -1), -1);
+  EXPECT_EQ(time_at(json::object(), "at", -1), -1);
 }
 
 TEST(Client, DescribeExplains) {
@@ -157,7 +169,7 @@ TEST(Client, JobsAndNodesTables) {
   json node = {{"name", "gpu-1"}, {"instance_type", "ml.g5.8xlarge"}, {"health", "Schedulable"}, {"cordoned", true},
                {"topology", {{"network-node-layer-3", "nn-3a"}, {"network-node-layer-1", "nn-1"}, {"zone", "z1"}}},
                {"capacity", {{"accelerators", 1}, {"vcpu", 32}, {"memory_gib", 128}}},
-               {"free", {{"accelerators", 0}, {"vcpu", 0.5}, {"memory_gib", 0}}}, {"last_heartbeat", 1700000058}};
+               {"free", {{"accelerators", 0}, {"vcpu", 0.5}, {"memory_gib", 0}}}, {"last_heartbeat", "2023-11-14T22:14:18.500Z"}};
   std::string n = nodes_table(json::array({node}), 1700000060);
   EXPECT_NE(n.find("Schedulable,Cordoned"), std::string::npos) << n;
   EXPECT_NE(n.find("z1/nn-1/nn-3a"), std::string::npos) << n;  // coarse to fine, not alphabetical
@@ -208,17 +220,17 @@ TEST(Client, TeamsPerInstanceTypeWithFairShare) {
 TEST(Client, NodeHealthChecksAndRestartsAreShown) {
   json node = {{"name", "gpu-2"}, {"instance_type", "ml.g5.8xlarge"}, {"health", "UnschedulablePendingReboot"},
                {"health_reason", "check gpu failed: XID 13 on GPU 0; rebooting it"}, {"boot", 1},
-               {"checks", {{{"name", "gpu"}, {"status", "failed"}, {"detail", "XID 13 on GPU 0"}, {"on_failure", "reboot"}, {"at", 1700000059}},
-                           {{"name", "efa"}, {"status", "skipped"}, {"detail", "fi_info is not installed"}, {"on_failure", "reboot"}, {"at", 1700000059}}}},
-               {"health_history", {{{"at", 1700000000}, {"from", ""}, {"to", "Schedulable"}, {"cause", "agent"}, {"reason", "joined the cluster"}},
-                                   {{"at", 1700000059}, {"from", "Schedulable"}, {"to", "UnschedulablePendingReboot"}, {"cause", "health-check"}, {"reason", "check gpu failed"}}}}};
+               {"checks", {{{"name", "gpu"}, {"status", "failed"}, {"detail", "XID 13 on GPU 0"}, {"on_failure", "reboot"}, {"at", "2023-11-14T22:14:19Z"}},
+                           {{"name", "efa"}, {"status", "skipped"}, {"detail", "fi_info is not installed"}, {"on_failure", "reboot"}, {"at", "2023-11-14T22:14:19Z"}}}},
+               {"health_history", {{{"at", "2023-11-14T22:13:20Z"}, {"from", ""}, {"to", "Schedulable"}, {"cause", "agent"}, {"reason", "joined the cluster"}},
+                                   {{"at", "2023-11-14T22:14:19Z"}, {"from", "Schedulable"}, {"to", "UnschedulablePendingReboot"}, {"cause", "health-check"}, {"reason", "check gpu failed"}}}}};
   EXPECT_NE(nodes_table(json::array({node}), 1700000060).find("gpu FAILED"), std::string::npos);
   std::string d = describe_node(node, 1700000060);
   EXPECT_NE(d.find("Reason:      check gpu failed: XID 13 on GPU 0; rebooting it"), std::string::npos) << d;
   EXPECT_NE(d.find("fi_info is not installed"), std::string::npos) << d;
   EXPECT_NE(d.find("health-check"), std::string::npos) << d;
   json job = running_job();
-  job["restart_history"] = {{{"at", 1700000059}, {"attempt", 0}, {"cause", "node gpu-2 became UnschedulablePendingReboot"},
+  job["restart_history"] = {{{"at", "2023-11-14T22:14:19Z"}, {"attempt", 0}, {"cause", "node gpu-2 became UnschedulablePendingReboot"},
                              {"node", "gpu-2"}, {"run_s", 59}, {"work_lost_s", 9}}};
   job["goodput"] = 0.85;
   job["work_lost_s"] = 9;

@@ -55,6 +55,15 @@ TEST_F(ServerAgent, RegisteredNodesAreAgentsWithAddresses) {
   EXPECT_EQ(heartbeat("g1")["heartbeat_timeout_ms"], 2000);
 }
 
+// The last heartbeat is kept in milliseconds, so its RFC 3339 time has the fraction of a second.
+TEST_F(ServerAgent, LastHeartbeatIsAnRfc3339TimeWithMilliseconds) {
+  advance(std::chrono::milliseconds(1250));
+  heartbeat("g2");
+  auto n = get("/v1/nodes/g2");
+  ASSERT_EQ(n.status, 200) << n.body;
+  EXPECT_EQ(n.json["last_heartbeat"], "2023-11-14T22:13:21.250Z") << n.body;
+}
+
 TEST_F(ServerAgent, AssignmentsFollowThePlacement) {
   // 2 replicas of 4 GPUs: two whole g5.12xlarge nodes.
   auto j = submit("train", 2, 4);

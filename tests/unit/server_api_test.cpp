@@ -1,5 +1,6 @@
 // The HTTP API end to end in one process: configuration, jobs, nodes, events, metrics, restart and replay.
 #include "server_test_fixture.h"
+#include "view/times.h"
 
 namespace allot::server::test {
 namespace {
@@ -60,6 +61,42 @@ TEST_F(ServerApi, TeamsPutGetDelete) {
   // A removed team can be created again.
   EXPECT_EQ(put("/v1/teams/c", R"({"allocation": []})").status, 200);
   EXPECT_EQ(post("/v1/jobs", job("c1", "c")).status, 201);
+}
+
+// Points in time are RFC 3339 in UTC everywhere in the API (the fixture's clock starts at 1,700,000,000 s,
+// 2023-11-14T22:13:20Z); durations stay numbers of seconds.
+TEST_F(ServerApi, TimesAreRfc3339) {
+  small_cluster();
+  advance(std::chrono::milliseconds(5000));
+  auto r = post("/v1/jobs", job("j1"));
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(r.json["submitted_at"], "2023-11-14T22:13:25Z") << r.body;
+  EXPECT_EQ(r.json["started_at"], "2023-11-14T22:13:25Z") << r.body;
+  EXPECT_EQ(r.json["work_done_s"], 0);
+  for (const auto& h : get("/v1/jobs/j1").json["history"]) EXPECT_EQ(h["at"], "2023-11-14T22:13:25Z") << h;
+  EXPECT_EQ(list_jobs()[0]["submitted_at"], "2023-11-14T22:13:25Z");
+  for (const auto& e : get("/v1/events?since=0").json["events"]) EXPECT_TRUE(view::parse_rfc3339(e["at"].get<std::string>()).ok()) << e;
+  auto tokens = get("/v1/tokens").json;
+  ASSERT_FALSE(tokens.empty());
+  EXPECT_EQ(tokens[0]["created_at"], "2023-11-14T22:13:20Z") << tokens;
+  EXPECT_EQ(get("/v1/dashboard/cluster").json["now"], "2023-11-14T22:13:25Z");
+  EXPECT_EQ(get("/v1/dashboard/queue").json["items"].size(), 0u);
+
+  // The audit trail's since: RFC 3339, or Unix seconds as older clients send; anything else is refused.
+  auto all = get("/v1/audit");
+  ASSERT_EQ(all.status, 200) << all.body;
+  ASSERT_FALSE(all.json.empty());
+  for (const auto& e : all.json) EXPECT_TRUE(view::parse_rfc3339(e["at"].get<std::string>()).ok()) << e;
+  EXPECT_EQ(get("/v1/audit?since=2023-11-14T22:13:20Z").json, all.json);
+  auto later = get("/v1/audit?since=2023-11-14T22:13:25Z").json;  // the submission, not the set-up before it
+  ASSERT_EQ(later.size(), 1u) << later;
+  EXPECT_EQ(later[0]["at"], "2023-11-14T22:13:25Z");
+  EXPECT_EQ(get("/v1/audit?since=1700000005").json, later);
+  EXPECT_EQ(get("/v1/audit?since=2023-11-14T23:13:26%2B01:00").json.size(), 0u);
+  EXPECT_EQ(get("/v1/audit?since=1700000006").json.size(), 0u);
+  auto bad = get("/v1/audit?since=yesterday");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("query parameter since: 'yesterday' is not an RFC 3339 time"), std::string::npos) << bad.body;
 }
 
 TEST_F(ServerApi, SubmitListGetCancel) {

@@ -2,6 +2,7 @@
 // the /v1/dashboard views (queue order, estimates, members' view, teams' borrowing and lending, cluster counts,
 // topology), and the metrics per instance type, team and priority, and rule.
 #include "server_test_fixture.h"
+#include "view/times.h"
 
 namespace allot::server::test {
 namespace {
@@ -105,11 +106,12 @@ TEST_F(ServerDashboard, EstimatedStartFromRunningJobsExpectedEnds) {
   ASSERT_EQ(post("/v1/jobs", job("never", "a", 1)).status, 201);
   auto q = get("/v1/dashboard/queue");
   ASSERT_EQ(q.json["items"].size(), 3u) << q.body;
-  const int64_t started = get("/v1/jobs/runs-100").json["started_at"];
+  auto started = view::parse_rfc3339(get("/v1/jobs/runs-100").json["started_at"].get<std::string>());
+  ASSERT_TRUE(started.ok());
   // `next` takes the first GPU to come free, at the end of runs-100; `after` the second, at the end of runs-300;
   // the jobs ahead of `never` hold both from then on, as far as anything known says.
-  EXPECT_EQ(q.json["items"][0]["estimated_start"], started + 100);
-  EXPECT_EQ(q.json["items"][1]["estimated_start"], started + 300);
+  EXPECT_EQ(q.json["items"][0]["estimated_start"], view::rfc3339(*started + 100));
+  EXPECT_EQ(q.json["items"][1]["estimated_start"], view::rfc3339(*started + 300));
   EXPECT_FALSE(q.json["items"][2].contains("estimated_start")) << q.body;
 }
 

@@ -2,6 +2,8 @@
 // have outlived the retention, so the jobs it holds, and its snapshots, follow the jobs kept rather than every
 // job ever run. A compaction is journaled: a restart replays it; a compacted job's name is free, and asking for
 // it says where it went.
+#include <regex>
+
 #include "server_test_fixture.h"
 
 namespace allot::server::test {
@@ -63,6 +65,8 @@ TEST_F(ServerRetention, FinishedJobsLeaveAfterTheRetentionAndTheStateStaysBounde
   EXPECT_EQ(gone.status, 404);
   EXPECT_NE(gone.body.find("compacted"), std::string::npos) << gone.body;
   EXPECT_NE(gone.body.find("journal"), std::string::npos) << gone.body;
+  EXPECT_TRUE(std::regex_search(gone.body, std::regex("at or before \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ")))
+      << "the cutoff as an RFC 3339 time: " << gone.body;
   EXPECT_EQ(post("/v1/jobs/r0-1/cancel").status, 404);
   auto again = post("/v1/jobs", job("r0-1"));
   ASSERT_EQ(again.status, 201) << again.body;

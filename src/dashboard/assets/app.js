@@ -48,13 +48,19 @@ function s(tag, attrs, ...children) {
   for (const c of children.flat()) if (c) el.append(c);
   return el;
 }
+// The API writes points in time as RFC 3339 text (docs/api.md, "Times"); a number is Unix seconds (an older
+// server). Both to Unix seconds, so that charts and durations can do arithmetic on them.
+function toSeconds(t) {
+  if (typeof t === 'string') return Date.parse(t) / 1000;
+  return t;
+}
 function fmtTime(t) {
   if (t === undefined || t === null) return '';
-  const d = new Date(t * 1000);
+  const d = new Date(toSeconds(t) * 1000);
   return d.toLocaleString(undefined, { hour12: false });
 }
 function fmtClock(t) {
-  return new Date(t * 1000).toLocaleTimeString(undefined, { hour12: false, hour: '2-digit', minute: '2-digit' });
+  return new Date(toSeconds(t) * 1000).toLocaleTimeString(undefined, { hour12: false, hour: '2-digit', minute: '2-digit' });
 }
 function fmtDuration(sec) {
   sec = Math.max(0, Math.round(sec));
@@ -241,7 +247,7 @@ function utilisationChart(util) {
   const svg = s('svg', { class: 'chart', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img',
                          'aria-label': 'accelerator utilisation over time' });
   // At least the last half hour is drawn, so a young server's few samples read as a start, not as the whole story.
-  const t1 = samples[samples.length - 1].at, t0 = Math.min(samples[0].at, t1 - 1800);
+  const t1 = toSeconds(samples[samples.length - 1].at), t0 = Math.min(toSeconds(samples[0].at), t1 - 1800);
   const x = t => L + (W - L - R) * (t - t0) / (t1 - t0);
   const y = f => T + (H - T - B) * (1 - f);
   for (const f of [0, 0.5, 1]) {
@@ -253,7 +259,7 @@ function utilisationChart(util) {
   const colours = ['#3b6fd8', '#e8871e', '#2f9e62', '#7a5af8', '#d63a3a', '#0e9384'];
   const legend = h('div', { class: 'legend' });
   util.instance_types.forEach((type, i) => {
-    const pts = samples.filter(p => p.total[i] > 0).map(p => `${x(p.at).toFixed(1)},${y(p.in_use[i] / p.total[i]).toFixed(1)}`);
+    const pts = samples.filter(p => p.total[i] > 0).map(p => `${x(toSeconds(p.at)).toFixed(1)},${y(p.in_use[i] / p.total[i]).toFixed(1)}`);
     if (!pts.length) return;
     if (pts.length === 1) pts.unshift(`${(x(t1) - 6).toFixed(1)},${pts[0].split(',')[1]}`);  // one sample: a short stroke
     const colour = colours[i % colours.length];
