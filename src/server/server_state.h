@@ -28,6 +28,7 @@ struct NodeCheck {
   std::string detail;
   std::string on_failure;  // reboot, replace
   int64_t at_ms = 0;
+  bool operator==(const NodeCheck&) const = default;
 };
 
 // One change of a node's health, for `allot describe node` (rebuilt from the journal on start).
@@ -201,6 +202,9 @@ struct ServerState {
   uint64_t last_seq = 0;    // the last journal record applied
   uint64_t last_event = 0;  // the last event numbered
   uint64_t version = 0;     // bumped by every applied record; caches key on it
+  // Nodes whose heartbeat answer a command changed outside any record (a heartbeat's health or CPU report, a
+  // registration): the writer republishes their answers after the batch and empties this (heartbeat_board.h).
+  std::vector<std::string> nodes_touched;
 };
 
 // Applies a record: the core operation (store::apply_record), then the server's tables, and appends the
