@@ -752,6 +752,7 @@ int main(int argc, char** argv) {
 
   auto admit_lat = delays_ms(ledger.submitted, ledger.admitted, a.jobs, paced_to);
   auto start_lat = delays_ms(ledger.submitted, ledger.started, a.jobs, paced_to);
+  auto pickup_lat = delays_ms(ledger.admitted, ledger.started, a.jobs, paced_to);
   std::printf("\nloadgen results (%s; %d nodes, %d + %d jobs)\n", a.store.c_str(), a.nodes, a.jobs, ledger.accepted.load() - accepted_before);
   std::printf("submissions_per_second          %.0f   (queue phase, %d clients)\n", a.jobs / submit_s, a.clients);
   std::printf("admissions_per_second           %.0f   (drain phase, 10th-90th percentile)\n", admit_rate);
@@ -763,6 +764,9 @@ int main(int argc, char** argv) {
   std::printf("submit_to_admit_p99_ms          %.2f   (target < 100)\n", percentile(admit_lat, 0.99));
   std::printf("submit_to_agent_start_p50_ms    %.2f   (includes the wait for the node's next heartbeat)\n", percentile(start_lat, 0.5));
   std::printf("submit_to_agent_start_p99_ms    %.2f\n", percentile(start_lat, 0.99));
+  std::printf("admit_to_agent_start_p50_ms     %.2f   (the admission's event seen until an agent's run list has it)\n", percentile(pickup_lat, 0.5));
+  std::printf("admit_to_agent_start_p99_ms     %.2f   (p95 %.2f, p98 %.2f)\n", percentile(pickup_lat, 0.99),
+              percentile(pickup_lat, 0.95), percentile(pickup_lat, 0.98));
   std::printf("heartbeat_p99_ms_queue_full     %.2f   (%zu heartbeats with %d jobs queued; target < 50)\n", percentile(hb_hold, 0.99), hb_hold.size(), a.jobs);
   std::printf("heartbeat_p50_ms_queue_full     %.2f\n", percentile(hb_hold, 0.5));
   std::printf("heartbeat_p99_ms_drain          %.2f   (%zu heartbeats)\n", percentile(hb_drain, 0.99), hb_drain.size());

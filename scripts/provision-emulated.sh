@@ -2,10 +2,11 @@
 # A provisioner for emulated clusters (development, tests, `allot demo`): `allot server --provisioner
 # scripts/provision-emulated.sh` runs it when a node needs replacing, and it starts a new emulated agent of the
 # same instance type with the same topology labels, which registers with `--replaces` and so retires the failed
-# node. docs/resiliency.md shows what an EC2 or HyperPod provisioner does instead.
+# node. docs/resiliency.md shows what an EC2 or HyperPod provisioner does instead. When a capacity plan starts
+# (ALLOT_PLAN set, docs/plans.md) it starts the plan's node ALLOT_REPLACEMENT_NAME with `--plan` instead.
 #
 # From the server (see src/server/provisioner.h): ALLOT_NODE_NAME, ALLOT_INSTANCE_TYPE, ALLOT_NODE_LABELS,
-# ALLOT_REPLACEMENT_NAME, ALLOT_SERVER, ALLOT_JOIN_TOKEN_FILE, ALLOT_REASON.
+# ALLOT_REPLACEMENT_NAME, ALLOT_SERVER, ALLOT_JOIN_TOKEN_FILE, ALLOT_REASON, ALLOT_PLAN.
 # Set in the server's environment, to shape the new agent:
 #   ALLOT_BIN                    the allot binary (default: build/allot beside this script, then `allot` on PATH)
 #   ALLOT_EMULATED_ROOT          where the agent's work directory, log and pid file go (default $TMPDIR/allot-emulated)
@@ -27,10 +28,16 @@ labels=${ALLOT_EMULATED_LABELS:-${ALLOT_NODE_LABELS:-}}
 mkdir -p "$root/agents"
 faults=()
 if [ -n "${ALLOT_EMULATED_FAULTS_DIR:-}" ]; then faults=(--emulate-faults "$ALLOT_EMULATED_FAULTS_DIR/$name"); fi
-echo "provision-emulated: replacing $ALLOT_NODE_NAME ($ALLOT_INSTANCE_TYPE, labels ${labels:-none}) with $name: ${ALLOT_REASON:-}"
+if [ -n "${ALLOT_PLAN:-}" ]; then
+  joins=(--plan "$ALLOT_PLAN")
+  echo "provision-emulated: starting $name of plan $ALLOT_PLAN ($ALLOT_INSTANCE_TYPE, labels ${labels:-none}): ${ALLOT_REASON:-}"
+else
+  joins=(--replaces "$ALLOT_NODE_NAME")
+  echo "provision-emulated: replacing $ALLOT_NODE_NAME ($ALLOT_INSTANCE_TYPE, labels ${labels:-none}) with $name: ${ALLOT_REASON:-}"
+fi
 # shellcheck disable=SC2086 # the extra flags are words
 setsid "$bin" agent --server "$ALLOT_SERVER" --name "$name" --instance-type "$ALLOT_INSTANCE_TYPE" \
-  ${labels:+--labels "$labels"} --replaces "$ALLOT_NODE_NAME" --token-file "$ALLOT_JOIN_TOKEN_FILE" \
+  ${labels:+--labels "$labels"} "${joins[@]}" --token-file "$ALLOT_JOIN_TOKEN_FILE" \
   --work-dir "$root/agents/$name" "${faults[@]}" ${ALLOT_EMULATED_AGENT_FLAGS:-} \
   >>"$root/agent-$name.log" 2>&1 </dev/null &
 echo $! >"${ALLOT_EMULATED_PID_DIR:-$root}/agent-$name.pid"

@@ -17,6 +17,7 @@
 
 #include "agent/fencing.h"
 #include "agent/watchdog.h"
+#include "core/plans.h"
 
 namespace allot::agent {
 namespace fs = std::filesystem;
@@ -255,7 +256,10 @@ Status Agent::run(const std::atomic<bool>& stop) {
   while (!stop) {
     auto st = register_node();
     if (st) break;
-    if (st.error().code != ErrorCode::kInternal) return st.error();
+    // A plan's node that starts before its plan is refused until the plan is Active (core/plans.h): it waits.
+    const bool plan_not_started = opt_.labels.count(std::string(kPlanLabel)) && st.error().code == ErrorCode::kFailedPrecondition &&
+                                  st.error().message.find(kPlanNotStarted) != std::string::npos;
+    if (st.error().code != ErrorCode::kInternal && !plan_not_started) return st.error();
     say("cannot register yet: " + st.error().message);
     for (auto until = Clock::now() + backoff; Clock::now() < until && !stop;)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

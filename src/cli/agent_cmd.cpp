@@ -18,6 +18,7 @@
 #include "agent/stress.h"
 #include "auth/secret_file.h"
 #include "cli/commands.h"
+#include "core/plans.h"
 
 namespace allot::cli {
 namespace {
@@ -27,6 +28,7 @@ extern "C" void on_stop_signal(int) { g_stop = true; }
 
 struct AgentArgs {
   std::string server, ca_file, name, instance_type, labels, work_dir, address, token, token_file, credential_file;
+  std::string plan;  // --plan: the capacity plan this node belongs to (the allot.dev/plan label)
   double heartbeat_s = 1.0;
   double grace_s = 10.0;
   std::string run_as;
@@ -81,6 +83,7 @@ int run_agent(const AgentArgs& a) {
   agent::AgentOptions opt;
   opt.name = a.name.empty() ? hostname() : a.name;
   opt.labels = *labels;
+  if (!a.plan.empty()) opt.labels[std::string(kPlanLabel)] = a.plan;
   const char* tmp = std::getenv("TMPDIR");
   opt.work_dir = !a.work_dir.empty() ? a.work_dir : std::string(tmp && *tmp ? tmp : "/tmp") + "/allot-agent-" + opt.name;
   // On loopback every node is this machine; elsewhere the host name is what other nodes resolve.
@@ -147,6 +150,9 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--instance-type", a->instance_type,
                   "Instance type; on a machine that does not have it, the agent emulates it (development, demo)");
   cmd->add_option("--labels", a->labels, "Node labels k=v,k=v (topology: network-node-layer-1..4, zone, ultraserver)");
+  cmd->add_option("--plan", a->plan,
+                  "Capacity plan this node belongs to: it joins when the plan starts (waiting until then) and leaves "
+                  "at its end");
   cmd->add_option("--work-dir", a->work_dir, "Where replica logs and working directories go (default: $TMPDIR/allot-agent-NAME)");
   cmd->add_option("--address", a->address, "Address other nodes reach this one at (MASTER_ADDR of rank 0)");
   cmd->add_option("--token", a->token, "Agent-join token (prefer --token-file or $ALLOT_TOKEN: flags show in ps)");

@@ -23,6 +23,7 @@ void add_client_job_change_commands(CLI::App& app, Context& ctx);  // hold | rel
 void add_client_access_commands(CLI::App& app, Context& ctx);   // token | audit | config
 // nodes | teams | events | node ... | topology show (after add_topology_commands: it extends `topology`)
 void add_client_cluster_commands(CLI::App& app, Context& ctx);
+void add_client_plan_commands(CLI::App& app, Context& ctx);     // plans | plan create | describe | delete
 void add_kueue_commands(CLI::App& app, Context& ctx);  // export kueue | import kueue
 
 }  // namespace allot::cli

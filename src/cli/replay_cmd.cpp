@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "config/spec_yaml.h"
 #include "sim/replay_baselines.h"
 #include "sim/scenario_run.h"
 #include "sim/svg_chart.h"
@@ -19,6 +20,7 @@ namespace {
 
 struct ReplayArgs {
   std::string trace, format = "auto", cluster, svg, team_rule = "random";
+  std::string plans;  // --plans FILE: capacity plans added to the cluster's (virtual seconds)
   uint64_t seed = 1;
   bool json = false;
   std::vector<std::string> baselines;
@@ -84,6 +86,13 @@ int sim_replay(const ReplayArgs& a) {
   if (f.replace_share < 0 || f.replace_share > 1) return fail("--replace-share must be between 0 and 1");
   auto cluster = sim::load_scenario_file(a.cluster);
   if (!cluster) return fail("--cluster: " + cluster.error().message);
+  if (!a.plans.empty()) {
+    Catalog catalog = Catalog::builtin();
+    for (const auto& t : cluster->instance_types) (void)catalog.add(t);
+    auto plans = load_plans_file(a.plans, catalog);
+    if (!plans) return fail("--plans: " + plans.error().message);
+    cluster->plans.insert(cluster->plans.end(), plans->begin(), plans->end());
+  }
   auto trace = sim::load_trace_file(a.trace, *format);
   if (!trace) return fail("--trace: " + trace.error().message);
   if (trace->jobs.empty()) return fail("--trace: " + a.trace + " has no job to replay");
@@ -163,6 +172,7 @@ void add_replay_command(CLI::App& sim, Context& ctx) {
   c->add_option("--trace", a->trace, "Trace file (CSV)")->required();
   c->add_option("--format", a->format, "Trace format: itp, philly, allot or auto (from the header)");
   c->add_option("--cluster", a->cluster, "Scenario-format file: policy, nodes, teams (events optional)")->required();
+  c->add_option("--plans", a->plans, "Capacity plans YAML (a list, or {plans: [...]}; start and end in trace seconds)");
   c->add_option("--seed", a->seed, "Seed for team assignment, failures and the topology-oblivious baseline");
   c->add_flag("--json", a->json, "Print the metrics as one JSON object");
   c->add_option("--svg", a->svg, "Write SVG charts (queue and utilisation; usage per team) into this directory");

@@ -42,6 +42,11 @@ int sim_run(const SimRunArgs& a) {
       g["at"] = p.at;
       out["preemptions"].push_back(std::move(g));
     }
+    // Only scenarios with plans have the key, so the output of every other scenario stays as it was.
+    if (!s.plans.empty()) {
+      out["plans"] = nlohmann::json::array();
+      for (const Plan& p : s.plans) out["plans"].push_back(view::plan_json(s, p));
+    }
     out["failures"] = rep->failures;
     std::cout << out.dump(2) << "\n";
   } else {

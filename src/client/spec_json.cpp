@@ -78,6 +78,7 @@ json job_body(const JobSpec& j) {
   if (!j.command.empty()) o["command"] = j.command;
   if (!j.env.empty()) o["env"] = j.env;
   if (!j.labels.empty()) o["labels"] = j.labels;
+  if (!j.plan.empty()) o["plan"] = j.plan;
   return o;
 }
 

@@ -191,7 +191,7 @@ Result<std::map<std::string, std::string>> read_labels(const YamlContext& ctx, c
 
 Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
-                                 "duration", "max_retries", "checkpoint_interval", "command", "env", "labels"});
+                                 "duration", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan"});
   if (!f) return f.error();
   JobSpec job;
   auto name_val = f->need(ctx, "name");
@@ -251,6 +251,11 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     auto labels = read_labels(ctx, *l);
     if (!labels) return labels.error();
     job.labels = std::move(*labels);
+  }
+  if (auto p = f->get("plan")) {
+    auto plan = read_object_name(ctx, *p, NameKind::kPlan);  // a reference: an unknown plan is reported at submission
+    if (!plan) return plan.error();
+    job.plan = *plan;
   }
   return job;
 }

@@ -68,12 +68,23 @@ Result<std::vector<TeamSpec>> parse_teams(const YAML::Node& list, const Catalog&
 // --- jobs ---------------------------------------------------------------------------------------------------
 
 // A scenario `submit` entry (the `allot submit` job spec): {name, team, priority, replicas, instance_type,
-// per_replica, topology, duration, max_retries, checkpoint_interval, command, env}, or `pod_sets: [{name,
+// per_replica, topology, duration, max_retries, checkpoint_interval, command, env, plan}, or `pod_sets: [{name,
 // replicas, instance_type, per_replica, topology}]` instead of the single inline pod set (named "main").
 // A string `command` runs through /bin/sh -c; a list is the argv itself. Commands and environments are
 // bounded (kMaxCommand*, kMaxEnv*); arguments and values cannot hold a NUL byte, and environment names are
 // letters, digits, '_', '-' and '.', not beginning with a digit (as Kubernetes has them).
 Result<JobSpec> parse_job_spec(const YAML::Node& node, const Catalog& catalog, const YamlContext& ctx);
+
+// --- capacity plans ------------------------------------------------------------------------------------------
+
+// The `plans:` list: {name, instance_type, count, start, end, grace, team, labels}; start and end are seconds
+// (virtual in scenarios and replays), grace 0..end-start, team optional (no owner: the capacity joins the idle
+// pool), labels the topology labels of the plan's nodes. A name given twice is an error.
+Result<std::vector<PlanSpec>> parse_plans(const YAML::Node& list, const Catalog& catalog, const YamlContext& ctx);
+// One entry of that list (POST /v1/plans, where start and end are Unix seconds).
+Result<PlanSpec> parse_plan(const YAML::Node& node, const Catalog& catalog, const YamlContext& ctx);
+// A plans file (`allot sim replay --plans FILE`): the list itself, or a mapping {plans: [...]}.
+Result<std::vector<PlanSpec>> load_plans_file(const std::string& path, const Catalog& catalog);
 
 // --- amounts ------------------------------------------------------------------------------------------------
 

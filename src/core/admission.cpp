@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/plans.h"
+
 namespace allot {
 
 std::span<const TypeId> candidate_types(const ClusterState& s, const Job& job) {
@@ -156,6 +158,12 @@ AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, c
   const RoomTable* pristine = o.pristine;
   const FreeAccelerators* free = o.free;
   AdmissionAttempt best;
+  // A job on a plan that is not Active waits for the plan (or for good), whatever quota and room say.
+  if (auto gate = plan_gate(s, job)) {
+    best.why = std::move(*gate);
+    best.waits_for_plan = true;
+    return best;
+  }
   bool hopeless_everywhere = true;  // no type can ever hold it
   Explanation quota_why, placement_why;
   bool any_type = false;
@@ -226,6 +234,11 @@ AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, c
   best.why = !placement_why.empty() && !prefer_quota ? std::move(placement_why) : std::move(quota_why);
   if (best.why.empty()) best.why = explain(ReasonCode::kInstanceType, "no instance type in the cluster can serve its replicas");
   best.why.feasible = !hopeless_everywhere;
+  // A plan whose nodes have not all joined: the job waits for them, whatever the nodes there are say now.
+  if (auto gate = plan_gate(s, job, /*joined_short=*/true)) {
+    best.why = std::move(*gate);
+    best.waits_for_plan = true;
+  }
   return best;
 }
 
@@ -239,6 +252,7 @@ Job job_at_size(const Job& job, int size) {
   out.pod_sets = job.pod_sets;
   out.shape = job.shape;
   out.elastic_pod_set = job.elastic_pod_set;
+  out.plan = job.plan;  // at any size it runs on its plan's nodes only, and waits for its plan
   if (job.elastic()) out.pod_sets[static_cast<size_t>(job.elastic_pod_set)].replicas = size;
   return out;
 }

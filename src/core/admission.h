@@ -17,10 +17,12 @@ struct AdmissionAttempt {
   bool borrowing = false;       // the team would be above its nominal quota after admission
   bool within_nominal = false;  // (for the type tried last or admitted) no borrowing needed
   bool quota_ok = false;        // quota allowed it on some type; what failed then was placement
+  bool waits_for_plan = false;  // its capacity plan is not Active or its nodes have not joined (core/plans.h)
   // Why it was not admitted; not feasible when no type can ever hold it (quota or capacity that does not
   // exist). Empty on success.
   Explanation why;
-  bool never() const { return !why.feasible; }
+  // No preemption or reservation can help it: it never fits, or it waits for its plan.
+  bool never() const { return !why.feasible || waits_for_plan; }
 };
 
 enum class BorrowMode { kWithinNominalOnly, kAllowBorrowing };

@@ -6,7 +6,7 @@
 namespace allot {
 namespace {
 
-constexpr std::array<std::pair<ReasonCode, const char*>, 25> kNames = {{
+constexpr std::array<std::pair<ReasonCode, const char*>, 28> kNames = {{
     {ReasonCode::kNone, "none"},
     {ReasonCode::kSubmitted, "submitted"},
     {ReasonCode::kQuota, "quota"},
@@ -32,6 +32,9 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 25> kNames = {{
     {ReasonCode::kFailed, "failed"},
     {ReasonCode::kCancelled, "cancelled"},
     {ReasonCode::kHeld, "held"},
+    {ReasonCode::kPlanPending, "plan_pending"},
+    {ReasonCode::kPlanEnded, "plan_ended"},
+    {ReasonCode::kPlanEnding, "plan_ending"},
 }};
 
 }  // namespace

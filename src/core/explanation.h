@@ -38,6 +38,10 @@ enum class ReasonCode : uint8_t {
   kFailed,           // its process failed
   kCancelled,
   kHeld,             // a waiting job held by request; the scheduler passes it over until it is released
+  // Capacity plans (core/plans.h).
+  kPlanPending,      // waiting: its plan has not started, or its nodes have not joined yet
+  kPlanEnded,        // waiting, never runs: its plan has ended or was deleted
+  kPlanEnding,       // suspended: its plan's end is near; checkpointed and requeued
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

@@ -23,6 +23,7 @@ using TypeId = Id<struct TypeTag>;
 using NodeId = Id<struct NodeTag>;
 using TeamId = Id<struct TeamTag>;
 using JobId = Id<struct JobTag>;
+using PlanId = Id<struct PlanTag>;
 
 }  // namespace allot
 

@@ -23,6 +23,22 @@ std::optional<JobState> parse_job_state(std::string_view s) {
   return std::nullopt;
 }
 
+const char* plan_state_name(PlanState s) {
+  switch (s) {
+    case PlanState::kScheduled: return "Scheduled";
+    case PlanState::kActive: return "Active";
+    case PlanState::kEnding: return "Ending";
+    case PlanState::kExpired: return "Expired";
+  }
+  return "?";
+}
+
+std::optional<PlanState> parse_plan_state(std::string_view s) {
+  for (PlanState st : {PlanState::kScheduled, PlanState::kActive, PlanState::kEnding, PlanState::kExpired})
+    if (s == plan_state_name(st)) return st;
+  return std::nullopt;
+}
+
 std::vector<NodeId> Placement::nodes() const {
   std::vector<NodeId> out;
   for (const auto& ps : pod_sets)

@@ -23,6 +23,23 @@ std::optional<JobState> parse_job_state(std::string_view s);
 inline bool is_active(JobState s) { return s == JobState::kPending || s == JobState::kRunning || s == JobState::kSuspended; }
 inline bool is_waiting(JobState s) { return s == JobState::kPending || s == JobState::kSuspended; }
 
+// A capacity plan's state, derived from time (core/plans.h, plan_state_at): Scheduled before its start,
+// Active from its start, Ending from `end - grace` (its jobs are checkpointed and requeued, its nodes take no new
+// work) and Expired from its end (its nodes have left).
+enum class PlanState { kScheduled, kActive, kEnding, kExpired };
+const char* plan_state_name(PlanState s);
+std::optional<PlanState> parse_plan_state(std::string_view s);
+
+struct Plan {
+  PlanId id;
+  PlanSpec spec;
+  TypeId type;
+  // The state the cluster has been brought to (plans.h, apply_plan_step); the drivers step it to the state its
+  // times give, so that what a step does (suspending jobs, nodes leaving) is an operation they can journal.
+  PlanState state = PlanState::kScheduled;
+  bool deleted = false;  // deleted by request; the ID is never reused and jobs naming it wait for good
+};
+
 struct Node {
   NodeId id;
   std::string name;
@@ -33,6 +50,7 @@ struct Node {
   NodeHealth health = NodeHealth::kSchedulable;
   bool cordoned = false;
   bool removed = false;  // left the cluster; the ID is never reused
+  PlanId plan;           // the capacity plan the node belongs to (its plan label); none for the cluster's own
   // Suspected of failing (a live server's view: its agent missed a heartbeat, or reported a fault that is
   // about to be acted on). Nothing new is placed on it; what runs there keeps running. Never journaled.
   bool suspect = false;
@@ -44,7 +62,10 @@ struct Node {
 struct Team {
   TeamId id;
   TeamSpec spec;
-  std::vector<Resources> nominal;  // per instance type (TypeId index)
+  // Per instance type (TypeId index): what the allocation gives, and the nominal quota the rules use, which is
+  // the allocation plus the capacity of the Active capacity plans the team owns (core/plans.h).
+  std::vector<Resources> allocated;
+  std::vector<Resources> nominal;
   // Derived from the allocation, the catalog and the cluster's capacity (state.cpp keeps it): the instance
   // types a pod set without a type may use, in the order they are tried.
   std::vector<TypeId> candidate_types;
@@ -121,6 +142,7 @@ struct Job {
   TeamId team;
   int priority = 0;  // the priority class weight; 0 without a class
   std::vector<PodSet> pod_sets;
+  PlanId plan;  // the capacity plan it runs on (spec.plan); placement uses that plan's nodes only
   uint64_t arrival = 0;  // submission order; ties in every ordering break on it
   Time submitted_at = 0;
   Time waiting_since = 0;  // when it last became Pending or Suspended

@@ -308,8 +308,8 @@ RoomTable pristine_room(const ClusterState& s) {
   return room;
 }
 
-PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const Job& job, TypeId type,
-                           PlacementScratch* work) {
+static PlacementOutcome place_pod_sets(const ClusterState& s, const RoomTable& room, const Job& job, TypeId type,
+                                       PlacementScratch* work) {
   PlacementScratch own;
   if (!work) work = &own;
   PlacementOutcome out;
@@ -338,6 +338,16 @@ PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const J
   }
   out.ok = true;
   return out;
+}
+
+PlacementOutcome place_job(const ClusterState& s, const RoomTable& room, const Job& job, TypeId type,
+                           PlacementScratch* work) {
+  if (!job.plan.valid()) return place_pod_sets(s, room, job, type, work);
+  // A job on a capacity plan sees the plan's nodes only: a copy of the room with every other node closed.
+  RoomTable only = room;
+  for (const Node& n : s.nodes)
+    if (n.plan != job.plan && n.id.index() < only.size()) only[n.id.index()].usable = false;
+  return place_pod_sets(s, only, job, type, work);
 }
 
 }  // namespace allot

@@ -5,8 +5,10 @@
 namespace allot {
 namespace {
 
+// Capacity outside every allocation (with the policy's idle pool on), or else only the capacity of Active plans
+// without an owner (core/plans.h), which joins the pool whatever the policy says.
 Resources idle_capacity(const ClusterState& s, TypeId type) {
-  if (!s.policy.idle_pool) return {};
+  if (!s.policy.idle_pool) return type.index() < s.plan_idle.size() ? s.plan_idle[type.index()] : Resources{};
   Resources nominal_sum;
   for (const Team& t : s.teams) nominal_sum += t.nominal[type.index()];
   return max0(s.type_capacity(type) - nominal_sum);

@@ -3,7 +3,8 @@
 //
 //   N_T   nominal quota of team T          U_T  what T's running jobs hold
 //   pool  = sum of N_T over lending teams (Lend, LendAndBorrow) + idle
-//   idle  = max(0, capacity - sum of N_T over all teams)   when the policy's idle pool is on, else 0
+//   idle  = max(0, capacity - sum of N_T over all teams)   when the policy's idle pool is on, else the capacity
+//           of Active capacity plans without an owner (an owned plan's capacity is in its team's N_T instead)
 //   used  = sum of U_T over lending teams
 //   max_T = N_T + N_T * borrow_limit / 100                 (LendAndBorrow; N_T for Lend and DontLend)
 //

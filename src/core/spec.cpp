@@ -31,6 +31,7 @@ const char* name_kind_word(NameKind kind) {
     case NameKind::kJob: return "job";
     case NameKind::kNode: return "node";
     case NameKind::kPriorityClass: return "priority class";
+    case NameKind::kPlan: return "plan";
   }
   return "?";
 }
@@ -53,7 +54,7 @@ std::string printable(std::string_view text, size_t max) {
 }
 
 Status check_name(NameKind kind, std::string_view name) {
-  const bool label = kind == NameKind::kTeam;
+  const bool label = kind == NameKind::kTeam || kind == NameKind::kPlan;
   const size_t max = label ? kMaxLabelName : kMaxSubdomainName;
   std::string problem;
   if (name.empty()) {

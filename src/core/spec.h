@@ -14,15 +14,16 @@ namespace allot {
 
 // Names of what users create appear in URL paths, log file names, tables and Kubernetes objects, so they
 // follow Kubernetes' rules for object names (RFC 1123):
-//   team            a DNS label: 1..63 characters of lowercase letters, digits and '-', beginning and ending
-//                   with a letter or digit (Kubernetes namespaces, which teams map to, are labels);
+//   team, plan      a DNS label: 1..63 characters of lowercase letters, digits and '-', beginning and ending
+//                   with a letter or digit (Kubernetes namespaces, which teams map to, are labels; a plan's
+//                   name is the value of its nodes' plan label, which is at most a label long);
 //   job, node,      a DNS subdomain: 1..253 characters, DNS labels joined by '.' (as Kubernetes Job,
 //   priority class  Node and PriorityClass names are).
 // So a name has no upper case, space, '/', '_', control or bidirectional-formatting character, and nothing
 // beyond ASCII. The scenario readers (src/config), the server and the CLI check names here; names that come
 // from traces (sim replay) and names already in a journal are not checked.
-enum class NameKind { kTeam, kJob, kNode, kPriorityClass };
-const char* name_kind_word(NameKind kind);  // "team", "job", "node", "priority class"
+enum class NameKind { kTeam, kJob, kNode, kPriorityClass, kPlan };
+const char* name_kind_word(NameKind kind);  // "team", "job", "node", "priority class", "plan"
 inline constexpr size_t kMaxLabelName = 63;
 inline constexpr size_t kMaxSubdomainName = 253;
 // An error naming the kind, the name (with unprintable bytes escaped) and the rule, or ok.
@@ -153,7 +154,24 @@ struct JobSpec {
   std::map<std::string, std::string> env;
   // Labels for people and selectors (`allot jobs -l`, `cancel --selector`); the scheduler never reads them.
   std::map<std::string, std::string> labels;
+  std::string plan;  // a capacity plan the job runs on (its nodes only); empty: any node
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
+};
+
+// A capacity plan (a flexible training plan): `count` instances of one type reserved from `start` to `end`.
+// While it is Active its nodes are in the cluster and its capacity raises the owning team's nominal quota (or,
+// without an owner, joins the idle pool); `grace_s` before `end` its jobs are checkpointed and requeued and
+// its nodes take no new work; at `end` they leave (core/plans.h).
+struct PlanSpec {
+  std::string name;
+  std::string instance_type;
+  int count = 1;
+  Time start = 0;
+  Time end = 0;
+  int64_t grace_s = 0;
+  std::string team;  // empty: no owner
+  std::map<std::string, std::string> labels;  // topology labels of its nodes (short names allowed)
+  friend bool operator==(const PlanSpec&, const PlanSpec&) = default;
 };
 
 }  // namespace allot

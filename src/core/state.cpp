@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/plans.h"
 #include "core/request.h"
 #include "core/topology_levels.h"
 
@@ -18,6 +19,7 @@ ClusterState::ClusterState(Catalog c, std::vector<std::string> topology_levels)
   // The hostname is always the finest level: placement ends on nodes.
   if (levels.back() != kHostnameLabel) levels.emplace_back(kHostnameLabel);
   tree = build_topology_tree(nodes, static_cast<int>(levels.size()));
+  plan_idle.assign(catalog.size(), Resources{});
 }
 
 const Node* ClusterState::find_node(std::string_view name) const {
@@ -31,6 +33,20 @@ const Team* ClusterState::find_team(std::string_view name) const {
 const Job* ClusterState::find_job(std::string_view name) const {
   auto it = job_by_name.find(std::string(name));
   return it == job_by_name.end() ? nullptr : &jobs[it->second.index()];
+}
+
+const Plan* ClusterState::find_plan(std::string_view name) const {
+  auto it = plan_by_name.find(std::string(name));
+  return it == plan_by_name.end() ? nullptr : &plans[it->second.index()];
+}
+
+std::string ClusterState::plan_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, id] : plan_by_name) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "(none defined)" : out;
 }
 
 int ClusterState::priority_weight(std::string_view class_name) const {
@@ -131,8 +147,9 @@ Status upsert_team(ClusterState& s, const TeamSpec& spec) {
   }
   Team& t = s.teams[it->second.index()];
   t.spec = spec;
-  t.nominal = std::move(nominal);
+  t.allocated = std::move(nominal);
   t.removed = false;
+  refresh_plan_quota(s);  // nominal = the allocation plus the team's Active plans
   refresh_candidate_types(s);
   return ok_status();
 }
@@ -143,8 +160,13 @@ Status remove_team(ClusterState& s, std::string_view name) {
   for (const Job& j : s.jobs)
     if (j.team == t->id && is_active(j.state))
       return Error::precondition("team " + std::string(name) + " still has active job " + j.spec.name);
+  for (const Plan& p : s.plans)
+    if (!p.deleted && p.state != PlanState::kExpired && p.spec.team == name)
+      return Error::precondition("team " + std::string(name) + " owns plan " + p.spec.name + " (" +
+                                 plan_state_name(p.state) + "); delete the plan first");
   // Teams keep their IDs (jobs refer to them); a removed team keeps no quota.
   Team& mt = s.teams[t->id.index()];
+  mt.allocated.assign(s.catalog.size(), Resources{});
   mt.nominal.assign(s.catalog.size(), Resources{});
   mt.spec.allocation.clear();
   mt.spec.strategy = SharingStrategy::kDontLend;
@@ -156,9 +178,9 @@ Status remove_team(ClusterState& s, std::string_view name) {
 Result<TypeId> add_instance_type(ClusterState& s, InstanceType type) {
   auto id = s.catalog.add(std::move(type));
   if (!id) return id;
-  for (Team& t : s.teams) t.nominal.resize(s.catalog.size());
   for (auto& u : s.usage) u.resize(s.catalog.size());
   s.capacity.resize(s.catalog.size());
+  refresh_plan_quota(s);  // sizes every team's allocated and nominal tables, and the plans' idle pool
   refresh_candidate_types(s);
   return id;
 }
@@ -198,6 +220,24 @@ static Status append_node(ClusterState& s, const NodeSpec& spec) {
       auto it = n.labels.find(level);
       n.topology.push_back(it == n.labels.end() ? "" : it->second);
     }
+  }
+  if (auto pl = n.labels.find(std::string(kPlanLabel)); pl != n.labels.end()) {
+    const Plan* plan = s.find_plan(pl->second);
+    const std::string where = "node " + spec.name + ": label " + std::string(kPlanLabel) + " names ";
+    if (!plan) return Error::invalid(where + "unknown plan '" + pl->second + "'; plans: " + s.plan_names());
+    if (plan->state == PlanState::kScheduled)
+      return Error::precondition(where + "plan " + plan->spec.name + ", which " + std::string(kPlanNotStarted) +
+                                 " (it is Scheduled); a plan's nodes join while it is Active");
+    if (plan->state != PlanState::kActive)
+      return Error::precondition(where + "plan " + plan->spec.name + ", which is " + plan_state_name(plan->state) +
+                                 "; a plan's nodes join while it is Active");
+    if (plan->type != n.type)
+      return Error::invalid(where + "plan " + plan->spec.name + ", which reserves " + s.catalog.at(plan->type).name +
+                            ", not " + s.catalog.at(n.type).name);
+    if (plan_nodes_joined(s, plan->id) >= plan->spec.count)
+      return Error::precondition(where + "plan " + plan->spec.name + ", whose " + std::to_string(plan->spec.count) +
+                                 " nodes have all joined");
+    n.plan = plan->id;
   }
   // A node that comes back under the same name (a replacement) gets a fresh ID; the old one stays removed.
   n.id = NodeId(static_cast<uint32_t>(s.nodes.size()));

@@ -36,9 +36,13 @@ struct ClusterState {
   std::vector<Node> nodes;   // index = NodeId
   std::vector<Team> teams;   // index = TeamId
   std::vector<Job> jobs;     // index = JobId
+  std::vector<Plan> plans;   // index = PlanId
   std::unordered_map<std::string, NodeId> node_by_name;
   std::unordered_map<std::string, TeamId> team_by_name;
   std::unordered_map<std::string, JobId> job_by_name;
+  std::unordered_map<std::string, PlanId> plan_by_name;  // plans not deleted
+  // Per instance type: the capacity of Active plans without an owner, which joins the idle pool (quota.h).
+  std::vector<Resources> plan_idle;
   RoomTable room;          // index = NodeId
   // index = NodeId: when a replica last started or stopped on the node, or the node joined. Elastic jobs grow
   // only onto nodes unchanged for the policy's delay (capacity idle that long).
@@ -83,6 +87,8 @@ struct ClusterState {
   const Node* find_node(std::string_view name) const;
   const Team* find_team(std::string_view name) const;
   const Job* find_job(std::string_view name) const;
+  const Plan* find_plan(std::string_view name) const;  // not deleted
+  std::string plan_names() const;
   int priority_weight(std::string_view class_name) const;  // -1 when unknown
   std::string priority_class_names() const;
   std::string team_names() const;

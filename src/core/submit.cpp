@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/job_restore.h"
+#include "core/plans.h"
 #include "core/request.h"
 #include "core/state.h"
 #include "core/topology_levels.h"
@@ -55,9 +56,10 @@ Result<TopologyRequest> resolve_topology(const ClusterState& s, const TopologySp
   return r;
 }
 
-// Everything placement looks at on an empty cluster, and nothing else (not the team, not the name).
-std::string shape_key(const std::vector<PodSet>& pod_sets) {
-  std::string key;
+// Everything placement looks at on an empty cluster, and nothing else (not the team, not the name): the pod sets,
+// and the plan whose nodes it is limited to.
+std::string shape_key(const std::vector<PodSet>& pod_sets, PlanId plan) {
+  std::string key = plan.valid() ? "plan " + std::to_string(plan.value) : "";
   for (const PodSet& ps : pod_sets) {
     const auto& a = ps.per_replica;
     const auto& t = ps.topology;
@@ -74,7 +76,10 @@ std::string shape_key(const std::vector<PodSet>& pod_sets) {
 
 // `restored_priority`: a job restored from a snapshot keeps the weight it had, whether or not its class is
 // still defined (a class may be removed once no active job uses it); otherwise the class must exist.
-static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std::optional<int> restored_priority) {
+// `restored_plan`: restoring a snapshot, the plan the job was submitted on (its ID: the plan may since have ended,
+// been deleted, or its name taken by a later plan), checked against the spec's plan name.
+static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std::optional<int> restored_priority,
+                             PlanId restored_plan = PlanId()) {
   if (spec.name.empty()) return Error::invalid("a job needs a name");
   if (spec.name.size() > 253) return Error::invalid("job name is longer than 253 characters");
   if (s.find_job(spec.name)) return Error::exists("a job named " + spec.name + " already exists");
@@ -97,6 +102,18 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
   if (spec.duration_s && *spec.duration_s < 0) return Error::invalid("job " + spec.name + ": duration must be >= 0");
 
   Job j;
+  if (restored_priority && !spec.plan.empty()) {
+    if (!restored_plan.valid() || restored_plan.index() >= s.plans.size() || s.plans[restored_plan.index()].spec.name != spec.plan)
+      return Error::invalid("job " + spec.name + ": plan " + spec.plan + " is not the plan with the recorded ID");
+    j.plan = restored_plan;
+  } else if (!spec.plan.empty()) {
+    const Plan* plan = s.find_plan(spec.plan);
+    if (!plan) return Error::invalid("job " + spec.name + ": unknown plan '" + spec.plan + "'; plans: " + s.plan_names());
+    if (plan->state == PlanState::kEnding || plan->state == PlanState::kExpired)
+      return Error::precondition("job " + spec.name + ": plan " + spec.plan + " is " + plan_state_name(plan->state) +
+                                 "; its nodes take no new work. Name a Scheduled or Active plan, or none");
+    j.plan = plan->id;
+  }
   j.spec = spec;
   j.team = team->id;
   j.priority = priority;
@@ -146,7 +163,7 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
     p.topology = *topo;
     j.pod_sets.push_back(std::move(p));
   }
-  j.shape = s.shape_ids.try_emplace(shape_key(j.pod_sets), static_cast<uint32_t>(s.shape_ids.size())).first->second;
+  j.shape = s.shape_ids.try_emplace(shape_key(j.pod_sets, j.plan), static_cast<uint32_t>(s.shape_ids.size())).first->second;
   j.id = JobId(static_cast<uint32_t>(s.jobs.size()));
   j.arrival = s.next_arrival++;
   j.submitted_at = now;
@@ -163,8 +180,8 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
 
 Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now) { return add_job(s, spec, now, std::nullopt); }
 
-Result<JobId> restore_submitted_job(ClusterState& s, const JobSpec& spec, Time submitted_at, int priority) {
-  return add_job(s, spec, submitted_at, priority);
+Result<JobId> restore_submitted_job(ClusterState& s, const JobSpec& spec, Time submitted_at, int priority, PlanId plan) {
+  return add_job(s, spec, submitted_at, priority, plan);
 }
 
 }  // namespace allot

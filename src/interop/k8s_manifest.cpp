@@ -15,6 +15,9 @@ using k8s::PodTemplate;
 
 constexpr const char* kQueueLabel = "kueue.x-k8s.io/queue-name";
 constexpr const char* kPriorityLabel = "kueue.x-k8s.io/priority-class";
+// The capacity plan the job runs on (allot's job spec `plan:`; docs/plans.md). A label, as the queue and the
+// priority class are, so that `kubectl get -l allot.dev/plan=NAME` finds a plan's jobs.
+constexpr const char* kPlanLabel = "allot.dev/plan";
 constexpr int kMaxReplicas = 100'000;
 
 bool strip_prefix(std::string_view& s, std::string_view prefix) {
@@ -100,6 +103,12 @@ Status read_metadata(const Field& doc, JobSpec& spec, std::vector<std::string>& 
     if (!p) return p.error();
     spec.priority = priority_from_class(*p);
     *priority_label = *p;
+  }
+  const Field plan = labels.child(kPlanLabel);
+  if (plan.present()) {
+    auto p = plan.str();
+    if (!p) return p.error();
+    spec.plan = *p;  // checked when the job is submitted: an unknown or ended plan is refused there
   }
   return ok_status();
 }

@@ -25,8 +25,10 @@ int world_size(const Job& j) {
   return n;
 }
 
-json assignment(const ServerState& st, const ServerOptions& options, const Job& j, int rank, int local_rank,
-                const PodSetPlacement& ps, const ReplicaBinding& r) {
+}  // namespace
+
+json replica_assignment(const ServerState& st, const ServerOptions& options, const Job& j, int rank, int local_rank,
+                        const PodSetPlacement& ps, const ReplicaBinding& r) {
   const ClusterState& s = st.cluster;
   const InstanceType& type = s.catalog.at(ps.type);
   std::string master_addr = "127.0.0.1";
@@ -56,6 +58,8 @@ json assignment(const ServerState& st, const ServerOptions& options, const Job& 
     a["neuron_cores_per_accelerator"] = type.neuron_cores_per_accelerator;
   return a;
 }
+
+namespace {
 
 // The running job a replica report is about, when it is the job's current attempt and the rank is placed on
 // `node`: an agent reports only for its own node, and a late report of an earlier attempt changes nothing.
@@ -154,37 +158,6 @@ void note_replica_cpus(Txn& txn, const std::string& node_name, const std::vector
     if (cpus.attempt != attempt) cpus = ReplicaCpus{attempt, {}};
     cpus.by_rank[rep.rank] = rep.cpus;
   }
-}
-
-json heartbeat_answer(const ServerState& st, const ServerOptions& options, const std::string& node_name,
-                      const std::vector<ReplicaReport>& reports) {
-  json run = json::array();
-  std::set<std::pair<std::string, int>> placed;  // (job, rank) of the current runs on this node
-  std::map<std::string, int> attempts;
-  const Node* node = st.cluster.find_node(node_name);
-  const std::set<uint32_t>* here = node ? st.running_by_node.on(node->id) : nullptr;
-  if (here) {
-    for (uint32_t index : *here) {
-      const Job& j = st.cluster.jobs[index];
-      if (j.state != JobState::kRunning) continue;  // cannot happen while the index is right; cheap to check
-      std::map<NodeId, int> local;  // replicas of this job seen so far per node: LOCAL_RANK
-      for_each_replica(j, [&](int rank, const PodSetPlacement& ps, const ReplicaBinding& r) {
-        int local_rank = local[r.node]++;
-        if (r.node != node->id) return;
-        run.push_back(assignment(st, options, j, rank, local_rank, ps, r));
-        placed.insert({j.spec.name, rank});
-        attempts[j.spec.name] = attempt_of(j);
-      });
-    }
-  }
-  json stop = json::array();
-  for (const ReplicaReport& rep : reports) {
-    if (rep.exited) continue;
-    const bool current = placed.count({rep.job, rep.rank}) && (!rep.attempt || *rep.attempt == attempts[rep.job]);
-    if (!current) stop.push_back({{"job", rep.job}, {"rank", rep.rank}});
-  }
-  // The agent fences itself (stops its replicas) when it cannot heartbeat for about this long.
-  return {{"run", run}, {"stop", stop}, {"heartbeat_timeout_ms", options.heartbeat_timeout.count()}};
 }
 
 }  // namespace allot::server

@@ -10,20 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "server/agent_reports.h"
 #include "server/options.h"
 #include "server/writer.h"
 
 namespace allot::server {
-
-// One replica as an agent reports it in a heartbeat.
-struct ReplicaReport {
-  std::string job;
-  int rank = 0;
-  bool exited = false;
-  int exit_code = 0;            // when exited
-  std::optional<int> attempt;   // the assignment's attempt it belongs to, when the agent sends it
-  std::string cpus;             // running: the CPUs it is bound to ("0-3,8"), when the agent sends them
-};
 
 // {"replicas": [{"job", "rank", "state": "running"|"exited", "exit_code"?, "attempt"?, "cpus"?}]}
 Result<std::vector<ReplicaReport>> parse_heartbeat(const nlohmann::json& body);
@@ -39,9 +30,9 @@ void apply_exits(Txn& txn, const std::string& node, const std::vector<ReplicaRep
 // replicas placed on `node` count: an agent speaks for its own node.
 void note_replica_cpus(Txn& txn, const std::string& node, const std::vector<ReplicaReport>& reports);
 
-// {"run": [assignment], "stop": [{"job", "rank"}]}: every replica placed on the node, and those the agent
-// runs that are not (or no longer, or of an older attempt).
-nlohmann::json heartbeat_answer(const ServerState& st, const ServerOptions& options, const std::string& node,
-                                const std::vector<ReplicaReport>& reports);
+// The assignment of one replica of a Running job to its node's agent: rank `rank` of `j`, the `local_rank`-th of
+// its replicas on that node, placed by `r` in pod set `ps` (heartbeat_board.h builds the run list of these).
+nlohmann::json replica_assignment(const ServerState& st, const ServerOptions& options, const Job& j, int rank, int local_rank,
+                                  const PodSetPlacement& ps, const ReplicaBinding& r);
 
 }  // namespace allot::server

@@ -66,5 +66,6 @@ void add_agent_routes(Routes& http, Api& api);   // register, heartbeat, logs
 void add_watch_routes(Routes& http, Api& api);   // health, events, metrics
 void add_token_routes(Routes& http, Api& api);   // tokens, audit
 void add_dashboard_routes(Routes& http, Api& api);  // the dashboard's files and the JSON its pages read
+void add_plan_routes(Routes& http, Api& api);    // capacity plans
 
 }  // namespace allot::server

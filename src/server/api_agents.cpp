@@ -2,8 +2,10 @@
 #include <limits>
 
 #include "auth/token.h"
+#include "core/plans.h"
 #include "server/agents.h"
 #include "server/api.h"
+#include "server/heartbeat_board.h"
 #include "server/log_upload.h"
 #include "server/node_lifecycle.h"
 #include "server/registration.h"
@@ -141,6 +143,15 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
     if (!st) return st.error();
     if (auto lc = on_register(txn, options, name, true, r.replaces); !lc) return lc.error();
   } else {
+    // A node's plan is fixed when it joins: an agent cannot move its node into a plan, out of one, or to another
+    // (it would take a plan's place, or its quota, that another node holds).
+    const auto label = r.node.labels.find(std::string(kPlanLabel));
+    const std::string claimed = label == r.node.labels.end() ? "" : label->second;
+    const std::string holds = n->plan.valid() ? txn.cluster().plans[n->plan.index()].spec.name : "";
+    if (claimed != holds)
+      return Error::precondition("node " + name + (holds.empty() ? " is on no capacity plan" : " is on plan " + holds) +
+                                 ", not " + (claimed.empty() ? "on none" : "on plan " + claimed) +
+                                 "; a node's plan is set when it joins (an admin removes the node first: allot node remove " + name + ")");
     const std::string& known = txn.cluster().catalog.at(n->type).name;
     if (known != r.node.instance_type)
       return Error::precondition("node " + name + " is registered as " + known + ", not " + r.node.instance_type +
@@ -170,6 +181,7 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
   }
   NodeInfo& info = txn.state().nodes[name];
   info.last_heartbeat_ms = txn.now_ms();
+  txn.state().nodes_touched.push_back(name);
   if (r.heartbeat_interval_ms > 0) info.heartbeat_interval_ms = r.heartbeat_interval_ms;
   info.boot = r.boot;
   return Render([name, credential, timeout = options.heartbeat_timeout.count()](const ServerState& st) -> Reply {
@@ -191,6 +203,7 @@ Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::stri
   if (!n) return Error::not_found("no node named " + name + " in the cluster; register it first (POST /v1/agents/register)");
   NodeInfo& info = txn.state().nodes[name];
   info.last_heartbeat_ms = txn.now_ms();
+  txn.state().nodes_touched.push_back(name);
   // Only a health the server set because heartbeats stopped is undone by a heartbeat; an administrator's is not.
   if (info.timed_out && n->health == NodeHealth::kUnschedulablePendingReboot) {
     auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kSchedulable, store::HealthCause::kAgent, "", "heartbeats resumed"});
@@ -199,10 +212,9 @@ Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::stri
   if (health) on_health_report(txn, options, name, *health);
   apply_exits(txn, name, reports);
   note_replica_cpus(txn, name, reports);
+  // The same answer as a heartbeat answered off the writer gets (heartbeat_board.h), from the state after the batch.
   return Render([&options, name, reports = std::move(reports)](const ServerState& st) {
-    json answer = heartbeat_answer(st, options, name, reports);
-    add_orders(st, name, answer);
-    return json_reply(200, answer);
+    return json_reply(200, render_heartbeat(node_answer(st, options, name), options, reports));
   });
 }
 
@@ -232,9 +244,15 @@ void add_agent_routes(Routes& http, Api& api) {
     }
     auto reports = parse_heartbeat(*body);
     if (!reports) return answer(res, error_reply(reports.error()));
-    run(api, who, req, res, [&api, name = param(req), reports = std::move(*reports), health = std::move(health)](Txn& txn) {
+    // A heartbeat that changes nothing but the node's time is answered here, off the writer (heartbeat_board.h);
+    // route() has checked that the caller is this node's agent.
+    const std::string name = param(req);
+    if (auto fast = api.writer.heartbeats().try_answer(name, api.options, *reports, health)) return answer(res, json_reply(200, *fast));
+    // Heartbeats are not audited (docs/security.md): at one per node per second they would crowd the audit trail
+    // and journal a record for each.
+    answer(res, api.writer.call([&api, name, reports = std::move(*reports), health = std::move(health)](Txn& txn) {
       return heartbeat(txn, api.options, name, reports, health);
-    });
+    }, CallContext{actor_of(who), std::nullopt}));
   });
   route(http, api, "POST", R"(/v1/agents/([^/]+)/logs)", Access::kAgent, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);

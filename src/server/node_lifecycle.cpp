@@ -132,7 +132,7 @@ void request_replacement(Txn& txn, const ServerOptions& options, const std::stri
                              : "; no provisioner is configured (allot server --provisioner): an administrator replaces it"));
   if (!provision) return;
   n = txn.cluster().find_node(node);
-  ProvisionRequest req{node, txn.cluster().catalog.at(n->type).name, labels_text(*n), replacement_name(txn.cluster(), node), reason, ""};
+  ProvisionRequest req{node, txn.cluster().catalog.at(n->type).name, labels_text(*n), replacement_name(txn.cluster(), node), reason, "", ""};
   // The replacement joins with a join token of its own, made for it and valid for an hour.
   auth::IssuedToken t = auth::issue_token();
   {
@@ -193,16 +193,38 @@ void on_health_report(Txn& txn, const ServerOptions& options, const std::string&
   }
 }
 
-void add_orders(const ServerState& st, const std::string& name, json& answer) {
+bool same_health_changes_nothing(const ServerState& st, const std::string& name) {
   const Node* n = st.cluster.find_node(name);
   auto it = st.nodes.find(name);
-  if (!n || it == st.nodes.end()) return;
+  if (!n || it == st.nodes.end()) return false;
   const NodeInfo& info = it->second;
-  if (n->health == NodeHealth::kUnschedulablePendingReboot && info.cause == HealthCause::kHealthCheck &&
-      info.boot_at_reboot_order >= 0 && info.boot <= info.boot_at_reboot_order)
-    answer["reboot"] = true;
-  if (n->health == NodeHealth::kUnschedulable && info.cause == HealthCause::kDeepCheck && info.deep_status == "none")
-    answer["deep_check"] = true;
+  // on_health_report with report == what info holds: it copies the same values back, then per health:
+  switch (n->health) {
+    case NodeHealth::kSchedulable:
+      // A failed check starts a fault window, a clean report ends one: nothing when the two already agree.
+      return failed_checks(info.checks, nullptr).empty() == (info.fault_since_ms == 0);
+    case NodeHealth::kUnschedulablePendingReboot:
+      // Waiting for the reboot: nothing until the boot number moves past the one of the order.
+      if (info.cause != HealthCause::kHealthCheck) return true;
+      return info.boot_at_reboot_order >= 0 && info.boot <= info.boot_at_reboot_order;
+    case NodeHealth::kUnschedulable:
+      if (info.cause != HealthCause::kDeepCheck) return true;
+      return info.deep_status != "passed" && info.deep_status != "failed";
+    default:
+      return true;
+  }
+}
+
+NodeOrders orders_for(const ServerState& st, const std::string& name) {
+  NodeOrders o;
+  const Node* n = st.cluster.find_node(name);
+  auto it = st.nodes.find(name);
+  if (!n || it == st.nodes.end()) return o;
+  const NodeInfo& info = it->second;
+  o.reboot = n->health == NodeHealth::kUnschedulablePendingReboot && info.cause == HealthCause::kHealthCheck &&
+             info.boot_at_reboot_order >= 0 && info.boot <= info.boot_at_reboot_order;
+  o.deep_check = n->health == NodeHealth::kUnschedulable && info.cause == HealthCause::kDeepCheck && info.deep_status == "none";
+  return o;
 }
 
 Status on_register(Txn& txn, const ServerOptions& options, const std::string& node, bool is_new, const std::string& replaces) {

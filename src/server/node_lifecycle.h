@@ -21,26 +21,29 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
+#include "server/agent_reports.h"
 #include "server/options.h"
 #include "server/writer.h"
 
 namespace allot::server {
 
-// The "health" object of a heartbeat: {"checks": [{name, status, detail, on_failure, at_ms}], "configured",
-// "boot", "deep_check": {"status": none|running|passed|failed, "detail"}}.
-struct HealthReport {
-  std::vector<NodeCheck> checks;
-  size_t configured = 0;
-  int boot = 0;
-  std::string deep_status = "none", deep_detail;
-};
 Result<HealthReport> parse_health_report(const nlohmann::json& health);
 
 // Takes a heartbeat's report and moves the node along its lifecycle.
 void on_health_report(Txn& txn, const ServerOptions& options, const std::string& node, const HealthReport& report);
 
-// What the heartbeat answer orders the agent to do: {"reboot": true} and/or {"deep_check": true}, or nothing.
-void add_orders(const ServerState& st, const std::string& node, nlohmann::json& answer);
+// Whether the same health report as the node's last one (as NodeInfo holds it) would change nothing when it came
+// again: a heartbeat that carries it may then be answered off the write path (heartbeat_board.h). Kept in step
+// with on_health_report, which it mirrors branch by branch.
+bool same_health_changes_nothing(const ServerState& st, const std::string& node);
+
+// What the heartbeat answer orders the agent to do: reboot and/or run the deep check.
+struct NodeOrders {
+  bool reboot = false;
+  bool deep_check = false;
+  bool operator==(const NodeOrders&) const = default;
+};
+NodeOrders orders_for(const ServerState& st, const std::string& node);
 
 // A node registered: a new one that `replaces` a failed node retires it; a replacement (or with
 // deep_check_new_nodes any new node) waits Unschedulable for its deep check.

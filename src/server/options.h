@@ -83,6 +83,9 @@ struct ServerOptions {
   // Test hook: called on the writer thread at the start of every batch that has commands, before any runs (a
   // test holds the writer busy with it).
   std::function<void()> before_batch;
+  // Test check: after every batch the writer builds every node's heartbeat answer afresh and counts each one the
+  // heartbeat board (heartbeat_board.h) holds otherwise (Writer::Stats::heartbeat_board_mismatches).
+  bool verify_heartbeat_board = false;
 };
 
 }  // namespace allot::server

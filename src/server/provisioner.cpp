@@ -35,6 +35,7 @@ void Provisioner::launch(const ProvisionRequest& r, const std::string& server_ur
   env.push_back("ALLOT_SERVER=" + server_url);
   env.push_back("ALLOT_JOIN_TOKEN_FILE=" + token_file);
   env.push_back("ALLOT_REASON=" + r.reason);
+  env.push_back("ALLOT_PLAN=" + r.plan);  // empty for a replacement
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -56,7 +57,8 @@ void Provisioner::launch(const ProvisionRequest& r, const std::string& server_ur
   }
   if (out >= 0) close(out);
   running_.push_back({pid, r.node});
-  spdlog::info("node {}: provisioner started (pid {}) for replacement {}; output in {}", r.node, pid, r.replacement, log);
+  if (r.plan.empty()) spdlog::info("node {}: provisioner started (pid {}) for replacement {}; output in {}", r.node, pid, r.replacement, log);
+  else spdlog::info("node {}: provisioner started (pid {}) for plan {}; output in {}", r.node, pid, r.plan, log);
 }
 
 void Provisioner::reap() {

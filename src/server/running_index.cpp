@@ -12,7 +12,10 @@ void RunningIndex::update(const Job& j) {
       for (const auto& r : ps.replicas) nodes.push_back(r.node.index());
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  // A job named in an event may have changed in what its assignments say even where it stays (a restart count).
+  touched_.insert(touched_.end(), nodes.begin(), nodes.end());
   auto it = nodes_of_.find(job);
+  if (it != nodes_of_.end()) touched_.insert(touched_.end(), it->second.begin(), it->second.end());
   if (it != nodes_of_.end() && it->second == nodes) return;
   remove(job);
   if (nodes.empty()) return;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <set>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/state.h"
@@ -22,11 +23,15 @@ class RunningIndex {
   void update(const Job& j);
   // The indices of the Running jobs placed on `node`, in ascending order (as ServerState::running); null when none.
   const std::set<uint32_t>* on(NodeId node) const;
+  // The nodes of every job update() was called for since the last call, before and after the update (node
+  // indices, possibly repeated): their heartbeat answers may have changed (heartbeat_board.h).
+  std::vector<uint32_t> take_touched() { return std::exchange(touched_, {}); }
 
  private:
   void remove(uint32_t job);
   std::unordered_map<uint32_t, std::vector<uint32_t>> nodes_of_;  // job index -> node indices (sorted, unique)
   std::unordered_map<uint32_t, std::set<uint32_t>> jobs_on_;      // node index -> job indices
+  std::vector<uint32_t> touched_;
 };
 
 }  // namespace allot::server

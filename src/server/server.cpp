@@ -134,6 +134,7 @@ Status Server::start() {
   add_agent_routes(routes, *api_);
   add_token_routes(routes, *api_);
   add_dashboard_routes(routes, *api_);
+  add_plan_routes(routes, *api_);
   routes.add_fallbacks();  // last: it takes every request with a body that no route above took
 
   host_ = hp->host;

@@ -1,5 +1,8 @@
 #include "server/server_state.h"
 
+#include <algorithm>
+
+#include "core/plans.h"
 #include "store/replay.h"
 
 namespace allot::server {
@@ -31,6 +34,9 @@ struct NodeOf {
   std::string operator()(const HoldJob&) const { return ""; }
   std::string operator()(const SetJobPriority&) const { return ""; }
   std::string operator()(const DeleteJob&) const { return ""; }
+  std::string operator()(const CreatePlan&) const { return ""; }
+  std::string operator()(const PlanStepRecord&) const { return ""; }  // its nodes: plan_nodes_of()
+  std::string operator()(const DeletePlan&) const { return ""; }
   std::string operator()(const CompactFinished&) const { return ""; }
 };
 
@@ -56,8 +62,25 @@ struct JobOf {
   std::string operator()(const HoldJob& o) const { return o.job; }
   std::string operator()(const SetJobPriority& o) const { return o.job; }
   std::string operator()(const DeleteJob& o) const { return o.job; }
+  std::string operator()(const CreatePlan&) const { return ""; }
+  std::string operator()(const PlanStepRecord&) const { return ""; }
+  std::string operator()(const DeletePlan&) const { return ""; }
   std::string operator()(const CompactFinished&) const { return ""; }
 };
+
+// The nodes in the cluster of the plan a plan step or deletion names: the jobs it may stop run there, and they
+// may leave.
+std::vector<std::string> plan_nodes_of(const ClusterState& s, const Op& op) {
+  std::string plan;
+  if (const auto* p = std::get_if<PlanStepRecord>(&op)) plan = p->plan;
+  else if (const auto* d = std::get_if<DeletePlan>(&op)) plan = d->plan;
+  std::vector<std::string> out;
+  const Plan* p = plan.empty() ? nullptr : s.find_plan(plan);
+  if (!p) return out;
+  for (const Node& n : s.nodes)
+    if (!n.removed && n.plan == p->id) out.push_back(n.name);
+  return out;
+}
 
 std::vector<JobId> running_on(const ClusterState& s, const std::string& node_name) {
   std::vector<JobId> out;
@@ -120,6 +143,12 @@ std::string message_of(const ServerState& st, const Record& r) {
       return "priority class set to " + (o.priority.empty() ? std::string("none") : o.priority);
     }
     std::string operator()(const DeleteJob&) const { return "deleted; its name is free for a new job"; }
+    std::string operator()(const CreatePlan& o) const {
+      return "plan " + o.plan.name + " created (" + std::to_string(o.plan.count) + " x " + o.plan.instance_type +
+             (o.plan.team.empty() ? ", no owner" : ", team " + o.plan.team) + ")";
+    }
+    std::string operator()(const PlanStepRecord& o) const { return "plan " + o.plan + " is " + o.state; }
+    std::string operator()(const DeletePlan& o) const { return "plan " + o.plan + " deleted"; }
     std::string operator()(const CompactFinished& o) const {
       return "retention: jobs that finished at or before " + std::to_string(o.finished_before) + " left the server (" +
              std::to_string(s.compacted_jobs) + " compacted so far); the journal keeps their records";
@@ -311,10 +340,13 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   std::vector<JobId> before;
   std::vector<JobState> states;
   std::vector<int> restarts;
-  if (!node.empty() && !std::holds_alternative<AddNode>(r.op)) {
-    before = running_on(st.cluster, node);
-    for (JobId id : before) states.push_back(st.cluster.jobs[id.index()].state), restarts.push_back(st.cluster.jobs[id.index()].restarts);
-  }
+  if (!node.empty() && !std::holds_alternative<AddNode>(r.op)) before = running_on(st.cluster, node);
+  // A plan's end stops the jobs on its nodes and removes the nodes.
+  const std::vector<std::string> plan_nodes = plan_nodes_of(st.cluster, r.op);
+  for (const auto& n : plan_nodes)
+    for (JobId id : running_on(st.cluster, n))
+      if (std::find(before.begin(), before.end(), id) == before.end()) before.push_back(id);
+  for (JobId id : before) states.push_back(st.cluster.jobs[id.index()].state), restarts.push_back(st.cluster.jobs[id.index()].restarts);
   // The job a job operation names, if it runs: a run that ends is accounted for (goodput, restarts).
   const std::string job_name = std::visit(JobOf{}, r.op);
   const Job* named = job_name.empty() ? nullptr : st.cluster.find_job(job_name);
@@ -323,6 +355,8 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   auto status = store::apply_record(st.cluster, r);
   if (!status) return status;
   note(st, r);
+  for (const auto& n : plan_nodes)
+    if (!st.cluster.find_node(n)) st.nodes.erase(n);
   if (named_running) {
     const Job& j = *st.cluster.find_job(job_name);
     if (j.state != JobState::kRunning) {
@@ -334,7 +368,9 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
     const Job& j = st.cluster.jobs[before[i].index()];
     if (j.state == JobState::kRunning) continue;
     std::string cause = "node " + node;
-    if (const auto* h = std::get_if<NodeHealthChange>(&r.op))
+    if (node.empty())  // a plan's end: the record says which plan
+      cause = message_of(st, r);
+    else if (const auto* h = std::get_if<NodeHealthChange>(&r.op))
       cause += " became " + std::string(node_health_name(h->health)) + (h->reason.empty() ? "" : ": " + h->reason);
     else
       cause += ": " + message_of(st, r);

@@ -28,6 +28,7 @@ struct NodeCheck {
   std::string detail;
   std::string on_failure;  // reboot, replace
   int64_t at_ms = 0;
+  bool operator==(const NodeCheck&) const = default;
 };
 
 // One change of a node's health, for `allot describe node` (rebuilt from the journal on start).
@@ -72,6 +73,7 @@ struct NodeInfo {
 struct ProvisionRequest {
   std::string node, instance_type, labels, replacement, reason;
   std::string join_token;  // a fresh agent-join token's bearer text, handed over in a file readable by its owner only
+  std::string plan;        // a capacity plan's node (server/plan_steps.h): it joins with --plan and replaces nothing
 };
 
 // One restart of a job after a failure, for `allot describe` (rebuilt from the journal on start).
@@ -200,6 +202,9 @@ struct ServerState {
   uint64_t last_seq = 0;    // the last journal record applied
   uint64_t last_event = 0;  // the last event numbered
   uint64_t version = 0;     // bumped by every applied record; caches key on it
+  // Nodes whose heartbeat answer a command changed outside any record (a heartbeat's health or CPU report, a
+  // registration): the writer republishes their answers after the batch and empties this (heartbeat_board.h).
+  std::vector<std::string> nodes_touched;
 };
 
 // Applies a record: the core operation (store::apply_record), then the server's tables, and appends the

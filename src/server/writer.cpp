@@ -3,11 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "core/scheduler.h"
 #include "server/node_lifecycle.h"
 #include "server/retention.h"
 #include "server/state_snapshot.h"
+#include "server/plan_steps.h"
 #include "store/replay.h"
 
 namespace allot::server {
@@ -44,7 +46,7 @@ Status Txn::apply(store::Op op) {
 
 Writer::Writer(const ServerOptions& options, std::unique_ptr<store::Store> store, EventLog& events, AuthGate& auth)
     : options_(options), store_(std::move(store)), events_(events), auth_(auth),
-      provisioner_(options.provisioner, options.data_dir + "/provision") {}
+      provisioner_(options.provisioner, options.data_dir + "/provision"), board_(options.clock) {}
 
 namespace {
 const store::Actor kServerActor{"server", "server", {}, {}};
@@ -114,6 +116,7 @@ Status Writer::recover() {
   for (auto& [name, info] : state_.nodes) info.last_heartbeat_ms = now;
   dirty_ = true;
   state_changed_ = true;
+  board_all_stale_ = true;
   return ok_status();
 }
 
@@ -298,6 +301,7 @@ void Writer::step_leadership(bool force) {
   for (auto& [name, info] : state_.nodes) info.last_heartbeat_ms = now_ms;
   dirty_ = true;
   state_changed_ = true;
+  board_all_stale_ = true;
   next_pass_ = {};
   leading_ = true;
   leading_flag_ = true;
@@ -306,7 +310,9 @@ void Writer::step_leadership(bool force) {
 
 Writer::Stats Writer::stats() const {
   std::lock_guard lock(mu_);
-  return stats_;
+  Stats out = stats_;
+  out.heartbeats_off_writer = board_.answered();
+  return out;
 }
 
 void Writer::loop() {
@@ -339,6 +345,9 @@ void Writer::time_out_nodes(Txn& txn) {
     if (n && n->health == NodeHealth::kSchedulable) silent.push_back(name);
   }
   for (const auto& name : silent) {
+    // A heartbeat the board answered since the batch began counts. Otherwise the board answers none of the node's
+    // heartbeats from now on: the writer does, undoing the timeout (heartbeat_board.h).
+    if (!board_.close_if_silent(name, txn.now_ms(), limit)) continue;
     spdlog::warn("node {}: no heartbeat for {} ms; marking it UnschedulablePendingReboot", name, limit);
     auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kUnschedulablePendingReboot, store::HealthCause::kTimeout, "",
                                                 "no heartbeat for " + std::to_string(limit) + " ms"});
@@ -371,10 +380,80 @@ void Writer::adopt_rebuilt(ServerState fresh) {
   state_ = std::move(fresh);
   dirty_ = true;
   state_changed_ = true;
+  board_all_stale_ = true;
+}
+
+void Writer::fold_heartbeat_times() {
+  bool moved = false;
+  board_.for_each_time([&](const std::string& node, int64_t ms) {
+    auto it = state_.nodes.find(node);
+    if (it == state_.nodes.end() || ms <= it->second.last_heartbeat_ms) return;
+    moved |= ms / 1000 != it->second.last_heartbeat_ms / 1000;
+    it->second.last_heartbeat_ms = ms;
+  });
+  // Reads show these times in whole seconds. A time that moved to a new second counts as a change of the state
+  // (so the read view is copied anew) at most once a second: heartbeats alone do not send every read through
+  // the writer, and a listing shows a node's last heartbeat at most about a second late.
+  heard_pending_ |= moved;
+  const auto now = std::chrono::steady_clock::now();
+  if (heard_pending_ && now - heard_counted_at_ >= std::chrono::seconds(1)) {
+    state_changed_ = true;
+    heard_pending_ = false;
+    heard_counted_at_ = now;
+  }
+}
+
+void Writer::refresh_heartbeat_board(const std::vector<Event>& events) {
+  const std::vector<uint32_t> touched = state_.running_by_node.take_touched();
+  std::vector<std::string> named = std::exchange(state_.nodes_touched, {});
+  if (!leading_ || needs_rebuild_) {
+    // Agents heartbeat to the leader; a standby's board would only hold answers that go stale.
+    if (!board_.empty()) board_.clear();
+    board_all_stale_ = true;
+    return;
+  }
+  std::unordered_set<std::string> nodes;
+  if (board_all_stale_) {
+    // Slots are kept (with the times they hold) and republished; those of nodes that left go.
+    for (const auto& [name, info] : state_.nodes) nodes.insert(name);
+    board_.for_each_time([&](const std::string& node, int64_t) { nodes.insert(node); });
+    board_all_stale_ = false;
+  } else {
+    for (uint32_t n : touched)
+      if (n < state_.cluster.nodes.size()) nodes.insert(state_.cluster.nodes[n].name);
+    for (auto& name : named) nodes.insert(std::move(name));
+    std::unordered_set<std::string> event_nodes;
+    for (const Event& e : events) {
+      if (e.node.empty() || !event_nodes.insert(e.node).second) continue;
+      nodes.insert(e.node);
+      // A node's address is MASTER_ADDR in the assignments of the jobs whose rank 0 runs there, on all their nodes.
+      const Node* n = state_.cluster.find_node(e.node);
+      const std::set<uint32_t>* jobs = n ? state_.running_by_node.on(n->id) : nullptr;
+      if (!jobs) continue;
+      for (uint32_t j : *jobs)
+        for (NodeId id : state_.cluster.jobs[j].placement.nodes()) nodes.insert(state_.cluster.nodes[id.index()].name);
+    }
+  }
+  for (const std::string& name : nodes) {
+    const bool present = state_.cluster.find_node(name) && state_.nodes.count(name);
+    board_.publish(name, present ? std::make_shared<const NodeAnswer>(node_answer(state_, options_, name)) : nullptr);
+  }
+  if (!options_.verify_heartbeat_board) return;
+  for (const auto& [name, info] : state_.nodes) {
+    if (!state_.cluster.find_node(name)) continue;
+    const NodeAnswer fresh = node_answer(state_, options_, name);
+    const auto published = board_.published(name);
+    // A slot closed for silence answers nothing, which is right only while the node's answer says so too.
+    if (published ? *published == fresh : !fresh.fast) continue;
+    ++board_mismatches_;
+    spdlog::error("heartbeat board: the answer published for node {} differs from the state's (a change that did not "
+                  "republish it)", name);
+  }
 }
 
 void Writer::run_batch(std::vector<Pending>& batch) {
   if (needs_rebuild_) {
+    board_.clear();
     for (auto& p : batch)
       p.answer.set_value(error_reply(503, "Unavailable",
                                      "this server lost its database and has not yet rebuilt its state from the journal; "
@@ -382,6 +461,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     return;
   }
   if (options_.before_batch && !batch.empty()) options_.before_batch();
+  if (leading_) fold_heartbeat_times();
   const int64_t now_ms = options_.clock();
   std::vector<store::Record> records;
   std::vector<Event> events;
@@ -408,6 +488,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   std::vector<std::string> compacted;
   if (leading_) {
     if (lifecycle_tick(txn, options_)) dirty_ = true;
+    if (step_plans(txn, options_)) dirty_ = true;
     time_out_nodes(txn);
     compacted = compact_finished_jobs(txn);
   }
@@ -507,7 +588,9 @@ void Writer::run_batch(std::vector<Pending>& batch) {
       spdlog::critical("cannot rebuild the state from the journal: {}", fresh.error().message);
       std::abort();  // the journal cannot be read back: running on would serve state nobody can recover
     }
+    refresh_heartbeat_board({});
   } else {
+    refresh_heartbeat_board(events);
     events_.publish(std::move(events));
     for (const ProvisionRequest& r : state_.provision_queue) provisioner_.launch(r, public_url_);
     if (!compacted.empty() && on_compacted_) on_compacted_(compacted);
@@ -525,6 +608,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     ++stats_.batches;
     stats_.commands += batch.size();
     if (durable) stats_.records += records.size();
+    stats_.heartbeat_board_mismatches = board_mismatches_;
     if (pass) {
       ++stats_.passes;
       stats_.pass_seconds += pass_seconds;

@@ -31,8 +31,13 @@
 // at most about 1 / (1 + kViewSpacing) of its time copying, and heartbeats and submissions are not held back by
 // it. A copy that takes under a millisecond (a small cluster) is never held back.
 //
-// Thread-safety: call(), read(), leading() and leader_url() from any thread; everything else from the thread
-// that owns the Writer.
+// Heartbeats off the write path: after each batch, before answering it, the leader also publishes every changed
+// node's heartbeat answer to the heartbeat board (heartbeat_board.h), from which request threads answer the
+// heartbeats that change nothing but the node's time. The writer takes those times into the state at the start
+// of each batch, and asks the board before it times a node out.
+//
+// Thread-safety: call(), read(), leading(), leader_url() and heartbeats() from any thread; everything else from
+// the thread that owns the Writer.
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -45,6 +50,7 @@
 
 #include "server/auth_gate.h"
 #include "server/event_log.h"
+#include "server/heartbeat_board.h"
 #include "server/options.h"
 #include "server/provisioner.h"
 #include "server/reply.h"
@@ -119,6 +125,8 @@ class Writer {
   // Whether this server leads (always, on a store that is not shared): request threads redirect writes to the
   // leader when it does not. The leader's URL is empty while none is known.
   bool leading() const { return leading_flag_.load(); }
+  // Where request threads answer heartbeats that change nothing (heartbeat_board.h).
+  HeartbeatBoard& heartbeats() { return board_; }
   std::string leader_url() const;
   // The URL the other servers redirect writes to while this one leads. REQUIRES: before start().
   void set_advertise_url(std::string url);
@@ -136,6 +144,8 @@ class Writer {
     uint64_t passes = 0;          // scheduler runs
     double pass_seconds = 0;      // their total duration
     double max_pass_seconds = 0;
+    uint64_t heartbeats_off_writer = 0;        // answered from the heartbeat board
+    uint64_t heartbeat_board_mismatches = 0;   // with ServerOptions::verify_heartbeat_board; 0 unless a bug
   };
   Stats stats() const;
   // Reads answered from the published view, and views published, so far (for tests and benchmarks).
@@ -159,6 +169,11 @@ class Writer {
   void loop();
   void run_batch(std::vector<Pending>& batch);
   void time_out_nodes(Txn& txn);
+  // Takes the heartbeat times the board noted into the state (NodeInfo::last_heartbeat_ms).
+  void fold_heartbeat_times();
+  // Publishes the heartbeat answers of the nodes the batch (whose events these are) may have changed, or of every
+  // node after a rebuild; on a server that does not lead, empties the board. REQUIRES: the state is durable.
+  void refresh_heartbeat_board(const std::vector<Event>& events);
   // The leader: journals a compaction when finished jobs have outlived retain_finished_s (server/retention.h),
   // at most every retention_check_interval. Returns the names of the jobs it compacted.
   std::vector<std::string> compact_finished_jobs(Txn& txn);
@@ -197,6 +212,11 @@ class Writer {
   std::chrono::steady_clock::time_point last_snapshot_at_{};
   int64_t next_compaction_check_ms_ = 0;  // options_.clock() milliseconds
   std::function<void(const std::vector<std::string>&)> on_compacted_;
+  HeartbeatBoard board_;
+  bool board_all_stale_ = true;  // every node's answer is to be published afresh (a new or rebuilt state)
+  bool heard_pending_ = false;    // a heartbeat time folded in moved to a new second, not yet counted as a change
+  std::chrono::steady_clock::time_point heard_counted_at_{};  // when one last counted (fold_heartbeat_times)
+  uint64_t board_mismatches_ = 0;
   std::atomic<bool> leading_flag_{true};  // leading_, for request threads
   std::string leader_url_;                // guarded by mu_
   std::string advertise_url_;             // guarded by mu_

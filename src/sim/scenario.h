@@ -41,14 +41,22 @@ struct JobExpect {
 struct TeamExpect {
   int line = 0;
   std::optional<ResourceExpect> usage, borrowed, lent;
+  std::optional<ResourceExpect> quota;  // the nominal quota: the allocation plus the team's Active plans
+};
+
+struct PlanExpect {
+  int line = 0;
+  std::optional<std::string> state;  // Scheduled, Active, Ending, Expired
+  std::optional<int> nodes;          // nodes of the plan in the cluster
 };
 
 struct Expect {
   std::map<std::string, JobExpect> jobs;   // in file order is not needed: checked all together
   std::map<std::string, TeamExpect> teams;
+  std::map<std::string, PlanExpect> plans;
 };
 
-enum class EventKind { kSubmit, kCancel, kFinish, kFail, kFailNode, kRecoverNode, kAddNodes, kRemoveNodes, kExpect };
+enum class EventKind { kSubmit, kCancel, kFinish, kFail, kFailNode, kRecoverNode, kAddNodes, kRemoveNodes, kExpect, kPlanDelete };
 const char* event_kind_name(EventKind k);
 
 struct Event {
@@ -56,7 +64,7 @@ struct Event {
   int line = 0;  // 1-based line of the event entry in the file
   EventKind kind = EventKind::kExpect;
   JobSpec submit;                   // kSubmit
-  std::string target;               // kCancel, kFinish, kFail (job); kFailNode, kRecoverNode (node)
+  std::string target;               // kCancel, kFinish, kFail (job); kFailNode, kRecoverNode (node); kPlanDelete
   std::vector<NodeSpec> nodes;      // kAddNodes; kRemoveNodes uses only the names
   Expect expect;                    // kExpect
 };
@@ -68,6 +76,7 @@ struct Scenario {
   std::vector<std::string> topology_levels;  // optional `cluster.topology_levels`; empty: the defaults
   std::vector<NodeSpec> nodes;
   std::vector<TeamSpec> teams;
+  std::vector<PlanSpec> plans;  // optional `plans:` section (core/plans.h); times are virtual seconds
   std::vector<Event> events;  // sorted by `at`, file order kept among equal times
 };
 

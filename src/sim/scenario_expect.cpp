@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "core/plans.h"
 #include "core/topology_levels.h"
 #include "view/state_json.h"
 
@@ -102,7 +103,21 @@ int check_expect(const ClusterState& s, const Event& e, std::vector<std::string>
     if (want.usage) check_resources("usage", *want.usage, view::team_usage_total(s, t->id), bad);
     if (want.borrowed) check_resources("borrowed", *want.borrowed, view::team_borrowed_total(s, t->id), bad);
     if (want.lent) check_resources("lent", *want.lent, view::team_lent_total(s, t->id), bad);
+    if (want.quota) check_resources("quota", *want.quota, view::team_nominal_total(s, t->id), bad);
     for (const auto& b : bad) failures.push_back(at + b);
+  }
+  for (const auto& [name, want] : e.expect.plans) {
+    ++checks;
+    const std::string at = "line " + std::to_string(want.line ? want.line : e.line) + ", t=" + std::to_string(e.at) + ": plan " + name + ": ";
+    const Plan* p = s.find_plan(name);
+    if (!p) {
+      failures.push_back(at + "no such plan (never defined, or deleted)");
+      continue;
+    }
+    if (want.state && *want.state != plan_state_name(p->state))
+      failures.push_back(at + "state is " + plan_state_name(p->state) + ", expected " + *want.state);
+    if (want.nodes && *want.nodes != plan_nodes_joined(s, p->id))
+      failures.push_back(at + "nodes is " + std::to_string(plan_nodes_joined(s, p->id)) + ", expected " + std::to_string(*want.nodes));
   }
   (void)where;
   return checks;

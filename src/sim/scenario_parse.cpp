@@ -20,6 +20,7 @@ const char* event_kind_name(EventKind k) {
     case EventKind::kAddNodes: return "add_nodes";
     case EventKind::kRemoveNodes: return "remove_nodes";
     case EventKind::kExpect: return "expect";
+    case EventKind::kPlanDelete: return "plan_delete";
   }
   return "expect";
 }
@@ -30,7 +31,7 @@ using namespace config;
 
 // Event keys in the order of EventKind, so that the index of a key is its kind.
 const std::vector<std::string_view> kEventKeys = {"submit",   "cancel",       "finish",      "fail",  "fail_node",
-                                                  "recover_node", "add_nodes", "remove_nodes", "expect"};
+                                                  "recover_node", "add_nodes", "remove_nodes", "expect", "plan_delete"};
 
 Result<ResourceExpect> read_resource_expect(const YamlContext& ctx, const Val& v) {
   auto f = Fields::open(ctx, v, amount_keys(AmountUse::kResources));
@@ -41,11 +42,11 @@ Result<ResourceExpect> read_resource_expect(const YamlContext& ctx, const Val& v
 }
 
 Result<TeamExpect> read_team_expect(const YamlContext& ctx, const Val& v) {
-  auto f = Fields::open(ctx, v, {"usage", "borrowed", "lent"});
+  auto f = Fields::open(ctx, v, {"usage", "borrowed", "lent", "quota"});
   if (!f) return f.error();
   TeamExpect t;
   t.line = v.line;
-  for (auto [key, field] : {std::pair{"usage", &t.usage}, {"borrowed", &t.borrowed}, {"lent", &t.lent}}) {
+  for (auto [key, field] : {std::pair{"usage", &t.usage}, {"borrowed", &t.borrowed}, {"lent", &t.lent}, {"quota", &t.quota}}) {
     if (auto r = f->get(key)) {
       auto want = read_resource_expect(ctx, *r);
       if (!want) return want.error();
@@ -53,6 +54,25 @@ Result<TeamExpect> read_team_expect(const YamlContext& ctx, const Val& v) {
     }
   }
   return t;
+}
+
+Result<PlanExpect> read_plan_expect(const YamlContext& ctx, const Val& v) {
+  auto f = Fields::open(ctx, v, {"state", "nodes"});
+  if (!f) return f.error();
+  PlanExpect p;
+  p.line = v.line;
+  if (auto s = f->get("state")) {
+    const std::vector<std::string_view> states = {"Scheduled", "Active", "Ending", "Expired"};
+    auto c = read_choice(ctx, *s, states);
+    if (!c) return c.error();
+    p.state = std::string(states[*c]);
+  }
+  if (auto n = f->get("nodes")) {
+    auto x = read_int(ctx, *n, 0, 10000);
+    if (!x) return x.error();
+    p.nodes = static_cast<int>(*x);
+  }
+  return p;
 }
 
 Result<std::optional<int>> read_count(const YamlContext& ctx, const std::optional<Val>& v) {
@@ -130,9 +150,18 @@ Result<JobExpect> read_job_expect(const YamlContext& ctx, const Val& v) {
 }
 
 Result<Expect> read_expect(const YamlContext& ctx, const Val& v) {
-  auto f = Fields::open(ctx, v, {"jobs", "teams"});
+  auto f = Fields::open(ctx, v, {"jobs", "teams", "plans"});
   if (!f) return f.error();
   Expect e;
+  if (auto plans = f->get("plans")) {
+    auto entries = map_entries(ctx, *plans);
+    if (!entries) return entries.error();
+    for (const auto& entry : *entries) {
+      auto p = read_plan_expect(ctx, entry.value);
+      if (!p) return p.error();
+      e.plans[entry.key] = std::move(*p);
+    }
+  }
   if (auto jobs = f->get("jobs")) {
     auto entries = map_entries(ctx, *jobs);
     if (!entries) return entries.error();
@@ -190,7 +219,8 @@ Result<Event> read_event(const YamlContext& ctx, const Val& v, const Catalog& ca
     case EventKind::kFinish:
     case EventKind::kFail:
     case EventKind::kFailNode:
-    case EventKind::kRecoverNode: {
+    case EventKind::kRecoverNode:
+    case EventKind::kPlanDelete: {
       auto name = read_name(ctx, *body);
       if (!name) return name.error();
       e.target = *name;
@@ -239,7 +269,7 @@ Result<std::vector<std::string>> read_levels(const YamlContext& ctx, const Val& 
 }
 
 Result<Scenario> read_scenario(const YamlContext& ctx, const YAML::Node& doc) {
-  const std::vector<std::string_view> top = {"name", "policy", "instance_types", "cluster", "teams", "events"};
+  const std::vector<std::string_view> top = {"name", "policy", "instance_types", "cluster", "teams", "plans", "events"};
   Val v = root(doc, ctx);
   if (v.node.IsNull()) return fail(ctx, 0, "the file is empty", "a scenario is a mapping with keys " + join(top));
   if (!v.node.IsMap())
@@ -282,6 +312,11 @@ Result<Scenario> read_scenario(const YamlContext& ctx, const YAML::Node& doc) {
     auto teams = parse_teams(t->node, catalog, sub(ctx, *t));
     if (!teams) return teams.error();
     sc.teams = std::move(*teams);
+  }
+  if (auto p = f->get("plans")) {
+    auto plans = parse_plans(p->node, catalog, sub(ctx, *p));
+    if (!plans) return plans.error();
+    sc.plans = std::move(*plans);
   }
   if (auto ev = f->get("events")) {
     auto items = list_items(ctx, *ev);

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/overloaded.h"
+#include "core/plans.h"
 #include "core/scheduler.h"
 #include "sim/completions.h"
 #include "sim/scenario_expect.h"
@@ -125,8 +126,35 @@ Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& lo
         log.push_back(t + "node    " + n.name + " left");
       }
       return ok_status();
+    case EventKind::kPlanDelete: {
+      auto out = delete_plan(s, e.target, e.at);
+      if (!out) return out.error();
+      log.push_back(t + "plan    " + e.target + " deleted (" + std::to_string(out->suspended.size()) + " jobs suspended, " +
+                    std::to_string(out->nodes_left.size()) + " nodes left)");
+      return ok_status();
+    }
     case EventKind::kExpect:
       return ok_status();
+  }
+  return ok_status();
+}
+
+Status apply_due_plan_steps(ClusterState& s, Time now, std::vector<std::string>& log) {
+  while (auto step = next_plan_step(s)) {
+    if (step->at > now) break;
+    const std::string name = s.plans[step->plan.index()].spec.name;
+    auto out = apply_plan_step(s, step->plan, step->to, now);
+    if (!out) return Error::internal("plan " + name + ": " + out.error().message);
+    const std::string t = "t=" + std::to_string(now) + "  plan    " + name + " ";
+    log.push_back(t + plan_state_name(step->to));
+    for (JobId id : out->suspended) log.push_back(t + "ends: " + s.jobs[id.index()].spec.name + " checkpointed and requeued");
+    for (const auto& n : out->nodes_left) log.push_back(t + "ends: node " + n + " left");
+    if (step->to == PlanState::kActive) {
+      // In a scenario the plan's nodes join as it starts (the server waits for their agents instead).
+      const std::vector<NodeSpec> nodes = plan_node_specs(s, s.plans[step->plan.index()]);
+      if (auto st = add_nodes(s, nodes, now); !st) return Error::invalid("plan " + name + ": its nodes cannot join: " + st.error().message);
+      for (const auto& n : nodes) log.push_back(t + "starts: node " + n.name + " joined");
+    }
   }
   return ok_status();
 }
@@ -142,6 +170,8 @@ Result<ClusterState> cluster_from_scenario(const Scenario& sc) {
   if (auto st = add_nodes(s, sc.nodes, 0); !st) return Error::invalid("cluster.nodes: " + st.error().message);
   for (const auto& t : sc.teams)
     if (auto st = upsert_team(s, t); !st) return Error::invalid("teams: " + st.error().message);
+  for (const auto& p : sc.plans)
+    if (auto st = add_plan(s, p); !st) return Error::invalid("plans: " + st.error().message);
   return s;
 }
 
@@ -163,6 +193,7 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
     else break;  // the scenario ends with its last event
     consider(next_completion(s, now));
     consider(wakeup);
+    if (auto step = next_plan_step(s)) consider(step->at);
     now = *t;
     // Work that completes by now ends first, in completion order, then the events of this instant.
     for (JobId id : completed_by(s, now)) {
@@ -171,6 +202,8 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
       if (auto st = finish_job(s, name, now, true, "finished its work"); !st)
         return Error::internal("finishing " + name + ": " + st.error().message);
     }
+    // Then the plans' steps that are due (a plan starting, ending, expiring), then the events of this instant.
+    if (auto st = apply_due_plan_steps(s, now, rep.log); !st) return st.error();
     std::vector<const Event*> expects;
     while (next < sc.events.size() && sc.events[next].at == now) {
       const Event& e = sc.events[next++];

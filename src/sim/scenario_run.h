@@ -43,4 +43,8 @@ Result<ClusterState> cluster_from_scenario(const Scenario& scenario);
 // of a failed node, recover_node of a healthy one) changes nothing and adds a warning to `warnings`.
 Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& log, std::vector<std::string>& warnings);
 
+// Applies every plan step due by `now` (core/plans.h) in time order, adding a plan's nodes (<plan>-1 ..) as it
+// starts, and says what happened in `log`. The scenario runner and the trace replay share it.
+Status apply_due_plan_steps(ClusterState& s, Time now, std::vector<std::string>& log);
+
 }  // namespace allot::sim

@@ -1,5 +1,7 @@
 #include "sim/trace_replay.h"
 
+#include "core/plans.h"
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -61,10 +63,17 @@ class Replay {
       // Failures only while there is work to disturb; repairs always (they may unblock waiting jobs).
       if (!node_events_.empty() && (work_left || node_events_.top().kind != NodeEvent::Kind::kFail))
         consider(node_events_.top().at);
+      // Capacity plans (--plans) start, end and expire while there is work they could change.
+      if (auto step = next_plan_step(s_); step && work_left) consider(step->at);
       if (!t) break;
       now = *t;
       bool changed = complete_jobs(now);
       changed |= node_events(now, work_left);
+      if (auto step = next_plan_step(s_); step && step->at <= now) {
+        std::vector<std::string> log;
+        if (auto st = apply_due_plan_steps(s_, now, log); !st) return st.error();
+        changed = true;
+      }
       while (next_event < sc_.events.size() && sc_.events[next_event].at == now) {
         const Event& e = sc_.events[next_event++];
         if (e.kind == EventKind::kExpect) continue;

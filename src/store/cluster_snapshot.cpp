@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/job_restore.h"
+#include "core/plans.h"
 #include "store/record_json.h"
 #include "store/replay.h"
 #include "store/spec_json.h"
@@ -27,6 +28,14 @@ std::vector<PodSetRecord> placement_names(const ClusterState& s, const Placement
     out.push_back(std::move(r));
   }
   return out;
+}
+
+// A plan's ID in a snapshot (a node's or a job's "plan"), checked against the plans restored.
+PlanId plan_id_from(const ClusterState& s, const json& j, const std::string& what) {
+  if (!j.contains("plan")) return PlanId();
+  const auto id = j.at("plan").get<uint32_t>();
+  if (id >= s.plans.size()) throw std::invalid_argument(what + " names plan " + std::to_string(id) + " of " + std::to_string(s.plans.size()));
+  return PlanId(id);
 }
 
 JobState state_from(const json& j) {
@@ -56,6 +65,22 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
     if (auto st = upsert_team(s, spec); !st) return Error::invalid(st.error().message);
   }
 
+  // Capacity plans in ID order (absent in snapshots written before plans), in the state they had been stepped to.
+  // A deleted plan's name is free again, so a later plan may hold it.
+  for (const auto& pj : j.value("plans", json::array())) {
+    const PlanSpec spec = plan_from_json(pj.at("spec"));
+    if (auto st = add_plan(s, spec); !st) return Error::invalid(st.error().message);
+    Plan& plan = s.plans.back();
+    auto state = parse_plan_state(pj.at("state").get<std::string>());
+    if (!state) throw std::invalid_argument("plan " + spec.name + ": unknown state " + pj.at("state").get<std::string>());
+    plan.state = *state;
+    if (pj.at("deleted").get<bool>()) {
+      plan.deleted = true;
+      s.plan_by_name.erase(spec.name);
+    }
+  }
+  refresh_plan_quota(s);
+
   // Nodes in ID order. A removed node's name may have been taken again by a later node, so nodes are added in
   // runs without a repeated name, and each run's removed nodes are removed before the next run is added.
   const json& nodes = j.at("nodes");
@@ -73,8 +98,15 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
     run_names.clear();
     return ok_status();
   };
+  // A plan's node joins only while its plan is Active and has a free place (core/plans.h); restored, it may belong
+  // to a plan that has ended since, so it is added without its plan label, which is put back with the plan's ID.
+  std::vector<PlanId> node_plans;
   for (const auto& n : nodes) {
     NodeSpec spec = node_from_json(n.at("spec"));
+    node_plans.push_back(plan_id_from(s, n, "node " + spec.name));
+    if (node_plans.back().valid() != (spec.labels.count(std::string(kPlanLabel)) > 0))
+      throw std::invalid_argument("node " + spec.name + ": its plan and its " + std::string(kPlanLabel) + " label disagree");
+    spec.labels.erase(std::string(kPlanLabel));
     if (run_names.count(spec.name))
       if (auto st = flush(); !st) return st.error();
     run_names.insert(spec.name);
@@ -84,6 +116,10 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
   if (auto st = flush(); !st) return st.error();
   for (size_t i = 0; i < s.nodes.size(); ++i) {
     const json& n = nodes[i];
+    if (node_plans[i].valid()) {
+      s.nodes[i].plan = node_plans[i];
+      s.nodes[i].labels[std::string(kPlanLabel)] = s.plans[node_plans[i].index()].spec.name;
+    }
     const NodeHealth health = node_health_from_name(n.at("health").get<std::string>());
     const bool cordoned = n.at("cordoned").get<bool>();
     Node& node = s.nodes[i];
@@ -117,7 +153,8 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
       continue;
     }
     const JobSpec spec = job_from_json(jj.at("spec"));
-    auto id = restore_submitted_job(s, spec, jj.at("submitted_at").get<Time>(), jj.at("priority").get<int>());
+    auto id = restore_submitted_job(s, spec, jj.at("submitted_at").get<Time>(), jj.at("priority").get<int>(),
+                                    plan_id_from(s, jj, "job " + spec.name));
     if (!id) return Error::invalid(id.error().message);
     Job& job = s.jobs[id->index()];
     s.waiting_jobs.erase(job.id);  // submission indexed it as Pending; it is indexed again by its own state
@@ -197,12 +234,17 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
 json cluster_to_json(const ClusterState& s) {
   json teams = json::array();
   for (const Team& t : s.teams) teams.push_back(to_json(t.spec));
+  json plans = json::array();
+  for (const Plan& p : s.plans)
+    plans.push_back({{"spec", to_json(p.spec)}, {"state", plan_state_name(p.state)}, {"deleted", p.deleted}});
   json nodes = json::array();
-  for (const Node& n : s.nodes)
+  for (const Node& n : s.nodes) {
     nodes.push_back({{"spec", to_json(spec_of(n, s.catalog))},
                      {"health", node_health_name(n.health)},
                      {"cordoned", n.cordoned},
                      {"removed", n.removed}});
+    if (n.plan.valid()) nodes.back()["plan"] = n.plan.value;
+  }
   json jobs = json::array();
   for (const Job& j : s.jobs) {
     // Compacted jobs as runs of IDs, so that a snapshot follows the jobs kept, not every job ever submitted.
@@ -235,15 +277,18 @@ json cluster_to_json(const ClusterState& s) {
                     {"deleted", j.deleted},
                     {"attempt_base", j.attempt_base},
                     {"resizes", std::move(resizes)}});
+    if (j.plan.valid()) jobs.back()["plan"] = j.plan.value;
   }
   json removed_teams = json::array();
   for (const Team& t : s.teams)
     if (t.removed) removed_teams.push_back(t.spec.name);
-  return {{"levels", s.levels}, {"policy", to_json(s.policy)}, {"teams", std::move(teams)},
+  json out = {{"levels", s.levels}, {"policy", to_json(s.policy)}, {"teams", std::move(teams)},
           {"nodes", std::move(nodes)}, {"jobs", std::move(jobs)}, {"next_arrival", s.next_arrival},
           {"removed_teams", std::move(removed_teams)}, {"attempts_used", s.attempts_used},
           {"room_changed_at", s.room_changed_at},
           {"compacted", {{"before", s.compacted_before}, {"at", s.compacted_at}, {"jobs", s.compacted_jobs}}}};
+  if (!plans.empty()) out["plans"] = std::move(plans);  // only clusters with plans have the key
+  return out;
 }
 
 Result<ClusterState> cluster_from_json(const json& j, const Catalog& catalog) {

@@ -35,6 +35,9 @@ struct NameOf {
   const char* operator()(const HoldJob&) const { return "set_job_hold"; }
   const char* operator()(const SetJobPriority&) const { return "set_job_priority"; }
   const char* operator()(const DeleteJob&) const { return "delete_job"; }
+  const char* operator()(const CreatePlan&) const { return "create_plan"; }
+  const char* operator()(const PlanStepRecord&) const { return "plan_step"; }
+  const char* operator()(const DeletePlan&) const { return "delete_plan"; }
   const char* operator()(const CompactFinished&) const { return "compact_finished"; }
 };
 }  // namespace

@@ -173,6 +173,21 @@ struct DeleteJob {
   friend bool operator==(const DeleteJob&, const DeleteJob&) = default;
 };
 
+// Capacity plans (core/plans.h): created, stepped to the state their times give (the writer applies each step
+// when it is due, so what the step did, suspending jobs and removing nodes, replays as it happened), deleted.
+struct CreatePlan {
+  PlanSpec plan;
+  friend bool operator==(const CreatePlan&, const CreatePlan&) = default;
+};
+struct PlanStepRecord {
+  std::string plan;
+  std::string state;  // the state it moved to: Active, Ending, Expired
+  friend bool operator==(const PlanStepRecord&, const PlanStepRecord&) = default;
+};
+struct DeletePlan {
+  std::string plan;
+  friend bool operator==(const DeletePlan&, const DeletePlan&) = default;
+};
 // Retention (`allot server --retain-finished`): every finished job whose last change was at or before the cutoff
 // leaves the live state (core/state.h, compact_finished). Its own records stay in the journal.
 struct CompactFinished {
@@ -182,7 +197,8 @@ struct CompactFinished {
 
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
                         Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
-                        SetJobPriority, DeleteJob, CompactFinished>;
+                        SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan,
+                        CompactFinished>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

@@ -152,6 +152,9 @@ struct ToJson {
   json operator()(const HoldJob& o) const { return {{"job", o.job}, {"held", o.held}}; }
   json operator()(const SetJobPriority& o) const { return {{"job", o.job}, {"priority", o.priority}}; }
   json operator()(const DeleteJob& o) const { return {{"job", o.job}}; }
+  json operator()(const CreatePlan& o) const { return {{"plan", to_json(o.plan)}}; }
+  json operator()(const PlanStepRecord& o) const { return {{"plan", o.plan}, {"state", o.state}}; }
+  json operator()(const DeletePlan& o) const { return {{"plan", o.plan}}; }
   json operator()(const CompactFinished& o) const { return {{"finished_before", o.finished_before}}; }
 };
 
@@ -206,6 +209,9 @@ Op parse_op(const json& j) {
   if (kind == "set_job_hold") return HoldJob{str("job"), j.at("held").get<bool>()};
   if (kind == "set_job_priority") return SetJobPriority{str("job"), str("priority")};
   if (kind == "delete_job") return DeleteJob{str("job")};
+  if (kind == "create_plan") return CreatePlan{plan_from_json(j.at("plan"))};
+  if (kind == "plan_step") return PlanStepRecord{str("plan"), str("state")};
+  if (kind == "delete_plan") return DeletePlan{str("plan")};
   if (kind == "compact_finished") return CompactFinished{j.at("finished_before").get<Time>()};
   throw std::invalid_argument("unknown record kind '" + kind + "'");
 }

@@ -4,6 +4,7 @@
 
 #include "core/drain.h"
 #include "core/overloaded.h"
+#include "core/plans.h"
 
 namespace allot::store {
 
@@ -82,6 +83,21 @@ struct Apply {
   Status operator()(const HoldJob& o) const { return set_job_held(s, o.job, o.held, at); }
   Status operator()(const SetJobPriority& o) const { return set_job_priority(s, o.job, o.priority, at); }
   Status operator()(const DeleteJob& o) const { return delete_job(s, o.job); }
+  Status operator()(const CreatePlan& o) const { return add_plan(s, o.plan); }
+  Status operator()(const PlanStepRecord& o) const {
+    const Plan* p = s.find_plan(o.plan);
+    if (!p) return Error::not_found("no plan named " + o.plan);
+    auto to = parse_plan_state(o.state);
+    if (!to) return Error::invalid("plan " + o.plan + ": unknown state '" + o.state + "'");
+    auto r = apply_plan_step(s, p->id, *to, at);
+    if (!r) return r.error();
+    return ok_status();
+  }
+  Status operator()(const DeletePlan& o) const {
+    auto r = delete_plan(s, o.plan, at);
+    if (!r) return r.error();
+    return ok_status();
+  }
   Status operator()(const CompactFinished& o) const {
     auto compacted = compact_finished(s, o.finished_before, at);
     return compacted ? ok_status() : Status(compacted.error());

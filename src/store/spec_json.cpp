@@ -171,6 +171,7 @@ json to_json(const JobSpec& s) {
             {"env", s.env}};
   if (s.duration_s) j["duration_s"] = *s.duration_s;
   if (!s.labels.empty()) j["labels"] = s.labels;  // absent in records written before jobs had labels
+  if (!s.plan.empty()) j["plan"] = s.plan;  // absent in records written before plans, and for jobs without one
   return j;
 }
 JobSpec job_from_json(const json& j) {
@@ -194,7 +195,26 @@ JobSpec job_from_json(const json& j) {
   s.command = get_or<std::vector<std::string>>(j, "command", {});
   s.env = get_or<std::map<std::string, std::string>>(j, "env", {});
   s.labels = get_or<std::map<std::string, std::string>>(j, "labels", {});
+  s.plan = get_or<std::string>(j, "plan", "");
   return s;
+}
+
+json to_json(const PlanSpec& p) {
+  return {{"name", p.name},   {"instance_type", p.instance_type}, {"count", p.count}, {"start", p.start},
+          {"end", p.end},     {"grace_s", p.grace_s},             {"team", p.team},   {"labels", p.labels}};
+}
+
+PlanSpec plan_from_json(const json& j) {
+  PlanSpec p;
+  p.name = j.at("name").get<std::string>();
+  p.instance_type = j.at("instance_type").get<std::string>();
+  p.count = j.at("count").get<int>();
+  p.start = j.at("start").get<Time>();
+  p.end = j.at("end").get<Time>();
+  p.grace_s = get_or<int64_t>(j, "grace_s", 0);
+  p.team = get_or<std::string>(j, "team", "");
+  p.labels = get_or<std::map<std::string, std::string>>(j, "labels", {});
+  return p;
 }
 
 }  // namespace allot::store

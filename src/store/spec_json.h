@@ -15,6 +15,7 @@ nlohmann::json to_json(const PolicySpec& p);
 nlohmann::json to_json(const NodeSpec& n);
 nlohmann::json to_json(const JobSpec& j);
 nlohmann::json to_json(const Resources& r);
+nlohmann::json to_json(const PlanSpec& p);
 
 AmountSpec amount_from_json(const nlohmann::json& j);
 TeamSpec team_from_json(const nlohmann::json& j);
@@ -22,6 +23,7 @@ PolicySpec policy_from_json(const nlohmann::json& j);
 NodeSpec node_from_json(const nlohmann::json& j);
 JobSpec job_from_json(const nlohmann::json& j);
 Resources resources_from_json(const nlohmann::json& j);
+PlanSpec plan_from_json(const nlohmann::json& j);
 
 NodeHealth node_health_from_name(const std::string& s);  // throws std::invalid_argument when unknown
 

@@ -2,6 +2,7 @@
 
 #include "core/overloaded.h"
 
+#include "core/plans.h"
 #include "core/quota.h"
 #include "core/topology_levels.h"
 
@@ -64,6 +65,7 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
   o["labels"] = j.spec.labels;
   if (j.state == JobState::kRunning) o["started_at"] = time_json(j.started_at, times);
   if (j.spec.duration_s) o["duration_s"] = *j.spec.duration_s;
+  if (!j.spec.plan.empty()) o["plan"] = j.spec.plan;
   json ps = json::array();
   for (const auto& p : j.spec.pod_sets) {
     json t = json::object();
@@ -172,16 +174,40 @@ json node_json(const ClusterState& s, const Node& n) {
   json topo = json::object();
   for (size_t l = 0; l + 1 < s.levels.size(); ++l)
     if (!n.topology[l].empty()) topo[short_level(s.levels[l])] = n.topology[l];
-  return {{"name", n.name},
-          {"instance_type", s.catalog.at(n.type).name},
-          {"instance_group", n.instance_group},
-          {"health", node_health_name(n.health)},
-          {"cordoned", n.cordoned},
-          {"labels", n.labels},
-          {"topology", topo},
-          {"capacity", resources_json(s.catalog.at(n.type).capacity())},
-          {"free", resources_json(r.free)},
-          {"replicas", r.replicas}};
+  json o = {{"name", n.name},
+            {"instance_type", s.catalog.at(n.type).name},
+            {"instance_group", n.instance_group},
+            {"health", node_health_name(n.health)},
+            {"cordoned", n.cordoned},
+            {"labels", n.labels},
+            {"topology", topo},
+            {"capacity", resources_json(s.catalog.at(n.type).capacity())},
+            {"free", resources_json(r.free)},
+            {"replicas", r.replicas}};
+  if (n.plan.valid()) o["plan"] = s.plans[n.plan.index()].spec.name;
+  return o;
+}
+
+json plan_json(const ClusterState& s, const Plan& p, Times times) {
+  json nodes = json::array();
+  for (const Node& n : s.nodes)
+    if (!n.removed && n.plan == p.id) nodes.push_back(n.name);
+  json jobs = json::array();
+  for (const Job& j : s.jobs)
+    if (j.plan == p.id && is_active(j.state)) jobs.push_back(j.spec.name);
+  return {{"name", p.spec.name},
+          {"instance_type", s.catalog.at(p.type).name},
+          {"count", p.spec.count},
+          {"start", time_json(p.spec.start, times)},
+          {"end", time_json(p.spec.end, times)},
+          {"grace_s", p.spec.grace_s},
+          {"team", p.spec.team},
+          {"labels", p.spec.labels},
+          {"state", plan_state_name(p.state)},
+          {"capacity", resources_json(s.catalog.at(p.type).capacity() * static_cast<int64_t>(p.spec.count))},
+          {"nodes", nodes},
+          {"nodes_joined", nodes.size()},
+          {"jobs", jobs}};
 }
 
 json decision_json(const ClusterState& s, const Decision& d) {

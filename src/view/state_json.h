@@ -17,6 +17,9 @@ nlohmann::json job_json(const ClusterState& s, const Job& j, bool with_history =
 nlohmann::json team_json(const ClusterState& s, const Team& t);
 nlohmann::json node_json(const ClusterState& s, const Node& n);
 nlohmann::json decision_json(const ClusterState& s, const Decision& d);
+// A capacity plan: its spec, state, capacity, the nodes that have joined and the active jobs that name it.
+// A plan's start and end: the server writes them as RFC 3339, the simulator as its virtual seconds.
+nlohmann::json plan_json(const ClusterState& s, const Plan& p, Times times = Times::kSeconds);
 
 // Per-team totals over all instance types.
 Resources team_usage_total(const ClusterState& s, TeamId team);

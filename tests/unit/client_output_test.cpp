@@ -61,6 +61,7 @@ TEST(Client, JobBodyReadsBackAsTheSameSpec) {
   j.command = {"python", "train.py"};
   j.env = {{"LR", "0.1"}};
   j.labels = {{"app", "llm"}, {"kueue.x-k8s.io/queue-name", "team-a"}};
+  j.plan = "reserved";  // `allot submit` lost a job's capacity plan before it was in the body
   auto back = parse_job_spec(YAML::Load(job_body(j).dump()), Catalog::builtin(), {});
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, j);

@@ -476,7 +476,7 @@ TEST(ConfigJobs, MistakesAreReported) {
        "t.yaml:4: submit.env.A is a list; a string value is wanted (\"\" for empty)"},
       {"name: j\nper_replica: {accelerators: 1}\n", "t.yaml:1: submit has no 'team'; it is required"},
       {"[a, b]\n", "t.yaml:1: submit is a list, not a mapping; allowed keys: name, team, priority, replicas, instance_type, "
-                   "per_replica, topology, pod_sets, duration, max_retries, checkpoint_interval, command, env, labels"},
+                   "per_replica, topology, pod_sets, duration, max_retries, checkpoint_interval, command, env, labels, plan"},
   };
   for (const Case& c : cases) {
     auto r = job(c.text);

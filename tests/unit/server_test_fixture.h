@@ -56,6 +56,8 @@ class ServerTest : public ::testing::Test {
     options_.heartbeat_timeout = std::chrono::milliseconds(2000);
     options_.max_connections = 64;
     options_.clock = [this] { return now_ms_.load(); };
+    // Every server test also checks that each heartbeat answer off the writer is the one the writer would give.
+    options_.verify_heartbeat_board = true;
     start();
   }
   void TearDown() override {
@@ -84,7 +86,10 @@ class ServerTest : public ::testing::Test {
   }
   void stop() {
     client_.reset();
-    if (server_) server_->stop();
+    if (server_) {
+      EXPECT_EQ(server_->stats().heartbeat_board_mismatches, 0u) << "see the log: heartbeat board";
+      server_->stop();
+    }
     server_.reset();
   }
   void restart() {

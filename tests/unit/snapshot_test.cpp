@@ -40,6 +40,16 @@ NodeSpec node(std::string name, std::string block) {
   return NodeSpec{std::move(name), "ml.p5.48xlarge", "", {{"network-node-layer-3", std::move(block)}}};
 }
 
+// A capacity plan's node (core/plans.h) and a job that names a plan.
+NodeSpec plan_node(std::string name, std::string plan) {
+  return NodeSpec{std::move(name), "ml.p5.48xlarge", "", {{"network-node-layer-3", "blk-p"}, {"allot.dev/plan", std::move(plan)}}};
+}
+JobSpec plan_job(std::string name, std::string team, int replicas, std::string plan) {
+  JobSpec j = job(std::move(name), std::move(team), replicas, 8);
+  j.plan = std::move(plan);
+  return j;
+}
+
 // A journal written the way the server writes it: each operation applied to a live state, then the scheduler's
 // decisions on it, every one a record. It leaves jobs in every state, removed and reused node names, a removed
 // team, a priority class removed after use, tokens (one revoked) and audit entries.
@@ -120,6 +130,22 @@ Journal sample_journal() {
   // Retention: b-temp (Succeeded at 130) leaves, whatever finished later stays, and b-temp's name is taken again.
   j.op(CompactFinished{130}, 204);
   j.op(Submit{job("b-temp", "b", 1, 2)}, 205);
+  // Capacity plans: "res" starts, its node joins and takes a job, its grace period suspends that job, it expires
+  // and its node leaves; "spare" is deleted while Active with a job waiting for its second node, and its name is
+  // taken again by a plan still Scheduled, which a job waits for.
+  j.op(CreatePlan{PlanSpec{"res", "ml.p5.48xlarge", 1, 210, 260, 20, "b", {{"network-node-layer-3", "blk-p"}}}}, 205, admin);
+  j.op(PlanStepRecord{"res", "Active"}, 210);
+  j.op(Submit{plan_job("b-plan", "b", 1, "res")}, 210);
+  j.op(AddNode{plan_node("res-1", "res"), "10.0.0.9", true}, 211);
+  j.op(PlanStepRecord{"res", "Ending"}, 240);
+  j.op(PlanStepRecord{"res", "Expired"}, 260);
+  j.op(CreatePlan{PlanSpec{"spare", "ml.p5.48xlarge", 2, 265, 400, 0, "", {}}}, 262, admin);
+  j.op(PlanStepRecord{"spare", "Active"}, 265);
+  j.op(AddNode{plan_node("spare-1", "spare"), "10.0.0.10", true}, 266);
+  j.op(Submit{plan_job("a-spare", "a", 2, "spare")}, 267);
+  j.op(DeletePlan{"spare"}, 280, admin);
+  j.op(CreatePlan{PlanSpec{"spare", "ml.p5.48xlarge", 1, 500, 600, 0, "a", {}}}, 281, admin);
+  j.op(Submit{plan_job("a-later", "a", 1, "spare")}, 282);
   return j;
 }
 
@@ -147,16 +173,23 @@ json observable(const ServerState& st, Time now) {
   json jobs = json::array(), nodes = json::array(), teams = json::array(), ids = json::object();
   for (const Job& j : s.jobs)
     if (j.compacted) jobs.push_back({{"compacted", j.id.index()}, j.state == JobState::kCancelled, j.deleted, j.team.valid()});
-    else jobs.push_back({view::job_json(s, j), j.shape, j.arrival, j.held, j.deleted, j.attempt_base, j.resizes.size()});
-  for (const Node& n : s.nodes) nodes.push_back(view::node_json(s, n));
+    else jobs.push_back({view::job_json(s, j), j.shape, j.arrival, j.held, j.deleted, j.attempt_base, j.resizes.size(), j.plan.value});
+  json plans = json::array(), plan_idle = json::array();
+  for (const Plan& p : s.plans) plans.push_back({view::plan_json(s, p), p.deleted, p.type.index()});
+  for (const auto& r : s.plan_idle) plan_idle.push_back(view::resources_json(r));
+  for (const Node& n : s.nodes) nodes.push_back({view::node_json(s, n), n.plan.value});
   for (const Team& t : s.teams) {
     json cand = json::array();
     for (TypeId c : t.candidate_types) cand.push_back(c.index());
-    teams.push_back({view::team_json(s, t), cand});
+    json allocated = json::array(), nominal = json::array();
+    for (const auto& r : t.allocated) allocated.push_back(view::resources_json(r));
+    for (const auto& r : t.nominal) nominal.push_back(view::resources_json(r));
+    teams.push_back({view::team_json(s, t), cand, allocated, nominal});
   }
   for (const auto& [name, id] : s.node_by_name) ids["node " + name] = id.index();
   for (const auto& [name, id] : s.job_by_name) ids["job " + name] = id.index();
   for (const auto& [name, id] : s.team_by_name) ids["team " + name] = id.index();
+  for (const auto& [name, id] : s.plan_by_name) ids["plan " + name] = id.index();
   json usage = json::array();
   for (const auto& per_type : s.usage)
     for (const auto& r : per_type) usage.push_back(view::resources_json(r));
@@ -185,7 +218,9 @@ json observable(const ServerState& st, Time now) {
           {"room_changed_at", s.room_changed_at},
           {"compacted", {s.compacted_before, s.compacted_at, s.compacted_jobs}},
           {"running_table", std::vector<uint32_t>(st.running.begin(), st.running.end())},
-          {"decisions", decisions}};
+          {"decisions", decisions},
+          {"plans", plans},
+          {"plan_idle", plan_idle}};
 }
 
 TEST(Snapshot, TheSampleJournalLeavesJobsInEveryState) {
@@ -198,7 +233,10 @@ TEST(Snapshot, TheSampleJournalLeavesJobsInEveryState) {
   EXPECT_EQ(states, (std::set<std::string>{"Pending", "Running", "Suspended", "Succeeded", "Failed", "Cancelled"}));
   EXPECT_EQ(j.live().tokens.size(), 2u);
   EXPECT_EQ(j.live().audit.size(), 2u);
-  EXPECT_EQ(j.live().cluster.nodes.size(), 5u);  // n4 twice
+  EXPECT_EQ(j.live().cluster.nodes.size(), 7u);  // n4 twice, res-1 and spare-1 (both left)
+  std::set<std::string> plans;
+  for (const Plan& p : j.live().cluster.plans) plans.insert(std::string(plan_state_name(p.state)) + (p.deleted ? " deleted" : ""));
+  EXPECT_EQ(plans, (std::set<std::string>{"Expired", "Expired deleted", "Scheduled"}));
   EXPECT_EQ(j.live().cluster.compacted_jobs, 1u);  // the first b-temp
   EXPECT_EQ(j.live().cluster.find_job("b-temp")->attempt_base, 1);
 }

@@ -209,6 +209,74 @@ TEST_P(StoreConformance, ReplayFromTheStoreGivesTheLiveState) {
   EXPECT_EQ(replayed.usage, live.usage);
 }
 
+// A capacity plan's life as the server journals it (core/plans.h): created, stepped to Active, its nodes joining
+// with the plan label, a job on the plan admitted, the steps to Ending (the job checkpointed and requeued) and
+// Expired (the nodes leave), and a second plan deleted while a job waits for it. Replayed from the store, it gives
+// the live state.
+TEST_P(StoreConformance, APlanLifeReplaysFromTheStore) {
+  ClusterState live;
+  std::vector<Record> journal;
+  uint64_t seq = 0;
+  auto op = [&](Op o, Time at) {
+    Record r{seq + 1, at, std::move(o)};
+    auto st = apply_record(live, r);
+    ASSERT_TRUE(st.ok()) << op_name(r.op) << ": " << st.error().message;
+    journal.push_back({++seq, at, r.op});
+    for (const Decision& d : schedule(live, at).decisions) journal.push_back({++seq, at, decision_record(live, d)});
+  };
+  TeamSpec a{.name = "a"};
+  AmountSpec one;
+  one.instances = 1;
+  a.allocation = {{"ml.g5.8xlarge", one}};
+  op(UpsertTeam{a}, 0);
+  op(AddNode{NodeSpec{"n1", "ml.g5.8xlarge", "", {}}, "", true}, 0);
+  op(CreatePlan{PlanSpec{"p", "ml.g5.8xlarge", 2, 100, 1000, 100, "a", {}}}, 0);
+  op(CreatePlan{PlanSpec{"q", "ml.g5.8xlarge", 1, 5000, 6000, 0, "", {}}}, 0);
+  JobSpec j;
+  j.name = "on-plan";
+  j.team = "a";
+  j.plan = "p";
+  PodSetSpec ps;
+  ps.replicas = 2;
+  ps.per_replica.accelerators = 1;
+  j.pod_sets = {ps};
+  op(Submit{j}, 1);
+  j.name = "on-q";
+  j.plan = "q";
+  j.pod_sets[0].replicas = 1;
+  op(Submit{j}, 1);
+  ASSERT_EQ(live.find_job("on-plan")->state, JobState::kPending);
+  op(PlanStepRecord{"p", "Active"}, 100);
+  for (const char* n : {"p-1", "p-2"})
+    op(AddNode{NodeSpec{n, "ml.g5.8xlarge", "", {{"allot.dev/plan", "p"}}}, "", true}, 101);
+  ASSERT_EQ(live.find_job("on-plan")->state, JobState::kRunning);
+  op(PlanStepRecord{"p", "Ending"}, 900);
+  ASSERT_EQ(live.find_job("on-plan")->state, JobState::kSuspended);
+  op(PlanStepRecord{"p", "Expired"}, 1000);
+  op(DeletePlan{"q"}, 1001);
+  {
+    auto s = must_open();
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->append(journal).ok());
+  }
+  auto s = must_open();
+  ASSERT_TRUE(s);
+  ClusterState replayed;
+  auto st = s->load([&](const Record& r) { return apply_record(replayed, r); });
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_TRUE(schedule(replayed, 1002).decisions.empty());
+  schedule(live, 1002);  // the same explanations on both sides
+  ASSERT_EQ(replayed.jobs.size(), live.jobs.size());
+  for (size_t i = 0; i < live.jobs.size(); ++i)
+    EXPECT_EQ(view::job_json(replayed, replayed.jobs[i]), view::job_json(live, live.jobs[i]));
+  for (size_t i = 0; i < live.plans.size(); ++i)
+    EXPECT_EQ(view::plan_json(replayed, replayed.plans[i]), view::plan_json(live, live.plans[i]));
+  EXPECT_EQ(replayed.find_job("on-plan")->reason_code, ReasonCode::kPlanEnded);
+  EXPECT_EQ(replayed.find_job("on-q")->reason_code, ReasonCode::kPlanEnded);
+  EXPECT_EQ(replayed.find_node("p-1"), nullptr);
+  EXPECT_EQ(replayed.usage, live.usage);
+}
+
 // A fault in the middle of a batch (after some of its records were sent, in the same transaction) leaves none
 // of the batch behind; the store goes on and the same seqs can be written again.
 TEST_P(StoreConformance, TornBatchLeavesNothingBehind) {

@@ -32,6 +32,7 @@ inline JobSpec full_job() {
   j.command = {"/bin/sh", "-c", "echo \"hi\"\n"};
   j.env = {{"A", "1"}, {"EMPTY", ""}};
   j.labels = {{"app", "llm"}, {"kueue.x-k8s.io/queue-name", "hyperpod-ns-team-a-localqueue"}};
+  j.plan = "reserved";
   return j;
 }
 
@@ -118,6 +119,10 @@ inline std::vector<Op> every_kind() {
           SetJobPriority{"train-3", "inference"},
           SetJobPriority{"train-3", ""},
           DeleteJob{"train-2"},
+          CreatePlan{PlanSpec{"reserved", "ml.p5.48xlarge", 4, 1800000000, 1800086400, 600, "team-a",
+                              {{"network-node-layer-3", "nn-3p"}}}},
+          PlanStepRecord{"reserved", "Active"},
+          DeletePlan{"reserved"},
           CompactFinished{1700000000}};
 }
 

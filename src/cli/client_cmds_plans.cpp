@@ -1,0 +1,149 @@
+// Capacity plans against a live server: `allot plans`, `allot plan create|describe|delete` (docs/plans.md).
+#include <memory>
+#include <sstream>
+
+#include "cli/client_run.h"
+#include "cli/commands.h"
+#include "client/cli_flags.h"
+#include "client/output.h"
+#include "view/times.h"
+
+namespace allot::cli {
+namespace {
+
+using client::report;
+using client::Session;
+using client::text;
+using nlohmann::json;
+
+struct PlanArgs {
+  client::ClientFlags flags;
+  std::string name, instance_type, team, labels, start = "now", end, grace = "0";
+  int count = 1;
+};
+
+// "90s", "30m", "12h", "7d" or a number of seconds.
+Result<int64_t> plan_duration(const std::string& t, const std::string& flag) {
+  const Error bad = Error::invalid(flag + " wants a duration such as 600s, 30m, 12h or 7d, got '" + t + "'");
+  const size_t digits = t.find_first_not_of("0123456789");
+  if (t.empty() || digits == 0 || (digits != std::string::npos && digits + 1 != t.size()) || t.size() > 12) return bad;
+  const int64_t n = std::stoll(t.substr(0, digits));
+  switch (digits == std::string::npos ? 's' : t[digits]) {
+    case 's': return n;
+    case 'm': return n * 60;
+    case 'h': return n * 3600;
+    case 'd': return n * 86400;
+    default: return bad;
+  }
+}
+
+// When a plan starts or ends: "now", "+DURATION" from now, an RFC 3339 time, or Unix seconds.
+Result<int64_t> plan_time(const std::string& t, const std::string& flag, int64_t now) {
+  if (t == "now") return now;
+  if (!t.empty() && t[0] == '+') {
+    auto d = plan_duration(t.substr(1), flag);
+    if (!d) return d.error();
+    return now + *d;
+  }
+  if (!t.empty() && t.size() <= 12 && t.find_first_not_of("0123456789") == std::string::npos) return std::stoll(t);
+  auto at = view::parse_rfc3339(t);
+  if (!at) return Error::invalid(flag + " wants now, +DURATION (+30m, +12h), an RFC 3339 time (2026-12-01T08:00:00Z) or Unix seconds, got '" + t + "'");
+  return *at;
+}
+
+std::string when(const json& p, const char* key, int64_t now) {
+  const int64_t t = client::time_at(p, key);
+  return t > now ? "in " + client::ago(now, t) : client::ago(t, now) + " ago";
+}
+
+std::string plans_table(const json& plans) {
+  const int64_t now = client::unix_now();
+  client::Table t({"NAME", "STATE", "INSTANCE TYPE", "NODES", "TEAM", "START", "END", "GRACE", "JOBS"});
+  for (const auto& p : plans)
+    t.add({text(p, "name"), text(p, "state"), text(p, "instance_type"),
+           text(p, "nodes_joined") + "/" + text(p, "count"), text(p, "team").empty() ? "(idle pool)" : text(p, "team"),
+           when(p, "start", now), when(p, "end", now), text(p, "grace_s") + "s",
+           std::to_string(p.value("jobs", json::array()).size())});
+  return t.str();
+}
+
+std::string plan_text(const json& p) {
+  const int64_t now = client::unix_now();
+  std::ostringstream o;
+  o << "plan " << text(p, "name") << ": " << text(p, "state") << "\n"
+    << "  " << text(p, "count") << " x " << text(p, "instance_type") << ", "
+    << (text(p, "team").empty() ? "no owner (its capacity joins the idle pool)" : "owned by team " + text(p, "team")) << "\n"
+    << "  start " << text(p, "start") << " (" << when(p, "start", now) << "), end " << text(p, "end") << " ("
+    << when(p, "end", now) << "), grace " << text(p, "grace_s") << " s\n"
+    << "  nodes joined " << text(p, "nodes_joined") << ": " << client::join(p.value("nodes", json::array()), ", ") << "\n"
+    << "  jobs: " << client::join(p.value("jobs", json::array()), ", ") << "\n";
+  return o.str();
+}
+
+int run_plans(Session& s, PlanArgs&) { return s.show("plans", s.api().get("/v1/plans"), plans_table); }
+
+int run_describe(Session& s, PlanArgs& a) {
+  return s.show("plan describe", s.api().get("/v1/plans/" + client::url_encode(a.name)), plan_text);
+}
+
+int run_create(Session& s, PlanArgs& a) {
+  const int64_t now = client::unix_now();
+  auto start = plan_time(a.start, "--start", now);
+  if (!start) return report("plan create", start.error());
+  auto end = plan_time(a.end, "--end", now);
+  if (!end) return report("plan create", end.error());
+  auto grace = plan_duration(a.grace, "--grace");
+  if (!grace) return report("plan create", grace.error());
+  json body = {{"name", a.name}, {"instance_type", a.instance_type}, {"count", a.count}, {"start", view::rfc3339(*start)},
+               {"end", view::rfc3339(*end)},    {"grace", *grace}};
+  if (!a.team.empty()) body["team"] = a.team;
+  if (!a.labels.empty()) {
+    json labels = json::object();
+    std::stringstream in(a.labels);
+    for (std::string kv; std::getline(in, kv, ',');) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return report("plan create", Error::invalid("--labels wants key=value pairs separated by commas, got '" + kv + "'"));
+      labels[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    body["labels"] = labels;
+  }
+  auto r = s.api().post("/v1/plans", body);
+  if (!r) return report("plan create", r.error());
+  return s.print(*r, plan_text);
+}
+
+int run_delete(Session& s, PlanArgs& a) {
+  auto r = s.api().del("/v1/plans/" + client::url_encode(a.name));
+  if (!r) return report("plan delete", r.error());
+  return s.print(json{{"deleted", a.name}}, [&](const json&) { return "plan " + a.name + " deleted\n"; });
+}
+
+}  // namespace
+
+void add_client_plan_commands(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<PlanArgs>();
+  auto flags = [&](CLI::App* c) { client::add_client_flags(c, a->flags); return c; };
+  on_run(flags(app.add_subcommand("plans", "List capacity plans: state, nodes joined, owner, start and end")), ctx, a, "plans",
+         run_plans);
+  auto* plan = app.add_subcommand("plan", "Capacity plans: create, describe, delete");
+  plan->require_subcommand(1);
+  auto* create = flags(plan->add_subcommand("create", "Reserve capacity for a period (admin)"));
+  create->add_option("name", a->name, "Plan name (a DNS label)")->required();
+  create->add_option("--instance-type", a->instance_type, "Instance type of its nodes")->required();
+  create->add_option("--count", a->count, "Number of instances")->required();
+  create->add_option("--start", a->start, "now (default), +DURATION, an RFC 3339 time or Unix seconds");
+  create->add_option("--end", a->end, "+DURATION (from now), an RFC 3339 time or Unix seconds")->required();
+  create->add_option("--grace", a->grace, "Before the end, when its jobs are checkpointed and requeued (e.g. 10m)");
+  create->add_option("--team", a->team, "Owning team (its quota rises by the plan); default: the idle pool");
+  create->add_option("--labels", a->labels, "Topology labels of its nodes, k=v,k=v");
+  on_run(create, ctx, a, "plan create", run_create);
+  auto* describe = flags(plan->add_subcommand("describe", "A plan's state, nodes and jobs"));
+  describe->add_option("name", a->name, "Plan name")->required();
+  on_run(describe, ctx, a, "plan describe", run_describe);
+  auto* del = flags(plan->add_subcommand("delete", "End a plan now: its jobs are requeued, its nodes leave (admin)"));
+  del->add_option("name", a->name, "Plan name")->required();
+  on_run(del, ctx, a, "plan delete", run_delete);
+}
+
+}  // namespace allot::cli
