@@ -1,11 +1,11 @@
 // Heartbeats off the write path (heartbeat_board.h): a heartbeat that changes nothing is answered while the writer
 // is held busy in a batch, with the answer the writer would give; one that reports a change still goes through
 // the writer; the failure timeout, the node's own credential and the audit trail work as before.
-#include <condition_variable>
 #include <future>
 #include <mutex>
 
 #include "server_test_fixture.h"
+#include "writer_gate.h"
 
 namespace allot::server::test {
 namespace {
@@ -15,7 +15,7 @@ using nlohmann::json;
 class ServerHeartbeatBoard : public ServerTest {
  protected:
   void SetUp() override {
-    options_.before_batch = [this] { gate(); };
+    options_.before_batch = [this] { gate_.pass(); };
     ServerTest::SetUp();
     auto r = post("/v1/apply", R"({"teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.12xlarge", "instances": 2}]}]})");
     ASSERT_EQ(r.status, 200) << r.body;
@@ -31,28 +31,9 @@ class ServerHeartbeatBoard : public ServerTest {
     release();
     ServerTest::TearDown();
   }
-  // The writer's test hook: while held, the batch that has just started waits here.
-  void gate() {
-    std::unique_lock lock(mu_);
-    if (!hold_) return;
-    held_ = true;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return !hold_; });
-    held_ = false;
-  }
-  void hold() {
-    std::lock_guard lock(mu_);
-    hold_ = true;
-  }
-  void release() {
-    std::lock_guard lock(mu_);
-    hold_ = false;
-    cv_.notify_all();
-  }
-  void wait_held() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return held_; });
-  }
+  void hold() { gate_.hold(); }
+  void release() { gate_.release(); }
+  void wait_held() { gate_.wait_held(); }
 
   Response heartbeat(const std::string& node, json body = json{{"replicas", json::array()}}) {
     return post("/v1/agents/" + node + "/heartbeat", body.dump());
@@ -75,10 +56,7 @@ class ServerHeartbeatBoard : public ServerTest {
     eventually([&] { return server_->stats().batches > batches + 1; });
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool hold_ = false;
-  bool held_ = false;
+  WriterGate gate_;
 };
 
 TEST_F(ServerHeartbeatBoard, AHeartbeatThatChangesNothingIsAnsweredWhileTheWriterIsHeldInABatch) {

@@ -1,11 +1,11 @@
 // Reads off the write path (writer.h): a GET is answered from the writer's published view while the writer is
 // held busy in a batch, sees every change answered before it, and none that is not answered yet.
-#include <condition_variable>
 #include <future>
 #include <mutex>
 
 #include "server/writer.h"
 #include "server_test_fixture.h"
+#include "writer_gate.h"
 
 namespace allot::server::test {
 namespace {
@@ -13,41 +13,18 @@ namespace {
 class ServerReadView : public ServerTest {
  protected:
   void SetUp() override {
-    options_.before_batch = [this] { gate(); };
+    options_.before_batch = [this] { gate_.pass(); };
     ServerTest::SetUp();
   }
   void TearDown() override {
     release();
     ServerTest::TearDown();
   }
-  // The writer's test hook: while held, the batch that has just started waits here.
-  void gate() {
-    std::unique_lock lock(mu_);
-    if (!hold_) return;
-    held_ = true;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return !hold_; });
-    held_ = false;
-  }
-  void hold() {
-    std::lock_guard lock(mu_);
-    hold_ = true;
-  }
-  void release() {
-    std::lock_guard lock(mu_);
-    hold_ = false;
-    cv_.notify_all();
-  }
-  // Waits until the writer is held in a batch (bounded: the test's ctest timeout).
-  void wait_held() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return held_; });
-  }
+  void hold() { gate_.hold(); }
+  void release() { gate_.release(); }
+  void wait_held() { gate_.wait_held(); }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool hold_ = false;
-  bool held_ = false;
+  WriterGate gate_;
 };
 
 TEST_F(ServerReadView, AReadIsAnsweredWhileTheWriterIsHeldInABatch) {
