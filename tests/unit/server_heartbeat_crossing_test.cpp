@@ -152,7 +152,8 @@ TEST_F(ServerHeartbeatCrossing, AHeartbeatAnsweredAfterTheFoldButBeforeTheSlotCl
   at_clock_.hold();
   park_at_clock_ = true;
   release();
-  at_clock_.wait_held();  // the batch has folded the times (both stale) and not yet decided anything
+  // The batch has folded the times (both stale) and not yet decided anything.
+  ASSERT_TRUE(at_clock_.wait_held_for(std::chrono::seconds(20))) << "the writer's batch never read the clock";
 
   const uint64_t off = off_writer();
   auto in_time = heartbeat(busy, running("one"));
@@ -204,7 +205,8 @@ TEST_F(ServerHeartbeatCrossing, AHeartbeatAfterTheSlotClosedGoesToTheWriterAndUn
   ASSERT_EQ(heartbeat(busy, running("one")).status, 200);  // busy stays within its timeout
   park_when_timing_out(quiet);
   now_ms_ += 1000;  // quiet: 2.5 s silent
-  after_close_.wait_held();
+  ASSERT_TRUE(after_close_.wait_held_for(std::chrono::seconds(20)))
+      << "the writer never logged that it times " << quiet << " out (see park_when_timing_out: did its log line change?)";
 
   const uint64_t off = off_writer();
   auto late = heartbeat_async(quiet, running("two"));
@@ -256,7 +258,7 @@ TEST(HeartbeatBoardCrossing, AHeartbeatNotedUnderTheSlotLockIsSeenByTheCloseThat
   // The heartbeat stops inside the slot's lock, at its reading of the clock; the close is called meanwhile.
   clock.gate.hold();
   auto answered = std::async(std::launch::async, [&] { return board.try_answer("g1", options, {}, std::nullopt).has_value(); });
-  clock.gate.wait_held();
+  ASSERT_TRUE(clock.gate.wait_held_for(std::chrono::seconds(20)));
   auto closed = std::async(std::launch::async, [&] { return board.close_if_silent("g1", 10'000, 2000); });
   // Whether the close has reached the lock yet or not, it must see the time this heartbeat notes.
   clock.gate.release();
