@@ -9,31 +9,13 @@ ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=failover
 source "$(dirname "$0")/lib_e2e.sh"
 
-PG_DIR="$WORK/pg"
-PG_HELPER="$(cd "$(dirname "$0")/../support" && pwd)/pg_instance.sh"
-# The servers go before the database they write to, then everything else as lib_e2e.sh ends it.
-stop_all() {
-  local rc=$?
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  bash "$PG_HELPER" stop "$PG_DIR" >/dev/null 2>&1 || true
-  (exit $rc)
-  cleanup
-}
-trap stop_all EXIT
-
-set +e
-DB=$(bash "$PG_HELPER" start "$PG_DIR" 2>"$WORK/pg-start.log")
-rc=$?
-set -e
-if [ $rc = 77 ]; then say "SKIP: $(cat "$WORK/pg-start.log")"; exit 77; fi
-[ $rc = 0 ] || fail "cannot start PostgreSQL: $(cat "$WORK/pg-start.log")"
-say "PostgreSQL at $DB"
+start_postgres
 
 HB_TIMEOUT=4
 # start_pg_server NAME: a server on a free loopback port on the shared database; sets URL_<NAME> and PID_<NAME>.
 start_pg_server() {
   local name=$1
-  "$ALLOT" server --listen 127.0.0.1:0 --data "$WORK/$name" --database "$DB" --heartbeat-timeout $HB_TIMEOUT \
+  "$ALLOT" server --listen 127.0.0.1:0 --data "$WORK/$name" --database "$PG_URL" --heartbeat-timeout $HB_TIMEOUT \
     >"$WORK/server-$name.out" 2>"$WORK/server-$name.log" &
   local pid=$! url=""
   PIDS+=("$pid")

@@ -8,6 +8,8 @@ ALLOT=$(cd "$(dirname "$ALLOT")" && pwd)/$(basename "$ALLOT")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/allot-e2e.XXXXXX")
 TEST_NAME=${TEST_NAME:-e2e}
 PIDS=()
+PG_HELPER="$(cd "$(dirname "${BASH_SOURCE[0]}")/../support" && pwd)/pg_instance.sh"
+PG_DIR=""  # set by start_postgres
 
 say() { echo "$TEST_NAME: $*"; }
 fail() {
@@ -30,6 +32,8 @@ cleanup() {
     local p; p=$(cat "$f" 2>/dev/null || true)
     [ -n "$p" ] && { kill -9 -- "-$p" 2>/dev/null || kill -9 "$p" 2>/dev/null || true; }
   done
+  # The database goes after the servers that write to it (start_postgres).
+  [ -n "$PG_DIR" ] && { bash "$PG_HELPER" stop "$PG_DIR" >/dev/null 2>&1 || true; }
   rm -rf "$WORK"
   exit $rc
 }
@@ -81,6 +85,25 @@ start_server() {
   "$ALLOT" token create --role agent-join --description e2e-agents ${E2E_CA:+--ca "$E2E_CA"} >"$WORK/join-token" \
     2>"$WORK/join-token.err" || fail "cannot make an agent-join token: $(cat "$WORK/join-token.err")"
   say "server at $url"
+}
+
+# start_postgres [optional]: a throw-away PostgreSQL server for this test (tests/support/pg_instance.sh) in
+# PG_DIR=$WORK/pg; exports PG_URL (postgresql://allot@127.0.0.1:PORT/allot). It is stopped when the test ends,
+# after the test's processes. Where PostgreSQL cannot be installed the test is skipped (exit 77), and where it
+# cannot start the test fails; with `optional`, either returns 1 after saying why, and the test goes on without it.
+# `bash "$PG_HELPER" halt|resume "$PG_DIR"` stops and restarts it as a crash would.
+start_postgres() {
+  local optional=${1:-} rc=0
+  PG_DIR="$WORK/pg"
+  PG_URL=$(bash "$PG_HELPER" start "$PG_DIR" 2>"$WORK/pg-start.log") || rc=$?
+  if [ $rc != 0 ] && [ "$optional" = optional ]; then
+    say "PostgreSQL not available: $(cat "$WORK/pg-start.log")"
+    return 1
+  fi
+  if [ $rc = 77 ]; then say "SKIP: $(cat "$WORK/pg-start.log")"; exit 77; fi
+  [ $rc = 0 ] || fail "cannot start PostgreSQL: $(cat "$WORK/pg-start.log")"
+  export PG_URL
+  say "PostgreSQL at $PG_URL"
 }
 
 # start_agent NAME LABELS [extra flags]: an emulated ml.g5.8xlarge node (1 GPU); waits until it is Schedulable.

@@ -9,26 +9,9 @@ ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=pg_outage
 source "$(dirname "$0")/lib_e2e.sh"
 
-PG_DIR="$WORK/pg"
-PG_HELPER="$(cd "$(dirname "$0")/../support" && pwd)/pg_instance.sh"
-stop_all() {
-  local rc=$?
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  bash "$PG_HELPER" stop "$PG_DIR" >/dev/null 2>&1 || true
-  (exit $rc)
-  cleanup
-}
-trap stop_all EXIT
+start_postgres
 
-set +e
-DB=$(bash "$PG_HELPER" start "$PG_DIR" 2>"$WORK/pg-start.log")
-rc=$?
-set -e
-if [ $rc = 77 ]; then say "SKIP: $(cat "$WORK/pg-start.log")"; exit 77; fi
-[ $rc = 0 ] || fail "cannot start PostgreSQL: $(cat "$WORK/pg-start.log")"
-say "PostgreSQL at $DB"
-
-start_server --database "$DB"
+start_server --database "$PG_URL"
 role() {
   curl -s --max-time 2 "$ALLOT_SERVER/v1/health" | grep -o '"role": *"[a-z]*"' | grep -o '[a-z]*"$' | tr -d '"' || true
 }

@@ -8,23 +8,8 @@ ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=snapshot_kill
 source "$(dirname "$0")/lib_e2e.sh"
 
-PG_DIR="$WORK/pg"
-PG_HELPER="$(cd "$(dirname "$0")/../support" && pwd)/pg_instance.sh"
-stop_all() {
-  local rc=$?
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  bash "$PG_HELPER" stop "$PG_DIR" >/dev/null 2>&1 || true
-  (exit $rc)
-  cleanup
-}
-trap stop_all EXIT
-
 DATABASES=("sqlite:$WORK/server/allot.db")
-set +e
-DB=$(bash "$PG_HELPER" start "$PG_DIR" 2>"$WORK/pg-start.log")
-rc=$?
-set -e
-if [ $rc = 0 ]; then DATABASES+=("$DB"); else say "PostgreSQL not available, SQLite only: $(cat "$WORK/pg-start.log")"; fi
+if start_postgres optional; then DATABASES+=("$PG_URL"); else say "SQLite only"; fi
 
 for db in "${DATABASES[@]}"; do
   rm -rf "$WORK/server" "$WORK/stop-stream"

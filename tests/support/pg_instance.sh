@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A throw-away PostgreSQL server for the tests: the one place that starts and stops it, used by the store
-# conformance suite (tests/unit/pg_test_instance.h) and the e2e failover test.
+# conformance suite (tests/unit/pg_test_instance.h) and the e2e tests (start_postgres in tests/e2e/lib_e2e.sh).
 #
 #   pg_instance.sh start DIR   initdb + pg_ctl start in DIR (created, must not hold a cluster yet) on a free
 #                              loopback port; prints the URL postgresql://allot@127.0.0.1:PORT/allot

@@ -4,6 +4,8 @@
 
 #include "client/warnings.h"
 
+#include "spec_builders.h"
+
 namespace allot::client {
 namespace {
 
@@ -15,26 +17,21 @@ bool mentions(const std::vector<std::string>& ws, const std::string& text) {
   return false;
 }
 
-JobSpec job(const std::string& type, int64_t accelerators) {
-  JobSpec j;
-  j.name = "j";
-  j.team = "a";
-  PodSetSpec ps;
-  ps.instance_type = type;
-  ps.per_replica.accelerators = accelerators;
-  j.pod_sets.push_back(ps);
-  return j;
-}
+using allot::test::job_spec;
 
 TEST(ClientWarnings, JobLargerThanItsNodeAndTeamWithoutQuotaForTheType) {
   const Catalog c = Catalog::builtin();
   const json team = {{"name", "a"}, {"allocation", json::array({{{"instance_type", "ml.p5.48xlarge"}, {"instances", 2}}})}};
-  auto w = job_warnings(job("ml.g5.8xlarge", 4), team, c);  // a g5.8xlarge has one GPU
+  // One replica of team a, of a type and a number of accelerators.
+  auto of = [](const std::string& type, int64_t accelerators) {
+    return job_spec("j", "a").instance_type(type).accelerators(accelerators);
+  };
+  auto w = job_warnings(of("ml.g5.8xlarge", 4), team, c);  // a g5.8xlarge has one GPU
   EXPECT_TRUE(mentions(w, "it can never be placed")) << ::testing::PrintToString(w);
   EXPECT_TRUE(mentions(w, "team a has no allocation of ml.g5.8xlarge")) << ::testing::PrintToString(w);
-  EXPECT_TRUE(job_warnings(job("p5.48xlarge", 8), team, c).empty()) << "fits, and within the team's types";
-  EXPECT_TRUE(mentions(job_warnings(job("", 1), json{{"name", "a"}, {"allocation", json::array()}}, c), "has no allocation"));
-  EXPECT_TRUE(job_warnings(job("ml.p5.48xlarge", 8), json(), c).empty()) << "no team answer: the server speaks for itself";
+  EXPECT_TRUE(job_warnings(of("p5.48xlarge", 8), team, c).empty()) << "fits, and within the team's types";
+  EXPECT_TRUE(mentions(job_warnings(of("", 1), json{{"name", "a"}, {"allocation", json::array()}}, c), "has no allocation"));
+  EXPECT_TRUE(job_warnings(of("ml.p5.48xlarge", 8), json(), c).empty()) << "no team answer: the server speaks for itself";
 }
 
 TEST(ClientWarnings, ApplyAboveCapacityAndNoWeight) {

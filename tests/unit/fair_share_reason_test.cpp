@@ -7,6 +7,8 @@
 #include "core/scheduler.h"
 #include "view/job_refs.h"
 
+#include "spec_builders.h"
+
 namespace allot {
 namespace {
 
@@ -24,18 +26,10 @@ TeamSpec team(const std::string& name) {
   return t;
 }
 
-JobSpec job(const std::string& name, const std::string& team_name, int replicas, const std::string& priority) {
-  JobSpec j;
-  j.name = name;
-  j.team = team_name;
-  j.priority = priority;
-  PodSetSpec ps;
-  ps.replicas = replicas;
-  ps.instance_type = kType;
-  ps.per_replica.accelerators = 1;
-  j.pod_sets = {ps};
-  return j;
-}
+using allot::test::job_spec;
+using allot::test::JobBuilder;
+// Every job here asks for kType.
+JobBuilder typed_job(const std::string& name, const std::string& team) { return job_spec(name, team).instance_type(kType); }
 
 // Teams a, b and c with a nominal quota of 4 nodes each on 12 nodes, fair-sharing preemption on.
 class FairShareReasonTest : public ::testing::Test {
@@ -60,12 +54,12 @@ const view::SeesTeamJobs kSeesOnlyB = [](const std::string& t) { return t == "b"
 TEST_F(FairShareReasonTest, NamesTheLowerPriorityJobThatWouldTakeItsTeamBelowNominal) {
   // a holds 7 (a-mid 6, a-high 1), b its nominal 4; b-new would borrow 2. a-high alone would make room and passes
   // the share rule, but a-mid may not go (a would hold 1 of its 4) and a's jobs go lowest priority first.
-  submit(job("a-mid", "a", 6, "mid"), 0);
-  submit(job("a-high", "a", 1, "high"), 0);
-  submit(job("b-old", "b", 4, "mid"), 0);
+  submit(typed_job("a-mid", "a").replicas(6).priority("mid"), 0);
+  submit(typed_job("a-high", "a").priority("high"), 0);
+  submit(typed_job("b-old", "b").replicas(4).priority("mid"), 0);
   schedule(s, 0);
   ASSERT_EQ(find("a-mid").state, JobState::kRunning);
-  submit(job("b-new", "b", 2, "mid"), 100);
+  submit(typed_job("b-new", "b").replicas(2).priority("mid"), 100);
   schedule(s, 100);
   ASSERT_EQ(find("b-new").state, JobState::kPending);
   ASSERT_EQ(find("a-high").state, JobState::kRunning);
@@ -88,14 +82,14 @@ TEST_F(FairShareReasonTest, NamesTheLowerPriorityJobThatWouldTakeItsTeamBelowNom
 TEST_F(FairShareReasonTest, NamesTheMinimumRuntimeWhenItProtectsTheLowestPriorityJob) {
   // a holds 7: a-high and a-mid (5) from t=0, a-low (1) from t=95. At t=100 the minimum runtime (60 s) protects
   // a-low, which shields a-high (a-mid may not go: a would fall below nominal), so b-new waits.
-  submit(job("a-high", "a", 1, "high"), 0);
-  submit(job("a-mid", "a", 5, "mid"), 0);
-  submit(job("b-old", "b", 4, "mid"), 0);
+  submit(typed_job("a-high", "a").priority("high"), 0);
+  submit(typed_job("a-mid", "a").replicas(5).priority("mid"), 0);
+  submit(typed_job("b-old", "b").replicas(4).priority("mid"), 0);
   schedule(s, 0);
-  submit(job("a-low", "a", 1, "low"), 95);
+  submit(typed_job("a-low", "a").priority("low"), 95);
   schedule(s, 95);
   ASSERT_EQ(find("a-low").state, JobState::kRunning);
-  submit(job("b-new", "b", 2, "mid"), 100);
+  submit(typed_job("b-new", "b").replicas(2).priority("mid"), 100);
   schedule(s, 100);
   ASSERT_EQ(find("b-new").state, JobState::kPending);
   const std::string text = reason("b-new");
@@ -115,10 +109,10 @@ TEST_F(FairShareReasonTest, NamesTheMinimumRuntimeWhenItProtectsTheLowestPriorit
 TEST_F(FairShareReasonTest, KeepsTheGeneralTextWhenTheRuleKeptNoCandidateOut) {
   // a holds 6 in one job: it may not go (a would fall below nominal) and no higher-priority job of a waits behind
   // it, so the lowest-priority-first rule is not what stops b-new.
-  submit(job("a-big", "a", 6, "mid"), 0);
-  submit(job("b-old", "b", 4, "mid"), 0);
+  submit(typed_job("a-big", "a").replicas(6).priority("mid"), 0);
+  submit(typed_job("b-old", "b").replicas(4).priority("mid"), 0);
   schedule(s, 0);
-  submit(job("b-new", "b", 3, "mid"), 100);
+  submit(typed_job("b-new", "b").replicas(3).priority("mid"), 100);
   schedule(s, 100);
   ASSERT_EQ(find("b-new").state, JobState::kPending);
   EXPECT_NE(reason("b-new").find("preempting every candidate would still not make room"), std::string::npos) << reason("b-new");

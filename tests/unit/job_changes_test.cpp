@@ -5,19 +5,12 @@
 #include "core/labels.h"
 #include "core/scheduler.h"
 
+#include "spec_builders.h"
+
 namespace allot {
 namespace {
 
-JobSpec one_gpu_job(const std::string& name, const std::string& priority = "") {
-  JobSpec j;
-  j.name = name;
-  j.team = "a";
-  j.priority = priority;
-  PodSetSpec ps;
-  ps.per_replica.accelerators = 1;
-  j.pod_sets = {ps};
-  return j;
-}
+using allot::test::job_spec;
 
 class JobChangesTest : public ::testing::Test {
  protected:
@@ -40,8 +33,8 @@ class JobChangesTest : public ::testing::Test {
 };
 
 TEST_F(JobChangesTest, HeldJobIsPassedOverUntilReleased) {
-  ASSERT_TRUE(submit_job(s, one_gpu_job("first"), 0).ok());
-  ASSERT_TRUE(submit_job(s, one_gpu_job("second"), 0).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("first", "a"), 0).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("second", "a"), 0).ok());
   ASSERT_TRUE(set_job_held(s, "first", true, 1).ok());
   schedule(s, 2);
   // The held job stays Pending and says why; the next one in line runs in its place.
@@ -58,14 +51,14 @@ TEST_F(JobChangesTest, HeldJobIsPassedOverUntilReleased) {
 }
 
 TEST_F(JobChangesTest, HoldRefusesWhatItCannotDo) {
-  ASSERT_TRUE(submit_job(s, one_gpu_job("run"), 0).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("run", "a"), 0).ok());
   schedule(s, 1);
   ASSERT_EQ(job("run").state, JobState::kRunning);
   auto running = set_job_held(s, "run", true, 2);
   ASSERT_FALSE(running.ok());
   EXPECT_EQ(running.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_NE(running.error().message.find("only a Pending or Suspended job"), std::string::npos);
-  ASSERT_TRUE(submit_job(s, one_gpu_job("wait"), 2).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("wait", "a"), 2).ok());
   EXPECT_FALSE(set_job_held(s, "wait", false, 3).ok()) << "releasing a job that is not held";
   ASSERT_TRUE(set_job_held(s, "wait", true, 3).ok());
   EXPECT_FALSE(set_job_held(s, "wait", true, 4).ok()) << "holding a held job";
@@ -76,10 +69,10 @@ TEST_F(JobChangesTest, HoldRefusesWhatItCannotDo) {
 }
 
 TEST_F(JobChangesTest, NewPriorityClassReordersTheQueue) {
-  ASSERT_TRUE(submit_job(s, one_gpu_job("blocker"), 0).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("blocker", "a"), 0).ok());
   schedule(s, 1);
-  ASSERT_TRUE(submit_job(s, one_gpu_job("early", "low"), 2).ok());
-  ASSERT_TRUE(submit_job(s, one_gpu_job("late", "low"), 3).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("early", "a").priority("low"), 2).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("late", "a").priority("low"), 3).ok());
   ASSERT_TRUE(set_job_priority(s, "late", "high", 4).ok());
   EXPECT_EQ(job("late").priority, 90);
   EXPECT_EQ(job("late").spec.priority, "high");
@@ -97,7 +90,7 @@ TEST_F(JobChangesTest, NewPriorityClassReordersTheQueue) {
 }
 
 TEST_F(JobChangesTest, DeletedJobFreesItsNameAndNumbersAttemptsOn) {
-  ASSERT_TRUE(submit_job(s, one_gpu_job("train"), 0).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("train", "a"), 0).ok());
   schedule(s, 1);
   auto active = delete_job(s, "train");
   ASSERT_FALSE(active.ok());
@@ -108,7 +101,7 @@ TEST_F(JobChangesTest, DeletedJobFreesItsNameAndNumbersAttemptsOn) {
   EXPECT_EQ(s.find_job("train"), nullptr);
   EXPECT_TRUE(s.jobs[old.index()].deleted);
   // The same name again: a new job, whose attempts follow the old one's (the old ran once: attempt 0).
-  auto again = submit_job(s, one_gpu_job("train"), 3);
+  auto again = submit_job(s, job_spec("train", "a"), 3);
   ASSERT_TRUE(again.ok());
   EXPECT_NE(again->index(), old.index());
   EXPECT_EQ(job("train").attempt_base, 1);
@@ -118,16 +111,16 @@ TEST_F(JobChangesTest, DeletedJobFreesItsNameAndNumbersAttemptsOn) {
 // Retention (compact_finished): finished jobs at or before the cutoff leave, whether deleted or not; waiting
 // and running ones, and those that finished later, stay; names are free and attempts numbered on.
 TEST_F(JobChangesTest, CompactionTakesOnlyJobsFinishedByTheCutoff) {
-  ASSERT_TRUE(submit_job(s, one_gpu_job("done-early"), 0).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("done-early", "a"), 0).ok());
   schedule(s, 1);
   ASSERT_TRUE(finish_job(s, "done-early", 10, true).ok());   // finished at 10
-  ASSERT_TRUE(submit_job(s, one_gpu_job("cancelled"), 11).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("cancelled", "a"), 11).ok());
   ASSERT_TRUE(cancel_job(s, "cancelled", 12).ok());          // finished at 12
   ASSERT_TRUE(delete_job(s, "cancelled").ok());
-  ASSERT_TRUE(submit_job(s, one_gpu_job("running"), 13).ok());
-  ASSERT_TRUE(submit_job(s, one_gpu_job("waiting"), 13).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("running", "a"), 13).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("waiting", "a"), 13).ok());
   schedule(s, 14);
-  ASSERT_TRUE(submit_job(s, one_gpu_job("late"), 15).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("late", "a"), 15).ok());
   ASSERT_TRUE(cancel_job(s, "late", 30).ok());               // finished at 30
   ASSERT_EQ(job("running").state, JobState::kRunning);
   const JobId early = job("done-early").id;
@@ -159,7 +152,7 @@ TEST_F(JobChangesTest, CompactionTakesOnlyJobsFinishedByTheCutoff) {
   EXPECT_EQ(s.find_job("late"), nullptr);
 
   // The name is free, and the new job's runs are numbered after the old one's (it ran once).
-  ASSERT_TRUE(submit_job(s, one_gpu_job("done-early"), 43).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("done-early", "a"), 43).ok());
   EXPECT_EQ(job("done-early").attempt_base, 1);
   EXPECT_NE(job("done-early").id, early);
   // The scheduler goes on as before: the waiting job runs once the running one finishes.
@@ -173,7 +166,7 @@ TEST_F(JobChangesTest, RemovedTeamsAreNotOffered) {
   b.name = "b";
   ASSERT_TRUE(upsert_team(s, b).ok());
   ASSERT_TRUE(remove_team(s, "b").ok());
-  JobSpec j = one_gpu_job("x");
+  JobSpec j = job_spec("x", "a");
   j.team = "c";
   auto unknown = submit_job(s, j, 0);
   ASSERT_FALSE(unknown.ok());

@@ -8,8 +8,12 @@
 #include "core/admission.h"
 #include "core/placement.h"
 
+#include "spec_builders.h"
+
 namespace allot {
 namespace {
+
+using allot::test::job_spec;
 
 constexpr const char* kL3 = "network-node-layer-3";
 constexpr const char* kType = "ml.g5.8xlarge";
@@ -50,15 +54,7 @@ class PlacementTest : public ::testing::Test {
     ASSERT_TRUE(upsert_team(s, t).ok());
   }
   const Job& job(const std::string& name, int replicas, TopologySpec topo = {}) {
-    JobSpec j;
-    j.name = name;
-    j.team = "ml";
-    PodSetSpec ps;
-    ps.replicas = replicas;
-    ps.instance_type = kType;
-    ps.per_replica.whole_node = true;
-    ps.topology = std::move(topo);
-    j.pod_sets = {ps};
+    const JobSpec j = job_spec(name, "ml").replicas(replicas).instance_type(kType).whole_nodes().topology(std::move(topo));
     auto id = submit_job(s, j, 0);
     EXPECT_TRUE(id.ok()) << (id.ok() ? "" : id.error().message);
     return *s.find_job(name);
@@ -194,14 +190,7 @@ TEST_F(PlacementTest, UnlabelledNodesPackByBestFitOnTheNode) {
   ASSERT_TRUE(upsert_team(c, t).ok());
   ASSERT_TRUE(add_node(c, NodeSpec{"n-1", "ml.g5.12xlarge", "", {}}, 0).ok());
   ASSERT_TRUE(add_node(c, NodeSpec{"n-2", "ml.g5.12xlarge", "", {}}, 0).ok());
-  JobSpec j;
-  j.name = "two";
-  j.team = "ml";
-  PodSetSpec ps;
-  ps.replicas = 1;
-  ps.per_replica.accelerators = 2;
-  j.pod_sets = {ps};
-  ASSERT_TRUE(submit_job(c, j, 0).ok());
+  ASSERT_TRUE(submit_job(c, job_spec("two", "ml").accelerators(2), 0).ok());
   RoomTable room = c.room;
   NodeRoom& n1 = room[c.find_node("n-1")->id.index()];
   n1.accelerators_free = 0b1100;  // two GPUs taken
@@ -235,15 +224,7 @@ class GpuPlacementTest : public ::testing::Test {
     ASSERT_TRUE(upsert_team(s, t).ok());
   }
   const Job& job(const std::string& name, int replicas, int gpus, TopologySpec topo = {}) {
-    JobSpec j;
-    j.name = name;
-    j.team = "ml";
-    PodSetSpec ps;
-    ps.replicas = replicas;
-    ps.instance_type = kGpuType;
-    ps.per_replica.accelerators = gpus;
-    ps.topology = std::move(topo);
-    j.pod_sets = {ps};
+    const JobSpec j = job_spec(name, "ml").replicas(replicas).instance_type(kGpuType).accelerators(gpus).topology(std::move(topo));
     auto id = submit_job(s, j, 0);
     EXPECT_TRUE(id.ok()) << (id.ok() ? "" : id.error().message);
     return *s.find_job(name);

@@ -5,6 +5,8 @@
 #include "core/plans.h"
 #include "core/scheduler.h"
 
+#include "spec_builders.h"
+
 namespace allot {
 namespace {
 
@@ -12,17 +14,7 @@ PlanSpec plan(std::string name, int count, Time start, Time end, Time grace = 0,
   return PlanSpec{std::move(name), "ml.g5.8xlarge", count, start, end, grace, std::move(team), {}};
 }
 
-JobSpec job(std::string name, std::string team, int replicas, std::string on_plan = "") {
-  JobSpec j;
-  j.name = std::move(name);
-  j.team = std::move(team);
-  j.plan = std::move(on_plan);
-  PodSetSpec ps;
-  ps.replicas = replicas;
-  ps.per_replica.accelerators = 1;
-  j.pod_sets = {ps};
-  return j;
-}
+using allot::test::job_spec;
 
 ClusterState cluster() {
   ClusterState s;
@@ -76,7 +68,7 @@ TEST(Plans, BadPlansAreRefusedWithTheRule) {
 TEST(Plans, AJobOnAPlanWaitsThenRunsOnItsNodesOnly) {
   ClusterState s = cluster();
   ASSERT_TRUE(add_plan(s, plan("p", 1, 100, 1000, 0, "a")).ok());
-  ASSERT_TRUE(submit_job(s, job("j", "a", 1, "p"), 0).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("j", "a").plan("p"), 0).ok());
   schedule(s, 0);
   const Job* j = s.find_job("j");
   EXPECT_EQ(j->state, JobState::kPending);
@@ -93,7 +85,7 @@ TEST(Plans, AJobOnAPlanWaitsThenRunsOnItsNodesOnly) {
 TEST(Plans, AnElasticJobOnAPlanWaitsForItAndRunsOnItsNodesOnly) {
   ClusterState s = cluster();
   ASSERT_TRUE(add_plan(s, plan("p", 1, 100, 1000, 0, "a")).ok());
-  JobSpec e = job("e", "a", 2, "p");
+  JobSpec e = job_spec("e", "a").replicas(2).plan("p");
   e.pod_sets[0].min_replicas = 1;
   ASSERT_TRUE(submit_job(s, e, 0).ok());
   schedule(s, 0);
@@ -122,7 +114,7 @@ TEST(Plans, TheEndRequeuesItsJobsAndItsNodesLeave) {
   ClusterState s = cluster();
   ASSERT_TRUE(add_plan(s, plan("p", 1, 0, 1000, 100, "a")).ok());
   advance(s, 0);
-  ASSERT_TRUE(submit_job(s, job("j", "a", 1, "p"), 0).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("j", "a").plan("p"), 0).ok());
   schedule(s, 0);
   ASSERT_EQ(s.find_job("j")->state, JobState::kRunning);
   auto step = next_plan_step(s);
@@ -147,7 +139,7 @@ TEST(Plans, TheEndRequeuesItsJobsAndItsNodesLeave) {
   schedule(s, 1000);
   EXPECT_EQ(j->reason_code, ReasonCode::kPlanEnded);
   EXPECT_FALSE(j->feasible);
-  EXPECT_FALSE(submit_job(s, job("late", "a", 1, "p"), 1001).ok()) << "an expired plan takes no new jobs";
+  EXPECT_FALSE(submit_job(s, job_spec("late", "a").plan("p"), 1001).ok()) << "an expired plan takes no new jobs";
 }
 
 TEST(Plans, NodesJoinOnlyAnActivePlanOfItsTypeAndSize) {
@@ -162,14 +154,14 @@ TEST(Plans, NodesJoinOnlyAnActivePlanOfItsTypeAndSize) {
   EXPECT_FALSE(add_node(s, n, 100).ok()) << "its one node has joined";
   n.labels[std::string(kPlanLabel)] = "other";
   EXPECT_FALSE(add_node(s, n, 100).ok()) << "an unknown plan";
-  EXPECT_FALSE(submit_job(s, job("j", "a", 1, "other"), 100).ok()) << "a job naming an unknown plan";
+  EXPECT_FALSE(submit_job(s, job_spec("j", "a").plan("other"), 100).ok()) << "a job naming an unknown plan";
 }
 
 TEST(Plans, DeletingAPlanEndsItNow) {
   ClusterState s = cluster();
   ASSERT_TRUE(add_plan(s, plan("p", 1, 0, 1000)).ok());
   advance(s, 0);
-  ASSERT_TRUE(submit_job(s, job("j", "a", 1, "p"), 0).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("j", "a").plan("p"), 0).ok());
   schedule(s, 0);
   auto out = delete_plan(s, "p", 10);
   ASSERT_TRUE(out.ok());

@@ -5,6 +5,8 @@
 #include "core/preemption_record.h"
 #include "core/scheduler.h"
 
+#include "spec_builders.h"
+
 namespace allot {
 namespace {
 
@@ -22,17 +24,7 @@ TeamSpec team(const std::string& name, int instances, int weight) {
   return t;
 }
 
-JobSpec job(const std::string& name, const std::string& team_name, const std::string& priority = "") {
-  JobSpec j;
-  j.name = name;
-  j.team = team_name;
-  j.priority = priority;
-  PodSetSpec ps;
-  ps.replicas = 1;
-  ps.per_replica.accelerators = 1;
-  j.pod_sets = {ps};
-  return j;
-}
+using allot::test::job_spec;
 
 Resources instances(int64_t n) { return Resources{n, n * 32'000, n * 128 * 1024}; }
 
@@ -54,10 +46,10 @@ class PreemptionRecordTest : public ::testing::Test {
 TEST_F(PreemptionRecordTest, ReclaimNamesTheRuleAndBothTeamsFiguresBeforeAndAfter) {
   ASSERT_TRUE(upsert_team(s, team("a", 1, 10)).ok());
   ASSERT_TRUE(upsert_team(s, team("b", 1, 10)).ok());
-  submit(job("b-1", "b"), 0);
-  submit(job("b-2", "b"), 0);
+  submit(job_spec("b-1", "b"), 0);
+  submit(job_spec("b-2", "b"), 0);
   ASSERT_TRUE(schedule(s, 0).preemptions.empty());  // b runs both, borrowing a's idle instance
-  submit(job("a-1", "a"), 10);
+  submit(job_spec("a-1", "a"), 10);
   ScheduleResult r = schedule(s, 10);
 
   ASSERT_EQ(r.preemptions.size(), 1u);
@@ -103,10 +95,10 @@ TEST_F(PreemptionRecordTest, ReclaimNamesTheRuleAndBothTeamsFiguresBeforeAndAfte
 
 TEST_F(PreemptionRecordTest, PriorityWithinATeamListsOnlyThatTeamWithUnchangedUsage) {
   ASSERT_TRUE(upsert_team(s, team("a", 2, 0)).ok());
-  submit(job("low-1", "a", "low"), 0);
-  submit(job("low-2", "a", "low"), 0);
+  submit(job_spec("low-1", "a").priority("low"), 0);
+  submit(job_spec("low-2", "a").priority("low"), 0);
   schedule(s, 0);
-  submit(job("high-1", "a", "high"), 5);
+  submit(job_spec("high-1", "a").priority("high"), 5);
   ScheduleResult r = schedule(s, 5);
 
   ASSERT_EQ(r.preemptions.size(), 1u);
@@ -130,7 +122,7 @@ TEST_F(PreemptionRecordTest, PriorityWithinATeamListsOnlyThatTeamWithUnchangedUs
 
 TEST_F(PreemptionRecordTest, APassWithoutPreemptionHasNoRecord) {
   ASSERT_TRUE(upsert_team(s, team("a", 2, 1)).ok());
-  submit(job("a-1", "a"), 0);
+  submit(job_spec("a-1", "a"), 0);
   ScheduleResult r = schedule(s, 0);
   EXPECT_TRUE(r.preemptions.empty());
   ASSERT_EQ(r.decisions.size(), 1u);

@@ -5,6 +5,8 @@
 #include "core/admission.h"
 #include "core/scheduler.h"
 
+#include "spec_builders.h"
+
 namespace allot {
 namespace {
 
@@ -23,19 +25,7 @@ TeamSpec team(const std::string& name, int instances, SharingStrategy strategy) 
   return t;
 }
 
-JobSpec job(const std::string& name, const std::string& team_name, int replicas, std::optional<int> accelerators,
-            TopologySpec topology = {}) {
-  JobSpec j;
-  j.name = name;
-  j.team = team_name;
-  PodSetSpec ps;
-  ps.replicas = replicas;
-  if (accelerators) ps.per_replica.accelerators = *accelerators;
-  else ps.per_replica.whole_node = true;
-  ps.topology = std::move(topology);
-  j.pod_sets = {ps};
-  return j;
-}
+using allot::test::job_spec;
 
 void expect_same(const FreeAccelerators& a, const FreeAccelerators& b, const std::string& after) {
   ASSERT_EQ(a.size(), b.size());
@@ -57,9 +47,13 @@ TEST(FreeIndexTest, AgreesWithAFullScanAfterEveryAdmission) {
   TopologySpec exclusive;
   exclusive.required = "network-node-layer-3";
   exclusive.exclusive = "network-node-layer-3";
-  const std::vector<JobSpec> jobs = {job("one", "ml", 1, 1),    job("three", "ml", 3, 1), job("pair", "ml", 2, 2),
-                                     job("whole", "ml", 1, {}), job("excl", "ml", 2, 1, exclusive),
-                                     job("four", "ml", 1, 4),   job("more", "ml", 4, 1)};
+  const std::vector<JobSpec> jobs = {job_spec("one", "ml"),
+                                     job_spec("three", "ml").replicas(3),
+                                     job_spec("pair", "ml").replicas(2).accelerators(2),
+                                     job_spec("whole", "ml").whole_nodes(),
+                                     job_spec("excl", "ml").replicas(2).topology(exclusive),
+                                     job_spec("four", "ml").accelerators(4),
+                                     job_spec("more", "ml").replicas(4)};
   FreeIndex index;
   index.reset(s, s.room);
   int admitted = 0;
@@ -87,13 +81,13 @@ TEST(ClassMemoTest, IdenticalJobsGetTheReasonOneJobGetsAlone) {
     ASSERT_TRUE(upsert_team(s, team("a", 2, SharingStrategy::kLendAndBorrow)).ok());
     ASSERT_TRUE(upsert_team(s, team("b", 2, SharingStrategy::kDontLend)).ok());
     for (int i = 0; i < 2; ++i) {
-      ASSERT_TRUE(submit_job(s, job("a-run-" + std::to_string(i), "a", 1, {}), 0).ok());
-      ASSERT_TRUE(submit_job(s, job("b-run-" + std::to_string(i), "b", 1, {}), 0).ok());
+      ASSERT_TRUE(submit_job(s, job_spec("a-run-" + std::to_string(i), "a").whole_nodes(), 0).ok());
+      ASSERT_TRUE(submit_job(s, job_spec("b-run-" + std::to_string(i), "b").whole_nodes(), 0).ok());
     }
     (void)schedule(s, 0);
     for (int i = 0; i < copies; ++i) {
-      ASSERT_TRUE(submit_job(s, job("a-" + std::to_string(i), "a", 2, 2), 1).ok());
-      ASSERT_TRUE(submit_job(s, job("b-" + std::to_string(i), "b", 2, 2), 1).ok());
+      ASSERT_TRUE(submit_job(s, job_spec("a-" + std::to_string(i), "a").replicas(2).accelerators(2), 1).ok());
+      ASSERT_TRUE(submit_job(s, job_spec("b-" + std::to_string(i), "b").replicas(2).accelerators(2), 1).ok());
     }
     (void)schedule(s, 1);
     std::string a0 = s.find_job("a-0")->reason, b0 = s.find_job("b-0")->reason;

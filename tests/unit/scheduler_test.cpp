@@ -8,6 +8,8 @@
 #include "core/scheduler.h"
 #include "view/state_json.h"
 
+#include "spec_builders.h"
+
 namespace allot {
 namespace {
 
@@ -29,18 +31,7 @@ TeamSpec team(const std::string& name, int instances, SharingStrategy strategy =
   return t;
 }
 
-JobSpec job(const std::string& name, const std::string& team_name, int replicas, int accelerators = 1,
-            const std::string& priority = "") {
-  JobSpec j;
-  j.name = name;
-  j.team = team_name;
-  j.priority = priority;
-  PodSetSpec ps;
-  ps.replicas = replicas;
-  ps.per_replica.accelerators = accelerators;
-  j.pod_sets = {ps};
-  return j;
-}
+using allot::test::job_spec;
 
 class CoreTest : public ::testing::Test {
  protected:
@@ -92,7 +83,7 @@ TEST_F(CoreTest, LentIsAttributedToIdlePoolFirstThenInProportion) {
   ASSERT_TRUE(upsert_team(s, team("l1", 2, SharingStrategy::kLend)).ok());
   ASSERT_TRUE(upsert_team(s, team("l2", 4, SharingStrategy::kLend)).ok());
   // 8 nodes, 7 allocated: 1 idle. The borrower runs 5: 4 borrowed, 1 from the idle pool, 3 split 1:2.
-  submit(job("big", "borrower", 5));
+  submit(job_spec("big", "borrower").replicas(5));
   schedule(s, 0);
   ASSERT_EQ(j("big").state, JobState::kRunning);
   EXPECT_EQ(view::team_borrowed_total(s, s.find_team("borrower")->id).accelerators, 4);
@@ -104,9 +95,9 @@ TEST_F(CoreTest, TaskRankingOrdersByPriorityThenArrival) {
   nodes(1);
   classes();
   ASSERT_TRUE(upsert_team(s, team("a", 1, SharingStrategy::kDontLend)).ok());
-  submit(job("first-low", "a", 1, 1, "low"));
-  submit(job("second-high", "a", 1, 1, "high"));
-  submit(job("third-high", "a", 1, 1, "high"));
+  submit(job_spec("first-low", "a").priority("low"));
+  submit(job_spec("second-high", "a").priority("high"));
+  submit(job_spec("third-high", "a").priority("high"));
   // Nothing runs yet; one pass admits the highest priority, earliest arrival.
   schedule(s, 0);
   EXPECT_EQ(j("second-high").state, JobState::kRunning);
@@ -122,8 +113,8 @@ TEST_F(CoreTest, FcfsOrdersByArrivalOnly) {
   TeamSpec t = team("a", 1, SharingStrategy::kDontLend);
   t.preempt_team_tasks = PreemptTeamTasks::kNever;  // so only the queue order decides
   ASSERT_TRUE(upsert_team(s, t).ok());
-  submit(job("first-low", "a", 1, 1, "low"));
-  submit(job("second-high", "a", 1, 1, "high"));
+  submit(job_spec("first-low", "a").priority("low"));
+  submit(job_spec("second-high", "a").priority("high"));
   schedule(s, 0);
   EXPECT_EQ(j("first-low").state, JobState::kRunning);
   EXPECT_EQ(j("second-high").state, JobState::kPending);
@@ -132,10 +123,10 @@ TEST_F(CoreTest, FcfsOrdersByArrivalOnly) {
 TEST_F(CoreTest, BestEffortFifoLetsSmallJobsPassABlockedOne) {
   nodes(2);
   ASSERT_TRUE(upsert_team(s, team("a", 2, SharingStrategy::kDontLend)).ok());
-  submit(job("one", "a", 1));
+  submit(job_spec("one", "a"));
   schedule(s, 0);
-  submit(job("two", "a", 2));
-  submit(job("small", "a", 1));
+  submit(job_spec("two", "a").replicas(2));
+  submit(job_spec("small", "a"));
   schedule(s, 1);
   EXPECT_EQ(j("two").state, JobState::kPending);
   EXPECT_EQ(j("small").state, JobState::kRunning);
@@ -148,14 +139,14 @@ TEST_F(CoreTest, StarvingJobReservesItsInstanceType) {
   ASSERT_TRUE(set_policy(s, p).ok());
   // Quota for 3 on 2 nodes: what blocks 'two' is capacity, which a reservation can fix (quota it cannot).
   ASSERT_TRUE(upsert_team(s, team("a", 3, SharingStrategy::kDontLend)).ok());
-  submit(job("one", "a", 1));
+  submit(job_spec("one", "a"));
   schedule(s, 0);
-  submit(job("two", "a", 2), 0);
-  submit(job("small", "a", 1), 0);
+  submit(job_spec("two", "a").replicas(2), 0);
+  submit(job_spec("small", "a"), 0);
   schedule(s, 0);
   ASSERT_EQ(j("small").state, JobState::kRunning);  // backfill before the threshold
   ASSERT_TRUE(finish_job(s, "small", 50, true).ok());
-  submit(job("small-2", "a", 1), 150);
+  submit(job_spec("small-2", "a"), 150);
   auto r = schedule(s, 150);
   // 'two' has waited 150 s > 100 s: the free node stays free for it.
   EXPECT_EQ(j("small-2").state, JobState::kPending);
@@ -169,14 +160,14 @@ TEST_F(CoreTest, VictimsAreMinimalLowestPriorityAndNewestFirst) {
   nodes(4);
   classes();
   ASSERT_TRUE(upsert_team(s, team("a", 4, SharingStrategy::kDontLend)).ok());
-  submit(job("low-old", "a", 1, 1, "low"), 0);
+  submit(job_spec("low-old", "a").priority("low"), 0);
   schedule(s, 0);
-  submit(job("low-new", "a", 1, 1, "low"), 10);
+  submit(job_spec("low-new", "a").priority("low"), 10);
   schedule(s, 10);
-  submit(job("mid", "a", 2, 1, "mid"), 20);
+  submit(job_spec("mid", "a").replicas(2).priority("mid"), 20);
   schedule(s, 20);
   // All four nodes are busy; a high job needing one node takes the lowest priority, most recently started.
-  submit(job("high", "a", 1, 1, "high"), 30);
+  submit(job_spec("high", "a").priority("high"), 30);
   auto r = schedule(s, 30);
   ASSERT_EQ(j("high").state, JobState::kRunning);
   EXPECT_EQ(j("low-new").state, JobState::kSuspended);
@@ -199,15 +190,15 @@ TEST_F(CoreTest, PreemptionIsMinimalAfterGreedyOvershoot) {
     spec.pod_sets[0].instance_type = "ml.g5.12xlarge";
     return spec;
   };
-  submit(typed(job("low1", "a", 1, 2, "low")), 0);
-  submit(typed(job("mid1", "a", 1, 2, "mid")), 0);
+  submit(typed(job_spec("low1", "a").accelerators(2).priority("low")), 0);
+  submit(typed(job_spec("mid1", "a").accelerators(2).priority("mid")), 0);
   schedule(s, 0);
-  submit(typed(job("mid2", "a", 1, 4, "mid")), 5);
+  submit(typed(job_spec("mid2", "a").accelerators(4).priority("mid")), 5);
   schedule(s, 5);
   ASSERT_EQ(s.nodes[j("low1").placement.nodes()[0].index()].name, "big1");
   ASSERT_EQ(s.nodes[j("mid1").placement.nodes()[0].index()].name, "big1");
   ASSERT_EQ(s.nodes[j("mid2").placement.nodes()[0].index()].name, "big2");
-  submit(typed(job("high", "a", 1, 4, "high")), 10);
+  submit(typed(job_spec("high", "a").accelerators(4).priority("high")), 10);
   auto r = schedule(s, 10);
   EXPECT_EQ(j("high").state, JobState::kRunning);
   EXPECT_EQ(j("mid2").state, JobState::kSuspended);
@@ -221,8 +212,8 @@ TEST_F(CoreTest, PreemptionIsMinimalAfterGreedyOvershoot) {
 TEST_F(CoreTest, NumaBindingKeepsAReplicaOnOneDomain) {
   ASSERT_TRUE(add_node(s, node("p5", "ml.p5.48xlarge"), 0).ok());
   ASSERT_TRUE(upsert_team(s, team("a", 1, SharingStrategy::kDontLend, 0, 0, "ml.p5.48xlarge")).ok());
-  submit(job("two", "a", 1, 2));
-  submit(job("four", "a", 1, 4));
+  submit(job_spec("two", "a").accelerators(2));
+  submit(job_spec("four", "a").accelerators(4));
   schedule(s, 0);
   const auto& two = j("two").placement.pod_sets.at(0).replicas.at(0);
   const auto& four = j("four").placement.pod_sets.at(0).replicas.at(0);
@@ -237,20 +228,20 @@ TEST_F(CoreTest, SubmitRejectsBadInputAndChangesNothing) {
   nodes(1);
   classes();
   ASSERT_TRUE(upsert_team(s, team("a", 1)).ok());
-  auto unknown_class = submit_job(s, job("x", "a", 1, 1, "urgent"), 0);
+  auto unknown_class = submit_job(s, job_spec("x", "a").priority("urgent"), 0);
   ASSERT_FALSE(unknown_class.ok());
   EXPECT_NE(unknown_class.error().message.find("high, mid, low"), std::string::npos);
-  auto unknown_team = submit_job(s, job("x", "nobody", 1), 0);
+  auto unknown_team = submit_job(s, job_spec("x", "nobody"), 0);
   ASSERT_FALSE(unknown_team.ok());
   EXPECT_NE(unknown_team.error().message.find("teams: a"), std::string::npos);
-  auto zero = submit_job(s, job("x", "a", 0), 0);
+  auto zero = submit_job(s, job_spec("x", "a").replicas(0), 0);
   EXPECT_FALSE(zero.ok());
-  JobSpec bad_level = job("x", "a", 1);
+  JobSpec bad_level = job_spec("x", "a");
   bad_level.pod_sets[0].topology.required = "rack";
   EXPECT_FALSE(submit_job(s, bad_level, 0).ok());
   EXPECT_TRUE(s.jobs.empty());
-  ASSERT_TRUE(submit_job(s, job("x", "a", 1), 0).ok());
-  EXPECT_FALSE(submit_job(s, job("x", "a", 1), 0).ok());  // names are unique
+  ASSERT_TRUE(submit_job(s, job_spec("x", "a"), 0).ok());
+  EXPECT_FALSE(submit_job(s, job_spec("x", "a"), 0).ok());  // names are unique
 }
 
 TEST_F(CoreTest, ScheduleIsDeterministic) {
@@ -261,8 +252,8 @@ TEST_F(CoreTest, ScheduleIsDeterministic) {
     (void)upsert_team(st, team("b", 2, SharingStrategy::kLendAndBorrow, 200, 20));
     (void)upsert_team(st, team("c", 2, SharingStrategy::kLend));
     for (int i = 0; i < 6; ++i) {
-      (void)submit_job(st, job("a" + std::to_string(i), "a", 1 + i % 2), i);
-      (void)submit_job(st, job("b" + std::to_string(i), "b", 1 + (i + 1) % 2), i);
+      (void)submit_job(st, job_spec("a" + std::to_string(i), "a").replicas(1 + i % 2), i);
+      (void)submit_job(st, job_spec("b" + std::to_string(i), "b").replicas(1 + (i + 1) % 2), i);
     }
     auto r = schedule(st, 10);
     std::string out;
@@ -278,12 +269,12 @@ TEST_F(CoreTest, NodeReplacementMovesNoHealthyReplica) {
   for (const char* n : {"a-1", "a-2", "b-1", "b-2"})
     ASSERT_TRUE(add_node(s, node(n, "ml.p5.48xlarge", {{"network-node-layer-3", n[0] == 'a' ? "nn-a" : "nn-b"}}), 0).ok());
   ASSERT_TRUE(upsert_team(s, team("ml", 5, SharingStrategy::kLendAndBorrow, 100, 0, "ml.p5.48xlarge")).ok());
-  JobSpec wide = job("wide", "ml", 2, 8);
+  JobSpec wide = job_spec("wide", "ml").replicas(2).accelerators(8);
   wide.pod_sets[0].topology.required = "network-node-layer-3";
   wide.max_retries = 1;
   submit(wide);
-  submit(job("small-1", "ml", 1, 2));
-  submit(job("small-2", "ml", 1, 4));
+  submit(job_spec("small-1", "ml").accelerators(2));
+  submit(job_spec("small-2", "ml").accelerators(4));
   schedule(s, 0);
   ASSERT_EQ(j("wide").state, JobState::kRunning);
   ASSERT_EQ(j("small-1").state, JobState::kRunning);
@@ -333,10 +324,10 @@ TEST_F(CoreTest, StepBoundStopsThePassAndNamesTheJobs) {
   classes();
   nodes(1);
   ASSERT_TRUE(upsert_team(s, team("ml", 1)).ok());
-  submit(job("low", "ml", 1, 1, "low"));
+  submit(job_spec("low", "ml").priority("low"));
   EXPECT_FALSE(schedule(s, 0).bound_hit);
   ASSERT_EQ(j("low").state, JobState::kRunning);
-  submit(job("high", "ml", 1, 1, "high"), 10);
+  submit(job_spec("high", "ml").priority("high"), 10);
   auto r = schedule(s, 10, ScheduleOptions{.max_steps = 1});
   ASSERT_TRUE(r.bound_hit);
   EXPECT_EQ(r.steps, 1);
@@ -368,11 +359,11 @@ TEST_F(CoreTest, ReasonBeyondNominalSaysReclaimServesOnlyJobsWithinIt) {
   nodes(2);
   ASSERT_TRUE(upsert_team(s, team("a", 1)).ok());
   ASSERT_TRUE(upsert_team(s, team("b", 1)).ok());
-  submit(job("b1", "b", 1));
-  submit(job("b2", "b", 1));  // borrows a's idle GPU
+  submit(job_spec("b1", "b"));
+  submit(job_spec("b2", "b"));  // borrows a's idle GPU
   schedule(s, 0);
   ASSERT_EQ(j("b2").state, JobState::kRunning);
-  submit(job("a-wide", "a", 2), 1);  // two GPUs: more than team a's nominal one
+  submit(job_spec("a-wide", "a").replicas(2), 1);  // two GPUs: more than team a's nominal one
   schedule(s, 1);
   EXPECT_EQ(j("a-wide").state, JobState::kPending);
   EXPECT_NE(j("a-wide").reason.str().find("reclaim only serves jobs within their team's nominal quota, and this one needs "
@@ -380,7 +371,7 @@ TEST_F(CoreTest, ReasonBeyondNominalSaysReclaimServesOnlyJobsWithinIt) {
             std::string::npos)
       << j("a-wide").reason.str();
   // Within nominal quota, the same team reclaims what it lent.
-  submit(job("a-one", "a", 1), 2);
+  submit(job_spec("a-one", "a"), 2);
   schedule(s, 2);
   EXPECT_EQ(j("a-one").state, JobState::kRunning) << j("a-one").reason.str();
 }

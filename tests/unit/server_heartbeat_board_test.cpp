@@ -4,60 +4,12 @@
 #include <future>
 #include <mutex>
 
-#include "server_test_fixture.h"
-#include "writer_gate.h"
+#include "heartbeat_board_fixture.h"
 
 namespace allot::server::test {
 namespace {
 
 using nlohmann::json;
-
-class ServerHeartbeatBoard : public ServerTest {
- protected:
-  void SetUp() override {
-    options_.before_batch = [this] { gate_.pass(); };
-    ServerTest::SetUp();
-    auto r = post("/v1/apply", R"({"teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.12xlarge", "instances": 2}]}]})");
-    ASSERT_EQ(r.status, 200) << r.body;
-    for (int i = 1; i <= 2; ++i) {
-      auto reg = post("/v1/agents/register", json{{"name", "g" + std::to_string(i)},
-                                                  {"instance_type", "ml.g5.12xlarge"},
-                                                  {"address", "10.0.0." + std::to_string(i)},
-                                                  {"labels", {{"network-node-layer-3", "x"}}}});
-      ASSERT_EQ(reg.status, 200) << reg.body;
-    }
-  }
-  void TearDown() override {
-    release();
-    ServerTest::TearDown();
-  }
-  void hold() { gate_.hold(); }
-  void release() { gate_.release(); }
-  void wait_held() { gate_.wait_held(); }
-
-  Response heartbeat(const std::string& node, json body = json{{"replicas", json::array()}}) {
-    return post("/v1/agents/" + node + "/heartbeat", body.dump());
-  }
-  uint64_t off_writer() { return server_->stats().heartbeats_off_writer; }
-  // Submits a one-replica job of 4 GPUs (a whole node) and returns the node it runs on.
-  std::string run_job(const std::string& name) {
-    auto r = post("/v1/jobs", json{{"name", name}, {"team", "a"}, {"replicas", 1}, {"per_replica", {{"accelerators", 4}}},
-                                   {"command", {"python", "train.py"}}});
-    EXPECT_EQ(r.status, 201) << r.body;
-    EXPECT_EQ(r.json["state"], "Running") << r.body;
-    return r.json["placement"][0]["replicas"][0]["node"].get<std::string>();
-  }
-  static json running(const std::string& job, int attempt = 0) {
-    return json{{"replicas", {{{"job", job}, {"rank", 0}, {"state", "running"}, {"attempt", attempt}}}}};
-  }
-  // Waits (bounded) until the writer has run a batch after now, so the board holds what the last change published.
-  void settle() {
-    const auto batches = server_->stats().batches;
-    eventually([&] { return server_->stats().batches > batches + 1; });
-  }
-
-  WriterGate gate_;
-};
 
 TEST_F(ServerHeartbeatBoard, AHeartbeatThatChangesNothingIsAnsweredWhileTheWriterIsHeldInABatch) {
   const std::string node = run_job("train");

@@ -8,23 +8,18 @@
 #include "server/views.h"
 #include "store/replay.h"
 
+#include "spec_builders.h"
+
 namespace allot::server {
 namespace {
 
 constexpr const char* kType = "ml.g5.8xlarge";  // one accelerator per node
 
-JobSpec whole_nodes(const std::string& name, int replicas, std::optional<int> min = std::nullopt) {
-  PodSetSpec ps;
-  ps.replicas = replicas;
-  ps.min_replicas = min;
-  ps.instance_type = kType;
-  ps.per_replica.whole_node = true;
-  JobSpec j;
-  j.name = name;
-  j.team = "team-a";
-  j.pod_sets = {ps};
-  j.checkpoint_interval_s = 30;
-  return j;
+using allot::test::job_spec;
+using allot::test::JobBuilder;
+// Every job here takes whole nodes of kType for team-a, checkpointed every 30 s.
+JobBuilder whole_node_job(const std::string& name) {
+  return job_spec(name, "team-a").whole_nodes().instance_type(kType).checkpoint_interval_s(30);
 }
 
 class ResizeGoodput : public ::testing::Test {
@@ -63,8 +58,8 @@ TEST_F(ResizeGoodput, TheRunBeforeAResizeIsHeldAndItsUncheckpointedWorkLost) {
   team.strategy = SharingStrategy::kDontLend;
   put(0, store::UpsertTeam{team});
   for (int n = 1; n <= 3; ++n) put(0, store::AddNode{NodeSpec{"gpu-" + std::to_string(n), kType, "", {}}, "", false});
-  put(0, store::Submit{whole_nodes("hold", 1)});
-  put(0, store::Submit{whole_nodes("elastic", 3, 1)});
+  put(0, store::Submit{whole_node_job("hold")});
+  put(0, store::Submit{whole_node_job("elastic").replicas(3).min_replicas(1)});
   pass(0);
   const Job* j = st_.cluster.find_job("elastic");
   ASSERT_EQ(j->size(), 2);

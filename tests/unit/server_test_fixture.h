@@ -55,7 +55,7 @@ class ServerTest : public ::testing::Test {
     options_.tick = std::chrono::milliseconds(10);
     options_.heartbeat_timeout = std::chrono::milliseconds(2000);
     options_.max_connections = 64;
-    options_.clock = [this] { return now_ms_.load(); };
+    options_.clock = [this] { return read_clock(); };
     // Every server test also checks that each heartbeat answer off the writer is the one the writer would give.
     options_.verify_heartbeat_board = true;
     start();
@@ -170,6 +170,9 @@ class ServerTest : public ::testing::Test {
   static nlohmann::json job(const std::string& name, const std::string& team = "a", int replicas = 1) {
     return {{"name", name}, {"team", team}, {"replicas", replicas}, {"per_replica", {{"accelerators", 1}}}, {"command", "sleep 1"}};
   }
+  // The server's clock (the writer's and the heartbeat board's). A test may override it to stop a thread at its
+  // next reading of the clock (server_heartbeat_crossing_test.cpp).
+  virtual int64_t read_clock() { return now_ms_.load(); }
   // Moves the clock and waits for the writer's next ticks to have seen it.
   void advance(std::chrono::milliseconds by) {
     now_ms_ += by.count();

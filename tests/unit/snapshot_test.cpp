@@ -14,26 +14,19 @@
 #include "store/replay.h"
 #include "view/state_json.h"
 
+#include "spec_builders.h"
+
 namespace allot::server {
 namespace {
 
 using namespace allot::store;
 using nlohmann::json;
 
-JobSpec job(std::string name, std::string team, int replicas, int accelerators, std::string priority = "", int retries = 0) {
-  JobSpec j;
-  j.name = std::move(name);
-  j.team = std::move(team);
-  j.priority = std::move(priority);
-  j.max_retries = retries;
-  j.checkpoint_interval_s = 60;
-  PodSetSpec ps;
-  ps.name = "workers";
-  ps.replicas = replicas;
-  ps.instance_type = "ml.p5.48xlarge";
-  ps.per_replica.accelerators = accelerators;
-  j.pod_sets = {ps};
-  return j;
+using allot::test::job_spec;
+using allot::test::JobBuilder;
+// Every job here: one pod set "workers" of p5 replicas, checkpointed every minute.
+JobBuilder p5_job(const std::string& name, const std::string& team) {
+  return job_spec(name, team).pod_set_name("workers").instance_type("ml.p5.48xlarge").checkpoint_interval_s(60);
 }
 
 NodeSpec node(std::string name, std::string block) {
@@ -43,11 +36,6 @@ NodeSpec node(std::string name, std::string block) {
 // A capacity plan's node (core/plans.h) and a job that names a plan.
 NodeSpec plan_node(std::string name, std::string plan) {
   return NodeSpec{std::move(name), "ml.p5.48xlarge", "", {{"network-node-layer-3", "blk-p"}, {"allot.dev/plan", std::move(plan)}}};
-}
-JobSpec plan_job(std::string name, std::string team, int replicas, std::string plan) {
-  JobSpec j = job(std::move(name), std::move(team), replicas, 8);
-  j.plan = std::move(plan);
-  return j;
 }
 
 // A journal written the way the server writes it: each operation applied to a live state, then the scheduler's
@@ -101,18 +89,18 @@ Journal sample_journal() {
   j.op(RevokeToken{"tok-a"}, 104, admin);
   j.op(Audit{"POST /v1/tokens", "tok-a", 201, ""}, 104, admin);
   j.op(Audit{"POST /v1/jobs", "x", 403, "needs a member token of team x"}, 104, Actor{"tok-a", "member", {"a"}, {}});
-  j.op(Submit{job("a-doomed", "a", 1, 2)}, 109);
-  j.op(Submit{job("a-pair", "a", 2, 4, "high")}, 110);
-  j.op(Submit{job("a-whole", "a", 1, 8, "", 2)}, 111);
-  j.op(Submit{job("b-half", "b", 1, 4, "low", 1)}, 112);
-  j.op(Submit{job("b-temp", "b", 1, 2, "temporary")}, 113);
-  j.op(Submit{job("a-cancel", "a", 1, 1)}, 115);
+  j.op(Submit{p5_job("a-doomed", "a").accelerators(2)}, 109);
+  j.op(Submit{p5_job("a-pair", "a").replicas(2).accelerators(4).priority("high")}, 110);
+  j.op(Submit{p5_job("a-whole", "a").accelerators(8).max_retries(2)}, 111);
+  j.op(Submit{p5_job("b-half", "b").accelerators(4).priority("low").max_retries(1)}, 112);
+  j.op(Submit{p5_job("b-temp", "b").accelerators(2).priority("temporary")}, 113);
+  j.op(Submit{p5_job("a-cancel", "a")}, 115);
   j.op(Finish{"b-temp", true, "exited 0"}, 130);
   policy.priority_classes = {{"high", 100}, {"low", 10}};  // b-temp's class goes once nothing active uses it
   j.op(SetPolicy{policy}, 131);
   j.op(Finish{"a-doomed", false, "replica 0 exited with code 1"}, 140);
   j.op(Cancel{"a-cancel"}, 141, admin);
-  j.op(Submit{job("a-huge", "a", 3, 8)}, 150);  // more than the cluster has free: waits
+  j.op(Submit{p5_job("a-huge", "a").replicas(3).accelerators(8)}, 150);  // more than the cluster has free: waits
   j.op(NodeHealthChange{"n2", NodeHealth::kUnschedulablePendingReboot, HealthCause::kTimeout, "", ""}, 160);
   j.op(Cordon{"n3", true}, 161);
   j.op(RemoveNode{"n4"}, 170);
@@ -122,30 +110,30 @@ Journal sample_journal() {
   j.op(NodeHealthChange{"n2", NodeHealth::kUnschedulablePendingReboot, HealthCause::kHealthCheck, "", "check gpu failed"}, 176);
   // No schedulable node is left: what the drain suspends stays Suspended, what runs on cordoned n3 keeps running.
   j.op(Drain{"n1"}, 180);
-  j.op(Submit{job("b-late", "b", 1, 8)}, 200);
+  j.op(Submit{p5_job("b-late", "b").accelerators(8)}, 200);
   // A held job, and a failed job deleted and its name submitted again (numbering its attempts after the old one's).
   j.op(HoldJob{"a-huge", true}, 201);
   j.op(DeleteJob{"a-doomed"}, 202);
-  j.op(Submit{job("a-doomed", "a", 1, 1)}, 203);
+  j.op(Submit{p5_job("a-doomed", "a")}, 203);
   // Retention: b-temp (Succeeded at 130) leaves, whatever finished later stays, and b-temp's name is taken again.
   j.op(CompactFinished{130}, 204);
-  j.op(Submit{job("b-temp", "b", 1, 2)}, 205);
+  j.op(Submit{p5_job("b-temp", "b").accelerators(2)}, 205);
   // Capacity plans: "res" starts, its node joins and takes a job, its grace period suspends that job, it expires
   // and its node leaves; "spare" is deleted while Active with a job waiting for its second node, and its name is
   // taken again by a plan still Scheduled, which a job waits for.
   j.op(CreatePlan{PlanSpec{"res", "ml.p5.48xlarge", 1, 210, 260, 20, "b", {{"network-node-layer-3", "blk-p"}}}}, 205, admin);
   j.op(PlanStepRecord{"res", "Active"}, 210);
-  j.op(Submit{plan_job("b-plan", "b", 1, "res")}, 210);
+  j.op(Submit{p5_job("b-plan", "b").accelerators(8).plan("res")}, 210);
   j.op(AddNode{plan_node("res-1", "res"), "10.0.0.9", true}, 211);
   j.op(PlanStepRecord{"res", "Ending"}, 240);
   j.op(PlanStepRecord{"res", "Expired"}, 260);
   j.op(CreatePlan{PlanSpec{"spare", "ml.p5.48xlarge", 2, 265, 400, 0, "", {}}}, 262, admin);
   j.op(PlanStepRecord{"spare", "Active"}, 265);
   j.op(AddNode{plan_node("spare-1", "spare"), "10.0.0.10", true}, 266);
-  j.op(Submit{plan_job("a-spare", "a", 2, "spare")}, 267);
+  j.op(Submit{p5_job("a-spare", "a").replicas(2).accelerators(8).plan("spare")}, 267);
   j.op(DeletePlan{"spare"}, 280, admin);
   j.op(CreatePlan{PlanSpec{"spare", "ml.p5.48xlarge", 1, 500, 600, 0, "a", {}}}, 281, admin);
-  j.op(Submit{plan_job("a-later", "a", 1, "spare")}, 282);
+  j.op(Submit{p5_job("a-later", "a").accelerators(8).plan("spare")}, 282);
   return j;
 }
 
@@ -250,10 +238,10 @@ TEST(Snapshot, CompactedJobsTakeOneEntryPerRun) {
   TeamSpec a{.name = "a"};
   op(UpsertTeam{a}, 1);
   for (int i = 0; i < 500; ++i) {
-    op(Submit{job("j" + std::to_string(i), "a", 1, 1)}, 2);
+    op(Submit{p5_job("j" + std::to_string(i), "a")}, 2);
     op(Cancel{"j" + std::to_string(i)}, 3);
   }
-  op(Submit{job("kept", "a", 1, 1)}, 4);  // waits: there is no node
+  op(Submit{p5_job("kept", "a")}, 4);  // waits: there is no node
   const size_t before = encode_state_snapshot(st, {}).size();
   op(CompactFinished{3}, 5);
   ASSERT_EQ(st.cluster.compacted_jobs, 500u);

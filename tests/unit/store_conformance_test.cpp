@@ -11,6 +11,7 @@
 
 #include "core/scheduler.h"
 #include "pg_test_instance.h"
+#include "spec_builders.h"
 #include "store/pg_store.h"
 #include "store/replay.h"
 #include "store/sqlite_store.h"
@@ -21,6 +22,7 @@ namespace allot::store {
 namespace {
 
 namespace fs = std::filesystem;
+using allot::test::job_spec;
 using FaultHook = std::function<Status(size_t)>;
 
 class StoreConformance : public ::testing::TestWithParam<std::string> {
@@ -160,25 +162,15 @@ TEST_P(StoreConformance, ReplayFromTheStoreGivesTheLiveState) {
   op(UpsertTeam{a}, 0);
   op(UpsertTeam{b}, 0);
   for (int i = 1; i <= 4; ++i) op(AddNode{NodeSpec{"n" + std::to_string(i), "ml.g5.8xlarge", "", {}}, "", true}, 1);
-  auto job = [](std::string name, std::string team, int replicas) {
-    JobSpec j;
-    j.name = std::move(name);
-    j.team = std::move(team);
-    PodSetSpec ps;
-    ps.replicas = replicas;
-    ps.per_replica.accelerators = 1;
-    j.pod_sets = {ps};
-    return j;
-  };
-  op(Submit{job("a-big", "a", 4)}, 2);  // borrows b's idle quota
-  op(Submit{job("b-1", "b", 1)}, 3);    // reclaims: a-big is preempted
+  op(Submit{job_spec("a-big", "a").replicas(4)}, 2);  // borrows b's idle quota
+  op(Submit{job_spec("b-1", "b")}, 3);    // reclaims: a-big is preempted
   op(Drain{"n2"}, 4);
   op(Finish{"b-1", true, "done"}, 5);
-  op(Submit{job("b-2", "b", 2)}, 6);
+  op(Submit{job_spec("b-2", "b").replicas(2)}, 6);
   op(Cancel{"b-2"}, 7);
   // Retention: b-1 (finished at 5) leaves, b-2 (cancelled at 7) stays, and b-1's name is taken again.
   op(CompactFinished{5}, 8);
-  op(Submit{job("b-1", "b", 1)}, 9);
+  op(Submit{job_spec("b-1", "b")}, 9);
   ASSERT_EQ(live.compacted_jobs, 1u);
   ASSERT_GT(journal.size(), 10u);
   {

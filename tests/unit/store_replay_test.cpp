@@ -8,6 +8,8 @@
 #include "store/replay.h"
 #include "view/state_json.h"
 
+#include "spec_builders.h"
+
 namespace allot::store {
 namespace {
 
@@ -76,18 +78,7 @@ TeamSpec team(const std::string& name, int instances) {
   return t;
 }
 
-JobSpec job(const std::string& name, const std::string& team, int replicas, const std::string& priority = "", int retries = 0) {
-  JobSpec j;
-  j.name = name;
-  j.team = team;
-  j.priority = priority;
-  j.max_retries = retries;
-  PodSetSpec ps;
-  ps.replicas = replicas;
-  ps.per_replica.accelerators = 1;
-  j.pod_sets = {ps};
-  return j;
-}
+using allot::test::job_spec;
 
 TEST_F(StoreReplay, ReplayGivesTheAcknowledgedState) {
   PolicySpec p;
@@ -98,9 +89,9 @@ TEST_F(StoreReplay, ReplayGivesTheAcknowledgedState) {
   op(UpsertTeam{team("b", 2)}, 0);
   for (int i = 1; i <= 4; ++i)
     op(AddNode{NodeSpec{"n" + std::to_string(i), "ml.g5.8xlarge", "", {{"network-node-layer-3", i <= 2 ? "x" : "y"}}}, "", false}, 1);
-  op(Submit{job("a-big", "a", 4, "low", 2)}, 2);        // borrows b's idle quota
-  op(Submit{job("b-1", "b", 1)}, 3);                    // reclaims: a-big is preempted
-  op(Submit{job("a-high", "a", 1, "high")}, 4);
+  op(Submit{job_spec("a-big", "a").replicas(4).priority("low").max_retries(2)}, 2);        // borrows b's idle quota
+  op(Submit{job_spec("b-1", "b")}, 3);                    // reclaims: a-big is preempted
+  op(Submit{job_spec("a-high", "a").priority("high")}, 4);
   op(Cordon{"n4", true}, 5);
   op(NodeHealthChange{"n1", NodeHealth::kUnschedulablePendingReboot, HealthCause::kTimeout, ""}, 6);
   op(NodeHealthChange{"n1", NodeHealth::kSchedulable, HealthCause::kAgent, ""}, 7);
@@ -116,7 +107,7 @@ TEST_F(StoreReplay, ReplayGivesTheAcknowledgedState) {
   op(Cancel{"a-high"}, 13);
   op(RemoveNode{"n3"}, 14);
   op(AddNode{NodeSpec{"n3", "ml.g5.8xlarge", "", {}}, "10.0.0.3", true}, 15);
-  op(Submit{job("b-2", "b", 2)}, 16);
+  op(Submit{job_spec("b-2", "b").replicas(2)}, 16);
   op(UpsertTeam{team("c", 1)}, 17);
   op(RemoveTeam{"c"}, 18);
   EXPECT_LE(refused_, 2) << "most operations of the scenario should apply";
@@ -133,8 +124,8 @@ TEST_F(StoreReplay, ElasticResizesReplay) {
   op(SetPolicy{p}, 0);
   op(UpsertTeam{team("a", 4)}, 0);
   for (int i = 1; i <= 4; ++i) op(AddNode{NodeSpec{"n" + std::to_string(i), "ml.g5.8xlarge", "", {}}, "", false}, 0);
-  op(Submit{job("fixed", "a", 2)}, 1);
-  JobSpec e = job("elastic", "a", 4);
+  op(Submit{job_spec("fixed", "a").replicas(2)}, 1);
+  JobSpec e = job_spec("elastic", "a").replicas(4);
   e.pod_sets[0].min_replicas = 1;
   op(Submit{e}, 1);
   EXPECT_EQ(live_.find_job("elastic")->size(), 2);
@@ -151,7 +142,7 @@ TEST_F(StoreReplay, ResizeOfAFixedJobIsAnError) {
   op(UpsertTeam{team("a", 2)}, 0);
   op(AddNode{NodeSpec{"n1", "ml.g5.8xlarge", "", {}}, "", false}, 0);
   op(AddNode{NodeSpec{"n2", "ml.g5.8xlarge", "", {}}, "", false}, 0);
-  op(Submit{job("j", "a", 1)}, 0);
+  op(Submit{job_spec("j", "a")}, 0);
   ASSERT_EQ(live_.jobs[0].state, JobState::kRunning);
   const std::vector<NodeId> before = live_.jobs[0].placement.nodes();
   Resize r{"j", {{"ml.g5.8xlarge", Resources{1, 32000, 131072}, {{"n1", {0}, {0}, "0-31"}, {"n2", {0}, {0}, "0-31"}}}},
@@ -164,7 +155,7 @@ TEST_F(StoreReplay, ResizeOfAFixedJobIsAnError) {
 
 TEST_F(StoreReplay, AdmitNamingAnUnknownNodeIsAnError) {
   op(UpsertTeam{team("a", 1)}, 0);
-  op(Submit{job("j", "a", 1)}, 0);
+  op(Submit{job_spec("j", "a")}, 0);
   Admit a{"j", {{"ml.g5.8xlarge", Resources{1, 32000, 131072}, {{"ghost", {0}, {0}, "0-31"}}}}, false, "x"};
   auto st = apply_record(live_, Record{99, 1, a});
   ASSERT_FALSE(st.ok());
@@ -181,8 +172,8 @@ class StoreReplayBadPlacement : public StoreReplay {
     op(UpsertTeam{team("a", 2)}, 0);
     op(AddNode{NodeSpec{"g1", "ml.g5.8xlarge", "", {}}, "", false}, 0);      // 1 accelerator, 32 vCPUs
     op(AddNode{NodeSpec{"g2", "ml.g5.12xlarge", "", {}}, "", false}, 0);     // 4 accelerators
-    op(Submit{job("busy", "a", 1)}, 0);                                      // the scheduler places it on g1
-    JobSpec waiting = job("j", "a", 1);
+    op(Submit{job_spec("busy", "a")}, 0);                                      // the scheduler places it on g1
+    JobSpec waiting = job_spec("j", "a");
     waiting.pod_sets[0].instance_type = "ml.g5.12xlarge";
     waiting.pod_sets[0].per_replica.accelerators = 4;
     ASSERT_EQ(live_.jobs[0].state, JobState::kRunning);

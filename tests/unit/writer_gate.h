@@ -1,6 +1,7 @@
 #pragma once
 // A gate for the writer's test hook (ServerOptions::before_batch): while held, the batch that has just started
 // waits in pass(), so a test can check what is answered while the writer is busy (reads, heartbeats).
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 
@@ -30,6 +31,12 @@ class WriterGate {
   void wait_held() {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return held_; });
+  }
+  // The same with a bound of its own, for a hook that a change elsewhere could stop being reached: false when
+  // nothing was held within `limit` (the test then fails with a message instead of hanging).
+  bool wait_held_for(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, limit, [&] { return held_; });
   }
 
  private:
