@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 
 #include "core/numa.h"
 #include "core/request.h"
@@ -169,20 +170,19 @@ std::optional<Pick> descend(const TopologyTree& t, const Capacity& c, Pick chose
 // the one under the leaf domain (the lowest labelled level, Slurm's leaf switch) with the least room wins,
 // then the first by name. -1 when no host holds `need` replicas now.
 int tightest_host(const TopologyTree& t, const Capacity& c, int64_t need) {
-  const int leaf_level = t.lowest_labelled_level;
-  auto leaf_room = [&](int host) {
-    if (leaf_level < 0) return int64_t{0};
-    int d = host;
-    while (t.domains[d].level > leaf_level) d = t.parent[d];
-    return c.replicas[d];
-  };
+  // One pass over the hosts, by name, keeping the first with the least (room, room of its leaf domain); the
+  // leaf domain's room is read only for a host that can hold the pod set and is no roomier than the best.
+  const std::vector<int>& hosts = t.by_level[t.levels - 1];
+  const int64_t* replicas = c.replicas.data();
+  const int* leaf_of = t.leaf_domain_of_host.data();
   int best = -1;
-  int64_t best_room = 0, best_leaf = 0;
-  for (int h : t.by_level[t.levels - 1]) {
-    const int64_t room = c.replicas[h];
-    if (room < need || (best >= 0 && room > best_room)) continue;
-    const int64_t leaf = leaf_room(h);
-    if (best < 0 || room < best_room || leaf < best_leaf || (leaf == best_leaf && h < best)) {
+  int64_t best_room = INT64_MAX, best_leaf = 0;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const int h = hosts[i];
+    const int64_t room = replicas[h];
+    if (room < need || room > best_room) continue;
+    const int64_t leaf = leaf_of[i] < 0 ? 0 : replicas[leaf_of[i]];
+    if (room < best_room || leaf < best_leaf || (leaf == best_leaf && h < best)) {
       best = h;
       best_room = room;
       best_leaf = leaf;

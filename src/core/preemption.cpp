@@ -19,14 +19,17 @@ bool holds_type(const Job& j, TypeId type) {
 // A job beyond its team's nominal quota is told that reclaim is not for it, rather than "nothing to reclaim":
 // its team's quota may well be lent out, and reclaiming it would still not be allowed.
 std::string no_candidates(const Team& team, bool within) {
-  const std::string beyond = "reclaim only serves jobs within their team's nominal quota, and this one needs more than team " +
-                             team.spec.name + "'s";
+  // Built only where it is said: a pass asks this for thousands of waiting jobs, most of them within quota.
+  auto beyond = [&] {
+    return "reclaim only serves jobs within their team's nominal quota, and this one needs more than team " +
+           team.spec.name + "'s";
+  };
   const bool never = team.spec.preempt_team_tasks == PreemptTeamTasks::kNever;
   if (never)
     return within ? "no preemption: nothing to reclaim, and team " + team.spec.name + " has preempt_team_tasks: Never"
-                  : "no preemption: team " + team.spec.name + " has preempt_team_tasks: Never, and " + beyond;
+                  : "no preemption: team " + team.spec.name + " has preempt_team_tasks: Never, and " + beyond();
   return within ? "no preemption candidates (nothing to reclaim, no lower-priority job in team " + team.spec.name + ")"
-                : "no preemption candidates (" + beyond + "; no lower-priority job in team " + team.spec.name + ")";
+                : "no preemption candidates (" + beyond() + "; no lower-priority job in team " + team.spec.name + ")";
 }
 
 // --- Candidates ------------------------------------------------------------------------------------------------
@@ -55,8 +58,10 @@ Candidates candidates(const ClusterState& s, const Job& job, const std::vector<s
   // With hints, only the teams that can give up jobs are visited: this team, and teams above quota.
   std::vector<JobId> scan;
   if (q.hints) {
+    // Whether other teams' jobs can be candidates at all is the same for every team: asked once, not per team.
+    const bool others = q.allow_reclaim && (c.within || fair_share);
     for (size_t t = 0; t < s.teams.size(); ++t)
-      if (t == job.team.index() || (q.hints->above_nominal[t] && q.allow_reclaim && (c.within || fair_share)))
+      if (t == job.team.index() || (others && q.hints->above_nominal[t]))
         scan.insert(scan.end(), q.hints->running_by_team[t].begin(), q.hints->running_by_team[t].end());
   } else {
     scan.assign(s.running_jobs.begin(), s.running_jobs.end());

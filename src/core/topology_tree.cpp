@@ -57,6 +57,16 @@ TopologyTree build_topology_tree(const std::vector<Node>& nodes, int levels) {
     t.parent.push_back(t.domains[d].parent);
     if (!t.domains[d].children.empty()) t.inner.push_back(static_cast<int>(d));
   }
+  if (levels > 0) {
+    t.leaf_domain_of_host.reserve(t.by_level[levels - 1].size());
+    for (int h : t.by_level[levels - 1]) {
+      int d = h;
+      if (t.lowest_labelled_level < 0) d = -1;
+      else
+        while (t.domains[d].level > t.lowest_labelled_level) d = t.parent[d];
+      t.leaf_domain_of_host.push_back(d);
+    }
+  }
   return t;
 }
 

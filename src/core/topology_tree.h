@@ -30,6 +30,10 @@ struct TopologyTree {
   // The finest level above the hostname on which some node carries a label; -1 when nodes carry none. Packing
   // without a topology request prefers domains of this level (Slurm's leaf switch).
   int lowest_labelled_level = -1;
+  // For each host of by_level[levels - 1], in that order, its ancestor at lowest_labelled_level (-1 when nodes
+  // carry no labels): placement without a topology request looks at every host and its leaf domain at each
+  // call, and walking up from each host through the Domain records cost a cache miss per host.
+  std::vector<int> leaf_domain_of_host;
 
   // The domain at `level` that contains the node (its ancestor at that level).
   int ancestor(NodeId node, int level) const;
