@@ -137,39 +137,46 @@ struct ResizeEvent {
 };
 
 struct Job {
+  // The fields a scheduler pass reads of every waiting job come first, next to each other: a pass walks tens of
+  // thousands of jobs, and fields spread over a Job's nine cache lines cost a miss each (the spec, read by
+  // people and the API, comes after them).
   JobId id;
-  JobSpec spec;
   TeamId team;
   int priority = 0;  // the priority class weight; 0 without a class
-  std::vector<PodSet> pod_sets;
   PlanId plan;  // the capacity plan it runs on (spec.plan); placement uses that plan's nodes only
+  // Jobs whose pod sets ask for the same thing (replicas, types, amounts, topology) share a shape, interned in
+  // ClusterState::shape_ids at submission. Answers that depend only on the shape (never fits) or on the shape and
+  // the team (a scheduler pass's admission attempts) are computed once per shape, not once per job.
+  uint32_t shape = 0;
   uint64_t arrival = 0;  // submission order; ties in every ordering break on it
   Time submitted_at = 0;
   Time waiting_since = 0;  // when it last became Pending or Suspended
-
   JobState state = JobState::kPending;
-  SharedText reason;  // why it is in its state, for people (shared: many waiting jobs say the same)
-  ReasonCode reason_code = ReasonCode::kSubmitted;  // the same, for programs
+  ReasonCode reason_code = ReasonCode::kSubmitted;  // the same as `reason`, for programs
   bool feasible = true;  // false: a waiting job that no amount of waiting would run (explanation.h)
+  // Held by request (`allot hold`): a waiting job the scheduler passes over until it is released. It stays
+  // Pending (or Suspended); its reason says it is held.
+  bool held = false;
+  // Elastic jobs (docs/scheduling.md, "Elastic jobs"): the pod set whose size may change (-1: none; a job has
+  // at most one), when the current run took its size, and every resize.
+  int elastic_pod_set = -1;
+  std::vector<PodSet> pod_sets;
+  SharedText reason;  // why it is in its state, for people (shared: many waiting jobs say the same)
   Placement placement;
   bool borrowing = false;  // admitted while its team was above nominal quota
   Time started_at = 0;     // of the current run
+
+  JobSpec spec;
   int64_t work_done_s = 0; // kept work from earlier runs (checkpointed)
   int preemptions = 0;
   int restarts = 0;        // restarts after failures (node or process)
   std::vector<Transition> history;
-  // Elastic jobs (docs/scheduling.md, "Elastic jobs"): the pod set whose size may change (-1: none; a job has
-  // at most one), when the current run took its size, and every resize.
-  int elastic_pod_set = -1;
   std::vector<ResizeEvent> resizes;
   bool elastic() const { return elastic_pod_set >= 0; }
   // Replicas the job holds now (0 when not running): of its elastic pod set, or of all pod sets of a fixed job.
   int size() const;
   int max_size() const { return elastic() ? pod_sets[static_cast<size_t>(elastic_pod_set)].replicas : 0; }
   int min_size() const { return elastic() ? pod_sets[static_cast<size_t>(elastic_pod_set)].min_replicas : 0; }
-  // Held by request (`allot hold`): a waiting job the scheduler passes over until it is released. It stays
-  // Pending (or Suspended); its reason says it is held.
-  bool held = false;
   // A finished job deleted by request (`allot delete`): its name is free for a new job, and listings skip it.
   // Its ID is never reused, so decisions and events that name it stay valid.
   bool deleted = false;
@@ -181,11 +188,6 @@ struct Job {
   // attempts_used): a live server numbers this job's attempts from here, so that what an agent reports about
   // the earlier job's replicas is never taken for this one's.
   int attempt_base = 0;
-
-  // Jobs whose pod sets ask for the same thing (replicas, types, amounts, topology) share a shape, interned in
-  // ClusterState::shape_ids at submission. Answers that depend only on the shape (never fits) or on the shape and
-  // the team (a scheduler pass's admission attempts) are computed once per shape, not once per job.
-  uint32_t shape = 0;
 };
 
 // What blocks one job that a scheduler pass left waiting; the pass returns these and the state applies them
