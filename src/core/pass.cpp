@@ -8,7 +8,17 @@
 namespace allot {
 
 Pass::Pass(ClusterState& state, Time t, const ScheduleOptions& o)
-    : s(state), now(t), options(o), order(state), pristine(pristine_room(state)) {}
+    : s(state), now(t), options(o), order(state), pristine(pristine_room(state)) {
+  live.track(state, &state.room);
+  scratch.live = &live;
+}
+
+void Pass::room_changes(const Job& j, const Placement& p) {
+  // Exclusive domains open or close every node under them, not only the placement's: start afresh then.
+  for (const PodSet& ps : j.pod_sets)
+    if (ps.topology.exclusive_level >= 0) return live.changed_all();
+  live.changed(p);
+}
 
 void Pass::collect_waiting() {
   // A held job is passed over: it neither runs nor preempts, nor holds back others (strict FIFO, reservations).
@@ -88,6 +98,7 @@ std::string Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const st
 void Pass::admit(const Job& j, const AdmissionAttempt& a, const std::string& extra) {
   const JobId id = j.id;
   AdmitDecision d{.job = id, .placement = a.placement, .borrowing = a.borrowing, .reason = admit_reason(j, a, extra)};
+  room_changes(j, d.placement);
   auto st = apply_decision(s, d, now);
   (void)st;  // the job is waiting (checked by callers) and the placement came from the same state
   ++epoch;
@@ -112,6 +123,7 @@ bool Pass::plan_again() {
 
 void Pass::preempt(PreemptDecision d) {
   const JobId victim = d.job;
+  room_changes(job(victim), job(victim).placement);
   auto st = apply_decision(s, d, now);
   (void)st;  // victims are running jobs of this same state
   ++epoch;
@@ -125,6 +137,7 @@ void Pass::preempt(PreemptDecision d) {
 }
 
 void Pass::resize(ResizeDecision d) {
+  live.changed_all();  // the job gives back its old placement and takes the new one
   auto st = apply_decision(s, d, now);
   (void)st;  // a running elastic job of this same state, placed against it
   ++epoch;
