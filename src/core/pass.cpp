@@ -42,7 +42,13 @@ void Pass::join(JobId id) {
 
 bool Pass::queue_before(const Job& a, const Job& b) const { return order.jobs_before(a, b); }
 
-void Pass::sort_waiting() { order.sort(waiting); }
+void Pass::sort_waiting() {
+  // join() copied each job's priority and arrival into its record, which the sort reads instead of the Job.
+  order.sort_by(waiting, [&](JobId id) {
+    const PassJob& p = rec(id);
+    return std::pair<int, uint64_t>{p.priority, p.arrival};
+  });
+}
 
 Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
   ClassMemo::Admission& m = memo.admission(rec(id).admission_class, mode);
