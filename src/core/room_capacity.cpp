@@ -19,24 +19,6 @@ uint64_t pack(int64_t leaf_room, int host) {
 
 }  // namespace
 
-int64_t node_fit(const NodeRoom& r, const Resources& req, bool whole_node, JobId job) {
-  if (!r.usable) return 0;
-  if (r.exclusive_owner.valid() && r.exclusive_owner != job) return 0;
-  if (whole_node) return r.replicas == 0 ? 1 : 0;
-  // This runs for every node a placement looks at, so the common answers avoid divisions: a node short of one
-  // replica's worth holds none, and one whose accelerators bind holds free accelerators / request.
-  if (!req.fits_in(r.free)) return 0;
-  if (req.accelerators > 0) {
-    const int64_t k = r.free.accelerators / req.accelerators;
-    if ((req * k).fits_in(r.free)) return k;
-  }
-  int64_t k = INT_MAX;
-  if (req.accelerators > 0) k = std::min(k, r.free.accelerators / req.accelerators);
-  if (req.vcpu_milli > 0) k = std::min(k, r.free.vcpu_milli / req.vcpu_milli);
-  if (req.memory_mib > 0) k = std::min(k, r.free.memory_mib / req.memory_mib);
-  return std::max<int64_t>(0, k);
-}
-
 void RoomCapacity::track(const ClusterState& s, const RoomTable* room) {
   s_ = &s;
   room_ = room;

@@ -9,6 +9,8 @@
 //
 // The owner must tell the cache of every change to the table it tracks (changed(), changed_all()); the unit
 // test RoomCapacityTest checks every answer against the from-scratch computation after random changes.
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -20,7 +22,24 @@ namespace allot {
 
 // How many replicas of `req` fit on one node's room. A node held exclusively by a job other than `job` holds
 // none (with an invalid `job`: a node held by any job).
-int64_t node_fit(const NodeRoom& r, const Resources& req, bool whole_node, JobId job);
+// Inline: placement from scratch (preemption trials, other rooms) calls it for every node of the cluster.
+inline int64_t node_fit(const NodeRoom& r, const Resources& req, bool whole_node, JobId job) {
+  if (!r.usable) return 0;
+  if (r.exclusive_owner.valid() && r.exclusive_owner != job) return 0;
+  if (whole_node) return r.replicas == 0 ? 1 : 0;
+  // This runs for every node a placement looks at, so the common answers avoid divisions: a node short of one
+  // replica's worth holds none, and one whose accelerators bind holds free accelerators / request.
+  if (!req.fits_in(r.free)) return 0;
+  if (req.accelerators > 0) {
+    const int64_t k = r.free.accelerators / req.accelerators;
+    if ((req * k).fits_in(r.free)) return k;
+  }
+  int64_t k = INT_MAX;
+  if (req.accelerators > 0) k = std::min(k, r.free.accelerators / req.accelerators);
+  if (req.vcpu_milli > 0) k = std::min(k, r.free.vcpu_milli / req.vcpu_milli);
+  if (req.memory_mib > 0) k = std::min(k, r.free.memory_mib / req.memory_mib);
+  return std::max<int64_t>(0, k);
+}
 
 class RoomCapacity {
  public:
