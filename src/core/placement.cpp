@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <span>
 
 #include "core/numa.h"
 #include "core/room_capacity.h"
