@@ -13,6 +13,8 @@ constexpr size_t kMaxHostsPerLeaf = 64;
 // memory and updates than it saves: tightest_host() then scans.
 constexpr int64_t kMaxRoomIndexed = 64;
 
+// A leaf's room fits in the upper 32 bits: the index is kept only for at most kMaxHostsPerLeaf hosts of at most
+// kMaxRoomIndexed replicas each.
 uint64_t pack(int64_t leaf_room, int host) {
   return static_cast<uint64_t>(leaf_room) << 32 | static_cast<uint32_t>(host);
 }
