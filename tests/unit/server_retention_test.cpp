@@ -29,6 +29,8 @@ class ServerRetention : public ServerTest {
   // The bytes of the latest snapshot's cluster part (jobs, nodes, teams). The audit trail and the events in
   // memory have bounds of their own (100,000 and 10,000 entries) and grow here with every request until then.
   size_t snapshot_bytes() {
+    // Snapshots are written off the writer thread: the latest is the one written when none is being written.
+    EXPECT_TRUE(eventually([&] { return !server_->stats().snapshot_writing; }));
     auto snap = journal_->latest_snapshot();
     return snap.ok() && *snap ? json::parse((*snap)->body).at("cluster").dump().size() : 0;
   }
