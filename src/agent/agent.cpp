@@ -45,6 +45,11 @@ Agent::Agent(AgentOptions options, Inventory inventory, client::ApiClient api, s
 }
 
 Agent::~Agent() {
+  watch_stop_ = true;
+  if (watcher_.joinable()) {
+    watch_api_->cancel();
+    watcher_.join();
+  }
   if (lock_fd_ >= 0) close(lock_fd_);
   if (watchdog_fd_ >= 0) close(watchdog_fd_);  // the watchdog finds nothing left and exits
 }
@@ -57,17 +62,77 @@ std::string Agent::credential_path() const {
 
 bool Agent::choose_token() {
   if (auto saved = auth::read_token_file(credential_path())) {
-    api_.set_token(*saved);
+    use_token(*saved);
     using_credential_ = true;
     return true;
   }
   using_credential_ = false;
   if (opt_.join_token.empty()) return false;
-  api_.set_token(opt_.join_token);
+  use_token(opt_.join_token);
   return true;
 }
 
 // Saved before it is used, readable by the agent's user only: it is the node's identity.
+void Agent::use_token(const std::string& token) {
+  api_.set_token(token);
+  std::lock_guard lock(watch_mu_);
+  watch_token_ = token;
+}
+
+void Agent::watch_with(client::ApiClient api) { watch_api_ = std::move(api); }
+
+void Agent::watch_loop() {
+  // The poll's wait: long enough that an idle node asks rarely, short enough that a server gone silent is
+  // noticed by the read timeout soon after.
+  constexpr int kWaitMs = 20000;
+  const std::string path = "/v1/agents/" + client::url_encode(opt_.name) + "/changes?wait_ms=" + std::to_string(kWaitMs) + "&known=";
+  auto pause = [this](std::chrono::milliseconds d) {
+    for (auto until = Clock::now() + d; Clock::now() < until && !watch_stop_;) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  };
+  watch_api_->set_timeout(std::chrono::milliseconds(kWaitMs + 10000));
+  while (!watch_stop_) {
+    std::string token, known;
+    {
+      std::lock_guard lock(watch_mu_);
+      token = watch_token_;
+      known = known_tag_;
+    }
+    if (known.empty()) {  // no heartbeat answered yet (or an old server): nothing to compare with
+      pause(std::chrono::milliseconds(50));
+      continue;
+    }
+    watch_api_->set_token(token);
+    auto r = watch_api_->send("GET", path + known, nullptr);
+    if (watch_stop_) break;
+    if (!r || r->status == 503) {  // unreachable, or a full server: the heartbeats go on; try again later
+      pause(std::chrono::seconds(1));
+      continue;
+    }
+    if (r->status == 404) {
+      watch_unsupported_ = true;  // a server without the route: heartbeats only
+      return;
+    }
+    std::string tag;
+    if (r->status == 200) {
+      auto body = nlohmann::json::parse(r->body, nullptr, false);
+      if (body.is_object() && body.contains("run_tag") && body["run_tag"].is_string()) tag = body["run_tag"].get<std::string>();
+    } else {
+      pause(std::chrono::seconds(1));  // refused (a credential being replaced): the heartbeat loop handles it
+      continue;
+    }
+    {
+      std::lock_guard lock(watch_mu_);
+      // "": no answer published for the node (a standby, a node timed out): its heartbeats settle that.
+      if (tag.empty() || tag == known_tag_) continue;
+    }
+    const uint64_t before = heartbeats_.load();
+    poked_ = true;
+    // Ask again only once that heartbeat is done, or the same change would poke again.
+    for (auto until = Clock::now() + opt_.heartbeat_interval * 2; heartbeats_.load() == before && Clock::now() < until && !watch_stop_;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 Status Agent::save_credential(const std::string& credential) {
   return auth::write_secret_file(credential_path(), credential + "\n", "the node credential");
 }
@@ -86,14 +151,14 @@ Status Agent::register_node() {
     say("the saved node credential was refused (" + r.error().message + "); joining again with the join token");
     std::remove(credential_path().c_str());
     using_credential_ = false;
-    api_.set_token(opt_.join_token);
+    use_token(opt_.join_token);
     r = call("/v1/agents/register", body, true);
   }
   if (!r) return r.error();
   if (r->contains("credential") && (*r)["credential"].is_string()) {
     const std::string credential = (*r)["credential"].get<std::string>();
     if (auto st = save_credential(credential); !st) return st;
-    api_.set_token(credential);
+    use_token(credential);
     using_credential_ = true;
     say("joined the cluster; the node credential is saved in " + credential_path());
   }
@@ -265,15 +330,28 @@ Status Agent::run(const std::atomic<bool>& stop) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
   }
+  if (watch_api_ && !stop) watcher_ = std::thread([this] { watch_loop(); });
+  bool said_unsupported = false;
   while (!stop) {
     if (auto st = cycle(); !st) return st.error();
-    // Sleep until the next heartbeat, but look at the replicas meanwhile: an exit is reported at once.
+    if (watch_unsupported_ && !said_unsupported) {
+      say("the server has no watch route (GET /v1/agents/{name}/changes): new work is seen at heartbeats only");
+      said_unsupported = true;
+    }
+    // Sleep until the next heartbeat, but look at the replicas meanwhile: an exit is reported at once, and
+    // new work the watch saw is asked for at once.
     for (auto until = Clock::now() + opt_.heartbeat_interval; Clock::now() < until && !stop;) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(poked_ ? 0 : 20));
+      if (poked_.exchange(false)) break;
       check_fence(Clock::now());
       bool exited = reap();
       if (exited) break;
     }
+  }
+  if (watcher_.joinable()) {
+    watch_stop_ = true;
+    watch_api_->cancel();
+    watcher_.join();
   }
   say("stopping " + std::to_string(procs_.size()) + " replica(s)");
   for (const auto& e : procs_.stop_all_and_wait()) {
@@ -414,6 +492,11 @@ Status Agent::heartbeat() {
     body["health"]["boot"] = boot_;
   }
   auto answer = call("/v1/agents/" + client::url_encode(opt_.name) + "/heartbeat", body, true);
+  if (answer && answer->is_object() && answer->contains("run_tag") && (*answer)["run_tag"].is_string()) {
+    std::lock_guard lock(watch_mu_);
+    known_tag_ = (*answer)["run_tag"].get<std::string>();
+  }
+  ++heartbeats_;  // after the tag: the watch asks again with it
   if (!answer) return answer.error();
   if (fenced_) {
     say("the server answers again" + std::string(reported.empty() ? "" : "; reported the exits of the fenced replicas"));

@@ -19,8 +19,10 @@
 #include <iosfwd>
 #include <map>
 #include <optional>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -78,6 +80,12 @@ class Agent {
   // cgroups. Before the first registration, while the agent is single-threaded.
   Status prepare();
 
+  // A second connection to the same servers, on which run() watches the node's run tag (GET
+  // /v1/agents/{name}/changes, a long poll) so that the agent heartbeats as soon as the server has new work or
+  // orders for it, rather than at its next interval. Without one, or against a server that lacks the route,
+  // the agent learns of work at its heartbeats only.
+  void watch_with(client::ApiClient api);
+
   // One cycle, for tests: reap exits, ship logs, heartbeat, act on the answer.
   Status cycle();
   Status register_node();
@@ -118,6 +126,8 @@ class Agent {
   void count_boot();
   // The token to present: the saved credential, else the join token. False when there is neither.
   bool choose_token();
+  void use_token(const std::string& token);  // on the heartbeat connection and the watch's
+  void watch_loop();  // the watch thread (watch_with)
   Status save_credential(const std::string& credential);
   std::string credential_path() const;
 
@@ -147,6 +157,18 @@ class Agent {
   std::unique_ptr<HealthMonitor> monitor_;
   int boot_ = 0;
   bool said_hung_ = false;
+
+  // The watch (watch_with): its thread asks the server for changes against the run tag of the last heartbeat
+  // answer and, when the tag moved, pokes the heartbeat loop, then waits for that heartbeat before it asks again.
+  std::optional<client::ApiClient> watch_api_;
+  std::thread watcher_;
+  std::mutex watch_mu_;       // guards watch_token_ and known_tag_
+  std::string watch_token_;   // the token the heartbeat connection presents
+  std::string known_tag_;     // run_tag of the last heartbeat answer
+  std::atomic<bool> poked_{false};
+  std::atomic<bool> watch_stop_{false};
+  std::atomic<bool> watch_unsupported_{false};  // the server answered 404: it has no watch route
+  std::atomic<uint64_t> heartbeats_{0};         // heartbeats attempted, answered or not
 };
 
 }  // namespace allot::agent

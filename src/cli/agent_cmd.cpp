@@ -129,6 +129,9 @@ int run_agent(const AgentArgs& a) {
   signal(SIGPIPE, SIG_IGN);  // a server that hangs up must not kill the agent
 
   agent::Agent ag(std::move(opt), std::move(*inv), std::move(*api), std::cerr);
+  // The watch's own connection: a long poll would hold up the heartbeats on the first one.
+  if (auto watch = client::ApiClient::connect(a.server, {.ca_file = client::resolve_ca_file(a.ca_file), .token = {}}))
+    ag.watch_with(std::move(*watch));
   auto st = ag.run(g_stop);
   if (!st) {
     std::cerr << "allot agent: " << st.error().message << "\n";

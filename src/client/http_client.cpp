@@ -234,6 +234,10 @@ void ApiClient::set_timeout(std::chrono::milliseconds t) {
   });
 }
 
+void ApiClient::cancel() {
+  impl_->each([](httplib::Client& h) { h.stop(); });
+}
+
 Result<Response> ApiClient::send(const std::string& method, const std::string& path, const std::string* json_body) {
   if (method != "GET" && method != "DELETE" && method != "POST" && method != "PUT")
     return Error::internal("unsupported HTTP method " + method);

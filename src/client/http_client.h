@@ -67,6 +67,10 @@ class ApiClient {
   // write (30 s) timeouts are lowered to it when it is shorter.
   void set_timeout(std::chrono::milliseconds t);
 
+  // From another thread: ends the request in progress (it fails with a transport error). A long poll uses it to
+  // let its owner stop without waiting for the poll's timeout.
+  void cancel();
+
   Result<nlohmann::json> get(const std::string& path);
   Result<nlohmann::json> post(const std::string& path, const nlohmann::json& body = nlohmann::json::object());
   Result<nlohmann::json> put(const std::string& path, const nlohmann::json& body);

@@ -254,6 +254,19 @@ void add_agent_routes(Routes& http, Api& api) {
       return heartbeat(txn, api.options, name, reports, health);
     }, CallContext{actor_of(who), std::nullopt}));
   });
+  // Long poll: answered when the node's run tag differs from `known` (heartbeat_board.h), so that the agent
+  // heartbeats at once for new work instead of at its next interval. It reads the board, never the writer.
+  route(http, api, "GET", R"(/v1/agents/([^/]+)/changes)", Access::kAgent, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    auto wait_ms = query_int(req, "wait_ms", 0, 60000);
+    if (!wait_ms) return answer(res, error_reply(wait_ms.error()));
+    const std::string known = req.has_param("known") ? req.get_param_value("known") : "";
+    if (known.size() > 16 || known.find_first_not_of("0123456789abcdef") != std::string::npos)
+      return answer(res, error_reply(Error::invalid("known: \"" + known.substr(0, 40) +
+                                                    "\" is not a run tag (up to 16 lowercase hex digits, from a heartbeat answer's run_tag)")));
+    const std::string name = param(req);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(*wait_ms);
+    answer(res, json_reply(200, json{{"run_tag", api.writer.heartbeats().wait_for_change(name, known, deadline)}}));
+  });
   route(http, api, "POST", R"(/v1/agents/([^/]+)/logs)", Access::kAgent, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto body = json_body(req);

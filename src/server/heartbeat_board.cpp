@@ -1,5 +1,7 @@
 #include "server/heartbeat_board.h"
 
+#include <cstdio>
+
 #include "server/agents.h"
 #include "server/node_lifecycle.h"
 
@@ -41,7 +43,22 @@ NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, cons
   const NodeInfo& i = info->second;
   a.health = HealthReport{i.checks, i.checks_configured, i.boot, i.deep_status, i.deep_detail};
   a.same_health_changes_nothing = same_health_changes_nothing(st, name);
+  a.tag = run_tag(a);
   return a;
+}
+
+std::string run_tag(const NodeAnswer& a) {
+  // FNV-1a over the run list as sent and the orders: the same work gives the same tag on every server.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::string_view bytes) {
+    for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  };
+  mix(a.run.dump());
+  mix(a.reboot ? "R" : "r");
+  mix(a.deep_check ? "D" : "d");
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
 }
 
 json render_heartbeat(const NodeAnswer& a, const ServerOptions& options, const std::vector<ReplicaReport>& reports) {
@@ -53,7 +70,7 @@ json render_heartbeat(const NodeAnswer& a, const ServerOptions& options, const s
     if (!current) stop.push_back({{"job", rep.job}, {"rank", rep.rank}});
   }
   // The agent fences itself (stops its replicas) when it cannot heartbeat for about this long.
-  json out = {{"run", a.run}, {"stop", stop}, {"heartbeat_timeout_ms", options.heartbeat_timeout.count()}};
+  json out = {{"run", a.run}, {"stop", stop}, {"heartbeat_timeout_ms", options.heartbeat_timeout.count()}, {"run_tag", a.tag}};
   if (a.reboot) out["reboot"] = true;
   if (a.deep_check) out["deep_check"] = true;
   return out;
@@ -106,21 +123,64 @@ std::optional<json> HeartbeatBoard::try_answer(const std::string& node, const Se
   return std::nullopt;  // the writer keeps publishing: let it answer
 }
 
+void HeartbeatBoard::drop(Slot& slot) {
+  std::lock_guard slot_lock(slot.mu);
+  slot.dropped = true;
+  slot.changed.notify_all();
+}
+
 void HeartbeatBoard::publish(const std::string& node, std::shared_ptr<const NodeAnswer> answer) {
   std::lock_guard lock(mu_);
   if (!answer) {
-    slots_.erase(node);
+    if (auto it = slots_.find(node); it != slots_.end()) {
+      drop(*it->second);
+      slots_.erase(it);
+    }
     return;
   }
   auto& slot = slots_[node];
-  if (!slot) slot = std::make_shared<Slot>();
+  if (!slot) {
+    slot = std::make_shared<Slot>();
+    slot_added_.notify_all();
+  }
   std::lock_guard slot_lock(slot->mu);
+  // Only a new tag wakes the node's watchers: most publishes repeat the run list (a heartbeat's time, CPUs).
+  const bool woke = !slot->answer || slot->answer->tag != answer->tag;
   slot->answer = std::move(answer);
+  if (woke) slot->changed.notify_all();
 }
 
 void HeartbeatBoard::clear() {
   std::lock_guard lock(mu_);
+  for (auto& [node, slot] : slots_) drop(*slot);
   slots_.clear();
+}
+
+std::string HeartbeatBoard::wait_for_change(const std::string& node, const std::string& known,
+                                            std::chrono::steady_clock::time_point deadline) {
+  std::shared_ptr<Slot> slot;
+  {
+    std::unique_lock lock(mu_);
+    slot_added_.wait_until(lock, deadline, [&] {
+      if (stopping_) return true;
+      auto it = slots_.find(node);
+      if (it != slots_.end()) slot = it->second;
+      return slot != nullptr;
+    });
+    if (!slot || stopping_) return "";
+  }
+  std::unique_lock lock(slot->mu);
+  auto tag = [&] { return slot->answer ? slot->answer->tag : std::string(); };
+  // shutdown() drops every slot, so `dropped` covers stopping too (and mu_ is never taken under a slot's lock).
+  slot->changed.wait_until(lock, deadline, [&] { return slot->dropped || tag() != known; });
+  return slot->dropped ? "" : tag();
+}
+
+void HeartbeatBoard::shutdown() {
+  std::lock_guard lock(mu_);
+  stopping_.store(true);
+  slot_added_.notify_all();
+  for (auto& [node, slot] : slots_) drop(*slot);
 }
 
 bool HeartbeatBoard::empty() const {

@@ -20,8 +20,17 @@
 // the node is not timed out) or is refused here and goes to the writer, which undoes the timeout as it always
 // did. So no answer from the board ever lists a replica the server has already restarted elsewhere.
 //
-// Thread-safety: try_answer() and answered() from any thread; everything else from the writer thread.
+// Agents learn of new work at once rather than at their next heartbeat by watching their node's run tag
+// (wait_for_change(), GET /v1/agents/{name}/changes): a digest of what the answer tells the agent to do (run
+// list and orders). The writer's publish wakes the node's watchers when the tag changes; the agent then
+// heartbeats at once. The tag is in every heartbeat answer, so a change the agent's own heartbeat caused (an
+// exit that shortened the run list) does not wake it a second time.
+//
+// Thread-safety: try_answer(), answered(), wait_for_change() and shutdown() from any thread; everything else
+// from the writer thread.
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -50,12 +59,18 @@ struct NodeAnswer {
   bool reboot = false, deep_check = false;                  // orders (node_lifecycle.h)
   HealthReport health;                                      // the node's last health report, as NodeInfo holds it
   bool same_health_changes_nothing = false;                 // node_lifecycle.h
+  // A digest of `run`, `reboot` and `deep_check` (run_tag()): equal tags, the same work for the agent.
+  std::string tag;
   bool operator==(const NodeAnswer&) const = default;
 };
 
+// The tag of an answer's run list and orders: 16 hex digits. Not a secret: it only tells an agent that its
+// answer changed.
+std::string run_tag(const NodeAnswer& a);
+
 NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, const std::string& node);
 
-// {"run": [assignment], "stop": [{"job", "rank"}], "heartbeat_timeout_ms", "reboot"?, "deep_check"?}: the run list,
+// {"run": [assignment], "stop": [{"job", "rank"}], "heartbeat_timeout_ms", "run_tag", "reboot"?, "deep_check"?}: the run list,
 // and the replicas the agent reports running that are not placed on the node (or not of their current attempt).
 nlohmann::json render_heartbeat(const NodeAnswer& a, const ServerOptions& options, const std::vector<ReplicaReport>& reports);
 
@@ -79,6 +94,13 @@ class HeartbeatBoard {
   bool empty() const;
   // The answer published for `node` (tests: compared with a fresh node_answer()).
   std::shared_ptr<const NodeAnswer> published(const std::string& node) const;
+  // Request threads (an agent's watch): waits until the tag published for `node` differs from `known`, the
+  // node's slot goes, the board shuts down, or `deadline`; returns the tag then ("" when no answer is
+  // published). A node without a slot (a standby's board, a node timed out) waits until the deadline, so
+  // that an agent watching the wrong server does not spin.
+  std::string wait_for_change(const std::string& node, const std::string& known, std::chrono::steady_clock::time_point deadline);
+  // Wakes every watcher and makes later waits return at once (the server is stopping).
+  void shutdown();
   // Calls fn(node, last-heard ms) for every node heard from here (0: not yet).
   void for_each_time(const std::function<void(const std::string&, int64_t)>& fn) const;
   // The writer, about to time `node` out for silence at `now_ms`: false when a heartbeat came within `limit_ms`
@@ -95,12 +117,17 @@ class HeartbeatBoard {
     std::mutex mu;  // orders try_answer()'s note of the time against close_if_silent()
     std::shared_ptr<const NodeAnswer> answer;
     std::atomic<int64_t> last_heard_ms{0};
+    std::condition_variable changed;  // with mu: the tag changed, or the slot was dropped
+    bool dropped = false;             // with mu: the slot left the board (node gone, board cleared)
   };
+  void drop(Slot& slot);
   std::shared_ptr<Slot> find(const std::string& node) const;
 
   std::function<int64_t()> clock_;
-  mutable std::mutex mu_;  // guards the map, not the slots
+  mutable std::mutex mu_;  // guards the map, not the slots; taken before a slot's lock, never after
   std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;
+  std::condition_variable slot_added_;  // with mu_: a watcher of a node without a slot waits for one
+  std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> answered_{0};
   std::function<void(const std::string&)> before_recheck_;
 };

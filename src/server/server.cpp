@@ -201,6 +201,7 @@ void Server::stop() {
   // them), then stop the writer.
   if (http_) http_->stop();
   events_->shutdown();
+  writer_->heartbeats().shutdown();  // agents watching for changes (heartbeat_board.h)
   if (listener_.joinable()) listener_.join();
   writer_->stop();
 }
