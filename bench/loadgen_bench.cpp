@@ -5,7 +5,9 @@
 // node credential it gets back), heartbeats every --heartbeat-ms with the state of its replicas, and "runs" the
 // replicas the run list assigns to it as simulated processes: a replica exits with code 0 after a run time drawn
 // from a seeded distribution (the same for a job whatever the thread timing), and the exit is reported at once in
-// a heartbeat, as the real agent does after reaping a process.
+// a heartbeat, as the real agent does after reaping a process. With --watch 1 (the default) each agent also keeps a
+// watch (GET /v1/agents/{name}/changes) and starts the run list its answer brings; the watches of all agents are
+// multiplexed on --watch-threads epoll threads, and the generator's own CPU is reported next to the server's.
 //
 // Phases, one server for all of them:
 //   1. register the agents (mixed instance types, three network layers), then cordon every node;
@@ -18,16 +20,24 @@
 //
 //   loadgen_bench --allot build/allot [--store sqlite|postgresql] [--nodes 1000] [--jobs 50000] [--clients 32]
 //                 [--agent-threads 64] [--heartbeat-ms 1000] [--run-ms 1500] [--hold-s 10] [--paced-s 10]
-//                 [--paced-rate R] [--seed 1] [--timeout-s 900] [--watch 1] [--check]
+//                 [--paced-rate R] [--seed 1] [--timeout-s 900] [--watch 1] [--watch-threads 2] [--check]
 #include <httplib.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -40,6 +50,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -70,9 +81,10 @@ struct Args {
   uint64_t seed = 1;
   double timeout_s = 900;
   bool check = false;
-  // Each agent also watches its run tag (GET /v1/agents/{name}/changes, as src/agent does) and heartbeats at
-  // once when it moves; --watch 0 leaves the agents to their heartbeat intervals.
+  // Each agent also watches its run tag (GET /v1/agents/{name}/changes, as src/agent does) and starts the run list
+  // the watch answer brings; --watch 0 leaves the agents to their heartbeat intervals.
   bool watch = true;
+  int watch_threads = 2;  // threads that multiplex the agents' watch connections (epoll)
 };
 
 [[noreturn]] void die(const std::string& why) {
@@ -180,8 +192,9 @@ struct ServerProcess {
   }
 
   // CPU seconds (user + system) and peak RSS (MiB) of the server, from /proc.
-  double cpu_seconds() const {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  double cpu_seconds() const { return cpu_seconds_of(std::to_string(pid)); }
+  static double cpu_seconds_of(const std::string& pid) {
+    std::ifstream in("/proc/" + pid + "/stat");
     std::string s((std::istreambuf_iterator<char>(in)), {});
     auto rp = s.rfind(')');
     if (rp == std::string::npos) return 0;
@@ -194,6 +207,8 @@ struct ServerProcess {
     }
     return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
   }
+  // The load generator's own, every thread of it: on the same cores as the server, it takes from it.
+  static double own_cpu_seconds() { return cpu_seconds_of("self"); }
   double peak_rss_mib() const {
     std::ifstream in("/proc/" + std::to_string(pid) + "/status");
     for (std::string line; std::getline(in, line);)
@@ -330,13 +345,15 @@ struct EmulatedAgent {
   std::map<std::pair<int, int>, int> exited;
   int64_t next_hb_ns = 0;
   int64_t last_answer_ns = 0;
+  uint64_t applied_as_of = 0;  // as_of of the newest answer acted on (heartbeat or watch)
 };
 
-// What an agent's watch thread shares with the thread that heartbeats for it.
+// What an agent's watch shares with the thread that heartbeats for it.
 struct WatchState {
   std::mutex mu;
-  std::string tag;  // run_tag of the last heartbeat answer
-  std::atomic<uint64_t> heartbeats{0};
+  std::string tag;             // run_tag of the newest answer seen
+  uint64_t as_of = 0;          // its as_of
+  std::optional<json> news;    // a watch answer the heartbeat thread has not acted on
   std::atomic<bool> poked{false};
 };
 
@@ -348,6 +365,8 @@ struct Agents {
   std::atomic<bool> stop{false};
   Samples hb_ms;  // heartbeat round trips
   std::atomic<int> hb_errors{0};
+  std::atomic<int> watch_answers{0}, watch_errors{0};
+  std::atomic<int64_t> watch_cpu_ns{0};  // CPU time of the watch threads
   std::atomic<int64_t> max_gap_ns{0};  // the longest time any agent went between answered heartbeats
   std::vector<std::thread> threads;
   std::unique_ptr<WatchState[]> watch;
@@ -406,7 +425,6 @@ struct Agents {
     ag.next_hb_ns = now_ns() + int64_t{a.heartbeat_ms} * 1'000'000;
     if (!r || r->status != 200) {
       ++hb_errors;
-      ++w.heartbeats;
       return;
     }
     hb_ms.add(ms);
@@ -425,12 +443,34 @@ struct Agents {
       if (++ledger.world[key.first] == s.replicas && ledger.finished[key.first].compare_exchange_strong(zero, now_ns())) ++ledger.done;
     }
     json answer = json::parse(r->body, nullptr, false);
-    if (answer.is_object() && answer.contains("run_tag") && answer["run_tag"].is_string()) {
-      std::lock_guard lock(w.mu);
-      w.tag = answer["run_tag"].get<std::string>();
-    }
-    ++w.heartbeats;
     if (!answer.is_object() || !answer.contains("run")) return;
+    const uint64_t as_of = answer.value("as_of", uint64_t{0});
+    if (answer.contains("run_tag") && answer["run_tag"].is_string()) {
+      std::lock_guard lock(w.mu);
+      if (as_of >= w.as_of) {  // not back to an older tag than the watch brought
+        w.tag = answer["run_tag"].get<std::string>();
+        w.as_of = as_of;
+      }
+    }
+    ag.applied_as_of = std::max(ag.applied_as_of, as_of);
+    apply_run(ag, answer);
+  }
+
+  // The heartbeat thread: acts on a watch answer, unless a heartbeat answer as new came meanwhile.
+  void take_news(EmulatedAgent& ag, WatchState& w) {
+    std::optional<json> news;
+    {
+      std::lock_guard lock(w.mu);
+      news = std::exchange(w.news, std::nullopt);
+    }
+    if (!news) return;
+    const uint64_t as_of = news->value("as_of", uint64_t{0});
+    if (as_of <= ag.applied_as_of) return;
+    ag.applied_as_of = as_of;
+    apply_run(ag, *news);
+  }
+
+  void apply_run(EmulatedAgent& ag, const json& answer) {
     // The run list is the truth for this node (src/agent/agent.cpp): start what is new, stop what is gone.
     std::map<std::pair<int, int>, Replica> current;
     std::map<std::pair<int, int>, int> still_exited;
@@ -466,7 +506,8 @@ struct Agents {
         EmulatedAgent& ag = agents[i];
         int64_t due = ag.next_hb_ns;
         for (const auto& [k, r] : ag.replicas) due = std::min(due, r.end_ns);  // an exit is reported at once
-        if (due <= now || watch[i].poked.exchange(false)) {
+        if (watch[i].poked.exchange(false)) take_news(ag, watch[i]);
+        if (due <= now) {
           heartbeat(c, ag, watch[i]);
           if (stop) return;
         } else {
@@ -478,45 +519,150 @@ struct Agents {
     }
   }
 
-  // One agent's watch, as src/agent/agent.cpp (Agent::watch_loop) does it: a long poll against the tag of the
-  // last heartbeat answer; a new tag pokes the heartbeat thread, and the next poll waits for that heartbeat.
-  void watch_thread(size_t i) {
-    EmulatedAgent& ag = agents[i];
-    WatchState& w = watch[i];
-    auto c = client(port, "");
-    c.set_read_timeout(10, 0);
-    const httplib::Headers h = {{"Authorization", "Bearer " + ag.credential}};
-    auto pause = [this](int ms) {
-      for (int k = 0; k < ms / 5 && !stop; ++k) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // The agents' watches, as src/agent/agent.cpp (Agent::watch_loop) does them: a long poll per agent against the
+  // newest tag it knows; the answer's run list goes to the agent's heartbeat thread (take_news). An agent holds
+  // one blocking connection for it; here a few threads multiplex all of them with epoll (plain HTTP/1.1 on
+  // keep-alive connections), so the emulation does not take a thread per agent from the cores the server runs on.
+  struct WatchConn {
+    int fd = -1;
+    std::string out, in;
+    size_t sent = 0;
+    std::string known;
+    int64_t not_before_ns = 0;  // idle until then (no tag yet, or a refusal)
+    bool busy = false;          // a poll is under way
+  };
+
+  void watch_mux(int t) {
+    const int ep = ::epoll_create1(0);
+    if (ep < 0) die("epoll_create1 failed");
+    std::vector<size_t> mine;
+    for (size_t i = static_cast<size_t>(t); i < agents.size(); i += static_cast<size_t>(a.watch_threads)) mine.push_back(i);
+    std::vector<WatchConn> conns(mine.size());
+    auto close_conn = [&](WatchConn& c) {
+      if (c.fd >= 0) ::close(c.fd);
+      c.fd = -1;
+      c.busy = false;
+      c.in.clear();
     };
-    while (!stop) {
-      std::string known;
-      {
-        std::lock_guard lock(w.mu);
-        known = w.tag;
+    auto begin = [&](size_t k) {
+      WatchConn& c = conns[k];
+      EmulatedAgent& ag = agents[mine[k]];
+      if (c.fd < 0) {
+        c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        int one = 1;
+        ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(static_cast<uint16_t>(port));
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(c.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0 && errno != EINPROGRESS) die("watch: connect failed");
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLOUT | EPOLLET;
+        ev.data.u64 = k;
+        ::epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
       }
-      if (known.empty()) {
-        pause(50);
-        continue;
+      c.out = "GET /v1/agents/" + ag.name + "/changes?wait_ms=20000&known=" + c.known +
+              " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + ag.credential + "\r\n\r\n";
+      c.sent = 0;
+      c.in.clear();
+      c.busy = true;
+    };
+    auto flush = [&](WatchConn& c) {
+      while (c.busy && c.sent < c.out.size()) {
+        ssize_t n = ::send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
+        if (n > 0) c.sent += static_cast<size_t>(n);
+        else if (n < 0 && (errno == EAGAIN || errno == EINPROGRESS || errno == ENOTCONN)) return;  // still connecting
+        else return close_conn(c);
       }
-      // A short wait, so that the run ends without cancelling polls.
-      auto r = c.Get("/v1/agents/" + ag.name + "/changes?wait_ms=2000&known=" + known, h);
-      if (stop) return;
-      if (!r || r->status != 200) {
-        pause(1000);
-        continue;
+    };
+    // One whole answer in c.in: Content-Length bodies only (the server sends no chunked answers here).
+    auto answered = [&](size_t k) {
+      WatchConn& c = conns[k];
+      const size_t head_end = c.in.find("\r\n\r\n");
+      if (head_end == std::string::npos) return false;
+      size_t length = 0;
+      std::string head = c.in.substr(0, head_end);
+      std::transform(head.begin(), head.end(), head.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      if (auto at = head.find("content-length:"); at != std::string::npos) length = std::strtoul(head.c_str() + at + 15, nullptr, 10);
+      if (c.in.size() < head_end + 4 + length) return false;
+      const int status = c.in.size() > 12 ? std::atoi(c.in.c_str() + 9) : 0;
+      json body = json::parse(c.in.substr(head_end + 4, length), nullptr, false);
+      const bool closing = head.find("connection: close") != std::string::npos;
+      c.busy = false;
+      c.in.clear();
+      if (closing) close_conn(c);
+      WatchState& w = watch[mine[k]];
+      if (status != 200 || !body.is_object()) {
+        ++watch_errors;
+        c.not_before_ns = now_ns() + (status == 429 ? 60'000'000'000 : 1'000'000'000);
+        return true;
       }
-      json body = json::parse(r->body, nullptr, false);
-      const std::string tag = body.is_object() && body.contains("run_tag") && body["run_tag"].is_string() ? body["run_tag"].get<std::string>() : "";
-      {
-        std::lock_guard lock(w.mu);
-        if (tag.empty() || tag == w.tag) continue;
-      }
-      const uint64_t before = w.heartbeats.load();
+      ++watch_answers;
+      const std::string tag = body.value("run_tag", "");
+      if (tag.empty() || !body.contains("run")) return true;
+      std::lock_guard lock(w.mu);
+      if (tag == w.tag) return true;
+      w.tag = tag;
+      w.as_of = std::max(w.as_of, body.value("as_of", uint64_t{0}));
+      w.news = std::move(body);
       w.poked = true;
-      for (int k = 0; k < 2 * a.heartbeat_ms && w.heartbeats.load() == before && !stop; ++k)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return true;
+    };
+    std::vector<epoll_event> events(256);
+    timespec cpu0{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
+    int64_t next_scan = 0;
+    while (!stop) {
+      const int64_t now = now_ns();
+      if (now >= next_scan) {  // start the polls of idle agents whose tag moved or is known at last
+        next_scan = now + 5'000'000;
+        for (size_t k = 0; k < conns.size(); ++k) {
+          WatchConn& c = conns[k];
+          if (c.busy || now < c.not_before_ns) continue;
+          WatchState& w = watch[mine[k]];
+          {
+            std::lock_guard lock(w.mu);
+            c.known = w.tag;
+          }
+          if (c.known.empty()) continue;
+          begin(k);
+          flush(c);
+        }
+      }
+      const int n = ::epoll_wait(ep, events.data(), static_cast<int>(events.size()), 5);
+      for (int e = 0; e < n; ++e) {
+        const size_t k = events[e].data.u64;
+        WatchConn& c = conns[k];
+        if (c.fd < 0) continue;
+        if (events[e].events & EPOLLOUT) flush(c);
+        if (c.fd < 0 || !(events[e].events & (EPOLLIN | EPOLLHUP | EPOLLERR))) continue;
+        char buf[16384];
+        bool eof = false;
+        for (;;) {
+          ssize_t got = ::recv(c.fd, buf, sizeof buf, 0);
+          if (got > 0) c.in.append(buf, static_cast<size_t>(got));
+          else if (got < 0 && errno == EAGAIN) break;
+          else {
+            eof = true;
+            break;
+          }
+        }
+        if (c.busy) answered(k);
+        if (eof) {
+          // The server closed the connection (keep-alive limits): a poll cut short is asked again on a new one.
+          if (c.busy) {
+            ++watch_errors;
+            c.not_before_ns = now_ns() + 100'000'000;
+          }
+          close_conn(c);
+        }
+      }
     }
+    for (auto& c : conns) close_conn(c);
+    ::close(ep);
+    timespec cpu1{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+    watch_cpu_ns += (cpu1.tv_sec - cpu0.tv_sec) * 1'000'000'000 + (cpu1.tv_nsec - cpu0.tv_nsec);
   }
 
   void start() {
@@ -526,7 +672,7 @@ struct Agents {
       agents[i].next_hb_ns = now + static_cast<int64_t>(i) * a.heartbeat_ms * 1'000'000 / static_cast<int64_t>(agents.size());
     for (int t = 0; t < a.agent_threads; ++t) threads.emplace_back([this, t] { run_thread(t); });
     if (a.watch)
-      for (size_t i = 0; i < agents.size(); ++i) threads.emplace_back([this, i] { watch_thread(i); });
+      for (int t = 0; t < a.watch_threads; ++t) threads.emplace_back([this, t] { watch_mux(t); });
   }
   void join() {
     stop = true;
@@ -718,6 +864,7 @@ int main(int argc, char** argv) {
     else if (k == "--timeout-s") a.timeout_s = std::stod(v());
     else if (k == "--check") a.check = true;
     else if (k == "--watch") a.watch = std::stoi(v()) != 0;
+    else if (k == "--watch-threads") a.watch_threads = std::max(1, std::stoi(v()));
     else die("unknown option " + k + " (see the comment at the top of bench/loadgen_bench.cpp)");
   }
   if (a.allot.empty()) die("--allot PATH (the allot binary) is required");
@@ -762,6 +909,7 @@ int main(int argc, char** argv) {
   watcher.start(server.port, server.admin, ledger);
   cordon_all(a, server.port, server.admin, true);
   const double cpu0 = server.cpu_seconds();
+  const double own_cpu0 = ServerProcess::own_cpu_seconds();
 
   // 2. queue
   t0 = Clock::now();
@@ -781,12 +929,14 @@ int main(int argc, char** argv) {
 
   // 4. drain
   const double cpu_drain0 = server.cpu_seconds();
+  const double own_drain0 = ServerProcess::own_cpu_seconds();
   t0 = Clock::now();
   cordon_all(a, server.port, server.admin, false);
   auto progress = [&]() -> int64_t { return ledger.starts.load() + ledger.done.load(); };
   wait_until([&] { return ledger.starts.load() >= ledger.accepted.load(); }, progress, deadline, "every queued job to start");
   const double drain_s = secs_since(t0);
   const double cpu_drain = server.cpu_seconds() - cpu_drain0;
+  const double own_drain = ServerProcess::own_cpu_seconds() - own_drain0;
   const double start_rate = sustained_rate(ledger.started, 0, a.jobs);
   const double admit_rate = sustained_rate(ledger.admitted, 0, a.jobs);
   wait_until([&] { return ledger.done.load() >= ledger.starts.load(); }, progress, deadline, "every started job to finish");
@@ -805,6 +955,7 @@ int main(int argc, char** argv) {
              progress, deadline, "every paced job to start and finish");
   const auto hb_paced = agents.hb_ms.take();
   const double cpu_total = server.cpu_seconds() - cpu0;
+  const double own_total = ServerProcess::own_cpu_seconds() - own_cpu0;
   const double rss = server.peak_rss_mib();
 
   agents.join();
@@ -826,7 +977,7 @@ int main(int argc, char** argv) {
   std::printf("submit_to_admit_p50_ms          %.2f\n", percentile(admit_lat, 0.5));
   std::printf("submit_to_admit_p99_ms          %.2f   (target < 100)\n", percentile(admit_lat, 0.99));
   std::printf("submit_to_agent_start_p50_ms    %.2f   (%s)\n", percentile(start_lat, 0.5),
-              a.watch ? "agents watch their run tag and heartbeat when it moves" : "--watch 0: includes the wait for the node's next heartbeat");
+              a.watch ? "agents start the run list their watch brings" : "--watch 0: includes the wait for the node's next heartbeat");
   std::printf("submit_to_agent_start_p99_ms    %.2f\n", percentile(start_lat, 0.99));
   std::printf("admit_to_agent_start_p50_ms     %.2f   (the admission's event seen until an agent's run list has it)\n", percentile(pickup_lat, 0.5));
   std::printf("admit_to_agent_start_p99_ms     %.2f   (p95 %.2f, p98 %.2f)\n", percentile(pickup_lat, 0.99),
@@ -843,6 +994,11 @@ int main(int argc, char** argv) {
   std::printf("jobs_page_p99_ms_drain          %.2f   (%zu pages)\n", percentile(pages_drain, 0.99), pages_drain.size());
   std::printf("server_cpu_seconds              %.1f   (queue %.1f, drain %.1f)\n", cpu_total, cpu_queue, cpu_drain);
   std::printf("server_peak_rss_mib             %.0f\n", rss);
+  std::printf("loadgen_cpu_seconds             %.1f   (drain %.1f; this process: clients, emulated agents, watches, on the server's cores)\n",
+              own_total, own_drain);
+  if (a.watch)
+    std::printf("watch_emulation                 %.1f CPU s, %d answers, %d errors   (%d epoll threads)\n",
+                static_cast<double>(agents.watch_cpu_ns.load()) / 1e9, agents.watch_answers.load(), agents.watch_errors.load(), a.watch_threads);
   std::printf("events_truncated_reads          %d\n", watcher.truncated.load());
   std::printf("counts: accepted %d, refused %d, started %d, finished (agents) %d, finish events %d, Succeeded %d, Failed %d\n",
               ledger.accepted.load(), ledger.refused.load(), ledger.starts.load(), [&] {

@@ -5,7 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include <cstdio>
 
@@ -104,6 +107,16 @@ void Agent::watch_loop() {
     watch_api_->set_token(token);
     auto r = watch_api_->send("GET", path + known, nullptr);
     if (watch_stop_) break;
+    if (r && r->status == 429) {
+      // The server has as many watches as it lets wait (half its connections): heartbeats only for a while.
+      // Agents refused together spread their next tries over half the wait again.
+      int wait_s = std::atoi(r->retry_after.c_str());
+      wait_s = std::clamp(wait_s > 0 ? wait_s : 60, 1, 600);
+      const auto jitter = std::chrono::milliseconds(static_cast<int64_t>(wait_s) * 500 * (std::hash<std::string>{}(opt_.name + known) % 1000) / 1000);
+      ++watch_refusals_;
+      pause(std::chrono::seconds(wait_s) + jitter);
+      continue;
+    }
     if (!r || r->status == 503) {  // unreachable, or a full server: the heartbeats go on; try again later
       pause(std::chrono::seconds(1));
       continue;
@@ -112,25 +125,51 @@ void Agent::watch_loop() {
       watch_unsupported_ = true;  // a server without the route: heartbeats only
       return;
     }
-    std::string tag;
-    if (r->status == 200) {
-      auto body = nlohmann::json::parse(r->body, nullptr, false);
-      if (body.is_object() && body.contains("run_tag") && body["run_tag"].is_string()) tag = body["run_tag"].get<std::string>();
-    } else {
+    if (r->status != 200) {
       pause(std::chrono::seconds(1));  // refused (a credential being replaced): the heartbeat loop handles it
       continue;
     }
+    auto body = nlohmann::json::parse(r->body, nullptr, false);
+    std::string tag;
+    if (body.is_object() && body.contains("run_tag") && body["run_tag"].is_string()) tag = body["run_tag"].get<std::string>();
+    // "": no answer published for the node (a standby, a node timed out): its heartbeats settle that.
+    if (tag.empty()) continue;
+    const bool carries_work = body.contains("run") && body["run"].is_array() && body.contains("as_of") && body["as_of"].is_number_unsigned();
+    const uint64_t before = heartbeats_.load();
     {
       std::lock_guard lock(watch_mu_);
-      // "": no answer published for the node (a standby, a node timed out): its heartbeats settle that.
-      if (tag.empty() || tag == known_tag_) continue;
+      if (tag == known_tag_) continue;
+      if (carries_work) {
+        // The run list and orders come with the tag: the heartbeat loop acts on them (apply()) without asking
+        // the server again, and the next poll waits for the change after this one.
+        known_tag_ = tag;
+        known_as_of_ = std::max(known_as_of_, body["as_of"].get<uint64_t>());
+        watch_news_ = std::move(body);
+      }
     }
-    const uint64_t before = heartbeats_.load();
     poked_ = true;
-    // Ask again only once that heartbeat is done, or the same change would poke again.
+    if (carries_work) continue;
+    // A server that sends only the tag: the heartbeat loop heartbeats at once; ask again once that heartbeat is
+    // done, or the same change would poke again.
     for (auto until = Clock::now() + opt_.heartbeat_interval * 2; heartbeats_.load() == before && Clock::now() < until && !watch_stop_;)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+}
+
+bool Agent::take_watch_news() {
+  std::optional<json> news;
+  {
+    std::lock_guard lock(watch_mu_);
+    news = std::exchange(watch_news_, std::nullopt);
+  }
+  if (!news) return false;  // the watch wants a heartbeat (a server whose watch answer has no run list)
+  // A heartbeat answered on the other connection may have brought a newer state meanwhile: this one is stale.
+  const uint64_t as_of = (*news)["as_of"].get<uint64_t>();
+  if (as_of > applied_as_of_) {
+    applied_as_of_ = as_of;
+    apply(*news);
+  }
+  return true;
 }
 
 Status Agent::save_credential(const std::string& credential) {
@@ -145,6 +184,15 @@ Status Agent::register_node() {
                {"address", opt_.address}, {"inventory", inventory_json(inv_)},
                {"heartbeat_interval_ms", opt_.heartbeat_interval.count()}, {"boot", boot_}};
   if (!opt_.replaces.empty()) body["replaces"] = opt_.replaces;
+  {
+    // A server that does not know the node may count its journal from the start again (a new database):
+    // answers are ordered anew from here.
+    std::lock_guard lock(watch_mu_);
+    known_tag_.clear();
+    known_as_of_ = 0;
+    watch_news_.reset();
+  }
+  applied_as_of_ = 0;
   auto r = call("/v1/agents/register", body, true);
   if (!r && r.error().code == ErrorCode::kUnauthenticated && using_credential_ && !opt_.join_token.empty()) {
     // The saved credential is not (or no longer) known, e.g. the server's journal was reset: join again.
@@ -332,6 +380,7 @@ Status Agent::run(const std::atomic<bool>& stop) {
   }
   if (watch_api_ && !stop) watcher_ = std::thread([this] { watch_loop(); });
   bool said_unsupported = false;
+  uint64_t said_refusals = 0;
   while (!stop) {
     if (auto st = cycle(); !st) return st.error();
     if (watch_unsupported_ && !said_unsupported) {
@@ -342,7 +391,13 @@ Status Agent::run(const std::atomic<bool>& stop) {
     // new work the watch saw is asked for at once.
     for (auto until = Clock::now() + opt_.heartbeat_interval; Clock::now() < until && !stop;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(poked_ ? 0 : 20));
-      if (poked_.exchange(false)) break;
+      if (poked_.exchange(false) && !take_watch_news()) break;
+      if (watch_refusals_ > said_refusals) {
+        if (said_refusals == 0)
+          say("the server has no room for this agent's watch now (429, it keeps connections for heartbeats): new work "
+              "is seen at heartbeats until a later watch is let in");
+        said_refusals = watch_refusals_;
+      }
       check_fence(Clock::now());
       bool exited = reap();
       if (exited) break;
@@ -492,9 +547,16 @@ Status Agent::heartbeat() {
     body["health"]["boot"] = boot_;
   }
   auto answer = call("/v1/agents/" + client::url_encode(opt_.name) + "/heartbeat", body, true);
+  uint64_t as_of = 0;
+  if (answer && answer->is_object() && answer->contains("as_of") && (*answer)["as_of"].is_number_unsigned())
+    as_of = (*answer)["as_of"].get<uint64_t>();
   if (answer && answer->is_object() && answer->contains("run_tag") && (*answer)["run_tag"].is_string()) {
     std::lock_guard lock(watch_mu_);
-    known_tag_ = (*answer)["run_tag"].get<std::string>();
+    // Not back to an older tag than the watch already brought (the two connections' answers may cross).
+    if (as_of >= known_as_of_) {
+      known_tag_ = (*answer)["run_tag"].get<std::string>();
+      known_as_of_ = as_of;
+    }
   }
   ++heartbeats_;  // after the tag: the watch asks again with it
   if (!answer) return answer.error();
@@ -504,6 +566,9 @@ Status Agent::heartbeat() {
     server_reachable_ = true;  // said just now
   }
   for (const auto& k : reported) replicas_.erase(k);
+  // Always acted on: it answers this heartbeat's report (its stop list), and is at least as new as any watch
+  // answer taken before it was sent.
+  applied_as_of_ = std::max(applied_as_of_, as_of);
   apply(*answer);
   return ok_status();
 }

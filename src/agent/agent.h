@@ -128,6 +128,9 @@ class Agent {
   bool choose_token();
   void use_token(const std::string& token);  // on the heartbeat connection and the watch's
   void watch_loop();  // the watch thread (watch_with)
+  // The heartbeat loop: acts on the run list and orders a watch answer brought (false: none, the watch asks for
+  // a heartbeat instead).
+  bool take_watch_news();
   Status save_credential(const std::string& credential);
   std::string credential_path() const;
 
@@ -158,13 +161,18 @@ class Agent {
   int boot_ = 0;
   bool said_hung_ = false;
 
-  // The watch (watch_with): its thread asks the server for changes against the run tag of the last heartbeat
-  // answer and, when the tag moved, pokes the heartbeat loop, then waits for that heartbeat before it asks again.
+  // The watch (watch_with): its thread asks the server for changes against the newest run tag it knows (from a
+  // heartbeat answer or the last watch answer); the answer carries the run list and orders, which it hands to
+  // the heartbeat loop (watch_news_, poked_). Answers are ordered by as_of, the journal record their state follows.
   std::optional<client::ApiClient> watch_api_;
   std::thread watcher_;
-  std::mutex watch_mu_;       // guards watch_token_ and known_tag_
+  std::mutex watch_mu_;       // guards watch_token_, known_tag_, known_as_of_ and watch_news_
   std::string watch_token_;   // the token the heartbeat connection presents
-  std::string known_tag_;     // run_tag of the last heartbeat answer
+  std::string known_tag_;     // run_tag of the newest answer seen
+  uint64_t known_as_of_ = 0;  // its as_of
+  std::optional<nlohmann::json> watch_news_;  // a watch answer the heartbeat loop has not acted on yet
+  uint64_t applied_as_of_ = 0;                // heartbeat loop: as_of of the newest answer acted on
+  std::atomic<uint64_t> watch_refusals_{0};   // 429s: the server had no room for the watch
   std::atomic<bool> poked_{false};
   std::atomic<bool> watch_stop_{false};
   std::atomic<bool> watch_unsupported_{false};  // the server answered 404: it has no watch route

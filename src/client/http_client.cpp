@@ -282,7 +282,7 @@ Result<Response> ApiClient::send(const std::string& method, const std::string& p
       unreachable = 0;
       continue;
     }
-    return Response{res->status, res->body, res->get_header_value("Content-Type")};
+    return Response{res->status, res->body, res->get_header_value("Content-Type"), res->get_header_value("Retry-After")};
   }
 }
 

@@ -35,6 +35,7 @@ struct Response {
   int status = 0;
   std::string body;
   std::string content_type;
+  std::string retry_after;  // the Retry-After header (seconds), "" when absent
 };
 
 struct ConnectOptions {

@@ -16,6 +16,9 @@ namespace {
 
 using nlohmann::json;
 
+// How long an agent refused a watch (429) waits before it asks again, on heartbeats alone meanwhile.
+constexpr int kWatchRetryAfterS = 60;
+
 Status check_node_name(const std::string& name) {
   auto st = check_name(NameKind::kNode, name);
   if (!st) return Error::invalid("register: " + st.error().message);
@@ -254,8 +257,9 @@ void add_agent_routes(Routes& http, Api& api) {
       return heartbeat(txn, api.options, name, reports, health);
     }, CallContext{actor_of(who), std::nullopt}));
   });
-  // Long poll: answered when the node's run tag differs from `known` (heartbeat_board.h), so that the agent
-  // heartbeats at once for new work instead of at its next interval. It reads the board, never the writer.
+  // Long poll: answered when the node's run tag differs from `known`, with the node's run list and orders
+  // (heartbeat_board.h), so that the agent starts new work at once instead of at its next heartbeat. It reads the
+  // board, never the writer; route() has checked that the caller is this node's agent.
   route(http, api, "GET", R"(/v1/agents/([^/]+)/changes)", Access::kAgent, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     auto wait_ms = query_int(req, "wait_ms", 0, 60000);
     if (!wait_ms) return answer(res, error_reply(wait_ms.error()));
@@ -263,9 +267,25 @@ void add_agent_routes(Routes& http, Api& api) {
     if (known.size() > 16 || known.find_first_not_of("0123456789abcdef") != std::string::npos)
       return answer(res, error_reply(Error::invalid("known: \"" + known.substr(0, 40) +
                                                     "\" is not a run tag (up to 16 lowercase hex digits, from a heartbeat answer's run_tag)")));
-    const std::string name = param(req);
+    // A waiting watch holds a connection: at most half of them may wait, the rest stay for heartbeats.
+    HeartbeatBoard& board = api.writer.heartbeats();
+    const size_t limit = api.options.max_connections / 2;
+    if (!board.try_add_watcher(limit)) {
+      answer(res, error_reply(429, "TooManyWatches",
+                              "this server lets at most " + std::to_string(limit) + " agents watch at once (half of allot server "
+                              "--max-connections " + std::to_string(api.options.max_connections) +
+                              ", the rest are kept for heartbeats); this agent learns of new work at its heartbeats and may "
+                              "watch again after " + std::to_string(kWatchRetryAfterS) + " s"));
+      res.set_header("Retry-After", std::to_string(kWatchRetryAfterS));
+      return;
+    }
+    struct Leave {
+      HeartbeatBoard& b;
+      ~Leave() { b.remove_watcher(); }
+    } leave{board};
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(*wait_ms);
-    answer(res, json_reply(200, json{{"run_tag", api.writer.heartbeats().wait_for_change(name, known, deadline)}}));
+    const auto now_known = board.wait_for_change(param(req), known, deadline);
+    answer(res, json_reply(200, render_changes(now_known.get())));
   });
   route(http, api, "POST", R"(/v1/agents/([^/]+)/logs)", Access::kAgent, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);

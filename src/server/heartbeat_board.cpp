@@ -44,6 +44,7 @@ NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, cons
   a.health = HealthReport{i.checks, i.checks_configured, i.boot, i.deep_status, i.deep_detail};
   a.same_health_changes_nothing = same_health_changes_nothing(st, name);
   a.tag = run_tag(a);
+  a.as_of = st.last_seq;
   return a;
 }
 
@@ -70,10 +71,28 @@ json render_heartbeat(const NodeAnswer& a, const ServerOptions& options, const s
     if (!current) stop.push_back({{"job", rep.job}, {"rank", rep.rank}});
   }
   // The agent fences itself (stops its replicas) when it cannot heartbeat for about this long.
-  json out = {{"run", a.run}, {"stop", stop}, {"heartbeat_timeout_ms", options.heartbeat_timeout.count()}, {"run_tag", a.tag}};
+  json out = {{"run", a.run}, {"stop", stop}, {"heartbeat_timeout_ms", options.heartbeat_timeout.count()},
+              {"run_tag", a.tag}, {"as_of", a.as_of}};
   if (a.reboot) out["reboot"] = true;
   if (a.deep_check) out["deep_check"] = true;
   return out;
+}
+
+json render_changes(const NodeAnswer* a) {
+  if (!a) return {{"run_tag", ""}};
+  json out = {{"run_tag", a->tag}, {"as_of", a->as_of}, {"run", a->run}};
+  if (a->reboot) out["reboot"] = true;
+  if (a->deep_check) out["deep_check"] = true;
+  return out;
+}
+
+bool adds_work(const NodeAnswer& before, const NodeAnswer& now) {
+  if ((now.reboot && !before.reboot) || (now.deep_check && !before.deep_check)) return true;
+  for (const auto& [slot, attempt] : now.placed) {
+    auto it = before.placed.find(slot);
+    if (it == before.placed.end() || it->second != attempt) return true;
+  }
+  return false;
 }
 
 bool changes_nothing(const NodeAnswer& a, const std::vector<ReplicaReport>& reports, const std::optional<HealthReport>& health) {
@@ -144,10 +163,13 @@ void HeartbeatBoard::publish(const std::string& node, std::shared_ptr<const Node
     slot_added_.notify_all();
   }
   std::lock_guard slot_lock(slot->mu);
-  // Only a new tag wakes the node's watchers: most publishes repeat the run list (a heartbeat's time, CPUs).
-  const bool woke = !slot->answer || slot->answer->tag != answer->tag;
+  // Most publishes repeat the run list (a heartbeat's time, CPUs) or shorten it (exits): only new work wakes.
+  const bool woke = !slot->answer || adds_work(*slot->answer, *answer);
   slot->answer = std::move(answer);
-  if (woke) slot->changed.notify_all();
+  if (woke) {
+    ++slot->work_added;
+    slot->changed.notify_all();
+  }
 }
 
 void HeartbeatBoard::clear() {
@@ -156,8 +178,8 @@ void HeartbeatBoard::clear() {
   slots_.clear();
 }
 
-std::string HeartbeatBoard::wait_for_change(const std::string& node, const std::string& known,
-                                            std::chrono::steady_clock::time_point deadline) {
+std::shared_ptr<const NodeAnswer> HeartbeatBoard::wait_for_change(const std::string& node, const std::string& known,
+                                                                   std::chrono::steady_clock::time_point deadline) {
   std::shared_ptr<Slot> slot;
   {
     std::unique_lock lock(mu_);
@@ -167,13 +189,21 @@ std::string HeartbeatBoard::wait_for_change(const std::string& node, const std::
       if (it != slots_.end()) slot = it->second;
       return slot != nullptr;
     });
-    if (!slot || stopping_) return "";
+    if (!slot || stopping_) return nullptr;
   }
   std::unique_lock lock(slot->mu);
-  auto tag = [&] { return slot->answer ? slot->answer->tag : std::string(); };
+  if (slot->dropped) return nullptr;
+  if (slot->answer && slot->answer->tag != known) return slot->answer;  // the agent is behind
   // shutdown() drops every slot, so `dropped` covers stopping too (and mu_ is never taken under a slot's lock).
-  slot->changed.wait_until(lock, deadline, [&] { return slot->dropped || tag() != known; });
-  return slot->dropped ? "" : tag();
+  const uint64_t seen = slot->work_added;
+  slot->changed.wait_until(lock, deadline, [&] { return slot->dropped || slot->work_added != seen; });
+  return slot->dropped ? nullptr : slot->answer;
+}
+
+bool HeartbeatBoard::try_add_watcher(size_t limit) {
+  for (size_t n = watchers_.load(); n < limit;)
+    if (watchers_.compare_exchange_weak(n, n + 1)) return true;
+  return false;
 }
 
 void HeartbeatBoard::shutdown() {

@@ -22,9 +22,18 @@
 //
 // Agents learn of new work at once rather than at their next heartbeat by watching their node's run tag
 // (wait_for_change(), GET /v1/agents/{name}/changes): a digest of what the answer tells the agent to do (run
-// list and orders). The writer's publish wakes the node's watchers when the tag changes; the agent then
-// heartbeats at once. The tag is in every heartbeat answer, so a change the agent's own heartbeat caused (an
-// exit that shortened the run list) does not wake it a second time.
+// list and orders). The writer's publish wakes the node's watchers when the answer brings the agent something to
+// do (adds_work(): a replica or attempt it did not list, an order), and the watch is answered with the run list
+// and orders themselves (render_changes()), so the agent starts new work without a heartbeat of its own; its next
+// scheduled heartbeat reports it. A publish that only takes replicas away wakes nobody: most are exits the
+// agent itself reported, and a watch answer stops nothing (stops answer a heartbeat's report), so replicas the
+// server ends are stopped at the agent's next heartbeat, as without the watch. A watch that starts with a tag
+// other than the published one is answered at once (the agent is behind). Every answer also says which journal record its state follows (as_of): the agent acts on a watch answer only when it
+// is newer than the last answer it acted on, since the two come on different connections and may cross.
+//
+// Each watch holds a connection (and a server thread) for its whole wait, and heartbeats need connections too:
+// the endpoint admits at most a bounded number of watches at once (try_add_watcher()), and refuses the rest
+// with 429 and Retry-After; those agents learn of work at their heartbeats meanwhile.
 //
 // Thread-safety: try_answer(), answered(), wait_for_change() and shutdown() from any thread; everything else
 // from the writer thread.
@@ -61,6 +70,9 @@ struct NodeAnswer {
   bool same_health_changes_nothing = false;                 // node_lifecycle.h
   // A digest of `run`, `reboot` and `deep_check` (run_tag()): equal tags, the same work for the agent.
   std::string tag;
+  // The last journal record of the state the answer was made from (ServerState::last_seq): orders answers for
+  // the agent, whose heartbeats and watch may cross. Answers of different records may say the same.
+  uint64_t as_of = 0;
   bool operator==(const NodeAnswer&) const = default;
 };
 
@@ -70,9 +82,19 @@ std::string run_tag(const NodeAnswer& a);
 
 NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, const std::string& node);
 
-// {"run": [assignment], "stop": [{"job", "rank"}], "heartbeat_timeout_ms", "run_tag", "reboot"?, "deep_check"?}: the run list,
-// and the replicas the agent reports running that are not placed on the node (or not of their current attempt).
+// {"run": [assignment], "stop": [{"job", "rank"}], "heartbeat_timeout_ms", "run_tag", "as_of", "reboot"?, "deep_check"?}:
+// the run list, and the replicas the agent reports running that are not placed on the node (or not of their
+// current attempt).
 nlohmann::json render_heartbeat(const NodeAnswer& a, const ServerOptions& options, const std::vector<ReplicaReport>& reports);
+
+// The answer to a watch (GET /v1/agents/{name}/changes): {"run_tag", "as_of", "run", "reboot"?, "deep_check"?},
+// what a heartbeat answer says about the node's work, without "stop" (that compares with a heartbeat's report).
+// Null `a` (no answer published for the node): {"run_tag": ""}, nothing to act on.
+nlohmann::json render_changes(const NodeAnswer* a);
+
+// Whether `now` gives the agent something to do that `before` did not: a replica (or attempt of one) placed on the
+// node, or an order (reboot, deep check). What wakes the node's watchers.
+bool adds_work(const NodeAnswer& before, const NodeAnswer& now);
 
 // Whether handling the heartbeat in the writer would change nothing but the node's last-heard time.
 bool changes_nothing(const NodeAnswer& a, const std::vector<ReplicaReport>& reports, const std::optional<HealthReport>& health);
@@ -94,11 +116,18 @@ class HeartbeatBoard {
   bool empty() const;
   // The answer published for `node` (tests: compared with a fresh node_answer()).
   std::shared_ptr<const NodeAnswer> published(const std::string& node) const;
-  // Request threads (an agent's watch): waits until the tag published for `node` differs from `known`, the
-  // node's slot goes, the board shuts down, or `deadline`; returns the tag then ("" when no answer is
-  // published). A node without a slot (a standby's board, a node timed out) waits until the deadline, so
-  // that an agent watching the wrong server does not spin.
-  std::string wait_for_change(const std::string& node, const std::string& known, std::chrono::steady_clock::time_point deadline);
+  // Request threads (an agent's watch): returns the answer published for `node` at once when its tag differs
+  // from `known`; else waits until a publish adds work (adds_work()), the node's slot goes, the board shuts down,
+  // or `deadline`, and returns the answer then. A node without a slot (a standby's board, a node timed out)
+  // waits until the deadline, so that an agent watching the wrong server does not spin.
+  // The answer is null when none is published.
+  std::shared_ptr<const NodeAnswer> wait_for_change(const std::string& node, const std::string& known,
+                                                    std::chrono::steady_clock::time_point deadline);
+  // Request threads: counts a watch in, unless `limit` are under way already (false: refuse it). Each true is
+  // paired with one remove_watcher() when the watch ends.
+  bool try_add_watcher(size_t limit);
+  void remove_watcher() { --watchers_; }
+  size_t watchers() const { return watchers_.load(); }
   // Wakes every watcher and makes later waits return at once (the server is stopping).
   void shutdown();
   // Calls fn(node, last-heard ms) for every node heard from here (0: not yet).
@@ -117,7 +146,8 @@ class HeartbeatBoard {
     std::mutex mu;  // orders try_answer()'s note of the time against close_if_silent()
     std::shared_ptr<const NodeAnswer> answer;
     std::atomic<int64_t> last_heard_ms{0};
-    std::condition_variable changed;  // with mu: the tag changed, or the slot was dropped
+    std::condition_variable changed;  // with mu: work was added, or the slot was dropped
+    uint64_t work_added = 0;          // with mu: publishes that added work (adds_work())
     bool dropped = false;             // with mu: the slot left the board (node gone, board cleared)
   };
   void drop(Slot& slot);
@@ -129,6 +159,7 @@ class HeartbeatBoard {
   std::condition_variable slot_added_;  // with mu_: a watcher of a node without a slot waits for one
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> answered_{0};
+  std::atomic<size_t> watchers_{0};
   std::function<void(const std::string&)> before_recheck_;
 };
 

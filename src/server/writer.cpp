@@ -313,6 +313,7 @@ Writer::Stats Writer::stats() const {
   std::lock_guard lock(mu_);
   Stats out = stats_;
   out.heartbeats_off_writer = board_.answered();
+  out.watches_waiting = board_.watchers();
   out.snapshot_writing = snapshot_writing_;
   return out;
 }
@@ -443,8 +444,9 @@ void Writer::refresh_heartbeat_board(const std::vector<Event>& events) {
   if (!options_.verify_heartbeat_board) return;
   for (const auto& [name, info] : state_.nodes) {
     if (!state_.cluster.find_node(name)) continue;
-    const NodeAnswer fresh = node_answer(state_, options_, name);
+    NodeAnswer fresh = node_answer(state_, options_, name);
     const auto published = board_.published(name);
+    if (published) fresh.as_of = published->as_of;  // later records that left the node's answer as it was
     // A slot closed for silence answers nothing, which is right only while the node's answer says so too.
     if (published ? *published == fresh : !fresh.fast) continue;
     ++board_mismatches_;

@@ -146,6 +146,7 @@ class Writer {
     double max_pass_seconds = 0;
     uint64_t heartbeats_off_writer = 0;        // answered from the heartbeat board
     uint64_t heartbeat_board_mismatches = 0;   // with ServerOptions::verify_heartbeat_board; 0 unless a bug
+    uint64_t watches_waiting = 0;              // agents' watches (GET /v1/agents/{name}/changes) under way
     uint64_t snapshots_written = 0;
     bool snapshot_writing = false;  // one is being encoded and written off the writer thread (maybe_snapshot)
   };
