@@ -29,6 +29,9 @@ struct PgOptions {
   std::function<Status(size_t index_in_batch)> fault_before_insert;
   // Records per INSERT statement; tests set 1 so that a fault falls between statements of one transaction.
   size_t insert_chunk = 500;
+  // Test hook: called before each part of a snapshot is written, without the store's lock; an error stops the
+  // snapshot there, as a crash would.
+  std::function<Status(size_t part)> before_snapshot_part;
 };
 
 class PgStore final : public Store {
