@@ -206,10 +206,11 @@ Status PgStore::put_snapshot(uint64_t seq, const std::string& body) {
     if (*exists) return ok_status();
   }
   // Each part in its own fenced transaction, the lock let go in between, so that appends go on meanwhile.
-  const auto parts = split_snapshot(body);
+  const auto parts = split_snapshot(body, options_.snapshot_part_bytes);
   for (size_t i = 0; i < parts.size(); ++i) {
     if (options_.before_snapshot_part)
       if (auto st = options_.before_snapshot_part(i); !st) return st;
+    appends_first_.let_appends_go();
     std::lock_guard lock(mu_);
     if (auto st = begin_fenced_locked(); !st) return st;
     if (auto r = run(conn_, described_,
@@ -222,6 +223,7 @@ Status PgStore::put_snapshot(uint64_t seq, const std::string& body) {
   }
   {
     // The snapshot exists from this commit on, whole; older ones beyond kSnapshotsKept go with it.
+    appends_first_.let_appends_go();
     std::lock_guard lock(mu_);
     if (auto st = begin_fenced_locked(); !st) return st;
     if (auto exists = check_locked(); !exists) return fail_write_locked(exists.error());
@@ -241,6 +243,7 @@ Status PgStore::put_snapshot(uint64_t seq, const std::string& body) {
   // transaction. Only the leader writes snapshots, one at a time, so no part deleted here belongs to a snapshot
   // being written (a deposed leader's next part is refused by the fence).
   for (;;) {
+    appends_first_.let_appends_go();
     std::lock_guard lock(mu_);
     if (auto st = begin_fenced_locked(); !st) return st;
     auto r = run(conn_, described_,
@@ -287,7 +290,7 @@ Status PgStore::append(const std::vector<Record>& batch) {
   auto encoded = record_bodies(batch);
   if (!encoded) return encoded.error();
   const std::vector<std::string>& bodies = *encoded;
-  std::lock_guard lock(mu_);
+  auto lock = appends_first_.lock(mu_);
   auto fail = [this](const Error& e) -> Status { return fail_write_locked(e); };
   if (auto st = begin_fenced_locked(); !st) return st;
   std::string sql;

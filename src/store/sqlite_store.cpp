@@ -105,7 +105,7 @@ Status SqliteStore::append(const std::vector<Record>& batch) {
   auto encoded = record_bodies(batch);
   if (!encoded) return encoded.error();
   const std::vector<std::string>& bodies = *encoded;
-  std::lock_guard lock(mu_);
+  auto lock = appends_first_.lock(mu_);
   auto st = exec("BEGIN IMMEDIATE");
   if (!st) return st;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -211,10 +211,11 @@ Status SqliteStore::put_snapshot(uint64_t seq, const std::string& body) {
     if (exists) return ok_status();
   }
   // Each part in its own transaction, the lock let go in between, so that appends go on while the parts are written.
-  const auto parts = split_snapshot(body);
+  const auto parts = split_snapshot(body, options_.snapshot_part_bytes);
   for (size_t i = 0; i < parts.size(); ++i) {
     if (options_.before_snapshot_part)
       if (auto st = options_.before_snapshot_part(i); !st) return st;
+    appends_first_.let_appends_go();
     std::lock_guard lock(mu_);
     if (auto st = write_locked("INSERT OR REPLACE INTO snapshot_parts (seq, part, body) VALUES (?, ?, ?)",
                                {seq_arg, static_cast<int64_t>(i)}, parts[i], /*in_txn=*/false);
@@ -223,6 +224,7 @@ Status SqliteStore::put_snapshot(uint64_t seq, const std::string& body) {
   }
   {
     // The snapshot exists from this commit on, whole; older ones beyond kSnapshotsKept go with it.
+    appends_first_.let_appends_go();
     std::lock_guard lock(mu_);
     if (auto st = exec("BEGIN IMMEDIATE"); !st) return st;
     auto fail = [this](Error e) -> Status {
@@ -247,6 +249,7 @@ Status SqliteStore::put_snapshot(uint64_t seq, const std::string& body) {
   // transaction for the same reason as above. Only this server writes snapshots, one at a time (the file is
   // opened exclusively), so no part deleted here belongs to a snapshot being written.
   for (;;) {
+    appends_first_.let_appends_go();
     std::lock_guard lock(mu_);
     if (auto st = write_locked("DELETE FROM snapshot_parts WHERE rowid IN (SELECT rowid FROM snapshot_parts "
                                "WHERE seq NOT IN (SELECT seq FROM snapshots) LIMIT 1)",

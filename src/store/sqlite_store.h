@@ -12,6 +12,7 @@
 #include <optional>
 #include <string_view>
 
+#include "store/snapshot_parts.h"
 #include "store/store.h"
 
 struct sqlite3;
@@ -26,6 +27,8 @@ struct SqliteOptions {
   // Test hook: called before each part of a snapshot is written, without the store's lock; an error stops the
   // snapshot there, as a crash would.
   std::function<Status(size_t part)> before_snapshot_part;
+  // Bytes per part of a snapshot (snapshot_parts.h); bench/snapshot_stall_bench compares sizes with it.
+  size_t snapshot_part_bytes = kSnapshotPartBytes;
 };
 
 class SqliteStore final : public Store {
@@ -52,6 +55,7 @@ class SqliteStore final : public Store {
   std::string path_;
   SqliteOptions options_;
   std::mutex mu_;
+  AppendsFirst appends_first_;
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_ = nullptr;
 };
