@@ -291,8 +291,15 @@ static void stop_jobs_on(ClusterState& s, NodeId node, F on_stop) {
 }
 
 static void index_job(ClusterState& s, const Job& j, bool add) {
+  if (!is_active(j.state)) {
+    // A finished job is kept by when it finished (its last change), which retention compares with its cutoff.
+    if (j.compacted) return;
+    const std::pair<Time, uint32_t> key{finished_at(j), j.id.index()};
+    if (add) s.finished_jobs.insert(key);
+    else s.finished_jobs.erase(key);
+    return;
+  }
   auto& set = j.state == JobState::kRunning ? s.running_jobs : s.waiting_jobs;
-  if (j.state != JobState::kRunning && !is_waiting(j.state)) return;
   if (add) set.insert(j.id);
   else set.erase(j.id);
 }
