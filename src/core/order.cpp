@@ -10,23 +10,13 @@ bool QueueOrder::jobs_before(const Job& a, const Job& b) const {
   return a.arrival < b.arrival;
 }
 
+bool QueueOrder::by_priority() const { return s_.policy.task_prioritization == TaskPrioritization::kTaskRanking; }
+
 void QueueOrder::sort(std::vector<JobId>& jobs) const {
-  struct Entry {
-    int priority;
-    uint64_t arrival;
-    JobId id;
-  };
-  std::vector<Entry> keys;
-  keys.reserve(jobs.size());
-  const bool by_priority = s_.policy.task_prioritization == TaskPrioritization::kTaskRanking;
-  for (JobId id : jobs) {
+  sort_by(jobs, [&](JobId id) {
     const Job& j = s_.jobs[id.index()];
-    keys.push_back({by_priority ? j.priority : 0, j.arrival, id});
-  }
-  std::sort(keys.begin(), keys.end(), [](const Entry& a, const Entry& b) {
-    return a.priority != b.priority ? a.priority > b.priority : a.arrival < b.arrival;
+    return std::pair<int, uint64_t>{j.priority, j.arrival};
   });
-  for (size_t i = 0; i < keys.size(); ++i) jobs[i] = keys[i].id;
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // first, where a client is a waiting job (queue order) or a borrowing team (borrower order). A pass asks
 // `before` and tells the sorter when a client's standing changed (`update`: a team's usage after one of its
 // jobs was admitted); nothing else in the pass knows how an order is made.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,10 +34,35 @@ class QueueOrder final : public Sorter {
   // Sorts `jobs` into queue order. The keys are copied out first: sorting tens of thousands of IDs by reaching
   // into each Job costs a cache miss per comparison.
   void sort(std::vector<JobId>& jobs) const;
+  // The same, with each job's (priority, arrival) from `key_of(id)`: a caller that holds them in a compact
+  // record (a pass) spares the sort a read of every Job, one cache miss each on a long queue.
+  template <class KeyOf>
+  void sort_by(std::vector<JobId>& jobs, KeyOf key_of) const;
 
  private:
+  bool by_priority() const;
   const ClusterState& s_;
 };
+
+template <class KeyOf>
+void QueueOrder::sort_by(std::vector<JobId>& jobs, KeyOf key_of) const {
+  struct Entry {
+    int priority;
+    uint64_t arrival;
+    JobId id;
+  };
+  std::vector<Entry> keys;
+  keys.reserve(jobs.size());
+  const bool priority_first = by_priority();
+  for (JobId id : jobs) {
+    const auto [priority, arrival] = key_of(id);
+    keys.push_back({priority_first ? priority : 0, arrival, id});
+  }
+  std::sort(keys.begin(), keys.end(), [](const Entry& a, const Entry& b) {
+    return a.priority != b.priority ? a.priority > b.priority : a.arrival < b.arrival;
+  });
+  for (size_t i = 0; i < keys.size(); ++i) jobs[i] = keys[i].id;
+}
 
 // Borrower order of teams (clients: TeamId values) that have a job able to borrow now; `head(team)` is that
 // job. policy.idle_compute fair-share: lowest (borrowed dominant share / weight) first (quota.h), ties to the

@@ -8,7 +8,17 @@
 namespace allot {
 
 Pass::Pass(ClusterState& state, Time t, const ScheduleOptions& o)
-    : s(state), now(t), options(o), order(state), pristine(pristine_room(state)) {}
+    : s(state), now(t), options(o), order(state), pristine(pristine_room(state)) {
+  live.track(state, &state.room);
+  scratch.live = &live;
+}
+
+void Pass::room_changes(const Job& j, const Placement& p) {
+  // Exclusive domains open or close every node under them, not only the placement's: start afresh then.
+  for (const PodSet& ps : j.pod_sets)
+    if (ps.topology.exclusive_level >= 0) return live.changed_all();
+  live.changed(p);
+}
 
 void Pass::collect_waiting() {
   // A held job is passed over: it neither runs nor preempts, nor holds back others (strict FIFO, reservations).
@@ -32,7 +42,13 @@ void Pass::join(JobId id) {
 
 bool Pass::queue_before(const Job& a, const Job& b) const { return order.jobs_before(a, b); }
 
-void Pass::sort_waiting() { order.sort(waiting); }
+void Pass::sort_waiting() {
+  // join() copied each job's priority and arrival into its record, which the sort reads instead of the Job.
+  order.sort_by(waiting, [&](JobId id) {
+    const PassJob& p = rec(id);
+    return std::pair<int, uint64_t>{p.priority, p.arrival};
+  });
+}
 
 Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
   ClassMemo::Admission& m = memo.admission(rec(id).admission_class, mode);
@@ -88,6 +104,7 @@ std::string Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const st
 void Pass::admit(const Job& j, const AdmissionAttempt& a, const std::string& extra) {
   const JobId id = j.id;
   AdmitDecision d{.job = id, .placement = a.placement, .borrowing = a.borrowing, .reason = admit_reason(j, a, extra)};
+  room_changes(j, d.placement);
   auto st = apply_decision(s, d, now);
   (void)st;  // the job is waiting (checked by callers) and the placement came from the same state
   ++epoch;
@@ -112,6 +129,7 @@ bool Pass::plan_again() {
 
 void Pass::preempt(PreemptDecision d) {
   const JobId victim = d.job;
+  room_changes(job(victim), job(victim).placement);
   auto st = apply_decision(s, d, now);
   (void)st;  // victims are running jobs of this same state
   ++epoch;
@@ -125,6 +143,7 @@ void Pass::preempt(PreemptDecision d) {
 }
 
 void Pass::resize(ResizeDecision d) {
+  live.changed_all();  // the job gives back its old placement and takes the new one
   auto st = apply_decision(s, d, now);
   (void)st;  // a running elastic job of this same state, placed against it
   ++epoch;

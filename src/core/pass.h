@@ -10,6 +10,7 @@
 #include "core/admission.h"
 #include "core/class_memo.h"
 #include "core/order.h"
+#include "core/room_capacity.h"
 #include "core/scheduler.h"
 
 namespace allot {
@@ -17,6 +18,8 @@ namespace allot {
 class Pass {
  public:
   Pass(ClusterState& s, Time now, const ScheduleOptions& o);
+  Pass(const Pass&) = delete;  // scratch.live points into it
+  Pass& operator=(const Pass&) = delete;
 
   // --- The queue -------------------------------------------------------------------------------------------
   // What the pass keeps of each job, indexed by JobId: one compact record, so that the phases walking the
@@ -92,11 +95,16 @@ class Pass {
   std::map<TypeId, JobId> reserved;
   uint64_t epoch = 0;  // changes (admissions, preemptions) this pass has made to the state
   ClassMemo memo;
+  // Capacity of s.room per replica shape, told of every change admit(), preempt() and resize() make, so an
+  // attempt reads what changed rather than every node (room_capacity.h). `scratch` points at it.
+  RoomCapacity live;
   PlacementScratch scratch;
   ScheduleResult result;
 
  private:
   std::string admit_reason(const Job& j, const AdmissionAttempt& a, const std::string& extra) const;
+  // Before `j` takes or gives back `p` on s.room: tells `live` which nodes change.
+  void room_changes(const Job& j, const Placement& p);
 
   AdmissionAttempt success_;  // attempt()'s answer when the job fits
   bool borrowed_since_plans_ = false;  // plan_again()

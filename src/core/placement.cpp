@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <span>
 
 #include "core/numa.h"
+#include "core/room_capacity.h"
 #include "core/request.h"
 #include "core/topology_levels.h"
 
@@ -13,29 +15,12 @@ namespace {
 
 using Pick = std::vector<std::pair<int, int64_t>>;  // (domain, amount)
 
-// How many replicas of `req` fit on one node's room.
-int64_t node_fit(const NodeRoom& r, const Resources& req, bool whole_node, JobId job) {
-  if (!r.usable) return 0;
-  if (r.exclusive_owner.valid() && r.exclusive_owner != job) return 0;
-  if (whole_node) return r.replicas == 0 ? 1 : 0;
-  // This runs for every node at every placement, so the common answers avoid divisions: a node short of one
-  // replica's worth holds none, and one whose accelerators bind holds free accelerators / request.
-  if (!req.fits_in(r.free)) return 0;
-  if (req.accelerators > 0) {
-    const int64_t k = r.free.accelerators / req.accelerators;
-    if ((req * k).fits_in(r.free)) return k;
-  }
-  int64_t k = INT_MAX;
-  if (req.accelerators > 0) k = std::min(k, r.free.accelerators / req.accelerators);
-  if (req.vcpu_milli > 0) k = std::min(k, r.free.vcpu_milli / req.vcpu_milli);
-  if (req.memory_mib > 0) k = std::min(k, r.free.memory_mib / req.memory_mib);
-  return std::max<int64_t>(0, k);
-}
-
 // Capacity of every domain for one pod set: in replicas, and in whole slices at and above the slice level.
+// The arrays live in PlacementScratch or in a RoomCapacity entry; a Capacity only looks at them.
 struct Capacity {
-  std::vector<int64_t> replicas;
-  std::vector<int64_t> slices;  // empty without slices
+  std::span<const int64_t> replicas;
+  std::span<const int64_t> slices;  // empty without slices
+  RoomCapacity* live = nullptr;     // where `replicas` came from, if from the live room's cache
   int slice_level = -1;
   int64_t slice_size = 1;
   int64_t units(const TopologyTree& t, int d) const {
@@ -43,11 +28,11 @@ struct Capacity {
   }
 };
 
-// `c` brings the buffers to fill (their old contents do not matter); `closed` is working memory.
-void compute_capacity(const ClusterState& s, const RoomTable& room, const Job& job, const PodSet& ps, TypeId type,
-                      const Resources& req, Capacity& c, std::vector<char>& closed) {
+// Replicas of one pod set per domain from scratch, into `replicas`; `closed` is working memory.
+void compute_replicas(const ClusterState& s, const RoomTable& room, const Job& job, const PodSet& ps, TypeId type,
+                      const Resources& req, std::vector<int64_t>& replicas, std::vector<char>& closed) {
   const TopologyTree& t = s.tree;
-  c.replicas.assign(t.domains.size(), 0);
+  replicas.assign(t.domains.size(), 0);
   // Exclusive: a domain of the exclusive level that holds any other job's replica is closed to this job.
   const int excl = ps.topology.exclusive_level;
   if (excl >= 0) {
@@ -66,22 +51,41 @@ void compute_capacity(const ClusterState& s, const RoomTable& room, const Job& j
     if (leaf < 0 || room[n].type != type) continue;
     const int64_t fit = node_fit(room[n], req, whole, job.id);
     if (fit == 0 || (excl >= 0 && closed[t.ancestor(NodeId(static_cast<uint32_t>(n)), excl)])) continue;
-    c.replicas[leaf] = fit;
-    if (t.parent[leaf] >= 0) c.replicas[t.parent[leaf]] += fit;
+    replicas[leaf] = fit;
+    if (t.parent[leaf] >= 0) replicas[t.parent[leaf]] += fit;
   }
   for (size_t i = t.inner.size(); i-- > 0;) {
     const int d = t.inner[i];
-    if (t.parent[d] >= 0) c.replicas[t.parent[d]] += c.replicas[d];
+    if (t.parent[d] >= 0) replicas[t.parent[d]] += replicas[d];
+  }
+}
+
+// Capacity of every domain for one pod set: replicas from the live room's cache when the caller keeps one for
+// `room` and the answer cannot depend on the job (no exclusive request, a job that holds no node), else from
+// scratch; whole slices at and above the slice level from the replicas.
+Capacity compute_capacity(const ClusterState& s, const RoomTable& room, const Job& job, const PodSet& ps, TypeId type,
+                          const Resources& req, PlacementScratch& scratch) {
+  const TopologyTree& t = s.tree;
+  Capacity c;
+  if (scratch.live && scratch.live->tracks(&room) && ps.topology.exclusive_level < 0 && job.placement.empty()) {
+    c.replicas = scratch.live->replicas(type, req, ps.per_replica.whole_node);
+    c.live = scratch.live;
+  } else {
+    compute_replicas(s, room, job, ps, type, req, scratch.replicas, scratch.closed);
+    c.replicas = scratch.replicas;
   }
   if (ps.topology.slice_level >= 0) {
     c.slice_level = ps.topology.slice_level;
     c.slice_size = ps.topology.slice_size;
-    c.slices.assign(t.domains.size(), 0);
+    scratch.slices.assign(t.domains.size(), 0);
     for (size_t d = t.domains.size(); d-- > 0;) {
-      if (t.domains[d].level == c.slice_level) c.slices[d] = c.replicas[d] / c.slice_size;
-      if (t.domains[d].level <= c.slice_level && t.domains[d].parent >= 0) c.slices[t.domains[d].parent] += c.slices[d];
+      if (t.domains[d].level == c.slice_level) scratch.slices[d] = c.replicas[d] / c.slice_size;
+      if (t.domains[d].level <= c.slice_level && t.domains[d].parent >= 0)
+        scratch.slices[t.domains[d].parent] += scratch.slices[d];
     }
+    c.slices = scratch.slices;
   }
+  return c;
 }
 
 // Tighter of two domains with the same units: counted in slices, the one with fewer replicas of room is tighter
@@ -170,6 +174,8 @@ std::optional<Pick> descend(const TopologyTree& t, const Capacity& c, Pick chose
 // the one under the leaf domain (the lowest labelled level, Slurm's leaf switch) with the least room wins,
 // then the first by name. -1 when no host holds `need` replicas now.
 int tightest_host(const TopologyTree& t, const Capacity& c, int64_t need) {
+  // The live room's cache keeps the hosts ordered by that key (the same choice without a scan).
+  if (c.live) return c.live->tightest_host(need);
   // One pass over the hosts, by name, keeping the first with the least (room, room of its leaf domain); the
   // leaf domain's room is read only for a host that can hold the pod set and is no roomier than the best.
   const std::vector<int>& hosts = t.by_level[t.levels - 1];
@@ -249,13 +255,8 @@ std::optional<PodSetPlacement> place_pod_set(const ClusterState& s, const RoomTa
     why = explain(ReasonCode::kInstanceType, req.error().message);
     return std::nullopt;
   }
-  Capacity cap;
-  cap.replicas = std::move(scratch.replicas);
-  cap.slices = std::move(scratch.slices);
-  compute_capacity(s, room, job, ps, type, *req, cap, scratch.closed);
+  const Capacity cap = compute_capacity(s, room, job, ps, type, *req, scratch);
   auto leaves = choose(s, cap, ps, why);
-  scratch.replicas = std::move(cap.replicas);
-  scratch.slices = std::move(cap.slices);
   if (!leaves) {
     why.text += " (" + std::to_string(ps.replicas) + " " + replica_text(s, ps, type, *req) + ")";
     return std::nullopt;

@@ -22,6 +22,8 @@
 
 namespace allot {
 
+class RoomCapacity;
+
 struct PlacementOutcome {
   bool ok = false;
   Placement placement;
@@ -33,6 +35,9 @@ struct PlacementOutcome {
 struct PlacementScratch {
   std::vector<int64_t> replicas, slices;
   std::vector<char> closed;
+  // Optional: the caller's cache of capacity for the one room table it keeps telling of every change (a pass and
+  // its live room, room_capacity.h). Placements against that table read it instead of every node.
+  RoomCapacity* live = nullptr;
 };
 
 // Places all pod sets of `job`. Pod sets without an instance type use `type`. Telling "blocked now" from "never

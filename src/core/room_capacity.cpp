@@ -1,0 +1,191 @@
+#include "core/room_capacity.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace allot {
+namespace {
+
+// Past this many hosts in one leaf domain, re-reading a leaf's hosts at every change there costs more than the
+// scan of all hosts it saves: tightest_host() then scans.
+constexpr size_t kMaxHostsPerLeaf = 64;
+// Past this many replicas on one empty node (small CPU-only replicas), one min-tree per room value costs more
+// memory and updates than it saves: tightest_host() then scans.
+constexpr int64_t kMaxRoomIndexed = 64;
+
+// A leaf's room fits in the upper 32 bits: the index is kept only for at most kMaxHostsPerLeaf hosts of at most
+// kMaxRoomIndexed replicas each.
+uint64_t pack(int64_t leaf_room, int host) {
+  return static_cast<uint64_t>(leaf_room) << 32 | static_cast<uint32_t>(host);
+}
+
+}  // namespace
+
+void RoomCapacity::track(const ClusterState& s, const RoomTable* room) {
+  s_ = &s;
+  room_ = room;
+  log_.clear();
+  resets_ = 0;
+  entries_.clear();
+  last_ = nullptr;
+  const TopologyTree& t = s.tree;
+  group_of_host_.assign(t.domains.size(), -1);
+  hosts_of_group_.clear();
+  leaf_of_group_.clear();
+  host_index_ok_ = true;
+  if (t.levels == 0) return;
+  std::vector<int> group_of_leaf(t.domains.size(), -1);
+  const std::vector<int>& hosts = t.by_level[t.levels - 1];
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const int leaf = t.leaf_domain_of_host[i];
+    int g = leaf >= 0 ? group_of_leaf[leaf] : -1;
+    if (g < 0) {
+      g = static_cast<int>(hosts_of_group_.size());
+      hosts_of_group_.emplace_back();
+      leaf_of_group_.push_back(leaf);
+      if (leaf >= 0) group_of_leaf[leaf] = g;
+    }
+    group_of_host_[hosts[i]] = g;
+    hosts_of_group_[g].push_back(hosts[i]);
+    host_index_ok_ &= hosts_of_group_[g].size() <= kMaxHostsPerLeaf;
+  }
+  heap_size_ = 1;
+  while (heap_size_ < hosts_of_group_.size()) heap_size_ *= 2;
+}
+
+void RoomCapacity::changed(const Placement& p) {
+  for (const auto& ps : p.pod_sets)
+    for (const auto& r : ps.replicas) changed(r.node);
+}
+
+// From scratch: each node's fit into its host domain and straight into the host's parent, then one reverse
+// pass over the inner domains (parents come before children) sums every subtree.
+void RoomCapacity::compute(Entry& e) const {
+  const TopologyTree& t = s_->tree;
+  const RoomTable& room = *room_;
+  e.replicas.assign(t.domains.size(), 0);
+  for (size_t n = 0; n < room.size(); ++n) {
+    const int host = t.leaf_of_node[n];
+    if (host < 0 || room[n].type != e.type) continue;
+    const int64_t fit = node_fit(room[n], e.req, e.whole_node, JobId{});
+    if (fit == 0) continue;
+    e.replicas[host] = fit;
+    if (t.parent[host] >= 0) e.replicas[t.parent[host]] += fit;
+  }
+  for (size_t i = t.inner.size(); i-- > 0;) {
+    const int d = t.inner[i];
+    if (t.parent[d] >= 0) e.replicas[t.parent[d]] += e.replicas[d];
+  }
+  e.synced = log_.size();
+  e.resets = resets_;
+  e.hosts_built = false;
+}
+
+// One group's hosts read again: per room value, the lowest host with exactly that room (with the group's leaf
+// room, the same for all of them), each into its min-tree and up to the root where it changed.
+void RoomCapacity::refresh_group(Entry& e, int group) const {
+  const int64_t most = e.most_on_a_node;
+  uint64_t best[kMaxRoomIndexed];
+  std::fill(best, best + most, kNone);
+  const int leaf = leaf_of_group_[group];
+  const int64_t leaf_room = leaf < 0 ? 0 : e.replicas[leaf];
+  for (int h : hosts_of_group_[group]) {
+    const int64_t r = e.replicas[h];
+    if (r > 0 && best[r - 1] == kNone) best[r - 1] = pack(leaf_room, h);  // hosts are in index order
+  }
+  for (int64_t r = 0; r < most; ++r) {
+    uint64_t* tree = e.trees.data() + r * 2 * heap_size_;
+    size_t i = heap_size_ + static_cast<size_t>(group);
+    if (tree[i] == best[r]) continue;
+    tree[i] = best[r];
+    for (i /= 2; i >= 1; i /= 2) {
+      const uint64_t m = std::min(tree[2 * i], tree[2 * i + 1]);
+      if (tree[i] == m) break;
+      tree[i] = m;
+    }
+  }
+}
+
+void RoomCapacity::build_hosts(Entry& e) const {
+  e.trees.assign(static_cast<size_t>(e.most_on_a_node) * 2 * heap_size_, kNone);
+  for (size_t g = 0; g < hosts_of_group_.size(); ++g) refresh_group(e, static_cast<int>(g));
+  e.hosts_built = true;
+}
+
+// One node's fit again; the difference goes up its ancestors, and with the host index kept, its group is read
+// again (the change moves the host between room values and changes its leaf's room, which all its hosts carry).
+void RoomCapacity::update(Entry& e, int node) {
+  const TopologyTree& t = s_->tree;
+  const int host = t.leaf_of_node[node];
+  if (host < 0) return;
+  const NodeRoom& r = (*room_)[node];
+  const int64_t fit = r.type == e.type ? node_fit(r, e.req, e.whole_node, JobId{}) : 0;
+  const int64_t delta = fit - e.replicas[host];
+  if (delta == 0) return;
+  for (int d = host; d >= 0; d = t.parent[d]) e.replicas[d] += delta;
+  if (e.hosts_built) refresh_group(e, group_of_host_[host]);
+}
+
+std::span<const int64_t> RoomCapacity::replicas(TypeId type, const Resources& req, bool whole_node) {
+  Entry* e = nullptr;
+  for (auto& x : entries_)
+    if (x->type == type && x->whole_node == whole_node && x->req == req) e = x.get();
+  if (!e) {
+    entries_.push_back(std::make_unique<Entry>());
+    e = entries_.back().get();
+    e->type = type;
+    e->req = req;
+    e->whole_node = whole_node;
+    NodeRoom empty;
+    empty.type = type;
+    empty.free = s_->catalog.at(type).capacity();
+    empty.usable = true;
+    e->most_on_a_node = node_fit(empty, req, whole_node, JobId{});
+    compute(*e);
+  } else if (e->resets != resets_ || log_.size() - e->synced > room_->size() / 8) {
+    // Replaying more than an eighth of the nodes (each a walk up the tree) costs more than starting afresh.
+    compute(*e);
+  } else {
+    for (size_t i = e->synced; i < log_.size(); ++i) update(*e, static_cast<int>(log_[i]));
+    e->synced = log_.size();
+  }
+  last_ = e;
+  return e->replicas;
+}
+
+int RoomCapacity::scan_hosts(const Entry& e, int64_t need) const {
+  const TopologyTree& t = s_->tree;
+  int best = -1;
+  int64_t best_room = INT64_MAX, best_leaf = 0;
+  for (int h : t.by_level[t.levels - 1]) {
+    const int64_t room = e.replicas[h];
+    if (room < need || room > best_room) continue;
+    const int leaf = leaf_of_group_[group_of_host_[h]];
+    const int64_t leaf_room = leaf < 0 ? 0 : e.replicas[leaf];
+    if (room < best_room || leaf_room < best_leaf || (leaf_room == best_leaf && h < best)) {
+      best = h;
+      best_room = room;
+      best_leaf = leaf_room;
+    }
+  }
+  return best;
+}
+
+int RoomCapacity::tightest_host(int64_t need) {
+  Entry& e = *last_;
+  if (s_->tree.levels == 0) return -1;
+  // Hosts without room are not in the index, so it answers only for a need of at least one replica.
+  if (need <= 0) return scan_hosts(e, need);  // the index holds hosts with room only
+  // A pod set no node could hold even empty (whole nodes, two or more of them) needs no index to say so.
+  if (need > e.most_on_a_node) return -1;
+  if (!host_index_ok_ || e.most_on_a_node > kMaxRoomIndexed) return scan_hosts(e, need);
+  if (!e.hosts_built) build_hosts(e);
+  // The least room first, then the least leaf room, then the lowest host: the first non-empty tree's root.
+  for (int64_t r = need; r <= e.most_on_a_node; ++r) {
+    const uint64_t root = e.trees[static_cast<size_t>(r - 1) * 2 * heap_size_ + 1];
+    if (root != kNone) return static_cast<int>(root & 0xffffffffu);
+  }
+  return -1;
+}
+
+}  // namespace allot
