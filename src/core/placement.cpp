@@ -32,7 +32,6 @@ struct Capacity {
 void compute_replicas(const ClusterState& s, const RoomTable& room, const Job& job, const PodSet& ps, TypeId type,
                       const Resources& req, std::vector<int64_t>& replicas, std::vector<char>& closed) {
   const TopologyTree& t = s.tree;
-  replicas.assign(t.domains.size(), 0);
   // Exclusive: a domain of the exclusive level that holds any other job's replica is closed to this job.
   const int excl = ps.topology.exclusive_level;
   if (excl >= 0) {
@@ -43,21 +42,7 @@ void compute_replicas(const ClusterState& s, const RoomTable& room, const Job& j
       if (other) closed[t.ancestor(NodeId(static_cast<uint32_t>(n)), excl)] = 1;
     }
   }
-  // Each node's replicas go to its leaf and straight into the leaf's parent; then one reverse pass over the
-  // inner domains (parents come before children) sums every subtree. Most nodes of a busy cluster hold none.
-  const bool whole = ps.per_replica.whole_node;
-  for (size_t n = 0; n < room.size(); ++n) {
-    const int leaf = t.leaf_of_node[n];
-    if (leaf < 0 || room[n].type != type) continue;
-    const int64_t fit = node_fit(room[n], req, whole, job.id);
-    if (fit == 0 || (excl >= 0 && closed[t.ancestor(NodeId(static_cast<uint32_t>(n)), excl)])) continue;
-    replicas[leaf] = fit;
-    if (t.parent[leaf] >= 0) replicas[t.parent[leaf]] += fit;
-  }
-  for (size_t i = t.inner.size(); i-- > 0;) {
-    const int d = t.inner[i];
-    if (t.parent[d] >= 0) replicas[t.parent[d]] += replicas[d];
-  }
+  replicas_from_scratch(t, room, type, req, ps.per_replica.whole_node, job.id, excl, closed, replicas);
 }
 
 // Capacity of every domain for one pod set: replicas from the live room's cache when the caller keeps one for
@@ -176,25 +161,7 @@ std::optional<Pick> descend(const TopologyTree& t, const Capacity& c, Pick chose
 int tightest_host(const TopologyTree& t, const Capacity& c, int64_t need) {
   // The live room's cache keeps the hosts ordered by that key (the same choice without a scan).
   if (c.live) return c.live->tightest_host(need);
-  // One pass over the hosts, by name, keeping the first with the least (room, room of its leaf domain); the
-  // leaf domain's room is read only for a host that can hold the pod set and is no roomier than the best.
-  const std::vector<int>& hosts = t.by_level[t.levels - 1];
-  const int64_t* replicas = c.replicas.data();
-  const int* leaf_of = t.leaf_domain_of_host.data();
-  int best = -1;
-  int64_t best_room = INT64_MAX, best_leaf = 0;
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    const int h = hosts[i];
-    const int64_t room = replicas[h];
-    if (room < need || room > best_room) continue;
-    const int64_t leaf = leaf_of[i] < 0 ? 0 : replicas[leaf_of[i]];
-    if (room < best_room || leaf < best_leaf || (leaf == best_leaf && h < best)) {
-      best = h;
-      best_room = room;
-      best_leaf = leaf;
-    }
-  }
-  return best;
+  return scan_tightest_host(t, c.replicas, need);
 }
 
 // Chooses the leaves (nodes) and replica counts for one pod set, or says why not.

@@ -58,24 +58,49 @@ void RoomCapacity::changed(const Placement& p) {
     for (const auto& r : ps.replicas) changed(r.node);
 }
 
-// From scratch: each node's fit into its host domain and straight into the host's parent, then one reverse
-// pass over the inner domains (parents come before children) sums every subtree.
-void RoomCapacity::compute(Entry& e) const {
-  const TopologyTree& t = s_->tree;
-  const RoomTable& room = *room_;
-  e.replicas.assign(t.domains.size(), 0);
+void replicas_from_scratch(const TopologyTree& t, const RoomTable& room, TypeId type, const Resources& req, bool whole_node,
+                           JobId job, int exclusive_level, const std::vector<char>& closed, std::vector<int64_t>& out) {
+  out.assign(t.domains.size(), 0);
+  // Each node's replicas go to its host domain and straight into the host's parent; then one reverse pass over
+  // the inner domains (parents come before children) sums every subtree. Most nodes of a busy cluster hold none.
   for (size_t n = 0; n < room.size(); ++n) {
     const int host = t.leaf_of_node[n];
-    if (host < 0 || room[n].type != e.type) continue;
-    const int64_t fit = node_fit(room[n], e.req, e.whole_node, JobId{});
-    if (fit == 0) continue;
-    e.replicas[host] = fit;
-    if (t.parent[host] >= 0) e.replicas[t.parent[host]] += fit;
+    if (host < 0 || room[n].type != type) continue;
+    const int64_t fit = node_fit(room[n], req, whole_node, job);
+    if (fit == 0 || (exclusive_level >= 0 && closed[t.ancestor(NodeId(static_cast<uint32_t>(n)), exclusive_level)])) continue;
+    out[host] = fit;
+    if (t.parent[host] >= 0) out[t.parent[host]] += fit;
   }
   for (size_t i = t.inner.size(); i-- > 0;) {
     const int d = t.inner[i];
-    if (t.parent[d] >= 0) e.replicas[t.parent[d]] += e.replicas[d];
+    if (t.parent[d] >= 0) out[t.parent[d]] += out[d];
   }
+}
+
+int scan_tightest_host(const TopologyTree& t, std::span<const int64_t> replicas, int64_t need) {
+  // One pass over the hosts, by name, keeping the first with the least (room, room of its leaf domain); the
+  // leaf domain's room is read only for a host that can hold the pod set and is no roomier than the best.
+  const std::vector<int>& hosts = t.by_level[t.levels - 1];
+  const int* leaf_of = t.leaf_domain_of_host.data();
+  int best = -1;
+  int64_t best_room = INT64_MAX, best_leaf = 0;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const int h = hosts[i];
+    const int64_t room = replicas[h];
+    if (room < need || room > best_room) continue;
+    const int64_t leaf = leaf_of[i] < 0 ? 0 : replicas[leaf_of[i]];
+    if (room < best_room || leaf < best_leaf || (leaf == best_leaf && h < best)) {
+      best = h;
+      best_room = room;
+      best_leaf = leaf;
+    }
+  }
+  return best;
+}
+
+// From scratch, for a job that holds no node and has no exclusive request.
+void RoomCapacity::compute(Entry& e) const {
+  replicas_from_scratch(s_->tree, *room_, e.type, e.req, e.whole_node, JobId{}, -1, {}, e.replicas);
   e.synced = log_.size();
   e.resets = resets_;
   e.hosts_built = false;
@@ -153,32 +178,14 @@ std::span<const int64_t> RoomCapacity::replicas(TypeId type, const Resources& re
   return e->replicas;
 }
 
-int RoomCapacity::scan_hosts(const Entry& e, int64_t need) const {
-  const TopologyTree& t = s_->tree;
-  int best = -1;
-  int64_t best_room = INT64_MAX, best_leaf = 0;
-  for (int h : t.by_level[t.levels - 1]) {
-    const int64_t room = e.replicas[h];
-    if (room < need || room > best_room) continue;
-    const int leaf = leaf_of_group_[group_of_host_[h]];
-    const int64_t leaf_room = leaf < 0 ? 0 : e.replicas[leaf];
-    if (room < best_room || leaf_room < best_leaf || (leaf_room == best_leaf && h < best)) {
-      best = h;
-      best_room = room;
-      best_leaf = leaf_room;
-    }
-  }
-  return best;
-}
-
 int RoomCapacity::tightest_host(int64_t need) {
   Entry& e = *last_;
   if (s_->tree.levels == 0) return -1;
   // Hosts without room are not in the index, so it answers only for a need of at least one replica.
-  if (need <= 0) return scan_hosts(e, need);  // the index holds hosts with room only
+  if (need <= 0) return scan_tightest_host(s_->tree, e.replicas, need);  // the index holds hosts with room only
   // A pod set no node could hold even empty (whole nodes, two or more of them) needs no index to say so.
   if (need > e.most_on_a_node) return -1;
-  if (!host_index_ok_ || e.most_on_a_node > kMaxRoomIndexed) return scan_hosts(e, need);
+  if (!host_index_ok_ || e.most_on_a_node > kMaxRoomIndexed) return scan_tightest_host(s_->tree, e.replicas, need);
   if (!e.hosts_built) build_hosts(e);
   // The least room first, then the least leaf room, then the lowest host: the first non-empty tree's root.
   for (int64_t r = need; r <= e.most_on_a_node; ++r) {

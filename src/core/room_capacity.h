@@ -41,6 +41,18 @@ inline int64_t node_fit(const NodeRoom& r, const Resources& req, bool whole_node
   return std::max<int64_t>(0, k);
 }
 
+// Replicas of `req` per domain on nodes of `type`, from every node: a host domain has its node's fit, an inner
+// domain the sum over its subtree. With `exclusive_level` >= 0, nodes under a domain of that level marked in
+// `closed` count for nothing (placement's exclusive requests). Used by placement from scratch and by
+// RoomCapacity, so that the cache and the computation it stands in for are one piece of code.
+void replicas_from_scratch(const TopologyTree& t, const RoomTable& room, TypeId type, const Resources& req, bool whole_node,
+                           JobId job, int exclusive_level, const std::vector<char>& closed, std::vector<int64_t>& out);
+
+// The host domain with the least room that still holds `need` replicas, then the least room in its leaf
+// domain (TopologyTree::leaf_domain_of_host; 0 without labels), then the lowest domain index; -1 when none.
+// One pass over the hosts; RoomCapacity::tightest_host gives the same answer from its index.
+int scan_tightest_host(const TopologyTree& t, std::span<const int64_t> replicas, int64_t need);
+
 class RoomCapacity {
  public:
   // Tracks `room` on the tree of `s` from now on; forgets every entry. `s` and `room` must outlive the cache
@@ -86,7 +98,6 @@ class RoomCapacity {
   void update(Entry& e, int node);
   void build_hosts(Entry& e) const;
   void refresh_group(Entry& e, int group) const;
-  int scan_hosts(const Entry& e, int64_t need) const;
 
   const ClusterState* s_ = nullptr;
   const RoomTable* room_ = nullptr;

@@ -93,6 +93,7 @@ std::optional<json> HeartbeatBoard::try_answer(const std::string& node, const Se
       a = slot->answer;
     }
     if (!a || !changes_nothing(*a, reports, health)) return std::nullopt;
+    if (before_recheck_) before_recheck_(node);
     {
       std::lock_guard lock(slot->mu);
       if (slot->answer != a) continue;

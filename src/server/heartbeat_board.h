@@ -85,6 +85,10 @@ class HeartbeatBoard {
   // (the node is not silent); else closes the node's slot, so that from now on its heartbeats go to the writer,
   // and returns true.
   bool close_if_silent(const std::string& node, int64_t now_ms, int64_t limit_ms);
+  // Tests: called by try_answer() with the node's name after it read the published answer and before it rechecks
+  // it under the slot's lock, the window in which the writer may replace or close it (heartbeat_board_test.cpp).
+  // REQUIRES: before any try_answer().
+  void set_before_recheck(std::function<void(const std::string&)> hook) { before_recheck_ = std::move(hook); }
 
  private:
   struct Slot {
@@ -98,6 +102,7 @@ class HeartbeatBoard {
   mutable std::mutex mu_;  // guards the map, not the slots
   std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;
   std::atomic<uint64_t> answered_{0};
+  std::function<void(const std::string&)> before_recheck_;
 };
 
 }  // namespace allot::server

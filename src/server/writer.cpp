@@ -136,6 +136,7 @@ void Writer::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (snapshot_thread_.joinable()) snapshot_thread_.join();  // a snapshot being written is finished, not cut off
   std::lock_guard lock(mu_);
   for (auto& p : queue_) p.answer.set_value(error_reply(503, "Unavailable", "the server is stopping"));
   queue_.clear();
@@ -312,6 +313,7 @@ Writer::Stats Writer::stats() const {
   std::lock_guard lock(mu_);
   Stats out = stats_;
   out.heartbeats_off_writer = board_.answered();
+  out.snapshot_writing = snapshot_writing_;
   return out;
 }
 
@@ -620,26 +622,56 @@ void Writer::run_batch(std::vector<Pending>& batch) {
 }
 
 void Writer::maybe_snapshot() {
-  if (!options_.use_snapshots || state_.last_seq <= last_snapshot_seq_) return;
+  if (!options_.use_snapshots) return;
+  if (snapshot_thread_.joinable()) {
+    if (snapshot_writing_) return;  // one at a time: the next is considered once this one is written
+    snapshot_thread_.join();
+    if (const uint64_t seq = snapshot_written_seq_.exchange(0)) {
+      last_snapshot_seq_ = std::max(last_snapshot_seq_, seq);
+      std::lock_guard lock(mu_);
+      ++stats_.snapshots_written;
+    }
+  }
+  if (state_.last_seq <= last_snapshot_seq_) return;
   const auto now = std::chrono::steady_clock::now();
   if (last_snapshot_at_ == std::chrono::steady_clock::time_point{}) last_snapshot_at_ = now;
   const bool by_count = options_.snapshot_every_records > 0 && state_.last_seq - last_snapshot_seq_ >= options_.snapshot_every_records;
   const bool by_time = options_.snapshot_interval.count() > 0 && now - last_snapshot_at_ >= options_.snapshot_interval;
   if (!by_count && !by_time) return;
-  // After the batch was answered: a snapshot delays the next batch, never an answer. The events in memory go
-  // with it, so that /v1/events after a restart still shows what led up to it.
+  // After the batch was answered. The events in memory go with it, so that /v1/events after a restart still
+  // shows what led up to it; they are taken here, with the state, so that both end at the same point.
   const uint64_t ring = options_.event_ring;
   auto page = events_.read(state_.last_event > ring ? state_.last_event - ring : 0, std::chrono::milliseconds(0), ring);
-  const std::string body = encode_state_snapshot(state_, page.events);
-  auto st = store_->put_snapshot(state_.last_seq, body);
+  std::shared_ptr<const ServerState> state = current_view();
   last_snapshot_at_ = now;
-  if (!st) {
-    spdlog::error("cannot write a snapshot at journal record {}: {}", state_.last_seq, st.error().message);
-    return;
+  snapshot_writing_ = true;
+  // The store serialises the snapshot's transaction with the journal's (store.h: safe from several threads); a
+  // failed snapshot loses nothing (the journal holds every change) and is tried again at the next batch.
+  snapshot_thread_ = std::thread([this, state = std::move(state), events = std::move(page.events)] {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string body = encode_state_snapshot(*state, events);
+    if (auto st = store_->put_snapshot(state->last_seq, body); !st) {
+      spdlog::error("cannot write a snapshot at journal record {}: {}", state->last_seq, st.error().message);
+    } else {
+      spdlog::info("snapshot at journal record {} written ({} bytes) in {:.3f} s, off the writer thread", state->last_seq,
+                   body.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      snapshot_written_seq_ = state->last_seq;
+    }
+    snapshot_writing_ = false;
+  });
+}
+
+std::shared_ptr<const ServerState> Writer::current_view() {
+  {
+    std::lock_guard lock(view_mu_);
+    if (view_ && view_changes_ == changes_) return view_;
   }
-  spdlog::info("snapshot at journal record {} written ({} bytes) in {:.3f} s", state_.last_seq, body.size(),
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - now).count());
-  last_snapshot_seq_ = state_.last_seq;
+  auto copy = std::make_shared<const ServerState>(state_);
+  std::lock_guard lock(view_mu_);
+  view_ = copy;
+  view_changes_ = changes_;
+  ++view_stats_.views_published;
+  return copy;
 }
 
 }  // namespace allot::server

@@ -73,6 +73,16 @@ class ServerHeartbeatCrossing : public ServerHeartbeatBoard {
     }
     return ServerHeartbeatBoard::read_clock();
   }
+  // Job one runs on `busy`, job two (restarted once by a timeout) on `quiet`; both nodes have heartbeated with
+  // their replica and the board holds what that published.
+  void run_one_and_two(std::string& busy, std::string& quiet) {
+    busy = run_job("one");
+    quiet = busy == "g1" ? "g2" : "g1";
+    ASSERT_EQ(run_job("two", /*max_retries=*/1), quiet);  // restarted by a timeout
+    ASSERT_EQ(heartbeat(busy, running("one")).status, 200);
+    ASSERT_EQ(heartbeat(quiet, running("two")).status, 200);
+    settle();
+  }
   // The writer parks (after_close_) when it logs that it times `node` out: it has closed the node's slot on the
   // board and not yet applied the timeout, nor answered or published anything of its batch.
   void park_when_timing_out(const std::string& node) {
@@ -138,12 +148,8 @@ class ServerHeartbeatCrossing : public ServerHeartbeatBoard {
 // both are timed out by that batch unless heard before the slot is closed. g-busy's heartbeat comes after the fold
 // (the writer is parked at its next step) and is answered by the board: it counts, and only the other node times out.
 TEST_F(ServerHeartbeatCrossing, AHeartbeatAnsweredAfterTheFoldButBeforeTheSlotClosesPreventsTheTimeout) {
-  const std::string busy = run_job("one");
-  const std::string quiet = busy == "g1" ? "g2" : "g1";
-  ASSERT_EQ(run_job("two", /*max_retries=*/1), quiet);  // restarted by a timeout
-  ASSERT_EQ(heartbeat(busy, running("one")).status, 200);
-  ASSERT_EQ(heartbeat(quiet, running("two")).status, 200);
-  settle();
+  std::string busy, quiet;
+  ASSERT_NO_FATAL_FAILURE(run_one_and_two(busy, quiet));
 
   hold();
   auto written = write_async();
@@ -195,12 +201,8 @@ TEST_F(ServerHeartbeatCrossing, AHeartbeatAnsweredAfterTheFoldButBeforeTheSlotCl
 // heartbeat arrives. The board must refuse it (it is not answered while the writer is parked), and the writer,
 // handling it after the timeout, undoes the timeout; the replica restarted by the timeout is not run twice.
 TEST_F(ServerHeartbeatCrossing, AHeartbeatAfterTheSlotClosedGoesToTheWriterAndUndoesTheTimeout) {
-  const std::string busy = run_job("one");
-  const std::string quiet = busy == "g1" ? "g2" : "g1";
-  ASSERT_EQ(run_job("two", /*max_retries=*/1), quiet);  // restarted by a timeout
-  ASSERT_EQ(heartbeat(busy, running("one")).status, 200);
-  ASSERT_EQ(heartbeat(quiet, running("two")).status, 200);
-  settle();
+  std::string busy, quiet;
+  ASSERT_NO_FATAL_FAILURE(run_one_and_two(busy, quiet));
   now_ms_ += 1500;
   ASSERT_EQ(heartbeat(busy, running("one")).status, 200);  // busy stays within its timeout
   park_when_timing_out(quiet);

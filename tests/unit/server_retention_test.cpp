@@ -17,7 +17,9 @@ class ServerRetention : public ServerTest {
     ServerTest::SetUp();
     stop();
     options_.retain_finished_s = 60;
-    options_.snapshot_every_records = 100;
+    // A snapshot falls due at every batch that wrote a record (and at the writer's next tick when one was
+    // being written then), so that once the test is quiet the latest snapshot is of the state it left.
+    options_.snapshot_every_records = 1;
     start();
   }
   // A counter or gauge from /metrics; -1 when it is missing.
@@ -29,8 +31,21 @@ class ServerRetention : public ServerTest {
   // The bytes of the latest snapshot's cluster part (jobs, nodes, teams). The audit trail and the events in
   // memory have bounds of their own (100,000 and 10,000 entries) and grow here with every request until then.
   size_t snapshot_bytes() {
-    auto snap = journal_->latest_snapshot();
-    return snap.ok() && *snap ? json::parse((*snap)->body).at("cluster").dump().size() : 0;
+    // Snapshots are written off the writer thread, one at a time, so the one due after the last record may
+    // come a tick later: wait for the snapshot of the journal's last record.
+    uint64_t last = 0;
+    EXPECT_TRUE(journal_->load_after(0, [&](const store::Record& r) {
+      last = r.seq;
+      return ok_status();
+    }).ok());
+    std::optional<store::Snapshot> latest;
+    EXPECT_TRUE(eventually([&] {
+      auto snap = journal_->latest_snapshot();
+      if (!snap.ok() || !*snap || (*snap)->seq < last || server_->stats().snapshot_writing) return false;
+      latest = **snap;
+      return true;
+    })) << "no snapshot of journal record " << last;
+    return latest ? json::parse(latest->body).at("cluster").dump().size() : 0;
   }
 };
 

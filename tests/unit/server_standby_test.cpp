@@ -124,6 +124,8 @@ TEST_F(ServerStandby, AStandbyStartingLaterCatchesUpFromTheLeadersSnapshot) {
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 201) << r->body;
   }
+  // Snapshots are written off the writer thread.
+  ASSERT_TRUE(eventually([&] { return !a.stats().snapshot_writing; }));
   EXPECT_EQ(testing::PgTestInstance::exec(database_, "DO $$ BEGIN IF (SELECT count(*) FROM allot_snapshots) = 0 THEN "
                                                      "RAISE 'the leader wrote no snapshot'; END IF; END $$"),
             "");
