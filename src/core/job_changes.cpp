@@ -82,6 +82,7 @@ Result<std::vector<JobId>> compact_finished(ClusterState& s, Time finished_befor
                           std::to_string(now) + "; only jobs that have already finished can be compacted");
   // The jobs that leave lead finished_jobs (ordered by when they finished); they are compacted in ID order, as
   // they were when this walked every job.
+  keep_finished_index(s);
   std::vector<JobId> out;
   auto end = s.finished_jobs.upper_bound({finished_before, UINT32_MAX});
   for (auto it = s.finished_jobs.begin(); it != end; ++it) out.push_back(JobId(it->second));

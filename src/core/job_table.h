@@ -4,13 +4,16 @@
 // IDs are never reused (decisions, events and journal records name jobs by ID), so a job compacted by retention
 // (state.h, compact_finished) keeps its slot as a tombstone. A plain vector would keep a whole Job (over 500
 // bytes) per job ever submitted, forever. The table stores jobs in chunks of kChunk consecutive IDs and frees a
-// chunk once every one of its jobs is a tombstone; a freed chunk costs one empty vector header (24 bytes per
-// kChunk jobs). Its slots then read as one shared tombstone.
+// chunk once every one of its jobs is a tombstone; a freed chunk costs one empty vector header and a pointer
+// (32 bytes per kChunk jobs). Its slots then read as the table's own chunk of shared tombstones.
+//
+// Indexing is on the scheduler's hot path: a job is one pointer per chunk away (at_), with no test for a freed
+// chunk on const access (its pointer leads to the shared tombstones), one load more than a plain vector.
 //
 // Close to std::vector<Job> so that code indexing jobs reads the same:
 // - `size()` is the next ID; `operator[]` takes any ID below it.
-// - Const access to a slot in a freed chunk returns the table's shared tombstone. Its `id` is not valid (it
-//   stands for every freed slot): code that holds an ID already knows it.
+// - Const access to a slot in a freed chunk returns one of the table's shared tombstones. Its `id` is not valid
+//   (it stands for every freed slot): code that holds an ID already knows it.
 // - Non-const access to a slot in a freed chunk brings the chunk back (kChunk tombstones with their own IDs), so
 //   that a reference is always to the job asked for; release_revived() frees such chunks again.
 // - Iteration visits the jobs in ID order but skips freed chunks: those hold tombstones only, which every scan
@@ -80,17 +83,31 @@ class JobTable {
   using iterator = Iterator<false>;
   using const_iterator = Iterator<true>;
 
+  JobTable() = default;
+  // A copy's chunks are its own: their pointers are taken again (and a freed chunk's lead to its own tombstones).
+  JobTable(const JobTable& o) : chunks_(o.chunks_), kept_(o.kept_), revived_(o.revived_), size_(o.size_) { point_all(); }
+  JobTable& operator=(const JobTable& o) {
+    if (this != &o) {
+      chunks_ = o.chunks_;
+      kept_ = o.kept_;
+      revived_ = o.revived_;
+      size_ = o.size_;
+      point_all();
+    }
+    return *this;
+  }
+  // Moving keeps every buffer, tombstones_ included, so the pointers stay right.
+  JobTable(JobTable&&) noexcept = default;
+  JobTable& operator=(JobTable&&) noexcept = default;
+
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
-  const Job& operator[](size_t id) const {
-    const std::vector<Job>& c = chunks_[id / kChunk];
-    return c.empty() ? tombstone_ : c[id % kChunk];
-  }
+  const Job& operator[](size_t id) const { return at_[id / kChunk][id % kChunk]; }
   Job& operator[](size_t id) {
-    std::vector<Job>& c = chunks_[id / kChunk];
-    if (c.empty()) [[unlikely]]
-      revive(id / kChunk);
+    Job* c = at_[id / kChunk];
+    if (c == tombstones_.data()) [[unlikely]]
+      c = revive(id / kChunk);
     return c[id % kChunk];
   }
   Job& back() { return (*this)[size_ - 1]; }
@@ -101,9 +118,13 @@ class JobTable {
     if (size_ % kChunk == 0) {
       chunks_.emplace_back();
       kept_.push_back(0);
+      at_.push_back(nullptr);
     }
     std::vector<Job>& c = chunks_.back();
-    if (c.capacity() < kChunk) c.reserve(kChunk);  // a copied table's last chunk may have less room
+    if (c.capacity() < kChunk) {  // a new chunk, or a copied table's last chunk, which may have less room
+      c.reserve(kChunk);
+      at_.back() = c.data();
+    }
     if (!job.compacted) ++kept_.back();
     c.push_back(std::move(job));
     ++size_;
@@ -115,6 +136,7 @@ class JobTable {
       if (size_ % kChunk == 0 && n >= kChunk) {
         chunks_.emplace_back();
         kept_.push_back(0);
+        at_.push_back(tombstones());
         size_ += kChunk;
         n -= kChunk;
         continue;
@@ -159,19 +181,37 @@ class JobTable {
   void free_if_all_compacted(size_t chunk) {
     if (kept_[chunk] != 0 || chunks_[chunk].size() != kChunk) return;
     std::vector<Job>().swap(chunks_[chunk]);
+    at_[chunk] = tombstones();
   }
-  void revive(size_t chunk) {
+  Job* revive(size_t chunk) {
     std::vector<Job>& c = chunks_[chunk];
     c.reserve(kChunk);
     for (size_t i = 0; i < kChunk; ++i) c.push_back(compacted_tombstone(JobId(static_cast<uint32_t>(chunk * kChunk + i))));
     revived_.push_back(chunk);
+    return at_[chunk] = c.data();
+  }
+  // The shared tombstones a freed chunk's slots read as, made on first use (a table that never frees a chunk,
+  // as without retention, has none).
+  Job* tombstones() {
+    if (tombstones_.empty()) tombstones_.assign(kChunk, compacted_tombstone(JobId()));
+    return tombstones_.data();
+  }
+  void point_all() {
+    tombstones_.clear();
+    at_.assign(chunks_.size(), nullptr);
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      const bool last_filling = (c + 1) * kChunk > size_;
+      if (last_filling) chunks_[c].reserve(kChunk);  // its pointer stays valid while it fills
+      at_[c] = chunks_[c].empty() && !last_filling ? tombstones() : chunks_[c].data();
+    }
   }
 
   std::vector<std::vector<Job>> chunks_;  // [id / kChunk]; empty: freed (or not yet filled, past size_)
+  std::vector<Job*> at_;                  // [id / kChunk]: chunks_[c].data(), or tombstones_ for a freed chunk
   std::vector<uint8_t> kept_;             // [id / kChunk]: jobs in the chunk that are not tombstones
   std::vector<size_t> revived_;           // freed chunks that non-const access brought back
   size_t size_ = 0;
-  Job tombstone_ = compacted_tombstone(JobId());  // what every slot of a freed chunk reads as
+  std::vector<Job> tombstones_;           // kChunk compacted_tombstone(JobId()): what a freed chunk's slots read as
 };
 
 }  // namespace allot

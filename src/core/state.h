@@ -58,7 +58,8 @@ struct ClusterState {
   // Bound on attempts_used (compact_finished): when it outgrows kAttemptsKept names, its entries are folded into
   // this one number, the most attempts any of them used, and a later job of a folded name numbers its attempts
   // from here. Every attempt of the old job is below it, so the guarantee above holds; the new job's numbers
-  // merely start higher than they would have.
+  // merely start higher than they would have, and only inside: people are shown them from 0 (Job::attempt_folded).
+  // No bound could tell a folded name from one never used without keeping every name, hence the two numbers.
   int attempts_folded = 0;
   static constexpr size_t kAttemptsKept = 4096;
   // Retention (compact_finished): the latest cutoff (every finished job whose last change was at or before it
@@ -67,8 +68,10 @@ struct ClusterState {
   Time compacted_at = 0;
   uint64_t compacted_jobs = 0;
   // The finished jobs not yet compacted, by (finished_at, ID): compaction and the retention checks walk those
-  // that leave, not every job ever submitted.
+  // that leave, not every job ever submitted. Kept only once retention is in use (keep_finished_index: the first
+  // compaction or retention check builds it), so that without retention it costs nothing.
   std::set<std::pair<Time, uint32_t>> finished_jobs;
+  bool finished_indexed = false;
   uint64_t shape_version = 0;  // bumped when nodes join or leave; caches of "never fits" key on it
   std::vector<Resources> capacity;  // per instance type: all nodes in the cluster, any health
   // The jobs that are running, and those waiting (Pending or Suspended), kept by every change of a job's
@@ -154,6 +157,9 @@ Status delete_job(ClusterState& s, std::string_view name);
 Result<std::vector<JobId>> compact_finished(ClusterState& s, Time finished_before, Time now);
 // When a finished job finished: its last change of state (history), or its submission.
 Time finished_at(const Job& j);
+// Builds ClusterState::finished_jobs from every job and keeps it up to date from then on (once: later calls
+// change nothing). compact_finished calls it, and so does the server's retention check.
+void keep_finished_index(ClusterState& s);
 // compacted_tombstone(id): what a compacted job's slot holds (job_table.h).
 
 // --- Decisions (the scheduler's, replayed by drivers and the store) ------------------------------------------

@@ -52,13 +52,15 @@ std::chrono::milliseconds retention_check_interval(int64_t retain_s) {
 
 // Both walk ClusterState::finished_jobs, the finished jobs not yet compacted ordered by when they finished (the
 // same test as core compact_finished): the cost follows the jobs that leave, not every job ever submitted.
-std::optional<Time> compaction_cutoff(const ClusterState& s, Time now, int64_t retain_s) {
+std::optional<Time> compaction_cutoff(ClusterState& s, Time now, int64_t retain_s) {
+  keep_finished_index(s);
   const Time cutoff = now - retain_s;
   if (!s.finished_jobs.empty() && s.finished_jobs.begin()->first <= cutoff) return cutoff;
   return std::nullopt;
 }
 
-std::vector<std::string> jobs_compacted_by(const ClusterState& s, Time cutoff) {
+std::vector<std::string> jobs_compacted_by(ClusterState& s, Time cutoff) {
+  keep_finished_index(s);
   std::vector<uint32_t> ids;
   for (auto it = s.finished_jobs.begin(); it != s.finished_jobs.end() && it->first <= cutoff; ++it) ids.push_back(it->second);
   std::sort(ids.begin(), ids.end());  // in ID order, as compact_finished compacts them

@@ -179,6 +179,10 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
     job.held = jj.value("held", false);
     job.attempt_base = jj.value("attempt_base", 0);
     if (job.attempt_base < 0) return Error::invalid("job " + spec.name + " has a negative attempt_base");
+    job.attempt_folded = jj.value("attempt_folded", 0);  // absent unless its base came from folded names
+    if (job.attempt_folded < 0 || job.attempt_folded > job.attempt_base)
+      return Error::invalid("job " + spec.name + " has attempt_folded " + std::to_string(job.attempt_folded) +
+                            "; it must be between 0 and its attempt_base " + std::to_string(job.attempt_base));
     job.resizes.clear();
     for (const auto& r : jj.value("resizes", json::array())) {
       const auto cause = r.at(3).get<std::string>();
@@ -285,6 +289,7 @@ json cluster_to_json(const ClusterState& s) {
                     {"attempt_base", j.attempt_base},
                     {"resizes", std::move(resizes)}});
     if (j.plan.valid()) jobs.back()["plan"] = j.plan.value;
+    if (j.attempt_folded != 0) jobs.back()["attempt_folded"] = j.attempt_folded;
   }
   tombstones_up_to(s.jobs.size());
   json removed_teams = json::array();

@@ -174,12 +174,12 @@ TEST_F(RetentionTableTest, TheFinishedIndexFollowsEveryChange) {
       ASSERT_TRUE(finish_job(s, j.spec.name, now, what == 7).ok());
     } else if (what == 9 && !s.waiting_jobs.empty()) {
       ASSERT_TRUE(cancel_job(s, std::as_const(s.jobs)[s.waiting_jobs.sorted().back().index()].spec.name, now).ok());
-    } else if (what == 10 && !s.finished_jobs.empty()) {
-      const Job& j = s.jobs[s.finished_jobs.rbegin()->second];
+    } else if (const auto finished = finished_by_scan(); what == 10 && !finished.empty()) {
+      const Job& j = s.jobs[finished.rbegin()->second];
       if (!j.deleted) {
         ASSERT_TRUE(delete_job(s, j.spec.name).ok());
       }
-    } else if (what == 11) {
+    } else if (what == 11 && step >= 1000) {  // the first compaction builds the index from 1,000 steps' jobs
       const Time cutoff = now - static_cast<Time>(rng() % 200);
       std::vector<JobId> expected;
       for (const auto& [at, id] : finished_by_scan())
@@ -189,8 +189,13 @@ TEST_F(RetentionTableTest, TheFinishedIndexFollowsEveryChange) {
       ASSERT_TRUE(gone.ok()) << gone.error().message;
       EXPECT_EQ(*gone, expected);
     }
-    ASSERT_EQ(s.finished_jobs, finished_by_scan()) << "step " << step;
+    if (s.finished_indexed) {
+      ASSERT_EQ(s.finished_jobs, finished_by_scan()) << "step " << step;
+    } else {
+      ASSERT_TRUE(s.finished_jobs.empty()) << "no index before retention is used: step " << step;
+    }
   }
+  ASSERT_TRUE(s.finished_indexed);
   ASSERT_TRUE(compact_finished(s, now, now).ok());
   // Memory: exactly the chunks that hold an active job (or still take new jobs) are left.
   std::set<size_t> active_chunks{(s.jobs.size() - 1) / JobTable::kChunk};
@@ -203,6 +208,8 @@ TEST_F(RetentionTableTest, TheFinishedIndexFollowsEveryChange) {
   auto restored = store::cluster_from_json(store::cluster_to_json(s));
   ASSERT_TRUE(restored.ok()) << restored.error().message;
   EXPECT_EQ(store::cluster_to_json(*restored), store::cluster_to_json(s));
+  EXPECT_FALSE(restored->finished_indexed) << "built again on first use";
+  keep_finished_index(*restored);
   EXPECT_EQ(restored->finished_jobs, s.finished_jobs);
   EXPECT_EQ(restored->jobs.chunks_stored(), s.jobs.chunks_stored());
 }
@@ -234,6 +241,11 @@ TEST_F(RetentionTableTest, AttemptNumbersStayApartAfterTheNamesAreFolded) {
   EXPECT_EQ(s.attempts_folded, 4);
   ASSERT_TRUE(submit_job(s, job_spec("restarted", "a"), now++).ok());
   EXPECT_EQ(s.find_job("restarted")->attempt_base, 4) << "the old job's attempts 0..3 are never taken for the new one's";
+  EXPECT_EQ(s.find_job("restarted")->attempt_folded, 4) << "from the fold: not shown (server attempt_shown)";
+  ASSERT_TRUE(submit_job(s, job_spec("never-used", "a"), now++).ok());
+  EXPECT_EQ(s.find_job("never-used")->attempt_base, 4);
+  EXPECT_EQ(s.find_job("never-used")->attempt_base - s.find_job("never-used")->attempt_folded, 0)
+      << "a new name is shown from attempt 0, as without the fold";
   // A name deleted after the fold is listed again, and numbers its attempts after its own.
   run_and_fail("later", 0);
   EXPECT_EQ(s.find_job("later")->attempt_base, 4);
@@ -241,10 +253,49 @@ TEST_F(RetentionTableTest, AttemptNumbersStayApartAfterTheNamesAreFolded) {
   EXPECT_EQ(s.attempts_used.at("later"), 5);
   ASSERT_TRUE(submit_job(s, job_spec("later", "a"), now++).ok());
   EXPECT_EQ(s.find_job("later")->attempt_base, 5);
+  EXPECT_EQ(s.find_job("later")->attempt_folded, 0) << "listed: shown after its own runs, as after a delete";
 
   auto restored = store::cluster_from_json(store::cluster_to_json(s));
   ASSERT_TRUE(restored.ok()) << restored.error().message;
   EXPECT_EQ(restored->attempts_folded, 4);
+  EXPECT_EQ(restored->find_job("never-used")->attempt_folded, 4);
+  EXPECT_EQ(restored->find_job("later")->attempt_folded, 0);
+}
+
+// Without retention (the simulator, `--retain-finished never`) finished jobs are not indexed at all; the first
+// compaction or retention check builds the index from every job, and it follows every change from then on.
+TEST_F(RetentionTableTest, TheFinishedIndexIsKeptOnlyOnceRetentionIsUsed) {
+  Time now = 1;
+  for (int i = 0; i < 300; ++i) {
+    const std::string name = "j" + std::to_string(i);
+    ASSERT_TRUE(submit_job(s, job_spec(name, "a"), now++).ok());
+    schedule(s, now++);
+    if (i % 3 == 0) ASSERT_TRUE(cancel_job(s, name, now++).ok());
+    else if (s.find_job(name)->state == JobState::kRunning) ASSERT_TRUE(finish_job(s, name, now++, i % 3 == 1).ok());
+  }
+  EXPECT_FALSE(s.finished_indexed);
+  EXPECT_TRUE(s.finished_jobs.empty()) << "no cost without retention";
+  keep_finished_index(s);
+  EXPECT_EQ(s.finished_jobs, finished_by_scan());
+  EXPECT_GT(s.finished_jobs.size(), 250u);
+  keep_finished_index(s);  // once: nothing changes
+  EXPECT_EQ(s.finished_jobs, finished_by_scan());
+  ASSERT_TRUE(submit_job(s, job_spec("after", "a"), now++).ok());
+  ASSERT_TRUE(cancel_job(s, "after", now++).ok());
+  EXPECT_EQ(s.finished_jobs, finished_by_scan()) << "kept up to date from then on";
+
+  // A compaction builds it too, on a state that never had it.
+  ClusterState fresh = s;
+  fresh.finished_jobs.clear();
+  fresh.finished_indexed = false;
+  auto gone = compact_finished(fresh, 100, now);
+  ASSERT_TRUE(gone.ok()) << gone.error().message;
+  EXPECT_FALSE(gone->empty());
+  EXPECT_TRUE(fresh.finished_indexed);
+  std::set<std::pair<Time, uint32_t>> left;
+  for (const auto& f : s.finished_jobs)
+    if (f.first > 100) left.insert(f);
+  EXPECT_EQ(fresh.finished_jobs, left);
 }
 
 }  // namespace
