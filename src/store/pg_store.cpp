@@ -3,6 +3,7 @@
 #include <libpq-fe.h>
 
 #include "store/record_json.h"
+#include "store/snapshot_parts.h"
 
 namespace allot::store {
 
@@ -23,6 +24,9 @@ const std::vector<std::vector<const char*>> kMigrations = {
      "INSERT INTO allot_leader (id, epoch, url) VALUES (1, 0, '')"},
     // 3: snapshots of the state at a journal position (store.h, Snapshot).
     {"CREATE TABLE allot_snapshots (seq bigint PRIMARY KEY, body text NOT NULL)"},
+    // 4: a snapshot's body in parts (snapshot_parts.h); `parts` = 0 keeps a version 3 snapshot readable.
+    {"CREATE TABLE allot_snapshot_parts (seq bigint NOT NULL, part integer NOT NULL, body text NOT NULL, PRIMARY KEY (seq, part))",
+     "ALTER TABLE allot_snapshots ADD COLUMN parts integer NOT NULL DEFAULT 0"},
 };
 
 constexpr int kJournalPage = 5000;  // records fetched per query while loading
@@ -180,25 +184,76 @@ Status PgStore::begin_fenced_locked() {
 }
 
 Status PgStore::put_snapshot(uint64_t seq, const std::string& body) {
-  std::lock_guard lock(mu_);
-  if (auto st = begin_fenced_locked(); !st) return st;
-  auto last = run(conn_, described_, "SELECT COALESCE(MAX(seq), 0) FROM allot_journal");
-  if (!last) return fail_write_locked(last.error());
-  const auto end = static_cast<uint64_t>(std::strtoull(PQgetvalue(last->get(), 0, 0), nullptr, 10));
-  if (seq > end)
-    return fail_write_locked(Error::invalid("snapshot at record " + std::to_string(seq) + " is past the journal's end (" +
-                                            std::to_string(end) + ")"));
-  if (auto r = run(conn_, described_,
-                   "INSERT INTO allot_snapshots (seq, body) VALUES ($1::bigint, $2) ON CONFLICT (seq) DO UPDATE SET body = EXCLUDED.body",
-                   {std::to_string(seq), body});
-      !r)
-    return fail_write_locked(r.error());
-  if (auto r = run(conn_, described_,
-                   "DELETE FROM allot_snapshots WHERE seq NOT IN (SELECT seq FROM allot_snapshots ORDER BY seq DESC LIMIT " +
-                       std::to_string(kSnapshotsKept) + ")");
-      !r)
-    return fail_write_locked(r.error());
-  if (auto r = run(conn_, described_, "COMMIT"); !r) return fail_write_locked(r.error());
+  const std::string seq_text = std::to_string(seq);
+  // Checks, inside a fenced transaction, that the journal holds record `seq`; true when a snapshot there exists.
+  auto check_locked = [&]() -> Result<bool> {
+    auto last = run(conn_, described_, "SELECT COALESCE(MAX(seq), 0) FROM allot_journal");
+    if (!last) return last.error();
+    const auto end = static_cast<uint64_t>(std::strtoull(PQgetvalue(last->get(), 0, 0), nullptr, 10));
+    if (seq > end)
+      return Error::invalid("snapshot at record " + seq_text + " is past the journal's end (" + std::to_string(end) + ")");
+    auto there = run(conn_, described_, "SELECT 1 FROM allot_snapshots WHERE seq = $1::bigint", {seq_text});
+    if (!there) return there.error();
+    return PQntuples(there->get()) > 0;
+  };
+  {
+    std::lock_guard lock(mu_);
+    if (auto st = begin_fenced_locked(); !st) return st;
+    auto exists = check_locked();
+    if (!exists) return fail_write_locked(exists.error());
+    if (auto r = run(conn_, described_, "COMMIT"); !r) return fail_write_locked(r.error());
+    // One at the same position holds the same state: rewriting its parts in place could only tear it.
+    if (*exists) return ok_status();
+  }
+  // Each part in its own fenced transaction, the lock let go in between, so that appends go on meanwhile.
+  const auto parts = split_snapshot(body, options_.snapshot_part_bytes);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (options_.before_snapshot_part)
+      if (auto st = options_.before_snapshot_part(i); !st) return st;
+    appends_first_.let_appends_go();
+    std::lock_guard lock(mu_);
+    if (auto st = begin_fenced_locked(); !st) return st;
+    if (auto r = run(conn_, described_,
+                     "INSERT INTO allot_snapshot_parts (seq, part, body) VALUES ($1::bigint, $2::integer, $3) "
+                     "ON CONFLICT (seq, part) DO UPDATE SET body = EXCLUDED.body",
+                     {seq_text, std::to_string(i), std::string(parts[i])});
+        !r)
+      return fail_write_locked(r.error());
+    if (auto r = run(conn_, described_, "COMMIT"); !r) return fail_write_locked(r.error());
+  }
+  {
+    // The snapshot exists from this commit on, whole; older ones beyond kSnapshotsKept go with it.
+    appends_first_.let_appends_go();
+    std::lock_guard lock(mu_);
+    if (auto st = begin_fenced_locked(); !st) return st;
+    if (auto exists = check_locked(); !exists) return fail_write_locked(exists.error());
+    const std::string n = std::to_string(parts.size());
+    for (const auto& [sql, params] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"DELETE FROM allot_snapshot_parts WHERE seq = $1::bigint AND part >= $2::integer", {seq_text, n}},
+             {"INSERT INTO allot_snapshots (seq, body, parts) VALUES ($1::bigint, '', $2::integer) "
+              "ON CONFLICT (seq) DO UPDATE SET body = EXCLUDED.body, parts = EXCLUDED.parts",
+              {seq_text, n}},
+             {"DELETE FROM allot_snapshots WHERE seq NOT IN (SELECT seq FROM allot_snapshots ORDER BY seq DESC LIMIT " +
+                  std::to_string(kSnapshotsKept) + ")",
+              {}}})
+      if (auto r = run(conn_, described_, sql, params); !r) return fail_write_locked(r.error());
+    if (auto r = run(conn_, described_, "COMMIT"); !r) return fail_write_locked(r.error());
+  }
+  // The parts of dropped snapshots, and of any whose writing stopped before its last step, one part per
+  // transaction. Only the leader writes snapshots, one at a time, so no part deleted here belongs to a snapshot
+  // being written (a deposed leader's next part is refused by the fence).
+  for (;;) {
+    appends_first_.let_appends_go();
+    std::lock_guard lock(mu_);
+    if (auto st = begin_fenced_locked(); !st) return st;
+    auto r = run(conn_, described_,
+                 "DELETE FROM allot_snapshot_parts WHERE (seq, part) IN (SELECT seq, part FROM allot_snapshot_parts "
+                 "WHERE seq NOT IN (SELECT seq FROM allot_snapshots) LIMIT 1)");
+    if (!r) return fail_write_locked(r.error());
+    const bool deleted = std::atoi(PQcmdTuples(r->get())) > 0;
+    if (auto c = run(conn_, described_, "COMMIT"); !c) return fail_write_locked(c.error());
+    if (!deleted) break;
+  }
   return ok_status();
 }
 
@@ -208,11 +263,26 @@ Result<std::optional<Snapshot>> PgStore::latest_snapshot() {
     if (leading_) lose_session_locked();
     if (auto st = connect_locked(); !st) return st.error();
   }
-  auto r = run(conn_, described_, "SELECT seq, body FROM allot_snapshots ORDER BY seq DESC LIMIT 1");
+  // One statement, so the row and its parts are read from the same database snapshot even while a leader prunes.
+  auto r = run(conn_, described_,
+               "WITH s AS (SELECT seq, body, parts FROM allot_snapshots ORDER BY seq DESC LIMIT 1) "
+               "SELECT s.seq, s.body, s.parts, p.part, p.body FROM s LEFT JOIN allot_snapshot_parts p ON p.seq = s.seq "
+               "ORDER BY p.part");
   if (!r) return Error::internal("cannot read the snapshots: " + r.error().message);
-  if (PQntuples(r->get()) == 0) return std::optional<Snapshot>();
-  return std::optional<Snapshot>(Snapshot{static_cast<uint64_t>(std::strtoull(PQgetvalue(r->get(), 0, 0), nullptr, 10)),
-                                          std::string(PQgetvalue(r->get(), 0, 1), PQgetlength(r->get(), 0, 1))});
+  const int rows = PQntuples(r->get());
+  if (rows == 0) return std::optional<Snapshot>();
+  PGresult* res = r->get();
+  Snapshot out{static_cast<uint64_t>(std::strtoull(PQgetvalue(res, 0, 0), nullptr, 10)),
+               std::string(PQgetvalue(res, 0, 1), PQgetlength(res, 0, 1))};
+  const auto expected = static_cast<size_t>(std::atoll(PQgetvalue(res, 0, 2)));
+  if (expected == 0) return std::optional<Snapshot>(std::move(out));  // written whole (schema 3)
+  std::vector<std::pair<int64_t, std::string>> parts;
+  for (int i = 0; i < rows; ++i)
+    if (!PQgetisnull(res, i, 3)) parts.emplace_back(std::atoll(PQgetvalue(res, i, 3)), std::string(PQgetvalue(res, i, 4), PQgetlength(res, i, 4)));
+  auto body = join_snapshot(out.seq, expected, parts);
+  if (!body) return body.error();
+  out.body = std::move(*body);
+  return std::optional<Snapshot>(std::move(out));
 }
 
 Status PgStore::append(const std::vector<Record>& batch) {
@@ -220,7 +290,7 @@ Status PgStore::append(const std::vector<Record>& batch) {
   auto encoded = record_bodies(batch);
   if (!encoded) return encoded.error();
   const std::vector<std::string>& bodies = *encoded;
-  std::lock_guard lock(mu_);
+  auto lock = appends_first_.lock(mu_);
   auto fail = [this](const Error& e) -> Status { return fail_write_locked(e); };
   if (auto st = begin_fenced_locked(); !st) return st;
   std::string sql;

@@ -17,6 +17,7 @@
 #include <functional>
 #include <mutex>
 
+#include "store/snapshot_parts.h"
 #include "store/store.h"
 
 struct pg_conn;
@@ -29,6 +30,11 @@ struct PgOptions {
   std::function<Status(size_t index_in_batch)> fault_before_insert;
   // Records per INSERT statement; tests set 1 so that a fault falls between statements of one transaction.
   size_t insert_chunk = 500;
+  // Test hook: called before each part of a snapshot is written, without the store's lock; an error stops the
+  // snapshot there, as a crash would.
+  std::function<Status(size_t part)> before_snapshot_part;
+  // Bytes per part of a snapshot (snapshot_parts.h); bench/snapshot_stall_bench compares sizes with it.
+  size_t snapshot_part_bytes = kSnapshotPartBytes;
 };
 
 class PgStore final : public Store {
@@ -71,6 +77,7 @@ class PgStore final : public Store {
   const std::string described_;  // the URL without its password
   PgOptions options_;
   mutable std::mutex mu_;
+  AppendsFirst appends_first_;
   pg_conn* conn_ = nullptr;
   bool leading_ = false;
   int64_t epoch_ = 0;  // allot_leader.epoch this store set when it took the lead

@@ -3,12 +3,25 @@
 #include <sqlite3.h>
 
 #include "store/record_json.h"
+#include "store/snapshot_parts.h"
 
 namespace allot::store {
 
 namespace {
-// Bumped when the journal's layout changes in a way older readers cannot read. 2: snapshots.
-constexpr int kSchemaVersion = 2;
+// Bumped when the journal's layout changes in a way older readers cannot read. 2: snapshots. 3: snapshots in parts.
+constexpr int kSchemaVersion = 3;
+
+// Migration i (counting from 1) takes the file from version i-1 to version i. A migration that has shipped is
+// never edited: a change of layout is a new one at the end. (The journal table itself is created on open.)
+const std::vector<std::vector<const char*>> kMigrations = {
+    // 1: the journal alone.
+    {},
+    // 2: snapshots of the state at a journal position (store.h, Snapshot), the body in one row.
+    {"CREATE TABLE IF NOT EXISTS snapshots (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)"},
+    // 3: a snapshot's body in parts (snapshot_parts.h); `parts` = 0 keeps a version 2 snapshot readable.
+    {"CREATE TABLE snapshot_parts (seq INTEGER NOT NULL, part INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (seq, part))",
+     "ALTER TABLE snapshots ADD COLUMN parts INTEGER NOT NULL DEFAULT 0"},
+};
 }  // namespace
 
 Error SqliteStore::error(const std::string& what) const {
@@ -59,14 +72,21 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     return Error::precondition("database " + path + " was written by a newer allot (journal format " +
                                std::to_string(version) + ", this version reads " + std::to_string(kSchemaVersion) + ")");
   if (version < kSchemaVersion) {
-    // Migrations from 0 (a new file) or 1 (the journal alone), in one transaction with the version they reach.
-    for (const char* sql : {"BEGIN IMMEDIATE", "CREATE TABLE IF NOT EXISTS snapshots (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)"})
-      if (auto st = s->exec(sql); !st) return st.error();
-    for (const std::string& sql : {"PRAGMA user_version=" + std::to_string(kSchemaVersion), std::string("COMMIT")})
+    // Every step from the file's version to this one's, in one transaction with the version they reach.
+    if (auto st = s->exec("BEGIN IMMEDIATE"); !st) return st.error();
+    std::vector<std::string> steps;
+    for (int m = version; m < kSchemaVersion; ++m)
+      for (const char* sql : kMigrations[m]) steps.emplace_back(sql);
+    steps.push_back("PRAGMA user_version=" + std::to_string(kSchemaVersion));
+    for (const std::string& sql : steps)
       if (auto st = s->exec(sql.c_str()); !st) {
         (void)s->exec("ROLLBACK");
         return st.error();
       }
+    if (auto st = s->exec("COMMIT"); !st) {
+      (void)s->exec("ROLLBACK");
+      return st.error();
+    }
   }
   if (sqlite3_prepare_v2(s->db_, "INSERT INTO journal (seq, at, kind, body) VALUES (?, ?, ?, ?)", -1, &s->insert_,
                          nullptr) != SQLITE_OK)
@@ -85,7 +105,7 @@ Status SqliteStore::append(const std::vector<Record>& batch) {
   auto encoded = record_bodies(batch);
   if (!encoded) return encoded.error();
   const std::vector<std::string>& bodies = *encoded;
-  std::lock_guard lock(mu_);
+  auto lock = appends_first_.lock(mu_);
   auto st = exec("BEGIN IMMEDIATE");
   if (!st) return st;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -138,49 +158,140 @@ Status SqliteStore::load_after(uint64_t after, const std::function<Status(const 
   return result;
 }
 
-Status SqliteStore::put_snapshot(uint64_t seq, const std::string& body) {
-  std::lock_guard lock(mu_);
-  auto st = exec("BEGIN IMMEDIATE");
-  if (!st) return st;
-  auto fail = [this](Error e) -> Status {
-    (void)exec("ROLLBACK");
-    return e;
-  };
+Result<uint64_t> SqliteStore::journal_end_locked() {
   sqlite3_stmt* q = nullptr;
   sqlite3_int64 last = 0;
-  if (sqlite3_prepare_v2(db_, "SELECT COALESCE(MAX(seq), 0) FROM journal", -1, &q, nullptr) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
-    last = sqlite3_column_int64(q, 0);
+  if (sqlite3_prepare_v2(db_, "SELECT COALESCE(MAX(seq), 0) FROM journal", -1, &q, nullptr) != SQLITE_OK)
+    return error("cannot read the journal's end");
+  if (sqlite3_step(q) == SQLITE_ROW) last = sqlite3_column_int64(q, 0);
   sqlite3_finalize(q);
-  if (seq > static_cast<uint64_t>(last))
-    return fail(Error::invalid("snapshot at record " + std::to_string(seq) + " is past the journal's end (" + std::to_string(last) + ")"));
-  if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO snapshots (seq, body) VALUES (?, ?)", -1, &q, nullptr) != SQLITE_OK)
-    return fail(error("cannot prepare the snapshot insert"));
-  sqlite3_bind_int64(q, 1, static_cast<sqlite3_int64>(seq));
-  sqlite3_bind_text(q, 2, body.data(), static_cast<int>(body.size()), SQLITE_STATIC);
-  const int rc = sqlite3_step(q);
+  return static_cast<uint64_t>(last);
+}
+
+// One statement with integer parameters and an optional text one, in a transaction of its own unless `in_txn`.
+Status SqliteStore::write_locked(const char* sql, std::initializer_list<int64_t> ints, std::optional<std::string_view> text,
+                                 bool in_txn) {
+  if (!in_txn)
+    if (auto st = exec("BEGIN IMMEDIATE"); !st) return st;
+  sqlite3_stmt* q = nullptr;
+  Status st = ok_status();
+  if (sqlite3_prepare_v2(db_, sql, -1, &q, nullptr) != SQLITE_OK) {
+    st = error(std::string("cannot prepare ") + sql);
+  } else {
+    int i = 1;
+    for (int64_t v : ints) sqlite3_bind_int64(q, i++, v);
+    if (text) sqlite3_bind_text(q, i, text->data(), static_cast<int>(text->size()), SQLITE_STATIC);
+    if (sqlite3_step(q) != SQLITE_DONE) st = error(std::string("cannot run ") + sql);
+  }
   sqlite3_finalize(q);
-  if (rc != SQLITE_DONE) return fail(error("cannot write the snapshot at record " + std::to_string(seq)));
-  const std::string prune = "DELETE FROM snapshots WHERE seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT " +
-                            std::to_string(kSnapshotsKept) + ")";
-  if (st = exec(prune.c_str()); !st) return fail(st.error());
-  if (st = exec("COMMIT"); !st) return fail(st.error());
+  if (!in_txn) {
+    if (st) st = exec("COMMIT");
+    if (!st) (void)exec("ROLLBACK");
+  }
+  return st;
+}
+
+Status SqliteStore::put_snapshot(uint64_t seq, const std::string& body) {
+  const auto seq_arg = static_cast<int64_t>(seq);
+  auto past_end = [&](uint64_t end) {
+    return Error::invalid("snapshot at record " + std::to_string(seq) + " is past the journal's end (" + std::to_string(end) + ")");
+  };
+  {
+    std::lock_guard lock(mu_);
+    auto end = journal_end_locked();
+    if (!end) return end.error();
+    if (seq > *end) return past_end(*end);
+    // One at the same position holds the same state: rewriting its parts in place could only tear it.
+    sqlite3_stmt* q = nullptr;
+    if (sqlite3_prepare_v2(db_, "SELECT 1 FROM snapshots WHERE seq = ?", -1, &q, nullptr) != SQLITE_OK)
+      return error("cannot read the snapshots");
+    sqlite3_bind_int64(q, 1, seq_arg);
+    const bool exists = sqlite3_step(q) == SQLITE_ROW;
+    sqlite3_finalize(q);
+    if (exists) return ok_status();
+  }
+  // Each part in its own transaction, the lock let go in between, so that appends go on while the parts are written.
+  const auto parts = split_snapshot(body, options_.snapshot_part_bytes);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (options_.before_snapshot_part)
+      if (auto st = options_.before_snapshot_part(i); !st) return st;
+    appends_first_.let_appends_go();
+    std::lock_guard lock(mu_);
+    if (auto st = write_locked("INSERT OR REPLACE INTO snapshot_parts (seq, part, body) VALUES (?, ?, ?)",
+                               {seq_arg, static_cast<int64_t>(i)}, parts[i], /*in_txn=*/false);
+        !st)
+      return st;
+  }
+  {
+    // The snapshot exists from this commit on, whole; older ones beyond kSnapshotsKept go with it.
+    appends_first_.let_appends_go();
+    std::lock_guard lock(mu_);
+    if (auto st = exec("BEGIN IMMEDIATE"); !st) return st;
+    auto fail = [this](Error e) -> Status {
+      (void)exec("ROLLBACK");
+      return e;
+    };
+    auto end = journal_end_locked();
+    if (!end) return fail(end.error());
+    if (seq > *end) return fail(past_end(*end));
+    const auto n = static_cast<int64_t>(parts.size());
+    if (auto st = write_locked("DELETE FROM snapshot_parts WHERE seq = ? AND part >= ?", {seq_arg, n}, std::nullopt, true); !st)
+      return fail(st.error());
+    if (auto st = write_locked("INSERT OR REPLACE INTO snapshots (seq, body, parts) VALUES (?, '', ?)", {seq_arg, n}, std::nullopt, true);
+        !st)
+      return fail(st.error());
+    const std::string prune = "DELETE FROM snapshots WHERE seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT " +
+                              std::to_string(kSnapshotsKept) + ")";
+    if (auto st = exec(prune.c_str()); !st) return fail(st.error());
+    if (auto st = exec("COMMIT"); !st) return fail(st.error());
+  }
+  // The parts of dropped snapshots, and of any whose writing stopped before its last step, one part per
+  // transaction for the same reason as above. Only this server writes snapshots, one at a time (the file is
+  // opened exclusively), so no part deleted here belongs to a snapshot being written.
+  for (;;) {
+    appends_first_.let_appends_go();
+    std::lock_guard lock(mu_);
+    if (auto st = write_locked("DELETE FROM snapshot_parts WHERE rowid IN (SELECT rowid FROM snapshot_parts "
+                               "WHERE seq NOT IN (SELECT seq FROM snapshots) LIMIT 1)",
+                               {}, std::nullopt, /*in_txn=*/false);
+        !st)
+      return st;
+    if (sqlite3_changes(db_) == 0) break;
+  }
   return ok_status();
 }
 
 Result<std::optional<Snapshot>> SqliteStore::latest_snapshot() {
   std::lock_guard lock(mu_);
   sqlite3_stmt* q = nullptr;
-  if (sqlite3_prepare_v2(db_, "SELECT seq, body FROM snapshots ORDER BY seq DESC LIMIT 1", -1, &q, nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db_, "SELECT seq, body, parts FROM snapshots ORDER BY seq DESC LIMIT 1", -1, &q, nullptr) != SQLITE_OK)
     return error("cannot read the snapshots");
   std::optional<Snapshot> out;
+  int64_t parts = 0;
   const int rc = sqlite3_step(q);
   if (rc == SQLITE_ROW) {
     const char* text = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
     out = Snapshot{static_cast<uint64_t>(sqlite3_column_int64(q, 0)),
                    std::string(text ? text : "", static_cast<size_t>(sqlite3_column_bytes(q, 1)))};
+    parts = sqlite3_column_int64(q, 2);
   }
   sqlite3_finalize(q);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return error("cannot read the snapshots");
+  if (!out || parts == 0) return out;  // none, or one written whole (journal format 2)
+  if (sqlite3_prepare_v2(db_, "SELECT part, body FROM snapshot_parts WHERE seq = ? ORDER BY part", -1, &q, nullptr) != SQLITE_OK)
+    return error("cannot read the snapshot's parts");
+  sqlite3_bind_int64(q, 1, static_cast<sqlite3_int64>(out->seq));
+  std::vector<std::pair<int64_t, std::string>> read;
+  int step;
+  while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+    const char* text = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
+    read.emplace_back(sqlite3_column_int64(q, 0), std::string(text ? text : "", static_cast<size_t>(sqlite3_column_bytes(q, 1))));
+  }
+  sqlite3_finalize(q);
+  if (step != SQLITE_DONE) return error("cannot read the snapshot's parts");
+  auto body = join_snapshot(out->seq, static_cast<size_t>(parts), read);
+  if (!body) return body.error();
+  out->body = std::move(*body);
   return out;
 }
 

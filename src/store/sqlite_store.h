@@ -4,11 +4,15 @@
 // not at all. The database is opened in exclusive locking mode: a second server on the same file is refused
 // instead of writing over the first.
 //
-// Schema (PRAGMA user_version): 1 is the journal alone; 2 adds the snapshots table. An older file is migrated on
-// open; a file from a newer allot is refused.
+// Schema (PRAGMA user_version): 1 is the journal alone; 2 adds the snapshots table; 3 writes a snapshot's body in
+// parts (snapshot_parts.h). An older file is migrated on open; a file from a newer allot is refused.
 #include <functional>
+#include <initializer_list>
 #include <mutex>
+#include <optional>
+#include <string_view>
 
+#include "store/snapshot_parts.h"
 #include "store/store.h"
 
 struct sqlite3;
@@ -20,6 +24,11 @@ struct SqliteOptions {
   // Test hook: called before each record of a batch is written; an error aborts the transaction, as an I/O
   // failure in the middle of a batch would.
   std::function<Status(size_t index_in_batch)> fault_before_insert;
+  // Test hook: called before each part of a snapshot is written, without the store's lock; an error stops the
+  // snapshot there, as a crash would.
+  std::function<Status(size_t part)> before_snapshot_part;
+  // Bytes per part of a snapshot (snapshot_parts.h); bench/snapshot_stall_bench compares sizes with it.
+  size_t snapshot_part_bytes = kSnapshotPartBytes;
 };
 
 class SqliteStore final : public Store {
@@ -39,11 +48,14 @@ class SqliteStore final : public Store {
  private:
   SqliteStore(std::string path, SqliteOptions options) : path_(std::move(path)), options_(std::move(options)) {}
   Status exec(const char* sql);
+  Result<uint64_t> journal_end_locked();
+  Status write_locked(const char* sql, std::initializer_list<int64_t> ints, std::optional<std::string_view> text, bool in_txn);
   Error error(const std::string& what) const;
 
   std::string path_;
   SqliteOptions options_;
   std::mutex mu_;
+  AppendsFirst appends_first_;
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_ = nullptr;
 };

@@ -39,8 +39,10 @@ class Store {
   // Every record, in journal order.
   [[nodiscard]] Status load(const std::function<Status(const Record&)>& fn) { return load_after(0, fn); }
 
-  // Writes a snapshot of the state after record `seq` (appended before, by this store) in one atomic step,
-  // and drops all but the newest kSnapshotsKept. A shared store writes one only while it leads, under the same
+  // Writes a snapshot of the state after record `seq` (appended before, by this store), and drops all but the
+  // newest kSnapshotsKept. The body is written in parts, each in a transaction of its own so that appends from
+  // other threads go on meanwhile (snapshot_parts.h); the snapshot appears whole in a last step or not at all.
+  // One at a `seq` that already has one is not written again (it holds the same state). A shared store writes one only while it leads, under the same
   // fence as append: a deposed leader never writes a snapshot either.
   [[nodiscard]] virtual Status put_snapshot(uint64_t seq, const std::string& body) = 0;
   // The newest snapshot, if any.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <future>
 #include <thread>
 
 #include "core/scheduler.h"
@@ -14,6 +15,7 @@
 #include "spec_builders.h"
 #include "store/pg_store.h"
 #include "store/replay.h"
+#include "store/snapshot_parts.h"
 #include "store/sqlite_store.h"
 #include "store_samples.h"
 #include "view/state_json.h"
@@ -53,14 +55,16 @@ class StoreConformance : public ::testing::TestWithParam<std::string> {
 
   // Opens the store under test; `fault` is called before each record of a batch is written. A shared store
   // is made to lead, as the server makes it before it writes.
-  Result<std::unique_ptr<Store>> open(FaultHook fault = {}, bool lead = true) {
+  // `part` is called before each part of a snapshot is written.
+  Result<std::unique_ptr<Store>> open(FaultHook fault = {}, bool lead = true, FaultHook part = {}) {
     std::unique_ptr<Store> s;
     if (postgres()) {
-      auto pg = PgStore::open(url_, PgOptions{.fault_before_insert = std::move(fault), .insert_chunk = 1});
+      auto pg = PgStore::open(url_, PgOptions{.fault_before_insert = std::move(fault), .insert_chunk = 1,
+                                              .before_snapshot_part = std::move(part)});
       if (!pg) return pg.error();
       s = std::move(*pg);
     } else {
-      auto lite = SqliteStore::open(url_, SqliteOptions{.fault_before_insert = std::move(fault)});
+      auto lite = SqliteStore::open(url_, SqliteOptions{.fault_before_insert = std::move(fault), .before_snapshot_part = std::move(part)});
       if (!lite) return lite.error();
       s = std::move(*lite);
     }
@@ -91,9 +95,53 @@ class StoreConformance : public ::testing::TestWithParam<std::string> {
     }
   }
 
+  // Runs one statement behind the store's back (SQLite: with the store closed, since it holds the file).
+  void exec_sql(const std::string& sql) {
+    if (postgres()) {
+      ASSERT_EQ(testing::PgTestInstance::exec(url_, sql), "");
+    } else {
+      sqlite3* raw = nullptr;
+      ASSERT_EQ(sqlite3_open(url_.c_str(), &raw), SQLITE_OK);
+      char* msg = nullptr;
+      const int rc = sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, &msg);
+      EXPECT_EQ(rc, SQLITE_OK) << sql << ": " << (msg ? msg : "");
+      sqlite3_free(msg);
+      sqlite3_close(raw);
+    }
+  }
+  // The number of rows in one of the store's tables, named without its prefix ("snapshot_parts").
+  int64_t count_rows(const std::string& table) {
+    const std::string name = (postgres() ? "allot_" : "") + table;
+    if (postgres()) {
+      // PgTestInstance::exec answers only errors: the count comes back as the text of one raised on purpose.
+      const std::string out =
+          testing::PgTestInstance::exec(url_, "DO $$ BEGIN RAISE 'rows=%', (SELECT count(*) FROM " + name + "); END $$");
+      const auto at = out.find("rows=");
+      EXPECT_NE(at, std::string::npos) << out;
+      return at == std::string::npos ? -1 : std::atoll(out.c_str() + at + 5);
+    }
+    sqlite3* raw = nullptr;
+    EXPECT_EQ(sqlite3_open(url_.c_str(), &raw), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(raw, ("SELECT count(*) FROM " + name).c_str(), -1, &q, nullptr) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+      n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(raw);
+    return n;
+  }
+
   std::string url_;
   fs::path dir_;
 };
+
+// Text whose UTF-8 characters of 1 to 4 bytes fall across every part boundary: 3 MiB and a little.
+std::string snapshot_text() {
+  std::string out;
+  const char* pieces[] = {"a", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x9a\x80", "{\"job\":\"x\"}"};
+  for (size_t i = 0; out.size() < 3 * kSnapshotPartBytes + 77; ++i) out += pieces[i % 5];
+  return out;
+}
 
 std::vector<Record> cancels(uint64_t first, int n) {
   std::vector<Record> out;
@@ -422,6 +470,84 @@ TEST_P(StoreConformance, SnapshotsSurviveARestartAndOnlyTheNewestAreKept) {
     sqlite3_finalize(q);
     sqlite3_close(raw);
   }
+}
+
+// A snapshot larger than a part is written in parts and reads back byte for byte; between its parts the journal
+// takes appends (the store's lock is not held across the whole snapshot, which used to stall every request).
+TEST_P(StoreConformance, ASnapshotInPartsReadsBackWholeAndAppendsGoOnBetweenItsParts) {
+  const std::string body = snapshot_text();
+  {
+    Store* raw = nullptr;
+    std::future<Status> append;
+    bool appended_between = false;
+    auto s = open({}, /*lead=*/true, [&](size_t part) {
+      if (part == 1) {
+        // From another thread: if the snapshot held the lock here, this append would wait for all of it.
+        append = std::async(std::launch::async, [&] { return raw->append(cancels(4, 1)); });
+        appended_between = append.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+      }
+      return ok_status();
+    });
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    raw = s->get();
+    ASSERT_TRUE((*s)->append(cancels(1, 3)).ok());
+    ASSERT_TRUE((*s)->put_snapshot(3, body).ok());
+    EXPECT_TRUE(appended_between) << "an append waited for the whole snapshot";
+    if (append.valid()) {
+      auto st = append.get();
+      EXPECT_TRUE(st.ok()) << st.error().message;
+    }
+    EXPECT_EQ(load_all(**s).size(), 4u);
+  }
+  EXPECT_GE(count_rows("snapshot_parts"), 4);
+  auto s = must_open();
+  ASSERT_TRUE(s);
+  auto latest = s->latest_snapshot();
+  ASSERT_TRUE(latest.ok()) << latest.error().message;
+  ASSERT_TRUE(latest->has_value());
+  EXPECT_EQ((*latest)->seq, 3u);
+  EXPECT_TRUE((*latest)->body == body) << "the snapshot read back differs (" << (*latest)->body.size() << " bytes, "
+                                       << body.size() << " written)";
+}
+
+// A snapshot whose writing stopped between its parts (a crash) is never read: the one before it is, and the
+// next snapshot written removes the stopped one's parts. A part lost behind the store's back is an error that
+// names the snapshot.
+TEST_P(StoreConformance, ASnapshotStoppedBetweenItsPartsIsNotReadAndItsPartsAreRemoved) {
+  const std::string body = snapshot_text();
+  bool crash = false;
+  {
+    auto s = open({}, /*lead=*/true, [&](size_t part) -> Status {
+      if (crash && part == 2) return Error::internal("injected: the server died here");
+      return ok_status();
+    });
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    ASSERT_TRUE((*s)->append(cancels(1, 9)).ok());
+    ASSERT_TRUE((*s)->put_snapshot(3, "{\"at\":3}").ok());
+    crash = true;
+    auto stopped = (*s)->put_snapshot(6, body);
+    ASSERT_FALSE(stopped.ok());
+    auto latest = (*s)->latest_snapshot();
+    ASSERT_TRUE(latest.ok()) << latest.error().message;
+    EXPECT_EQ((*latest)->seq, 3u);
+  }
+  EXPECT_EQ(count_rows("snapshot_parts"), 3);  // the one of snapshot 3, two of the stopped one
+  {
+    auto s = must_open();
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->put_snapshot(9, body).ok());
+  }
+  const int64_t parts_of_9 = static_cast<int64_t>(split_snapshot(body).size());
+  EXPECT_EQ(count_rows("snapshot_parts"), 1 + parts_of_9);
+  exec_sql(std::string("DELETE FROM ") + (postgres() ? "allot_" : "") + "snapshot_parts WHERE seq = 9 AND part = 1");
+  auto s = must_open();
+  ASSERT_TRUE(s);
+  auto torn = s->latest_snapshot();
+  ASSERT_FALSE(torn.ok());
+  EXPECT_NE(torn.error().message.find("snapshot at journal record 9 is incomplete: part 1 of " + std::to_string(parts_of_9) +
+                                      " is missing"),
+            std::string::npos)
+      << torn.error().message;
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, StoreConformance, ::testing::Values("sqlite", "postgresql"),

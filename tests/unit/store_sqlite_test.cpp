@@ -168,12 +168,41 @@ TEST_F(StoreSqlite, AFormatOneFileIsMigratedAndANewerOneRefused) {
     ASSERT_TRUE((*s)->put_snapshot(1, "{}").ok());
   }
   ASSERT_EQ(sqlite3_open(db().c_str(), &raw), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA user_version=3", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA user_version=4", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(raw);
   auto newer = SqliteStore::open(db());
   ASSERT_FALSE(newer.ok());
-  EXPECT_NE(newer.error().message.find("newer allot (journal format 3, this version reads 2)"), std::string::npos)
+  EXPECT_NE(newer.error().message.find("newer allot (journal format 4, this version reads 3)"), std::string::npos)
       << newer.error().message;
+}
+
+// A file of journal format 2 keeps its snapshot, written whole, readable after the migration to parts; the next
+// snapshot is written in parts and the two coexist.
+TEST_F(StoreSqlite, AFormatTwoSnapshotStaysReadableAfterTheMigration) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db().c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "CREATE TABLE journal (seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL);"
+                         "INSERT INTO journal VALUES (1, 5, 'cancel', '{\"op\":\"cancel\",\"job\":\"a\"}');"
+                         "INSERT INTO journal VALUES (2, 6, 'cancel', '{\"op\":\"cancel\",\"job\":\"b\"}');"
+                         "CREATE TABLE snapshots (seq INTEGER PRIMARY KEY, body TEXT NOT NULL);"
+                         "INSERT INTO snapshots VALUES (1, '{\"whole\":1}');"
+                         "PRAGMA user_version=2;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  auto s = SqliteStore::open(db());
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto old = (*s)->latest_snapshot();
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  ASSERT_TRUE(old->has_value());
+  EXPECT_EQ((*old)->seq, 1u);
+  EXPECT_EQ((*old)->body, "{\"whole\":1}");
+  ASSERT_TRUE((*s)->put_snapshot(2, "{\"parts\":2}").ok());
+  auto next = (*s)->latest_snapshot();
+  ASSERT_TRUE(next.ok()) << next.error().message;
+  EXPECT_EQ((*next)->seq, 2u);
+  EXPECT_EQ((*next)->body, "{\"parts\":2}");
 }
 
 TEST(StoreMem, InjectedFailuresLeaveTheJournalUnchanged) {
