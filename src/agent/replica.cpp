@@ -30,6 +30,7 @@ Result<Assignment> assignment_from_json(const nlohmann::json& j) {
     a.accelerator_kind = j.value("accelerator_kind", std::string());
     a.cpus = j.value("cpus", std::string());
     a.attempt = j.value("attempt", 0);
+    a.attempt_shown = j.value("attempt_shown", a.attempt);  // sent only where it differs
     a.vcpu_milli = j.value("vcpu_milli", int64_t{0});
     a.memory_mib = j.value("memory_mib", int64_t{0});
     a.checkpoint_root = j.value("checkpoint_root", std::string());
@@ -48,7 +49,7 @@ std::map<std::string, std::string> replica_env(const Assignment& a, const Machin
   if (!m.user.empty()) env["USER"] = env["LOGNAME"] = m.user;
   for (const auto& [k, v] : a.env) env[k] = v;
   env["ALLOT_JOB"] = a.job;
-  env["ALLOT_ATTEMPT"] = std::to_string(a.attempt);
+  env["ALLOT_ATTEMPT"] = std::to_string(a.attempt_shown);
   env["ALLOT_RESTART_COUNT"] = std::to_string(a.restart_count);
   if (!a.checkpoint_dir.empty()) env["ALLOT_CHECKPOINT_DIR"] = a.checkpoint_dir;
   env["RANK"] = std::to_string(a.rank);

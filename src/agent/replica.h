@@ -27,6 +27,9 @@ struct Assignment {
   std::string accelerator_kind;   // "nvidia-gpu", "neuron", "none"; empty: the node's own kind
   std::string cpus;               // "0-47,96-143"; empty: no binding
   int attempt = 0;
+  // ALLOT_ATTEMPT: the run number as the user sees it. It differs from `attempt` (which tells runs apart, in
+  // keys, directories and reports) only for a job numbered after folded names (server_state.h, attempt_shown).
+  int attempt_shown = 0;
   int64_t vcpu_milli = 0;         // what the replica requested (its cgroup's cpu.max); 0: not given
   int64_t memory_mib = 0;         // likewise for memory.max
   // Checkpoints (docs/resiliency.md): the server's shared root; the agent makes <root>/<job> the replica's

@@ -15,6 +15,9 @@ Result<Job*> find_mutable(ClusterState& s, std::string_view name) {
   return &s.jobs[j->id.index()];
 }
 
+// The attempts a finished job used: the next job of its name numbers its attempts from here.
+int attempts_after(const Job& j) { return j.attempt_base + j.restarts + j.preemptions + static_cast<int>(j.resizes.size()) + 1; }
+
 }  // namespace
 
 Status set_job_held(ClusterState& s, std::string_view name, bool held, Time now) {
@@ -66,18 +69,9 @@ Status delete_job(ClusterState& s, std::string_view name) {
     return Error::precondition("job " + j.spec.name + " is " + job_state_name(j.state) +
                                "; only a finished job can be deleted (cancel it first)");
   j.deleted = true;
-  s.attempts_used[j.spec.name] = j.attempt_base + j.restarts + j.preemptions + static_cast<int>(j.resizes.size()) + 1;
+  s.attempts_used[j.spec.name] = attempts_after(j);
   s.job_by_name.erase(j.spec.name);
   return ok_status();
-}
-
-Job compacted_tombstone(JobId id) {
-  Job tomb;
-  tomb.id = id;
-  tomb.state = JobState::kCancelled;
-  tomb.deleted = true;
-  tomb.compacted = true;
-  return tomb;
 }
 
 Time finished_at(const Job& j) { return j.history.empty() ? j.submitted_at : j.history.back().at; }
@@ -86,16 +80,29 @@ Result<std::vector<JobId>> compact_finished(ClusterState& s, Time finished_befor
   if (finished_before > now)
     return Error::invalid("compaction cutoff " + std::to_string(finished_before) + " is after the record's time " +
                           std::to_string(now) + "; only jobs that have already finished can be compacted");
+  // The jobs that leave lead finished_jobs (ordered by when they finished); they are compacted in ID order, as
+  // they were when this walked every job.
+  keep_finished_index(s);
   std::vector<JobId> out;
-  for (Job& j : s.jobs) {
-    if (j.compacted || is_active(j.state) || finished_at(j) > finished_before) continue;
+  auto end = s.finished_jobs.upper_bound({finished_before, UINT32_MAX});
+  for (auto it = s.finished_jobs.begin(); it != end; ++it) out.push_back(JobId(it->second));
+  s.finished_jobs.erase(s.finished_jobs.begin(), end);
+  std::sort(out.begin(), out.end());
+  for (JobId id : out) {
+    Job& j = s.jobs[id.index()];
     if (!j.deleted) {
       // As delete_job does: the name is free, and a later job of that name numbers its runs after these.
-      s.attempts_used[j.spec.name] = j.attempt_base + j.restarts + j.preemptions + static_cast<int>(j.resizes.size()) + 1;
+      s.attempts_used[j.spec.name] = attempts_after(j);
       s.job_by_name.erase(j.spec.name);
     }
-    j = compacted_tombstone(j.id);
-    out.push_back(j.id);
+    s.jobs.compact(id.index());
+  }
+  s.jobs.release_revived();
+  // attempts_used kept within kAttemptsKept names (state.h, attempts_folded): an entry is needed only until
+  // a job of that name is submitted again, and names that never come back would otherwise pile up forever.
+  if (s.attempts_used.size() > ClusterState::kAttemptsKept) {
+    for (const auto& [name, used] : s.attempts_used) s.attempts_folded = std::max(s.attempts_folded, used);
+    s.attempts_used.clear();
   }
   s.compacted_before = std::max(s.compacted_before, finished_before);
   s.compacted_at = now;

@@ -188,6 +188,11 @@ struct Job {
   // attempts_used): a live server numbers this job's attempts from here, so that what an agent reports about
   // the earlier job's replicas is never taken for this one's.
   int attempt_base = 0;
+  // The part of attempt_base that came from ClusterState::attempts_folded (the name was not listed in
+  // attempts_used, so it may never have been used): attempt numbers shown to people (log lines between attempts,
+  // ALLOT_ATTEMPT) subtract it, so that a new name's first run reads attempt 0 whether or not names were folded.
+  // Agents still tell runs apart by the whole number (server_state.h, attempt_of and attempt_shown).
+  int attempt_folded = 0;
 };
 
 // What blocks one job that a scheduler pass left waiting; the pass returns these and the state applies them

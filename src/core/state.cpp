@@ -291,13 +291,28 @@ static void stop_jobs_on(ClusterState& s, NodeId node, F on_stop) {
 }
 
 static void index_job(ClusterState& s, const Job& j, bool add) {
+  if (!is_active(j.state)) {
+    // A finished job is kept by when it finished (its last change), which retention compares with its cutoff;
+    // only once retention is in use (keep_finished_index).
+    if (j.compacted || !s.finished_indexed) return;
+    const std::pair<Time, uint32_t> key{finished_at(j), j.id.index()};
+    if (add) s.finished_jobs.insert(key);
+    else s.finished_jobs.erase(key);
+    return;
+  }
   auto& set = j.state == JobState::kRunning ? s.running_jobs : s.waiting_jobs;
-  if (j.state != JobState::kRunning && !is_waiting(j.state)) return;
   if (add) set.insert(j.id);
   else set.erase(j.id);
 }
 
 void index_new_job(ClusterState& s, const Job& j) { index_job(s, j, true); }
+
+void keep_finished_index(ClusterState& s) {
+  if (s.finished_indexed) return;
+  s.finished_indexed = true;
+  for (const Job& j : s.jobs)
+    if (!is_active(j.state)) index_job(s, j, true);
+}
 
 static void transition(ClusterState& s, Job& j, JobState to, Time now, std::string reason, ReasonCode code) {
   index_job(s, j, false);

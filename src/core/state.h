@@ -3,12 +3,14 @@
 // change goes through these functions, which keep the accounting (node room, team usage) right; the store
 // journals the same operations, and the simulator and the server drive the same functions.
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "core/catalog.h"
 #include "core/job_set.h"
+#include "core/job_table.h"
 #include "core/model.h"
 #include "core/result.h"
 #include "core/spec.h"
@@ -35,7 +37,7 @@ struct ClusterState {
   PolicySpec policy;
   std::vector<Node> nodes;   // index = NodeId
   std::vector<Team> teams;   // index = TeamId
-  std::vector<Job> jobs;     // index = JobId
+  JobTable jobs;             // index = JobId; memory follows the jobs kept (job_table.h)
   std::vector<Plan> plans;   // index = PlanId
   std::unordered_map<std::string, NodeId> node_by_name;
   std::unordered_map<std::string, TeamId> team_by_name;
@@ -50,13 +52,26 @@ struct ClusterState {
   UsageTable usage;        // what each team's running jobs hold, per instance type
   TopologyTree tree;
   uint64_t next_arrival = 0;
-  // Per name of a deleted job: the attempts its jobs used so far (Job::attempt_base of the next job so named).
+  // Per name of a deleted or compacted job: the attempts its jobs used so far (Job::attempt_base of the next job
+  // so named), so that what an agent still reports about the old job's replicas is never taken for the new one's.
   std::unordered_map<std::string, int> attempts_used;
+  // Bound on attempts_used (compact_finished): when it outgrows kAttemptsKept names, its entries are folded into
+  // this one number, the most attempts any of them used, and a later job of a folded name numbers its attempts
+  // from here. Every attempt of the old job is below it, so the guarantee above holds; the new job's numbers
+  // merely start higher than they would have, and only inside: people are shown them from 0 (Job::attempt_folded).
+  // No bound could tell a folded name from one never used without keeping every name, hence the two numbers.
+  int attempts_folded = 0;
+  static constexpr size_t kAttemptsKept = 4096;
   // Retention (compact_finished): the latest cutoff (every finished job whose last change was at or before it
   // has left the live state), when that compaction happened, and how many jobs have been compacted in all.
   Time compacted_before = 0;
   Time compacted_at = 0;
   uint64_t compacted_jobs = 0;
+  // The finished jobs not yet compacted, by (finished_at, ID): compaction and the retention checks walk those
+  // that leave, not every job ever submitted. Kept only once retention is in use (keep_finished_index: the first
+  // compaction or retention check builds it), so that without retention it costs nothing.
+  std::set<std::pair<Time, uint32_t>> finished_jobs;
+  bool finished_indexed = false;
   uint64_t shape_version = 0;  // bumped when nodes join or leave; caches of "never fits" key on it
   std::vector<Resources> capacity;  // per instance type: all nodes in the cluster, any health
   // The jobs that are running, and those waiting (Pending or Suspended), kept by every change of a job's
@@ -136,14 +151,16 @@ Status delete_job(ClusterState& s, std::string_view name);
 // before `finished_before` leaves the live state. Its name is free again (as after delete_job), and its slot
 // in `jobs` becomes a tombstone that keeps only its ID (model.h, Job::compacted), so that memory and
 // snapshots follow the jobs still kept, not every job ever submitted. Deterministic: the same state and
-// cutoff compact the same jobs. A cutoff after `now` is refused. Returns the jobs compacted (none is fine).
+// cutoff compact the same jobs. A cutoff after `now` is refused. Returns the jobs compacted, in ID order (none
+// is fine). It costs the jobs that leave (ClusterState::finished_jobs), not every job ever submitted; chunks of
+// `jobs` left with tombstones only are freed, and attempts_used is kept within kAttemptsKept names.
 Result<std::vector<JobId>> compact_finished(ClusterState& s, Time finished_before, Time now);
 // When a finished job finished: its last change of state (history), or its submission.
 Time finished_at(const Job& j);
-// What a compacted job's slot holds: the same value however the job ended, so that a snapshot needs to say
-// only which IDs are tombstones (store/cluster_snapshot.cpp). A terminal state and no team keep it out of
-// every scan that looks for active jobs or for a team's jobs.
-Job compacted_tombstone(JobId id);
+// Builds ClusterState::finished_jobs from every job and keeps it up to date from then on (once: later calls
+// change nothing). compact_finished calls it, and so does the server's retention check.
+void keep_finished_index(ClusterState& s);
+// compacted_tombstone(id): what a compacted job's slot holds (job_table.h).
 
 // --- Decisions (the scheduler's, replayed by drivers and the store) ------------------------------------------
 Status admit_job(ClusterState& s, JobId job, const Placement& placement, bool borrowing, Time now, std::string reason);
@@ -166,7 +183,7 @@ int64_t remaining_work(const Job& job, Time now);
 // Room on one node for a placement, as the live state has it.
 RoomTable room_from_state(const ClusterState& s);
 
-// Adds a newly submitted job to the state indexes (submit_job does; nothing else should need it).
+// Adds a newly submitted or restored job to the state indexes (running, waiting, finished); submit_job does it.
 void index_new_job(ClusterState& s, const Job& j);
 
 // Charges or releases a placement's resources against a room table and a usage table (the live ones, or a

@@ -167,7 +167,14 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
   j.id = JobId(static_cast<uint32_t>(s.jobs.size()));
   j.arrival = s.next_arrival++;
   j.submitted_at = now;
-  if (auto used = s.attempts_used.find(spec.name); used != s.attempts_used.end()) j.attempt_base = used->second;
+  // After earlier jobs of this name (ClusterState::attempts_used), or after every folded one when the name is
+  // not listed (it may have been folded away: ClusterState::attempts_folded).
+  if (auto used = s.attempts_used.find(spec.name); used != s.attempts_used.end()) {
+    j.attempt_base = used->second;
+  } else {
+    j.attempt_base = s.attempts_folded;
+    j.attempt_folded = s.attempts_folded;  // not shown to people: a name never used starts at attempt 0 (model.h)
+  }
   j.waiting_since = now;
   j.state = JobState::kPending;
   j.reason = s.submitted_reason;

@@ -56,6 +56,8 @@ json replica_assignment(const ServerState& st, const ServerOptions& options, con
             {"memory_mib", ps.per_replica.memory_mib}};
   if (type.accelerator_kind == AcceleratorKind::kNeuron)
     a["neuron_cores_per_accelerator"] = type.neuron_cores_per_accelerator;
+  // ALLOT_ATTEMPT, where it is not `attempt` (a job numbered after folded names: server_state.h, attempt_shown).
+  if (j.attempt_folded != 0) a["attempt_shown"] = attempt_shown(j);
   return a;
 }
 

@@ -1,5 +1,6 @@
 // The agents' endpoints: register, heartbeat (exits in, assignments out), logs. Bodies are JSON.
 #include <limits>
+#include <memory>
 
 #include "auth/token.h"
 #include "core/plans.h"
@@ -295,9 +296,13 @@ void add_agent_routes(Routes& http, Api& api) {
     if (!upload) return answer(res, error_reply(upload.error()));
     const std::string& job = upload->job;
     const int64_t rank = upload->rank;
-    Reply check = api.writer.call([job, rank, node = who.node](Txn& txn) -> Result<Render> {
+    // The job's Job::attempt_folded, for the attempt the log's lines name (shared: on a timeout the command may
+    // run after this handler returned).
+    auto folded = std::make_shared<int>(0);
+    Reply check = api.writer.call([job, rank, node = who.node, folded](Txn& txn) -> Result<Render> {
       const Job* j = txn.cluster().find_job(job);
       if (!j) return Error::not_found("no job named " + job);
+      *folded = j->attempt_folded;
       int64_t replicas = 0;
       for (const auto& ps : j->spec.pod_sets) replicas += ps.replicas;
       if (rank >= replicas) return Error::invalid("logs: job " + job + " has no replica " + std::to_string(rank));
@@ -309,7 +314,7 @@ void add_agent_routes(Routes& http, Api& api) {
     }, CallContext{actor_of(who), std::nullopt});
     if (check.status != 204) return answer(res, check);
     std::optional<LogStore::Attempt> attempt;
-    if (upload->attempt >= 0) attempt = LogStore::Attempt{upload->attempt, who.node};
+    if (upload->attempt >= 0) attempt = LogStore::Attempt{upload->attempt, who.node, *folded};
     auto st = api.logs.append(job, upload->rank, upload->data, attempt);
     answer(res, st ? Reply{204, "", ""} : error_reply(st.error()));
   });

@@ -64,10 +64,12 @@ Status LogStore::append(const std::string& job, int rank, const std::string& dat
     if (attempt->attempt != last) {
       const auto size = fs::file_size(p, ec);
       const bool empty = ec || size == 0;
-      if (!(empty && last < 0 && attempt->attempt == 0)) {
+      // A chunk below the job's folded base is an earlier job's of the same name: its number as it came.
+      const int shown = attempt->attempt >= attempt->folded ? attempt->attempt - attempt->folded : attempt->attempt;
+      if (!(empty && last < 0 && shown == 0)) {
         // A line of its own, even when the previous attempt's output ended without a newline.
         if (!empty && read_tail(p, 1) != "\n") separator = "\n";
-        separator += "allot: ==> attempt " + std::to_string(attempt->attempt) + " of replica " + std::to_string(rank) +
+        separator += "allot: ==> attempt " + std::to_string(shown) + " of replica " + std::to_string(rank) +
                      " on node " + attempt->node + " <==\n";
       }
       std::ofstream mark(p + ".attempt", std::ios::trunc);

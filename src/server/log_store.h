@@ -20,10 +20,12 @@ class LogStore {
   struct Attempt {
     int attempt = 0;
     std::string node;
+    int folded = 0;  // the job's Job::attempt_folded: the line names attempt - folded (server_state.h, attempt_shown)
   };
   // With `attempt`: where the chunk's attempt differs from the previous chunk's, a line naming the attempt and
   // its node goes first ("allot: ==> attempt 1 of replica 0 on node gpu-2 <=="), so attempts stay apart even
   // when a late chunk of an older one arrives after a newer one began. The log's first attempt 0 needs none.
+  // Attempts are told apart by the whole number; the line and the "first attempt 0" test use the number shown.
   Status append(const std::string& job, int rank, const std::string& data, const std::optional<Attempt>& attempt = std::nullopt);
   // The last `tail` bytes (all that is kept when tail is 0); empty when nothing was logged.
   Result<std::string> read(const std::string& job, int rank, size_t tail) const;

@@ -8,7 +8,6 @@
 namespace allot::server {
 
 namespace {
-bool leaves_at(const Job& j, Time cutoff) { return !j.compacted && !is_active(j.state) && finished_at(j) <= cutoff; }
 constexpr int64_t kMaxRetention = int64_t{100} * 365 * 86400;  // a century: beyond it, say "never"
 }  // namespace
 
@@ -51,17 +50,23 @@ std::chrono::milliseconds retention_check_interval(int64_t retain_s) {
   return std::clamp(std::chrono::milliseconds(retain_s * 250), std::chrono::milliseconds(100), std::chrono::milliseconds(10000));
 }
 
-std::optional<Time> compaction_cutoff(const ClusterState& s, Time now, int64_t retain_s) {
+// Both walk ClusterState::finished_jobs, the finished jobs not yet compacted ordered by when they finished (the
+// same test as core compact_finished): the cost follows the jobs that leave, not every job ever submitted.
+std::optional<Time> compaction_cutoff(ClusterState& s, Time now, int64_t retain_s) {
+  keep_finished_index(s);
   const Time cutoff = now - retain_s;
-  for (const Job& j : s.jobs)
-    if (leaves_at(j, cutoff)) return cutoff;
+  if (!s.finished_jobs.empty() && s.finished_jobs.begin()->first <= cutoff) return cutoff;
   return std::nullopt;
 }
 
-std::vector<std::string> jobs_compacted_by(const ClusterState& s, Time cutoff) {
+std::vector<std::string> jobs_compacted_by(ClusterState& s, Time cutoff) {
+  keep_finished_index(s);
+  std::vector<uint32_t> ids;
+  for (auto it = s.finished_jobs.begin(); it != s.finished_jobs.end() && it->first <= cutoff; ++it) ids.push_back(it->second);
+  std::sort(ids.begin(), ids.end());  // in ID order, as compact_finished compacts them
   std::vector<std::string> out;
-  for (const Job& j : s.jobs)
-    if (leaves_at(j, cutoff) && !j.deleted) out.push_back(j.spec.name);
+  for (uint32_t id : ids)
+    if (const Job& j = s.jobs[id]; !j.deleted) out.push_back(j.spec.name);
   return out;
 }
 

@@ -21,16 +21,16 @@ Result<std::optional<int64_t>> parse_retention(std::string_view text);
 std::string retention_text(std::optional<int64_t> seconds);  // "24h", "never"
 
 // How often the leader looks for finished jobs to compact: a quarter of the retention, within 0.1 s .. 10 s,
-// so a job leaves at most that much after its retention ran out, and a day's retention costs one walk of the
-// job table every 10 s.
+// so a job leaves at most that much after its retention ran out. A check reads the oldest finished job only.
 std::chrono::milliseconds retention_check_interval(int64_t retain_s);
 
 // The cutoff to journal now (now - retain_s), when some finished job not yet compacted finished at or before
-// it; none when there is nothing to compact.
-std::optional<Time> compaction_cutoff(const ClusterState& s, Time now, int64_t retain_s);
+// it; none when there is nothing to compact. Both functions read ClusterState::finished_jobs, which the first
+// call builds (core keep_finished_index: a server without retention never keeps it), hence the non-const state.
+std::optional<Time> compaction_cutoff(ClusterState& s, Time now, int64_t retain_s);
 // The names of the jobs a compaction at `cutoff` takes (the same test as core compact_finished), read before it
 // is applied: their logs go once it is durable, as a deleted job's do.
-std::vector<std::string> jobs_compacted_by(const ClusterState& s, Time cutoff);
+std::vector<std::string> jobs_compacted_by(ClusterState& s, Time cutoff);
 
 // The answer for a job name the state does not hold (404): when retention has compacted jobs, it says that a
 // job so named may have finished and left, from when, and that the journal keeps its records.

@@ -219,5 +219,11 @@ void note_decision(ServerState& st, const store::Record& r, std::vector<Event>& 
 // new size), after the runs of earlier jobs of the same name (Job::attempt_base), so a new run is never
 // mistaken for an old one.
 inline int attempt_of(const Job& j) { return j.attempt_base + j.restarts + j.preemptions + static_cast<int>(j.resizes.size()); }
+// The run number shown to people (the log's lines between attempts, `allot logs`, ALLOT_ATTEMPT): attempt_of
+// without the part of attempt_base that came from folded names (Job::attempt_folded). A name never used before
+// thus starts at attempt 0 as it would had no names been folded, and one whose earlier jobs are still listed in
+// attempts_used is numbered after them as before. Never used to tell runs apart: two jobs of the same name may
+// show the same numbers (an old job whose name was folded, and the new one), their attempt_of never are.
+inline int attempt_shown(const Job& j) { return attempt_of(j) - j.attempt_folded; }
 
 }  // namespace allot::server

@@ -149,7 +149,7 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
     if (jj.contains("compacted")) {
       const auto n = jj.at("compacted").get<uint64_t>();
       if (n == 0 || n > UINT32_MAX - s.jobs.size()) return Error::invalid("a run of compacted jobs has a bad length " + jj.at("compacted").dump());
-      for (uint64_t i = 0; i < n; ++i) s.jobs.push_back(compacted_tombstone(JobId(static_cast<uint32_t>(s.jobs.size()))));
+      s.jobs.append_compacted(n);
       continue;
     }
     const JobSpec spec = job_from_json(jj.at("spec"));
@@ -179,6 +179,10 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
     job.held = jj.value("held", false);
     job.attempt_base = jj.value("attempt_base", 0);
     if (job.attempt_base < 0) return Error::invalid("job " + spec.name + " has a negative attempt_base");
+    job.attempt_folded = jj.value("attempt_folded", 0);  // absent unless its base came from folded names
+    if (job.attempt_folded < 0 || job.attempt_folded > job.attempt_base)
+      return Error::invalid("job " + spec.name + " has attempt_folded " + std::to_string(job.attempt_folded) +
+                            "; it must be between 0 and its attempt_base " + std::to_string(job.attempt_base));
     job.resizes.clear();
     for (const auto& r : jj.value("resizes", json::array())) {
       const auto cause = r.at(3).get<std::string>();
@@ -214,6 +218,8 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
   for (const auto& name : j.value("removed_teams", json::array()))
     if (auto st = remove_team(s, name.get<std::string>()); !st) return Error::invalid("removed team: " + st.error().message);
   s.attempts_used = j.value("attempts_used", std::unordered_map<std::string, int>{});
+  s.attempts_folded = j.value("attempts_folded", 0);  // absent until attempts_used first outgrew its bound
+  if (s.attempts_folded < 0) return Error::invalid("attempts_folded is negative");
   if (j.contains("compacted")) {  // absent in snapshots written before retention existed
     const json& c = j.at("compacted");
     s.compacted_before = c.at("before").get<Time>();
@@ -246,13 +252,18 @@ json cluster_to_json(const ClusterState& s) {
     if (n.plan.valid()) nodes.back()["plan"] = n.plan.value;
   }
   json jobs = json::array();
+  // Compacted jobs as runs of IDs, so that a snapshot follows the jobs kept, not every job ever submitted.
+  // Iteration skips the table's freed chunks (core/job_table.h): the IDs it skips are tombstones too.
+  uint64_t next_id = 0;
+  auto tombstones_up_to = [&](uint64_t id) {
+    if (id <= next_id) return;
+    jobs.push_back({{"compacted", id - next_id}});
+    next_id = id;
+  };
   for (const Job& j : s.jobs) {
-    // Compacted jobs as runs of IDs, so that a snapshot follows the jobs kept, not every job ever submitted.
-    if (j.compacted) {
-      if (!jobs.empty() && jobs.back().contains("compacted")) jobs.back()["compacted"] = jobs.back()["compacted"].get<uint64_t>() + 1;
-      else jobs.push_back({{"compacted", 1}});
-      continue;
-    }
+    if (j.compacted) continue;  // part of the run before the next job kept
+    tombstones_up_to(j.id.index());
+    next_id = j.id.index() + 1;
     json history = json::array();
     for (const auto& h : j.history) history.push_back({h.at, job_state_name(h.from), job_state_name(h.to), h.reason});
     json resizes = json::array();
@@ -278,7 +289,9 @@ json cluster_to_json(const ClusterState& s) {
                     {"attempt_base", j.attempt_base},
                     {"resizes", std::move(resizes)}});
     if (j.plan.valid()) jobs.back()["plan"] = j.plan.value;
+    if (j.attempt_folded != 0) jobs.back()["attempt_folded"] = j.attempt_folded;
   }
+  tombstones_up_to(s.jobs.size());
   json removed_teams = json::array();
   for (const Team& t : s.teams)
     if (t.removed) removed_teams.push_back(t.spec.name);
@@ -287,6 +300,7 @@ json cluster_to_json(const ClusterState& s) {
           {"removed_teams", std::move(removed_teams)}, {"attempts_used", s.attempts_used},
           {"room_changed_at", s.room_changed_at},
           {"compacted", {{"before", s.compacted_before}, {"at", s.compacted_at}, {"jobs", s.compacted_jobs}}}};
+  if (s.attempts_folded > 0) out["attempts_folded"] = s.attempts_folded;  // only once attempts_used was folded
   if (!plans.empty()) out["plans"] = std::move(plans);  // only clusters with plans have the key
   return out;
 }

@@ -155,12 +155,21 @@ json room_json(const ClusterState& s) {
   return out;
 }
 
+// The finished-jobs index as retention reads it: built on first use (core keep_finished_index), so a state
+// restored from a snapshot may not have it yet where a full replay that compacted does; what it holds must agree.
+std::set<std::pair<Time, uint32_t>> finished_index(const ClusterState& s) {
+  ClusterState copy = s;
+  keep_finished_index(copy);
+  return copy.finished_jobs;
+}
+
 // Everything a reader or the scheduler can see of the two states, as one JSON for a readable diff.
 json observable(const ServerState& st, Time now) {
   const ClusterState& s = st.cluster;
   json jobs = json::array(), nodes = json::array(), teams = json::array(), ids = json::object();
-  for (const Job& j : s.jobs)
-    if (j.compacted) jobs.push_back({{"compacted", j.id.index()}, j.state == JobState::kCancelled, j.deleted, j.team.valid()});
+  // Every ID, freed chunks of the job table included (core/job_table.h: iteration skips those).
+  for (size_t i = 0; i < s.jobs.size(); ++i)
+    if (const Job& j = s.jobs[i]; j.compacted) jobs.push_back({{"compacted", i}, j.state == JobState::kCancelled, j.deleted, j.team.valid()});
     else jobs.push_back({view::job_json(s, j), j.shape, j.arrival, j.held, j.deleted, j.attempt_base, j.resizes.size(), j.plan.value});
   json plans = json::array(), plan_idle = json::array();
   for (const Plan& p : s.plans) plans.push_back({view::plan_json(s, p), p.deleted, p.type.index()});
@@ -203,6 +212,8 @@ json observable(const ServerState& st, Time now) {
           {"shapes", s.shape_ids.size()},
           {"next_arrival", s.next_arrival},
           {"attempts_used", s.attempts_used},
+          {"attempts_folded", s.attempts_folded},
+          {"finished_jobs", finished_index(s)},
           {"room_changed_at", s.room_changed_at},
           {"compacted", {s.compacted_before, s.compacted_at, s.compacted_jobs}},
           {"running_table", std::vector<uint32_t>(st.running.begin(), st.running.end())},
