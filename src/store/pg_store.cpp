@@ -206,28 +206,26 @@ Status PgStore::put_snapshot(uint64_t seq, const std::string& body) {
     if (*exists) return ok_status();
   }
   // Each part in its own fenced transaction, the lock let go in between, so that appends go on meanwhile.
-  const auto parts = split_snapshot(body, options_.snapshot_part_bytes);
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (options_.before_snapshot_part)
-      if (auto st = options_.before_snapshot_part(i); !st) return st;
-    appends_first_.let_appends_go();
-    std::lock_guard lock(mu_);
-    if (auto st = begin_fenced_locked(); !st) return st;
-    if (auto r = run(conn_, described_,
-                     "INSERT INTO allot_snapshot_parts (seq, part, body) VALUES ($1::bigint, $2::integer, $3) "
-                     "ON CONFLICT (seq, part) DO UPDATE SET body = EXCLUDED.body",
-                     {seq_text, std::to_string(i), std::string(parts[i])});
-        !r)
-      return fail_write_locked(r.error());
-    if (auto r = run(conn_, described_, "COMMIT"); !r) return fail_write_locked(r.error());
-  }
+  auto parts = write_parts(body, options_.snapshot_part_bytes, options_.before_snapshot_part, appends_first_, mu_,
+                            [&](size_t i, std::string_view text) -> Status {
+                              if (auto st = begin_fenced_locked(); !st) return st;
+                              if (auto r = run(conn_, described_,
+                                               "INSERT INTO allot_snapshot_parts (seq, part, body) VALUES ($1::bigint, $2::integer, $3) "
+                                               "ON CONFLICT (seq, part) DO UPDATE SET body = EXCLUDED.body",
+                                               {seq_text, std::to_string(i), std::string(text)});
+                                  !r)
+                                return fail_write_locked(r.error());
+                              if (auto r = run(conn_, described_, "COMMIT"); !r) return fail_write_locked(r.error());
+                              return ok_status();
+                            });
+  if (!parts) return parts.error();
   {
     // The snapshot exists from this commit on, whole; older ones beyond kSnapshotsKept go with it.
     appends_first_.let_appends_go();
     std::lock_guard lock(mu_);
     if (auto st = begin_fenced_locked(); !st) return st;
     if (auto exists = check_locked(); !exists) return fail_write_locked(exists.error());
-    const std::string n = std::to_string(parts.size());
+    const std::string n = std::to_string(*parts);
     for (const auto& [sql, params] : std::vector<std::pair<std::string, std::vector<std::string>>>{
              {"DELETE FROM allot_snapshot_parts WHERE seq = $1::bigint AND part >= $2::integer", {seq_text, n}},
              {"INSERT INTO allot_snapshots (seq, body, parts) VALUES ($1::bigint, '', $2::integer) "

@@ -18,6 +18,19 @@ std::vector<std::string_view> split_snapshot(std::string_view body, size_t part_
   return parts;
 }
 
+Result<size_t> write_parts(std::string_view body, size_t part_bytes, const std::function<Status(size_t)>& before_part,
+                   AppendsFirst& appends, std::mutex& mu, const std::function<Status(size_t, std::string_view)>& write_part) {
+  const auto parts = split_snapshot(body, part_bytes);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (before_part)
+      if (auto st = before_part(i); !st) return st.error();
+    appends.let_appends_go();
+    std::lock_guard lock(mu);
+    if (auto st = write_part(i, parts[i]); !st) return st.error();
+  }
+  return parts.size();
+}
+
 Result<std::string> join_snapshot(uint64_t seq, size_t expected, const std::vector<std::pair<int64_t, std::string>>& parts) {
   std::string body;
   size_t total = 0;

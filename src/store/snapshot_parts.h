@@ -4,6 +4,7 @@
 // connection, and so every journal append behind it, for as long as the body took to write: 330 ms for 15 MB in
 // bench/loadgen_bench, a stall of every request in flight. With parts, an append waits at most for one part.
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -42,6 +43,13 @@ class AppendsFirst {
  private:
   std::atomic<int> waiting_{0};
 };
+
+// The parts of `body`, cut at `part_bytes`, each written by `write_part(index, text)` while holding `mu` (in a
+// transaction of its own, which write_part opens and commits), with `before_part(index)` (a test hook, may be
+// empty: an error stops the writing there) called first and waiting appends let go before each. Returns how many
+// parts were written, or the first error.
+Result<size_t> write_parts(std::string_view body, size_t part_bytes, const std::function<Status(size_t)>& before_part,
+                   AppendsFirst& appends, std::mutex& mu, const std::function<Status(size_t, std::string_view)>& write_part);
 
 // Joins the parts read back for the snapshot after record `seq`, which must be numbered 0 .. `expected` - 1 in
 // order; a gap is an error naming the snapshot and the first missing part.

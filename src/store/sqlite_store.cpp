@@ -211,17 +211,12 @@ Status SqliteStore::put_snapshot(uint64_t seq, const std::string& body) {
     if (exists) return ok_status();
   }
   // Each part in its own transaction, the lock let go in between, so that appends go on while the parts are written.
-  const auto parts = split_snapshot(body, options_.snapshot_part_bytes);
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (options_.before_snapshot_part)
-      if (auto st = options_.before_snapshot_part(i); !st) return st;
-    appends_first_.let_appends_go();
-    std::lock_guard lock(mu_);
-    if (auto st = write_locked("INSERT OR REPLACE INTO snapshot_parts (seq, part, body) VALUES (?, ?, ?)",
-                               {seq_arg, static_cast<int64_t>(i)}, parts[i], /*in_txn=*/false);
-        !st)
-      return st;
-  }
+  auto parts = write_parts(body, options_.snapshot_part_bytes, options_.before_snapshot_part, appends_first_, mu_,
+                            [&](size_t i, std::string_view text) {
+                              return write_locked("INSERT OR REPLACE INTO snapshot_parts (seq, part, body) VALUES (?, ?, ?)",
+                                                  {seq_arg, static_cast<int64_t>(i)}, text, /*in_txn=*/false);
+                            });
+  if (!parts) return parts.error();
   {
     // The snapshot exists from this commit on, whole; older ones beyond kSnapshotsKept go with it.
     appends_first_.let_appends_go();
@@ -234,7 +229,7 @@ Status SqliteStore::put_snapshot(uint64_t seq, const std::string& body) {
     auto end = journal_end_locked();
     if (!end) return fail(end.error());
     if (seq > *end) return fail(past_end(*end));
-    const auto n = static_cast<int64_t>(parts.size());
+    const auto n = static_cast<int64_t>(*parts);
     if (auto st = write_locked("DELETE FROM snapshot_parts WHERE seq = ? AND part >= ?", {seq_arg, n}, std::nullopt, true); !st)
       return fail(st.error());
     if (auto st = write_locked("INSERT OR REPLACE INTO snapshots (seq, body, parts) VALUES (?, '', ?)", {seq_arg, n}, std::nullopt, true);
