@@ -9,6 +9,7 @@
 
 #include "core/admission.h"
 #include "core/class_memo.h"
+#include "core/id_pages.h"
 #include "core/order.h"
 #include "core/room_capacity.h"
 #include "core/scheduler.h"
@@ -90,7 +91,7 @@ class Pass {
   RoomTable pristine;
   FreeIndex free;  // of s.room, kept by admit() and preempt()
   std::vector<JobId> waiting;
-  std::vector<PassJob> pass;
+  IdPages<PassJob> pass;  // by JobId; pages of the waiting jobs only (id_pages.h), not of every job ever
   TextPool texts;
   std::map<TypeId, JobId> reserved;
   uint64_t epoch = 0;  // changes (admissions, preemptions) this pass has made to the state

@@ -113,7 +113,7 @@ void execute(Pass& p, const Job& j, const PreemptionPlan& plan) {
                p.result.decisions[i]);
   p.result.preemptions.push_back(std::move(record));
   // Room was released: every earlier "does not fit" may have changed.
-  for (Pass::PassJob& r : p.pass) r.blocked = r.borrow_blocked = r.preempt_tried = false;
+  p.pass.for_each_allocated([](Pass::PassJob& r) { r.blocked = r.borrow_blocked = r.preempt_tried = false; });
 }
 
 }  // namespace

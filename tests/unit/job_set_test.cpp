@@ -48,5 +48,32 @@ TEST(JobSetTest, InsertTwiceAndEraseAbsentChangeNothing) {
   EXPECT_FALSE(s.contains(JobId(3)));
 }
 
+// The position index keeps pages only where members are: jobs that come and go over a long history leave
+// nothing behind (IDs are never reused).
+TEST(JobSetTest, IndexFollowsTheMembersNotTheIdsEverSeen) {
+  JobSet s;
+  constexpr uint32_t kIds = 200000;
+  for (uint32_t id = 0; id < kIds; ++id) {
+    s.insert(JobId(id));
+    if (id >= 100) s.erase(JobId(id - 100));  // at most 100 members at once, always the latest
+  }
+  EXPECT_EQ(s.size(), 100u);
+  EXPECT_LE(s.pages_held(), 2u) << "100 consecutive IDs span at most two pages";
+  for (uint32_t id = kIds - 100; id < kIds; ++id) ASSERT_TRUE(s.contains(JobId(id)));
+  EXPECT_FALSE(s.contains(JobId(5)));
+  EXPECT_FALSE(s.contains(JobId(kIds + 5))) << "beyond the IDs seen";
+  // A copy is a set of its own.
+  JobSet copy = s;
+  copy.erase(JobId(kIds - 1));
+  EXPECT_TRUE(s.contains(JobId(kIds - 1)));
+  EXPECT_FALSE(copy.contains(JobId(kIds - 1)));
+  for (uint32_t id = kIds - 100; id < kIds; ++id) s.erase(JobId(id));
+  EXPECT_TRUE(s.empty());
+  EXPECT_EQ(s.pages_held(), 0u);
+  s.insert(JobId(3));  // a page given back comes back when written again
+  EXPECT_TRUE(s.contains(JobId(3)));
+  EXPECT_EQ(s.pages_held(), 1u);
+}
+
 }  // namespace
 }  // namespace allot
