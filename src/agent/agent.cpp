@@ -108,7 +108,8 @@ void Agent::watch_loop() {
     auto r = watch_api_->send("GET", path + known, nullptr);
     if (watch_stop_) break;
     if (r && r->status == 429) {
-      // The server has as many watches as it lets wait (half its connections): heartbeats only for a while.
+      // The server has as many watches as it lets wait (allot server --max-watches, half its connections by
+      // default; 0 lets none): heartbeats only for a while.
       // Agents refused together spread their next tries over half the wait again.
       int wait_s = std::atoi(r->retry_after.c_str());
       wait_s = std::clamp(wait_s > 0 ? wait_s : 60, 1, 600);

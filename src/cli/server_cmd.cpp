@@ -1,7 +1,9 @@
 // `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...] [--advertise-url URL]
-// [--tls-cert FILE --tls-key FILE] [--insecure] [--snapshot-every N] [--snapshot-interval S] [--no-snapshots] [--retain-finished DURATION]`: runs the control plane until SIGINT or SIGTERM. Exit codes:
-// 0 after a clean stop, 2 for invalid flags (unreadable or mismatched TLS files, plain HTTP beyond loopback
-// without --insecure among them), 3 when the server cannot start (store, journal, address in use).
+// [--tls-cert FILE --tls-key FILE] [--insecure] [--max-connections N] [--max-watches N] [--snapshot-every N]
+// [--snapshot-interval S] [--no-snapshots] [--retain-finished DURATION]`: runs the control plane until SIGINT or
+// SIGTERM. Exit codes: 0 after a clean stop, 2 for invalid flags (unreadable or mismatched TLS files, plain HTTP
+// beyond loopback without --insecure, --max-watches not below --max-connections among them), 3 when the server
+// cannot start (store, journal, address in use).
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -27,6 +29,8 @@ struct ServerArgs {
   double snapshot_interval_s = 600;
   bool no_snapshots = false;
   std::string retain_finished = "24h";
+  size_t max_watches = 0;  // used when --max-watches is given (default: half of --max-connections)
+  bool max_watches_given = false;
 };
 
 int run_server(ServerArgs& a) {
@@ -65,6 +69,8 @@ int run_server(ServerArgs& a) {
     return 2;
   }
   a.options.retain_finished_s = *retain;
+  // Checked against --max-connections by Server::open (server.cpp), with the rest of the flags.
+  if (a.max_watches_given) a.options.max_watches = a.max_watches;
   auto dash = a.master_ports.find('-');
   try {
     a.options.master_port_min = std::stoi(a.master_ports.substr(0, dash));
@@ -126,6 +132,11 @@ void add_server_command(CLI::App& app, Context& ctx) {
                   "Connections served at once, each on its own thread; more are answered 503")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{100000}));
+  auto* max_watches = cmd->add_option("--max-watches", args->max_watches,
+                                      "Agents' watches (long polls for new work) served at once, each holding a connection; "
+                                      "more are answered 429 and those agents see new work at their heartbeats "
+                                      "(default: half of --max-connections; 0: no agent watches; below --max-connections)")
+                          ->check(CLI::Range(size_t{0}, size_t{100000}));
   cmd->add_option("--max-body-bytes", args->options.max_body_bytes, "Largest request body accepted (413 beyond)")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
@@ -163,7 +174,10 @@ void add_server_command(CLI::App& app, Context& ctx) {
                   "How long finished jobs stay in the server after they finished (90s, 30m, 24h, 7d, or never); then "
                   "they leave memory, listings and snapshots, their names are free, and only the journal keeps them")
       ->capture_default_str();
-  cmd->callback([args, &ctx] { ctx.exit_code = run_server(*args); });
+  cmd->callback([args, max_watches, &ctx] {
+    args->max_watches_given = max_watches->count() > 0;
+    ctx.exit_code = run_server(*args);
+  });
 }
 
 }  // namespace allot::cli

@@ -20,6 +20,22 @@ using nlohmann::json;
 // How long an agent refused a watch (429) waits before it asks again, on heartbeats alone meanwhile.
 constexpr int kWatchRetryAfterS = 60;
 
+// Why a watch was refused, naming the flag that sets the limit, and what the agent does meanwhile.
+std::string watch_refusal(const ServerOptions& o, size_t limit) {
+  const std::string connections = std::to_string(o.max_connections);
+  std::string why;
+  if (limit == 0)
+    why = "this server lets no agent watch (allot server --max-watches 0)";
+  else if (o.max_watches)
+    why = "this server lets at most " + std::to_string(limit) + " agents watch at once (allot server --max-watches " +
+          std::to_string(limit) + "; the rest of its --max-connections " + connections + " are kept for heartbeats)";
+  else
+    why = "this server lets at most " + std::to_string(limit) + " agents watch at once (half of allot server --max-connections " +
+          connections + ", the rest are kept for heartbeats; allot server --max-watches sets another limit)";
+  return why + "; this agent learns of new work at its heartbeats and may watch again after " +
+         std::to_string(kWatchRetryAfterS) + " s";
+}
+
 Status check_node_name(const std::string& name) {
   auto st = check_name(NameKind::kNode, name);
   if (!st) return Error::invalid("register: " + st.error().message);
@@ -268,15 +284,12 @@ void add_agent_routes(Routes& http, Api& api) {
     if (known.size() > 16 || known.find_first_not_of("0123456789abcdef") != std::string::npos)
       return answer(res, error_reply(Error::invalid("known: \"" + known.substr(0, 40) +
                                                     "\" is not a run tag (up to 16 lowercase hex digits, from a heartbeat answer's run_tag)")));
-    // A waiting watch holds a connection: at most half of them may wait, the rest stay for heartbeats.
+    // A waiting watch holds a connection: at most --max-watches of them may wait (half by default), the rest stay
+    // for heartbeats.
     HeartbeatBoard& board = api.writer.heartbeats();
-    const size_t limit = api.options.max_connections / 2;
+    const size_t limit = watch_limit(api.options);
     if (!board.try_add_watcher(limit)) {
-      answer(res, error_reply(429, "TooManyWatches",
-                              "this server lets at most " + std::to_string(limit) + " agents watch at once (half of allot server "
-                              "--max-connections " + std::to_string(api.options.max_connections) +
-                              ", the rest are kept for heartbeats); this agent learns of new work at its heartbeats and may "
-                              "watch again after " + std::to_string(kWatchRetryAfterS) + " s"));
+      answer(res, error_reply(429, "TooManyWatches", watch_refusal(api.options, limit)));
       res.set_header("Retry-After", std::to_string(kWatchRetryAfterS));
       return;
     }

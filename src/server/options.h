@@ -46,6 +46,10 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{30000};
   std::chrono::milliseconds keep_alive_timeout{5000};
   size_t max_connections = 512;
+  // Agents' watches (heartbeat_board.h) admitted at once, each holding one of those connections for its whole
+  // wait: unset, half of max_connections; 0, none (every agent learns of work at its heartbeats). Must stay
+  // below max_connections (Server::open refuses it otherwise), so that heartbeats always find a connection.
+  std::optional<size_t> max_watches;
   size_t event_ring = 10000;                // events kept in memory for /v1/events
   // Several servers on one shared store (PostgreSQL, docs/deployment.md): the URL this server gives the others
   // for redirecting writes to it while it leads (empty: its own listen URL), and how often a standby tries to
@@ -87,5 +91,8 @@ struct ServerOptions {
   // heartbeat board (heartbeat_board.h) holds otherwise (Writer::Stats::heartbeat_board_mismatches).
   bool verify_heartbeat_board = false;
 };
+
+// The watches a server admits at once (ServerOptions::max_watches).
+inline size_t watch_limit(const ServerOptions& o) { return o.max_watches.value_or(o.max_connections / 2); }
 
 }  // namespace allot::server

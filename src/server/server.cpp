@@ -38,6 +38,23 @@ Status check_transport(const ServerOptions& o) {
   return ok_status();
 }
 
+// --max-watches leaves connections for heartbeats: a server whose every connection may be held by a watch would
+// turn away the heartbeats that keep its nodes alive.
+Status check_watch_limit(const ServerOptions& o) {
+  if (!o.max_watches || *o.max_watches < o.max_connections) return ok_status();
+  return Error::invalid("--max-watches " + std::to_string(*o.max_watches) + " is too many for --max-connections " +
+                        std::to_string(o.max_connections) + ": it must be 0.." + std::to_string(o.max_connections - 1) +
+                        ", because each agent's watch holds a connection for its whole wait and the agents' heartbeats "
+                        "need connections too (0: no agent watches, all learn of work at their heartbeats; unset: half "
+                        "of --max-connections)");
+}
+
+// The flags, checked before anything touches the store.
+Status check_flags(const ServerOptions& o) {
+  if (auto st = check_transport(o); !st) return st;
+  return check_watch_limit(o);
+}
+
 // Fills in the JSON error body for the answers cpp-httplib makes itself (no route, oversize body, bad HTTP).
 void error_body(const ServerOptions& options, const httplib::Request& req, httplib::Response& res) {
   if (!res.body.empty()) return;
@@ -64,7 +81,7 @@ std::string bind_failure(const std::string& host, int port) {
 Result<std::unique_ptr<Server>> Server::open(ServerOptions options) {
   // Check the flags before the store creates anything on disk, and that the port is free: a second server
   // started by mistake on the same port would also open the same journal. start() checks again when it binds.
-  if (auto st = check_transport(options); !st) return st.error();
+  if (auto st = check_flags(options); !st) return st.error();
   if (auto addr = parse_listen(options.listen); addr->port != 0)
     if (auto problem = bind_problem(addr->host, addr->port); !problem.empty()) return Error::internal(problem);
   if (options.database.empty()) options.database = "sqlite:" + options.data_dir + "/allot.db";
@@ -74,7 +91,7 @@ Result<std::unique_ptr<Server>> Server::open(ServerOptions options) {
 }
 
 Result<std::unique_ptr<Server>> Server::open(ServerOptions options, std::unique_ptr<store::Store> store) {
-  if (auto st = check_transport(options); !st) return st.error();
+  if (auto st = check_flags(options); !st) return st.error();
   return make(std::move(options), std::move(store));
 }
 

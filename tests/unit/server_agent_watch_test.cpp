@@ -121,6 +121,83 @@ TEST_F(ServerAgentWatchLimit, WatchesBeyondHalfTheConnectionsAreRefusedAndHeartb
   EXPECT_EQ(again.status, 200) << again.body;
 }
 
+// `allot server --max-watches N` sets the limit instead of half of --max-connections.
+class ServerAgentWatchFlag : public ServerAgentWatch {
+ protected:
+  // Restarts the server with at most `n` watches, and returns the 429 a watch of g1 gets then, if any, after
+  // `waiting` watches of g1 (none answered) hold their connections.
+  httplib::Result refused_after(size_t n, size_t waiting, std::vector<std::future<Response>>& held) {
+    options_.max_watches = n;
+    restart();
+    tag_ = heartbeat("g1").json["run_tag"].get<std::string>();
+    settle();
+    for (size_t i = 0; i < waiting; ++i) held.push_back(watch("g1", tag_));
+    eventually([&] { return server_->stats().watches_waiting == waiting; });
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(120, 0);
+    c.set_bearer_token_auth(credentials_["g1"].c_str());
+    return c.Get(("/v1/agents/g1/changes?wait_ms=60000&known=" + tag_).c_str());
+  }
+  std::string tag_;
+};
+
+TEST_F(ServerAgentWatchFlag, WithMaxWatchesOneTheSecondConcurrentWatchIsRefused) {
+  std::vector<std::future<Response>> held;
+  auto refused = refused_after(1, 1, held);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 429) << refused->body;
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "60");
+  EXPECT_NE(refused->body.find("TooManyWatches"), std::string::npos) << refused->body;
+  EXPECT_NE(refused->body.find("--max-watches 1"), std::string::npos) << refused->body;
+  // Well below half of the 64 connections: the flag, not the default, set the limit. Heartbeats still go.
+  EXPECT_EQ(heartbeat("g1").status, 200);
+  run_job("one");
+  run_job("two");  // both nodes busy: the held watch of g1 ends with its job
+  ASSERT_EQ(held[0].wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(held[0].get().status, 200);
+  eventually([&] { return server_->stats().watches_waiting == 0; });
+  EXPECT_EQ(agent_get("g1", "/v1/agents/g1/changes?wait_ms=0&known=" + tag_).status, 200) << "the one watch may wait again";
+}
+
+TEST_F(ServerAgentWatchFlag, WithMaxWatchesZeroTheFirstWatchIsRefused) {
+  std::vector<std::future<Response>> held;
+  auto refused = refused_after(0, 0, held);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 429) << refused->body;
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "60");
+  EXPECT_NE(refused->body.find("--max-watches 0"), std::string::npos) << refused->body;
+  EXPECT_EQ(server_->stats().watches_waiting, 0u);
+  EXPECT_EQ(heartbeat("g1").status, 200);
+}
+
+// A limit that leaves no connection for heartbeats is refused before the server starts, saying what was given,
+// what is allowed and why; one below --max-connections is taken.
+TEST_F(ServerAgentWatchFlag, MaxWatchesMustStayBelowMaxConnections) {
+  stop();
+  for (size_t n : {size_t{8}, size_t{9}, size_t{100000}}) {
+    ServerOptions o = options_;
+    o.max_connections = 8;
+    o.max_watches = n;
+    auto s = Server::open(o, std::make_unique<SharedStore>(journal_));
+    ASSERT_FALSE(s.ok()) << n;
+    EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument) << s.error().message;
+    for (std::string says : {"--max-watches " + std::to_string(n), std::string("--max-connections 8"), std::string("0..7"),
+                             std::string("heartbeats")})
+      EXPECT_NE(s.error().message.find(says), std::string::npos) << s.error().message;
+  }
+  for (size_t n : {size_t{0}, size_t{7}}) {
+    ServerOptions o = options_;
+    o.max_connections = 8;
+    o.max_watches = n;
+    EXPECT_TRUE(Server::open(o, std::make_unique<SharedStore>(journal_)).ok()) << n;
+    EXPECT_EQ(watch_limit(o), n);
+  }
+  ServerOptions unset = options_;
+  unset.max_connections = 8;
+  EXPECT_EQ(watch_limit(unset), 4u) << "half of --max-connections by default";
+  start();  // TearDown stops it
+}
+
 TEST_F(ServerAgentWatch, OnlyTheNodesOwnAgentMayWatchAndBadParametersAreRefused) {
   auto other = agent_get("g2", "/v1/agents/g1/changes?wait_ms=0");
   EXPECT_EQ(other.status, 403) << other.body;
