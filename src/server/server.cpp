@@ -5,7 +5,9 @@
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "server/api.h"
 #include "server/bootstrap.h"
@@ -170,7 +172,11 @@ Status Server::start() {
   const std::string token_file = options_.admin_token_file.empty() ? options_.data_dir + "/admin-token" : options_.admin_token_file;
   if (!writer_->leading()) {
     // A standby writes nothing; the leader made (or makes) the first admin token.
-    listener_ = std::thread([this] { http_->listen_after_bind(); });
+    listener_done_ = false;
+    listener_ = std::thread([this] {
+      http_->listen_after_bind();
+      listener_done_ = true;
+    });
     spdlog::info("allot server listening on {} (store {}) as a standby; the leader is {}", url(), options_.database,
                  writer_->leader_url().empty() ? "not known yet" : writer_->leader_url());
     return ok_status();
@@ -184,7 +190,11 @@ Status Server::start() {
     spdlog::info("made the first admin token and wrote it to {} (readable by its owner only): "
                  "export ALLOT_TOKEN=$(cat {}) to use it; make other tokens with `allot token create`",
                  boot->file, boot->file);
-  listener_ = std::thread([this] { http_->listen_after_bind(); });
+  listener_done_ = false;
+  listener_ = std::thread([this] {
+    http_->listen_after_bind();
+    listener_done_ = true;
+  });
   spdlog::info("allot server listening on {} (store {})", url(), options_.database.empty() ? "custom" : options_.database);
   return ok_status();
 }
@@ -216,6 +226,10 @@ std::string Server::url() const { return url_for(options_.tls_cert.empty() ? "ht
 void Server::stop() {
   // Stop accepting, release long-polling readers, let the request threads finish (the writer still answers
   // them), then stop the writer.
+  // cpp-httplib's stop() does nothing until the listener thread has entered its accept loop, which would then
+  // accept forever: a stop right after start() waits for the loop (or for the thread to have given up) first.
+  if (listener_.joinable())
+    while (!http_->is_running() && !listener_done_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (http_) http_->stop();
   events_->shutdown();
   writer_->heartbeats().shutdown();  // agents watching for changes (heartbeat_board.h)

@@ -1,6 +1,7 @@
 #pragma once
 // `allot server`: the HTTP API (docs/api.md) in front of the single writer (writer.h) and its store.
 // start() replays the journal, then serves; stop() stops accepting, answers what is queued and returns.
+#include <atomic>
 #include <memory>
 #include <thread>
 
@@ -53,6 +54,7 @@ class Server {
   std::unique_ptr<Api> api_;
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
+  std::atomic<bool> listener_done_{false};  // listen_after_bind() returned (stop() waits for it or for the loop)
   std::string host_;
   int port_ = 0;
   int listen_socket_ = -1;

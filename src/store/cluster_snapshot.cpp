@@ -1,5 +1,6 @@
 #include "store/cluster_snapshot.h"
 
+#include <functional>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -235,9 +236,57 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
   return s;
 }
 
+json job_to_json(const ClusterState& s, const Job& j) {
+  json history = json::array();
+  for (const auto& h : j.history) history.push_back({h.at, job_state_name(h.from), job_state_name(h.to), h.reason});
+  json resizes = json::array();
+  for (const auto& r : j.resizes) resizes.push_back({r.at, r.from, r.to, resize_cause_name(r.cause), r.reason});
+  json out = {{"spec", to_json(j.spec)},
+              {"priority", j.priority},
+              {"arrival", j.arrival},
+              {"submitted_at", j.submitted_at},
+              {"waiting_since", j.waiting_since},
+              {"state", job_state_name(j.state)},
+              {"reason", j.reason.str()},
+              {"reason_code", reason_code_name(j.reason_code)},
+              {"feasible", j.feasible},
+              {"placement", placement_to_json(placement_names(s, j.placement))},
+              {"borrowing", j.borrowing},
+              {"started_at", j.started_at},
+              {"work_done_s", j.work_done_s},
+              {"preemptions", j.preemptions},
+              {"restarts", j.restarts},
+              {"history", std::move(history)},
+              {"held", j.held},
+              {"deleted", j.deleted},
+              {"attempt_base", j.attempt_base},
+                  {"resizes", std::move(resizes)}};
+  if (j.plan.valid()) out["plan"] = j.plan.value;
+  if (j.attempt_folded != 0) out["attempt_folded"] = j.attempt_folded;
+  return out;
+}
+
 }  // namespace
 
-json cluster_to_json(const ClusterState& s) {
+void for_each_job_entry(const ClusterState& s, const std::function<void(const json&)>& f) {
+  // Compacted jobs as runs of IDs, so that a snapshot follows the jobs kept, not every job ever submitted.
+  // Iteration skips the table's freed chunks (core/job_table.h): the IDs it skips are tombstones too.
+  uint64_t next_id = 0;
+  auto tombstones_up_to = [&](uint64_t id) {
+    if (id <= next_id) return;
+    f(json{{"compacted", id - next_id}});
+    next_id = id;
+  };
+  for (const Job& j : s.jobs) {
+    if (j.compacted) continue;  // part of the run before the next job kept
+    tombstones_up_to(j.id.index());
+    next_id = j.id.index() + 1;
+    f(job_to_json(s, j));
+  }
+  tombstones_up_to(s.jobs.size());
+}
+
+json cluster_to_json(const ClusterState& s, bool with_jobs) {
   json teams = json::array();
   for (const Team& t : s.teams) teams.push_back(to_json(t.spec));
   json plans = json::array();
@@ -252,46 +301,7 @@ json cluster_to_json(const ClusterState& s) {
     if (n.plan.valid()) nodes.back()["plan"] = n.plan.value;
   }
   json jobs = json::array();
-  // Compacted jobs as runs of IDs, so that a snapshot follows the jobs kept, not every job ever submitted.
-  // Iteration skips the table's freed chunks (core/job_table.h): the IDs it skips are tombstones too.
-  uint64_t next_id = 0;
-  auto tombstones_up_to = [&](uint64_t id) {
-    if (id <= next_id) return;
-    jobs.push_back({{"compacted", id - next_id}});
-    next_id = id;
-  };
-  for (const Job& j : s.jobs) {
-    if (j.compacted) continue;  // part of the run before the next job kept
-    tombstones_up_to(j.id.index());
-    next_id = j.id.index() + 1;
-    json history = json::array();
-    for (const auto& h : j.history) history.push_back({h.at, job_state_name(h.from), job_state_name(h.to), h.reason});
-    json resizes = json::array();
-    for (const auto& r : j.resizes) resizes.push_back({r.at, r.from, r.to, resize_cause_name(r.cause), r.reason});
-    jobs.push_back({{"spec", to_json(j.spec)},
-                    {"priority", j.priority},
-                    {"arrival", j.arrival},
-                    {"submitted_at", j.submitted_at},
-                    {"waiting_since", j.waiting_since},
-                    {"state", job_state_name(j.state)},
-                    {"reason", j.reason.str()},
-                    {"reason_code", reason_code_name(j.reason_code)},
-                    {"feasible", j.feasible},
-                    {"placement", placement_to_json(placement_names(s, j.placement))},
-                    {"borrowing", j.borrowing},
-                    {"started_at", j.started_at},
-                    {"work_done_s", j.work_done_s},
-                    {"preemptions", j.preemptions},
-                    {"restarts", j.restarts},
-                    {"history", std::move(history)},
-                    {"held", j.held},
-                    {"deleted", j.deleted},
-                    {"attempt_base", j.attempt_base},
-                    {"resizes", std::move(resizes)}});
-    if (j.plan.valid()) jobs.back()["plan"] = j.plan.value;
-    if (j.attempt_folded != 0) jobs.back()["attempt_folded"] = j.attempt_folded;
-  }
-  tombstones_up_to(s.jobs.size());
+  if (with_jobs) for_each_job_entry(s, [&](const json& e) { jobs.push_back(e); });
   json removed_teams = json::array();
   for (const Team& t : s.teams)
     if (t.removed) removed_teams.push_back(t.spec.name);

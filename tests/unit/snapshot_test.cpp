@@ -270,6 +270,31 @@ TEST(Snapshot, CompactedJobsTakeOneEntryPerRun) {
   EXPECT_EQ(restored->state.cluster.attempts_used.at("j7"), 1);
 }
 
+// The jobs and the audit trail are written into the text entry by entry (state_snapshot.cpp): the text must be
+// exactly the whole document's dump, at every position of the journal, and when some text of the state holds
+// the mark that stands for them.
+TEST(Snapshot, TheTextWrittenInPiecesIsTheWholeDocumentsDump) {
+  const Journal j = sample_journal();
+  for (size_t n = 1; n <= j.records().size(); ++n) {
+    const ServerState st = replay_prefix(j.records(), n);
+    const std::string body = encode_state_snapshot(st, {});
+    const json doc = json::parse(body);
+    ASSERT_EQ(doc.dump(-1, ' ', false, json::error_handler_t::replace), body) << "after record " << n;
+    ASSERT_EQ(doc.at("audit").size(), st.audit.size());
+  }
+  ServerState st = j.live();
+  const std::string clean = encode_state_snapshot(st, {});
+  ASSERT_NE(json::parse(clean).at("cluster").at("jobs").size(), 0u);
+  ASSERT_NE(json::parse(clean).at("audit").size(), 0u);
+  // A message that holds the jobs' mark: the whole document is written instead, still the same text.
+  st.audit.front().audit.message = std::string("\x01allot-snapshot-jobs\x01");
+  const std::string marked = encode_state_snapshot(st, {});
+  const json doc = json::parse(marked);
+  EXPECT_EQ(doc.dump(-1, ' ', false, json::error_handler_t::replace), marked);
+  EXPECT_EQ(doc.at("audit").front().at("audit").at("message"), "\x01allot-snapshot-jobs\x01");
+  EXPECT_EQ(doc.at("cluster").at("jobs"), json::parse(clean).at("cluster").at("jobs"));
+}
+
 // At every position of the journal: snapshot, restore, replay the rest; the result is the full replay's.
 TEST(Snapshot, RestoredAtAnyRecordPlusTheTailEqualsAFullReplay) {
   const Journal j = sample_journal();
