@@ -93,7 +93,8 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
     if (!r.contains("rank") || !r["rank"].is_number_integer() || r["rank"].get<int64_t>() < 0 || r["rank"].get<int64_t>() > 1'000'000)
       return Error::invalid(where + ": rank must be an integer 0..1000000");
     rep.rank = r["rank"].get<int>();
-    const std::string state = r.value("state", "");
+    // Not r.value("state", ""): that throws on a state of another type (a number), where the answer is this error.
+    const std::string state = r.contains("state") && r["state"].is_string() ? r["state"].get<std::string>() : "";
     if (state != "running" && state != "exited") return Error::invalid(where + ": state must be running or exited");
     rep.exited = state == "exited";
     if (rep.exited) {
