@@ -70,11 +70,10 @@ void delete_route(Routes& http, Api& api) {
             json gone = view::job_json(txn.cluster(), *txn.cluster().find_job(name), /*with_history=*/false, view::Times::kRfc3339);
             view::hide_job_refs(gone, job_names_for(who));
             if (auto st = txn.apply(store::DeleteJob{name}); !st) return st.error();
-            // Once the deletion is durable its logs go too, so that a new job of the same name starts with none.
-            return Render([&api, name, gone = std::move(gone)](const ServerState&) -> Reply {
-              (void)api.logs.remove(name);
-              return json_reply(200, gone);
-            });
+            // Its logs go too, so that a new job of the same name starts with none; but only once the journal
+            // holds the deletion: after a failed write the job is rebuilt from the journal, logs and all.
+            if (auto st = txn.after_commit([&api, name] { (void)api.logs.remove(name); }); !st) return st.error();
+            return Render([gone = std::move(gone)](const ServerState&) -> Reply { return json_reply(200, gone); });
           });
         });
 }

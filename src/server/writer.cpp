@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <unordered_set>
+#include <utility>
 
 #include "core/scheduler.h"
 #include "server/node_lifecycle.h"
@@ -41,6 +42,12 @@ Status Txn::apply(store::Op op) {
     if (const Job* j = st_.cluster.find_job(cancel->job)) st_.waiting_since.erase(j->id.index());
   }
   records_->push_back(std::move(r));
+  return ok_status();
+}
+
+Status Txn::after_commit(Effect effect) {
+  if (!effects_) return Error::internal("a read-only request tried to schedule an effect after the commit");
+  effects_->push_back(std::move(effect));
   return ok_status();
 }
 
@@ -469,7 +476,8 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   const int64_t now_ms = options_.clock();
   std::vector<store::Record> records;
   std::vector<Event> events;
-  Txn txn(state_, now_ms, records, events);
+  std::vector<Txn::Effect> effects;
+  Txn txn(state_, now_ms, records, events, effects);
   // Per command: how to answer once durable, or why it was refused.
   struct Outcome {
     Render render;
@@ -478,14 +486,20 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   std::vector<Outcome> results;
   results.reserve(batch.size());
   for (auto& p : batch) {
-    txn.act_as(p.ctx.actor);
+    // A read that found the view stale is as read-only here as it is on the view: whether it may change the
+    // state must not depend on which path it took.
+    Txn read_txn(std::as_const(state_), now_ms);
+    Txn& t = p.read_only ? read_txn : txn;
+    t.act_as(p.ctx.actor);
+    const size_t effects_before = effects.size();
     try {
-      auto r = p.cmd(txn);
+      auto r = p.cmd(t);
       if (r) results.push_back({std::move(*r), std::nullopt});
       else results.push_back({nullptr, r.error()});
     } catch (const std::exception& e) {
       results.push_back({nullptr, Error::internal(std::string("unexpected failure: ") + e.what())});
     }
+    if (results.back().error) effects.resize(effects_before);  // a refused command has no effects
   }
   txn.act_as(kServerActor);
   // Only the leader decides: a standby's state is the leader's, as journaled.
@@ -598,6 +612,13 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     events_.publish(std::move(events));
     for (const ProvisionRequest& r : state_.provision_queue) provisioner_.launch(r, public_url_);
     if (!compacted.empty() && on_compacted_) on_compacted_(compacted);
+    for (auto& effect : effects) {
+      try {
+        effect();
+      } catch (const std::exception& e) {
+        spdlog::error("an effect after a durable batch failed: {}", e.what());
+      }
+    }
   }
   state_.provision_queue.clear();
   provisioner_.reap();

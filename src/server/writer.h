@@ -62,10 +62,12 @@ namespace allot::server {
 // A command's view of the batch it runs in.
 class Txn {
  public:
-  Txn(ServerState& st, int64_t now_ms, std::vector<store::Record>& records, std::vector<Event>& events)
-      : st_(&st), view_(&st), now_ms_(now_ms), records_(&records), events_(&events) {}
-  // A read-only request's view of a published state: state() and apply() refuse (a read must not change
-  // what other threads read at the same time).
+  using Effect = std::function<void()>;
+  Txn(ServerState& st, int64_t now_ms, std::vector<store::Record>& records, std::vector<Event>& events,
+      std::vector<Effect>& effects)
+      : st_(&st), view_(&st), now_ms_(now_ms), records_(&records), events_(&events), effects_(&effects) {}
+  // A read-only request's view of a state: state(), apply() and after_commit() refuse (a read must not change
+  // what other threads read at the same time). A read gets one on both of its paths (Writer::read).
   Txn(const ServerState& view, int64_t now_ms) : view_(&view), now_ms_(now_ms) {}
   ServerState& state();
   const ServerState& view() const { return *view_; }
@@ -75,6 +77,10 @@ class Txn {
   // Applies an operation at this batch's time, in the name of the current command's caller: to the state,
   // into the batch's records and events. An error means the core refused it and nothing changed.
   Status apply(store::Op op);
+  // Runs `effect` on the writer thread once the journal holds the batch, before its answers go out: what a
+  // change does outside the state (a deleted job's log files). Never when the write fails (the state is then
+  // rebuilt from the journal, where the change is not) nor when the command answers an error.
+  Status after_commit(Effect effect);
   // Whom the records of the command now running name (set by the writer for each command).
   void act_as(store::Actor actor) { actor_ = std::move(actor); }
   const store::Actor& actor() const { return actor_; }
@@ -86,6 +92,7 @@ class Txn {
   int64_t now_ms_;
   std::vector<store::Record>* records_ = nullptr;
   std::vector<Event>* events_ = nullptr;
+  std::vector<Effect>* effects_ = nullptr;
 };
 
 // Renders the answer once the batch is scheduled and durable (so a submitted job may already be Running).
@@ -117,9 +124,9 @@ class Writer {
   // Runs `cmd` in the next batch and waits for its answer; 503 when the server stops or the answer takes
   // longer than the request timeout (the outcome is then unknown: read the object to find out).
   Reply call(Command cmd, CallContext ctx);
-  // Runs a read-only `cmd` (one that neither applies operations nor touches state()) against the published
-  // view when it is current, on the calling thread; otherwise as call() does. Either way the answer reflects
-  // every change answered before read() was called.
+  // Runs a read-only `cmd` against the published view when it is current, on the calling thread; otherwise as
+  // call() does. Either way the answer reflects every change answered before read() was called, and `cmd` gets
+  // a read-only Txn: a command that tries to change the state is refused on both paths alike.
   Reply read(Command cmd, CallContext ctx);
 
   // Whether this server leads (always, on a store that is not shared): request threads redirect writes to the

@@ -68,6 +68,28 @@ TEST_F(ServerJobChanges, DeleteFreesTheNameAndSurvivesRestart) {
   EXPECT_EQ(list_jobs().size(), 1u);
 }
 
+// A deletion's logs go only once the journal holds it: when the write fails, the job is rebuilt from the
+// journal, and its logs are still there with it.
+TEST_F(ServerJobChanges, AFailedDeleteKeepsTheLogs) {
+  small_cluster();
+  ASSERT_EQ(post("/v1/jobs", job("j1")).status, 201);
+  auto running = get("/v1/jobs/j1");
+  ASSERT_EQ(running.json["state"], "Running") << running.body;
+  const std::string node = running.json["placement"][0]["replicas"][0]["node"];
+  ASSERT_EQ(post("/v1/agents/" + node + "/logs", json{{"job", "j1"}, {"rank", 0}, {"data", "step 1\n"}}).status, 204);
+  ASSERT_EQ(post("/v1/jobs/j1/cancel").status, 200);
+
+  journal_->fail_next_appends(1, "injected: disk full");
+  auto failed = del("/v1/jobs/j1");
+  EXPECT_EQ(failed.status, 500) << failed.body;
+  ASSERT_EQ(get("/v1/jobs/j1").status, 200) << "the job is rebuilt from the journal";
+  EXPECT_EQ(get("/v1/jobs/j1/logs").body, "step 1\n") << "a deletion that was not journaled took the logs";
+
+  ASSERT_EQ(del("/v1/jobs/j1").status, 200);
+  ASSERT_EQ(post("/v1/jobs", job("j1")).status, 201);
+  EXPECT_EQ(get("/v1/jobs/j1/logs").body, "") << "a journaled deletion takes the logs: the new job starts with none";
+}
+
 TEST_F(ServerJobChanges, SelectorsPickJobsByLabel) {
   small_cluster();
   auto with = [](const std::string& name, json labels) {

@@ -76,5 +76,41 @@ TEST(ReadOnlyTxn, RefusesToChangeTheState) {
   EXPECT_EQ(st.last_seq, 0u);
 }
 
+// A read command that tries to change the state is refused whichever path answers it: through the writer's
+// batch (no view yet, or a stale one) and from the published view alike.
+TEST(WriterRead, AReadGetsAReadOnlyTxnOnBothPaths) {
+  auto journal = std::make_shared<store::MemStore>();
+  ServerOptions options;
+  options.data_dir = (std::filesystem::temp_directory_path() / "allot-writer-read-test").string();
+  options.tick = std::chrono::milliseconds(10);
+  options.clock = [] { return int64_t{1'700'000'000'000}; };
+  EventLog events(100);
+  AuthGate auth;
+  Writer writer(options, std::make_unique<SharedStore>(journal), events, auth);
+  ASSERT_TRUE(writer.recover().ok());
+  writer.start();
+  const Command writes = [](Txn& txn) -> Result<Render> {
+    if (auto st = txn.apply(store::Audit{"GET /v1/jobs", "", 200, ""}); !st) return st.error();
+    return Render([](const ServerState&) { return json_reply(200, nlohmann::json::object()); });
+  };
+  const Command touches = [](Txn& txn) -> Result<Render> {
+    txn.state().admissions_total++;
+    return Render([](const ServerState&) { return json_reply(200, nlohmann::json::object()); });
+  };
+  const auto records = journal->records().size();
+  for (const Command& cmd : {writes, touches, writes, touches}) {
+    // The first read finds no view and goes through the batch; that batch publishes one for the next.
+    const uint64_t from_view = writer.view_stats().reads_from_view;
+    Reply r = writer.read(cmd, CallContext{store::Actor{"test", "admin", {}, {}}, std::nullopt});
+    const bool on_view = writer.view_stats().reads_from_view > from_view;
+    EXPECT_EQ(r.status, 500) << (on_view ? "on the view: " : "in a batch: ") << r.body;
+    EXPECT_NE(r.body.find("read-only"), std::string::npos) << r.body;
+  }
+  EXPECT_GE(writer.view_stats().reads_from_view, 1u) << "no read was answered from the view";
+  EXPECT_LT(writer.view_stats().reads_from_view, 4u) << "no read went through the batch";
+  writer.stop();
+  EXPECT_EQ(journal->records().size(), records) << "a read wrote to the journal";
+}
+
 }  // namespace
 }  // namespace allot::server::test
