@@ -1,6 +1,22 @@
 #!/usr/bin/env bash
-# Builds allot and runs the whole test suite (unit tests, scenario files, end-to-end tests) through CTest.
+# Builds allot and runs the whole test suite (unit tests, scenario files, end-to-end tests) through CTest, all
+# but the fuzz targets' smoke run (label fuzz), which builds the libraries a second time with clang and the
+# sanitizers: CI runs it after this (.ci/run), and `ctest --test-dir build -L fuzz` runs it here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
-ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"
+bash scripts/deps.sh
+# The packages some tests install for themselves when missing (PostgreSQL, Chromium with Selenium, PyTorch,
+# Slurm) are fetched while the build runs, in one apt-get run: on a fresh machine the downloads overlap the
+# compile instead of following it test by test, and no two tests meet at apt's lock. Nothing depends on it
+# working: a test still installs what it needs itself, or is skipped and says why.
+test_packages=(postgresql chromium chromium-driver python3-selenium python3-torch slurm-wlm)
+mkdir -p build
+bash scripts/deps.sh "${test_packages[@]}" >build/test-deps.log 2>&1 &
+deps=$!
+build_rc=0
+bash scripts/build.sh || build_rc=$?
+deps_rc=0
+wait "$deps" || deps_rc=$?
+[ "$deps_rc" = 0 ] || echo "test.sh: the tests' packages could not all be installed (build/test-deps.log); the tests that need them install them or are skipped" >&2
+[ "$build_rc" = 0 ] || exit "$build_rc"
+ctest --test-dir build --output-on-failure -j "$(nproc)" -LE fuzz "$@"
