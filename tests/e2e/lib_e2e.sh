@@ -22,9 +22,15 @@ fail() {
 grep_q() { grep "$@" >/dev/null; }
 
 cleanup() {
-  local rc=$?
+  local rc=$? _ p left
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  sleep 0.3
+  # Up to 0.3 s to end on SIGTERM, as they mostly do at once; then SIGKILL for what is left.
+  for _ in 1 2 3 4 5 6; do
+    left=0
+    for p in "${PIDS[@]}"; do gone "$p" || { left=1; break; }; done
+    [ "$left" = 0 ] && break
+    sleep 0.05
+  done
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   # Replicas orphaned by an agent killed with -9 record their pids under $WORK/pids; end their groups too.
   for f in "$WORK"/pids/* ; do
