@@ -110,7 +110,6 @@ Status make_private_dir(const std::string& dir) {
 
 LogCapture::LogCapture() {
   if (pipe2(wake_fds_, O_CLOEXEC | O_NONBLOCK) != 0) wake_fds_[0] = wake_fds_[1] = -1;
-  reader_ = std::thread([this] { run(); });
 }
 
 LogCapture::~LogCapture() {
@@ -119,7 +118,7 @@ LogCapture::~LogCapture() {
     stop_ = true;
   }
   wake();
-  reader_.join();
+  if (reader_.joinable()) reader_.join();
   for (auto& [key, s] : streams_) {
     drain(s);
     if (s.read_fd >= 0) close(s.read_fd);
@@ -155,6 +154,9 @@ Result<int> LogCapture::open(const std::string& key, const std::string& log_path
       streams_.erase(old);
     }
     streams_[key] = Stream{fds[0], *log_fd, false};
+    // Started with the first replica, not with the agent: the agent forks its watchdog while it is still
+    // single-threaded (agent.h, prepare()).
+    if (!reader_.joinable()) reader_ = std::thread([this] { run(); });
   }
   wake();
   return fds[1];

@@ -39,7 +39,7 @@ Status make_private_dir(const std::string& dir);
 
 class LogCapture {
  public:
-  LogCapture();
+  LogCapture();  // the reader thread starts with the first open()
   ~LogCapture();  // stops the reader; pipes still open are drained once and closed
   LogCapture(const LogCapture&) = delete;
   LogCapture& operator=(const LogCapture&) = delete;
@@ -70,7 +70,7 @@ class LogCapture {
   std::map<std::string, Stream> streams_;  // GUARDED_BY(mu_)
   bool stop_ = false;                      // GUARDED_BY(mu_)
   int wake_fds_[2] = {-1, -1};             // a self-pipe that interrupts the reader's poll
-  std::thread reader_;
+  std::thread reader_;  // started by the first open(), under mu_
 };
 
 }  // namespace allot::agent
