@@ -4,8 +4,10 @@
 set -euo pipefail
 # libpq-dev: the PostgreSQL store (the tests install the server, postgresql, themselves).
 # libssl-dev: HTTPS (cpp-httplib is built with OpenSSL); openssl: the TLS tests make their certificates with it.
+# podman, runc, uidmap: container replicas (agent/container.h); busybox-static: the image their tests build.
 packages=(g++ cmake ninja-build pkg-config nlohmann-json3-dev libyaml-cpp-dev libcpp-httplib-dev libcli11-dev
-          libfmt-dev libspdlog-dev libsqlite3-dev libpq-dev libssl-dev openssl libgtest-dev libgmock-dev libbenchmark-dev)
+          libfmt-dev libspdlog-dev libsqlite3-dev libpq-dev libssl-dev openssl libgtest-dev libgmock-dev libbenchmark-dev
+          podman runc uidmap busybox-static)
 # Extra packages a caller needs (for example the Slurm integration test) come in as arguments.
 packages+=("$@")
 missing=()

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +28,14 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+// True when `path` is /tmp or below it: a private /tmp bound over it would hide it from the replica.
+bool under_tmp(const std::string& path) {
+  if (path.empty()) return false;
+  std::error_code ec;
+  const std::string p = fs::weakly_canonical(fs::absolute(path, ec), ec).string();
+  return p == "/tmp" || p.rfind("/tmp/", 0) == 0;
+}
 
 // Job names come from users; keep them from escaping the work directory.
 std::string safe_path_part(const std::string& s) {
@@ -219,6 +228,28 @@ Status Agent::prepare() {
   std::error_code ec;
   fs::create_directories(opt_.work_dir, ec);
   if (ec) return Error::internal("cannot create the work directory " + opt_.work_dir + ": " + ec.message());
+  // The agent's state (docs/security.md, "The agent's files"): replicas may pass through the work directory to
+  // their own working directory, but not list it; what the agent keeps there is 0600 or 0700.
+  if (auto st = make_private_dir(opt_.work_dir); !st) return st.error();
+  if (geteuid() == 0 && chmod(opt_.work_dir.c_str(), 0711) != 0)
+    return Error::internal("cannot set the mode of the work directory " + opt_.work_dir + ": " + std::strerror(errno));
+  if (auto st = make_private_dir((fs::path(opt_.work_dir) / "logs").string()); !st) return st.error();
+  if (geteuid() == 0 && under_tmp(opt_.work_dir))
+    say("private /tmp: off, the work directory " + opt_.work_dir + " is under /tmp, which a job's own /tmp would hide; "
+        "give --work-dir elsewhere (e.g. /var/lib/allot-agent)");
+  if (opt_.uid_range) {
+    auto uids = TeamUids::load((fs::path(opt_.work_dir) / "team-uids.json").string(), *opt_.uid_range);
+    if (!uids) return uids.error();
+    team_uids_ = std::move(*uids);
+    say("replicas run as their team's own uid from " + std::to_string(opt_.uid_range->first) + "-" +
+        std::to_string(opt_.uid_range->last) + " (" + std::to_string(opt_.uid_range->block) + " per team)");
+  } else if (geteuid() == 0) {
+    say("replicas run as " + opt_.user.name + " (uid " + std::to_string(opt_.user.uid) +
+        "), one team at a time; --run-as-range gives each team its own uid");
+  } else {
+    say("replicas run as the agent's own user (uid " + std::to_string(geteuid()) +
+        "), which keeps teams apart from nothing: start the agent as root with --run-as-range on shared nodes");
+  }
   const std::string lock_path = (fs::path(opt_.work_dir) / "agent.lock").string();
   state_path_ = (fs::path(opt_.work_dir) / "replicas.json").string();
   // Forked first: it must not share the lock below, which it takes when the agent is gone.
@@ -276,13 +307,14 @@ void Agent::count_boot() {
   int n = 0;
   if (std::ifstream in(path); in) in >> n;
   boot_ = n + 1;
-  std::ofstream(path, std::ios::trunc) << boot_ << "\n";
+  if (auto st = auth::write_secret_file(path, std::to_string(boot_) + "\n", "the boot count"); !st) say(st.error().message);
 }
 
 void Agent::reboot() {
   say("the server asks for a reboot" + (opt_.reboot_command.empty() ? std::string(" (emulated: stopping the replicas, resetting the devices)")
                                                                      : ": running \"" + opt_.reboot_command + "\""));
   for (const auto& e : procs_.stop_all_and_wait()) {
+    capture_.finish(e.key, std::chrono::milliseconds(1000));
     auto it = replicas_.find(e.key);
     if (it != replicas_.end()) it->second.exited = true, it->second.exit_code = e.exit_code;
     records_.erase(e.key);
@@ -411,6 +443,7 @@ Status Agent::run(const std::atomic<bool>& stop) {
   }
   say("stopping " + std::to_string(procs_.size()) + " replica(s)");
   for (const auto& e : procs_.stop_all_and_wait()) {
+    capture_.finish(e.key, std::chrono::milliseconds(1000));
     auto it = replicas_.find(e.key);
     if (it != replicas_.end()) it->second.exited = true, it->second.exit_code = e.exit_code;
     records_.erase(e.key);
@@ -433,9 +466,12 @@ bool Agent::reap() {
   for (const auto& e : procs_.poll(Clock::now())) {
     changed |= records_.erase(e.key) > 0;
     if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
+    // Its output to the last byte, before the exit can be reported.
+    capture_.finish(e.key, std::chrono::milliseconds(1000));
     auto it = replicas_.find(e.key);
     if (it == replicas_.end()) continue;
     it->second.exited = true;
+    drop_private_tmp(it->second.a.job, it->second.private_tmp);
     it->second.exit_code = e.exit_code;
     say("replica " + e.key + " exited with code " + std::to_string(e.exit_code) + (e.stopped ? " (stopped)" : ""));
     // A replica past its memory.max is ended by the kernel (SIGKILL, exit code 137), which says nothing to it:
@@ -445,7 +481,7 @@ bool Agent::reap() {
         const std::string why = "the out-of-memory killer ended " + std::to_string(kills) +
                                 " process(es) of this replica: it used more than its memory limit of " +
                                 memory_max_value(it->second.a.memory_mib) + " bytes (memory.max, from its request)";
-        std::ofstream(it->second.log_path, std::ios::app) << "allot agent: " << why << "\n";
+        (void)append_log_line(it->second.log_path, "allot agent: " + why);
         say("replica " + e.key + ": " + why);
       }
     }
@@ -493,14 +529,14 @@ Status Agent::cycle() {
 
 void Agent::ship_logs() {
   for (auto& [key, r] : replicas_) {
-    std::ifstream in(r.log_path, std::ios::binary);
-    if (!in) continue;
-    in.seekg(static_cast<std::streamoff>(r.shipped));
     // Exited replicas are drained completely (bounded); running ones send one chunk per cycle.
     for (int chunks = 0; chunks < (r.exited ? 64 : 1); ++chunks) {
-      std::string data(opt_.log_chunk_bytes, '\0');
-      in.read(data.data(), static_cast<std::streamsize>(data.size()));
-      data.resize(static_cast<size_t>(in.gcount()));
+      auto chunk = read_log_chunk(r.log_path, r.shipped, opt_.log_chunk_bytes);
+      if (!chunk) {
+        say("cannot ship the log of " + key + ": " + chunk.error().message);
+        break;
+      }
+      std::string data = std::move(*chunk);
       if (data.empty()) break;
       auto res = call("/v1/agents/" + client::url_encode(opt_.name) + "/logs",
                       // The attempt lets the server keep one log per rank with a line between attempts.
@@ -510,8 +546,7 @@ void Agent::ship_logs() {
         // The server refuses this log (it no longer knows the job): give it up, or the exit that waits
         // for it would never be reported.
         say("dropping the log of " + key + ": " + res.error().message);
-        std::error_code ec;
-        r.shipped = fs::file_size(r.log_path, ec);
+        r.shipped = log_size(r.log_path);
         break;
       }
       r.shipped += data.size();
@@ -526,9 +561,7 @@ Status Agent::heartbeat() {
     json e = {{"job", r.a.job}, {"rank", r.a.rank}, {"attempt", r.a.attempt}};
     if (r.exited) {
       // Hold the exit back until the log is shipped: the server must see all output of a finished replica.
-      std::error_code ec;
-      auto size = fs::file_size(r.log_path, ec);
-      if (!ec && size > r.shipped) {
+      if (log_size(r.log_path) > r.shipped) {
         continue;  // not reported at all until then: "running" would read as the current attempt
       } else {
         e["state"] = "exited";
@@ -636,53 +669,106 @@ void Agent::start_pending() {
   }
 }
 
+Result<Identity> Agent::identity_for(const Assignment& a, const std::string& home) {
+  if (team_uids_) return team_uids_->identity_for(a.team.empty() ? "_" : a.team, home);
+  // One user for every replica: a root agent could keep teams apart but was told to use one uid, so it runs one
+  // team's replicas at a time. (An agent that is not root cannot switch users at all: development only.)
+  if (geteuid() == 0)
+    for (const auto& [key, r] : replicas_)
+      if (!r.exited && r.a.team != a.team && procs_.running(key))
+        return Error::precondition("this agent runs every replica as " + opt_.user.name + " (uid " + std::to_string(opt_.user.uid) +
+                                   ") and a replica of team " + r.a.team + " runs here; replicas of two teams never share a uid. "
+                                   "Start the agent with --run-as-range FIRST-LAST to give each team its own");
+  return opt_.user;
+}
+
+void Agent::drop_private_tmp(const std::string& job, const std::string& dir) {
+  if (dir.empty()) return;
+  for (const auto& [key, r] : replicas_)
+    if (r.a.job == job && !r.exited) return;
+  std::error_code ec;
+  fs::remove_all(dir, ec);  // does not follow the symlinks a job left there
+}
+
 void Agent::start(const Assignment& a) {
   const std::string key = key_of(a);
   started_.insert(key);
-  fs::path dir = fs::path(opt_.work_dir) / safe_path_part(a.job) / ("attempt-" + std::to_string(a.attempt));
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  Assignment run = a;
-  if (!a.checkpoint_root.empty()) {
-    // The job's own checkpoint directory, the same for every run on every node (on a shared file system).
-    fs::path ckpt = fs::path(a.checkpoint_root) / safe_path_part(a.job);
-    fs::create_directories(ckpt, ec);
-    if (ec) say("replica " + key + ": cannot create the checkpoint directory " + ckpt.string() + ": " + ec.message());
-    else if (opt_.user.uid != geteuid())
-      if (auto st = give_dir_to(ckpt.string(), opt_.user); !st) say("replica " + key + ": " + st.error().message);
-    run.checkpoint_dir = ckpt.string();
-  }
+  const std::string attempt_part = "attempt-" + std::to_string(a.attempt);
+  const fs::path job_dir = fs::path(opt_.work_dir) / safe_path_part(a.job);
+  const fs::path dir = job_dir / attempt_part;
+  const fs::path log_dir = fs::path(opt_.work_dir) / "logs" / safe_path_part(a.job) / attempt_part;
   Replica r;
   r.a = a;
-  r.log_path = (dir / ("rank-" + std::to_string(a.rank) + ".log")).string();
-  auto spec = launch_spec(run, facts_, r.log_path, dir.string());
-  if (spec) {
-    if (opt_.user.uid != geteuid()) {
-      spec->run_as = opt_.user;
-      if (auto st = give_dir_to(dir.string(), opt_.user); !st) say("replica " + key + ": " + st.error().message);
+  r.log_path = (log_dir / ("rank-" + std::to_string(a.rank) + ".log")).string();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (geteuid() == 0) (void)chmod(job_dir.c_str(), 0711);  // a job's attempts are not listed to other users
+  int output_fd = -1;
+  Result<LaunchSpec> spec = [&]() -> Result<LaunchSpec> {
+    if (ec) return Error::internal("cannot create the working directory " + dir.string() + ": " + ec.message());
+    if (auto st = make_private_dir(log_dir.string()); !st) return st.error();
+    auto who = identity_for(a, dir.string());
+    if (!who) return who.error();
+    Assignment run = a;
+    if (!a.checkpoint_root.empty()) {
+      // The job's own checkpoint directory, the same for every run on every node (on a shared file system).
+      fs::path ckpt = fs::path(a.checkpoint_root) / safe_path_part(a.job);
+      fs::create_directories(ckpt, ec);
+      if (ec) say("replica " + key + ": cannot create the checkpoint directory " + ckpt.string() + ": " + ec.message());
+      else if (who->uid != geteuid())
+        if (auto st = give_dir_to(ckpt.string(), *who); !st) say("replica " + key + ": " + st.error().message);
+      run.checkpoint_dir = ckpt.string();
     }
-    if (cgroups_.available()) {
-      const std::string name = "r-" + safe_path_part(a.job) + "-" + std::to_string(a.rank) + "-" + std::to_string(a.attempt);
-      auto cg = cgroups_.create(name, {.vcpu_milli = a.vcpu_milli, .memory_mib = a.memory_mib});
-      if (cg) spec->cgroup = *cg;
-      else say("replica " + key + " runs without its own cgroup: " + cg.error().message);
+    MachineFacts facts = facts_;
+    facts.user = who->name;
+    facts.home = who->home;
+    auto s = launch_spec(run, facts, "", dir.string());
+    if (!s) return s.error();
+    if (who->uid != geteuid()) {
+      s->run_as = *who;
+      if (auto st = give_dir_to(dir.string(), *who); !st) return st.error();
     }
+    // The job's /tmp on this node, shared by its replicas here and no one else's; not where the replica's own
+    // directories are under /tmp, which it would hide (docs/security.md).
+    if (geteuid() == 0 && !under_tmp(opt_.work_dir) && !under_tmp(a.checkpoint_root)) {
+      r.private_tmp = (job_dir / "tmp").string();
+      fs::create_directories(r.private_tmp, ec);
+      if (ec) return Error::internal("cannot create the job's /tmp " + r.private_tmp + ": " + ec.message());
+      if (auto st = give_dir_to(r.private_tmp, *who); !st) return st.error();
+      s->private_tmp = r.private_tmp;
+    }
+    auto out = capture_.open(key, r.log_path);
+    if (!out) return out.error();
+    output_fd = *out;
+    s->output_fd = output_fd;
+    return s;
+  }();
+  if (spec && cgroups_.available()) {
+    const std::string name = "r-" + safe_path_part(a.job) + "-" + std::to_string(a.rank) + "-" + std::to_string(a.attempt);
+    auto cg = cgroups_.create(name, {.vcpu_milli = a.vcpu_milli, .memory_mib = a.memory_mib});
+    if (cg) spec->cgroup = *cg;
+    else say("replica " + key + " runs without its own cgroup: " + cg.error().message);
   }
   Result<pid_t> pid = spec ? procs_.start(key, *spec) : Result<pid_t>(spec.error());
+  if (output_fd >= 0) close(output_fd);  // the child has its copy; the pipe ends when the replica's processes do
   if (!pid) {
     // The server hears of it as an exit like any other failure, and its retry policy applies.
     say("cannot start replica " + key + ": " + pid.error().message);
-    std::ofstream(r.log_path, std::ios::app) << "allot agent: cannot start this replica: " << pid.error().message << "\n";
+    capture_.finish(key, std::chrono::milliseconds(0));
+    (void)append_log_line(r.log_path, "allot agent: cannot start this replica: " + pid.error().message);
     r.exited = true;
     r.exit_code = 127;
     if (spec && !spec->cgroup.empty()) (void)remove_cgroup(spec->cgroup);
-  } else {
-    records_[key] = ReplicaRecord{key, *pid, *pid, process_start_time(*pid).value_or(0), spec->cgroup};
-    r.cpus = format_cpu_list(spec->cpus);
-    persist();
-    say("started replica " + key + " (pid " + std::to_string(*pid) + ", rank " + std::to_string(a.rank) + "/" +
-        std::to_string(a.world_size) + ", cpus " + format_cpu_list(spec->cpus) + ", user " + opt_.user.name + ")");
+    replicas_[key] = std::move(r);
+    drop_private_tmp(a.job, replicas_[key].private_tmp);
+    return;
   }
+  records_[key] = ReplicaRecord{key, *pid, *pid, process_start_time(*pid).value_or(0), spec->cgroup};
+  r.cpus = format_cpu_list(spec->cpus);
+  persist();
+  say("started replica " + key + " (pid " + std::to_string(*pid) + ", rank " + std::to_string(a.rank) + "/" +
+      std::to_string(a.world_size) + ", cpus " + format_cpu_list(spec->cpus) + ", uid " +
+      std::to_string(spec->run_as ? spec->run_as->uid : geteuid()) + ")");
   replicas_[key] = std::move(r);
 }
 

@@ -30,9 +30,11 @@
 #include "agent/health_monitor.h"
 #include "agent/inventory.h"
 #include "agent/leftovers.h"
+#include "agent/log_capture.h"
 #include "agent/process.h"
 #include "agent/replica.h"
 #include "agent/run_as.h"
+#include "agent/team_uids.h"
 #include "client/http_client.h"
 #include "core/result.h"
 
@@ -50,7 +52,8 @@ struct AgentOptions {
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds stop_grace{10000};
   size_t log_chunk_bytes = 64 * 1024;
-  Identity user;               // who replicas run as (agent/run_as.h: replica_identity checked it)
+  Identity user;               // who replicas run as (agent/run_as.h: replica_identity checked it) ...
+  std::optional<UidRange> uid_range;  // ... unless set: each team's replicas as its own uid (agent/team_uids.h)
   bool cgroups = true;         // a cgroup per replica where the machine allows one
   std::string cgroup_parent;   // tests: the cgroup directory to put the agent's under, instead of its own
   // Health (docs/resiliency.md): the checks, the emulated faults file, what a reboot runs (empty: an emulated
@@ -96,7 +99,8 @@ class Agent {
  private:
   struct Replica {
     Assignment a;
-    std::string log_path;
+    std::string log_path;  // in <work dir>/logs, which only the agent can write (agent/log_capture.h)
+    std::string private_tmp;  // the job's /tmp on this node, removed with its last replica here
     uint64_t shipped = 0;  // bytes of the log the server has
     bool exited = false;
     int exit_code = 0;
@@ -118,6 +122,11 @@ class Agent {
   void apply(const nlohmann::json& answer);
   void start_pending();
   void start(const Assignment& a);
+  // Who `a` runs as: the team's own uid (--run-as-range) or the agent's one user. Refuses a replica that would
+  // share a uid with a running replica of another team.
+  Result<Identity> identity_for(const Assignment& a, const std::string& home);
+  // Removes the job's private /tmp once no replica of the job runs here.
+  void drop_private_tmp(const std::string& job, const std::string& dir);
   void say(const std::string& line);
   // The server asked for a reboot (docs/resiliency.md): stop the replicas, run the reboot command or reset the
   // emulated devices, count a boot, register again.
@@ -139,7 +148,9 @@ class Agent {
   MachineFacts facts_;
   client::ApiClient api_;
   std::ostream& log_;
+  LogCapture capture_;  // the replicas' output pipes; outlives procs_, whose destructor ends the writers
   ProcessTable procs_;
+  std::optional<TeamUids> team_uids_;  // with opt_.uid_range, loaded by prepare()
   std::map<std::string, Replica> replicas_;     // by key_of: alive, or exited and not yet reported
   std::map<std::string, Assignment> pending_;   // by slot: waits for an older attempt to exit
   std::set<std::string> started_;               // keys ever started

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <grp.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "agent/cgroups.h"
+#include "agent/log_capture.h"
 
 extern char** environ;
 
@@ -72,9 +74,20 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
 
   // The files are opened here, by the agent, so a replica that runs as another user still writes its log
   // (which that user may not be able to open) and joins its cgroup (which it must not be able to change).
-  const std::string log_path = spec.log_path.empty() ? "/dev/null" : spec.log_path;
-  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) return Error::internal("cannot open log file " + log_path + ": " + std::strerror(errno));
+  // A log path is opened without following symlinks (agent/log_capture.h); the agent's own replicas write
+  // into its pipe instead (output_fd), so it never opens a file the replica could have replaced.
+  int log_fd = -1;
+  if (spec.output_fd >= 0) {
+    log_fd = fcntl(spec.output_fd, F_DUPFD_CLOEXEC, 0);
+    if (log_fd < 0) return Error::internal(std::string("cannot use the output pipe: ") + std::strerror(errno));
+  } else if (spec.log_path.empty()) {
+    log_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (log_fd < 0) return Error::internal(std::string("cannot open /dev/null: ") + std::strerror(errno));
+  } else {
+    auto fd = open_log_for_append(spec.log_path);
+    if (!fd) return fd.error();
+    log_fd = *fd;
+  }
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   int cg_fd = spec.cgroup.empty() ? -1 : open((spec.cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
   auto close_all = [&] {
@@ -90,6 +103,7 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
   }
   const pid_t parent = getpid();
   const char* work_dir = spec.work_dir.empty() ? nullptr : spec.work_dir.c_str();
+  const char* private_tmp = spec.private_tmp.empty() ? nullptr : spec.private_tmp.c_str();
   const bool switch_user = spec.run_as.has_value();
   const uid_t uid = switch_user ? spec.run_as->uid : 0;
   const gid_t gid = switch_user ? spec.run_as->gid : 0;
@@ -117,6 +131,11 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
     // Entered before the switch of user: the directory is the replica's, but the agent's work directory
     // above it need not be open to that user.
     if (work_dir && chdir(work_dir) != 0) child_fail(STDERR_FILENO, "allot agent: cannot enter ", work_dir, errno);
+    // The job's own /tmp: a mount namespace whose mounts do not propagate back to the node, with the job's
+    // directory bound over /tmp, so no other team's replica sees or plants files in it.
+    if (private_tmp && (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+                        mount(private_tmp, "/tmp", nullptr, MS_BIND, nullptr) != 0))
+      child_fail(STDERR_FILENO, "allot agent: cannot give the replica its private /tmp ", private_tmp, errno);
     if (switch_user) {
       // Groups first (they need root), then the group, then the user; each checked, and root must be gone
       // for good: a setuid that silently failed would run the job as root.
@@ -129,6 +148,9 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
     // the switch of user, which clears it.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(137);
+    // Nothing the replica executes gains privileges (setuid binaries, file capabilities): the user it runs as is
+    // all it ever has.
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fail(STDERR_FILENO, "allot agent: cannot set no_new_privs", "", errno);
     // execvp searches the PATH of the environment it runs in, which is the replica's from here on.
     environ = envp.data();
     execvp(argv[0], argv.data());

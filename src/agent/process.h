@@ -30,6 +30,12 @@ struct LaunchSpec {
   std::string work_dir;                    // empty: the agent's
   std::optional<Identity> run_as;          // set: groups, gid and uid switched to it before exec
   std::string cgroup;                      // a cgroup directory the child joins before exec; empty: none
+  // Where stdout and stderr go instead of log_path: the write end of the agent's pipe (agent/log_capture.h).
+  // The caller still owns and closes it. -1: log_path.
+  int output_fd = -1;
+  // A directory bind-mounted on /tmp in a mount namespace of the replica's own (the job's private /tmp);
+  // empty: the node's /tmp. Needs root.
+  std::string private_tmp;
 };
 
 struct Exited {

@@ -19,6 +19,7 @@ Result<Assignment> assignment_from_json(const nlohmann::json& j) {
     Assignment a;
     a.job = j.at("job").get<std::string>();
     a.rank = j.at("rank").get<int>();
+    a.team = j.value("team", std::string());
     a.world_size = j.value("world_size", 1);
     a.local_rank = j.value("local_rank", 0);
     a.master_addr = j.value("master_addr", std::string("127.0.0.1"));

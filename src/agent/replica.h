@@ -16,6 +16,7 @@ namespace allot::agent {
 
 struct Assignment {
   std::string job;
+  std::string team;  // whose job it is: replicas of two teams never share a uid (agent/team_uids.h)
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;

@@ -1,6 +1,8 @@
 #include "agent/run_as.h"
 
+#include <fcntl.h>
 #include <grp.h>
+#include <sys/stat.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -79,9 +81,15 @@ Result<Identity> replica_identity(const std::string& run_as, bool allow_root) {
 
 Status give_dir_to(const std::string& dir, const Identity& who) {
   if (who.uid == geteuid()) return ok_status();
-  if (chown(dir.c_str(), who.uid, who.gid) != 0)
+  // Opened without following a symlink and changed through the descriptor: a job that replaced one of its
+  // directories with a link to /etc must not be handed /etc.
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const bool ok = fd >= 0 && fchown(fd, who.uid, who.gid) == 0 && fchmod(fd, 0700) == 0;
+  const int err = errno;
+  if (fd >= 0) close(fd);
+  if (!ok)
     return Error::internal("cannot give " + dir + " to user " + who.name + " (uid " + std::to_string(who.uid) +
-                           "): " + std::strerror(errno));
+                           "): " + std::strerror(err));
   return ok_status();
 }
 

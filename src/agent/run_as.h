@@ -31,8 +31,9 @@ Identity current_identity();
 // agent's own when the agent is not root (it could not switch to it).
 Result<Identity> replica_identity(const std::string& run_as, bool allow_root);
 
-// Makes `dir` (a replica's working directory, which the agent created) belong to `who`, so the replica can
-// write there after dropping privileges. A no-op when `who` is the agent's own user.
+// Makes `dir` (a replica's working directory, which the agent created) belong to `who` with mode 0700, so the
+// replica can write there after dropping privileges and no other user can look in. `dir` itself is never
+// followed through a symlink. A no-op when `who` is the agent's own user.
 Status give_dir_to(const std::string& dir, const Identity& who);
 
 }  // namespace allot::agent

@@ -1,5 +1,6 @@
 // `allot agent --server URL [--ca FILE] [--name NAME] [--instance-type TYPE] [--labels k=v,k=v] [--work-dir DIR]
-// [--address ADDR] [--heartbeat-interval S] [--stop-grace S] [--run-as USER] [--allow-root] [--no-cgroups]
+// [--address ADDR] [--heartbeat-interval S] [--stop-grace S] [--run-as USER | --run-as-range FIRST-LAST
+// [--uids-per-team N]] [--allow-root] [--no-cgroups]
 // [--health-config FILE] [--health-interval S] [--emulate-faults FILE] [--reboot-command CMD] [--replaces NODE]`:
 // runs the node agent until SIGINT or SIGTERM, then stops its replicas. Exit codes: 0 after a clean stop,
 // 2 for invalid flags (replicas that would run as root without --allow-root among them), a work directory
@@ -32,6 +33,8 @@ struct AgentArgs {
   double heartbeat_s = 1.0;
   double grace_s = 10.0;
   std::string run_as;
+  std::string run_as_range;  // each team's replicas as its own uid (agent/team_uids.h)
+  uint32_t uids_per_team = 65536;
   bool allow_root = false;
   bool no_cgroups = false;
   std::string health_config, faults, reboot_command, replaces;
@@ -77,7 +80,17 @@ int run_agent(const AgentArgs& a) {
   if (!api) return std::cerr << "allot agent: " << api.error().message << "\n", 2;
   auto inv = agent::discover(a.instance_type, Catalog::builtin());
   if (!inv) return std::cerr << "allot agent: " << inv.error().message << "\n", 2;
-  auto user = agent::replica_identity(a.run_as, a.allow_root);
+  std::optional<agent::UidRange> range;
+  if (!a.run_as_range.empty()) {
+    if (!a.run_as.empty()) return std::cerr << "allot agent: give --run-as or --run-as-range, not both\n", 2;
+    if (geteuid() != 0)
+      return std::cerr << "allot agent: --run-as-range needs an agent started as root (it switches each replica to its team's uid)\n", 2;
+    auto r = agent::parse_uid_range(a.run_as_range, a.uids_per_team);
+    if (!r) return std::cerr << "allot agent: " << r.error().message << "\n", 2;
+    range = *r;
+  }
+  // With a range, the agent's own identity is used only for what the agent does itself.
+  auto user = range ? Result<agent::Identity>(agent::current_identity()) : agent::replica_identity(a.run_as, a.allow_root);
   if (!user) return std::cerr << "allot agent: " << user.error().message << "\n", 2;
 
   agent::AgentOptions opt;
@@ -102,6 +115,7 @@ int run_agent(const AgentArgs& a) {
   opt.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(a.heartbeat_s * 1000));
   opt.stop_grace = std::chrono::milliseconds(static_cast<int64_t>(a.grace_s * 1000));
   opt.user = *user;
+  opt.uid_range = range;
   opt.cgroups = !a.no_cgroups;
   if (!a.health_config.empty()) {
     std::ifstream in(a.health_config);
@@ -168,6 +182,11 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--run-as", a->run_as,
                   "User (name or uid) replicas run as; an agent started as root switches to it before each replica "
                   "starts (default: the agent's own user)");
+  cmd->add_option("--run-as-range", a->run_as_range,
+                  "Uids FIRST-LAST for the replicas, cut into blocks of --uids-per-team: each team's replicas run as "
+                  "the first uid of its own block (containers map their user namespace onto the block), so two "
+                  "teams never share a uid. Needs root; no uid of the range may belong to an account");
+  cmd->add_option("--uids-per-team", a->uids_per_team, "Uids per team in --run-as-range")->capture_default_str();
   cmd->add_flag("--allow-root", a->allow_root,
                 "Let replicas run as root (refused otherwise: a job's command is whatever a cluster member submitted)");
   cmd->add_flag("--no-cgroups", a->no_cgroups,

@@ -286,8 +286,9 @@ int run_demo(const DemoArgs& a) {
                                      "--heartbeat-interval", "0.3", "--stop-grace", "2",
                                      // Step 6 injects a fault here (docs/resiliency.md, "Emulated nodes").
                                      "--emulate-faults", fs::absolute(dir + "/faults/" + name).string(), "--health-interval", "1"};
-    // Run as root, the demo's replicas run as nobody: agents refuse to run jobs as root unless told to.
-    if (geteuid() == 0) args.insert(args.end(), {"--run-as", "nobody"});
+    // Run as root, each team's replicas run as a uid of its own (docs/security.md, "Teams never share a uid"),
+    // from a range no account uses: agents refuse to run jobs as root unless told to.
+    if (geteuid() == 0) args.insert(args.end(), {"--run-as-range", "1000000000-1999999999"});
     auto agent = spawn(exe, args, dir + "/agent-" + name + ".log");
     if (!agent) return fail(dir, procs, agent.error());
     procs.push_back({"agent " + name, *agent});

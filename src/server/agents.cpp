@@ -37,6 +37,7 @@ json replica_assignment(const ServerState& st, const ServerOptions& options, con
     if (auto it = st.nodes.find(master.name); it != st.nodes.end()) master_addr = it->second.address;
   }
   json a = {{"job", j.spec.name},
+            {"team", j.spec.team},
             {"rank", rank},
             {"world_size", world_size(j)},
             {"local_rank", local_rank},

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End to end: what a replica runs as and with. An agent started as root refuses to run replicas as root
-# without --allow-root; replicas run as the --run-as user (nobody in these tests when they run as root); and
+# without --allow-root; replicas run as their team's uid (--run-as-range in these tests when they run as root); and
 # a replica's environment is its job's plus allot's, never the agent's (ALLOT_TOKEN stays with the agent).
 # Usage: agent_isolation_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
@@ -39,9 +39,14 @@ YAML
 "$ALLOT" submit "$WORK/whoami.yaml" >/dev/null
 wait_state whoami Succeeded
 "$ALLOT" logs whoami >"$WORK/whoami.out"
-want_uid=$(id -u)
-[ "$want_uid" = 0 ] && want_uid=$(id -u nobody)
-grep -qx "uid=$want_uid" "$WORK/whoami.out" || fail "the replica should run as uid $want_uid: $(head -n 3 "$WORK/whoami.out")"
+got_uid=$(sed -n 's/^uid=//p' "$WORK/whoami.out")
+if [ "$(id -u)" = 0 ]; then
+  # The team's own uid from the range lib_e2e.sh gives the agents.
+  [ -n "$got_uid" ] && [ "$got_uid" -ge 1000000000 ] && [ "$got_uid" -le 1999999999 ] ||
+    fail "the replica should run as team-a's uid from --run-as-range: $(head -n 3 "$WORK/whoami.out")"
+else
+  [ "$got_uid" = "$(id -u)" ] || fail "the replica should run as the agent's uid: $(head -n 3 "$WORK/whoami.out")"
+fi
 grep -qx "cwd is writable" "$WORK/whoami.out" || fail "the replica's working directory should be its own: $(cat "$WORK/whoami.out")"
 grep -q "cwd=$WORK/agents/gpu-1/whoami/attempt-0" "$WORK/whoami.out" || fail "the replica should run in its work directory"
 grep -qx "FROM_THE_JOB=job-value" "$WORK/whoami.out" || fail "the job's env is missing"

@@ -50,11 +50,12 @@ unset ALLOT_TOKEN ALLOT_CONTEXT
 trap 'exit 1' INT TERM
 mkdir -p "$WORK/pids"
 
-# Agents started as root run their replicas as nobody (they refuse root replicas without --allow-root); a
-# test that needs root replicas sets AGENT_USER_FLAGS=--allow-root before start_agent. The replicas of the
-# tests write their pids under $WORK/pids, so nobody must be able to reach it.
+# Agents started as root run each team's replicas as its own uid from a range no account uses (they refuse
+# root replicas without --allow-root); a test that needs root replicas sets AGENT_USER_FLAGS=--allow-root
+# before start_agent. The replicas of the tests write their pids under $WORK/pids, so every uid must be able
+# to reach it.
 if [ "$(id -u)" = 0 ]; then
-  AGENT_USER_FLAGS=${AGENT_USER_FLAGS---run-as nobody}
+  AGENT_USER_FLAGS=${AGENT_USER_FLAGS---run-as-range 1000000000-1999999999}
   chmod 0755 "$WORK"
   chmod 1777 "$WORK/pids"
 else

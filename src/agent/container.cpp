@@ -1,0 +1,185 @@
+#include "agent/container.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "agent/health_checks.h"
+
+namespace allot::agent {
+namespace fs = std::filesystem;
+namespace {
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+std::vector<std::string> podman_base(const ContainerOptions& opt) {
+  std::vector<std::string> argv = {opt.podman};
+  if (!opt.runtime.empty()) argv.insert(argv.end(), {"--runtime", opt.runtime});
+  if (!opt.cgroup_manager.empty()) argv.insert(argv.end(), {"--cgroup-manager", opt.cgroup_manager});
+  return argv;
+}
+
+uint64_t below_hard(int resource, uint64_t cap) {
+  rlimit rl{};
+  if (getrlimit(resource, &rl) != 0 || rl.rlim_max == RLIM_INFINITY) return cap;
+  const uint64_t hard = rl.rlim_max;
+  return std::max<uint64_t>(1, std::min(cap, hard > 1 ? hard - 1 : hard));
+}
+
+}  // namespace
+
+PodmanFacts detect_podman(const ContainerOptions& opt) {
+  PodmanFacts f;
+  auto v = run_with_timeout({opt.podman, "version", "--format", "{{.Client.Version}}"}, std::chrono::seconds(20));
+  if (!v.started || v.exit_code == 127 || (!v.timed_out && v.exit_code != 0 && v.output.find("not found") != std::string::npos)) {
+    f.problem = opt.podman + " is not installed (apt-get install podman runc uidmap)";
+    return f;
+  }
+  if (v.timed_out || v.exit_code != 0) {
+    f.problem = "`" + opt.podman + " version` failed: " + trimmed(v.output);
+    return f;
+  }
+  f.version = trimmed(v.output);
+  auto info = run_with_timeout({opt.podman, "info", "--format", "{{.Host.OCIRuntime.Name}} {{.Host.CgroupManager}} {{.Host.CgroupsVersion}}"},
+                               std::chrono::seconds(30));
+  if (info.timed_out || info.exit_code != 0) {
+    f.problem = "`" + opt.podman + " info` failed: " + trimmed(info.output);
+    return f;
+  }
+  std::istringstream words(info.output);
+  words >> f.runtime >> f.cgroup_manager >> f.cgroup_version;
+  f.usable = true;
+  return f;
+}
+
+std::string describe(const PodmanFacts& f, const ContainerOptions& opt) {
+  if (!f.usable) return "containers: off (" + f.problem + "); jobs with an image fail to start here";
+  return "containers: podman " + f.version + " (runtime " + opt.runtime + ", cgroup manager " + opt.cgroup_manager + ", cgroups " +
+         f.cgroup_version + "; podman's own defaults " + f.runtime + ", " + f.cgroup_manager + ")";
+}
+
+// 32768 processes: runc on Debian bookworm refused 65536 under a hard limit of 96365 (EPERM from setrlimit).
+Ulimits container_ulimits() { return {below_hard(RLIMIT_NOFILE, 1048576), below_hard(RLIMIT_NPROC, 32768)}; }
+
+std::vector<std::string> podman_run_argv(const ContainerOptions& opt, const ContainerRun& r, const Ulimits& limits) {
+  std::vector<std::string> a = podman_base(opt);
+  const std::string map = "0:" + std::to_string(r.first_uid) + ":" + std::to_string(r.uids);
+  a.insert(a.end(), {"run", "--rm", "--name", r.name, "--label", "allot.agent=" + r.agent,
+                     // Pulled beforehand by the agent (podman_pull_argv): a run never reaches a registry.
+                     "--pull", "never",
+                     "--uidmap", map, "--gidmap", map,
+                     "--network", "host", "--ipc", "private", "--shm-size", std::to_string(r.shm_mib) + "m",
+                     "--security-opt", "no-new-privileges", "--cap-drop", "all",
+                     "--ulimit", "nofile=" + std::to_string(limits.nofile) + ":" + std::to_string(limits.nofile),
+                     "--ulimit", "nproc=" + std::to_string(limits.nproc) + ":" + std::to_string(limits.nproc),
+                     "--env-file", r.env_file,
+                     // SIGTERM from the agent reaches the container's first process; podman waits for it.
+                     "--sig-proxy=true", "--stop-timeout", "5"});
+  for (const auto& c : r.cap_add) a.insert(a.end(), {"--cap-add", c});
+  if (r.memory_mib > 0) a.insert(a.end(), {"--memory", std::to_string(r.memory_mib) + "m"});
+  if (r.vcpu_milli > 0) {
+    char cpus[32];
+    std::snprintf(cpus, sizeof cpus, "%.3f", static_cast<double>(r.vcpu_milli) / 1000.0);
+    a.insert(a.end(), {"--cpus", cpus});
+  }
+  if (!r.cpus.empty()) {
+    std::string list;
+    for (int c : r.cpus) list += (list.empty() ? "" : ",") + std::to_string(c);
+    a.insert(a.end(), {"--cpuset-cpus", list});
+  }
+  for (const auto& d : r.devices) a.insert(a.end(), {"--device", d});
+  if (!r.work_dir.empty()) a.insert(a.end(), {"--volume", r.work_dir + ":" + r.work_dir, "--workdir", r.work_dir});
+  if (!r.checkpoint_dir.empty()) a.insert(a.end(), {"--volume", r.checkpoint_dir + ":" + r.checkpoint_dir});
+  for (const auto& v : r.volumes)
+    a.insert(a.end(), {"--volume", v.host_path + ":" + v.container_path + (v.read_only ? ":ro" : "")});
+  a.push_back(r.image);
+  a.insert(a.end(), r.command.begin(), r.command.end());
+  return a;
+}
+
+std::vector<std::string> podman_rm_argv(const ContainerOptions& opt, const std::string& name) {
+  auto a = podman_base(opt);
+  a.insert(a.end(), {"rm", "--force", "--ignore", "--time", "0", name});
+  return a;
+}
+
+std::vector<std::string> podman_leftovers_argv(const ContainerOptions& opt, const std::string& agent) {
+  auto a = podman_base(opt);
+  a.insert(a.end(), {"ps", "--all", "--quiet", "--filter", "label=allot.agent=" + agent});
+  return a;
+}
+
+std::vector<std::string> podman_pull_argv(const ContainerOptions& opt, const std::string& image, const std::string& auth_file) {
+  auto a = podman_base(opt);
+  a.insert(a.end(), {"pull", "--quiet"});
+  if (!auth_file.empty()) a.insert(a.end(), {"--authfile", auth_file});
+  a.push_back(image);
+  return a;
+}
+
+std::vector<std::string> container_devices(const std::string& kind, const std::vector<int>& accelerators, bool efa,
+                                           const std::vector<std::string>& cdi_dirs) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  auto exists = [&](const std::string& p) { return fs::exists(p, ec); };
+  if (kind == "nvidia-gpu" && !accelerators.empty()) {
+    bool cdi = false;
+    for (const auto& dir : cdi_dirs)
+      for (const auto& e : fs::directory_iterator(dir, ec)) {
+        std::ifstream in(e.path());
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        cdi |= text.find("nvidia.com/gpu") != std::string::npos;
+      }
+    for (int g : accelerators) {
+      if (cdi) out.push_back("nvidia.com/gpu=" + std::to_string(g));
+      else if (exists("/dev/nvidia" + std::to_string(g))) out.push_back("/dev/nvidia" + std::to_string(g));
+    }
+    if (!cdi)
+      for (const char* d : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"})
+        if (exists(d)) out.push_back(d);
+  } else if (kind == "neuron") {
+    for (int d : accelerators)
+      if (exists("/dev/neuron" + std::to_string(d))) out.push_back("/dev/neuron" + std::to_string(d));
+  }
+  if (efa)
+    for (const auto& e : fs::directory_iterator("/dev/infiniband", ec))
+      if (e.path().filename().string().rfind("uverbs", 0) == 0) out.push_back(e.path().string());
+  return out;
+}
+
+Status write_env_file(const std::string& path, const std::map<std::string, std::string>& env) {
+  std::string text;
+  for (const auto& [k, v] : env) {
+    if (v.find('\n') != std::string::npos || k.find('\n') != std::string::npos)
+      return Error::invalid("the variable " + k + " holds a newline, which a container's environment file cannot carry");
+    text += k + "=" + v + "\n";
+  }
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Error::internal("cannot write " + path + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  const bool ok = done == text.size() && fchmod(fd, 0600) == 0;
+  close(fd);
+  if (!ok) return Error::internal("cannot write " + path);
+  return ok_status();
+}
+
+int64_t default_shm_mib(int64_t memory_mib) { return std::max<int64_t>(64, memory_mib / 4); }
+
+}  // namespace allot::agent

@@ -1,0 +1,112 @@
+#pragma once
+// OCI containers for replicas that name an image (docs/jobs.md, "Images"), run by Debian's podman, rootful and
+// driven by the agent. This file holds what the agent asks podman: which podman it found (and whether it can
+// run containers at all), the pull of an image, and the `podman run` of one replica with its isolation:
+//  - a user namespace per team: container uids 0..N-1 are the team's block of host uids (agent/team_uids.h),
+//    so container root is an unprivileged host uid and two teams never share one;
+//  - `no-new-privileges`, podman's default seccomp profile, every capability dropped but those the admin
+//    allows the team;
+//  - the host network (NCCL and EFA need it), a private IPC namespace with a /dev/shm of its own size;
+//  - devices by CDI name for NVIDIA GPUs where a CDI spec exists, else device nodes (Neuron, EFA);
+//  - mounts: the replica's working directory, its checkpoint directory and the job's volumes.
+// The environment goes in a 0600 file the agent writes in its own directory (--env-file), never on the command
+// line, which every user of the node can read in /proc.
+//
+// Thread-safety: the functions are pure, except detect_podman() and pull_image(), which run podman.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace allot::agent {
+
+// How the agent drives podman (`allot agent --podman PATH --container-runtime NAME --container-cgroup-manager M`).
+// runc with the cgroupfs manager works on hosts with hybrid cgroups (v1 and a unified hierarchy), where crun
+// refuses to start containers ("cgroups in hybrid mode not supported").
+struct ContainerOptions {
+  std::string podman = "/usr/bin/podman";  // an absolute path: it is executed without a PATH search
+  std::string runtime = "runc";
+  std::string cgroup_manager = "cgroupfs";
+};
+
+// What the agent found at start, which it says in its log.
+struct PodmanFacts {
+  bool usable = false;
+  std::string version;         // "4.3.1"
+  std::string runtime;         // the OCI runtime podman reports by default (the agent passes its own)
+  std::string cgroup_manager;  // likewise
+  std::string cgroup_version;  // "v1", "v2"
+  std::string problem;         // why it is not usable: podman missing, `podman info` failing
+};
+PodmanFacts detect_podman(const ContainerOptions& opt);
+// "podman 4.3.1 (runtime runc, cgroup manager cgroupfs, cgroups v1; by default runc, cgroupfs)", or why not.
+std::string describe(const PodmanFacts& facts, const ContainerOptions& opt);
+
+struct Volume {
+  std::string host_path;
+  std::string container_path;
+  bool read_only = false;
+  friend bool operator==(const Volume&, const Volume&) = default;
+};
+
+enum class PullPolicy { kIfNotPresent, kAlways, kNever };
+
+// One replica's container.
+struct ContainerRun {
+  std::string name;                  // the container's name (unique on the node)
+  std::string agent;                 // the agent's name, as a label, so that its leftovers can be found
+  std::string image;
+  std::vector<std::string> command;  // empty: the image's entrypoint and command
+  std::string env_file;              // the replica's environment (write_env_file)
+  uid_t first_uid = 0;               // the team's block of host uids ...
+  uid_t uids = 65536;                // ... and its size
+  int64_t shm_mib = 64;              // the size of its /dev/shm
+  int64_t memory_mib = 0;            // --memory; 0: none
+  int64_t vcpu_milli = 0;            // --cpus; 0: none
+  std::vector<int> cpus;             // --cpuset-cpus; empty: any
+  std::string work_dir;              // mounted at the same path, and the command's working directory
+  std::string checkpoint_dir;        // mounted at the same path; empty: none
+  std::vector<Volume> volumes;
+  std::vector<std::string> devices;  // "nvidia.com/gpu=0" (CDI) or "/dev/neuron0"
+  std::vector<std::string> cap_add;  // capabilities the admin allows the team ("NET_RAW")
+};
+
+// The limits a container's processes get: podman sets soft and hard limits, and a hard limit above the agent's
+// own is refused (setrlimit EPERM), as is one equal to it on some hosts, so both stay below the agent's hard
+// limit (and at most 1048576 open files, 32768 processes).
+struct Ulimits {
+  uint64_t nofile = 0;
+  uint64_t nproc = 0;
+};
+Ulimits container_ulimits();
+
+// `podman run` of the replica, in the foreground (the agent's process for it), removed when it exits.
+std::vector<std::string> podman_run_argv(const ContainerOptions& opt, const ContainerRun& run, const Ulimits& limits);
+// `podman rm --force --time 0 NAME`: after a stop, in case podman itself was killed before its container.
+std::vector<std::string> podman_rm_argv(const ContainerOptions& opt, const std::string& name);
+// `podman ps --all --quiet --filter label=allot.agent=NAME`: the containers an earlier run of the agent left.
+std::vector<std::string> podman_leftovers_argv(const ContainerOptions& opt, const std::string& agent);
+// `podman pull` of the image (with the team's registry auth file, when the admin gave one); for kIfNotPresent,
+// `podman image exists` first. Empty for kNever.
+std::vector<std::string> podman_pull_argv(const ContainerOptions& opt, const std::string& image, const std::string& auth_file);
+
+// The NVIDIA CDI device names of `gpus` where a CDI spec for nvidia.com/gpu exists (/etc/cdi, /var/run/cdi),
+// else the device nodes /dev/nvidiaN with /dev/nvidiactl, /dev/nvidia-uvm; Neuron devices as /dev/neuronN;
+// EFA devices (/dev/infiniband/uverbs*) when `efa`. Only nodes that exist are listed.
+std::vector<std::string> container_devices(const std::string& accelerator_kind, const std::vector<int>& accelerators, bool efa,
+                                           const std::vector<std::string>& cdi_dirs = {"/etc/cdi", "/var/run/cdi"});
+
+// Writes `env` to `path` (0600, not following a symlink) in podman's --env-file format. Refused: a value with a
+// newline, which that format cannot carry.
+Status write_env_file(const std::string& path, const std::map<std::string, std::string>& env);
+
+// The default /dev/shm of a replica that gives none: a quarter of its memory request, at least 64 MiB (podman's
+// own default), and 64 MiB without a request.
+int64_t default_shm_mib(int64_t memory_mib);
+
+}  // namespace allot::agent
