@@ -45,6 +45,9 @@ std::string safe_path_part(const std::string& s) {
   return out;
 }
 
+// Whether the server has all of a replica's log (or there is none to read).
+bool fully_shipped(const std::string& log_path, uint64_t shipped) { return log_size(log_path) <= shipped; }
+
 }  // namespace
 
 Agent::Agent(AgentOptions options, Inventory inventory, client::ApiClient api, std::ostream& log)
@@ -179,7 +182,9 @@ bool Agent::take_watch_news() {
     applied_as_of_ = as_of;
     apply(*news);
   }
-  return true;
+  // A watch answer stops nothing (stops answer a heartbeat's report): when it took replicas away, heartbeat now,
+  // so that they are stopped and what waits for their capacity starts without waiting for the next interval.
+  return !outgoing_unstopped();
 }
 
 Status Agent::save_credential(const std::string& credential) {
@@ -233,7 +238,7 @@ Status Agent::prepare() {
   if (auto st = make_private_dir(opt_.work_dir); !st) return st.error();
   if (geteuid() == 0 && chmod(opt_.work_dir.c_str(), 0711) != 0)
     return Error::internal("cannot set the mode of the work directory " + opt_.work_dir + ": " + std::strerror(errno));
-  if (auto st = make_private_dir((fs::path(opt_.work_dir) / "logs").string()); !st) return st.error();
+  if (auto st = make_private_dir((fs::path(opt_.work_dir) / "_logs").string()); !st) return st.error();
   if (geteuid() == 0 && under_tmp(opt_.work_dir))
     say("private /tmp: off, the work directory " + opt_.work_dir + " is under /tmp, which a job's own /tmp would hide; "
         "give --work-dir elsewhere (e.g. /var/lib/allot-agent)");
@@ -275,6 +280,10 @@ Status Agent::prepare() {
   auto state = load_state(state_path_);
   if (!state) return state.error();
   end_leftovers(*state, [this](const std::string& line) { say(line); });
+  auto journal = AttemptJournal::load((fs::path(opt_.work_dir) / "attempts.json").string());
+  if (!journal) return journal.error();
+  journal_ = std::move(*journal);
+  resume_from_journal();
   if (opt_.cgroups) {
     cgroups_ = Cgroups::detect(Cgroups::dir_name_for(opt_.name, fs::absolute(opt_.work_dir).lexically_normal().string()),
                                opt_.cgroup_parent);
@@ -317,6 +326,7 @@ void Agent::reboot() {
     capture_.finish(e.key, std::chrono::milliseconds(1000));
     auto it = replicas_.find(e.key);
     if (it != replicas_.end()) it->second.exited = true, it->second.exit_code = e.exit_code;
+    journal_exit(e.key, e.exit_code);
     records_.erase(e.key);
     if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
   }
@@ -332,6 +342,93 @@ void Agent::reboot() {
   if (monitor_) monitor_->reboot();
   say("rebooted (boot " + std::to_string(boot_) + "); registering again");
   if (auto st = register_node(); !st) say("cannot register after the reboot, will retry: " + st.error().message);
+}
+
+void Agent::journal_exit(const std::string& key, int exit_code) {
+  if (auto st = journal_.ended(key, exit_code); !st)
+    say("cannot record the exit of " + key + " (" + st.error().message + "); if this agent restarts before reporting it, "
+        "it is reported as lost");
+}
+
+void Agent::resume_from_journal() {
+  // What the previous agent started and the server has not heard the end of. None of it still runs: the
+  // replicas die with their agent (the watchdog, or end_leftovers above), so "adopting" one means reporting its
+  // end, with its exit code when the previous agent collected it.
+  for (const auto& [key, e] : journal_.entries()) {
+    if (e.reported) continue;
+    Replica r;
+    r.a.job = e.job;
+    r.a.rank = e.rank;
+    r.a.attempt = e.attempt;
+    r.log_path = e.log_path;
+    r.exited = true;
+    r.lost = !e.exit_code;
+    r.exit_code = e.exit_code.value_or(0);
+    std::error_code ec;
+    // How much of the log the server has is not recorded: what the previous agent shipped is not sent again,
+    // and the rest may be missing, which the log says.
+    r.shipped = r.log_path.empty() ? 0 : fs::file_size(r.log_path, ec);
+    if (ec) r.shipped = 0;
+    if (!r.log_path.empty())
+      std::ofstream(r.log_path, std::ios::app)
+          << "allot agent: the agent restarted while this replica " << (r.lost ? "ran; it was ended with its agent" : "was ending")
+          << ", and lines written just before may be missing from this log\n";
+    say("replica " + key + " was started by the previous agent; it " +
+        (r.lost ? std::string("ended with it (reported as lost)") : "exited with code " + std::to_string(r.exit_code)) +
+        "; it is not started again");
+    replicas_[key] = std::move(r);
+  }
+}
+
+void Agent::forget_attempts() {
+  for (auto& gone : journal_.forget_unlisted(listed_))
+    if (!gone.dir.empty()) unused_dirs_.insert(std::move(gone.dir));
+  remove_unused_dirs();
+}
+
+void Agent::remove_unused_dirs() {
+  // Retention (docs/deployment.md): an attempt the server has dropped takes its working directory with it, once no
+  // rank of the attempt here still needs it (started, or its log not yet shipped), and the job's directory once
+  // it is empty.
+  if (unused_dirs_.empty()) return;
+  std::set<std::string> in_use;
+  for (const auto& [key, e] : journal_.entries()) in_use.insert(e.dir);
+  for (const auto& [key, r] : replicas_) in_use.insert(fs::path(r.log_path).parent_path().string()), in_use.insert(fs::path(r.log_path).parent_path().lexically_normal().string());
+  const fs::path root = (fs::path(opt_.work_dir) / "x").lexically_normal().parent_path();
+  for (auto it = unused_dirs_.begin(); it != unused_dirs_.end();) {
+    if (in_use.count(*it)) {
+      ++it;
+      continue;
+    }
+    // Only directories the agent made for its replicas: a journal edited by hand cannot point elsewhere.
+    const fs::path dir = fs::path(*it).lexically_normal();
+    const fs::path job_dir = dir.parent_path();
+    std::error_code ec;
+    if (job_dir.parent_path() == root) {
+      fs::remove_all(dir, ec);
+      if (ec) say("cannot remove " + dir.string() + ": " + ec.message());
+      if (fs::is_empty(job_dir, ec) && !ec) fs::remove(job_dir, ec);
+      // The attempt's logs, kept apart from its working directory (agent/log_capture.h), go with it once shipped.
+      const fs::path log_dir = root / "_logs" / job_dir.filename() / dir.filename();
+      if (!in_use.count(log_dir.lexically_normal().string())) {
+        fs::remove_all(log_dir, ec);
+        if (fs::is_empty(log_dir.parent_path(), ec) && !ec) fs::remove(log_dir.parent_path(), ec);
+      }
+    }
+    it = unused_dirs_.erase(it);
+  }
+}
+
+bool Agent::outgoing_alive() const {
+  for (const auto& [key, r] : replicas_)
+    if (procs_.running(key) && !listed_.count(key)) return true;
+  return false;
+}
+
+bool Agent::outgoing_unstopped() const {
+  for (const auto& [key, r] : replicas_)
+    if (procs_.running(key) && !listed_.count(key) && !procs_.stopping(key)) return true;
+  return false;
 }
 
 void Agent::persist() {
@@ -363,6 +460,7 @@ Result<json> Agent::call(const std::string& path, const json& body, bool heartbe
 }
 
 void Agent::note_answer(Clock::time_point sent, const json& answer) {
+  const bool moved = sent > last_answered_send_;
   last_answered_send_ = std::max(last_answered_send_, sent);
   if (answer.is_object() && answer.contains("heartbeat_timeout_ms") && answer["heartbeat_timeout_ms"].is_number_integer()) {
     auto t = std::chrono::milliseconds(answer["heartbeat_timeout_ms"].get<int64_t>());
@@ -371,8 +469,16 @@ void Agent::note_answer(Clock::time_point sent, const json& answer) {
       say("the server's failure timeout is " + std::to_string(t.count()) + " ms: replicas are stopped after " +
           std::to_string(f.stop_after.count()) + " ms without an answered heartbeat (fencing)");
       server_timeout_ = t;
+      tell_watchdog_lease();
     }
   }
+  if (moved) tell_watchdog_lease();
+}
+
+void Agent::tell_watchdog_lease() {
+  if (watchdog_fd_ < 0 || !server_timeout_) return;
+  const auto f = fence_times(*server_timeout_);
+  send_lease(watchdog_fd_, Lease{last_answered_send_ + f.stop_after, last_answered_send_ + f.kill_after});
 }
 
 void Agent::check_fence(Clock::time_point now) {
@@ -446,6 +552,7 @@ Status Agent::run(const std::atomic<bool>& stop) {
     capture_.finish(e.key, std::chrono::milliseconds(1000));
     auto it = replicas_.find(e.key);
     if (it != replicas_.end()) it->second.exited = true, it->second.exit_code = e.exit_code;
+    journal_exit(e.key, e.exit_code);
     records_.erase(e.key);
     if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
   }
@@ -468,6 +575,7 @@ bool Agent::reap() {
     if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
     // Its output to the last byte, before the exit can be reported.
     capture_.finish(e.key, std::chrono::milliseconds(1000));
+    journal_exit(e.key, e.exit_code);
     auto it = replicas_.find(e.key);
     if (it == replicas_.end()) continue;
     it->second.exited = true;
@@ -499,7 +607,8 @@ bool Agent::reap() {
 Status Agent::cycle() {
   (void)reap();
   check_fence(Clock::now());
-  start_pending();
+  // Nothing starts here: only apply() starts replicas, right after the newest run list, so that the server never
+  // takes a replica it no longer lists for stopped while the agent still means to start it (docs/scheduling.md).
   if (monitor_ && monitor_->hung()) {
     // An emulated hang: the node says nothing, as a hung machine would (its replicas fence themselves).
     if (!said_hung_) say("emulated hang: no heartbeats, no logs");
@@ -528,46 +637,76 @@ Status Agent::cycle() {
 }
 
 void Agent::ship_logs() {
-  for (auto& [key, r] : replicas_) {
-    // Exited replicas are drained completely (bounded); running ones send one chunk per cycle.
-    for (int chunks = 0; chunks < (r.exited ? 64 : 1); ++chunks) {
-      auto chunk = read_log_chunk(r.log_path, r.shipped, opt_.log_chunk_bytes);
-      if (!chunk) {
-        say("cannot ship the log of " + key + ": " + chunk.error().message);
+  // An exited replica's log gets this many tries that fail while the server answers heartbeats; then the rest is
+  // given up, and the log ends with a line that says so.
+  constexpr int kLogTries = 10;
+  const std::string path = "/v1/agents/" + client::url_encode(opt_.name) + "/logs";
+  for (auto it = replicas_.begin(); it != replicas_.end();) {
+    auto& [key, r] = *it;
+    bool give_up = false;
+    std::string why;
+    {
+      // Exited replicas are drained completely (bounded); running ones send one chunk per cycle.
+      for (int chunks = 0; chunks < (r.exited ? 64 : 1); ++chunks) {
+        auto chunk = read_log_chunk(r.log_path, r.shipped, opt_.log_chunk_bytes);
+        if (!chunk) {
+          say("cannot ship the log of " + key + ": " + chunk.error().message);
+          break;
+        }
+        std::string data = std::move(*chunk);
+        if (data.empty()) break;
+        // The attempt lets the server keep one log per rank with a line between attempts.
+        auto res = call(path, {{"job", r.a.job}, {"rank", r.a.rank}, {"attempt", r.a.attempt}, {"data", data}}, false);
+        if (res) {
+          r.shipped += data.size();
+          r.log_failures = 0;
+          continue;
+        }
+        if (res.error().code != ErrorCode::kInternal) {
+          // The server refuses this log (it no longer knows the job): give it up.
+          say("dropping the log of " + key + ": " + res.error().message);
+          r.shipped = log_size(r.log_path);
+          break;
+        }
+        // Unreachable, or the server failed to store it: the same offset next cycle. Counted only while heartbeats
+        // are answered (a server that is down holds every log alike, and they all go once it is back).
+        if (r.exited && server_reachable_ && ++r.log_failures >= kLogTries) give_up = true, why = res.error().message;
         break;
       }
-      std::string data = std::move(*chunk);
-      if (data.empty()) break;
-      auto res = call("/v1/agents/" + client::url_encode(opt_.name) + "/logs",
-                      // The attempt lets the server keep one log per rank with a line between attempts.
-                      {{"job", r.a.job}, {"rank", r.a.rank}, {"attempt", r.a.attempt}, {"data", data}}, false);
-      if (!res && res.error().code == ErrorCode::kInternal) return;  // try again next cycle, same offset
-      if (!res) {
-        // The server refuses this log (it no longer knows the job): give it up, or the exit that waits
-        // for it would never be reported.
-        say("dropping the log of " + key + ": " + res.error().message);
-        r.shipped = log_size(r.log_path);
-        break;
-      }
-      r.shipped += data.size();
     }
+    if (give_up) {
+      const uint64_t size = log_size(r.log_path);
+      const uint64_t lost = size < r.shipped ? 0 : size - r.shipped;
+      const std::string mark = "\nallot agent: this log is incomplete: the last " + std::to_string(lost) +
+                               " bytes could not be delivered after " + std::to_string(kLogTries) + " tries (" + why + ")\n";
+      auto res = call(path, {{"job", r.a.job}, {"rank", r.a.rank}, {"attempt", r.a.attempt}, {"data", mark}}, false);
+      say("giving up the rest of the log of " + key + " (" + std::to_string(lost) + " bytes): " + why +
+          (res ? "; the log says it is incomplete" : "; the mark could not be delivered either: " + res.error().message));
+      r.shipped = std::max(r.shipped, size);
+    }
+    // A replica whose end the server has is kept only until its log is shipped.
+    if (r.end_reported && fully_shipped(r.log_path, r.shipped)) it = replicas_.erase(it);
+    else ++it;
   }
+  remove_unused_dirs();
 }
 
 Status Agent::heartbeat() {
   json report = json::array();
   std::vector<std::string> reported;
   for (const auto& [key, r] : replicas_) {
+    if (r.end_reported) continue;  // only its log is left to ship
     json e = {{"job", r.a.job}, {"rank", r.a.rank}, {"attempt", r.a.attempt}};
     if (r.exited) {
-      // Hold the exit back until the log is shipped: the server must see all output of a finished replica.
-      if (log_size(r.log_path) > r.shipped) {
-        continue;  // not reported at all until then: "running" would read as the current attempt
+      // Reported at once, whatever is left of its log: a log upload that keeps failing must not hold the end of a
+      // run hostage (its log follows, ship_logs()).
+      if (r.lost) {
+        e["state"] = "lost";
       } else {
         e["state"] = "exited";
         e["exit_code"] = r.exit_code;
-        reported.push_back(key);
       }
+      reported.push_back(key);
     } else {
       e["state"] = "running";
       // What the replica really got: on an emulated node the planned CPUs are folded onto this machine's.
@@ -599,7 +738,11 @@ Status Agent::heartbeat() {
     fenced_ = false;
     server_reachable_ = true;  // said just now
   }
-  for (const auto& k : reported) replicas_.erase(k);
+  for (const auto& k : reported) replicas_[k].end_reported = true;
+  if (auto st = journal_.reported(reported); !st)
+    say("cannot record that the server has " + std::to_string(reported.size()) + " exit(s): " + st.error().message);
+  // Replicas with nothing left to ship go now rather than at the next cycle.
+  std::erase_if(replicas_, [](const auto& kv) { return kv.second.end_reported && fully_shipped(kv.second.log_path, kv.second.shipped); });
   // Always acted on: it answers this heartbeat's report (its stop list), and is at least as new as any watch
   // answer taken before it was sent.
   applied_as_of_ = std::max(applied_as_of_, as_of);
@@ -617,7 +760,8 @@ void Agent::apply(const json& answer) {
   // The run list is the truth for this node: every current replica with its attempt. A stop names a slot
   // (job, rank) whose process here is not current, so it spares the attempt the run list names.
   std::map<std::string, Assignment> current;
-  if (answer.contains("run") && answer["run"].is_array()) {
+  const bool has_run = answer.contains("run") && answer["run"].is_array();
+  if (has_run) {
     for (const auto& j : answer["run"]) {
       auto a = assignment_from_json(j);
       if (!a) {
@@ -626,6 +770,11 @@ void Agent::apply(const json& answer) {
       }
       current[a->slot()] = *a;
     }
+    listed_.clear();
+    for (const auto& [slot, a] : current) listed_.insert(key_of(a));
+    forget_attempts();
+    // A start that waited and is no longer listed (or listed with another attempt) never happens.
+    std::erase_if(pending_, [&](const auto& p) { return !listed_.count(key_of(p.second)); });
   }
   if (answer.contains("stop") && answer["stop"].is_array()) {
     for (const auto& s : answer["stop"]) {
@@ -645,7 +794,7 @@ void Agent::apply(const json& answer) {
     }
   }
   for (const auto& [slot, a] : current) {
-    if (started_.count(key_of(a))) continue;
+    if (journal_.contains(key_of(a))) continue;
     // An older attempt of the same replica still alive is stopped first; the new one waits for its exit.
     for (auto& [key, r] : replicas_)
       if (r.a.slot() == slot && !r.exited && r.a.attempt != a.attempt) procs_.stop(key, Clock::now());
@@ -656,6 +805,9 @@ void Agent::apply(const json& answer) {
 
 void Agent::start_pending() {
   if (fenced_) return;  // the server may have given these slots to another node meanwhile
+  // Stops before starts: the capacity of a replica the server has taken away (preempted, restarted, cancelled) is
+  // free only once its process is gone; until then the node starts nothing new (docs/scheduling.md).
+  if (!pending_.empty() && outgoing_alive()) return;
   for (auto it = pending_.begin(); it != pending_.end();) {
     bool busy = false;
     for (const auto& [key, r] : replicas_)
@@ -692,17 +844,27 @@ void Agent::drop_private_tmp(const std::string& job, const std::string& dir) {
 
 void Agent::start(const Assignment& a) {
   const std::string key = key_of(a);
-  started_.insert(key);
   const std::string attempt_part = "attempt-" + std::to_string(a.attempt);
   const fs::path job_dir = fs::path(opt_.work_dir) / safe_path_part(a.job);
   const fs::path dir = job_dir / attempt_part;
-  const fs::path log_dir = fs::path(opt_.work_dir) / "logs" / safe_path_part(a.job) / attempt_part;
+  const fs::path log_dir = fs::path(opt_.work_dir) / "_logs" / safe_path_part(a.job) / attempt_part;
   Replica r;
   r.a = a;
   r.log_path = (log_dir / ("rank-" + std::to_string(a.rank) + ".log")).string();
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (geteuid() == 0) (void)chmod(job_dir.c_str(), 0711);  // a job's attempts are not listed to other users
+  // Recorded before it starts, so that no later agent on this work directory starts it again.
+  if (auto st = journal_.started({a.job, a.rank, a.attempt, dir.string(), r.log_path, std::nullopt, false}); !st) {
+    say("cannot start replica " + key + ": " + st.error().message);
+    (void)make_private_dir(log_dir.string());
+    (void)append_log_line(r.log_path, "allot agent: cannot start this replica: the agent could not record its start (" +
+                                          st.error().message + ")");
+    r.exited = true;
+    r.exit_code = 127;
+    replicas_[key] = std::move(r);
+    return;
+  }
   int output_fd = -1;
   Result<LaunchSpec> spec = [&]() -> Result<LaunchSpec> {
     if (ec) return Error::internal("cannot create the working directory " + dir.string() + ": " + ec.message());
@@ -758,6 +920,7 @@ void Agent::start(const Assignment& a) {
     (void)append_log_line(r.log_path, "allot agent: cannot start this replica: " + pid.error().message);
     r.exited = true;
     r.exit_code = 127;
+    journal_exit(key, 127);
     if (spec && !spec->cgroup.empty()) (void)remove_cgroup(spec->cgroup);
     replicas_[key] = std::move(r);
     drop_private_tmp(a.job, replicas_[key].private_tmp);

@@ -3,10 +3,12 @@
 // replicas the server assigns as real processes, ships their logs and reports their exits.
 //
 // Delivery rules that keep the server's view right without acknowledgements beyond HTTP 200:
-//  - an attempt of a replica (job, rank, attempt) is started at most once, however often the server lists it;
-//  - a new attempt of a replica whose older attempt is still alive starts only after that one has exited;
-//  - an exit is reported in heartbeats until one succeeds, and only after the replica's log is fully shipped,
-//    so a job the server sees finished has all its output.
+//  - an attempt of a replica (job, rank, attempt) is started at most once, however often the server lists it,
+//    and across restarts of the agent (agent/attempt_journal.h);
+//  - nothing new starts on the node while a replica that the server no longer lists is still alive (it is being
+//    stopped): the capacity it held is free only once it has exited (docs/scheduling.md, "Stops before starts");
+//  - an exit is reported in heartbeats until one succeeds, at once: the log follows, with a bounded number of
+//    tries, and a log given up on ends with a line that says it is incomplete.
 //
 // Isolation (docs/security.md, "Agent isolation"): replicas run as AgentOptions::user with only their own
 // environment, each in its own process group and, where the machine allows, its own cgroup. The running
@@ -26,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/attempt_journal.h"
 #include "agent/cgroups.h"
 #include "agent/health_monitor.h"
 #include "agent/inventory.h"
@@ -99,11 +102,14 @@ class Agent {
  private:
   struct Replica {
     Assignment a;
-    std::string log_path;  // in <work dir>/logs, which only the agent can write (agent/log_capture.h)
+    std::string log_path;  // in <work dir>/_logs, which only the agent can write (agent/log_capture.h)
     std::string private_tmp;  // the job's /tmp on this node, removed with its last replica here
     uint64_t shipped = 0;  // bytes of the log the server has
     bool exited = false;
     int exit_code = 0;
+    bool lost = false;          // exited while no agent watched it (a previous agent's): its exit code is unknown
+    bool end_reported = false;  // a heartbeat carrying its end was answered; it stays until its log is shipped
+    int log_failures = 0;       // uploads of its log that failed in a row while the server answered heartbeats
     std::string cpus;  // the CPUs it was bound to ("0-3,8"; empty: not bound), reported while it runs
   };
   static std::string key_of(const Assignment& a) { return a.slot() + "#" + std::to_string(a.attempt); }
@@ -116,6 +122,19 @@ class Agent {
   Result<nlohmann::json> call(const std::string& path, const nlohmann::json& body, bool heartbeat);
   void note_answer(Clock::time_point sent, const nlohmann::json& answer);
   void persist();  // the state file, after every change of the running replicas
+  // The journal of started attempts (agent/attempt_journal.h): an exit collected, and what a restarted agent
+  // finds there (the ends to report).
+  void journal_exit(const std::string& key, int exit_code);
+  void resume_from_journal();
+  // Forgets the attempts the server no longer lists and whose end it has, with their directories.
+  void forget_attempts();
+  void remove_unused_dirs();  // of unused_dirs_, those no attempt here needs any more
+  // Replicas alive that the newest run list does not name (or names with another attempt): they are being, or are
+  // about to be, stopped, and nothing new starts until they are gone.
+  bool outgoing_alive() const;
+  bool outgoing_unstopped() const;  // ... of which some have not been told to stop yet
+  // The lease (agent/fencing.h) handed to the watchdog, which fences the replicas if this agent freezes.
+  void tell_watchdog_lease();
   void remove_cgroups();
   void ship_logs();
   Status heartbeat();
@@ -153,7 +172,9 @@ class Agent {
   std::optional<TeamUids> team_uids_;  // with opt_.uid_range, loaded by prepare()
   std::map<std::string, Replica> replicas_;     // by key_of: alive, or exited and not yet reported
   std::map<std::string, Assignment> pending_;   // by slot: waits for an older attempt to exit
-  std::set<std::string> started_;               // keys ever started
+  AttemptJournal journal_;                       // keys started, by this agent or the one before it
+  std::set<std::string> listed_;                 // keys of the newest run list acted on
+  std::set<std::string> unused_dirs_;            // working directories of forgotten attempts, to remove
   bool server_reachable_ = true;
 
   Cgroups cgroups_;

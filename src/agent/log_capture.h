@@ -1,7 +1,7 @@
 #pragma once
 // Replicas' output reaches their logs through pipes the agent owns (docs/security.md, "Logs"). A replica's stdout
 // and stderr are the write end of a pipe; a thread of the agent reads the other end and appends what comes to
-// the replica's log, a file in a directory only the agent can write (<work dir>/logs, 0700). The agent never
+// the replica's log, a file in a directory only the agent can write (<work dir>/_logs, 0700). The agent never
 // opens a path the replica controls to read or write its log: a replica that replaces a file in its working
 // directory with a symlink to /etc/shadow changes nothing the agent reads or ships.
 //

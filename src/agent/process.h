@@ -66,6 +66,10 @@ class ProcessTable {
   std::vector<Exited> poll(Clock::time_point now);
 
   bool running(const std::string& key) const { return procs_.count(key) > 0; }
+  bool stopping(const std::string& key) const {  // running, and stop() was called for it
+    auto it = procs_.find(key);
+    return it != procs_.end() && it->second.kill_at.has_value();
+  }
   std::optional<pid_t> pid(const std::string& key) const;
   size_t size() const { return procs_.size(); }
   std::vector<std::string> keys() const;

@@ -337,6 +337,14 @@ std::string describe_job(const json& j, int64_t now) {
   if (j.value("held", false)) state += ", held";
   field("State:", state);
   field("Reason:", text(j, "reason"));
+  // Running, its processes not started yet: the stops they wait for (docs/scheduling.md, "Stops before starts").
+  for (const auto& w : j.value("waits_for_stops", json::array())) {
+    std::string nodes;
+    for (const auto& n : w.value("nodes", json::array())) nodes += (nodes.empty() ? "" : ",") + n.get<std::string>();
+    const std::string whose = w.contains("job") && w["job"].is_string() ? "job " + w["job"].get<std::string>() : "a job of team " + text(w, "team");
+    field("Starting:", "waits until the replicas of " + whose + " (attempt " + text(w, "attempt") + ") on " + nodes +
+                           " have stopped (their agent reports them gone, or the node is fenced)");
+  }
   if (j.contains("labels") && j["labels"].is_object() && !j["labels"].empty()) {
     std::string labels;
     for (const auto& [k, v] : j["labels"].items()) labels += (labels.empty() ? "" : ",") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());

@@ -15,6 +15,9 @@ struct ReplicaReport {
   int rank = 0;
   bool exited = false;
   int exit_code = 0;            // when exited
+  // Exited, exit code unknown: the replica ended with its agent (a restarted agent reports what its predecessor
+  // started and did not see end, agent/attempt_journal.h). A failure, like a non-zero exit.
+  bool lost = false;
   std::optional<int> attempt;   // the assignment's attempt it belongs to, when the agent sends it
   std::string cpus;             // running: the CPUs it is bound to ("0-3,8"), when the agent sends them
 };

@@ -96,9 +96,11 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
     rep.rank = r["rank"].get<int>();
     // Not r.value("state", ""): that throws on a state of another type (a number), where the answer is this error.
     const std::string state = r.contains("state") && r["state"].is_string() ? r["state"].get<std::string>() : "";
-    if (state != "running" && state != "exited") return Error::invalid(where + ": state must be running or exited");
-    rep.exited = state == "exited";
-    if (rep.exited) {
+    if (state != "running" && state != "exited" && state != "lost")
+      return Error::invalid(where + ": state must be running, exited or lost");
+    rep.exited = state != "running";
+    rep.lost = state == "lost";
+    if (state == "exited") {
       if (!r.contains("exit_code") || !r["exit_code"].is_number_integer())
         return Error::invalid(where + ": an exited replica needs its exit_code (an integer)");
       rep.exit_code = static_cast<int>(r["exit_code"].get<int64_t>());
@@ -136,8 +138,10 @@ void apply_exits(Txn& txn, const std::string& node_name, const std::vector<Repli
     if (track.attempt != attempt) track = ExitTrack{attempt, {}};
     const std::string name = j->spec.name;
     const int world = world_size(*j);
-    if (rep.exit_code != 0) {
-      const std::string reason = "replica " + std::to_string(rep.rank) + " exited with code " + std::to_string(rep.exit_code);
+    if (rep.lost || rep.exit_code != 0) {
+      const std::string reason = "replica " + std::to_string(rep.rank) +
+                                 (rep.lost ? " was lost: it ended with its agent, which restarted (exit code unknown)"
+                                           : " exited with code " + std::to_string(rep.exit_code));
       // One fault, one restart: a peer of a multi-node job dies of its partner's node first. Hold the exit
       // until a failing peer node would have shown itself (node_lifecycle.h settles it).
       if (hold_exit(txn, *j, node_name, reason)) continue;

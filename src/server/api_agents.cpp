@@ -10,6 +10,7 @@
 #include "server/log_upload.h"
 #include "server/node_lifecycle.h"
 #include "server/registration.h"
+#include "server/start_gate.h"
 #include "server/views.h"
 
 namespace allot::server {
@@ -232,6 +233,7 @@ Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::stri
   if (health) on_health_report(txn, options, name, *health);
   apply_exits(txn, name, reports);
   note_replica_cpus(txn, name, reports);
+  note_heartbeat(txn.state(), name, reports);
   // The same answer as a heartbeat answered off the writer gets (heartbeat_board.h), from the state after the batch.
   return Render([&options, name, reports = std::move(reports)](const ServerState& st) {
     return json_reply(200, render_heartbeat(node_answer(st, options, name), options, reports));

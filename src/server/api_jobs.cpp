@@ -3,6 +3,7 @@
 #include "core/labels.h"
 #include "server/api.h"
 #include "server/retention.h"
+#include "server/start_gate.h"
 #include "server/views.h"
 #include "view/job_refs.h"
 #include "view/state_json.h"
@@ -21,6 +22,8 @@ Render job_render(const std::string& name, const auth::Caller& who, int status =
     add_resilience(st, *j, static_cast<Time>(system_clock_ms() / 1000), v);
     add_preemption_records(st, *j, who, v);
     add_bound_cpus(st, *j, v);
+    // Running, its replicas not yet handed to agents: the stops it waits for (start_gate.h).
+    if (auto waits = start_waits(st, *j, job_names_for(who)); !waits.empty()) v["waits_for_stops"] = std::move(waits);
     view::hide_job_refs(v, job_names_for(who));
     return json_reply(status, v);
   };

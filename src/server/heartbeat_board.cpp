@@ -4,6 +4,7 @@
 
 #include "server/agents.h"
 #include "server/node_lifecycle.h"
+#include "server/start_gate.h"
 
 namespace allot::server {
 
@@ -14,11 +15,13 @@ NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, cons
   const Node* node = st.cluster.find_node(name);
   auto info = st.nodes.find(name);
   if (!node || info == st.nodes.end()) return a;  // a heartbeat of such a node is the writer's (404, or a new entry)
-  a.fast = !(info->second.timed_out && node->health == NodeHealth::kUnschedulablePendingReboot);
+  // A node with stops to confirm (start_gate.h) has its heartbeats read by the writer.
+  a.fast = !(info->second.timed_out && node->health == NodeHealth::kUnschedulablePendingReboot) && !awaits_stops_on(st, name);
   if (const std::set<uint32_t>* here = st.running_by_node.on(node->id)) {
     for (uint32_t index : *here) {
       const Job& j = st.cluster.jobs[index];
       if (j.state != JobState::kRunning) continue;  // cannot happen while the index is right; cheap to check
+      if (!handed_out(st, j)) continue;  // its replicas wait for stops elsewhere (start_gate.h)
       const int attempt = attempt_of(j);
       std::map<NodeId, int> local;  // replicas of this job seen so far per node: LOCAL_RANK
       int rank = 0;

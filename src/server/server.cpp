@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/spec.h"
 #include "server/api.h"
 #include "server/bootstrap.h"
 #include "server/listen_address.h"
@@ -110,9 +111,14 @@ Server::Server(ServerOptions options, std::unique_ptr<store::Store> store) : opt
   auth_ = std::make_unique<AuthGate>();
   writer_ = std::make_unique<Writer>(options_, std::move(store), *events_, *auth_);
   logs_ = std::make_unique<LogStore>(options_.data_dir + "/logs", options_.log_bytes_per_replica);
-  // Retention: a compacted job's logs go once the compaction is durable, as a deleted job's do.
-  writer_->set_on_compacted([logs = logs_.get()](const std::vector<std::string>& jobs) {
-    for (const auto& job : jobs) (void)logs->remove(job);
+  // Retention: a compacted job's logs go once the compaction is durable, as a deleted job's do, and so does its
+  // checkpoint directory when nothing was saved in it (one the job filled is the user's, kept).
+  writer_->set_on_compacted([logs = logs_.get(), ckpt = options_.checkpoint_dir](const std::vector<std::string>& jobs) {
+    for (const auto& job : jobs) {
+      (void)logs->remove(job);
+      std::error_code ec;  // not empty, or not there: left as it is
+      if (check_name(NameKind::kJob, job)) std::filesystem::remove(std::filesystem::path(ckpt) / job, ec);
+    }
   });
 }
 

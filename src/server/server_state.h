@@ -17,6 +17,7 @@
 #include "core/state.h"
 #include "server/observed.h"
 #include "server/running_index.h"
+#include "server/start_gate.h"
 #include "store/record.h"
 
 namespace allot::server {
@@ -194,6 +195,7 @@ struct ServerState {
   // the events: every change of a job's state names the job in one.
   std::set<uint32_t> running;
   RunningIndex running_by_node;  // the same jobs by node (running_index.h)
+  StartGate gate;  // which runs the agents were given, and the stops they wait for (start_gate.h); not journaled
   TokenTable tokens;
   uint64_t tokens_version = 0;  // bumped by every token record: the writer republishes the table then
   // The newest audit entries, oldest first; older ones stay in the journal (kAuditKept bounds memory).

@@ -414,6 +414,7 @@ void Writer::fold_heartbeat_times() {
 }
 
 void Writer::refresh_heartbeat_board(const std::vector<Event>& events) {
+  advance_start_gate(state_);  // names the nodes whose run lists it changed (start_gate.h)
   const std::vector<uint32_t> touched = state_.running_by_node.take_touched();
   std::vector<std::string> named = std::exchange(state_.nodes_touched, {});
   if (!leading_ || needs_rebuild_) {
@@ -546,6 +547,8 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   }
 
   state_.observed.sample(state_.cluster, now);
+  // Which runs the agents are given, with this batch's decisions and heartbeats (start_gate.h), before the answers.
+  advance_start_gate(state_);
 
   // Answers are rendered before the batch is written so that each audit record can say what its request was
   // answered; a failed write replaces them all with the error below.

@@ -29,7 +29,7 @@ command: |
   ln -s $agent_dir/credential credential-link
   echo "after the swap"
   cat $agent_dir/credential >/dev/null 2>&1 && echo "READ-THE-CREDENTIAL"
-  ls $agent_dir/logs >/dev/null 2>&1 && echo "LISTED-THE-LOGS"
+  ls $agent_dir/_logs >/dev/null 2>&1 && echo "LISTED-THE-LOGS"
   ls $agent_dir >/dev/null 2>&1 && echo "LISTED-THE-WORK-DIR"
   i=0; while [ \$i -lt 2000 ]; do echo "line \$i of the output"; i=\$((i+1)); done
   echo "the end"
@@ -44,9 +44,9 @@ grep_q "allot-root-only-marker" "$WORK/attack.out" && fail "allot logs returned 
 grep_q -F "$(cat "$agent_dir/credential")" "$WORK/attack.out" && fail "allot logs returned the node credential"
 [ "$(cat "$secret" "$agent_dir/credential" | md5sum)" = "$before" ] || fail "the agent wrote through the replica's symlink"
 # The log the agent keeps is its own regular file, out of the replica's reach.
-log=$agent_dir/logs/attack/attempt-0/rank-0.log
+log=$agent_dir/_logs/attack/attempt-0/rank-0.log
 [ -f "$log" ] && [ ! -L "$log" ] || fail "the agent's log should be $log"
-[ "$(stat -c %a "$agent_dir/logs")" = 700 ] || fail "the agents' logs directory should be 0700, is $(stat -c %a "$agent_dir/logs")"
+[ "$(stat -c %a "$agent_dir/_logs")" = 700 ] || fail "the agents' logs directory should be 0700, is $(stat -c %a "$agent_dir/_logs")"
 [ "$(stat -c %a "$log")" = 600 ] || fail "a log should be 0600, is $(stat -c %a "$log")"
 for f in credential replicas.json boot agent.lock; do
   [ "$(stat -c %a "$agent_dir/$f")" = 600 ] || fail "$f should be 0600, is $(stat -c %a "$agent_dir/$f")"

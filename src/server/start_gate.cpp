@@ -1,0 +1,116 @@
+#include "server/start_gate.h"
+
+#include <algorithm>
+
+#include "server/agent_reports.h"
+#include "server/server_state.h"
+
+namespace allot::server {
+namespace {
+
+std::vector<std::string> node_names(const ClusterState& s, const Job& j) {
+  std::vector<std::string> out;
+  for (NodeId id : j.placement.nodes()) out.push_back(s.nodes[id.index()].name);
+  return out;
+}
+
+// Replicas on `node` can still be alive: an agent runs them and the server has not fenced it.
+bool may_run_there(const ServerState& st, const std::string& node) {
+  const Node* n = st.cluster.find_node(node);
+  auto info = st.nodes.find(node);
+  return n && info != st.nodes.end() && info->second.agent && !info->second.timed_out;
+}
+
+// The ended runs `j`'s current run waits for: the earlier runs of `j`, and the runs of other jobs on its nodes.
+template <typename F>
+void for_each_blocker(const ServerState& st, const Job& j, F fn) {
+  const auto nodes = node_names(st.cluster, j);
+  for (const auto& [key, e] : st.gate.ended) {
+    if (e.nodes.empty()) continue;
+    const bool same_job = key.first == j.id.index();
+    const bool shares_node = std::any_of(nodes.begin(), nodes.end(), [&](const std::string& n) { return e.nodes.count(n) > 0; });
+    if (same_job || shares_node) fn(key, e);
+  }
+}
+
+}  // namespace
+
+bool handed_out(const ServerState& st, const Job& j) {
+  auto it = st.gate.handed.find(j.id.index());
+  return it != st.gate.handed.end() && it->second.attempt == attempt_of(j);
+}
+
+bool awaits_stops_on(const ServerState& st, const std::string& node) {
+  for (const auto& [key, e] : st.gate.ended)
+    if (e.nodes.count(node)) return true;
+  return false;
+}
+
+void note_heartbeat(ServerState& st, const std::string& node, const std::vector<ReplicaReport>& reports) {
+  auto& alive = st.gate.heard[node];
+  alive.clear();
+  for (const ReplicaReport& r : reports)
+    if (!r.exited) alive.insert({r.job, r.attempt.value_or(-1)});
+}
+
+void advance_start_gate(ServerState& st) {
+  StartGate& g = st.gate;
+  if (g.seen_event == st.last_event && g.heard.empty() && g.ended.empty()) return;
+  // Runs are handed out only after a change: a job's (events) or a stop confirmed.
+  bool changed = g.seen_event != st.last_event;
+  // Runs that ended: no longer Running, or Running another attempt (a restart, a resize).
+  if (changed) {
+    for (auto it = g.handed.begin(); it != g.handed.end();) {
+      const Job* j = it->first < st.cluster.jobs.size() ? &st.cluster.jobs[it->first] : nullptr;
+      if (j && j->state == JobState::kRunning && attempt_of(*j) == it->second.attempt) {
+        ++it;
+        continue;
+      }
+      StartGate::Ended e;
+      if (j) e.job = j->spec.name, e.team = st.cluster.teams[j->team.index()].spec.name;
+      for (const auto& n : it->second.nodes)
+        if (may_run_there(st, n)) e.nodes.insert(n), st.nodes_touched.push_back(n);
+      if (j && !e.nodes.empty()) g.ended[{it->first, it->second.attempt}] = std::move(e);
+      it = g.handed.erase(it);
+    }
+  }
+  g.seen_event = st.last_event;
+  // Stops confirmed by a heartbeat (an agent that sends no attempt speaks for every attempt of the job), by fencing
+  // (a timeout), by a node's departure or its agent's absence.
+  for (auto it = g.ended.begin(); it != g.ended.end();) {
+    const auto& [key, e] = *it;
+    std::erase_if(it->second.nodes, [&](const std::string& n) {
+      auto h = g.heard.find(n);
+      const bool confirmed = h != g.heard.end() && !h->second.count({e.job, key.second}) && !h->second.count({e.job, -1});
+      if (!confirmed && may_run_there(st, n)) return false;
+      st.nodes_touched.push_back(n);
+      changed = true;
+      return true;
+    });
+    it = it->second.nodes.empty() ? g.ended.erase(it) : std::next(it);
+  }
+  g.heard.clear();
+  if (!changed) return;
+  for (uint32_t index : st.running) {
+    const Job& j = st.cluster.jobs[index];
+    if (handed_out(st, j)) continue;
+    bool blocked = false;
+    for_each_blocker(st, j, [&](const auto&, const auto&) { blocked = true; });
+    if (blocked) continue;
+    g.handed[index] = StartGate::Handed{attempt_of(j), node_names(st.cluster, j)};
+    for (const auto& n : g.handed[index].nodes) st.nodes_touched.push_back(n);
+  }
+}
+
+nlohmann::json start_waits(const ServerState& st, const Job& j, const view::SeesTeamJobs& sees) {
+  nlohmann::json out = nlohmann::json::array();
+  if (j.state != JobState::kRunning || handed_out(st, j)) return out;
+  for_each_blocker(st, j, [&](const std::pair<uint32_t, int>& key, const StartGate::Ended& e) {
+    nlohmann::json w = {{"team", e.team}, {"attempt", key.second}, {"nodes", std::vector<std::string>(e.nodes.begin(), e.nodes.end())}};
+    w["job"] = !sees || sees(e.team) ? nlohmann::json(e.job) : nlohmann::json(nullptr);
+    out.push_back(std::move(w));
+  });
+  return out;
+}
+
+}  // namespace allot::server

@@ -1,0 +1,71 @@
+#pragma once
+// Stops before starts (docs/scheduling.md, "Stops before starts"): the replicas of a run are handed to agents
+// (listed in their nodes' run lists, heartbeat_board.h) only once nothing they would overlap may still run:
+//  - every replica of an earlier run of the same job is confirmed stopped, wherever it ran, so a restart never
+//    runs beside the run it replaces (two ranks 0 on one MASTER_PORT, two writers of one checkpoint);
+//  - every replica of another job's ended run on the same nodes is confirmed stopped, so a preemptor never
+//    shares a device with the victim it displaced while that victim runs out its stop grace.
+// A replica is confirmed stopped when its node's agent sends a heartbeat that does not report it running, or when
+// its node is fenced: the server timed the node out, by which time the agent or its watchdog has killed the
+// node's replicas (agent/fencing.h), or the node left the cluster, or it has no agent.
+//
+// The core is not involved: it admits and places as before, and the capacity it gave the new run is the new
+// run's. Only the processes wait, and the job's description says for what (start_waits()). The simulator runs
+// no processes, so a stop is confirmed the moment it is decided there and scenario results are unchanged.
+//
+// Not journaled: a restarted server (or a new leader) knows of no stop under way and hands out every Running
+// job's replicas at once; each agent still starts nothing new while a replica it stops is alive (agent.h).
+// Thread-safety: a part of ServerState, the writer's.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/state.h"
+#include "view/preemption_json.h"
+
+namespace allot::server {
+
+struct ServerState;
+struct ReplicaReport;
+
+struct StartGate {
+  struct Handed {
+    int attempt = 0;
+    std::vector<std::string> nodes;  // of its replicas
+  };
+  struct Ended {
+    std::string job, team;
+    std::set<std::string> nodes;  // where replicas of the run may still be alive
+  };
+  std::unordered_map<uint32_t, Handed> handed;     // by job index: the run whose replicas the agents were given
+  std::map<std::pair<uint32_t, int>, Ended> ended;  // by (job index, attempt): runs whose stops are not all confirmed
+  // Heartbeats the writer read in this batch: per node, the (job, attempt) of every replica reported running
+  // (attempt -1: the agent sent none). advance_start_gate() confirms stops with them once the batch's decisions
+  // are made, so a heartbeat that reports the exit ending a run also confirms its own node.
+  std::map<std::string, std::set<std::pair<std::string, int>>> heard;
+  uint64_t seen_event = 0;  // advance_start_gate() looks at the jobs again only after new events or heartbeats
+};
+
+// Whether the replicas of `j`'s current run are handed to its nodes' agents.
+bool handed_out(const ServerState& st, const Job& j);
+// Whether `node` has replicas of ended runs not yet confirmed stopped (its heartbeats then go to the writer).
+bool awaits_stops_on(const ServerState& st, const std::string& node);
+// A heartbeat of `node`, read by the writer: the replicas of ended runs it does not report running are
+// confirmed stopped (by the next advance_start_gate()).
+void note_heartbeat(ServerState& st, const std::string& node, const std::vector<ReplicaReport>& reports);
+// After every batch's decisions, before its answers: runs that ended leave `handed` for `ended`; the batch's
+// heartbeats, fenced and departed nodes confirm stops; runs whose way is clear are handed out. Names every node
+// whose heartbeat answer changed in st.nodes_touched.
+void advance_start_gate(ServerState& st);
+// What a Running job that is not handed out yet waits for: [{"job" (null when `sees` hides the team), "team",
+// "attempt", "nodes"}]; empty when it does not wait.
+nlohmann::json start_waits(const ServerState& st, const Job& j, const view::SeesTeamJobs& sees);
+
+}  // namespace allot::server

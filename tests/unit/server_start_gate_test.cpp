@@ -1,0 +1,110 @@
+// Stops before starts (server/start_gate.h): a run's replicas reach the agents only once the replicas of the run
+// it replaces are confirmed stopped; and a replica an agent reports lost fails its run.
+#include "server_test_fixture.h"
+
+namespace allot::server::test {
+namespace {
+
+using nlohmann::json;
+
+class ServerStartGate : public ServerTest {
+ protected:
+  void SetUp() override {
+    ServerTest::SetUp();
+    auto r = post("/v1/apply", R"({"teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.12xlarge", "instances": 2}]}]})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    for (const char* n : {"g1", "g2"}) {
+      auto reg = post("/v1/agents/register", json{{"name", n}, {"instance_type", "g5.12xlarge"}, {"labels", {{"network-node-layer-3", "x"}}}});
+      ASSERT_EQ(reg.status, 200) << reg.body;
+    }
+  }
+  json heartbeat(const std::string& node, json replicas = json::array()) {
+    auto r = post("/v1/agents/" + node + "/heartbeat", json{{"replicas", replicas}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json;
+  }
+  // The attempts of `job` in a run list.
+  static std::set<int> attempts_in(const json& run, const std::string& job) {
+    std::set<int> out;
+    for (const auto& a : run)
+      if (a["job"] == job) out.insert(a["attempt"].get<int>());
+    return out;
+  }
+};
+
+TEST_F(ServerStartGate, ARestartReachesTheAgentsOnlyOnceTheFailedRunHasStopped) {
+  // Two ranks of 2 GPUs on one node: rank 0 fails while rank 1 runs on.
+  auto r = post("/v1/jobs", json{{"name", "pair"}, {"team", "a"}, {"replicas", 2}, {"max_retries", 1},
+                                 {"per_replica", {{"accelerators", 2}}}, {"command", {"train"}}});
+  ASSERT_EQ(r.status, 201) << r.body;
+  const std::string node = get("/v1/jobs/pair").json["nodes"][0];
+  const std::string other = node == "g1" ? "g2" : "g1";
+  EXPECT_EQ(attempts_in(heartbeat(node)["run"], "pair"), std::set<int>{0}) << "a first run waits for nothing";
+  const json rank1_running = {{"job", "pair"}, {"rank", 1}, {"state", "running"}, {"attempt", 0}};
+  auto hb = heartbeat(node, json::array({{{"job", "pair"}, {"rank", 0}, {"state", "exited"}, {"exit_code", 3}, {"attempt", 0}},
+                                         rank1_running}));
+  auto j = get("/v1/jobs/pair").json;
+  ASSERT_EQ(j["state"], "Running") << j.dump();
+  ASSERT_EQ(j["restarts"], 1) << j.dump();
+  // Attempt 1 is placed, but no agent gets it while rank 1 of attempt 0 runs; the job says what it waits for.
+  EXPECT_TRUE(attempts_in(hb["run"], "pair").empty()) << hb.dump();
+  ASSERT_EQ(hb["stop"].size(), 1u) << hb.dump();
+  EXPECT_EQ(hb["stop"][0]["rank"], 1);
+  EXPECT_TRUE(attempts_in(heartbeat(other)["run"], "pair").empty());
+  ASSERT_TRUE(j.contains("waits_for_stops")) << j.dump();
+  EXPECT_EQ(j["waits_for_stops"][0]["job"], "pair");
+  EXPECT_EQ(j["waits_for_stops"][0]["attempt"], 0);
+  EXPECT_EQ(j["waits_for_stops"][0]["nodes"], json::array({node}));
+  hb = heartbeat(node, json::array({rank1_running}));
+  EXPECT_TRUE(attempts_in(hb["run"], "pair").empty()) << "still running: " << hb.dump();
+  // Its agent no longer reports it: stopped. The answer to that very heartbeat hands attempt 1 out.
+  const std::string now_on = get("/v1/jobs/pair").json["nodes"][0];
+  hb = heartbeat(node);
+  const json run = now_on == node ? hb["run"] : heartbeat(now_on)["run"];
+  EXPECT_EQ(attempts_in(run, "pair"), std::set<int>{1}) << run.dump();
+  EXPECT_FALSE(get("/v1/jobs/pair").json.contains("waits_for_stops"));
+}
+
+TEST_F(ServerStartGate, ACancelledRunHoldsItsNodesForTheNextJobUntilEachAgentConfirms) {
+  auto submit = [&](const std::string& name) {
+    auto r = post("/v1/jobs", json{{"name", name}, {"team", "a"}, {"replicas", 2}, {"per_replica", {{"accelerators", 4}}},
+                                   {"command", {"train"}}});
+    ASSERT_EQ(r.status, 201) << r.body;
+    ASSERT_EQ(get("/v1/jobs/" + name).json["state"], "Running");
+  };
+  submit("old");  // on both nodes
+  const json old_running = json::array({{{"job", "old"}, {"rank", 0}, {"state", "running"}, {"attempt", 0}}});
+  heartbeat("g1", old_running);
+  ASSERT_EQ(post("/v1/jobs/old/cancel").status, 200);
+  submit("next");  // on both nodes again, where old's replicas still run out their stop
+  auto hb = heartbeat("g1", old_running);
+  EXPECT_TRUE(attempts_in(hb["run"], "next").empty()) << hb.dump();
+  auto waits = get("/v1/jobs/next").json["waits_for_stops"];
+  ASSERT_EQ(waits.size(), 1u) << waits.dump();
+  EXPECT_EQ(waits[0]["job"], "old");
+  EXPECT_EQ(waits[0]["nodes"], json::array({"g1", "g2"}));
+  // g1 confirms; g2 has not said anything since: next still waits, for g2 only.
+  hb = heartbeat("g1");
+  EXPECT_TRUE(attempts_in(hb["run"], "next").empty()) << hb.dump();
+  EXPECT_EQ(get("/v1/jobs/next").json["waits_for_stops"][0]["nodes"], json::array({"g2"}));
+  EXPECT_EQ(attempts_in(heartbeat("g2")["run"], "next"), std::set<int>{0});
+  EXPECT_EQ(attempts_in(heartbeat("g1")["run"], "next"), std::set<int>{0});
+}
+
+TEST_F(ServerStartGate, AReplicaReportedLostFailsItsRunAndTheRestartSaysWhy) {
+  auto r = post("/v1/jobs", json{{"name", "solo"}, {"team", "a"}, {"replicas", 1}, {"max_retries", 1},
+                                 {"per_replica", {{"accelerators", 4}}}, {"command", {"train"}}});
+  ASSERT_EQ(r.status, 201) << r.body;
+  const std::string node = get("/v1/jobs/solo").json["nodes"][0];
+  heartbeat(node, json::array({{{"job", "solo"}, {"rank", 0}, {"state", "lost"}, {"attempt", 0}}}));
+  auto j = get("/v1/jobs/solo").json;
+  EXPECT_EQ(j["restarts"], 1) << j.dump();
+  EXPECT_EQ(j["state"], "Running") << j.dump();
+  EXPECT_NE(j["history"].dump().find("replica 0 was lost: it ended with its agent"), std::string::npos) << j.dump();
+  // "lost" carries no exit code; an exit code with it is not asked for, and a state of another spelling is refused.
+  auto bad = post("/v1/agents/" + node + "/heartbeat", json{{"replicas", {{{"job", "solo"}, {"rank", 0}, {"state", "gone"}}}}});
+  EXPECT_EQ(bad.status, 400) << bad.body;
+}
+
+}  // namespace
+}  // namespace allot::server::test
