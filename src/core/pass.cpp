@@ -61,9 +61,9 @@ Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
     // Not kept in the class memo: whether a job still waits for locality depends on when it began waiting.
     if (locality_waits_) {
       PassJob& r = rec(id);
-      r.locality_until = 0;
+      r.waits_for_locality = false;
       if (auto hold = locality_hold(s, pristine, job(id), a, now, one_domain_)) {
-        r.locality_until = hold->until;
+        r.waits_for_locality = true;
         held_ = AdmissionAttempt{};
         held_.quota_ok = true;
         held_.within_nominal = a.within_nominal;
@@ -265,8 +265,10 @@ std::optional<Time> Pass::wakeup() const {
   if (s.policy.min_runtime_s > 0)
     for (JobId id : s.running_jobs) consider(job(id).started_at + s.policy.min_runtime_s);
   // A job waiting for locality runs spread when its wait ends, if no domain had room by then.
-  for (JobId id : waiting)
-    if (pass[id.index()].waiting && pass[id.index()].locality_until > 0) consider(pass[id.index()].locality_until);
+  if (locality_waits_)
+    for (JobId id : waiting)
+      if (pass[id.index()].waiting && pass[id.index()].waits_for_locality)
+        consider(job(id).waiting_since + locality_wait_of(s, job(id)));
   if (s.policy.starvation_threshold_s > 0)
     for (JobId id : s.waiting_jobs)
       if (!job(id).held) consider(job(id).waiting_since + s.policy.starvation_threshold_s);

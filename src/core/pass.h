@@ -33,8 +33,8 @@ class Pass {
     uint32_t admission_class = 0, preemption_class = 0;  // class_memo.h
     bool waiting = false;  // in the queue and not admitted: kept by join() and admit()
     bool blocked = false, borrow_blocked = false, preempt_tried = false, never = false;
-    // Waiting for locality (locality_wait.h) until this time, as its latest attempt found; 0: not.
-    Time locality_until = 0;
+    // Its latest attempt found it waiting for locality (locality_wait.h).
+    bool waits_for_locality = false;
     // Pooled in texts: what the latest phase said, and why preemption could not help (kept apart because
     // later phases rewrite `why`; give_reasons joins them).
     const PooledReason* why = nullptr;
