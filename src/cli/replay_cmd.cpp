@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -26,6 +27,7 @@ struct ReplayArgs {
   std::vector<std::string> baselines;
   sim::FailureOptions failures;
   double elastic_share = 0;
+  std::optional<int64_t> locality_wait;  // --locality-wait: replaces the cluster file's policy.locality_wait
 };
 
 struct Run {
@@ -84,8 +86,11 @@ int sim_replay(const ReplayArgs& a) {
     return fail("--elastic-share must be a share between 0 and 1 (0.3: 30% of multi-node jobs), got " +
                 std::to_string(a.elastic_share));
   if (f.replace_share < 0 || f.replace_share > 1) return fail("--replace-share must be between 0 and 1");
+  if (a.locality_wait && *a.locality_wait < 0)
+    return fail("--locality-wait must be a number of seconds, 0 or more, got " + std::to_string(*a.locality_wait));
   auto cluster = sim::load_scenario_file(a.cluster);
   if (!cluster) return fail("--cluster: " + cluster.error().message);
+  if (a.locality_wait) cluster->policy.locality_wait_s = *a.locality_wait;
   if (!a.plans.empty()) {
     Catalog catalog = Catalog::builtin();
     for (const auto& t : cluster->instance_types) (void)catalog.add(t);
@@ -139,6 +144,7 @@ int sim_replay(const ReplayArgs& a) {
     out["team_rule"] = sim::team_rule_name(*rule);
     out["node_failures"] = runs.front().outcome.node_failures;
     if (a.elastic_share > 0) out["elastic_share"] = a.elastic_share;
+    if (cluster->policy.locality_wait_s > 0) out["locality_wait"] = cluster->policy.locality_wait_s;
     out["baselines"] = nlohmann::json::object();
     for (size_t i = 1; i < runs.size(); ++i) {
       nlohmann::json b = sim::to_json(runs[i].metrics);
@@ -156,6 +162,7 @@ int sim_replay(const ReplayArgs& a) {
   if (f.mtbf_hours > 0)
     std::cout << "; node MTBF " << f.mtbf_hours << " h, " << r.outcome.node_failures << " node failures";
   if (a.elastic_share > 0) std::cout << "; " << std::setprecision(0) << a.elastic_share * 100 << "% of multi-node jobs elastic";
+  if (cluster->policy.locality_wait_s > 0) std::cout << "; locality wait " << cluster->policy.locality_wait_s << " s";
   std::cout << "\n\n" << sim::format_summary(r.metrics);
   if (runs.size() > 1) std::cout << comparison(runs);
   std::cout << "\n" << std::setprecision(2);
@@ -186,6 +193,9 @@ void add_replay_command(CLI::App& sim, Context& ctx) {
   c->add_option("--checkpoint-s", a->failures.checkpoint_s,
                 "Jobs checkpoint this often; a restart loses the work since (default 3600; 0: nothing is lost)");
   c->add_option("--restart-overhead-s", a->failures.restart_overhead_s, "Extra run time of every restart (default 0)");
+  c->add_option("--locality-wait", a->locality_wait,
+                "Seconds a job with a preferred topology request may wait for one domain (policy.locality_wait; default: "
+                "the cluster file's, 0: spread at once)");
   c->add_option("--elastic-share", a->elastic_share,
                 "Make this share of multi-node jobs elastic (0..1, chosen by --seed): n replicas become ceil(n/2)..n");
   c->callback([a, &ctx] { ctx.exit_code = sim_replay(*a); });

@@ -4,8 +4,12 @@ namespace allot::config {
 
 nlohmann::json policy_json(const PolicySpec& p) {
   nlohmann::json classes = nlohmann::json::array();
-  for (const auto& pc : p.priority_classes) classes.push_back({{"name", pc.name}, {"weight", pc.weight}});
-  return {{"task_prioritization", task_prioritization_name(p.task_prioritization)},
+  for (const auto& pc : p.priority_classes) {
+    nlohmann::json c = {{"name", pc.name}, {"weight", pc.weight}};
+    if (pc.locality_wait_s) c["locality_wait"] = *pc.locality_wait_s;  // absent: the policy's
+    classes.push_back(std::move(c));
+  }
+  nlohmann::json out = {{"task_prioritization", task_prioritization_name(p.task_prioritization)},
           {"idle_compute", idle_compute_name(p.idle_compute)},
           {"idle_pool", p.idle_pool},
           {"priority_classes", classes},
@@ -13,6 +17,9 @@ nlohmann::json policy_json(const PolicySpec& p) {
           {"starvation_threshold", p.starvation_threshold_s},
           {"fair_share_preemption", p.fair_share_preemption},
           {"elastic_grow_delay", p.elastic_grow_delay_s}};
+  // Written only when set, so policies (and journals) without a locality wait read as they always have.
+  if (p.locality_wait_s > 0) out["locality_wait"] = p.locality_wait_s;
+  return out;
 }
 
 }  // namespace allot::config

@@ -14,7 +14,7 @@ Result<std::vector<PriorityClassSpec>> read_priority_classes(const YamlContext& 
   std::vector<PriorityClassSpec> out;
   std::map<std::string, int> first_line;
   for (const Val& item : *items) {
-    auto f = Fields::open(ctx, item, {"name", "weight"});
+    auto f = Fields::open(ctx, item, {"name", "weight", "locality_wait"});
     if (!f) return f.error();
     auto name_val = f->need(ctx, "name");
     if (!name_val) return name_val.error();
@@ -30,6 +30,11 @@ Result<std::vector<PriorityClassSpec>> read_priority_classes(const YamlContext& 
       if (!weight) return weight.error();
       pc.weight = static_cast<int>(*weight);
     }
+    if (auto lw = f->get("locality_wait")) {
+      auto s = read_int(ctx, *lw, 0, kMaxSeconds);
+      if (!s) return s.error();
+      pc.locality_wait_s = *s;
+    }
     out.push_back(std::move(pc));
   }
   return out;
@@ -37,7 +42,7 @@ Result<std::vector<PriorityClassSpec>> read_priority_classes(const YamlContext& 
 
 Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
   auto f = Fields::open(ctx, v, {"task_prioritization", "idle_compute", "idle_pool", "priority_classes", "min_runtime",
-                                 "starvation_threshold", "fair_share_preemption", "elastic_grow_delay"});
+                                 "starvation_threshold", "fair_share_preemption", "elastic_grow_delay", "locality_wait"});
   if (!f) return f.error();
   PolicySpec p;
   if (auto tp = f->get("task_prioritization")) {
@@ -79,6 +84,11 @@ Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
     auto s = read_int(ctx, *gd, 0, kMaxSeconds);
     if (!s) return s.error();
     p.elastic_grow_delay_s = *s;
+  }
+  if (auto lw = f->get("locality_wait")) {
+    auto s = read_int(ctx, *lw, 0, kMaxSeconds);
+    if (!s) return s.error();
+    p.locality_wait_s = *s;
   }
   return p;
 }

@@ -18,6 +18,9 @@ struct AdmissionAttempt {
   bool within_nominal = false;  // (for the type tried last or admitted) no borrowing needed
   bool quota_ok = false;        // quota allowed it on some type; what failed then was placement
   bool waits_for_plan = false;  // its capacity plan is not Active or its nodes have not joined (core/plans.h)
+  // It would fit spread, but waits for one domain of its preferred level (locality_wait.h); no reservation or
+  // preemption is made for it while it does.
+  bool waits_for_locality = false;
   // Why it was not admitted; not feasible when no type can ever hold it (quota or capacity that does not
   // exist). Empty on success.
   Explanation why;

@@ -1,7 +1,32 @@
 // Phase 1 of a step (phases.h): admissions without preemption, in queue order.
+#include <optional>
+
 #include "core/phases.h"
 
 namespace allot {
+
+namespace {
+
+int elastic_size(const Job& j, const AdmissionAttempt& a) {
+  return static_cast<int>(a.placement.pod_sets[static_cast<size_t>(j.elastic_pod_set)].replicas.size());
+}
+
+// An elastic job that fits within its team's nominal quota at some size is admitted at the largest size that
+// fits with the borrowing rules, like any admission (docs/scheduling.md, "Elastic jobs"): the replicas above
+// the nominal quota are borrowed, and reclaim shrinks them first. `within` is the admission found within the
+// nominal quota; a larger size replaces it only on the same instance type, so the job keeps the type that
+// admission order chose. Null when no larger size fits (or the job is not elastic): admit `within`.
+std::optional<AdmissionAttempt> larger_with_borrowing(Pass& p, const Job& j, const AdmissionAttempt& within) {
+  if (!j.elastic() || elastic_size(j, within) >= j.max_size()) return std::nullopt;
+  const std::vector<TypeId> type = {within.type};
+  AdmissionAttempt a = try_admit(p.s, p.s.room, p.s.usage, j,
+                                 AdmitOptions{.mode = BorrowMode::kAllowBorrowing, .only_types = &type,
+                                              .scratch = &p.scratch, .min_size = elastic_size(j, within) + 1});
+  if (!a.ok || elastic_size(j, a) <= elastic_size(j, within)) return std::nullopt;
+  return a;
+}
+
+}  // namespace
 
 bool admit_in_order(Pass& p, BorrowMode mode) {
   bool any = false;
@@ -12,11 +37,14 @@ bool admit_in_order(Pass& p, BorrowMode mode) {
     if (a->never()) r.never = true;
     const Job& j = p.job(id);
     if (a->ok) {
-      if (auto holder = p.reserved_by(*a, j)) {
-        r.why = p.reserved_reason(*a, *holder);
+      std::optional<AdmissionAttempt> larger;
+      if (mode == BorrowMode::kWithinNominalOnly) larger = larger_with_borrowing(p, j, *a);
+      const AdmissionAttempt& chosen = larger ? *larger : *a;
+      if (auto holder = p.reserved_by(chosen, j)) {
+        r.why = p.reserved_reason(chosen, *holder);
         continue;
       }
-      p.admit(j, *a, "");
+      p.admit(j, chosen, "");
       any = true;
       continue;
     }

@@ -6,7 +6,7 @@
 namespace allot {
 namespace {
 
-constexpr std::array<std::pair<ReasonCode, const char*>, 28> kNames = {{
+constexpr std::array<std::pair<ReasonCode, const char*>, 29> kNames = {{
     {ReasonCode::kNone, "none"},
     {ReasonCode::kSubmitted, "submitted"},
     {ReasonCode::kQuota, "quota"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 28> kNames = {{
     {ReasonCode::kCapacity, "capacity"},
     {ReasonCode::kUnhealthyNodes, "unhealthy_nodes"},
     {ReasonCode::kTopology, "topology"},
+    {ReasonCode::kLocality, "locality"},
     {ReasonCode::kNeverFits, "never_fits"},
     {ReasonCode::kInstanceType, "instance_type"},
     {ReasonCode::kReserved, "reserved"},

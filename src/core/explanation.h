@@ -22,6 +22,7 @@ enum class ReasonCode : uint8_t {
   kCapacity,         // quota allows it, the nodes have no room now
   kUnhealthyNodes,   // it would fit on the empty cluster, but not on its schedulable nodes: it waits for nodes
   kTopology,         // no domain of the requested level has room now
+  kLocality,         // it could run spread now, but waits a bounded time for one domain of its preferred level
   kNeverFits,        // the cluster as built cannot hold it
   kInstanceType,     // no instance type it may use can serve its replicas
   kReserved,         // a starving job holds the capacity it would take

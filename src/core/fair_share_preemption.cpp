@@ -23,19 +23,52 @@ void shift(UsageTable& usage, TeamId team, const QuotaRequest& request, int64_t 
 
 Share share_of(const ClusterState& s, const UsageTable& usage, TeamId team) { return fair_share_value(s, usage, team); }
 
-// The share of `v`'s team with `part` of `v` (its placement, or the replicas a shrink takes) given up (usage is
+// A team's place in Phi (fair_share_preemption.h): its share, then the fraction of the pool it borrows.
+struct TeamKey {
+  Share share;
+  Share borrowed;
+  friend bool operator<(const TeamKey& a, const TeamKey& b) {
+    if (!(a.share == b.share)) return a.share < b.share;
+    return a.borrowed < b.borrowed;
+  }
+};
+
+TeamKey team_key(const ClusterState& s, const UsageTable& usage, TeamId team) {
+  Share borrowed_share{0, 1};
+  for (size_t i = 0; i < s.catalog.size(); ++i) {
+    const TypeId type(static_cast<uint32_t>(i));
+    const Resources b = borrowed(s, usage, team, type);
+    const Resources pool = pool_capacity(s, type);
+    for (Resource r : kAllResources)
+      if (pool.get(r) > 0 && b.get(r) > 0 && borrowed_share < Share{b.get(r), pool.get(r)})
+        borrowed_share = Share{b.get(r), pool.get(r)};
+  }
+  return {share_of(s, usage, team), borrowed_share};
+}
+
+bool infinite(const Share& sh) { return sh.den == 0; }
+
+// The order the share rules compare teams by, as Kueue compares them: by share, and two teams of weight 0 (both
+// shares infinite) by the fraction of the pool they borrow. Unlike TeamKey's order, teams of equal finite shares
+// are equal here, whatever they borrow.
+bool fair_less(const TeamKey& a, const TeamKey& b) {
+  if (infinite(a.share) && infinite(b.share)) return a.borrowed < b.borrowed;
+  return a.share < b.share;
+}
+
+// The key of `v`'s team with `part` of `v` (its placement, or the replicas a shrink takes) given up (usage is
 // restored before returning).
-Share share_without(const ClusterState& s, UsageTable& usage, const Job& v, const Placement& part) {
+TeamKey key_without(const ClusterState& s, UsageTable& usage, const Job& v, const Placement& part) {
   shift(usage, v.team, part, -1);
-  Share out = share_of(s, usage, v.team);
+  TeamKey out = team_key(s, usage, v.team);
   shift(usage, v.team, part, +1);
   return out;
 }
 
-// The share of the preemptor's team with the job admitted.
-Share share_with(const ClusterState& s, UsageTable& usage, const Job& job, const QuotaRequest& request) {
+// The key of the preemptor's team with the job admitted.
+TeamKey key_with(const ClusterState& s, UsageTable& usage, const Job& job, const QuotaRequest& request) {
   shift(usage, job.team, request, +1);
-  Share out = share_of(s, usage, job.team);
+  TeamKey out = team_key(s, usage, job.team);
   shift(usage, job.team, request, -1);
   return out;
 }
@@ -82,9 +115,18 @@ Placement held_in(const Job& v, Trial& trial) {
   return e ? kept_placement(v, e->keep) : v.placement;
 }
 
-// Whether one of the share rules lets `v` go for a preemptor whose team's share after admission is `mine`.
-bool share_rules_allow(const ClusterState& s, UsageTable& usage, const Job& v, const Placement& held, const Share& mine) {
-  return !(share_without(s, usage, v, held) < mine) || mine < share_of(s, usage, v.team);
+// Whether share rule `rule` lets `part` of `v` go for a preemptor whose team's key after admission is `mine`:
+// LessThanOrEqualToFinalShare when `v`'s team, after losing it, is not below the preemptor's team after
+// admission; LessThanInitialShare when the preemptor's team after admission is below `v`'s team now (fair_less:
+// teams of weight 0 compared by what they borrow).
+bool rule_lets_go(const char* rule, const ClusterState& s, UsageTable& usage, const Job& v, const Placement& part,
+                  const TeamKey& mine) {
+  return rule == kFinalShare ? !fair_less(key_without(s, usage, v, part), mine) : fair_less(mine, team_key(s, usage, v.team));
+}
+
+// Whether one of the share rules lets `v` go for a preemptor whose team's key after admission is `mine`.
+bool share_rules_allow(const ClusterState& s, UsageTable& usage, const Job& v, const Placement& held, const TeamKey& mine) {
+  return rule_lets_go(kFinalShare, s, usage, v, held, mine) || rule_lets_go(kInitialShare, s, usage, v, held, mine);
 }
 
 // The running teammate of `v` that comes first in victim order among those it may not be taken past (the
@@ -101,19 +143,20 @@ const Job* lowest_kept_teammate(const ClusterState& s, const Job& v, const Trial
   return out;
 }
 
-// Other teams' remaining candidates, teams highest share first (ties: lower weight, then name), each team's
+// Other teams' remaining candidates, teams highest share first (teams of weight 0 among themselves the one that
+// borrows more first; ties: lower weight, then name), each team's
 // jobs in victim order.
 std::vector<const Job*> by_team_share(const ClusterState& s, const UsageTable& usage, const std::vector<const Job*>& others,
                                       const std::vector<char>& taken) {
-  std::vector<std::pair<Share, uint32_t>> teams;
+  std::vector<std::pair<TeamKey, uint32_t>> teams;
   std::vector<char> seen(s.teams.size(), 0);
   for (size_t i = 0; i < others.size(); ++i) {
     if (taken[i] || seen[others[i]->team.index()]) continue;
     seen[others[i]->team.index()] = 1;
-    teams.push_back({share_of(s, usage, others[i]->team), others[i]->team.value});
+    teams.push_back({team_key(s, usage, others[i]->team), others[i]->team.value});
   }
   std::sort(teams.begin(), teams.end(), [&](const auto& a, const auto& b) {
-    if (!(a.first == b.first)) return b.first < a.first;
+    if (fair_less(a.first, b.first) || fair_less(b.first, a.first)) return fair_less(b.first, a.first);
     const Team& x = s.teams[a.second];
     const Team& y = s.teams[b.second];
     if (x.spec.fair_share_weight != y.spec.fair_share_weight) return x.spec.fair_share_weight < y.spec.fair_share_weight;
@@ -133,14 +176,19 @@ std::string share_text(const Share& sh) {
   return buf;
 }
 
+// A share as the share rules see it: a team of weight 0 with what it borrows, which orders such teams.
+std::string key_text(const TeamKey& k) {
+  if (!infinite(k.share)) return share_text(k.share);
+  return "infinite, borrowing " + share_text(k.borrowed) + " of the pool";
+}
+
 // Why fair share found no plan when the lowest-priority-first rule kept candidates out: for each team with a
 // candidate that the share rules would let go but that a running lower-priority teammate shields, which teammate
 // may not be taken and why (the same checks as greedy_fair_share, in its order, on the trial it ended with).
 // Empty when that rule kept no such candidate out. Other teams' jobs are named by job_ref() only.
 std::string shielded_text(const ClusterState& s, const Job& job, const QuotaRequest& request,
                           const std::vector<const Job*>& others, const std::vector<char>& taken, Trial& trial) {
-  const Share mine = share_with(s, trial.usage, job, request);
-  if (mine.den == 0) return {};
+  const TeamKey mine = key_with(s, trial.usage, job, request);
   const std::vector<const Job*> order = by_team_share(s, trial.usage, others, taken);
   const std::string& my_team = s.teams[job.team.index()].spec.name;
   std::string out;
@@ -174,9 +222,9 @@ std::string shielded_text(const ClusterState& s, const Job& job, const QuotaRequ
       else if (!stays_at_nominal(s, trial.usage, *u, held))
         why = "team " + name + " would fall below its nominal quota";
       else
-        why = "neither share rule lets it go: team " + my_team + "'s share after admission, " + share_text(mine) +
-              ", would be above team " + name + "'s after losing it, " + share_text(share_without(s, trial.usage, *u, held)) +
-              ", and not below team " + name + "'s now, " + share_text(share_of(s, trial.usage, team));
+        why = "neither share rule lets it go: team " + my_team + "'s share after admission, " + key_text(mine) +
+              ", would be above team " + name + "'s after losing it, " + key_text(key_without(s, trial.usage, *u, held)) +
+              ", and not below team " + name + "'s now, " + key_text(team_key(s, trial.usage, team));
     }
     if (!out.empty()) out += "; ";
     out += "fair share takes a team's jobs lowest priority first, and " + job_ref(u->spec.name, name) +
@@ -184,29 +232,6 @@ std::string shielded_text(const ClusterState& s, const Job& job, const QuotaRequ
     if (more > 0) out += " (nor " + std::to_string(more) + " more of team " + name + "'s jobs)";
   }
   return out;
-}
-
-// A team's place in Phi (fair_share_preemption.h): its share, then the fraction of the pool it borrows.
-struct TeamKey {
-  Share share;
-  Share borrowed;
-  friend bool operator<(const TeamKey& a, const TeamKey& b) {
-    if (!(a.share == b.share)) return a.share < b.share;
-    return a.borrowed < b.borrowed;
-  }
-};
-
-TeamKey team_key(const ClusterState& s, const UsageTable& usage, TeamId team) {
-  Share borrowed_share{0, 1};
-  for (size_t i = 0; i < s.catalog.size(); ++i) {
-    const TypeId type(static_cast<uint32_t>(i));
-    const Resources b = borrowed(s, usage, team, type);
-    const Resources pool = pool_capacity(s, type);
-    for (Resource r : kAllResources)
-      if (pool.get(r) > 0 && b.get(r) > 0 && borrowed_share < Share{b.get(r), pool.get(r)})
-        borrowed_share = Share{b.get(r), pool.get(r)};
-  }
-  return {share_of(s, usage, team), borrowed_share};
 }
 
 // Phi: every team's key, highest first.
@@ -217,6 +242,53 @@ std::vector<TeamKey> phi(const ClusterState& s, const UsageTable& usage) {
   return out;
 }
 
+
+// What one step of the greedy choice asks of a candidate: its next shrink step (elastic candidates, before any
+// whole job is taken), or all it still holds in the trial.
+enum class Give { kStep, kWhole };
+
+// The one victim generator for other teams' candidates (Kueue's candidate iterator), for shrinks and whole jobs
+// alike so that the two cannot drift apart: the first of `order` (teams highest share first, by_team_share) that
+// the rule in force lets give up `give`, its Victim in `victim`; null when none. Reclaim (`within`): a candidate
+// whose team is above its nominal quota on a type the job needs. Otherwise fair share: a candidate whose team is
+// above its nominal quota and stays at or above it after giving that up, that no running lower-priority teammate
+// shields (shields_lower_priority), and that a share rule lets go, every candidate by LessThanOrEqualToFinalShare
+// before any by LessThanInitialShare. A team of weight 0 has an infinite share: it takes nothing from weighted
+// teams, and from another team of weight 0 only by what the two borrow (fair_less), so two such teams do not take
+// from each other without end.
+const Job* next_other(const ClusterState& s, const Job& job, const QuotaRequest& request,
+                      const std::vector<const Job*>& order, bool within, Give give, Trial& trial, Victim& victim) {
+  auto offered = [&](const Job& v) { return give == Give::kWhole || trial.can_shrink_further(v); };
+  if (within) {
+    for (const Job* v : order) {
+      if (!offered(*v)) continue;
+      bool above = false;
+      for (const auto& [t, r] : request) above |= above_nominal(s, trial.usage, v->team, t);
+      if (!above) continue;
+      victim = {v->id, PreemptionRule::kReclaim, {}};
+      return v;
+    }
+    return nullptr;
+  }
+  auto part = [&](const Job& v) {
+    if (give == Give::kWhole) return held_in(v, trial);
+    const Victim* e = trial.chosen_entry(v.id);
+    const int from = e ? e->keep : v.size();
+    return elastic_ranks(v, from - shrink_step(v), from);
+  };
+  const TeamKey mine = key_with(s, trial.usage, job, request);
+  for (const char* rule : {kFinalShare, kInitialShare})
+    for (const Job* v : order) {
+      if (!offered(*v)) continue;
+      const Placement p = part(*v);
+      if (!above_nominal_anywhere(s, trial.usage, *v) || !stays_at_nominal(s, trial.usage, *v, p) ||
+          shields_lower_priority(s, *v, trial) || !rule_lets_go(rule, s, trial.usage, *v, p, mine))
+        continue;
+      victim = {v->id, PreemptionRule::kFairShare, rule};
+      return v;
+    }
+  return nullptr;
+}
 }  // namespace
 
 std::optional<std::string> uneven_plan(const ClusterState& s, const Job& job, const QuotaRequest& request, const Trial& trial) {
@@ -272,39 +344,8 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
   // one shrink step at a time; whole jobs only when that is not enough.
   const std::vector<char> none(others.size(), 0);
   while (true) {
-    const std::vector<const Job*> order = by_team_share(s, trial.usage, others, none);
-    const Job* pick = nullptr;
     Victim victim;
-    if (within) {
-      for (const Job* v : order) {
-        if (!trial.can_shrink_further(*v)) continue;
-        bool above = false;
-        for (const auto& [t, r] : request) above |= above_nominal(s, trial.usage, v->team, t);
-        if (!above) continue;
-        pick = v;
-        victim = {v->id, PreemptionRule::kReclaim, {}};
-        break;
-      }
-    } else {
-      const Share mine = share_with(s, trial.usage, job, request);
-      for (const char* rule : {kFinalShare, kInitialShare}) {
-        if (mine.den == 0) break;
-        for (const Job* v : order) {
-          if (!trial.can_shrink_further(*v)) continue;
-          const Victim* e = trial.chosen_entry(v->id);
-          const int from = e ? e->keep : v->size();
-          const Placement part = elastic_ranks(*v, from - shrink_step(*v), from);
-          if (!above_nominal_anywhere(s, trial.usage, *v) || !stays_at_nominal(s, trial.usage, *v, part)) continue;
-          const bool ok = rule == kFinalShare ? !(share_without(s, trial.usage, *v, part) < mine)
-                                              : mine < share_of(s, trial.usage, v->team);
-          if (!ok) continue;
-          pick = v;
-          victim = {v->id, PreemptionRule::kFairShare, rule};
-          break;
-        }
-        if (pick) break;
-      }
-    }
+    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage, others, none), within, Give::kStep, trial, victim);
     if (!pick)
       for (const Job* v : own)
         if (trial.can_shrink_further(*v)) {
@@ -324,41 +365,8 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
   };
   size_t next_own = 0;
   while (true) {
-    const std::vector<const Job*> order = by_team_share(s, trial.usage, others, taken);
-    const Job* pick = nullptr;
     Victim victim;
-    if (within) {
-      // Reclaim: the highest-share team that is still above its nominal quota gives up its next job.
-      for (const Job* v : order) {
-        bool above = false;
-        for (const auto& [t, r] : request) above |= above_nominal(s, trial.usage, v->team, t);
-        if (!above) continue;
-        pick = v;
-        victim = {v->id, PreemptionRule::kReclaim, {}};
-        break;
-      }
-    } else {
-      const Share mine = share_with(s, trial.usage, job, request);
-      // A team of weight 0 (an infinite share) borrows only what no one else wants: it never takes by fair
-      // share; two such teams would otherwise take from each other without end.
-      const bool infinite = mine.den == 0;
-      for (const char* rule : {kFinalShare, kInitialShare}) {
-        if (infinite) break;
-        for (const Job* v : order) {
-          const Placement held = held_in(*v, trial);
-          if (!above_nominal_anywhere(s, trial.usage, *v) || !stays_at_nominal(s, trial.usage, *v, held) ||
-              shields_lower_priority(s, *v, trial))
-            continue;
-          const bool ok = rule == kFinalShare ? !(share_without(s, trial.usage, *v, held) < mine)
-                                              : mine < share_of(s, trial.usage, v->team);
-          if (!ok) continue;
-          pick = v;
-          victim = {v->id, PreemptionRule::kFairShare, rule};
-          break;
-        }
-        if (pick) break;
-      }
-    }
+    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage, others, taken), within, Give::kWhole, trial, victim);
     if (pick) {
       if (take_other(pick, std::move(victim))) return true;
       continue;
@@ -377,8 +385,12 @@ void explain_fair_share_victims(const ClusterState& s, const Job& job, const Quo
   UsageTable after = trial.usage;  // the victims released (minimise left it so)
   shift(after, job.team, request, +1);
   const Team& mine = s.teams[job.team.index()];
-  const std::string my_shares =
-      share_text(share_of(s, s.usage, job.team)) + " -> " + share_text(share_of(s, after, job.team));
+  // A preemptor of weight 0 took by what the teams borrow (fair_less): the shares say that too.
+  auto text = [&](const UsageTable& usage, TeamId team) {
+    const TeamKey k = team_key(s, usage, team);
+    return infinite(share_of(s, s.usage, job.team)) ? key_text(k) : share_text(k.share);
+  };
+  const std::string my_shares = text(s.usage, job.team) + " -> " + text(after, job.team);
   for (Victim& v : trial.chosen) {
     if (v.rule != PreemptionRule::kFairShare) continue;
     const Job& victim = s.jobs[v.job.index()];
@@ -388,7 +400,7 @@ void explain_fair_share_victims(const ClusterState& s, const Job& job, const Quo
             " takes its place by " + (final_share ? kFinalShare : kInitialShare) + " (team " + mine.spec.name +
             "'s share after admission is " + (final_share ? "at most team " + theirs.spec.name + "'s after" : "below team " + theirs.spec.name + "'s before") +
             "); shares: team " + mine.spec.name + " " + my_shares + ", team " + theirs.spec.name + " " +
-            share_text(share_of(s, s.usage, victim.team)) + " -> " + share_text(share_of(s, after, victim.team));
+            text(s.usage, victim.team) + " -> " + text(after, victim.team);
   }
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Fair-sharing preemption (policy.fair_share_preemption; docs/scheduling.md, "Fair-sharing preemption"), after
 // Kueue's fair sharing strategies. Shares are (borrowed dominant share / weight) (quota.h), weight 0 counting as
-// an infinite share. With the switch on:
+// an infinite share; wherever the rules compare two teams of weight 0 they compare what the two borrow (their
+// unweighted borrowed dominant share), as Kueue does. With the switch on:
 //  - a job that must borrow may take jobs of other teams above their nominal quota. Teams are visited highest
 //    share first (recomputed after every victim), each team's jobs in victim order. A candidate of team T is
 //    taken when the preemptor team's share after admission is at most T's share after losing it

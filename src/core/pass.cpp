@@ -11,6 +11,8 @@ Pass::Pass(ClusterState& state, Time t, const ScheduleOptions& o)
     : s(state), now(t), options(o), order(state), pristine(pristine_room(state)) {
   live.track(state, &state.room);
   scratch.live = &live;
+  locality_waits_ = state.policy.locality_wait_s > 0;
+  for (const PriorityClassSpec& c : state.policy.priority_classes) locality_waits_ |= c.locality_wait_s.value_or(0) > 0;
 }
 
 void Pass::room_changes(const Job& j, const Placement& p) {
@@ -56,6 +58,20 @@ Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
   AdmissionAttempt a = try_admit(s, s.room, s.usage, job(id),
                                  AdmitOptions{.mode = mode, .pristine = &pristine, .free = &free.free(), .scratch = &scratch});
   if (a.ok) {
+    // Not kept in the class memo: whether a job still waits for locality depends on when it began waiting.
+    if (locality_waits_) {
+      PassJob& r = rec(id);
+      r.waits_for_locality = false;
+      if (auto hold = locality_hold(s, pristine, job(id), a, now, one_domain_)) {
+        r.waits_for_locality = true;
+        held_ = AdmissionAttempt{};
+        held_.quota_ok = true;
+        held_.within_nominal = a.within_nominal;
+        held_.waits_for_locality = true;
+        held_.why = std::move(hold->why);
+        return {&held_, texts.add(held_.why)};
+      }
+    }
     success_ = std::move(a);
     return {&success_, nullptr};
   }
@@ -157,7 +173,7 @@ bool Pass::starving(const Job& j) const {
 }
 
 void Pass::maybe_reserve(const Job& j, const AdmissionAttempt& a) {
-  if (!starving(j) || a.never() || !a.quota_ok) return;
+  if (!starving(j) || a.never() || !a.quota_ok || a.waits_for_locality) return;
   for (TypeId t : candidate_types(s, j)) {
     auto it = reserved.find(t);
     if (it == reserved.end() || !is_waiting(job(it->second).state) || queue_before(j, job(it->second)))
@@ -248,6 +264,11 @@ std::optional<Time> Pass::wakeup() const {
   if (!anyone_waiting) return t;
   if (s.policy.min_runtime_s > 0)
     for (JobId id : s.running_jobs) consider(job(id).started_at + s.policy.min_runtime_s);
+  // A job waiting for locality runs spread when its wait ends, if no domain had room by then.
+  if (locality_waits_)
+    for (JobId id : waiting)
+      if (pass[id.index()].waiting && pass[id.index()].waits_for_locality)
+        consider(job(id).waiting_since + locality_wait_of(s, job(id)));
   if (s.policy.starvation_threshold_s > 0)
     for (JobId id : s.waiting_jobs)
       if (!job(id).held) consider(job(id).waiting_since + s.policy.starvation_threshold_s);

@@ -10,6 +10,7 @@
 #include "core/admission.h"
 #include "core/class_memo.h"
 #include "core/id_pages.h"
+#include "core/locality_wait.h"
 #include "core/order.h"
 #include "core/room_capacity.h"
 #include "core/scheduler.h"
@@ -32,6 +33,8 @@ class Pass {
     uint32_t admission_class = 0, preemption_class = 0;  // class_memo.h
     bool waiting = false;  // in the queue and not admitted: kept by join() and admit()
     bool blocked = false, borrow_blocked = false, preempt_tried = false, never = false;
+    // Its latest attempt found it waiting for locality (locality_wait.h).
+    bool waits_for_locality = false;
     // Pooled in texts: what the latest phase said, and why preemption could not help (kept apart because
     // later phases rewrite `why`; give_reasons joins them).
     const PooledReason* why = nullptr;
@@ -108,6 +111,9 @@ class Pass {
   void room_changes(const Job& j, const Placement& p);
 
   AdmissionAttempt success_;  // attempt()'s answer when the job fits
+  AdmissionAttempt held_;     // attempt()'s answer when the job fits but waits for locality
+  OneDomainFits one_domain_;  // locality_wait.h, for this pass's cluster shape
+  bool locality_waits_ = false;  // the policy or a priority class sets a locality wait
   bool borrowed_since_plans_ = false;  // plan_again()
   // Where each of the last kStepsNamed steps began in result.decisions (a ring indexed by step number), so a
   // pass that hits its bound can name the jobs of its last steps.

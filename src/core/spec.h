@@ -69,6 +69,9 @@ struct TeamSpec {
 struct PriorityClassSpec {
   std::string name;
   int weight = 0;  // 0..100
+  // How long a job of this class with a `preferred` topology request may wait for one domain of that level
+  // (docs/scheduling.md, "Waiting for locality"); unset: the policy's locality_wait_s.
+  std::optional<int64_t> locality_wait_s;
   friend bool operator==(const PriorityClassSpec&, const PriorityClassSpec&) = default;
 };
 
@@ -98,6 +101,10 @@ struct PolicySpec {
   // An elastic job below its largest size grows into capacity that has been idle this long, and resizes at
   // most once per this long (docs/scheduling.md, "Elastic jobs").
   int64_t elastic_grow_delay_s = 300;
+  // A job with a `preferred` topology request that would run spread over several domains of that level, where
+  // one domain of the empty cluster could hold it, waits this long (from when it began waiting) for one domain
+  // instead (docs/scheduling.md, "Waiting for locality"). 0: it spreads at once. A priority class may set its own.
+  int64_t locality_wait_s = 0;
   friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
 };
 

@@ -97,7 +97,7 @@ ReplayMetrics compute_metrics(const std::vector<JobRecord>& jobs, const ClusterI
   Acc all;
   std::map<std::string, Acc> team_acc, size_acc;
   for (const TeamEntitlement& t : cluster.teams) team_acc[t.name.empty() ? kNoTeam : t.name];
-  int64_t useful_s = 0, multi_started = 0, multi_one_domain = 0, multi_domains = 0;
+  int64_t useful_s = 0, multi_started = 0, multi_one_domain = 0, multi_domains = 0, fit_started = 0, fit_one_domain = 0;
   int64_t first_submit = jobs.empty() ? 0 : jobs.front().submit_s, last_event = first_submit;
   for (const JobRecord& j : jobs) {
     all.add(j);
@@ -111,6 +111,10 @@ ReplayMetrics compute_metrics(const std::vector<JobRecord>& jobs, const ClusterI
       ++multi_started;
       multi_domains += j.domains_used;
       if (j.domains_used == 1) ++multi_one_domain;
+      if (j.fits_one_domain) {
+        ++fit_started;
+        if (j.domains_used == 1) ++fit_one_domain;
+      }
     }
     first_submit = std::min(first_submit, j.submit_s);
     last_event = std::max({last_event, j.submit_s, j.first_start_s, j.end_s});
@@ -130,6 +134,8 @@ ReplayMetrics compute_metrics(const std::vector<JobRecord>& jobs, const ClusterI
   m.multi_node_jobs = multi_started;
   m.locality_one_domain_share = ratio(static_cast<double>(multi_one_domain), static_cast<double>(multi_started), 1);
   m.avg_domains_per_job = ratio(static_cast<double>(multi_domains), static_cast<double>(multi_started), 0);
+  m.fit_one_domain_jobs = fit_started;
+  m.locality_fit_one_domain_share = ratio(static_cast<double>(fit_one_domain), static_cast<double>(fit_started), 1);
 
   // Step-function integrals over the samples, in time order; the last sample lasts until the makespan ends.
   std::vector<size_t> order(samples.size());
@@ -201,6 +207,8 @@ nlohmann::json to_json(const ReplayMetrics& m) {
       {"multi_node_jobs", m.multi_node_jobs},
       {"locality_one_domain_share", r6(m.locality_one_domain_share)},
       {"avg_domains_per_job", r6(m.avg_domains_per_job)},
+      {"fit_one_domain_jobs", m.fit_one_domain_jobs},
+      {"locality_fit_one_domain_share", r6(m.locality_fit_one_domain_share)},
       {"goodput", r6(m.goodput)},
       {"fairness_jain", r6(m.fairness_jain)},
       {"contended_s", m.contended_s},
@@ -235,8 +243,9 @@ std::string format_summary(const ReplayMetrics& m) {
                             (long long)m.all.jct.p99_s));
   line("preemptions", printf_string("%lld (restarts %lld)", (long long)m.all.preemptions, (long long)m.restarts));
   line("borrowed", printf_string("%.1f GPU-hours of %.1f", m.all.borrowed_gpu_hours, m.all.gpu_hours));
-  line("locality", printf_string("%.3f of %lld multi-node jobs in one domain (avg %.2f domains)",
-                                 m.locality_one_domain_share, (long long)m.multi_node_jobs, m.avg_domains_per_job));
+  line("locality", printf_string("%.3f of %lld multi-node jobs in one domain (avg %.2f domains); %.3f of the %lld that "
+                                 "fit one", m.locality_one_domain_share, (long long)m.multi_node_jobs,
+                                 m.avg_domains_per_job, m.locality_fit_one_domain_share, (long long)m.fit_one_domain_jobs));
   line("goodput", printf_string("%.3f", m.goodput));
   line("fairness (Jain)", printf_string("%.3f over teams' received / entitled shares", m.fairness_jain));
 

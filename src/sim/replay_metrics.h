@@ -16,6 +16,10 @@
 //                     domain (domains_used == 1) / multi-node jobs that started; 1 when there are none, since
 //                     no job was spread.
 //   avg_domains_per_job  mean domains_used over those same multi-node jobs; 0 when there are none.
+//   locality_fit_one_domain_share  the same share over the multi-node jobs that started and that one lowest-layer
+//                     domain of the empty cluster could hold (it has as many nodes of the job's type as the job
+//                     uses): how often a job that could run in one domain did; 1 when there are none. Their
+//                     count is `fit_one_domain_jobs`.
 //   goodput           sum of useful_gpu_seconds / sum of total_gpu_seconds_held; 1 when nothing was held.
 //   per team:
 //     gpu_hours       GPU-time its jobs held, in hours.
@@ -53,6 +57,7 @@ struct JobRecord {
   int restarts = 0;
   int domains_used = 0;  // lowest-layer network domains its placement spans; 0 when on one node
   bool multi_node = false;
+  bool fits_one_domain = false;  // multi-node, and one lowest-layer domain of the empty cluster has the nodes
   int64_t borrowed_gpu_seconds = 0;    // GPU-time held while its team was above its nominal quota
   int64_t useful_gpu_seconds = 0;      // GPU-time whose work counted (not lost to a preemption or a failure)
   int64_t total_gpu_seconds_held = 0;  // all GPU-time held, useful or lost
@@ -112,6 +117,8 @@ struct ReplayMetrics {
   int64_t restarts = 0;
   int64_t multi_node_jobs = 0;
   double locality_one_domain_share = 1;
+  int64_t fit_one_domain_jobs = 0;
+  double locality_fit_one_domain_share = 1;
   double avg_domains_per_job = 0;
   double goodput = 1;
   double fairness_jain = 1;

@@ -128,7 +128,9 @@ class Replay {
     for (const Node& n : ref.nodes) {
       int d = level >= 0 ? ref.tree.ancestor(n.id, level) : -1;
       domain_of_[n.name] = d >= 0 ? ref.tree.domains[d].name + "#" + std::to_string(d) : n.name;
+      ++domain_nodes_[{domain_of_[n.name], ref.catalog.at(n.type).name}];
     }
+    for (const auto& [key, count] : domain_nodes_) largest_domain_[key.second] = std::max(largest_domain_[key.second], count);
   }
 
   // A draw in [0, 1) for trace job i, from the seed and the index alone (splitmix64), so which jobs are elastic
@@ -294,6 +296,12 @@ class Replay {
     for (NodeId n : nodes) domains.insert(domain_of_[s_.nodes[n.index()].name]);
     rec.multi_node = nodes.size() > 1;
     rec.domains_used = rec.multi_node ? static_cast<int>(domains.size()) : 0;
+    // Replay jobs of several nodes are whole-node replicas of one type: one domain of the empty cluster holds
+    // them when it has that many nodes of the type.
+    if (rec.multi_node && !j.placement.pod_sets.empty()) {
+      auto it = largest_domain_.find(s_.catalog.at(j.placement.pod_sets.front().type).name);
+      rec.fits_one_domain = it != largest_domain_.end() && static_cast<int64_t>(nodes.size()) <= it->second;
+    }
   }
 
   void sample(Time now) {
@@ -340,6 +348,8 @@ class Replay {
   std::vector<int> record_of_;  // JobId index -> trace index, -1 for jobs of the cluster file's events
   std::vector<size_t> running_;  // trace indices of running jobs
   std::map<std::string, std::string> domain_of_;
+  std::map<std::pair<std::string, std::string>, int64_t> domain_nodes_;  // (domain, instance type) -> nodes
+  std::map<std::string, int64_t> largest_domain_;                        // instance type -> most nodes in one domain
   std::map<uint32_t, size_t> team_index_;
   std::map<uint32_t, int64_t> team_busy_;
   int64_t busy_ = 0;

@@ -124,8 +124,11 @@ PolicySpec policy_from_json(const json& j) {
   p.task_prioritization = prioritization_from(j.at("task_prioritization").get<std::string>());
   p.idle_compute = idle_from(j.at("idle_compute").get<std::string>());
   p.idle_pool = j.at("idle_pool").get<bool>();
-  for (const auto& pc : j.at("priority_classes"))
-    p.priority_classes.push_back({pc.at("name").get<std::string>(), pc.at("weight").get<int>()});
+  for (const auto& pc : j.at("priority_classes")) {
+    PriorityClassSpec c{pc.at("name").get<std::string>(), pc.at("weight").get<int>()};
+    if (pc.contains("locality_wait")) c.locality_wait_s = pc.at("locality_wait").get<int64_t>();
+    p.priority_classes.push_back(std::move(c));
+  }
   // Journals written before the policy had one writer (config/policy_json.h) say min_runtime_s and
   // starvation_threshold_s; they must still replay.
   p.min_runtime_s = (j.contains("min_runtime") ? j.at("min_runtime") : j.at("min_runtime_s")).get<int64_t>();
@@ -133,6 +136,7 @@ PolicySpec policy_from_json(const json& j) {
       (j.contains("starvation_threshold") ? j.at("starvation_threshold") : j.at("starvation_threshold_s")).get<int64_t>();
   p.fair_share_preemption = j.value("fair_share_preemption", false);  // absent before the switch existed
   p.elastic_grow_delay_s = get_or<int64_t>(j, "elastic_grow_delay", PolicySpec{}.elastic_grow_delay_s);
+  p.locality_wait_s = get_or<int64_t>(j, "locality_wait", 0);  // absent when not set (config/policy_json.cpp)
   return p;
 }
 

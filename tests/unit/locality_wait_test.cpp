@@ -1,0 +1,143 @@
+// Waiting for locality (docs/scheduling.md, "Waiting for locality"; core/locality_wait.h): a job with a
+// `preferred` topology request that would run spread, although one domain of the empty cluster could hold it,
+// waits up to its locality wait for one domain; without a wait (the default) it spreads at once.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/scheduler.h"
+#include "core/topology_levels.h"
+
+#include "spec_builders.h"
+
+namespace allot {
+namespace {
+
+constexpr const char* kType = "ml.g5.8xlarge";  // 1 accelerator: one replica per node
+constexpr const char* kLayer3 = "network-node-layer-3";
+
+// Two layer-3 domains of 4 nodes (nn-a: a1..a4, nn-b: b1..b4); one team that may use all 8.
+class LocalityWaitTest : public ::testing::Test {
+ protected:
+  void build(int64_t wait, std::vector<PriorityClassSpec> classes = {}) {
+    PolicySpec p;
+    p.locality_wait_s = wait;
+    p.priority_classes = std::move(classes);
+    ASSERT_TRUE(set_policy(s, p).ok());
+    for (const char* d : {"a", "b"})
+      for (int i = 1; i <= 4; ++i)
+        ASSERT_TRUE(add_node(s, NodeSpec{std::string(d) + std::to_string(i), kType, "", {{kLayer3, std::string("nn-") + d}}}, 0).ok());
+    TeamSpec t;
+    t.name = "ml";
+    AmountSpec a;
+    a.instances = 8;
+    t.allocation = {{kType, a}};
+    ASSERT_TRUE(upsert_team(s, t).ok());
+  }
+  void submit(const JobSpec& spec, Time at) { ASSERT_TRUE(submit_job(s, spec, at).ok()); }
+  const Job& find(const std::string& name) { return *s.find_job(name); }
+  test::JobBuilder gang(const std::string& name, int replicas) {
+    return test::job_spec(name, "ml").instance_type(kType).whole_nodes().replicas(replicas).topology({.preferred = kLayer3});
+  }
+  // A 2-node job in nn-a and a 3-node one in nn-b: 3 nodes free, 2 in nn-a and 1 in nn-b.
+  void half_fill() {
+    submit(gang("left", 2).topology({.required = kLayer3}), 0);
+    submit(gang("right", 3).topology({.required = kLayer3}), 0);
+    schedule(s, 0);
+    ASSERT_EQ(find("left").state, JobState::kRunning);
+    ASSERT_EQ(find("right").state, JobState::kRunning);
+    ASSERT_NE(s.tree.ancestor(find("left").placement.nodes().front(), layer3()),
+              s.tree.ancestor(find("right").placement.nodes().front(), layer3()));
+  }
+  int layer3() const { return *find_level(s.levels, kLayer3); }
+  size_t domains(const Job& j) {
+    std::set<int> out;
+    for (NodeId n : j.placement.nodes()) out.insert(s.tree.ancestor(n, layer3()));
+    return out.size();
+  }
+  ClusterState s;
+};
+
+TEST_F(LocalityWaitTest, WithoutAWaitItSpreadsAtOnce) {
+  build(0);
+  half_fill();
+  submit(gang("wide", 3), 10);
+  const ScheduleResult r = schedule(s, 10);
+  ASSERT_EQ(find("wide").state, JobState::kRunning);
+  EXPECT_EQ(domains(find("wide")), 2u);
+}
+
+TEST_F(LocalityWaitTest, WaitsForOneDomainThenSpreadsWhenTheWaitEnds) {
+  build(600);
+  half_fill();
+  submit(gang("wide", 3), 10);
+  const ScheduleResult r = schedule(s, 10);
+  const Job& wide = find("wide");
+  ASSERT_EQ(wide.state, JobState::kPending);
+  EXPECT_EQ(wide.reason_code, ReasonCode::kLocality);
+  EXPECT_NE(wide.reason.str().find("waiting for locality: it would run now spread over 2 network-node-layer-3 domains; "
+                                   "it waits for one to have room until t=610 (locality_wait 600 s), then runs spread"),
+            std::string::npos)
+      << wide.reason.str();
+  ASSERT_TRUE(r.next_wakeup.has_value());
+  EXPECT_EQ(*r.next_wakeup, 610);
+  schedule(s, 609);
+  EXPECT_EQ(find("wide").state, JobState::kPending);
+  schedule(s, 610);
+  ASSERT_EQ(find("wide").state, JobState::kRunning);
+  EXPECT_EQ(domains(find("wide")), 2u);
+}
+
+TEST_F(LocalityWaitTest, RunsInOneDomainWhenOneFreesUpDuringTheWait) {
+  build(600);
+  half_fill();
+  submit(gang("wide", 3), 10);
+  schedule(s, 10);
+  ASSERT_EQ(find("wide").state, JobState::kPending);
+  ASSERT_TRUE(finish_job(s, "left", 100, true).ok());
+  schedule(s, 100);
+  ASSERT_EQ(find("wide").state, JobState::kRunning);
+  EXPECT_EQ(domains(find("wide")), 1u);
+}
+
+TEST_F(LocalityWaitTest, NoWaitWhenNoDomainCouldEverHoldIt) {
+  build(600);
+  submit(gang("huge", 6), 0);  // a domain has 4 nodes
+  schedule(s, 0);
+  ASSERT_EQ(find("huge").state, JobState::kRunning);
+  EXPECT_EQ(domains(find("huge")), 2u);
+}
+
+TEST_F(LocalityWaitTest, APriorityClassSetsItsOwnWait) {
+  build(600, {{.name = "urgent", .weight = 50, .locality_wait_s = 0}, {.name = "patient", .weight = 10}});
+  half_fill();
+  submit(gang("urgent-wide", 3).priority("urgent"), 10);  // its class's 0 s: spreads at once
+  schedule(s, 10);
+  ASSERT_EQ(find("urgent-wide").state, JobState::kRunning);
+  EXPECT_EQ(domains(find("urgent-wide")), 2u);
+}
+
+TEST_F(LocalityWaitTest, AClassWithoutItsOwnWaitHasThePolicys) {
+  build(600, {{.name = "urgent", .weight = 50, .locality_wait_s = 0}, {.name = "patient", .weight = 10}});
+  half_fill();
+  submit(gang("patient-wide", 3).priority("patient"), 10);
+  schedule(s, 10);
+  EXPECT_EQ(find("patient-wide").reason_code, ReasonCode::kLocality);
+  EXPECT_NE(find("patient-wide").reason.str().find("until t=610 (locality_wait 600 s)"), std::string::npos);
+}
+
+TEST_F(LocalityWaitTest, PreemptsNothingWhileItWaits) {
+  build(600, {{.name = "low", .weight = 10}, {.name = "high", .weight = 50}});
+  TeamSpec t = s.teams.front().spec;
+  t.preempt_team_tasks = PreemptTeamTasks::kLowerPriority;
+  ASSERT_TRUE(upsert_team(s, t).ok());
+  half_fill();
+  submit(gang("wide", 3).priority("high"), 10);
+  schedule(s, 10);
+  EXPECT_EQ(find("wide").reason_code, ReasonCode::kLocality);
+  EXPECT_EQ(find("left").state, JobState::kRunning);
+  EXPECT_EQ(find("right").state, JobState::kRunning);
+}
+
+}  // namespace
+}  // namespace allot
