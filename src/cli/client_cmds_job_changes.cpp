@@ -89,8 +89,10 @@ Result<std::vector<std::string>> job_names_in(const std::string& file) {
     if (doc.IsNull()) continue;
     auto name_of_doc = [](const YAML::Node& d) {
       if (!d.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
-      if (interop::is_k8s_manifest(d)) return d["metadata"].IsMap() ? d["metadata"]["name"] : YAML::Node(YAML::NodeType::Undefined);
-      return d["submit"].IsMap() ? d["submit"]["name"] : d["name"];
+      // A missing key is an invalid node, which throws when asked its type: test it first.
+      if (interop::is_k8s_manifest(d))
+        return d["metadata"] && d["metadata"].IsMap() ? d["metadata"]["name"] : YAML::Node(YAML::NodeType::Undefined);
+      return d["submit"] && d["submit"].IsMap() ? d["submit"]["name"] : d["name"];
     };
     const YAML::Node name = name_of_doc(doc);
     if (!name || !name.IsScalar())
