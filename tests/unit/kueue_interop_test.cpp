@@ -195,34 +195,35 @@ TEST(KueueExport, EveryObjectOfEverySampleFilePassesItsKindsSchema) {
 
 TEST(KueueExport, ImportOfExportGivesEverySampleFileBack) {
   const Catalog catalog = Catalog::builtin();
-  for (const auto version : kVersions)
-  for (const auto& path : sample_files()) {
-    TeamsFile f = load_teams_file(path);
-    f.options.api_version = version;
-    auto out = interop::export_kueue(f.policy, f.teams, catalog, f.options);
-    ASSERT_TRUE(out) << path;
-    EXPECT_TRUE(out->warnings.empty()) << path << ":\n" << joined(out->warnings);
-    interop::KueueImport back;
-    ASSERT_TRUE(interop::import_kueue(out->yaml, "export", catalog, back)) << path;
-    interop::finish_kueue_import(back);
-    // Uncovered vCPU or memory is said on import (Kueue itself would not admit workloads asking for them unless
-    // configured to), also of allot's own export; nothing else may be.
-    std::erase_if(back.warnings, [](const std::string& w) { return w.find(": not covered: allot does not limit") != std::string::npos; });
-    EXPECT_TRUE(back.warnings.empty()) << path << ":\n" << joined(back.warnings);
-    EXPECT_EQ(canonical(back.teams), canonical(f.teams)) << path;
-    if (f.options.with_policy) EXPECT_EQ(back.policy, f.policy) << path;
+  for (const auto version : kVersions) {
+    for (const auto& path : sample_files()) {
+      TeamsFile f = load_teams_file(path);
+      f.options.api_version = version;
+      auto out = interop::export_kueue(f.policy, f.teams, catalog, f.options);
+      ASSERT_TRUE(out) << path;
+      EXPECT_TRUE(out->warnings.empty()) << path << ":\n" << joined(out->warnings);
+      interop::KueueImport back;
+      ASSERT_TRUE(interop::import_kueue(out->yaml, "export", catalog, back)) << path;
+      interop::finish_kueue_import(back);
+      // Uncovered vCPU or memory is said on import (Kueue itself would not admit workloads asking for them unless
+      // configured to), also of allot's own export; nothing else may be.
+      std::erase_if(back.warnings, [](const std::string& w) { return w.find(": not covered: allot does not limit") != std::string::npos; });
+      EXPECT_TRUE(back.warnings.empty()) << path << ":\n" << joined(back.warnings);
+      EXPECT_EQ(canonical(back.teams), canonical(f.teams)) << path;
+      if (f.options.with_policy) EXPECT_EQ(back.policy, f.policy) << path;
 
-    // The teams file written from the import reads back to the same teams and policy.
-    const std::string text = interop::teams_file_yaml(back);
-    auto doc = load_yaml(text, {"teams_file_yaml", "", 0});
-    ASSERT_TRUE(doc) << text;
-    auto teams = parse_teams((*doc)["teams"], catalog, {"teams_file_yaml", "teams", 0});
-    ASSERT_TRUE(teams) << teams.error().message << "\n" << text;
-    EXPECT_EQ(canonical(*teams), canonical(f.teams)) << text;
-    if (f.options.with_policy) {
-      auto policy = parse_policy((*doc)["policy"], {"teams_file_yaml", "policy", 0});
-      ASSERT_TRUE(policy) << policy.error().message << "\n" << text;
-      EXPECT_EQ(*policy, f.policy) << text;
+      // The teams file written from the import reads back to the same teams and policy.
+      const std::string text = interop::teams_file_yaml(back);
+      auto doc = load_yaml(text, {"teams_file_yaml", "", 0});
+      ASSERT_TRUE(doc) << text;
+      auto teams = parse_teams((*doc)["teams"], catalog, {"teams_file_yaml", "teams", 0});
+      ASSERT_TRUE(teams) << teams.error().message << "\n" << text;
+      EXPECT_EQ(canonical(*teams), canonical(f.teams)) << text;
+      if (f.options.with_policy) {
+        auto policy = parse_policy((*doc)["policy"], {"teams_file_yaml", "policy", 0});
+        ASSERT_TRUE(policy) << policy.error().message << "\n" << text;
+        EXPECT_EQ(*policy, f.policy) << text;
+      }
     }
   }
 }
