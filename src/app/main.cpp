@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   // Further command groups register here, one line each.
   allot::cli::add_habit_commands(app, ctx);  // help, version, completion; reads the commands above: keep it last
   // Client flags before the command go after it; an unknown command is named, with the closest known one.
-  std::vector<std::string> args = allot::cli::hoist_client_flags(std::vector<std::string>(argv + 1, argv + argc));
+  std::vector<std::string> args =
+      allot::cli::kubectl_words(allot::cli::hoist_client_flags(std::vector<std::string>(argv + 1, argv + argc)));
   if (const std::string unknown = allot::cli::unknown_command_message(app, args); !unknown.empty()) {
     std::cerr << unknown;
     return 2;

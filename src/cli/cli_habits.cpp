@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "cli/client_run.h"
@@ -139,6 +140,117 @@ std::vector<std::string> hoist_client_flags(const std::vector<std::string>& args
   auto dashes = std::find(rest.begin(), rest.end(), "--");
   rest.insert(dashes, hoisted.begin(), hoisted.end());
   return rest;
+}
+
+namespace {
+
+// kubectl's resource words (plural, singular, short) for the three kinds allot lists.
+enum class Kind { kJob, kNode, kTeam };
+std::optional<Kind> kind_of(const std::string& w) {
+  static const std::vector<std::pair<std::vector<std::string>, Kind>> kWords = {
+      {{"jobs", "job", "jobs.batch", "job.batch"}, Kind::kJob},
+      {{"nodes", "node", "no"}, Kind::kNode},
+      {{"teams", "team"}, Kind::kTeam}};
+  for (const auto& [words, kind] : kWords)
+    if (std::find(words.begin(), words.end(), w) != words.end()) return kind;
+  return std::nullopt;
+}
+
+const char* list_command(Kind k) {
+  switch (k) {
+    case Kind::kJob: return "jobs";
+    case Kind::kNode: return "nodes";
+    case Kind::kTeam: return "teams";
+  }
+  return "jobs";
+}
+
+// "jobs/NAME" -> (kJob, NAME); nullopt when `w` is not KIND/NAME.
+std::optional<std::pair<Kind, std::string>> kind_slash_name(const std::string& w) {
+  const size_t slash = w.find('/');
+  if (slash == std::string::npos || slash + 1 >= w.size()) return std::nullopt;
+  auto k = kind_of(w.substr(0, slash));
+  if (!k) return std::nullopt;
+  return std::pair{*k, w.substr(slash + 1)};
+}
+
+// `describe` wants JOB, `node NAME` or `team NAME`.
+void describe_words(Kind k, const std::string& name, std::vector<std::string>& out) {
+  switch (k) {
+    case Kind::kJob: out.push_back(name); return;
+    case Kind::kNode: out.insert(out.end(), {"node", name}); return;
+    case Kind::kTeam: out.insert(out.end(), {"team", name}); return;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> kubectl_words(const std::vector<std::string>& in) {
+  std::vector<std::string> args;
+  // -o=json: CLI11 takes `=` after long options only.
+  bool positional = false;
+  for (const auto& a : in) {
+    positional |= a == "--";
+    if (!positional && a.rfind("-o=", 0) == 0) {
+      args.push_back("-o");
+      args.push_back(a.substr(3));
+    } else {
+      args.push_back(a);
+    }
+  }
+  if (args.empty()) return args;
+  const auto end = std::find(args.begin(), args.end(), "--");
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  const std::string& command = args[0];
+  // The first word after the command that is neither a flag nor a client flag's value, and what follows it.
+  static const std::set<std::string> kValued = {"--server", "--token", "--context", "--ca", "-o", "--output"};
+  auto first_word = rest.begin();
+  while (first_word != rest.end() && !first_word->empty() && (*first_word)[0] == '-')
+    first_word += kValued.count(*first_word) && first_word + 1 != rest.end() ? 2 : 1;
+  if (first_word == rest.end() || args.begin() + 1 + (first_word - rest.begin()) >= end) return args;
+  const std::string word = *first_word;
+  std::vector<std::string> before(rest.begin(), first_word), after(first_word + 1, rest.end());
+  std::vector<std::string> out;
+  if (command == "get") {
+    const auto k = kind_of(word);
+    if (!k) return args;
+    // `get job NAME`: one job's details; `get jobs`: the list.
+    const bool named = !after.empty() && !after[0].empty() && after[0][0] != '-';
+    if (named && *k == Kind::kJob && after.size() == 1) {
+      out = {"describe"};
+      out.insert(out.end(), before.begin(), before.end());
+      out.push_back(after[0]);
+      return out;
+    }
+    out = {list_command(*k)};
+    out.insert(out.end(), before.begin(), before.end());
+    out.insert(out.end(), after.begin(), after.end());
+    return out;
+  }
+  if (command == "describe" || command == "delete") {
+    out = {command};
+    out.insert(out.end(), before.begin(), before.end());
+    if (auto ks = kind_slash_name(word)) {
+      if (command == "delete" && ks->first != Kind::kJob) return args;  // `node delete`, `team delete` are elsewhere
+      if (command == "describe") describe_words(ks->first, ks->second, out);
+      else out.push_back(ks->second);
+    } else if (auto k = kind_of(word); k && !after.empty() && (command == "describe" || *k == Kind::kJob)) {
+      // `describe jobs NAME`, `delete job NAME...`: the kind word goes (describe keeps node and team).
+      if (command == "describe") {
+        describe_words(*k, after[0], out);
+        after.erase(after.begin());
+      }
+    } else {
+      return args;
+    }
+    // Later KIND/NAME words of `delete job/a job/b`.
+    for (const auto& w : after) {
+      auto ks = kind_slash_name(w);
+      out.push_back(ks && ks->first == Kind::kJob ? ks->second : w);
+    }
+    return out;
+  }
+  return args;
 }
 
 std::string closest(const std::string& word, const std::vector<std::string>& candidates) {

@@ -15,6 +15,12 @@ namespace allot::cli {
 // --server URL`), where each command defines them. Other arguments keep their order.
 std::vector<std::string> hoist_client_flags(const std::vector<std::string>& args);
 
+// kubectl's words for allot's commands, rewritten before parsing: `get jobs|nodes|teams` (`get job NAME`:
+// `describe NAME`), `describe jobs/NAME`, `job/NAME`, `node/NAME`, `team/NAME` and `describe jobs NAME`,
+// `delete job NAME...` (and `job/NAME`), and `-o=FORMAT` as `-o FORMAT`. Arguments after `--` are left alone.
+// `get` of anything else is left for unknown_command_message to name.
+std::vector<std::string> kubectl_words(const std::vector<std::string>& args);
+
 // When the words of `args` (after hoisting) lead to a command that does not exist, the message naming it
 // and the closest existing one ("allot: unknown command 'nodes delete'; did you mean 'node delete'?"),
 // else "". Only words where a subcommand is expected are looked at: a job name is never "unknown".

@@ -32,6 +32,7 @@ struct AdminArgs {
 
 // Runs `body` with an open session; errors opening it (a bad URL or format) are reported like any other.
 int run_apply(Session& s, AdminArgs& a) {
+  if (a.file.empty()) return report("apply", Error::invalid("which file? allot apply FILE, or -f FILE; - for stdin"));
   auto text = client::read_input(a.file);
   if (!text) return report("apply", text.error());
   const YamlContext ctx{a.file == "-" ? "<stdin>" : a.file, "", 0};
@@ -200,7 +201,8 @@ void add_client_admin_commands(CLI::App& app, Context& ctx) {
 
   auto* apply = flags(app.add_subcommand("apply", "Apply the policy and teams sections of a scenario-format file: what it names "
                                                    "changes, the rest stays (see --prune); prints what changed"));
-  apply->add_option("file", a->file, "YAML file; - for stdin")->required();
+  auto* file = apply->add_option("file", a->file, "YAML file; - for stdin");
+  apply->add_option("-f,--filename", a->file, "The YAML file, as kubectl apply -f takes it (instead of FILE)")->excludes(file);
   apply->add_flag("--dry-run", a->dry_run, "Print what would change; change nothing");
   apply->add_flag("--prune", a->prune,
                   "Also remove the teams and priority classes the file's lists leave out (only for lists the file has)");

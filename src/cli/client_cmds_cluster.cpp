@@ -99,6 +99,7 @@ void add_client_cluster_commands(CLI::App& app, Context& ctx) {
   auto flags = [&](CLI::App* c) { client::add_client_flags(c, a->flags); return c; };
 
   auto* nodes = flags(app.add_subcommand("nodes", "List nodes: health, free capacity, topology, last heartbeat"));
+  client::add_list_flags(nodes, a->flags);
   nodes->callback([&ctx, a, nodes] {
     if (!nodes->get_subcommands().empty()) return;  // `nodes apply` runs on its own
     auto s = Session::open(a->flags);
@@ -107,7 +108,9 @@ void add_client_cluster_commands(CLI::App& app, Context& ctx) {
   auto* nodes_apply = flags(nodes->add_subcommand("apply", "Add the nodes of a nodes YAML (allot topology import's output) to the server"));
   nodes_apply->add_option("file", a->file, "Nodes YAML; - for stdin")->required();
   on_run(nodes_apply, ctx, a, "nodes apply", run_nodes_apply);
-  on_run(flags(app.add_subcommand("teams", "List teams: quota, usage, borrowed, lent, jobs")), ctx, a, "teams", run_teams);
+  auto* teams = flags(app.add_subcommand("teams", "List teams: quota, usage, borrowed, lent, jobs"));
+  client::add_list_flags(teams, a->flags);
+  on_run(teams, ctx, a, "teams", run_teams);
 
   auto* events = flags(app.add_subcommand("events", "What the scheduler did and why"));
   events->add_flag("-f,--follow", a->follow, "Keep printing events as they happen");

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "client/cli_flags.h"
 #include "client/render.h"
+#include "config/yaml_stream.h"
 #include "interop/k8s_manifest.h"
 
 namespace allot::cli {
@@ -23,6 +24,7 @@ using nlohmann::json;
 struct ChangeArgs {
   ClientFlags flags;
   std::vector<std::string> names;
+  std::string file;  // delete -f: the jobs a file submitted
   std::string field, job, value;
 };
 
@@ -74,7 +76,41 @@ int run_set(Session& s, ChangeArgs& a) {
                       "now has priority class " + (cls.empty() ? std::string("none") : cls));
 }
 
+// The names of the jobs a file holds, as `allot submit` reads it: a manifest's metadata.name, an allot job
+// spec's name (a scenario's `submit:` entry too).
+Result<std::vector<std::string>> job_names_in(const std::string& file) {
+  auto text = client::read_input(file);
+  if (!text) return text.error();
+  const std::string origin = file == "-" ? "<stdin>" : file;
+  auto docs = load_yaml_documents(*text, YamlContext{origin, "", 0});
+  if (!docs) return docs.error();
+  std::vector<std::string> names;
+  for (const YAML::Node& doc : *docs) {
+    if (doc.IsNull()) continue;
+    auto name_of_doc = [](const YAML::Node& d) {
+      if (!d.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+      // A missing key is an invalid node, which throws when asked its type: test it first.
+      if (interop::is_k8s_manifest(d))
+        return d["metadata"] && d["metadata"].IsMap() ? d["metadata"]["name"] : YAML::Node(YAML::NodeType::Undefined);
+      return d["submit"] && d["submit"].IsMap() ? d["submit"]["name"] : d["name"];
+    };
+    const YAML::Node name = name_of_doc(doc);
+    if (!name || !name.IsScalar())
+      return Error::invalid(origin + ": a document without a job name (metadata.name or name); generateName jobs are "
+                                     "deleted by the name `allot submit` printed");
+    names.push_back(name.Scalar());
+  }
+  if (names.empty()) return Error::invalid(origin + " holds no job");
+  return names;
+}
+
 int run_delete(Session& s, ChangeArgs& a) {
+  if (!a.file.empty()) {
+    auto named = job_names_in(a.file);
+    if (!named) return report("delete", named.error());
+    a.names.insert(a.names.end(), named->begin(), named->end());
+  }
+  if (a.names.empty()) return report("delete", Error::invalid("which jobs? allot delete JOB..., or -f FILE"));
   return for_each_job(s, "delete", a.names, [&](const std::string& n) { return s.api().del(path_of(n)); },
                       "deleted (its name is free)");
 }
@@ -101,7 +137,8 @@ void add_client_job_change_commands(CLI::App& app, Context& ctx) {
   on_run(set, ctx, a, "set", run_set);
 
   auto* del = flags(app.add_subcommand("delete", "Delete finished jobs, so that their names can be used again"));
-  del->add_option("jobs", a->names, "Job names")->required();
+  del->add_option("jobs", a->names, "Job names (`delete job NAME` and `job/NAME` as in kubectl)");
+  del->add_option("-f,--filename", a->file, "The jobs of this file (as allot submit reads it); - for stdin");
   on_run(del, ctx, a, "delete", run_delete);
 }
 

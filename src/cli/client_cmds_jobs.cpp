@@ -71,7 +71,8 @@ struct SubmitDoc {
   std::string priority_label;  // a Kueue manifest's priority-class label as written
 };
 
-Result<std::vector<SubmitDoc>> read_jobs(const std::string& text, const std::string& origin) {
+// `queue_name` (--queue-name) names the team of every job, and is the queue-name label of every manifest.
+Result<std::vector<SubmitDoc>> read_jobs(const std::string& text, const std::string& origin, const std::string& queue_name) {
   auto loaded = load_yaml_documents(text, YamlContext{origin, "", 0});
   if (!loaded) return loaded.error();
   std::vector<YAML::Node> docs = std::move(*loaded);
@@ -81,7 +82,7 @@ Result<std::vector<SubmitDoc>> read_jobs(const std::string& text, const std::str
     YAML::Node doc = docs[i];
     if (doc.IsNull()) continue;
     if (interop::is_k8s_manifest(doc)) {
-      auto m = interop::job_from_manifest(doc, origin);
+      auto m = interop::job_from_manifest(doc, origin, queue_name);
       if (!m) return m.error();
       if (auto st = check_name(NameKind::kJob, m->spec.name); !st) return Error::invalid(origin + ": " + st.error().message);
       for (const auto& w : m->warnings) std::cerr << "allot submit: warning: " << origin << ": " << w << "\n";
@@ -119,9 +120,10 @@ Status replace_existing(Session& s, const std::string& name) {
 }
 
 int run_submit(Session& s, JobArgs& a) {
+  if (a.file.empty()) return report("submit", Error::invalid("which file? allot submit FILE, or -f FILE; - for stdin"));
   auto text = client::read_input(a.file, client::kMaxInputBytes);
   if (!text) return report("submit", text.error());
-  auto jobs = read_jobs(*text, a.file == "-" ? "<stdin>" : a.file);
+  auto jobs = read_jobs(*text, a.file == "-" ? "<stdin>" : a.file, a.queue_name);
   if (!jobs) return report("submit", jobs.error());
   // hyp's vocabulary: --queue-name names the team's queue (hyperpod-ns-<team>-localqueue, or the team),
   // --priority the class; both apply to every job of the file.
@@ -326,7 +328,8 @@ void add_client_job_commands(CLI::App& app, Context& ctx) {
   auto flags = [&](CLI::App* c) { client::add_client_flags(c, a->flags); return c; };
 
   auto* submit = flags(app.add_subcommand("submit", "Submit an allot job spec, a Kubernetes Job or a PyTorchJob"));
-  submit->add_option("file", a->file, "YAML file; - for stdin")->required();
+  auto* file = submit->add_option("file", a->file, "YAML file; - for stdin");
+  submit->add_option("-f,--filename", a->file, "The YAML file, as kubectl apply -f takes it (instead of FILE)")->excludes(file);
   submit->add_option("--queue-name", a->queue_name,
                      "The team's queue, as hyp names it (hyperpod-ns-<team>-localqueue) or the team itself; overrides the file");
   submit->add_option("--priority", a->priority,
@@ -338,6 +341,7 @@ void add_client_job_commands(CLI::App& app, Context& ctx) {
   on_run(submit, ctx, a, "submit", run_submit);
 
   auto* jobs = flags(app.add_subcommand("jobs", "List jobs"));
+  client::add_list_flags(jobs, a->flags);
   jobs->add_option("--team", a->team, "Only this team's jobs");
   jobs->add_option("--state", a->state, "Only jobs in this state (Pending, Running, Suspended, Succeeded, Failed, Cancelled; any case)");
   jobs->add_option("-l,--selector", a->selector, "Only jobs with these labels: key=value[,key!=value...]");

@@ -21,6 +21,7 @@ struct KueueArgs {
   std::string file;
   std::vector<std::string> files;
   interop::KueueExportOptions options;
+  std::string api_version = "v1beta2";
   // export from a live server instead of a file: --server (and --token, --context, --ca as for every client
   // command), or no FILE.
   client::ClientFlags flags;
@@ -112,9 +113,11 @@ int run_export(KueueArgs& a) {
   } else {
     for (auto& l : a.options.topology_levels) l = canonical_level(l);
   }
+  if (a.api_version == "v1beta1") a.options.api_version = interop::KueueApiVersion::kV1beta1;
   auto out = interop::export_kueue(policy, teams, catalog, a.options);
   if (!out) return fail("export kueue", out.error());
-  std::cout << *out;
+  for (const auto& w : out->warnings) std::cerr << "allot export kueue: warning: " << w << "\n";
+  std::cout << out->yaml;
   return 0;
 }
 
@@ -156,6 +159,10 @@ void add_kueue_commands(CLI::App& app, Context& ctx) {
   ek->add_option("--ca", args->flags.ca_file, "PEM CA certificate of an https:// server");
   ek->add_option("--cohort", args->options.cohort, "name of the Cohort every ClusterQueue joins")->capture_default_str();
   ek->add_option("--topology-name", args->options.topology_name, "name of the Topology the ResourceFlavors use")
+      ->capture_default_str();
+  ek->add_option("--api-version", args->api_version,
+                 "Kueue API version to write: v1beta2 (Kueue's storage version) or v1beta1 (older clusters)")
+      ->check(CLI::IsMember({"v1beta2", "v1beta1"}))
       ->capture_default_str();
   ek->add_option("--levels", args->options.topology_levels,
                  "topology levels, coarse to fine (default: those the file's cluster.nodes carry, else "

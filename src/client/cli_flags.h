@@ -16,8 +16,13 @@ inline void add_client_flags(CLI::App* cmd, ClientFlags& f) {
   cmd->add_option("--ca", f.ca_file,
                   "PEM CA certificate an https:// server's certificate must chain to (default: $ALLOT_CA, then the "
                   "system's CAs)");
-  cmd->add_option("-o,--output", f.output, "Output format: table, wide (tables in full), json or yaml")
-      ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
+  cmd->add_option("-o,--output", f.output, "Output format: table, wide (tables in full), json, yaml or name (one name a line)")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml", "name"}));
+}
+
+// The list commands (jobs, nodes, teams): --no-headers as kubectl's, the table without its line of column names.
+inline void add_list_flags(CLI::App* cmd, ClientFlags& f) {
+  cmd->add_flag("--no-headers", f.no_headers, "The table without its line of column names (as kubectl's --no-headers)");
 }
 
 }  // namespace allot::client

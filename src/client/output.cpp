@@ -76,7 +76,8 @@ Result<Format> parse_format(const std::string& s) {
   if (s == "table" || s == "wide" || s.empty()) return Format::kTable;  // wide: tables with every column in full
   if (s == "json") return Format::kJson;
   if (s == "yaml") return Format::kYaml;
-  return Error::invalid("output format \"" + s + "\" is unknown; use table, wide, json or yaml");
+  if (s == "name") return Format::kName;
+  return Error::invalid("output format \"" + s + "\" is unknown; use table, wide, json, yaml or name");
 }
 
 std::string to_yaml(const nlohmann::json& j) {
@@ -89,6 +90,17 @@ std::string to_yaml(const nlohmann::json& j) {
 
 std::string render_data(const nlohmann::json& j, Format f) {
   if (f == Format::kYaml) return to_yaml(j);
+  if (f == Format::kName) {
+    std::string out;
+    auto one = [&](const nlohmann::json& o) {
+      if (o.is_object() && o.contains("name") && o["name"].is_string()) out += o["name"].get<std::string>() + "\n";
+    };
+    if (j.is_array())
+      for (const auto& o : j) one(o);
+    else
+      one(j);
+    return out;
+  }
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

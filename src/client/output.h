@@ -10,13 +10,15 @@
 
 namespace allot::client {
 
-enum class Format { kTable, kJson, kYaml };
+// kName (`-o name`): the name of each object, one a line, as kubectl's -o name (without its kind/ prefix, so that
+// the names feed allot's commands: `allot jobs -o name | xargs allot cancel`).
+enum class Format { kTable, kJson, kYaml, kName };
 Result<Format> parse_format(const std::string& s);
 
 // The JSON as block-style YAML. Strings that YAML would read as another type ("true", "10", "") are quoted,
 // so the YAML reads back to the same JSON.
 std::string to_yaml(const nlohmann::json& j);
-// JSON (pretty) or YAML text of `j`, ending with a newline.
+// JSON (pretty), YAML or names text of `j`, ending with a newline (names: none for data without names).
 std::string render_data(const nlohmann::json& j, Format f);
 
 // Columns padded to their widest cell, two spaces apart; the last column is not padded.

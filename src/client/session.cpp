@@ -20,11 +20,18 @@ Result<Session> Session::open(const ClientFlags& flags) {
   if (ca.empty()) ca = conn->ca;
   auto api = ApiClient::connect(conn->server, {.ca_file = ca, .token = conn->token});
   if (!api) return api.error();
-  return Session(std::move(*api), *format);
+  return Session(std::move(*api), *format, flags.no_headers);
 }
 
 int Session::print(const nlohmann::json& data, const std::function<std::string(const nlohmann::json&)>& table) {
-  std::cout << (format_ == Format::kTable ? table(data) : render_data(data, format_)) << std::flush;
+  if (format_ != Format::kTable) {
+    std::cout << render_data(data, format_) << std::flush;
+    return 0;
+  }
+  std::string text = table(data);
+  // --no-headers: every table allot prints starts with its line of column names.
+  if (no_headers_) text.erase(0, text.find('\n') == std::string::npos ? text.size() : text.find('\n') + 1);
+  std::cout << text << std::flush;
   return 0;
 }
 

@@ -18,7 +18,8 @@ struct ClientFlags {
   std::string token;             // empty: $ALLOT_TOKEN, then the context's
   std::string context;           // empty: $ALLOT_CONTEXT, then the config file's current context
   std::string ca_file;           // https: the CA to verify the server with; empty: $ALLOT_CA, then the system's
-  std::string output = "table";  // table | json | yaml
+  std::string output = "table";  // table | wide | json | yaml | name
+  bool no_headers = false;       // tables: leave out the line of column names
 };
 
 class Session {
@@ -36,9 +37,10 @@ class Session {
            const std::function<std::string(const nlohmann::json&)>& table);
 
  private:
-  Session(ApiClient api, Format f) : api_(std::move(api)), format_(f) {}
+  Session(ApiClient api, Format f, bool no_headers) : api_(std::move(api)), format_(f), no_headers_(no_headers) {}
   ApiClient api_;
   Format format_;
+  bool no_headers_ = false;
 };
 
 // "allot <command>: <message>" on stderr; returns the exit code for the error.

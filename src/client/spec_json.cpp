@@ -39,6 +39,8 @@ json amount_body(const AmountSpec& a) {
   if (a.accelerators) o["accelerators"] = *a.accelerators;
   if (a.vcpu_milli) o["vcpu"] = scaled(*a.vcpu_milli, 1000);
   if (a.memory_mib) o["memory_gib"] = scaled(*a.memory_mib, 1024);
+  if (a.vcpu_unlimited) o["vcpu"] = "unlimited";
+  if (a.memory_unlimited) o["memory_gib"] = "unlimited";
   return o;
 }
 

@@ -30,12 +30,21 @@ Result<AmountSpec> read_amount(const YamlContext& ctx, const Fields& fields, Amo
     if (!n) return n.error();
     a.accelerators = *n;
   }
-  if (auto v = fields.get("vcpu")) {
+  // An allocation may leave vCPU and memory unlimited (`vcpu: unlimited`): the team's quota then does not
+  // limit them on the type (AmountSpec).
+  auto unlimited = [&](const Val& v) {
+    return use == AmountUse::kAllocation && v.node.IsScalar() && v.node.Scalar() == "unlimited";
+  };
+  if (auto v = fields.get("vcpu"); v && unlimited(*v)) {
+    a.vcpu_unlimited = true;
+  } else if (v) {
     auto n = read_decimal(ctx, *v, 1000, kMaxVcpus, /*exact=*/true);
     if (!n) return n.error();
     a.vcpu_milli = *n;
   }
-  if (auto v = fields.get("memory_gib")) {
+  if (auto v = fields.get("memory_gib"); v && unlimited(*v)) {
+    a.memory_unlimited = true;
+  } else if (v) {
     // 0.1 GiB is 102.4 MiB: memory rounds to the nearest MiB rather than rejecting such natural values.
     auto n = read_decimal(ctx, *v, 1024, kMaxMemoryGib, /*exact=*/false);
     if (!n) return n.error();
@@ -49,7 +58,7 @@ Result<AmountSpec> read_amount(const YamlContext& ctx, const Fields& fields, Amo
     }
   }
 
-  const bool amounts = a.accelerators || a.vcpu_milli || a.memory_mib;
+  const bool amounts = a.accelerators || a.vcpu_milli || a.memory_mib || a.vcpu_unlimited || a.memory_unlimited;
   switch (use) {
     case AmountUse::kAllocation:
       if (a.instances && amounts)

@@ -32,11 +32,12 @@ std::vector<std::pair<TypeId, Resources>> job_request(const ClusterState& s, con
 
 bool within_nominal_quota(const ClusterState& s, const UsageTable& usage, const Job& job) {
   const auto& used = usage[job.team.index()];
-  const auto& nominal = s.teams[job.team.index()].nominal;
+  const Team& team = s.teams[job.team.index()];
+  const auto& nominal = team.nominal;
   for (TypeId type : candidate_types(s, job)) {
     auto request = job_request(s, job, type, nullptr);
     bool all = !request.empty();
-    for (const auto& [t, r] : request) all &= (used[t.index()] + r).fits_in(nominal[t.index()]);
+    for (const auto& [t, r] : request) all &= team.counted(t, used[t.index()] + r).fits_in(nominal[t.index()]);
     if (all) return true;
   }
   return false;

@@ -66,6 +66,14 @@ struct Team {
   // the allocation plus the capacity of the Active capacity plans the team owns (core/plans.h).
   std::vector<Resources> allocated;
   std::vector<Resources> nominal;
+  // Per instance type: the resources the allocation leaves unlimited (`vcpu: unlimited`). The quota neither
+  // limits nor counts them: they are outside the team's usage as the quota rules see it, outside the pool, and
+  // never borrowed or lent (quota.h).
+  std::vector<ResourceSet> unlimited;
+  // The part of `r`, on `type`, that this team's quota counts.
+  Resources counted(TypeId type, const Resources& r) const {
+    return type.index() < unlimited.size() ? unlimited[type.index()].outside(r) : r;
+  }
   // Derived from the allocation, the catalog and the cluster's capacity (state.cpp keeps it): the instance
   // types a pod set without a type may use, in the order they are tried.
   std::vector<TypeId> candidate_types;

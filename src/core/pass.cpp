@@ -107,7 +107,7 @@ std::string Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const st
       after[ps.type.index()] += ps.per_replica * static_cast<int64_t>(ps.replicas.size());
     std::string what;
     for (const auto& ps : a.placement.pod_sets) {
-      Resources b = max0(after[ps.type.index()] - t.nominal[ps.type.index()]);
+      Resources b = max0(t.counted(ps.type, after[ps.type.index()]) - t.nominal[ps.type.index()]);
       what = format_resources(b) + " of " + s.catalog.at(ps.type).name;
     }
     out += "; team " + t.spec.name + " borrows idle quota (now " + what + " above its nominal quota)";

@@ -197,6 +197,7 @@ void refresh_plan_quota(ClusterState& s) {
   s.plan_idle.assign(s.catalog.size(), Resources{});
   for (Team& t : s.teams) {
     t.allocated.resize(s.catalog.size());
+    t.unlimited.resize(s.catalog.size());
     t.nominal = t.allocated;
   }
   for (const Plan& p : s.plans) {

@@ -54,7 +54,8 @@ Candidates candidates(const ClusterState& s, const Job& job, const std::vector<s
   Candidates c;
   // Reclaim is for a job that fits within its team's nominal quota (with its own usage as it is now).
   c.within = true;
-  for (const auto& [t, r] : request) c.within &= (s.usage[job.team.index()][t.index()] + r).fits_in(team.nominal[t.index()]);
+  for (const auto& [t, r] : request)
+    c.within &= team.counted(t, s.usage[job.team.index()][t.index()] + r).fits_in(team.nominal[t.index()]);
   // With hints, only the teams that can give up jobs are visited: this team, and teams above quota.
   std::vector<JobId> scan;
   if (q.hints) {
@@ -249,7 +250,8 @@ PreemptionHints preemption_hints(const ClusterState& s) {
   h.min_running_priority.assign(s.teams.size(), INT_MAX);
   for (size_t t = 0; t < s.teams.size(); ++t)
     for (size_t k = 0; k < s.usage[t].size() && k < s.teams[t].nominal.size(); ++k)
-      if (!s.usage[t][k].fits_in(s.teams[t].nominal[k])) h.above_nominal[t] = 1;
+      if (!s.teams[t].counted(TypeId(static_cast<uint32_t>(k)), s.usage[t][k]).fits_in(s.teams[t].nominal[k]))
+        h.above_nominal[t] = 1;
   h.running_by_team.resize(s.teams.size());
   for (JobId id : s.running_jobs) {
     const Job& j = s.jobs[id.index()];

@@ -38,12 +38,13 @@ Resources pool_capacity(const ClusterState& s, TypeId type) {
 Resources pool_used(const ClusterState& s, const UsageTable& usage, TypeId type) {
   Resources u;
   for (const Team& t : s.teams)
-    if (t.lends()) u += usage[t.id.index()][type.index()];
+    if (t.lends()) u += t.counted(type, usage[t.id.index()][type.index()]);
   return u;
 }
 
 Resources borrowed(const ClusterState& s, const UsageTable& usage, TeamId team, TypeId type) {
-  return max0(usage[team.index()][type.index()] - s.teams[team.index()].nominal[type.index()]);
+  const Team& t = s.teams[team.index()];
+  return max0(t.counted(type, usage[team.index()][type.index()]) - t.nominal[type.index()]);
 }
 
 bool above_nominal(const ClusterState& s, const UsageTable& usage, TeamId team, TypeId type) {
@@ -56,12 +57,14 @@ bool team_borrowing(const ClusterState& s, const UsageTable& usage, TeamId team)
   return false;
 }
 
-QuotaVerdict check_quota(const ClusterState& s, const UsageTable& usage, TeamId team, TypeId type, const Resources& req) {
+QuotaVerdict check_quota(const ClusterState& s, const UsageTable& usage, TeamId team, TypeId type, const Resources& request) {
   QuotaVerdict v;
   const Team& t = s.teams[team.index()];
   const std::string& type_name = s.catalog.at(type).name;
   const Resources& n = t.nominal[type.index()];
-  const Resources after = usage[team.index()][type.index()] + req;
+  // Resources the team's allocation leaves unlimited are outside every check below.
+  const Resources req = t.counted(type, request);
+  const Resources after = t.counted(type, usage[team.index()][type.index()]) + req;
   const Resources max = team_max(t, type);
   v.within_nominal = after.fits_in(n);
   for (Resource r : kAllResources) {

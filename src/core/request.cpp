@@ -26,14 +26,28 @@ Result<Resources> proportional(const InstanceType& type, const AmountSpec& amoun
     r.memory_mib = scale(r.vcpu_milli, cap.memory_mib, cap.vcpu_milli);
   }
   if (amount.memory_mib) r.memory_mib = *amount.memory_mib;
-  if (!r.any_positive()) return Error::invalid(std::string(what) + " asks for nothing");
+  const ResourceSet unlimited = unlimited_resources(amount);
+  r = unlimited.outside(r);
+  if (!r.any_positive() && unlimited.empty()) return Error::invalid(std::string(what) + " asks for nothing");
   return r;
 }
 
 }  // namespace
 
+ResourceSet unlimited_resources(const AmountSpec& amount) {
+  ResourceSet out;
+  if (amount.vcpu_unlimited) out.add(Resource::kVcpu);
+  // Memory follows vCPU, unless given.
+  if (amount.memory_unlimited || (amount.vcpu_unlimited && !amount.memory_mib)) out.add(Resource::kMemory);
+  return out;
+}
+
 Result<Resources> resolve_allocation(const InstanceType& type, const AmountSpec& amount) {
   if (amount.whole_node) return Error::invalid("whole_node is for job requests, not allocations");
+  if ((amount.vcpu_unlimited && amount.vcpu_milli) || (amount.memory_unlimited && amount.memory_mib))
+    return Error::invalid("an allocation entry gives an amount and 'unlimited' for the same resource");
+  if (amount.instances && (amount.vcpu_unlimited || amount.memory_unlimited))
+    return Error::invalid("an allocation entry gives instances or accelerators/vcpu/memory_gib, not both");
   if (amount.instances) {
     if (amount.accelerators || amount.vcpu_milli || amount.memory_mib)
       return Error::invalid("an allocation entry gives instances or accelerators/vcpu/memory_gib, not both");
@@ -45,6 +59,8 @@ Result<Resources> resolve_allocation(const InstanceType& type, const AmountSpec&
 
 Result<Resources> resolve_replica(const InstanceType& type, const AmountSpec& amount) {
   if (amount.instances) return Error::invalid("instances is for allocations; a replica asks for whole_node");
+  if (amount.vcpu_unlimited || amount.memory_unlimited)
+    return Error::invalid("'unlimited' is for allocations; a replica asks for amounts");
   if (amount.whole_node) {
     if (amount.accelerators || amount.vcpu_milli || amount.memory_mib)
       return Error::invalid("whole_node cannot be combined with accelerators, vcpu or memory_gib");

@@ -13,7 +13,10 @@
 
 namespace allot {
 
+// An unlimited resource (AmountSpec::vcpu_unlimited, memory_unlimited) resolves to 0: its limit is not an
+// amount; unlimited_resources says which they are.
 Result<Resources> resolve_allocation(const InstanceType& type, const AmountSpec& amount);
+ResourceSet unlimited_resources(const AmountSpec& amount);
 Result<Resources> resolve_replica(const InstanceType& type, const AmountSpec& amount);
 
 }  // namespace allot

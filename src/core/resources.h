@@ -66,6 +66,21 @@ struct Resources {
   bool any_positive() const { return accelerators > 0 || vcpu_milli > 0 || memory_mib > 0; }
 };
 
+// A set of resources, such as those a team's quota leaves unlimited on one instance type (AmountSpec).
+struct ResourceSet {
+  uint8_t bits = 0;
+  bool has(Resource r) const { return (bits >> static_cast<int>(r)) & 1u; }
+  void add(Resource r) { bits = static_cast<uint8_t>(bits | (1u << static_cast<int>(r))); }
+  bool empty() const { return bits == 0; }
+  // `r` with the amounts of this set's resources zeroed: the part of `r` that is counted against a quota.
+  Resources outside(Resources r) const {
+    for (Resource x : kAllResources)
+      if (has(x)) r.at(x) = 0;
+    return r;
+  }
+  friend bool operator==(const ResourceSet&, const ResourceSet&) = default;
+};
+
 Resources max0(const Resources& r);               // each amount clamped at zero
 Resources min_each(const Resources& a, const Resources& b);
 

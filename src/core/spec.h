@@ -42,6 +42,11 @@ struct AmountSpec {
   std::optional<int64_t> vcpu_milli;    // 1000 = one vCPU
   std::optional<int64_t> memory_mib;
   bool whole_node = false;  // per-replica only: the whole node
+  // Allocations only (`vcpu: unlimited`, `memory_gib: unlimited`): the team's quota does not limit this resource
+  // on the type, and neither counts nor lends it (quota.h). Memory follows vCPU: unlimited vCPU without a
+  // memory amount leaves memory unlimited too. The amount of an unlimited resource is unset.
+  bool vcpu_unlimited = false;
+  bool memory_unlimited = false;
   friend bool operator==(const AmountSpec&, const AmountSpec&) = default;
 };
 

@@ -130,12 +130,14 @@ Status upsert_team(ClusterState& s, const TeamSpec& spec) {
     return Error::invalid("team " + spec.name + ": borrow_limit must be 0..10000 percent, got " +
                           std::to_string(spec.borrow_limit));
   std::vector<Resources> nominal(s.catalog.size());
+  std::vector<ResourceSet> unlimited(s.catalog.size());
   for (const auto& entry : spec.allocation) {
     auto type = s.catalog.lookup(entry.instance_type);
     if (!type) return Error::invalid("team " + spec.name + ": " + type.error().message);
     auto amount = resolve_allocation(s.catalog.at(*type), entry.amount);
     if (!amount) return Error::invalid("team " + spec.name + ", " + s.catalog.at(*type).name + ": " + amount.error().message);
     nominal[type->index()] += *amount;
+    unlimited[type->index()].bits |= unlimited_resources(entry.amount).bits;
   }
   auto it = s.team_by_name.find(spec.name);
   if (it == s.team_by_name.end()) {
@@ -148,6 +150,7 @@ Status upsert_team(ClusterState& s, const TeamSpec& spec) {
   Team& t = s.teams[it->second.index()];
   t.spec = spec;
   t.allocated = std::move(nominal);
+  t.unlimited = std::move(unlimited);
   t.removed = false;
   refresh_plan_quota(s);  // nominal = the allocation plus the team's Active plans
   refresh_candidate_types(s);
@@ -168,6 +171,7 @@ Status remove_team(ClusterState& s, std::string_view name) {
   Team& mt = s.teams[t->id.index()];
   mt.allocated.assign(s.catalog.size(), Resources{});
   mt.nominal.assign(s.catalog.size(), Resources{});
+  mt.unlimited.assign(s.catalog.size(), ResourceSet{});
   mt.spec.allocation.clear();
   mt.spec.strategy = SharingStrategy::kDontLend;
   mt.removed = true;

@@ -95,7 +95,8 @@ Status read_metadata(const Field& doc, JobSpec& spec, std::vector<std::string>& 
     spec.team = team_from_namespace(*v);
   } else {
     return meta.error(std::string("cannot tell the team: set the label ") + kQueueLabel +
-                      " (hyperpod-ns-<team>-localqueue) or metadata.namespace (hyperpod-ns-<team>)");
+                      " (hyperpod-ns-<team>-localqueue) or metadata.namespace (hyperpod-ns-<team>), or give "
+                      "allot submit --queue-name");
   }
   const Field prio = labels.child(kPriorityLabel);
   if (prio.present()) {
@@ -415,8 +416,11 @@ Result<ManifestJob> read_mpi_job(const Field& doc) {
 // HyperPod's own HyperPodPyTorchJob (sagemaker.amazonaws.com/v1), what `hyp create hyp-pytorch-job` makes:
 // spec.replicaSpecs is a list of {name, replicas, template}; each is a pod set, one gang, and every rank runs
 // the first's command (HyperPod's training operator starts torchrun in each pod; allot sets RANK,
-// MASTER_ADDR and MASTER_PORT for it). runPolicy.jobMaxRetryCount is the retries; what HyperPod's operator
-// does beyond that (spares, log monitoring, resume) is ignored with a warning.
+// MASTER_ADDR and MASTER_PORT for it). runPolicy.jobMaxRetryCount is the retries; nprocPerNode is passed on
+// as PET_NPROC_PER_NODE, as for a PyTorchJob. Elastic training: a replica spec with maxReplicas (and
+// spec.elasticPolicy's minReplicas/maxReplicas) is an elastic pod set from minReplicas (else its replicas) to
+// maxReplicas, as a PyTorchJob's elasticPolicy makes its workers. What HyperPod's operator does beyond that
+// (spares, scaling steps and timeouts, log monitoring, resume) is ignored with a warning.
 Result<ManifestJob> read_hyperpod_pytorch_job(const Field& doc) {
   ManifestJob out;
   if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
@@ -425,7 +429,7 @@ Result<ManifestJob> read_hyperpod_pytorch_job(const Field& doc) {
   if (auto st = spec.expect_map(); !st) return spec.error("is required");
   for (const auto& kv : spec.node()) {
     const std::string key = kv.first.Scalar();
-    if (key != "replicaSpecs" && key != "runPolicy")
+    if (key != "replicaSpecs" && key != "runPolicy" && key != "nprocPerNode" && key != "elasticPolicy")
       out.warnings.push_back(spec.child(key).warning("ignored: HyperPod's training operator reads it, allot does not"));
   }
   if (const Field r = spec.child("runPolicy").child("jobMaxRetryCount"); r.present()) {
@@ -433,12 +437,34 @@ Result<ManifestJob> read_hyperpod_pytorch_job(const Field& doc) {
     if (!n) return n.error();
     out.spec.max_retries = static_cast<int>(*n);
   }
+  // elasticPolicy's sizes; the scaling steps and timeouts are the operator's business.
+  const Field elastic = spec.child("elasticPolicy");
+  std::optional<int> elastic_min, elastic_max;
+  if (elastic.present()) {
+    if (auto st = elastic.expect_map(); !st) return st.error();
+    for (const auto& kv : elastic.node()) {
+      const std::string key = kv.first.Scalar();
+      const Field f = elastic.child(key);
+      if (key == "minReplicas" || key == "maxReplicas") {
+        auto r = f.integer(1, kMaxReplicas);
+        if (!r) return r.error();
+        (key == "minReplicas" ? elastic_min : elastic_max) = static_cast<int>(*r);
+      } else {
+        out.warnings.push_back(f.warning("ignored: allot grows an elastic job by any number of replicas into capacity "
+                                         "idle for policy.elastic_grow_delay, and shrinks it when others need the room"));
+      }
+    }
+    if (elastic_min && elastic_max && *elastic_min > *elastic_max)
+      return elastic.child("minReplicas").error("is above maxReplicas (" + std::to_string(*elastic_max) + ")");
+  }
   const Field specs = spec.child("replicaSpecs");
   if (auto st = specs.expect_list(); !st) return specs.error("is required (a list of {name, replicas, template})");
   std::vector<PodTemplate> templates;
+  std::optional<size_t> elastic_set;  // the pod set with maxReplicas
   for (size_t i = 0; i < specs.node().size(); ++i) {
     const Field rs = specs.item(i);
-    if (auto st = only_known(rs, {"name", "replicas", "spares", "template"}); !st) return st.error();
+    if (auto st = only_known(rs, {"name", "replicas", "minReplicas", "maxReplicas", "spares", "template"}); !st)
+      return st.error();
     auto name = rs.child("name").str();
     if (!name) return name.error();
     int replicas = 1;
@@ -447,20 +473,58 @@ Result<ManifestJob> read_hyperpod_pytorch_job(const Field& doc) {
       if (!r) return r.error();
       replicas = static_cast<int>(*r);
     }
+    std::optional<int> lo, hi;
+    for (const char* key : {"minReplicas", "maxReplicas"})
+      if (rs.child(key).present()) {
+        auto r = rs.child(key).integer(1, kMaxReplicas);
+        if (!r) return r.error();
+        (key == std::string("minReplicas") ? lo : hi) = static_cast<int>(*r);
+      }
     if (rs.child("spares").present())
       out.warnings.push_back(rs.child("spares").warning("ignored: allot restarts a failed rank on any free node"));
-    if (replicas == 0) continue;
+    if (replicas == 0 && !hi) continue;
     auto t = k8s::read_pod_template(rs.child("template"), out.warnings);
     if (!t) return t.error();
-    if (auto st = check_slice(rs.child("template"), *t, replicas); !st) return st.error();
+    if (auto st = check_slice(rs.child("template"), *t, std::max(replicas, hi.value_or(0))); !st) return st.error();
     if (!templates.empty() && t->command != templates[0].command)
       out.warnings.push_back(rs.warning("its command differs from the first replica spec's; every rank runs the first's"));
-    out.spec.pod_sets.push_back(pod_set_of(*t, *name, replicas));
+    PodSetSpec ps = pod_set_of(*t, *name, replicas);
+    if (hi) {
+      if (elastic_set) return rs.child("maxReplicas").error("is set on a second replica spec; allot resizes one pod set only");
+      if (elastic_max && *elastic_max != *hi)
+        return rs.child("maxReplicas").error("is " + std::to_string(*hi) + " but spec.elasticPolicy.maxReplicas is " +
+                                             std::to_string(*elastic_max) + "; they must match");
+      const int low = lo.value_or(elastic_min.value_or(std::max(replicas, 1)));
+      if (low > *hi) return rs.child("maxReplicas").error("is below the smallest size (" + std::to_string(low) + ")");
+      ps.replicas = *hi;
+      if (low < *hi) ps.min_replicas = low;
+      elastic_set = out.spec.pod_sets.size();
+    } else if (lo) {
+      return rs.child("minReplicas").error("needs maxReplicas (an elastic replica spec runs between the two)");
+    }
+    out.spec.pod_sets.push_back(std::move(ps));
     templates.push_back(std::move(*t));
   }
   if (templates.empty()) return specs.error("has no replicas");
+  if (elastic.present() && !elastic_set) {
+    // elasticPolicy without a replica spec's maxReplicas: it sizes the only replica spec.
+    if (out.spec.pod_sets.size() != 1)
+      return elastic.error("needs maxReplicas on the replica spec it resizes (there are " +
+                           std::to_string(out.spec.pod_sets.size()) + ")");
+    PodSetSpec& ps = out.spec.pod_sets.front();
+    const int hi = elastic_max.value_or(ps.replicas), lo = elastic_min.value_or(ps.replicas);
+    if (lo > hi) return elastic.error("minReplicas " + std::to_string(lo) + " is above maxReplicas " + std::to_string(hi));
+    ps.replicas = hi;
+    if (lo < hi) ps.min_replicas = lo;
+  }
   out.spec.command = templates[0].command;
   out.spec.env = templates[0].env;
+  // torchrun's processes per replica ("8", "auto", "gpu"), passed on as the training operator does.
+  if (spec.child("nprocPerNode").present()) {
+    auto n = spec.child("nprocPerNode").str();
+    if (!n) return n.error();
+    out.spec.env["PET_NPROC_PER_NODE"] = *n;
+  }
   return out;
 }
 
@@ -475,7 +539,9 @@ Result<ManifestJob> read_manifest(const YAML::Node& node, const std::string& ori
   if (*kind == "PyTorchJob" && *api == "kubeflow.org/v1") return read_pytorch_job(doc);
   if (*kind == "JobSet" && *api == "jobset.x-k8s.io/v1alpha2") return read_jobset(doc);
   if (*kind == "MPIJob" && *api == "kubeflow.org/v2beta1") return read_mpi_job(doc);
-  if (*kind == "HyperPodPyTorchJob" && *api == "sagemaker.amazonaws.com/v1") return read_hyperpod_pytorch_job(doc);
+  // AWS's documentation spells the kind HyperPodPytorchJob, its blog and the hyp CLI HyperPodPyTorchJob.
+  if ((*kind == "HyperPodPyTorchJob" || *kind == "HyperPodPytorchJob") && *api == "sagemaker.amazonaws.com/v1")
+    return read_hyperpod_pytorch_job(doc);
   return doc.child("kind").error("allot submits batch/v1 Job, kubeflow.org/v1 PyTorchJob, jobset.x-k8s.io/v1alpha2 JobSet, kubeflow.org/v2beta1 MPIJob and sagemaker.amazonaws.com/v1 HyperPodPyTorchJob, not " + *api + " " +
                                  *kind);
 }
@@ -518,11 +584,16 @@ bool is_k8s_manifest(const YAML::Node& doc) {
   return doc.IsMap() && doc["apiVersion"].IsDefined() && doc["kind"].IsDefined();
 }
 
-Result<ManifestJob> job_from_manifest(const YAML::Node& node, const std::string& origin) {
+Result<ManifestJob> job_from_manifest(const YAML::Node& node, const std::string& origin, const std::string& queue_name) {
   // The readers check types before converting, so yaml-cpp should not throw; if it does, the exception
   // still becomes an Error rather than crossing the module boundary.
   try {
-    return read_manifest(node, origin);
+    if (queue_name.empty()) return read_manifest(node, origin);
+    // --queue-name is the label as if the file had it: the team comes from it, and the job carries it.
+    YAML::Node copy = YAML::Clone(node);
+    if (copy.IsMap() && copy["metadata"].IsMap() && (!copy["metadata"]["labels"] || copy["metadata"]["labels"].IsMap()))
+      copy["metadata"]["labels"][kQueueLabel] = queue_name;
+    return read_manifest(copy, origin);
   } catch (const YAML::Exception& e) {
     return Error::invalid(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }

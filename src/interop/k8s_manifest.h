@@ -45,8 +45,10 @@ std::string generated_name(const std::string& prefix);
 // True for a YAML map with apiVersion and kind: a Kubernetes object rather than an allot job spec.
 bool is_k8s_manifest(const YAML::Node& doc);
 
-// One Kubernetes object. `origin` names the file in messages ("job.yaml:12: ...").
-Result<ManifestJob> job_from_manifest(const YAML::Node& doc, const std::string& origin);
+// One Kubernetes object. `origin` names the file in messages ("job.yaml:12: ..."). A `queue_name` (hyp's and
+// `allot submit`'s --queue-name) is taken as the object's kueue.x-k8s.io/queue-name label, replacing the one it
+// has: it names the team, and the job carries it among its labels.
+Result<ManifestJob> job_from_manifest(const YAML::Node& doc, const std::string& origin, const std::string& queue_name = "");
 
 // "hyperpod-ns-team-a-localqueue" -> "team-a"; "team-a" -> "team-a".
 std::string team_from_queue_name(std::string_view queue);

@@ -36,9 +36,9 @@ std::string quantity(const std::string& resource, int64_t amount_in_unit, bool m
   return milli_accelerators ? milli_quantity(amount_in_unit) : std::to_string(amount_in_unit);
 }
 
-void begin_object(YAML::Emitter& out, const char* kind, const std::string& name) {
+void begin_object(YAML::Emitter& out, KueueApiVersion api, const char* kind, const std::string& name) {
   out << YAML::BeginDoc << YAML::BeginMap;
-  out << YAML::Key << "apiVersion" << YAML::Value << std::string(kKueueApiVersion);
+  out << YAML::Key << "apiVersion" << YAML::Value << std::string(kKueueApiGroup) + kueue_api_version_name(api);
   out << YAML::Key << "kind" << YAML::Value << kind;
   out << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name;
 }
@@ -49,9 +49,28 @@ Status check_object_name_for_kueue(const std::string& what, const std::string& n
                         "' cannot name a Kueue object; Kueue names are lowercase DNS subdomains (at most 253 characters)");
 }
 
+// Whether the team's allocation leaves `r` unlimited on every type it names (then the ClusterQueue does not
+// cover it), on none (it covers it), or on some only, which a ClusterQueue cannot say: Kueue wants every flavor
+// of a resource group to list every covered resource.
+Result<bool> uncovered(const TeamSpec& t, Resource r) {
+  size_t n = 0;
+  for (const auto& a : t.allocation) n += unlimited_resources(a.amount).has(r);
+  if (n == 0 || n == t.allocation.size()) return n > 0;
+  return Error::invalid("team " + t.name + " leaves " + resource_name(r) + " unlimited on some instance types but not "
+                        "on others; a Kueue ClusterQueue covers a resource for all its flavors or for none");
+}
+
 }  // namespace
 
-Result<std::string> export_kueue(const PolicySpec& policy, const std::vector<TeamSpec>& teams, const Catalog& catalog,
+const char* kueue_api_version_name(KueueApiVersion v) {
+  switch (v) {
+    case KueueApiVersion::kV1beta1: return "v1beta1";
+    case KueueApiVersion::kV1beta2: return "v1beta2";
+  }
+  return "v1beta2";
+}
+
+Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<TeamSpec>& teams, const Catalog& catalog,
                                  const KueueExportOptions& options) {
   if (auto st = check_object_name_for_kueue("cohort", options.cohort); !st) return st.error();
   if (auto st = check_object_name_for_kueue("topology", options.topology_name); !st) return st.error();
@@ -71,16 +90,17 @@ Result<std::string> export_kueue(const PolicySpec& policy, const std::vector<Tea
     types[name] = &catalog.at(*id);
   }
 
+  KueueExport result;
   YAML::Emitter out;
   out.SetIndent(2);
-  begin_object(out, "Topology", options.topology_name);
+  begin_object(out, options.api_version, "Topology", options.topology_name);
   out << YAML::EndMap;
   out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::Key << "levels" << YAML::Value << YAML::BeginSeq;
   for (const auto& l : levels) out << YAML::BeginMap << YAML::Key << "nodeLabel" << YAML::Value << l << YAML::EndMap;
   out << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
 
   for (const auto& [name, type] : types) {
-    begin_object(out, "ResourceFlavor", name);
+    begin_object(out, options.api_version, "ResourceFlavor", name);
     out << YAML::EndMap;
     out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "nodeLabels" << YAML::Value << YAML::BeginMap << YAML::Key << std::string(kInstanceTypeLabel)
@@ -90,7 +110,7 @@ Result<std::string> export_kueue(const PolicySpec& policy, const std::vector<Tea
   }
 
   // The policy rides on the cohort: Kueue has no objects for it (docs/from-kueue-hyperpod.md).
-  begin_object(out, "Cohort", options.cohort);
+  begin_object(out, options.api_version, "Cohort", options.cohort);
   if (options.with_policy) {
     const std::string p(kKueueAnnotationPrefix);
     out << YAML::Key << "annotations" << YAML::Value << YAML::BeginMap;
@@ -117,13 +137,20 @@ Result<std::string> export_kueue(const PolicySpec& policy, const std::vector<Tea
       gpu |= kind == AcceleratorKind::kNvidiaGpu;
       neuron |= kind == AcceleratorKind::kNeuron;
     }
-    std::vector<std::string> covered = {std::string(kKueueCpu), std::string(kKueueMemory)};
+    auto no_cpu = uncovered(t, Resource::kVcpu);
+    if (!no_cpu) return no_cpu.error();
+    auto no_memory = uncovered(t, Resource::kMemory);
+    if (!no_memory) return no_memory.error();
+    std::vector<std::string> covered;
+    if (!*no_cpu) covered.emplace_back(kKueueCpu);
+    if (!*no_memory) covered.emplace_back(kKueueMemory);
     if (gpu) covered.emplace_back(kKueueGpu);
     if (neuron) covered.emplace_back(kKueueNeuron);
 
-    begin_object(out, "ClusterQueue", cq);
+    begin_object(out, options.api_version, "ClusterQueue", cq);
     out << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "cohort" << YAML::Value << options.cohort;
+    out << YAML::Key << (options.api_version == KueueApiVersion::kV1beta1 ? "cohort" : "cohortName") << YAML::Value
+        << options.cohort;
     out << YAML::Key << "namespaceSelector" << YAML::Value << YAML::BeginMap << YAML::Key << "matchLabels" << YAML::Value
         << YAML::BeginMap << YAML::Key << "kubernetes.io/metadata.name" << YAML::Value << team_namespace(t.name)
         << YAML::EndMap << YAML::EndMap;
@@ -137,7 +164,7 @@ Result<std::string> export_kueue(const PolicySpec& policy, const std::vector<Tea
     out << YAML::Key << "withinClusterQueue" << YAML::Value << preempt_team_tasks_name(t.preempt_team_tasks);
     out << YAML::EndMap;
     out << YAML::Key << "resourceGroups" << YAML::Value << YAML::BeginSeq;
-    if (!t.allocation.empty()) {
+    if (!t.allocation.empty() && !covered.empty()) {
       out << YAML::BeginMap << YAML::Key << "coveredResources" << YAML::Value << YAML::Flow << covered;
       out << YAML::Key << "flavors" << YAML::Value << YAML::BeginSeq;
       for (const auto& a : t.allocation) {
@@ -171,7 +198,20 @@ Result<std::string> export_kueue(const PolicySpec& policy, const std::vector<Tea
     }
     out << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
 
-    begin_object(out, "LocalQueue", local_queue_name(t.name));
+    // Namespaces and label values (a job's kueue.x-k8s.io/queue-name) are DNS labels: long team names are
+    // shortened (kueue_names.h), and jobs then name the team with the shortened queue or the team itself.
+    struct Fitted {
+      const char* field;
+      std::string full, fitted;
+    };
+    const Fitted names[] = {{"metadata.namespace", "hyperpod-ns-" + t.name, team_namespace(t.name)},
+                            {"metadata.name", "hyperpod-ns-" + t.name + "-localqueue", local_queue_name(t.name)}};
+    for (const auto& [what, full, fitted] : names)
+      if (full != fitted)
+        result.warnings.push_back("LocalQueue " + local_queue_name(t.name) + ": " + what + ": '" + full + "' is longer than " +
+                                  std::to_string(kMaxDnsLabel) + " characters (a DNS label); shortened to '" + fitted +
+                                  "' with a hash of the whole name");
+    begin_object(out, options.api_version, "LocalQueue", local_queue_name(t.name));
     out << YAML::Key << "namespace" << YAML::Value << team_namespace(t.name) << YAML::EndMap;
     out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::Key << "clusterQueue" << YAML::Value << cq
         << YAML::EndMap << YAML::EndMap;
@@ -182,13 +222,18 @@ Result<std::string> export_kueue(const PolicySpec& policy, const std::vector<Tea
       const std::string name = priority_class_object_name(pc.name);
       if (auto st = check_object_name_for_kueue("WorkloadPriorityClass of priority class " + pc.name, name); !st)
         return st.error();
-      begin_object(out, "WorkloadPriorityClass", name);
+      begin_object(out, options.api_version, "WorkloadPriorityClass", name);
+      // The class's own name, so that import gives back "training" for training-priority and
+      // "inference-priority" for inference-priority.
+      out << YAML::Key << "annotations" << YAML::Value << YAML::BeginMap << YAML::Key
+          << std::string(kKueueAnnotationPrefix) + "priority-class" << YAML::Value << pc.name << YAML::EndMap;
       out << YAML::EndMap << YAML::Key << "value" << YAML::Value << pc.weight;
       out << YAML::Key << "description" << YAML::Value << "allot priority class " + pc.name;
       out << YAML::EndMap;
     }
   if (!out.good()) return Error::internal(std::string("writing the Kueue objects failed: ") + out.GetLastError());
-  return std::string(out.c_str()) + "\n";
+  result.yaml = std::string(out.c_str()) + "\n";
+  return result;
 }
 
 }  // namespace allot::interop

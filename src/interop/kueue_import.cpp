@@ -47,6 +47,19 @@ struct ObjectReader {
   }
 };
 
+// Every key of `node` (the object, or its spec) that allot does not read is a warning naming it: fields not
+// taken are never dropped silently. `why` has the reason for fields that are known to have no counterpart.
+void warn_unread(const YAML::Node& node, const std::string& path, std::initializer_list<std::string_view> read,
+                 const ObjectReader& r, const std::map<std::string, std::string>& why = {}) {
+  if (!node || !node.IsMap()) return;
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    if (std::find(read.begin(), read.end(), key) != read.end()) continue;
+    const auto it = why.find(key);
+    r.warn(path + key, it != why.end() ? it->second : "allot does not read this field; ignored");
+  }
+}
+
 // A quantity in allot's unit for `resource` (accelerators, or their milli-units when `milli_accelerators`;
 // cpu in milli; memory in MiB).
 Result<int64_t> read_quantity(const YAML::Node& n, std::string_view resource, bool milli_accelerators) {
@@ -69,35 +82,35 @@ struct ResourceQuota {
   std::optional<int64_t> lending;         // allot's unit
 };
 
-// The allocation entry that resolves to `quota`, in the shortest form: whole instances, accelerators alone
-// (vCPU and memory in proportion), accelerators and vCPU (memory in proportion), or all three.
-std::optional<AmountSpec> compact_amount(const InstanceType& type, const Resources& quota) {
+// The allocation entry that resolves to `quota` with `unlimited` left unlimited, in the shortest form: whole
+// instances, accelerators alone (vCPU and memory in proportion), accelerators and vCPU (memory in proportion),
+// or all three; nullopt when it gives nothing.
+std::optional<AmountSpec> compact_amount(const InstanceType& type, const Resources& quota, ResourceSet unlimited) {
   const Resources cap = type.capacity();
-  if (quota.accelerators == 0 && quota.vcpu_milli == 0 && quota.memory_mib == 0) return std::nullopt;
-  auto entry = [](std::optional<int64_t> instances, std::optional<int64_t> accelerators, std::optional<int64_t> vcpu,
-                  std::optional<int64_t> memory) {
+  if (quota.is_zero() && unlimited.empty()) return std::nullopt;
+  auto entry = [&](std::optional<int64_t> instances, std::optional<int64_t> accelerators, std::optional<int64_t> vcpu,
+                   std::optional<int64_t> memory) {
     AmountSpec a;
     a.instances = instances;
     a.accelerators = accelerators;
-    a.vcpu_milli = vcpu;
-    a.memory_mib = memory;
+    a.vcpu_unlimited = unlimited.has(Resource::kVcpu);
+    a.memory_unlimited = unlimited.has(Resource::kMemory) && !a.vcpu_unlimited;  // memory follows vCPU
+    a.vcpu_milli = a.vcpu_unlimited ? std::nullopt : vcpu;
+    a.memory_mib = unlimited.has(Resource::kMemory) ? std::nullopt : memory;
     return a;
   };
-  if (cap.vcpu_milli > 0 && quota.vcpu_milli % cap.vcpu_milli == 0) {
+  if (unlimited.empty() && cap.vcpu_milli > 0 && quota.vcpu_milli % cap.vcpu_milli == 0) {
     const int64_t n = quota.vcpu_milli / cap.vcpu_milli;
     if (n > 0 && cap * n == quota) return entry(n, {}, {}, {});
   }
+  const std::optional<int64_t> accelerators =
+      quota.accelerators > 0 ? std::optional<int64_t>(quota.accelerators) : std::nullopt;
   std::vector<AmountSpec> candidates;
-  if (quota.accelerators > 0) {
-    candidates.push_back(entry({}, quota.accelerators, {}, {}));
-    candidates.push_back(entry({}, quota.accelerators, quota.vcpu_milli, {}));
-  } else {
-    candidates.push_back(entry({}, {}, quota.vcpu_milli, {}));
-  }
+  if (accelerators) candidates.push_back(entry({}, accelerators, {}, {}));
+  candidates.push_back(entry({}, accelerators, quota.vcpu_milli, {}));
   for (const auto& c : candidates)
-    if (auto r = resolve_allocation(type, c); r && *r == quota) return c;
-  return entry({}, quota.accelerators > 0 ? std::optional<int64_t>(quota.accelerators) : std::nullopt, quota.vcpu_milli,
-               quota.memory_mib);
+    if (auto r = resolve_allocation(type, c); r && *r == quota && unlimited_resources(c) == unlimited) return c;
+  return entry({}, accelerators, quota.vcpu_milli, quota.memory_mib);
 }
 
 void read_cohort(const YAML::Node& obj, ObjectReader& r) {
@@ -150,11 +163,17 @@ void read_cohort(const YAML::Node& obj, ObjectReader& r) {
     r.warn("spec.resourceGroups", "allot has no quota of its own for a cohort; capacity outside every team's quota is "
                                   "the idle pool (policy.idle_pool); ignored");
   if (at(spec, {"fairSharing"})) r.warn("spec.fairSharing", "a cohort's own weight has no counterpart in allot; ignored");
+  warn_unread(spec, "spec.", {"parentName", "parent", "resourceGroups", "fairSharing"}, r);
 }
 
 void read_priority_class(const YAML::Node& obj, ObjectReader& r) {
-  std::string cls = r.name;
-  if (auto stripped = strip_affixes(cls, "", "-priority")) cls = *stripped;
+  // allot's export names the class in an annotation (training -> training-priority, inference-priority stays);
+  // without it, HyperPod's <name>-priority becomes <name>.
+  std::string cls = scalar_or_empty(at(obj, {"metadata", "annotations", std::string(kKueueAnnotationPrefix) + "priority-class"}));
+  if (cls.empty()) {
+    cls = r.name;
+    if (auto stripped = strip_affixes(cls, "", "-priority")) cls = *stripped;
+  }
   if (auto st = check_name(NameKind::kPriorityClass, cls); !st) {
     r.warn("metadata.name", st.error().message + "; the class is skipped");
     return;
@@ -164,22 +183,21 @@ void read_priority_class(const YAML::Node& obj, ObjectReader& r) {
   try {
     if (!v || !v.IsScalar()) throw std::invalid_argument("value");
     value = v.as<int64_t>();
+    if (value < INT32_MIN || value > INT32_MAX) throw std::out_of_range("value");
   } catch (const std::exception&) {
-    r.warn("value", "expected a whole number; the class is skipped");
+    r.warn("value", "expected a whole number (Kueue's int32); the class is skipped");
     return;
   }
-  if (value < 0 || value > 100) {
-    const int64_t clamped = std::clamp<int64_t>(value, 0, 100);
-    r.warn("value", std::to_string(value) + " is outside allot's weights 0..100; taken as " + std::to_string(clamped));
-    value = clamped;
-  }
+  warn_unread(obj, "", {"apiVersion", "kind", "metadata", "value", "description"}, r);
   r.into.has_policy = true;
   auto& classes = r.into.policy.priority_classes;
   if (std::any_of(classes.begin(), classes.end(), [&](const auto& c) { return c.name == cls; })) {
     r.warn("metadata.name", "priority class " + cls + " was read already; this one is skipped");
     return;
   }
-  classes.push_back({cls, static_cast<int>(value)});
+  // The weight is set by finish_kueue_import, which sees every class's value.
+  classes.push_back({cls, 0});
+  r.into.priority_values.push_back({r.name, value});
 }
 
 void read_topology(const YAML::Node& obj, ObjectReader& r) {
@@ -200,6 +218,27 @@ void read_local_queue(const YAML::Node& obj, ObjectReader& r) {
       {r.name, scalar_or_empty(at(obj, {"metadata", "namespace"})), scalar_or_empty(at(obj, {"spec", "clusterQueue"}))});
   if (const std::string sp = scalar_or_empty(at(obj, {"spec", "stopPolicy"})); !sp.empty() && sp != "None")
     r.warn("spec.stopPolicy", "'" + sp + "' has no counterpart (hold jobs one by one with `allot hold`); ignored");
+  warn_unread(at(obj, {"spec"}), "spec.", {"clusterQueue", "stopPolicy"}, r,
+              {{"fairSharing", "a LocalQueue's weight (admission fair sharing) has no counterpart: allot shares "
+                               "between teams, not between the queues of one team; ignored"}});
+}
+
+// allot maps a job to a team by its queue-name label or its namespace hyperpod-ns-<team>, which is the one
+// selector it can honour; any other namespaceSelector is a warning.
+void read_namespace_selector(const YAML::Node& sel, const std::string& team, const ObjectReader& r) {
+  if (!sel) return;
+  const std::string what = "allot maps jobs to team " + team + " by their kueue.x-k8s.io/queue-name label or the "
+                           "namespace " + team_namespace(team) + ", whatever the selector says; ";
+  if (sel.IsMap() && sel.size() == 0) return;  // every namespace: allot does not restrict namespaces either
+  if (const YAML::Node e = at(sel, {"matchExpressions"}); e && e.size() > 0)
+    r.warn("spec.namespaceSelector.matchExpressions", what + "ignored");
+  if (const YAML::Node l = at(sel, {"matchLabels"}); l && l.IsMap())
+    for (const auto& kv : l) {
+      const std::string key = kv.first.Scalar();
+      if (key == "kubernetes.io/metadata.name" && scalar_or_empty(kv.second) == team_namespace(team)) continue;
+      r.warn("spec.namespaceSelector.matchLabels." + key, what + "ignored");
+    }
+  warn_unread(sel, "spec.namespaceSelector.", {"matchLabels", "matchExpressions"}, r);
 }
 
 // The team a ClusterQueue stands for: hyperpod-ns-<team>-clusterqueue, else the queue's own name.
@@ -262,8 +301,17 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
   if (const std::string sp = scalar_or_empty(at(spec, {"stopPolicy"})); !sp.empty() && sp != "None")
     r.warn("spec.stopPolicy", "'" + sp + "' has no counterpart; ignored");
 
-  const std::string cohort = scalar_or_empty(at(spec, {"cohort"}));
+  // v1beta2 (Kueue's storage version) calls it cohortName; v1beta1 cohort.
+  const std::string cohort_field = at(spec, {"cohortName"}) ? "cohortName" : "cohort";
+  const std::string cohort = scalar_or_empty(at(spec, {cohort_field}));
   if (!cohort.empty()) into.cohorts.push_back(cohort);
+  warn_unread(spec, "spec.", {"resourceGroups", "cohort", "cohortName", "queueingStrategy", "namespaceSelector",
+                              "preemption", "fairSharing", "stopPolicy", "admissionChecks", "admissionChecksStrategy"}, r,
+              {{"flavorFungibility", "allot has no flavor fungibility: a job without an instance type tries the "
+                                     "team's types in order and takes the first it fits on, borrowing included; ignored"},
+               {"admissionScope", "admission fair sharing has no counterpart: allot orders a team's jobs by priority "
+                                  "or arrival (policy.task_prioritization); ignored"}});
+  read_namespace_selector(at(spec, {"namespaceSelector"}), team.name, r);
 
   // Quotas per flavor and resource.
   std::map<std::string, std::map<std::string, ResourceQuota>> per_flavor;  // flavor -> resource -> quota
@@ -330,6 +378,24 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
       continue;
     }
     Resources quota;
+    // A resource the queue does not cover for this flavor is not limited by the queue: vCPU and memory become
+    // unlimited, accelerators (allot has no unlimited ones) stay 0, each with a warning.
+    ResourceSet unlimited;
+    const auto& listed = per_flavor[fname];
+    const std::string flavor_field = "spec.resourceGroups: flavor " + fname;
+    for (const auto& [rname, resource] : {std::pair{kKueueCpu, Resource::kVcpu}, std::pair{kKueueMemory, Resource::kMemory}}) {
+      if (listed.contains(std::string(rname))) continue;
+      unlimited.add(resource);
+      r.warn(flavor_field + ", " + std::string(rname),
+             "not covered: allot does not limit team " + team.name + "'s " + resource_name(resource) + " on " +
+                 type->name + " (" + resource_name(resource) + ": unlimited); Kueue admits workloads that request it "
+                 "only where its configuration excludes the resource (resources.excludeResourcePrefixes)");
+    }
+    const std::string_view accel_name = type->accelerator_kind == AcceleratorKind::kNeuron ? kKueueNeuron : kKueueGpu;
+    if (type->accelerators > 0 && !listed.contains(std::string(accel_name)))
+      r.warn(flavor_field + ", " + std::string(accel_name),
+             "not covered: allot has no unlimited accelerators; team " + team.name + "'s quota of them on " + type->name +
+                 " is 0");
     for (const auto& [rname, q] : per_flavor[fname]) {
       const bool accel = rname == kKueueGpu || rname == kKueueNeuron;
       const std::string field = "spec.resourceGroups: flavor " + fname + ", " + rname;
@@ -368,15 +434,15 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
         best_field = field;
       }
     }
-    auto amount = compact_amount(*type, quota);
+    auto amount = compact_amount(*type, quota, unlimited);
     if (!amount) continue;  // a flavor listed with zero quota (so the queue may borrow it in Kueue)
     team.allocation.push_back({type->name, *amount});
   }
 
   if (cohort.empty()) {
     team.strategy = SharingStrategy::kDontLend;
-    r.warn("spec.cohort", "empty: the queue neither lends nor borrows; imported as DontLend (allot's teams share one "
-                          "cohort)");
+    r.warn("spec.cohortName", "empty (v1beta1: spec.cohort): the queue neither lends nor borrows; imported as "
+                              "DontLend (allot's teams share one cohort)");
   } else if (team.allocation.empty()) {
     // No quota: nothing to lend, and a percentage of nothing to borrow; allot's defaults stay.
   } else if (all_lending_zero) {
@@ -453,6 +519,14 @@ Status import_kueue(const std::string& text, const std::string& origin, const Ca
         for (const char* field : {"nodeTaints", "tolerations"})
           if (at(obj, {"spec", field}).size() > 0)
             r.warn(std::string("spec.") + field, "allot has no taints or tolerations; ignored");
+        // allot's flavors are instance types: other node labels do not narrow where the flavor's jobs run.
+        if (const YAML::Node labels = at(obj, {"spec", "nodeLabels"}); labels && labels.IsMap())
+          for (const auto& kv : labels)
+            if (kv.first.Scalar() != kInstanceTypeLabel)
+              r.warn("spec.nodeLabels." + kv.first.Scalar(),
+                     "allot's flavors are instance types; a job of this flavor may run on any node of the type, "
+                     "whatever its other labels; ignored");
+        warn_unread(at(obj, {"spec"}), "spec.", {"nodeLabels", "nodeTaints", "tolerations", "topologyName"}, r);
         flavors[r.name] = ft;
         continue;
       }
@@ -470,7 +544,45 @@ Status import_kueue(const std::string& text, const std::string& origin, const Ca
   return ok_status();
 }
 
+namespace {
+
+// Kueue's priorities are int32 values; allot's weights are 0..100, compared only for order (docs/scheduling.md).
+// Values of at most 100 are kept (negative ones become 0). Otherwise the distinct positive values are spread in order over
+// 1..100 (the lowest 1, the highest 100), so every class keeps its place above or below the others and above
+// jobs without a class (0 in both); values at or below 0 become 0. Each changed value is a warning.
+void map_priorities(KueueImport& result) {
+  auto& classes = result.policy.priority_classes;
+  const auto& values = result.priority_values;
+  const bool in_range = std::all_of(values.begin(), values.end(), [](const auto& v) { return v.value <= 100; });
+  std::vector<int64_t> positive;
+  for (const auto& v : values)
+    if (v.value > 0) positive.push_back(v.value);
+  std::sort(positive.begin(), positive.end());
+  positive.erase(std::unique(positive.begin(), positive.end()), positive.end());
+  const bool tied = positive.size() > 100;
+  for (size_t i = 0; i < classes.size() && i < values.size(); ++i) {
+    const int64_t v = values[i].value;
+    int weight = static_cast<int>(std::clamp<int64_t>(v, 0, 100));
+    if (!in_range && v > 0) {
+      const auto rank = static_cast<int64_t>(std::lower_bound(positive.begin(), positive.end(), v) - positive.begin());
+      const auto n = static_cast<int64_t>(positive.size());
+      weight = n == 1 ? 100 : static_cast<int>(1 + (rank * 99 + (n - 1) / 2) / (n - 1));
+    }
+    classes[i].weight = weight;
+    if (weight == v) continue;
+    std::string why = v < 0 ? "is below 0, below jobs without a class (0 in Kueue as in allot); allot's lowest "
+                                   "weight is 0: taken as 0, the same as no class"
+                            : "is outside allot's weights 0..100; the classes' values were spread in order over 1..100, "
+                              "so each keeps its place: taken as " + std::to_string(weight);
+    if (tied && v > 0) why += " (more than 100 distinct values: some classes now share a weight)";
+    result.warnings.push_back("WorkloadPriorityClass " + values[i].object + ": value: " + std::to_string(v) + " " + why);
+  }
+}
+
+}  // namespace
+
 void finish_kueue_import(KueueImport& result) {
+  map_priorities(result);
   // Kueue orders every queue by priority, then arrival: allot's task ranking.
   if (!result.policy_annotations) result.policy.task_prioritization = TaskPrioritization::kTaskRanking;
   std::vector<std::string> cohorts = result.cohorts;
@@ -530,6 +642,8 @@ std::string teams_file_yaml(const KueueImport& result) {
       const AmountSpec& m = a.amount;
       if (m.instances) out << YAML::Key << "instances" << YAML::Value << *m.instances;
       if (m.accelerators) out << YAML::Key << "accelerators" << YAML::Value << *m.accelerators;
+      if (m.vcpu_unlimited) out << YAML::Key << "vcpu" << YAML::Value << "unlimited";
+      if (m.memory_unlimited) out << YAML::Key << "memory_gib" << YAML::Value << "unlimited";
       if (m.vcpu_milli) {
         // vcpu is read to a thousandth: an exact decimal, not a float that might print 1.4999999.
         const int64_t v = *m.vcpu_milli;

@@ -1,6 +1,7 @@
 #pragma once
 // Internal to the Kueue export and import: the names HyperPod gives a team's Kueue objects, and the resource
 // names of a ClusterQueue's quotas.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -9,19 +10,40 @@
 
 namespace allot::interop {
 
-inline constexpr std::string_view kKueueApiVersion = "kueue.x-k8s.io/v1beta1";
+inline constexpr std::string_view kKueueApiGroup = "kueue.x-k8s.io/";
 inline constexpr std::string_view kInstanceTypeLabel = "node.kubernetes.io/instance-type";
 inline constexpr std::string_view kKueueCpu = "cpu";
 inline constexpr std::string_view kKueueMemory = "memory";
 inline constexpr std::string_view kKueueGpu = "nvidia.com/gpu";
 inline constexpr std::string_view kKueueNeuron = "aws.amazon.com/neurondevice";
 
-// HyperPod task governance names a team's namespace and queues after it.
-inline std::string team_namespace(const std::string& team) { return "hyperpod-ns-" + team; }
-inline std::string cluster_queue_name(const std::string& team) { return team_namespace(team) + "-clusterqueue"; }
-inline std::string local_queue_name(const std::string& team) { return team_namespace(team) + "-localqueue"; }
-// Kueue's priority classes are named <name>-priority in HyperPod; always appended, so import can strip it.
-inline std::string priority_class_object_name(const std::string& cls) { return cls + "-priority"; }
+// A name that must be a DNS label (a namespace; a LocalQueue's name, which jobs carry as a label value):
+// at most 63 characters. A longer one keeps its first 54 characters and ends with "-" and 8 hexadecimal digits
+// of the FNV-1a hash of the whole name, so it is stable and two long names that share a beginning still differ.
+inline constexpr size_t kMaxDnsLabel = 63;
+inline std::string fit_dns_label(const std::string& name) {
+  if (name.size() <= kMaxDnsLabel) return name;
+  uint32_t h = 2166136261u;
+  for (unsigned char c : name) h = (h ^ c) * 16777619u;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = name.substr(0, kMaxDnsLabel - 9);
+  out += '-';
+  for (int shift = 28; shift >= 0; shift -= 4) out += kHex[(h >> shift) & 0xf];
+  return out;
+}
+
+// HyperPod task governance names a team's namespace and queues after it; the namespace and the LocalQueue are
+// shortened to DNS labels (fit_dns_label) for teams of more than 40 characters.
+inline std::string team_namespace(const std::string& team) { return fit_dns_label("hyperpod-ns-" + team); }
+inline std::string cluster_queue_name(const std::string& team) { return "hyperpod-ns-" + team + "-clusterqueue"; }
+inline std::string local_queue_name(const std::string& team) {
+  return fit_dns_label("hyperpod-ns-" + team + "-localqueue");
+}
+// Kueue's priority classes are named <name>-priority in HyperPod: the suffix is added unless the class's name
+// has it already (a class inference-priority stays inference-priority, the name jobs' labels carry).
+inline std::string priority_class_object_name(const std::string& cls) {
+  return cls.ends_with("-priority") ? cls : cls + "-priority";
+}
 
 // `name` without `prefix` and `suffix` when it has both, else nullopt.
 inline std::optional<std::string> strip_affixes(std::string_view name, std::string_view prefix, std::string_view suffix) {

@@ -84,6 +84,8 @@ json to_json(const AmountSpec& a) {
   put(j, "vcpu_milli", a.vcpu_milli);
   put(j, "memory_mib", a.memory_mib);
   if (a.whole_node) j["whole_node"] = true;
+  if (a.vcpu_unlimited) j["vcpu_unlimited"] = true;
+  if (a.memory_unlimited) j["memory_unlimited"] = true;
   return j;
 }
 AmountSpec amount_from_json(const json& j) {
@@ -93,6 +95,8 @@ AmountSpec amount_from_json(const json& j) {
   a.vcpu_milli = get_opt(j, "vcpu_milli");
   a.memory_mib = get_opt(j, "memory_mib");
   a.whole_node = get_or(j, "whole_node", false);
+  a.vcpu_unlimited = get_or(j, "vcpu_unlimited", false);
+  a.memory_unlimited = get_or(j, "memory_unlimited", false);
   return a;
 }
 

@@ -97,6 +97,14 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
   return o;
 }
 
+// A team's quota on one type: "unlimited" for the resources its allocation leaves unlimited.
+static json quota_json(const Resources& r, ResourceSet unlimited) {
+  json j = resources_json(r);
+  if (unlimited.has(Resource::kVcpu)) j["vcpu"] = "unlimited";
+  if (unlimited.has(Resource::kMemory)) j["memory_gib"] = "unlimited";
+  return j;
+}
+
 Resources team_usage_total(const ClusterState& s, TeamId team) {
   Resources r;
   for (const auto& u : s.usage[team.index()]) r += u;
@@ -129,6 +137,8 @@ json team_json(const ClusterState& s, const Team& t) {
     if (a.amount.accelerators) e["accelerators"] = *a.amount.accelerators;
     if (a.amount.vcpu_milli) e["vcpu"] = amount(*a.amount.vcpu_milli, 1000);
     if (a.amount.memory_mib) e["memory_gib"] = amount(*a.amount.memory_mib, 1024);
+    if (a.amount.vcpu_unlimited) e["vcpu"] = "unlimited";
+    if (a.amount.memory_unlimited) e["memory_gib"] = "unlimited";
     alloc.push_back(e);
   }
   // Per instance type, since amounts of different types do not add up (8 H100s and 4 A10Gs are not 12 of
@@ -138,10 +148,11 @@ json team_json(const ClusterState& s, const Team& t) {
     const TypeId type(static_cast<uint32_t>(ty));
     const Resources nominal = ty < t.nominal.size() ? t.nominal[ty] : Resources{};
     const Resources usage = s.usage[t.id.index()][ty];
-    if (nominal.is_zero() && usage.is_zero()) continue;
+    const ResourceSet unlimited = ty < t.unlimited.size() ? t.unlimited[ty] : ResourceSet{};
+    if (nominal.is_zero() && usage.is_zero() && unlimited.empty()) continue;
     types.push_back({{"instance_type", s.catalog.at(type).name},
-                     {"nominal", resources_json(nominal)},
-                     {"max", resources_json(team_max(t, type))},
+                     {"nominal", quota_json(nominal, unlimited)},
+                     {"max", quota_json(team_max(t, type), unlimited)},
                      {"usage", resources_json(usage)},
                      {"borrowed", resources_json(borrowed(s, s.usage, t.id, type))},
                      {"lent", resources_json(lent_by_team(s, s.usage, type)[t.id.index()])}});

@@ -24,6 +24,43 @@ awk '/^[^ #-]/ { skip = ($1 == "policy:" || $1 == "teams:") } !skip' "$scenario"
 cat "$WORK/teams.yaml" >> "$WORK/replaced.yaml"
 "$ALLOT" sim run "$WORK/replaced.yaml" > "$WORK/sim.out" || fail "the scenario with imported teams failed: $(cat "$WORK/sim.out")"
 
+# Both API versions: v1beta2 by default (cohortName), v1beta1 on request (cohort); each comes back the same.
+for v in v1beta2 v1beta1; do
+  "$ALLOT" export kueue "$scenario" --api-version "$v" > "$WORK/$v.yaml"
+  grep -q "^apiVersion: kueue.x-k8s.io/$v$" "$WORK/$v.yaml" || fail "--api-version $v: $(head -n 3 "$WORK/$v.yaml")"
+  "$ALLOT" import kueue "$WORK/$v.yaml" > "$WORK/$v-teams.yaml" 2> "$WORK/$v.err"
+  [ ! -s "$WORK/$v.err" ] || fail "import of a $v export warned: $(cat "$WORK/$v.err")"
+  cmp -s "$WORK/teams.yaml" "$WORK/$v-teams.yaml" || fail "$v: import differs: $(diff "$WORK/teams.yaml" "$WORK/$v-teams.yaml")"
+done
+grep -q "cohortName: allot" "$WORK/v1beta2.yaml" && grep -q "cohort: allot" "$WORK/v1beta1.yaml" ||
+  fail "v1beta2 says cohortName, v1beta1 cohort"
+
+# HyperPod's objects as written (v1beta2, GPU-only queues, values 1000/750/500): the cohort is read, vCPU is
+# unlimited, and a job asking for more vCPU than its GPUs' share runs under the imported teams.
+"$ALLOT" import kueue "$SRC/tests/data/kueue/hyperpod-v1beta2.yaml" > "$WORK/hp.yaml" 2> "$WORK/hp.err" || fail "import of HyperPod objects"
+grep -q "spec.flavorFungibility" "$WORK/hp.err" && grep -q "spec.admissionScope" "$WORK/hp.err" ||
+  fail "unread fields should be warned about: $(cat "$WORK/hp.err")"
+grep -q "spec.cohortName: empty" "$WORK/hp.err" && fail "cohortName was not read: $(cat "$WORK/hp.err")"
+grep -q "vcpu: unlimited" "$WORK/hp.yaml" || fail "GPU-only queues should leave vCPU unlimited: $(cat "$WORK/hp.yaml")"
+{
+  echo "name: imported HyperPod teams"
+  echo "cluster:"
+  echo "  nodes:"
+  echo "    - {name: p5-[1-4], instance_type: ml.p5.48xlarge}"
+  cat "$WORK/hp.yaml"
+  cat <<'YAML'
+events:
+  - at: 0
+    submit: {name: cpu-heavy, team: research, priority: inference, instance_type: ml.p5.48xlarge,
+             per_replica: {accelerators: 1, vcpu: 32}}
+  - at: 0
+    expect:
+      jobs:
+        cpu-heavy: {state: Running}
+YAML
+} > "$WORK/hp-scenario.yaml"
+"$ALLOT" sim run "$WORK/hp-scenario.yaml" > "$WORK/hp-sim.out" || fail "a job of an imported GPU-only team should run: $(cat "$WORK/hp-sim.out")"
+
 cat > "$WORK/foreign.yaml" <<'YAML'
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue

@@ -4,7 +4,8 @@
 # completion for bash; a man page; client flags before the command; case-insensitive --state; -o wide; jobs --watch;
 # logs --tail counting lines, -o json and -f; cancel of several jobs and of a team's; events --job;
 # nodes apply, node delete, allocation get; job labels and selectors, hold/release, set priority, delete and
-# submit --replace; export kueue from a live server.
+# submit --replace; export kueue from a live server; kubectl's words (get, describe KIND/NAME, delete job NAME,
+# -f FILE, -o=json, -o name, --no-headers) and --queue-name on a manifest without a team.
 # Usage: cli_habits_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=cli_habits
@@ -210,4 +211,60 @@ grep -q "^team-a .*ml.g5.8xlarge  *1/32/128 " "$WORK/teams-types.out" && head -n
 "$ALLOT" describe team team-a >"$WORK/team.out"
 grep -q "^Name: *team-a" "$WORK/team.out" && grep -q "^Fair share:" "$WORK/team.out" && grep -q "^  ml.g5.8xlarge " "$WORK/team.out" ||
   fail "describe team: $(cat "$WORK/team.out")"
+# kubectl's words (docs/cli.md): get, -o=json, -o name, --no-headers, describe KIND/NAME, delete job NAME, -f FILE.
+"$ALLOT" get jobs >"$WORK/get.out" || fail "get jobs: $(cat "$WORK/get.out")"
+grep -q "^waiter " "$WORK/get.out" && head -n1 "$WORK/get.out" | grep_q "^NAME" || fail "get jobs should be the jobs table: $(cat "$WORK/get.out")"
+"$ALLOT" get nodes >"$WORK/get-nodes.out" && grep -q "^gpu-1 " "$WORK/get-nodes.out" || fail "get nodes: $(cat "$WORK/get-nodes.out")"
+"$ALLOT" get teams >"$WORK/get-teams.out" && grep -q "^team-a " "$WORK/get-teams.out" || fail "get teams: $(cat "$WORK/get-teams.out")"
+expect_rc 2 "$ALLOT" get pods
+grep -q "unknown command 'get'" "$WORK/last.err" || fail "get pods: $(cat "$WORK/last.err")"
+"$ALLOT" jobs -o=json >"$WORK/eq.json" && grep -q '"name": "waiter"' "$WORK/eq.json" || fail "-o=json: $(cat "$WORK/eq.json")"
+"$ALLOT" get jobs -o name --state succeeded >"$WORK/names.out"
+grep -qx "waiter" "$WORK/names.out" && ! grep -q " " "$WORK/names.out" || fail "-o name: one bare name a line: $(cat "$WORK/names.out")"
+"$ALLOT" jobs --no-headers >"$WORK/noheaders.out"
+grep -q "^NAME" "$WORK/noheaders.out" && fail "--no-headers printed the header: $(cat "$WORK/noheaders.out")"
+grep -q "^waiter " "$WORK/noheaders.out" || fail "--no-headers lost the rows: $(cat "$WORK/noheaders.out")"
+for form in jobs/waiter job/waiter "jobs waiter"; do
+  # shellcheck disable=SC2086
+  "$ALLOT" describe $form >"$WORK/describe-form.out" || fail "describe $form failed"
+  grep -q "^Name: *waiter" "$WORK/describe-form.out" || fail "describe $form: $(cat "$WORK/describe-form.out")"
+done
+"$ALLOT" get job waiter >"$WORK/get-job.out" && grep -q "^Name: *waiter" "$WORK/get-job.out" || fail "get job waiter: $(cat "$WORK/get-job.out")"
+"$ALLOT" describe node/gpu-1 >"$WORK/describe-node.out" || fail "describe node/gpu-1: $(cat "$WORK/describe-node.out")"
+# --queue-name on a manifest without a queue label or namespace; the label shows in describe. submit -f.
+cat >"$WORK/bare.yaml" <<'YAML'
+apiVersion: sagemaker.amazonaws.com/v1
+kind: HyperPodPytorchJob
+metadata:
+  name: bare
+spec:
+  nprocPerNode: "1"
+  replicaSpecs:
+    - name: pods
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - {name: main, image: busybox, command: ["true"], resources: {limits: {nvidia.com/gpu: "1"}}}
+YAML
+expect_rc 2 "$ALLOT" submit -f "$WORK/bare.yaml"
+grep -q "cannot tell the team" "$WORK/last.err" || fail "a manifest without team: $(cat "$WORK/last.err")"
+"$ALLOT" submit -f "$WORK/bare.yaml" --queue-name hyperpod-ns-team-a-localqueue >"$WORK/bare.out" 2>&1 ||
+  fail "submit -f with --queue-name: $(cat "$WORK/bare.out")"
+grep -q "job bare submitted to team team-a" "$WORK/bare.out" || fail "--queue-name should name the team: $(cat "$WORK/bare.out")"
+"$ALLOT" describe job/bare >"$WORK/bare-describe.out"
+grep -q "kueue.x-k8s.io/queue-name=hyperpod-ns-team-a-localqueue" "$WORK/bare-describe.out" ||
+  fail "describe should show the queue label --queue-name set: $(cat "$WORK/bare-describe.out")"
+wait_state bare Succeeded
+# delete job NAME deletes NAME (it used to look for a job named "job"); delete -f FILE the file's jobs.
+"$ALLOT" delete job bare >"$WORK/delete-job.out" 2>&1 || fail "delete job bare: $(cat "$WORK/delete-job.out")"
+grep -q "job bare deleted" "$WORK/delete-job.out" || fail "delete job bare: $(cat "$WORK/delete-job.out")"
+"$ALLOT" delete -f "$WORK/waiter.yaml" >"$WORK/delete-f.out" 2>&1 || fail "delete -f: $(cat "$WORK/delete-f.out")"
+grep -q "job waiter deleted" "$WORK/delete-f.out" || fail "delete -f: $(cat "$WORK/delete-f.out")"
+expect_rc 2 "$ALLOT" describe waiter
+"$ALLOT" apply -f "$WORK/teams.yaml" >/dev/null || fail "apply -f"
+# The completion script follows the definitions: -f and --no-headers are offered.
+"$ALLOT" completion bash >"$WORK/completion.bash"
+words allot submit --file | grep_q -w -- "--filename" || fail "completion of 'submit --file': '$(words allot submit --file)'"
+words allot jobs --no | grep_q -w -- "--no-headers" || fail "completion of 'jobs --no': '$(words allot jobs --no)'"
 say PASS

@@ -404,9 +404,94 @@ TEST(K8s, HyperPodsOwnHyperPodPyTorchJobKind) {
   EXPECT_EQ(j.pod_sets[0].instance_type, "ml.p5.48xlarge");
   EXPECT_EQ(j.pod_sets[0].per_replica.accelerators, 8);
   EXPECT_EQ(j.command, (std::vector<std::string>{"torchrun", "--nproc_per_node=8", "pretrain.py"}));
-  bool said = false;
-  for (const auto& w : m->warnings) said |= w.find("spec.nprocPerNode: ignored") != std::string::npos;
-  EXPECT_TRUE(said) << ::testing::PrintToString(m->warnings);
+  // nprocPerNode goes to torchrun as the training operator passes it.
+  EXPECT_EQ(j.env.at("PET_NPROC_PER_NODE"), "8");
+}
+
+bool warned(const ManifestJob& m, const std::string& text) {
+  for (const auto& w : m.warnings)
+    if (w.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(K8s, ElasticHyperPodPyTorchJobAsAwsWritesIt) {
+  auto m = load("hyperpod_elastic_pytorchjob.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const JobSpec& j = m->spec;
+  EXPECT_EQ(j.team, "ml-research");
+  EXPECT_EQ(j.max_retries, 5);
+  ASSERT_EQ(j.pod_sets.size(), 1u);
+  EXPECT_EQ(j.pod_sets[0].replicas, 8);
+  EXPECT_EQ(j.pod_sets[0].min_replicas, 2);
+  EXPECT_EQ(j.env.at("PET_NPROC_PER_NODE"), "8");
+  for (const char* field : {"replicaIncrementStep", "gracefulShutdownTimeoutInSeconds", "scalingTimeoutInSeconds",
+                            "faultyScaleDownTimeoutInSeconds"})
+    EXPECT_TRUE(warned(*m, std::string("spec.elasticPolicy.") + field)) << field << ": " << ::testing::PrintToString(m->warnings);
+}
+
+TEST(K8s, ElasticHyperPodPyTorchJobVariants) {
+  auto job = [](const std::string& elastic, const std::string& replica_spec) {
+    const std::string y = "apiVersion: sagemaker.amazonaws.com/v1\nkind: HyperPodPyTorchJob\n"
+                          "metadata: {name: e, namespace: hyperpod-ns-t}\nspec:\n" + elastic +
+                          "  replicaSpecs:\n  - name: w\n" + replica_spec +
+                          "    template: {spec: {containers: [{name: c, command: [run], resources: {requests: {nvidia.com/gpu: 1}}}]}}\n";
+    return job_from_manifest(YAML::Load(y), "e.yaml");
+  };
+  // A replica spec's own minReplicas and maxReplicas, without elasticPolicy.
+  auto own = job("", "    replicas: 3\n    minReplicas: 1\n    maxReplicas: 4\n");
+  ASSERT_TRUE(own.ok()) << own.error().message;
+  EXPECT_EQ(own->spec.pod_sets[0].replicas, 4);
+  EXPECT_EQ(own->spec.pod_sets[0].min_replicas, 1);
+  // Without minReplicas anywhere, the replicas it starts with are the smallest size.
+  auto start = job("", "    replicas: 3\n    maxReplicas: 6\n");
+  ASSERT_TRUE(start.ok()) << start.error().message;
+  EXPECT_EQ(start->spec.pod_sets[0].min_replicas, 3);
+  // elasticPolicy alone sizes the only replica spec.
+  auto policy = job("  elasticPolicy: {minReplicas: 2, maxReplicas: 5}\n", "    replicas: 2\n");
+  ASSERT_TRUE(policy.ok()) << policy.error().message;
+  EXPECT_EQ(policy->spec.pod_sets[0].replicas, 5);
+  EXPECT_EQ(policy->spec.pod_sets[0].min_replicas, 2);
+  // Refused, naming the field: maxReplicas that disagree, min above max, minReplicas without maxReplicas.
+  auto differ = job("  elasticPolicy: {maxReplicas: 8}\n", "    replicas: 2\n    maxReplicas: 4\n");
+  ASSERT_FALSE(differ.ok());
+  EXPECT_NE(differ.error().message.find("maxReplicas"), std::string::npos) << differ.error().message;
+  EXPECT_NE(differ.error().message.find("must match"), std::string::npos) << differ.error().message;
+  auto inverted = job("  elasticPolicy: {minReplicas: 6, maxReplicas: 4}\n", "    replicas: 2\n");
+  ASSERT_FALSE(inverted.ok());
+  EXPECT_NE(inverted.error().message.find("minReplicas"), std::string::npos) << inverted.error().message;
+  auto half = job("", "    replicas: 2\n    minReplicas: 1\n");
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.error().message.find("needs maxReplicas"), std::string::npos) << half.error().message;
+}
+
+TEST(K8s, HyperPodPytorchJobAsAwsDocsSpellItAndQueueNameFromTheCommandLine) {
+  std::ifstream in(data_path("hyperpod_docs_pytorchjob.yaml"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const YAML::Node doc = YAML::Load(ss.str());
+  // Neither a queue label nor a namespace: refused, saying what would name the team.
+  auto bare = job_from_manifest(doc, "docs.yaml");
+  ASSERT_FALSE(bare.ok());
+  EXPECT_NE(bare.error().message.find("cannot tell the team"), std::string::npos) << bare.error().message;
+  // --queue-name names it, and the job carries the label.
+  auto named = job_from_manifest(doc, "docs.yaml", "hyperpod-ns-team-a-localqueue");
+  ASSERT_TRUE(named.ok()) << named.error().message;
+  EXPECT_EQ(named->spec.team, "team-a");
+  EXPECT_EQ(named->spec.labels.at("kueue.x-k8s.io/queue-name"), "hyperpod-ns-team-a-localqueue");
+  EXPECT_EQ(named->spec.pod_sets[0].replicas, 4);
+  EXPECT_EQ(named->spec.env.at("PET_NPROC_PER_NODE"), "1");
+  EXPECT_TRUE(warned(*named, "spares")) << ::testing::PrintToString(named->warnings);
+  EXPECT_FALSE(doc["metadata"]["labels"]) << "the caller's document was changed";
+  // It replaces a queue label the file has.
+  auto m = load("hyperpod_native_pytorchjob.yaml");
+  ASSERT_TRUE(m.ok());
+  std::ifstream in2(data_path("hyperpod_native_pytorchjob.yaml"));
+  std::stringstream ss2;
+  ss2 << in2.rdbuf();
+  auto over = job_from_manifest(YAML::Load(ss2.str()), "native.yaml", "other-team");
+  ASSERT_TRUE(over.ok()) << over.error().message;
+  EXPECT_EQ(over->spec.team, "other-team");
+  EXPECT_EQ(over->spec.labels.at("kueue.x-k8s.io/queue-name"), "other-team");
 }
 
 }  // namespace
