@@ -62,7 +62,7 @@ TEST(K8s, QuantitiesBeyondTheMaximumAreRefusedWithoutOverflow) {
     EXPECT_NE(cpu.error().message.find("is more than 100000000 CPUs, the most allot takes"), std::string::npos) << cpu.error().message;
   }
   EXPECT_EQ(*parse_cpu_milli("100000000"), 100'000'000'000);  // the maximum itself
-  EXPECT_EQ(*parse_cpu_milli("0.000000000000000001e-18"), 1);  // den 10^36: still rounded up, no overflow
+  EXPECT_EQ(*parse_cpu_milli("0.00000000000000001e-18"), 1);  // den 10^35: still rounded up, no overflow
   EXPECT_EQ(*parse_memory_mib("1Ei"), int64_t{1} << 40);
   EXPECT_EQ(*parse_memory_mib("1E"), 953'674'316'407);  // 10^18 bytes, rounded up to whole MiB
   EXPECT_EQ(*parse_memory_mib("1Pi"), int64_t{1} << 30);
