@@ -21,7 +21,7 @@ namespace allot {
 inline constexpr int64_t kMaxInstances = 1'000'000;
 inline constexpr int64_t kMaxAccelerators = 10'000'000;
 inline constexpr int64_t kMaxVcpus = 100'000'000;
-inline constexpr int64_t kMaxMemoryGib = 1'000'000'000;
+inline constexpr int64_t kMaxMemoryGib = int64_t{1} << 30;  // 1 EiB: Kubernetes' 1Ei is the most a manifest may ask
 inline constexpr int64_t kMaxSeconds = 10'000'000'000;  // about 317 years
 inline constexpr int64_t kMaxJobReplicas = 100'000;
 // A job's command and environment reach execve(2), which refuses a single string over 128 KiB

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "config/utf8.h"
+#include "config/yaml_budget.h"
 #include "config/yaml_stream.h"
 #include "core/hostlist.h"
 
@@ -194,7 +195,10 @@ Result<std::vector<YAML::Node>> load_yaml_documents(const std::string& text, con
     // Every document start is checked by the bounded pass first (a stuck parser is an error there), so the
     // LoadAll that follows reads text it is known to get through.
     (void)read_stream(text, SIZE_MAX);
-    return YAML::LoadAll(text);
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    for (const YAML::Node& d : docs)
+      if (auto st = check_expanded_size(d, ctx); !st) return st.error();
+    return docs;
   });
 }
 
@@ -204,6 +208,7 @@ Result<YAML::Node> load_yaml(const std::string& text, const YamlContext& ctx) {
     Stream s = load_stream(text);
     if (s.second_line > 0)
       return config::fail(ctx, s.second_line, "a second YAML document starts here", "one document per file (remove the `---`)");
+    if (auto st = check_expanded_size(s.first, ctx); !st) return st.error();
     return s.first;
   });
 }
@@ -220,7 +225,7 @@ Val root(const YAML::Node& node, const YamlContext& ctx) {
   return Val{node, ctx.line > 0 ? ctx.line : line_of(node), ctx.path};
 }
 
-YamlContext sub(const YamlContext& ctx, const Val& v) { return YamlContext{ctx.origin, v.path, v.line}; }
+YamlContext sub(const YamlContext& ctx, const Val& v) { return YamlContext{ctx.origin, v.path, v.line, ctx.budget}; }
 
 std::string describe(const YAML::Node& node) {
   switch (node.Type()) {
@@ -437,8 +442,9 @@ Result<std::vector<std::string>> read_hostlist(const YamlContext& ctx, const Val
   if (!s) return s.error();
   auto names = expand_hostlist(*s);
   if (!names)
-    return fail(ctx, v, name_of(v) + " '" + *s + "' is not a valid host list (" + names.error().message + ")",
+    return fail(ctx, v, name_of(v) + " '" + printable(*s) + "' is not a valid host list (" + names.error().message + ")",
                 "allowed: a name or a range like gpu-[1-4] or n[01-08,10]");
+  if (auto st = charge_node_names(ctx, v, names->size()); !st) return st.error();
   return names;
 }
 

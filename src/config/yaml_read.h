@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <exception>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/catalog.h"
@@ -23,14 +25,22 @@ namespace allot {
 // Where a node came from, for messages. `path` names the node passed to a reader ("events[2].submit"; empty
 // for a whole document) and `line` is the line of the key that holds it, which is where a person looks
 // (yaml-cpp marks a block mapping at its first key, one line below).
+struct ExpansionBudget;  // config/yaml_budget.h
 struct YamlContext {
+  YamlContext() = default;
+  YamlContext(std::string origin_, std::string path_, int line_, std::shared_ptr<ExpansionBudget> budget_ = nullptr)
+      : origin(std::move(origin_)), path(std::move(path_)), line(line_), budget(std::move(budget_)) {}
   std::string origin = "<input>";
   std::string path;
   int line = 0;  // 1-based; 0: use the node's own mark
+  // What the readers of this document have built so far, shared by every context sub() makes from this one;
+  // null: no document-wide bound (parse_nodes and the scenario reader make one). Not for a context that
+  // outlives its document (a constant used for every request body): the budget would be shared by all of them.
+  std::shared_ptr<ExpansionBudget> budget;
 };
 
-// Parses YAML text into one document (a Null node for an empty text). Syntax errors and a second document
-// are Errors with their line.
+// Parses YAML text into one document (a Null node for an empty text). Syntax errors, a second document and a
+// document too large once its aliases are expanded (config/yaml_budget.h) are Errors with their line.
 Result<YAML::Node> load_yaml(const std::string& text, const YamlContext& ctx);
 
 namespace config {

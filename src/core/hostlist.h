@@ -14,6 +14,8 @@ inline constexpr size_t kMaxHostlistNames = 200000;
 // longer numbers as literal names so that what they write reads back.
 inline constexpr size_t kMaxHostlistDigits = 9;
 
+// Refused before anything is expanded: more than kMaxHostlistNames names in all, or a name longer than a node
+// name may be (kMaxSubdomainName, core/spec.h), so a short expression cannot build gigabytes of names.
 Result<std::vector<std::string>> expand_hostlist(std::string_view expr);
 
 // Orders names the way people count: "gpu-2" before "gpu-10"; ties on the number fall back to plain order

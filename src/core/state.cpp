@@ -276,8 +276,17 @@ Status add_nodes(ClusterState& s, const std::vector<NodeSpec>& specs, Time now) 
     }
   }
   for (size_t i = before; i < s.nodes.size(); ++i) s.room_changed_at[i] = now;
-  rebuild_tree(s);
+  if (s.node_batch > 0) s.tree_stale = true;
+  else rebuild_tree(s);
   return ok_status();
+}
+
+void begin_node_batch(ClusterState& s) { ++s.node_batch; }
+
+void end_node_batch(ClusterState& s) {
+  if (s.node_batch == 0 || --s.node_batch > 0) return;
+  if (s.tree_stale) rebuild_tree(s);
+  s.tree_stale = false;
 }
 
 // Stops every active run that has a replica on `node`; `on_stop` decides what becomes of each job.

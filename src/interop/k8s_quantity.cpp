@@ -3,6 +3,8 @@
 #include <cctype>
 #include <string>
 
+#include "config/spec_yaml.h"
+
 namespace allot::interop {
 namespace {
 
@@ -15,7 +17,9 @@ struct Fraction {
   i128 den = 1;
 };
 
-constexpr int kMaxDigits = 18;  // with the largest suffix (2^60) the product still fits in 128 bits
+// 18 digits times the largest multiplier (10^18 or 2^60) stay below 1.2e36, and den (10^frac digits times
+// 10^-exponent) below 10^36: both fit in 128 bits (1.7e38), and nothing below multiplies them further.
+constexpr int kMaxDigits = 18;
 
 i128 pow_int(i128 base, int exp) {
   i128 r = 1;
@@ -48,8 +52,10 @@ Result<Fraction> parse_quantity(std::string_view q) {
   if (digits == 0) return bad("expected a number such as 2, 500m or 16Gi");
   f.den = pow_int(10, frac_digits);
   std::string_view suffix = q.substr(i);
-  // An exponent is e/E followed by digits; a bare "E" is the exa suffix.
-  if (suffix.size() > 1 && (suffix[0] == 'e' || suffix[0] == 'E')) {
+  // An exponent is e/E followed by digits or a sign; "E" alone is the exa suffix and "Ei" the exbi one.
+  const bool exponent = suffix.size() > 1 && (suffix[0] == 'e' || suffix[0] == 'E') &&
+                        (std::isdigit(static_cast<unsigned char>(suffix[1])) || suffix[1] == '+' || suffix[1] == '-');
+  if (exponent) {
     std::string_view e = suffix.substr(1);
     bool neg_exp = false;
     if (!e.empty() && (e[0] == '+' || e[0] == '-')) {
@@ -87,11 +93,19 @@ Result<Fraction> parse_quantity(std::string_view q) {
   return f;
 }
 
-// ceil(num * scale / den) as int64, or an error when it does not fit.
-Result<int64_t> ceil_scaled(const Fraction& f, i128 scale, std::string_view q) {
-  i128 v = (f.num * scale + f.den - 1) / f.den;
-  if (v > INT64_MAX / 2) return Error::invalid("\"" + std::string(q) + "\" is too large");
-  return static_cast<int64_t>(v);
+// The largest amounts a manifest may ask for per replica: the bounds of allot's own job spec
+// (config/spec_yaml.h), so that a manifest is refused where the same request in allot's spec is.
+constexpr i128 kMaxCpuCores = kMaxVcpus;
+constexpr i128 kMaxMemoryBytes = i128{kMaxMemoryGib} << 30;
+constexpr i128 kMaxDevices = kMaxAccelerators;
+
+// The whole part of the value, checked against `max` before anything is scaled, so that no product of a
+// quantity near 10^36 can overflow.
+Result<i128> whole_part(const Fraction& f, i128 max, std::string_view q, const std::string& limit) {
+  const i128 whole = f.num / f.den;
+  if (whole > max || (whole == max && f.num % f.den != 0))
+    return Error::invalid("\"" + std::string(q) + "\" is more than " + limit + ", the most allot takes");
+  return whole;
 }
 
 }  // namespace
@@ -99,15 +113,29 @@ Result<int64_t> ceil_scaled(const Fraction& f, i128 scale, std::string_view q) {
 Result<int64_t> parse_cpu_milli(std::string_view quantity) {
   auto f = parse_quantity(quantity);
   if (!f) return f.error();
-  return ceil_scaled(*f, 1000, quantity);
+  auto whole = whole_part(*f, kMaxCpuCores, quantity, std::to_string(kMaxVcpus) + " CPUs");
+  if (!whole) return whole.error();
+  // den is a power of ten: the remainder's thousandths, rounded up, without multiplying a remainder near 10^36.
+  const i128 rem = f->num % f->den;
+  i128 milli = 0;
+  if (f->den % 1000 == 0) {
+    const i128 step = f->den / 1000;
+    milli = (rem + step - 1) / step;
+  } else {
+    milli = (rem * 1000 + f->den - 1) / f->den;  // den < 1000
+  }
+  return static_cast<int64_t>(*whole * 1000 + milli);
 }
 
 Result<int64_t> parse_memory_mib(std::string_view quantity) {
   auto f = parse_quantity(quantity);
   if (!f) return f.error();
-  Fraction bytes = *f;
-  bytes.den *= i128{1} << 20;
-  return ceil_scaled(bytes, 1, quantity);
+  auto whole = whole_part(*f, kMaxMemoryBytes, quantity, std::to_string(kMaxMemoryGib) + "Gi of memory");
+  if (!whole) return whole.error();
+  // bytes = whole + rem/den with rem/den < 1, so ceil(bytes / 2^20) needs only whole and whether rem is zero.
+  const i128 mib = *whole >> 20;
+  const bool part = (*whole & ((i128{1} << 20) - 1)) != 0 || f->num % f->den != 0;
+  return static_cast<int64_t>(mib + (part ? 1 : 0));
 }
 
 Result<int64_t> parse_device_count(std::string_view quantity) {
@@ -115,7 +143,9 @@ Result<int64_t> parse_device_count(std::string_view quantity) {
   if (!f) return f.error();
   if (f->num % f->den != 0)
     return Error::invalid("\"" + std::string(quantity) + "\" is not a whole number of devices");
-  return ceil_scaled(*f, 1, quantity);
+  auto whole = whole_part(*f, kMaxDevices, quantity, std::to_string(kMaxAccelerators) + " devices");
+  if (!whole) return whole.error();
+  return static_cast<int64_t>(*whole);
 }
 
 }  // namespace allot::interop

@@ -72,10 +72,20 @@ void change_routes(Routes& http, Api& api) {
       for (const NodeSpec& n : nodes)  // all or nothing: every name must be free before any node joins
         if (txn.cluster().find_node(n.name)) return Error::exists("node " + n.name + " is already in the cluster");
       std::vector<std::string> names;
-      for (const NodeSpec& n : nodes) {
-        auto st = txn.apply(store::AddNode{n, "", false});
-        if (!st) return st.error();
-        names.push_back(n.name);
+      {
+        // A record per node, but the topology tree is built once for all of them (issue 33: 5,000 nodes took
+        // 18 s of the writer thread when it was rebuilt for each).
+        ClusterState& cluster = txn.state().cluster;
+        begin_node_batch(cluster);
+        struct End {
+          ClusterState& c;
+          ~End() { end_node_batch(c); }
+        } end{cluster};
+        for (const NodeSpec& n : nodes) {
+          auto st = txn.apply(store::AddNode{n, "", false});
+          if (!st) return st.error();
+          names.push_back(n.name);
+        }
       }
       return Render([names](const ServerState& st) {
         json out = json::array();

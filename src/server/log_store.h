@@ -1,7 +1,8 @@
 #pragma once
 // Replica logs as agents send them: one file per job and rank under <data dir>/logs, bounded to the last
 // `max_bytes` (older output is dropped when a file grows past twice that, so trimming is rare).
-// File names encode job names, so no name can reach outside the logs directory.
+// Directory names encode job names, so no name can reach outside the logs directory, and a name too long to
+// encode within a file name is hashed (key()), so that every valid name can be stored.
 //
 // Thread-safety: all members are safe to call from any thread.
 #include <mutex>
@@ -27,7 +28,13 @@ class LogStore {
   // when a late chunk of an older one arrives after a newer one began. The log's first attempt 0 needs none.
   // Attempts are told apart by the whole number; the line and the "first attempt 0" test use the number shown.
   Status append(const std::string& job, int rank, const std::string& data, const std::optional<Attempt>& attempt = std::nullopt);
-  // The last `tail` bytes (all that is kept when tail is 0); empty when nothing was logged.
+  // Where a job's logs are, under the logs directory: the name with every byte but letters, digits, '-' and '_'
+  // written %XX ('.' is %2E), or, when that is longer than a file name may be (255 bytes), its first 120 bytes,
+  // '~' and the name's SHA-256 in hex (185 bytes). Names that fit keep the spelling they always had, so the logs
+  // of an existing data directory stay where they are.
+  static std::string key(const std::string& job);
+  // The last `tail` bytes (all that is kept when tail is 0); empty when nothing was logged; an error saying why
+  // when the log exists but cannot be read.
   Result<std::string> read(const std::string& job, int rank, size_t tail) const;
   // Drops every replica's log of the job (a deleted job: a new job of that name starts with none).
   Status remove(const std::string& job);

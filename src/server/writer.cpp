@@ -87,10 +87,18 @@ Result<ServerState> Writer::replay(bool publish) {
       last_snapshot_seq_ = from;
     }
   }
+  // A run of node additions (a POST /v1/nodes of thousands, agents joining together) is replayed as one batch:
+  // the topology tree is built once for the run, not once per node (core/state.h, begin_node_batch).
+  bool adding = false;
   auto status = store_->load_after(from, [&](const store::Record& r) -> Status {
     if (from > 0 && r.seq != st.last_seq + 1)
       return Error::internal("journal record " + std::to_string(r.seq) + " follows record " + std::to_string(st.last_seq) +
                              ": records are missing");
+    if (const bool add = std::holds_alternative<store::AddNode>(r.op); add != adding) {
+      if (add) begin_node_batch(st.cluster);
+      else end_node_batch(st.cluster);
+      adding = add;
+    }
     auto applied = apply(st, r, events);
     if (!applied)
       return Error::internal("journal record " + std::to_string(r.seq) + " (" + store::op_name(r.op) +
@@ -104,6 +112,7 @@ Result<ServerState> Writer::replay(bool publish) {
     return ok_status();
   });
   if (!status) return status.error();
+  if (adding) end_node_batch(st.cluster);
   if (publish) events_.publish(std::move(events));
   spdlog::info("replayed {} journal records from {}{} in {:.3f} s", count, store_->describe(),
                from ? " after the snapshot at record " + std::to_string(from) : std::string(),

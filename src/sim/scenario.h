@@ -59,6 +59,10 @@ struct Expect {
 enum class EventKind { kSubmit, kCancel, kFinish, kFail, kFailNode, kRecoverNode, kAddNodes, kRemoveNodes, kExpect, kPlanDelete };
 const char* event_kind_name(EventKind k);
 
+// The most events a scenario file may hold (docs/scenarios.md, "Limits"): each keeps a job spec or a node list
+// in memory for the whole run, and YAML aliases can repeat one event many times in a few bytes.
+inline constexpr size_t kMaxScenarioEvents = 100'000;
+
 struct Event {
   int64_t at = 0;
   int line = 0;  // 1-based line of the event entry in the file

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "config/spec_yaml.h"
+#include "config/yaml_budget.h"
 #include "sim/scenario.h"
 
 namespace allot::sim {
@@ -321,6 +322,9 @@ Result<Scenario> read_scenario(const YamlContext& ctx, const YAML::Node& doc) {
   if (auto ev = f->get("events")) {
     auto items = list_items(ctx, *ev);
     if (!items) return items.error();
+    if (items->size() > kMaxScenarioEvents)
+      return fail(ctx, *ev, name_of(*ev) + " has " + std::to_string(items->size()) + " events (YAML aliases counted each time they are used)",
+                  "at most " + std::to_string(kMaxScenarioEvents) + " events in a file; a trace replays more (allot sim replay)");
     for (const Val& item : *items) {
       auto e = read_event(ctx, item, catalog);
       if (!e) return e.error();
@@ -337,6 +341,7 @@ Result<Scenario> read_scenario(const YamlContext& ctx, const YAML::Node& doc) {
 Result<Scenario> parse_scenario(const std::string& yaml_text, const std::string& origin) {
   YamlContext ctx;
   ctx.origin = origin;
+  ctx.budget = std::make_shared<ExpansionBudget>();  // one for the whole file: cluster, events and expectations
   auto doc = load_yaml(yaml_text, ctx);
   if (!doc) return doc.error();
   return guard(ctx, [&]() { return read_scenario(ctx, *doc); });

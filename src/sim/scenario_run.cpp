@@ -112,13 +112,13 @@ Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& lo
       if (const Node* n = s.find_node(e.target); n && n->health == NodeHealth::kSchedulable)
         return ignore("node " + e.target + " is healthy (Schedulable)");
       return set_node_health(s, e.target, NodeHealth::kSchedulable, e.at);
-    case EventKind::kAddNodes:
-      for (const auto& n : e.nodes) {
-        auto st = add_node(s, n, e.at);
-        if (!st) return st;
-        log.push_back(t + "node    " + n.name + " joined");
-      }
+    case EventKind::kAddNodes: {
+      // One batch, so the topology tree is built once however many nodes join (issue 33: one node at a time
+      // cost the square of their number).
+      if (auto st = add_nodes(s, e.nodes, e.at); !st) return st;
+      for (const auto& n : e.nodes) log.push_back(t + "node    " + n.name + " joined");
       return ok_status();
+    }
     case EventKind::kRemoveNodes:
       for (const auto& n : e.nodes) {
         auto st = remove_node(s, n.name, e.at);

@@ -370,7 +370,7 @@ TEST(ConfigTeams, MistakesAreReported) {
        "t.yaml:3: teams[0].allocation[0].vcpu is '0.0005', finer than 1/1000; allowed: a number 0..100000000 with at "
        "most 3 decimals, like 2 or 0.5"},
       {"- name: a\n  allocation:\n    - {instance_type: ml.g5.8xlarge, memory_gib: abc}\n",
-       "t.yaml:3: teams[0].allocation[0].memory_gib is 'abc', not a number; allowed: a number 0..1000000000, like 2 or 0.5"},
+       "t.yaml:3: teams[0].allocation[0].memory_gib is 'abc', not a number; allowed: a number 0..1073741824, like 2 or 0.5"},
       {"- name: a\n  allocation:\n    - {instance_type: ml.g5.8xlarge, instances: 1}\n    - {instance_type: g5.8xlarge, instances: 2}\n",
        "t.yaml:4: instance type ml.g5.8xlarge appears twice in teams[0].allocation (first at line 3); give one entry per "
        "instance type"},
@@ -483,6 +483,63 @@ TEST(ConfigJobs, MistakesAreReported) {
     ASSERT_FALSE(r.ok()) << c.text;
     EXPECT_EQ(r.error().message, c.message) << c.text;
   }
+}
+
+}  // namespace
+}  // namespace allot
+
+// What one document may expand to (config/yaml_budget.h), found by long fuzzing (issue 33).
+namespace allot {
+namespace {
+
+// Nested aliases: each level repeats the one before ten times, so 1 KB stands for 10^8 values.
+std::string laughs(int levels) {
+  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < levels; ++i) {
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) text += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    text += "]\n";
+  }
+  return text;
+}
+
+TEST(YamlBudget, DocumentsAreMeasuredWithTheirAliasesExpanded) {
+  EXPECT_TRUE(load_yaml(laughs(5), ctx_for()).ok()) << "10^5 values once expanded are within the bound";
+  auto r = load_yaml(laughs(8), ctx_for());
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message, HasSubstr("t.yaml:"));
+  EXPECT_THAT(r.error().message, HasSubstr("more than 1000000 values once its YAML aliases are expanded"));
+  auto docs = load_yaml_documents("a: 1\n---\n" + laughs(8), ctx_for());
+  ASSERT_FALSE(docs.ok());
+  EXPECT_THAT(docs.error().message, HasSubstr("values once its YAML aliases are expanded"));
+  // Text: one 1 MiB scalar used 70 times.
+  std::string big = "a: &s " + std::string(1 << 20, 'x') + "\nb: [";
+  for (int i = 0; i < 70; ++i) big += i ? ", *s" : "*s";
+  auto text = load_yaml(big + "]\n", ctx_for());
+  ASSERT_FALSE(text.ok());
+  EXPECT_THAT(text.error().message, HasSubstr("more than 64 MiB of text once its YAML aliases are expanded"));
+}
+
+TEST(YamlBudget, NodeNamesAndLabelsAreCountedOverTheWholeDocument) {
+  const Catalog catalog = Catalog::builtin();
+  // Two entries of 150,000 names: each within a host list's bound, not together.
+  auto two = parse_nodes_text("- {name: \"a[1-150000]\", instance_type: ml.g5.8xlarge}\n"
+                              "- {name: \"b[1-150000]\", instance_type: ml.g5.8xlarge}\n", catalog, "nodes.yaml");
+  ASSERT_FALSE(two.ok());
+  EXPECT_THAT(two.error().message, StartsWith("nodes.yaml:2: "));
+  EXPECT_THAT(two.error().message, HasSubstr("names more than 200000 nodes in all"));
+  auto labels = parse_nodes_text("- {name: \"a[1-100000]\", instance_type: ml.g5.8xlarge, labels: {"
+                                 "a: x, b: x, c: x, d: x, e: x, f: x, g: x, h: x, i: x, j: x, k: x, l: x, m: x, n: x, o: x, "
+                                 "p: x, q: x, r: x, s: x, t: x, u: x, v: x, w: x, x: x, y: x, z: x, aa: x, ab: x, ac: x, "
+                                 "ad: x, ae: x, af: x, ag: x, ah: x, ai: x, aj: x, ak: x, al: x, am: x, an: x, ao: x}}\n",
+                                 catalog, "nodes.yaml");
+  ASSERT_FALSE(labels.ok());
+  EXPECT_THAT(labels.error().message, HasSubstr("more than 4000000 labels in all"));
+  // The largest cluster a file may hold still reads.
+  auto most = parse_nodes_text("- {name: \"a[1-100000]\", instance_type: ml.g5.8xlarge, labels: {zone: z1}}\n"
+                               "- {name: \"b[1-100000]\", instance_type: ml.g5.8xlarge}\n", catalog, "nodes.yaml");
+  ASSERT_TRUE(most.ok()) << most.error().message;
+  EXPECT_EQ(most->size(), 200000u);
 }
 
 }  // namespace

@@ -25,5 +25,26 @@ TEST(Hostlist, RejectsMalformedLists) {
   }
 }
 
+// Found by long fuzzing (issue 33): 200,000 names of 12 KB were built (3.1 GB) before the length of a node name
+// was checked. Counts and lengths are now known before anything is expanded.
+TEST(Hostlist, RefusesLongNamesAndLargeCountsBeforeExpanding) {
+  auto r = expand_hostlist(std::string(12000, 'a') + "[0-199999]");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("gives names of 12006 characters; a node name is at most 253"), std::string::npos)
+      << r.error().message;
+  EXPECT_LT(r.error().message.size(), 400u) << "the message quotes the list shortened";
+  EXPECT_FALSE(expand_hostlist(std::string(40000, 'a')).ok());
+  // The longest name counts the widest number: 247 letters and "[1-100]" give names of up to 250 characters.
+  EXPECT_TRUE(expand_hostlist(std::string(247, 'a') + "[1-100]").ok());
+  EXPECT_TRUE(expand_hostlist(std::string(250, 'a') + "[001-100]").ok());
+  EXPECT_FALSE(expand_hostlist(std::string(251, 'a') + "[001-100]").ok());
+  // The bound on names holds over the whole list, and is checked before expanding.
+  auto many = expand_hostlist("a[0-199999],b[0-199999]");
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.error().message.find("names more than 200000 hosts"), std::string::npos) << many.error().message;
+  EXPECT_EQ(expand_hostlist("a[0-99999],b[0-99999]")->size(), 200000u);
+  EXPECT_FALSE(expand_hostlist("r[0-999]-n[0-999]").ok());
+}
+
 }  // namespace
 }  // namespace allot

@@ -53,6 +53,30 @@ TEST(K8s, DeviceCounts) {
   EXPECT_FALSE(parse_device_count("500m").ok());
 }
 
+// Found by long fuzzing (issue 33): 999999999999999999E overflowed the 128-bit arithmetic (undefined behaviour)
+// and came out as 2.998e+15 vCPU, and 1Ei, valid Kubernetes, was refused as a "bad exponent".
+TEST(K8s, QuantitiesBeyondTheMaximumAreRefusedWithoutOverflow) {
+  for (const char* q : {"999999999999999999E", "999999999999999999Ei", "999999999999999999e18", "100000001", "1Ei"}) {
+    auto cpu = parse_cpu_milli(q);
+    ASSERT_FALSE(cpu.ok()) << q;
+    EXPECT_NE(cpu.error().message.find("is more than 100000000 CPUs, the most allot takes"), std::string::npos) << cpu.error().message;
+  }
+  EXPECT_EQ(*parse_cpu_milli("100000000"), 100'000'000'000);  // the maximum itself
+  EXPECT_EQ(*parse_cpu_milli("0.00000000000000001e-18"), 1);  // den 10^35: still rounded up, no overflow
+  EXPECT_EQ(*parse_memory_mib("1Ei"), int64_t{1} << 40);
+  EXPECT_EQ(*parse_memory_mib("1E"), 953'674'316'407);  // 10^18 bytes, rounded up to whole MiB
+  EXPECT_EQ(*parse_memory_mib("1Pi"), int64_t{1} << 30);
+  auto mem = parse_memory_mib("999999999999999999E");
+  ASSERT_FALSE(mem.ok());
+  EXPECT_NE(mem.error().message.find("is more than 1073741824Gi of memory"), std::string::npos) << mem.error().message;
+  EXPECT_FALSE(parse_memory_mib("1.00000000000001Ei").ok());  // just past 1Ei
+  auto gpus = parse_device_count("1E");
+  ASSERT_FALSE(gpus.ok());
+  EXPECT_NE(gpus.error().message.find("10000000 devices"), std::string::npos) << gpus.error().message;
+  EXPECT_EQ(*parse_device_count("1e3"), 1000);
+  EXPECT_EQ(*parse_device_count("1k"), 1000);
+}
+
 TEST(K8s, NamesFromHyperPodConventions) {
   EXPECT_EQ(team_from_queue_name("hyperpod-ns-team-a-localqueue"), "team-a");
   EXPECT_EQ(team_from_queue_name("team-a"), "team-a");

@@ -1,4 +1,5 @@
 // Agents and node lifecycle: registration, assignments, exits, heartbeat timeouts, logs.
+#include "server/log_store.h"
 #include "server_test_fixture.h"
 
 namespace allot::server::test {
@@ -225,6 +226,26 @@ TEST_F(ServerAgent, LogsAreKeptPerReplicaAndBounded) {
   EXPECT_LE(big.body.size(), 2u << 20);
   EXPECT_GE(big.body.size(), 1u << 20);
   EXPECT_EQ(big.body.substr(big.body.size() - 3), "END");
+}
+
+// Found by long fuzzing (issue 33): a valid job name of 129 characters ("a." 64 times and "a") is 321 bytes once
+// its dots are spelled %2E, more than a file name may be, and its log upload got 500 for ever. It is stored and
+// read back like any other.
+TEST_F(ServerAgent, LogOfAJobWhoseEncodedNameExceedsAFileNameIsStored) {
+  std::string name;
+  for (int i = 0; i < 64; ++i) name += "a.";
+  name += "a";
+  ASSERT_EQ(name.size(), 129u);
+  submit(name, 1, 4);
+  const std::string node = get("/v1/jobs/" + name).json["placement"][0]["replicas"][0]["node"];
+  auto up = post("/v1/agents/" + node + "/logs", json{{"job", name}, {"rank", 0}, {"data", "long name\n"}, {"attempt", 0}});
+  ASSERT_EQ(up.status, 204) << up.body;
+  auto r = get("/v1/jobs/" + name + "/logs");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, "long name\n");
+  // Under the bounded key: the encoding's start, '~' and the name's SHA-256.
+  EXPECT_LE(LogStore::key(name).size(), 255u);
+  EXPECT_TRUE(std::filesystem::exists(data_dir_ / "logs" / LogStore::key(name) / "0.log"));
 }
 
 }  // namespace

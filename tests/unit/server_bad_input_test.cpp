@@ -1,5 +1,7 @@
 // Bad input through the HTTP API: every case is a 4xx whose message says what is wrong, and afterwards the
 // state (and the journal) is exactly as before.
+#include <sys/resource.h>
+
 #include "server_test_fixture.h"
 
 namespace allot::server::test {
@@ -125,6 +127,35 @@ TEST_F(ServerBadInput, Configuration) {
     if (c.status == 200) continue;  // listed to show it is not an error while no job uses a class
     expect_rejected(c);
   }
+}
+
+// Found by long fuzzing (issue 33): node lists that expand to gigabytes (3.19 GB before a 400; a 40 KB name gave
+// 500 std::bad_alloc). Each is refused at once, naming the bound, and the server's peak memory hardly moves.
+TEST_F(ServerBadInput, NodeListsAreBoundedBeforeTheyAreExpanded) {
+  const std::string long_name(12000, 'a');
+  std::string aliased = "- {name: &h \"n[0-199999]\", instance_type: ml.g5.8xlarge}\n";
+  for (int i = 0; i < 20; ++i) aliased += "- {name: *h, instance_type: ml.g5.8xlarge}\n";
+  std::string label_bomb = "- {name: \"n[0-199999]\", instance_type: ml.g5.8xlarge, labels: {";
+  for (int i = 0; i < 40; ++i) label_bomb += "k" + std::to_string(i) + ": v, ";
+  label_bomb += "last: v}}\n";
+  const std::vector<Case> cases = {
+      {"12 KB names", "POST", "/v1/nodes", json::array({{{"name", long_name + "[0-199999]"}, {"instance_type", "ml.g5.8xlarge"}}}).dump(),
+       "application/json", 400, "gives names of 12006 characters; a node name is at most 253"},
+      {"a 40 KB name", "POST", "/v1/nodes", json::array({{{"name", std::string(40000, 'b')}, {"instance_type", "ml.g5.8xlarge"}}}).dump(),
+       "application/json", 400, "a node name is at most 253"},
+      {"more names than the bound", "POST", "/v1/nodes", R"([{"name": "n[0-199999],m[0-9]", "instance_type": "ml.g5.8xlarge"}])",
+       "application/json", 400, "names more than 200000 hosts"},
+      {"aliased host lists", "POST", "/v1/nodes", aliased, "application/yaml", 400, "more than 200000 nodes"},
+      {"labels times names", "POST", "/v1/nodes", label_bomb, "application/yaml", 400, "more than 4000000 labels in all"},
+  };
+  struct rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  for (const auto& c : cases) expect_rejected(c);
+  struct rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+  // ru_maxrss is the peak in KiB: the cases above once took gigabytes; 256 MiB covers the 200,000 short names
+  // the label case reads before it counts their labels.
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 256 * 1024) << "peak RSS grew by " << (after.ru_maxrss - before.ru_maxrss) << " KiB";
 }
 
 TEST_F(ServerBadInput, NodesAndAgents) {
