@@ -1,6 +1,7 @@
 // `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...] [--advertise-url URL]
 // [--tls-cert FILE --tls-key FILE] [--insecure] [--max-connections N] [--max-watches N] [--snapshot-every N]
-// [--snapshot-interval S] [--no-snapshots] [--retain-finished DURATION]`: runs the control plane until SIGINT or
+// [--snapshot-interval S] [--no-snapshots] [--retain-finished DURATION] [--head-timeout S] [--agent-connections N]
+// [--max-connections-per-address N] [--disruption-share F] [--disruption-min-nodes N]`: runs the control plane until SIGINT or
 // SIGTERM. Exit codes: 0 after a clean stop, 2 for invalid flags (unreadable or mismatched TLS files, plain HTTP
 // beyond loopback without --insecure, --max-watches not below --max-connections among them), 3 when the server
 // cannot start (store, journal, address in use).
@@ -23,6 +24,8 @@ struct ServerArgs {
   double heartbeat_timeout_s = 15;
   double read_timeout_s = 30;
   double write_timeout_s = 30;
+  double head_timeout_s = 5;
+  size_t per_address = 0;  // used when --max-connections-per-address is given
   std::string master_ports = "29500-30499";
   // Node lifecycle (docs/resiliency.md), in seconds.
   double fault_window_s = 1, reboot_timeout_s = 300, deep_check_timeout_s = 900, replace_silent_after_s = 600;
@@ -40,7 +43,8 @@ int run_server(ServerArgs& a) {
   }
   a.options.heartbeat_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.heartbeat_timeout_s * 1000));
   for (auto [flag, seconds, out] : {std::tuple{"--read-timeout", a.read_timeout_s, &a.options.read_timeout},
-                                    std::tuple{"--write-timeout", a.write_timeout_s, &a.options.write_timeout}}) {
+                                    std::tuple{"--write-timeout", a.write_timeout_s, &a.options.write_timeout},
+                                    std::tuple{"--head-timeout", a.head_timeout_s, &a.options.head_timeout}}) {
     if (!(seconds >= 0.1 && seconds <= 3600)) {
       std::cerr << "allot server: " << flag << " must be 0.1..3600 seconds\n";
       return 2;
@@ -123,6 +127,15 @@ void add_server_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--heartbeat-timeout", args->heartbeat_timeout_s,
                   "Seconds without a heartbeat before a node is UnschedulablePendingReboot")
       ->capture_default_str();
+  cmd->add_option("--disruption-share", args->options.disruption_share,
+                  "When this share of the agents (and at least --disruption-min-nodes) is silent past the heartbeat "
+                  "timeout at once, none is timed out: they stay suspect and their jobs run on (a disruption)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--disruption-min-nodes", args->options.disruption_min_nodes,
+                  "The fewest silent agents that make a disruption (0: never; every silent node is timed out)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{0}, size_t{1000000}));
   cmd->add_option("--master-ports", args->master_ports, "MASTER_PORT range for jobs, LOW-HIGH")->capture_default_str();
   cmd->add_option("--tls-cert", args->options.tls_cert, "Serve HTTPS with this PEM certificate (chain); needs --tls-key");
   cmd->add_option("--tls-key", args->options.tls_key, "The unencrypted PEM private key of --tls-cert");
@@ -137,6 +150,17 @@ void add_server_command(CLI::App& app, Context& ctx) {
                                       "more are answered 429 and those agents see new work at their heartbeats "
                                       "(default: half of --max-connections; 0: no agent watches; below --max-connections)")
                           ->check(CLI::Range(size_t{0}, size_t{100000}));
+  auto* per_address = cmd->add_option("--max-connections-per-address", args->per_address,
+                                      "Of --max-connections, how many one client address may hold (default: half)")
+                          ->check(CLI::Range(size_t{1}, size_t{100000}));
+  cmd->add_option("--agent-connections", args->options.agent_connections,
+                  "Connections beyond --max-connections (and the per-address limit) that serve only agents' heartbeats, "
+                  "registrations and logs, so that a flood of other clients cannot starve the nodes")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{0}, size_t{100000}));
+  cmd->add_option("--head-timeout", args->head_timeout_s,
+                  "Seconds a client has to send a request's line and headers (a connection's first: from its accept)")
+      ->capture_default_str();
   cmd->add_option("--max-body-bytes", args->options.max_body_bytes, "Largest request body accepted (413 beyond)")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
@@ -174,8 +198,9 @@ void add_server_command(CLI::App& app, Context& ctx) {
                   "How long finished jobs stay in the server after they finished (90s, 30m, 24h, 7d, or never); then "
                   "they leave memory, listings and snapshots, their names are free, and only the journal keeps them")
       ->capture_default_str();
-  cmd->callback([args, max_watches, &ctx] {
+  cmd->callback([args, max_watches, per_address, &ctx] {
     args->max_watches_given = max_watches->count() > 0;
+    if (per_address->count() > 0) args->options.max_connections_per_address = args->per_address;
     ctx.exit_code = run_server(*args);
   });
 }

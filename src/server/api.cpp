@@ -12,6 +12,7 @@ namespace allot::server {
 
 void answer(httplib::Response& res, const Reply& reply) {
   res.status = reply.status;
+  if (reply.retry_after_s > 0) res.set_header("Retry-After", std::to_string(reply.retry_after_s));
   if (reply.status == 204) return;
   res.set_content(reply.body, reply.content_type.c_str());
 }

@@ -14,7 +14,9 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace allot::server {
 namespace {
@@ -79,14 +81,48 @@ class DeadlineStream final : public httplib::Stream {
     }
   }
 
-  // Waits up to the keep-alive timeout for the next request to start. False when the client went away or
-  // stayed quiet, or the server stops.
-  bool next_request() {
+  // Waits until `idle_deadline` for the next request to start. False when the client went away or stayed quiet,
+  // or the server stops.
+  bool next_request(SteadyClock::time_point idle_deadline) {
     writing_ = false;
-    if (!buffered() && !wait(POLLIN, SteadyClock::now() + limits_.keep_alive_timeout, /*stop_aware=*/true)) return false;
+    if (!buffered() && !wait(POLLIN, idle_deadline, /*stop_aware=*/true)) return false;
     read_deadline_ = SteadyClock::now() + limits_.read_timeout;
     return true;
   }
+
+  // Reads ahead until the request's head (its line and headers) is complete, by `deadline`; the bytes stay in the
+  // stream for cpp-httplib to parse. False when the client did not send it in time or went away. A head larger
+  // than kHeadPeek is left to cpp-httplib's own limits once that much has arrived.
+  bool read_head(SteadyClock::time_point deadline) {
+    deadline = std::min(deadline, read_deadline_);
+    for (;;) {
+      if (head_.find("\r\n\r\n", head_off_) != std::string::npos || head_.size() - head_off_ >= kHeadPeek) return true;
+      if (off_ < len_) {
+        head_.append(buf_.data() + off_, len_ - off_);
+        off_ = len_;
+        continue;
+      }
+      short want = 0;
+      const ssize_t n = try_recv(buf_.data(), buf_.size(), want);
+      if (n == kWouldBlock) {
+        if (!wait(want, deadline, true)) {
+          timed_out_ = true;
+          return false;
+        }
+        continue;
+      }
+      if (n <= 0) return false;
+      head_.append(buf_.data(), static_cast<size_t>(n));
+    }
+  }
+  // The request line read ahead by read_head() ("POST /v1/agents/gpu-1/heartbeat HTTP/1.1").
+  std::string_view request_line() const {
+    std::string_view rest(head_);
+    rest.remove_prefix(head_off_);
+    return rest.substr(0, rest.find("\r\n"));
+  }
+  // Cuts the whole request's deadline short (a reserved seat holds a request no longer than its head may take).
+  void limit_read_deadline(SteadyClock::time_point deadline) { read_deadline_ = std::min(read_deadline_, deadline); }
 
   // Whether a read gave up because the request was not sent in time (the connection is then dropped).
   bool timed_out() const { return timed_out_; }
@@ -95,6 +131,13 @@ class DeadlineStream final : public httplib::Stream {
   bool is_writable() const override { return wait(POLLOUT, writing_ ? write_deadline_ : SteadyClock::now() + limits_.write_timeout, false); }
 
   ssize_t read(char* ptr, size_t size) override {
+    if (head_off_ < head_.size()) {
+      const size_t n = std::min(size, head_.size() - head_off_);
+      std::memcpy(ptr, head_.data() + head_off_, n);
+      head_off_ += n;
+      if (head_off_ == head_.size()) head_.clear(), head_off_ = 0;
+      return static_cast<ssize_t>(n);
+    }
     if (off_ < len_) {
       const size_t n = std::min(size, len_ - off_);
       std::memcpy(ptr, buf_.data() + off_, n);
@@ -139,10 +182,11 @@ class DeadlineStream final : public httplib::Stream {
 
  private:
   static constexpr ssize_t kWouldBlock = -2;
+  static constexpr size_t kHeadPeek = 16384;
 
   // Bytes already received and not yet handed out (by this stream's buffer, or decrypted inside OpenSSL,
   // where poll() cannot see them).
-  bool buffered() const { return off_ < len_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0); }
+  bool buffered() const { return head_off_ < head_.size() || off_ < len_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0); }
 
   // One non-blocking read: bytes, 0 at end of stream, -1 on error, kWouldBlock with the poll event to wait for.
   ssize_t try_recv(char* ptr, size_t size, short& want) {
@@ -199,6 +243,8 @@ class DeadlineStream final : public httplib::Stream {
   bool timed_out_ = false;
   std::array<char, 4096> buf_{};
   size_t off_ = 0, len_ = 0;
+  std::string head_;  // read ahead by read_head(), handed out before buf_
+  size_t head_off_ = 0;
 };
 
 // An SSL connection over `fd` (non-blocking, which the deadlines above need), or null for plain HTTP or when
@@ -244,12 +290,26 @@ void close_lingering(int fd, std::chrono::milliseconds linger) {
 
 // Past the connection limit: a 503 written without waiting for the request, and the connection closed.
 // Over TLS the handshake comes first, bounded by limits.refusal_handshake_timeout.
-void refuse(int fd, SSL_CTX* tls, const std::atomic<socket_t>& listener, const HttpLimits& limits) {
+std::string refusal(const HttpLimits& limits) {
   const std::string body = R"({"error": {"code": "Unavailable", "message": "the server is serving its limit of )" +
-                           std::to_string(limits.max_connections) +
-                           R"( connections (allot server --max-connections); retry shortly"}})";
-  const std::string answer = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
-                             std::to_string(body.size()) + "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body;
+                           std::to_string(limits.max_connections) + R"( connections (allot server --max-connections), at most )" +
+                           std::to_string(limits.max_connections_per_address) +
+                           R"( from one address (--max-connections-per-address); past them only agents' requests are served, on )" +
+                           std::to_string(limits.agent_connections) + R"( seats of their own (--agent-connections); retry shortly"}})";
+  return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body;
+}
+
+// An agent's POST (registration, heartbeat, logs), by its request line: what a reserved seat serves. Not a watch
+// (GET .../changes), which holds its connection for its whole wait; a refused watch only makes the agent learn of
+// work at its heartbeats. Anyone can send such a line; without an agent's token it is answered 401 at once, so a
+// seat taken that way is held no longer than one request, bounded by head_timeout.
+bool agent_request(std::string_view line) {
+  return line.rfind("POST /v1/agents/", 0) == 0;
+}
+
+void refuse(int fd, SSL_CTX* tls, const std::atomic<socket_t>& listener, const HttpLimits& limits) {
+  const std::string answer = refusal(limits);
   if (tls == nullptr) {
     (void)!::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   } else {
@@ -303,7 +363,7 @@ void ConnectionThreads::work() {
 
 HttpServer::HttpServer(HttpLimits limits, SSL_CTX* tls) : limits_(limits), tls_(tls) {
   // A few threads beyond the limit write the refusals, so that a full server still answers at once.
-  const size_t threads = limits_.max_connections + 8;
+  const size_t threads = limits_.max_connections + limits_.agent_connections + 8;
   new_task_queue = [threads] { return new ConnectionThreads(threads); };
   // cpp-httplib writes these into its Keep-Alive answer header; the loop below enforces them.
   set_keep_alive_timeout(std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(limits_.keep_alive_timeout).count()));
@@ -316,17 +376,54 @@ HttpServer::~HttpServer() {
   if (tls_ != nullptr) SSL_CTX_free(tls_);
 }
 
+std::optional<HttpServer::Seat> HttpServer::take_seat(const std::string& address) {
+  std::lock_guard lock(seats_mu_);
+  size_t& mine = general_by_address_[address];
+  if (general_seats_ < limits_.max_connections && mine < limits_.max_connections_per_address) {
+    ++general_seats_;
+    ++mine;
+    return Seat::kGeneral;
+  }
+  if (mine == 0) general_by_address_.erase(address);
+  if (agent_seats_ < limits_.agent_connections) {
+    ++agent_seats_;
+    return Seat::kAgent;
+  }
+  return std::nullopt;
+}
+
+void HttpServer::release_seat(Seat seat, const std::string& address) {
+  std::lock_guard lock(seats_mu_);
+  switch (seat) {
+    case Seat::kGeneral:
+      --general_seats_;
+      if (auto it = general_by_address_.find(address); it != general_by_address_.end() && --it->second == 0)
+        general_by_address_.erase(it);
+      return;
+    case Seat::kAgent:
+      --agent_seats_;
+      return;
+  }
+}
+
 bool HttpServer::process_and_close_socket(socket_t sock) {
-  struct Slot {
-    std::atomic<size_t>& n;
-    const size_t taken;
-    explicit Slot(std::atomic<size_t>& a) : n(a), taken(++a) {}
-    ~Slot() { --n; }
-  } slot(active_);
-  if (slot.taken > limits_.max_connections) {
+  const auto accepted = SteadyClock::now();
+  std::string address;
+  int port = 0;
+  address_of(sock, /*peer=*/true, address, port);
+  const std::optional<Seat> seat = take_seat(address);
+  if (!seat) {
+    // It may have been an agent's heartbeat: the server counts none as missed (node_silence.h).
+    if (on_refused_) on_refused_();
     refuse(sock, tls_, svr_sock_, limits_);
     return false;
   }
+  struct Release {
+    HttpServer& server;
+    Seat seat;
+    const std::string& address;
+    ~Release() { server.release_seat(seat, address); }
+  } release{*this, *seat, address};
   SslConnection conn(tls_, sock);
   DeadlineStream strm(sock, conn.ssl, svr_sock_, limits_);
   bool ret = false;
@@ -334,7 +431,20 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
   // The handshake is part of the first request's read deadline: a client that trickles it is dropped.
   const bool secured = tls_ == nullptr || (conn.ssl != nullptr && strm.handshake(SteadyClock::now() + limits_.read_timeout));
   for (size_t served = 0; secured && served < limits_.max_requests_per_connection; ++served) {
-    if (!strm.next_request()) break;
+    // The first request's head must be complete within head_timeout of the accept; a later one's within
+    // head_timeout of its first byte, after at most keep_alive_timeout of quiet.
+    if (!strm.next_request(served == 0 ? accepted + limits_.head_timeout : SteadyClock::now() + limits_.keep_alive_timeout)) break;
+    const auto head_deadline = served == 0 ? accepted + limits_.head_timeout : SteadyClock::now() + limits_.head_timeout;
+    if (!strm.read_head(head_deadline)) break;
+    if (*seat == Seat::kAgent) {
+      if (!agent_request(strm.request_line())) {
+        const std::string answer = refusal(limits_);
+        (void)strm.write(answer.data(), answer.size());
+        linger = true;
+        break;
+      }
+      strm.limit_read_deadline(head_deadline);
+    }
     t_close_after_response = false;
     bool closed = false;
     ret = process_request(strm, served + 1 == limits_.max_requests_per_connection, closed, offer_gzip_only);

@@ -7,8 +7,16 @@
 //   - a request (line, headers and body) must have arrived within `read_timeout` of its first byte, and an
 //     answer must have been written within `write_timeout`; past either the connection is dropped;
 //   - an idle keep-alive connection is closed after `keep_alive_timeout`;
-//   - at most `max_connections` connections are served at once, each on its own thread; one more is
-//     answered 503 and closed at once instead of waiting behind the others;
+//   - a request's head (line and headers) must be complete within `head_timeout`: of the accept for a
+//     connection's first request (so a connection that sends nothing, or trickles, is closed soon), of its first
+//     byte for a later one;
+//   - at most `max_connections` connections are served at once, each on its own thread, and at most
+//     `max_connections_per_address` of them from one address; past either, a connection takes one of
+//     `agent_connections` seats reserved for agents, where only agents' requests (/v1/agents/...) are served, each
+//     within `head_timeout` as a whole (after Kubernetes' API Priority and Fairness: seats per class, so an
+//     anonymous flood cannot take the agents' heartbeats with it). Past those too, a connection is answered
+//     503 and closed at once instead of waiting behind the others, and on_refused is told (a heartbeat may have
+//     been among them: node_silence.h);
 //   - a handler can ask for the connection to be closed after its answer (close_after_response), which is
 //     how a refused oversize body is not read to its end.
 // TLS: given an OpenSSL server context, each connection is an SSL stream over the same deadlines: the
@@ -25,6 +33,9 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
 #include <thread>
 #include <vector>
 
@@ -36,7 +47,10 @@ struct HttpLimits {
   std::chrono::milliseconds read_timeout{30000};
   std::chrono::milliseconds write_timeout{30000};
   std::chrono::milliseconds keep_alive_timeout{5000};
+  std::chrono::milliseconds head_timeout{5000};
   size_t max_connections = 512;
+  size_t max_connections_per_address = 256;
+  size_t agent_connections = 64;
   size_t max_requests_per_connection = 100000;
   std::chrono::milliseconds refusal_handshake_timeout{1000};
 };
@@ -69,13 +83,22 @@ class HttpServer final : public httplib::Server {
   // Plain HTTP when `tls` is null; otherwise HTTPS with this context, which the server then owns.
   explicit HttpServer(HttpLimits limits, SSL_CTX* tls = nullptr);
   ~HttpServer() override;
+  // Called (on a connection's thread) for every connection refused past every seat. REQUIRES: before listening.
+  void set_on_refused(std::function<void()> fn) { on_refused_ = std::move(fn); }
 
  private:
+  enum class Seat { kGeneral, kAgent };
   bool process_and_close_socket(socket_t sock) override;
+  std::optional<Seat> take_seat(const std::string& address);
+  void release_seat(Seat seat, const std::string& address);
 
   const HttpLimits limits_;
   SSL_CTX* const tls_;
-  std::atomic<size_t> active_{0};
+  std::function<void()> on_refused_;
+  std::mutex seats_mu_;
+  size_t general_seats_ = 0;                                      // guarded by seats_mu_
+  size_t agent_seats_ = 0;                                        // guarded by seats_mu_
+  std::unordered_map<std::string, size_t> general_by_address_;    // guarded by seats_mu_
 };
 
 // From a handler: close this connection once the answer is written (the rest of the request is not read).

@@ -6,6 +6,7 @@
 
 #include "auth/token.h"
 #include "server/api.h"
+#include "server/node_silence.h"
 
 namespace allot::server {
 namespace {
@@ -280,9 +281,8 @@ bool lifecycle_tick(Txn& txn, const ServerOptions& options) {
   for (auto& [name, info] : txn.state().nodes) {
     const Node* n = txn.cluster().find_node(name);
     if (!n || !info.agent) continue;
-    const int64_t silent = now - info.last_heartbeat_ms;
-    // A missed heartbeat: two intervals and a little more without one.
-    const int64_t threshold = 2 * info.heartbeat_interval_ms + 200;
+    const int64_t silent = silent_for(txn.view(), info, now);
+    const int64_t threshold = missed_heartbeat_after(info);
     std::string why;
     if (info.fault_since_ms != 0) why = info.fault_reason;
     else if (silent > threshold) why = "no heartbeat for " + std::to_string(silent) + " ms (interval " + std::to_string(info.heartbeat_interval_ms) + " ms)";

@@ -1,6 +1,7 @@
 #pragma once
 // What `allot server` can be told: where to listen, where its data lives, and the knobs of the loop and of
 // node lifecycle. Tests shorten the timeouts and inject the clock.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +29,10 @@ struct ServerOptions {
   // A node whose agent has not heartbeated for this long becomes UnschedulablePendingReboot and its jobs
   // restart elsewhere; its next heartbeat makes it Schedulable again.
   std::chrono::milliseconds heartbeat_timeout{15000};
+  // The disruption rule (node_silence.h): when at least disruption_min_nodes agents, and at least this share of
+  // all agents, are silent past the timeout at once, none is timed out (0 nodes: never held).
+  double disruption_share = 0.55;
+  size_t disruption_min_nodes = 3;
   // MASTER_PORT of a job is master_port_min + (job number mod the range size): deterministic, so a restarted
   // server gives the same port, and distinct for the jobs that run at the same time unless more than the
   // range size are started between two of them.
@@ -46,6 +51,12 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{30000};
   std::chrono::milliseconds keep_alive_timeout{5000};
   size_t max_connections = 512;
+  // Overload (http_server.h): a request's head must be complete within head_timeout; at most
+  // max_connections_per_address of the max_connections from one address (unset: half of max_connections, at least
+  // 1); past either, agent_connections more seats serve agents' POSTs (heartbeats, registrations, logs) only.
+  std::chrono::milliseconds head_timeout{5000};
+  std::optional<size_t> max_connections_per_address;
+  size_t agent_connections = 64;
   // Agents' watches (heartbeat_board.h) admitted at once, each holding one of those connections for its whole
   // wait: unset, half of max_connections; 0, none (every agent learns of work at its heartbeats). Must stay
   // below max_connections (Server::open refuses it otherwise), so that heartbeats always find a connection.
@@ -91,6 +102,11 @@ struct ServerOptions {
   // heartbeat board (heartbeat_board.h) holds otherwise (Writer::Stats::heartbeat_board_mismatches).
   bool verify_heartbeat_board = false;
 };
+
+// Connections one address may hold at once (ServerOptions::max_connections_per_address).
+inline size_t connections_per_address(const ServerOptions& o) {
+  return o.max_connections_per_address.value_or(std::max<size_t>(1, o.max_connections / 2));
+}
 
 // The watches a server admits at once (ServerOptions::max_watches).
 inline size_t watch_limit(const ServerOptions& o) { return o.max_watches.value_or(o.max_connections / 2); }

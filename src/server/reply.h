@@ -12,6 +12,7 @@ struct Reply {
   int status = 200;
   std::string body;
   std::string content_type = "application/json";
+  int retry_after_s = 0;  // sent as Retry-After when positive
 };
 
 Reply json_reply(int status, const nlohmann::json& body);

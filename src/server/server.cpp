@@ -209,9 +209,14 @@ Status Server::make_http() {
   const HttpLimits limits{.read_timeout = options_.read_timeout,
                           .write_timeout = options_.write_timeout,
                           .keep_alive_timeout = options_.keep_alive_timeout,
-                          .max_connections = options_.max_connections};
+                          .head_timeout = options_.head_timeout,
+                          .max_connections = options_.max_connections,
+                          .max_connections_per_address = connections_per_address(options_),
+                          .agent_connections = options_.agent_connections};
   if (options_.tls_cert.empty()) {
-    http_ = std::make_unique<HttpServer>(limits);
+    auto http = std::make_unique<HttpServer>(limits);
+    note_refusals(*http);
+    http_ = std::move(http);
     return ok_status();
   }
   // HTTPS goes through the same HttpServer (http_server.h), so TLS clients meet the same whole-request
@@ -223,8 +228,14 @@ Status Server::make_http() {
     SSL_CTX_free(ctx);
     return loaded;
   }
-  http_ = std::make_unique<HttpServer>(limits, ctx);
+  auto http = std::make_unique<HttpServer>(limits, ctx);
+  note_refusals(*http);
+  http_ = std::move(http);
   return ok_status();
+}
+
+void Server::note_refusals(HttpServer& http) {
+  http.set_on_refused([writer = writer_.get(), clock = options_.clock] { writer->liveness().note_refused(clock()); });
 }
 
 std::string Server::url() const { return url_for(options_.tls_cert.empty() ? "http" : "https", host_, port_); }

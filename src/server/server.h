@@ -16,6 +16,7 @@ class Server;
 namespace allot::server {
 
 class LogStore;
+class HttpServer;
 struct Api;
 
 class Server {
@@ -45,6 +46,8 @@ class Server {
   static Result<std::unique_ptr<Server>> make(ServerOptions options, std::unique_ptr<store::Store> store);
   // http_ as plain HTTP, or as HTTPS with the TLS identity of the options.
   Status make_http();
+  // The HTTP server's refusals reach the writer's liveness (node_silence.h).
+  void note_refusals(HttpServer& http);
 
   ServerOptions options_;
   std::unique_ptr<EventLog> events_;

@@ -171,6 +171,9 @@ struct ReplicaCpus {
 struct ServerState {
   ClusterState cluster;
   std::unordered_map<std::string, NodeInfo> nodes;  // by node name
+  // Not journaled: no node's silence counts before this (the server stalled or refused connections then;
+  // node_silence.h).
+  int64_t hearing_since_ms = 0;
   std::set<std::string> removed_teams;              // removed through the API; their jobs are refused
   std::unordered_map<uint32_t, ExitTrack> exits;    // by JobId index; in memory, agents report again
   std::unordered_map<uint32_t, DeferredExit> deferred_exits;  // by JobId index; in memory

@@ -20,6 +20,8 @@ constexpr size_t kReplayEventChunk = 4096;  // events handed to the ring at a ti
 constexpr auto kCheapPass = std::chrono::milliseconds(2);  // passes shorter than this run after every batch
 constexpr auto kCheapView = std::chrono::milliseconds(1);  // copies shorter than this are made after every batch
 constexpr int kViewSpacing = 3;                            // else the writer works 3 times as long between copies
+constexpr auto kSpaceCheck = std::chrono::milliseconds(250);  // how often a full journal is asked again
+constexpr int kNoSpaceRetryAfterS = 5;
 }  // namespace
 
 ServerState& Txn::state() {
@@ -49,6 +51,11 @@ Status Txn::after_commit(Effect effect) {
   if (!effects_) return Error::internal("a read-only request tried to schedule an effect after the commit");
   effects_->push_back(std::move(effect));
   return ok_status();
+}
+
+void Txn::note(std::string kind, std::string node, std::string message) {
+  if (!st_) return;
+  events_->push_back({++st_->last_event, now(), std::move(kind), "", std::move(node), std::move(message), ""});
 }
 
 Writer::Writer(const ServerOptions& options, std::unique_ptr<store::Store> store, EventLog& events, AuthGate& auth)
@@ -159,7 +166,47 @@ void Writer::stop() {
   running_ = false;
 }
 
-Reply Writer::call(Command cmd, CallContext ctx) { return enqueue(std::move(cmd), std::move(ctx), /*read_only=*/false); }
+Reply Writer::call(Command cmd, CallContext ctx) {
+  // A client's change while the journal has no room: refused here, at once, without queuing (see writer.h).
+  // Agents' requests (never audited) still go through: most heartbeats write nothing.
+  if (ctx.audit && no_space_) {
+    std::string why;
+    {
+      std::lock_guard lock(mu_);
+      why = no_space_why_;
+      ++stats_.refused_no_space;
+    }
+    Reply r = error_reply(507, "InsufficientStorage",
+                          "the journal has no room (" + why + "): changes are refused until space returns; reads are "
+                          "answered; nothing was changed");
+    r.retry_after_s = kNoSpaceRetryAfterS;
+    return r;
+  }
+  return enqueue(std::move(cmd), std::move(ctx), /*read_only=*/false);
+}
+
+void Writer::note_space_after_failure() {
+  auto space = store_->check_space();
+  if (space) return;  // a failure of another kind: the next change is tried as before
+  spdlog::error("{}; changes are refused until space returns", space.error().message);
+  {
+    std::lock_guard lock(mu_);
+    no_space_why_ = space.error().message;
+  }
+  no_space_ = true;
+  next_space_check_ = std::chrono::steady_clock::now() + kSpaceCheck;
+}
+
+void Writer::check_space_returned() {
+  if (!no_space_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_space_check_) return;
+  next_space_check_ = now + kSpaceCheck;
+  if (!store_->check_space()) return;
+  spdlog::info("the journal has room again; changes resume");
+  no_space_ = false;
+  dirty_ = true;  // passes held back meanwhile run now
+}
 
 Reply Writer::read(Command cmd, CallContext ctx) {
   std::shared_ptr<const ServerState> view;
@@ -351,15 +398,34 @@ void Writer::loop() {
       }
     }
     step_leadership(/*force=*/false);
+    check_space_returned();
     run_batch(batch);
   }
 }
 
+void Writer::note_liveness(Txn& txn) {
+  // Looked at on every server, so that a standby that takes the lead does not take its time as a standby for a stall.
+  auto deaf = liveness_.look(options_, txn.now_ms(), std::chrono::steady_clock::now());
+  if (!leading_ || !deaf || deaf->until_ms <= state_.hearing_since_ms) return;
+  state_.hearing_since_ms = deaf->until_ms;
+  if (deaf->why.empty()) return;
+  spdlog::warn("{}", deaf->why);
+  txn.note("liveness", "", deaf->why);
+}
+
 void Writer::time_out_nodes(Txn& txn) {
   const int64_t limit = options_.heartbeat_timeout.count();
+  const Disruption disruption = assess_disruption(state_, options_, txn.now_ms());
+  if (disruption.held != disruption_held_) {
+    disruption_held_ = disruption.held;
+    const std::string message = disruption_message(disruption, options_);
+    spdlog::warn("{}", message);
+    txn.note("disruption", "", message);
+  }
+  if (disruption.held) return;  // the silent nodes wait, suspect (node_silence.h)
   std::vector<std::string> silent;
   for (const auto& [name, info] : state_.nodes) {
-    if (!info.agent || txn.now_ms() - info.last_heartbeat_ms <= limit) continue;
+    if (!info.agent || silent_for(state_, info, txn.now_ms()) <= limit) continue;
     const Node* n = state_.cluster.find_node(name);
     if (n && n->health == NodeHealth::kSchedulable) silent.push_back(name);
   }
@@ -393,6 +459,7 @@ void Writer::adopt_rebuilt(ServerState fresh) {
   // What the journal does not hold but the server knows: heartbeats and live latency measurements.
   for (auto& [name, info] : fresh.nodes)
     if (auto it = state_.nodes.find(name); it != state_.nodes.end()) info.last_heartbeat_ms = it->second.last_heartbeat_ms;
+  fresh.hearing_since_ms = state_.hearing_since_ms;
   fresh.scheduling_latency = state_.scheduling_latency;
   fresh.observed.pass_seconds = state_.observed.pass_seconds;
   fresh.observed.utilisation = state_.observed.utilisation;
@@ -514,7 +581,10 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   txn.act_as(kServerActor);
   // Only the leader decides: a standby's state is the leader's, as journaled.
   std::vector<std::string> compacted;
-  if (leading_) {
+  // Without room in the journal the leader's own writing work waits: each would fail and cost a rebuild.
+  const bool writes_own = leading_ && !no_space_;
+  note_liveness(txn);
+  if (writes_own) {
     if (lifecycle_tick(txn, options_)) dirty_ = true;
     if (step_plans(txn, options_)) dirty_ = true;
     time_out_nodes(txn);
@@ -525,7 +595,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   if (!records.empty()) dirty_ = true;
   const auto pass_start = std::chrono::steady_clock::now();
   const bool wakeup_due = next_wakeup_ && now >= *next_wakeup_;
-  const bool pass = leading_ && (wakeup_due || (dirty_ && pass_start >= next_pass_));
+  const bool pass = writes_own && (wakeup_due || (dirty_ && pass_start >= next_pass_));
   double pass_seconds = 0;
   if (pass) {
     dirty_ = false;
@@ -600,8 +670,13 @@ void Writer::run_batch(std::vector<Pending>& batch) {
                          : error_reply(Error::internal("the change could not be made durable (" + durable.error().message +
                                                        "); nothing was changed"));
     auto fresh = replay(/*publish=*/false);
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.rebuilds;
+    }
     if (fresh) {
       adopt_rebuilt(std::move(*fresh));
+      if (!session_lost) note_space_after_failure();
     } else if (store_->shared()) {
       // The database is gone (the write failed for that reason): step down, answer nothing from this state, and
       // rebuild it from the journal once the database is back (step_leadership). The next leader, this server

@@ -31,6 +31,13 @@
 // at most about 1 / (1 + kViewSpacing) of its time copying, and heartbeats and submissions are not held back by
 // it. A copy that takes under a millisecond (a small cluster) is never held back.
 //
+// A full disk: after a failed write the writer asks the store whether it has room (Store::check_space). While it
+// has not, changes that clients ask for are refused at once on their own threads (507 Insufficient Storage with
+// Retry-After), the leader's own work that writes (scheduling passes, node timeouts, compaction) waits, and reads
+// are answered as before; every quarter second the writer asks again, and changes resume once there is room. So
+// a full disk costs one rebuild of the state from the journal (of the batch that failed), not one per refused
+// change, and refusals take no time (bench/RESULTS.md, "Faults").
+//
 // Heartbeats off the write path: after each batch, before answering it, the leader also publishes every changed
 // node's heartbeat answer to the heartbeat board (heartbeat_board.h), from which request threads answer the
 // heartbeats that change nothing but the node's time. The writer takes those times into the state at the start
@@ -51,6 +58,7 @@
 #include "server/auth_gate.h"
 #include "server/event_log.h"
 #include "server/heartbeat_board.h"
+#include "server/node_silence.h"
 #include "server/options.h"
 #include "server/provisioner.h"
 #include "server/reply.h"
@@ -81,6 +89,9 @@ class Txn {
   // change does outside the state (a deleted job's log files). Never when the write fails (the state is then
   // rebuilt from the journal, where the change is not) nor when the command answers an error.
   Status after_commit(Effect effect);
+  // An event that no record carries (the server's own observations, such as node_silence.h's), at this batch's
+  // time, published with the batch's events once it is durable.
+  void note(std::string kind, std::string node, std::string message);
   // Whom the records of the command now running name (set by the writer for each command).
   void act_as(store::Actor actor) { actor_ = std::move(actor); }
   const store::Actor& actor() const { return actor_; }
@@ -134,6 +145,8 @@ class Writer {
   bool leading() const { return leading_flag_.load(); }
   // Where request threads answer heartbeats that change nothing (heartbeat_board.h).
   HeartbeatBoard& heartbeats() { return board_; }
+  // Where the HTTP server notes the connections it refused (node_silence.h).
+  ServerLiveness& liveness() { return liveness_; }
   std::string leader_url() const;
   // The URL the other servers redirect writes to while this one leads. REQUIRES: before start().
   void set_advertise_url(std::string url);
@@ -155,6 +168,8 @@ class Writer {
     uint64_t heartbeat_board_mismatches = 0;   // with ServerOptions::verify_heartbeat_board; 0 unless a bug
     uint64_t watches_waiting = 0;              // agents' watches (GET /v1/agents/{name}/changes) under way
     uint64_t snapshots_written = 0;
+    uint64_t rebuilds = 0;            // states rebuilt from the journal after a failed write
+    uint64_t refused_no_space = 0;    // changes refused at once while the journal had no room
     bool snapshot_writing = false;  // one is being encoded and written off the writer thread (maybe_snapshot)
   };
   Stats stats() const;
@@ -179,6 +194,13 @@ class Writer {
   void loop();
   void run_batch(std::vector<Pending>& batch);
   void time_out_nodes(Txn& txn);
+  // After a failed write: whether the journal has room; without, changes are refused until it has (see the note at
+  // the top). REQUIRES: the writer thread.
+  void note_space_after_failure();
+  // While the journal has no room: asks again every kSpaceCheck, and resumes changes once it has.
+  void check_space_returned();
+  // At the start of a batch: after a stall or a refusal, no node's silence counts before it (the leader's).
+  void note_liveness(Txn& txn);
   // Takes the heartbeat times the board noted into the state (NodeInfo::last_heartbeat_ms).
   void fold_heartbeat_times();
   // Publishes the heartbeat answers of the nodes the batch (whose events these are) may have changed, or of every
@@ -234,6 +256,11 @@ class Writer {
   int64_t next_compaction_check_ms_ = 0;  // options_.clock() milliseconds
   std::function<void(const std::vector<std::string>&)> on_compacted_;
   HeartbeatBoard board_;
+  std::atomic<bool> no_space_{false};  // the journal has no room: changes are refused (see the note at the top)
+  std::string no_space_why_;           // guarded by mu_
+  std::chrono::steady_clock::time_point next_space_check_{};
+  ServerLiveness liveness_;
+  bool disruption_held_ = false;  // the disruption rule held timeouts at the last look (node_silence.h)
   bool board_all_stale_ = true;  // every node's answer is to be published afresh (a new or rebuilt state)
   bool heard_pending_ = false;    // a heartbeat time folded in moved to a new second, not yet counted as a change
   std::chrono::steady_clock::time_point heard_counted_at_{};  // when one last counted (fold_heartbeat_times)

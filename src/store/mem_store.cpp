@@ -56,6 +56,17 @@ void MemStore::fail_next_appends(int count, std::string message) {
   fail_message_ = std::move(message);
 }
 
+void MemStore::make_room() {
+  std::lock_guard lock(mu_);
+  room_.reset();
+}
+
+Status MemStore::check_space() {
+  std::lock_guard lock(mu_);
+  if (room_ && *room_ == 0) return Error::internal("injected failure: no space left");
+  return ok_status();
+}
+
 void MemStore::fail_after_records(size_t records) {
   std::lock_guard lock(mu_);
   room_ = records;

@@ -22,6 +22,10 @@ class MemStore final : public Store {
   // Appends fail from now on after `records` more records have been written in total; the failing batch is
   // still all-or-nothing (this models a disk that fills up in the middle of a batch).
   void fail_after_records(size_t records);
+  // Space returns: appends are no longer limited (after fail_after_records).
+  void make_room();
+  // An error once fail_after_records' room is used up (a full disk), ok otherwise.
+  Status check_space() override;
 
   std::vector<Record> records() const;
   size_t appends() const;  // successful appends so far

@@ -2,6 +2,8 @@
 
 #include <libpq-fe.h>
 
+#include <thread>
+
 #include "store/record_json.h"
 #include "store/snapshot_parts.h"
 
@@ -27,6 +29,9 @@ const std::vector<std::vector<const char*>> kMigrations = {
     // 4: a snapshot's body in parts (snapshot_parts.h); `parts` = 0 keeps a version 3 snapshot readable.
     {"CREATE TABLE allot_snapshot_parts (seq bigint NOT NULL, part integer NOT NULL, body text NOT NULL, PRIMARY KEY (seq, part))",
      "ALTER TABLE allot_snapshots ADD COLUMN parts integer NOT NULL DEFAULT 0"},
+    // 5: the leader's lease (pg_store.h): until when it holds, and the backend of its session.
+    {"ALTER TABLE allot_leader ADD COLUMN lease_until timestamptz NOT NULL DEFAULT now(), "
+     "ADD COLUMN backend_pid integer NOT NULL DEFAULT 0"},
 };
 
 constexpr int kJournalPage = 5000;  // records fetched per query while loading
@@ -346,6 +351,30 @@ Status PgStore::load_after(uint64_t after, const std::function<Status(const Reco
   }
 }
 
+std::string PgStore::lease_end_sql() const {
+  return "clock_timestamp() + interval '" + std::to_string(options_.leader_lease.count()) + " milliseconds'";
+}
+
+Result<bool> PgStore::take_over_expired_locked() {
+  // Only the backend the row names, only while it still holds the lock, and only once its lease ended (on the
+  // database's clock, which every server shares).
+  auto ended = run(conn_, described_,
+                   "SELECT pg_terminate_backend(k.pid) FROM pg_locks k, allot_leader l WHERE l.id = 1 AND "
+                   "l.lease_until < clock_timestamp() AND k.pid = l.backend_pid AND k.locktype = 'advisory' AND k.granted "
+                   "AND k.classid = 0 AND k.objid = " + std::to_string(kLeaderLock) + "::oid AND k.objsubid = 1 AND "
+                   "k.database = (SELECT oid FROM pg_database WHERE datname = current_database())");
+  if (!ended) return ended.error();
+  if (PQntuples(ended->get()) == 0) return false;
+  // The backend lets go of the lock as it exits, a few milliseconds later.
+  for (int i = 0; i < 40; ++i) {
+    auto got = run(conn_, described_, "SELECT pg_try_advisory_lock(" + std::to_string(kLeaderLock) + ")");
+    if (!got) return got.error();
+    if (std::string(PQgetvalue(got->get(), 0, 0)) == "t") return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 Result<bool> PgStore::try_lead(const std::string& url) {
   std::lock_guard lock(mu_);
   if (leading_ && connection_ok(conn_)) return true;
@@ -353,8 +382,14 @@ Result<bool> PgStore::try_lead(const std::string& url) {
   if (auto st = connect_locked(); !st) return st.error();
   auto got = run(conn_, described_, "SELECT pg_try_advisory_lock(" + std::to_string(kLeaderLock) + ")");
   if (!got) return got.error();
-  if (std::string(PQgetvalue(got->get(), 0, 0)) != "t") return false;
-  auto e = run(conn_, described_, "UPDATE allot_leader SET epoch = epoch + 1, url = $1, since = now() WHERE id = 1 RETURNING epoch", {url});
+  if (std::string(PQgetvalue(got->get(), 0, 0)) != "t") {
+    auto taken = take_over_expired_locked();
+    if (!taken || !*taken) return taken;
+  }
+  auto e = run(conn_, described_,
+               "UPDATE allot_leader SET epoch = epoch + 1, url = $1, since = now(), lease_until = " + lease_end_sql() +
+                   ", backend_pid = pg_backend_pid() WHERE id = 1 RETURNING epoch",
+               {url});
   if (!e || PQntuples(e->get()) != 1) {
     (void)run(conn_, described_, "SELECT pg_advisory_unlock_all()");
     if (!e) return e.error();
@@ -368,7 +403,11 @@ Result<bool> PgStore::try_lead(const std::string& url) {
 bool PgStore::confirm_lead() {
   std::lock_guard lock(mu_);
   if (!leading_) return false;
-  auto e = connection_ok(conn_) ? run(conn_, described_, "SELECT epoch FROM allot_leader WHERE id = 1")
+  // Renews the lease while the epoch is still this store's (no row: another server took over).
+  auto e = connection_ok(conn_) ? run(conn_, described_,
+                                      "UPDATE allot_leader SET lease_until = " + lease_end_sql() +
+                                          " WHERE id = 1 AND epoch = $1::bigint RETURNING epoch",
+                                      {std::to_string(epoch_)})
                                 : Result<PgResult>(Error::internal("no connection"));
   if (!e || !connection_ok(conn_)) {
     lose_session_locked();

@@ -14,6 +14,14 @@
 // one it set when it took the lock. PostgreSQL releases the lock when the session ends (the server was killed,
 // the connection broke, keepalives found the peer gone), and this store never reconnects while it leads: a
 // deposed leader's appends fail, so it can never write after another server took over. Its reads reconnect.
+//
+// The lease: a leader whose process hangs (SIGSTOP, a VM paused) keeps its session, and so its lock, for as long
+// as PostgreSQL sees the connection alive, which is for ever. So the leader also holds a lease in allot_leader,
+// `lease_until` on the database's clock, renewed by confirm_lead() (every leader_poll between batches); the row
+// names the leader's backend. A standby that finds the lock held and the lease expired ends that backend
+// (pg_terminate_backend), which releases the lock, and takes the lead with a new epoch: the old leader, if it ever
+// runs again, finds its session gone and its epoch superseded, and writes nothing (the fence above).
+#include <chrono>
 #include <functional>
 #include <mutex>
 
@@ -35,6 +43,10 @@ struct PgOptions {
   std::function<Status(size_t part)> before_snapshot_part;
   // Bytes per part of a snapshot (snapshot_parts.h); bench/snapshot_stall_bench compares sizes with it.
   size_t snapshot_part_bytes = kSnapshotPartBytes;
+  // How long a leader's lease lasts from its last renewal (see the note at the top). Renewed every leader_poll
+  // (0.5 s by default), so 5 s rides out a batch or a pause of a few seconds, and a hung leader is replaced within
+  // about 6 s (docs/deployment.md).
+  std::chrono::milliseconds leader_lease{5000};
 };
 
 class PgStore final : public Store {
@@ -72,6 +84,11 @@ class PgStore final : public Store {
   Status begin_fenced_locked();
   // Ends a failed write transaction; a lost session deposes this store. Returns the error to report.
   Status fail_write_locked(const Error& e);
+  // The lock is held by another session: ends that session when the lease it holds expired, and waits a moment
+  // for the lock to be let go. True when the lock is then this session's. REQUIRES: mu_ held, connected.
+  Result<bool> take_over_expired_locked();
+  // SQL: the lease's end, lease_until from now on the database's clock.
+  std::string lease_end_sql() const;
 
   const std::string url_;
   const std::string described_;  // the URL without its password

@@ -1,11 +1,26 @@
 #include "store/sqlite_store.h"
 
+#include <sys/statvfs.h>
+
+#include <filesystem>
+
 #include <sqlite3.h>
 
 #include "store/record_json.h"
 #include "store/snapshot_parts.h"
 
 namespace allot::store {
+
+Status SqliteStore::check_space() {
+  std::string dir = std::filesystem::path(path_).parent_path().string();
+  if (dir.empty()) dir = ".";
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) != 0) return ok_status();  // cannot tell: the next write will
+  const uint64_t free = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  if (free >= kMinFreeBytes) return ok_status();
+  return Error::internal("no space left for the journal: " + std::to_string(free) + " bytes free in " + dir +
+                         " (fewer than " + std::to_string(kMinFreeBytes) + ")");
+}
 
 namespace {
 // Bumped when the journal's layout changes in a way older readers cannot read. 2: snapshots. 3: snapshots in parts.

@@ -44,6 +44,9 @@ class SqliteStore final : public Store {
   Status put_snapshot(uint64_t seq, const std::string& body) override;
   Result<std::optional<Snapshot>> latest_snapshot() override;
   std::string describe() const override { return "sqlite:" + path_; }
+  // Less than kMinFreeBytes free for the database's directory is no room (statvfs).
+  Status check_space() override;
+  static constexpr uint64_t kMinFreeBytes = 1 << 20;
 
  private:
   SqliteStore(std::string path, SqliteOptions options) : path_(std::move(path)), options_(std::move(options)) {}

@@ -52,6 +52,11 @@ class Store {
   // "sqlite:/var/lib/allot/allot.db", for logs and messages (never a password).
   virtual std::string describe() const = 0;
 
+  // Whether the journal has room for more (a full disk refuses every write until space returns): an error saying
+  // why when it has not. The writer asks after a failed append, and then every quarter second until it has, to
+  // refuse changes at once meanwhile instead of failing (and rebuilding after) each one. Cheap; any thread.
+  [[nodiscard]] virtual Status check_space() { return ok_status(); }
+
   // --- Leadership: several servers on one shared journal (docs/deployment.md) ---
   // Whether other servers may have this journal open at the same time. A store that is not shared is opened
   // by one server only (SQLite refuses a second), which always leads.

@@ -4,10 +4,14 @@
 # lead; every submission that was acknowledged is there afterwards; the running job's replica keeps running (same
 # process, no restart); the agents heartbeat to the new leader (their nodes stay Schedulable past the heartbeat
 # timeout); the new leader admits a new job. Prints the failover time and the acknowledged-vs-present counts.
+# Then the new leader hangs (SIGSTOP: it keeps its database session and its lock): a third server, a standby,
+# takes over once the hung leader's lease expired (docs/deployment.md), within 10 s; resumed, the old leader
+# writes nothing.
 # Usage: failover_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=failover
 source "$(dirname "$0")/lib_e2e.sh"
+source "$(dirname "$0")/lib_faults.sh"
 
 start_postgres
 
@@ -140,4 +144,31 @@ kill -0 "$LONG_PID" 2>/dev/null || fail "the replica of long was stopped after t
 # The new leader admits: team-b's job runs on the free node.
 printf '{"name": "after", "team": "team-b", "per_replica": {"accelerators": 1}, "command": "sleep 30"}' | "$ALLOT" submit - >/dev/null
 wait_state after Running
+
+# A hung leader: frozen, b keeps its session and its advisory lock. The standby c takes over when b's lease
+# (5 s) expires, ending b's session; writes to c are acknowledged again within 10 s of the freeze.
+start_pg_server c
+[ "$(role_of "$URL_c")" = standby ] || fail "the third server should be a standby"
+say "freezing the leader b (pid $PID_b) with SIGSTOP"
+t0=$(( $(date +%s%N) / 1000000 ))
+fault_freeze "$PID_b"
+STREAM_URL=$URL_c stream_start team-a 0
+for _ in $(seq 1 300); do [ "$(acked_after "$t0")" -gt 0 ] && break; sleep 0.05; done
+first_ok=$(awk '$3 == "ok" {print $1; exit}' "$WORK/stream")
+[ -n "$first_ok" ] || { fault_thaw "$PID_b"; fail "no write was acknowledged within 15 s of the leader freezing: $(tail -3 "$WORK/stream.err")"; }
+resumed=$((first_ok - t0))
+say "hung leader: writes acknowledged again $resumed ms after it froze (bound: 10000 ms)"
+[ "$resumed" -le 10000 ] || { fault_thaw "$PID_b"; fail "writes resumed only after $resumed ms"; }
+fault_thaw "$PID_b"
+# Resumed, b finds its session ended and its epoch superseded: a write sent to it is not acknowledged.
+code=$(curl -s --max-time 10 -o "$WORK/zombie-answer" -w '%{http_code}' -X POST -H "Authorization: Bearer $ALLOT_TOKEN" \
+  -H 'Content-Type: application/json' --data '{"name": "zombie", "team": "team-a", "replicas": 64, "per_replica": {"accelerators": 1}, "command": "true"}' \
+  "$URL_b/v1/jobs" || true)
+say "a write sent to the resumed old leader: HTTP $code"
+[ "$code" != 201 ] || fail "the resumed old leader acknowledged a write: $(cat "$WORK/zombie-answer")"
+sleep 1
+stream_stop
+export ALLOT_SERVER="$URL_c"
+"$ALLOT" jobs -o json | grep_q '"zombie"' && fail "the old leader's write reached the journal"
+figures failover_hung_leader 0
 say PASS

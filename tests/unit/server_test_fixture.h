@@ -32,6 +32,7 @@ class SharedStore final : public store::Store {
   Status put_snapshot(uint64_t seq, const std::string& body) override { return mem_->put_snapshot(seq, body); }
   Result<std::optional<store::Snapshot>> latest_snapshot() override { return mem_->latest_snapshot(); }
   std::string describe() const override { return "shared-mem:"; }
+  Status check_space() override { return mem_->check_space(); }
 
  private:
   std::shared_ptr<store::MemStore> mem_;

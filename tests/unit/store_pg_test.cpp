@@ -125,6 +125,48 @@ TEST_F(StorePg, ALeaderWhoseSessionEndedNeverWritesAgain) {
   EXPECT_EQ(count(), 3u);
 }
 
+// A leader that hangs (SIGSTOP) keeps its session and its lock; its lease, renewed by confirm_lead(), does not
+// outlive the hang. A standby takes over once the lease expired, ending the hung leader's session, and the old
+// leader, running again, writes nothing.
+TEST_F(StorePg, AStandbyTakesOverFromALeaderWhoseLeaseExpired) {
+  PgOptions brief;
+  brief.leader_lease = std::chrono::milliseconds(600);
+  auto opened = PgStore::open(url_, brief);
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  auto old_leader = std::move(*opened);
+  auto led = old_leader->try_lead("http://127.0.0.1:1");
+  ASSERT_TRUE(led.ok() && *led);
+  ASSERT_TRUE(old_leader->append(cancels(1, 1)).ok());
+  auto standby = PgStore::open(url_, brief);
+  ASSERT_TRUE(standby.ok());
+  // While the leader renews its lease, the standby does not take over.
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(old_leader->confirm_lead());
+    auto r = (*standby)->try_lead("http://127.0.0.1:2");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_FALSE(*r) << "took over from a leader that renews its lease";
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
+  // The leader hangs: it neither renews nor writes, and its session stays open.
+  bool took = false;
+  const auto hung = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100 && !took; ++i) {
+    auto r = (*standby)->try_lead("http://127.0.0.1:2");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    took = *r;
+    if (!took) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(took) << "the standby never took over from a leader whose lease expired";
+  EXPECT_GE(std::chrono::steady_clock::now() - hung, std::chrono::milliseconds(400));  // not before the lease ended
+  EXPECT_EQ(*(*standby)->leader_url(), "http://127.0.0.1:2");
+  // The old leader runs again: its session is gone and its epoch superseded.
+  EXPECT_FALSE(old_leader->append(cancels(2, 1)).ok());
+  EXPECT_FALSE(old_leader->leading());
+  EXPECT_FALSE(old_leader->confirm_lead());
+  ASSERT_TRUE((*standby)->append(cancels(2, 1)).ok());
+  EXPECT_EQ(count(), 2u);
+}
+
 // The epoch is the fence inside every append's transaction: a leader whose epoch was superseded (another server
 // took over by any means) writes nothing.
 TEST_F(StorePg, AnAppendUnderASupersededEpochWritesNothing) {

@@ -1,0 +1,116 @@
+// Node silence measured against the server's own liveness, and the disruption rule (server/node_silence.h,
+// docs/resiliency.md "A silent agent"): a server that stalled gives every node a fresh timeout; when most nodes
+// go silent at once none is timed out, and the events say why. The clock is the fixture's.
+#include "server_test_fixture.h"
+
+namespace allot::server::test {
+namespace {
+
+using nlohmann::json;
+
+class ServerNodeSilence : public ServerTest {
+ protected:
+  void SetUp() override {
+    // A stall: the writer's next batch with a command sleeps past stall_gap() (1 s at a 2 s timeout) while the
+    // clock moves past the heartbeat timeout, as a process stopped with SIGSTOP and resumed sees it.
+    options_.before_batch = [this] {
+      if (!stall_.exchange(false)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+      now_ms_ += 2500;
+    };
+    ServerTest::SetUp();
+    auto r = post("/v1/apply", R"({"teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.12xlarge", "instances": 4}]}]})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    for (const char* n : {"g1", "g2", "g3", "g4"}) {
+      auto reg = post("/v1/agents/register", json{{"name", n}, {"instance_type", "ml.g5.12xlarge"},
+                                                  {"labels", {{"network-node-layer-3", "x"}}}, {"heartbeat_interval_ms", 500}});
+      ASSERT_EQ(reg.status, 200) << reg.body;
+    }
+    r = post("/v1/jobs", json{{"name", "j"}, {"team", "a"}, {"replicas", 1}, {"max_retries", 0},
+                              {"per_replica", {{"accelerators", 4}}}, {"command", {"python", "train.py"}}});
+    ASSERT_EQ(r.status, 201) << r.body;
+    job_node_ = get("/v1/jobs/j").json["nodes"][0];
+  }
+  void beat(const std::string& node) {
+    auto r = post("/v1/agents/" + node + "/heartbeat",
+                  json{{"replicas", node == job_node_ ? json::array({{{"job", "j"}, {"rank", 0}, {"state", "running"}}}) : json::array()}});
+    EXPECT_EQ(r.status, 200) << r.body;
+  }
+  std::string health_of(const std::string& node) { return get("/v1/nodes/" + node).json.value("health", ""); }
+  json events_of(const std::string& kind) {
+    json out = json::array();
+    const json all = get("/v1/events?since=0").json;  // kept: a range over a temporary's member would dangle
+    for (const auto& e : all["events"])
+      if (e["kind"] == kind) out.push_back(e);
+    return out;
+  }
+  std::atomic<bool> stall_{false};
+  std::string job_node_;
+};
+
+TEST_F(ServerNodeSilence, AServerStallGivesEveryNodeAFreshTimeout) {
+  for (const char* n : {"g1", "g2", "g3", "g4"}) beat(n);
+  stall_ = true;
+  // Any change goes through the writer: its batch is the one that stalls.
+  ASSERT_EQ(post("/v1/tokens", R"({"role": "agent-join"})").status, 201);
+  ASSERT_TRUE(eventually([&] { return !events_of("liveness").empty(); }));
+  EXPECT_NE(events_of("liveness")[0]["message"].get<std::string>().find("did not run for"), std::string::npos);
+  advance(std::chrono::milliseconds(100));
+  for (const char* n : {"g1", "g2", "g3", "g4"}) EXPECT_EQ(health_of(n), "Schedulable") << n;
+  auto j = get("/v1/jobs/j").json;
+  EXPECT_EQ(j["state"], "Running") << j.dump();
+  EXPECT_EQ(j["restarts"], 0);
+  // A fresh timeout, not immunity: a node that stays silent after the stall times out as usual, with the others
+  // heartbeating (one silent node of four is no disruption).
+  const std::string quiet = job_node_ == "g1" ? "g2" : "g1";
+  for (int step = 0; step < 6; ++step) {
+    advance(std::chrono::milliseconds(500));
+    for (const char* n : {"g1", "g2", "g3", "g4"})
+      if (quiet != n) beat(n);
+  }
+  ASSERT_TRUE(eventually([&] { return health_of(quiet) == "UnschedulablePendingReboot"; }));
+  EXPECT_EQ(get("/v1/jobs/j").json["state"], "Running");
+}
+
+TEST_F(ServerNodeSilence, MostNodesSilentAtOnceAreHeldSuspectAndTimedOutOnlyOnceFewAre) {
+  for (const char* n : {"g1", "g2", "g3", "g4"}) beat(n);
+  // Every agent falls silent past the 2 s timeout: a disruption, not four failed nodes.
+  advance(std::chrono::milliseconds(2600));
+  ASSERT_TRUE(eventually([&] { return !events_of("disruption").empty(); }));
+  const std::string why = events_of("disruption")[0]["message"];
+  EXPECT_NE(why.find("4 of 4 nodes"), std::string::npos) << why;
+  EXPECT_NE(why.find("neither restarted nor failed"), std::string::npos) << why;
+  advance(std::chrono::milliseconds(1000));
+  for (const char* n : {"g1", "g2", "g3", "g4"}) {
+    auto node = get(std::string("/v1/nodes/") + n).json;
+    EXPECT_EQ(node["health"], "Schedulable") << node.dump();
+    EXPECT_TRUE(node.contains("suspect")) << node.dump();
+  }
+  auto j = get("/v1/jobs/j").json;
+  EXPECT_EQ(j["state"], "Running") << j.dump();
+  EXPECT_EQ(j["restarts"], 0);
+  // Three come back: one silent node of four is a node failure again, and it is timed out.
+  const std::string quiet = job_node_ == "g4" ? "g3" : "g4";
+  for (const char* n : {"g1", "g2", "g3", "g4"})
+    if (quiet != n) beat(n);
+  ASSERT_TRUE(eventually([&] { return events_of("disruption").size() == 2; }));
+  EXPECT_NE(events_of("disruption")[1]["message"].get<std::string>().find("disruption over: 1 of 4"), std::string::npos)
+      << events_of("disruption")[1];
+  ASSERT_TRUE(eventually([&] { return health_of(quiet) == "UnschedulablePendingReboot"; }));
+  EXPECT_EQ(get("/v1/jobs/j").json["state"], "Running");
+  EXPECT_EQ(get("/v1/jobs/j").json["restarts"], 0);
+}
+
+TEST_F(ServerNodeSilence, WithoutTheRuleEverySilentNodeIsTimedOut) {
+  stop();
+  options_.disruption_min_nodes = 0;
+  start();
+  for (const char* n : {"g1", "g2", "g3", "g4"}) beat(n);
+  advance(std::chrono::milliseconds(2600));
+  for (const char* n : {"g1", "g2", "g3", "g4"})
+    ASSERT_TRUE(eventually([&] { return health_of(n) == "UnschedulablePendingReboot"; })) << n;
+  EXPECT_TRUE(events_of("disruption").empty());
+}
+
+}  // namespace
+}  // namespace allot::server::test
