@@ -76,6 +76,19 @@ start_agent gpu-1 network-node-layer-3=nn-a
 agents_after=$("$ALLOT" token list -o json | grep -c '"role": "agent"')
 [ "$agents_before" = "$agents_after" ] || fail "a restarted agent joined again ($agents_before -> $agents_after agent tokens)"
 
+# Join tokens: `allot node adopt` makes a join token for one node, refused while its agent holds a live
+# credential; --max-nodes bounds the others; `allot token list` shows how many nodes each has registered.
+expect_rc 2 "$ALLOT" node adopt gpu-1
+grep -q "live agent credential" "$WORK/last.err" || fail "adopting gpu-1, whose agent holds a credential: $(cat "$WORK/last.err")"
+expect_rc 0 "$ALLOT" node adopt spare-1 --ttl 2h
+grep -q '^allot_' "$WORK/last.out" || fail "allot node adopt should print the token: $(cat "$WORK/last.out")"
+expect_rc 0 "$ALLOT" token create --role agent-join --max-nodes 3 --description three
+expect_rc 0 "$ALLOT" token list
+grep -q "node spare-1, 0/1 joined" "$WORK/last.out" || fail "token list should show spare-1's join token: $(cat "$WORK/last.out")"
+grep -q "0/3 joined" "$WORK/last.out" || fail "token list should show the 3-node join token: $(cat "$WORK/last.out")"
+grep -q "2/any joined" "$WORK/last.out" || fail "token list should show the agents' join token with its 2 nodes: $(cat "$WORK/last.out")"
+expect_rc 2 "$ALLOT" token create --role member --team team-a --max-nodes 2
+
 # The audit trail has member b's refused cancel, with the token that tried.
 expect_rc 0 "$ALLOT" audit --team team-a -o json
 grep -q "POST /v1/jobs/a-1/cancel" "$WORK/last.out" || fail "the audit trail lacks the refused cancel: $(cat "$WORK/last.out")"
