@@ -24,6 +24,8 @@ struct AccessArgs {
   std::string role, node, ttl, description, id, since, team;
   std::vector<std::string> teams;
   int64_t limit = 1000;
+  int max_nodes = 0;  // agent-join: 0 leaves it unlimited
+  std::string command = "token create";  // or "node adopt", which makes a token the same way
 };
 
 // "90s", "30m", "12h", "7d" or a number of seconds.
@@ -47,6 +49,10 @@ std::string tokens_table(const json& tokens, int64_t now) {
   client::Table t({"ID", "ROLE", "SCOPE", "CREATED", "EXPIRES", "STATE", "DESCRIPTION"});
   for (const auto& k : tokens) {
     std::string scope = k.contains("node") ? "node " + client::text(k, "node") : client::join(k.value("teams", json::array()));
+    // A join token: the nodes it registered, of how many it may.
+    if (k.contains("nodes_joined"))
+      scope += (scope.empty() ? "" : ", ") + client::number(k["nodes_joined"]) + "/" +
+               (k.contains("max_nodes") ? client::number(k["max_nodes"]) : std::string("any")) + " joined";
     std::string expires = "never";
     if (k.contains("expires_at")) {
       const int64_t at = client::time_at(k, "expires_at");
@@ -60,11 +66,11 @@ std::string tokens_table(const json& tokens, int64_t now) {
 }
 
 std::string audit_table(const json& entries) {
-  client::Table t({"SEQ", "TIME", "TOKEN", "ROLE", "ACTION", "TARGET", "STATUS", "MESSAGE"});
+  client::Table t({"SEQ", "TIME", "TOKEN", "ROLE", "SOURCE", "ACTION", "TARGET", "STATUS", "MESSAGE"});
   for (const auto& e : entries)
-    t.add({client::number(e["seq"]), client::clock_time(client::time_at(e, "at")), client::text(e, "token"),
-           client::text(e, "role"), client::text(e, "action"), client::text(e, "target", "-"), client::number(e["status"]),
-           client::text(e, "message")});
+    t.add({client::number(e["seq"]), client::clock_time(client::time_at(e, "at")), client::text(e, "token", "-"),
+           client::text(e, "role"), client::text(e, "source", "-"), client::text(e, "action"), client::text(e, "target", "-"),
+           client::number(e["status"]), client::text(e, "message")});
   return t.empty() ? "no audit entries\n" : t.str();
 }
 
@@ -73,13 +79,14 @@ int run_token_create(Session& s, AccessArgs& a) {
   if (!a.teams.empty()) body["teams"] = a.teams;
   if (!a.node.empty()) body["node"] = a.node;
   if (!a.description.empty()) body["description"] = a.description;
+  if (a.max_nodes > 0) body["max_nodes"] = a.max_nodes;
   if (!a.ttl.empty()) {
     auto ttl = parse_duration(a.ttl, "--ttl");
-    if (!ttl) return report("token create", ttl.error());
+    if (!ttl) return report(a.command, ttl.error());
     body["ttl_s"] = *ttl;
   }
   auto r = s.api().post("/v1/tokens", body);
-  if (!r) return report("token create", r.error());
+  if (!r) return report(a.command, r.error());
   return s.print(*r, [](const json& t) {
     // The token alone on stdout, so `T=$(allot token create ...)` works; what it is goes to stderr.
     std::cerr << "token " << client::text(t, "id") << " (" << client::text(t, "role") << ") made; it is shown only now\n";
@@ -122,7 +129,9 @@ void add_token_commands(CLI::App& app, Context& ctx) {
   auto* create = token->add_subcommand("create", "Make a token and print it (shown only this once)");
   create->add_option("--role", a->role, "admin, member, viewer, agent or agent-join")->required();
   create->add_option("--team", a->teams, "A team the token acts for (member: at least one; repeat for more)");
-  create->add_option("--node", a->node, "The node an agent token acts for");
+  create->add_option("--node", a->node, "The node an agent token acts for, or the one node an agent-join token registers");
+  create->add_option("--max-nodes", a->max_nodes, "agent-join: how many nodes it may register (default: no limit)")
+      ->check(CLI::Range(1, 1'000'000));
   create->add_option("--ttl", a->ttl, "Lifetime, e.g. 12h or 30d (default: until revoked)");
   create->add_option("--description", a->description, "What the token is for");
   client::add_client_flags(create, a->flags);
@@ -220,6 +229,23 @@ void add_config_commands(CLI::App& app, Context& ctx) {
 }
 
 }  // namespace
+
+void add_node_adopt_command(CLI::App& node, Context& ctx) {
+  auto a = std::make_shared<AccessArgs>();
+  a->role = "agent-join";
+  a->ttl = "24h";
+  a->command = "node adopt";
+  auto* adopt = node.add_subcommand("adopt", "Print a join token for this one node: an existing node (added by an admin) "
+                                             "or a name whose credential was revoked joins only with such a token");
+  adopt->add_option("name", a->node, "Node name")->required();
+  adopt->add_option("--ttl", a->ttl, "Lifetime of the token")->capture_default_str();
+  client::add_client_flags(adopt, a->flags);
+  adopt->callback([&ctx, a] {
+    a->description = "adoption of node " + a->node;
+    auto s = Session::open(a->flags);
+    ctx.exit_code = s ? run_token_create(*s, *a) : report("node adopt", s.error());
+  });
+}
 
 void add_client_access_commands(CLI::App& app, Context& ctx) {
   add_token_commands(app, ctx);

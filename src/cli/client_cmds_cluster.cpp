@@ -129,7 +129,7 @@ void add_client_cluster_commands(CLI::App& app, Context& ctx) {
   on_run(flags(topo->add_subcommand("show", "The server's topology tree: levels, domains and their nodes")), ctx, a,
          "topology show", run_topology);
 
-  auto* node = app.add_subcommand("node", "Node lifecycle: cordon, uncordon, drain, health");
+  auto* node = app.add_subcommand("node", "Node lifecycle: cordon, uncordon, drain, health, adopt");
   node->require_subcommand(1);
   for (const char* action : {"cordon", "uncordon", "drain"}) {
     const std::string help = std::string(action) == "drain" ? "Cordon the node and suspend its jobs (they resume elsewhere)"
@@ -143,6 +143,7 @@ void add_client_cluster_commands(CLI::App& app, Context& ctx) {
       ctx.exit_code = s ? run_node_action(*s, *a) : report(std::string("node ") + action, s.error());
     });
   }
+  add_node_adopt_command(*node, ctx);
   auto* del = flags(node->add_subcommand("delete", "Remove a node from the cluster (its agent may join again)"));
   del->add_option("name", a->name, "Node name")->required();
   on_run(del, ctx, a, "node delete", run_node_delete);

@@ -68,7 +68,8 @@ Result<pid_t> spawn(const std::string& exe, std::vector<std::string> args, const
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Logs name jobs and their errors: the owner's alone, like the server's data (docs/security.md, "Files at rest").
+  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Error::internal("cannot write " + log);
   pid_t pid = fork();
   if (pid < 0) return close(fd), Error::internal("fork failed");
@@ -213,6 +214,10 @@ Status prepare_dir(const std::string& dir, const std::string& cli) {
   fs::remove_all(dir, ec);  // a fresh database each time: the walkthrough starts from an empty cluster
   fs::create_directories(dir, ec);
   if (ec) return Error::internal("cannot create " + dir + ": " + ec.message());
+  // Others may pass through (the replicas, run as nobody when the demo runs as root, reach their work and
+  // checkpoint directories below it) but not list it; every file the demo and its server write in it is 0600.
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, ec);
+  if (ec) return Error::internal("cannot set the mode of " + dir + ": " + ec.message());
   std::ofstream(fs::path(dir) / kMarker) << "allot demo data; `allot demo` deletes and recreates this directory\n";
   return ok_status();
 }

@@ -1,7 +1,9 @@
 #include "client/http_client.h"
 
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include <cctype>
 #include <cerrno>
@@ -37,6 +39,32 @@ Status check_ca_file(const std::string& path) {
   X509* cert = bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr;
   if (cert == nullptr) return Error::invalid("the CA file " + path + " holds no PEM certificate");
   X509_free(cert);
+  return ok_status();
+}
+
+// The host of an https:// URL ("https://[::1]:7070/x" -> "::1").
+std::string url_host(const std::string& url) {
+  std::string rest = url.substr(url.find("://") + 3);
+  rest = rest.substr(0, rest.find('/'));
+  if (!rest.empty() && rest[0] == '[') return rest.substr(1, rest.find(']') - 1);
+  return rest.substr(0, rest.find(':'));
+}
+
+// The server's name is checked against the certificate's subjectAltName only (RFC 6125, 6.4.4): cpp-httplib
+// 0.11.4 falls back to the subject's Common Name when no subjectAltName matches, so a certificate made for
+// another purpose whose CN happens to read the host would pass. OpenSSL checks the name during the chain's
+// verification, with the subject never consulted; cpp-httplib's own check then runs on a certificate that has
+// already passed this one.
+Status check_names_by_subject_alt_name(httplib::Client& http, const std::string& url) {
+  SSL_CTX* ctx = http.ssl_context();
+  if (ctx == nullptr) return Error::internal("no TLS context for " + url);
+  X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
+  X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+  const std::string host = url_host(url);
+  // An address is matched against the IP entries of the subjectAltName, a name against its DNS entries.
+  const bool ok = X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) == 1 ||
+                  X509_VERIFY_PARAM_set1_host(param, host.c_str(), host.size()) == 1;
+  if (!ok) return Error::invalid("server URL \"" + url + "\": cannot check a certificate against the host " + host);
   return ok_status();
 }
 
@@ -135,13 +163,14 @@ Error transport_error(const httplib::Client& http, const std::string& ca_file, c
   switch (e) {
     case httplib::Error::SSLServerVerification: {
       const long verify = http.get_openssl_verify_result();
-      if (verify != X509_V_OK)
+      if (verify != X509_V_OK && verify != X509_V_ERR_HOSTNAME_MISMATCH && verify != X509_V_ERR_IP_ADDRESS_MISMATCH)
         return Error::precondition("the certificate of the allot server at " + url + " does not verify against " +
                                    trusted + ": " + X509_verify_cert_error_string(verify) +
                                    "; pass the CA certificate that signed it with --ca FILE (or ALLOT_CA)");
       return Error::precondition("the certificate of the allot server at " + url +
                                  " is not issued for the host in that URL (its subjectAltName lists other names or "
-                                 "addresses); use a URL with a host the certificate names");
+                                 "addresses, or it has none: the Common Name is not checked, RFC 6125); use a URL "
+                                 "with a host the certificate names, or a certificate whose subjectAltName names it");
     }
     case httplib::Error::SSLLoadingCerts:
       return Error::precondition("cannot load the CA certificates " +
@@ -202,6 +231,7 @@ Result<ApiClient> ApiClient::connect(const std::string& urls_in, const ConnectOp
       // default cannot quietly turn verification off.
       http->enable_server_certificate_verification(true);
       if (!options.ca_file.empty()) http->set_ca_cert_path(options.ca_file);
+      if (auto st = check_names_by_subject_alt_name(*http, url); !st) return st.error();
     }
     if (!options.token.empty()) http->set_bearer_token_auth(options.token);
     http->set_connection_timeout(std::chrono::seconds(3));

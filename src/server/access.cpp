@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "server/api.h"
+#include "server/retention.h"
 
 namespace allot::server {
 namespace {
@@ -15,13 +16,22 @@ std::string lower(std::string s) {
 // A browser sends Origin with cross-origin requests (and with same-origin writes). The API is for programs and
 // for pages the server itself serves, so any other origin is refused: a page elsewhere cannot drive it even if
 // the browser held a credential.
-std::optional<Reply> check_origin(const httplib::Request& req) {
+std::optional<Error> check_origin(const httplib::Request& req) {
   if (!req.has_header("Origin")) return std::nullopt;
   const std::string origin = lower(req.get_header_value("Origin"));
   const std::string host = lower(req.get_header_value("Host"));
   if (!host.empty() && (origin == "http://" + host || origin == "https://" + host)) return std::nullopt;
-  return error_reply(Error::denied("cross-origin requests are refused (Origin " + req.get_header_value("Origin") +
-                                   " is not this server); use the allot CLI or a program with a token"));
+  return Error::denied("cross-origin requests are refused (Origin " + req.get_header_value("Origin") +
+                       " is not this server); use the allot CLI or a program with a token");
+}
+
+// A refusal before the caller is known (no valid token, or another site's page): a refused change is audited
+// all the same, in the name of nobody ("role": "none"), with the client's address and the object it named.
+void refuse_stranger(Api& api, const httplib::Request& req, httplib::Response& res, const Error& why) {
+  if (req.method == "GET" || req.method == "HEAD") return answer(res, error_reply(why));
+  CallContext ctx = call_context(auth::Caller{}, req);
+  ctx.actor = store::Actor{"", "none", {}, {}};
+  answer(res, api.writer.call([why](Txn&) -> Result<Render> { return why; }, std::move(ctx)));
 }
 
 std::string describe(const auth::Caller& who) {
@@ -67,6 +77,12 @@ Error denied(const auth::Caller& who, const std::string& what, const std::string
   return Error::denied(what + " needs " + needed + "; this request carries " + describe(who));
 }
 
+Error refuse_job(Txn& txn, const auth::Caller& who, const std::string& name, Error refusal) {
+  if (who.role != auth::Role::kMember) return refusal;
+  txn.audit_as(std::move(refusal));
+  return no_such_job(txn.cluster(), name);
+}
+
 // A standby answers reads from the state it follows; a change goes to the leader, with the method and body kept
 // (307), or waits for one to be elected (503).
 void redirect_to_leader(Api& api, const httplib::Request& req, httplib::Response& res) {
@@ -86,8 +102,8 @@ void route(Routes& http, Api& api, const std::string& method, const std::string&
   const bool change = method != "GET";
   auto wrapped = guarded([&api, access, change, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
     if (access == Access::kPublic) return handler(auth::Caller{}, req, res);
-    if (auto bad = check_origin(req)) return answer(res, *bad);
     if (change && !api.writer.leading()) return redirect_to_leader(api, req, res);
+    if (auto bad = check_origin(req)) return refuse_stranger(api, req, res, *bad);
     // Tokens travel in the Authorization header only: URLs end up in logs, proxies and browser history.
     for (const char* key : {"token", "access_token", "bearer"})
       if (req.has_param(key))
@@ -95,9 +111,8 @@ void route(Routes& http, Api& api, const std::string& method, const std::string&
                                                       "' is refused: send the token in the Authorization header")));
     auto who = api.auth.authenticate(req.get_header_value("Authorization"), api.options.clock() / 1000);
     if (!who) {
-      Reply r = error_reply(who.error());
       res.set_header("WWW-Authenticate", "Bearer realm=\"allot\"");
-      return answer(res, r);
+      return refuse_stranger(api, req, res, who.error());
     }
     // A refused change is worth knowing about: it is audited like a change that was made.
     if (auto refusal = check_role(access, *who, req)) return refuse(api, *who, req, res, *refusal);

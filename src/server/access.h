@@ -19,6 +19,7 @@
 #include "auth/caller.h"
 #include "server/reply.h"
 #include "server/routes.h"
+#include "server/writer.h"
 
 namespace allot::server {
 
@@ -35,5 +36,11 @@ void route(Routes& http, Api& api, const std::string& method, const std::string&
 
 // The refusal for a caller whose token does not allow `what` ("submit jobs of team a"), naming what would.
 Error denied(const auth::Caller& who, const std::string& what, const std::string& needed);
+
+// What `who` is told when `refusal` keeps it from job `name` of a team it is not in. A member gets the answer a
+// name no job has ever had gets (404), so that no answer tells it which names another team's jobs have (no
+// 403-versus-404 oracle); the audit trail records `refusal` all the same (Txn::audit_as). Other roles get
+// `refusal`.
+Error refuse_job(Txn& txn, const auth::Caller& who, const std::string& name, Error refusal);
 
 }  // namespace allot::server

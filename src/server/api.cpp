@@ -172,22 +172,26 @@ httplib::Server::Handler guarded(std::function<void(const httplib::Request&, htt
   };
 }
 
-CallContext call_context(const auth::Caller& who, const httplib::Request& req) {
+CallContext call_context(const auth::Caller& who, const httplib::Request& req, const std::string& target) {
   CallContext ctx{actor_of(who), std::nullopt};
-  if (req.method != "GET" && req.method != "HEAD")
-    ctx.audit = store::Audit{req.method + " " + req.path, req.matches.size() > 1 ? req.matches[1].str() : "", 0, ""};
+  if (req.method != "GET" && req.method != "HEAD") {
+    const std::string named = !target.empty() ? target : req.matches.size() > 1 ? req.matches[1].str() : "";
+    ctx.audit = store::Audit{req.method + " " + req.path, named, 0, "", req.remote_addr};
+  }
   return ctx;
 }
 
-void refuse(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, const Error& why) {
+void refuse(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, const Error& why,
+            const std::string& target) {
   if (req.method == "GET" || req.method == "HEAD") return answer(res, error_reply(why));
-  answer(res, api.writer.call([why](Txn&) -> Result<Render> { return why; }, call_context(who, req)));
+  answer(res, api.writer.call([why](Txn&) -> Result<Render> { return why; }, call_context(who, req, target)));
 }
 
-void run(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, Command cmd) {
+void run(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, Command cmd,
+         const std::string& target) {
   // A GET changes nothing: it is answered from the writer's published view, off the write path (writer.h).
   if (req.method == "GET" || req.method == "HEAD") return answer(res, api.writer.read(std::move(cmd), call_context(who, req)));
-  answer(res, api.writer.call(std::move(cmd), call_context(who, req)));
+  answer(res, api.writer.call(std::move(cmd), call_context(who, req, target)));
 }
 
 }  // namespace allot::server

@@ -49,13 +49,17 @@ Result<int64_t> query_int(const httplib::Request& req, const char* key, int64_t 
 // Wraps a handler so that no exception reaches cpp-httplib: anything thrown becomes a 500 with its message.
 httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> h);
 
-// The writer's context for a request: whom its records name and, for a change, its audit record.
-CallContext call_context(const auth::Caller& who, const httplib::Request& req);
+// The writer's context for a request: whom its records name and, for a change, its audit record, which names the
+// client's address and the object the request named: `target` when given (the job a submission names, the node a
+// registration names), else the path's first parameter.
+CallContext call_context(const auth::Caller& who, const httplib::Request& req, const std::string& target = "");
 // Answers with a refusal; a refused change goes through the writer so that the audit trail records it.
-void refuse(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, const Error& why);
+void refuse(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, const Error& why,
+            const std::string& target = "");
 // Runs a command on the writer in the caller's name and answers with what it renders, or with its error. A GET's
 // command must only read: it is answered from the writer's published view when that is current (Writer::read).
-void run(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, Command cmd);
+void run(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, Command cmd,
+         const std::string& target = "");
 
 // The route groups, one file each. Routes reads request bodies with the size limit (routes.h).
 void add_config_routes(Routes& http, Api& api);  // policy, priority classes, teams, apply

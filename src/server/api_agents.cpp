@@ -131,25 +131,58 @@ const TokenInfo* node_credential(const ServerState& st, const std::string& node)
   return nullptr;
 }
 
-// Registration (docs/security.md, "Agents"). An agent-join token registers a node that has no agent credential
-// yet and gets one bound to that node name, shown once in the answer; from then on only that credential acts
-// for the node. Nobody can re-register a node to move its address (MASTER_ADDR of its jobs) or its type.
+// Whether an agent credential of `node` was ever revoked (by an admin, or when the node was replaced).
+bool credential_revoked(const ServerState& st, const std::string& node) {
+  for (const auto& [id, t] : st.tokens)
+    if (t.revoked && t.token.role == "agent" && t.token.node == node) return true;
+  return false;
+}
+
+// What a join token may register (docs/security.md, "Join tokens"): only a name that is not in the cluster and
+// whose credential was never revoked, and at most --max-nodes of them; a join token an admin made for one node
+// (`allot node adopt NAME`) registers that name alone, once, whether the node exists or its credential was
+// revoked. Never a name whose agent holds a live credential.
+Status check_join(const ServerState& st, const ClusterState& cluster, const store::TokenRecord& join, const std::string& name) {
+  if (!join.node.empty() && join.node != name)
+    return Error::denied("register: join token " + join.id + " was made for node " + join.node + " alone, not " + name);
+  const int limit = !join.node.empty() ? 1 : join.max_nodes;
+  if (limit > 0 && joins_of(st.tokens, join.id) >= limit)
+    return Error::denied("register: join token " + join.id + " has registered the " + std::to_string(limit) + " node" +
+                         (limit == 1 ? "" : "s") + " it was made for (--max-nodes " + std::to_string(limit) +
+                         "); an admin makes another: allot token create --role agent-join --max-nodes N");
+  if (const TokenInfo* cred = node_credential(st, name))
+    return Error::precondition("node " + name + " already has an agent credential (token " + cred->token.id +
+                               "); its agent registers with that credential (kept in its work directory). To join "
+                               "it anew, an admin revokes that token (allot token revoke " + cred->token.id +
+                               ") and adopts the node: allot node adopt " + name);
+  if (!join.node.empty()) return ok_status();
+  if (cluster.find_node(name))
+    return Error::precondition("node " + name + " is already in the cluster, and a join token registers only new names; "
+                               "an admin adopts an existing node with a token made for it alone: allot node adopt " + name);
+  if (credential_revoked(st, name))
+    return Error::denied("register: the credential of node " + name + " was revoked, so the name joins again only with a "
+                         "token an admin makes for it: allot node adopt " + name);
+  return ok_status();
+}
+
+// Registration (docs/security.md, "Agents"). An agent-join token registers a node as check_join allows and gets a
+// credential bound to that node name, shown once in the answer; from then on only that credential acts for the
+// node. Nobody can re-register a node to move its address (MASTER_ADDR of its jobs) or its type.
 Result<Render> register_node(Txn& txn, const ServerOptions& options, const Registration& r, const auth::Caller& who,
                              const auth::IssuedToken& fresh) {
   const std::string& name = r.node.name;
   if (who.role == auth::Role::kAgent && who.node != name)
     return denied(who, "registering node " + name, "an agent-join token or the agent token of node " + name);
-  const bool joining = who.role == auth::Role::kAgentJoin;
-  if (joining) {
-    if (const TokenInfo* cred = node_credential(txn.state(), name))
-      return Error::precondition("node " + name + " already has an agent credential (token " + cred->token.id +
-                                 "); its agent registers with that credential (kept in its work directory). To join "
-                                 "it anew, an admin revokes that token first: allot token revoke " + cred->token.id);
-  }
   const Node* n = txn.cluster().find_node(name);
   if (auto it = txn.state().retired.find(name); it != txn.state().retired.end() && !n)
     return Error::precondition("register: node " + name + " was retired and replaced by " + it->second +
                                "; its agent stops here (a machine that is healthy again joins under a new name)");
+  const bool joining = who.role == auth::Role::kAgentJoin;
+  if (joining) {
+    auto join = txn.state().tokens.find(who.token_id);
+    if (join == txn.state().tokens.end()) return Error::unauthenticated("the bearer token is not valid");
+    if (auto st = check_join(txn.state(), txn.cluster(), join->second.token, name); !st) return st.error();
+  }
   if (!r.replaces.empty() && !joining)
     return Error::denied("register: only an agent-join token registers a replacement (node " + name + " replaces " + r.replaces + ")");
   if (!n) {
@@ -196,7 +229,7 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
   std::string credential;
   if (joining) {
     store::TokenRecord t{fresh.id, fresh.secret_hash, "agent", {}, name, 0,
-                         "agent credential of node " + name + " (joined with token " + who.token_id + ")"};
+                         "agent credential of node " + name + " (joined with token " + who.token_id + ")", 0, who.token_id};
     if (auto st = txn.apply(store::CreateToken{std::move(t)}); !st) return st.error();
     credential = fresh.bearer;
   }
@@ -249,9 +282,11 @@ void add_agent_routes(Routes& http, Api& api) {
     if (!body) return answer(res, error_reply(body.error()));
     auto reg = parse_registration(*body, api.catalog);
     if (!reg) return answer(res, error_reply(reg.error()));
+    // The audit trail names the node a registration names, joined or refused.
+    const std::string node = reg->node.name;
     run(api, who, req, res, [&api, r = std::move(*reg), who, fresh = auth::issue_token()](Txn& txn) {
       return register_node(txn, api.options, r, who, fresh);
-    });
+    }, node);
   });
   route(http, api, "POST", R"(/v1/agents/([^/]+)/heartbeat)", Access::kAgent, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
@@ -314,7 +349,9 @@ void add_agent_routes(Routes& http, Api& api) {
     // The job's Job::attempt_folded, for the attempt the log's lines name (shared: on a timeout the command may
     // run after this handler returned).
     auto folded = std::make_shared<int>(0);
-    Reply check = api.writer.call([job, rank, node = who.node, folded](Txn& txn) -> Result<Render> {
+    // Shipping is not audited, a refusal is (as every refused change): set by the command, read once it answered.
+    auto refusal = std::make_shared<std::optional<Error>>();
+    Reply check = api.writer.call([job, rank, node = who.node, folded, refusal](Txn& txn) -> Result<Render> {
       const Job* j = txn.cluster().find_job(job);
       if (!j) return Error::not_found("no job named " + job);
       *folded = j->attempt_folded;
@@ -323,10 +360,13 @@ void add_agent_routes(Routes& http, Api& api) {
       if (rank >= replicas) return Error::invalid("logs: job " + job + " has no replica " + std::to_string(rank));
       // An agent writes the logs of replicas that were placed on its own node, and of no others.
       auto it = txn.state().nodes.find(node);
-      if (it == txn.state().nodes.end() || !it->second.ranks_placed.count({j->id.index(), static_cast<int>(rank)}))
-        return Error::denied("logs: replica " + std::to_string(rank) + " of job " + job + " never ran on node " + node);
+      if (it == txn.state().nodes.end() || !it->second.ranks_placed.count({j->id.index(), static_cast<int>(rank)})) {
+        *refusal = Error::denied("logs: replica " + std::to_string(rank) + " of job " + job + " never ran on node " + node);
+        return **refusal;
+      }
       return Render([](const ServerState&) { return Reply{204, "", ""}; });
     }, CallContext{actor_of(who), std::nullopt});
+    if (check.status == 403 && *refusal) return refuse(api, who, req, res, **refusal, job);
     if (check.status != 204) return answer(res, check);
     std::optional<LogStore::Attempt> attempt;
     if (upload->attempt >= 0) attempt = LogStore::Attempt{upload->attempt, who.node, *folded};

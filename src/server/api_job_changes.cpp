@@ -23,11 +23,12 @@ Render job_render(const std::string& name, const auth::Caller& who) {
 }
 
 // The job named `name`, when `who` may change it: an admin, or a member of its team.
-Status may_change(const Txn& txn, const auth::Caller& who, const std::string& name, const std::string& what) {
+Status may_change(Txn& txn, const auth::Caller& who, const std::string& name, const std::string& what) {
   const Job* j = txn.cluster().find_job(name);
   if (!j) return job_not_found(txn.cluster(), name);
   const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
-  if (!who.acts_for_team(team)) return denied(who, what + " job " + name, "an admin token or a member token of team " + team);
+  if (!who.acts_for_team(team))
+    return refuse_job(txn, who, name, denied(who, what + " job " + name, "an admin token or a member token of team " + team));
   return ok_status();
 }
 

@@ -58,16 +58,18 @@ void submit_route(Routes& http, Api& api) {
     if (!doc) return answer(res, error_reply(doc.error()));
     auto spec = parse_job_spec(*doc, api.catalog, kBody);
     if (!spec) return answer(res, error_reply(spec.error()));
+    // The audit trail names the job a submission names, accepted or refused.
+    const std::string name = spec->name;
     if (!who.acts_for_team(spec->team))
       return refuse(api, who, req, res,
-                    denied(who, "submitting a job of team " + spec->team, "an admin token or a member token of team " + spec->team));
+                    denied(who, "submitting a job of team " + spec->team, "an admin token or a member token of team " + spec->team), name);
     run(api, who, req, res, [spec = std::move(*spec), who](Txn& txn) -> Result<Render> {
       if (txn.state().removed_teams.count(spec.team))
         return Error::invalid("job " + spec.name + ": team '" + spec.team + "' was removed");
       auto st = txn.apply(store::Submit{spec});
       if (!st) return st.error();
       return job_render(spec.name, who, 201);
-    });
+    }, name);
   });
 }
 
@@ -127,7 +129,8 @@ void read_routes(Routes& http, Api& api) {
       if (!j) return job_not_found(txn.cluster(), name);
       if (who.role == auth::Role::kMember) {
         const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
-        if (!who.in_team(team)) return denied(who, "reading job " + name, "an admin or viewer token, or a member token of team " + team);
+        if (!who.in_team(team))
+          return refuse_job(txn, who, name, denied(who, "reading job " + name, "an admin or viewer token, or a member token of team " + team));
       }
       return job_render(name, who);
     });
@@ -137,7 +140,8 @@ void read_routes(Routes& http, Api& api) {
       const Job* j = txn.cluster().find_job(name);
       if (!j) return job_not_found(txn.cluster(), name);
       const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
-      if (!who.acts_for_team(team)) return denied(who, "cancelling job " + name, "an admin token or a member token of team " + team);
+      if (!who.acts_for_team(team))
+        return refuse_job(txn, who, name, denied(who, "cancelling job " + name, "an admin token or a member token of team " + team));
       auto st = txn.apply(store::Cancel{name});
       if (!st) return st.error();
       return job_render(name, who);
@@ -155,7 +159,9 @@ void read_routes(Routes& http, Api& api) {
       if (!j) return job_not_found(txn.cluster(), name);
       // Logs hold what a job prints: secrets included. Only its own team reads them.
       const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
-      if (!who.sees_team(team)) return denied(who, "reading the logs of job " + name, "an admin token or a member or viewer token of team " + team);
+      if (!who.sees_team(team))
+        return refuse_job(txn, who, name,
+                          denied(who, "reading the logs of job " + name, "an admin token or a member or viewer token of team " + team));
       int replicas = 0;
       for (const auto& ps : j->spec.pod_sets) replicas += ps.replicas;
       if (rank >= replicas)

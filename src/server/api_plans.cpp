@@ -8,6 +8,7 @@
 
 #include "server/api.h"
 #include "server/plan_steps.h"
+#include "server/views.h"
 #include "view/state_json.h"
 #include "view/times.h"
 
@@ -35,11 +36,25 @@ Status unix_times(YAML::Node& doc) {
   return ok_status();
 }
 
-Render plan_render(const std::string& name, int status = 200) {
-  return [name, status](const ServerState& st) -> Reply {
+// A plan as `who` may read it: the jobs of a team it may not see (views.h, job_names_for) are listed as "a job of
+// team T", as job_refs.h writes such references; the count stays, the names do not.
+json plan_view(const ClusterState& s, const Plan& p, const view::SeesTeamJobs& sees) {
+  json out = view::plan_json(s, p, view::Times::kRfc3339);
+  if (!sees) return out;
+  for (json& job : out["jobs"]) {
+    const Job* j = s.find_job(job.get<std::string>());
+    if (!j) continue;  // plan_json lists jobs of the state: never so
+    const std::string& team = s.teams[j->team.index()].spec.name;
+    if (!sees(team)) job = "a job of team " + team;
+  }
+  return out;
+}
+
+Render plan_render(const std::string& name, const auth::Caller& who, int status = 200) {
+  return [name, who, status](const ServerState& st) -> Reply {
     const Plan* p = st.cluster.find_plan(name);
     if (!p) return error_reply(no_plan(st.cluster, name));
-    return json_reply(status, view::plan_json(st.cluster, *p, view::Times::kRfc3339));
+    return json_reply(status, plan_view(st.cluster, *p, job_names_for(who)));
   };
 }
 
@@ -48,22 +63,23 @@ Render plan_render(const std::string& name, int status = 200) {
 void add_plan_routes(Routes& http, Api& api) {
   // Readers (admin, member, viewer): plans are the cluster's, like its nodes.
   route(http, api, "GET", "/v1/plans", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
-    run(api, who, req, res, [](Txn&) -> Result<Render> {
-      return Render([](const ServerState& st) {
+    run(api, who, req, res, [who](Txn&) -> Result<Render> {
+      return Render([who](const ServerState& st) {
         std::vector<const Plan*> plans;
         for (const Plan& p : st.cluster.plans)
           if (!p.deleted) plans.push_back(&p);
         std::sort(plans.begin(), plans.end(), [](const Plan* a, const Plan* b) { return a->spec.name < b->spec.name; });
         json out = json::array();
-        for (const Plan* p : plans) out.push_back(view::plan_json(st.cluster, *p, view::Times::kRfc3339));
+        const view::SeesTeamJobs sees = job_names_for(who);
+        for (const Plan* p : plans) out.push_back(plan_view(st.cluster, *p, sees));
         return json_reply(200, out);
       });
     });
   });
   route(http, api, "GET", R"(/v1/plans/([^/]+))", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
-    run(api, who, req, res, [name = param(req)](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [name = param(req), who](Txn& txn) -> Result<Render> {
       if (!txn.cluster().find_plan(name)) return no_plan(txn.cluster(), name);
-      return plan_render(name);
+      return plan_render(name, who);
     });
   });
   // Admin only: a plan changes quota and brings nodes in and out.
@@ -74,13 +90,13 @@ void add_plan_routes(Routes& http, Api& api) {
     if (auto st = unix_times(*doc); !st) return refuse(api, who, req, res, st.error());
     auto plan = parse_plan(*doc, api.catalog, kBody);
     if (!plan) return refuse(api, who, req, res, plan.error());
-    run(api, who, req, res, [&api, plan = std::move(*plan)](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [&api, plan = std::move(*plan), who](Txn& txn) -> Result<Render> {
       if (plan.end <= txn.now())
         return Error::invalid("plan " + plan.name + " ends at " + view::rfc3339(plan.end) + ", which has passed (now " +
                               view::rfc3339(txn.now()) + ")");
       if (auto st = txn.apply(store::CreatePlan{plan}); !st) return st.error();
       step_plans(txn, api.options);  // a plan whose start has come is Active in the same answer
-      return plan_render(plan.name, 201);
+      return plan_render(plan.name, who, 201);
     });
   });
   route(http, api, "DELETE", R"(/v1/plans/([^/]+))", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {

@@ -11,10 +11,15 @@ using nlohmann::json;
 
 constexpr int64_t kMaxTtlSeconds = int64_t{10} * 365 * 24 * 3600;
 
-json token_json(const TokenInfo& t) {
+json token_json(const TokenTable& all, const TokenInfo& t) {
   json o = {{"id", t.token.id},           {"role", t.token.role},       {"teams", t.token.teams},
             {"created_at", view::rfc3339(t.created_at)}, {"created_by", t.created_by}, {"revoked", t.revoked}};
   if (!t.token.node.empty()) o["node"] = t.token.node;
+  if (t.token.role == "agent-join") {
+    if (t.token.max_nodes > 0) o["max_nodes"] = t.token.max_nodes;
+    o["nodes_joined"] = joins_of(all, t.token.id);
+  }
+  if (!t.token.joined_with.empty()) o["joined_with"] = t.token.joined_with;
   if (t.token.expires_at) o["expires_at"] = view::rfc3339(t.token.expires_at);
   if (t.revoked) o["revoked_at"] = view::rfc3339(t.revoked_at);
   if (!t.token.description.empty()) o["description"] = t.token.description;
@@ -23,7 +28,7 @@ json token_json(const TokenInfo& t) {
 
 // The request to make a token, checked against what each role may carry.
 Result<store::TokenRecord> parse_token_request(const json& b) {
-  if (auto st = only_keys(b, {"role", "teams", "node", "ttl_s", "description"}, "token"); !st) return st.error();
+  if (auto st = only_keys(b, {"role", "teams", "node", "ttl_s", "description", "max_nodes"}, "token"); !st) return st.error();
   if (!b.contains("role") || !b["role"].is_string())
     return Error::invalid("token: role is required; roles: " + auth::role_list());
   const std::string role = b["role"].get<std::string>();
@@ -54,8 +59,34 @@ Result<store::TokenRecord> parse_token_request(const json& b) {
   if (*r == auth::Role::kAgent && t.node.empty())
     return Error::invalid("token: an agent token is bound to one node (--node NAME); agents usually get theirs by "
                           "joining with an agent-join token");
-  if (*r != auth::Role::kAgent && !t.node.empty()) return Error::invalid("token: only an agent token names a node");
+  if (*r != auth::Role::kAgent && *r != auth::Role::kAgentJoin && !t.node.empty())
+    return Error::invalid("token: only an agent token, or an agent-join token made for one node, names a node");
+  if (!t.node.empty())
+    if (auto st = check_name(NameKind::kNode, t.node); !st) return Error::invalid("token: " + st.error().message);
+  if (b.contains("max_nodes")) {
+    const json& v = b["max_nodes"];
+    if (*r != auth::Role::kAgentJoin) return Error::invalid("token: only an agent-join token has max_nodes");
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 1'000'000)
+      return Error::invalid("token: max_nodes must be a whole number 1..1000000 (the nodes the join token may register)");
+    t.max_nodes = static_cast<int>(v.get<int64_t>());
+    if (!t.node.empty() && t.max_nodes != 1)
+      return Error::invalid("token: a join token made for node " + t.node + " registers that one node (max_nodes 1)");
+  }
+  // A join token made for one node registers it once.
+  if (*r == auth::Role::kAgentJoin && !t.node.empty()) t.max_nodes = 1;
   return t;
+}
+
+// A join token for one node (`allot node adopt NAME`) is made only for a name an agent can take: none whose
+// agent holds a live credential (that agent registers with it), none retired by a replacement.
+Status check_adoptable(Txn& txn, const std::string& node) {
+  for (const auto& [id, t] : txn.state().tokens)
+    if (!t.revoked && t.token.role == "agent" && t.token.node == node)
+      return Error::precondition("node " + node + " has a live agent credential (token " + id +
+                                 "), with which its agent registers; revoke it first (allot token revoke " + id + ")");
+  if (auto it = txn.state().retired.find(node); it != txn.state().retired.end() && !txn.cluster().find_node(node))
+    return Error::precondition("node " + node + " was retired and replaced by " + it->second + "; a machine joins again under a new name");
+  return ok_status();
 }
 
 size_t live_admins(const ServerState& st, int64_t now_s) {
@@ -87,12 +118,14 @@ void token_routes(Routes& http, Api& api) {
       for (const auto& team : t.teams)
         if (!txn.cluster().find_team(team) || txn.state().removed_teams.count(team))
           return Error::not_found("token: no team named " + team);
-      if (!t.node.empty() && !txn.cluster().find_node(t.node)) return Error::not_found("token: no node named " + t.node);
+      if (t.role == "agent" && !t.node.empty() && !txn.cluster().find_node(t.node)) return Error::not_found("token: no node named " + t.node);
+      if (t.role == "agent-join" && !t.node.empty())
+        if (auto st = check_adoptable(txn, t.node); !st) return st.error();
       if (ttl) t.expires_at = txn.now() + ttl;
       const std::string id = t.id;
       if (auto st = txn.apply(store::CreateToken{std::move(t)}); !st) return st.error();
       return Render([id, bearer](const ServerState& st) -> Reply {
-        json out = token_json(st.tokens.at(id));
+        json out = token_json(st.tokens, st.tokens.at(id));
         out["token"] = bearer;  // shown this once
         return json_reply(201, out);
       });
@@ -102,7 +135,7 @@ void token_routes(Routes& http, Api& api) {
     run(api, who, req, res, [](Txn&) -> Result<Render> {
       return Render([](const ServerState& st) {
         json out = json::array();
-        for (const auto& [id, t] : st.tokens) out.push_back(token_json(t));
+        for (const auto& [id, t] : st.tokens) out.push_back(token_json(st.tokens, t));
         return json_reply(200, out);
       });
     });
@@ -155,6 +188,7 @@ void audit_route(Routes& http, Api& api) {
           if (!e.actor.node.empty()) o["node"] = e.actor.node;
           if (!e.audit.target.empty()) o["target"] = e.audit.target;
           if (!e.audit.message.empty()) o["message"] = e.audit.message;
+          if (!e.audit.source.empty()) o["source"] = e.audit.source;
           out.push_back(std::move(o));
         }
         return json_reply(200, out);

@@ -18,6 +18,8 @@
 #include <string>
 #include <string_view>
 
+#include "server/request_framing.h"
+
 namespace allot::server {
 namespace {
 
@@ -324,6 +326,17 @@ void refuse(int fd, SSL_CTX* tls, const std::atomic<socket_t>& listener, const H
   close_lingering(fd, std::chrono::milliseconds(0));
 }
 
+// Before any route reads a body: a request whose body length is ambiguous is answered and its connection
+// closed, so no byte after its headers is read as another request (request_framing.h).
+httplib::Server::HandlerResponse refuse_ambiguous_framing(const httplib::Request& req, httplib::Response& res) {
+  auto refusal = ambiguous_framing(req.headers);
+  if (!refusal) return httplib::Server::HandlerResponse::Unhandled;
+  res.status = refusal->status;
+  res.set_content(refusal->body, refusal->content_type.c_str());
+  t_close_after_response = true;
+  return httplib::Server::HandlerResponse::Handled;
+}
+
 }  // namespace
 
 void close_after_response() { t_close_after_response = true; }
@@ -368,6 +381,7 @@ HttpServer::HttpServer(HttpLimits limits, SSL_CTX* tls) : limits_(limits), tls_(
   // cpp-httplib writes these into its Keep-Alive answer header; the loop below enforces them.
   set_keep_alive_timeout(std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(limits_.keep_alive_timeout).count()));
   set_keep_alive_max_count(limits_.max_requests_per_connection);
+  set_pre_routing_handler(refuse_ambiguous_framing);
 }
 
 HttpServer::~HttpServer() {

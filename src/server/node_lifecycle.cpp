@@ -138,7 +138,8 @@ void request_replacement(Txn& txn, const ServerOptions& options, const std::stri
   auth::IssuedToken t = auth::issue_token();
   {
     AsServer as(txn);
-    store::TokenRecord rec{t.id, t.secret_hash, "agent-join", {}, "", txn.now() + 3600, "replacement of node " + node};
+    store::TokenRecord rec{t.id, t.secret_hash, "agent-join", {}, "", txn.now() + 3600, "replacement of node " + node,
+                           /*max_nodes=*/1};
     if (auto st = txn.apply(store::CreateToken{std::move(rec)}); !st) {
       spdlog::error("node {}: cannot make a join token for its replacement: {}", node, st.error().message);
       return;

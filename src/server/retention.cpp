@@ -70,14 +70,26 @@ std::vector<std::string> jobs_compacted_by(ClusterState& s, Time cutoff) {
   return out;
 }
 
-Error job_not_found(const ClusterState& s, const std::string& name) {
+namespace {
+
+std::string compaction_note(const ClusterState& s) {
+  return "jobs that finished at or before " + view::rfc3339(s.compacted_before) +
+         " have left the server by retention (--retain-finished; the last compaction ran at " +
+         view::rfc3339(s.compacted_at) + ") and only the journal keeps their records";
+}
+
+}  // namespace
+
+Error no_such_job(const ClusterState& s, const std::string& name) {
   if (s.compacted_jobs == 0) return Error::not_found("no job named " + name);
-  const std::string gone = "jobs that finished at or before " + view::rfc3339(s.compacted_before) +
-                           " have left the server by retention (--retain-finished; the last compaction ran at " +
-                           view::rfc3339(s.compacted_at) + ") and only the journal keeps their records";
-  if (s.attempts_used.count(name))
-    return Error::not_found("no job named " + name + " now: a job of that name was deleted, or finished and was compacted; " + gone);
-  return Error::not_found("no job named " + name + "; " + gone);
+  return Error::not_found("no job named " + name + "; " + compaction_note(s));
+}
+
+Error job_not_found(const ClusterState& s, const std::string& name) {
+  if (s.compacted_jobs != 0 && s.attempts_used.count(name))
+    return Error::not_found("no job named " + name + " now: a job of that name was deleted, or finished and was compacted; " +
+                            compaction_note(s));
+  return no_such_job(s, name);
 }
 
 }  // namespace allot::server

@@ -35,5 +35,7 @@ std::vector<std::string> jobs_compacted_by(ClusterState& s, Time cutoff);
 // The answer for a job name the state does not hold (404): when retention has compacted jobs, it says that a
 // job so named may have finished and left, from when, and that the journal keeps its records.
 Error job_not_found(const ClusterState& s, const std::string& name);
+// The same answer for a name that no job has ever had.
+Error no_such_job(const ClusterState& s, const std::string& name);
 
 }  // namespace allot::server

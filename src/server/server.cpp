@@ -1,5 +1,8 @@
 #include "server/server.h"
 
+#include "server/data_files.h"
+#include "store/sqlite_store.h"
+
 #include <spdlog/spdlog.h>
 
 #include <openssl/ssl.h>
@@ -79,6 +82,10 @@ std::string bind_failure(const std::string& host, int port) {
   return problem.empty() ? "cannot listen on " + host_port(host, port) : problem;
 }
 
+std::string default_checkpoint_dir(const std::string& data_dir) {
+  return std::filesystem::absolute(std::filesystem::path(data_dir) / "checkpoints").lexically_normal().string();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::open(ServerOptions options) {
@@ -88,6 +95,8 @@ Result<std::unique_ptr<Server>> Server::open(ServerOptions options) {
   if (auto addr = parse_listen(options.listen); addr->port != 0)
     if (auto problem = bind_problem(addr->host, addr->port); !problem.empty()) return Error::internal(problem);
   if (options.database.empty()) options.database = "sqlite:" + options.data_dir + "/allot.db";
+  const std::string checkpoints = options.checkpoint_dir.empty() ? default_checkpoint_dir(options.data_dir) : options.checkpoint_dir;
+  if (auto st = secure_data_files({options.data_dir, checkpoints, store::sqlite_path_of(options.database)}); !st) return st.error();
   auto store = store::open_store(options.database);
   if (!store) return store.error();
   return make(std::move(options), std::move(*store));
@@ -101,8 +110,7 @@ Result<std::unique_ptr<Server>> Server::open(ServerOptions options, std::unique_
 Result<std::unique_ptr<Server>> Server::make(ServerOptions options, std::unique_ptr<store::Store> store) {
   if (options.master_port_min < 1 || options.master_port_max > 65535 || options.master_port_min > options.master_port_max)
     return Error::invalid("the master port range must lie within 1..65535 and not be empty");
-  if (options.checkpoint_dir.empty())
-    options.checkpoint_dir = std::filesystem::absolute(std::filesystem::path(options.data_dir) / "checkpoints").lexically_normal().string();
+  if (options.checkpoint_dir.empty()) options.checkpoint_dir = default_checkpoint_dir(options.data_dir);
   return std::unique_ptr<Server>(new Server(std::move(options), std::move(store)));
 }
 

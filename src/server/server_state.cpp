@@ -334,6 +334,12 @@ void LatencyHistogram::observe(double seconds) {
   ++count;
 }
 
+int joins_of(const TokenTable& tokens, const std::string& join_id) {
+  int n = 0;
+  for (const auto& [id, t] : tokens) n += t.token.role == "agent" && t.token.joined_with == join_id;
+  return n;
+}
+
 Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   const std::string node = std::visit(NodeOf{}, r.op);
   // Jobs a node operation may stop: after it, each one that changed state gets its own event.

@@ -154,6 +154,10 @@ struct TokenInfo {
 };
 using TokenTable = std::map<std::string, TokenInfo>;  // by id
 
+// How many nodes the join token `join_id` has registered: the agent credentials made for nodes that joined with
+// it, revoked ones included (docs/security.md, "Join tokens").
+int joins_of(const TokenTable& tokens, const std::string& join_id);
+
 // One entry of the audit trail (GET /v1/audit): an Audit record with its actor, time and place in the journal.
 struct AuditEntry {
   uint64_t seq = 0;

@@ -132,7 +132,8 @@ Result<RestoredState> restore(uint64_t seq, const json& j) {
     const json& au = a.at("audit");
     st.audit.push_back(AuditEntry{a.at("seq").get<uint64_t>(), a.at("at").get<Time>(), store::actor_from_json(a.at("actor")),
                                   store::Audit{au.at("action").get<std::string>(), au.at("target").get<std::string>(),
-                                               au.at("status").get<int>(), au.at("message").get<std::string>()}});
+                                               au.at("status").get<int>(), au.at("message").get<std::string>(),
+                                               au.value("source", "")}});
     if (st.audit.back().seq > seq) throw std::invalid_argument("an audit entry is after the snapshot's record");
   }
   if (st.audit.size() > ServerState::kAuditKept) throw std::invalid_argument("the audit trail is longer than is kept");
@@ -175,7 +176,7 @@ std::string array_text(Each&& each) {
 json audit_entry(const AuditEntry& a) {
   return {{"seq", a.seq}, {"at", a.at}, {"actor", store::actor_to_json(a.actor)},
           {"audit", {{"action", a.audit.action}, {"target", a.audit.target}, {"status", a.audit.status},
-                     {"message", a.audit.message}}}};
+                     {"message", a.audit.message}, {"source", a.audit.source}}}};
 }
 
 json encode_document(const ServerState& st, const std::vector<Event>& events, bool whole);

@@ -559,6 +559,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   struct Outcome {
     Render render;
     std::optional<Error> error;
+    std::optional<Error> audited_as;  // Txn::audit_as
   };
   std::vector<Outcome> results;
   results.reserve(batch.size());
@@ -571,12 +572,13 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     const size_t effects_before = effects.size();
     try {
       auto r = p.cmd(t);
-      if (r) results.push_back({std::move(*r), std::nullopt});
-      else results.push_back({nullptr, r.error()});
+      if (r) results.push_back({std::move(*r), std::nullopt, std::nullopt});
+      else results.push_back({nullptr, r.error(), std::nullopt});
     } catch (const std::exception& e) {
-      results.push_back({nullptr, Error::internal(std::string("unexpected failure: ") + e.what())});
+      results.push_back({nullptr, Error::internal(std::string("unexpected failure: ") + e.what()), std::nullopt});
     }
     if (results.back().error) effects.resize(effects_before);  // a refused command has no effects
+    results.back().audited_as = t.take_audited_as();
   }
   txn.act_as(kServerActor);
   // Only the leader decides: a standby's state is the leader's, as journaled.
@@ -645,7 +647,12 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     if (batch[i].ctx.audit) {
       store::Audit a = *batch[i].ctx.audit;
       a.status = replies[i].status;
-      if (results[i].error) a.message = results[i].error->message;
+      if (results[i].error) {
+        // A refusal answered as "not found" is audited as the refusal it is.
+        const Error& e = results[i].audited_as ? *results[i].audited_as : *results[i].error;
+        a.status = http_status(e.code);
+        a.message = e.message;
+      }
       txn.act_as(batch[i].ctx.actor);
       if (auto st = txn.apply(std::move(a)); !st) spdlog::error("audit record: {}", st.error().message);
     }

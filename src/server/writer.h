@@ -53,6 +53,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <thread>
 
 #include "server/auth_gate.h"
@@ -95,9 +96,15 @@ class Txn {
   // Whom the records of the command now running name (set by the writer for each command).
   void act_as(store::Actor actor) { actor_ = std::move(actor); }
   const store::Actor& actor() const { return actor_; }
+  // For a refusal the command answers as another error (a member who names another team's job is told what a
+  // name no job has ever had gets, access.h refuse_job): the refusal itself, which the audit trail records
+  // instead of the answer. The writer takes it after each command.
+  void audit_as(Error refusal) { audited_as_ = std::move(refusal); }
+  std::optional<Error> take_audited_as() { return std::exchange(audited_as_, std::nullopt); }
 
  private:
   store::Actor actor_;
+  std::optional<Error> audited_as_;
   ServerState* st_ = nullptr;  // null for a read-only request
   const ServerState* view_;
   int64_t now_ms_;

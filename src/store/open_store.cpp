@@ -6,6 +6,13 @@
 
 namespace allot::store {
 
+std::string sqlite_path_of(const std::string& url) {
+  if (url.rfind("sqlite:", 0) != 0) return "";
+  std::string path = url.substr(7);
+  if (path.rfind("//", 0) == 0) path = path.substr(2);  // sqlite:///abs/path and sqlite://rel/path
+  return path;
+}
+
 Result<std::unique_ptr<Store>> open_store(const std::string& url) {
   if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
     auto s = PgStore::open(url);
@@ -15,8 +22,7 @@ Result<std::unique_ptr<Store>> open_store(const std::string& url) {
   if (url == "mem:" || url == "memory:") return std::unique_ptr<Store>(new MemStore());
   if (url.rfind("sqlite:", 0) != 0)
     return Error::invalid("unknown database URL '" + url + "'; use sqlite:PATH or postgresql://USER@HOST[:PORT]/DB");
-  std::string path = url.substr(7);
-  if (path.rfind("//", 0) == 0) path = path.substr(2);  // sqlite:///abs/path and sqlite://rel/path
+  const std::string path = sqlite_path_of(url);
   if (path.empty()) return Error::invalid("--database sqlite: needs a file path, as in sqlite:./allot-data/allot.db");
   std::error_code ec;
   auto dir = std::filesystem::path(path).parent_path();

@@ -132,9 +132,11 @@ struct TokenRecord {
   std::string secret_hash;
   std::string role;                // admin, member, viewer, agent, agent-join
   std::vector<std::string> teams;  // member, viewer
-  std::string node;                // agent: the one node it may act for
+  std::string node;                // agent: the one node it may act for; agent-join: the one name it may register
   Time expires_at = 0;             // Unix seconds; 0: never
   std::string description;
+  int max_nodes = 0;               // agent-join: how many nodes it may register; 0: no limit
+  std::string joined_with;         // agent: the id of the join token its node joined with (empty: made by an admin)
   friend bool operator==(const TokenRecord&, const TokenRecord&) = default;
 };
 struct CreateToken {
@@ -152,6 +154,7 @@ struct Audit {
   std::string target;  // the job, team, node or token it named, when there is one
   int status = 200;
   std::string message;  // why it was refused; empty when it was done
+  std::string source;   // the client's address (records written before it was kept have none)
   friend bool operator==(const Audit&, const Audit&) = default;
 };
 

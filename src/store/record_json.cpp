@@ -39,8 +39,12 @@ std::vector<PodSetRecord> placement_from_json(const json& j) {
 }
 
 json token_to_json(const TokenRecord& t) {
-  return {{"id", t.id}, {"secret_hash", t.secret_hash}, {"role", t.role}, {"teams", t.teams}, {"node", t.node},
-          {"expires_at", t.expires_at}, {"description", t.description}};
+  json out = {{"id", t.id}, {"secret_hash", t.secret_hash}, {"role", t.role}, {"teams", t.teams}, {"node", t.node},
+              {"expires_at", t.expires_at}, {"description", t.description}};
+  // Written only when set, so that records without them read as they did before the fields existed.
+  if (t.max_nodes != 0) out["max_nodes"] = t.max_nodes;
+  if (!t.joined_with.empty()) out["joined_with"] = t.joined_with;
+  return out;
 }
 
 namespace {
@@ -147,7 +151,9 @@ struct ToJson {
   }
   json operator()(const RevokeToken& o) const { return {{"id", o.id}}; }
   json operator()(const Audit& o) const {
-    return {{"action", o.action}, {"target", o.target}, {"status", o.status}, {"message", o.message}};
+    json out = {{"action", o.action}, {"target", o.target}, {"status", o.status}, {"message", o.message}};
+    if (!o.source.empty()) out["source"] = o.source;
+    return out;
   }
   json operator()(const HoldJob& o) const { return {{"job", o.job}, {"held", o.held}}; }
   json operator()(const SetJobPriority& o) const { return {{"job", o.job}, {"priority", o.priority}}; }
@@ -164,7 +170,8 @@ TokenRecord token_from_json(const json& j) {
   return TokenRecord{j.at("id").get<std::string>(),       j.at("secret_hash").get<std::string>(),
                      j.at("role").get<std::string>(),     j.at("teams").get<std::vector<std::string>>(),
                      j.at("node").get<std::string>(),     j.at("expires_at").get<Time>(),
-                     j.at("description").get<std::string>()};
+                     j.at("description").get<std::string>(), j.value("max_nodes", 0),
+                     j.value("joined_with", std::string())};
 }
 
 json actor_to_json(const Actor& a) { return {{"token", a.token}, {"role", a.role}, {"teams", a.teams}, {"node", a.node}}; }
@@ -205,7 +212,7 @@ Op parse_op(const json& j) {
   }
   if (kind == "create_token") return CreateToken{token_from_json(j.at("token"))};
   if (kind == "revoke_token") return RevokeToken{str("id")};
-  if (kind == "audit") return Audit{str("action"), str("target"), j.at("status").get<int>(), str("message")};
+  if (kind == "audit") return Audit{str("action"), str("target"), j.at("status").get<int>(), str("message"), j.value("source", "")};
   if (kind == "set_job_hold") return HoldJob{str("job"), j.at("held").get<bool>()};
   if (kind == "set_job_priority") return SetJobPriority{str("job"), str("priority")};
   if (kind == "delete_job") return DeleteJob{str("job")};

@@ -31,6 +31,9 @@ struct SqliteOptions {
   size_t snapshot_part_bytes = kSnapshotPartBytes;
 };
 
+// The database file of a sqlite: URL (sqlite:PATH, sqlite://rel/path, sqlite:///abs/path); empty for other URLs.
+std::string sqlite_path_of(const std::string& url);
+
 class SqliteStore final : public Store {
  public:
   // Creates the file (not its directory) and the schema when missing.

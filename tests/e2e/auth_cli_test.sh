@@ -28,12 +28,16 @@ YAML
 ALLOT_TOKEN=$member_a expect_rc 0 "$ALLOT" submit "$WORK/a-1.yaml"
 wait_state a-1 Running
 
-# Refusals through the CLI: exit 2, and the message says what would be needed.
+# Refusals through the CLI: exit 2, and the message says what would be needed. Another team's job is answered
+# like a job that does not exist (no 403-versus-404 oracle, docs/security.md).
 ALLOT_TOKEN=$member_b expect_rc 2 "$ALLOT" cancel a-1
-grep -q "needs an admin token or a member token of team team-a" "$WORK/last.err" || fail "cancel refusal: $(cat "$WORK/last.err")"
+grep -q "no job named a-1" "$WORK/last.err" || fail "cancel refusal: $(cat "$WORK/last.err")"
+sed 's/a-1/zz-9/g' "$WORK/last.err" >"$WORK/hidden.err"
+ALLOT_TOKEN=$member_b expect_rc 2 "$ALLOT" cancel zz-9
+cmp -s "$WORK/hidden.err" "$WORK/last.err" || fail "another team's job must be answered like a missing one: $(cat "$WORK/hidden.err") / $(cat "$WORK/last.err")"
 [ "$(job_field a-1 state)" = Running ] || fail "a-1 must still run after member b's cancel"
 ALLOT_TOKEN=$member_b expect_rc 2 "$ALLOT" logs a-1
-grep -q "team-a" "$WORK/last.err" || fail "logs refusal: $(cat "$WORK/last.err")"
+grep -q "no job named a-1" "$WORK/last.err" || fail "logs refusal: $(cat "$WORK/last.err")"
 ALLOT_TOKEN=$member_b expect_rc 2 "$ALLOT" apply "$WORK/teams.yaml"
 grep -q "needs an admin token" "$WORK/last.err" || fail "apply refusal: $(cat "$WORK/last.err")"
 ALLOT_TOKEN=$member_b expect_rc 2 "$ALLOT" submit "$WORK/a-1.yaml"
@@ -75,6 +79,19 @@ for _ in $(seq 1 50); do gone "$AGENT_PID_gpu_1" && break; sleep 0.1; done
 start_agent gpu-1 network-node-layer-3=nn-a
 agents_after=$("$ALLOT" token list -o json | grep -c '"role": "agent"')
 [ "$agents_before" = "$agents_after" ] || fail "a restarted agent joined again ($agents_before -> $agents_after agent tokens)"
+
+# Join tokens: `allot node adopt` makes a join token for one node, refused while its agent holds a live
+# credential; --max-nodes bounds the others; `allot token list` shows how many nodes each has registered.
+expect_rc 2 "$ALLOT" node adopt gpu-1
+grep -q "live agent credential" "$WORK/last.err" || fail "adopting gpu-1, whose agent holds a credential: $(cat "$WORK/last.err")"
+expect_rc 0 "$ALLOT" node adopt spare-1 --ttl 2h
+grep -q '^allot_' "$WORK/last.out" || fail "allot node adopt should print the token: $(cat "$WORK/last.out")"
+expect_rc 0 "$ALLOT" token create --role agent-join --max-nodes 3 --description three
+expect_rc 0 "$ALLOT" token list
+grep -q "node spare-1, 0/1 joined" "$WORK/last.out" || fail "token list should show spare-1's join token: $(cat "$WORK/last.out")"
+grep -q "0/3 joined" "$WORK/last.out" || fail "token list should show the 3-node join token: $(cat "$WORK/last.out")"
+grep -q "2/any joined" "$WORK/last.out" || fail "token list should show the agents' join token with its 2 nodes: $(cat "$WORK/last.out")"
+expect_rc 2 "$ALLOT" token create --role member --team team-a --max-nodes 2
 
 # The audit trail has member b's refused cancel, with the token that tried.
 expect_rc 0 "$ALLOT" audit --team team-a -o json

@@ -134,12 +134,22 @@ TEST_F(ServerJobChanges, MembersChangeOnlyTheirTeamsJobs) {
   ASSERT_EQ(t.status, 201) << t.body;
   httplib::Client member("127.0.0.1", server_->port());
   member.set_bearer_token_auth(t.json["token"].get<std::string>().c_str());
-  EXPECT_EQ(wrap(member.Post("/v1/jobs/a3/hold", "", "application/json")).status, 403);
-  EXPECT_EQ(wrap(member.Put("/v1/jobs/a3/priority", R"({"priority": "high"})", "application/json")).status, 403);
+  // Another team's job is answered as a missing one (no 403-versus-404 oracle); the audit trail keeps the 403.
+  auto hold = wrap(member.Post("/v1/jobs/a3/hold", "", "application/json"));
+  EXPECT_EQ(hold.status, 404);
+  auto missing = wrap(member.Post("/v1/jobs/z3/hold", "", "application/json"));
+  std::string expected = missing.body;
+  expected.replace(expected.find("z3"), 2, "a3");
+  EXPECT_EQ(hold.body, expected);
+  EXPECT_EQ(wrap(member.Put("/v1/jobs/a3/priority", R"({"priority": "high"})", "application/json")).status, 404);
   ASSERT_EQ(post("/v1/jobs/a1/cancel").status, 200);
-  EXPECT_EQ(wrap(member.Delete("/v1/jobs/a1")).status, 403);
+  EXPECT_EQ(wrap(member.Delete("/v1/jobs/a1")).status, 404);
   EXPECT_EQ(get("/v1/jobs/a1").status, 200) << "a refused deletion changes nothing";
   EXPECT_FALSE(get("/v1/jobs/a3").json.contains("held"));
+  bool audited = false;
+  for (const auto& e : get("/v1/audit").json)
+    audited |= e["action"] == "POST /v1/jobs/a3/hold" && e["status"] == 403 && e["target"] == "a3" && e["role"] == "member";
+  EXPECT_TRUE(audited) << get("/v1/audit").body;
 }
 
 }  // namespace

@@ -49,6 +49,32 @@ TEST_F(ServerPlans, OnlyAnAdminCreatesOrDeletesPlansAndEveryReaderListsThem) {
   EXPECT_EQ(del("/v1/plans/burst").status, 404);
 }
 
+// A plan lists the active jobs that name it; a member sees its own teams' job names there and another team's
+// job only as "a job of team B" (docs/security.md, "No oracle").
+TEST_F(ServerPlans, MembersSeeOnlyTheirOwnTeamsJobNamesInPlans) {
+  small_cluster();
+  const int64_t now = seconds(now_ms_);
+  ASSERT_EQ(post("/v1/plans", plan("shared", now + 100, now + 1000, 0, "")).status, 201);
+  for (const auto& [name, team] : {std::pair{"plan-job-a", "a"}, std::pair{"secret-plan-job-b", "b"}}) {
+    json j = job(name, team);
+    j["plan"] = "shared";
+    ASSERT_EQ(post("/v1/jobs", j).status, 201);
+  }
+  EXPECT_EQ(get("/v1/plans/shared").json["jobs"], json({"plan-job-a", "secret-plan-job-b"})) << "an admin sees every name";
+  auto t = post("/v1/tokens", json{{"role", "member"}, {"teams", {"a"}}});
+  ASSERT_EQ(t.status, 201) << t.body;
+  httplib::Client c("127.0.0.1", server_->port());
+  c.set_bearer_token_auth(t.json["token"].get<std::string>().c_str());
+  for (const char* path : {"/v1/plans", "/v1/plans/shared"}) {
+    SCOPED_TRACE(path);
+    auto r = wrap(c.Get(path));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body.find("secret-plan-job-b"), std::string::npos) << r.body;
+    const json& p = r.json.is_array() ? r.json[0] : r.json;
+    EXPECT_EQ(p["jobs"], json({"plan-job-a", "a job of team b"})) << r.body;
+  }
+}
+
 TEST_F(ServerPlans, BadPlansAreRefusedWithWhatIsWrong) {
   small_cluster();
   const int64_t now = seconds(now_ms_);

@@ -114,8 +114,9 @@ class ServerTest : public ::testing::Test {
     return wrap(client_->Post(path.c_str(), body, type.c_str()));
   }
   // The agents' endpoints as the node's agent would call them: registration with the join token (keeping the
-  // credential it returns), the rest with the node's credential (made by the admin for nodes that joined
-  // without an agent). A node that does not exist gets the join token, which the server refuses.
+  // credential it returns), or, for a node an admin added, with a join token made for that node alone (allot
+  // node adopt); the rest with the node's credential (made by the admin for nodes that joined without an agent).
+  // A node that does not exist gets the join token, which the server refuses.
   Response agent_post(const std::string& path, const std::string& body, const std::string& type) {
     std::string node;
     if (path == "/v1/agents/register") {
@@ -129,9 +130,14 @@ class ServerTest : public ::testing::Test {
       }
     }
     auto it = credentials_.find(node);
+    std::string join = join_token_;
+    if (it == credentials_.end() && path == "/v1/agents/register" && !node.empty() && get("/v1/nodes/" + node).status == 200) {
+      auto t = wrap(client_->Post("/v1/tokens", nlohmann::json{{"role", "agent-join"}, {"node", node}}.dump(), "application/json"));
+      if (t.status == 201) join = t.json["token"].get<std::string>();
+    }
     httplib::Client c("127.0.0.1", server_->port());
     c.set_read_timeout(30, 0);
-    c.set_bearer_token_auth(it != credentials_.end() ? it->second.c_str() : join_token_.c_str());
+    c.set_bearer_token_auth(it != credentials_.end() ? it->second.c_str() : join.c_str());
     Response r = wrap(c.Post(path.c_str(), body, type.c_str()));
     if (r.json.is_object() && r.json.contains("credential")) credentials_[node] = r.json["credential"].get<std::string>();
     return r;

@@ -41,6 +41,13 @@ struct Pki {
            run("openssl x509 -req -days 2 -in " + file(name + ".csr") + " -CA " + file(ca + ".pem") + " -CAkey " +
                file(ca + ".key") + " -CAcreateserial -extfile " + file(name + ".ext") + " -out " + file(name + ".pem"));
   }
+  // NAME.pem / NAME.key signed by CA with the subject CN=`cn` and no subjectAltName at all.
+  bool make_cn_only_cert(const std::string& name, const std::string& ca, const std::string& cn) {
+    return run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj '/CN=" + cn + "' -keyout " +
+               file(name + ".key") + " -out " + file(name + ".csr")) &&
+           run("openssl x509 -req -days 2 -in " + file(name + ".csr") + " -CA " + file(ca + ".pem") + " -CAkey " +
+               file(ca + ".key") + " -CAcreateserial -out " + file(name + ".pem"));
+  }
 };
 
 const Pki& pki() {
@@ -50,7 +57,7 @@ const Pki& pki() {
     fs::create_directories(p.dir);
     p.ok = run("openssl version") && p.make_ca("ca") && p.make_ca("other-ca") &&
            p.make_cert("server", "ca", "IP:127.0.0.1,DNS:localhost") &&
-           p.make_cert("elsewhere", "ca", "DNS:elsewhere.example") &&
+           p.make_cert("elsewhere", "ca", "DNS:elsewhere.example") && p.make_cn_only_cert("cn-only", "ca", "localhost") &&
            run("openssl pkey -in " + p.file("server.key") + " -aes256 -passout pass:secret -out " +
                p.file("encrypted.key"));
     std::ofstream(p.file("garbage.pem")) << "not a certificate\n";
@@ -135,6 +142,21 @@ TEST_F(TransportTest, CertificateForAnotherHostIsRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("is not issued for the host"), std::string::npos) << r.error().message;
   EXPECT_EQ(r.error().code, ErrorCode::kFailedPrecondition);
+}
+
+// RFC 6125: the host is matched against the subjectAltName alone. A certificate from the trusted CA that names
+// the host only in its subject's Common Name (cpp-httplib would accept it by its CN) is refused.
+TEST_F(TransportTest, CommonNameWithoutSubjectAltNameIsRefused) {
+  ASSERT_FALSE(run("openssl x509 -in " + pki().file("cn-only.pem") + " -noout -ext subjectAltName | grep -q DNS"))
+      << "the test certificate must have no subjectAltName";
+  Server* s = start(tls("cn-only"));
+  ASSERT_NE(s, nullptr);
+  auto r = health("https://localhost:" + std::to_string(s->port()), {.ca_file = pki().file("ca.pem")});
+  ASSERT_FALSE(r.ok()) << "a certificate with CN=localhost and no subjectAltName was accepted for localhost";
+  EXPECT_NE(r.error().message.find("is not issued for the host"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("Common Name is not checked"), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().code, ErrorCode::kFailedPrecondition);
+  // HttpsServerAndVerifyingClient: the same CA's certificate naming localhost in its subjectAltName is accepted.
 }
 
 TEST_F(TransportTest, PlainHttpAgainstHttpsAndBack) {
