@@ -25,7 +25,10 @@ bool may_run_there(const ServerState& st, const std::string& node) {
 template <typename F>
 void for_each_blocker(const ServerState& st, const Job& j, F fn) {
   const auto nodes = node_names(st.cluster, j);
-  for (const auto& [key, e] : st.gate.ended) {
+  for (const auto& entry : st.gate.ended) {
+    // Named, not a structured binding: clang 14 (the fuzz build) refuses bindings captured by a lambda.
+    const auto& key = entry.first;
+    const auto& e = entry.second;
     if (e.nodes.empty()) continue;
     const bool same_job = key.first == j.id.index();
     const bool shares_node = std::any_of(nodes.begin(), nodes.end(), [&](const std::string& n) { return e.nodes.count(n) > 0; });
@@ -78,7 +81,8 @@ void advance_start_gate(ServerState& st) {
   // Stops confirmed by a heartbeat (an agent that sends no attempt speaks for every attempt of the job), by fencing
   // (a timeout), by a node's departure or its agent's absence.
   for (auto it = g.ended.begin(); it != g.ended.end();) {
-    const auto& [key, e] = *it;
+    const auto& key = it->first;
+    const auto& e = it->second;
     std::erase_if(it->second.nodes, [&](const std::string& n) {
       auto h = g.heard.find(n);
       const bool confirmed = h != g.heard.end() && !h->second.count({e.job, key.second}) && !h->second.count({e.job, -1});
