@@ -121,6 +121,9 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
     out << YAML::Key << p + "min-runtime" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.min_runtime_s);
     out << YAML::Key << p + "starvation-threshold" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.starvation_threshold_s);
     out << YAML::Key << p + "elastic-grow-delay" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.elastic_grow_delay_s);
+    // Written only when set, so that an export without it stays as it was.
+    if (policy.locality_wait_s != 0)
+      out << YAML::Key << p + "locality-wait" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.locality_wait_s);
     out << YAML::EndMap;
   }
   out << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::EndMap << YAML::EndMap
@@ -226,7 +229,12 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
       // The class's own name, so that import gives back "training" for training-priority and
       // "inference-priority" for inference-priority.
       out << YAML::Key << "annotations" << YAML::Value << YAML::BeginMap << YAML::Key
-          << std::string(kKueueAnnotationPrefix) + "priority-class" << YAML::Value << pc.name << YAML::EndMap;
+          << std::string(kKueueAnnotationPrefix) + "priority-class" << YAML::Value << pc.name;
+      // The class's own locality wait (docs/scheduling.md, "Waiting for locality"), which Kueue has no field for.
+      if (pc.locality_wait_s)
+        out << YAML::Key << std::string(kKueueAnnotationPrefix) + "locality-wait" << YAML::Value << YAML::DoubleQuoted
+            << std::to_string(*pc.locality_wait_s);
+      out << YAML::EndMap;
       out << YAML::EndMap << YAML::Key << "value" << YAML::Value << pc.weight;
       out << YAML::Key << "description" << YAML::Value << "allot priority class " + pc.name;
       out << YAML::EndMap;

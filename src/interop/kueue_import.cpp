@@ -152,6 +152,8 @@ void read_cohort(const YAML::Node& obj, ObjectReader& r) {
         seconds(pol.starvation_threshold_s);
       else if (k == "elastic-grow-delay")
         seconds(pol.elastic_grow_delay_s);
+      else if (k == "locality-wait")
+        seconds(pol.locality_wait_s);
       else
         r.warn(field, "'" + v + "' is not an allot policy setting this version knows; ignored");
     }
@@ -197,6 +199,18 @@ void read_priority_class(const YAML::Node& obj, ObjectReader& r) {
   }
   // The weight is set by finish_kueue_import, which sees every class's value.
   classes.push_back({cls, 0});
+  const std::string wait = scalar_or_empty(at(obj, {"metadata", "annotations", std::string(kKueueAnnotationPrefix) + "locality-wait"}));
+  if (!wait.empty()) {
+    try {
+      size_t used = 0;
+      const int64_t s = std::stoll(wait, &used);
+      if (used != wait.size() || s < 0) throw std::invalid_argument(wait);
+      classes.back().locality_wait_s = s;
+    } catch (const std::exception&) {
+      r.warn("metadata.annotations." + std::string(kKueueAnnotationPrefix) + "locality-wait",
+             "'" + wait + "' is not a whole, non-negative number of seconds; the policy's locality wait applies");
+    }
+  }
   r.into.priority_values.push_back({r.name, value});
 }
 
@@ -626,10 +640,14 @@ std::string teams_file_yaml(const KueueImport& result) {
     out << YAML::Key << "min_runtime" << YAML::Value << p.min_runtime_s;
     out << YAML::Key << "starvation_threshold" << YAML::Value << p.starvation_threshold_s;
     out << YAML::Key << "elastic_grow_delay" << YAML::Value << p.elastic_grow_delay_s;
+    if (p.locality_wait_s != 0) out << YAML::Key << "locality_wait" << YAML::Value << p.locality_wait_s;
     out << YAML::Key << "priority_classes" << YAML::Value << YAML::BeginSeq;
-    for (const auto& pc : p.priority_classes)
+    for (const auto& pc : p.priority_classes) {
       out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pc.name << YAML::Key << "weight"
-          << YAML::Value << pc.weight << YAML::EndMap;
+          << YAML::Value << pc.weight;
+      if (pc.locality_wait_s) out << YAML::Key << "locality_wait" << YAML::Value << *pc.locality_wait_s;
+      out << YAML::EndMap;
+    }
     out << YAML::EndSeq << YAML::EndMap;
   }
   out << YAML::Key << "teams" << YAML::Value << YAML::BeginSeq;

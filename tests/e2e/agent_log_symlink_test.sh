@@ -33,8 +33,17 @@ command: |
   ls $agent_dir >/dev/null 2>&1 && echo "LISTED-THE-WORK-DIR"
   i=0; while [ \$i -lt 2000 ]; do echo "line \$i of the output"; i=\$((i+1)); done
   echo "the end"
+  sleep 4
 YAML
 "$ALLOT" submit "$WORK/attack.yaml" >/dev/null
+# The log the agent keeps is its own regular file, out of the replica's reach; it is looked at while the replica
+# still runs, since the agent removes an attempt's log once the server has it and the attempt's end (retention).
+log=$agent_dir/_logs/attack/attempt-0/rank-0.log
+for _ in $(seq 1 300); do grep_q -x "the end" "$log" 2>/dev/null && break; sleep 0.1; done
+grep_q -x "the end" "$log" || fail "the agent's log should be $log and hold the whole output"
+[ -f "$log" ] && [ ! -L "$log" ] || fail "the agent's log should be a regular file: $log"
+[ "$(stat -c %a "$agent_dir/_logs")" = 700 ] || fail "the agents' logs directory should be 0700, is $(stat -c %a "$agent_dir/_logs")"
+[ "$(stat -c %a "$log")" = 600 ] || fail "a log should be 0600, is $(stat -c %a "$log")"
 wait_state attack Succeeded
 "$ALLOT" logs attack >"$WORK/attack.out"
 grep_q -x "before the swap" "$WORK/attack.out" || fail "the output before the swap is missing: $(head "$WORK/attack.out")"
@@ -43,11 +52,6 @@ grep_q -x "the end" "$WORK/attack.out" || fail "the output after the swap is mis
 grep_q "allot-root-only-marker" "$WORK/attack.out" && fail "allot logs returned the root-only file the log was swapped for"
 grep_q -F "$(cat "$agent_dir/credential")" "$WORK/attack.out" && fail "allot logs returned the node credential"
 [ "$(cat "$secret" "$agent_dir/credential" | md5sum)" = "$before" ] || fail "the agent wrote through the replica's symlink"
-# The log the agent keeps is its own regular file, out of the replica's reach.
-log=$agent_dir/_logs/attack/attempt-0/rank-0.log
-[ -f "$log" ] && [ ! -L "$log" ] || fail "the agent's log should be $log"
-[ "$(stat -c %a "$agent_dir/_logs")" = 700 ] || fail "the agents' logs directory should be 0700, is $(stat -c %a "$agent_dir/_logs")"
-[ "$(stat -c %a "$log")" = 600 ] || fail "a log should be 0600, is $(stat -c %a "$log")"
 for f in credential replicas.json boot agent.lock; do
   [ "$(stat -c %a "$agent_dir/$f")" = 600 ] || fail "$f should be 0600, is $(stat -c %a "$agent_dir/$f")"
 done

@@ -8,7 +8,8 @@ ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=agent_watch_full
 source "$(dirname "$0")/lib_e2e.sh"
 
-start_server --heartbeat-timeout 600 --max-connections 4
+# Every client here comes from 127.0.0.1, so the per-address share (half by default) would refuse the CLI first.
+start_server --heartbeat-timeout 600 --max-connections 4 --max-connections-per-address 4
 write_teams
 for n in 1 2 3; do
   "$ALLOT" agent --server "$ALLOT_SERVER" --name "w-$n" --instance-type ml.g5.8xlarge --labels network-node-layer-3=nn-a \

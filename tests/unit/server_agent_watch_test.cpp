@@ -85,6 +85,8 @@ class ServerAgentWatchLimit : public ServerAgentWatch {
     ServerAgentWatch::SetUp();
     // At most half of the connections may be held by watches: 4 of 8.
     options_.max_connections = 8;
+    // Every client of the test comes from 127.0.0.1: without this the per-address share (half) refuses first.
+    options_.max_connections_per_address = 8;
     restart();
   }
 };
