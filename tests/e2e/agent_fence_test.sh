@@ -32,8 +32,15 @@ kill -STOP "$SERVER_PID"
 # 2 s timeout: SIGTERM at 1.5 s, SIGKILL at 1.75 s after the last answered heartbeat; allow for a slow machine.
 for _ in $(seq 1 100); do gone "$first" && break; sleep 0.1; done
 gone "$first" || { kill -CONT "$SERVER_PID"; fail "the agent of $node did not stop its replica while the server was unreachable"; }
-grep -q "stopping 1 replica(s) so that their restart elsewhere cannot overlap them (fencing)" "$WORK/agent-$node.log" ||
-  { kill -CONT "$SERVER_PID"; fail "the agent should say why it stopped the replica"; }
+# The agent and its watchdog both keep the lease (docs/resiliency.md, "Leases and fencing") and fence at the same
+# moment; whichever is first stops the replica and says so, and the agent says it is fenced either way.
+fence_said() {
+  grep -q "stopping 1 replica(s) so that their restart elsewhere cannot overlap them (fencing)" "$WORK/agent-$node.log" ||
+    { grep -q "(watchdog): the agent has not heard from the server within its lease" "$WORK/agent-$node.log" &&
+      grep -q "fenced: nothing new starts until the server answers" "$WORK/agent-$node.log"; }
+}
+for _ in $(seq 1 50); do fence_said && break; sleep 0.1; done
+fence_said || { kill -CONT "$SERVER_PID"; fail "the agent should say why it stopped the replica"; }
 sleep 0.5
 [ -e "$WORK/pids/fenced-1" ] && { kill -CONT "$SERVER_PID"; fail "a second attempt started while the server was stopped"; }
 say "resuming the server"
