@@ -12,6 +12,7 @@
 #include "interop/kueue.h"
 #include "interop/kueue_names.h"
 #include "interop/topology_labels.h"
+#include "config/yaml_stream.h"
 
 namespace allot::interop {
 namespace {
@@ -488,12 +489,11 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
 }  // namespace
 
 Status import_kueue(const std::string& text, const std::string& origin, const Catalog& catalog, KueueImport& into) {
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(text);
-  } catch (const YAML::Exception& e) {
-    return Error::invalid(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg + "; expected Kueue objects as YAML");
-  }
+  // Through the bounded reader, not YAML::LoadAll: yaml-cpp 0.7 loops for ever on some malformed texts (a stray
+  // ','; found by kueue_import_fuzz), and the reader also bounds what aliases expand to.
+  auto loaded = load_yaml_documents(text, YamlContext{origin, "", 0});
+  if (!loaded) return Error::invalid(loaded.error().message + "; expected Kueue objects as YAML");
+  std::vector<YAML::Node> docs = std::move(*loaded);
   // Flavors first, wherever they appear: queues name them.
   std::map<std::string, FlavorType> flavors;
   std::vector<std::pair<YAML::Node, ObjectReader>> objects;
@@ -675,11 +675,13 @@ std::string teams_file_yaml(const KueueImport& result) {
       }
       if (m.memory_mib) {
         const int64_t mib = *m.memory_mib;
-        // memory_gib rounds to MiB when read; 1/1024 is an exact binary fraction, so ten decimals suffice.
+        // memory_gib is read to the nearest MiB and with at most 9 decimals (config/yaml_read.cpp): 9 decimals are
+        // within 5e-10 GiB (well under half a MiB) of the exact value, so the amount reads back the same. Ten
+        // decimals (1 MiB is 0.0009765625 GiB) were refused by the reader (found by kueue_import_fuzz).
         std::string text = std::to_string(mib / 1024);
         if (mib % 1024) {
           char buf[32];
-          std::snprintf(buf, sizeof buf, "%.10f", static_cast<double>(mib % 1024) / 1024.0);
+          std::snprintf(buf, sizeof buf, "%.9f", static_cast<double>(mib % 1024) / 1024.0);
           std::string frac = std::string(buf).substr(2);
           while (frac.back() == '0') frac.pop_back();
           text += "." + frac;
