@@ -280,6 +280,7 @@ Status Agent::prepare() {
   auto state = load_state(state_path_);
   if (!state) return state.error();
   end_leftovers(*state, [this](const std::string& line) { say(line); });
+  detect_containers();
   auto journal = AttemptJournal::load((fs::path(opt_.work_dir) / "attempts.json").string());
   if (!journal) return journal.error();
   journal_ = std::move(*journal);
@@ -323,8 +324,13 @@ void Agent::reboot() {
   say("the server asks for a reboot" + (opt_.reboot_command.empty() ? std::string(" (emulated: stopping the replicas, resetting the devices)")
                                                                      : ": running \"" + opt_.reboot_command + "\""));
   for (const auto& e : procs_.stop_all_and_wait()) {
+    if (e.key.ends_with("#pull")) {
+      pull_ended(e.key.substr(0, e.key.size() - 5), e);
+      continue;
+    }
     capture_.finish(e.key, std::chrono::milliseconds(1000));
     auto it = replicas_.find(e.key);
+    if (it != replicas_.end() && it->second.a.container) end_container(e.key, it->second);
     if (it != replicas_.end()) it->second.exited = true, it->second.exit_code = e.exit_code;
     journal_exit(e.key, e.exit_code);
     records_.erase(e.key);
@@ -421,13 +427,13 @@ void Agent::remove_unused_dirs() {
 
 bool Agent::outgoing_alive() const {
   for (const auto& [key, r] : replicas_)
-    if (procs_.running(key) && !listed_.count(key)) return true;
+    if (alive(key) && !listed_.count(key)) return true;
   return false;
 }
 
 bool Agent::outgoing_unstopped() const {
   for (const auto& [key, r] : replicas_)
-    if (procs_.running(key) && !listed_.count(key) && !procs_.stopping(key)) return true;
+    if (alive(key) && !listed_.count(key) && !stopping(key)) return true;
   return false;
 }
 
@@ -549,8 +555,13 @@ Status Agent::run(const std::atomic<bool>& stop) {
   }
   say("stopping " + std::to_string(procs_.size()) + " replica(s)");
   for (const auto& e : procs_.stop_all_and_wait()) {
+    if (e.key.ends_with("#pull")) {
+      pull_ended(e.key.substr(0, e.key.size() - 5), e);
+      continue;
+    }
     capture_.finish(e.key, std::chrono::milliseconds(1000));
     auto it = replicas_.find(e.key);
+    if (it != replicas_.end() && it->second.a.container) end_container(e.key, it->second);
     if (it != replicas_.end()) it->second.exited = true, it->second.exit_code = e.exit_code;
     journal_exit(e.key, e.exit_code);
     records_.erase(e.key);
@@ -571,6 +582,11 @@ bool Agent::reap() {
   bool any = false;
   bool changed = false;
   for (const auto& e : procs_.poll(Clock::now())) {
+    if (e.key.ends_with("#pull")) {
+      pull_ended(e.key.substr(0, e.key.size() - 5), e);
+      any = true;
+      continue;
+    }
     changed |= records_.erase(e.key) > 0;
     if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
     // Its output to the last byte, before the exit can be reported.
@@ -578,6 +594,10 @@ bool Agent::reap() {
     journal_exit(e.key, e.exit_code);
     auto it = replicas_.find(e.key);
     if (it == replicas_.end()) continue;
+    if (it->second.a.container) {
+      end_container(e.key, it->second);
+      changed = true;
+    }
     it->second.exited = true;
     drop_private_tmp(it->second.a.job, it->second.private_tmp);
     it->second.exit_code = e.exit_code;
@@ -606,6 +626,7 @@ bool Agent::reap() {
 
 Status Agent::cycle() {
   (void)reap();
+  record_containers();
   check_fence(Clock::now());
   // Nothing starts here: only apply() starts replicas, right after the newest run list, so that the server never
   // takes a replica it no longer lists for stopped while the agent still means to start it (docs/scheduling.md).
@@ -706,7 +727,11 @@ Status Agent::heartbeat() {
         e["state"] = "exited";
         e["exit_code"] = r.exit_code;
       }
+      if (!r.pull_failure.empty())
+        e["failure"] = {{"reason", "image_pull"}, {"message", r.pull_failure}};
       reported.push_back(key);
+    } else if (r.pulling) {
+      e["state"] = "pulling";
     } else {
       e["state"] = "running";
       // What the replica really got: on an emulated node the planned CPUs are folded onto this machine's.
@@ -788,8 +813,8 @@ void Agent::apply(const json& answer) {
         if (r.a.slot() != slot || r.exited) continue;
         if (only_attempt >= 0 ? r.a.attempt != only_attempt : cur != current.end() && r.a.attempt == cur->second.attempt)
           continue;
-        if (procs_.running(key)) say("stopping replica " + key);
-        procs_.stop(key, Clock::now());
+        if (alive(key)) say("stopping replica " + key);
+        stop_replica(key, Clock::now());
       }
     }
   }
@@ -797,7 +822,7 @@ void Agent::apply(const json& answer) {
     if (journal_.contains(key_of(a))) continue;
     // An older attempt of the same replica still alive is stopped first; the new one waits for its exit.
     for (auto& [key, r] : replicas_)
-      if (r.a.slot() == slot && !r.exited && r.a.attempt != a.attempt) procs_.stop(key, Clock::now());
+      if (r.a.slot() == slot && !r.exited && r.a.attempt != a.attempt) stop_replica(key, Clock::now());
     pending_[slot] = a;
   }
   start_pending();
@@ -811,7 +836,7 @@ void Agent::start_pending() {
   for (auto it = pending_.begin(); it != pending_.end();) {
     bool busy = false;
     for (const auto& [key, r] : replicas_)
-      if (r.a.slot() == it->first && procs_.running(key)) busy = true;
+      if (r.a.slot() == it->first && alive(key)) busy = true;
     if (busy) {
       ++it;
       continue;
@@ -827,7 +852,7 @@ Result<Identity> Agent::identity_for(const Assignment& a, const std::string& hom
   // team's replicas at a time. (An agent that is not root cannot switch users at all: development only.)
   if (geteuid() == 0)
     for (const auto& [key, r] : replicas_)
-      if (!r.exited && r.a.team != a.team && procs_.running(key))
+      if (!r.exited && r.a.team != a.team && alive(key))
         return Error::precondition("this agent runs every replica as " + opt_.user.name + " (uid " + std::to_string(opt_.user.uid) +
                                    ") and a replica of team " + r.a.team + " runs here; replicas of two teams never share a uid. "
                                    "Start the agent with --run-as-range FIRST-LAST to give each team its own");
@@ -865,7 +890,7 @@ void Agent::start(const Assignment& a) {
     replicas_[key] = std::move(r);
     return;
   }
-  int output_fd = -1;
+  std::vector<std::string> pull_argv;
   Result<LaunchSpec> spec = [&]() -> Result<LaunchSpec> {
     if (ec) return Error::internal("cannot create the working directory " + dir.string() + ": " + ec.message());
     if (auto st = make_private_dir(log_dir.string()); !st) return st.error();
@@ -886,10 +911,18 @@ void Agent::start(const Assignment& a) {
     facts.home = who->home;
     auto s = launch_spec(run, facts, "", dir.string());
     if (!s) return s.error();
-    if (who->uid != geteuid()) {
-      s->run_as = *who;
+    if (who->uid != geteuid())
       if (auto st = give_dir_to(dir.string(), *who); !st) return st.error();
+    if (a.container) {
+      // podman (root) runs it, in the team's user namespace: its /tmp is the image's own.
+      auto c = container_launch(run, *s, *who, log_dir.string());
+      if (!c) return c.error();
+      r.container = c->name;
+      r.pidfile = c->pidfile;
+      pull_argv = std::move(c->pull_argv);
+      return std::move(c->run);
     }
+    if (who->uid != geteuid()) s->run_as = *who;
     // The job's /tmp on this node, shared by its replicas here and no one else's; not where the replica's own
     // directories are under /tmp, which it would hide (docs/security.md).
     if (geteuid() == 0 && !under_tmp(opt_.work_dir) && !under_tmp(a.checkpoint_root)) {
@@ -899,19 +932,65 @@ void Agent::start(const Assignment& a) {
       if (auto st = give_dir_to(r.private_tmp, *who); !st) return st.error();
       s->private_tmp = r.private_tmp;
     }
+    return s;
+  }();
+  if (!spec) {
+    // The server hears of it as an exit like any other failure, and its retry policy applies.
+    say("cannot start replica " + key + ": " + spec.error().message);
+    (void)append_log_line(r.log_path, "allot agent: cannot start this replica: " + spec.error().message);
+    r.exited = true;
+    r.exit_code = 127;
+    journal_exit(key, 127);
+    replicas_[key] = std::move(r);
+    drop_private_tmp(a.job, replicas_[key].private_tmp);
+    return;
+  }
+  if (!pull_argv.empty()) {
+    // The image first (docs/jobs.md, "Images"): the replica reports `pulling` meanwhile, and its run starts when
+    // the pull succeeds (pull_ended). The pull's output goes to a file of the agent's, read for its failure.
+    LaunchSpec pull;
+    pull.argv = std::move(pull_argv);
+    pull.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, {"HOME", "/root"}, {"LANG", "C.UTF-8"}};
+    pull.log_path = (log_dir / ("pull-rank-" + std::to_string(a.rank) + ".out")).string();
+    pull.work_dir = log_dir.string();
+    std::error_code rm;
+    fs::remove(pull.log_path, rm);
+    if (auto pid = procs_.start(key + "#pull", pull); !pid) {
+      say("cannot pull " + a.container->image + " for replica " + key + ": " + pid.error().message);
+      (void)append_log_line(r.log_path, "allot agent: cannot pull the image " + a.container->image + ": " + pid.error().message);
+      r.exited = true;
+      r.exit_code = 125;
+      r.pull_failure = a.container->image + ": " + pid.error().message;
+      journal_exit(key, 125);
+      replicas_[key] = std::move(r);
+      return;
+    }
+    say("pulling " + a.container->image + " for replica " + key);
+    r.pulling = true;
+    r.after_pull = std::move(*spec);
+    replicas_[key] = std::move(r);
+    return;
+  }
+  launch(key, std::move(r), std::move(*spec));
+}
+
+void Agent::launch(const std::string& key, Replica r, LaunchSpec spec) {
+  const Assignment& a = r.a;
+  int output_fd = -1;
+  Result<pid_t> pid = [&]() -> Result<pid_t> {
     auto out = capture_.open(key, r.log_path);
     if (!out) return out.error();
     output_fd = *out;
-    s->output_fd = output_fd;
-    return s;
+    spec.output_fd = output_fd;
+    // A container's limits are podman's (--memory, --cpus): it makes the container's cgroup itself.
+    if (cgroups_.available() && !a.container) {
+      const std::string name = "r-" + safe_path_part(a.job) + "-" + std::to_string(a.rank) + "-" + std::to_string(a.attempt);
+      auto cg = cgroups_.create(name, {.vcpu_milli = a.vcpu_milli, .memory_mib = a.memory_mib});
+      if (cg) spec.cgroup = *cg;
+      else say("replica " + key + " runs without its own cgroup: " + cg.error().message);
+    }
+    return procs_.start(key, spec);
   }();
-  if (spec && cgroups_.available()) {
-    const std::string name = "r-" + safe_path_part(a.job) + "-" + std::to_string(a.rank) + "-" + std::to_string(a.attempt);
-    auto cg = cgroups_.create(name, {.vcpu_milli = a.vcpu_milli, .memory_mib = a.memory_mib});
-    if (cg) spec->cgroup = *cg;
-    else say("replica " + key + " runs without its own cgroup: " + cg.error().message);
-  }
-  Result<pid_t> pid = spec ? procs_.start(key, *spec) : Result<pid_t>(spec.error());
   if (output_fd >= 0) close(output_fd);  // the child has its copy; the pipe ends when the replica's processes do
   if (!pid) {
     // The server hears of it as an exit like any other failure, and its retry policy applies.
@@ -921,18 +1000,65 @@ void Agent::start(const Assignment& a) {
     r.exited = true;
     r.exit_code = 127;
     journal_exit(key, 127);
-    if (spec && !spec->cgroup.empty()) (void)remove_cgroup(spec->cgroup);
+    if (!spec.cgroup.empty()) (void)remove_cgroup(spec.cgroup);
     replicas_[key] = std::move(r);
     drop_private_tmp(a.job, replicas_[key].private_tmp);
     return;
   }
-  records_[key] = ReplicaRecord{key, *pid, *pid, process_start_time(*pid).value_or(0), spec->cgroup};
-  r.cpus = format_cpu_list(spec->cpus);
+  records_[key] = ReplicaRecord{key, *pid, *pid, process_start_time(*pid).value_or(0), spec.cgroup};
+  r.cpus = format_cpu_list(spec.cpus);
   persist();
   say("started replica " + key + " (pid " + std::to_string(*pid) + ", rank " + std::to_string(a.rank) + "/" +
-      std::to_string(a.world_size) + ", cpus " + format_cpu_list(spec->cpus) + ", uid " +
-      std::to_string(spec->run_as ? spec->run_as->uid : geteuid()) + ")");
+      std::to_string(a.world_size) + ", cpus " + format_cpu_list(spec.cpus) + ", uid " +
+      std::to_string(spec.run_as ? spec.run_as->uid : geteuid()) +
+      (a.container ? ", container " + r.container + " of " + a.container->image : std::string()) + ")");
   replicas_[key] = std::move(r);
+}
+
+bool Agent::alive(const std::string& key) const { return procs_.running(key) || procs_.running(key + "#pull"); }
+
+bool Agent::stopping(const std::string& key) const { return procs_.stopping(key) || procs_.stopping(key + "#pull"); }
+
+void Agent::stop_replica(const std::string& key, Clock::time_point now) {
+  procs_.stop(key, now);
+  procs_.stop(key + "#pull", now);  // a replica stopped while its image is pulled never starts
+}
+
+void Agent::pull_ended(const std::string& key, const Exited& e) {
+  auto it = replicas_.find(key);
+  if (it == replicas_.end()) return;
+  Replica& r = it->second;
+  r.pulling = false;
+  const std::string image = r.a.container ? r.a.container->image : std::string("?");
+  if (e.exit_code == 0 && !e.stopped && !fenced_ && r.after_pull) {
+    say("pulled " + image + " for replica " + key);
+    LaunchSpec spec = std::move(*r.after_pull);
+    r.after_pull.reset();
+    Replica moved = std::move(r);
+    replicas_.erase(it);
+    launch(key, std::move(moved), std::move(spec));
+    return;
+  }
+  r.after_pull.reset();
+  r.exited = true;
+  r.exit_code = e.exit_code;
+  if (e.stopped || fenced_) {
+    say("replica " + key + " was stopped while its image was pulled");
+  } else {
+    // The registry's answer, as podman printed it (its last lines, bounded): the reason the server shows.
+    const std::string out_path = (fs::path(r.log_path).parent_path() / ("pull-rank-" + std::to_string(r.a.rank) + ".out")).string();
+    std::string answer = read_tail(out_path, 1500);
+    while (!answer.empty() && (answer.back() == '\n' || answer.back() == ' ')) answer.pop_back();
+    if (answer.empty()) answer = "podman pull exited with code " + std::to_string(e.exit_code);
+    // Reported in a heartbeat as JSON: printable ASCII only (a cut UTF-8 sequence would not encode), bounded.
+    for (char& c : answer)
+      if (static_cast<unsigned char>(c) < 0x20 ? c != '\n' : static_cast<unsigned char>(c) > 0x7e) c = '?';
+    r.pull_failure = (image + ": " + answer).substr(0, 1900);
+    r.exit_code = 125;  // podman's own code for "the container could not be run"
+    say("cannot pull " + r.pull_failure + " (replica " + key + ")");
+    (void)append_log_line(r.log_path, "allot agent: cannot pull the image " + r.pull_failure);
+  }
+  journal_exit(key, r.exit_code);
 }
 
 }  // namespace allot::agent

@@ -68,6 +68,8 @@ struct AgentOptions {
   std::string replaces;
   std::string stress_program;  // the allot binary (the built-in deep check runs `allot deep-check`)
   double stress_seconds = 2.0;
+  // Container replicas (agent/container.h): which podman, OCI runtime and cgroup manager the agent drives.
+  ContainerOptions containers;
 };
 
 class Agent {
@@ -111,6 +113,14 @@ class Agent {
     bool end_reported = false;  // a heartbeat carrying its end was answered; it stays until its log is shipped
     int log_failures = 0;       // uploads of its log that failed in a row while the server answered heartbeats
     std::string cpus;  // the CPUs it was bound to ("0-3,8"; empty: not bound), reported while it runs
+    // A container replica (agent_containers.cpp): podman's name for it, and its `podman run` while the image is
+    // pulled first (the pull runs under key#pull; the run starts when it succeeds).
+    std::string container;
+    std::optional<LaunchSpec> after_pull;
+    bool pulling = false;
+    std::string pull_failure;    // the registry's answer when the pull failed; reported with the exit
+    std::string pidfile;         // where podman writes the container's host pid
+    bool container_recorded = false;  // its pid is in the state file (records_), for the watchdog and a restart
   };
   static std::string key_of(const Assignment& a) { return a.slot() + "#" + std::to_string(a.attempt); }
 
@@ -141,6 +151,33 @@ class Agent {
   void apply(const nlohmann::json& answer);
   void start_pending();
   void start(const Assignment& a);
+  // Starts the replica's process (or, for a container, its `podman run`) and records it.
+  void launch(const std::string& key, Replica r, LaunchSpec spec);
+  // Whether anything of the replica runs: its process, or the pull before its container.
+  bool alive(const std::string& key) const;
+  bool stopping(const std::string& key) const;
+  void stop_replica(const std::string& key, Clock::time_point now);
+  // A process the table reaped (`e`, of key `key`) that belongs to a container replica's pull: starts its
+  // container, or ends the attempt with the pull's failure.
+  void pull_ended(const std::string& key, const Exited& e);
+
+  // Containers (agent_containers.cpp; docs/jobs.md, "Images").
+  // prepare(): what podman is here (said in the log), and the containers a previous agent left, removed.
+  void detect_containers();
+  // The `podman run` of a container replica, and its pull when the policy asks for one (empty argv: none).
+  struct ContainerLaunch {
+    LaunchSpec run;
+    std::vector<std::string> pull_argv;
+    std::string name;
+    std::string pidfile;
+  };
+  Result<ContainerLaunch> container_launch(const Assignment& run, const LaunchSpec& process, const Identity& who,
+                                           const std::string& log_dir);
+  // After its `podman run` exited: the container's first process, if it outlived podman (killed), is killed too, so
+  // that the exit reported means the replica is gone, and podman is told to forget the container.
+  void end_container(const std::string& key, Replica& r);
+  // The container's host pid, once podman wrote it, recorded for the watchdog and a restarted agent.
+  void record_containers();
   // Who `a` runs as: the team's own uid (--run-as-range) or the agent's one user. Refuses a replica that would
   // share a uid with a running replica of another team.
   Result<Identity> identity_for(const Assignment& a, const std::string& home);
@@ -190,6 +227,7 @@ class Agent {
   bool fenced_ = false;
   bool using_credential_ = false;  // the token presented is the node credential (not the join token)
   std::unique_ptr<HealthMonitor> monitor_;
+  PodmanFacts podman_;  // detect_containers()
   int boot_ = 0;
   bool said_hung_ = false;
 

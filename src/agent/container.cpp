@@ -87,6 +87,7 @@ std::vector<std::string> podman_run_argv(const ContainerOptions& opt, const Cont
                      // SIGTERM from the agent reaches the container's first process; podman waits for it.
                      "--sig-proxy=true", "--stop-timeout", "5"});
   for (const auto& c : r.cap_add) a.insert(a.end(), {"--cap-add", c});
+  if (!r.pidfile.empty()) a.insert(a.end(), {"--pidfile", r.pidfile});
   if (r.memory_mib > 0) a.insert(a.end(), {"--memory", std::to_string(r.memory_mib) + "m"});
   if (r.vcpu_milli > 0) {
     char cpus[32];
@@ -120,12 +121,31 @@ std::vector<std::string> podman_leftovers_argv(const ContainerOptions& opt, cons
   return a;
 }
 
-std::vector<std::string> podman_pull_argv(const ContainerOptions& opt, const std::string& image, const std::string& auth_file) {
-  auto a = podman_base(opt);
-  a.insert(a.end(), {"pull", "--quiet"});
-  if (!auth_file.empty()) a.insert(a.end(), {"--authfile", auth_file});
-  a.push_back(image);
-  return a;
+std::vector<std::string> podman_pull_argv(const ContainerOptions& opt, const std::string& image, const std::string& auth_file,
+                                          PullPolicy policy) {
+  auto pull = podman_base(opt);
+  pull.insert(pull.end(), {"pull", "--quiet"});
+  if (!auth_file.empty()) pull.insert(pull.end(), {"--authfile", auth_file});
+  pull.push_back(image);
+  switch (policy) {
+    case PullPolicy::kNever: return {};
+    case PullPolicy::kAlways: return pull;
+    case PullPolicy::kIfNotPresent: {
+      // $1: podman, $2: the image; the pull's own argv follows.
+      std::vector<std::string> a = {"/bin/sh", "-c", "\"$1\" image exists \"$2\" && exit 0; shift 2; exec \"$@\"", "allot-pull",
+                                    opt.podman, image};
+      a.insert(a.end(), pull.begin(), pull.end());
+      return a;
+    }
+  }
+  return pull;
+}
+
+std::optional<PullPolicy> pull_policy_from(std::string_view name) {
+  if (name == "IfNotPresent") return PullPolicy::kIfNotPresent;
+  if (name == "Always") return PullPolicy::kAlways;
+  if (name == "Never") return PullPolicy::kNever;
+  return std::nullopt;
 }
 
 std::vector<std::string> container_devices(const std::string& kind, const std::vector<int>& accelerators, bool efa,
@@ -178,6 +198,20 @@ Status write_env_file(const std::string& path, const std::map<std::string, std::
   close(fd);
   if (!ok) return Error::internal("cannot write " + path);
   return ok_status();
+}
+
+std::string read_tail(const std::string& path, size_t bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const auto size = static_cast<size_t>(in.tellg());
+  const size_t from = size > bytes ? size - bytes : 0;
+  in.seekg(static_cast<std::streamoff>(from));
+  std::string text(size - from, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (from > 0)
+    if (auto nl = text.find('\n'); nl != std::string::npos && nl + 1 < text.size()) text.erase(0, nl + 1);
+  return text;
 }
 
 int64_t default_shm_mib(int64_t memory_mib) { return std::max<int64_t>(64, memory_mib / 4); }

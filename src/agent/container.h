@@ -18,6 +18,8 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,9 @@ struct ContainerRun {
   std::vector<Volume> volumes;
   std::vector<std::string> devices;  // "nvidia.com/gpu=0" (CDI) or "/dev/neuron0"
   std::vector<std::string> cap_add;  // capabilities the admin allows the team ("NET_RAW")
+  // Where podman writes the host pid of the container's first process, which the agent records so that a stop
+  // (or its watchdog's fence) reaches the container even when podman itself was killed; empty: not written.
+  std::string pidfile;
 };
 
 // The limits a container's processes get: podman sets soft and hard limits, and a hard limit above the agent's
@@ -92,8 +97,12 @@ std::vector<std::string> podman_rm_argv(const ContainerOptions& opt, const std::
 // `podman ps --all --quiet --filter label=allot.agent=NAME`: the containers an earlier run of the agent left.
 std::vector<std::string> podman_leftovers_argv(const ContainerOptions& opt, const std::string& agent);
 // `podman pull` of the image (with the team's registry auth file, when the admin gave one); for kIfNotPresent,
-// `podman image exists` first. Empty for kNever.
-std::vector<std::string> podman_pull_argv(const ContainerOptions& opt, const std::string& image, const std::string& auth_file);
+// `podman image exists` first, in one shell (the image and paths travel as its arguments, never in its script).
+// Empty for kNever.
+std::vector<std::string> podman_pull_argv(const ContainerOptions& opt, const std::string& image, const std::string& auth_file,
+                                          PullPolicy policy = PullPolicy::kAlways);
+// "IfNotPresent", "Always", "Never" (the Kubernetes spellings the server sends); nullopt for anything else.
+std::optional<PullPolicy> pull_policy_from(std::string_view name);
 
 // The NVIDIA CDI device names of `gpus` where a CDI spec for nvidia.com/gpu exists (/etc/cdi, /var/run/cdi),
 // else the device nodes /dev/nvidiaN with /dev/nvidiactl, /dev/nvidia-uvm; Neuron devices as /dev/neuronN;
@@ -104,6 +113,10 @@ std::vector<std::string> container_devices(const std::string& accelerator_kind, 
 // Writes `env` to `path` (0600, not following a symlink) in podman's --env-file format. Refused: a value with a
 // newline, which that format cannot carry.
 Status write_env_file(const std::string& path, const std::map<std::string, std::string>& env);
+
+// The last `bytes` of the file at `path` (a pull's output), from a line start where one is in reach; empty when
+// it cannot be read.
+std::string read_tail(const std::string& path, size_t bytes);
 
 // The default /dev/shm of a replica that gives none: a quarter of its memory request, at least 64 MiB (podman's
 // own default), and 64 MiB without a request.

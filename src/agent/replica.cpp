@@ -11,6 +11,43 @@ std::string list_of(const std::vector<int>& v) {
   return out;
 }
 
+bool absolute_path(const std::string& p) { return !p.empty() && p.front() == '/' && p.size() <= 4096 && p.find('\0') == std::string::npos; }
+
+// The `container` object of an assignment. The server checked it against the spec's rules and the team's
+// settings; the agent still refuses a shape it could not run safely (a relative path, a volume option smuggled
+// into a path, an unknown pull policy), naming what was wrong.
+Result<ContainerAssignment> container_from_json(const nlohmann::json& c, const std::string& slot) {
+  const std::string where = "the container of " + slot;
+  if (!c.is_object()) return Error::invalid(where + " must be an object");
+  ContainerAssignment out;
+  out.image = c.value("image", std::string());
+  if (out.image.empty() || out.image.size() > 1024 || out.image.front() == '-')
+    return Error::invalid(where + " needs an image reference (1-1024 characters, not starting with '-')");
+  const std::string policy = c.value("pull_policy", std::string("IfNotPresent"));
+  auto p = pull_policy_from(policy);
+  if (!p) return Error::invalid(where + ": pull_policy " + policy + " is not one of IfNotPresent, Always, Never");
+  out.pull_policy = *p;
+  out.shm_mib = c.value("shm_mib", int64_t{64});
+  if (out.shm_mib < 1 || out.shm_mib > (int64_t{1} << 30)) return Error::invalid(where + ": shm_mib must be 1..1073741824");
+  if (c.contains("volumes")) {
+    for (const auto& v : c.at("volumes")) {
+      Volume vol{v.at("host_path").get<std::string>(), v.at("path").get<std::string>(), v.value("read_only", false)};
+      // A ':' would let a path carry podman's volume options ("...:/x:rw,suid"): refused, as a relative path is.
+      for (const std::string* path : {&vol.host_path, &vol.container_path})
+        if (!absolute_path(*path) || path->find(':') != std::string::npos || path->find(',') != std::string::npos)
+          return Error::invalid(where + ": volume path " + *path + " must be absolute, without ':' or ','");
+      out.volumes.push_back(std::move(vol));
+    }
+  }
+  out.cap_add = c.value("cap_add", std::vector<std::string>{});
+  for (const auto& cap : out.cap_add)
+    if (cap.empty() || cap.size() > 64 || cap.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != std::string::npos)
+      return Error::invalid(where + ": capability " + cap + " is not a capability name (capitals and '_')");
+  out.auth_file = c.value("auth_file", std::string());
+  if (!out.auth_file.empty() && !absolute_path(out.auth_file)) return Error::invalid(where + ": auth_file must be an absolute path");
+  return out;
+}
+
 }  // namespace
 
 Result<Assignment> assignment_from_json(const nlohmann::json& j) {
@@ -37,7 +74,13 @@ Result<Assignment> assignment_from_json(const nlohmann::json& j) {
     a.checkpoint_root = j.value("checkpoint_root", std::string());
     a.restart_count = j.value("restart_count", 0);
     if (a.job.empty()) return Error::invalid("a replica assignment has an empty job name");
-    if (a.command.empty()) return Error::invalid("the assignment of " + a.slot() + " has no command");
+    if (j.contains("container")) {
+      auto c = container_from_json(j["container"], a.slot());
+      if (!c) return c.error();
+      a.container = std::move(*c);
+    }
+    // A container without a command runs its image's entrypoint; a process needs one.
+    if (a.command.empty() && !a.container) return Error::invalid("the assignment of " + a.slot() + " has no command");
     return a;
   } catch (const nlohmann::json::exception& e) {
     return Error::invalid("malformed replica assignment " + j.dump() + ": " + e.what());

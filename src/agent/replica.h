@@ -3,16 +3,30 @@
 // the rank variables torchrun and most launchers read, the devices it may see, its CPUs and its log file.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "agent/container.h"
 #include "agent/process.h"
 #include "core/catalog.h"
 #include "core/result.h"
 
 namespace allot::agent {
+
+// A replica that runs in an OCI container (docs/jobs.md, "Images"): what the server sends in the assignment's
+// `container` object, from the job's spec and its team's container settings.
+struct ContainerAssignment {
+  std::string image;
+  PullPolicy pull_policy = PullPolicy::kIfNotPresent;
+  int64_t shm_mib = 64;
+  std::vector<Volume> volumes;
+  std::vector<std::string> cap_add;  // the capabilities the team's admin allows
+  std::string auth_file;             // the team's registry credentials on this node; empty: none
+  friend bool operator==(const ContainerAssignment&, const ContainerAssignment&) = default;
+};
 
 struct Assignment {
   std::string job;
@@ -38,6 +52,8 @@ struct Assignment {
   std::string checkpoint_root;
   std::string checkpoint_dir;
   int restart_count = 0;          // ALLOT_RESTART_COUNT: restarts after failures so far
+  // Set: the replica runs in this container (its command, when given, replaces the image's); unset: a process.
+  std::optional<ContainerAssignment> container;
 
   // Identifies the replica across heartbeats ("job/rank"); attempts of it replace one another.
   std::string slot() const { return job + "/" + std::to_string(rank); }

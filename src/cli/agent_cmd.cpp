@@ -1,7 +1,8 @@
 // `allot agent --server URL [--ca FILE] [--name NAME] [--instance-type TYPE] [--labels k=v,k=v] [--work-dir DIR]
 // [--address ADDR] [--heartbeat-interval S] [--stop-grace S] [--run-as USER | --run-as-range FIRST-LAST
 // [--uids-per-team N]] [--allow-root] [--no-cgroups]
-// [--health-config FILE] [--health-interval S] [--emulate-faults FILE] [--reboot-command CMD] [--replaces NODE]`:
+// [--health-config FILE] [--health-interval S] [--emulate-faults FILE] [--reboot-command CMD] [--replaces NODE]
+// [--podman PATH] [--container-runtime NAME] [--container-cgroup-manager cgroupfs|systemd]`:
 // runs the node agent until SIGINT or SIGTERM, then stops its replicas. Exit codes: 0 after a clean stop,
 // 2 for invalid flags (replicas that would run as root without --allow-root among them), a work directory
 // another agent uses, or a registration the server refuses; 3 for a runtime failure.
@@ -38,6 +39,7 @@ struct AgentArgs {
   bool allow_root = false;
   bool no_cgroups = false;
   std::string health_config, faults, reboot_command, replaces;
+  agent::ContainerOptions containers;
   double health_interval_s = 0;  // 0: as configured
   double deep_check_s = 2.0;
 };
@@ -133,6 +135,7 @@ int run_agent(const AgentArgs& a) {
   opt.faults_path = a.faults;
   opt.reboot_command = a.reboot_command;
   opt.replaces = a.replaces;
+  opt.containers = a.containers;
   opt.stress_seconds = a.deep_check_s;
 
   struct sigaction sa {};
@@ -202,6 +205,15 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--reboot-command", a->reboot_command,
                   "Shell command that reboots the node when the server asks (default: an emulated reboot)");
   cmd->add_option("--replaces", a->replaces, "The failed node this one replaces (set by a provisioner)");
+  cmd->add_option("--podman", a->containers.podman, "The podman that runs container replicas (an absolute path)")
+      ->capture_default_str()
+      ->check(CLI::ExistingFile | CLI::Validator([](std::string& p) { return p.starts_with("/") ? "" : "must be an absolute path"; }, "ABSPATH"));
+  cmd->add_option("--container-runtime", a->containers.runtime,
+                  "OCI runtime podman runs containers with (runc works on hosts with hybrid cgroups, where crun does not)")
+      ->capture_default_str();
+  cmd->add_option("--container-cgroup-manager", a->containers.cgroup_manager, "podman's cgroup manager: cgroupfs or systemd")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cgroupfs", "systemd"}));
   cmd->add_option("--deep-check-seconds", a->deep_check_s, "How long the built-in deep check (stress) runs")->capture_default_str();
   cmd->callback([a, &ctx] { ctx.exit_code = run_agent(*a); });
 

@@ -41,6 +41,7 @@ cleanup() {
   # The database goes after the servers that write to it (start_postgres).
   [ -n "$PG_DIR" ] && { bash "$PG_HELPER" stop "$PG_DIR" >/dev/null 2>&1 || true; }
   declare -F fault_cleanup >/dev/null && fault_cleanup  # lib_faults.sh's mounts, before their directory goes
+  declare -F test_cleanup >/dev/null && test_cleanup    # a test's own (images it built, say)
   rm -rf "$WORK"
   exit $rc
 }

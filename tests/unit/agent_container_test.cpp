@@ -36,6 +36,33 @@ TEST(ContainerArgv, RunsInTheTeamsUserNamespaceWithNothingExtra) {
   EXPECT_EQ(podman_run_argv({}, r, {1, 1}).back(), "localhost/x:1");
 }
 
+TEST(ContainerArgv, PullFollowsThePolicy) {
+  ContainerOptions opt;
+  EXPECT_TRUE(podman_pull_argv(opt, "x:1", "", PullPolicy::kNever).empty());
+  EXPECT_EQ(podman_pull_argv(opt, "x:1", "/etc/auth.json", PullPolicy::kAlways),
+            (std::vector<std::string>{"/usr/bin/podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", "pull", "--quiet",
+                                      "--authfile", "/etc/auth.json", "x:1"}));
+  // IfNotPresent: `podman image exists` first; the image and podman travel as the shell's arguments.
+  auto a = podman_pull_argv(opt, "x:1; rm -rf /", "", PullPolicy::kIfNotPresent);
+  ASSERT_GE(a.size(), 6u);
+  EXPECT_EQ(a[0], "/bin/sh");
+  EXPECT_EQ(a[2].find("x:1"), std::string::npos) << "the image must not be part of the script: " << a[2];
+  EXPECT_EQ(a[4], "/usr/bin/podman");
+  EXPECT_EQ(a[5], "x:1; rm -rf /");
+  EXPECT_EQ(a.back(), "x:1; rm -rf /");
+  EXPECT_EQ(pull_policy_from("IfNotPresent"), PullPolicy::kIfNotPresent);
+  EXPECT_FALSE(pull_policy_from("ifnotpresent").has_value());
+}
+
+TEST(ContainerArgv, TailOfAPullsOutputStartsAtALine) {
+  const fs::path dir = fs::temp_directory_path() / ("allot-tail-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "out") << std::string(3000, 'x') << "\nError: initializing source docker://x:1: pinging registry\n";
+  EXPECT_EQ(read_tail((dir / "out").string(), 100), "Error: initializing source docker://x:1: pinging registry\n");
+  EXPECT_EQ(read_tail((dir / "missing").string(), 100), "");
+  fs::remove_all(dir);
+}
+
 TEST(ContainerArgv, UlimitsStayBelowTheAgentsHardLimits) {
   const Ulimits u = container_ulimits();
   rlimit nofile{}, nproc{};
@@ -133,6 +160,14 @@ TEST_F(RealPodman, ReplicaSeesTheImageAsAnUnprivilegedHostUidWithItsOwnShm) {
   struct stat st {};
   ASSERT_EQ(stat((dir_ / "a/written-by-container").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 1700000000u);
+}
+
+TEST_F(RealPodman, PullIfNotPresentFindsAnImportedImageWithoutARegistry) {
+  auto out = run_with_timeout(podman_pull_argv(opt_, image_, "", PullPolicy::kIfNotPresent), std::chrono::seconds(60));
+  EXPECT_EQ(out.exit_code, 0) << out.output;
+  auto missing = run_with_timeout(podman_pull_argv(opt_, "localhost/allot-no-such-image:x", "", PullPolicy::kIfNotPresent),
+                                  std::chrono::seconds(60));
+  EXPECT_NE(missing.exit_code, 0) << missing.output;
 }
 
 TEST_F(RealPodman, PullOfAMissingImageFailsWithTheRegistrysAnswer) {

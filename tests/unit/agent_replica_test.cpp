@@ -31,6 +31,40 @@ TEST(Agent, AssignmentFromJson) {
   EXPECT_FALSE(assignment_from_json(json{{"job", "x"}, {"rank", 0}}).ok());  // no command
 }
 
+TEST(Agent, ContainerAssignmentFromJson) {
+  json j = assignment();
+  j.erase("command");
+  j["container"] = {{"image", "registry.example/team/train:1.2"}, {"pull_policy", "Always"}, {"shm_mib", 2048},
+                    {"volumes", {{{"host_path", "/fsx/data"}, {"path", "/data"}, {"read_only", true}}}},
+                    {"cap_add", {"NET_RAW"}}, {"auth_file", "/etc/allot/auth/team-a.json"}};
+  auto a = assignment_from_json(j);
+  ASSERT_TRUE(a.ok()) << a.error().message;  // no command: the image's own runs
+  ASSERT_TRUE(a->container.has_value());
+  EXPECT_EQ(a->container->image, "registry.example/team/train:1.2");
+  EXPECT_EQ(a->container->pull_policy, PullPolicy::kAlways);
+  EXPECT_EQ(a->container->shm_mib, 2048);
+  EXPECT_EQ(a->container->volumes, (std::vector<Volume>{{"/fsx/data", "/data", true}}));
+  EXPECT_EQ(a->container->cap_add, (std::vector<std::string>{"NET_RAW"}));
+  EXPECT_EQ(a->container->auth_file, "/etc/allot/auth/team-a.json");
+  // Shapes the agent could not run safely are refused, naming the replica and what was wrong.
+  auto refused = [&](const json& container, const std::string& says) {
+    json bad = j;
+    bad["container"] = container;
+    auto r = assignment_from_json(bad);
+    ASSERT_FALSE(r.ok()) << container.dump();
+    EXPECT_NE(r.error().message.find(says), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find("a-1/3"), std::string::npos) << r.error().message;
+  };
+  refused({{"image", ""}}, "image reference");
+  refused({{"image", "--privileged"}}, "not starting with '-'");
+  refused({{"image", "x:1"}, {"pull_policy", "Sometimes"}}, "IfNotPresent, Always, Never");
+  refused({{"image", "x:1"}, {"volumes", {{{"host_path", "data"}, {"path", "/data"}}}}}, "must be absolute");
+  refused({{"image", "x:1"}, {"volumes", {{{"host_path", "/data"}, {"path", "/data:rw,suid"}}}}}, "without ':'");
+  refused({{"image", "x:1"}, {"cap_add", {"ALL; rm"}}}, "capability");
+  refused({{"image", "x:1"}, {"shm_mib", 0}}, "shm_mib");
+  refused({{"image", "x:1"}, {"auth_file", "relative.json"}}, "auth_file");
+}
+
 TEST(Agent, NvidiaEnvironment) {
   auto a = assignment_from_json(assignment());
   ASSERT_TRUE(a.ok());

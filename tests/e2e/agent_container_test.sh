@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# End to end: jobs that name an image run in podman containers (docs/jobs.md, "Images"), on a real podman with an
+# image built here from Debian's busybox-static (no registry is reachable: `podman import` of a local root file
+# system). Two teams' containers on one node: each sees the image's file system, runs as its team's unprivileged
+# host uid (container root mapped onto the team's block of --run-as-range), has its own /dev/shm of the size asked
+# for, cannot see the other's processes or files nor the agent's; an image without a command runs its own; a pull
+# of a missing image fails the attempt with reason `image pull` and the node stays Schedulable; a cancelled
+# container is gone from podman.
+# Usage: agent_container_test.sh PATH/TO/allot
+ALLOT=${1:?usage: $0 PATH/TO/allot}
+TEST_NAME=agent_container
+if [ "$(id -u)" != 0 ]; then
+  echo "$TEST_NAME: SKIP: allot drives podman rootful, which needs root; this test runs as uid $(id -u)"
+  exit 77
+fi
+command -v podman >/dev/null || { echo "$TEST_NAME: SKIP: podman is not installed (apt-get install podman runc uidmap)"; exit 77; }
+[ -x /bin/busybox ] || { echo "$TEST_NAME: SKIP: busybox-static is not installed (the test's image is built from it)"; exit 77; }
+export TMPDIR=/var/tmp
+source "$(dirname "$0")/lib_e2e.sh"
+
+PODMAN=(podman --runtime runc --cgroup-manager cgroupfs)
+IMAGE=localhost/allot-e2e-bb:$$
+ENTRY_IMAGE=localhost/allot-e2e-entry:$$
+test_cleanup() {
+  podman rmi --force "$IMAGE" "$ENTRY_IMAGE" >/dev/null 2>&1 || true
+  # Whatever this test's agents left (they label their containers with the agent's name).
+  for id in $(podman ps --all --quiet --filter label=allot.agent=ctr-1 2>/dev/null); do podman rm --force "$id" >/dev/null 2>&1 || true; done
+}
+
+# The image: busybox and a marker file; the second one has a command of its own.
+mkdir -p "$WORK/rootfs/bin" "$WORK/rootfs/etc" "$WORK/rootfs/tmp"
+cp /bin/busybox "$WORK/rootfs/bin/busybox"
+for tool in sh id cat ls df echo sleep stat touch grep kill wc head tail; do ln -s busybox "$WORK/rootfs/bin/$tool"; done
+echo "inside-the-image" >"$WORK/rootfs/etc/allot-image-marker"
+chmod 1777 "$WORK/rootfs/tmp"
+tar -C "$WORK/rootfs" -cf "$WORK/bb.tar" .
+podman import "$WORK/bb.tar" "$IMAGE" >/dev/null 2>"$WORK/import.err" || fail "podman import: $(cat "$WORK/import.err")"
+podman import --change 'CMD ["/bin/sh", "-c", "echo the-images-own-command-ran"]' "$WORK/bb.tar" "$ENTRY_IMAGE" >/dev/null 2>&1 ||
+  fail "podman import (with a command) failed"
+# Where the kernel refuses a user namespace, podman cannot keep container root off host root: say so and skip.
+if ! "${PODMAN[@]}" run --rm --uidmap 0:1500000000:65536 --gidmap 0:1500000000:65536 --network host "$IMAGE" /bin/true \
+    >"$WORK/probe.out" 2>&1; then
+  say "SKIP: podman cannot run a container in a user namespace here: $(tail -n 3 "$WORK/probe.out")"
+  test_cleanup
+  exit 77
+fi
+
+start_server --checkpoint-dir "$WORK/ckpt"
+mkdir -p "$WORK/ckpt" && chmod 0755 "$WORK/ckpt"
+start_agent ctr-1 network-node-layer-3=nn-a
+grep_q "containers: podman" "$WORK/agent-ctr-1.log" || fail "the agent should say which podman it found"
+write_teams
+
+cat >"$WORK/a.yaml" <<YAML
+name: job-a
+team: team-a
+per_replica: {memory_gib: 0.0625}
+image: $IMAGE
+image_pull_policy: IfNotPresent
+shm_size_gib: 0.09375
+env: {TEAM_A_SECRET: secret-of-team-a-$$}
+command:
+  - /bin/sh
+  - -c
+  - |
+    cat /etc/allot-image-marker; echo "uid-inside=\$(id -u)"; cat /proc/self/uid_map
+    echo "cwd=\$(pwd)"; echo data-of-team-a >mine.txt; echo ckpt-of-team-a >"\$ALLOT_CHECKPOINT_DIR/ckpt.txt"
+    echo shm-of-team-a >/dev/shm/team-a-shm; df -m /dev/shm | tail -n 1
+    grep NoNewPrivs /proc/self/status; grep CapEff /proc/self/status
+    echo "ready"; sleep 120
+YAML
+"$ALLOT" submit "$WORK/a.yaml" >/dev/null
+wait_state job-a Running
+log_has job-a "ready" 60
+cat "$WORK/job-a-logs.out"
+grep_q "inside-the-image" "$WORK/job-a-logs.out" || fail "job-a should see the image's file system"
+grep_q -x "uid-inside=0" "$WORK/job-a-logs.out" || fail "job-a runs as container root"
+a_host_uid=$(awk '$1 == 0 {print $2; exit}' "$WORK/job-a-logs.out")
+[ -n "$a_host_uid" ] && [ "$a_host_uid" -ge 1000000000 ] || fail "container root of team-a should map to a host uid of --run-as-range, got '$a_host_uid'"
+grep_q "NoNewPrivs:[[:space:]]*1" "$WORK/job-a-logs.out" || fail "no-new-privileges should be set"
+grep_q "CapEff:[[:space:]]*0000000000000000" "$WORK/job-a-logs.out" || fail "every capability should be dropped"
+grep_q " 96 " "$WORK/job-a-logs.out" || fail "job-a's /dev/shm should be 96 MiB (shm_size_gib 0.09375)"
+a_cwd=$(sed -n 's/^cwd=//p' "$WORK/job-a-logs.out")
+[ -f "$a_cwd/mine.txt" ] || fail "job-a's working directory $a_cwd should be the host's attempt directory"
+[ "$(stat -c %u "$a_cwd/mine.txt")" = "$a_host_uid" ] || fail "what job-a wrote should belong to its team's host uid $a_host_uid"
+[ "$(stat -c %u "$WORK/ckpt/job-a/ckpt.txt")" = "$a_host_uid" ] || fail "job-a's checkpoint should belong to its team's host uid"
+a_pid=$(pgrep -f "sleep 120" | head -n1 || true)
+[ -n "$a_pid" ] || fail "job-a's sleeper is not visible on the host"
+[ "$(stat -c %u "/proc/$a_pid")" = "$a_host_uid" ] || fail "job-a's processes should run as host uid $a_host_uid"
+"$ALLOT" describe job-a >"$WORK/a-describe.out"
+grep_q "$IMAGE" "$WORK/a-describe.out" || fail "describe should show the image"
+
+# Team B on the same node: none of A's processes, files, shm, nor the agent's files.
+cat >"$WORK/b.yaml" <<YAML
+name: job-b
+team: team-b
+per_replica: {memory_gib: 0.0625}
+image: $IMAGE
+command:
+  - /bin/sh
+  - -c
+  - |
+    echo "uid-inside=\$(id -u)"; cat /proc/self/uid_map
+    cat /proc/$a_pid/environ; echo "environ-rc=\$?"
+    kill -0 $a_pid; echo "kill-rc=\$?"
+    cat $a_cwd/mine.txt; echo "cwd-rc=\$?"
+    cat $WORK/ckpt/job-a/ckpt.txt; echo "ckpt-rc=\$?"
+    cat $WORK/agents/ctr-1/credential; echo "credential-rc=\$?"
+    ls /dev/shm; echo "shm-listed"
+    exit 0
+YAML
+"$ALLOT" submit "$WORK/b.yaml" >/dev/null
+wait_state job-b Succeeded 60
+"$ALLOT" logs job-b >"$WORK/b.out"
+cat "$WORK/b.out"
+b_host_uid=$(awk '$1 == 0 {print $2; exit}' "$WORK/b.out")
+[ -n "$b_host_uid" ] && [ "$b_host_uid" != "$a_host_uid" ] || fail "teams A and B share host uid $a_host_uid"
+grep_q "secret-of-team-a" "$WORK/b.out" && fail "B read A's environment"
+grep_q -x "environ-rc=1" "$WORK/b.out" || fail "B should not reach A's /proc/PID/environ"
+grep_q -x "kill-rc=1" "$WORK/b.out" || fail "B should not reach A's processes"
+grep_q -x "cwd-rc=1" "$WORK/b.out" && grep_q -x "ckpt-rc=1" "$WORK/b.out" || fail "B should not reach A's files"
+grep_q -x "credential-rc=1" "$WORK/b.out" || fail "B should not reach the agent's credential"
+grep_q "data-of-team-a\|ckpt-of-team-a" "$WORK/b.out" && fail "B read A's files"
+grep_q "team-a-shm" "$WORK/b.out" && fail "B sees A's /dev/shm"
+grep_q -x "shm-listed" "$WORK/b.out" || fail "B's script did not finish"
+
+# An image's own command runs when the job gives none.
+printf 'name: job-entry\nteam: team-b\nper_replica: {memory_gib: 0.0625}\nimage: %s\n' "$ENTRY_IMAGE" | "$ALLOT" submit - >/dev/null
+wait_state job-entry Succeeded 60
+log_has job-entry "the-images-own-command-ran"
+
+# A missing image: the attempt fails with `image pull`, charged to the job; the node is not blamed.
+printf 'name: job-missing\nteam: team-b\nper_replica: {memory_gib: 0.0625}\nmax_retries: 0\nimage: localhost/allot-no-such-image:%s\ncommand: ["/bin/true"]\n' "$$" |
+  "$ALLOT" submit - >/dev/null
+wait_state job-missing Failed 60
+"$ALLOT" describe job-missing >"$WORK/missing.out"
+cat "$WORK/missing.out"
+grep_q "image pull" "$WORK/missing.out" || fail "the failure should say image pull"
+grep_q "allot-no-such-image" "$WORK/missing.out" || fail "the failure should name the image"
+"$ALLOT" nodes | grep_q "^ctr-1 .*Schedulable" || fail "a failed pull must not take the node out"
+"$ALLOT" events 2>/dev/null | grep_q "pulling image" || "$ALLOT" describe job-a | grep_q -i "pull" ||
+  say "note: no pull event seen for job-a (the image was present)"
+
+# Cancelled: the container is gone from podman, and nothing of it runs.
+"$ALLOT" cancel job-a >/dev/null
+wait_state job-a Cancelled 30
+for _ in $(seq 1 100); do kill -0 "$a_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$a_pid" 2>/dev/null && fail "job-a's process still runs after its cancel"
+for _ in $(seq 1 50); do [ -z "$(podman ps --all --quiet --filter label=allot.agent=ctr-1)" ] && break; sleep 0.2; done
+[ -z "$(podman ps --all --quiet --filter label=allot.agent=ctr-1)" ] || fail "podman still has a container of the agent: $(podman ps --all)"
+test_cleanup
+say PASS
