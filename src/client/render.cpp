@@ -33,6 +33,19 @@ std::string triple(const json& r) {
          number(r.value("memory_gib", json(0)));
 }
 
+// "512 MiB", "2 GiB", "1.5 GiB": a size given in MiB.
+std::string mib_text(const json& v) {
+  if (!v.is_number_integer()) return v.dump();
+  const int64_t mib = v.get<int64_t>();
+  if (mib % 1024 != 0) {
+    if (mib < 1024) return std::to_string(mib) + " MiB";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(mib) / 1024.0);
+    return buf;
+  }
+  return std::to_string(mib / 1024) + " GiB";
+}
+
 // A job of a preemption record: its name, or "a job" when the reader may not see that team's job names.
 std::string record_job(const json& name, const json& team) {
   return (name.is_string() ? name.get<std::string>() : std::string("a job")) + " of team " +
@@ -208,6 +221,14 @@ std::string describe_team(const json& m) {
   field("Fair share:", share_of(m) + " (borrowed dominant share / weight)");
   field("Sharing:", strategy_of(m));
   field("Preempts:", text(m, "preempt_team_tasks"));
+  if (m.contains("containers") && m["containers"].is_object()) {
+    // What the team's containers may have (docs/teams-and-policy.md, "Containers").
+    const json& c = m["containers"];
+    std::string paths = join(c.value("host_paths", json::array()), ", "), caps = join(c.value("capabilities", json::array()), ", ");
+    field("Host paths:", paths.empty() ? "none (no host volumes)" : paths);
+    field("Capabilities:", caps.empty() ? "none (all dropped)" : caps);
+    field("Registry auth:", text(c, "registry_auth_file"));
+  }
   const json jobs = m.value("jobs", json::object());
   field("Jobs:", text(jobs, "pending", "0") + " pending, " + text(jobs, "running", "0") + " running, " +
                      text(jobs, "suspended", "0") + " suspended");
@@ -362,6 +383,21 @@ std::string describe_job(const json& j, int64_t now) {
   }
   if (j.contains("command") && j["command"].is_array() && !j["command"].empty())
     field("Command:", shorten(join(j["command"], " "), 100));
+  if (j.contains("container") && j["container"].is_object()) {
+    const json& c = j["container"];
+    field("Image:", text(c, "image"));
+    field("Pull policy:", text(c, "pull_policy"));
+    field("Shm:", c.contains("shm_mib") ? mib_text(c["shm_mib"]) : "default (a quarter of the memory request, at least 64 MiB)");
+    std::string vols;
+    for (const auto& v : c.value("volumes", json::array()))
+      vols += (vols.empty() ? "" : ", ") + text(v, "host_path") + " -> " + text(v, "path") + (v.value("read_only", false) ? " (read-only)" : "");
+    if (!vols.empty()) field("Volumes:", vols);
+  }
+  if (j.contains("pulling_image_on") && j["pulling_image_on"].is_array()) {
+    std::string nodes;
+    for (const auto& n : j["pulling_image_on"]) nodes += (nodes.empty() ? "" : ",") + (n.is_string() ? n.get<std::string>() : n.dump());
+    field("Starting:", "Pulling image on " + nodes);
+  }
 
   out += "Pod sets:\n";
   Table ps({"  NAME", "REPLICAS", "INSTANCE_TYPE", "TOPOLOGY"});

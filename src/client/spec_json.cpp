@@ -1,6 +1,9 @@
 #include "client/spec_json.h"
 
+#include <cmath>
+
 #include "config/policy_json.h"
+#include "view/state_json.h"
 
 namespace allot::client {
 namespace {
@@ -30,6 +33,13 @@ void put_pod_set(json& o, const PodSetSpec& ps) {
   if (!ps.topology.empty()) o["topology"] = topology_body(ps.topology);
 }
 
+// GiB with at most 9 decimals, which the job reader (config/yaml_read.cpp, read_decimal) takes back to the same MiB
+// (9 decimals are within 5e-10 GiB of the exact value; 1 MiB is 0.0009765625 GiB, ten decimals, which it refuses).
+json gib_of_mib(int64_t mib) {
+  if (mib % 1024 == 0) return mib / 1024;
+  return std::round(static_cast<double>(mib) / 1024.0 * 1e9) / 1e9;
+}
+
 }  // namespace
 
 json amount_body(const AmountSpec& a) {
@@ -51,11 +61,13 @@ json team_body(const TeamSpec& t) {
     e["instance_type"] = a.instance_type;
     alloc.push_back(e);
   }
-  return {{"name", t.name},
-          {"fair_share_weight", t.fair_share_weight},
-          {"allocation", alloc},
-          {"sharing", {{"strategy", sharing_strategy_name(t.strategy)}, {"borrow_limit", t.borrow_limit}}},
-          {"preempt_team_tasks", preempt_team_tasks_name(t.preempt_team_tasks)}};
+  json o = {{"name", t.name},
+            {"fair_share_weight", t.fair_share_weight},
+            {"allocation", alloc},
+            {"sharing", {{"strategy", sharing_strategy_name(t.strategy)}, {"borrow_limit", t.borrow_limit}}},
+            {"preempt_team_tasks", preempt_team_tasks_name(t.preempt_team_tasks)}};
+  if (!t.containers.empty()) o["containers"] = view::team_containers_json(t.containers);
+  return o;
 }
 
 json policy_body(const PolicySpec& p) { return config::policy_json(p); }
@@ -81,12 +93,27 @@ json job_body(const JobSpec& j) {
   if (!j.env.empty()) o["env"] = j.env;
   if (!j.labels.empty()) o["labels"] = j.labels;
   if (!j.plan.empty()) o["plan"] = j.plan;
+  if (!j.container.empty()) {
+    const ContainerSpec& c = j.container;
+    o["image"] = c.image;
+    o["image_pull_policy"] = pull_policy_name(c.pull_policy);  // resolved when read: sent as the spec says it
+    if (c.shm_mib) o["shm_size_gib"] = gib_of_mib(*c.shm_mib);
+    if (!c.volumes.empty()) {
+      json vols = json::array();
+      for (const auto& v : c.volumes) {
+        json e = {{"host_path", v.host_path}, {"path", v.path}};
+        if (v.read_only) e["read_only"] = true;
+        vols.push_back(e);
+      }
+      o["volumes"] = vols;
+    }
+  }
   return o;
 }
 
 json team_body_from_view(const json& view) {
   json o = json::object();
-  for (const char* k : {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks"})
+  for (const char* k : {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks", "containers"})
     if (view.contains(k)) o[k] = view[k];
   return o;
 }

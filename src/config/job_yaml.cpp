@@ -2,6 +2,7 @@
 #include <map>
 #include <set>
 
+#include "config/container_rules.h"
 #include "config/spec_yaml.h"
 #include "core/labels.h"
 
@@ -189,9 +190,87 @@ Result<std::map<std::string, std::string>> read_labels(const YamlContext& ctx, c
   return labels;
 }
 
+// An error of a container rule (config/container_rules.h), which says what is wrong and what is allowed, at `v`.
+Error located(const YamlContext& ctx, const Val& v, const Error& e) {
+  return Error::invalid(ctx.origin + (v.line > 0 ? ":" + std::to_string(v.line) : "") + ": " + name_of(v) + ": " + e.message);
+}
+
+Result<std::vector<VolumeSpec>> read_volumes(const YamlContext& ctx, const Val& list) {
+  auto items = list_items(ctx, list);
+  if (!items) return items.error();
+  if (items->size() > config::kMaxVolumes)
+    return fail(ctx, list, name_of(list) + " has " + std::to_string(items->size()) + " volumes", "at most " + std::to_string(config::kMaxVolumes));
+  std::vector<VolumeSpec> out;
+  for (const Val& item : *items) {
+    auto f = Fields::open(ctx, item, {"host_path", "path", "read_only"});
+    if (!f) return f.error();
+    VolumeSpec vol;
+    for (auto [key, field] : {std::pair{"host_path", &vol.host_path}, {"path", &vol.path}}) {
+      auto val = f->need(ctx, key);
+      if (!val) return val.error();
+      auto text = read_text(ctx, *val);
+      if (!text) return text.error();
+      auto normal = config::normal_path(*text, key);
+      if (!normal) return located(ctx, *val, normal.error());
+      *field = *normal;
+    }
+    if (auto ro = f->get("read_only")) {
+      auto b = read_bool(ctx, *ro);
+      if (!b) return b.error();
+      vol.read_only = *b;
+    }
+    out.push_back(std::move(vol));
+  }
+  if (auto st = config::check_volumes(out); !st) return located(ctx, list, st.error());
+  return out;
+}
+
+// image, image_pull_policy, shm_size_gib and volumes (docs/jobs.md, "Images"). The pull policy is resolved
+// here (config/container_rules.h, default_pull_policy), so the stored spec says which one applies.
+Result<ContainerSpec> read_container(const YamlContext& ctx, const Fields& f, const std::vector<PodSetSpec>& pod_sets) {
+  ContainerSpec c;
+  auto image_val = f.get("image");
+  if (!image_val) {
+    for (const char* key : {"image_pull_policy", "shm_size_gib", "volumes"})
+      if (auto k = f.get(key))
+        return fail(ctx, *k, name_of(*k) + " is given without an image",
+                    "it applies to containers only: give image (a bare process has the node's /dev/shm and file system)");
+    return c;
+  }
+  auto image = read_text(ctx, *image_val);
+  if (!image) return image.error();
+  if (auto st = config::check_image_reference(*image); !st) return located(ctx, *image_val, st.error());
+  c.image = *image;
+  c.pull_policy = config::default_pull_policy(c.image);
+  if (auto p = f.get("image_pull_policy")) {
+    auto choice = read_choice(ctx, *p, {pull_policy_name(kPullPolicies[0]), pull_policy_name(kPullPolicies[1]), pull_policy_name(kPullPolicies[2])});
+    if (!choice) return choice.error();
+    c.pull_policy = kPullPolicies[*choice];
+  }
+  if (auto s = f.get("shm_size_gib")) {
+    // GiB like memory_gib, to the nearest MiB; bounded by every memory request the job gives per replica.
+    auto mib = read_decimal(ctx, *s, 1024, config::kMaxShmMib / 1024, /*exact=*/false);
+    if (!mib) return mib.error();
+    if (*mib <= 0) return fail(ctx, *s, name_of(*s) + " is 0", "give a size above 0 (at least 1 MiB, 0.001)");
+    for (const PodSetSpec& ps : pod_sets)
+      if (ps.per_replica.memory_mib && *mib > *ps.per_replica.memory_mib)
+        return fail(ctx, *s, name_of(*s) + " is " + std::to_string(*mib) + " MiB, above the memory_gib of pod set " + ps.name + " (" +
+                                 std::to_string(*ps.per_replica.memory_mib) + " MiB)",
+                    "/dev/shm is memory the replica uses: give at most its memory request");
+    c.shm_mib = *mib;
+  }
+  if (auto vols = f.get("volumes")) {
+    auto list = read_volumes(ctx, *vols);
+    if (!list) return list.error();
+    c.volumes = std::move(*list);
+  }
+  return c;
+}
+
 Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
-                                 "duration", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan"});
+                                 "duration", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan",
+                                 "image", "image_pull_policy", "shm_size_gib", "volumes"});
   if (!f) return f.error();
   JobSpec job;
   auto name_val = f->need(ctx, "name");
@@ -257,6 +336,9 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     if (!plan) return plan.error();
     job.plan = *plan;
   }
+  auto container = read_container(ctx, *f, job.pod_sets);
+  if (!container) return container.error();
+  job.container = std::move(*container);
   return job;
 }
 

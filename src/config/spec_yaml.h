@@ -60,7 +60,8 @@ Result<std::vector<InstanceType>> parse_instance_types(const YAML::Node& list, C
 // starvation_threshold}; absent keys keep PolicySpec's defaults.
 Result<PolicySpec> parse_policy(const YAML::Node& node, const YamlContext& ctx);
 // {name, fair_share_weight, allocation: [{instance_type, instances | accelerators, vcpu, memory_gib}],
-// sharing: {strategy, borrow_limit}, preempt_team_tasks}.
+// sharing: {strategy, borrow_limit}, preempt_team_tasks, containers: {host_paths, capabilities,
+// registry_auth_file}}.
 Result<TeamSpec> parse_team(const YAML::Node& node, const Catalog& catalog, const YamlContext& ctx);
 // A list of teams; a name given twice is an error.
 Result<std::vector<TeamSpec>> parse_teams(const YAML::Node& list, const Catalog& catalog, const YamlContext& ctx);
@@ -68,7 +69,8 @@ Result<std::vector<TeamSpec>> parse_teams(const YAML::Node& list, const Catalog&
 // --- jobs ---------------------------------------------------------------------------------------------------
 
 // A scenario `submit` entry (the `allot submit` job spec): {name, team, priority, replicas, instance_type,
-// per_replica, topology, duration, max_retries, checkpoint_interval, command, env, plan}, or `pod_sets: [{name,
+// per_replica, topology, duration, max_retries, checkpoint_interval, command, env, plan, image, image_pull_policy,
+// shm_size_gib, volumes: [{host_path, path, read_only}]} (the container keys: config/container_rules.h), or `pod_sets: [{name,
 // replicas, instance_type, per_replica, topology}]` instead of the single inline pod set (named "main").
 // A string `command` runs through /bin/sh -c; a list is the argv itself. Commands and environments are
 // bounded (kMaxCommand*, kMaxEnv*); arguments and values cannot hold a NUL byte, and environment names are

@@ -1,6 +1,8 @@
 // The cluster policy and the teams with their compute allocations.
+#include <algorithm>
 #include <map>
 
+#include "config/container_rules.h"
 #include "config/spec_yaml.h"
 
 namespace allot {
@@ -135,8 +137,60 @@ Status read_sharing(const YamlContext& ctx, const Val& v, TeamSpec& team) {
   return ok_status();
 }
 
+Error located(const YamlContext& ctx, const Val& v, const Error& e) {
+  return Error::invalid(ctx.origin + (v.line > 0 ? ":" + std::to_string(v.line) : "") + ": " + name_of(v) + ": " + e.message);
+}
+
+// containers: {host_paths, capabilities, registry_auth_file} (docs/teams-and-policy.md, "Containers").
+Result<TeamContainerSettings> read_containers(const YamlContext& ctx, const Val& v) {
+  auto f = Fields::open(ctx, v, {"host_paths", "capabilities", "registry_auth_file"});
+  if (!f) return f.error();
+  TeamContainerSettings c;
+  if (auto hp = f->get("host_paths")) {
+    auto items = list_items(ctx, *hp);
+    if (!items) return items.error();
+    if (items->size() > config::kMaxTeamHostPaths)
+      return fail(ctx, *hp, name_of(*hp) + " has " + std::to_string(items->size()) + " paths", "at most " + std::to_string(config::kMaxTeamHostPaths));
+    for (const Val& item : *items) {
+      auto text = read_text(ctx, item);
+      if (!text) return text.error();
+      auto path = config::normal_path(*text, "a host path");
+      if (!path) return located(ctx, item, path.error());
+      if (*path == "/")
+        return fail(ctx, item, name_of(item) + " is /, which would let the team's jobs mount any file of the node",
+                    "give the directories its jobs need (a dataset or scratch directory)");
+      if (std::find(c.host_paths.begin(), c.host_paths.end(), *path) != c.host_paths.end())
+        return fail(ctx, item, name_of(item) + " (" + *path + ") is given twice", "give each host path once");
+      c.host_paths.push_back(*path);
+    }
+  }
+  if (auto caps = f->get("capabilities")) {
+    auto items = list_items(ctx, *caps);
+    if (!items) return items.error();
+    for (const Val& item : *items) {
+      auto name = read_name(ctx, item);
+      if (!name) return name.error();
+      auto cap = config::capability_named(*name);
+      if (!cap) return fail(ctx, item, name_of(item) + " is '" + printable(*name) + "', not a Linux capability", "allowed: " + config::capability_names());
+      if (std::find(c.capabilities.begin(), c.capabilities.end(), *cap) != c.capabilities.end())
+        return fail(ctx, item, name_of(item) + " (" + capability_name(*cap) + ") is given twice", "give each capability once");
+      c.capabilities.push_back(*cap);
+    }
+    std::sort(c.capabilities.begin(), c.capabilities.end());
+  }
+  if (auto af = f->get("registry_auth_file")) {
+    auto text = read_text(ctx, *af);
+    if (!text) return text.error();
+    auto path = config::normal_path(*text, "registry_auth_file");
+    if (!path) return located(ctx, *af, path.error());
+    if (*path == "/") return fail(ctx, *af, name_of(*af) + " is /", "give the path of a file on the nodes");
+    c.registry_auth_file = *path;
+  }
+  return c;
+}
+
 Result<TeamSpec> read_team(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
-  auto f = Fields::open(ctx, v, {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks"});
+  auto f = Fields::open(ctx, v, {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks", "containers"});
   if (!f) return f.error();
   TeamSpec team;
   auto name_val = f->need(ctx, "name");
@@ -160,6 +214,11 @@ Result<TeamSpec> read_team(const YamlContext& ctx, const Val& v, const Catalog& 
     auto c = read_choice(ctx, *p, {"LowerPriority", "Never"});
     if (!c) return c.error();
     team.preempt_team_tasks = *c == 0 ? PreemptTeamTasks::kLowerPriority : PreemptTeamTasks::kNever;
+  }
+  if (auto c = f->get("containers")) {
+    auto settings = read_containers(ctx, *c);
+    if (!settings) return settings.error();
+    team.containers = std::move(*settings);
   }
   return team;
 }

@@ -97,6 +97,62 @@ const char* task_prioritization_name(TaskPrioritization t) {
 
 const char* idle_compute_name(IdleCompute i) { return i == IdleCompute::kFcfs ? "fcfs" : "fair-share"; }
 
+const char* capability_name(Capability c) {
+  switch (c) {
+    case Capability::kChown: return "CHOWN";
+    case Capability::kDacOverride: return "DAC_OVERRIDE";
+    case Capability::kDacReadSearch: return "DAC_READ_SEARCH";
+    case Capability::kFowner: return "FOWNER";
+    case Capability::kFsetid: return "FSETID";
+    case Capability::kKill: return "KILL";
+    case Capability::kSetgid: return "SETGID";
+    case Capability::kSetuid: return "SETUID";
+    case Capability::kSetpcap: return "SETPCAP";
+    case Capability::kLinuxImmutable: return "LINUX_IMMUTABLE";
+    case Capability::kNetBindService: return "NET_BIND_SERVICE";
+    case Capability::kNetBroadcast: return "NET_BROADCAST";
+    case Capability::kNetAdmin: return "NET_ADMIN";
+    case Capability::kNetRaw: return "NET_RAW";
+    case Capability::kIpcLock: return "IPC_LOCK";
+    case Capability::kIpcOwner: return "IPC_OWNER";
+    case Capability::kSysModule: return "SYS_MODULE";
+    case Capability::kSysRawio: return "SYS_RAWIO";
+    case Capability::kSysChroot: return "SYS_CHROOT";
+    case Capability::kSysPtrace: return "SYS_PTRACE";
+    case Capability::kSysPacct: return "SYS_PACCT";
+    case Capability::kSysAdmin: return "SYS_ADMIN";
+    case Capability::kSysBoot: return "SYS_BOOT";
+    case Capability::kSysNice: return "SYS_NICE";
+    case Capability::kSysResource: return "SYS_RESOURCE";
+    case Capability::kSysTime: return "SYS_TIME";
+    case Capability::kSysTtyConfig: return "SYS_TTY_CONFIG";
+    case Capability::kMknod: return "MKNOD";
+    case Capability::kLease: return "LEASE";
+    case Capability::kAuditWrite: return "AUDIT_WRITE";
+    case Capability::kAuditControl: return "AUDIT_CONTROL";
+    case Capability::kSetfcap: return "SETFCAP";
+    case Capability::kMacOverride: return "MAC_OVERRIDE";
+    case Capability::kMacAdmin: return "MAC_ADMIN";
+    case Capability::kSyslog: return "SYSLOG";
+    case Capability::kWakeAlarm: return "WAKE_ALARM";
+    case Capability::kBlockSuspend: return "BLOCK_SUSPEND";
+    case Capability::kAuditRead: return "AUDIT_READ";
+    case Capability::kPerfmon: return "PERFMON";
+    case Capability::kBpf: return "BPF";
+    case Capability::kCheckpointRestore: return "CHECKPOINT_RESTORE";
+  }
+  return "?";
+}
+
+const char* pull_policy_name(PullPolicy p) {
+  switch (p) {
+    case PullPolicy::kIfNotPresent: return "IfNotPresent";
+    case PullPolicy::kAlways: return "Always";
+    case PullPolicy::kNever: return "Never";
+  }
+  return "?";
+}
+
 const char* node_health_name(NodeHealth h) {
   switch (h) {
     case NodeHealth::kSchedulable: return "Schedulable";

@@ -61,6 +61,34 @@ enum class PreemptTeamTasks { kLowerPriority, kNever };
 const char* sharing_strategy_name(SharingStrategy s);    // "LendAndBorrow", "Lend", "DontLend"
 const char* preempt_team_tasks_name(PreemptTeamTasks p);  // "LowerPriority", "Never"
 
+// The Linux capabilities (capabilities(7), numbers 0..40 in this order), which an administrator may let a team's
+// containers keep (TeamContainerSettings). A closed list: a name outside it is refused where it is read.
+enum class Capability {
+  kChown, kDacOverride, kDacReadSearch, kFowner, kFsetid, kKill, kSetgid, kSetuid, kSetpcap, kLinuxImmutable,
+  kNetBindService, kNetBroadcast, kNetAdmin, kNetRaw, kIpcLock, kIpcOwner, kSysModule, kSysRawio, kSysChroot,
+  kSysPtrace, kSysPacct, kSysAdmin, kSysBoot, kSysNice, kSysResource, kSysTime, kSysTtyConfig, kMknod, kLease,
+  kAuditWrite, kAuditControl, kSetfcap, kMacOverride, kMacAdmin, kSyslog, kWakeAlarm, kBlockSuspend, kAuditRead,
+  kPerfmon, kBpf, kCheckpointRestore
+};
+// "NET_RAW": the name without CAP_, as podman's --cap-add and Kubernetes' securityContext take it.
+const char* capability_name(Capability c);
+inline constexpr int kCapabilityCount = 41;
+
+// What the administrator lets a team's containers have (docs/teams-and-policy.md, "Containers"). Pure data that
+// travels with the team (teams file, `allot teams apply`, the API, the journal); the scheduling core never reads
+// it. The server checks a job's volumes against host_paths at submission (config/container_rules.h), and hands
+// capabilities and registry_auth_file to the agents with each replica of the team.
+struct TeamContainerSettings {
+  // Host directories (absolute, normalised) whose insides the team's volumes may mount; empty: no host volumes.
+  std::vector<std::string> host_paths;
+  // Linux capabilities kept in the team's containers (every other one is dropped); sorted, each once.
+  std::vector<Capability> capabilities;
+  // An absolute path on the nodes of a registry credentials file (podman's --authfile); empty: none.
+  std::string registry_auth_file;
+  bool empty() const { return host_paths.empty() && capabilities.empty() && registry_auth_file.empty(); }
+  friend bool operator==(const TeamContainerSettings&, const TeamContainerSettings&) = default;
+};
+
 struct TeamSpec {
   std::string name;
   int fair_share_weight = 0;  // 0..100
@@ -68,6 +96,7 @@ struct TeamSpec {
   SharingStrategy strategy = SharingStrategy::kLendAndBorrow;
   int borrow_limit = 50;  // percent of the team's own quota, per resource; LendAndBorrow only
   PreemptTeamTasks preempt_team_tasks = PreemptTeamTasks::kLowerPriority;
+  TeamContainerSettings containers;
   friend bool operator==(const TeamSpec&, const TeamSpec&) = default;
 };
 
@@ -154,6 +183,32 @@ struct PodSetSpec {
   friend bool operator==(const PodSetSpec&, const PodSetSpec&) = default;
 };
 
+// When a node pulls a job's image (docs/jobs.md, "Images"), as Kubernetes' imagePullPolicy: kIfNotPresent pulls
+// when the node has no image of that reference, kAlways before every start, kNever never (the image must be there).
+enum class PullPolicy { kIfNotPresent, kAlways, kNever };
+// "IfNotPresent", "Always", "Never": the one spelling in YAML, JSON, manifests and `allot describe`.
+const char* pull_policy_name(PullPolicy p);
+inline constexpr PullPolicy kPullPolicies[] = {PullPolicy::kIfNotPresent, PullPolicy::kAlways, PullPolicy::kNever};
+
+// A host directory or file mounted into a job's containers at `path`.
+struct VolumeSpec {
+  std::string host_path;  // absolute and normalised on the node
+  std::string path;       // absolute in the container
+  bool read_only = false;
+  friend bool operator==(const VolumeSpec&, const VolumeSpec&) = default;
+};
+
+// The OCI image every replica of a job runs in. An empty image: the replicas are bare processes on the node.
+struct ContainerSpec {
+  std::string image;  // an OCI reference ("registry.example/team/train:1.4", "busybox@sha256:...")
+  // Resolved when the spec is read (config/container_rules.h, default_pull_policy), so a stored spec says it.
+  PullPolicy pull_policy = PullPolicy::kIfNotPresent;
+  std::optional<int64_t> shm_mib;  // the size of /dev/shm; unset: a quarter of the replica's memory request
+  std::vector<VolumeSpec> volumes;
+  bool empty() const { return image.empty(); }
+  friend bool operator==(const ContainerSpec&, const ContainerSpec&) = default;
+};
+
 struct JobSpec {
   std::string name;
   std::string team;
@@ -162,11 +217,12 @@ struct JobSpec {
   int max_retries = 0;
   int64_t checkpoint_interval_s = 0;  // 0: every moment is kept (the simulator's default)
   std::optional<int64_t> duration_s;  // simulator: runs this long, then Succeeded
-  std::vector<std::string> command;   // server: argv of each replica
+  std::vector<std::string> command;   // server: argv of each replica; may be empty with an image (its entrypoint)
   std::map<std::string, std::string> env;
   // Labels for people and selectors (`allot jobs -l`, `cancel --selector`); the scheduler never reads them.
   std::map<std::string, std::string> labels;
   std::string plan;  // a capacity plan the job runs on (its nodes only); empty: any node
+  ContainerSpec container;  // empty image: bare processes, as without containers
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
 

@@ -193,6 +193,7 @@ Result<ManifestJob> read_batch_job(const Field& doc) {
   out.spec.pod_sets.push_back(pod_set_of(*t, "main", replicas));
   out.spec.command = t->command;
   out.spec.env = t->env;
+  out.spec.container = t->container;
   return out;
 }
 
@@ -286,6 +287,7 @@ Result<ManifestJob> read_pytorch_job(const Field& doc) {
   // Every rank runs the same program in a PyTorchJob (torchrun tells them apart by RANK); take the master's.
   out.spec.command = parts[0].t.command;
   out.spec.env = parts[0].t.env;
+  out.spec.container = parts[0].t.container;
   // torchrun's processes per replica ("8", "auto", "gpu"), passed on as the training operator does.
   if (spec.child("nprocPerNode").present()) {
     auto n = spec.child("nprocPerNode").str();
@@ -294,6 +296,8 @@ Result<ManifestJob> read_pytorch_job(const Field& doc) {
   }
   if (parts.size() == 2 && parts[0].t.command != parts[1].t.command)
     out.warnings.push_back(specs.warning("Master and Worker commands differ; every rank runs the Master's"));
+  if (parts.size() == 2 && !(parts[0].t.container == parts[1].t.container))
+    out.warnings.push_back(specs.warning("Master and Worker containers (image, volumes, /dev/shm) differ; every rank runs the Master's"));
   return out;
 }
 
@@ -359,6 +363,12 @@ Result<ManifestJob> read_jobset(const Field& doc) {
   if (templates.empty()) return jobs.error("has no replicas");
   out.spec.command = templates[0].command;
   out.spec.env = templates[0].env;
+  out.spec.container = templates[0].container;
+  for (size_t i = 1; i < templates.size(); ++i)
+    if (!(templates[i].container == templates[0].container)) {
+      out.warnings.push_back("the pod templates' containers (image, volumes, /dev/shm) differ; every rank runs the first's");
+      break;
+    }
   return out;
 }
 
@@ -405,6 +415,12 @@ Result<ManifestJob> read_mpi_job(const Field& doc) {
   if (templates.empty()) return specs.error("has no replicas");
   out.spec.command = templates[0].command;
   out.spec.env = templates[0].env;
+  out.spec.container = templates[0].container;
+  for (size_t i = 1; i < templates.size(); ++i)
+    if (!(templates[i].container == templates[0].container)) {
+      out.warnings.push_back("the pod templates' containers (image, volumes, /dev/shm) differ; every rank runs the first's");
+      break;
+    }
   out.warnings.push_back(specs.warning(
       "every rank runs the Launcher's command (allot sets RANK, MASTER_ADDR and MASTER_PORT; it does not start "
       "workers over ssh for mpirun): use a program that starts from those variables"));
@@ -519,6 +535,12 @@ Result<ManifestJob> read_hyperpod_pytorch_job(const Field& doc) {
   }
   out.spec.command = templates[0].command;
   out.spec.env = templates[0].env;
+  out.spec.container = templates[0].container;
+  for (size_t i = 1; i < templates.size(); ++i)
+    if (!(templates[i].container == templates[0].container)) {
+      out.warnings.push_back("the pod templates' containers (image, volumes, /dev/shm) differ; every rank runs the first's");
+      break;
+    }
   // torchrun's processes per replica ("8", "auto", "gpu"), passed on as the training operator does.
   if (spec.child("nprocPerNode").present()) {
     auto n = spec.child("nprocPerNode").str();

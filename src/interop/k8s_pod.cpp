@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "config/container_rules.h"
 #include "interop/k8s_quantity.h"
 
 namespace allot::interop::k8s {
@@ -125,10 +126,112 @@ Result<std::string> instance_type_from_affinity(const Field& spec) {
   return std::string();
 }
 
+// The first container's image and imagePullPolicy (Kubernetes' default policy when absent).
+Status read_image(const Field& c, PodTemplate& out) {
+  const Field image = c.child("image");
+  if (!image.present()) {
+    if (c.child("imagePullPolicy").present()) return c.child("imagePullPolicy").error("is given without an image");
+    return ok_status();
+  }
+  auto ref = image.str();
+  if (!ref) return ref.error();
+  if (auto st = config::check_image_reference(*ref); !st) return image.error(st.error().message);
+  out.container.image = *ref;
+  out.container.pull_policy = config::default_pull_policy(*ref);
+  if (const Field p = c.child("imagePullPolicy"); p.present()) {
+    auto name = p.str();
+    if (!name) return name.error();
+    auto policy = config::pull_policy_named(*name);
+    if (!policy) return p.error("must be Always, IfNotPresent or Never, got \"" + printable(*name) + "\"");
+    out.container.pull_policy = *policy;
+  }
+  return ok_status();
+}
+
+// The first container's volumeMounts of the pod's volumes: a hostPath volume becomes a volume (its subPath joined
+// to the host path), a memory emptyDir mounted at /dev/shm sizes /dev/shm (its sizeLimit; none: allot's default);
+// other volumes (configMap, secret, persistentVolumeClaim, a disk emptyDir ...) are not mounted, with a warning.
+Status read_volumes(const Field& spec, const Field& c, PodTemplate& out, std::vector<std::string>& warnings) {
+  const Field mounts = c.child("volumeMounts");
+  if (!mounts.present()) return ok_status();
+  if (auto st = mounts.expect_list(); !st) return st.error();
+  if (out.container.image.empty()) {
+    warnings.push_back(mounts.warning("ignored: without an image the command runs on the node itself and sees its files"));
+    return ok_status();
+  }
+  const Field volumes = spec.child("volumes");
+  if (volumes.present())
+    if (auto st = volumes.expect_list(); !st) return st.error();
+  for (size_t i = 0; i < mounts.node().size(); ++i) {
+    const Field m = mounts.item(i);
+    auto name = m.child("name").str();
+    if (!name) return name.error();
+    auto mount_path = m.child("mountPath").str();
+    if (!mount_path) return mount_path.error();
+    bool read_only = false;
+    if (const Field ro = m.child("readOnly"); ro.present()) {
+      auto v = ro.str();
+      if (!v) return v.error();
+      if (*v != "true" && *v != "false") return ro.error("must be true or false");
+      read_only = *v == "true";
+    }
+    Field volume = volumes.item(volumes.node().size());  // absent unless found below
+    for (size_t k = 0; k < volumes.node().size(); ++k)
+      if (auto n = volumes.item(k).child("name").str(); n && *n == *name) volume = volumes.item(k);
+    if (!volume.present()) return m.child("name").error("names no volume of spec.volumes (\"" + printable(*name) + "\")");
+    if (const Field host = volume.child("hostPath"); host.present()) {
+      auto path = host.child("path").str();
+      if (!path) return path.error();
+      std::string host_path = *path;
+      if (const Field sub = m.child("subPath"); sub.present()) {
+        auto s = sub.str();
+        if (!s) return s.error();
+        host_path += "/" + *s;
+      }
+      auto normal = config::normal_path(host_path, "the host path");
+      if (!normal) return host.child("path").error(normal.error().message);
+      auto in = config::normal_path(*mount_path, "mountPath");
+      if (!in) return m.child("mountPath").error(in.error().message);
+      if (const Field t = host.child("type"); t.present())
+        warnings.push_back(t.warning("not checked: the agent mounts the path as it is on the node"));
+      out.container.volumes.push_back({*normal, *in, read_only});
+      continue;
+    }
+    const Field empty = volume.child("emptyDir");
+    const bool memory = empty.present() && empty.child("medium").present() && empty.child("medium").node().IsScalar() &&
+                        empty.child("medium").node().Scalar() == "Memory";
+    auto in = config::normal_path(*mount_path, "mountPath");
+    if (memory && in && *in == "/dev/shm") {
+      if (const Field limit = empty.child("sizeLimit"); limit.present()) {
+        auto q = limit.str();
+        if (!q) return q.error();
+        auto mib = parse_memory_mib(*q);
+        if (!mib) return limit.error(mib.error().message);
+        if (*mib <= 0 || *mib > config::kMaxShmMib) return limit.error("must be above 0 and at most 16Ti");
+        out.container.shm_mib = *mib;
+      }
+      continue;
+    }
+    warnings.push_back(m.warning("not mounted: allot mounts hostPath volumes, and sizes /dev/shm from an emptyDir with "
+                                 "medium Memory mounted there; other volumes need a hostPath on the nodes"));
+  }
+  if (auto st = config::check_volumes(out.container.volumes); !st) return mounts.error(st.error().message);
+  return ok_status();
+}
+
+// Kubernetes runs `command` (replacing the image's entrypoint) followed by `args`; allot's command replaces the
+// entrypoint the same way, and without one the image's entrypoint runs with the image's own arguments. `args`
+// alone (the entrypoint with other arguments) has no counterpart in allot, so it is refused.
 Status read_command(const Field& c, PodTemplate& out, std::vector<std::string>& warnings) {
-  if (!c.child("command").present())
-    return c.child("command").error(
-        "is required: allot runs the command on the node and cannot know an image's entrypoint");
+  if (!c.child("command").present()) {
+    if (out.container.image.empty())
+      return c.child("command").error(
+          "is required without an image: allot runs the command on the node and has no entrypoint to run");
+    if (c.child("args").present())
+      return c.child("args").error(
+          "is given without command: allot runs a job's command in place of the image's entrypoint (as Kubernetes' command), "
+          "and has no separate args; give command with the entrypoint first, then these arguments");
+  }
   for (const char* part : {"command", "args"}) {  // Kubernetes runs command followed by args
     const Field f = c.child(part);
     if (!f.present()) continue;
@@ -204,13 +307,10 @@ Result<PodTemplate> read_pod_template(const Field& tmpl, std::vector<std::string
   if (!cs.present() || !cs.node().IsSequence() || cs.node().size() == 0)
     return cs.error("needs at least one container");
   if (cs.node().size() > 1)
-    warnings.push_back(cs.warning("allot runs the first container's command; the others' requests are added to it"));
+    warnings.push_back(cs.warning("allot runs the first container's image and command; the others' requests are added to it"));
+  if (auto st = read_image(cs.item(0), out); !st) return st.error();
   if (auto st = read_command(cs.item(0), out, warnings); !st) return st.error();
-  // The image is not pulled: the command runs on the node as it is (agents do not run containers).
-  if (const Field image = cs.item(0).child("image"); image.present())
-    if (auto i = image.str(); i && !i->empty())
-      warnings.push_back(image.warning("ignored (" + *i + "): allot runs the command on the node itself, not in a container; "
-                                       "install what it needs on the nodes"));
+  if (auto st = read_volumes(spec, cs.item(0), out, warnings); !st) return st.error();
 
   auto amount = pod_amount(spec, warnings);
   if (!amount) return amount.error();

@@ -1,7 +1,8 @@
 #pragma once
 // Internal to the Kubernetes readers: what allot takes from one pod template (a Job's spec.template, a
 // PyTorchJob replica's template): the per-replica request, the instance type, the topology request, and
-// the command and environment of the first container.
+// the command, environment and container (image, pull policy, hostPath volumes, a memory emptyDir at /dev/shm) of
+// the first container.
 #include <map>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@ struct PodTemplate {
   int slice_size = 0;  // checked against the replica count by the caller
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
+  ContainerSpec container;  // empty image: the manifest names none
 };
 
 Result<PodTemplate> read_pod_template(const Field& tmpl, std::vector<std::string>& warnings);

@@ -151,6 +151,25 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
     if (neuron) covered.emplace_back(kKueueNeuron);
 
     begin_object(out, options.api_version, "ClusterQueue", cq);
+    if (!t.containers.empty()) {
+      // The team's container settings (docs/teams-and-policy.md, "Containers") have no Kueue counterpart: they
+      // ride on the ClusterQueue's annotations, comma-separated (host paths and capability names hold no comma).
+      const std::string p(kKueueAnnotationPrefix);
+      auto joined = [](const std::vector<std::string>& v) {
+        std::string out;
+        for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+        return out;
+      };
+      std::vector<std::string> caps;
+      for (Capability c : t.containers.capabilities) caps.push_back(capability_name(c));
+      out << YAML::Key << "annotations" << YAML::Value << YAML::BeginMap;
+      if (!t.containers.host_paths.empty())
+        out << YAML::Key << p + "container-host-paths" << YAML::Value << YAML::DoubleQuoted << joined(t.containers.host_paths);
+      if (!caps.empty()) out << YAML::Key << p + "container-capabilities" << YAML::Value << YAML::DoubleQuoted << joined(caps);
+      if (!t.containers.registry_auth_file.empty())
+        out << YAML::Key << p + "registry-auth-file" << YAML::Value << YAML::DoubleQuoted << t.containers.registry_auth_file;
+      out << YAML::EndMap;
+    }
     out << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << (options.api_version == KueueApiVersion::kV1beta1 ? "cohort" : "cohortName") << YAML::Value
         << options.cohort;

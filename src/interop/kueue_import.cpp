@@ -8,6 +8,7 @@
 
 #include "core/request.h"
 #include "core/topology_levels.h"
+#include "config/container_rules.h"
 #include "interop/k8s_quantity.h"
 #include "interop/kueue.h"
 #include "interop/kueue_names.h"
@@ -256,6 +257,50 @@ void read_namespace_selector(const YAML::Node& sel, const std::string& team, con
   warn_unread(sel, "spec.namespaceSelector.", {"matchLabels", "matchExpressions"}, r);
 }
 
+// A comma-separated annotation's entries, without empty ones.
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+// The team's container settings, which Kueue does not have: allot's export writes them as annotations of the
+// ClusterQueue (kueue_export.cpp). An entry that is not valid is left out with a warning.
+void read_container_annotations(const YAML::Node& obj, const ObjectReader& r, TeamContainerSettings& c) {
+  const std::string p(kKueueAnnotationPrefix);
+  auto annotation = [&](const std::string& key) { return scalar_or_empty(at(obj, {"metadata", "annotations", p + key})); };
+  for (const std::string& entry : comma_list(annotation("container-host-paths"))) {
+    auto path = config::normal_path(entry, "a host path");
+    if (!path || *path == "/" || std::find(c.host_paths.begin(), c.host_paths.end(), *path) != c.host_paths.end() ||
+        c.host_paths.size() >= config::kMaxTeamHostPaths) {
+      r.warn("metadata.annotations." + p + "container-host-paths",
+             "'" + printable(entry) + "' is not an absolute path (other than /, given once, at most " +
+                 std::to_string(config::kMaxTeamHostPaths) + " of them); left out");
+      continue;
+    }
+    c.host_paths.push_back(*path);
+  }
+  for (const std::string& entry : comma_list(annotation("container-capabilities"))) {
+    auto cap = config::capability_named(entry);
+    if (!cap || std::find(c.capabilities.begin(), c.capabilities.end(), *cap) != c.capabilities.end()) {
+      r.warn("metadata.annotations." + p + "container-capabilities", "'" + printable(entry) + "' is not a Linux capability "
+             "(or is given twice); left out");
+      continue;
+    }
+    c.capabilities.push_back(*cap);
+  }
+  std::sort(c.capabilities.begin(), c.capabilities.end());
+  if (const std::string file = annotation("registry-auth-file"); !file.empty()) {
+    auto path = config::normal_path(file, "registry_auth_file");
+    if (path && *path != "/") c.registry_auth_file = *path;
+    else r.warn("metadata.annotations." + p + "registry-auth-file", "'" + printable(file) + "' is not an absolute file path; left out");
+  }
+}
+
 // The team a ClusterQueue stands for: hyperpod-ns-<team>-clusterqueue, else the queue's own name.
 std::string team_of_cluster_queue(const std::string& cq) {
   if (auto t = strip_affixes(cq, "hyperpod-ns-", "-clusterqueue")) return *t;
@@ -483,6 +528,7 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
                                                      "took " + std::to_string(best_percent) + "% from " + best_field);
     }
   }
+  read_container_annotations(obj, r, team.containers);
   into.teams.push_back(std::move(team));
 }
 
@@ -696,6 +742,16 @@ std::string teams_file_yaml(const KueueImport& result) {
     if (t.strategy == SharingStrategy::kLendAndBorrow) out << YAML::Key << "borrow_limit" << YAML::Value << t.borrow_limit;
     out << YAML::EndMap;
     out << YAML::Key << "preempt_team_tasks" << YAML::Value << preempt_team_tasks_name(t.preempt_team_tasks);
+    if (!t.containers.empty()) {
+      const TeamContainerSettings& c = t.containers;
+      out << YAML::Key << "containers" << YAML::Value << YAML::BeginMap;
+      out << YAML::Key << "host_paths" << YAML::Value << YAML::Flow << c.host_paths;
+      std::vector<std::string> caps;
+      for (Capability cap : c.capabilities) caps.push_back(capability_name(cap));
+      out << YAML::Key << "capabilities" << YAML::Value << YAML::Flow << caps;
+      if (!c.registry_auth_file.empty()) out << YAML::Key << "registry_auth_file" << YAML::Value << c.registry_auth_file;
+      out << YAML::EndMap;
+    }
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;

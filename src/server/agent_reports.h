@@ -6,18 +6,38 @@
 #include <vector>
 
 #include "server/server_state.h"
+#include "view/replica_failure.h"
 
 namespace allot::server {
+
+// What an agent says of a replica.
+enum class ReplicaState {
+  kRunning,
+  // The agent pulls the job's image before the start (docs/jobs.md, "Images"): alive as a running replica is (the
+  // start gate waits for it to stop, the server tells the agent to stop it when it is no longer placed), but not
+  // started; no timeout runs against it.
+  kPulling,
+  kExited,
+  // Exited, exit code unknown: the replica ended with its agent (a restarted agent reports what its predecessor
+  // started and did not see end, agent/attempt_journal.h). A failure, like a non-zero exit.
+  kLost,
+};
+const char* replica_state_name(ReplicaState s);  // "running", "pulling", "exited", "lost"
+
+// Why the agent ended an attempt itself (view/replica_failure.h): an exited replica's "failure".
+struct ReplicaFailure {
+  view::ReplicaFailureReason reason = view::ReplicaFailureReason::kImagePull;
+  std::string message;  // untrusted text: bounded and escaped when parsed (kMaxReplicaFailureMessage)
+};
 
 // One replica as an agent reports it in a heartbeat.
 struct ReplicaReport {
   std::string job;
   int rank = 0;
-  bool exited = false;
-  int exit_code = 0;            // when exited
-  // Exited, exit code unknown: the replica ended with its agent (a restarted agent reports what its predecessor
-  // started and did not see end, agent/attempt_journal.h). A failure, like a non-zero exit.
-  bool lost = false;
+  ReplicaState state = ReplicaState::kRunning;
+  bool exited() const { return state == ReplicaState::kExited || state == ReplicaState::kLost; }
+  int exit_code = 0;            // when exited without a failure
+  std::optional<ReplicaFailure> failure;  // when exited: the agent ended it (the exit code means nothing then)
   std::optional<int> attempt;   // the assignment's attempt it belongs to, when the agent sends it
   std::string cpus;             // running: the CPUs it is bound to ("0-3,8"), when the agent sends them
 };

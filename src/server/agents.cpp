@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "config/container_rules.h"
 #include "server/api.h"
 #include "server/node_lifecycle.h"
 
@@ -26,6 +27,23 @@ int world_size(const Job& j) {
 }
 
 }  // namespace
+
+json container_assignment(const ClusterState& s, const Job& j, const PodSetPlacement& ps) {
+  const ContainerSpec& c = j.spec.container;
+  const TeamContainerSettings& team = s.teams[j.team.index()].spec.containers;
+  json volumes = json::array();
+  for (const VolumeSpec& v : c.volumes) volumes.push_back({{"host_path", v.host_path}, {"path", v.path}, {"read_only", v.read_only}});
+  json caps = json::array();
+  for (Capability cap : team.capabilities) caps.push_back(capability_name(cap));
+  json out = {{"image", c.image},
+              {"pull_policy", pull_policy_name(c.pull_policy)},
+              // The spec's size, or a quarter of the replica's memory request (config/container_rules.h).
+              {"shm_mib", c.shm_mib ? *c.shm_mib : config::default_shm_mib(ps.per_replica.memory_mib)},
+              {"volumes", volumes},
+              {"cap_add", caps}};
+  if (!team.registry_auth_file.empty()) out["auth_file"] = team.registry_auth_file;
+  return out;
+}
 
 json replica_assignment(const ServerState& st, const ServerOptions& options, const Job& j, int rank, int local_rank,
                         const PodSetPlacement& ps, const ReplicaBinding& r) {
@@ -57,6 +75,7 @@ json replica_assignment(const ServerState& st, const ServerOptions& options, con
             {"memory_mib", ps.per_replica.memory_mib}};
   if (type.accelerator_kind == AcceleratorKind::kNeuron)
     a["neuron_cores_per_accelerator"] = type.neuron_cores_per_accelerator;
+  if (!j.spec.container.empty()) a["container"] = container_assignment(s, j, ps);
   // ALLOT_ATTEMPT, where it is not `attempt` (a job numbered after folded names: server_state.h, attempt_shown).
   if (j.attempt_folded != 0) a["attempt_shown"] = attempt_shown(j);
   return a;
@@ -75,7 +94,55 @@ const Job* reported_job(const Txn& txn, const Node& node, const ReplicaReport& r
   return here ? j : nullptr;
 }
 
+std::optional<ReplicaState> replica_state_named(const std::string& name) {
+  for (ReplicaState s : {ReplicaState::kRunning, ReplicaState::kPulling, ReplicaState::kExited, ReplicaState::kLost})
+    if (name == replica_state_name(s)) return s;
+  return std::nullopt;
+}
+
+// {"reason": "image_pull", "message": "<image>: <answer>"}. The message comes from outside (a registry): kept to
+// kMaxReplicaFailureMessage bytes with everything outside printable ASCII escaped, so it cannot forge lines in
+// a terminal or a log. A longer message is cut, not refused: refusing the heartbeat would make the node look
+// silent, and a registry's long answer is no fault of the node's.
+Result<ReplicaFailure> parse_failure(const json& f, const std::string& where) {
+  if (!f.is_object()) return Error::invalid(where + " must be an object {\"reason\", \"message\"}");
+  if (auto st = only_keys(f, {"reason", "message"}, where); !st) return st.error();
+  if (!f.contains("reason") || !f["reason"].is_string()) return Error::invalid(where + ": reason (a string) is required");
+  std::string allowed;
+  for (view::ReplicaFailureReason r : view::kReplicaFailureReasons) allowed += (allowed.empty() ? "" : ", ") + std::string(view::replica_failure_reason_name(r));
+  auto reason = view::replica_failure_reason_named(f["reason"].get_ref<const std::string&>());
+  if (!reason) return Error::invalid(where + ": reason '" + printable(f["reason"].get_ref<const std::string&>()) + "' is not one of " + allowed);
+  ReplicaFailure out{*reason, ""};
+  if (f.contains("message")) {
+    if (!f["message"].is_string()) return Error::invalid(where + ": message must be a string");
+    out.message = printable(f["message"].get_ref<const std::string&>(), view::kMaxReplicaFailureMessage);
+  }
+  return out;
+}
+
+// The reason a failed run shows (`allot describe`, the restart's cause, the job's final reason).
+std::string failure_reason_text(const ReplicaReport& rep) {
+  if (rep.failure) {
+    switch (rep.failure->reason) {
+      case view::ReplicaFailureReason::kImagePull: return "image pull: " + rep.failure->message;
+    }
+  }
+  if (rep.state == ReplicaState::kLost)
+    return "replica " + std::to_string(rep.rank) + " was lost: it ended with its agent, which restarted (exit code unknown)";
+  return "replica " + std::to_string(rep.rank) + " exited with code " + std::to_string(rep.exit_code);
+}
+
 }  // namespace
+
+const char* replica_state_name(ReplicaState s) {
+  switch (s) {
+    case ReplicaState::kRunning: return "running";
+    case ReplicaState::kPulling: return "pulling";
+    case ReplicaState::kExited: return "exited";
+    case ReplicaState::kLost: return "lost";
+  }
+  return "?";
+}
 
 Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
   if (auto st = only_keys(body, {"replicas"}, "heartbeat"); !st) return st.error();
@@ -87,7 +154,7 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
     const json& r = list[i];
     const std::string where = "heartbeat: replicas[" + std::to_string(i) + "]";
     if (!r.is_object()) return Error::invalid(where + " must be an object");
-    if (auto st = only_keys(r, {"job", "rank", "state", "exit_code", "attempt", "cpus"}, where); !st) return st.error();
+    if (auto st = only_keys(r, {"job", "rank", "state", "exit_code", "attempt", "cpus", "failure"}, where); !st) return st.error();
     ReplicaReport rep;
     if (!r.contains("job") || !r["job"].is_string()) return Error::invalid(where + ": job (a name) is required");
     rep.job = r["job"].get<std::string>();
@@ -96,13 +163,21 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
     rep.rank = r["rank"].get<int>();
     // Not r.value("state", ""): that throws on a state of another type (a number), where the answer is this error.
     const std::string state = r.contains("state") && r["state"].is_string() ? r["state"].get<std::string>() : "";
-    if (state != "running" && state != "exited" && state != "lost")
-      return Error::invalid(where + ": state must be running, exited or lost");
-    rep.exited = state != "running";
-    rep.lost = state == "lost";
-    if (state == "exited") {
+    auto named = replica_state_named(state);
+    if (!named) return Error::invalid(where + ": state must be running, pulling, exited or lost");
+    rep.state = *named;
+    if (r.contains("failure")) {
+      if (rep.state != ReplicaState::kExited) return Error::invalid(where + ": only an exited replica may carry a failure");
+      auto failure = parse_failure(r["failure"], where + ".failure");
+      if (!failure) return failure.error();
+      rep.failure = std::move(*failure);
+    }
+    if (rep.state == ReplicaState::kExited && !rep.failure) {
       if (!r.contains("exit_code") || !r["exit_code"].is_number_integer())
-        return Error::invalid(where + ": an exited replica needs its exit_code (an integer)");
+        return Error::invalid(where + ": an exited replica needs its exit_code (an integer) or a failure");
+      rep.exit_code = static_cast<int>(r["exit_code"].get<int64_t>());
+    } else if (rep.state == ReplicaState::kExited && r.contains("exit_code")) {
+      if (!r["exit_code"].is_number_integer()) return Error::invalid(where + ": exit_code must be an integer");
       rep.exit_code = static_cast<int>(r["exit_code"].get<int64_t>());
     }
     if (r.contains("attempt")) {
@@ -129,7 +204,7 @@ int master_port(const ServerOptions& options, JobId job) {
 
 void apply_exits(Txn& txn, const std::string& node_name, const std::vector<ReplicaReport>& reports) {
   for (const ReplicaReport& rep : reports) {
-    if (!rep.exited) continue;
+    if (!rep.exited()) continue;
     const Node* node = txn.cluster().find_node(node_name);
     const Job* j = node ? reported_job(txn, *node, rep) : nullptr;
     if (!j) continue;
@@ -138,13 +213,13 @@ void apply_exits(Txn& txn, const std::string& node_name, const std::vector<Repli
     if (track.attempt != attempt) track = ExitTrack{attempt, {}};
     const std::string name = j->spec.name;
     const int world = world_size(*j);
-    if (rep.lost || rep.exit_code != 0) {
-      const std::string reason = "replica " + std::to_string(rep.rank) +
-                                 (rep.lost ? " was lost: it ended with its agent, which restarted (exit code unknown)"
-                                           : " exited with code " + std::to_string(rep.exit_code));
+    if (rep.failure || rep.state == ReplicaState::kLost || rep.exit_code != 0) {
+      const std::string reason = failure_reason_text(rep);
       // One fault, one restart: a peer of a multi-node job dies of its partner's node first. Hold the exit
-      // until a failing peer node would have shown itself (node_lifecycle.h settles it).
-      if (hold_exit(txn, *j, node_name, reason)) continue;
+      // until a failing peer node would have shown itself (node_lifecycle.h settles it). A failure the agent
+      // names is the job's whatever the peers do (an image that cannot be pulled): it fails the run at once,
+      // charged to the job's retries, never to a node.
+      if (!rep.failure && hold_exit(txn, *j, node_name, reason)) continue;
       txn.state().exits.erase(j->id.index());
       (void)txn.apply(store::Finish{name, false, reason});
     } else if (track.succeeded.insert(rep.rank).second && static_cast<int>(track.succeeded.size()) == world) {
@@ -154,11 +229,44 @@ void apply_exits(Txn& txn, const std::string& node_name, const std::vector<Repli
   }
 }
 
+void note_pulls(Txn& txn, const std::string& node_name, const std::vector<ReplicaReport>& reports) {
+  const Node* node = txn.cluster().find_node(node_name);
+  if (!node) return;
+  for (const ReplicaReport& rep : reports) {
+    const Job* j = reported_job(txn, *node, rep);
+    if (!j) continue;
+    const int attempt = attempt_of(*j);
+    auto it = txn.state().pulls.find(j->id.index());
+    if (rep.state != ReplicaState::kPulling) {
+      // Started, ended or lost: no longer pulling.
+      if (it != txn.state().pulls.end() && it->second.attempt == attempt) it->second.pulling.erase({node_name, rep.rank});
+      continue;
+    }
+    ImagePulls& p = txn.state().pulls[j->id.index()];
+    if (p.attempt != attempt) p = ImagePulls{attempt, {}, false};
+    p.pulling.insert({node_name, rep.rank});
+    if (!p.noted) {
+      p.noted = true;
+      txn.note("pulling", node_name, "pulling image " + j->spec.container.image + " on node " + node_name + " (attempt " +
+                                         std::to_string(attempt_shown(*j)) + ")", j->spec.name);
+    }
+  }
+}
+
+std::vector<std::string> pulling_nodes(const ServerState& st, const Job& j) {
+  std::vector<std::string> out;
+  auto it = st.pulls.find(j.id.index());
+  if (j.state != JobState::kRunning || it == st.pulls.end() || it->second.attempt != attempt_of(j)) return out;
+  for (const auto& [node, rank] : it->second.pulling)
+    if (out.empty() || out.back() != node) out.push_back(node);
+  return out;
+}
+
 void note_replica_cpus(Txn& txn, const std::string& node_name, const std::vector<ReplicaReport>& reports) {
   const Node* node = txn.cluster().find_node(node_name);
   if (!node) return;
   for (const ReplicaReport& rep : reports) {
-    if (rep.exited || rep.cpus.empty()) continue;
+    if (rep.state != ReplicaState::kRunning || rep.cpus.empty()) continue;
     const Job* j = reported_job(txn, *node, rep);
     if (!j) continue;
     const int attempt = attempt_of(*j);

@@ -4,7 +4,8 @@
 // job's replicas on the same node, MASTER_ADDR the address of rank 0's node, MASTER_PORT from the job's
 // number (options.h), devices and CPUs from the binding. Exits reported by agents end the run: any non-zero
 // exit fails it ("replica R exited with code C", auto-resumed while max_retries allows), all replicas
-// exiting 0 finish it.
+// exiting 0 finish it. An image the agent cannot pull fails it too ("image pull: <image>: <answer>"), charged to the
+// job like any failure and never to the node.
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -16,7 +17,8 @@
 
 namespace allot::server {
 
-// {"replicas": [{"job", "rank", "state": "running"|"exited", "exit_code"?, "attempt"?, "cpus"?}]}
+// {"replicas": [{"job", "rank", "state": "running"|"pulling"|"exited"|"lost", "exit_code"?, "attempt"?, "cpus"?,
+//   "failure"?: {"reason": "image_pull", "message"}}]}: an exited replica has an exit_code or a failure (docs/api.md).
 Result<std::vector<ReplicaReport>> parse_heartbeat(const nlohmann::json& body);
 
 int master_port(const ServerOptions& options, JobId job);
@@ -26,9 +28,21 @@ int master_port(const ServerOptions& options, JobId job);
 // list, so a report can arrive late or twice).
 void apply_exits(Txn& txn, const std::string& node, const std::vector<ReplicaReport>& reports);
 
+// Keeps which replicas of the current attempt pull their image (ServerState::pulls): a pulling report adds one,
+// any other report of it removes it; the first pulling report of an attempt is the event "pulling image I on node
+// N". Only replicas placed on `node` count. A pulling replica is neither running nor exited: nothing times it out.
+void note_pulls(Txn& txn, const std::string& node, const std::vector<ReplicaReport>& reports);
+// The nodes where replicas of `j`'s current run pull its image, in name order; empty when none does.
+std::vector<std::string> pulling_nodes(const ServerState& st, const Job& j);
+
 // Keeps the CPUs that running replicas of the current attempt report, for the job's description. Only
 // replicas placed on `node` count: an agent speaks for its own node.
 void note_replica_cpus(Txn& txn, const std::string& node, const std::vector<ReplicaReport>& reports);
+
+// The "container" of a replica's assignment when its job names an image (docs/api.md, "Agents"): {"image",
+// "pull_policy": "IfNotPresent"|"Always"|"Never", "shm_mib", "volumes": [{"host_path", "path", "read_only"}],
+// "cap_add": [capability names the team's settings allow], "auth_file"? (the team's registry auth file)}.
+nlohmann::json container_assignment(const ClusterState& s, const Job& j, const PodSetPlacement& ps);
 
 // The assignment of one replica of a Running job to its node's agent: rank `rank` of `j`, the `local_rank`-th of
 // its replicas on that node, placed by `r` in pod set `ps` (heartbeat_board.h builds the run list of these).

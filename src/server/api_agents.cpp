@@ -264,6 +264,7 @@ Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::stri
     if (!st) return st.error();
   }
   if (health) on_health_report(txn, options, name, *health);
+  note_pulls(txn, name, reports);
   apply_exits(txn, name, reports);
   note_replica_cpus(txn, name, reports);
   note_heartbeat(txn.state(), name, reports);

@@ -1,6 +1,8 @@
 // Users' endpoints for jobs: submit, list, describe, cancel, logs.
+#include "config/container_rules.h"
 #include "config/spec_yaml.h"
 #include "core/labels.h"
+#include "server/agents.h"
 #include "server/api.h"
 #include "server/retention.h"
 #include "server/start_gate.h"
@@ -22,11 +24,30 @@ Render job_render(const std::string& name, const auth::Caller& who, int status =
     add_resilience(st, *j, static_cast<Time>(system_clock_ms() / 1000), v);
     add_preemption_records(st, *j, who, v);
     add_bound_cpus(st, *j, v);
+    // Running, with replicas whose agents pull the image before the start (agents.h, note_pulls).
+    if (auto nodes = pulling_nodes(st, *j); !nodes.empty()) v["pulling_image_on"] = nodes;
     // Running, its replicas not yet handed to agents: the stops it waits for (start_gate.h).
     if (auto waits = start_waits(st, *j, job_names_for(who)); !waits.empty()) v["waits_for_stops"] = std::move(waits);
     view::hide_job_refs(v, job_names_for(who));
     return json_reply(status, v);
   };
+}
+
+// A job's volumes against what its team's settings allow (config/container_rules.h), and away from the checkpoint
+// root, which the agents mount themselves. An unknown team is left to the submission, which names the teams.
+Status check_container(const ServerOptions& options, const ClusterState& cluster, const JobSpec& spec) {
+  if (spec.container.volumes.empty()) return ok_status();
+  const Team* team = cluster.find_team(spec.team);
+  if (!team) return ok_status();
+  if (auto st = config::check_host_paths_allowed(spec.container, spec.team, team->spec.containers); !st)
+    return Error::invalid("job " + spec.name + ": " + st.error().message);
+  if (auto root = config::normal_path(options.checkpoint_dir, "checkpoint_dir"); root && !options.checkpoint_dir.empty())
+    for (size_t i = 0; i < spec.container.volumes.size(); ++i)
+      if (config::path_within(spec.container.volumes[i].path, *root))
+        return Error::invalid("job " + spec.name + ": volume " + std::to_string(i) + " (path " + spec.container.volumes[i].path +
+                              ") is inside the checkpoint root " + *root + ", whose job directories allot mounts into containers itself; "
+                              "mount it elsewhere");
+  return ok_status();
 }
 
 // GET /v1/jobs pages: jobs are listed in submission order (their index, which never changes), and the
@@ -63,9 +84,10 @@ void submit_route(Routes& http, Api& api) {
     if (!who.acts_for_team(spec->team))
       return refuse(api, who, req, res,
                     denied(who, "submitting a job of team " + spec->team, "an admin token or a member token of team " + spec->team), name);
-    run(api, who, req, res, [spec = std::move(*spec), who](Txn& txn) -> Result<Render> {
+    run(api, who, req, res, [&api, spec = std::move(*spec), who](Txn& txn) -> Result<Render> {
       if (txn.state().removed_teams.count(spec.team))
         return Error::invalid("job " + spec.name + ": team '" + spec.team + "' was removed");
+      if (auto st = check_container(api.options, txn.cluster(), spec); !st) return st.error();
       auto st = txn.apply(store::Submit{spec});
       if (!st) return st.error();
       return job_render(spec.name, who, 201);

@@ -38,6 +38,10 @@ NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, cons
       if (auto c = st.replica_cpus.find(index); c != st.replica_cpus.end() && c->second.attempt == attempt)
         for (const auto& [rank_of, cpus] : c->second.by_rank)
           if (a.placed.count({j.spec.name, rank_of})) a.cpus[{j.spec.name, rank_of}] = cpus;
+      // The replicas here recorded as pulling their image (note_pulls keeps those of the current attempt).
+      if (auto p = st.pulls.find(index); p != st.pulls.end() && p->second.attempt == attempt)
+        for (const auto& [on, rank_of] : p->second.pulling)
+          if (on == name) a.pulling.insert({j.spec.name, rank_of});
     }
   }
   const NodeOrders orders = orders_for(st, name);
@@ -68,7 +72,7 @@ std::string run_tag(const NodeAnswer& a) {
 json render_heartbeat(const NodeAnswer& a, const ServerOptions& options, const std::vector<ReplicaReport>& reports) {
   json stop = json::array();
   for (const ReplicaReport& rep : reports) {
-    if (rep.exited) continue;
+    if (rep.exited()) continue;
     auto it = a.placed.find({rep.job, rep.rank});
     const bool current = it != a.placed.end() && (!rep.attempt || *rep.attempt == it->second);
     if (!current) stop.push_back({{"job", rep.job}, {"rank", rep.rank}});
@@ -101,7 +105,10 @@ bool adds_work(const NodeAnswer& before, const NodeAnswer& now) {
 bool changes_nothing(const NodeAnswer& a, const std::vector<ReplicaReport>& reports, const std::optional<HealthReport>& health) {
   if (!a.fast) return false;
   for (const ReplicaReport& rep : reports) {
-    if (rep.exited) return false;  // apply_exits: a run may end, or a rank count as done
+    if (rep.exited()) return false;  // apply_exits: a run may end, or a rank count as done
+    // note_pulls: a current replica placed here that starts or stops pulling changes what describe shows.
+    if (auto it = a.placed.find({rep.job, rep.rank}); it != a.placed.end() && (!rep.attempt || *rep.attempt == it->second))
+      if ((rep.state == ReplicaState::kPulling) != (a.pulling.count({rep.job, rep.rank}) > 0)) return false;
     if (rep.cpus.empty()) continue;
     // note_replica_cpus keeps the CPUs of a current replica placed here, and ignores every other report.
     auto it = a.placed.find({rep.job, rep.rank});

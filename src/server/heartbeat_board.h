@@ -46,6 +46,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -65,6 +66,7 @@ struct NodeAnswer {
   nlohmann::json run = nlohmann::json::array();  // every replica placed on the node (agents.h)
   std::map<std::pair<std::string, int>, int> placed;        // (job, rank) of those replicas -> their attempt
   std::map<std::pair<std::string, int>, std::string> cpus;  // the CPUs recorded for them, where any are
+  std::set<std::pair<std::string, int>> pulling;            // those recorded as pulling their image (note_pulls)
   bool reboot = false, deep_check = false;                  // orders (node_lifecycle.h)
   HealthReport health;                                      // the node's last health report, as NodeInfo holds it
   bool same_health_changes_nothing = false;                 // node_lifecycle.h

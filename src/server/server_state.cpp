@@ -166,6 +166,7 @@ void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind
     } else {
       st.running.erase(j->id.index());
       st.replica_cpus.erase(j->id.index());
+      st.pulls.erase(j->id.index());
     }
     st.running_by_node.update(*j);
     team = st.cluster.teams[j->team.index()].spec.name;

@@ -172,6 +172,14 @@ struct ReplicaCpus {
   std::map<int, std::string> by_rank;
 };
 
+// The replicas of a job's current run whose agents report them pulling the job's image (docs/jobs.md, "Images"):
+// `allot describe` says "Pulling image" while any does, and the first report of a run is an event.
+struct ImagePulls {
+  int attempt = -1;
+  std::set<std::pair<std::string, int>> pulling;  // (node, rank)
+  bool noted = false;  // the run's "pulling image" event is out
+};
+
 struct ServerState {
   ClusterState cluster;
   std::unordered_map<std::string, NodeInfo> nodes;  // by node name
@@ -183,6 +191,7 @@ struct ServerState {
   std::unordered_map<uint32_t, DeferredExit> deferred_exits;  // by JobId index; in memory
   // By JobId index, of Running jobs only; in memory, agents report again with every heartbeat.
   std::unordered_map<uint32_t, ReplicaCpus> replica_cpus;
+  std::unordered_map<uint32_t, ImagePulls> pulls;  // the same: Running jobs only, in memory
   std::unordered_map<uint32_t, JobAccount> accounts;          // by JobId index; rebuilt by replay
   std::vector<ProvisionRequest> provision_queue;              // taken by the writer after each batch
   // Nodes retired by a replacement (name -> the replacement): their agents may not join again under that name.

@@ -53,7 +53,7 @@ void note_heartbeat(ServerState& st, const std::string& node, const std::vector<
   auto& alive = st.gate.heard[node];
   alive.clear();
   for (const ReplicaReport& r : reports)
-    if (!r.exited) alive.insert({r.job, r.attempt.value_or(-1)});
+    if (!r.exited()) alive.insert({r.job, r.attempt.value_or(-1)});
 }
 
 void advance_start_gate(ServerState& st) {

@@ -53,9 +53,11 @@ Status Txn::after_commit(Effect effect) {
   return ok_status();
 }
 
-void Txn::note(std::string kind, std::string node, std::string message) {
+void Txn::note(std::string kind, std::string node, std::string message, std::string job) {
   if (!st_) return;
-  events_->push_back({++st_->last_event, now(), std::move(kind), "", std::move(node), std::move(message), ""});
+  std::string team;
+  if (const Job* j = job.empty() ? nullptr : st_->cluster.find_job(job)) team = st_->cluster.teams[j->team.index()].spec.name;
+  events_->push_back({++st_->last_event, now(), std::move(kind), std::move(job), std::move(node), std::move(message), std::move(team)});
 }
 
 Writer::Writer(const ServerOptions& options, std::unique_ptr<store::Store> store, EventLog& events, AuthGate& auth)

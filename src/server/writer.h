@@ -92,7 +92,8 @@ class Txn {
   Status after_commit(Effect effect);
   // An event that no record carries (the server's own observations, such as node_silence.h's), at this batch's
   // time, published with the batch's events once it is durable.
-  void note(std::string kind, std::string node, std::string message);
+  // With `job`, the event is about that job (and visible to its team's members, as its records' events are).
+  void note(std::string kind, std::string node, std::string message, std::string job = "");
   // Whom the records of the command now running name (set by the writer for each command).
   void act_as(store::Actor actor) { actor_ = std::move(actor); }
   const store::Actor& actor() const { return actor_; }

@@ -44,6 +44,51 @@ IdleCompute idle_from(const std::string& s) {
   throw std::invalid_argument("unknown idle_compute " + s);
 }
 
+PullPolicy pull_policy_from(const std::string& s) {
+  for (PullPolicy v : kPullPolicies)
+    if (s == pull_policy_name(v)) return v;
+  throw std::invalid_argument("unknown pull policy " + s);
+}
+Capability capability_from(const std::string& s) {
+  for (int i = 0; i < kCapabilityCount; ++i)
+    if (s == capability_name(static_cast<Capability>(i))) return static_cast<Capability>(i);
+  throw std::invalid_argument("unknown capability " + s);
+}
+
+// A job's container, present in records of jobs with an image only (older records have none).
+json to_json(const ContainerSpec& c) {
+  json vols = json::array();
+  for (const auto& v : c.volumes) vols.push_back({{"host_path", v.host_path}, {"path", v.path}, {"read_only", v.read_only}});
+  json j = {{"image", c.image}, {"pull_policy", pull_policy_name(c.pull_policy)}, {"volumes", vols}};
+  if (c.shm_mib) j["shm_mib"] = *c.shm_mib;
+  return j;
+}
+ContainerSpec container_from_json(const json& j) {
+  ContainerSpec c;
+  c.image = j.at("image").get<std::string>();
+  c.pull_policy = pull_policy_from(j.at("pull_policy").get<std::string>());
+  c.shm_mib = get_opt(j, "shm_mib");
+  for (const auto& v : j.at("volumes"))
+    c.volumes.push_back({v.at("host_path").get<std::string>(), v.at("path").get<std::string>(), v.at("read_only").get<bool>()});
+  return c;
+}
+
+// A team's container settings, present in records of teams that have some only.
+json to_json(const TeamContainerSettings& c) {
+  json caps = json::array();
+  for (Capability cap : c.capabilities) caps.push_back(capability_name(cap));
+  json j = {{"host_paths", c.host_paths}, {"capabilities", caps}};
+  if (!c.registry_auth_file.empty()) j["registry_auth_file"] = c.registry_auth_file;
+  return j;
+}
+TeamContainerSettings team_containers_from_json(const json& j) {
+  TeamContainerSettings c;
+  c.host_paths = j.at("host_paths").get<std::vector<std::string>>();
+  for (const auto& cap : j.at("capabilities")) c.capabilities.push_back(capability_from(cap.get<std::string>()));
+  c.registry_auth_file = get_or<std::string>(j, "registry_auth_file", "");
+  return c;
+}
+
 json to_json(const TopologySpec& t) {
   json j = json::object();
   if (!t.required.empty()) j["required"] = t.required;
@@ -103,12 +148,14 @@ AmountSpec amount_from_json(const json& j) {
 json to_json(const TeamSpec& t) {
   json alloc = json::array();
   for (const auto& a : t.allocation) alloc.push_back({{"instance_type", a.instance_type}, {"amount", to_json(a.amount)}});
-  return {{"name", t.name},
-          {"fair_share_weight", t.fair_share_weight},
-          {"allocation", alloc},
-          {"strategy", sharing_strategy_name(t.strategy)},
-          {"borrow_limit", t.borrow_limit},
-          {"preempt_team_tasks", preempt_team_tasks_name(t.preempt_team_tasks)}};
+  json j = {{"name", t.name},
+            {"fair_share_weight", t.fair_share_weight},
+            {"allocation", alloc},
+            {"strategy", sharing_strategy_name(t.strategy)},
+            {"borrow_limit", t.borrow_limit},
+            {"preempt_team_tasks", preempt_team_tasks_name(t.preempt_team_tasks)}};
+  if (!t.containers.empty()) j["containers"] = to_json(t.containers);  // absent before teams had container settings
+  return j;
 }
 TeamSpec team_from_json(const json& j) {
   TeamSpec t;
@@ -119,6 +166,7 @@ TeamSpec team_from_json(const json& j) {
   t.strategy = strategy_from(j.at("strategy").get<std::string>());
   t.borrow_limit = j.at("borrow_limit").get<int>();
   t.preempt_team_tasks = preempt_from(j.at("preempt_team_tasks").get<std::string>());
+  if (j.contains("containers")) t.containers = team_containers_from_json(j.at("containers"));
   return t;
 }
 
@@ -180,6 +228,7 @@ json to_json(const JobSpec& s) {
   if (s.duration_s) j["duration_s"] = *s.duration_s;
   if (!s.labels.empty()) j["labels"] = s.labels;  // absent in records written before jobs had labels
   if (!s.plan.empty()) j["plan"] = s.plan;  // absent in records written before plans, and for jobs without one
+  if (!s.container.empty()) j["container"] = to_json(s.container);  // absent for bare processes and older records
   return j;
 }
 JobSpec job_from_json(const json& j) {
@@ -204,6 +253,7 @@ JobSpec job_from_json(const json& j) {
   s.env = get_or<std::map<std::string, std::string>>(j, "env", {});
   s.labels = get_or<std::map<std::string, std::string>>(j, "labels", {});
   s.plan = get_or<std::string>(j, "plan", "");
+  if (j.contains("container")) s.container = container_from_json(j.at("container"));
   return s;
 }
 

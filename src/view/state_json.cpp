@@ -66,6 +66,14 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
   if (j.state == JobState::kRunning) o["started_at"] = time_json(j.started_at, times);
   if (j.spec.duration_s) o["duration_s"] = *j.spec.duration_s;
   if (!j.spec.plan.empty()) o["plan"] = j.spec.plan;
+  if (!j.spec.container.empty()) {
+    // The container as the spec resolved it (docs/jobs.md, "Images"); shm_mib absent: the default per replica.
+    const ContainerSpec& c = j.spec.container;
+    json vols = json::array();
+    for (const auto& v : c.volumes) vols.push_back({{"host_path", v.host_path}, {"path", v.path}, {"read_only", v.read_only}});
+    o["container"] = {{"image", c.image}, {"pull_policy", pull_policy_name(c.pull_policy)}, {"volumes", vols}};
+    if (c.shm_mib) o["container"]["shm_mib"] = *c.shm_mib;
+  }
   json ps = json::array();
   for (const auto& p : j.spec.pod_sets) {
     json t = json::object();
@@ -129,6 +137,14 @@ Resources team_nominal_total(const ClusterState& s, TeamId team) {
   return r;
 }
 
+json team_containers_json(const TeamContainerSettings& c) {
+  json caps = json::array();
+  for (Capability cap : c.capabilities) caps.push_back(capability_name(cap));
+  json o = {{"host_paths", c.host_paths}, {"capabilities", caps}};
+  if (!c.registry_auth_file.empty()) o["registry_auth_file"] = c.registry_auth_file;
+  return o;
+}
+
 json team_json(const ClusterState& s, const Team& t) {
   json alloc = json::array();
   for (const auto& a : t.spec.allocation) {
@@ -165,19 +181,21 @@ json team_json(const ClusterState& s, const Team& t) {
     running += j.state == JobState::kRunning;
     suspended += j.state == JobState::kSuspended;
   }
-  return {{"name", t.spec.name},
-          {"fair_share_weight", t.spec.fair_share_weight},
-          {"allocation", alloc},
-          {"sharing", {{"strategy", sharing_strategy_name(t.spec.strategy)}, {"borrow_limit", t.spec.borrow_limit}}},
-          {"preempt_team_tasks", preempt_team_tasks_name(t.spec.preempt_team_tasks)},
-          {"nominal", resources_json(team_nominal_total(s, t.id))},
-          {"usage", resources_json(team_usage_total(s, t.id))},
-          {"borrowed", resources_json(team_borrowed_total(s, t.id))},
-          {"lent", resources_json(team_lent_total(s, t.id))},
-          {"instance_types", types},
-          // borrowed dominant share / weight (core/quota.h); null when the weight is 0 (infinite)
-          {"share", share.den == 0 ? json(nullptr) : json(static_cast<double>(share.num) / static_cast<double>(share.den))},
-          {"jobs", {{"pending", pending}, {"running", running}, {"suspended", suspended}}}};
+  json o = {{"name", t.spec.name},
+            {"fair_share_weight", t.spec.fair_share_weight},
+            {"allocation", alloc},
+            {"sharing", {{"strategy", sharing_strategy_name(t.spec.strategy)}, {"borrow_limit", t.spec.borrow_limit}}},
+            {"preempt_team_tasks", preempt_team_tasks_name(t.spec.preempt_team_tasks)},
+            {"nominal", resources_json(team_nominal_total(s, t.id))},
+            {"usage", resources_json(team_usage_total(s, t.id))},
+            {"borrowed", resources_json(team_borrowed_total(s, t.id))},
+            {"lent", resources_json(team_lent_total(s, t.id))},
+            {"instance_types", types},
+            // borrowed dominant share / weight (core/quota.h); null when the weight is 0 (infinite)
+            {"share", share.den == 0 ? json(nullptr) : json(static_cast<double>(share.num) / static_cast<double>(share.den))},
+            {"jobs", {{"pending", pending}, {"running", running}, {"suspended", suspended}}}};
+  if (!t.spec.containers.empty()) o["containers"] = team_containers_json(t.spec.containers);
+  return o;
 }
 
 json node_json(const ClusterState& s, const Node& n) {

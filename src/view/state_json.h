@@ -15,6 +15,9 @@ nlohmann::json placement_json(const ClusterState& s, const Placement& p);
 // RFC 3339, the simulator its virtual seconds.
 nlohmann::json job_json(const ClusterState& s, const Job& j, bool with_history = true, Times times = Times::kSeconds);
 nlohmann::json team_json(const ClusterState& s, const Team& t);
+// A team's container settings as the API shows and takes them: {"host_paths": [...], "capabilities": ["NET_RAW"],
+// "registry_auth_file"?}; team_json has them under "containers" when the team has any.
+nlohmann::json team_containers_json(const TeamContainerSettings& c);
 nlohmann::json node_json(const ClusterState& s, const Node& n);
 nlohmann::json decision_json(const ClusterState& s, const Decision& d);
 // A capacity plan: its spec, state, capacity, the nodes that have joined and the active jobs that name it.

@@ -1,0 +1,24 @@
+#pragma once
+// Why an agent ended a replica's attempt on its own, before or instead of running it (docs/api.md, "Heartbeats"):
+// the "failure" of an exited replica report, {"reason": <name>, "message": <text>}. A closed set with one
+// spelling table, shared by the agent that sends it and the server that reads it.
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace allot::view {
+
+enum class ReplicaFailureReason {
+  // The image could not be pulled (or, with image_pull_policy Never, is not on the node): the job's fault, never
+  // the node's. The message is "<image>: <the registry's or podman's answer>".
+  kImagePull,
+};
+const char* replica_failure_reason_name(ReplicaFailureReason r);  // "image_pull"
+std::optional<ReplicaFailureReason> replica_failure_reason_named(std::string_view name);
+inline constexpr ReplicaFailureReason kReplicaFailureReasons[] = {ReplicaFailureReason::kImagePull};
+
+// A failure's message is text from outside (a registry's answer): the server keeps at most this many bytes of it,
+// with bytes outside printable ASCII escaped (core/spec.h, printable), and the agent sends no more.
+inline constexpr size_t kMaxReplicaFailureMessage = 2000;
+
+}  // namespace allot::view
