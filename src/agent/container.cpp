@@ -141,13 +141,6 @@ std::vector<std::string> podman_pull_argv(const ContainerOptions& opt, const std
   return pull;
 }
 
-std::optional<PullPolicy> pull_policy_from(std::string_view name) {
-  if (name == "IfNotPresent") return PullPolicy::kIfNotPresent;
-  if (name == "Always") return PullPolicy::kAlways;
-  if (name == "Never") return PullPolicy::kNever;
-  return std::nullopt;
-}
-
 std::vector<std::string> container_devices(const std::string& kind, const std::vector<int>& accelerators, bool efa,
                                            const std::vector<std::string>& cdi_dirs) {
   std::vector<std::string> out;
@@ -214,6 +207,5 @@ std::string read_tail(const std::string& path, size_t bytes) {
   return text;
 }
 
-int64_t default_shm_mib(int64_t memory_mib) { return std::max<int64_t>(64, memory_mib / 4); }
 
 }  // namespace allot::agent

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/spec.h"  // PullPolicy
 
 namespace allot::agent {
 
@@ -55,8 +56,6 @@ struct Volume {
   bool read_only = false;
   friend bool operator==(const Volume&, const Volume&) = default;
 };
-
-enum class PullPolicy { kIfNotPresent, kAlways, kNever };
 
 // One replica's container.
 struct ContainerRun {
@@ -101,8 +100,7 @@ std::vector<std::string> podman_leftovers_argv(const ContainerOptions& opt, cons
 // Empty for kNever.
 std::vector<std::string> podman_pull_argv(const ContainerOptions& opt, const std::string& image, const std::string& auth_file,
                                           PullPolicy policy = PullPolicy::kAlways);
-// "IfNotPresent", "Always", "Never" (the Kubernetes spellings the server sends); nullopt for anything else.
-std::optional<PullPolicy> pull_policy_from(std::string_view name);
+
 
 // The NVIDIA CDI device names of `gpus` where a CDI spec for nvidia.com/gpu exists (/etc/cdi, /var/run/cdi),
 // else the device nodes /dev/nvidiaN with /dev/nvidiactl, /dev/nvidia-uvm; Neuron devices as /dev/neuronN;
@@ -117,9 +115,5 @@ Status write_env_file(const std::string& path, const std::map<std::string, std::
 // The last `bytes` of the file at `path` (a pull's output), from a line start where one is in reach; empty when
 // it cannot be read.
 std::string read_tail(const std::string& path, size_t bytes);
-
-// The default /dev/shm of a replica that gives none: a quarter of its memory request, at least 64 MiB (podman's
-// own default), and 64 MiB without a request.
-int64_t default_shm_mib(int64_t memory_mib);
 
 }  // namespace allot::agent

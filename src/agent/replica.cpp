@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "config/container_rules.h"
+
 namespace allot::agent {
 namespace {
 
@@ -24,7 +26,7 @@ Result<ContainerAssignment> container_from_json(const nlohmann::json& c, const s
   if (out.image.empty() || out.image.size() > 1024 || out.image.front() == '-')
     return Error::invalid(where + " needs an image reference (1-1024 characters, not starting with '-')");
   const std::string policy = c.value("pull_policy", std::string("IfNotPresent"));
-  auto p = pull_policy_from(policy);
+  auto p = config::pull_policy_named(policy);
   if (!p) return Error::invalid(where + ": pull_policy " + policy + " is not one of IfNotPresent, Always, Never");
   out.pull_policy = *p;
   out.shm_mib = c.value("shm_mib", int64_t{64});
