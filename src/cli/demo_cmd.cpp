@@ -19,6 +19,8 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/container.h"
+#include "agent/health_checks.h"
 #include "auth/secret_file.h"
 #include "cli/commands.h"
 #include "client/config_file.h"
@@ -246,6 +248,43 @@ Result<std::string> save_demo_context(const std::string& url, const std::string&
   return before;
 }
 
+// Step 7's image, built here from Debian's busybox-static (`podman import` of a root file system: no registry is
+// reachable from many clusters, and none is needed), where the agents can run containers: as root, with podman.
+// Empty, with the reason in `why`, where they cannot.
+std::string demo_image(const std::string& dir, std::string& why) {
+  const std::string image = "localhost/allot-demo-busybox:1";
+  if (geteuid() != 0) {
+    why = "the agents run containers only as root (podman rootful, a uid block per team), and this demo is not root";
+    return "";
+  }
+  const agent::ContainerOptions opt;
+  if (auto facts = agent::detect_podman(opt); !facts.usable) {
+    why = facts.problem;
+    return "";
+  }
+  if (!fs::exists("/bin/busybox")) {
+    why = "the demo builds its image from busybox-static, which is not installed (apt-get install busybox-static)";
+    return "";
+  }
+  const fs::path root = fs::path(dir) / "image-rootfs";
+  std::error_code ec;
+  fs::create_directories(root / "bin", ec);
+  fs::create_directories(root / "etc", ec);
+  fs::copy_file("/bin/busybox", root / "bin/busybox", fs::copy_options::overwrite_existing, ec);
+  for (const char* tool : {"sh", "cat", "id", "tr", "cut", "echo", "sleep"}) fs::create_symlink("busybox", root / "bin" / tool, ec);
+  std::ofstream(root / "etc/allot-demo-image") << "the allot demo's busybox image\n";
+  const std::string tar = (fs::path(dir) / "image.tar").string();
+  auto t = agent::run_with_timeout({"/bin/tar", "-C", root.string(), "-cf", tar, "."}, std::chrono::seconds(60));
+  auto imp = t.exit_code == 0 ? agent::run_with_timeout({opt.podman, "import", tar, image}, std::chrono::seconds(120)) : t;
+  fs::remove_all(root, ec);
+  fs::remove(tar, ec);
+  if (imp.exit_code != 0) {
+    why = "cannot build the demo's image: " + imp.output;
+    return "";
+  }
+  return image;
+}
+
 int run_demo(const DemoArgs& a) {
   if (a.stop) return run_stop(a);
   const std::string exe = self_exe(), cli = cli_name(exe), dir = a.data;
@@ -311,6 +350,7 @@ int run_demo(const DemoArgs& a) {
             << "\n";
 
   client::demo::Cluster cluster{dir, cli};
+  cluster.image = demo_image(dir, cluster.no_image);
   if (auto st = client::demo::write_files(cluster); !st) return fail(dir, procs, st.error());
   std::cout << "   $ " << cli << " apply " << dir << "/teams.yaml\n";
   if (auto st = client::demo::apply_teams(*api, cluster); !st) return fail(dir, procs, st.error());

@@ -249,6 +249,13 @@ Status write_files(const Cluster& c) {
   if (ec) return Error::internal("cannot create " + path_in(c, "jobs") + ": " + ec.message());
   std::ofstream(path_in(c, "teams.yaml")) << kTeams;
   for (const auto& j : kJobs) std::ofstream(path_in(c, std::string("jobs/") + j.name + ".yaml")) << job_yaml(j);
+  if (!c.image.empty())
+    std::ofstream(path_in(c, "jobs/c-hello.yaml"))
+        << "name: c-hello\nteam: team-a\ninstance_type: ml.g5.8xlarge\nper_replica: {vcpu: 1}\n"
+        << "image: " << c.image << "\nimage_pull_policy: Never\n"
+        << "command:\n  - /bin/sh\n  - -c\n  - |\n"
+        << "    echo \"attempt $ALLOT_ATTEMPT, in a container: $(cat /etc/allot-demo-image), uid $(id -u) inside, which is host uid "
+           "$(tr -s ' ' </proc/self/uid_map | cut -d ' ' -f 3)\"\n";
   return ok_status();
 }
 
@@ -334,6 +341,18 @@ Status walkthrough(ApiClient& api, const Cluster& c, std::ostream& out) {
 
   s.title("6. A node fails: reboot, restart elsewhere, resume from the checkpoint");
   TRY(s.node_fault(*ring));
+
+  s.title("7. Jobs in containers");
+  if (c.image.empty()) {
+    s.say("skipped: " + c.no_image);
+  } else {
+    s.say("team-a runs a job in an OCI image built here from busybox (no registry is needed): podman runs it in");
+    s.say("team-a's own user namespace, so container root is an unprivileged host uid of team-a's block.");
+    TRY(s.submit("c-hello"));
+    WAIT(hello, "c-hello", {"Succeeded", "Failed"}, "finish");
+    s.show(*hello);
+    s.show_log("c-hello", 0, "0");
+  }
 #undef TRY
 #undef WAIT
   return ok_status();

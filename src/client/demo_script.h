@@ -14,6 +14,10 @@ namespace allot::client::demo {
 struct Cluster {
   std::string data_dir;  // where teams.yaml and jobs/*.yaml are written, as the user will type it
   std::string cli;       // how the user runs allot ("allot" or a path), for the commands shown
+  // Step 7 (jobs in containers): a local image the demo built (cli/demo_cmd.cpp), or why there is none, which
+  // the step says instead.
+  std::string image;
+  std::string no_image;
 };
 
 // Writes teams.yaml and the job files into the data directory.
