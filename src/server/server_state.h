@@ -9,8 +9,10 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -108,6 +110,14 @@ struct DeferredExit {
   int64_t until_ms = 0;
 };
 
+// Who may read an event in the stream. Members follow their own teams' jobs (Event::team) and what happens to
+// the cluster; records about tokens name token ids and other teams' scopes, which only the roles that read the
+// whole cluster (admins and viewers) see.
+enum class EventAudience { kEveryReader, kWholeClusterReaders };
+EventAudience event_audience(const store::Op& op);
+const char* event_audience_name(EventAudience a);  // "every-reader", "whole-cluster-readers" (state snapshots)
+std::optional<EventAudience> parse_event_audience(std::string_view name);
+
 // One line of the event stream (/v1/events): a journaled change or one of its consequences for a job.
 struct Event {
   uint64_t seq = 0;
@@ -120,6 +130,7 @@ struct Event {
   // A preempt event: the victim's preemption group as journaled (core/preemption_record.h); null for records
   // written before groups were.
   std::shared_ptr<const PreemptionGroup> preemption;
+  EventAudience audience = EventAudience::kEveryReader;
 };
 
 // A preemption group a job took part in, as victim or preemptor, and when.
