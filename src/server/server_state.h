@@ -145,9 +145,11 @@ struct ExitTrack {
   std::set<int> succeeded;  // ranks that exited 0
 };
 
-// Seconds from submission to first admission, as a Prometheus histogram (cumulative buckets at render time).
+// Seconds from submission to first admission, as a Prometheus histogram (cumulative buckets at render time):
+// milliseconds (an idle cluster) to a week (a GPU queue), so that no quantile saturates at the last bound.
 struct LatencyHistogram {
-  static constexpr double kBounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+  static constexpr double kBounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+                                       300, 900, 1800, 3600, 7200, 14400, 28800, 43200, 86400, 172800, 345600, 604800};
   static constexpr size_t kBuckets = sizeof(kBounds) / sizeof(kBounds[0]);
   uint64_t counts[kBuckets + 1] = {};  // the last one: above every bound
   double sum = 0;

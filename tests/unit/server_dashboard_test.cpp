@@ -280,5 +280,24 @@ TEST_F(ServerDashboard, MembersSeeNoTokenEventsAndKnowTheirOwnTeams) {
   EXPECT_EQ(get("/v1/dashboard/cluster").json["caller"]["role"], "admin");
 }
 
+// The metrics renamed in this release come under their new names, and under the old ones for one more release;
+// the health-check status has its own state-set gauge; the build and the waiting jobs by reason are exported.
+TEST_F(ServerDashboard, MetricsNamesBuildInfoAndWaitingByReason) {
+  small_cluster();
+  ASSERT_EQ(post("/v1/jobs", job("fill", "a", 2)).status, 201);
+  ASSERT_EQ(post("/v1/jobs", job("waits", "b")).status, 201);
+  auto m = get("/metrics").body;
+  for (const char* want : {"allot_goodput_ratio{team=\"a\"} 1", "allot_goodput{team=\"a\"} 1",
+                           "allot_work_lost_accelerator_seconds_total{team=\"a\"} 0", "allot_work_lost_seconds_total{team=\"a\"} 0",
+                           "# HELP allot_goodput Deprecated", "# HELP allot_work_lost_seconds_total Deprecated",
+                           "allot_build_info{version=\"", "allot_waiting_jobs{team=\"b\",state=\"Pending\",reason=\"",
+                           "allot_scheduling_latency_seconds_bucket{le=\"86400\"}", "allot_scheduling_latency_seconds_bucket{le=\"604800\"}"})
+    EXPECT_TRUE(has(m, want)) << want << "\n" << m;
+  auto q = get("/v1/jobs/waits");
+  ASSERT_EQ(q.status, 200);
+  EXPECT_TRUE(has(m, "allot_waiting_jobs{team=\"b\",state=\"Pending\",reason=\"" + q.json["reason_code"].get<std::string>() + "\"} 1"))
+      << q.body << "\n" << m;
+}
+
 }  // namespace
 }  // namespace allot::server::test
