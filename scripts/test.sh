@@ -6,10 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 # The packages some tests install for themselves when missing (PostgreSQL, Chromium with Selenium, PyTorch,
-# Slurm) are fetched while the build runs, in one apt-get run: on a fresh machine the downloads overlap the
-# compile instead of following it test by test, and no two tests meet at apt's lock. Nothing depends on it
-# working: a test still installs what it needs itself, or is skipped and says why.
-test_packages=(postgresql chromium chromium-driver python3-selenium python3-torch slurm-wlm)
+# Slurm, promtool from prometheus) are fetched while the build runs, in one apt-get run: on a fresh machine the
+# downloads overlap the compile instead of following it test by test, and no two tests meet at apt's lock. Nothing
+# depends on it working: a test still installs what it needs itself, or is skipped and says why.
+test_packages=(postgresql chromium chromium-driver python3-selenium python3-torch slurm-wlm prometheus)
 mkdir -p build
 bash scripts/deps.sh "${test_packages[@]}" >build/test-deps.log 2>&1 &
 deps=$!

@@ -37,10 +37,12 @@ void asset_routes(Routes& http, Api& api) {
 
 void summary_routes(Routes& http, Api& api) {
   route(http, api, "GET", "/v1/dashboard/cluster", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
-    run(api, who, req, res, [&api](Txn& txn) -> Result<Render> {
-      return Render([&api, now = txn.now()](const ServerState& st) {
+    run(api, who, req, res, [&api, who](Txn& txn) -> Result<Render> {
+      return Render([&api, who, now = txn.now()](const ServerState& st) {
         nlohmann::json out = cluster_summary(st, now);
         out["events_last"] = api.events.last();  // where a page starts following the event stream
+        // Who the page acts as: its filters offer a member only its own teams.
+        out["caller"] = {{"role", auth::role_name(who.role)}, {"teams", who.teams}};
         return json_reply(200, out);
       });
     });

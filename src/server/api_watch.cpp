@@ -27,6 +27,8 @@ void add_watch_routes(Routes& http, Api& api) {
     for (const Event& e : page.events) {
       // Members follow their own teams' jobs; other teams' jobs they see only in aggregate (teams, metrics).
       if (who.role == auth::Role::kMember && !e.team.empty() && !who.in_team(e.team)) continue;
+      // Token events (ids, roles, the teams a token acts for) are for the roles that read the whole cluster.
+      if (who.role == auth::Role::kMember && e.audience == EventAudience::kWholeClusterReaders) continue;
       nlohmann::json j = {{"seq", e.seq}, {"at", view::rfc3339(e.at)}, {"kind", e.kind}, {"message", view::hide_job_refs(e.message, sees)}};
       if (!e.job.empty()) j["job"] = e.job;
       if (!e.node.empty()) j["node"] = e.node;

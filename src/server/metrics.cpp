@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <tuple>
 
 #include "core/quota.h"
 #include "server/options.h"
+#include "server/version.h"
 #include "server/views.h"
 #include "view/state_json.h"
 
@@ -64,6 +66,17 @@ void render_scheduling(std::string& out, const ServerState& st) {
   for (const auto& [key, n] : queue)
     out += fmt::format("allot_queue_length{{team=\"{}\",priority=\"{}\"}} {}\n", label(key.first), label(key.second), n);
 
+  header(out, "allot_waiting_jobs", "gauge",
+         "Jobs waiting per team, state (Pending or Suspended) and reason code (docs/states.md): what blocks them now.");
+  std::map<std::tuple<std::string, JobState, ReasonCode>, int> waiting;
+  for (JobId id : s.waiting_jobs) {
+    const Job& j = s.jobs[id.index()];
+    ++waiting[{s.teams[j.team.index()].spec.name, j.state, j.reason_code}];
+  }
+  for (const auto& [key, n] : waiting)
+    out += fmt::format("allot_waiting_jobs{{team=\"{}\",state=\"{}\",reason=\"{}\"}} {}\n", label(std::get<0>(key)),
+                       job_state_name(std::get<1>(key)), reason_code_name(std::get<2>(key)), n);
+
   header(out, "allot_queue_wait_seconds", "histogram", "From becoming Pending or Suspended to admission, per team and priority class.");
   for (const auto& [key, h] : st.observed.queue_wait)
     histogram(out, "allot_queue_wait_seconds", fmt::format("team=\"{}\",priority=\"{}\",", label(key.first), label(key.second)), h);
@@ -93,8 +106,10 @@ void render_capacity(std::string& out, const ServerState& st) {
   };
   std::vector<Count> acc(s.catalog.size());
   std::map<std::pair<std::string, std::string>, int> nodes;
+  std::map<std::string, int> cordoned;  // every type with a node, 0 when none is cordoned
   for (const Node& n : s.nodes) {
     if (n.removed) continue;
+    cordoned[s.catalog.at(n.type).name] += n.cordoned;
     const int64_t total = s.catalog.at(n.type).capacity().accelerators;
     const int64_t free = s.room[n.id.index()].free.accelerators;
     Count& c = acc[n.type.index()];
@@ -115,6 +130,9 @@ void render_capacity(std::string& out, const ServerState& st) {
   header(out, "allot_nodes_by_type", "gauge", "Nodes per instance type and health state.");
   for (const auto& [key, n] : nodes)
     out += fmt::format("allot_nodes_by_type{{instance_type=\"{}\",health=\"{}\"}} {}\n", label(key.first), key.second, n);
+  header(out, "allot_nodes_cordoned_by_type", "gauge", "Nodes cordoned (no new replicas) per instance type.");
+  for (const auto& [type, n] : cordoned)
+    out += fmt::format("allot_nodes_cordoned_by_type{{instance_type=\"{}\"}} {}\n", label(type), n);
 }
 
 }  // namespace
@@ -217,11 +235,27 @@ std::string render_metrics(const ServerState& st) {
     for (const NodeCheck& c : info->checks)
       if (c.status != "skipped")
         out += fmt::format("allot_node_check_failed{{node=\"{}\",check=\"{}\"}} {}\n", label(name), label(c.name), c.status == "failed" ? 1 : 0);
-  header(out, "allot_node_check_timestamp_seconds", "gauge", "When the node's health check last ran (Unix seconds).");
+  // The status is a state set of its own (one series per status, 1 for the current one), so that a check
+  // changing from passed to failed does not end one timestamp series and start another.
+  // The new series carry the node's instance type, so that a board can follow its instance-type selector.
+  const auto type_of = [&s](const std::string& node) { return label(s.catalog.at(s.find_node(node)->type).name); };
+  header(out, "allot_node_check_last_run_timestamp_seconds", "gauge", "When the node's health check last ran (Unix seconds).");
+  for (const auto& [name, info] : agents)
+    for (const NodeCheck& c : info->checks)
+      out += fmt::format("allot_node_check_last_run_timestamp_seconds{{node=\"{}\",instance_type=\"{}\",check=\"{}\"}} {}\n", label(name),
+                         type_of(name), label(c.name), c.at_ms / 1000);
+  header(out, "allot_node_check_status", "gauge", "The node's health check's status at its last run: 1 for the status it had, 0 for the others.");
+  for (const auto& [name, info] : agents)
+    for (const NodeCheck& c : info->checks)
+      for (const char* status : {"passed", "failed", "skipped"})
+        out += fmt::format("allot_node_check_status{{node=\"{}\",instance_type=\"{}\",check=\"{}\",status=\"{}\"}} {}\n", label(name),
+                           type_of(name), label(c.name), status, c.status == status ? 1 : 0);
+  header(out, "allot_node_check_timestamp_seconds", "gauge",
+         "Deprecated (removed in the next release): allot_node_check_last_run_timestamp_seconds and allot_node_check_status.");
   for (const auto& [name, info] : agents)
     for (const NodeCheck& c : info->checks)
       out += fmt::format("allot_node_check_timestamp_seconds{{node=\"{}\",check=\"{}\",status=\"{}\"}} {}\n", label(name),
-                         label(c.name), c.status, c.at_ms / 1000);
+                         label(c.name), label(c.status), c.at_ms / 1000);
   const Time now = static_cast<Time>(system_clock_ms() / 1000);
   struct TeamFigures {
     int64_t restarts = 0, held = 0, lost = 0;
@@ -240,16 +274,31 @@ std::string render_metrics(const ServerState& st) {
   for (const Team& t : s.teams)
     if (!st.removed_teams.count(t.spec.name))
       out += fmt::format("allot_job_restarts_total{{team=\"{}\"}} {}\n", label(t.spec.name), teams[t.id.index()].restarts);
-  header(out, "allot_work_lost_seconds_total", "counter", "Accelerator-seconds (replica-seconds for CPU jobs) of work lost since the last checkpoint when runs ended, per team.");
+  // Work lost counts accelerator-seconds (replica-seconds for CPU jobs), as its name says; goodput is a ratio.
+  // The names before these stay one release, deprecated (docs/api.md, "Metrics").
+  const auto goodput = [](const TeamFigures& f) {
+    return f.held > 0 ? static_cast<double>(f.held - f.lost) / static_cast<double>(f.held) : 1.0;
+  };
+  header(out, "allot_work_lost_accelerator_seconds_total", "counter",
+         "Accelerator-seconds (replica-seconds for CPU jobs) of work lost since the last checkpoint when runs ended, per team.");
+  for (const Team& t : s.teams)
+    if (!st.removed_teams.count(t.spec.name))
+      out += fmt::format("allot_work_lost_accelerator_seconds_total{{team=\"{}\"}} {}\n", label(t.spec.name), teams[t.id.index()].lost);
+  header(out, "allot_goodput_ratio", "gauge", "Useful over held accelerator-seconds of the team's jobs, 0 to 1 (1 when none ran).");
+  for (const Team& t : s.teams)
+    if (!st.removed_teams.count(t.spec.name))
+      out += fmt::format("allot_goodput_ratio{{team=\"{}\"}} {}\n", label(t.spec.name), goodput(teams[t.id.index()]));
+  header(out, "allot_work_lost_seconds_total", "counter", "Deprecated (removed in the next release): allot_work_lost_accelerator_seconds_total.");
   for (const Team& t : s.teams)
     if (!st.removed_teams.count(t.spec.name))
       out += fmt::format("allot_work_lost_seconds_total{{team=\"{}\"}} {}\n", label(t.spec.name), teams[t.id.index()].lost);
-  header(out, "allot_goodput", "gauge", "Useful over held accelerator-seconds of the team's jobs (1 when none ran).");
-  for (const Team& t : s.teams) {
-    if (st.removed_teams.count(t.spec.name)) continue;
-    const TeamFigures& f = teams[t.id.index()];
-    out += fmt::format("allot_goodput{{team=\"{}\"}} {}\n", label(t.spec.name), f.held > 0 ? static_cast<double>(f.held - f.lost) / static_cast<double>(f.held) : 1.0);
-  }
+  header(out, "allot_goodput", "gauge", "Deprecated (removed in the next release): allot_goodput_ratio.");
+  for (const Team& t : s.teams)
+    if (!st.removed_teams.count(t.spec.name))
+      out += fmt::format("allot_goodput{{team=\"{}\"}} {}\n", label(t.spec.name), goodput(teams[t.id.index()]));
+
+  header(out, "allot_build_info", "gauge", "The server's version, as a label; always 1.");
+  out += fmt::format("allot_build_info{{version=\"{}\"}} 1\n", label(kVersion));
   return out;
 }
 

@@ -327,6 +327,53 @@ void note(ServerState& st, const Record& r) {
 
 }  // namespace
 
+namespace {
+// Every record kind, visited exhaustively: a new kind does not compile until it says who may read its event.
+// Token records name token ids and the teams they act for; the audit trail is the admins' own.
+struct AudienceOf {
+  EventAudience operator()(const store::CreateToken&) const { return EventAudience::kWholeClusterReaders; }
+  EventAudience operator()(const store::RevokeToken&) const { return EventAudience::kWholeClusterReaders; }
+  EventAudience operator()(const store::Audit&) const { return EventAudience::kWholeClusterReaders; }
+  EventAudience operator()(const store::SetPolicy&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::UpsertTeam&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::RemoveTeam&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::AddNode&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::RemoveNode&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::NodeHealthChange&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::Cordon&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::Drain&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::Submit&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::Cancel&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::Finish&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::Admit&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::Preempt&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::Resize&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::HoldJob&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::SetJobPriority&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::DeleteJob&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::CreatePlan&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::PlanStepRecord&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::DeletePlan&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::CompactFinished&) const { return EventAudience::kEveryReader; }
+};
+}  // namespace
+
+EventAudience event_audience(const store::Op& op) { return std::visit(AudienceOf{}, op); }
+
+const char* event_audience_name(EventAudience a) {
+  switch (a) {
+    case EventAudience::kEveryReader: return "every-reader";
+    case EventAudience::kWholeClusterReaders: return "whole-cluster-readers";
+  }
+  return "every-reader";
+}
+
+std::optional<EventAudience> parse_event_audience(std::string_view name) {
+  for (EventAudience a : {EventAudience::kEveryReader, EventAudience::kWholeClusterReaders})
+    if (name == event_audience_name(a)) return a;
+  return std::nullopt;
+}
+
 void LatencyHistogram::observe(double seconds) {
   size_t i = 0;
   while (i < kBuckets && seconds > kBounds[i]) ++i;
@@ -387,6 +434,7 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   if (std::holds_alternative<Audit>(r.op)) return ok_status();
   push(st, events, r.at, op_name(r.op), std::visit(JobOf{}, r.op), node, message_of(st, r));
   note_preemption(st, r, events.back());
+  events.back().audience = event_audience(r.op);
   for (size_t i = 0; i < before.size(); ++i) {
     const Job& j = st.cluster.jobs[before[i].index()];
     if (j.state != states[i]) push(st, events, r.at, "job", j.spec.name, node, job_message(j));
@@ -401,6 +449,7 @@ void note_decision(ServerState& st, const Record& r, std::vector<Event>& events)
     if (const Job* j = st.cluster.find_job(p->job)) account_stop(st, *j, r.at, j->restarts, p->reason, "");
   push(st, events, r.at, op_name(r.op), std::visit(JobOf{}, r.op), "", message_of(st, r));
   note_preemption(st, r, events.back());
+  events.back().audience = event_audience(r.op);
 }
 
 }  // namespace allot::server

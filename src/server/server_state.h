@@ -9,8 +9,10 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -108,6 +110,14 @@ struct DeferredExit {
   int64_t until_ms = 0;
 };
 
+// Who may read an event in the stream. Members follow their own teams' jobs (Event::team) and what happens to
+// the cluster; records about tokens name token ids and other teams' scopes, which only the roles that read the
+// whole cluster (admins and viewers) see.
+enum class EventAudience { kEveryReader, kWholeClusterReaders };
+EventAudience event_audience(const store::Op& op);
+const char* event_audience_name(EventAudience a);  // "every-reader", "whole-cluster-readers" (state snapshots)
+std::optional<EventAudience> parse_event_audience(std::string_view name);
+
 // One line of the event stream (/v1/events): a journaled change or one of its consequences for a job.
 struct Event {
   uint64_t seq = 0;
@@ -120,6 +130,7 @@ struct Event {
   // A preempt event: the victim's preemption group as journaled (core/preemption_record.h); null for records
   // written before groups were.
   std::shared_ptr<const PreemptionGroup> preemption;
+  EventAudience audience = EventAudience::kEveryReader;
 };
 
 // A preemption group a job took part in, as victim or preemptor, and when.
@@ -134,9 +145,11 @@ struct ExitTrack {
   std::set<int> succeeded;  // ranks that exited 0
 };
 
-// Seconds from submission to first admission, as a Prometheus histogram (cumulative buckets at render time).
+// Seconds from submission to first admission, as a Prometheus histogram (cumulative buckets at render time):
+// milliseconds (an idle cluster) to a week (a GPU queue), so that no quantile saturates at the last bound.
 struct LatencyHistogram {
-  static constexpr double kBounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+  static constexpr double kBounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+                                       300, 900, 1800, 3600, 7200, 14400, 28800, 43200, 86400, 172800, 345600, 604800};
   static constexpr size_t kBuckets = sizeof(kBounds) / sizeof(kBounds[0]);
   uint64_t counts[kBuckets + 1] = {};  // the last one: above every bound
   double sum = 0;

@@ -61,13 +61,22 @@ json account_json(uint32_t job, const JobAccount& a) {
 
 json event_json(const Event& e) {
   return {e.seq, e.at, e.kind, e.job, e.node, e.message, e.team,
-          e.preemption ? store::preemption_group_to_json(*e.preemption) : json(nullptr)};
+          e.preemption ? store::preemption_group_to_json(*e.preemption) : json(nullptr), event_audience_name(e.audience)};
 }
 
 Event event_from(const json& j) {
   Event e{j.at(0).get<uint64_t>(), j.at(1).get<Time>(), j.at(2).get<std::string>(), j.at(3).get<std::string>(),
           j.at(4).get<std::string>(), j.at(5).get<std::string>(), j.at(6).get<std::string>(), nullptr};
   if (!j.at(7).is_null()) e.preemption = std::make_shared<const PreemptionGroup>(store::preemption_group_from_json(j.at(7)));
+  if (j.size() > 8) {
+    auto audience = parse_event_audience(j.at(8).get<std::string>());
+    if (!audience) throw std::invalid_argument("event " + std::to_string(e.seq) + " has an unknown audience " + j.at(8).dump());
+    e.audience = *audience;
+  } else if (e.kind == store::op_name(store::CreateToken{}) || e.kind == store::op_name(store::RevokeToken{})) {
+    // A snapshot written before events carried their audience: its token events keep to the same readers as new
+    // ones (the record kind's spelling comes from the journal's one table of kinds).
+    e.audience = EventAudience::kWholeClusterReaders;
+  }
   return e;
 }
 

@@ -3,12 +3,19 @@
 that dashboard_browser_test.sh started. It logs in as a person would, opens every page, changes the cluster
 through the CLI and checks that each page shows the change by itself (no reload): a borrowing team's borrowed
 bar, a preempted job's preemption record and rule, a failed node in red, the queue and the event stream; then a
-member token sees its own team's jobs only. Screenshots go to ARTIFACTS.
+member token sees its own team's jobs only. On every page it opens, at 1440 and at 1024 px, nothing reads
+`[object` and the page is no wider than the window. Times carry their zone: UTC by default, and the browser's
+offset (Chromium runs in America/Los_Angeles) after the header's toggle. Last, the server is stopped (SIGSTOP):
+the badge turns `stale` and the page says how old it is; resumed (SIGCONT), it reads `live` again.
+Screenshots go to ARTIFACTS.
 
-Environment: ALLOT (the binary), ALLOT_SERVER, ALLOT_TOKEN (admin), ARTIFACTS (a directory), WORK (scratch).
+Environment: ALLOT (the binary), ALLOT_SERVER, ALLOT_TOKEN (admin), ARTIFACTS (a directory), WORK (scratch),
+SERVER_PID (the server, for SIGSTOP and SIGCONT).
 """
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -25,7 +32,12 @@ SERVER = os.environ["ALLOT_SERVER"]
 ADMIN = os.environ["ALLOT_TOKEN"]
 ARTIFACTS = os.environ["ARTIFACTS"]
 WORK = os.environ["WORK"]
+SERVER_PID = int(os.environ["SERVER_PID"])
 WAIT_S = 30  # the longest any change may take to show; changes normally show within a second or two
+WIDTHS = (1440, 1024)
+# A time as the page writes it: ISO-like, with its zone (docs/dashboard.md, "Times").
+UTC_TIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z$")
+LOCAL_TIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}$")
 
 
 def say(msg):
@@ -66,10 +78,45 @@ def wait_until(what, check, timeout=WAIT_S):
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
+def check_page(driver, where):
+    """What must hold on every page: no value drawn as "[object ...]" (an array or object written as text) and
+    nothing wider than the window (no sideways scrolling)."""
+    body = driver.execute_script("return document.body.innerText")
+    assert "[object" not in body, f"{where}: the page shows '[object': {body[body.index('[object') - 200:][:400]!r}"
+    wide = driver.execute_script("""
+        const doc = document.documentElement;
+        const out = {scroll: doc.scrollWidth, client: doc.clientWidth, widest: []};
+        if (doc.scrollWidth > doc.clientWidth)
+          for (const el of document.querySelectorAll('#page *')) {
+            const r = el.getBoundingClientRect();
+            if (r.right > doc.clientWidth + 1) out.widest.push(el.tagName + (el.id ? '#' + el.id : '') + '.' + el.className + ' ' + Math.round(r.right));
+          }
+        out.widest = out.widest.slice(0, 8);
+        return out;""")
+    assert wide["scroll"] <= wide["client"], f"{where}: the page is {wide['scroll']} px wide in a {wide['client']} px window: {wide['widest']}"
+
+
 def shot(driver, name):
+    check_page(driver, name)
     path = os.path.join(ARTIFACTS, name + ".png")
     driver.save_screenshot(path)
     say("screenshot " + path)
+
+
+def sweep(driver, who, pages):
+    """Every page at each width: none shows "[object" or is wider than the window."""
+    for width in WIDTHS:
+        driver.set_window_size(width, 1000)
+        for hash_ in pages:
+            open_page(driver, hash_)
+            wait_until(f"{hash_} drawn at {width} px", lambda: driver.execute_script("return window.innerWidth") <= width)
+            name = re.sub(r"[^a-z0-9-]+", "-", hash_.lstrip("#/"))
+            shot(driver, f"{who}-{width}-{name}")
+    driver.set_window_size(1400, 1000)
+
+
+def badge(driver):
+    return text_of(driver, "#live")
 
 
 def text_of(driver, css):
@@ -97,6 +144,9 @@ def login(driver, token):
 
 def main():
     os.makedirs(ARTIFACTS, exist_ok=True)
+    # Chromium (started by chromedriver, which inherits this environment) runs in a zone that is not UTC, so that
+    # the local-time toggle has something to show.
+    os.environ["TZ"] = "America/Los_Angeles"
     opts = webdriver.ChromeOptions()
     for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1400,1000",
               "--no-first-run", "--disable-extensions", f"--user-data-dir={WORK}/chromium-profile"):
@@ -107,6 +157,7 @@ def main():
     driver.set_page_load_timeout(WAIT_S)
     try:
         run(driver)
+        stale_when_the_server_hangs(driver)
         # Nothing the page did may have been refused by its Content-Security-Policy or have thrown.
         # The refusals the test asks for are expected: 401, 403, and the 404 a member gets for another team's job.
         bad = [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "401" not in e["message"]
@@ -130,6 +181,17 @@ def run(driver):
 
     say("cluster page: three idle GPU nodes")
     login(driver, ADMIN)
+    say("the page checks (planted outside the redrawn page) refuse a drawn '[object HTMLElement]' and a 2,556 px wide line")
+    for css, why in (("", "[object"), ("width: 2556px", "px wide")):
+        driver.execute_script("""const p = document.createElement('p'); p.id = 'planted'; p.style.cssText = arguments[1];
+                                 p.textContent = arguments[0]; document.body.append(p);""",
+                              "[object HTMLElement],[object HTMLElement]" if not css else "wide", css)
+        try:
+            check_page(driver, "planted")
+            raise RuntimeError(f"check_page let a planted fault through ({why})")
+        except AssertionError as e:
+            assert why in str(e), e
+        driver.execute_script("document.getElementById('planted').remove()")
     card = '.card[data-type="ml.g5.8xlarge"]'
     wait_until("3 free accelerators", lambda: "free 3" in text_of(driver, card) and "0 / 3" in text_of(driver, card))
     assert driver.find_elements(By.CSS_SELECTOR, "svg.chart polyline"), "the utilisation chart has a line"
@@ -175,6 +237,13 @@ def run(driver):
     wait_until("a preemption row", lambda: "reclaim" in text_of(driver, "#preemptions").lower())
     assert text_of(driver, "#job-preemptions") == "1"
     shot(driver, "job-preempted")
+    # "More": the fields this page does not know by name, each drawn as a value (never "[object ...]").
+    extra = driver.find_element(By.ID, "job-extra")
+    fields = {e.get_attribute("data-field"): e.text for e in extra.find_elements(By.CSS_SELECTOR, "dd[data-field]")}
+    a_view = json.loads(cli("describe", "a-train", "-o", "json"))
+    assert fields.get("reason_code") == a_view["reason_code"], f"More shows the reason code: {fields}"
+    assert fields.get("feasible") in ("true", "false"), f"More shows the feasible flag: {fields}"
+    assert "[object" not in extra.text, extra.text
 
     say("job page: b-serve runs; its placement and its log, followed")
     open_page(driver, "#/job/b-serve")
@@ -188,6 +257,19 @@ def run(driver):
     assert b_view["submitted_at"].endswith("Z"), b_view["submitted_at"]
     summary = text_of(driver, "#job-summary")
     assert "Invalid" not in summary and "NaN" not in summary and b_view["submitted_at"][:4] in summary, summary
+    say("times: UTC with its zone by default; the header's toggle writes them in the browser's zone, with its offset")
+    submitted = driver.find_element(By.XPATH, "//dl[@id='job-summary']/dt[.='submitted']/following-sibling::dd[1]")
+    want = re.sub(r"(\.\d+)?Z$", "Z", b_view["submitted_at"]).replace("T", " ")
+    assert submitted.text == want, f"submitted reads {submitted.text!r}, not {want!r} (the API's {b_view['submitted_at']})"
+    driver.find_element(By.ID, "zone").click()
+    wait_until("the local time", lambda: LOCAL_TIME.match(driver.find_element(
+        By.XPATH, "//dl[@id='job-summary']/dt[.='submitted']/following-sibling::dd[1]").text))
+    local = driver.find_element(By.XPATH, "//dl[@id='job-summary']/dt[.='submitted']/following-sibling::dd[1]").text
+    assert local.endswith(("-08:00", "-07:00")), f"Chromium runs in Los Angeles: {local}"
+    shot(driver, "job-running-local-time")
+    driver.find_element(By.ID, "zone").click()
+    wait_until("UTC again", lambda: text_of(driver, "#zone") == "times: UTC" and driver.find_element(
+        By.XPATH, "//dl[@id='job-summary']/dt[.='submitted']/following-sibling::dd[1]").text == want)
 
     say("topology page: the nodes under their network nodes; b-serve's node outlined; a failed node turns red")
     open_page(driver, "#/topology?job=b-serve")
@@ -219,7 +301,13 @@ def run(driver):
                and driver.find_elements(By.CSS_SELECTOR, "#events tr[data-seq]"))
     shot(driver, "events")
     driver.execute_script("location.hash = '#/events'")
+    wait_until("every event", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#events tr[data-seq]")) > 3)
+    times = [r.find_elements(By.TAG_NAME, "td")[1].text for r in driver.find_elements(By.CSS_SELECTOR, "#events tr[data-seq]")]
+    assert all(UTC_TIME.match(t) for t in times), f"every event's time is ISO-like in UTC: {times[:5]}"
     shot(driver, "events-all")
+
+    say("every page, at 1440 and 1024 px, as an admin")
+    sweep(driver, "admin", ["#/cluster", "#/teams", "#/queue", "#/job/a-train", "#/job/b-serve", "#/topology?job=b-serve", "#/events"])
 
     say("teams page for the README")
     open_page(driver, "#/teams")
@@ -242,6 +330,44 @@ def run(driver):
     wait_until("the aggregate", lambda: text_of(driver, 'tr[data-team="team-a"][data-type="ml.g5.8xlarge"] td.usage') != "")
     open_page(driver, "#/job/b-serve")
     wait_until("its own job", lambda: "Running" in text_of(driver, "#job-summary"))
+
+    say("a member's filters name its own teams only, and its events no token ids")
+    open_page(driver, "#/queue")
+    options = [o.text for o in driver.find_elements(By.CSS_SELECTOR, "#queue-filters select[name=team] option")]
+    assert options == ["all teams", "team-b"], f"team-b's member is offered {options}"
+    open_page(driver, "#/events")
+    wait_until("its events", lambda: driver.find_elements(By.CSS_SELECTOR, "#events tr[data-seq]"))
+    events = text_of(driver, "#events")
+    kinds = [o.text for o in driver.find_elements(By.CSS_SELECTOR, "#event-filters select[name=kind] option")]
+    assert "create_token" not in kinds and not re.search(r"token [0-9a-f]{10}", events), f"a member sees token events: {kinds}"
+    assert "a-train" not in events and "a-wait" not in events, "a member sees other teams' jobs in the events"
+    sweep(driver, "member", ["#/cluster", "#/teams", "#/queue", "#/job/b-serve", "#/topology", "#/events"])
+
+
+def stale_when_the_server_hangs(driver):
+    say("a hung server: the badge turns stale and the page says how old it is; back to live when it resumes")
+    open_page(driver, "#/cluster")
+    wait_until("live", lambda: badge(driver) == "live")
+    assert re.match(r"^updated \d+ s ago$", text_of(driver, "#updated")), text_of(driver, "#updated")
+    os.kill(SERVER_PID, signal.SIGSTOP)
+    try:
+        wait_until("the stale badge", lambda: badge(driver) == "stale", timeout=45)
+        ago = int(re.match(r"^updated (\d+) s ago$", text_of(driver, "#updated")).group(1))
+        assert ago >= 10, f"stale after {ago} s"
+        assert "stale" in driver.find_element(By.ID, "page").get_attribute("class"), "the page is marked stale"
+        note = driver.find_element(By.ID, "stale-note")
+        assert note.is_displayed() and "has not answered" in note.text, note.text
+        assert re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z", note.text), f"the note says when: {note.text}"
+        shot(driver, "stale")
+        wait_until("the age to grow", lambda: int(re.match(r"^updated (\d+) s ago$", text_of(driver, "#updated")).group(1)) > ago)
+    finally:
+        os.kill(SERVER_PID, signal.SIGCONT)
+    wait_until("live again", lambda: badge(driver) == "live", timeout=45)
+    wait_until("the note gone", lambda: not driver.find_element(By.ID, "stale-note").is_displayed()
+               and "stale" not in driver.find_element(By.ID, "page").get_attribute("class"))
+    ago = int(re.match(r"^updated (\d+) s ago$", text_of(driver, "#updated")).group(1))
+    assert ago < 10, f"updated {ago} s ago after the server resumed"
+    shot(driver, "live-again")
 
 
 if __name__ == "__main__":

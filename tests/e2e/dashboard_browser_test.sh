@@ -2,7 +2,9 @@
 # The web dashboard in headless Chromium: a server and three emulated GPU agents under two network nodes, two
 # teams; dashboard_browser.py logs in, opens every page, makes changes through the CLI and checks what each page
 # shows by itself (borrowing, reclaim and the preemption record, a failed node in red, the queue, the events,
-# a member's view). Screenshots are kept in the build directory, under test-artifacts/dashboard/.
+# a member's view; every page at 1440 and 1024 px without "[object" and no wider than the window; times with their
+# zone; the stale badge while the server is stopped with SIGSTOP, and live again after SIGCONT). Screenshots are
+# kept in the build directory, under test-artifacts/dashboard/ (not in the source tree).
 # Needs chromium, chromium-driver and python3-selenium (installed through scripts/deps.sh when missing).
 # Usage: dashboard_browser_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
@@ -25,16 +27,18 @@ ARTIFACTS="$(dirname "$ALLOT")/test-artifacts/dashboard"
 rm -rf "$ARTIFACTS"
 mkdir -p "$ARTIFACTS"
 # The browser run is a process group of its own (python, chromedriver, chromium's processes), ended as a whole
-# when it is done or after 150 s, so that nothing of it outlives the test whatever happens.
-ALLOT="$ALLOT" ARTIFACTS="$ARTIFACTS" WORK="$WORK" setsid /usr/bin/python3 "$here/dashboard_browser.py" &
+# when it is done or after 240 s, so that nothing of it outlives the test whatever happens. Whatever happens, the
+# server is resumed (the browser run stops it with SIGSTOP for its stale check) before the test cleans up.
+ALLOT="$ALLOT" ARTIFACTS="$ARTIFACTS" WORK="$WORK" SERVER_PID="$SERVER_PID" setsid /usr/bin/python3 "$here/dashboard_browser.py" &
 browser=$!
 PIDS+=("$browser")
 end_browser() { kill -9 -- "-$browser" 2>/dev/null || true; }
-setsid bash -c "sleep 150; kill -9 -- -$browser" >/dev/null 2>&1 </dev/null &
+setsid bash -c "sleep 240; kill -9 -- -$browser" >/dev/null 2>&1 </dev/null &
 watchdog=$!
 rc=0
 wait "$browser" || rc=$?
 end_browser
+kill -CONT "$SERVER_PID" 2>/dev/null || true
 kill -9 -- "-$watchdog" 2>/dev/null || true
 [ "$rc" = 0 ] || fail "the browser checks failed (exit $rc; screenshots in $ARTIFACTS)"
 say "PASS (screenshots in $ARTIFACTS)"

@@ -1,6 +1,9 @@
 // The dashboard's server side in one process: its files at / (public, with a strict Content-Security-Policy),
 // the /v1/dashboard views (queue order, estimates, members' view, teams' borrowing and lending, cluster counts,
 // topology), and the metrics per instance type, team and priority, and rule.
+#include <memory>
+#include <set>
+
 #include "server_test_fixture.h"
 #include "view/times.h"
 
@@ -217,6 +220,83 @@ TEST_F(ServerDashboard, MetricsPerInstanceTypeAndRule) {
   auto again = get("/metrics").body;
   EXPECT_TRUE(has(again, "allot_preemptions_by_rule_total{rule=\"reclaim\"} 1")) << again;
   EXPECT_TRUE(has(again, "allot_queue_wait_seconds_count{team=\"b\",priority=\"high\"} 1")) << again;
+}
+
+// Members follow their own teams' jobs and the cluster's events, but not token records: those name token ids and
+// the teams other tokens act for (item 9 of issue 30). Admins and viewers see them. The dashboard learns whom it
+// acts for from /v1/dashboard/cluster, so that its filters offer a member its own teams only.
+TEST_F(ServerDashboard, MembersSeeNoTokenEventsAndKnowTheirOwnTeams) {
+  small_cluster();
+  auto member_token = post("/v1/tokens", R"({"role": "member", "teams": ["b"]})");
+  ASSERT_EQ(member_token.status, 201) << member_token.body;
+  auto viewer_token = post("/v1/tokens", R"({"role": "viewer"})");
+  ASSERT_EQ(viewer_token.status, 201) << viewer_token.body;
+  auto other = post("/v1/tokens", R"({"role": "member", "teams": ["a"]})");
+  ASSERT_EQ(other.status, 201) << other.body;
+  const std::string other_id = other.json["id"].get<std::string>();
+  ASSERT_EQ(del("/v1/tokens/" + other_id).status, 204);
+  ASSERT_EQ(post("/v1/jobs", job("a-job", "a")).status, 201);
+  ASSERT_EQ(post("/v1/jobs", job("b-job", "b")).status, 201);
+  auto as = [&](const nlohmann::json& token) {
+    auto c = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    c->set_bearer_token_auth(token["token"].get<std::string>().c_str());
+    return c;
+  };
+  auto member = as(member_token.json);
+  auto viewer = as(viewer_token.json);
+  auto kinds = [](const Response& r) {
+    std::set<std::string> out;
+    for (const json& e : r.json["events"]) out.insert(e["kind"].get<std::string>());
+    return out;
+  };
+  auto check = [&](const char* when) {
+    SCOPED_TRACE(when);
+    auto admin_events = get("/v1/events?since=0");
+    ASSERT_EQ(admin_events.status, 200);
+    EXPECT_TRUE(kinds(admin_events).count("create_token")) << admin_events.body;
+    EXPECT_TRUE(has(admin_events.body, other_id)) << admin_events.body;
+    auto viewer_events = wrap(viewer->Get("/v1/events?since=0"));
+    EXPECT_TRUE(kinds(viewer_events).count("revoke_token")) << viewer_events.body;
+    auto mine = wrap(member->Get("/v1/events?since=0"));
+    ASSERT_EQ(mine.status, 200) << mine.body;
+    EXPECT_FALSE(kinds(mine).count("create_token")) << mine.body;
+    EXPECT_FALSE(kinds(mine).count("revoke_token")) << mine.body;
+    EXPECT_FALSE(has(mine.body, other_id)) << mine.body;
+    EXPECT_FALSE(has(mine.body, member_token.json["id"].get<std::string>())) << mine.body;
+    EXPECT_FALSE(has(mine.body, "a-job")) << mine.body;
+    EXPECT_TRUE(has(mine.body, "b-job")) << mine.body;  // its own team's job events, and the cluster's
+    EXPECT_TRUE(kinds(mine).count("add_node")) << mine.body;
+  };
+  check("live");
+  // The events in memory go through the state snapshot on a restart; their audience goes with them.
+  restart();
+  member = as(member_token.json);
+  viewer = as(viewer_token.json);
+  check("after a restart");
+
+  auto c = wrap(member->Get("/v1/dashboard/cluster"));
+  ASSERT_EQ(c.status, 200) << c.body;
+  EXPECT_EQ(c.json["caller"], json({{"role", "member"}, {"teams", {"b"}}}));
+  EXPECT_EQ(get("/v1/dashboard/cluster").json["caller"]["role"], "admin");
+}
+
+// The metrics renamed in this release come under their new names, and under the old ones for one more release;
+// the health-check status has its own state-set gauge; the build and the waiting jobs by reason are exported.
+TEST_F(ServerDashboard, MetricsNamesBuildInfoAndWaitingByReason) {
+  small_cluster();
+  ASSERT_EQ(post("/v1/jobs", job("fill", "a", 2)).status, 201);
+  ASSERT_EQ(post("/v1/jobs", job("waits", "b")).status, 201);
+  auto m = get("/metrics").body;
+  for (const char* want : {"allot_goodput_ratio{team=\"a\"} 1", "allot_goodput{team=\"a\"} 1",
+                           "allot_work_lost_accelerator_seconds_total{team=\"a\"} 0", "allot_work_lost_seconds_total{team=\"a\"} 0",
+                           "# HELP allot_goodput Deprecated", "# HELP allot_work_lost_seconds_total Deprecated",
+                           "allot_build_info{version=\"", "allot_waiting_jobs{team=\"b\",state=\"Pending\",reason=\"",
+                           "allot_scheduling_latency_seconds_bucket{le=\"86400\"}", "allot_scheduling_latency_seconds_bucket{le=\"604800\"}"})
+    EXPECT_TRUE(has(m, want)) << want << "\n" << m;
+  auto q = get("/v1/jobs/waits");
+  ASSERT_EQ(q.status, 200);
+  EXPECT_TRUE(has(m, "allot_waiting_jobs{team=\"b\",state=\"Pending\",reason=\"" + q.json["reason_code"].get<std::string>() + "\"} 1"))
+      << q.body << "\n" << m;
 }
 
 }  // namespace

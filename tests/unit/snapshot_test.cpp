@@ -328,6 +328,35 @@ TEST(Snapshot, EventsInMemoryComeBackInOrder) {
   EXPECT_EQ(restored->state.last_event, 8u);
 }
 
+// Who may read an event goes through the snapshot. A snapshot written before events carried it keeps token
+// events to the roles that read the whole cluster; an audience this version does not know is an error.
+TEST(Snapshot, EventsKeepTheirAudience) {
+  const Journal j = sample_journal();
+  std::vector<Event> events = {{7, 100, "create_token", "", "", "token 0123456789 created (role member, teams a)", ""},
+                               {8, 101, "submit", "a-pair", "", "submitted by team a", "a"}};
+  events[0].audience = EventAudience::kWholeClusterReaders;
+  ServerState st = replay_prefix(j.records(), j.records().size());
+  st.last_event = 8;
+  const std::string text = encode_state_snapshot(st, events);
+  auto restored = restore_state_snapshot(st.last_seq, text);
+  ASSERT_TRUE(restored.ok()) << restored.error().message;
+  EXPECT_EQ(restored->events[0].audience, EventAudience::kWholeClusterReaders);
+  EXPECT_EQ(restored->events[1].audience, EventAudience::kEveryReader);
+
+  json before = json::parse(text);  // as a snapshot of the previous version wrote it: eight fields per event
+  for (json& e : before["events"]) e.erase(8);
+  auto legacy = restore_state_snapshot(st.last_seq, before.dump());
+  ASSERT_TRUE(legacy.ok()) << legacy.error().message;
+  EXPECT_EQ(legacy->events[0].audience, EventAudience::kWholeClusterReaders);
+  EXPECT_EQ(legacy->events[1].audience, EventAudience::kEveryReader);
+
+  json unknown = json::parse(text);
+  unknown["events"][1][8] = "everyone-and-their-dog";
+  auto bad = restore_state_snapshot(st.last_seq, unknown.dump());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("unknown audience"), std::string::npos) << bad.error().message;
+}
+
 // A snapshot is untrusted input: each damage is an error that names the snapshot's seq and what is wrong.
 TEST(Snapshot, ADamagedSnapshotIsAnErrorNamingItsSeq) {
   const Journal j = sample_journal();

@@ -15,12 +15,23 @@ const state = {
   events: [],           // newest first, for the Events page
   pollAbort: null,
   generation: 0,        // bumped on every navigation: a stale page load does not draw over a newer one
+  lastAnswer: 0,        // Date.now() when the server last answered anything (a page read or the event stream)
+  streamOk: false,      // the event stream's last long poll was answered
+  zone: localStorage.getItem('allot-zone') === 'local' ? 'local' : 'utc',  // how times are written (fmtTime)
 };
 // However fast events come, a page is read again at most every 250 ms, or twice as long as its last reading and
 // drawing took, so that a busy cluster costs the server a bounded number of reads per open page.
 const REFRESH_MIN_MS = 250;
 const REFRESH_IDLE_MS = 15000; // aggregates a member cannot see change (other teams' jobs) are read this often
 const EVENTS_KEPT = 2000;
+// A hung server must not read as live. The event stream's long poll asks the server to answer within
+// POLL_WAIT_S even when nothing happens; every read is given up after ANSWER_TIMEOUT_MS (the long poll after its
+// wait plus that grace); and when nothing at all has been answered for STALE_AFTER_MS the badge reads `stale` and
+// the page is greyed out, saying when it was last updated.
+const POLL_WAIT_S = 10;
+const ANSWER_TIMEOUT_MS = 15000;
+const STALE_AFTER_MS = POLL_WAIT_S * 1000 + 5000;
+const POLL_TIMEOUT_MS = STALE_AFTER_MS;
 
 // ---- small helpers --------------------------------------------------------------------------------------------
 
@@ -33,7 +44,9 @@ function h(tag, attrs, ...children) {
     else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else el.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const c of children.flat()) {
+  // Children come as elements, text, or arrays of them nested to any depth (a row of cells built by map() inside
+  // a list of rows): all are flattened, so that an array is never written as "[object HTMLElement],...".
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -45,7 +58,7 @@ function s(tag, attrs, ...children) {
   for (const [k, v] of Object.entries(attrs || {})) {
     if (k === 'text') el.textContent = v; else el.setAttribute(k, String(v));
   }
-  for (const c of children.flat()) if (c) el.append(c);
+  for (const c of children.flat(Infinity)) if (c) el.append(c);
   return el;
 }
 // The API writes points in time as RFC 3339 text (docs/api.md, "Times"); a number is Unix seconds (an older
@@ -54,13 +67,26 @@ function toSeconds(t) {
   if (typeof t === 'string') return Date.parse(t) / 1000;
   return t;
 }
-function fmtTime(t) {
-  if (t === undefined || t === null) return '';
-  const d = new Date(toSeconds(t) * 1000);
-  return d.toLocaleString(undefined, { hour12: false });
-}
-function fmtClock(t) {
-  return new Date(toSeconds(t) * 1000).toLocaleTimeString(undefined, { hour12: false, hour: '2-digit', minute: '2-digit' });
+// The one way a point in time is written on every page: ISO-like, always with its zone. UTC by default
+// ("2026-11-26 05:13:57Z", as the CLI writes it); the header's toggle switches to the browser's zone, written as
+// its offset ("2026-11-25 21:13:57-08:00"). `clock`: the time of day only ("05:13Z"), for chart axes.
+function fmtTime(t, clock) {
+  if (t === undefined || t === null || t === '') return '';
+  const sec = toSeconds(t);
+  if (!Number.isFinite(sec)) return String(t);
+  const d = new Date(sec * 1000);
+  const p = n => String(n).padStart(2, '0');
+  const local = state.zone === 'local';
+  const [Y, M, D, hh, mm, ss] = local
+    ? [d.getFullYear(), d.getMonth() + 1, d.getDate(), d.getHours(), d.getMinutes(), d.getSeconds()]
+    : [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()];
+  let zone = 'Z';
+  if (local) {
+    const off = -d.getTimezoneOffset();
+    zone = (off < 0 ? '-' : '+') + p(Math.floor(Math.abs(off) / 60)) + ':' + p(Math.abs(off) % 60);
+  }
+  if (clock) return `${p(hh)}:${p(mm)}${zone}`;
+  return `${Y}-${p(M)}-${p(D)} ${p(hh)}:${p(mm)}:${p(ss)}${zone}`;
 }
 function fmtDuration(sec) {
   sec = Math.max(0, Math.round(sec));
@@ -77,16 +103,34 @@ class HttpError extends Error {
   constructor(status, message) { super(message); this.status = status; }
 }
 
+// One read of the API. It is given up after opts.timeoutMs (ANSWER_TIMEOUT_MS by default): a server that has hung
+// must not leave the page waiting for ever. Any answer, refusals included, says the server is alive.
 async function api(path, opts = {}) {
   const headers = { Authorization: 'Bearer ' + state.token };
-  const r = await fetch(path, { headers, cache: 'no-store', signal: opts.signal });
-  if (r.status === 401) {
-    logout('The token was refused: ' + await errorText(r));
-    throw new HttpError(401, 'not logged in');
+  const timeoutMs = opts.timeoutMs || ANSWER_TIMEOUT_MS;
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), timeoutMs);
+  const onOuterAbort = () => abort.abort();
+  if (opts.signal) opts.signal.addEventListener('abort', onOuterAbort);
+  let r;
+  try {
+    r = await fetch(path, { headers, cache: 'no-store', signal: abort.signal });
+    state.lastAnswer = Date.now();
+    if (r.status === 401) {
+      logout('The token was refused: ' + await errorText(r));
+      throw new HttpError(401, 'not logged in');
+    }
+    if (!r.ok) throw new HttpError(r.status, await errorText(r));
+    const type = r.headers.get('Content-Type') || '';
+    return await (type.includes('json') ? r.json() : r.text());
+  } catch (e) {
+    if (abort.signal.aborted && !(opts.signal && opts.signal.aborted))
+      throw new HttpError(0, `the server did not answer within ${Math.round(timeoutMs / 1000)} s`);
+    throw e;
+  } finally {
+    clearTimeout(timer);
+    if (opts.signal) opts.signal.removeEventListener('abort', onOuterAbort);
   }
-  if (!r.ok) throw new HttpError(r.status, await errorText(r));
-  const type = r.headers.get('Content-Type') || '';
-  return type.includes('json') ? r.json() : r.text();
 }
 async function errorText(r) {
   try { const j = await r.json(); return (j.error && j.error.message) || r.statusText; } catch (e) { return r.statusText; }
@@ -101,9 +145,16 @@ function showLogin(message) {
   document.getElementById('nav').hidden = true;
   document.getElementById('login-error').textContent = message || '';
   setLive(false, 'logged out');
+  document.getElementById('stale-note').hidden = true;
+  document.getElementById('updated').textContent = '';
 }
 function logout(message) {
   state.token = '';
+  // What this token saw leaves with it: the next person to log in in this tab reads only what theirs may.
+  state.events = [];
+  state.cursor = null;
+  state.caller = null;
+  state.lastAnswer = 0;
   sessionStorage.removeItem(TOKEN_KEY);
   if (state.pollAbort) state.pollAbort.abort();
   showLogin(message);
@@ -117,6 +168,7 @@ async function login(token) {
     document.getElementById('logout').hidden = false;
     document.getElementById('nav').hidden = false;
     state.cursor = c.events_last;
+    state.caller = c.caller || { role: '', teams: [] };
     startEventLoop();
     navigate();
   } catch (e) {
@@ -126,11 +178,37 @@ async function login(token) {
 
 // ---- live updates -------------------------------------------------------------------------------------------
 
+// The badge: `live` while the event stream is followed and the server answers, `stale` when the server has not
+// answered anything for STALE_AFTER_MS (the page then says how old it is), `reconnecting` while the stream fails
+// with errors, `logged out`. Beside it, how long ago the server last answered: the page shows what it said then.
 function setLive(on, text) {
   const el = document.getElementById('live');
-  el.className = 'live ' + (on ? 'on' : 'off');
+  el.className = 'live ' + (on ? 'on' : text === 'stale' ? 'stale' : 'off');
   el.textContent = text;
+  document.getElementById('page').classList.toggle('stale', text === 'stale');
 }
+function fmtAgo(ms) {
+  const sec = Math.max(0, Math.floor(ms / 1000));
+  return sec < 120 ? `${sec} s ago` : `${Math.floor(sec / 60)} min ago`;
+}
+function showFreshness() {
+  const updated = document.getElementById('updated');
+  if (!state.token || !state.lastAnswer) { updated.textContent = ''; return; }
+  const silent = Date.now() - state.lastAnswer;
+  updated.textContent = 'updated ' + fmtAgo(silent);
+  updated.title = 'the server last answered at ' + fmtTime(state.lastAnswer / 1000);
+  const note = document.getElementById('stale-note');
+  if (silent > STALE_AFTER_MS) {
+    setLive(false, 'stale');
+    note.hidden = false;
+    note.textContent = `The server has not answered for ${Math.floor(silent / 1000)} s: this page shows what it said at ` +
+      `${fmtTime(state.lastAnswer / 1000)}, and may be out of date. It is read again as soon as the server answers.`;
+  } else {
+    note.hidden = true;
+    setLive(state.streamOk, state.streamOk ? 'live' : 'reconnecting');
+  }
+}
+setInterval(showFreshness, 1000);
 
 // One long poll at a time on the event stream; every batch of events schedules a re-read of the page.
 async function startEventLoop() {
@@ -138,19 +216,26 @@ async function startEventLoop() {
   const abort = new AbortController();
   state.pollAbort = abort;
   let failures = 0;
-  setLive(true, 'live');  // the login's read just succeeded; a quiet stream may not answer for 25 s
+  state.streamOk = true;  // the login's read just succeeded
+  showFreshness();
   while (!abort.signal.aborted && state.token) {
     try {
       const since = state.cursor || 0;
-      const page = await api('/v1/events?since=' + since + '&wait=25', { signal: abort.signal });
+      const answeredBefore = state.lastAnswer;
+      const page = await api('/v1/events?since=' + since + '&wait=' + POLL_WAIT_S,
+                             { signal: abort.signal, timeoutMs: POLL_TIMEOUT_MS });
+      const recovering = !state.streamOk || Date.now() - answeredBefore > STALE_AFTER_MS;
       failures = 0;
-      setLive(true, 'live');
+      state.streamOk = true;
       state.cursor = page.next;
       if (page.events.length) onEvents(page.events);
+      else if (recovering) scheduleRefresh();  // back after a silence: read the page again at once
+      showFreshness();
     } catch (e) {
       if (abort.signal.aborted || e.status === 401) return;
       failures++;
-      setLive(false, 'reconnecting');
+      state.streamOk = false;
+      showFreshness();
       await new Promise(r => setTimeout(r, Math.min(10000, 500 * failures)));
     }
   }
@@ -221,7 +306,9 @@ async function render(fresh) {
     if (!fresh) window.scrollTo(0, scroll);
   } catch (e) {
     if (gen !== state.generation || e.status === 401) return;
-    root.replaceChildren(h('p', { class: 'error', text: 'Cannot read this page: ' + e.message }));
+    // An update that fails keeps what the page showed: the badge and the stale note say how old it is. A page
+    // opened afresh has nothing to keep, and says why it is empty.
+    if (fresh) root.replaceChildren(h('p', { class: 'error', text: 'Cannot read this page: ' + e.message }));
   }
 }
 
@@ -254,8 +341,8 @@ function utilisationChart(util) {
     svg.append(s('line', { x1: L, x2: W - R, y1: y(f), y2: y(f), stroke: '#e4e7ec' }));
     svg.append(s('text', { x: 4, y: y(f) + 4, text: Math.round(f * 100) + '%' }));
   }
-  svg.append(s('text', { x: L, y: H - 6, text: fmtClock(t0) }));
-  svg.append(s('text', { x: W - R - 40, y: H - 6, text: fmtClock(t1) }));
+  svg.append(s('text', { x: L, y: H - 6, text: fmtTime(t0, true) }));
+  svg.append(s('text', { x: W - R, y: H - 6, 'text-anchor': 'end', text: fmtTime(t1, true) }));
   const colours = ['#3b6fd8', '#e8871e', '#2f9e62', '#7a5af8', '#d63a3a', '#0e9384'];
   const legend = h('div', { class: 'legend' });
   util.instance_types.forEach((type, i) => {
@@ -403,8 +490,11 @@ PAGES.queue = {
     const offset = Math.max(0, parseInt(p.get('offset') || '0', 10) || 0);
     const q = new URLSearchParams({ offset, limit: QUEUE_PAGE });
     for (const k of ['team', 'priority', 'state']) if (p.get(k)) q.set(k, p.get(k));
-    const [d, teams] = await Promise.all([api('/v1/dashboard/queue?' + q), this.teams || api('/v1/teams')]);
-    this.teams = teams;
+    // A member's filter offers its own teams only: other teams' jobs are not listed to it anyway.
+    const member = state.caller && state.caller.role === 'member';
+    const [d, teams] = await Promise.all([api('/v1/dashboard/queue?' + q),
+      member ? state.caller.teams.map(name => ({ name })) : this.teams || api('/v1/teams')]);
+    this.teams = member ? null : teams;
     const current = { team: p.get('team') || '', priority: p.get('priority') || '', state: p.get('state') || '' };
     const teamSel = h('select', { name: 'team' }, h('option', { value: '', text: 'all teams' }),
       teams.map(t => h('option', { value: t.name, text: t.name, selected: t.name === current.team })));
@@ -454,7 +544,7 @@ function generic(value) {
 }
 
 PAGES.job = {
-  logs: { replica: 0, follow: true, timer: null, text: '', job: '' },
+  logs: { replica: 0, follow: true, timer: null, text: '', job: '', reading: false },
   reset() { if (this.logs.timer) clearInterval(this.logs.timer); this.logs.timer = null; },
   async draw(route) {
     const name = route.arg;
@@ -512,6 +602,8 @@ PAGES.job = {
       Array.from({ length: replicas }, (_, i) => h('option', { value: i, text: 'replica ' + i, selected: i === L.replica })));
     const follow = h('input', { type: 'checkbox', checked: L.follow, onchange: e => { L.follow = e.target.checked; } });
     const fetchLogs = async () => {
+      if (L.reading) return;  // one read at a time: a slow or hung server does not pile them up
+      L.reading = true;
       try {
         const text = await api('/v1/jobs/' + encodeURIComponent(j.name) + '/logs?replica=' + L.replica + '&tail=200');
         const box = document.getElementById('logs');
@@ -524,6 +616,8 @@ PAGES.job = {
       } catch (e) {
         const box = document.getElementById('logs');
         if (box && e.status !== 401) box.textContent = 'Logs are not readable: ' + e.message;
+      } finally {
+        L.reading = false;
       }
     };
     if (!L.timer) L.timer = setInterval(() => { if (L.follow && state.route.page === 'job') fetchLogs(); }, 2000);
@@ -640,5 +734,18 @@ document.addEventListener('DOMContentLoaded', () => {
     login(value);
   });
   document.getElementById('logout').addEventListener('click', () => logout(''));
+  const zone = document.getElementById('zone');
+  const showZone = () => {
+    zone.textContent = state.zone === 'local' ? 'times: local' : 'times: UTC';
+    zone.title = 'times are written in ' + (state.zone === 'local' ? 'this browser\'s zone (with its offset)' : 'UTC (Z)') + '; click to switch';
+    zone.dataset.zone = state.zone;
+  };
+  showZone();
+  zone.addEventListener('click', () => {
+    state.zone = state.zone === 'local' ? 'utc' : 'local';
+    localStorage.setItem('allot-zone', state.zone);  // a preference, not a secret: kept across tabs
+    showZone();
+    if (state.token) render(false);
+  });
   if (state.token) login(state.token); else showLogin('');
 });
