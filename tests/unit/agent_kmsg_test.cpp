@@ -145,7 +145,8 @@ TEST(Kmsg, CheckNowRunsTheFastChecksAtOnceAfterReadingTheKernelLog) {
   HealthMonitor m(mo, [](const std::string&) {});
   m.start();
   auto gpu_status = [&] {
-    for (const auto& c : m.report()["checks"])
+    const auto report = m.report();
+    for (const auto& c : report["checks"])
       if (c["name"] == "gpu") return c["status"].get<std::string>() + ": " + c["detail"].get<std::string>();
     return std::string();
   };
