@@ -5,7 +5,8 @@
 # and default 1 s heartbeats: the check interval is far longer than the server's hold of a peer's exit. The agent runs
 # its checks at once, the server holds the exit until they report, and the fault costs exactly one restart, charged
 # to the node (not "replica 0 exited with code 137"); the job is never placed back on that node and, with
-# max_retries: 1, completes. Prints the times from the fault to the restart and to the resumed step.
+# max_retries: 1, completes. Prints the times from the fault to the restart and to the resumed step. Then the same
+# kill with an application's XID 13: the exit is the job's own failure, and the node stays in service.
 # Usage: resil_kill_first_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=resil_kill_first
@@ -85,4 +86,29 @@ h=$(node_health "$victim" || true)
 [ "$h" = UnschedulablePendingReplacement ] || "$ALLOT" nodes | grep_q "^$victim-r1 " ||
   fail "$victim should be on its way to replacement, not '$h': $("$ALLOT" describe node "$victim" 2>&1 | head -n 20)"
 say "fault to restart decided: $((t1 - t0)) ms; fault to resumed: $((t2 - t0)) ms; restarts 1 (node $victim); Succeeded with max_retries 1"
+
+# An application's own GPU error (XID 13) with the same kill: the exit is the job's, and the node stays in service.
+# Only the nodes that read a kernel log file take the job (a replacement from the provisioner reads none).
+for n in $("$ALLOT" nodes -o json | python3 -c 'import json,sys; d=json.load(sys.stdin); d=d.get("nodes", d) if isinstance(d, dict) else d; print(" ".join(x["name"] for x in d))'); do
+  [ -f "$WORK/kmsg/$n" ] || "$ALLOT" node cordon "$n" >/dev/null
+done
+sed -e 's/^name: train/name: app/' -e 's/^replicas: 2/replicas: 1/' "$WORK/train.yaml" >"$WORK/app.yaml"
+"$ALLOT" submit "$WORK/app.yaml" >/dev/null
+wait_state app Running
+host=$(job_nodes app)
+for _ in $(seq 1 100); do "$ALLOT" logs app --replica 0 | grep_q "^step 3$" && break; sleep 0.1; done
+pid=$(cat "$WORK/server/checkpoints/app/pid-0")
+echo "4,4343,$(date +%s)000000,-;NVRM: Xid (PCI:0000:10:1c): 13, pid=$pid, name=sh, Graphics Exception" >>"$WORK/kmsg/$host"
+kill -9 "$pid"
+for _ in $(seq 1 300); do [ "$(job_field app restarts)" = 1 ] && break; sleep 0.1; done
+[ "$(job_field app restarts)" = 1 ] || fail "app should have restarted once: $(job_field app state) $(job_field app reason)"
+node=$("$ALLOT" describe app -o json | json_get '["restart_history"][0]["node"]')
+cause=$("$ALLOT" describe app -o json | json_get '["restart_history"][0]["cause"]')
+[ -z "$node" ] || fail "an application's XID is the job's failure, not node $node's: $cause"
+echo "$cause" | grep_q "replica 0 exited with code 137" || fail "the restart should name the exit: $cause"
+grep_q "kernel log: NVRM: Xid (PCI:0000:10:1c): 13.* -> job-only" "$WORK/agent-$host.log" || fail "the agent should read XID 13 as job-only"
+for _ in $(seq 1 50); do node_json "$host" | grep_q '"suspect"' || break; sleep 0.1; done
+node_json "$host" | grep_q '"suspect"' && fail "$host should not stay suspect after its checks passed: $(node_json "$host")"
+[ "$(node_health "$host")" = Schedulable ] || fail "$host should stay Schedulable after an application's XID"
+wait_state app Succeeded 60
 say PASS
