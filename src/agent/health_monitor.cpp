@@ -40,9 +40,11 @@ nlohmann::json HealthMonitor::report() const {
   nlohmann::json checks = nlohmann::json::array();
   for (const HealthCheck& c : opt_.config.checks)
     if (auto it = results_.find(c.name); it != results_.end()) checks.push_back(check_result_json(it->second));
-  return {{"checks", checks}, {"configured", opt_.config.checks.size()},
-          {"deep_check", {{"status", deep_status_}, {"detail", deep_detail_}}},
-          {"exit_checks_running", exit_done_ < exit_asked_}};
+  nlohmann::json out = {{"checks", checks}, {"configured", opt_.config.checks.size()},
+                        {"deep_check", {{"status", deep_status_}, {"detail", deep_detail_}}}};
+  // Only while true: absent means false, and a server older than the key refuses only the heartbeats of that moment.
+  if (exit_done_ < exit_asked_) out["exit_checks_running"] = true;
+  return out;
 }
 
 void HealthMonitor::check_now() {
