@@ -35,10 +35,23 @@ else
   joins=(--replaces "$ALLOT_NODE_NAME")
   echo "provision-emulated: replacing $ALLOT_NODE_NAME ($ALLOT_INSTANCE_TYPE, labels ${labels:-none}) with $name: ${ALLOT_REASON:-}"
 fi
-# shellcheck disable=SC2086 # the extra flags are words
-setsid "$bin" agent --server "$ALLOT_SERVER" --name "$name" --instance-type "$ALLOT_INSTANCE_TYPE" \
-  ${labels:+--labels "$labels"} "${joins[@]}" --token-file "$ALLOT_JOIN_TOKEN_FILE" \
-  --work-dir "$root/agents/$name" "${faults[@]}" ${ALLOT_EMULATED_AGENT_FLAGS:-} \
-  >>"$root/agent-$name.log" 2>&1 </dev/null &
+# The node's boot command: what its every boot runs, as a real node's user data or systemd unit would, --replaces
+# included (a node that has joined registers with its saved credential whatever the command line says). The first
+# boot is now; `allot` tests boot the node again by running the same file.
+boot="$root/boot-$name.sh"
+# shellcheck disable=SC2206 # the extra flags are words
+extra=(${ALLOT_EMULATED_AGENT_FLAGS:-})
+cmd=("$bin" agent --server "$ALLOT_SERVER" --name "$name" --instance-type "$ALLOT_INSTANCE_TYPE")
+if [ -n "$labels" ]; then cmd+=(--labels "$labels"); fi
+cmd+=("${joins[@]}" --token-file "$ALLOT_JOIN_TOKEN_FILE" --work-dir "$root/agents/$name" "${faults[@]}" "${extra[@]}")
+{
+  echo '#!/usr/bin/env bash'
+  echo "# The boot command of node $name, written by provision-emulated.sh: every boot runs it."
+  printf 'exec'
+  printf ' %q' "${cmd[@]}"
+  echo
+} >"$boot"
+chmod 0700 "$boot"
+setsid "$boot" >>"$root/agent-$name.log" 2>&1 </dev/null &
 echo $! >"${ALLOT_EMULATED_PID_DIR:-$root}/agent-$name.pid"
-echo "provision-emulated: agent $name started (pid $!), log $root/agent-$name.log"
+echo "provision-emulated: agent $name started (pid $!, boot command $boot), log $root/agent-$name.log"

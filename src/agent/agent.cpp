@@ -303,6 +303,7 @@ Status Agent::prepare() {
   mo.config = opt_.health;
   mo.context = CheckContext{inv_.emulated, accelerator_kind_name(inv_.kind), inv_.accelerators, opt_.work_dir, {}};
   mo.faults_path = opt_.faults_path;
+  mo.kmsg_path = opt_.kmsg_path;
   mo.stress_program = opt_.stress_program.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : opt_.stress_program;
   mo.stress_seconds = opt_.stress_seconds;
   monitor_ = std::make_unique<HealthMonitor>(std::move(mo), [this](const std::string& line) { say(line); });
@@ -545,7 +546,7 @@ Status Agent::run(const std::atomic<bool>& stop) {
       }
       check_fence(Clock::now());
       bool exited = reap();
-      if (exited) break;
+      if (exited || exit_checks_finished()) break;
     }
   }
   if (watcher_.joinable()) {
@@ -602,6 +603,7 @@ bool Agent::reap() {
     drop_private_tmp(it->second.a.job, it->second.private_tmp);
     it->second.exit_code = e.exit_code;
     say("replica " + e.key + " exited with code " + std::to_string(e.exit_code) + (e.stopped ? " (stopped)" : ""));
+    if (!e.stopped && e.exit_code != 0) check_health_after_exit(e.key, e.exit_code);
     // A replica past its memory.max is ended by the kernel (SIGKILL, exit code 137), which says nothing to it:
     // its log says so, for whoever reads `allot logs` of the failed job.
     if (!e.cgroup.empty() && it->second.a.memory_mib > 0) {

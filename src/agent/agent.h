@@ -64,6 +64,7 @@ struct AgentOptions {
   // replaces (set by a provisioner).
   HealthConfig health = default_health_config();
   std::string faults_path;
+  std::string kmsg_path;       // the kernel log XIDs are read from (agent/kmsg.h); empty: none
   std::string reboot_command;
   std::string replaces;
   std::string stress_program;  // the allot binary (the built-in deep check runs `allot deep-check`)
@@ -125,6 +126,11 @@ class Agent {
   static std::string key_of(const Assignment& a) { return a.slot() + "#" + std::to_string(a.attempt); }
 
   bool reap();  // true when a replica exited
+  // A replica died abnormally (not stopped by the agent; a signal or a non-zero exit): the fast health checks run at
+  // once, and the heartbeats say so until they have (agent_exit_checks.cpp, docs/resiliency.md).
+  void check_health_after_exit(const std::string& key, int exit_code);
+  // True once, when the checks asked for by check_health_after_exit have finished: heartbeat now.
+  bool exit_checks_finished();
   // Stops every replica when no heartbeat has been answered for too long (agent/fencing.h).
   void check_fence(Clock::time_point now);
   // A request to the server, bounded so that a server that does not answer cannot hold the agent past a
@@ -230,6 +236,7 @@ class Agent {
   PodmanFacts podman_;  // detect_containers()
   int boot_ = 0;
   bool said_hung_ = false;
+  bool awaiting_exit_checks_ = false;  // check_health_after_exit asked, exit_checks_finished not yet true
 
   // The watch (watch_with): its thread asks the server for changes against the newest run tag it knows (from a
   // heartbeat answer or the last watch answer); the answer carries the run list and orders, which it hands to

@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/xid_table.h"
+
 namespace allot::agent {
 
 namespace {
@@ -17,12 +19,7 @@ bool to_int(const std::string& s, int& out) {
 
 }  // namespace
 
-bool xid_needs_replacement(int xid) {
-  switch (xid) {
-    case 48: case 63: case 64: case 74: case 79: case 94: case 95: return true;
-    default: return false;
-  }
-}
+bool xid_needs_replacement(int xid) { return xid_meaning(xid).action == XidAction::kReplace; }
 
 FaultFile parse_faults(const std::string& text) {
   FaultFile out;

@@ -37,8 +37,7 @@ FaultFile parse_faults(const std::string& text);
 // 1..cleared_through that are not persistent. A fault written again after the reboot is a new fault.
 FaultFile read_faults(const std::string& path, int cleared_through);
 
-// XIDs a reboot does not fix: the GPU has to be replaced (fallen off the bus, double-bit ECC, NVLink,
-// uncontained errors, row-remapping failure).
+// XIDs a reboot does not fix: the GPU has to be replaced (agent/xid_table.h says which).
 bool xid_needs_replacement(int xid);
 
 }  // namespace allot::agent

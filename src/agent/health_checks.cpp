@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/xid_table.h"
+
 namespace allot::agent {
 
 const char* check_status_name(CheckStatus s) {
@@ -122,6 +124,28 @@ bool tool_exists(const std::string& tool) {
   return false;
 }
 
+XidJudgement judge_xids(const std::vector<XidEvent>& xids) {
+  XidJudgement out;
+  for (const XidEvent& e : xids) {
+    const XidMeaning m = xid_meaning(e.xid);
+    const std::string what = "XID " + std::to_string(e.xid) + " on " + e.device + " (" + std::string(m.what) + ")";
+    switch (m.action) {
+      case XidAction::kIgnore: break;
+      case XidAction::kJobOnly:
+        if (out.jobs.find(what) == std::string::npos)
+          out.jobs += (out.jobs.empty() ? "" : "; ") + what + ": an application error, charged to the job, not the node";
+        break;
+      case XidAction::kReboot:
+      case XidAction::kReplace:
+        if (out.problems.find(what) != std::string::npos) break;
+        out.problems += (out.problems.empty() ? "" : "; ") + what;
+        out.replace |= m.action == XidAction::kReplace;
+        break;
+    }
+  }
+  return out;
+}
+
 std::string judge_nvidia_query(const std::string& csv, int expected_gpus) {
   std::stringstream in(csv);
   std::string problems;
@@ -208,8 +232,11 @@ CheckResult emulated_gpu(const HealthCheck& c, const CheckContext& ctx) {
   for (const auto& f : ctx.faults) {
     if (f.gpu >= ctx.accelerators && (f.kind == EmulatedFault::Kind::kXid || f.kind == EmulatedFault::Kind::kEcc)) continue;
     if (f.kind == EmulatedFault::Kind::kXid) {
+      // The same table as real XIDs: an application's error (XID 13, 31, 43 ...) is no fault of the node.
+      const XidMeaning m = xid_meaning(f.xid);
+      if (m.action == XidAction::kIgnore || m.action == XidAction::kJobOnly) continue;
       problems += (problems.empty() ? "" : "; ") + std::string("XID ") + std::to_string(f.xid) + " on GPU " + std::to_string(f.gpu);
-      replace |= xid_needs_replacement(f.xid);
+      replace |= m.action == XidAction::kReplace;
     } else if (f.kind == EmulatedFault::Kind::kEcc) {
       problems += (problems.empty() ? "" : "; ") + std::string("uncorrectable ECC errors on GPU ") + std::to_string(f.gpu);
     }
@@ -221,8 +248,8 @@ CheckResult emulated_gpu(const HealthCheck& c, const CheckContext& ctx) {
   return r;
 }
 
-CheckResult nvidia_gpu(const HealthCheck& c, const CheckContext& ctx) {
-  if (ctx.accelerator_kind != "nvidia-gpu") return result(c, CheckStatus::kSkipped, "no NVIDIA GPUs on this node");
+// The devices themselves: nvidia-smi, or the emulated devices' faults.
+CheckResult gpu_devices(const HealthCheck& c, const CheckContext& ctx) {
   if (ctx.emulated) return emulated_gpu(c, ctx);
   if (!tool_exists("nvidia-smi")) return result(c, CheckStatus::kSkipped, "nvidia-smi is not installed");
   auto o = run_with_timeout({"/bin/sh", "-c",
@@ -233,6 +260,23 @@ CheckResult nvidia_gpu(const HealthCheck& c, const CheckContext& ctx) {
   std::string problems = judge_nvidia_query(o.output, ctx.accelerators);
   if (!problems.empty()) return result(c, CheckStatus::kFailed, problems);
   return result(c, CheckStatus::kPassed, std::to_string(ctx.accelerators) + " GPU(s) healthy (nvidia-smi)");
+}
+
+// The devices and the XIDs of the kernel log together: an XID that is the node's fails the check even where
+// nvidia-smi still answers (or is missing); the worse action of the two wins.
+CheckResult nvidia_gpu(const HealthCheck& c, const CheckContext& ctx) {
+  if (ctx.accelerator_kind != "nvidia-gpu") return result(c, CheckStatus::kSkipped, "no NVIDIA GPUs on this node");
+  CheckResult r = gpu_devices(c, ctx);
+  const XidJudgement x = judge_xids(ctx.xids);
+  if (!x.problems.empty()) {
+    r.detail = x.problems + (r.status == CheckStatus::kFailed ? "; " + r.detail : "");
+    r.status = CheckStatus::kFailed;
+    if (x.replace) r.action = FailureAction::kReplace;
+  } else if (!x.jobs.empty()) {
+    r.detail += "; " + x.jobs;
+  }
+  if (!ctx.kernel_log_note.empty()) r.detail += "; " + ctx.kernel_log_note;
+  return r;
 }
 
 CheckResult dcgm(const HealthCheck& c, const CheckContext& ctx) {

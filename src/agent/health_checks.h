@@ -11,6 +11,7 @@
 
 #include "agent/emulated_faults.h"
 #include "agent/health_config.h"
+#include "agent/kmsg.h"
 
 namespace allot::agent {
 
@@ -47,9 +48,21 @@ struct CheckContext {
   int accelerators = 0;
   std::string work_dir;           // the disk whose free space node-basics checks
   std::vector<EmulatedFault> faults;
+  // XID errors from the kernel log (agent/kmsg.h), judged by agent/xid_table.h in the nvidia-gpu check: those that
+  // are the node's (reboot, replace) for the whole boot, those that are the job's only when they are new.
+  std::vector<XidEvent> xids;
+  std::string kernel_log_note;    // why the kernel log is not read, if it is not (said in the check's detail)
 };
 
 CheckResult run_check(const HealthCheck& check, const CheckContext& ctx);
+
+// What XID errors say about the node: empty `problems` when none is the node's. Job-only XIDs are named in `jobs`.
+struct XidJudgement {
+  std::string problems;
+  bool replace = false;
+  std::string jobs;
+};
+XidJudgement judge_xids(const std::vector<XidEvent>& xids);
 
 // Parses `nvidia-smi --query-gpu=index,ecc.errors.uncorrected.volatile.total,temperature.gpu
 // --format=csv,noheader,nounits`; empty when every GPU looks healthy, else what is wrong.

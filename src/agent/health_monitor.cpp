@@ -1,6 +1,9 @@
 #include "agent/health_monitor.h"
 
+#include <algorithm>
 #include <sstream>
+
+#include "agent/xid_table.h"
 
 namespace allot::agent {
 
@@ -19,6 +22,16 @@ HealthMonitor::~HealthMonitor() {
 void HealthMonitor::start() {
   if (thread_.joinable()) return;
   refresh_faults();
+  if (!opt_.kmsg_path.empty()) {
+    // Opened now, before any replica runs: what the kernel logs from here on is this agent's to judge.
+    if (auto r = KmsgReader::open(opt_.kmsg_path)) {
+      kmsg_.emplace(std::move(*r));
+      say_("XID errors are read from the kernel log " + opt_.kmsg_path);
+    } else {
+      kmsg_note_ = "XIDs not read: " + r.error().message;
+      say_(kmsg_note_);
+    }
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -27,8 +40,54 @@ nlohmann::json HealthMonitor::report() const {
   nlohmann::json checks = nlohmann::json::array();
   for (const HealthCheck& c : opt_.config.checks)
     if (auto it = results_.find(c.name); it != results_.end()) checks.push_back(check_result_json(it->second));
-  return {{"checks", checks}, {"configured", opt_.config.checks.size()},
-          {"deep_check", {{"status", deep_status_}, {"detail", deep_detail_}}}};
+  nlohmann::json out = {{"checks", checks}, {"configured", opt_.config.checks.size()},
+                        {"deep_check", {{"status", deep_status_}, {"detail", deep_detail_}}}};
+  // Only while true: absent means false, and a server older than the key refuses only the heartbeats of that moment.
+  if (exit_done_ < exit_asked_) out["exit_checks_running"] = true;
+  return out;
+}
+
+void HealthMonitor::check_now() {
+  {
+    std::lock_guard lock(mu_);
+    ++exit_asked_;
+    const auto now = std::chrono::steady_clock::now();
+    for (const HealthCheck& c : opt_.config.checks)
+      if (c.interval <= kFastCheckInterval) due_[c.name] = now;
+  }
+  cv_.notify_all();
+}
+
+bool HealthMonitor::exit_checks_running() const {
+  std::lock_guard lock(mu_);
+  return exit_done_ < exit_asked_;
+}
+
+void HealthMonitor::read_kernel_log() {
+  if (!kmsg_) return;
+  auto lines = kmsg_->read_new();
+  if (!lines) {
+    say_(lines.error().message);
+    return;
+  }
+  std::vector<std::string> told;
+  {
+    std::lock_guard lock(mu_);
+    for (const std::string& line : *lines) {
+      auto x = parse_xid(line);
+      if (!x) continue;
+      const XidMeaning m = xid_meaning(x->xid);
+      told.push_back("kernel log: " + x->text + " -> " + xid_action_name(m.action));
+      if (m.action == XidAction::kIgnore) continue;
+      auto& list = m.action == XidAction::kJobOnly ? job_xids_ : node_xids_;
+      // Bounded: a driver that logs the same XID in a loop fills neither the memory nor the check's detail.
+      if (list.size() < 16 && std::find_if(list.begin(), list.end(), [&](const XidEvent& e) {
+                                return e.xid == x->xid && e.device == x->device;
+                              }) == list.end())
+        list.push_back(*x);
+    }
+  }
+  for (const auto& t : told) say_(t);
 }
 
 void HealthMonitor::request_deep_check() {
@@ -44,6 +103,8 @@ void HealthMonitor::reboot() {
   {
     std::lock_guard lock(mu_);
     cleared_through_ = lines_seen_;
+    node_xids_.clear();  // the reboot reset the GPUs; an XID that comes back is logged again
+    job_xids_.clear();
     results_.clear();
     due_.clear();
     ++generation_;
@@ -119,6 +180,7 @@ void HealthMonitor::loop() {
     bool deep = false;
     std::vector<HealthCheck> due;
     uint64_t generation = 0;
+    uint64_t asked = 0;
     {
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stop_; });
@@ -133,6 +195,7 @@ void HealthMonitor::loop() {
       }
       deep = deep_requested_;
       generation = generation_;
+      asked = exit_asked_;
     }
     // The faults file is read before every round of checks, and often enough besides to notice a hang.
     const auto now = std::chrono::steady_clock::now();
@@ -140,10 +203,17 @@ void HealthMonitor::loop() {
       refresh_faults();
       last_read = now;
     }
+    if (!due.empty()) read_kernel_log();
     CheckContext ctx = opt_.context;
+    bool gpu_due = false;
+    for (const HealthCheck& c : due) gpu_due |= c.builtin == Builtin::kNvidiaGpu;
     {
       std::lock_guard lock(mu_);
       ctx.faults = faults_;
+      ctx.xids = node_xids_;
+      ctx.xids.insert(ctx.xids.end(), job_xids_.begin(), job_xids_.end());
+      if (gpu_due) job_xids_.clear();  // shown once, by this run
+      ctx.kernel_log_note = kmsg_note_;
     }
     for (const HealthCheck& c : due) {
       CheckResult r = run_check(c, ctx);
@@ -155,6 +225,11 @@ void HealthMonitor::loop() {
       else if (changed && prev != results_.end() && prev->second.status == CheckStatus::kFailed)
         say_("health check " + c.name + " " + check_status_name(r.status) + " again");
       results_[c.name] = r;
+    }
+    {
+      // Every check due after check_now() has run (or none was fast): the health known now is from after the exit.
+      std::lock_guard lock(mu_);
+      exit_done_ = std::max(exit_done_, asked);
     }
     if (deep) run_deep();
   }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -24,6 +25,7 @@ struct MonitorOptions {
   HealthConfig config;
   CheckContext context;          // faults are filled in from faults_path at each run
   std::string faults_path;       // --emulate-faults; empty: none
+  std::string kmsg_path;         // the kernel log to read XIDs from (agent/kmsg.h); empty: none
   std::string stress_program;    // the allot binary, run as `allot deep-check` for the built-in deep check
   double stress_seconds = 2.0;
 };
@@ -42,6 +44,13 @@ class HealthMonitor {
   bool hung() const { return hung_; }
   // Runs the deep check once (again after a reboot); a request while one runs or has a result is a no-op.
   void request_deep_check();
+  // A replica died abnormally (a signal or a non-zero exit): every fast check (interval at most
+  // kFastCheckInterval) runs at once, after the kernel log is read, so that the node's health is known before the
+  // exit is judged (docs/resiliency.md, "One fault, one restart").
+  void check_now();
+  // From check_now() until a round of checks that started after it has finished.
+  bool exit_checks_running() const;
+  static constexpr std::chrono::milliseconds kFastCheckInterval{60000};
   // An emulated reboot: the faults written so far are cleared (but those marked persistent), every result is
   // forgotten and every check runs again at once.
   void reboot();
@@ -50,6 +59,8 @@ class HealthMonitor {
   void loop();
   void run_deep();
   void refresh_faults();
+  // Reads what the kernel logged since the last read and keeps its XIDs (agent/kmsg.h).
+  void read_kernel_log();
 
   MonitorOptions opt_;
   std::function<void(const std::string&)> say_;
@@ -61,6 +72,12 @@ class HealthMonitor {
   int lines_seen_ = 0;                // lines of the faults file at its last reading
   std::set<std::string> told_errors_; // fault-file errors already logged
   std::vector<EmulatedFault> faults_;
+  std::optional<KmsgReader> kmsg_;     // opened by start() (monitor thread only after that)
+  std::string kmsg_note_;              // why the kernel log is not read
+  std::vector<XidEvent> node_xids_;    // XIDs of this boot that are the node's (reboot, replace): kept until a reboot
+  std::vector<XidEvent> job_xids_;     // job-only XIDs not yet shown by a run of the GPU check
+  uint64_t exit_asked_ = 0;            // check_now() calls
+  uint64_t exit_done_ = 0;             // of those, the ones answered by a finished round
   std::string deep_status_ = "none", deep_detail_;
   bool deep_requested_ = false;
   uint64_t generation_ = 0;  // bumped by reboot(): results of checks that started before it are dropped

@@ -1,7 +1,7 @@
 // `allot agent --server URL [--ca FILE] [--name NAME] [--instance-type TYPE] [--labels k=v,k=v] [--work-dir DIR]
 // [--address ADDR] [--heartbeat-interval S] [--stop-grace S] [--run-as USER | --run-as-range FIRST-LAST
 // [--uids-per-team N]] [--allow-root] [--no-cgroups]
-// [--health-config FILE] [--health-interval S] [--emulate-faults FILE] [--reboot-command CMD] [--replaces NODE]
+// [--health-config FILE] [--health-interval S] [--emulate-faults FILE] [--kmsg PATH] [--reboot-command CMD] [--replaces NODE]
 // [--podman PATH] [--container-runtime NAME] [--container-cgroup-manager cgroupfs|systemd]`:
 // runs the node agent until SIGINT or SIGTERM, then stops its replicas. Exit codes: 0 after a clean stop,
 // 2 for invalid flags (replicas that would run as root without --allow-root among them), a work directory
@@ -38,7 +38,7 @@ struct AgentArgs {
   uint32_t uids_per_team = 65536;
   bool allow_root = false;
   bool no_cgroups = false;
-  std::string health_config, faults, reboot_command, replaces;
+  std::string health_config, faults, reboot_command, replaces, kmsg;
   agent::ContainerOptions containers;
   double health_interval_s = 0;  // 0: as configured
   double deep_check_s = 2.0;
@@ -109,8 +109,11 @@ int run_agent(const AgentArgs& a) {
     opt.join_token = a.token;
   } else if (!a.token_file.empty()) {
     auto t = auth::read_token_file(a.token_file);
-    if (!t) return std::cerr << "allot agent: " << t.error().message << "\n", 2;
-    opt.join_token = *t;
+    // A node that has joined registers with its saved credential on every later boot: the join token its first boot
+    // used may be gone by then (a provisioner that removes it once used).
+    const std::string saved = opt.credential_file.empty() ? opt.work_dir + "/credential" : opt.credential_file;
+    if (!t && !auth::read_token_file(saved)) return std::cerr << "allot agent: " << t.error().message << "\n", 2;
+    if (t) opt.join_token = *t;
   } else if (const char* env = std::getenv("ALLOT_TOKEN"); env && *env) {
     opt.join_token = env;
   }
@@ -133,6 +136,10 @@ int run_agent(const AgentArgs& a) {
   if (a.health_interval_s > 0)
     for (auto& c : opt.health.checks) c.interval = std::chrono::milliseconds(static_cast<int64_t>(a.health_interval_s * 1000));
   opt.faults_path = a.faults;
+  // XIDs: the kernel log of a real NVIDIA node by default; an emulated node reads only the file it is given.
+  if (a.kmsg == "none") opt.kmsg_path.clear();
+  else if (!a.kmsg.empty()) opt.kmsg_path = a.kmsg;
+  else if (!inv->emulated && inv->kind == AcceleratorKind::kNvidiaGpu) opt.kmsg_path = "/dev/kmsg";
   opt.reboot_command = a.reboot_command;
   opt.replaces = a.replaces;
   opt.containers = a.containers;
@@ -202,6 +209,10 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--emulate-faults", a->faults,
                   "File of emulated device faults, read at every check interval (xid 79 gpu 2, ecc gpu 0, efa down, hang, "
                   "deep-check fail)");
+  cmd->add_option("--kmsg", a->kmsg,
+                  "Kernel log to read NVIDIA XID errors from: /dev/kmsg, or a file of kmsg or dmesg lines (tests); only "
+                  "lines written after the agent starts count. Default: /dev/kmsg on a real NVIDIA node, none otherwise; "
+                  "`none` turns it off");
   cmd->add_option("--reboot-command", a->reboot_command,
                   "Shell command that reboots the node when the server asks (default: an emulated reboot)");
   cmd->add_option("--replaces", a->replaces, "The failed node this one replaces (set by a provisioner)");

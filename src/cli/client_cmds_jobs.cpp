@@ -31,6 +31,7 @@ struct JobArgs {
   std::string file, name, second, team, state;
   std::vector<std::string> names;  // cancel: several jobs
   std::optional<int> replica;
+  std::optional<int> attempt;  // logs: only this attempt's lines
   int64_t tail = 0;
   bool dry_run = false;
   bool watch = false, follow = false;
@@ -277,16 +278,29 @@ Result<std::vector<std::pair<int, std::string>>> fetch_logs(Session& s, const Jo
 int run_logs(Session& s, JobArgs& a) {
   auto job = s.api().get("/v1/jobs/" + client::url_encode(a.name));
   if (!job) return report("logs", job.error());
+  if (a.attempt && a.follow) return report("logs", Error::invalid("--attempt shows one attempt that has its lines; it does not go with --follow"));
   auto logs = fetch_logs(s, a, *job);
   if (!logs) return report("logs", logs.error());
   const bool headers = !a.replica && logs->size() > 1;
+  // Only the attempt asked for (the server keeps every attempt of a replica in its log, between its lines
+  // "allot: ==> attempt N of replica R on node NODE <=="; the oldest go first when the log passes 1 MiB).
+  auto wanted = [&](const json& attempt) { return !a.attempt || (attempt["attempt"].is_number_integer() && attempt["attempt"] == *a.attempt); };
   if (s.format() != client::Format::kTable && !a.follow) {
     // One object per attempt of each replica, cut at the server's lines between attempts.
     json out = {{"job", a.name}, {"state", client::text(*job, "state")}, {"attempts", json::array()}};
     for (const auto& [rank, text] : *logs)
       for (auto& attempt : client::log_attempts(rank, text, /*from_start=*/a.tail <= 0))
-        out["attempts"].push_back(std::move(attempt));
+        if (wanted(attempt)) out["attempts"].push_back(std::move(attempt));
     return s.print(out, [](const json&) { return std::string(); });
+  }
+  if (a.attempt) {
+    for (auto& [rank, text] : *logs) {
+      std::string kept;
+      for (const auto& attempt : client::log_attempts(rank, text, /*from_start=*/a.tail <= 0))
+        if (wanted(attempt))
+          for (const auto& line : attempt["lines"]) kept += line.get<std::string>() + "\n";
+      text = std::move(kept);
+    }
   }
   std::map<int, std::string> shown;
   auto print_new = [&](const std::vector<std::pair<int, std::string>>& now) {
@@ -366,6 +380,8 @@ void add_client_job_commands(CLI::App& app, Context& ctx) {
   logs->add_option("job", a->name, "Job name")->required();
   logs->add_option("--replica", a->replica, "Only this replica (rank); default: all, one after another");
   logs->add_option("--tail", a->tail, "Only the last N lines of each log")->check(CLI::NonNegativeNumber);
+  logs->add_option("--attempt", a->attempt, "Only this attempt's lines (0 is the first run; each restart is the next)")
+      ->check(CLI::NonNegativeNumber);
   logs->add_flag("-f,--follow", a->follow, "Keep printing new output until the job has finished");
   on_run(logs, ctx, a, "logs", run_logs);
 

@@ -43,12 +43,15 @@ struct ReplicaReport {
 };
 
 // The "health" object of a heartbeat: {"checks": [{name, status, detail, on_failure, at_ms}], "configured",
-// "boot", "deep_check": {"status": none|running|passed|failed, "detail"}}.
+// "boot", "deep_check": {"status": none|running|passed|failed, "detail"}, "exit_checks_running"}.
 struct HealthReport {
   std::vector<NodeCheck> checks;
   size_t configured = 0;
   int boot = 0;
   std::string deep_status = "none", deep_detail;
+  // A replica here died abnormally and the checks that run at once after it have not finished: the checks above are
+  // from before the exit (docs/resiliency.md, "One fault, one restart"). False (or absent): they are from after it.
+  bool exit_checks_running = false;
   bool operator==(const HealthReport&) const = default;
 };
 

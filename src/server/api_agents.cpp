@@ -183,19 +183,26 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
     if (join == txn.state().tokens.end()) return Error::unauthenticated("the bearer token is not valid");
     if (auto st = check_join(txn.state(), txn.cluster(), join->second.token, name); !st) return st.error();
   }
-  if (!r.replaces.empty() && !joining)
-    return Error::denied("register: only an agent-join token registers a replacement (node " + name + " replaces " + r.replaces + ")");
+  // A replacement boots again with the command line its provisioner gave it (--replaces OLD): once it has joined, its
+  // credential speaks for it, and the replacement it names is the one it already made (docs/resiliency.md).
+  const bool rebooted_replacement = !joining && n && !r.replaces.empty() && [&] {
+    auto it = txn.state().retired.find(r.replaces);
+    return it != txn.state().retired.end() && it->second == name;
+  }();
+  const std::string replaces = rebooted_replacement ? "" : r.replaces;
+  if (!replaces.empty() && !joining)
+    return Error::denied("register: only an agent-join token registers a replacement (node " + name + " replaces " + replaces + ")");
   if (!n) {
-    if (!r.replaces.empty()) {
+    if (!replaces.empty()) {
       // Checked before anything changes: an error must leave nothing behind.
-      const Node* old = txn.cluster().find_node(r.replaces);
+      const Node* old = txn.cluster().find_node(replaces);
       if (!old || old->health != NodeHealth::kUnschedulablePendingReplacement)
-        return Error::precondition("register: node " + r.replaces + " is not waiting for a replacement (it is " +
+        return Error::precondition("register: node " + replaces + " is not waiting for a replacement (it is " +
                                    (old ? node_health_name(old->health) : "not in the cluster") + ")");
     }
     auto st = txn.apply(store::AddNode{r.node, r.address, true});
     if (!st) return st.error();
-    if (auto lc = on_register(txn, options, name, true, r.replaces); !lc) return lc.error();
+    if (auto lc = on_register(txn, options, name, true, replaces); !lc) return lc.error();
   } else {
     // A node's plan is fixed when it joins: an agent cannot move its node into a plan, out of one, or to another
     // (it would take a plan's place, or its quota, that another node holds).
@@ -220,7 +227,7 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
     const bool held = n->health != NodeHealth::kSchedulable &&
                       (info.cause == store::HealthCause::kHealthCheck || info.cause == store::HealthCause::kDeepCheck ||
                        n->health == NodeHealth::kUnschedulablePendingReplacement);
-    if (!r.replaces.empty()) return Error::precondition("register: node " + name + " is already in the cluster; a replacement registers under a new name");
+    if (!replaces.empty()) return Error::precondition("register: node " + name + " is already in the cluster; a replacement registers under a new name");
     if (!held && (n->health != NodeHealth::kSchedulable || info.address != r.address || !info.agent)) {
       auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kSchedulable, store::HealthCause::kAgent, r.address, "the agent registered again"});
       if (!st) return st.error();

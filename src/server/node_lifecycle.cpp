@@ -16,6 +16,10 @@ using store::HealthCause;
 
 const store::Actor kServer{"server", "server", {}, {}};
 
+// How long an abnormal exit waits at most for its node's checks (an agent whose checks hang): then it is judged
+// with what is known.
+constexpr int64_t kExitJudgingLimitMs = 120'000;
+
 // Records the server itself makes (health changes it decides, tokens for replacements) name the server.
 struct AsServer {
   Txn& txn;
@@ -66,7 +70,8 @@ std::string labels_text(const Node& n) {
 
 Result<HealthReport> parse_health_report(const json& h) {
   if (!h.is_object()) return Error::invalid("heartbeat: health must be an object");
-  if (auto st = only_keys(h, {"checks", "configured", "boot", "deep_check"}, "heartbeat: health"); !st) return st.error();
+  if (auto st = only_keys(h, {"checks", "configured", "boot", "deep_check", "exit_checks_running"}, "heartbeat: health"); !st)
+    return st.error();
   HealthReport out;
   auto text = [](const json& o, const char* k) { return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string(); };
   if (h.contains("checks")) {
@@ -95,6 +100,10 @@ Result<HealthReport> parse_health_report(const json& h) {
     if (!h["boot"].is_number_integer() || h["boot"].get<int64_t>() < 0 || h["boot"].get<int64_t>() > 1'000'000'000)
       return Error::invalid("heartbeat: health.boot must be a non-negative integer");
     out.boot = h["boot"].get<int>();
+  }
+  if (h.contains("exit_checks_running")) {
+    if (!h["exit_checks_running"].is_boolean()) return Error::invalid("heartbeat: health.exit_checks_running must be true or false");
+    out.exit_checks_running = h["exit_checks_running"].get<bool>();
   }
   if (h.contains("deep_check")) {
     const json& d = h["deep_check"];
@@ -158,6 +167,10 @@ void on_health_report(Txn& txn, const ServerOptions& options, const std::string&
   info.boot = report.boot;
   info.deep_status = report.deep_status;
   info.deep_detail = report.deep_detail;
+  info.exit_checks_running = report.exit_checks_running;
+  // The checks after an abnormal exit have run: the node's health is known again (a failed check is a fault below;
+  // a clean report lets the tick lift the suspicion, and the held exit is the job's).
+  if (!report.exit_checks_running) info.exit_judging_since_ms = 0;
   bool replace = false;
   const std::string failed = failed_checks(report.checks, &replace);
   const NodeHealth h = n->health;
@@ -200,6 +213,8 @@ bool same_health_changes_nothing(const ServerState& st, const std::string& name)
   auto it = st.nodes.find(name);
   if (!n || it == st.nodes.end()) return false;
   const NodeInfo& info = it->second;
+  // A report from after an abnormal exit ends its judging.
+  if (info.exit_judging_since_ms != 0 && !info.exit_checks_running) return false;
   // on_health_report with report == what info holds: it copies the same values back, then per health:
   switch (n->health) {
     case NodeHealth::kSchedulable:
@@ -257,6 +272,16 @@ Status on_register(Txn& txn, const ServerOptions& options, const std::string& no
 bool hold_exit(Txn& txn, const Job& j, const std::string& node, const std::string& reason) {
   auto& held = txn.state().deferred_exits;
   const int attempt = attempt_of(j);
+  // The node whose replica died: while its agent's checks run, its health is unknown, so nothing new is placed on it
+  // (a GPU that fell off the bus kills the process before any check has seen it).
+  NodeInfo* own = nullptr;
+  if (auto it = txn.state().nodes.find(node); it != txn.state().nodes.end()) own = &it->second;
+  if (own && own->exit_checks_running && own->exit_judging_since_ms == 0) {
+    own->exit_judging_since_ms = txn.now_ms();
+    own->exit_judging_reason = reason + " of job " + j.spec.name + "; waiting for the node's health checks";
+    bool changed = false;
+    set_suspect(txn, node, *own, true, own->exit_judging_reason, changed);
+  }
   if (auto it = held.find(j.id.index()); it != held.end() && it->second.attempt == attempt) return true;  // one is held already
   int64_t slowest = 0;
   bool other_nodes = false;
@@ -267,9 +292,10 @@ bool hold_exit(Txn& txn, const Job& j, const std::string& node, const std::strin
     if (auto it = txn.state().nodes.find(peer.name); it != txn.state().nodes.end())
       slowest = std::max(slowest, it->second.heartbeat_interval_ms);
   }
-  if (!other_nodes) return false;
+  const bool own_unknown_or_failing = own && (own->exit_judging_since_ms != 0 || own->fault_since_ms != 0);
+  if (!other_nodes && !own_unknown_or_failing) return false;
   // Long enough for a dead peer to miss its heartbeat and be suspected (lifecycle_tick), and a little more.
-  const int64_t hold = 3 * slowest + 300;
+  const int64_t hold = other_nodes ? 3 * slowest + 300 : 0;
   held[j.id.index()] = DeferredExit{attempt, node, reason, txn.now_ms() + hold};
   return true;
 }
@@ -284,9 +310,15 @@ bool lifecycle_tick(Txn& txn, const ServerOptions& options) {
     if (!n || !info.agent) continue;
     const int64_t silent = silent_for(txn.view(), info, now);
     const int64_t threshold = missed_heartbeat_after(info);
+    if (info.exit_judging_since_ms != 0 && now - info.exit_judging_since_ms > kExitJudgingLimitMs) {
+      spdlog::warn("node {}: its health checks after an abnormal exit did not finish within {} s; the exit is judged "
+                   "without them", name, kExitJudgingLimitMs / 1000);
+      info.exit_judging_since_ms = 0;
+    }
     std::string why;
     if (info.fault_since_ms != 0) why = info.fault_reason;
     else if (silent > threshold) why = "no heartbeat for " + std::to_string(silent) + " ms (interval " + std::to_string(info.heartbeat_interval_ms) + " ms)";
+    else if (info.exit_judging_since_ms != 0) why = info.exit_judging_reason;
     set_suspect(txn, name, info, n->health == NodeHealth::kSchedulable && !why.empty(), why, changed);
     if (n->health == NodeHealth::kSchedulable && info.fault_since_ms != 0 && now - info.fault_since_ms >= options.fault_window.count())
       faults.push_back({name, &info});
@@ -324,17 +356,24 @@ bool lifecycle_tick(Txn& txn, const ServerOptions& options) {
       done.push_back(index);
       continue;
     }
+    // Every node of the run, the reporting one included: a node whose checks found a fault, or still run after an
+    // abnormal exit, holds the exit (the fault's window then fails the node, which restarts the job once, charged to
+    // the node); a node that is down or silent takes the exit at once.
     std::string culprit;
+    bool wait = false;
     for (NodeId id : j.placement.nodes()) {
       const Node& peer = txn.cluster().nodes[id.index()];
-      if (peer.name == d.node) continue;
       auto it = txn.state().nodes.find(peer.name);
-      if (peer.health != NodeHealth::kSchedulable || (it != txn.state().nodes.end() && it->second.suspect)) {
-        culprit = "node " + peer.name + " is failing (" + (it != txn.state().nodes.end() && !it->second.suspect_reason.empty()
-                                                                ? it->second.suspect_reason : node_health_name(peer.health)) + ")";
+      if (it == txn.state().nodes.end()) continue;
+      const NodeInfo& info = it->second;
+      if (peer.health != NodeHealth::kSchedulable || (info.suspect && info.fault_since_ms == 0 && info.exit_judging_since_ms == 0)) {
+        culprit = "node " + peer.name + " is failing (" + (info.suspect && !info.suspect_reason.empty() ? info.suspect_reason
+                                                                                                       : node_health_name(peer.health)) + ")";
         break;
       }
+      wait |= peer.health == NodeHealth::kSchedulable && (info.fault_since_ms != 0 || info.exit_judging_since_ms != 0);
     }
+    if (culprit.empty() && wait) continue;
     if (culprit.empty() && now < d.until_ms) continue;
     done.push_back(index);
     txn.state().exits.erase(index);

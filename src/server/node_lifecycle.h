@@ -11,7 +11,10 @@
 // One fault, one restart: a failed check is acted on `fault_window` after it is first reported, and a node whose
 // agent missed a heartbeat or reported a fault is suspect at once (core: Node::suspect), so nothing is placed
 // there; several nodes failing within one window restart each job once. A non-zero exit of a multi-node job's
-// replica is held until a failing peer node would have shown itself, and is then charged to that node.
+// replica is held until a failing peer node would have shown itself, and is then charged to that node. Any
+// abnormal exit is also held while its own node's agent runs the checks it runs at once after it
+// (HealthReport::exit_checks_running; the node is suspect meanwhile), and while a node of the run has a failed check
+// whose window has not ended: that fault then fails the node, which restarts the job once, charged to the node.
 //
 // Every function here runs on the writer thread inside a batch (Txn).
 #include <optional>
@@ -49,7 +52,8 @@ NodeOrders orders_for(const ServerState& st, const std::string& node);
 // deep_check_new_nodes any new node) waits Unschedulable for its deep check.
 Status on_register(Txn& txn, const ServerOptions& options, const std::string& node, bool is_new, const std::string& replaces);
 
-// True when the exit is held (see above); the tick finishes the job later.
+// An abnormal exit (non-zero, or lost) of `j`'s replica on `node`: marks the node as judging it when its agent's
+// checks run, and returns true when the exit is held (see above); the tick finishes the job later.
 bool hold_exit(Txn& txn, const Job& job, const std::string& node, const std::string& reason);
 
 // Suspicion, faults whose window ended, timeouts of reboots, deep checks and silent agents, held exits.

@@ -62,6 +62,7 @@ struct NodeInfo {
   size_t checks_configured = 0;
   int boot = 0;
   std::string deep_status = "none", deep_detail;
+  bool exit_checks_running = false;  // HealthReport::exit_checks_running
   // The server's own view between heartbeats (not journaled).
   int boot_at_reboot_order = -1;  // the boot the agent was in when the reboot was ordered
   bool suspect = false;           // mirrors Node::suspect: no new replicas here
@@ -69,6 +70,10 @@ struct NodeInfo {
   int64_t fault_since_ms = 0;     // a failed check reported and not yet acted on (0: none)
   std::string fault_reason;
   bool fault_replace = false;     // the failed check asks for a replacement, not a reboot
+  // A replica here died abnormally and the node's health since is not known yet (its agent's checks run): suspect,
+  // and the exit is held (node_lifecycle.h). 0: none.
+  int64_t exit_judging_since_ms = 0;
+  std::string exit_judging_reason;
   std::string replaces;           // the node this one replaced
 };
 

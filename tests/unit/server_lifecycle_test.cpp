@@ -103,6 +103,57 @@ TEST_F(ServerLifecycle, AnExitWhileAPeerNodeIsSilentIsChargedToThatNodeOnce) {
   EXPECT_EQ(get("/v1/jobs/pair").json["restarts"], 1);
 }
 
+// A GPU that falls off the bus kills the process before any check has run: the exit arrives first, while the agent's
+// checks after it run (exit_checks_running). The exit waits for them; the fault they find fails the node, which
+// restarts the job once, charged to the node; the job never goes back to that node.
+TEST_F(ServerLifecycle, AFaultThatKillsTheProcessFirstIsOneRestartChargedToTheNode) {
+  submit("solo", 1);
+  const std::string node = get("/v1/jobs/solo").json["nodes"][0];
+  json judging = healthy(1);
+  judging["exit_checks_running"] = true;
+  beat(node, judging, json::array({{{"job", "solo"}, {"rank", 0}, {"state", "exited"}, {"exit_code", 137}, {"attempt", 0}}}));
+  auto j = get("/v1/jobs/solo").json;
+  EXPECT_EQ(j["state"], "Running") << "held until the node's health is known: " << j.dump();
+  EXPECT_EQ(j["restarts"], 0);
+  auto n = get("/v1/nodes/" + node).json;
+  EXPECT_TRUE(n.contains("suspect")) << n.dump();
+  // The checks ran: XID 79, a replacement. The exit is still held: the node's fault takes it when its window ends.
+  beat(node, {{"checks", {check("failed", "replace")}}, {"configured", 1}, {"boot", 1}, {"exit_checks_running", false}});
+  EXPECT_EQ(get("/v1/jobs/solo").json["restarts"], 0);
+  advance(std::chrono::milliseconds(1100));
+  for (const char* other : {"g1", "g2", "g3"}) beat(other, other == node ? json(nullptr) : healthy(1));
+  ASSERT_TRUE(eventually([&] { return health_of(node) == "UnschedulablePendingReplacement"; }));
+  ASSERT_TRUE(eventually([&] { return get("/v1/jobs/solo").json["state"] == "Running"; }));
+  j = get("/v1/jobs/solo").json;
+  EXPECT_EQ(j["restarts"], 1) << j.dump();
+  EXPECT_NE(j["nodes"][0], node);
+  EXPECT_EQ(j["restart_history"][0]["node"], node) << "charged to the node: " << j.dump();
+  // The exit reported again (its heartbeat's answer was lost) changes nothing: it belongs to the attempt that ended.
+  beat(node, nullptr, json::array({{{"job", "solo"}, {"rank", 0}, {"state", "exited"}, {"exit_code", 137}, {"attempt", 0}}}));
+  EXPECT_EQ(get("/v1/jobs/solo").json["restarts"], 1);
+}
+
+// The same abnormal exit on a node whose checks then pass is the job's own failure, judged once the node has reported
+// healthy: until then the node is suspect, so the restart cannot land on it before its health is known.
+TEST_F(ServerLifecycle, AnAbnormalExitOnAHealthyNodeIsTheJobsOnceItsChecksPass) {
+  submit("solo", 1);
+  const std::string node = get("/v1/jobs/solo").json["nodes"][0];
+  json judging = healthy(1);
+  judging["exit_checks_running"] = true;
+  beat(node, judging, json::array({{{"job", "solo"}, {"rank", 0}, {"state", "exited"}, {"exit_code", 1}, {"attempt", 0}}}));
+  advance(std::chrono::milliseconds(3000));  // far past any peer hold: still held, the checks have not reported
+  for (const char* other : {"g1", "g2", "g3"}) beat(other, other == node ? judging : healthy(1));
+  EXPECT_EQ(get("/v1/jobs/solo").json["state"], "Running");
+  EXPECT_TRUE(get("/v1/nodes/" + node).json.contains("suspect"));
+  beat(node, healthy(1));
+  ASSERT_TRUE(eventually([&] { return get("/v1/jobs/solo").json["restarts"] == 1; }));
+  auto j = get("/v1/jobs/solo").json;
+  EXPECT_NE(j["restart_history"][0]["cause"].get<std::string>().find("replica 0 exited with code 1"), std::string::npos) << j.dump();
+  EXPECT_EQ(j["restart_history"][0]["node"], "") << "the job's own failure: " << j.dump();
+  ASSERT_TRUE(eventually([&] { return !get("/v1/nodes/" + node).json.contains("suspect"); }));
+  EXPECT_EQ(health_of(node), "Schedulable");
+}
+
 TEST_F(ServerLifecycle, AReplacementRetiresTheFailedNodeAndWaitsForItsDeepCheck) {
   beat("g1", {{"checks", {check("failed", "replace")}}, {"configured", 1}, {"boot", 1}});
   advance(std::chrono::milliseconds(1100));
