@@ -6,7 +6,7 @@
 # - Unity builds (ALLOT_UNITY): each library's files, and the unit tests', compiled in batches of
 #   ALLOT_UNITY_BATCH files, one translation unit per batch, so that the big headers (nlohmann/json, cpp-httplib,
 #   spdlog, yaml-cpp, GoogleTest) are parsed, and their templates instantiated and optimised, once per batch
-#   instead of once per file. About half the CPU of compiling the same files one by one.
+#   instead of once per file: half the CPU, per batch, of compiling its files one by one.
 # - Precompiled headers (ALLOT_PCH) of those big headers, for the targets whose files all parse them.
 #
 # A unity batch is one translation unit: two files of one target that define the same name in an anonymous
