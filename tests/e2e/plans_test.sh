@@ -32,7 +32,7 @@ per_replica: {accelerators: 1}
 command: 'trap "echo \$WORLD_SIZE > $WORK/pids/ckpt-\$RANK; exit 0" TERM; echo \$\$ > $WORK/pids/shell-\$RANK; sleep 300 & wait'
 YAML
 "$ALLOT" submit "$WORK/on-plan.yaml" >/dev/null
-sleep 0.5
+for _ in $(seq 1 50); do [ "$(job_field on-plan reason_code)" = plan_pending ] && break; sleep 0.1; done
 [ "$(job_field on-plan reason_code)" = plan_pending ] || fail "on-plan should wait for its plan: $(job_field on-plan reason)"
 
 # The plan's agents start before the plan: refused until it is Active, they try again.
