@@ -71,7 +71,6 @@ spec:
     spec:
       containers:
         - name: hello
-          image: busybox
           command: ["sh", "-c"]
           args: ["echo hello from rank $RANK of $WORLD_SIZE with GREETING=$GREETING"]
           env: [{name: GREETING, value: hi}]

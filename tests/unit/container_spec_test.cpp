@@ -55,7 +55,7 @@ TeamSpec full_team() {
   TeamSpec t;
   t.name = "a";
   t.containers.host_paths = {"/datasets", "/scratch/a"};
-  t.containers.capabilities = {Capability::kIpcLock, Capability::kNetRaw};  // sorted
+  t.containers.capabilities = {Capability::kNetRaw, Capability::kIpcLock};  // sorted: in the kernel's order
   t.containers.registry_auth_file = "/etc/allot/auth/a.json";
   return t;
 }

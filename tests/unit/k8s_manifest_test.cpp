@@ -240,7 +240,7 @@ INSTANTIATE_TEST_SUITE_P(
     K8sManifests, K8sBad,
     ::testing::Values(BadCase{"bad_unknown_resource.yaml", "requests[\"example.com/fpga\"]"},
                       BadCase{"bad_quantity.yaml", "requests[\"memory\"]: \"12XB\" is not a Kubernetes quantity"},
-                      BadCase{"bad_no_command.yaml", "containers[0].command: is required"},
+                      BadCase{"bad_no_command.yaml", "containers[0].command: is required without an image"},
                       BadCase{"bad_kind.yaml", "apps/v1 Deployment"},
                       BadCase{"bad_no_team.yaml", "cannot tell the team"},
                       BadCase{"bad_misspelt_field.yaml", "spec.paralellism: unknown or unsupported field"},

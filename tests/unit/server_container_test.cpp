@@ -41,7 +41,8 @@ class ServerContainer : public ServerTest {
   std::string node_of(const std::string& job) { return get("/v1/jobs/" + job).json["nodes"][0].get<std::string>(); }
   json events_of(const std::string& job) {
     json out = json::array();
-    for (const auto& e : get("/v1/events?since=0").json["events"])
+    const json all = get("/v1/events?since=0").json["events"];
+    for (const auto& e : all)
       if (e.value("job", "") == job) out.push_back(e);
     return out;
   }
@@ -93,7 +94,7 @@ TEST_F(ServerContainer, AVolumeOutsideTheTeamsHostPathsIsRefusedNamingTheVolumeA
   spec["volumes"] = {{{"host_path", "/datasets/x"}, {"path", "/x"}}, {{"host_path", "/scratch/ab"}, {"path", "/s"}}};
   auto r = post("/v1/jobs", spec);
   ASSERT_EQ(r.status, 400) << r.body;
-  const std::string msg = r.json["message"].get<std::string>();
+  const std::string msg = r.json["error"]["message"].get<std::string>();
   for (const char* part : {"volume 1", "/scratch/ab", "/datasets, /scratch/a", "team a"})
     EXPECT_NE(msg.find(part), std::string::npos) << part << " not in: " << msg;
   EXPECT_EQ(get("/v1/jobs/out").status, 404) << "a refused job changes nothing";
