@@ -21,6 +21,7 @@
 
 #include "agent/fencing.h"
 #include "agent/watchdog.h"
+#include "view/replica_failure.h"
 #include "core/plans.h"
 
 namespace allot::agent {
@@ -730,7 +731,7 @@ Status Agent::heartbeat() {
         e["exit_code"] = r.exit_code;
       }
       if (!r.pull_failure.empty())
-        e["failure"] = {{"reason", "image_pull"}, {"message", r.pull_failure}};
+        e["failure"] = {{"reason", view::replica_failure_reason_name(view::ReplicaFailureReason::kImagePull)}, {"message", r.pull_failure}};
       reported.push_back(key);
     } else if (r.pulling) {
       e["state"] = "pulling";
@@ -1055,7 +1056,7 @@ void Agent::pull_ended(const std::string& key, const Exited& e) {
     // Reported in a heartbeat as JSON: printable ASCII only (a cut UTF-8 sequence would not encode), bounded.
     for (char& c : answer)
       if (static_cast<unsigned char>(c) < 0x20 ? c != '\n' : static_cast<unsigned char>(c) > 0x7e) c = '?';
-    r.pull_failure = (image + ": " + answer).substr(0, 1900);
+    r.pull_failure = (image + ": " + answer).substr(0, view::kMaxReplicaFailureMessage);
     r.exit_code = 125;  // podman's own code for "the container could not be run"
     say("cannot pull " + r.pull_failure + " (replica " + key + ")");
     (void)append_log_line(r.log_path, "allot agent: cannot pull the image " + r.pull_failure);

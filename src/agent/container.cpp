@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/health_checks.h"
 
 namespace allot::agent {
@@ -104,8 +106,10 @@ std::vector<std::string> podman_run_argv(const ContainerOptions& opt, const Cont
   if (!r.checkpoint_dir.empty()) a.insert(a.end(), {"--volume", r.checkpoint_dir + ":" + r.checkpoint_dir});
   for (const auto& v : r.volumes)
     a.insert(a.end(), {"--volume", v.host_path + ":" + v.container_path + (v.read_only ? ":ro" : "")});
+  // A command replaces the image's entrypoint, as Kubernetes' `command` does (docs/jobs.md, "Images"); without
+  // one the image's entrypoint runs with its own arguments.
+  if (!r.command.empty()) a.insert(a.end(), {"--entrypoint", nlohmann::json(r.command).dump()});
   a.push_back(r.image);
-  a.insert(a.end(), r.command.begin(), r.command.end());
   return a;
 }
 

@@ -27,7 +27,7 @@ TEST(ContainerArgv, RunsInTheTeamsUserNamespaceWithNothingExtra) {
                            "--network host", "--ipc private", "--shm-size 256m", "--security-opt no-new-privileges",
                            "--cap-drop all", "--ulimit nofile=1000:1000", "--ulimit nproc=2000:2000", "--env-file /w/env",
                            "--device nvidia.com/gpu=1", "--volume /w/j/attempt-0:/w/j/attempt-0 --workdir /w/j/attempt-0",
-                           "--volume /ck/j:/ck/j", "--volume /data:/data:ro", "--pull never", "localhost/x:1 sh -c id"})
+                           "--volume /ck/j:/ck/j", "--volume /data:/data:ro", "--pull never", "--entrypoint [\"sh\",\"-c\",\"id\"] localhost/x:1"})
     EXPECT_NE(line.find(want), std::string::npos) << want << " missing from: " << line;
   EXPECT_EQ(line.find("--privileged"), std::string::npos);
   EXPECT_EQ(line.find("--cap-add"), std::string::npos);
