@@ -205,6 +205,8 @@ using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, 
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);
+// The job a record is about (submit, admit, finish, ...); empty for records about no one job.
+std::string job_of(const Op& op);
 
 // Who made a change: the token the request carried (its id, role and scope), or the server itself ("server":
 // scheduler decisions, heartbeat timeouts, the bootstrap token). Records written before tokens existed have
