@@ -111,6 +111,7 @@ class Agent {
     bool end_reported = false;  // a heartbeat carrying its end was answered; it stays until its log is shipped
     int log_failures = 0;       // uploads of its log that failed in a row while the server answered heartbeats
     std::string cpus;  // the CPUs it was bound to ("0-3,8"; empty: not bound), reported while it runs
+    int port_in_use = 0;  // not started: its MASTER_PORT was held on this node (agent/rendezvous_port.h)
   };
   static std::string key_of(const Assignment& a) { return a.slot() + "#" + std::to_string(a.attempt); }
 

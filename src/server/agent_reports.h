@@ -20,6 +20,8 @@ struct ReplicaReport {
   bool lost = false;
   std::optional<int> attempt;   // the assignment's attempt it belongs to, when the agent sends it
   std::string cpus;             // running: the CPUs it is bound to ("0-3,8"), when the agent sends them
+  // Not started (exited is set too): rank 0's MASTER_PORT was in use on its node (server/rendezvous_port.h).
+  int port_in_use = 0;
 };
 
 // The "health" object of a heartbeat: {"checks": [{name, status, detail, on_failure, at_ms}], "configured",

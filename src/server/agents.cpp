@@ -42,7 +42,7 @@ json replica_assignment(const ServerState& st, const ServerOptions& options, con
             {"world_size", world_size(j)},
             {"local_rank", local_rank},
             {"master_addr", master_addr},
-            {"master_port", master_port(options, j.id)},
+            {"master_port", master_port(options, j.id, attempt_of(j))},
             {"command", j.spec.command},
             {"env", j.spec.env},
             {"accelerators", r.accelerators},
@@ -87,7 +87,7 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
     const json& r = list[i];
     const std::string where = "heartbeat: replicas[" + std::to_string(i) + "]";
     if (!r.is_object()) return Error::invalid(where + " must be an object");
-    if (auto st = only_keys(r, {"job", "rank", "state", "exit_code", "attempt", "cpus"}, where); !st) return st.error();
+    if (auto st = only_keys(r, {"job", "rank", "state", "exit_code", "attempt", "cpus", "cause", "port"}, where); !st) return st.error();
     ReplicaReport rep;
     if (!r.contains("job") || !r["job"].is_string()) return Error::invalid(where + ": job (a name) is required");
     rep.job = r["job"].get<std::string>();
@@ -96,8 +96,10 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
     rep.rank = r["rank"].get<int>();
     // Not r.value("state", ""): that throws on a state of another type (a number), where the answer is this error.
     const std::string state = r.contains("state") && r["state"].is_string() ? r["state"].get<std::string>() : "";
-    if (state != "running" && state != "exited" && state != "lost")
-      return Error::invalid(where + ": state must be running, exited or lost");
+    if (state != "running" && state != "exited" && state != "lost" && state != "not_started")
+      return Error::invalid(where + ": state must be running, exited, lost or not_started");
+    if (state == "not_started")
+      if (auto st = parse_not_started(r, where, rep); !st) return st.error();
     rep.exited = state != "running";
     rep.lost = state == "lost";
     if (state == "exited") {
@@ -122,17 +124,16 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
   return out;
 }
 
-int master_port(const ServerOptions& options, JobId job) {
-  const int range = std::max(1, options.master_port_max - options.master_port_min + 1);
-  return options.master_port_min + static_cast<int>(job.index() % static_cast<uint32_t>(range));
-}
-
-void apply_exits(Txn& txn, const std::string& node_name, const std::vector<ReplicaReport>& reports) {
+void apply_exits(Txn& txn, const std::string& node_name, const std::vector<ReplicaReport>& reports, const ServerOptions& options) {
   for (const ReplicaReport& rep : reports) {
     if (!rep.exited) continue;
     const Node* node = txn.cluster().find_node(node_name);
     const Job* j = node ? reported_job(txn, *node, rep) : nullptr;
     if (!j) continue;
+    if (rep.port_in_use) {
+      if (rep.rank == 0) requeue_for_port(txn, *j, node_name, options, rep.port_in_use);
+      continue;
+    }
     const int attempt = attempt_of(*j);
     ExitTrack& track = txn.state().exits[j->id.index()];
     if (track.attempt != attempt) track = ExitTrack{attempt, {}};

@@ -2,7 +2,7 @@
 // What the server tells agents and learns from them. A Running job's placement becomes one assignment per
 // replica: ranks in placement order (pod sets in order, replicas in order), LOCAL_RANK counted among the
 // job's replicas on the same node, MASTER_ADDR the address of rank 0's node, MASTER_PORT from the job's
-// number (options.h), devices and CPUs from the binding. Exits reported by agents end the run: any non-zero
+// number and attempt (rendezvous_port.h), devices and CPUs from the binding. Exits reported by agents end the run: any non-zero
 // exit fails it ("replica R exited with code C", auto-resumed while max_retries allows), all replicas
 // exiting 0 finish it.
 #include <nlohmann/json.hpp>
@@ -12,19 +12,20 @@
 
 #include "server/agent_reports.h"
 #include "server/options.h"
+#include "server/rendezvous_port.h"
 #include "server/writer.h"
 
 namespace allot::server {
 
-// {"replicas": [{"job", "rank", "state": "running"|"exited", "exit_code"?, "attempt"?, "cpus"?}]}
+// {"replicas": [{"job", "rank", "state": "running"|"exited"|"lost"|"not_started", "exit_code"?, "attempt"?, "cpus"?,
+// "cause"?, "port"?}]}
 Result<std::vector<ReplicaReport>> parse_heartbeat(const nlohmann::json& body);
-
-int master_port(const ServerOptions& options, JobId job);
 
 // Ends the runs that the reported exits complete or fail. Exits of other runs, of replicas placed on other
 // nodes, or of jobs no longer running are ignored (agents report exits until the replica leaves their run
-// list, so a report can arrive late or twice).
-void apply_exits(Txn& txn, const std::string& node, const std::vector<ReplicaReport>& reports);
+// list, so a report can arrive late or twice). A rank 0 not started because its port was in use requeues the job
+// (rendezvous_port.h).
+void apply_exits(Txn& txn, const std::string& node, const std::vector<ReplicaReport>& reports, const ServerOptions& options);
 
 // Keeps the CPUs that running replicas of the current attempt report, for the job's description. Only
 // replicas placed on `node` count: an agent speaks for its own node.

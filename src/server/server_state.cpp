@@ -27,6 +27,7 @@ struct NodeOf {
   std::string operator()(const Finish&) const { return ""; }
   std::string operator()(const Admit&) const { return ""; }
   std::string operator()(const Preempt&) const { return ""; }
+  std::string operator()(const Requeue& o) const { return o.node; }
   std::string operator()(const Resize&) const { return ""; }
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
@@ -100,6 +101,7 @@ std::string message_of(const ServerState& st, const Record& r) {
     }
     std::string operator()(const Admit& o) const { return "admitted: " + o.reason; }
     std::string operator()(const Preempt& o) const { return "preempted: " + o.reason; }
+    std::string operator()(const Requeue& o) const { return "requeued: " + o.reason; }
     std::string operator()(const Resize& o) const {
       return "resized (" + o.cause + ") from " + std::to_string(o.from) + " to " + std::to_string(o.to) + " replicas: " + o.reason;
     }

@@ -39,6 +39,7 @@ struct NameOf {
   const char* operator()(const PlanStepRecord&) const { return "plan_step"; }
   const char* operator()(const DeletePlan&) const { return "delete_plan"; }
   const char* operator()(const CompactFinished&) const { return "compact_finished"; }
+  const char* operator()(const Requeue&) const { return "requeue"; }
 };
 struct JobOf {
   std::string operator()(const Submit& o) const { return o.job.name; }
@@ -66,6 +67,7 @@ struct JobOf {
   std::string operator()(const PlanStepRecord&) const { return ""; }
   std::string operator()(const DeletePlan&) const { return ""; }
   std::string operator()(const CompactFinished&) const { return ""; }
+  std::string operator()(const Requeue& o) const { return o.job; }
 };
 }  // namespace
 
