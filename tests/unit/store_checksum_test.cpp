@@ -223,9 +223,12 @@ TEST_F(StoreChecksumSqlite, AJournalWithoutChecksumsStillReads) {
   EXPECT_EQ(sql("SELECT 1 FROM journal_checks WHERE checked_from = 3"), "");
   // The old records are not checked (they have nothing to check against); the new ones are.
   ASSERT_EQ(sql("UPDATE journal SET body = '{\"op\":\"cancel\",\"job\":\"changed\"}' WHERE seq = 1"), "");
-  auto s = open();
-  EXPECT_TRUE(load_after(*s, 0).status.ok());
+  {
+    auto s = open();  // SQLite holds its file exclusively while open
+    EXPECT_TRUE(load_after(*s, 0).status.ok());
+  }
   ASSERT_EQ(sql("UPDATE journal SET body = '{\"op\":\"cancel\",\"job\":\"changed\"}' WHERE seq = 3"), "");
+  auto s = open();
   auto got = load_after(*s, 0);
   EXPECT_TRUE(says(got, "journal record 3 (cancel, job changed) in the batch from record 3 does not match")) << message(got);
   EXPECT_EQ(got.seqs, (std::vector<uint64_t>{1, 2}));
