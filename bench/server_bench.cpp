@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -36,6 +37,7 @@ struct Args {
 struct Bench {
   std::filesystem::path dir;
   std::unique_ptr<allot::server::Server> server;
+  std::string token;
 
   explicit Bench(const std::string& tag) {
     dir = std::filesystem::temp_directory_path() / ("allot-server-bench-" + std::to_string(::getpid()) + "-" + tag);
@@ -49,6 +51,9 @@ struct Bench {
       std::exit(1);
     }
     server = std::move(*s);
+    // The bootstrap admin's token (every endpoint needs one).
+    std::ifstream in(dir / "admin-token");
+    std::getline(in, token);
   }
   ~Bench() {
     server->stop();
@@ -60,6 +65,7 @@ struct Bench {
     c.set_keep_alive(true);
     c.set_tcp_nodelay(true);
     c.set_read_timeout(60, 0);
+    c.set_bearer_token_auth(token);
     return c;
   }
   void post(const std::string& path, const std::string& body) const {

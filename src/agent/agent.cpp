@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "agent/fencing.h"
+#include "agent/rendezvous_port.h"
 #include "agent/watchdog.h"
 #include "view/replica_failure.h"
 #include "core/plans.h"
@@ -724,7 +725,11 @@ Status Agent::heartbeat() {
     if (r.exited) {
       // Reported at once, whatever is left of its log: a log upload that keeps failing must not hold the end of a
       // run hostage (its log follows, ship_logs()).
-      if (r.lost) {
+      if (r.port_in_use) {
+        e["state"] = "not_started";
+        e["cause"] = "port_in_use";
+        e["port"] = r.port_in_use;
+      } else if (r.lost) {
         e["state"] = "lost";
       } else {
         e["state"] = "exited";
@@ -879,6 +884,19 @@ void Agent::start(const Assignment& a) {
   Replica r;
   r.a = a;
   r.log_path = (log_dir / ("rank-" + std::to_string(a.rank) + ".log")).string();
+  if (a.rank == 0)
+    if (auto free = rendezvous_port_free(a.master_port); !free) {
+      // The node's problem, not the job's: not started and not recorded as started; the server requeues the job
+      // without using a retry, and its next attempt gets another port.
+      say("not starting replica " + key + ": " + free.error().message);
+      (void)make_private_dir(log_dir.string());
+      (void)append_log_line(r.log_path, "allot agent: this run was not started: " + free.error().message +
+                                            "; the job is requeued with another port");
+      r.exited = true;
+      r.port_in_use = a.master_port;
+      replicas_[key] = std::move(r);
+      return;
+    }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (geteuid() == 0) (void)chmod(job_dir.c_str(), 0711);  // a job's attempts are not listed to other users

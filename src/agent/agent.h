@@ -122,6 +122,7 @@ class Agent {
     std::string pull_failure;    // the registry's answer when the pull failed; reported with the exit
     std::string pidfile;         // where podman writes the container's host pid
     bool container_recorded = false;  // its pid is in the state file (records_), for the watchdog and a restart
+    int port_in_use = 0;  // not started: its MASTER_PORT was held on this node (agent/rendezvous_port.h)
   };
   static std::string key_of(const Assignment& a) { return a.slot() + "#" + std::to_string(a.attempt); }
 

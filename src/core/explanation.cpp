@@ -6,7 +6,7 @@
 namespace allot {
 namespace {
 
-constexpr std::array<std::pair<ReasonCode, const char*>, 29> kNames = {{
+constexpr std::array<std::pair<ReasonCode, const char*>, 30> kNames = {{
     {ReasonCode::kNone, "none"},
     {ReasonCode::kSubmitted, "submitted"},
     {ReasonCode::kQuota, "quota"},
@@ -36,6 +36,7 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 29> kNames = {{
     {ReasonCode::kPlanPending, "plan_pending"},
     {ReasonCode::kPlanEnded, "plan_ended"},
     {ReasonCode::kPlanEnding, "plan_ending"},
+    {ReasonCode::kRendezvousPort, "rendezvous_port"},
 }};
 
 }  // namespace

@@ -43,6 +43,9 @@ enum class ReasonCode : uint8_t {
   kPlanPending,      // waiting: its plan has not started, or its nodes have not joined yet
   kPlanEnded,        // waiting, never runs: its plan has ended or was deleted
   kPlanEnding,       // suspended: its plan's end is near; checkpointed and requeued
+  // Suspended without using a retry: rank 0's node could not give the run its rendezvous port (MASTER_PORT was in
+  // use there); the next run gets another port.
+  kRendezvousPort,
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

@@ -21,8 +21,11 @@ enum class ReplicaState {
   // Exited, exit code unknown: the replica ended with its agent (a restarted agent reports what its predecessor
   // started and did not see end, agent/attempt_journal.h). A failure, like a non-zero exit.
   kLost,
+  // Never started: rank 0's MASTER_PORT was held on its node (server/rendezvous_port.h, `cause` and `port`). It does
+  // not run: like an exit, the heartbeat goes to the writer and the run list drops it.
+  kNotStarted,
 };
-const char* replica_state_name(ReplicaState s);  // "running", "pulling", "exited", "lost"
+const char* replica_state_name(ReplicaState s);  // "running", "pulling", "exited", "lost", "not_started"
 
 // Why the agent ended an attempt itself (view/replica_failure.h): an exited replica's "failure".
 struct ReplicaFailure {
@@ -35,11 +38,13 @@ struct ReplicaReport {
   std::string job;
   int rank = 0;
   ReplicaState state = ReplicaState::kRunning;
-  bool exited() const { return state == ReplicaState::kExited || state == ReplicaState::kLost; }
+  bool exited() const { return state == ReplicaState::kExited || state == ReplicaState::kLost || state == ReplicaState::kNotStarted; }
   int exit_code = 0;            // when exited without a failure
   std::optional<ReplicaFailure> failure;  // when exited: the agent ended it (the exit code means nothing then)
   std::optional<int> attempt;   // the assignment's attempt it belongs to, when the agent sends it
   std::string cpus;             // running: the CPUs it is bound to ("0-3,8"), when the agent sends them
+  // Not started (exited is set too): rank 0's MASTER_PORT was in use on its node (server/rendezvous_port.h).
+  int port_in_use = 0;
 };
 
 // The "health" object of a heartbeat: {"checks": [{name, status, detail, on_failure, at_ms}], "configured",

@@ -60,7 +60,7 @@ json replica_assignment(const ServerState& st, const ServerOptions& options, con
             {"world_size", world_size(j)},
             {"local_rank", local_rank},
             {"master_addr", master_addr},
-            {"master_port", master_port(options, j.id)},
+            {"master_port", master_port(options, j.id, attempt_of(j))},
             {"command", j.spec.command},
             {"env", j.spec.env},
             {"accelerators", r.accelerators},
@@ -95,7 +95,8 @@ const Job* reported_job(const Txn& txn, const Node& node, const ReplicaReport& r
 }
 
 std::optional<ReplicaState> replica_state_named(const std::string& name) {
-  for (ReplicaState s : {ReplicaState::kRunning, ReplicaState::kPulling, ReplicaState::kExited, ReplicaState::kLost})
+  for (ReplicaState s : {ReplicaState::kRunning, ReplicaState::kPulling, ReplicaState::kExited, ReplicaState::kLost,
+                         ReplicaState::kNotStarted})
     if (name == replica_state_name(s)) return s;
   return std::nullopt;
 }
@@ -140,6 +141,7 @@ const char* replica_state_name(ReplicaState s) {
     case ReplicaState::kPulling: return "pulling";
     case ReplicaState::kExited: return "exited";
     case ReplicaState::kLost: return "lost";
+    case ReplicaState::kNotStarted: return "not_started";
   }
   return "?";
 }
@@ -154,7 +156,7 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
     const json& r = list[i];
     const std::string where = "heartbeat: replicas[" + std::to_string(i) + "]";
     if (!r.is_object()) return Error::invalid(where + " must be an object");
-    if (auto st = only_keys(r, {"job", "rank", "state", "exit_code", "attempt", "cpus", "failure"}, where); !st) return st.error();
+    if (auto st = only_keys(r, {"job", "rank", "state", "exit_code", "attempt", "cpus", "failure", "cause", "port"}, where); !st) return st.error();
     ReplicaReport rep;
     if (!r.contains("job") || !r["job"].is_string()) return Error::invalid(where + ": job (a name) is required");
     rep.job = r["job"].get<std::string>();
@@ -164,8 +166,10 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
     // Not r.value("state", ""): that throws on a state of another type (a number), where the answer is this error.
     const std::string state = r.contains("state") && r["state"].is_string() ? r["state"].get<std::string>() : "";
     auto named = replica_state_named(state);
-    if (!named) return Error::invalid(where + ": state must be running, pulling, exited or lost");
+    if (!named) return Error::invalid(where + ": state must be running, pulling, exited, lost or not_started");
     rep.state = *named;
+    if (rep.state == ReplicaState::kNotStarted)
+      if (auto st = parse_not_started(r, where, rep); !st) return st.error();
     if (r.contains("failure")) {
       if (rep.state != ReplicaState::kExited) return Error::invalid(where + ": only an exited replica may carry a failure");
       auto failure = parse_failure(r["failure"], where + ".failure");
@@ -197,17 +201,16 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
   return out;
 }
 
-int master_port(const ServerOptions& options, JobId job) {
-  const int range = std::max(1, options.master_port_max - options.master_port_min + 1);
-  return options.master_port_min + static_cast<int>(job.index() % static_cast<uint32_t>(range));
-}
-
-void apply_exits(Txn& txn, const std::string& node_name, const std::vector<ReplicaReport>& reports) {
+void apply_exits(Txn& txn, const std::string& node_name, const std::vector<ReplicaReport>& reports, const ServerOptions& options) {
   for (const ReplicaReport& rep : reports) {
     if (!rep.exited()) continue;
     const Node* node = txn.cluster().find_node(node_name);
     const Job* j = node ? reported_job(txn, *node, rep) : nullptr;
     if (!j) continue;
+    if (rep.port_in_use) {
+      if (rep.rank == 0) requeue_for_port(txn, *j, node_name, options, rep.port_in_use);
+      continue;
+    }
     const int attempt = attempt_of(*j);
     ExitTrack& track = txn.state().exits[j->id.index()];
     if (track.attempt != attempt) track = ExitTrack{attempt, {}};

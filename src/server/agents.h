@@ -2,7 +2,7 @@
 // What the server tells agents and learns from them. A Running job's placement becomes one assignment per
 // replica: ranks in placement order (pod sets in order, replicas in order), LOCAL_RANK counted among the
 // job's replicas on the same node, MASTER_ADDR the address of rank 0's node, MASTER_PORT from the job's
-// number (options.h), devices and CPUs from the binding. Exits reported by agents end the run: any non-zero
+// number and attempt (rendezvous_port.h), devices and CPUs from the binding. Exits reported by agents end the run: any non-zero
 // exit fails it ("replica R exited with code C", auto-resumed while max_retries allows), all replicas
 // exiting 0 finish it. An image the agent cannot pull fails it too ("image pull: <image>: <answer>"), charged to the
 // job like any failure and never to the node.
@@ -13,20 +13,21 @@
 
 #include "server/agent_reports.h"
 #include "server/options.h"
+#include "server/rendezvous_port.h"
 #include "server/writer.h"
 
 namespace allot::server {
 
-// {"replicas": [{"job", "rank", "state": "running"|"pulling"|"exited"|"lost", "exit_code"?, "attempt"?, "cpus"?,
-//   "failure"?: {"reason": "image_pull", "message"}}]}: an exited replica has an exit_code or a failure (docs/api.md).
+// {"replicas": [{"job", "rank", "state": "running"|"pulling"|"exited"|"lost"|"not_started", "exit_code"?, "attempt"?,
+//   "cpus"?, "failure"?: {"reason": "image_pull", "message"}, "cause"?, "port"?}]}: an exited replica has an exit_code
+//   or a failure; a not_started one its cause (docs/api.md).
 Result<std::vector<ReplicaReport>> parse_heartbeat(const nlohmann::json& body);
-
-int master_port(const ServerOptions& options, JobId job);
 
 // Ends the runs that the reported exits complete or fail. Exits of other runs, of replicas placed on other
 // nodes, or of jobs no longer running are ignored (agents report exits until the replica leaves their run
-// list, so a report can arrive late or twice).
-void apply_exits(Txn& txn, const std::string& node, const std::vector<ReplicaReport>& reports);
+// list, so a report can arrive late or twice). A rank 0 not started because its port was in use requeues the job
+// (rendezvous_port.h).
+void apply_exits(Txn& txn, const std::string& node, const std::vector<ReplicaReport>& reports, const ServerOptions& options);
 
 // Keeps which replicas of the current attempt pull their image (ServerState::pulls): a pulling report adds one,
 // any other report of it removes it; the first pulling report of an attempt is the event "pulling image I on node

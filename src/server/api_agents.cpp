@@ -272,7 +272,7 @@ Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::stri
   }
   if (health) on_health_report(txn, options, name, *health);
   note_pulls(txn, name, reports);
-  apply_exits(txn, name, reports);
+  apply_exits(txn, name, reports, options);
   note_replica_cpus(txn, name, reports);
   note_heartbeat(txn.state(), name, reports);
   // The same answer as a heartbeat answered off the writer gets (heartbeat_board.h), from the state after the batch.

@@ -33,9 +33,9 @@ struct ServerOptions {
   // all agents, are silent past the timeout at once, none is timed out (0 nodes: never held).
   double disruption_share = 0.55;
   size_t disruption_min_nodes = 3;
-  // MASTER_PORT of a job is master_port_min + (job number mod the range size): deterministic, so a restarted
-  // server gives the same port, and distinct for the jobs that run at the same time unless more than the
-  // range size are started between two of them.
+  // MASTER_PORT of a job's attempt: master_port_min + ((job number + 97 x attempt) mod the range size)
+  // (rendezvous_port.h): deterministic, so a restarted server gives the same port, and another for each attempt,
+  // so that a port held on rank 0's node is not tried again.
   int master_port_min = 29500;
   int master_port_max = 30499;
   size_t max_body_bytes = 1 << 20;          // larger request bodies get 413, whatever their framing

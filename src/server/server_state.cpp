@@ -27,6 +27,7 @@ struct NodeOf {
   std::string operator()(const Finish&) const { return ""; }
   std::string operator()(const Admit&) const { return ""; }
   std::string operator()(const Preempt&) const { return ""; }
+  std::string operator()(const Requeue& o) const { return o.node; }
   std::string operator()(const Resize&) const { return ""; }
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
@@ -40,33 +41,6 @@ struct NodeOf {
   std::string operator()(const CompactFinished&) const { return ""; }
 };
 
-struct JobOf {
-  std::string operator()(const Submit& o) const { return o.job.name; }
-  std::string operator()(const Cancel& o) const { return o.job; }
-  std::string operator()(const Finish& o) const { return o.job; }
-  std::string operator()(const Admit& o) const { return o.job; }
-  std::string operator()(const Preempt& o) const { return o.job; }
-  std::string operator()(const Resize& o) const { return o.job; }
-  // No catch-all: a new kind of record does not compile until it says which job it names, if any.
-  std::string operator()(const SetPolicy&) const { return ""; }
-  std::string operator()(const UpsertTeam&) const { return ""; }
-  std::string operator()(const RemoveTeam&) const { return ""; }
-  std::string operator()(const AddNode&) const { return ""; }
-  std::string operator()(const RemoveNode&) const { return ""; }
-  std::string operator()(const NodeHealthChange&) const { return ""; }
-  std::string operator()(const Cordon&) const { return ""; }
-  std::string operator()(const Drain&) const { return ""; }
-  std::string operator()(const CreateToken&) const { return ""; }
-  std::string operator()(const RevokeToken&) const { return ""; }
-  std::string operator()(const Audit&) const { return ""; }
-  std::string operator()(const HoldJob& o) const { return o.job; }
-  std::string operator()(const SetJobPriority& o) const { return o.job; }
-  std::string operator()(const DeleteJob& o) const { return o.job; }
-  std::string operator()(const CreatePlan&) const { return ""; }
-  std::string operator()(const PlanStepRecord&) const { return ""; }
-  std::string operator()(const DeletePlan&) const { return ""; }
-  std::string operator()(const CompactFinished&) const { return ""; }
-};
 
 // The nodes in the cluster of the plan a plan step or deletion names: the jobs it may stop run there, and they
 // may leave.
@@ -127,6 +101,7 @@ std::string message_of(const ServerState& st, const Record& r) {
     }
     std::string operator()(const Admit& o) const { return "admitted: " + o.reason; }
     std::string operator()(const Preempt& o) const { return "preempted: " + o.reason; }
+    std::string operator()(const Requeue& o) const { return "requeued: " + o.reason; }
     std::string operator()(const Resize& o) const {
       return "resized (" + o.cause + ") from " + std::to_string(o.from) + " to " + std::to_string(o.to) + " replicas: " + o.reason;
     }
@@ -402,7 +377,7 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
       if (std::find(before.begin(), before.end(), id) == before.end()) before.push_back(id);
   for (JobId id : before) states.push_back(st.cluster.jobs[id.index()].state), restarts.push_back(st.cluster.jobs[id.index()].restarts);
   // The job a job operation names, if it runs: a run that ends is accounted for (goodput, restarts).
-  const std::string job_name = std::visit(JobOf{}, r.op);
+  const std::string job_name = job_of(r.op);
   const Job* named = job_name.empty() ? nullptr : st.cluster.find_job(job_name);
   const bool named_running = named && named->state == JobState::kRunning;
   const int named_restarts = named ? named->restarts : 0;
@@ -432,7 +407,7 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   }
   // The audit trail has its own endpoint; the event stream is for what happened to the cluster.
   if (std::holds_alternative<Audit>(r.op)) return ok_status();
-  push(st, events, r.at, op_name(r.op), std::visit(JobOf{}, r.op), node, message_of(st, r));
+  push(st, events, r.at, op_name(r.op), job_of(r.op), node, message_of(st, r));
   note_preemption(st, r, events.back());
   events.back().audience = event_audience(r.op);
   for (size_t i = 0; i < before.size(); ++i) {
@@ -447,7 +422,7 @@ void note_decision(ServerState& st, const Record& r, std::vector<Event>& events)
   // A preemption ended a run (the scheduler applied it already; started_at still names that run).
   if (const auto* p = std::get_if<Preempt>(&r.op))
     if (const Job* j = st.cluster.find_job(p->job)) account_stop(st, *j, r.at, j->restarts, p->reason, "");
-  push(st, events, r.at, op_name(r.op), std::visit(JobOf{}, r.op), "", message_of(st, r));
+  push(st, events, r.at, op_name(r.op), job_of(r.op), "", message_of(st, r));
   note_preemption(st, r, events.back());
   events.back().audience = event_audience(r.op);
 }

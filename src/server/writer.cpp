@@ -297,7 +297,7 @@ void Writer::set_advertise_url(std::string url) {
   advertise_url_ = std::move(url);
 }
 
-void Writer::follow() {
+bool Writer::follow() {
   std::vector<Event> events;
   auto status = store_->load_after(state_.last_seq, [&](const store::Record& r) -> Status {
     if (r.seq != state_.last_seq + 1)
@@ -310,9 +310,11 @@ void Writer::follow() {
     state_changed_ = true;
     return ok_status();
   });
-  if (!status) spdlog::error("following the journal: {}", status.error().message);
+  if (!status && status.error().message != follow_error_) spdlog::error("following the journal: {}", status.error().message);
+  follow_error_ = status ? std::string() : status.error().message;
   events_.publish(std::move(events));
   publish_tokens();
+  return status.ok();
 }
 
 void Writer::step_leadership(bool force) {
@@ -349,7 +351,9 @@ void Writer::step_leadership(bool force) {
     needs_rebuild_ = false;
     spdlog::info("state rebuilt from the journal up to record {}", state_.last_seq);
   }
-  follow();
+  // A standby that cannot read the journal to its end (the database is away, or a record is damaged) does not
+  // lead: it would write after a state that is not the journal's.
+  if (!follow()) return;
   auto led = store_->try_lead(own_url());
   if (!led) {
     spdlog::error("cannot take part in the leader election: {}", led.error().message);
@@ -362,7 +366,7 @@ void Writer::step_leadership(bool force) {
     return;
   }
   // Nothing can be written between our catch-up and our first batch but by us: read to the end, then lead.
-  follow();
+  (void)follow();
   const int64_t now_ms = options_.clock();
   for (auto& [name, info] : state_.nodes) info.last_heartbeat_ms = now_ms;
   dirty_ = true;

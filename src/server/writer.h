@@ -224,7 +224,11 @@ class Writer {
   // Rebuilds a state from the journal; with `publish`, its events go to the event log as well.
   Result<ServerState> replay(bool publish);
   // A standby: applies what the leader wrote since the last record applied, and publishes its events.
-  void follow();
+  // Applies the journal's records after the state's last one; false (and logged, once per distinct error) when it
+  // cannot read them all, a damaged record among them (store/journal_checksum.h): a standby that cannot follow
+  // does not take the lead.
+  bool follow();
+  std::string follow_error_;  // the last error of follow(), logged once
   // The leader, after a durable batch: writes a snapshot when snapshot_every_records records or
   // snapshot_interval have passed since the last one (options.h). The state is taken on the writer thread (the
   // read view when it is current, else a copy, which then serves as the view too); encoding and writing it take

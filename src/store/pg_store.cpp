@@ -2,8 +2,10 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <thread>
 
+#include "store/journal_checksum.h"
 #include "store/record_json.h"
 #include "store/snapshot_parts.h"
 
@@ -32,6 +34,11 @@ const std::vector<std::vector<const char*>> kMigrations = {
     // 5: the leader's lease (pg_store.h): until when it holds, and the backend of its session.
     {"ALTER TABLE allot_leader ADD COLUMN lease_until timestamptz NOT NULL DEFAULT now(), "
      "ADD COLUMN backend_pid integer NOT NULL DEFAULT 0"},
+    // 6: each record's checksum and, on the last record of each batch, the batch's chained one
+    // (journal_checksum.h); the records already there have none, and every record from `checked_from` on must.
+    {"ALTER TABLE allot_journal ADD COLUMN sum text, ADD COLUMN chain text",
+     "CREATE TABLE allot_journal_checks (checked_from bigint NOT NULL)",
+     "INSERT INTO allot_journal_checks (checked_from) SELECT COALESCE(MAX(seq), 0) + 1 FROM allot_journal"},
 };
 
 constexpr int kJournalPage = 5000;  // records fetched per query while loading
@@ -151,12 +158,17 @@ Result<std::unique_ptr<PgStore>> PgStore::open(const std::string& url, PgOptions
   std::lock_guard lock(s->mu_);
   if (auto st = s->connect_locked(); !st) return st.error();
   if (auto st = s->migrate_locked(); !st) return st.error();
+  auto from = run(s->conn_, s->described_, "SELECT checked_from FROM allot_journal_checks");
+  if (!from) return from.error();
+  if (PQntuples(from->get()) != 1) return Error::internal("database " + s->described_ + ": allot_journal_checks has no row");
+  s->checked_from_ = std::strtoull(PQgetvalue(from->get(), 0, 0), nullptr, 10);
   return s;
 }
 
 Status PgStore::fail_write_locked(const Error& e) {
   // Roll back, or, when the session itself is gone, stop leading for good. A commit whose answer was lost may or
   // may not have happened; it was not acknowledged either way.
+  last_chain_.reset();
   if (connection_ok(conn_)) (void)run(conn_, described_, "ROLLBACK");
   if (!connection_ok(conn_)) {
     lose_session_locked();
@@ -293,16 +305,29 @@ Status PgStore::append(const std::vector<Record>& batch) {
   auto encoded = record_bodies(batch);
   if (!encoded) return encoded.error();
   const std::vector<std::string>& bodies = *encoded;
+  std::vector<RecordKey> keys;
+  keys.reserve(batch.size());
+  for (const Record& r : batch) keys.push_back({r.seq, r.at, op_name(r.op)});
+  BatchSums sums = seal_batch("", keys, bodies);  // the chain is sealed again once the previous one is known
   auto lock = appends_first_.lock(mu_);
   auto fail = [this](const Error& e) -> Status { return fail_write_locked(e); };
   if (auto st = begin_fenced_locked(); !st) return st;
+  if (!last_chain_) {
+    // Inside the fenced transaction: nobody else appends while this store leads.
+    auto c = run(conn_, described_, "SELECT chain FROM allot_journal WHERE chain IS NOT NULL ORDER BY seq DESC LIMIT 1");
+    if (!c) return fail(c.error());
+    last_chain_ = PQntuples(c->get()) == 1 ? std::string(PQgetvalue(c->get(), 0, 0)) : std::string();
+  }
+  sums.chain = chain_checksum(*last_chain_, sums.records);
   std::string sql;
   std::vector<std::string> params;
+  size_t in_statement = 0;  // records in the statement being built
   auto flush = [&]() -> Status {
     if (params.empty()) return ok_status();
     auto r = run(conn_, described_, sql, params);
     sql.clear();
     params.clear();
+    in_statement = 0;
     if (!r) return r.error();
     return ok_status();
   };
@@ -310,19 +335,24 @@ Status PgStore::append(const std::vector<Record>& batch) {
   for (size_t i = 0; i < batch.size(); ++i) {
     if (options_.fault_before_insert)
       if (auto st = options_.fault_before_insert(i); !st) return fail(st.error());
-    if (params.empty()) sql = "INSERT INTO allot_journal (seq, at, kind, body) VALUES ";
+    if (params.empty()) sql = "INSERT INTO allot_journal (seq, at, kind, body, sum, chain) VALUES ";
     const size_t n = params.size();
+    const bool last = i + 1 == batch.size();
     sql += (n ? ",($" : "($") + std::to_string(n + 1) + "::bigint,$" + std::to_string(n + 2) + "::bigint,$" +
-           std::to_string(n + 3) + ",$" + std::to_string(n + 4) + ")";
+           std::to_string(n + 3) + ",$" + std::to_string(n + 4) + ",$" + std::to_string(n + 5) + "," +
+           (last ? "$" + std::to_string(n + 6) : std::string("NULL")) + ")";
     params.push_back(std::to_string(batch[i].seq));
     params.push_back(std::to_string(batch[i].at));
     params.push_back(op_name(batch[i].op));
     params.push_back(bodies[i]);
-    if (params.size() / 4 >= chunk)
+    params.push_back(sums.records[i]);
+    if (last) params.push_back(sums.chain);
+    if (++in_statement >= chunk)
       if (auto st = flush(); !st) return fail(Error::internal("cannot append from record " + std::to_string(batch[i].seq) + ": " + st.error().message));
   }
   if (auto st = flush(); !st) return fail(Error::internal("cannot append record(s) up to " + std::to_string(batch.back().seq) + ": " + st.error().message));
   if (auto r = run(conn_, described_, "COMMIT"); !r) return fail(r.error());
+  last_chain_ = std::move(sums.chain);
   return ok_status();
 }
 
@@ -332,22 +362,46 @@ Status PgStore::load_after(uint64_t after, const std::function<Status(const Reco
     if (leading_) lose_session_locked();
     if (auto st = connect_locked(); !st) return st;
   }
-  uint64_t last = after;
+  // Reading starts at the batch that holds record `after` + 1, after the last batch end at or before `after`, so
+  // that its chain can be checked (journal_checksum.h); records up to `after` are checked, not handed over.
+  auto boundary = run(conn_, described_,
+                      "SELECT seq, chain FROM allot_journal WHERE seq <= $1::bigint AND seq >= $2::bigint AND chain IS NOT NULL "
+                      "ORDER BY seq DESC LIMIT 1",
+                      {std::to_string(after), std::to_string(checked_from_)});
+  if (!boundary) return Error::internal("cannot read the journal: " + boundary.error().message);
+  uint64_t last = std::min(after + 1, checked_from_) - 1;  // rows after this one are read
+  std::string chain;
+  if (PQntuples(boundary->get()) == 1) {
+    last = std::strtoull(PQgetvalue(boundary->get(), 0, 0), nullptr, 10);
+    chain = PQgetvalue(boundary->get(), 0, 1);
+  }
+  // A standby reads here while the leader appends: every page sees whole batches (each is one transaction), and a
+  // batch cut by a page's end is checked once the next page brings its last record.
+  JournalReader reader(described_, std::move(chain), checked_from_, after, fn);
   for (;;) {
-    auto rows = run(conn_, described_, "SELECT seq, at, body FROM allot_journal WHERE seq > $1::bigint ORDER BY seq LIMIT " +
-                                           std::to_string(kJournalPage),
+    auto rows = run(conn_, described_,
+                    "SELECT seq, at, kind, body, sum, chain FROM allot_journal WHERE seq > $1::bigint ORDER BY seq LIMIT " +
+                        std::to_string(kJournalPage),
                     {std::to_string(last)});
     if (!rows) return Error::internal("cannot read the journal: " + rows.error().message);
-    const int n = PQntuples(rows->get());
+    PGresult* res = rows->get();
+    const int n = PQntuples(res);
+    auto text = [&](int i, int col) {
+      return PQgetisnull(res, i, col) ? std::string_view() : std::string_view(PQgetvalue(res, i, col), PQgetlength(res, i, col));
+    };
     for (int i = 0; i < n; ++i) {
-      const auto seq = static_cast<uint64_t>(std::strtoull(PQgetvalue(rows->get(), i, 0), nullptr, 10));
-      const Time at = std::strtoll(PQgetvalue(rows->get(), i, 1), nullptr, 10);
-      auto r = record_from_row(seq, at, std::string_view(PQgetvalue(rows->get(), i, 2), PQgetlength(rows->get(), i, 2)), described_);
-      if (!r) return r.error();
-      if (auto st = fn(*r); !st) return st;
+      const auto seq = static_cast<uint64_t>(std::strtoull(PQgetvalue(res, i, 0), nullptr, 10));
+      if (auto st = reader.row({.seq = seq,
+                                .at = std::strtoll(PQgetvalue(res, i, 1), nullptr, 10),
+                                .kind = text(i, 2),
+                                .body = text(i, 3),
+                                .sum = text(i, 4),
+                                .chain = text(i, 5)});
+          !st)
+        return st;
       last = seq;
     }
-    if (n < kJournalPage) return ok_status();
+    if (n < kJournalPage) return reader.end();
   }
 }
 
@@ -397,6 +451,7 @@ Result<bool> PgStore::try_lead(const std::string& url) {
   }
   epoch_ = std::atoll(PQgetvalue(e->get(), 0, 0));
   leading_ = true;
+  last_chain_.reset();  // read again, inside the first batch's fenced transaction
   return true;
 }
 

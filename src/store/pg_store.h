@@ -6,6 +6,9 @@
 // default), so a batch is committed (and, where the database replicates synchronously, replicated) when append
 // returns, or not there at all.
 //
+// Checksums: every record carries its own and each batch's last record the batch's chained one
+// (journal_checksum.h), written by append and checked by load_after, so by a standby as it follows too.
+//
 // Schema: the tables are created and migrated on open, one numbered migration at a time, under a transaction-level
 // advisory lock so that servers starting together migrate once; a database written by a newer allot is refused.
 //
@@ -24,6 +27,8 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "store/snapshot_parts.h"
 #include "store/store.h"
@@ -98,6 +103,8 @@ class PgStore final : public Store {
   pg_conn* conn_ = nullptr;
   bool leading_ = false;
   int64_t epoch_ = 0;  // allot_leader.epoch this store set when it took the lead
+  uint64_t checked_from_ = 1;               // the first record that must carry a checksum (journal_checksum.h)
+  std::optional<std::string> last_chain_;  // the last batch's chain while leading; unknown after a failure
 };
 
 // "postgresql://allot:secret@db/allot?sslmode=require" -> "postgresql://allot@db/allot?sslmode=require".

@@ -39,9 +39,39 @@ struct NameOf {
   const char* operator()(const PlanStepRecord&) const { return "plan_step"; }
   const char* operator()(const DeletePlan&) const { return "delete_plan"; }
   const char* operator()(const CompactFinished&) const { return "compact_finished"; }
+  const char* operator()(const Requeue&) const { return "requeue"; }
+};
+struct JobOf {
+  std::string operator()(const Submit& o) const { return o.job.name; }
+  std::string operator()(const Cancel& o) const { return o.job; }
+  std::string operator()(const Finish& o) const { return o.job; }
+  std::string operator()(const Admit& o) const { return o.job; }
+  std::string operator()(const Preempt& o) const { return o.job; }
+  std::string operator()(const Resize& o) const { return o.job; }
+  // No catch-all: a new kind of record does not compile until it says which job it names, if any.
+  std::string operator()(const SetPolicy&) const { return ""; }
+  std::string operator()(const UpsertTeam&) const { return ""; }
+  std::string operator()(const RemoveTeam&) const { return ""; }
+  std::string operator()(const AddNode&) const { return ""; }
+  std::string operator()(const RemoveNode&) const { return ""; }
+  std::string operator()(const NodeHealthChange&) const { return ""; }
+  std::string operator()(const Cordon&) const { return ""; }
+  std::string operator()(const Drain&) const { return ""; }
+  std::string operator()(const CreateToken&) const { return ""; }
+  std::string operator()(const RevokeToken&) const { return ""; }
+  std::string operator()(const Audit&) const { return ""; }
+  std::string operator()(const HoldJob& o) const { return o.job; }
+  std::string operator()(const SetJobPriority& o) const { return o.job; }
+  std::string operator()(const DeleteJob& o) const { return o.job; }
+  std::string operator()(const CreatePlan&) const { return ""; }
+  std::string operator()(const PlanStepRecord&) const { return ""; }
+  std::string operator()(const DeletePlan&) const { return ""; }
+  std::string operator()(const CompactFinished&) const { return ""; }
+  std::string operator()(const Requeue& o) const { return o.job; }
 };
 }  // namespace
 
 const char* op_name(const Op& op) { return std::visit(NameOf{}, op); }
+std::string job_of(const Op& op) { return std::visit(JobOf{}, op); }
 
 }  // namespace allot::store

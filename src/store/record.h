@@ -191,6 +191,16 @@ struct DeletePlan {
   std::string plan;
   friend bool operator==(const DeletePlan&, const DeletePlan&) = default;
 };
+// A run stopped for a cause that is its node's, not the job's: rank 0's node found the run's MASTER_PORT in use
+// before starting it (docs/resiliency.md, "The rendezvous port"). The job is suspended without using a retry (as a
+// preemption is) and requeued; its next run gets another port.
+struct Requeue {
+  std::string job;
+  std::string node;
+  int port = 0;
+  std::string reason;
+  friend bool operator==(const Requeue&, const Requeue&) = default;
+};
 // Retention (`allot server --retain-finished`): every finished job whose last change was at or before the cutoff
 // leaves the live state (core/state.h, compact_finished). Its own records stay in the journal.
 struct CompactFinished {
@@ -201,10 +211,12 @@ struct CompactFinished {
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
                         Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
                         SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan,
-                        CompactFinished>;
+                        CompactFinished, Requeue>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);
+// The job a record is about (submit, admit, finish, ...); empty for records about no one job.
+std::string job_of(const Op& op);
 
 // Who made a change: the token the request carried (its id, role and scope), or the server itself ("server":
 // scheduler decisions, heartbeat timeouts, the bootstrap token). Records written before tokens existed have

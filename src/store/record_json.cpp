@@ -162,6 +162,7 @@ struct ToJson {
   json operator()(const PlanStepRecord& o) const { return {{"plan", o.plan}, {"state", o.state}}; }
   json operator()(const DeletePlan& o) const { return {{"plan", o.plan}}; }
   json operator()(const CompactFinished& o) const { return {{"finished_before", o.finished_before}}; }
+  json operator()(const Requeue& o) const { return {{"job", o.job}, {"node", o.node}, {"port", o.port}, {"reason", o.reason}}; }
 };
 
 }  // namespace
@@ -220,6 +221,7 @@ Op parse_op(const json& j) {
   if (kind == "plan_step") return PlanStepRecord{str("plan"), str("state")};
   if (kind == "delete_plan") return DeletePlan{str("plan")};
   if (kind == "compact_finished") return CompactFinished{j.at("finished_before").get<Time>()};
+  if (kind == "requeue") return Requeue{str("job"), str("node"), j.at("port").get<int>(), str("reason")};
   throw std::invalid_argument("unknown record kind '" + kind + "'");
 }
 

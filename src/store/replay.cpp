@@ -57,6 +57,11 @@ struct Apply {
                       .record = nullptr};
     return apply_decision(s, d, at);
   }
+  Status operator()(const Requeue& o) const {
+    auto id = job_id(s, o.job);
+    if (!id) return id.error();
+    return preempt_job(s, *id, at, o.reason, ReasonCode::kRendezvousPort);
+  }
   Status operator()(const Resize& o) const {
     auto id = job_id(s, o.job);
     if (!id) return id.error();

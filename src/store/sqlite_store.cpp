@@ -2,10 +2,12 @@
 
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <sqlite3.h>
 
+#include "store/journal_checksum.h"
 #include "store/record_json.h"
 #include "store/snapshot_parts.h"
 
@@ -24,7 +26,8 @@ Status SqliteStore::check_space() {
 
 namespace {
 // Bumped when the journal's layout changes in a way older readers cannot read. 2: snapshots. 3: snapshots in parts.
-constexpr int kSchemaVersion = 3;
+// 4: checksums (journal_checksum.h).
+constexpr int kSchemaVersion = 4;
 
 // Migration i (counting from 1) takes the file from version i-1 to version i. A migration that has shipped is
 // never edited: a change of layout is a new one at the end. (The journal table itself is created on open.)
@@ -36,6 +39,11 @@ const std::vector<std::vector<const char*>> kMigrations = {
     // 3: a snapshot's body in parts (snapshot_parts.h); `parts` = 0 keeps a version 2 snapshot readable.
     {"CREATE TABLE snapshot_parts (seq INTEGER NOT NULL, part INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (seq, part))",
      "ALTER TABLE snapshots ADD COLUMN parts INTEGER NOT NULL DEFAULT 0"},
+    // 4: each record's checksum and, on the last record of each batch, the batch's chained one
+    // (journal_checksum.h); the records already there have none, and every record from `checked_from` on must.
+    {"ALTER TABLE journal ADD COLUMN sum TEXT", "ALTER TABLE journal ADD COLUMN chain TEXT",
+     "CREATE TABLE journal_checks (checked_from INTEGER NOT NULL)",
+     "INSERT INTO journal_checks (checked_from) SELECT COALESCE(MAX(seq), 0) + 1 FROM journal"},
 };
 }  // namespace
 
@@ -103,9 +111,16 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
       return st.error();
     }
   }
-  if (sqlite3_prepare_v2(s->db_, "INSERT INTO journal (seq, at, kind, body) VALUES (?, ?, ?, ?)", -1, &s->insert_,
-                         nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v2(s->db_, "INSERT INTO journal (seq, at, kind, body, sum, chain) VALUES (?, ?, ?, ?, ?, ?)", -1,
+                         &s->insert_, nullptr) != SQLITE_OK)
     return s->error("cannot prepare the insert");
+  if (sqlite3_prepare_v2(s->db_, "SELECT checked_from FROM journal_checks", -1, &v, nullptr) != SQLITE_OK ||
+      sqlite3_step(v) != SQLITE_ROW) {
+    sqlite3_finalize(v);
+    return s->error("cannot read journal_checks (the journal's checksums start)");
+  }
+  s->checked_from_ = static_cast<uint64_t>(sqlite3_column_int64(v, 0));
+  sqlite3_finalize(v);
   return s;
 }
 
@@ -120,7 +135,16 @@ Status SqliteStore::append(const std::vector<Record>& batch) {
   auto encoded = record_bodies(batch);
   if (!encoded) return encoded.error();
   const std::vector<std::string>& bodies = *encoded;
+  std::vector<RecordKey> keys;
+  keys.reserve(batch.size());
+  for (const Record& r : batch) keys.push_back({r.seq, r.at, op_name(r.op)});
   auto lock = appends_first_.lock(mu_);
+  if (!last_chain_) {
+    auto chain = last_chain_locked();
+    if (!chain) return chain.error();
+    last_chain_ = std::move(*chain);
+  }
+  const BatchSums sums = seal_batch(*last_chain_, keys, bodies);
   auto st = exec("BEGIN IMMEDIATE");
   if (!st) return st;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -131,6 +155,11 @@ Status SqliteStore::append(const std::vector<Record>& batch) {
       sqlite3_bind_int64(insert_, 2, batch[i].at);
       sqlite3_bind_text(insert_, 3, op_name(batch[i].op), -1, SQLITE_STATIC);
       sqlite3_bind_text(insert_, 4, bodies[i].data(), static_cast<int>(bodies[i].size()), SQLITE_STATIC);
+      sqlite3_bind_text(insert_, 5, sums.records[i].data(), static_cast<int>(sums.records[i].size()), SQLITE_STATIC);
+      if (i + 1 == batch.size())
+        sqlite3_bind_text(insert_, 6, sums.chain.data(), static_cast<int>(sums.chain.size()), SQLITE_STATIC);
+      else
+        sqlite3_bind_null(insert_, 6);
       if (sqlite3_step(insert_) != SQLITE_DONE) rec = error("cannot append record " + std::to_string(batch[i].seq));
     }
     if (!rec) {
@@ -143,32 +172,65 @@ Status SqliteStore::append(const std::vector<Record>& batch) {
   st = exec("COMMIT");
   if (!st) {
     (void)exec("ROLLBACK");
+    last_chain_.reset();  // read again before the next batch
     return st;
   }
+  last_chain_ = sums.chain;
   return ok_status();
+}
+
+Result<std::string> SqliteStore::last_chain_locked() {
+  sqlite3_stmt* q = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT chain FROM journal WHERE chain IS NOT NULL ORDER BY seq DESC LIMIT 1", -1, &q, nullptr) != SQLITE_OK)
+    return error("cannot read the journal's last checksum");
+  std::string chain;
+  const int rc = sqlite3_step(q);
+  if (rc == SQLITE_ROW) chain = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
+  sqlite3_finalize(q);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return error("cannot read the journal's last checksum");
+  return chain;
 }
 
 Status SqliteStore::load_after(uint64_t after, const std::function<Status(const Record&)>& fn) {
   std::lock_guard lock(mu_);
+  // Reading starts at the batch that holds record `after` + 1, after the last batch end at or before `after`, so
+  // that its chain can be checked (journal_checksum.h); records up to `after` are checked, not handed over.
   sqlite3_stmt* q = nullptr;
-  if (sqlite3_prepare_v2(db_, "SELECT seq, at, body FROM journal WHERE seq > ? ORDER BY seq", -1, &q, nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db_, "SELECT seq, chain FROM journal WHERE seq <= ? AND seq >= ? AND chain IS NOT NULL ORDER BY seq DESC LIMIT 1",
+                         -1, &q, nullptr) != SQLITE_OK)
     return error("cannot read the journal");
   sqlite3_bind_int64(q, 1, static_cast<sqlite3_int64>(after));
+  sqlite3_bind_int64(q, 2, static_cast<sqlite3_int64>(checked_from_));
+  uint64_t start = std::min(after + 1, checked_from_);
+  std::string chain;
+  int rc = sqlite3_step(q);
+  if (rc == SQLITE_ROW) {
+    start = static_cast<uint64_t>(sqlite3_column_int64(q, 0)) + 1;
+    chain = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
+  }
+  sqlite3_finalize(q);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return error("cannot read the journal");
+  if (sqlite3_prepare_v2(db_, "SELECT seq, at, kind, body, sum, chain FROM journal WHERE seq >= ? ORDER BY seq", -1, &q,
+                         nullptr) != SQLITE_OK)
+    return error("cannot read the journal");
+  sqlite3_bind_int64(q, 1, static_cast<sqlite3_int64>(start));
+  JournalReader reader(path_, std::move(chain), checked_from_, after, fn);
+  auto text = [&](int col) {
+    const char* t = reinterpret_cast<const char*>(sqlite3_column_text(q, col));
+    return t ? std::string_view(t, static_cast<size_t>(sqlite3_column_bytes(q, col))) : std::string_view();
+  };
   Status result = ok_status();
-  int rc;
   while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-    auto seq = static_cast<uint64_t>(sqlite3_column_int64(q, 0));
-    Time at = sqlite3_column_int64(q, 1);
-    const char* text = reinterpret_cast<const char*>(sqlite3_column_text(q, 2));
-    auto r = record_from_row(seq, at, text ? text : "", path_);
-    if (!r) {
-      result = r.error();
-      break;
-    }
-    result = fn(*r);
+    result = reader.row({.seq = static_cast<uint64_t>(sqlite3_column_int64(q, 0)),
+                         .at = sqlite3_column_int64(q, 1),
+                         .kind = text(2),
+                         .body = text(3),
+                         .sum = text(4),
+                         .chain = text(5)});
     if (!result) break;
   }
   if (result && rc != SQLITE_DONE) result = error("cannot read the journal");
+  if (result) result = reader.end();
   sqlite3_finalize(q);
   return result;
 }

@@ -5,7 +5,8 @@
 // instead of writing over the first.
 //
 // Schema (PRAGMA user_version): 1 is the journal alone; 2 adds the snapshots table; 3 writes a snapshot's body in
-// parts (snapshot_parts.h). An older file is migrated on open; a file from a newer allot is refused.
+// parts (snapshot_parts.h); 4 adds the records' checksums (journal_checksum.h: columns `sum` and `chain`, table
+// `journal_checks`). An older file is migrated on open; a file from a newer allot is refused.
 #include <functional>
 #include <initializer_list>
 #include <mutex>
@@ -55,6 +56,8 @@ class SqliteStore final : public Store {
   SqliteStore(std::string path, SqliteOptions options) : path_(std::move(path)), options_(std::move(options)) {}
   Status exec(const char* sql);
   Result<uint64_t> journal_end_locked();
+  // The chain checksum of the journal's last batch; empty when none has one.
+  Result<std::string> last_chain_locked();
   Status write_locked(const char* sql, std::initializer_list<int64_t> ints, std::optional<std::string_view> text, bool in_txn);
   Error error(const std::string& what) const;
 
@@ -64,6 +67,8 @@ class SqliteStore final : public Store {
   AppendsFirst appends_first_;
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_ = nullptr;
+  uint64_t checked_from_ = 1;               // the first record that must carry a checksum
+  std::optional<std::string> last_chain_;  // the last batch's chain once read or written; unknown after a failure
 };
 
 }  // namespace allot::store

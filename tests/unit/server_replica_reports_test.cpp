@@ -83,7 +83,7 @@ TEST(HeartbeatReplicaState, AStateThatIsNotRunningOrExitedIsRefused) {
   for (const auto& bad : {nlohmann::json(1), nlohmann::json("done"), nlohmann::json(nullptr), nlohmann::json::array()}) {
     auto r = parse_heartbeat({{"replicas", {{{"job", "j"}, {"rank", 0}, {"state", bad}}}}});
     ASSERT_FALSE(r) << bad.dump();
-    EXPECT_NE(r.error().message.find("replicas[0]: state must be running, pulling, exited or lost"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find("replicas[0]: state must be running, pulling, exited, lost or not_started"), std::string::npos) << r.error().message;
   }
   EXPECT_FALSE(parse_heartbeat({{"replicas", {{{"job", "j"}, {"rank", 0}}}}})) << "no state at all";
 }

@@ -145,6 +145,44 @@ TEST_F(ServerStandby, AStandbyStartingLaterCatchesUpFromTheLeadersSnapshot) {
   EXPECT_TRUE(eventually([&] { return jobs_of(b) == leader_jobs; })) << jobs_of(b).dump() << " vs " << leader_jobs.dump();
 }
 
+// Journal checksums (docs/deployment.md): a record changed in the database as it is written (a trigger stands for
+// whatever changed it) is found by the standby as it follows: it applies nothing of that batch and, once the leader
+// goes, does not take the lead on a journal it cannot read; a server starting on it refuses, naming the record.
+TEST_F(ServerStandby, AStandbyThatFindsADamagedRecordDoesNotLead) {
+  Server& a = start("a");
+  Server& b = start("b");
+  ASSERT_EQ(call(a, "POST", "/v1/apply", kTeams)->status, 200);
+  ASSERT_EQ(testing::PgTestInstance::exec(
+                database_,
+                "CREATE FUNCTION allot_test_tamper() RETURNS trigger AS $$ BEGIN "
+                "NEW.body := replace(NEW.body, '\"j-bad\"', '\"j-evil\"'); RETURN NEW; END $$ LANGUAGE plpgsql;"
+                "CREATE TRIGGER allot_test_tamper BEFORE INSERT ON allot_journal FOR EACH ROW EXECUTE FUNCTION allot_test_tamper()"),
+            "");
+  auto bad = call(a, "POST", "/v1/jobs", R"({"name": "j-bad", "team": "a", "per_replica": {"accelerators": 1}, "command": "true"})");
+  ASSERT_TRUE(bad);
+  ASSERT_EQ(bad->status, 201) << bad->body;
+  // The standby never shows the changed job (nor the one it names): it stops at the damaged batch.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto listed = call(b, "GET", "/v1/jobs");
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(listed->body.find("j-evil"), std::string::npos) << listed->body;
+  EXPECT_EQ(listed->body.find("j-bad"), std::string::npos) << listed->body;
+  servers_[0]->stop();
+  servers_[0].reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // 30 of its leader polls
+  EXPECT_EQ(health(b)["role"], "standby") << "a standby that cannot read the journal to its end must not lead";
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.data_dir = (root_ / "c").string();
+  o.database = database_;
+  auto c = Server::open(o);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  auto started = (*c)->start();
+  ASSERT_FALSE(started.ok()) << "a server must not start on a damaged journal";
+  EXPECT_NE(started.error().message.find("(submit, job j-evil) in the batch from record"), std::string::npos) << started.error().message;
+  EXPECT_NE(started.error().message.find("does not match its checksum"), std::string::npos) << started.error().message;
+}
+
 TEST_F(ServerStandby, TheClientFollowsTheLeaderAmongTheServersItWasGiven) {
   Server& a = start("a");
   Server& b = start("b");

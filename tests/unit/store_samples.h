@@ -123,7 +123,8 @@ inline std::vector<Op> every_kind() {
                               {{"network-node-layer-3", "nn-3p"}}}},
           PlanStepRecord{"reserved", "Active"},
           DeletePlan{"reserved"},
-          CompactFinished{1700000000}};
+          CompactFinished{1700000000},
+          Requeue{"train-7", "gpu-1", 29517, "MASTER_PORT 29517 was in use on node gpu-1, rank 0's"}};
 }
 
 }  // namespace allot::store

@@ -168,11 +168,11 @@ TEST_F(StoreSqlite, AFormatOneFileIsMigratedAndANewerOneRefused) {
     ASSERT_TRUE((*s)->put_snapshot(1, "{}").ok());
   }
   ASSERT_EQ(sqlite3_open(db().c_str(), &raw), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA user_version=4", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA user_version=5", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(raw);
   auto newer = SqliteStore::open(db());
   ASSERT_FALSE(newer.ok());
-  EXPECT_NE(newer.error().message.find("newer allot (journal format 4, this version reads 3)"), std::string::npos)
+  EXPECT_NE(newer.error().message.find("newer allot (journal format 5, this version reads 4)"), std::string::npos)
       << newer.error().message;
 }
 
