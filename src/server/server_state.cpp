@@ -330,6 +330,7 @@ struct AudienceOf {
   EventAudience operator()(const store::PlanStepRecord&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::DeletePlan&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::CompactFinished&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::Requeue&) const { return EventAudience::kEveryReader; }
 };
 }  // namespace
 
