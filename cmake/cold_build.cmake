@@ -40,7 +40,7 @@ function(allot_cold_build)
     allot_unity_alone(src/sim scenario_expect.cpp)  # lower, join
     allot_unity_alone(src/cli client_cmds_plans.cpp kueue_cmd.cpp topology_cmd.cpp)  # run_delete, run_describe; fail
     allot_unity_alone(tests/unit
-      client_apply_plan_test.cpp elastic_admission_test.cpp fair_share_reason_test.cpp fair_share_zero_weight_test.cpp
+      client_apply_plan_test.cpp container_spec_test.cpp elastic_admission_test.cpp fair_share_reason_test.cpp fair_share_zero_weight_test.cpp
       interop_mermaid_test.cpp locality_wait_test.cpp placement_test.cpp plans_test.cpp preemption_record_test.cpp
       running_index_test.cpp scheduler_pass_test.cpp scheduler_test.cpp server_resize_goodput_test.cpp
       server_smuggling_test.cpp server_tls_limits_test.cpp snapshot_test.cpp store_conformance_test.cpp

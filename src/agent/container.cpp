@@ -132,7 +132,11 @@ std::vector<std::string> podman_pull_argv(const ContainerOptions& opt, const std
   if (!auth_file.empty()) pull.insert(pull.end(), {"--authfile", auth_file});
   pull.push_back(image);
   switch (policy) {
-    case PullPolicy::kNever: return {};
+    case PullPolicy::kNever:
+      // No pull, but an image that is not on the node fails here, as an image pull failure (the job's), rather
+      // than as `podman run`'s own error.
+      return {"/bin/sh", "-c", "\"$1\" image exists \"$2\" && exit 0; echo \"$2: not on this node, and image_pull_policy is Never\" >&2; exit 1",
+              "allot-pull", opt.podman, image};
     case PullPolicy::kAlways: return pull;
     case PullPolicy::kIfNotPresent: {
       // $1: podman, $2: the image; the pull's own argv follows.

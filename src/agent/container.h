@@ -96,8 +96,8 @@ std::vector<std::string> podman_rm_argv(const ContainerOptions& opt, const std::
 // `podman ps --all --quiet --filter label=allot.agent=NAME`: the containers an earlier run of the agent left.
 std::vector<std::string> podman_leftovers_argv(const ContainerOptions& opt, const std::string& agent);
 // `podman pull` of the image (with the team's registry auth file, when the admin gave one); for kIfNotPresent,
-// `podman image exists` first, in one shell (the image and paths travel as its arguments, never in its script).
-// Empty for kNever.
+// `podman image exists` first, in one shell (the image and paths travel as its arguments, never in its script);
+// for kNever only that check, which fails for an image that is not on the node.
 std::vector<std::string> podman_pull_argv(const ContainerOptions& opt, const std::string& image, const std::string& auth_file,
                                           PullPolicy policy = PullPolicy::kAlways);
 

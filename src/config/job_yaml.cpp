@@ -190,11 +190,6 @@ Result<std::map<std::string, std::string>> read_labels(const YamlContext& ctx, c
   return labels;
 }
 
-// An error of a container rule (config/container_rules.h), which says what is wrong and what is allowed, at `v`.
-Error located(const YamlContext& ctx, const Val& v, const Error& e) {
-  return Error::invalid(ctx.origin + (v.line > 0 ? ":" + std::to_string(v.line) : "") + ": " + name_of(v) + ": " + e.message);
-}
-
 Result<std::vector<VolumeSpec>> read_volumes(const YamlContext& ctx, const Val& list) {
   auto items = list_items(ctx, list);
   if (!items) return items.error();

@@ -137,10 +137,6 @@ Status read_sharing(const YamlContext& ctx, const Val& v, TeamSpec& team) {
   return ok_status();
 }
 
-Error located(const YamlContext& ctx, const Val& v, const Error& e) {
-  return Error::invalid(ctx.origin + (v.line > 0 ? ":" + std::to_string(v.line) : "") + ": " + name_of(v) + ": " + e.message);
-}
-
 // containers: {host_paths, capabilities, registry_auth_file} (docs/teams-and-policy.md, "Containers").
 Result<TeamContainerSettings> read_containers(const YamlContext& ctx, const Val& v) {
   auto f = Fields::open(ctx, v, {"host_paths", "capabilities", "registry_auth_file"});

@@ -263,6 +263,10 @@ Error fail(const YamlContext& ctx, const Val& v, const std::string& what, const 
   return fail(ctx, v.line, what, allowed);
 }
 
+Error located(const YamlContext& ctx, const Val& v, const Error& e) {
+  return Error::invalid(ctx.origin + (v.line > 0 ? ":" + std::to_string(v.line) : "") + ": " + name_of(v) + ": " + e.message);
+}
+
 namespace {
 
 std::string child_path(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }

@@ -60,6 +60,9 @@ std::string name_of(const Val& v);                             // the path, or "
 
 Error fail(const YamlContext& ctx, int line, const std::string& what, const std::string& allowed);
 Error fail(const YamlContext& ctx, const Val& v, const std::string& what, const std::string& allowed);
+// An error of a rule that already says what is wrong and what is allowed (config/container_rules.h), placed at `v`:
+// "<origin>:<line>: <v's path>: <message>".
+Error located(const YamlContext& ctx, const Val& v, const Error& e);
 
 // A mapping whose keys have been checked: each is a scalar, appears once and is one of `allowed`. A Null
 // node (`key:` with nothing after it) reads as an empty mapping.

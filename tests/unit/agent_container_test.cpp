@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -38,7 +39,11 @@ TEST(ContainerArgv, RunsInTheTeamsUserNamespaceWithNothingExtra) {
 
 TEST(ContainerArgv, PullFollowsThePolicy) {
   ContainerOptions opt;
-  EXPECT_TRUE(podman_pull_argv(opt, "x:1", "", PullPolicy::kNever).empty());
+  auto never = podman_pull_argv(opt, "x:1", "", PullPolicy::kNever);  // only `podman image exists`
+  ASSERT_EQ(never.size(), 6u);
+  EXPECT_EQ(never[4], "/usr/bin/podman");
+  EXPECT_EQ(never[5], "x:1");
+  EXPECT_EQ(std::count(never.begin(), never.end(), std::string("pull")), 0);  // no pull: only the check
   EXPECT_EQ(podman_pull_argv(opt, "x:1", "/etc/auth.json", PullPolicy::kAlways),
             (std::vector<std::string>{"/usr/bin/podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", "pull", "--quiet",
                                       "--authfile", "/etc/auth.json", "x:1"}));
@@ -164,6 +169,10 @@ TEST_F(RealPodman, PullIfNotPresentFindsAnImportedImageWithoutARegistry) {
   auto missing = run_with_timeout(podman_pull_argv(opt_, "localhost/allot-no-such-image:x", "", PullPolicy::kIfNotPresent),
                                   std::chrono::seconds(60));
   EXPECT_NE(missing.exit_code, 0) << missing.output;
+  EXPECT_EQ(run_with_timeout(podman_pull_argv(opt_, image_, "", PullPolicy::kNever), std::chrono::seconds(60)).exit_code, 0);
+  auto never = run_with_timeout(podman_pull_argv(opt_, "localhost/allot-no-such-image:x", "", PullPolicy::kNever), std::chrono::seconds(60));
+  EXPECT_NE(never.exit_code, 0);
+  EXPECT_NE(never.output.find("not on this node"), std::string::npos) << never.output;
 }
 
 TEST_F(RealPodman, PullOfAMissingImageFailsWithTheRegistrysAnswer) {

@@ -177,7 +177,7 @@ TEST_F(ServerBadInput, NodesAndAgents) {
       {"heartbeat unknown node", "POST", "/v1/agents/ghost/heartbeat", R"({"replicas": []})", "application/json", 403,
        "needs the agent token of node ghost"},
       {"heartbeat bad state", "POST", "/v1/agents/n1/heartbeat", R"({"replicas": [{"job": "existing", "rank": 0, "state": "zombie"}]})",
-       "application/json", 400, "running, exited, lost or not_started"},
+       "application/json", 400, "running, pulling, exited, lost or not_started"},
       {"heartbeat exit without code", "POST", "/v1/agents/n1/heartbeat",
        R"({"replicas": [{"job": "existing", "rank": 0, "state": "exited"}]})", "application/json", 400, "exit_code"},
       {"logs unknown job", "POST", "/v1/agents/n1/logs", R"({"job": "nope", "rank": 0, "data": "x"})", "application/json", 404, "nope"},
