@@ -92,7 +92,7 @@ Result<Agent::ContainerLaunch> Agent::container_launch(const Assignment& run, co
   cr.checkpoint_dir = run.checkpoint_dir;
   cr.volumes = c.volumes;
   cr.devices = container_devices(run.accelerator_kind.empty() ? accelerator_kind_name(facts_.kind) : run.accelerator_kind,
-                                 run.accelerators, false);
+                                 run.accelerators, /*efa=*/true);
   cr.cap_add = c.cap_add;
   cr.pidfile = out.pidfile;
   out.run.argv = podman_run_argv(opt_.containers, cr, container_ulimits());
