@@ -326,19 +326,7 @@ void Agent::count_boot() {
 void Agent::reboot() {
   say("the server asks for a reboot" + (opt_.reboot_command.empty() ? std::string(" (emulated: stopping the replicas, resetting the devices)")
                                                                      : ": running \"" + opt_.reboot_command + "\""));
-  for (const auto& e : procs_.stop_all_and_wait()) {
-    if (e.key.ends_with("#pull")) {
-      pull_ended(e.key.substr(0, e.key.size() - 5), e);
-      continue;
-    }
-    capture_.finish(e.key, std::chrono::milliseconds(1000));
-    auto it = replicas_.find(e.key);
-    if (it != replicas_.end() && it->second.a.container) end_container(e.key, it->second);
-    if (it != replicas_.end()) it->second.exited = true, it->second.exit_code = e.exit_code;
-    journal_exit(e.key, e.exit_code);
-    records_.erase(e.key);
-    if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
-  }
+  stop_all_replicas();
   pending_.clear();
   persist();
   if (!opt_.reboot_command.empty()) {
@@ -518,8 +506,7 @@ Status Agent::run(const std::atomic<bool>& stop) {
     auto st = register_node();
     if (st) break;
     // A plan's node that starts before its plan is refused until the plan is Active (core/plans.h): it waits.
-    const bool plan_not_started = opt_.labels.count(std::string(kPlanLabel)) && st.error().code == ErrorCode::kFailedPrecondition &&
-                                  st.error().message.find(kPlanNotStarted) != std::string::npos;
+    const bool plan_not_started = opt_.labels.count(std::string(kPlanLabel)) && st.error().reason == ErrorReason::kPlanNotStarted;
     if (st.error().code != ErrorCode::kInternal && !plan_not_started) return st.error();
     say("cannot register yet: " + st.error().message);
     for (auto until = Clock::now() + backoff; Clock::now() < until && !stop;)
@@ -557,19 +544,7 @@ Status Agent::run(const std::atomic<bool>& stop) {
     watcher_.join();
   }
   say("stopping " + std::to_string(procs_.size()) + " replica(s)");
-  for (const auto& e : procs_.stop_all_and_wait()) {
-    if (e.key.ends_with("#pull")) {
-      pull_ended(e.key.substr(0, e.key.size() - 5), e);
-      continue;
-    }
-    capture_.finish(e.key, std::chrono::milliseconds(1000));
-    auto it = replicas_.find(e.key);
-    if (it != replicas_.end() && it->second.a.container) end_container(e.key, it->second);
-    if (it != replicas_.end()) it->second.exited = true, it->second.exit_code = e.exit_code;
-    journal_exit(e.key, e.exit_code);
-    records_.erase(e.key);
-    if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
-  }
+  stop_all_replicas();
   persist();
   for (int i = 0; i < 50 && !dead_cgroups_.empty(); ++i) {
     remove_cgroups();
@@ -585,8 +560,7 @@ bool Agent::reap() {
   bool any = false;
   bool changed = false;
   for (const auto& e : procs_.poll(Clock::now())) {
-    if (e.key.ends_with("#pull")) {
-      pull_ended(e.key.substr(0, e.key.size() - 5), e);
+    if (pull_exited(e)) {
       any = true;
       continue;
     }
@@ -598,7 +572,7 @@ bool Agent::reap() {
     auto it = replicas_.find(e.key);
     if (it == replicas_.end()) continue;
     if (it->second.a.container) {
-      end_container(e.key, it->second);
+      end_container(e.key, it->second, e);
       changed = true;
     }
     it->second.exited = true;
@@ -738,7 +712,7 @@ Status Agent::heartbeat() {
       if (!r.pull_failure.empty())
         e["failure"] = {{"reason", view::replica_failure_reason_name(view::ReplicaFailureReason::kImagePull)}, {"message", r.pull_failure}};
       reported.push_back(key);
-    } else if (r.pulling) {
+    } else if (r.after_pull) {
       e["state"] = "pulling";
     } else {
       e["state"] = "running";
@@ -987,7 +961,6 @@ void Agent::start(const Assignment& a) {
       return;
     }
     say("pulling " + a.container->image + " for replica " + key);
-    r.pulling = true;
     r.after_pull = std::move(*spec);
     replicas_[key] = std::move(r);
     return;
@@ -1045,11 +1018,30 @@ void Agent::stop_replica(const std::string& key, Clock::time_point now) {
   procs_.stop(key + "#pull", now);  // a replica stopped while its image is pulled never starts
 }
 
+bool Agent::pull_exited(const Exited& e) {
+  constexpr std::string_view kPull = "#pull";
+  if (!e.key.ends_with(kPull)) return false;
+  pull_ended(e.key.substr(0, e.key.size() - kPull.size()), e);
+  return true;
+}
+
+void Agent::stop_all_replicas() {
+  for (const auto& e : procs_.stop_all_and_wait()) {
+    if (pull_exited(e)) continue;
+    capture_.finish(e.key, std::chrono::milliseconds(1000));
+    auto it = replicas_.find(e.key);
+    if (it != replicas_.end() && it->second.a.container) end_container(e.key, it->second, e);
+    if (it != replicas_.end()) it->second.exited = true, it->second.exit_code = e.exit_code;
+    journal_exit(e.key, e.exit_code);
+    records_.erase(e.key);
+    if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
+  }
+}
+
 void Agent::pull_ended(const std::string& key, const Exited& e) {
   auto it = replicas_.find(key);
   if (it == replicas_.end()) return;
   Replica& r = it->second;
-  r.pulling = false;
   const std::string image = r.a.container ? r.a.container->image : std::string("?");
   if (e.exit_code == 0 && !e.stopped && !fenced_ && r.after_pull) {
     say("pulled " + image + " for replica " + key);

@@ -117,8 +117,7 @@ class Agent {
     // A container replica (agent_containers.cpp): podman's name for it, and its `podman run` while the image is
     // pulled first (the pull runs under key#pull; the run starts when it succeeds).
     std::string container;
-    std::optional<LaunchSpec> after_pull;
-    bool pulling = false;
+    std::optional<LaunchSpec> after_pull;  // set while its image is pulled (it reports `pulling`)
     std::string pull_failure;    // the registry's answer when the pull failed; reported with the exit
     std::string pidfile;         // where podman writes the container's host pid
     bool container_recorded = false;  // its pid is in the state file (records_), for the watchdog and a restart
@@ -182,7 +181,11 @@ class Agent {
                                            const std::string& log_dir);
   // After its `podman run` exited: the container's first process, if it outlived podman (killed), is killed too, so
   // that the exit reported means the replica is gone, and podman is told to forget the container.
-  void end_container(const std::string& key, Replica& r);
+  // What is left of a container replica whose podman process ended (`e`): its first process if it outlived podman,
+  // and the container itself unless podman exited by itself (--rm removed it then).
+  void end_container(const std::string& key, Replica& r, const Exited& e);
+  bool pull_exited(const Exited& e);  // a pull's exit (KEY#pull), routed to pull_ended; false for any other
+  void stop_all_replicas();           // stops every process and settles each exit (reboot, shutdown)
   // The container's host pid, once podman wrote it, recorded for the watchdog and a restarted agent.
   void record_containers();
   // Who `a` runs as: the team's own uid (--run-as-range) or the agent's one user. Refuses a replica that would

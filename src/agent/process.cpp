@@ -185,7 +185,8 @@ std::vector<Exited> ProcessTable::poll(Clock::time_point now) {
       // The leader is gone; whatever it left behind in its group (and its cgroup) goes with it.
       kill(-p.pid, SIGKILL);
       if (!p.cgroup.empty()) (void)kill_cgroup(p.cgroup, 0);
-      out.push_back({it->first, p.pid, r == p.pid ? exit_code_of(status) : 255, p.kill_at.has_value(), p.cgroup});
+      out.push_back({it->first, p.pid, r == p.pid ? exit_code_of(status) : 255, p.kill_at.has_value(), p.cgroup,
+                     r == p.pid && WIFEXITED(status)});
       it = procs_.erase(it);
       continue;
     }

@@ -44,6 +44,9 @@ struct Exited {
   int exit_code = 0;  // the exit status, or 128 + signal number as a shell reports it
   bool stopped = false;  // it exited after stop() asked it to
   std::string cgroup;    // its cgroup (emptied by the kill that follows the leader's exit), for removal
+  // It called exit (with any code) rather than being ended by a signal: a program that cleans up when it exits
+  // (podman run --rm removes its container) has done so.
+  bool exited_itself = false;
 };
 
 class ProcessTable {

@@ -126,17 +126,18 @@ Result<nlohmann::json> get_all_pages(ApiClient& api, const std::string& path, st
 }
 
 Error error_from_response(const Response& r) {
-  std::string code, message;
+  std::string code, message, reason;
   auto j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
   if (j.is_object() && j.contains("error") && j["error"].is_object()) {
     code = j["error"].value("code", "");
     message = j["error"].value("message", "");
+    reason = j["error"].value("reason", "");
   }
   if (message.empty()) {
     message = "the server answered HTTP " + std::to_string(r.status);
     if (!r.body.empty()) message += ": " + r.body.substr(0, 300);
   }
-  return Error{code_from_name(code, r.status), message};
+  return Error{code_from_name(code, r.status), message, parse_error_reason(reason)};
 }
 
 // One connection per server URL of the list. The list is fixed: a redirect is followed only to a server the

@@ -8,8 +8,8 @@
 namespace allot {
 namespace {
 
-constexpr const char* kFinalShare = "LessThanOrEqualToFinalShare";
-constexpr const char* kInitialShare = "LessThanInitialShare";
+constexpr ShareRule kFinalShare = ShareRule::kLessThanOrEqualToFinalShare;
+constexpr ShareRule kInitialShare = ShareRule::kLessThanInitialShare;
 
 // Adds (sign +1) or removes (-1) what a placement holds to a team's usage row.
 void shift(UsageTable& usage, TeamId team, const Placement& p, int64_t sign) {
@@ -119,9 +119,13 @@ Placement held_in(const Job& v, Trial& trial) {
 // LessThanOrEqualToFinalShare when `v`'s team, after losing it, is not below the preemptor's team after
 // admission; LessThanInitialShare when the preemptor's team after admission is below `v`'s team now (fair_less:
 // teams of weight 0 compared by what they borrow).
-bool rule_lets_go(const char* rule, const ClusterState& s, UsageTable& usage, const Job& v, const Placement& part,
+bool rule_lets_go(ShareRule rule, const ClusterState& s, UsageTable& usage, const Job& v, const Placement& part,
                   const TeamKey& mine) {
-  return rule == kFinalShare ? !fair_less(key_without(s, usage, v, part), mine) : fair_less(mine, team_key(s, usage, v.team));
+  switch (rule) {
+    case ShareRule::kLessThanOrEqualToFinalShare: return !fair_less(key_without(s, usage, v, part), mine);
+    case ShareRule::kLessThanInitialShare: return fair_less(mine, team_key(s, usage, v.team));
+  }
+  return false;
 }
 
 // Whether one of the share rules lets `v` go for a preemptor whose team's key after admission is `mine`.
@@ -265,7 +269,7 @@ const Job* next_other(const ClusterState& s, const Job& job, const QuotaRequest&
       bool above = false;
       for (const auto& [t, r] : request) above |= above_nominal(s, trial.usage, v->team, t);
       if (!above) continue;
-      victim = {v->id, PreemptionRule::kReclaim, {}};
+      victim = {v->id, PreemptionRule::kReclaim};
       return v;
     }
     return nullptr;
@@ -277,19 +281,27 @@ const Job* next_other(const ClusterState& s, const Job& job, const QuotaRequest&
     return elastic_ranks(v, from - shrink_step(v), from);
   };
   const TeamKey mine = key_with(s, trial.usage, job, request);
-  for (const char* rule : {kFinalShare, kInitialShare})
+  for (const ShareRule rule : {kFinalShare, kInitialShare})
     for (const Job* v : order) {
       if (!offered(*v)) continue;
       const Placement p = part(*v);
       if (!above_nominal_anywhere(s, trial.usage, *v) || !stays_at_nominal(s, trial.usage, *v, p) ||
           shields_lower_priority(s, *v, trial) || !rule_lets_go(rule, s, trial.usage, *v, p, mine))
         continue;
-      victim = {v->id, PreemptionRule::kFairShare, rule};
+      victim = {v->id, PreemptionRule::kFairShare, rule, {}};
       return v;
     }
   return nullptr;
 }
 }  // namespace
+
+const char* share_rule_name(ShareRule r) {
+  switch (r) {
+    case ShareRule::kLessThanOrEqualToFinalShare: return "LessThanOrEqualToFinalShare";
+    case ShareRule::kLessThanInitialShare: return "LessThanInitialShare";
+  }
+  return "?";
+}
 
 std::optional<std::string> uneven_plan(const ClusterState& s, const Job& job, const QuotaRequest& request, const Trial& trial) {
   UsageTable after = trial.usage;  // the victims released
@@ -350,7 +362,7 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
       for (const Job* v : own)
         if (trial.can_shrink_further(*v)) {
           pick = v;
-          victim = {v->id, PreemptionRule::kPriority, {}};
+          victim = {v->id, PreemptionRule::kPriority};
           break;
         }
     if (!pick) break;
@@ -373,7 +385,7 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
     }
     if (next_own < own.size()) {
       const Job* v = own[next_own++];
-      if (trial.take(*v, {v->id, PreemptionRule::kPriority, {}})) return true;
+      if (trial.take(*v, {v->id, PreemptionRule::kPriority})) return true;
       continue;
     }
     if (!within) stopped_by = shielded_text(s, job, request, others, taken, trial);
@@ -395,9 +407,9 @@ void explain_fair_share_victims(const ClusterState& s, const Job& job, const Quo
     if (v.rule != PreemptionRule::kFairShare) continue;
     const Job& victim = s.jobs[v.job.index()];
     const Team& theirs = s.teams[victim.team.index()];
-    const bool final_share = v.why == kFinalShare;
+    const bool final_share = v.share_rule == kFinalShare;
     v.why = "team " + theirs.spec.name + " is above its fair share; " + job_ref(job.spec.name, mine.spec.name) +
-            " takes its place by " + (final_share ? kFinalShare : kInitialShare) + " (team " + mine.spec.name +
+            " takes its place by " + share_rule_name(v.share_rule) + " (team " + mine.spec.name +
             "'s share after admission is " + (final_share ? "at most team " + theirs.spec.name + "'s after" : "below team " + theirs.spec.name + "'s before") +
             "); shares: team " + mine.spec.name + " " + my_shares + ", team " + theirs.spec.name + " " +
             text(s.usage, victim.team) + " -> " + text(after, victim.team);

@@ -26,7 +26,6 @@ namespace allot {
 inline constexpr std::string_view kPlanLabel = "allot.dev/plan";
 // In the error that refuses a plan's node before its plan starts: an agent started early waits and tries again
 // (agent/agent.cpp) instead of giving up, as it does on any other refusal.
-inline constexpr std::string_view kPlanNotStarted = "has not started yet";
 
 // The state a plan's times give at `now`.
 PlanState plan_state_at(const PlanSpec& spec, Time now);

@@ -134,17 +134,17 @@ bool greedy_in_order(const ClusterState& s, const std::vector<std::pair<TypeId, 
   if (c.any_shrinkable) {
     for (const Job* v : c.reclaim)
       while (trial.can_shrink_further(*v) && above(*v))
-        if (trial.shrink(*v, {v->id, PreemptionRule::kReclaim, {}})) return true;
+        if (trial.shrink(*v, {v->id, PreemptionRule::kReclaim})) return true;
     for (const Job* v : c.own)
       while (trial.can_shrink_further(*v))
-        if (trial.shrink(*v, {v->id, PreemptionRule::kPriority, {}})) return true;
+        if (trial.shrink(*v, {v->id, PreemptionRule::kPriority})) return true;
   }
   for (const Job* v : c.reclaim) {
     if (!above(*v)) continue;
-    if (trial.take(*v, {v->id, PreemptionRule::kReclaim, {}})) return true;
+    if (trial.take(*v, {v->id, PreemptionRule::kReclaim})) return true;
   }
   for (const Job* v : c.own)
-    if (trial.take(*v, {v->id, PreemptionRule::kPriority, {}})) return true;
+    if (trial.take(*v, {v->id, PreemptionRule::kPriority})) return true;
   return false;
 }
 

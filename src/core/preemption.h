@@ -23,9 +23,16 @@
 
 namespace allot {
 
+// The two share rules of fair-sharing preemption (Kueue's names), tried in this order: the victim's team, after
+// losing it, is not below the preemptor's team after admission; or the preemptor's team after admission is below
+// the victim's team now.
+enum class ShareRule : uint8_t { kLessThanOrEqualToFinalShare, kLessThanInitialShare };
+const char* share_rule_name(ShareRule r);
+
 struct Victim {
   JobId job;
   PreemptionRule rule = PreemptionRule::kReclaim;  // which rule made it a candidate
+  ShareRule share_rule = ShareRule::kLessThanOrEqualToFinalShare;  // kFairShare: the share rule that let it go
   std::string why;  // kFairShare: the rule and both teams' shares before and after, for the victim's reason
   // An elastic victim shrunk rather than preempted: the replicas of its elastic pod set it keeps (at least its
   // minimum). -1: preempted whole.

@@ -15,6 +15,20 @@ int http_status(ErrorCode code) {
   return 500;
 }
 
+const char* error_reason_name(ErrorReason reason) {
+  switch (reason) {
+    case ErrorReason::kNone: return "";
+    case ErrorReason::kPlanNotStarted: return "plan_not_started";
+  }
+  return "";
+}
+
+ErrorReason parse_error_reason(std::string_view name) {
+  for (ErrorReason r : {ErrorReason::kPlanNotStarted})
+    if (name == error_reason_name(r)) return r;
+  return ErrorReason::kNone;
+}
+
 const char* error_code_name(ErrorCode code) {
   switch (code) {
     case ErrorCode::kInvalidArgument: return "InvalidArgument";

@@ -1,7 +1,9 @@
 #pragma once
 // Results are values: an operation either gives its value or an Error that says what was wrong, where, and
 // what is allowed. Error codes map to HTTP statuses at the server's edge; exceptions never cross modules.
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -17,9 +19,20 @@ enum class ErrorCode {
   kPermissionDenied,  // valid credentials that do not allow this (HTTP 403)
 };
 
+// Why an error happened, as data, for the few errors a program decides on (a plan's node waits for its plan
+// instead of giving up); most errors have none, and people read the message. Sent in the API's error object as
+// "reason" (docs/api.md).
+enum class ErrorReason : uint8_t {
+  kNone,
+  kPlanNotStarted,  // a plan's node registered before its plan is Active: it may try again later
+};
+const char* error_reason_name(ErrorReason reason);
+ErrorReason parse_error_reason(std::string_view name);  // kNone for a name this version does not know
+
 struct Error {
   ErrorCode code = ErrorCode::kInvalidArgument;
   std::string message;
+  ErrorReason reason = ErrorReason::kNone;
 
   static Error invalid(std::string m) { return {ErrorCode::kInvalidArgument, std::move(m)}; }
   static Error not_found(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }

@@ -230,8 +230,10 @@ static Status append_node(ClusterState& s, const NodeSpec& spec) {
     const std::string where = "node " + spec.name + ": label " + std::string(kPlanLabel) + " names ";
     if (!plan) return Error::invalid(where + "unknown plan '" + pl->second + "'; plans: " + s.plan_names());
     if (plan->state == PlanState::kScheduled)
-      return Error::precondition(where + "plan " + plan->spec.name + ", which " + std::string(kPlanNotStarted) +
-                                 " (it is Scheduled); a plan's nodes join while it is Active");
+      return Error{ErrorCode::kFailedPrecondition,
+                   where + "plan " + plan->spec.name + ", which has not started yet (it is Scheduled); a plan's nodes join "
+                   "while it is Active",
+                   ErrorReason::kPlanNotStarted};
     if (plan->state != PlanState::kActive)
       return Error::precondition(where + "plan " + plan->spec.name + ", which is " + plan_state_name(plan->state) +
                                  "; a plan's nodes join while it is Active");

@@ -127,14 +127,14 @@ namespace {
 // The live agent token bound to a node, if any.
 const TokenInfo* node_credential(const ServerState& st, const std::string& node) {
   for (const auto& [id, t] : st.tokens)
-    if (!t.revoked && t.token.role == "agent" && t.token.node == node) return &t;
+    if (!t.revoked && t.token.role == auth::Role::kAgent && t.token.node == node) return &t;
   return nullptr;
 }
 
 // Whether an agent credential of `node` was ever revoked (by an admin, or when the node was replaced).
 bool credential_revoked(const ServerState& st, const std::string& node) {
   for (const auto& [id, t] : st.tokens)
-    if (t.revoked && t.token.role == "agent" && t.token.node == node) return true;
+    if (t.revoked && t.token.role == auth::Role::kAgent && t.token.node == node) return true;
   return false;
 }
 
@@ -235,7 +235,7 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
   }
   std::string credential;
   if (joining) {
-    store::TokenRecord t{fresh.id, fresh.secret_hash, "agent", {}, name, 0,
+    store::TokenRecord t{fresh.id, fresh.secret_hash, auth::Role::kAgent, {}, name, 0,
                          "agent credential of node " + name + " (joined with token " + who.token_id + ")", 0, who.token_id};
     if (auto st = txn.apply(store::CreateToken{std::move(t)}); !st) return st.error();
     credential = fresh.bearer;

@@ -12,10 +12,10 @@ using nlohmann::json;
 constexpr int64_t kMaxTtlSeconds = int64_t{10} * 365 * 24 * 3600;
 
 json token_json(const TokenTable& all, const TokenInfo& t) {
-  json o = {{"id", t.token.id},           {"role", t.token.role},       {"teams", t.token.teams},
+  json o = {{"id", t.token.id},           {"role", auth::role_name(t.token.role)},       {"teams", t.token.teams},
             {"created_at", view::rfc3339(t.created_at)}, {"created_by", t.created_by}, {"revoked", t.revoked}};
   if (!t.token.node.empty()) o["node"] = t.token.node;
-  if (t.token.role == "agent-join") {
+  if (t.token.role == auth::Role::kAgentJoin) {
     if (t.token.max_nodes > 0) o["max_nodes"] = t.token.max_nodes;
     o["nodes_joined"] = joins_of(all, t.token.id);
   }
@@ -35,7 +35,7 @@ Result<store::TokenRecord> parse_token_request(const json& b) {
   auto r = auth::parse_role(role);
   if (!r) return Error::invalid("token: unknown role '" + role + "'; roles: " + auth::role_list());
   store::TokenRecord t;
-  t.role = role;
+  t.role = *r;
   if (b.contains("teams")) {
     if (!b["teams"].is_array()) return Error::invalid("token: teams must be a list of team names");
     for (const auto& team : b["teams"]) {
@@ -81,7 +81,7 @@ Result<store::TokenRecord> parse_token_request(const json& b) {
 // agent holds a live credential (that agent registers with it), none retired by a replacement.
 Status check_adoptable(Txn& txn, const std::string& node) {
   for (const auto& [id, t] : txn.state().tokens)
-    if (!t.revoked && t.token.role == "agent" && t.token.node == node)
+    if (!t.revoked && t.token.role == auth::Role::kAgent && t.token.node == node)
       return Error::precondition("node " + node + " has a live agent credential (token " + id +
                                  "), with which its agent registers; revoke it first (allot token revoke " + id + ")");
   if (auto it = txn.state().retired.find(node); it != txn.state().retired.end() && !txn.cluster().find_node(node))
@@ -92,7 +92,7 @@ Status check_adoptable(Txn& txn, const std::string& node) {
 size_t live_admins(const ServerState& st, int64_t now_s) {
   size_t n = 0;
   for (const auto& [id, t] : st.tokens)
-    n += !t.revoked && t.token.role == "admin" && (t.token.expires_at == 0 || t.token.expires_at > now_s);
+    n += !t.revoked && t.token.role == auth::Role::kAdmin && (t.token.expires_at == 0 || t.token.expires_at > now_s);
   return n;
 }
 
@@ -118,8 +118,8 @@ void token_routes(Routes& http, Api& api) {
       for (const auto& team : t.teams)
         if (!txn.cluster().find_team(team) || txn.state().removed_teams.count(team))
           return Error::not_found("token: no team named " + team);
-      if (t.role == "agent" && !t.node.empty() && !txn.cluster().find_node(t.node)) return Error::not_found("token: no node named " + t.node);
-      if (t.role == "agent-join" && !t.node.empty())
+      if (t.role == auth::Role::kAgent && !t.node.empty() && !txn.cluster().find_node(t.node)) return Error::not_found("token: no node named " + t.node);
+      if (t.role == auth::Role::kAgentJoin && !t.node.empty())
         if (auto st = check_adoptable(txn, t.node); !st) return st.error();
       if (ttl) t.expires_at = txn.now() + ttl;
       const std::string id = t.id;
@@ -145,7 +145,7 @@ void token_routes(Routes& http, Api& api) {
       auto it = txn.state().tokens.find(id);
       if (it == txn.state().tokens.end()) return Error::not_found("no token with id " + id + " (allot token list shows them)");
       if (it->second.revoked) return Error::precondition("token " + id + " is already revoked");
-      if (it->second.token.role == "admin" && live_admins(txn.state(), txn.now()) <= 1)
+      if (it->second.token.role == auth::Role::kAdmin && live_admins(txn.state(), txn.now()) <= 1)
         return Error::precondition("token " + id + " is the last admin token: revoking it would leave nobody able to "
                                    "manage the cluster; create another admin token first");
       if (auto st = txn.apply(store::RevokeToken{id}); !st) return st.error();

@@ -39,7 +39,7 @@ Result<auth::Caller> AuthGate::authenticate(const std::string& authorization, in
 auth::Caller caller_of(const store::TokenRecord& t) {
   auth::Caller c;
   c.token_id = t.id;
-  c.role = auth::parse_role(t.role).value_or(auth::Role::kViewer);
+  c.role = t.role;
   c.teams = t.teams;
   c.node = t.node;
   return c;

@@ -21,7 +21,7 @@ Result<BootstrapOutcome> ensure_admin_token(Writer& writer, const std::string& f
         if (!txn.state().tokens.empty()) return Render([](const ServerState&) { return Reply{204, "", ""}; });
         if (auto st = auth::write_secret_file(pending, fresh.bearer + "\n", "the admin token file"); !st) return st.error();
         wrote = true;
-        store::TokenRecord t{fresh.id, fresh.secret_hash, "admin", {}, {}, 0, "bootstrap admin token (" + file + ")"};
+        store::TokenRecord t{fresh.id, fresh.secret_hash, auth::Role::kAdmin, {}, {}, 0, "bootstrap admin token (" + file + ")"};
         if (auto st = txn.apply(store::CreateToken{std::move(t)}); !st) return st.error();
         return Render([](const ServerState&) { return Reply{201, "", ""}; });
       },

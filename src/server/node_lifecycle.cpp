@@ -28,10 +28,11 @@ struct AsServer {
   ~AsServer() { txn.act_as(saved); }
 };
 
-void change(Txn& txn, const std::string& node, NodeHealth health, HealthCause cause, const std::string& reason) {
+void change(Txn& txn, const std::string& node, NodeHealth health, HealthCause cause, const std::string& reason,
+            const std::string& replaces = "") {
   AsServer as(txn);
   spdlog::info("node {}: {} ({})", node, node_health_name(health), reason);
-  auto st = txn.apply(store::NodeHealthChange{node, health, cause, "", reason});
+  auto st = txn.apply(store::NodeHealthChange{node, health, cause, "", reason, replaces});
   if (!st) spdlog::error("node {}: {}", node, st.error().message);
 }
 
@@ -147,7 +148,7 @@ void request_replacement(Txn& txn, const ServerOptions& options, const std::stri
   auth::IssuedToken t = auth::issue_token();
   {
     AsServer as(txn);
-    store::TokenRecord rec{t.id, t.secret_hash, "agent-join", {}, "", txn.now() + 3600, "replacement of node " + node,
+    store::TokenRecord rec{t.id, t.secret_hash, auth::Role::kAgentJoin, {}, "", txn.now() + 3600, "replacement of node " + node,
                            /*max_nodes=*/1};
     if (auto st = txn.apply(store::CreateToken{std::move(rec)}); !st) {
       spdlog::error("node {}: cannot make a join token for its replacement: {}", node, st.error().message);
@@ -255,13 +256,12 @@ Status on_register(Txn& txn, const ServerOptions& options, const std::string& no
     // The failed node is retired: it leaves, and its agent's credential stops working.
     std::vector<std::string> revoke;
     for (const auto& [id, t] : txn.state().tokens)
-      if (!t.revoked && t.token.role == "agent" && t.token.node == replaces) revoke.push_back(id);
+      if (!t.revoked && t.token.role == auth::Role::kAgent && t.token.node == replaces) revoke.push_back(id);
     for (const auto& id : revoke) (void)txn.apply(store::RevokeToken{id});
     if (auto st = txn.apply(store::RemoveNode{replaces}); !st) return st;
     spdlog::info("node {} retired: {} replaces it", replaces, node);
-    txn.state().nodes[node].replaces = replaces;
     change(txn, node, NodeHealth::kUnschedulable, HealthCause::kDeepCheck,
-           "replacement of node " + replaces + ": deep health check running");
+           "replacement of node " + replaces + ": deep health check running", replaces);
     return ok_status();
   }
   if (is_new && options.deep_check_new_nodes)

@@ -31,7 +31,7 @@ void provision_plan_nodes(Txn& txn, const Plan& plan) {
     labels.erase(std::string(kPlanLabel));  // the agent sets it from --plan
     ProvisionRequest req{n.name, n.instance_type, labels_text(labels), n.name, "plan " + plan.spec.name + " starts", "", plan.spec.name};
     auth::IssuedToken t = auth::issue_token();
-    store::TokenRecord rec{t.id, t.secret_hash, "agent-join", {}, "", plan.spec.end, "node " + n.name + " of plan " + plan.spec.name,
+    store::TokenRecord rec{t.id, t.secret_hash, auth::Role::kAgentJoin, {}, "", plan.spec.end, "node " + n.name + " of plan " + plan.spec.name,
                            /*max_nodes=*/1};
     if (auto st = txn.apply(store::CreateToken{std::move(rec)}); !st) {
       spdlog::error("plan {}: cannot make a join token for node {}: {}", plan.spec.name, n.name, st.error().message);

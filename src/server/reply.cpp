@@ -11,6 +11,10 @@ Reply error_reply(int status, const std::string& code, const std::string& messag
   return json_reply(status, {{"error", {{"code", code}, {"message", message}}}});
 }
 
-Reply error_reply(const Error& e) { return error_reply(http_status(e.code), error_code_name(e.code), e.message); }
+Reply error_reply(const Error& e) {
+  nlohmann::json error = {{"code", error_code_name(e.code)}, {"message", e.message}};
+  if (e.reason != ErrorReason::kNone) error["reason"] = error_reason_name(e.reason);
+  return json_reply(http_status(e.code), {{"error", error}});
+}
 
 }  // namespace allot::server

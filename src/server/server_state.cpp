@@ -109,7 +109,7 @@ std::string message_of(const ServerState& st, const Record& r) {
       std::string scope;
       for (const auto& t : o.token.teams) scope += (scope.empty() ? ", teams " : ",") + t;
       if (!o.token.node.empty()) scope += ", node " + o.token.node;
-      return "token " + o.token.id + " created (role " + o.token.role + scope + ")";
+      return "token " + o.token.id + " created (role " + auth::role_name(o.token.role) + scope + ")";
     }
     std::string operator()(const RevokeToken& o) const { return "token " + o.id + " revoked"; }
     std::string operator()(const Audit& o) const { return o.action; }
@@ -221,83 +221,106 @@ void forget_compacted(ServerState& st) {
 }
 
 // The server's tables for one record that the cluster has already taken.
-void note(ServerState& st, const Record& r) {
-  st.last_seq = r.seq;
-  ++st.version;
-  if (auto* a = std::get_if<AddNode>(&r.op)) {
-    NodeInfo& info = st.nodes[a->node.name];
+// The server's tables for one record, by kind. No catch-all: a new kind of record does not compile until it says
+// what it changes here, if anything.
+struct Note {
+  ServerState& st;
+  const Record& r;
+
+  void operator()(const AddNode& a) const {
+    NodeInfo& info = st.nodes[a.node.name];
     info = NodeInfo{};
-    if (!a->address.empty()) info.address = a->address;
-    info.agent = a->agent;
+    if (!a.address.empty()) info.address = a.address;
+    info.agent = a.agent;
     info.phase_since_ms = r.at * 1000;
-    add_history(info, NodeChange{r.at, "", "Schedulable", a->agent ? "agent" : "admin", "joined the cluster"});
-  } else if (auto* h = std::get_if<NodeHealthChange>(&r.op)) {
-    NodeInfo& info = st.nodes[h->node];
-    info.timed_out = h->cause == HealthCause::kTimeout;
-    if (h->cause == HealthCause::kAgent) info.agent = true;
-    if (!h->address.empty()) info.address = h->address;
+    add_history(info, NodeChange{r.at, "", "Schedulable", a.agent ? "agent" : "admin", "joined the cluster"});
+  }
+  void operator()(const NodeHealthChange& h) const {
+    NodeInfo& info = st.nodes[h.node];
+    info.timed_out = h.cause == HealthCause::kTimeout;
+    if (h.cause == HealthCause::kAgent) info.agent = true;
+    if (!h.address.empty()) info.address = h.address;
     const std::string from = info.history.empty() ? "" : info.history.back().to;
-    info.cause = h->cause;
-    info.reason = h->reason;
+    info.cause = h.cause;
+    info.reason = h.reason;
     info.phase_since_ms = r.at * 1000;
     info.fault_since_ms = 0;
-    add_history(info, NodeChange{r.at, from, node_health_name(h->health), health_cause_name(h->cause), h->reason});
-    // node_lifecycle.cpp words a replacement's first health change "replacement of node X: ...".
-    static const std::string kReplacement = "replacement of node ";
-    if (h->cause == HealthCause::kDeepCheck && h->reason.rfind(kReplacement, 0) == 0) {
-      const std::string old = h->reason.substr(kReplacement.size(), h->reason.find(':') - kReplacement.size());
-      st.retired[old] = h->node;
-      info.replaces = old;
+    add_history(info, NodeChange{r.at, from, node_health_name(h.health), health_cause_name(h.cause), h.reason});
+    if (!h.replaces.empty()) {
+      st.retired[h.replaces] = h.node;
+      info.replaces = h.replaces;
     }
-  } else if (auto* rn = std::get_if<RemoveNode>(&r.op)) {
-    st.nodes.erase(rn->node);
-  } else if (auto* rt = std::get_if<RemoveTeam>(&r.op)) {
-    st.removed_teams.insert(rt->team);
-  } else if (auto* ut = std::get_if<UpsertTeam>(&r.op)) {
-    st.removed_teams.erase(ut->team.name);
-  } else if (auto* ad = std::get_if<Admit>(&r.op)) {
+  }
+  void operator()(const RemoveNode& rn) const { st.nodes.erase(rn.node); }
+  void operator()(const RemoveTeam& rt) const { st.removed_teams.insert(rt.team); }
+  void operator()(const UpsertTeam& ut) const { st.removed_teams.erase(ut.team.name); }
+  void operator()(const Admit& ad) const {
     ++st.admissions_total;
-    if (const Job* j = st.cluster.find_job(ad->job)) {
-      st.observed.admitted(st.cluster, *j, ad->borrowing, r.at);
-      st.accounts[j->id.index()].slots = slots_of(ad->placement);
+    if (const Job* j = st.cluster.find_job(ad.job)) {
+      st.observed.admitted(st.cluster, *j, ad.borrowing, r.at);
+      st.accounts[j->id.index()].slots = slots_of(ad.placement);
       st.accounts[j->id.index()].run_since = r.at;
       int rank = 0;
-      for (const auto& ps : ad->placement)
+      for (const auto& ps : ad.placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
     }
-  } else if (auto* rz = std::get_if<Resize>(&r.op)) {
+  }
+  void operator()(const Resize& rz) const {
     // A resize restarts the job on its new placement: the run at the old size ends here (its slot-seconds held,
     // and its work since the last checkpoint lost), and the ranks of the new run count at the new size.
-    if (const Job* j = st.cluster.find_job(rz->job)) {
+    if (const Job* j = st.cluster.find_job(rz.job)) {
       JobAccount& acc = st.accounts[j->id.index()];
       const int64_t run_s = std::max<int64_t>(0, r.at - acc.run_since);
       const int64_t ci = j->spec.checkpoint_interval_s;
       acc.held_s += run_s * acc.slots;
       acc.lost_s += (run_s - (ci > 0 ? run_s / ci * ci : run_s)) * acc.slots;
-      acc.slots = slots_of(rz->placement);
+      acc.slots = slots_of(rz.placement);
       acc.run_since = r.at;
       int rank = 0;
-      for (const auto& ps : rz->placement)
+      for (const auto& ps : rz.placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
     }
-  } else if (auto* pr = std::get_if<Preempt>(&r.op)) {
+  }
+  void operator()(const Preempt& pr) const {
     ++st.preemptions_total;
-    st.observed.preempted(pr->rule);
-  } else if (auto* ct = std::get_if<CreateToken>(&r.op)) {
-    st.tokens[ct->token.id] = TokenInfo{ct->token, r.at, r.actor.token, false, 0};
+    st.observed.preempted(pr.rule);
+  }
+  void operator()(const CreateToken& ct) const {
+    st.tokens[ct.token.id] = TokenInfo{ct.token, r.at, r.actor.token, false, 0};
     ++st.tokens_version;
-  } else if (auto* rv = std::get_if<RevokeToken>(&r.op)) {
-    if (auto it = st.tokens.find(rv->id); it != st.tokens.end() && !it->second.revoked) {
+  }
+  void operator()(const RevokeToken& rv) const {
+    if (auto it = st.tokens.find(rv.id); it != st.tokens.end() && !it->second.revoked) {
       it->second.revoked = true;
       it->second.revoked_at = r.at;
     }
     ++st.tokens_version;
-  } else if (std::holds_alternative<CompactFinished>(r.op)) {
-    forget_compacted(st);
-  } else if (auto* au = std::get_if<Audit>(&r.op)) {
-    st.audit.push_back(AuditEntry{r.seq, r.at, r.actor, *au});
+  }
+  void operator()(const CompactFinished&) const { forget_compacted(st); }
+  void operator()(const Audit& au) const {
+    st.audit.push_back(AuditEntry{r.seq, r.at, r.actor, au});
     if (st.audit.size() > ServerState::kAuditKept) st.audit.pop_front();
   }
+  // What these change is the cluster's alone (store::apply_record), or the events apply() writes.
+  void operator()(const SetPolicy&) const {}
+  void operator()(const Cordon&) const {}
+  void operator()(const Drain&) const {}
+  void operator()(const Submit&) const {}
+  void operator()(const Cancel&) const {}
+  void operator()(const Finish&) const {}
+  void operator()(const HoldJob&) const {}
+  void operator()(const SetJobPriority&) const {}
+  void operator()(const DeleteJob&) const {}
+  void operator()(const CreatePlan&) const {}
+  void operator()(const PlanStepRecord&) const {}
+  void operator()(const DeletePlan&) const {}
+  void operator()(const Requeue&) const {}
+};
+
+void note(ServerState& st, const Record& r) {
+  st.last_seq = r.seq;
+  ++st.version;
+  std::visit(Note{st, r}, r.op);
 }
 
 }  // namespace
@@ -360,7 +383,7 @@ void LatencyHistogram::observe(double seconds) {
 
 int joins_of(const TokenTable& tokens, const std::string& join_id) {
   int n = 0;
-  for (const auto& [id, t] : tokens) n += t.token.role == "agent" && t.token.joined_with == join_id;
+  for (const auto& [id, t] : tokens) n += t.token.role == auth::Role::kAgent && t.token.joined_with == join_id;
   return n;
 }
 

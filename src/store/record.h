@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "auth/caller.h"
 #include "core/preemption_record.h"
 #include "core/resources.h"
 #include "core/spec.h"
@@ -51,6 +52,7 @@ struct NodeHealthChange {
   HealthCause cause = HealthCause::kAdmin;
   std::string address;  // kAgent: the address it registered again with; empty when unchanged
   std::string reason;   // why, for people (which check failed, what the reboot showed); may be empty
+  std::string replaces;  // kDeepCheck: the failed node this one replaces (retired by it); empty otherwise
   friend bool operator==(const NodeHealthChange&, const NodeHealthChange&) = default;
 };
 struct Cordon {
@@ -130,7 +132,7 @@ struct Resize {
 struct TokenRecord {
   std::string id;
   std::string secret_hash;
-  std::string role;                // admin, member, viewer, agent, agent-join
+  auth::Role role = auth::Role::kViewer;
   std::vector<std::string> teams;  // member, viewer
   std::string node;                // agent: the one node it may act for; agent-join: the one name it may register
   Time expires_at = 0;             // Unix seconds; 0: never

@@ -1,6 +1,9 @@
 #include "store/record_json.h"
 
+#include <array>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 #include "store/spec_json.h"
 
@@ -39,7 +42,7 @@ std::vector<PodSetRecord> placement_from_json(const json& j) {
 }
 
 json token_to_json(const TokenRecord& t) {
-  json out = {{"id", t.id}, {"secret_hash", t.secret_hash}, {"role", t.role}, {"teams", t.teams}, {"node", t.node},
+  json out = {{"id", t.id}, {"secret_hash", t.secret_hash}, {"role", auth::role_name(t.role)}, {"teams", t.teams}, {"node", t.node},
               {"expires_at", t.expires_at}, {"description", t.description}};
   // Written only when set, so that records without them read as they did before the fields existed.
   if (t.max_nodes != 0) out["max_nodes"] = t.max_nodes;
@@ -123,6 +126,7 @@ struct ToJson {
   json operator()(const NodeHealthChange& o) const {
     json out = {{"node", o.node}, {"health", node_health_name(o.health)}, {"cause", health_cause_name(o.cause)}, {"address", o.address}};
     if (!o.reason.empty()) out["reason"] = o.reason;
+    if (!o.replaces.empty()) out["replaces"] = o.replaces;
     return out;
   }
   json operator()(const Cordon& o) const { return {{"node", o.node}, {"cordoned", o.cordoned}}; }
@@ -167,9 +171,28 @@ struct ToJson {
 
 }  // namespace
 
+namespace {
+NodeHealthChange node_health_from_json(const json& j) {
+  NodeHealthChange h{j.at("node").get<std::string>(), node_health_from_name(j.at("health").get<std::string>()),
+                     health_cause_from_name(j.at("cause").get<std::string>()), j.at("address").get<std::string>(),
+                     j.value("reason", std::string()), j.value("replaces", std::string())};
+  // Journals written before the field existed said which node a replacement replaces in its first health change's
+  // reason only ("replacement of node X: deep health check running"): read once here, so that what they retired
+  // stays retired; every record written since carries the field.
+  static const std::string kLegacy = "replacement of node ";
+  if (!j.contains("replaces") && h.cause == HealthCause::kDeepCheck && h.reason.rfind(kLegacy, 0) == 0 &&
+      h.reason.find(':') != std::string::npos)
+    h.replaces = h.reason.substr(kLegacy.size(), h.reason.find(':') - kLegacy.size());
+  return h;
+}
+}  // namespace
+
 TokenRecord token_from_json(const json& j) {
+  const std::string role = j.at("role").get<std::string>();
+  const std::optional<auth::Role> r = auth::parse_role(role);
+  if (!r) throw std::invalid_argument("token " + j.at("id").get<std::string>() + ": unknown role '" + role + "'; roles: " + auth::role_list());
   return TokenRecord{j.at("id").get<std::string>(),       j.at("secret_hash").get<std::string>(),
-                     j.at("role").get<std::string>(),     j.at("teams").get<std::vector<std::string>>(),
+                     *r,                                  j.at("teams").get<std::vector<std::string>>(),
                      j.at("node").get<std::string>(),     j.at("expires_at").get<Time>(),
                      j.at("description").get<std::string>(), j.value("max_nodes", 0),
                      j.value("joined_with", std::string())};
@@ -184,26 +207,31 @@ Actor actor_from_json(const json& j) {
 
 namespace {
 
-// Throws on malformed input; op_from_json turns that into an Error.
-Op parse_op(const json& j) {
-  const std::string kind = j.at("op").get<std::string>();
-  auto str = [&](const char* k) { return j.at(k).get<std::string>(); };
-  if (kind == "set_policy") return SetPolicy{policy_from_json(j.at("policy"))};
-  if (kind == "upsert_team") return UpsertTeam{team_from_json(j.at("team"))};
-  if (kind == "remove_team") return RemoveTeam{str("team")};
-  if (kind == "add_node") return AddNode{node_from_json(j.at("node")), str("address"), j.at("agent").get<bool>()};
-  if (kind == "remove_node") return RemoveNode{str("node")};
-  if (kind == "node_health")
-    return NodeHealthChange{str("node"), node_health_from_name(str("health")), health_cause_from_name(str("cause")), str("address"),
-                            j.value("reason", std::string())};
-  if (kind == "cordon") return Cordon{str("node"), j.at("cordoned").get<bool>()};
-  if (kind == "drain") return Drain{str("node")};
-  if (kind == "submit") return Submit{job_from_json(j.at("job"))};
-  if (kind == "cancel") return Cancel{str("job")};
-  if (kind == "finish") return Finish{str("job"), j.at("succeeded").get<bool>(), str("reason")};
-  if (kind == "admit") return Admit{str("job"), placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(), str("reason")};
-  if (kind == "preempt") return preempt_from_json(j);
-  if (kind == "resize") {
+// One reader per record kind, chosen by the type it makes. No catch-all: a new kind of record does not compile
+// until it has a reader here (parse_op's table is built from every alternative of Op). Throws on malformed
+// input; op_from_json turns that into an Error.
+struct FromJson {
+  const json& j;
+  template <typename T>
+  using As = std::type_identity<T>;
+  std::string str(const char* k) const { return j.at(k).get<std::string>(); }
+
+  Op operator()(As<SetPolicy>) const { return SetPolicy{policy_from_json(j.at("policy"))}; }
+  Op operator()(As<UpsertTeam>) const { return UpsertTeam{team_from_json(j.at("team"))}; }
+  Op operator()(As<RemoveTeam>) const { return RemoveTeam{str("team")}; }
+  Op operator()(As<AddNode>) const { return AddNode{node_from_json(j.at("node")), str("address"), j.at("agent").get<bool>()}; }
+  Op operator()(As<RemoveNode>) const { return RemoveNode{str("node")}; }
+  Op operator()(As<NodeHealthChange>) const { return node_health_from_json(j); }
+  Op operator()(As<Cordon>) const { return Cordon{str("node"), j.at("cordoned").get<bool>()}; }
+  Op operator()(As<Drain>) const { return Drain{str("node")}; }
+  Op operator()(As<Submit>) const { return Submit{job_from_json(j.at("job"))}; }
+  Op operator()(As<Cancel>) const { return Cancel{str("job")}; }
+  Op operator()(As<Finish>) const { return Finish{str("job"), j.at("succeeded").get<bool>(), str("reason")}; }
+  Op operator()(As<Admit>) const {
+    return Admit{str("job"), placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(), str("reason")};
+  }
+  Op operator()(As<Preempt>) const { return preempt_from_json(j); }
+  Op operator()(As<Resize>) const {
     // A shrink's rule and preemption group; grows, and shrinks written before they were journaled, have neither.
     Resize r{str("job"),          placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(),
              j.at("from").get<int>(), j.at("to").get<int>(), str("cause"), str("for_job"), str("reason"), {}, {}};
@@ -211,17 +239,35 @@ Op parse_op(const json& j) {
     if (j.contains("group")) r.group = group_from_json(j.at("group"));
     return r;
   }
-  if (kind == "create_token") return CreateToken{token_from_json(j.at("token"))};
-  if (kind == "revoke_token") return RevokeToken{str("id")};
-  if (kind == "audit") return Audit{str("action"), str("target"), j.at("status").get<int>(), str("message"), j.value("source", "")};
-  if (kind == "set_job_hold") return HoldJob{str("job"), j.at("held").get<bool>()};
-  if (kind == "set_job_priority") return SetJobPriority{str("job"), str("priority")};
-  if (kind == "delete_job") return DeleteJob{str("job")};
-  if (kind == "create_plan") return CreatePlan{plan_from_json(j.at("plan"))};
-  if (kind == "plan_step") return PlanStepRecord{str("plan"), str("state")};
-  if (kind == "delete_plan") return DeletePlan{str("plan")};
-  if (kind == "compact_finished") return CompactFinished{j.at("finished_before").get<Time>()};
-  if (kind == "requeue") return Requeue{str("job"), str("node"), j.at("port").get<int>(), str("reason")};
+  Op operator()(As<CreateToken>) const { return CreateToken{token_from_json(j.at("token"))}; }
+  Op operator()(As<RevokeToken>) const { return RevokeToken{str("id")}; }
+  Op operator()(As<Audit>) const {
+    return Audit{str("action"), str("target"), j.at("status").get<int>(), str("message"), j.value("source", "")};
+  }
+  Op operator()(As<HoldJob>) const { return HoldJob{str("job"), j.at("held").get<bool>()}; }
+  Op operator()(As<SetJobPriority>) const { return SetJobPriority{str("job"), str("priority")}; }
+  Op operator()(As<DeleteJob>) const { return DeleteJob{str("job")}; }
+  Op operator()(As<CreatePlan>) const { return CreatePlan{plan_from_json(j.at("plan"))}; }
+  Op operator()(As<PlanStepRecord>) const { return PlanStepRecord{str("plan"), str("state")}; }
+  Op operator()(As<DeletePlan>) const { return DeletePlan{str("plan")}; }
+  Op operator()(As<CompactFinished>) const { return CompactFinished{j.at("finished_before").get<Time>()}; }
+  Op operator()(As<Requeue>) const { return Requeue{str("job"), str("node"), j.at("port").get<int>(), str("reason")}; }
+};
+
+// Each kind's name (op_name, the one spelling the writer uses) with its reader, for every alternative of Op.
+using Reader = Op (*)(const FromJson&);
+template <size_t... I>
+std::array<std::pair<std::string_view, Reader>, sizeof...(I)> readers(std::index_sequence<I...>) {
+  return {std::pair<std::string_view, Reader>{
+      op_name(Op{std::in_place_index<I>}),
+      [](const FromJson& f) { return f(std::type_identity<std::variant_alternative_t<I, Op>>{}); }}...};
+}
+
+Op parse_op(const json& j) {
+  static const auto kReaders = readers(std::make_index_sequence<std::variant_size_v<Op>>{});
+  const std::string kind = j.at("op").get<std::string>();
+  for (const auto& [name, read] : kReaders)
+    if (name == kind) return read(FromJson{j});
   throw std::invalid_argument("unknown record kind '" + kind + "'");
 }
 

@@ -130,10 +130,11 @@ TEST_F(ServerPlans, APlanStepsWithTheClockAndItsNodesJoinOnlyWhileActive) {
   ASSERT_EQ(post("/v1/jobs", j).status, 201);
   EXPECT_EQ(get("/v1/jobs/on-plan").json["reason_code"], "plan_pending");
 
-  // Before the start the plan's agent is refused, with the words an agent started early waits on.
+  // Before the start the plan's agent is refused, with the reason (as data) an agent started early waits on.
   auto early = post("/v1/agents/register", plan_node("burst-1", "burst"));
   EXPECT_EQ(early.status, 409);
   EXPECT_NE(early.body.find("has not started yet"), std::string::npos) << early.body;
+  EXPECT_EQ(nlohmann::json::parse(early.body)["error"].value("reason", ""), "plan_not_started") << early.body;
   // A node already in the cluster cannot be moved into the plan by its agent.
   auto moved = post("/v1/agents/register", plan_node("n1", "burst"));
   EXPECT_EQ(moved.status, 409) << moved.body;

@@ -84,8 +84,8 @@ Journal sample_journal() {
   j.op(AddNode{node("n3", "blk-b"), "10.0.0.3", true}, 102);
   j.op(AddNode{node("n4", "blk-b"), "", false}, 102);
   const Actor admin{"adm1", "admin", {}, {}};
-  j.op(CreateToken{TokenRecord{"tok-a", std::string(64, 'a'), "member", {"a"}, "", 0, "team a"}}, 103, admin);
-  j.op(CreateToken{TokenRecord{"tok-n1", std::string(64, 'b'), "agent", {}, "n1", 1900000000, ""}}, 103, admin);
+  j.op(CreateToken{TokenRecord{"tok-a", std::string(64, 'a'), auth::Role::kMember, {"a"}, "", 0, "team a"}}, 103, admin);
+  j.op(CreateToken{TokenRecord{"tok-n1", std::string(64, 'b'), auth::Role::kAgent, {}, "n1", 1900000000, ""}}, 103, admin);
   j.op(RevokeToken{"tok-a"}, 104, admin);
   j.op(Audit{"POST /v1/tokens", "tok-a", 201, ""}, 104, admin);
   j.op(Audit{"POST /v1/jobs", "x", 403, "needs a member token of team x"}, 104, Actor{"tok-a", "member", {"a"}, {}});

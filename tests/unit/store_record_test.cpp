@@ -35,6 +35,38 @@ TEST(StoreRecord, ActorsRoundTripAndOldRecordsHaveNone) {
   EXPECT_FALSE(bad.ok());
 }
 
+// Which node a replacement replaces is a field of its first health change. Journals from before the field said it
+// in the reason only; they read back with the field filled, so what they retired stays retired.
+TEST(StoreRecord, AReplacementNamesTheNodeItReplacesAsAFieldAndOldRecordsGetIt) {
+  auto old = record_from_json(nlohmann::json::parse(
+      R"({"op": "node_health", "seq": 1, "at": 5, "node": "gpu-5", "health": "Unschedulable", "cause": "deep_check",
+          "address": "", "reason": "replacement of node gpu-1: deep health check running"})"));
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  EXPECT_EQ(std::get<NodeHealthChange>(old->op).replaces, "gpu-1");
+  EXPECT_EQ(record_to_json(*old).at("replaces"), "gpu-1");
+  // Only the legacy wording of a deep check's first change is read so; a reason worded so elsewhere names nothing.
+  auto other = record_from_json(nlohmann::json::parse(
+      R"({"op": "node_health", "seq": 2, "at": 6, "node": "gpu-6", "health": "Schedulable", "cause": "admin",
+          "address": "", "reason": "replacement of node gpu-1: set by hand"})"));
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  EXPECT_EQ(std::get<NodeHealthChange>(other->op).replaces, "");
+  // A record that carries the field is taken as written, whatever its reason says.
+  auto now = record_from_json(nlohmann::json::parse(
+      R"({"op": "node_health", "seq": 3, "at": 7, "node": "gpu-7", "health": "Unschedulable", "cause": "deep_check",
+          "address": "", "reason": "deep health check running", "replaces": "gpu-2"})"));
+  ASSERT_TRUE(now.ok()) << now.error().message;
+  EXPECT_EQ(std::get<NodeHealthChange>(now->op).replaces, "gpu-2");
+}
+
+// A token's role is one of the five; a record naming another is refused, not read as a viewer's.
+TEST(StoreRecord, ATokenRecordWithAnUnknownRoleIsRefused) {
+  auto bad = record_from_json(nlohmann::json::parse(
+      R"({"op": "create_token", "seq": 1, "at": 5, "token": {"id": "t1", "secret_hash": "x", "role": "root",
+          "teams": [], "node": "", "expires_at": 0, "description": ""}})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("unknown role 'root'"), std::string::npos) << bad.error().message;
+}
+
 // The policy has one JSON writer (config/policy_json.h); journals written before it say min_runtime_s and
 // starvation_threshold_s, and must still replay to the same policy.
 TEST(StoreRecord, PolicyRecordsOfBothKeySpellingsReadTheSame) {
