@@ -42,41 +42,53 @@ std::string attention_reason(const ServerState& st, const Node& n) {
   return "";
 }
 
-// The job counts of the Cluster page and its recent failures: one walk over the jobs kept (retention bounds
-// them); the failures newest first.
+// The job counts of the Cluster page and its recent failures (newest first): the active jobs from their indexes,
+// the finished ones kept (retention bounds them) one by one.
 constexpr Time kHour = 3600, kDay = 86400;
 constexpr size_t kRecentFailures = 10;
 
 json job_counts_and_failures(const ServerState& st, Time now, const auth::Caller& who) {
   const ClusterState& s = st.cluster;
-  std::map<std::string, int> counts;
-  for (JobState js : {JobState::kPending, JobState::kRunning, JobState::kSuspended, JobState::kSucceeded, JobState::kFailed,
-                      JobState::kCancelled})
-    counts[job_state_name(js)] = 0;
+  constexpr JobState kStates[] = {JobState::kPending, JobState::kRunning, JobState::kSuspended,
+                                   JobState::kSucceeded, JobState::kFailed, JobState::kCancelled};
+  std::array<int, std::size(kStates)> counts{};  // by JobState's value
+  static_assert(static_cast<size_t>(JobState::kCancelled) + 1 == std::size(kStates));
   int kept = 0, failed_hour = 0, failed_day = 0;
-  std::vector<const Job*> failed;  // the newest kRecentFailures the caller may read, by when they failed
+  std::vector<const Job*> failed;  // the failed jobs the caller may read
   const view::SeesTeamJobs sees = job_names_for(who);
-  for (const Job& j : s.jobs) {
-    if (j.deleted || !j.team.valid()) continue;
+  // The active jobs from their indexes; the finished ones from theirs once retention keeps it (a server with
+  // retention on, the default), else from a walk over every job. Either way no more jobs are touched than kept.
+  counts[static_cast<size_t>(JobState::kRunning)] = static_cast<int>(s.running_jobs.size());
+  for (JobId id : s.waiting_jobs) ++counts[static_cast<size_t>(s.jobs[id.index()].state)];
+  kept = static_cast<int>(s.running_jobs.size() + s.waiting_jobs.size());
+  auto finished = [&](const Job& j) {
+    if (j.deleted || !j.team.valid() || is_active(j.state)) return;
     ++kept;
-    ++counts[job_state_name(j.state)];
-    if (j.state != JobState::kFailed) continue;
+    ++counts[static_cast<size_t>(j.state)];
+    if (j.state != JobState::kFailed) return;
     const Time at = finished_at(j);
     failed_hour += now - at <= kHour;
     failed_day += now - at <= kDay;
-    if (who.role == auth::Role::kMember && !who.in_team(s.teams[j.team.index()].spec.name)) continue;
+    if (who.role == auth::Role::kMember && !who.in_team(s.teams[j.team.index()].spec.name)) return;
     failed.push_back(&j);
+  };
+  if (s.finished_indexed) {
+    for (const auto& [at, index] : s.finished_jobs) finished(s.jobs[index]);
+  } else {
+    for (const Job& j : s.jobs) finished(j);
   }
-  std::sort(failed.begin(), failed.end(), [](const Job* a, const Job* b) {
+  const size_t shown = std::min(failed.size(), kRecentFailures);
+  std::partial_sort(failed.begin(), failed.begin() + static_cast<std::ptrdiff_t>(shown), failed.end(), [](const Job* a, const Job* b) {
     return finished_at(*a) != finished_at(*b) ? finished_at(*a) > finished_at(*b) : a->id > b->id;
   });
   json recent = json::array();
-  for (size_t i = 0; i < failed.size() && i < kRecentFailures; ++i) {
+  for (size_t i = 0; i < shown; ++i) {
     const Job& j = *failed[i];
     recent.push_back({{"name", j.spec.name}, {"team", s.teams[j.team.index()].spec.name}, {"failed_at", view::rfc3339(finished_at(j))},
                       {"reason_code", reason_code_name(j.reason_code)}, {"reason", view::hide_job_refs(j.reason.str(), sees)}});
   }
-  json jobs = counts;
+  json jobs = json::object();
+  for (JobState js : kStates) jobs[job_state_name(js)] = counts[static_cast<size_t>(js)];
   jobs["total"] = kept;  // the jobs kept: finished jobs leave after the retention (--retain-finished)
   return {{"jobs", jobs}, {"failed", {{"last_hour", failed_hour}, {"last_day", failed_day}}}, {"recent_failures", recent}};
 }
@@ -301,11 +313,11 @@ json queue_page(const QueueCache& cache, const ServerState& st, const QueueQuery
     if (!q.team.empty() && team != q.team) continue;
     if (!q.priority.empty() && priority_of(j) != q.priority) continue;
     if (q.state && j.state != *q.state) continue;
-    if (!q.job.empty() && j.spec.name != q.job) continue;
     if (own_only && !who.in_team(team)) {
-      ++hidden;
+      ++hidden;  // whatever `job` names: the count must not tell a member whether another team's job of a name waits
       continue;
     }
+    if (!q.job.empty() && j.spec.name != q.job) continue;
     if (matched++ < q.offset || items.size() >= q.limit) continue;
     int64_t accelerators = 0;
     for (const auto& ps : j.spec.pod_sets) accelerators += ps.replicas * ps.per_replica.accelerators.value_or(0);

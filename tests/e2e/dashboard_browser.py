@@ -290,6 +290,8 @@ def run(driver):
     huge = 'tr[data-job="b-huge"]'
     wait_until("b-huge never fits", lambda: driver.find_element(By.CSS_SELECTOR, huge).get_attribute("data-category") == "never_fits")
     assert "never-fits" in driver.find_element(By.CSS_SELECTOR, huge).get_attribute("class")
+    assert driver.find_element(By.CSS_SELECTOR, 'tr[data-job="a-wait-2"] td.wait .reason').is_displayed(), \
+        "a reason opened before the page was drawn again stays open"
     assert text_of(driver, huge + " td.wait .cat") == "never fits" and text_of(driver, huge + " td.estimate") == "never"
     assert "never run" in text_of(driver, "#never-fits-note"), text_of(driver, "#never-fits-note")
     assert not driver.find_elements(By.CSS_SELECTOR, 'tr.never-fits:not([data-job="b-huge"])'), "only b-huge never fits"

@@ -96,6 +96,13 @@ TEST_F(ServerDashboard, QueueInSchedulingOrderWithPositionsAndFilters) {
   EXPECT_EQ(mine.json["items"][0]["name"], "none-b");
   EXPECT_EQ(mine.json["items"][0]["position"], 3);
   EXPECT_EQ(mine.json["hidden"], 2);
+  // Asking for one job by name tells a member nothing of other teams' jobs: the same hidden count, named or not.
+  auto named = wrap(member.Get("/v1/dashboard/queue?job=high-1"));
+  ASSERT_EQ(named.status, 200) << named.body;
+  EXPECT_TRUE(named.json["items"].empty()) << named.body;
+  EXPECT_EQ(named.json["hidden"], 2);
+  EXPECT_EQ(wrap(member.Get("/v1/dashboard/queue?job=nosuch")).json["hidden"], 2);
+  EXPECT_EQ(wrap(member.Get("/v1/dashboard/queue?job=none-b")).json["items"][0]["position"], 3);
 }
 
 TEST_F(ServerDashboard, EstimatedStartFromRunningJobsExpectedEnds) {

@@ -98,6 +98,10 @@ function fmtDuration(sec) {
 function num(v) { return typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : String(v); }
 function badge(text, extra) { return h('span', { class: 'badge ' + text + (extra ? ' ' + extra : ''), text }); }
 function jobLink(name) { return h('a', { href: '#/job/' + encodeURIComponent(name), text: name }); }
+// The attributes of a <details> whose open state outlives the page's redraws (every event redraws the page).
+function keepOpen(openSet, key) {
+  return { open: openSet.has(key), ontoggle: e => { if (e.target.open) openSet.add(key); else openSet.delete(key); } };
+}
 // A link to the Jobs page with its filters set ({team, state, priority, instance_type}): every job count links so.
 function jobsHref(filters) {
   const q = new URLSearchParams();
@@ -307,7 +311,13 @@ async function render(fresh) {
     const content = await page.draw(state.route, fresh);
     if (gen !== state.generation || !content) return;
     const scroll = window.scrollY;
+    // A square focused by keyboard (Topology) keeps the focus when the page is drawn again.
+    const focused = document.activeElement && root.contains(document.activeElement) ? document.activeElement.dataset.node : undefined;
     root.replaceChildren(content);
+    if (focused !== undefined) {
+      const again = root.querySelector(`.node[data-node="${CSS.escape(focused)}"]`);
+      if (again) again.focus();
+    }
     state.lastDrawMs = performance.now() - started;
     root.dataset.loadedMs = String(Math.round(state.lastDrawMs));
     root.dataset.updated = String(Date.now());
@@ -546,6 +556,7 @@ PAGES.teams = {
 const QUEUE_PAGE = 100;
 PAGES.queue = {
   teams: null,
+  open: new Set(),  // the rows whose reason the person opened: a redraw keeps them open
   async draw(route) {
     const p = route.params;
     const offset = Math.max(0, parseInt(p.get('offset') || '0', 10) || 0);
@@ -570,7 +581,7 @@ PAGES.queue = {
     stateSel.addEventListener('change', () => form.requestSubmit());
     // The wait: the server's category (one table from reason code to category, server/wait_category.cpp), as a
     // coloured word; the reason's prose one click away.
-    const waitCell = j => h('td', { class: 'wait' }, h('details', {},
+    const waitCell = j => h('td', { class: 'wait' }, h('details', keepOpen(this.open, j.name),
       h('summary', {}, h('span', { class: 'cat cat-' + j.wait.category, 'data-category': j.wait.category, text: j.wait.label })),
       h('div', { class: 'reason', text: j.reason }), h('div', { class: 'muted', text: 'code: ' + j.reason_code })));
     const rows = d.items.map(j => h('tr', { 'data-job': j.name, 'data-category': j.wait.category, class: j.never_fits ? 'never-fits' : '' },
@@ -605,6 +616,7 @@ const JOBS_PAGE = 100;
 const JOB_STATES = ['Running', 'Pending', 'Suspended', 'Failed', 'Succeeded', 'Cancelled'];
 PAGES.jobs = {
   teams: null,
+  open: new Set(),
   async draw(route) {
     const p = route.params;
     const current = { team: p.get('team') || '', state: p.get('state') || '', priority: p.get('priority') || '',
@@ -641,7 +653,7 @@ PAGES.jobs = {
       h('td', {}, jobLink(j.name)), h('td', { text: j.team }), h('td', {}, badge(j.state)), h('td', { text: j.priority || 'none' }),
       h('td', { class: 'types', text: typeOf(j) }), h('td', { class: 'num', text: j.pod_sets.reduce((n, ps) => n + ps.replicas, 0) }),
       h('td', { text: fmtTime(j.submitted_at) }),
-      h('td', { class: 'reason' }, h('details', {}, h('summary', {}, h('span', { class: 'code', text: j.reason_code })), h('div', { text: j.reason })))));
+      h('td', { class: 'reason' }, h('details', keepOpen(this.open, j.name), h('summary', {}, h('span', { class: 'code', text: j.reason_code })), h('div', { text: j.reason })))));
     const table = h('table', { id: 'jobs' }, h('tr', {}, ['job', 'team', 'state', 'priority', 'instance type', 'replicas', 'submitted', 'reason']
       .map((t, i) => h('th', { class: i === 5 ? 'num' : '', text: t }))), rows);
     const from = p.get('continue') || '';
