@@ -12,6 +12,7 @@ Screenshots go to ARTIFACTS.
 Environment: ALLOT (the binary), ALLOT_SERVER, ALLOT_TOKEN (admin), ARTIFACTS (a directory), WORK (scratch),
 SERVER_PID (the server, for SIGSTOP and SIGCONT).
 """
+import calendar
 import json
 import os
 import re
@@ -54,11 +55,11 @@ def cli(*args, token=ADMIN):
     return out.stdout
 
 
-def submit(name, team, priority, replicas, command, accelerators=1):
+def submit(name, team, priority, replicas, command, accelerators=1, extra=""):
     path = os.path.join(WORK, name + ".yaml")
     with open(path, "w") as f:
         f.write(f"name: {name}\nteam: {team}\npriority: {priority}\nreplicas: {replicas}\n"
-                f"per_replica: {{accelerators: {accelerators}}}\ncommand: '{command}'\n")
+                f"per_replica: {{accelerators: {accelerators}}}\ncommand: '{command}'\n{extra}")
     cli("submit", path)
 
 
@@ -253,7 +254,8 @@ def run(driver):
 
     say("reclaim: team-b's job takes its GPU back; a-train is preempted and waits in the queue")
     open_page(driver, "#/queue")
-    submit("b-serve", "team-b", "inference", 1, "echo hello from b-serve; while true; do sleep 1; done")
+    # Its expected duration (an hour) gives the queue's estimates an end to count on.
+    submit("b-serve", "team-b", "inference", 1, "echo hello from b-serve; while true; do sleep 1; done", extra="duration: 3600\n")
     wait_until("a-train in the queue, Suspended", lambda: "Suspended" in text_of(driver, 'tr[data-job="a-train"]'))
     assert text_of(driver, 'tr[data-job="a-train"] td.position') == "1"
     assert driver.find_element(By.CSS_SELECTOR, 'tr[data-job="a-train"] td.wait .reason').get_attribute("textContent"), "the queue gives a reason"
@@ -305,8 +307,16 @@ def run(driver):
     assert text_of(driver, "#job-preemptions") == "1"
     say("job page: a waiting job's queue position and estimated start")
     assert re.match(r"^1 of \d+ waiting$", text_of(driver, "#job-position")), text_of(driver, "#job-position")
+    # a-train needs 2 GPUs; 1 is free (a-wait-0 and b-serve hold the others): the second comes free when b-serve's
+    # expected hour ends, so the estimate is b-serve's start plus an hour.
+    b_started = json.loads(cli("describe", "b-serve", "-o", "json"))["started_at"]
     estimate = text_of(driver, "#job-estimate")
-    assert estimate.startswith("none") or re.match(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z \(in ~", estimate), estimate
+    m = re.match(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z) \(in ~(\d+)m ", estimate)
+    assert m and 55 <= int(m.group(2)) <= 60, f"an estimate about an hour away: {estimate}"
+    want_end = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(
+        calendar.timegm(time.strptime(re.sub(r"(\.\d+)?Z$", "", b_started), "%Y-%m-%dT%H:%M:%S")) + 3600))
+    assert m.group(1) == want_end, f"the estimate is b-serve's expected end {want_end}: {estimate}"
+    assert "counts capacity only" in estimate, estimate
     shot(driver, "job-preempted")
     # "More": the fields this page does not know by name, each drawn as a value (never "[object ...]").
     extra = driver.find_element(By.ID, "job-extra")
