@@ -5,7 +5,7 @@ measures how long each takes to show, and how long a change takes to appear on a
 Also the JSON endpoints' answer times. Never run by the tests; needs chromium, chromium-driver, python3-selenium
 (bash scripts/deps.sh chromium chromium-driver python3-selenium).
 
-Usage: /usr/bin/python3 bench/dashboard_scale.py build/allot [--nodes 1000] [--jobs 50000] [--keep]
+Usage: /usr/bin/python3 bench/dashboard_scale.py build/allot [--nodes 1000] [--jobs 50000] [--keep] [--api-only]
 """
 import argparse
 import http.client
@@ -217,6 +217,7 @@ def main():
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--jobs", type=int, default=50000)
     ap.add_argument("--keep", action="store_true", help="keep the data directory")
+    ap.add_argument("--api-only", action="store_true", help="the JSON answers only, no browser")
     args = ap.parse_args()
     data = tempfile.mkdtemp(prefix="allot-dashboard-bench.")
     shots = os.path.join(os.path.dirname(os.path.abspath(args.allot)), "bench-artifacts", "dashboard")
@@ -230,10 +231,15 @@ def main():
         print(f"state     {c['nodes']} nodes, jobs {c['jobs']}", flush=True)
         for path in ["/v1/dashboard/cluster", "/v1/dashboard/teams", "/v1/dashboard/queue?limit=100",
                      "/v1/dashboard/queue?offset=40000&limit=100", "/v1/dashboard/queue?team=team-07&limit=100",
-                     "/v1/dashboard/topology", "/v1/jobs?limit=500", "/v1/events?since=0", "/metrics"]:
+                     "/v1/dashboard/queue?limit=1&job=job-40000", "/v1/dashboard/topology", "/v1/jobs?limit=500",
+                     "/v1/jobs?limit=100", "/v1/jobs?state=Running&limit=100",
+                     "/v1/jobs?instance_type=ml.p5.48xlarge&state=Running&limit=100", "/v1/jobs?priority=none&limit=100",
+                     "/v1/events?since=0", "/metrics"]:
             size = len(json.dumps(api.call("GET", path))) if not path.startswith("/metrics") else len(api.call("GET", path))
             print(f"api       {path:48s} {1000 * timed(lambda: api.call('GET', path)):7.1f} ms (median of 5), {size / 1024:.0f} KiB",
                   flush=True)
+        if args.api_only:
+            return
         d = browser()
         try:
             for page, (secs, ms) in page_loads(d, url, token, shots).items():

@@ -1,7 +1,7 @@
 // The web dashboard (docs/dashboard.md): its files at / and /dashboard/NAME, and the JSON its pages read under
 // /v1/dashboard. The files are public (they hold no data; the page asks for a token and sends it as a bearer
 // header like any client); every JSON endpoint needs a reader token and answers members in aggregate, except
-// the queue, which lists a member's own teams' jobs only.
+// the queue and the cluster's recent failures, which list a member's own teams' jobs only.
 #include <memory>
 
 #include "dashboard/assets.h"
@@ -39,7 +39,7 @@ void summary_routes(Routes& http, Api& api) {
   route(http, api, "GET", "/v1/dashboard/cluster", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     run(api, who, req, res, [&api, who](Txn& txn) -> Result<Render> {
       return Render([&api, who, now = txn.now()](const ServerState& st) {
-        nlohmann::json out = cluster_summary(st, now);
+        nlohmann::json out = cluster_summary(st, now, who);
         out["events_last"] = api.events.last();  // where a page starts following the event stream
         // Who the page acts as: its filters offer a member only its own teams.
         out["caller"] = {{"role", auth::role_name(who.role)}, {"teams", who.teams}};
@@ -66,6 +66,7 @@ void queue_route(Routes& http, Api& api) {
     QueueQuery q;
     q.team = req.get_param_value("team");
     q.priority = req.get_param_value("priority");
+    q.job = req.get_param_value("job");
     if (req.has_param("state")) {
       q.state = parse_job_state(req.get_param_value("state"));
       if (!q.state || (*q.state != JobState::kPending && *q.state != JobState::kSuspended))

@@ -104,6 +104,9 @@ void read_routes(Routes& http, Api& api) {
         return answer(res, error_reply(Error::invalid("unknown job state '" + req.get_param_value("state") + "'; states: " + state_names())));
     }
     std::string team = req.get_param_value("team");
+    // The dashboard's Jobs page filters by priority class ("none": jobs without one) and instance type too.
+    std::string priority = req.get_param_value("priority");
+    std::string instance_type = req.get_param_value("instance_type");
     auto selector = parse_label_selector(req.get_param_value("selector"));
     if (!selector) return answer(res, error_reply(selector.error()));
     // Members list the jobs of their own teams; the rest of the cluster they see in aggregate (teams, nodes).
@@ -115,19 +118,33 @@ void read_routes(Routes& http, Api& api) {
     if (*limit == 0) return answer(res, error_reply(Error::invalid("query parameter limit must be 1.." + std::to_string(kMaxJobPage))));
     auto from = parse_continue(req.get_param_value("continue"));
     if (!from) return answer(res, error_reply(from.error()));
-    run(api, who, req, res, [state, team, limit = static_cast<size_t>(*limit), from = *from, who, own_teams_only,
+    run(api, who, req, res, [state, team, priority, instance_type, limit = static_cast<size_t>(*limit), from = *from, who, own_teams_only,
                              selector = std::move(*selector)](Txn& txn) -> Result<Render> {
       const Team* t = nullptr;
       if (!team.empty() && !(t = txn.cluster().find_team(team))) return Error::not_found("no team named " + team);
+      std::optional<TypeId> type;
+      if (!instance_type.empty()) {
+        type = txn.cluster().catalog.find(instance_type);
+        if (!type) return Error::invalid("query parameter instance_type: unknown instance type '" + printable(instance_type, 80) + "'");
+      }
       if (from > txn.cluster().jobs.size()) return Error::invalid("the continue token is not one this server gave");
       const TeamId team_id = t ? t->id : TeamId{};
       // One page is rendered per call, so a long listing does not hold the writer (and every submission
       // waiting behind it) for the time it takes to render every job.
-      return Render([state, team_id, limit, from, who, own_teams_only, selector](const ServerState& st) {
+      return Render([state, team_id, priority, type, limit, from, who, own_teams_only, selector](const ServerState& st) {
         const auto& jobs = st.cluster.jobs;
+        // A job is of a type when one of its pod sets names it, or runs on it.
+        auto of_type = [&](const Job& j) {
+          for (const auto& ps : j.pod_sets)
+            if (ps.type == *type) return true;
+          for (const auto& ps : j.placement.pod_sets)
+            if (ps.type == *type) return true;
+          return false;
+        };
         auto wanted = [&](const Job& j) {
           return !j.deleted && (!state || j.state == *state) && (!team_id.valid() || j.team == team_id) &&
-                 selector_matches(selector, j.spec.labels) &&
+                 (priority.empty() || (j.spec.priority.empty() ? "none" : j.spec.priority) == priority) &&
+                 (!type || of_type(j)) && selector_matches(selector, j.spec.labels) &&
                  (!own_teams_only || who.in_team(st.cluster.teams[j.team.index()].spec.name));
         };
         const view::SeesTeamJobs sees = job_names_for(who);

@@ -7,7 +7,9 @@
 
 #include "core/admission.h"
 #include "core/quota.h"
+#include "server/lending_flows.h"
 #include "server/views.h"
+#include "server/wait_category.h"
 #include "view/job_refs.h"
 #include "view/state_json.h"
 #include "view/times.h"
@@ -31,9 +33,69 @@ const NodeHealth kHealthStates[] = {NodeHealth::kSchedulable, NodeHealth::kUnsch
 
 std::string priority_of(const Job& j) { return j.spec.priority.empty() ? "none" : j.spec.priority; }
 
+// Why a node needs attention, in a line: its last health change's reason when unhealthy, else why it is suspect.
+std::string attention_reason(const ServerState& st, const Node& n) {
+  auto info = st.nodes.find(n.name);
+  if (info == st.nodes.end()) return "";
+  if (n.health != NodeHealth::kSchedulable) return info->second.reason;
+  if (n.suspect) return !info->second.exit_judging_reason.empty() ? info->second.exit_judging_reason : info->second.suspect_reason;
+  return "";
+}
+
+// The job counts of the Cluster page and its recent failures (newest first): the active jobs from their indexes,
+// the finished ones kept (retention bounds them) one by one.
+constexpr Time kHour = 3600, kDay = 86400;
+constexpr size_t kRecentFailures = 10;
+
+json job_counts_and_failures(const ServerState& st, Time now, const auth::Caller& who) {
+  const ClusterState& s = st.cluster;
+  constexpr JobState kStates[] = {JobState::kPending, JobState::kRunning, JobState::kSuspended,
+                                   JobState::kSucceeded, JobState::kFailed, JobState::kCancelled};
+  std::array<int, std::size(kStates)> counts{};  // by JobState's value
+  static_assert(static_cast<size_t>(JobState::kCancelled) + 1 == std::size(kStates));
+  int kept = 0, failed_hour = 0, failed_day = 0;
+  std::vector<const Job*> failed;  // the failed jobs the caller may read
+  const view::SeesTeamJobs sees = job_names_for(who);
+  // The active jobs from their indexes; the finished ones from theirs once retention keeps it (a server with
+  // retention on, the default), else from a walk over every job. Either way no more jobs are touched than kept.
+  counts[static_cast<size_t>(JobState::kRunning)] = static_cast<int>(s.running_jobs.size());
+  for (JobId id : s.waiting_jobs) ++counts[static_cast<size_t>(s.jobs[id.index()].state)];
+  kept = static_cast<int>(s.running_jobs.size() + s.waiting_jobs.size());
+  auto finished = [&](const Job& j) {
+    if (j.deleted || !j.team.valid() || is_active(j.state)) return;
+    ++kept;
+    ++counts[static_cast<size_t>(j.state)];
+    if (j.state != JobState::kFailed) return;
+    const Time at = finished_at(j);
+    failed_hour += now - at <= kHour;
+    failed_day += now - at <= kDay;
+    if (who.role == auth::Role::kMember && !who.in_team(s.teams[j.team.index()].spec.name)) return;
+    failed.push_back(&j);
+  };
+  if (s.finished_indexed) {
+    for (const auto& [at, index] : s.finished_jobs) finished(s.jobs[index]);
+  } else {
+    for (const Job& j : s.jobs) finished(j);
+  }
+  const size_t shown = std::min(failed.size(), kRecentFailures);
+  std::partial_sort(failed.begin(), failed.begin() + static_cast<std::ptrdiff_t>(shown), failed.end(), [](const Job* a, const Job* b) {
+    return finished_at(*a) != finished_at(*b) ? finished_at(*a) > finished_at(*b) : a->id > b->id;
+  });
+  json recent = json::array();
+  for (size_t i = 0; i < shown; ++i) {
+    const Job& j = *failed[i];
+    recent.push_back({{"name", j.spec.name}, {"team", s.teams[j.team.index()].spec.name}, {"failed_at", view::rfc3339(finished_at(j))},
+                      {"reason_code", reason_code_name(j.reason_code)}, {"reason", view::hide_job_refs(j.reason.str(), sees)}});
+  }
+  json jobs = json::object();
+  for (JobState js : kStates) jobs[job_state_name(js)] = counts[static_cast<size_t>(js)];
+  jobs["total"] = kept;  // the jobs kept: finished jobs leave after the retention (--retain-finished)
+  return {{"jobs", jobs}, {"failed", {{"last_hour", failed_hour}, {"last_day", failed_day}}}, {"recent_failures", recent}};
+}
+
 }  // namespace
 
-json cluster_summary(const ServerState& st, Time now) {
+json cluster_summary(const ServerState& st, Time now, const auth::Caller& who) {
   const ClusterState& s = st.cluster;
   // Per type: what replicas hold, what is free where new work may land, and what is idle on nodes that take none.
   struct Split {
@@ -53,7 +115,8 @@ json cluster_summary(const ServerState& st, Time now) {
   std::vector<int> node_count(s.catalog.size(), 0);
   std::map<std::string, int> by_health;
   for (NodeHealth h : kHealthStates) by_health[node_health_name(h)] = 0;
-  int cordoned = 0, nodes = 0, attention_total = 0;
+  int cordoned = 0, suspect = 0, nodes = 0, attention_total = 0;
+  const view::SeesTeamJobs sees = job_names_for(who);
   json attention = json::array();
   for (const Node& n : s.nodes) {
     if (n.removed) continue;
@@ -65,10 +128,12 @@ json cluster_summary(const ServerState& st, Time now) {
     ++node_count[n.type.index()];
     ++by_health[node_health_name(n.health)];
     cordoned += n.cordoned;
-    if (n.health != NodeHealth::kSchedulable || n.cordoned) {
+    suspect += n.suspect;
+    if (n.health != NodeHealth::kSchedulable || n.cordoned || n.suspect) {
       if (++attention_total <= 100)
         attention.push_back({{"name", n.name}, {"instance_type", s.catalog.at(n.type).name},
-                             {"health", node_health_name(n.health)}, {"cordoned", n.cordoned}});
+                             {"health", node_health_name(n.health)}, {"cordoned", n.cordoned}, {"suspect", n.suspect},
+                             {"reason", view::hide_job_refs(attention_reason(st, n), sees)}});
     }
   }
   json types = json::array();
@@ -79,11 +144,6 @@ json cluster_summary(const ServerState& st, Time now) {
     types.push_back({{"instance_type", s.catalog.at(type_id(t)).name}, {"nodes", node_count[t]},
                      {"accelerators", acc[t].to_json()}, {"vcpu", vcpu[t].to_json()}});
   }
-  std::map<std::string, int> jobs;
-  for (JobState js : {JobState::kPending, JobState::kRunning, JobState::kSuspended}) jobs[job_state_name(js)] = 0;
-  for (JobId id : s.waiting_jobs) ++jobs[job_state_name(s.jobs[id.index()].state)];
-  jobs["Running"] = static_cast<int>(s.running_jobs.size());
-  jobs["total"] = static_cast<int>(s.jobs.size() - s.compacted_jobs);  // the jobs kept (retention)
   // The chart's series: one per listed type, from the samples and a last point for now.
   json samples = json::array();
   auto add_sample = [&](const UtilisationSample& u) {
@@ -99,15 +159,17 @@ json cluster_summary(const ServerState& st, Time now) {
   add_sample(utilisation_now(s, now));
   json type_names = json::array();
   for (size_t t : listed) type_names.push_back(s.catalog.at(type_id(t)).name);
-  return {{"now", view::rfc3339(now)},
-          {"instance_types", types},
-          {"nodes", nodes},
-          {"nodes_by_health", by_health},
-          {"cordoned", cordoned},
-          {"attention", attention},
-          {"attention_total", attention_total},
-          {"jobs", jobs},
-          {"utilisation", {{"instance_types", type_names}, {"every_s", Observed::kSampleEvery}, {"samples", samples}}}};
+  json out = {{"now", view::rfc3339(now)},
+              {"instance_types", types},
+              {"nodes", nodes},
+              {"nodes_by_health", by_health},
+              {"cordoned", cordoned},
+              {"suspect", suspect},
+              {"attention", attention},
+              {"attention_total", attention_total},
+              {"utilisation", {{"instance_types", type_names}, {"every_s", Observed::kSampleEvery}, {"samples", samples}}}};
+  out.update(job_counts_and_failures(st, now, who));
+  return out;
 }
 
 json teams_summary(const ServerState& st) {
@@ -160,12 +222,18 @@ json teams_summary(const ServerState& st) {
     if (capacity.is_zero() && nominal.is_zero()) continue;
     const Resources pool = pool_capacity(s, type_id(ty));
     const Resources used = pool_used(s, s.usage, type_id(ty));
+    json lending = json::array();
+    for (const LendingFlow& f : lending_flows(s, type_id(ty)))
+      lending.push_back({{"from", f.lender ? json(s.teams[f.lender->index()].spec.name) : json(nullptr)},
+                         {"to", s.teams[f.borrower.index()].spec.name},
+                         {"amount", view::resources_json(f.amount)}});
     cohort.push_back({{"instance_type", s.catalog.at(type_id(ty)).name},
                       {"capacity", view::resources_json(capacity)},
                       {"nominal", view::resources_json(nominal)},
                       {"pool", view::resources_json(pool)},
                       {"pool_used", view::resources_json(used)},
-                      {"idle", view::resources_json(clamp_zero(pool - used))}});
+                      {"idle", view::resources_json(clamp_zero(pool - used))},
+                      {"lending", lending}});
   }
   return {{"teams", out}, {"cohort", cohort}};
 }
@@ -246,20 +314,29 @@ json queue_page(const QueueCache& cache, const ServerState& st, const QueueQuery
     if (!q.priority.empty() && priority_of(j) != q.priority) continue;
     if (q.state && j.state != *q.state) continue;
     if (own_only && !who.in_team(team)) {
-      ++hidden;
+      ++hidden;  // whatever `job` names: the count must not tell a member whether another team's job of a name waits
       continue;
     }
+    if (!q.job.empty() && j.spec.name != q.job) continue;
     if (matched++ < q.offset || items.size() >= q.limit) continue;
     int64_t accelerators = 0;
     for (const auto& ps : j.spec.pod_sets) accelerators += ps.replicas * ps.per_replica.accelerators.value_or(0);
+    // The types it may run on: those its pod sets name, or every type its team may use for those that name none.
+    json types = json::array();
+    for (TypeId t : candidate_types(s, j)) types.push_back(s.catalog.at(t).name);
+    const WaitCategory category = wait_category(j.reason_code, j.feasible);
     json item = {{"position", i + 1},     {"name", j.spec.name}, {"team", team},
                  {"priority", priority_of(j)}, {"state", job_state_name(j.state)}, {"reason", view::hide_job_refs(j.reason.str(), sees)},
+                 {"reason_code", reason_code_name(j.reason_code)},
+                 {"wait", {{"category", wait_category_name(category)}, {"label", wait_category_label(category)}}},
+                 {"never_fits", category == WaitCategory::kNeverFits}, {"instance_types", types},
                  {"submitted_at", view::rfc3339(j.submitted_at)}, {"waited_s", std::max<Time>(0, now - j.waiting_since)},
                  {"accelerators", accelerators}, {"preemptions", j.preemptions}, {"restarts", j.restarts}};
     if (cache.estimated_start[i]) item["estimated_start"] = view::rfc3339(*cache.estimated_start[i]);
     items.push_back(std::move(item));
   }
-  json out = {{"total", cache.order.size()}, {"matched", matched}, {"offset", q.offset}, {"items", items}};
+  json out = {{"total", cache.order.size()}, {"matched", matched}, {"offset", q.offset}, {"items", items},
+              {"estimates_at", view::rfc3339(cache.computed_at)}};
   if (own_only) out["hidden"] = hidden;
   return out;
 }
@@ -280,6 +357,7 @@ json topology_summary(const ServerState& st) {
       d["instance_type"] = s.catalog.at(n->type).name;
       d["health"] = node_health_name(n->health);
       d["cordoned"] = n->cordoned;
+      d["suspect"] = n->suspect;
       d["accelerators"] = cap;
       d["in_use"] = cap - s.room[n->id.index()].free.accelerators;
       d["replicas"] = s.room[n->id.index()].replicas;

@@ -13,11 +13,14 @@
 namespace allot::server {
 
 // Accelerators and vCPUs per instance type (in use, free, on unhealthy nodes, on cordoned nodes), nodes by health,
-// the nodes that need attention (first 100), jobs per state, and the utilisation samples plus one for `now`.
-nlohmann::json cluster_summary(const ServerState& st, Time now);
+// the nodes that need attention (unhealthy, cordoned or suspect; first 100), the jobs kept per state, the failures
+// of the last hour and day, the newest failed jobs `who` may read (members: their own teams'), and the
+// utilisation samples plus one for `now`.
+nlohmann::json cluster_summary(const ServerState& st, Time now, const auth::Caller& who);
 
 // Per team and instance type: nominal, the most it may hold, in use, borrowed, lent; its fair-share weight and
-// share, its job counts; and per instance type the cohort's pool, what of it is used, and what is idle.
+// share, its job counts; and per instance type the cohort's pool, what of it is used, what is idle, and who lends
+// to whom (lending_flows.h).
 nlohmann::json teams_summary(const ServerState& st);
 
 // The waiting jobs in scheduling order, with each one's estimated start, cached until the state changes.
@@ -35,6 +38,7 @@ struct QueueQuery {
   std::string team;      // "" = all
   std::string priority;  // a priority class, "none" for jobs without one, "" = all
   std::optional<JobState> state;  // Pending or Suspended; nullopt = both
+  std::string job;       // one job by name (the Job page's position), "" = all
   size_t offset = 0;
   size_t limit = 100;
 };

@@ -12,6 +12,7 @@ Screenshots go to ARTIFACTS.
 Environment: ALLOT (the binary), ALLOT_SERVER, ALLOT_TOKEN (admin), ARTIFACTS (a directory), WORK (scratch),
 SERVER_PID (the server, for SIGSTOP and SIGCONT).
 """
+import calendar
 import json
 import os
 import re
@@ -24,7 +25,9 @@ import urllib.request
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 ALLOT = os.environ["ALLOT"]
@@ -52,11 +55,11 @@ def cli(*args, token=ADMIN):
     return out.stdout
 
 
-def submit(name, team, priority, replicas, command):
+def submit(name, team, priority, replicas, command, accelerators=1, extra=""):
     path = os.path.join(WORK, name + ".yaml")
     with open(path, "w") as f:
         f.write(f"name: {name}\nteam: {team}\npriority: {priority}\nreplicas: {replicas}\n"
-                f"per_replica: {{accelerators: 1}}\ncommand: '{command}'\n")
+                f"per_replica: {{accelerators: {accelerators}}}\ncommand: '{command}'\n{extra}")
     cli("submit", path)
 
 
@@ -192,6 +195,25 @@ def run(driver):
         except AssertionError as e:
             assert why in str(e), e
         driver.execute_script("document.getElementById('planted').remove()")
+    say("a job that fails: counted on the Cluster page, listed with its reason, and its count opens the Jobs page")
+    submit("a-fails", "team-a", "training", 1, "echo about to fail; exit 3")
+    wait_until("a-fails Failed", lambda: job_state("a-fails") == "Failed")
+    fails_view = json.loads(cli("describe", "a-fails", "-o", "json"))
+    wait_until("the failure counted", lambda: text_of(driver, '#failed-counts .card[data-failed="last_hour"] .big') == "1")
+    assert text_of(driver, '#failed-counts .card[data-failed="last_day"] .big') == "1"
+    row = driver.find_element(By.CSS_SELECTOR, '#recent-failures tr[data-job="a-fails"]')
+    assert fails_view["reason"] in row.text and fails_view["reason_code"] in row.text, (row.text, fails_view["reason"])
+    assert UTC_TIME.match(row.find_elements(By.TAG_NAME, "td")[0].text), row.text
+    assert "jobs kept" in text_of(driver, '.card[data-jobs="total"]') and "ever submitted" not in text_of(driver, "#page")
+    shot(driver, "cluster-failure")
+    driver.find_element(By.CSS_SELECTOR, '.card[data-jobs="Failed"] a.count-link').click()
+    wait_until("the Jobs page filtered by state=Failed", lambda: driver.find_element(By.ID, "page").get_attribute("data-page") == "jobs"
+               and "state=Failed" in driver.current_url and driver.find_elements(By.CSS_SELECTOR, '#jobs tr[data-job="a-fails"]'))
+    rows = driver.find_elements(By.CSS_SELECTOR, "#jobs tr[data-job]")
+    assert [r.get_attribute("data-state") for r in rows] == ["Failed"], [r.text for r in rows]
+    assert driver.find_element(By.CSS_SELECTOR, "#jobs-filters select[name=state]").get_attribute("value") == "Failed"
+    shot(driver, "jobs-failed")
+    open_page(driver, "#/cluster")
     card = '.card[data-type="ml.g5.8xlarge"]'
     wait_until("3 free accelerators", lambda: "free 3" in text_of(driver, card) and "0 / 3" in text_of(driver, card))
     assert driver.find_elements(By.CSS_SELECTOR, "svg.chart polyline"), "the utilisation chart has a line"
@@ -207,6 +229,23 @@ def run(driver):
     assert driver.find_elements(By.CSS_SELECTOR, 'tr[data-team="team-a"] .badge.borrowing'), "team-a is marked borrowing"
     lent_b = text_of(driver, 'tr[data-team="team-b"][data-type="ml.g5.8xlarge"] td.lent')
     assert lent_b == "1", f"team-b lends its idle GPU: {lent_b}"
+    flow = wait_until("team-b -> team-a in the lending table", lambda: driver.find_elements(
+        By.CSS_SELECTOR, '#lending tr[data-from="team-b"][data-to="team-a"][data-type="ml.g5.8xlarge"]'))
+    assert text_of(driver, '#lending tr[data-from="team-b"][data-to="team-a"] td.amount') == "1", flow[0].text
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#lending tr[data-to]")) == 1, text_of(driver, "#lending")
+    # One scale per instance type: both teams' bars span the same amount (each may hold 2), so a GPU is as wide in both.
+    bars = driver.find_elements(By.CSS_SELECTOR, '.bar[data-type="ml.g5.8xlarge"]')
+    assert [b.get_attribute("data-scale") for b in bars] == ["2", "2"], [b.get_attribute("data-scale") for b in bars]
+    used_a = driver.find_element(By.CSS_SELECTOR, row_a + " .bar .bar-used").size["width"]
+    used_b_lent = driver.find_element(By.CSS_SELECTOR, 'tr[data-team="team-b"] .bar .bar-lent').size["width"]
+    assert abs(used_a - used_b_lent) <= 1, f"one GPU is as wide in both bars: {used_a} and {used_b_lent}"
+    running_link = driver.find_element(By.CSS_SELECTOR, 'tr[data-team="team-a"] td.running a')
+    assert running_link.get_attribute("href").endswith("#/jobs?team=team-a&state=Running"), running_link.get_attribute("href")
+    running_link.click()
+    wait_until("team-a's running jobs", lambda: driver.find_element(By.ID, "page").get_attribute("data-page") == "jobs"
+               and [r.get_attribute("data-job") for r in driver.find_elements(By.CSS_SELECTOR, "#jobs tr[data-job]")] == ["a-train"])
+    open_page(driver, "#/teams")
+    wait_until("the teams table", lambda: driver.find_elements(By.CSS_SELECTOR, "#lending"))
     shot(driver, "teams-borrowing")
 
     say("the cluster page follows: 2 of 3 in use")
@@ -215,15 +254,32 @@ def run(driver):
 
     say("reclaim: team-b's job takes its GPU back; a-train is preempted and waits in the queue")
     open_page(driver, "#/queue")
-    submit("b-serve", "team-b", "inference", 1, "echo hello from b-serve; while true; do sleep 1; done")
+    # Its expected duration (an hour) gives the queue's estimates an end to count on.
+    submit("b-serve", "team-b", "inference", 1, "echo hello from b-serve; while true; do sleep 1; done", extra="duration: 3600\n")
     wait_until("a-train in the queue, Suspended", lambda: "Suspended" in text_of(driver, 'tr[data-job="a-train"]'))
     assert text_of(driver, 'tr[data-job="a-train"] td.position') == "1"
-    assert text_of(driver, 'tr[data-job="a-train"] td.reason'), "the queue gives a reason"
+    assert driver.find_element(By.CSS_SELECTOR, 'tr[data-job="a-train"] td.wait .reason').get_attribute("textContent"), "the queue gives a reason"
     # The first fits within team-a's quota; the pool (two GPUs of quota) is then full, and the others wait.
     for i in range(3):
         submit(f"a-wait-{i}", "team-a", "training", 1, "sleep 600")
     wait_until("three waiting", lambda: "of 3 matching" in text_of(driver, "#queue-count"))
     assert text_of(driver, 'tr[data-job="a-wait-2"] td.position') == "3"
+    say("queue: each row's wait as a coloured category, the prose one click away, its instance type")
+    CATEGORIES = {"quota", "borrow_limit", "capacity", "topology", "unhealthy_nodes", "never_fits", "scheduling", "order", "held", "plan"}
+    for name in ("a-train", "a-wait-1", "a-wait-2"):
+        row = f'tr[data-job="{name}"]'
+        wait_until(f"{name} classified", lambda: driver.find_element(By.CSS_SELECTOR, row).get_attribute("data-category") in CATEGORIES - {"scheduling"})
+        view = json.loads(cli("describe", name, "-o", "json"))
+        cat = driver.find_element(By.CSS_SELECTOR, row + " td.wait .cat")
+        assert cat.get_attribute("data-category") == driver.find_element(By.CSS_SELECTOR, row).get_attribute("data-category")
+        assert cat.value_of_css_property("background-color") not in ("rgba(0, 0, 0, 0)", "transparent"), "the category is coloured"
+        assert text_of(driver, row + " td.types") == "ml.g5.8xlarge"
+        prose = driver.find_element(By.CSS_SELECTOR, row + " td.wait .reason")
+        assert not prose.is_displayed(), "the reason's prose is folded away"
+    driver.find_element(By.CSS_SELECTOR, 'tr[data-job="a-wait-2"] td.wait summary').click()
+    prose = driver.find_element(By.CSS_SELECTOR, 'tr[data-job="a-wait-2"] td.wait .reason')
+    assert prose.is_displayed() and prose.text, "one click shows the prose"
+    driver.execute_script("document.activeElement && document.activeElement.blur()")
     # The filter: team-b has nothing waiting.
     driver.execute_script("location.hash = '#/queue?team=team-b'")
     wait_until("the team filter", lambda: "none matching" in text_of(driver, "#queue-count"))
@@ -231,11 +287,36 @@ def run(driver):
     open_page(driver, "#/queue")
     wait_until("the whole queue", lambda: "of 3 matching" in text_of(driver, "#queue-count"))
     shot(driver, "queue")
+    say("queue: a job that never fits (2 GPUs per replica on nodes of 1) is marked apart")
+    submit("b-huge", "team-b", "training", 1, "sleep 600", accelerators=2)
+    huge = 'tr[data-job="b-huge"]'
+    wait_until("b-huge never fits", lambda: driver.find_element(By.CSS_SELECTOR, huge).get_attribute("data-category") == "never_fits")
+    assert "never-fits" in driver.find_element(By.CSS_SELECTOR, huge).get_attribute("class")
+    assert driver.find_element(By.CSS_SELECTOR, 'tr[data-job="a-wait-2"] td.wait .reason').is_displayed(), \
+        "a reason opened before the page was drawn again stays open"
+    assert text_of(driver, huge + " td.wait .cat") == "never fits" and text_of(driver, huge + " td.estimate") == "never"
+    assert "never run" in text_of(driver, "#never-fits-note"), text_of(driver, "#never-fits-note")
+    assert not driver.find_elements(By.CSS_SELECTOR, 'tr.never-fits:not([data-job="b-huge"])'), "only b-huge never fits"
+    shot(driver, "queue-classified")
+    cli("cancel", "b-huge")
+    wait_until("b-huge gone", lambda: not driver.find_elements(By.CSS_SELECTOR, huge))
 
     say("job page: a-train's preemption record names the rule")
     open_page(driver, "#/job/a-train")
     wait_until("a preemption row", lambda: "reclaim" in text_of(driver, "#preemptions").lower())
     assert text_of(driver, "#job-preemptions") == "1"
+    say("job page: a waiting job's queue position and estimated start")
+    assert re.match(r"^1 of \d+ waiting$", text_of(driver, "#job-position")), text_of(driver, "#job-position")
+    # a-train needs 2 GPUs; 1 is free (a-wait-0 and b-serve hold the others): the second comes free when b-serve's
+    # expected hour ends, so the estimate is b-serve's start plus an hour.
+    b_started = json.loads(cli("describe", "b-serve", "-o", "json"))["started_at"]
+    estimate = text_of(driver, "#job-estimate")
+    m = re.match(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z) \(in ~(\d+)m ", estimate)
+    assert m and 55 <= int(m.group(2)) <= 60, f"an estimate about an hour away: {estimate}"
+    want_end = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(
+        calendar.timegm(time.strptime(re.sub(r"(\.\d+)?Z$", "", b_started), "%Y-%m-%dT%H:%M:%S")) + 3600))
+    assert m.group(1) == want_end, f"the estimate is b-serve's expected end {want_end}: {estimate}"
+    assert "counts capacity only" in estimate, estimate
     shot(driver, "job-preempted")
     # "More": the fields this page does not know by name, each drawn as a value (never "[object ...]").
     extra = driver.find_element(By.ID, "job-extra")
@@ -281,12 +362,34 @@ def run(driver):
     node = f'.node[data-node="{idle}"]'
     wait_until(f"{idle} red", lambda: "unhealthy" in driver.find_element(By.CSS_SELECTOR, node).get_attribute("class"))
     colour = driver.find_element(By.CSS_SELECTOR, node).value_of_css_property("background-color")
-    assert colour in ("rgba(214, 58, 58, 1)", "rgb(214, 58, 58)"), f"{idle} is drawn red, not {colour}"
+    assert colour in ("rgba(213, 94, 0, 1)", "rgb(213, 94, 0)"), f"{idle} is drawn vermillion (Okabe-Ito), not {colour}"
+    say("topology: every square reachable by keyboard and labelled; the legend complete; free accelerators per domain")
+    squares = driver.find_elements(By.CSS_SELECTOR, ".node")
+    assert len(squares) == 3, len(squares)
+    for sq in squares:
+        label = sq.get_attribute("aria-label")
+        name = sq.get_attribute("data-node")
+        assert sq.get_attribute("tabindex") == "0", name
+        assert label.startswith(name + ": ") and re.search(r"\d+ of \d+ accelerators free", label), label
+    assert "unhealthy" in driver.find_element(By.CSS_SELECTOR, node).get_attribute("aria-label")
+    driver.execute_script("document.querySelector('#page form.filters button').focus()")  # Tab on from the form
+    reached = []
+    for _ in range(6):
+        ActionChains(driver).send_keys(Keys.TAB).perform()
+        reached.append(driver.execute_script("return document.activeElement.dataset.node || ''"))
+    assert {sq.get_attribute("data-node") for sq in squares} <= set(reached), f"Tab reaches every node: {reached}"
+    legend = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#topology-legend span[data-state]")]
+    assert legend == ["free", "partly used", "full", "unhealthy", "suspect", "cordoned"], legend
+    for d in driver.find_elements(By.CSS_SELECTOR, ".domain[data-domain]"):
+        leaves = d.find_elements(By.CSS_SELECTOR, ".node")
+        want = sum(int(l.get_attribute("data-free")) for l in leaves)
+        assert d.get_attribute("data-free") == str(want) and f"{want} of {len(leaves)} accelerators free" in d.text, d.text
     shot(driver, "topology-failed-node")
 
     say("cluster page: the failed node is listed and its GPU counted unhealthy")
     open_page(driver, "#/cluster")
     wait_until("the attention list", lambda: idle in text_of(driver, "#attention"))
+    assert text_of(driver, f'#attention tr[data-node="{idle}"] td.reason'), "the attention list says why"
     assert "unhealthy 1" in text_of(driver, card), text_of(driver, card)
     assert text_of(driver, '#nodes-by-health tr[data-health="UnschedulablePendingReplacement"] td.num') == "1"
     shot(driver, "cluster")
@@ -307,7 +410,7 @@ def run(driver):
     shot(driver, "events-all")
 
     say("every page, at 1440 and 1024 px, as an admin")
-    sweep(driver, "admin", ["#/cluster", "#/teams", "#/queue", "#/job/a-train", "#/job/b-serve", "#/topology?job=b-serve", "#/events"])
+    sweep(driver, "admin", ["#/cluster", "#/jobs", "#/jobs?state=Failed", "#/teams", "#/queue", "#/job/a-train", "#/job/b-serve", "#/topology?job=b-serve", "#/events"])
 
     say("teams page for the README")
     open_page(driver, "#/teams")
@@ -331,6 +434,16 @@ def run(driver):
     open_page(driver, "#/job/b-serve")
     wait_until("its own job", lambda: "Running" in text_of(driver, "#job-summary"))
 
+    say("a member's Jobs page: its own team's jobs only, by default; failures of other teams counted, not listed")
+    open_page(driver, "#/jobs")
+    listed = wait_until("its jobs", lambda: [r.get_attribute("data-job") for r in driver.find_elements(By.CSS_SELECTOR, "#jobs tr[data-job]")])
+    assert "b-serve" in listed and not [n for n in listed if n.startswith("a-")], f"team-b's member is listed {listed}"
+    options = [o.text for o in driver.find_elements(By.CSS_SELECTOR, "#jobs-filters select[name=team] option")]
+    assert options == ["my teams", "team-b"], f"team-b's member is offered {options}"
+    open_page(driver, "#/cluster")
+    wait_until("the failure counted", lambda: text_of(driver, '#failed-counts .card[data-failed="last_hour"] .big') == "1")
+    assert not driver.find_elements(By.CSS_SELECTOR, "#recent-failures") and "a-fails" not in text_of(driver, "#page")
+
     say("a member's filters name its own teams only, and its events no token ids")
     open_page(driver, "#/queue")
     options = [o.text for o in driver.find_elements(By.CSS_SELECTOR, "#queue-filters select[name=team] option")]
@@ -341,7 +454,7 @@ def run(driver):
     kinds = [o.text for o in driver.find_elements(By.CSS_SELECTOR, "#event-filters select[name=kind] option")]
     assert "create_token" not in kinds and not re.search(r"token [0-9a-f]{10}", events), f"a member sees token events: {kinds}"
     assert "a-train" not in events and "a-wait" not in events, "a member sees other teams' jobs in the events"
-    sweep(driver, "member", ["#/cluster", "#/teams", "#/queue", "#/job/b-serve", "#/topology", "#/events"])
+    sweep(driver, "member", ["#/cluster", "#/jobs", "#/teams", "#/queue", "#/job/b-serve", "#/topology", "#/events"])
 
 
 def stale_when_the_server_hangs(driver):

@@ -1,9 +1,11 @@
 // The dashboard's server side in one process: its files at / (public, with a strict Content-Security-Policy),
 // the /v1/dashboard views (queue order, estimates, members' view, teams' borrowing and lending, cluster counts,
 // topology), and the metrics per instance type, team and priority, and rule.
+#include <map>
 #include <memory>
 #include <set>
 
+#include "server/wait_category.h"
 #include "server_test_fixture.h"
 #include "view/times.h"
 
@@ -94,6 +96,13 @@ TEST_F(ServerDashboard, QueueInSchedulingOrderWithPositionsAndFilters) {
   EXPECT_EQ(mine.json["items"][0]["name"], "none-b");
   EXPECT_EQ(mine.json["items"][0]["position"], 3);
   EXPECT_EQ(mine.json["hidden"], 2);
+  // Asking for one job by name tells a member nothing of other teams' jobs: the same hidden count, named or not.
+  auto named = wrap(member.Get("/v1/dashboard/queue?job=high-1"));
+  ASSERT_EQ(named.status, 200) << named.body;
+  EXPECT_TRUE(named.json["items"].empty()) << named.body;
+  EXPECT_EQ(named.json["hidden"], 2);
+  EXPECT_EQ(wrap(member.Get("/v1/dashboard/queue?job=nosuch")).json["hidden"], 2);
+  EXPECT_EQ(wrap(member.Get("/v1/dashboard/queue?job=none-b")).json["items"][0]["position"], 3);
 }
 
 TEST_F(ServerDashboard, EstimatedStartFromRunningJobsExpectedEnds) {
@@ -297,6 +306,169 @@ TEST_F(ServerDashboard, MetricsNamesBuildInfoAndWaitingByReason) {
   ASSERT_EQ(q.status, 200);
   EXPECT_TRUE(has(m, "allot_waiting_jobs{team=\"b\",state=\"Pending\",reason=\"" + q.json["reason_code"].get<std::string>() + "\"} 1"))
       << q.body << "\n" << m;
+}
+
+// The Queue page's categories come from one table over every reason code (issue 30, item 6): each code has one,
+// the six the page is about are spelled as the docs say, and a job the scheduler found infeasible never fits
+// whatever its code.
+TEST(WaitCategory, EveryReasonCodeHasOneAndInfeasibleNeverFits) {
+  std::set<std::string> names;
+  for (int c = 0; c <= static_cast<int>(ReasonCode::kRendezvousPort); ++c) {
+    const auto code = static_cast<ReasonCode>(c);
+    const WaitCategory w = wait_category(code, true);
+    EXPECT_FALSE(wait_category_name(w).empty()) << reason_code_name(code);
+    EXPECT_FALSE(wait_category_label(w).empty()) << reason_code_name(code);
+    names.insert(std::string(wait_category_name(w)));
+    EXPECT_EQ(wait_category(code, false), WaitCategory::kNeverFits) << reason_code_name(code);
+  }
+  for (const char* want : {"quota", "borrow_limit", "capacity", "topology", "unhealthy_nodes", "never_fits"})
+    EXPECT_TRUE(names.count(want)) << want;
+  EXPECT_EQ(wait_category(ReasonCode::kQuota, true), WaitCategory::kQuota);
+  EXPECT_EQ(wait_category(ReasonCode::kQuotaLentOut, true), WaitCategory::kQuota);
+  EXPECT_EQ(wait_category(ReasonCode::kBorrowLimit, true), WaitCategory::kBorrowLimit);
+  EXPECT_EQ(wait_category(ReasonCode::kCapacity, true), WaitCategory::kCapacity);
+  EXPECT_EQ(wait_category(ReasonCode::kTopology, true), WaitCategory::kTopology);
+  EXPECT_EQ(wait_category(ReasonCode::kUnhealthyNodes, true), WaitCategory::kUnhealthyNodes);
+  EXPECT_EQ(wait_category(ReasonCode::kNeverFits, true), WaitCategory::kNeverFits);
+  EXPECT_EQ(wait_category(ReasonCode::kInstanceType, true), WaitCategory::kNeverFits);
+  EXPECT_EQ(wait_category_label(WaitCategory::kBorrowLimit), "borrow limit");
+}
+
+TEST_F(ServerDashboard, QueueRowsCarryTheirCategoryTypesAndOneJobByName) {
+  small_cluster();
+  ASSERT_EQ(post("/v1/jobs", job("fill", "a", 2)).status, 201);
+  ASSERT_EQ(post("/v1/jobs", job("waits", "a")).status, 201);
+  json huge = job("huge", "a", 1);
+  huge["per_replica"]["accelerators"] = 8;  // no node of the cluster has 8 GPUs
+  auto r = post("/v1/jobs", huge);
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto q = get("/v1/dashboard/queue");
+  ASSERT_EQ(q.status, 200) << q.body;
+  ASSERT_EQ(q.json["items"].size(), 2u) << q.body;
+  for (const json& item : q.json["items"]) {
+    const std::string name = item["name"];
+    auto j = get("/v1/jobs/" + name).json;
+    EXPECT_EQ(item["reason_code"], j["reason_code"]) << name;
+    EXPECT_EQ(item["wait"]["category"], wait_category_name(wait_category(*parse_reason_code(j["reason_code"].get<std::string>()),
+                                                                         j["feasible"].get<bool>()))) << name;
+    EXPECT_EQ(item["never_fits"], name == "huge") << q.body;
+    EXPECT_EQ(item["instance_types"], json::array({"ml.g5.8xlarge"})) << q.body;
+  }
+  EXPECT_EQ(q.json["items"][1]["wait"]["category"], "never_fits") << q.body;
+  EXPECT_EQ(q.json["items"][1]["wait"]["label"], "never fits") << q.body;
+  EXPECT_NE(q.json["items"][0]["wait"]["category"], "never_fits") << q.body;
+  // The Job page asks for one job's place: the position still counts the whole queue.
+  auto one = get("/v1/dashboard/queue?limit=1&job=huge");
+  ASSERT_EQ(one.json["items"].size(), 1u) << one.body;
+  EXPECT_EQ(one.json["items"][0]["position"], 2);
+  EXPECT_EQ(one.json["total"], 2);
+  EXPECT_TRUE(get("/v1/dashboard/queue?job=nosuch").json["items"].empty());
+}
+
+// Who lends to whom: every borrower's flows add up to what it borrows, every lender's to what it lent.
+TEST_F(ServerDashboard, LendingFlowsPairLendersWithBorrowers) {
+  auto r = post("/v1/apply", R"({"teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 1}],
+                                            "sharing": {"strategy": "LendAndBorrow", "borrow_limit": 100}},
+                                           {"name": "b", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 1}],
+                                            "sharing": {"strategy": "LendAndBorrow", "borrow_limit": 100}},
+                                           {"name": "c", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 2}],
+                                            "sharing": {"strategy": "LendAndBorrow", "borrow_limit": 100}}]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(post("/v1/nodes", R"([{"name": "n[1-4]", "instance_type": "ml.g5.8xlarge"}])").status, 201);
+  auto none = get("/v1/dashboard/teams");
+  EXPECT_EQ(none.json["cohort"][0]["lending"], json::array()) << none.body;
+  // c (2 of quota) runs on all four nodes: it borrows a's and b's idle GPU, one each.
+  ASSERT_EQ(post("/v1/jobs", job("wide", "c", 4)).status, 201);
+  auto t = get("/v1/dashboard/teams");
+  ASSERT_EQ(t.status, 200) << t.body;
+  const json& lending = t.json["cohort"][0]["lending"];
+  ASSERT_EQ(lending.size(), 2u) << t.body;
+  EXPECT_EQ(lending[0]["from"], "a");
+  EXPECT_EQ(lending[0]["to"], "c");
+  EXPECT_EQ(lending[0]["amount"]["accelerators"], 1);
+  EXPECT_EQ(lending[1]["from"], "b");
+  EXPECT_EQ(lending[1]["to"], "c");
+  EXPECT_EQ(lending[1]["amount"]["accelerators"], 1);
+
+  // Every resource adds up: what flows to a team is what it borrows, what flows from one is what it lent.
+  std::map<std::string, int64_t> to, from;
+  for (const json& f : lending) {
+    to[f["to"]] += f["amount"]["vcpu"].get<int64_t>();
+    if (!f["from"].is_null()) from[f["from"]] += f["amount"]["vcpu"].get<int64_t>();
+  }
+  for (const json& team : t.json["teams"]) {
+    const json& ty = team["instance_types"][0];
+    EXPECT_EQ(to[team["name"]], ty["borrowed"]["vcpu"].get<int64_t>()) << team.dump();
+    EXPECT_EQ(from[team["name"]], ty["lent"]["vcpu"].get<int64_t>()) << team.dump();
+  }
+}
+
+// The Cluster page's failures: counted for everyone, listed (with their reason) to those who may read the job.
+TEST_F(ServerDashboard, ClusterCountsFailuresAndListsThemToTheirTeams) {
+  small_cluster();
+  json doomed = job("doomed", "a");
+  doomed["max_retries"] = 0;
+  ASSERT_EQ(post("/v1/jobs", doomed).status, 201);
+  ASSERT_EQ(post("/v1/jobs", job("b-runs", "b")).status, 201);
+  const std::string node = get("/v1/jobs/doomed").json["nodes"][0];
+  ASSERT_EQ(put("/v1/nodes/" + node + "/health", R"({"health": "Unschedulable"})").status, 200);
+  auto j = get("/v1/jobs/doomed");
+  ASSERT_EQ(j.json["state"], "Failed") << j.body;
+  auto c = get("/v1/dashboard/cluster");
+  ASSERT_EQ(c.status, 200) << c.body;
+  EXPECT_EQ(c.json["jobs"]["Failed"], 1) << c.body;
+  EXPECT_EQ(c.json["jobs"]["Succeeded"], 0) << c.body;
+  EXPECT_EQ(c.json["jobs"]["total"], 2) << c.body;
+  EXPECT_EQ(c.json["failed"]["last_hour"], 1) << c.body;
+  EXPECT_EQ(c.json["failed"]["last_day"], 1) << c.body;
+  ASSERT_EQ(c.json["recent_failures"].size(), 1u) << c.body;
+  EXPECT_EQ(c.json["recent_failures"][0]["name"], "doomed");
+  EXPECT_EQ(c.json["recent_failures"][0]["reason_code"], j.json["reason_code"]);
+  EXPECT_EQ(c.json["recent_failures"][0]["reason"], j.json["reason"]);
+  EXPECT_FALSE(c.json["attention"][0]["reason"].get<std::string>().empty()) << c.body;
+  EXPECT_EQ(c.json["attention"][0]["suspect"], false) << c.body;
+
+  // A member of b: the counts are the cluster's, the list its own team's only.
+  auto t = post("/v1/tokens", R"({"role": "member", "teams": ["b"]})");
+  ASSERT_EQ(t.status, 201) << t.body;
+  httplib::Client member("127.0.0.1", server_->port());
+  member.set_bearer_token_auth(t.json["token"].get<std::string>().c_str());
+  auto mine = wrap(member.Get("/v1/dashboard/cluster"));
+  ASSERT_EQ(mine.status, 200) << mine.body;
+  EXPECT_EQ(mine.json["failed"]["last_hour"], 1);
+  EXPECT_TRUE(mine.json["recent_failures"].empty()) << mine.body;
+  EXPECT_FALSE(has(mine.body, "doomed")) << mine.body;
+}
+
+// The Jobs page's listing: GET /v1/jobs filtered by priority class and instance type too, members' own teams.
+TEST_F(ServerDashboard, JobListingFiltersByPriorityAndInstanceType) {
+  small_cluster();
+  ASSERT_EQ(post("/v1/nodes", R"([{"name": "m1", "instance_type": "ml.g5.12xlarge"}])").status, 201);
+  json high = job("high-1");
+  high["priority"] = "high";
+  ASSERT_EQ(post("/v1/jobs", high).status, 201);
+  json typed = job("typed", "b");
+  typed["instance_type"] = "ml.g5.12xlarge";
+  ASSERT_EQ(post("/v1/jobs", typed).status, 201);
+  auto names = [](const Response& r) {
+    std::set<std::string> out;
+    for (const json& j : r.json["items"]) out.insert(j["name"].get<std::string>());
+    return out;
+  };
+  EXPECT_EQ(names(get("/v1/jobs?priority=high")), std::set<std::string>{"high-1"});
+  EXPECT_EQ(names(get("/v1/jobs?priority=none")), std::set<std::string>{"typed"});
+  EXPECT_EQ(names(get("/v1/jobs?instance_type=ml.g5.12xlarge")), std::set<std::string>{"typed"});
+  // high-1 names no type; it runs on a g5.8xlarge.
+  EXPECT_EQ(names(get("/v1/jobs?instance_type=ml.g5.8xlarge&state=Running")), std::set<std::string>{"high-1"});
+  auto bad = get("/v1/jobs?instance_type=nosuch");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_TRUE(has(bad.body, "nosuch")) << bad.body;
+  auto t = post("/v1/tokens", R"({"role": "member", "teams": ["b"]})");
+  httplib::Client member("127.0.0.1", server_->port());
+  member.set_bearer_token_auth(t.json["token"].get<std::string>().c_str());
+  EXPECT_EQ(names(wrap(member.Get("/v1/jobs"))), std::set<std::string>{"typed"});
+  EXPECT_EQ(names(wrap(member.Get("/v1/jobs?priority=high"))), std::set<std::string>{});
+  EXPECT_EQ(wrap(member.Get("/v1/jobs?team=a")).status, 403);
 }
 
 }  // namespace

@@ -98,6 +98,18 @@ function fmtDuration(sec) {
 function num(v) { return typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : String(v); }
 function badge(text, extra) { return h('span', { class: 'badge ' + text + (extra ? ' ' + extra : ''), text }); }
 function jobLink(name) { return h('a', { href: '#/job/' + encodeURIComponent(name), text: name }); }
+// The attributes of a <details> whose open state outlives the page's redraws (every event redraws the page).
+function keepOpen(openSet, key) {
+  return { open: openSet.has(key), ontoggle: e => { if (e.target.open) openSet.add(key); else openSet.delete(key); } };
+}
+// A link to the Jobs page with its filters set ({team, state, priority, instance_type}): every job count links so.
+function jobsHref(filters) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(filters || {})) if (v) q.set(k, v);
+  const qs = q.toString();
+  return '#/jobs' + (qs ? '?' + qs : '');
+}
+function jobsLink(filters, text, extra) { return h('a', Object.assign({ href: jobsHref(filters), class: 'count-link', text: String(text) }, extra || {})); }
 
 class HttpError extends Error {
   constructor(status, message) { super(message); this.status = status; }
@@ -169,6 +181,7 @@ async function login(token) {
     document.getElementById('nav').hidden = false;
     state.cursor = c.events_last;
     state.caller = c.caller || { role: '', teams: [] };
+    state.instanceTypes = c.instance_types.map(t => t.instance_type);
     startEventLoop();
     navigate();
   } catch (e) {
@@ -298,7 +311,13 @@ async function render(fresh) {
     const content = await page.draw(state.route, fresh);
     if (gen !== state.generation || !content) return;
     const scroll = window.scrollY;
+    // A square focused by keyboard (Topology) keeps the focus when the page is drawn again.
+    const focused = document.activeElement && root.contains(document.activeElement) ? document.activeElement.dataset.node : undefined;
     root.replaceChildren(content);
+    if (focused !== undefined) {
+      const again = root.querySelector(`.node[data-node="${CSS.escape(focused)}"]`);
+      if (again) again.focus();
+    }
     state.lastDrawMs = performance.now() - started;
     root.dataset.loadedMs = String(Math.round(state.lastDrawMs));
     root.dataset.updated = String(Date.now());
@@ -364,6 +383,7 @@ const PAGES = {};
 PAGES.cluster = {
   async draw() {
     const c = await api('/v1/dashboard/cluster');
+    state.instanceTypes = c.instance_types.map(t => t.instance_type);  // the Jobs page's filter offers these
     const cards = h('div', { class: 'cards' });
     for (const t of c.instance_types) {
       const useAcc = t.accelerators.total > 0;
@@ -378,7 +398,8 @@ PAGES.cluster = {
           h('span', { class: 'in-use', text: `in use ${a.in_use}` }), ' · ',
           h('span', { class: 'free', text: `free ${a.free}` }), ' · ',
           h('span', { class: 'unhealthy', text: `unhealthy ${a.unhealthy}` }),
-          a.cordoned ? ` · cordoned ${a.cordoned}` : '')));
+          a.cordoned ? ` · cordoned ${a.cordoned}` : ''),
+        h('div', {}, h('a', { href: jobsHref({ instance_type: t.instance_type, state: 'Running' }), class: 'type-jobs', text: 'its running jobs' }))));
     }
     if (!c.instance_types.length) cards.append(h('p', { class: 'muted', text: 'No nodes have joined yet.' }));
     const legend = h('div', { class: 'legend' }, h('span', {}, h('i', { class: 'use' }), 'in use'),
@@ -389,33 +410,55 @@ PAGES.cluster = {
         h('td', {}, badge(k, k === 'Schedulable' ? '' : 'bad')), h('td', { class: 'num', text: v }))),
       h('tr', {}, h('td', { text: 'cordoned' }), h('td', { class: 'num', text: c.cordoned })));
     const attention = c.attention.length
-      ? h('table', { id: 'attention' }, h('tr', {}, ['node', 'instance type', 'health', 'cordoned'].map(t => h('th', { text: t }))),
+      ? h('table', { id: 'attention' }, h('tr', {}, ['node', 'instance type', 'health', 'cordoned', 'suspect', 'why'].map(t => h('th', { text: t }))),
           c.attention.map(n => h('tr', { 'data-node': n.name },
             h('td', {}, h('a', { href: '#/topology?node=' + encodeURIComponent(n.name), text: n.name })),
             h('td', { text: n.instance_type }), h('td', {}, badge(n.health, n.health === 'Schedulable' ? '' : 'bad')),
-            h('td', { text: n.cordoned ? 'yes' : '' }))),
-          c.attention_total > c.attention.length ? h('tr', {}, h('td', { colspan: 4, class: 'muted', text: `and ${c.attention_total - c.attention.length} more` })) : null)
-      : h('p', { class: 'muted', text: 'Every node is Schedulable and not cordoned.' });
-    const jobs = h('div', { class: 'cards' }, Object.entries(c.jobs).map(([k, v]) =>
-      h('div', { class: 'card', 'data-jobs': k }, h('div', { class: 'muted', text: k === 'total' ? 'jobs ever submitted' : k }),
-        h('div', { class: 'big', text: v }))));
+            h('td', { text: n.cordoned ? 'yes' : '' }), h('td', { class: 'suspect', text: n.suspect ? 'suspect' : '' }),
+            h('td', { class: 'reason', text: n.reason || '' }))),
+          c.attention_total > c.attention.length ? h('tr', {}, h('td', { colspan: 6, class: 'muted', text: `and ${c.attention_total - c.attention.length} more` })) : null)
+      : h('p', { class: 'muted', text: 'Every node is Schedulable, not cordoned and not suspect.' });
+    // Every count links to the Jobs page with its filter set.
+    const JOB_CARDS = ['Running', 'Pending', 'Suspended', 'Failed', 'Succeeded', 'Cancelled'];
+    const jobs = h('div', { class: 'cards' }, JOB_CARDS.filter(k => k in c.jobs).map(k =>
+      h('div', { class: 'card', 'data-jobs': k }, h('div', { class: 'muted', text: k }),
+        h('div', { class: 'big' }, jobsLink({ state: k }, c.jobs[k])))),
+      h('div', { class: 'card', 'data-jobs': 'total' }, h('div', { class: 'muted', text: 'jobs kept (finished jobs leave after the retention)' }),
+        h('div', { class: 'big' }, jobsLink({}, c.jobs.total))));
+    const failed = c.failed || { last_hour: 0, last_day: 0 };
+    const failedCards = h('div', { class: 'cards', id: 'failed-counts' },
+      h('div', { class: 'card', 'data-failed': 'last_hour' }, h('div', { class: 'muted', text: 'failed in the last hour' }),
+        h('div', { class: 'big' + (failed.last_hour ? ' bad-text' : '') }, jobsLink({ state: 'Failed' }, failed.last_hour))),
+      h('div', { class: 'card', 'data-failed': 'last_day' }, h('div', { class: 'muted', text: 'failed in the last day' }),
+        h('div', { class: 'big' + (failed.last_day ? ' bad-text' : '') }, jobsLink({ state: 'Failed' }, failed.last_day))));
+    const recent = c.recent_failures || [];
+    const member = state.caller && state.caller.role === 'member';
+    const failures = recent.length
+      ? h('table', { id: 'recent-failures' }, h('tr', {}, ['failed at', 'job', 'team', 'reason code', 'reason'].map(t => h('th', { text: t }))),
+          recent.map(f => h('tr', { 'data-job': f.name }, h('td', { text: fmtTime(f.failed_at) }), h('td', {}, jobLink(f.name)),
+            h('td', { text: f.team }), h('td', {}, badge(f.reason_code, 'bad')), h('td', { class: 'reason', text: f.reason }))))
+      : h('p', { class: 'muted', text: member ? 'No job of your teams has failed (among the jobs kept).' : 'No job has failed (among the jobs kept).' });
     return h('div', {},
       h('h1', { text: 'Cluster' }),
       h('h2', { text: 'Capacity per instance type' }), cards, legend,
       h('h2', { text: `Utilisation (accelerators in use; a sample every ${c.utilisation.every_s} s)` }), utilisationChart(c.utilisation),
       h('h2', { text: `Nodes by health (${c.nodes} nodes)` }), health,
-      h('h2', { text: 'Nodes that need attention' }), attention,
-      h('h2', { text: 'Jobs' }), jobs);
+      h('h2', { text: `Nodes that need attention (unhealthy, cordoned or suspect: ${c.attention_total})` }), attention,
+      h('h2', { text: 'Failures' }), failedCards,
+      h('h2', { text: member ? 'Recent failures of your teams\' jobs' : 'Recent failures' }), failures,
+      h('h2', { text: 'Jobs' + (member ? ' (every team: click a count for your teams\' jobs)' : '') }), jobs);
   },
 };
 
 // ---- Teams ----------------------------------------------------------------------------------------------------
 
-function quotaBar(team, t) {
-  const a = x => x.accelerators > 0 || t.nominal.accelerators > 0 || t.max.accelerators > 0;
-  const key = a(t.usage) ? 'accelerators' : 'vcpu';
+// Which amount a type's bars show: accelerators, or vCPUs for types without.
+function barKey(t) { return t.usage.accelerators > 0 || t.nominal.accelerators > 0 || t.max.accelerators > 0 ? 'accelerators' : 'vcpu'; }
+// `scale`: the type's common scale (the most any team may hold or holds of it), so that every team's bar of one
+// instance type is drawn to the same length per accelerator and two teams' bars compare at a glance.
+function quotaBar(team, t, scale) {
+  const key = barKey(t);
   const nominal = t.nominal[key], usage = t.usage[key], borrowed = t.borrowed[key], lent = t.lent[key];
-  const scale = Math.max(t.max[key], usage, nominal, 1);
   const within = usage - borrowed;
   const bar = stackedBar([['bar-used', within], ['bar-lent', lent], ['bar-borrowed', borrowed]], scale,
     `${key}: in use ${usage} (borrowed ${borrowed}), nominal ${nominal}, lent ${lent}, may hold up to ${t.max[key]}`);
@@ -426,12 +469,23 @@ function quotaBar(team, t) {
   bar.append(mark);
   bar.dataset.team = team;
   bar.dataset.type = t.instance_type;
+  bar.dataset.scale = String(scale);
+  // The part of the common scale this team may hold at most (nominal plus its borrow limit).
+  const reach = h('span', { class: 'bar-max', title: 'the most the team may hold' });
+  reach.style.left = 'calc(' + Math.min(100, 100 * t.max[key] / scale) + '% - 1px)';
+  bar.append(reach);
   return { bar, key };
 }
 
 PAGES.teams = {
   async draw() {
     const d = await api('/v1/dashboard/teams');
+    // One scale per instance type, common to every team's bar of it.
+    const scales = {};
+    for (const team of d.teams) for (const t of team.instance_types) {
+      const key = barKey(t);
+      scales[t.instance_type] = Math.max(scales[t.instance_type] || 1, t.max[key], t.usage[key], t.nominal[key]);
+    }
     const rows = [];
     for (const team of d.teams) {
       const types = team.instance_types.length ? team.instance_types : [null];
@@ -443,14 +497,14 @@ PAGES.teams = {
                        team.borrowing ? h('div', {}, badge('borrowing', 'Suspended')) : null),
                      h('td', Object.assign({ class: 'num' }, span), String(team.fair_share_weight)),
                      h('td', Object.assign({ class: 'num share' }, span), team.share === null ? '∞' : team.share.toFixed(3)),
-                     h('td', Object.assign({ class: 'num pending' }, span), String(team.jobs.pending)),
-                     h('td', Object.assign({ class: 'num running' }, span), String(team.jobs.running)),
-                     h('td', Object.assign({ class: 'num' }, span), String(team.jobs.suspended)));
+                     h('td', Object.assign({ class: 'num pending' }, span), jobsLink({ team: team.name, state: 'Pending' }, team.jobs.pending)),
+                     h('td', Object.assign({ class: 'num running' }, span), jobsLink({ team: team.name, state: 'Running' }, team.jobs.running)),
+                     h('td', Object.assign({ class: 'num suspended' }, span), jobsLink({ team: team.name, state: 'Suspended' }, team.jobs.suspended)));
         }
         if (!t) {
           cells.push(h('td', { colspan: 7, class: 'muted', text: 'no quota and nothing running' }));
         } else {
-          const { bar, key } = quotaBar(team.name, t);
+          const { bar, key } = quotaBar(team.name, t, scales[t.instance_type]);
           const unit = key === 'accelerators' ? '' : ' vCPU';
           cells.push(h('td', { text: t.instance_type }),
                      h('td', { class: 'num nominal', text: num(t.nominal[key]) + unit }),
@@ -464,19 +518,36 @@ PAGES.teams = {
       });
     }
     const table = h('table', { id: 'teams' },
-      h('tr', {}, ['team', 'weight', 'share', 'pending', 'running', 'suspended', 'instance type', 'nominal', 'in use', 'borrowed', 'lent', 'max', '']
+      h('tr', {}, ['team', 'weight', 'share', 'pending', 'running', 'susp\u00adended', 'instance type', 'nominal', 'in use', 'borrowed', 'lent', 'max', '']
         .map((t, i) => h('th', { class: i >= 1 && i <= 5 || i >= 7 && i <= 11 ? 'num' : '', text: t }))),
       rows);
     const legend = h('div', { class: 'legend' }, h('span', {}, h('i', { class: 'use' }), 'in use within quota'),
       h('span', {}, h('i', { class: 'lent' }), 'lent to other teams'), h('span', {}, h('i', { class: 'borrow' }), 'borrowed beyond quota'),
-      h('span', { text: '| nominal quota; the bar spans the most the team may hold' }));
+      h('span', { text: '| nominal quota, ¦ the most the team may hold; every bar of one instance type has the same scale' }));
+    // Who lends to whom, as the server attributes it (idle pool first, then the lending teams).
+    const flows = [];
+    for (const c of d.cohort) for (const f of c.lending || []) {
+      const key = c.capacity.accelerators > 0 ? 'accelerators' : 'vcpu';
+      if (!f.amount[key]) continue;
+      flows.push(h('tr', { 'data-from': f.from === null ? '' : f.from, 'data-to': f.to, 'data-type': c.instance_type },
+        h('td', { class: 'lender', text: f.from === null ? 'idle pool (nobody\'s quota)' : f.from }), h('td', { text: '→' }),
+        h('td', { class: 'borrower', text: f.to }), h('td', { text: c.instance_type }),
+        h('td', { class: 'num amount', text: num(f.amount[key]) + (key === 'vcpu' ? ' vCPU' : '') })));
+    }
+    const lending = flows.length
+      ? h('table', { id: 'lending' }, h('tr', {}, ['lender', '', 'borrower', 'instance type', 'amount'].map((t, i) => h('th', { class: i === 4 ? 'num' : '', text: t }))), flows)
+      : h('p', { class: 'muted', id: 'lending-none', text: 'Nobody borrows now.' });
     const cohort = h('table', { id: 'cohort' },
       h('tr', {}, ['instance type', 'capacity', 'nominal (all teams)', 'lending pool', 'pool in use', 'idle'].map((t, i) => h('th', { class: i ? 'num' : '', text: t }))),
       d.cohort.map(c => h('tr', { 'data-type': c.instance_type }, h('td', { text: c.instance_type }),
         ...['capacity', 'nominal', 'pool', 'pool_used', 'idle'].map(k => h('td', { class: 'num ' + k, text: num(c[k].accelerators || c[k].vcpu) })))));
     return h('div', {}, h('h1', { text: 'Teams' }),
       h('p', { class: 'muted', text: 'Share: the borrowed dominant share divided by the fair-share weight; the lowest borrows first.' }),
-      table, legend, h('h2', { text: 'Cohort (accelerators, or vCPUs for types without)' }), cohort);
+      table, legend,
+      h('h2', { text: 'Lending: who borrows from whom' }),
+      h('p', { class: 'muted', text: 'What each borrower holds beyond its quota, by where it comes from: the idle pool first, then the lending teams in proportion to their unused quota (the pool is shared: the pairs are the server\'s attribution).' }),
+      lending,
+      h('h2', { text: 'Cohort (accelerators, or vCPUs for types without)' }), cohort);
   },
 };
 
@@ -485,6 +556,7 @@ PAGES.teams = {
 const QUEUE_PAGE = 100;
 PAGES.queue = {
   teams: null,
+  open: new Set(),  // the rows whose reason the person opened: a redraw keeps them open
   async draw(route) {
     const p = route.params;
     const offset = Math.max(0, parseInt(p.get('offset') || '0', 10) || 0);
@@ -507,14 +579,23 @@ PAGES.queue = {
       h('button', { type: 'submit', text: 'Filter' }));
     teamSel.addEventListener('change', () => form.requestSubmit());
     stateSel.addEventListener('change', () => form.requestSubmit());
-    const rows = d.items.map(j => h('tr', { 'data-job': j.name },
+    // The wait: the server's category (one table from reason code to category, server/wait_category.cpp), as a
+    // coloured word; the reason's prose one click away.
+    const waitCell = j => h('td', { class: 'wait' }, h('details', keepOpen(this.open, j.name),
+      h('summary', {}, h('span', { class: 'cat cat-' + j.wait.category, 'data-category': j.wait.category, text: j.wait.label })),
+      h('div', { class: 'reason', text: j.reason }), h('div', { class: 'muted', text: 'code: ' + j.reason_code })));
+    const rows = d.items.map(j => h('tr', { 'data-job': j.name, 'data-category': j.wait.category, class: j.never_fits ? 'never-fits' : '' },
       h('td', { class: 'num position', text: j.position }), h('td', {}, jobLink(j.name)), h('td', { text: j.team }),
-      h('td', { text: j.priority }), h('td', {}, badge(j.state)), h('td', { class: 'num', text: j.accelerators }),
+      h('td', { text: j.priority }), h('td', {}, badge(j.state)),
+      h('td', { class: 'types', text: j.instance_types.length ? j.instance_types.join(', ') : 'none' }),
+      h('td', { class: 'num', text: j.accelerators }),
       h('td', { class: 'num waited', text: fmtDuration(j.waited_s) }),
-      h('td', { class: 'estimate', text: j.estimated_start !== undefined ? fmtTime(j.estimated_start) : '—' }),
-      h('td', { class: 'reason', text: j.reason })));
-    const table = h('table', { id: 'queue' }, h('tr', {}, ['#', 'job', 'team', 'priority', 'state', 'accelerators', 'waited', 'estimated start', 'reason']
-      .map((t, i) => h('th', { class: i === 0 || i === 5 || i === 6 ? 'num' : '', text: t }))), rows);
+      h('td', { class: 'estimate', text: j.never_fits ? 'never' : j.estimated_start !== undefined ? fmtTime(j.estimated_start) : '—' }),
+      waitCell(j)));
+    const table = h('table', { id: 'queue' }, h('tr', {}, ['#', 'job', 'team', 'priority', 'state', 'instance type', 'acc.', 'waited', 'estimated start', 'waits for']
+      .map((t, i) => h('th', { class: i === 0 || i === 6 || i === 7 ? 'num' : '', text: t }))), rows);
+    const never = d.items.filter(j => j.never_fits).length;
+    const neverNote = never ? h('p', { id: 'never-fits-note', class: 'never-fits-note', text: `${never} job${never === 1 ? '' : 's'} on this page will never run as the cluster is built (marked in red): no amount of waiting helps; change the job.` }) : null;
     const page = (o) => setParams('queue', Object.assign({}, current, { offset: o }));
     const pager = h('div', { class: 'pager' },
       h('button', { type: 'button', disabled: offset === 0, onclick: () => page(Math.max(0, offset - QUEUE_PAGE)), text: '← previous' }),
@@ -523,7 +604,68 @@ PAGES.queue = {
     const hidden = d.hidden ? h('p', { class: 'muted', text: `${d.hidden} waiting jobs of other teams are counted in the positions but not listed.` }) : null;
     return h('div', {}, h('h1', { text: 'Queue' }),
       h('p', { class: 'muted', text: 'Waiting jobs in the order the scheduler considers them. The estimated start counts only capacity coming free as running jobs with a known duration end; quota or topology may delay it.' }),
-      form, pager, table, hidden);
+      form, pager, neverNote, table, hidden);
+  },
+};
+
+// ---- Jobs -----------------------------------------------------------------------------------------------------
+
+// Jobs in every state, from GET /v1/jobs (a member's own teams only, unless it names one of them; admins and
+// viewers every team's), 100 a page in submission order, filtered by team, state, priority class and type.
+const JOBS_PAGE = 100;
+const JOB_STATES = ['Running', 'Pending', 'Suspended', 'Failed', 'Succeeded', 'Cancelled'];
+PAGES.jobs = {
+  teams: null,
+  open: new Set(),
+  async draw(route) {
+    const p = route.params;
+    const current = { team: p.get('team') || '', state: p.get('state') || '', priority: p.get('priority') || '',
+                      instance_type: p.get('instance_type') || '' };
+    const q = new URLSearchParams({ limit: JOBS_PAGE });
+    for (const [k, v] of Object.entries(current)) if (v) q.set(k, v);
+    if (p.get('continue')) q.set('continue', p.get('continue'));
+    const member = state.caller && state.caller.role === 'member';
+    const [d, teams] = await Promise.all([api('/v1/jobs?' + q),
+      member ? state.caller.teams.map(name => ({ name })) : this.teams || api('/v1/teams')]);
+    this.teams = member ? null : teams;
+    const teamSel = h('select', { name: 'team' }, h('option', { value: '', text: member ? 'my teams' : 'all teams' }),
+      teams.map(t => h('option', { value: t.name, text: t.name, selected: t.name === current.team })));
+    const stateSel = h('select', { name: 'state' }, h('option', { value: '', text: 'every state' }),
+      JOB_STATES.map(v => h('option', { value: v, text: v, selected: v === current.state })));
+    const types = state.instanceTypes || [];
+    const typeSel = h('select', { name: 'instance_type' }, h('option', { value: '', text: 'any type' }),
+      (types.includes(current.instance_type) || !current.instance_type ? types : types.concat(current.instance_type))
+        .map(v => h('option', { value: v, text: v, selected: v === current.instance_type })));
+    const prio = h('input', { name: 'priority', value: current.priority, placeholder: 'any', size: 12 });
+    const form = h('form', { class: 'filters', id: 'jobs-filters', onsubmit: e => {
+      e.preventDefault();
+      setParams('jobs', { team: teamSel.value, state: stateSel.value, priority: prio.value.trim(), instance_type: typeSel.value });
+    } }, h('label', {}, 'team', teamSel), h('label', {}, 'state', stateSel), h('label', {}, 'priority class', prio),
+      h('label', {}, 'instance type', typeSel), h('button', { type: 'submit', text: 'Filter' }));
+    for (const sel of [teamSel, stateSel, typeSel]) sel.addEventListener('change', () => form.requestSubmit());
+    const typeOf = j => {
+      const placed = [...new Set(j.placement.map(ps => ps.instance_type))];
+      if (placed.length) return placed.join(', ');
+      const asked = [...new Set(j.pod_sets.map(ps => ps.instance_type).filter(Boolean))];
+      return asked.length ? asked.join(', ') : 'any';
+    };
+    const rows = d.items.map(j => h('tr', { 'data-job': j.name, 'data-state': j.state },
+      h('td', {}, jobLink(j.name)), h('td', { text: j.team }), h('td', {}, badge(j.state)), h('td', { text: j.priority || 'none' }),
+      h('td', { class: 'types', text: typeOf(j) }), h('td', { class: 'num', text: j.pod_sets.reduce((n, ps) => n + ps.replicas, 0) }),
+      h('td', { text: fmtTime(j.submitted_at) }),
+      h('td', { class: 'reason' }, h('details', keepOpen(this.open, j.name), h('summary', {}, h('span', { class: 'code', text: j.reason_code })), h('div', { text: j.reason })))));
+    const table = h('table', { id: 'jobs' }, h('tr', {}, ['job', 'team', 'state', 'priority', 'instance type', 'replicas', 'submitted', 'reason']
+      .map((t, i) => h('th', { class: i === 5 ? 'num' : '', text: t }))), rows);
+    const from = p.get('continue') || '';
+    const pager = h('div', { class: 'pager' },
+      h('button', { type: 'button', disabled: !from, onclick: () => setParams('jobs', current), text: '⇤ first page' }),
+      h('span', { id: 'jobs-count', text: d.items.length ? `${d.items.length} job${d.items.length === 1 ? '' : 's'}${d.continue || from ? ' on this page' : ''}` : 'no jobs match' }),
+      h('button', { type: 'button', disabled: !d.continue, onclick: () => setParams('jobs', Object.assign({}, current, { continue: d.continue })), text: 'next →' }));
+    const whose = member ? `Your teams' jobs (${state.caller.teams.join(', ')}): other teams' jobs are counted on the Cluster and Teams pages, not listed.`
+      : 'Every team\'s jobs.';
+    return h('div', {}, h('h1', { text: 'Jobs' }),
+      h('p', { class: 'muted', text: whose + ' In submission order, oldest first; finished jobs stay until the retention takes them.' }),
+      form, pager, table);
   },
 };
 
@@ -557,10 +699,33 @@ PAGES.job = {
       if (e.status === 401) throw e;
       return h('div', {}, h('h1', { text: 'Job ' + name }), form, h('p', { class: 'error', text: e.message }));
     }
+    // A waiting job's place in the queue and its estimated start (the Queue page's, for this one job).
+    let queued = null;
+    if (j.state === 'Pending' || j.state === 'Suspended') {
+      try {
+        const q = await api('/v1/dashboard/queue?limit=1&job=' + encodeURIComponent(j.name));
+        if (q.items.length) queued = { item: q.items[0], total: q.total };
+      } catch (e) { if (e.status === 401) throw e; }
+    }
     const kv = h('dl', { class: 'kv', id: 'job-summary' });
     const add = (k, v) => kv.append(h('dt', { text: k }), h('dd', {}, v));
     add('state', badge(j.state));
     add('reason', h('span', { class: 'reason', text: j.reason }));
+    if (queued) {
+      const it = queued.item;
+      add('waits for', h('span', { class: 'cat cat-' + it.wait.category, 'data-category': it.wait.category, text: it.wait.label }));
+      add('queue position', h('span', { id: 'job-position', text: `${it.position} of ${queued.total} waiting` }));
+      let estimate;
+      if (it.never_fits) estimate = 'never: it does not fit the cluster as built';
+      else if (it.estimated_start !== undefined) {
+        const inS = toSeconds(it.estimated_start) - Date.now() / 1000;
+        estimate = `${fmtTime(it.estimated_start)} (in ~${fmtDuration(Math.max(0, inS))}; counts capacity only: ` +
+          'running jobs with a known duration ending on time, the jobs ahead holding what they take; quota or topology may delay it)';
+      } else {
+        estimate = 'none: no running job with a known duration frees what it needs, or something other than capacity blocks it (see its reason)';
+      }
+      add('estimated start', h('span', { id: 'job-estimate', text: estimate }));
+    }
     add('team', j.team);
     add('priority', (j.priority || 'none') + ' (weight ' + j.priority_weight + ')');
     add('submitted', fmtTime(j.submitted_at));
@@ -634,11 +799,23 @@ PAGES.job = {
 
 // ---- Topology -------------------------------------------------------------------------------------------------
 
+// A node's state on the Topology page, in the order that decides it: health first, then cordon and suspicion
+// (no new work lands there), then how much of it is in use.
+const NODE_STATES = [
+  ['free', 'free'], ['partial', 'partly used'], ['full', 'full'], ['unhealthy', 'unhealthy'], ['suspect', 'suspect'], ['cordoned', 'cordoned']];
 function nodeClass(n) {
   if (n.health !== 'Schedulable') return 'unhealthy';
   if (n.cordoned) return 'cordoned';
+  if (n.suspect) return 'suspect';
   if (!n.in_use) return 'free';
   return n.in_use >= n.accelerators ? 'full' : 'partial';
+}
+const nodeStateLabel = c => NODE_STATES.find(([k]) => k === c)[1];
+// Accelerators free where new work may land: on Schedulable nodes that are neither cordoned nor suspect.
+function freeOn(n) { return n.health === 'Schedulable' && !n.cordoned && !n.suspect ? Math.max(0, n.accelerators - n.in_use) : 0; }
+function domainTotals(d) {
+  if (!d.children) return { free: freeOn(d), total: d.accelerators || 0 };
+  return d.children.map(domainTotals).reduce((a, b) => ({ free: a.free + b.free, total: a.total + b.total }), { free: 0, total: 0 });
 }
 
 PAGES.topology = {
@@ -650,32 +827,38 @@ PAGES.topology = {
     const mine = new Map();
     if (job && !job.error) for (const ps of job.placement) for (const r of ps.replicas) mine.set(r.node, (mine.get(r.node) || []).concat(r.rank));
     let shown = 0;
+    // Every square is reachable by keyboard (Tab) and read out by its label: name, state, free accelerators.
     const leaf = n => {
       shown++;
       const ranks = mine.get(n.node);
-      const title = `${n.node} · ${n.instance_type} · ${n.health}${n.cordoned ? ' (cordoned)' : ''} · ${n.in_use}/${n.accelerators} accelerators in use · ${n.replicas} replicas` +
-        (ranks ? ` · ${jobName} ranks ${ranks.join(', ')}` : '');
-      return h('span', { class: 'node ' + nodeClass(n) + (ranks || n.node === focus ? ' highlight' : ''), title, 'data-node': n.node,
-                         'data-health': n.health, 'data-state': nodeClass(n) });
+      const cls = nodeClass(n);
+      const label = `${n.node}: ${nodeStateLabel(cls)}, ${freeOn(n)} of ${n.accelerators} accelerators free` +
+        ` (${n.instance_type}, ${n.health}${n.cordoned ? ', cordoned' : ''}${n.suspect ? ', suspect' : ''}, ${n.replicas} replicas)` +
+        (ranks ? `; ${jobName} ranks ${ranks.join(', ')}` : '');
+      return h('span', { class: 'node ' + cls + (ranks || n.node === focus ? ' highlight' : ''), title: label, 'aria-label': label,
+                         role: 'img', tabindex: 0, 'data-node': n.node, 'data-health': n.health, 'data-state': cls, 'data-free': freeOn(n) });
     };
     const domain = d => {
       if (!d.children) return leaf(d);
       const leaves = d.children.filter(c => !c.children).length;
-      return h('div', { class: 'domain ' + d.level, 'data-domain': d.name },
-        h('div', { class: 'domain-title', text: `${d.level} ${d.name}` + (leaves ? ` · ${leaves} node${leaves === 1 ? '' : 's'}` : '') }),
-        h('div', { class: 'domain-children' }, d.children.map(domain)));
+      const tot = domainTotals(d);
+      return h('div', { class: 'domain ' + d.level, 'data-domain': d.name, 'data-free': tot.free },
+        h('div', { class: 'domain-title', text: `${d.level} ${d.name}` + (leaves ? ` · ${leaves} node${leaves === 1 ? '' : 's'}` : '') +
+          ` · ${tot.free} of ${tot.total} accelerators free` }),
+        h('div', { class: 'domain-children', role: 'group', 'aria-label': `${d.level} ${d.name}` }, d.children.map(domain)));
     };
     const tree = h('div', { id: 'topology' }, t.domains.map(domain));
     const input = h('input', { name: 'job', value: jobName, placeholder: 'job name', size: 30 });
     const form = h('form', { class: 'filters', onsubmit: e => { e.preventDefault(); setParams('topology', { job: input.value.trim() }); } },
       h('label', {}, 'show where a job runs', input), h('button', { type: 'submit', text: 'Show' }));
-    const legend = h('div', { class: 'legend' }, h('span', {}, h('i', { class: 'free' }), 'free'), h('span', {}, h('i', { class: 'use' }), 'in use'),
-      h('span', {}, h('i', { class: 'bad' }), 'unhealthy'), h('span', {}, h('i', { class: 'cordon' }), 'cordoned'),
-      h('span', { text: '▢ outlined: the chosen job\'s replicas (hover a node for details)' }));
+    const legend = h('div', { class: 'legend', id: 'topology-legend' },
+      NODE_STATES.map(([k, text]) => h('span', { 'data-state': k }, h('i', { class: 'node-key ' + k }), text)),
+      h('span', { text: '▢ outlined: the chosen job\'s replicas (hover a node, or Tab to it, for details)' }));
     const note = job && job.error ? h('p', { class: 'error', text: job.error }) :
       job ? h('p', { id: 'topology-job', text: `${jobName}: ${mine.size} node${mine.size === 1 ? '' : 's'} (${job.state})` }) : null;
     return h('div', {}, h('h1', { text: 'Topology' }),
-      h('p', { class: 'muted', text: 'Levels: ' + t.levels.join(' → ') }), form, note, legend, tree,
+      h('p', { class: 'muted', text: 'Levels: ' + t.levels.join(' → ') + '. Free accelerators: on Schedulable nodes neither cordoned nor suspect.' }),
+      form, note, legend, tree,
       shown ? null : h('p', { class: 'muted', text: 'No nodes.' }));
   },
 };

@@ -1,0 +1,88 @@
+#include "server/wait_category.h"
+
+namespace allot::server {
+
+WaitCategory wait_category(ReasonCode code, bool feasible) {
+  if (!feasible) return WaitCategory::kNeverFits;
+  // No default: a new reason code does not compile until it has a category here.
+  switch (code) {
+    case ReasonCode::kNone:
+    case ReasonCode::kSubmitted:
+    case ReasonCode::kPreempted:
+    case ReasonCode::kDrained:
+    case ReasonCode::kNodeFailed:
+    case ReasonCode::kNodeRemoved:
+    case ReasonCode::kRendezvousPort:
+    case ReasonCode::kNeedsBorrow:  // never shown to people; a job left with it is decided by the next pass
+      return WaitCategory::kScheduling;
+    case ReasonCode::kQuota:
+    case ReasonCode::kQuotaLentOut:
+      return WaitCategory::kQuota;
+    case ReasonCode::kBorrowLimit:
+    case ReasonCode::kNoIdleQuota:
+      return WaitCategory::kBorrowLimit;
+    case ReasonCode::kCapacity:
+    case ReasonCode::kOscillation:
+    case ReasonCode::kNoPreemption:
+      return WaitCategory::kCapacity;
+    case ReasonCode::kTopology:
+    case ReasonCode::kLocality:
+      return WaitCategory::kTopology;
+    case ReasonCode::kUnhealthyNodes:
+      return WaitCategory::kUnhealthyNodes;
+    case ReasonCode::kStrictFifo:
+    case ReasonCode::kReserved:
+      return WaitCategory::kOrder;
+    case ReasonCode::kHeld:
+      return WaitCategory::kHeld;
+    case ReasonCode::kPlanPending:
+    case ReasonCode::kPlanEnding:
+      return WaitCategory::kPlan;
+    case ReasonCode::kNeverFits:
+    case ReasonCode::kInstanceType:
+    case ReasonCode::kPlanEnded:
+      return WaitCategory::kNeverFits;
+    case ReasonCode::kAdmitted:
+    case ReasonCode::kFinished:
+    case ReasonCode::kFailed:
+    case ReasonCode::kCancelled:
+      return WaitCategory::kNotWaiting;
+  }
+  return WaitCategory::kScheduling;  // unreachable: every code is handled above
+}
+
+std::string_view wait_category_name(WaitCategory c) {
+  switch (c) {
+    case WaitCategory::kScheduling: return "scheduling";
+    case WaitCategory::kQuota: return "quota";
+    case WaitCategory::kBorrowLimit: return "borrow_limit";
+    case WaitCategory::kCapacity: return "capacity";
+    case WaitCategory::kTopology: return "topology";
+    case WaitCategory::kUnhealthyNodes: return "unhealthy_nodes";
+    case WaitCategory::kOrder: return "order";
+    case WaitCategory::kHeld: return "held";
+    case WaitCategory::kPlan: return "plan";
+    case WaitCategory::kNeverFits: return "never_fits";
+    case WaitCategory::kNotWaiting: return "not_waiting";
+  }
+  return "scheduling";
+}
+
+std::string_view wait_category_label(WaitCategory c) {
+  switch (c) {
+    case WaitCategory::kScheduling: return "scheduling";
+    case WaitCategory::kQuota: return "quota";
+    case WaitCategory::kBorrowLimit: return "borrow limit";
+    case WaitCategory::kCapacity: return "capacity";
+    case WaitCategory::kTopology: return "topology";
+    case WaitCategory::kUnhealthyNodes: return "unhealthy nodes";
+    case WaitCategory::kOrder: return "in line";
+    case WaitCategory::kHeld: return "held";
+    case WaitCategory::kPlan: return "capacity plan";
+    case WaitCategory::kNeverFits: return "never fits";
+    case WaitCategory::kNotWaiting: return "not waiting";
+  }
+  return "scheduling";
+}
+
+}  // namespace allot::server
