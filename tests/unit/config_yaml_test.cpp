@@ -260,7 +260,7 @@ TEST(ConfigInstanceTypes, MistakesAreReported) {
   Catalog c = Catalog::builtin();
   auto dup = parse_instance_types(doc("- {name: p5.48xlarge, vcpus: 2, memory_gib: 4}\n"), c, ctx_for("instance_types"));
   ASSERT_FALSE(dup.ok());
-  EXPECT_THAT(dup.error().message, StartsWith("t.yaml:1: instance type ml.p5.48xlarge is already defined"));
+  EXPECT_THAT(dup.error().message, StartsWith("t.yaml:1: instance type ml.p5.48xlarge is built in with other figures: "));
   auto kind = parse_instance_types(doc("- {name: a, accelerators: 2, vcpus: 2, memory_gib: 4}\n"), c, ctx_for("instance_types"));
   ASSERT_FALSE(kind.ok());
   EXPECT_THAT(kind.error().message, HasSubstr("set accelerator_kind: nvidia-gpu or neuron"));
@@ -271,6 +271,62 @@ TEST(ConfigInstanceTypes, MistakesAreReported) {
   auto no_vcpus = parse_instance_types(doc("- {name: a, memory_gib: 4}\n"), c, ctx_for("instance_types"));
   ASSERT_FALSE(no_vcpus.ok());
   EXPECT_THAT(no_vcpus.error().message, HasSubstr("has no 'vcpus'"));
+}
+
+// A policy file's type with a built-in type's name: the same figures are taken as they are; other figures only
+// with replaces_builtin: true (issue 28 item 16).
+TEST(ConfigInstanceTypes, BuiltInTypesAreShadowedOnlyWhenStated) {
+  Catalog c = Catalog::builtin();
+  const TypeId c5 = *c.find("ml.c5.4xlarge");
+  auto same = parse_instance_types(doc("- {name: c5.4xlarge, vcpus: 16, memory_gib: 32}\n"), c, ctx_for("instance_types"));
+  ASSERT_TRUE(same.ok()) << same.error().message;
+  auto other = parse_instance_types(doc("- {name: ml.c5.4xlarge, vcpus: 8, memory_gib: 64}\n"), c, ctx_for("instance_types"));
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(other.error().message, HasSubstr("instance type ml.c5.4xlarge is built in with other figures: vcpus 8 (not 16), "
+                                               "memory_gib 64 (not 32)"));
+  EXPECT_THAT(other.error().message, HasSubstr("replaces_builtin: true"));
+  EXPECT_EQ(c.at(c5).vcpus, 16);  // refused: unchanged
+  auto stated = parse_instance_types(doc("- {name: ml.c5.4xlarge, vcpus: 8, memory_gib: 64, replaces_builtin: true}\n"), c,
+                                     ctx_for("instance_types"));
+  ASSERT_TRUE(stated.ok()) << stated.error().message;
+  EXPECT_EQ(*c.find("ml.c5.4xlarge"), c5);  // replaced in place: the same TypeId
+  EXPECT_EQ(c.at(c5).vcpus, 8);
+  EXPECT_EQ(c.at(c5).memory_gib, 64);
+  auto nothing = parse_instance_types(doc("- {name: lab.x, vcpus: 2, memory_gib: 4, replaces_builtin: true}\n"), c,
+                                      ctx_for("instance_types"));
+  ASSERT_FALSE(nothing.ok());
+  EXPECT_THAT(nothing.error().message, HasSubstr("ml.lab.x is not built in, so it replaces nothing"));
+  auto twice = parse_instance_types(doc("- {name: lab.y, vcpus: 2, memory_gib: 4}\n- {name: ml.lab.y, vcpus: 2, memory_gib: 4}\n"),
+                                    c, ctx_for("instance_types"));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.error().message, HasSubstr("t.yaml:2: instance type ml.lab.y is defined twice in this list"));
+}
+
+// load_catalog: what `allot server --instance-types FILE` and `allot agent --instance-types FILE` read.
+TEST(ConfigInstanceTypes, TheCatalogOfAPolicyFile) {
+  auto builtin = load_catalog("");
+  ASSERT_TRUE(builtin.ok());
+  EXPECT_EQ(builtin->size(), Catalog::builtin().size());
+  const std::string path = ::testing::TempDir() + "/policy-types.yaml";
+  auto write = [&path](const std::string& text) { std::ofstream(path) << text; };
+  write("policy: {idle_pool: true}\nteams: []\ninstance_types:\n  - {name: lab.gpu4, accelerator_kind: nvidia-gpu, accelerators: 4, "
+        "vcpus: 32, memory_gib: 256, numa_domains: 2}\n");
+  auto c = load_catalog(path);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->size(), Catalog::builtin().size() + 1);
+  const InstanceType& t = c->at(*c->find("lab.gpu4"));
+  EXPECT_EQ(t.accelerators, 4);
+  EXPECT_EQ(t.numa.size(), 2u);
+  write("policy: {idle_pool: true}\n");
+  auto none = load_catalog(path);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.error().message, HasSubstr("the file has no instance_types section"));
+  write("instance_types:\n  - {name: ml.p5.48xlarge, vcpus: 192, memory_gib: 1024, accelerator_kind: nvidia-gpu, accelerators: 8}\n");
+  auto shadow = load_catalog(path);
+  ASSERT_FALSE(shadow.ok());
+  EXPECT_THAT(shadow.error().message, HasSubstr(path + ":2: instance type ml.p5.48xlarge is built in with other figures"));
+  EXPECT_FALSE(load_catalog(path + ".missing").ok());
+  std::remove(path.c_str());
 }
 
 // --- policy ---------------------------------------------------------------------------------------------------
