@@ -242,6 +242,8 @@ std::string describe_team(const json& m) {
     field("Capabilities:", caps.empty() ? "none (all dropped)" : caps);
     field("Registry auth:", text(c, "registry_auth_file"));
   }
+  // What a pod set that asks for nothing gets (docs/teams-and-policy.md, "Default request").
+  field("Default req.:", m.contains("default_request") ? request_text(m["default_request"]) : "none (a job must give its request)");
   const json jobs = m.value("jobs", json::object());
   field("Jobs:", text(jobs, "pending", "0") + " pending, " + text(jobs, "running", "0") + " running, " +
                      text(jobs, "suspended", "0") + " suspended");

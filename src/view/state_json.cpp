@@ -209,6 +209,7 @@ json team_json(const ClusterState& s, const Team& t) {
             {"share", share.den == 0 ? json(nullptr) : json(static_cast<double>(share.num) / static_cast<double>(share.den))},
             {"jobs", {{"pending", pending}, {"running", running}, {"suspended", suspended}}}};
   if (!t.spec.containers.empty()) o["containers"] = team_containers_json(t.spec.containers);
+  if (!t.spec.default_request.asks_nothing()) o["default_request"] = request_json(t.spec.default_request);
   return o;
 }
 

@@ -495,6 +495,26 @@ TEST(ConfigJobs, PodSetsAndDefaults) {
   EXPECT_EQ(r->max_retries, 0);
 }
 
+// Without per_replica (or with {}), a pod set asks for nothing: the team's default_request applies when the job is
+// submitted (core/submit.cpp), so the reader takes it. completion_index is a boolean.
+TEST(ConfigJobs, ARequestMayBeLeftToTheTeamsDefault) {
+  auto none = job("name: j\nteam: t\ncompletion_index: true\n");
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_TRUE(none->pod_sets[0].per_replica.asks_nothing());
+  EXPECT_TRUE(none->completion_index);
+  auto empty = job("name: j\nteam: t\nper_replica: {}\n");
+  ASSERT_TRUE(empty.ok()) << empty.error().message;
+  EXPECT_TRUE(empty->pod_sets[0].per_replica.asks_nothing());
+  EXPECT_FALSE(empty->completion_index);
+  auto team = parse_team(doc("name: t\ndefault_request: {accelerators: 1, vcpu: 4}\n"), Catalog::builtin(), ctx_for("teams[0]"));
+  ASSERT_TRUE(team.ok()) << team.error().message;
+  EXPECT_EQ(team->default_request.accelerators, 1);
+  EXPECT_EQ(team->default_request.vcpu_milli, 4000);
+  auto bad = parse_team(doc("name: t\ndefault_request: {instances: 1}\n"), Catalog::builtin(), ctx_for("teams[0]"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message, HasSubstr("unknown key 'instances'"));
+}
+
 TEST(ConfigJobs, MistakesAreReported) {
   struct Case {
     std::string text, message;
@@ -510,9 +530,6 @@ TEST(ConfigJobs, MistakesAreReported) {
        "t.yaml:3: submit.replicas is a list, not an integer; allowed: an integer 1..100000"},
       {head + "per_replica: [1]\n", "t.yaml:3: submit.per_replica is a list, not a mapping; allowed keys: accelerators, vcpu, "
                                     "memory_gib, whole_node"},
-      {head + "per_replica: {}\n",
-       "t.yaml:3: submit.per_replica asks for nothing; give accelerators, vcpu, memory_gib or whole_node: true"},
-      {head + "replicas: 1\n", "t.yaml:1: submit has no 'per_replica'; it is required"},
       {head + "per_replica: {whole_node: true, accelerators: 1}\n",
        "t.yaml:3: submit.per_replica asks for whole_node together with accelerators, vcpu or memory_gib; give either "
        "whole_node: true or amounts"},
@@ -533,7 +550,7 @@ TEST(ConfigJobs, MistakesAreReported) {
       {"name: j\nper_replica: {accelerators: 1}\n", "t.yaml:1: submit has no 'team'; it is required"},
       {"[a, b]\n", "t.yaml:1: submit is a list, not a mapping; allowed keys: name, team, priority, replicas, instance_type, "
                    "per_replica, topology, pod_sets, duration, max_retries, checkpoint_interval, command, env, labels, plan, "
-                   "image, image_pull_policy, shm_size_gib, volumes"},
+                   "image, image_pull_policy, shm_size_gib, volumes, completion_index"},
   };
   for (const Case& c : cases) {
     auto r = job(c.text);
