@@ -130,9 +130,12 @@ void submit_route(Routes& http, Api& api) {
     // The audit trail names the job a submission names (the first, for a list), accepted or refused.
     const std::string name = specs.front().name;
     for (const auto& spec : specs)
-      if (!who.acts_for_team(spec.team))
-        return refuse(api, who, req, res,
-                      denied(who, "submitting a job of team " + spec.team, "an admin token or a member token of team " + spec.team), spec.name);
+      if (!who.acts_for_team(spec.team)) {
+        Error why = denied(who, "submitting a job of team " + spec.team, "an admin token or a member token of team " + spec.team);
+        // A dry run writes nothing, not even an audit entry: it is answered as a read would be.
+        if (dry_run) return answer(res, error_reply(why));
+        return refuse(api, who, req, res, why, spec.name);
+      }
     if (dry_run) {
       // Answered from the writer's published view, as a read: nothing reaches the journal.
       Command check = [&api, specs, batch](Txn& txn) -> Result<Render> {
@@ -141,7 +144,9 @@ void submit_route(Routes& http, Api& api) {
         json body = batch ? *jobs : (*jobs)[0];
         return Render([body](const ServerState&) { return json_reply(200, body); });
       };
-      return answer(res, api.writer.read(std::move(check), call_context(who, req, name)));
+      CallContext ctx = call_context(who, req, name);
+      ctx.audit.reset();  // nothing reaches the journal, the audit trail included
+      return answer(res, api.writer.read(std::move(check), std::move(ctx)));
     }
     if (!batch) {
       run(api, who, req, res, [&api, spec = std::move(specs.front()), who](Txn& txn) -> Result<Render> {

@@ -74,7 +74,7 @@ TEST(ConfigNodes, UnknownInstanceTypeListsTheKnownOnes) {
   auto r = nodes("- name: n-1\n  instance_type: ml.zz9.huge\n");
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.error().message, StartsWith("t.yaml:2: nodes[0].instance_type 'ml.zz9.huge' is not a known instance type"));
-  EXPECT_THAT(r.error().message, HasSubstr("known types: ml.c5.2xlarge, "));
+  EXPECT_THAT(r.error().message, HasSubstr("known types: ml.c5.12xlarge, "));
   EXPECT_THAT(r.error().message, HasSubstr("ml.p5.48xlarge"));
 }
 
@@ -415,7 +415,7 @@ TEST(ConfigTeams, MistakesAreReported) {
        "t.yaml:2: teams[0].sharing.borrow_limit is 10001; allowed: an integer 0..10000"},
       {"- name: a\n  preempt_team_tasks: Always\n", "t.yaml:2: teams[0].preempt_team_tasks is 'Always'; allowed: LowerPriority, Never"},
       {"- name: a\n  weight: 3\n",
-       "t.yaml:2: unknown key 'weight' in teams[0]; allowed keys: name, fair_share_weight, allocation, sharing, preempt_team_tasks, containers"},
+       "t.yaml:2: unknown key 'weight' in teams[0]; allowed keys: name, fair_share_weight, allocation, sharing, preempt_team_tasks, containers, default_request"},
       {"- name: a\n  allocation: {instance_type: ml.g5.8xlarge, instances: 1}\n",
        "t.yaml:2: teams[0].allocation is a mapping, not a list; write a list ([a, b] or - items)"},
       {"- name: a\n  allocation:\n    - {instance_type: ml.g5.8xlarge, instances: -1}\n",
@@ -440,7 +440,7 @@ TEST(ConfigTeams, MistakesAreReported) {
   auto unknown = teams("- name: a\n  allocation:\n    - {instance_type: ml.nope, instances: 1}\n");
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(unknown.error().message, StartsWith("t.yaml:3: teams[0].allocation[0].instance_type 'ml.nope' is not a known "
-                                                  "instance type; known types: ml.c5.2xlarge, "));
+                                                  "instance type; known types: ml.c5.12xlarge, "));
 }
 
 // --- jobs -----------------------------------------------------------------------------------------------------
