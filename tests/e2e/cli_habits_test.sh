@@ -5,7 +5,9 @@
 # logs --tail counting lines, -o json and -f; cancel of several jobs and of a team's; events --job;
 # nodes apply, node delete, allocation get; job labels and selectors, hold/release, set priority, delete and
 # submit --replace; export kueue from a live server; kubectl's words (get, describe KIND/NAME, delete job NAME,
-# -f FILE, -o=json, -o name, --no-headers) and --queue-name on a manifest without a team.
+# -f FILE, -o=json, -o name, --no-headers) and --queue-name on a manifest without a team; issue 28: instance types
+# from the policy file (--instance-types), a team's default request, describe's requests, retries and ranks,
+# JOB_COMPLETION_INDEX, submit --dry-run asking the server and files submitted all or nothing.
 # Usage: cli_habits_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=cli_habits
