@@ -77,6 +77,21 @@ TEST_F(ServerSubmit, AListIsSubmittedAllOrNothing) {
   EXPECT_EQ(post("/v1/jobs", json::array({job("l3")})).status, 400);  // a bare list is not a job spec
 }
 
+// A list is one writer command and so one journal transaction: a write that fails half-way (a disk that fills up
+// after the first record) keeps none of its jobs, and the state is rebuilt from the journal without them.
+TEST_F(ServerSubmit, AListWhoseWriteFailsKeepsNoJob) {
+  small_cluster();
+  journal_->fail_next_appends(1);
+  auto failed = post("/v1/jobs", json{{"jobs", json::array({job("w1"), job("w2", "b")})}});
+  EXPECT_GE(failed.status, 500) << failed.body;
+  EXPECT_EQ(get("/v1/jobs/w1").status, 404);
+  EXPECT_EQ(get("/v1/jobs/w2").status, 404);
+  restart();
+  EXPECT_EQ(get("/v1/jobs/w1").status, 404);
+  auto ok = post("/v1/jobs", json{{"jobs", json::array({job("w1"), job("w2", "b")})}});
+  EXPECT_EQ(ok.status, 201) << ok.body;
+}
+
 TEST_F(ServerSubmit, DryRunNeedsTheRightsASubmissionNeeds) {
   small_cluster();
   auto member = post("/v1/tokens", R"({"role": "member", "teams": ["b"]})");
