@@ -1,4 +1,4 @@
-// `allot agent --server URL [--ca FILE] [--name NAME] [--instance-type TYPE] [--labels k=v,k=v] [--work-dir DIR]
+// `allot agent --server URL [--ca FILE] [--name NAME] [--instance-type TYPE] [--instance-types FILE] [--labels k=v,k=v] [--work-dir DIR]
 // [--address ADDR] [--heartbeat-interval S] [--stop-grace S] [--run-as USER | --run-as-range FIRST-LAST
 // [--uids-per-team N]] [--allow-root] [--no-cgroups]
 // [--health-config FILE] [--health-interval S] [--emulate-faults FILE] [--kmsg PATH] [--reboot-command CMD] [--replaces NODE]
@@ -20,6 +20,7 @@
 #include "agent/stress.h"
 #include "auth/secret_file.h"
 #include "cli/commands.h"
+#include "config/spec_yaml.h"
 #include "core/plans.h"
 
 namespace allot::cli {
@@ -30,6 +31,7 @@ extern "C" void on_stop_signal(int) { g_stop = true; }
 
 struct AgentArgs {
   std::string server, ca_file, name, instance_type, labels, work_dir, address, token, token_file, credential_file;
+  std::string instance_types;  // --instance-types: the policy file whose instance_types the server was given too
   std::string plan;  // --plan: the capacity plan this node belongs to (the allot.dev/plan label)
   double heartbeat_s = 1.0;
   double grace_s = 10.0;
@@ -80,7 +82,9 @@ int run_agent(const AgentArgs& a) {
   if (!labels) return std::cerr << "allot agent: " << labels.error().message << "\n", 2;
   auto api = client::ApiClient::connect(a.server, {.ca_file = client::resolve_ca_file(a.ca_file), .token = {}});
   if (!api) return std::cerr << "allot agent: " << api.error().message << "\n", 2;
-  auto inv = agent::discover(a.instance_type, Catalog::builtin());
+  auto catalog = load_catalog(a.instance_types);
+  if (!catalog) return std::cerr << "allot agent: --instance-types: " << catalog.error().message << "\n", 2;
+  auto inv = agent::discover(a.instance_type, *catalog);
   if (!inv) return std::cerr << "allot agent: " << inv.error().message << "\n", 2;
   std::optional<agent::UidRange> range;
   if (!a.run_as_range.empty()) {
@@ -176,6 +180,8 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--name", a->name, "Node name (default: the host name)");
   cmd->add_option("--instance-type", a->instance_type,
                   "Instance type; on a machine that does not have it, the agent emulates it (development, demo)");
+  cmd->add_option("--instance-types", a->instance_types,
+                  "Policy file whose instance_types section adds types to the built-in catalog (give the server the same)");
   cmd->add_option("--labels", a->labels, "Node labels k=v,k=v (topology: network-node-layer-1..4, zone, ultraserver)");
   cmd->add_option("--plan", a->plan,
                   "Capacity plan this node belongs to: it joins when the plan starts (waiting until then) and leaves "

@@ -17,6 +17,7 @@
 #include "config/spec_yaml.h"
 #include "config/yaml_stream.h"
 #include "interop/k8s_manifest.h"
+#include "view/instance_type_json.h"
 
 namespace allot::cli {
 namespace {
@@ -34,6 +35,7 @@ struct JobArgs {
   std::optional<int> attempt;  // logs: only this attempt's lines
   int64_t tail = 0;
   bool dry_run = false;
+  std::string dry_run_mode;  // submit --dry-run[=server|client]: "" none
   bool watch = false, follow = false;
   double interval_s = 2;
   std::string queue_name, priority;  // submit: hyp-style overrides
@@ -73,12 +75,12 @@ struct SubmitDoc {
 };
 
 // `queue_name` (--queue-name) names the team of every job, and is the queue-name label of every manifest.
-Result<std::vector<SubmitDoc>> read_jobs(const std::string& text, const std::string& origin, const std::string& queue_name) {
+Result<std::vector<SubmitDoc>> read_jobs(const std::string& text, const std::string& origin, const std::string& queue_name,
+                                         const Catalog& catalog) {
   auto loaded = load_yaml_documents(text, YamlContext{origin, "", 0});
   if (!loaded) return loaded.error();
   std::vector<YAML::Node> docs = std::move(*loaded);
   std::vector<SubmitDoc> out;
-  Catalog catalog = Catalog::builtin();
   for (size_t i = 0; i < docs.size(); ++i) {
     YAML::Node doc = docs[i];
     if (doc.IsNull()) continue;
@@ -124,7 +126,17 @@ int run_submit(Session& s, JobArgs& a) {
   if (a.file.empty()) return report("submit", Error::invalid("which file? allot submit FILE, or -f FILE; - for stdin"));
   auto text = client::read_input(a.file, client::kMaxInputBytes);
   if (!text) return report("submit", text.error());
-  auto jobs = read_jobs(*text, a.file == "-" ? "<stdin>" : a.file, a.queue_name);
+  if (a.dry_run_mode != "" && a.dry_run_mode != "server" && a.dry_run_mode != "client")
+    return report("submit", Error::invalid("--dry-run must be server or client, got '" + a.dry_run_mode + "'"));
+  a.dry_run = a.dry_run_mode == "server";
+  // The server's instance types (the built-in ones and its policy file's); the built-in ones alone for a client dry
+  // run, or from a server that does not list them.
+  Catalog catalog = Catalog::builtin();
+  if (a.dry_run_mode != "client")
+    if (auto types = s.api().get("/v1/instance-types"); types && types->is_array())
+      for (const auto& j : *types)
+        if (auto t = view::instance_type_from_json(j)) (void)catalog.put(std::move(*t));
+  auto jobs = read_jobs(*text, a.file == "-" ? "<stdin>" : a.file, a.queue_name, catalog);
   if (!jobs) return report("submit", jobs.error());
   // hyp's vocabulary: --queue-name names the team's queue (hyperpod-ns-<team>-localqueue, or the team),
   // --priority the class; both apply to every job of the file.
@@ -132,11 +144,19 @@ int run_submit(Session& s, JobArgs& a) {
     if (!a.queue_name.empty()) d.body["team"] = interop::team_from_queue_name(a.queue_name);
     if (!a.priority.empty()) d.priority_label = a.priority, d.body["priority"] = interop::priority_from_class(a.priority);
   }
+  if (a.dry_run_mode == "client") {
+    // What the file becomes, as the server would be sent it; no server is asked.
+    json list = json::array();
+    for (const auto& d : *jobs) list.push_back(d.body);
+    json all = list.size() == 1 ? list[0] : list;
+    std::cout << client::render_data(all, s.format() == client::Format::kYaml ? client::Format::kYaml : client::Format::kJson);
+    return 0;
+  }
   // A label "inference-priority" names the class "inference-priority" when the server has one, else
   // "inference" (Kueue's WorkloadPriorityClass names often end in -priority, allot's need not).
   bool labelled = false;
   for (const auto& d : *jobs) labelled |= !d.priority_label.empty();
-  if (labelled && !a.dry_run) {
+  if (labelled) {
     auto classes = s.api().get("/v1/priority-classes");
     std::vector<std::string> names;
     if (classes && classes->is_array())
@@ -144,37 +164,37 @@ int run_submit(Session& s, JobArgs& a) {
     for (auto& d : *jobs)
       if (!d.priority_label.empty()) d.body["priority"] = interop::pick_priority_class(d.priority_label, names);
   }
-  if (a.dry_run) {
-    json list = json::array();
-    for (const auto& d : *jobs) list.push_back(d.body);
-    json all = list.size() == 1 ? list[0] : list;
-    std::cout << client::render_data(all, s.format() == client::Format::kYaml ? client::Format::kYaml : client::Format::kJson);
-    return 0;
-  }
   // What the server would accept but will not run as meant: a replica larger than its node, a team without
   // quota for the job's instance type (client/warnings.h).
-  const Catalog catalog = Catalog::builtin();
   for (auto& d : *jobs) {
     d.spec.team = d.body.value("team", d.spec.team);
     auto team = s.api().get("/v1/teams/" + client::url_encode(d.spec.team));
     for (const auto& w : client::job_warnings(d.spec, team ? *team : json(), catalog))
       std::cerr << "allot submit: warning: job " << d.spec.name << ": " << w << "\n";
   }
-  json submitted = json::array();
-  for (const auto& d : *jobs) {
-    if (a.replace)
+  // The server checks every job (kubectl --dry-run=server): a dry run gets the same answer and exit code as the
+  // submission, and changes nothing. A file of several jobs goes as one list, all or nothing.
+  json list = json::array();
+  for (const auto& d : *jobs) list.push_back(d.body);
+  const json body = list.size() == 1 ? list[0] : json{{"jobs", list}};
+  if (a.replace && !a.dry_run) {
+    // Checked first, so that a file the server refuses replaces nothing.
+    auto check = s.api().post("/v1/jobs?dry_run=true", body);
+    if (!check && check.error().code != ErrorCode::kAlreadyExists) return report("submit", check.error());
+    for (const auto& d : *jobs)
       if (auto st = replace_existing(s, client::text(d.body, "name")); !st) return report("submit", st.error());
-    auto r = s.api().post("/v1/jobs", d.body);
-    if (!r) return report("submit", r.error());
-    submitted.push_back(*r);
   }
-  return s.print(submitted.size() == 1 ? submitted[0] : submitted, [&](const json&) {
+  auto r = s.api().post(a.dry_run ? "/v1/jobs?dry_run=true" : "/v1/jobs", body);
+  if (!r) return report("submit", r.error());
+  json submitted = r->is_array() ? *r : json::array({*r});
+  return s.print(*r, [&](const json&) {
     std::string out;
     for (const auto& j : submitted) {
       out += "job " + client::text(j, "name") + " submitted to team " + client::text(j, "team") + ": " +
              client::text(j, "state");
       std::string reason = client::text(j, "reason");
-      out += reason.empty() ? "\n" : " (" + reason + ")\n";
+      out += reason.empty() ? "" : " (" + reason + ")";
+      out += a.dry_run ? " (server dry run: nothing submitted)\n" : "\n";
     }
     return out;
   });
@@ -351,7 +371,9 @@ void add_client_job_commands(CLI::App& app, Context& ctx) {
                      "else to the name without -priority); overrides the file");
   submit->add_flag("--replace", a->replace,
                    "A job of the same name is cancelled (if it has not finished) and deleted first, so this one takes its name");
-  submit->add_flag("--dry-run", a->dry_run, "Print the job spec the file becomes (JSON, or YAML with -o yaml); submit nothing");
+  submit->add_flag("--dry-run{server}", a->dry_run_mode,
+                   "server (the default): the server checks the jobs and answers as it would the submission, submitting "
+                   "nothing; client: print the allot job spec each document becomes, asking no server");
   on_run(submit, ctx, a, "submit", run_submit);
 
   auto* jobs = flags(app.add_subcommand("jobs", "List jobs"));

@@ -93,7 +93,7 @@ int sim_replay(const ReplayArgs& a) {
   if (a.locality_wait) cluster->policy.locality_wait_s = *a.locality_wait;
   if (!a.plans.empty()) {
     Catalog catalog = Catalog::builtin();
-    for (const auto& t : cluster->instance_types) (void)catalog.add(t);
+    for (const auto& t : cluster->instance_types) (void)catalog.put(t);
     auto plans = load_plans_file(a.plans, catalog);
     if (!plans) return fail("--plans: " + plans.error().message);
     cluster->plans.insert(cluster->plans.end(), plans->begin(), plans->end());

@@ -1,7 +1,7 @@
 // `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...] [--advertise-url URL]
 // [--tls-cert FILE --tls-key FILE] [--insecure] [--max-connections N] [--max-watches N] [--snapshot-every N]
 // [--snapshot-interval S] [--no-snapshots] [--retain-finished DURATION] [--head-timeout S] [--agent-connections N]
-// [--max-connections-per-address N] [--disruption-share F] [--disruption-min-nodes N]`: runs the control plane until SIGINT or
+// [--max-connections-per-address N] [--disruption-share F] [--disruption-min-nodes N] [--instance-types FILE]`: runs the control plane until SIGINT or
 // SIGTERM. Exit codes: 0 after a clean stop, 2 for invalid flags (unreadable or mismatched TLS files, plain HTTP
 // beyond loopback without --insecure, --max-watches not below --max-connections among them), 3 when the server
 // cannot start (store, journal, address in use).
@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "cli/commands.h"
+#include "config/spec_yaml.h"
 #include "server/retention.h"
 #include "server/server.h"
 
@@ -27,6 +28,7 @@ struct ServerArgs {
   double head_timeout_s = 5;
   size_t per_address = 0;  // used when --max-connections-per-address is given
   std::string master_ports = "29500-30499";
+  std::string instance_types;  // the policy file whose instance_types section adds to the built-in catalog
   // Node lifecycle (docs/resiliency.md), in seconds.
   double fault_window_s = 1, reboot_timeout_s = 300, deep_check_timeout_s = 900, replace_silent_after_s = 600;
   double snapshot_interval_s = 600;
@@ -83,6 +85,12 @@ int run_server(ServerArgs& a) {
     std::cerr << "allot server: --master-ports wants LOW-HIGH, as in 29500-30499\n";
     return 2;
   }
+  auto catalog = load_catalog(a.instance_types);
+  if (!catalog) {
+    std::cerr << "allot server: --instance-types: " << catalog.error().message << "\n";
+    return 2;
+  }
+  a.options.catalog = std::move(*catalog);
   // Block the stop signals in every thread (threads inherit the mask), then wait for one here.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -136,6 +144,8 @@ void add_server_command(CLI::App& app, Context& ctx) {
                   "The fewest silent agents that make a disruption (0: never; every silent node is timed out)")
       ->capture_default_str()
       ->check(CLI::Range(size_t{0}, size_t{1000000}));
+  cmd->add_option("--instance-types", args->instance_types,
+                  "Policy file whose instance_types section adds types to (or, stated, replaces) the built-in catalog");
   cmd->add_option("--master-ports", args->master_ports, "MASTER_PORT range for jobs, LOW-HIGH")->capture_default_str();
   cmd->add_option("--tls-cert", args->options.tls_cert, "Serve HTTPS with this PEM certificate (chain); needs --tls-key");
   cmd->add_option("--tls-key", args->options.tls_key, "The unencrypted PEM private key of --tls-cert");

@@ -33,6 +33,19 @@ std::string triple(const json& r) {
          number(r.value("memory_gib", json(0)));
 }
 
+// A pod set's request as the job gave it: "whole node", or "accelerators 2, vcpu 8" with "(rest in proportion)"
+// when an amount is left to the instance type's proportions (docs/jobs.md).
+std::string request_text(const json& r) {
+  if (!r.is_object()) return "-";
+  if (r.value("whole_node", false)) return "whole node";
+  std::string out;
+  for (const char* k : {"accelerators", "vcpu", "memory_gib"})
+    if (r.contains(k)) out += (out.empty() ? "" : ", ") + std::string(k) + " " + number(r[k]);
+  if (out.empty()) return "none";
+  if (r.size() < 3) out += " (rest in proportion)";
+  return out;
+}
+
 // "512 MiB", "2 GiB", "1.5 GiB": a size given in MiB.
 std::string mib_text(const json& v) {
   if (!v.is_number_integer()) return v.dump();
@@ -229,6 +242,8 @@ std::string describe_team(const json& m) {
     field("Capabilities:", caps.empty() ? "none (all dropped)" : caps);
     field("Registry auth:", text(c, "registry_auth_file"));
   }
+  // What a pod set that asks for nothing gets (docs/teams-and-policy.md, "Default request").
+  field("Default req.:", m.contains("default_request") ? request_text(m["default_request"]) : "none (a job must give its request)");
   const json jobs = m.value("jobs", json::object());
   field("Jobs:", text(jobs, "pending", "0") + " pending, " + text(jobs, "running", "0") + " running, " +
                      text(jobs, "suspended", "0") + " suspended");
@@ -374,8 +389,9 @@ std::string describe_job(const json& j, int64_t now) {
   int64_t submitted = time_at(j, "submitted_at", -1);
   if (submitted >= 0) field("Submitted:", clock_time(submitted) + (submitted >= kEpochFloor ? " (" + ago(submitted, now) + " ago)" : ""));
   if (j.contains("started_at")) field("Started:", clock_time(time_at(j, "started_at")));
-  field("Runs:", "restarts " + text(j, "restarts", "0") + ", preemptions " + text(j, "preemptions", "0") +
-                     (j.contains("max_retries") ? ", max retries " + text(j, "max_retries") : ""));
+  field("Runs:", "restarts " + text(j, "restarts", "0") + ", preemptions " + text(j, "preemptions", "0"));
+  if (j.contains("max_retries"))
+    field("Retries:", text(j, "retries_used", "0") + " of " + text(j, "max_retries") + " used (max_retries " + text(j, "max_retries") + ")");
   if (j.contains("elastic") && j["elastic"].is_object()) {
     const json& e = j["elastic"];
     field("Replicas:", text(e, "current") + " (elastic pod set " + text(e, "pod_set") + ": min " + text(e, "min") + ", max " +
@@ -400,10 +416,14 @@ std::string describe_job(const json& j, int64_t now) {
   }
 
   out += "Pod sets:\n";
-  Table ps({"  NAME", "REPLICAS", "INSTANCE_TYPE", "TOPOLOGY"});
-  for (const auto& p : j.value("pod_sets", json::array()))
-    ps.add({"  " + text(p, "name"), text(p, "replicas"), text(p, "instance_type", "any").empty() ? "any" : text(p, "instance_type"),
-            topology_request(p.value("topology", json()))});
+  Table ps({"  NAME", "REPLICAS", "INSTANCE_TYPE", "TOPOLOGY", "PER_REPLICA"});
+  for (const auto& p : j.value("pod_sets", json::array())) {
+    std::string replicas = text(p, "replicas");
+    if (p.contains("min_replicas")) replicas = text(p, "min_replicas") + ".." + replicas;
+    ps.add({"  " + text(p, "name"), replicas, text(p, "instance_type", "any").empty() ? "any" : text(p, "instance_type"),
+            topology_request(p.value("topology", json())).empty() ? "none" : topology_request(p.value("topology", json())),
+            request_text(p.value("per_replica", json()))});
+  }
   out += ps.str();
 
   const json placement = j.value("placement", json::array());

@@ -67,6 +67,7 @@ json team_body(const TeamSpec& t) {
             {"sharing", {{"strategy", sharing_strategy_name(t.strategy)}, {"borrow_limit", t.borrow_limit}}},
             {"preempt_team_tasks", preempt_team_tasks_name(t.preempt_team_tasks)}};
   if (!t.containers.empty()) o["containers"] = view::team_containers_json(t.containers);
+  if (!t.default_request.asks_nothing()) o["default_request"] = amount_body(t.default_request);
   return o;
 }
 
@@ -93,6 +94,7 @@ json job_body(const JobSpec& j) {
   if (!j.env.empty()) o["env"] = j.env;
   if (!j.labels.empty()) o["labels"] = j.labels;
   if (!j.plan.empty()) o["plan"] = j.plan;
+  if (j.completion_index) o["completion_index"] = true;
   if (!j.container.empty()) {
     const ContainerSpec& c = j.container;
     o["image"] = c.image;
@@ -113,7 +115,7 @@ json job_body(const JobSpec& j) {
 
 json team_body_from_view(const json& view) {
   json o = json::object();
-  for (const char* k : {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks", "containers"})
+  for (const char* k : {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks", "containers", "default_request"})
     if (view.contains(k)) o[k] = view[k];
   return o;
 }

@@ -76,13 +76,15 @@ Result<PodSetSpec> read_pod_set(const YamlContext& ctx, const Fields& f, const C
     if (!type) return type.error();
     ps.instance_type = *type;
   }
-  auto pr = f.need(ctx, "per_replica");
-  if (!pr) return pr.error();
-  auto prf = Fields::open(ctx, *pr, amount_keys(AmountUse::kReplica));
-  if (!prf) return prf.error();
-  auto amount = read_amount(ctx, *prf, AmountUse::kReplica);
-  if (!amount) return amount.error();
-  ps.per_replica = *amount;
+  // Without per_replica (or with {}), the pod set asks for nothing: it gets its team's default_request, or is
+  // refused naming that setting when it is submitted (core/submit.cpp).
+  if (auto pr = f.get("per_replica")) {
+    auto prf = Fields::open(ctx, *pr, amount_keys(AmountUse::kReplica));
+    if (!prf) return prf.error();
+    auto amount = read_amount(ctx, *prf, AmountUse::kReplica);
+    if (!amount) return amount.error();
+    ps.per_replica = *amount;
+  }
   if (auto t = f.get("topology")) {
     auto topo = read_topology(ctx, *t);
     if (!topo) return topo.error();
@@ -265,7 +267,7 @@ Result<ContainerSpec> read_container(const YamlContext& ctx, const Fields& f, co
 Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
                                  "duration", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan",
-                                 "image", "image_pull_policy", "shm_size_gib", "volumes"});
+                                 "image", "image_pull_policy", "shm_size_gib", "volumes", "completion_index"});
   if (!f) return f.error();
   JobSpec job;
   auto name_val = f->need(ctx, "name");
@@ -330,6 +332,11 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     auto plan = read_object_name(ctx, *p, NameKind::kPlan);  // a reference: an unknown plan is reported at submission
     if (!plan) return plan.error();
     job.plan = *plan;
+  }
+  if (auto c = f->get("completion_index")) {
+    auto b = read_bool(ctx, *c);
+    if (!b) return b.error();
+    job.completion_index = *b;
   }
   auto container = read_container(ctx, *f, job.pod_sets);
   if (!container) return container.error();

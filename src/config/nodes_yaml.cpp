@@ -1,6 +1,7 @@
 // Nodes (cluster.nodes, nodes files, add_nodes / remove_nodes) and user-defined instance types.
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "config/spec_yaml.h"
@@ -169,10 +170,14 @@ std::string nodes_to_yaml(const std::vector<NodeSpec>& nodes) {
 
 namespace {
 
-Result<InstanceType> read_instance_type_entry(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
+// One entry of an `instance_types` list. `defined` holds the names the list gave before this entry. A name the
+// catalog already has (a built-in type) is taken only with the same figures, or with `replaces_builtin: true`:
+// a policy file must not change what a built-in type is without saying so.
+Result<InstanceType> read_instance_type_entry(const YamlContext& ctx, const Val& v, const Catalog& catalog,
+                                              const std::set<std::string>& defined) {
   auto f = Fields::open(ctx, v, {"name", "accelerator_kind", "accelerator_model", "accelerators", "accelerator_memory_gib",
                                  "neuron_cores_per_accelerator", "vcpus", "memory_gib", "efa_interfaces", "numa_domains",
-                                 "ultraserver_size"});
+                                 "ultraserver_size", "replaces_builtin"});
   if (!f) return f.error();
   InstanceType t;
   auto name_val = f->need(ctx, "name");
@@ -180,9 +185,17 @@ Result<InstanceType> read_instance_type_entry(const YamlContext& ctx, const Val&
   auto name = read_name(ctx, *name_val);
   if (!name) return name.error();
   t.name = canonical_type_name(*name);
-  if (catalog.find(t.name))
-    return fail(ctx, *name_val, "instance type " + t.name + " is already defined",
-                "define each type once; built-in types need no definition (known: " + catalog.known_names() + ")");
+  if (defined.count(t.name))
+    return fail(ctx, *name_val, "instance type " + t.name + " is defined twice in this list", "define each type once");
+  bool replaces = false;
+  if (auto r = f->get("replaces_builtin")) {
+    auto b = read_bool(ctx, *r);
+    if (!b) return b.error();
+    replaces = *b;
+    if (replaces && !catalog.find(t.name))
+      return fail(ctx, *r, "instance type " + t.name + " is not built in, so it replaces nothing",
+                  "remove replaces_builtin (it is for changing a built-in type's figures)");
+  }
 
   // Integer facts: key, field, range. vcpus and memory_gib have no sensible default, so they are required.
   struct IntFact {
@@ -231,6 +244,12 @@ Result<InstanceType> read_instance_type_entry(const YamlContext& ctx, const Val&
   if (numa_domains > t.vcpus)
     return fail(ctx, *f->get("numa_domains"), "numa_domains is larger than vcpus", "each NUMA domain needs a vCPU");
   t.numa = even_numa(numa_domains, t.accelerators, t.vcpus);
+  if (auto known = catalog.find(t.name); known && !replaces) {
+    const std::string diff = fact_differences(t, catalog.at(*known));
+    if (!diff.empty())
+      return fail(ctx, *name_val, "instance type " + t.name + " is built in with other figures: " + diff,
+                  "remove the entry to use the built-in figures, or add replaces_builtin: true to use these instead");
+  }
   return t;
 }
 
@@ -241,15 +260,47 @@ Result<std::vector<InstanceType>> parse_instance_types(const YAML::Node& list, C
     auto items = list_items(ctx, root(list, ctx));
     if (!items) return items.error();
     std::vector<InstanceType> out;
+    std::set<std::string> defined;
     for (const Val& item : *items) {
-      auto t = read_instance_type_entry(ctx, item, catalog);
+      auto t = read_instance_type_entry(ctx, item, catalog, defined);
       if (!t) return t.error();
-      auto id = catalog.add(*t);
+      defined.insert(t->name);
+      auto id = catalog.put(*t);
       if (!id) return fail(ctx, item, id.error().message, "fix the instance type's facts");
       out.push_back(catalog.at(*id));
     }
     return out;
   });
+}
+
+Result<Catalog> load_catalog(const std::string& path) {
+  Catalog catalog = Catalog::builtin();
+  if (path.empty()) return catalog;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::not_found(path + ": cannot open the file; give the policy file that has the instance_types section");
+  std::ostringstream text;
+  text << in.rdbuf();
+  YamlContext ctx;
+  ctx.origin = path;
+  ctx.budget = std::make_shared<ExpansionBudget>();
+  auto doc = load_yaml(text.str(), ctx);
+  if (!doc) return doc.error();
+  const std::string allowed = "the policy file (a mapping with an instance_types list; its other sections are not read here)";
+  auto types = guard(ctx, [&]() -> Result<bool> {
+    Val v = root(*doc, ctx);
+    if (!v.node.IsMap()) return fail(ctx, v, "the document is " + describe(v.node), allowed);
+    auto entries = map_entries(ctx, v);
+    if (!entries) return entries.error();
+    for (const auto& e : *entries)
+      if (e.key == "instance_types") {
+        auto t = parse_instance_types(e.value.node, catalog, sub(ctx, e.value));
+        if (!t) return t.error();
+        return true;
+      }
+    return fail(ctx, v, "the file has no instance_types section", allowed);
+  });
+  if (!types) return types.error();
+  return catalog;
 }
 
 }  // namespace allot

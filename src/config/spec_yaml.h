@@ -52,7 +52,14 @@ std::string nodes_to_yaml(const std::vector<NodeSpec>& nodes);
 // accelerator_memory_gib, neuron_cores_per_accelerator, vcpus, memory_gib, efa_interfaces, numa_domains
 // (a count; accelerators and vCPUs split evenly), ultraserver_size}. Each type is added to `catalog` as it is
 // read, so later sections may name it; on error the catalog keeps the types read before the bad one.
+// A name the catalog already has (a built-in type) is taken with the same figures, or with
+// `replaces_builtin: true` (then its figures replace the built-in ones); otherwise the entry is refused, naming
+// the figures that differ.
 Result<std::vector<InstanceType>> parse_instance_types(const YAML::Node& list, Catalog& catalog, const YamlContext& ctx);
+// The built-in catalog plus the `instance_types` section of the policy file at `path` (empty: built-in only),
+// for `allot server --instance-types` and `allot agent --instance-types`. A file without the section, or a bad
+// entry, is an error naming the file and the entry.
+Result<Catalog> load_catalog(const std::string& path);
 
 // --- policy and teams ---------------------------------------------------------------------------------------
 

@@ -186,7 +186,8 @@ Result<TeamContainerSettings> read_containers(const YamlContext& ctx, const Val&
 }
 
 Result<TeamSpec> read_team(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
-  auto f = Fields::open(ctx, v, {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks", "containers"});
+  auto f = Fields::open(ctx, v, {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks", "containers",
+                                 "default_request"});
   if (!f) return f.error();
   TeamSpec team;
   auto name_val = f->need(ctx, "name");
@@ -215,6 +216,15 @@ Result<TeamSpec> read_team(const YamlContext& ctx, const Val& v, const Catalog& 
     auto settings = read_containers(ctx, *c);
     if (!settings) return settings.error();
     team.containers = std::move(*settings);
+  }
+  // default_request: {accelerators, vcpu, memory_gib} or {whole_node: true}, what a pod set that asks for nothing
+  // gets (docs/teams-and-policy.md, "Default request"). {} is the same as none.
+  if (auto d = f->get("default_request")) {
+    auto df = Fields::open(ctx, *d, amount_keys(AmountUse::kReplica));
+    if (!df) return df.error();
+    auto amount = read_amount(ctx, *df, AmountUse::kReplica);
+    if (!amount) return amount.error();
+    team.default_request = *amount;
   }
   return team;
 }

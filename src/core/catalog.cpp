@@ -30,61 +30,44 @@ std::vector<NumaDomain> even_numa(int domains, int accelerators, int vcpus) {
   return out;
 }
 
-namespace {
-
-InstanceType make(std::string name, AcceleratorKind kind, std::string model, int accelerators, int accel_mem,
-                  int vcpus, int memory_gib, int efa, int numa_domains, int ultraserver = 0, int neuron_cores = 0) {
-  InstanceType t;
-  t.name = std::move(name);
-  t.accelerator_kind = kind;
-  t.accelerator_model = std::move(model);
-  t.accelerators = accelerators;
-  t.accelerator_memory_gib = accel_mem;
-  t.neuron_cores_per_accelerator = neuron_cores;
-  t.vcpus = vcpus;
-  t.memory_gib = memory_gib;
-  t.efa_interfaces = efa;
-  t.numa = even_numa(numa_domains, accelerators, vcpus);
-  t.ultraserver_size = ultraserver;
-  return t;
-}
-
-}  // namespace
-
-Catalog Catalog::builtin() {
-  using K = AcceleratorKind;
-  Catalog c;
-  // Facts from the EC2 / SageMaker instance pages: accelerators, accelerator memory (GiB), vCPUs, memory (GiB),
-  // EFA interfaces, NUMA domains (sockets; accelerators and vCPUs split evenly between them).
-  const InstanceType builtins[] = {
-      make("ml.p4d.24xlarge", K::kNvidiaGpu, "A100", 8, 40, 96, 1152, 4, 2),
-      make("ml.p5.48xlarge", K::kNvidiaGpu, "H100", 8, 80, 192, 2048, 32, 2),
-      make("ml.p5e.48xlarge", K::kNvidiaGpu, "H200", 8, 141, 192, 2048, 32, 2),
-      make("ml.p5en.48xlarge", K::kNvidiaGpu, "H200", 8, 141, 192, 2048, 16, 2),
-      make("ml.p6-b200.48xlarge", K::kNvidiaGpu, "B200", 8, 179, 192, 2048, 8, 2),
-      // One GB200 compute tray: two Grace CPUs with two Blackwell GPUs each; 18 trays form an NVL72 UltraServer.
-      make("ml.p6e-gb200.36xlarge", K::kNvidiaGpu, "GB200", 4, 185, 144, 960, 17, 2, 18),
-      make("ml.g5.2xlarge", K::kNvidiaGpu, "A10G", 1, 24, 8, 32, 0, 1),
-      make("ml.g5.8xlarge", K::kNvidiaGpu, "A10G", 1, 24, 32, 128, 1, 1),
-      make("ml.g5.12xlarge", K::kNvidiaGpu, "A10G", 4, 24, 48, 192, 0, 1),
-      make("ml.g6.12xlarge", K::kNvidiaGpu, "L4", 4, 24, 48, 192, 0, 1),
-      make("ml.g6e.12xlarge", K::kNvidiaGpu, "L40S", 4, 48, 48, 384, 0, 1),
-      make("ml.trn1.32xlarge", K::kNeuron, "Trainium", 16, 32, 128, 512, 8, 2, 0, 2),
-      make("ml.trn2.48xlarge", K::kNeuron, "Trainium2", 16, 96, 192, 2048, 16, 2, 0, 8),
-      make("ml.m5.xlarge", K::kNone, "", 0, 0, 4, 16, 0, 1),
-      make("ml.c5.2xlarge", K::kNone, "", 0, 0, 8, 16, 0, 1),
+std::string fact_differences(const InstanceType& given, const InstanceType& known) {
+  std::string out;
+  auto differ = [&out](std::string_view key, const std::string& g, const std::string& k) {
+    if (g == k) return;
+    out += (out.empty() ? "" : ", ") + std::string(key) + " " + g + " (not " + k + ")";
   };
-  for (const auto& t : builtins) {
-    auto r = c.add(t);
-    (void)r;  // built-in facts are consistent; catalog_test checks every one
-  }
-  return c;
+  auto num = [](int v) { return std::to_string(v); };
+  auto layout = [](const InstanceType& t) {
+    std::string s;
+    for (const auto& d : t.numa) {
+      s += "[";
+      for (int a : d.accelerators) s += std::to_string(a) + " ";
+      s += "/" + std::to_string(d.first_vcpu) + "+" + std::to_string(d.vcpus) + "]";
+    }
+    return s;
+  };
+  differ("accelerator_kind", accelerator_kind_name(given.accelerator_kind), accelerator_kind_name(known.accelerator_kind));
+  differ("accelerator_model", given.accelerator_model, known.accelerator_model);
+  differ("accelerators", num(given.accelerators), num(known.accelerators));
+  differ("accelerator_memory_gib", num(given.accelerator_memory_gib), num(known.accelerator_memory_gib));
+  differ("neuron_cores_per_accelerator", num(given.neuron_cores_per_accelerator), num(known.neuron_cores_per_accelerator));
+  differ("vcpus", num(given.vcpus), num(known.vcpus));
+  differ("memory_gib", num(given.memory_gib), num(known.memory_gib));
+  differ("efa_interfaces", num(given.efa_interfaces), num(known.efa_interfaces));
+  differ("numa_domains", num(static_cast<int>(given.numa.size())), num(static_cast<int>(known.numa.size())));
+  if (given.numa.size() == known.numa.size()) differ("NUMA layout", layout(given), layout(known));
+  differ("ultraserver_size", num(given.ultraserver_size), num(known.ultraserver_size));
+  return out;
 }
 
 Result<TypeId> Catalog::add(InstanceType type) {
+  if (find(type.name)) return Error::exists("instance type " + canonical_type_name(type.name) + " is already in the catalog");
+  return put(std::move(type));
+}
+
+Result<TypeId> Catalog::put(InstanceType type) {
   type.name = canonical_type_name(type.name);
   if (type.name.size() <= 3) return Error::invalid("instance type name is empty");
-  if (find(type.name)) return Error::exists("instance type " + type.name + " is already in the catalog");
   if (type.accelerators < 0 || type.accelerators > 64)
     return Error::invalid(type.name + ": accelerators must be 0..64, got " + std::to_string(type.accelerators));
   if (type.vcpus <= 0 || type.vcpus > 4096)
@@ -109,6 +92,10 @@ Result<TypeId> Catalog::add(InstanceType type) {
   if (std::any_of(accel_seen.begin(), accel_seen.end(), [](int n) { return n != 1; }) ||
       std::any_of(vcpu_seen.begin(), vcpu_seen.end(), [](int n) { return n != 1; }))
     return Error::invalid(type.name + ": NUMA domains must cover every accelerator and vCPU exactly once");
+  if (auto existing = find(type.name)) {
+    types_[existing->index()] = std::move(type);
+    return *existing;
+  }
   types_.push_back(std::move(type));
   return TypeId(static_cast<uint32_t>(types_.size() - 1));
 }

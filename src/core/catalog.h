@@ -1,6 +1,7 @@
 #pragma once
 // The instance-type catalog: what each kind of node has (accelerators, vCPUs, memory, EFA, NUMA layout,
-// UltraServer size). Built-in types cover the SageMaker HyperPod instance families; config may add more.
+// UltraServer size). Built-in types (catalog_builtin.cpp) cover every SageMaker HyperPod instance type; an admin
+// adds more in the policy file's `instance_types` section, which src/config parses and hands in as data.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,12 +46,16 @@ std::string canonical_type_name(std::string_view name);
 
 class Catalog {
  public:
-  // The built-in types of DESIGN.md's domain model.
+  // The built-in types: builtin_instance_types(), in its order.
   static Catalog builtin();
 
   // Adds a user-defined type. Rejects a duplicate name and inconsistent facts (NUMA domains that do not
   // cover the accelerators and vCPUs exactly once) with a message that says which.
   Result<TypeId> add(InstanceType type);
+  // Adds a type, or replaces the facts of the type of that name (which keeps its TypeId), with add's checks.
+  // REQUIRES: the caller has decided that replacing is wanted (config refuses a policy-file type that
+  // differs from a built-in one unless the file says `replaces_builtin: true`).
+  Result<TypeId> put(InstanceType type);
 
   std::optional<TypeId> find(std::string_view name) const;
   // Like find, but the error lists the known names.
@@ -63,6 +68,13 @@ class Catalog {
  private:
   std::vector<InstanceType> types_;
 };
+
+// Every built-in type, with where its figures come from (catalog_builtin.cpp).
+std::vector<InstanceType> builtin_instance_types();
+
+// The facts in which two types differ, "vcpus 96 (not 192), memory_gib 1024 (not 2048)" (name aside); empty
+// when they are the same type.
+std::string fact_differences(const InstanceType& given, const InstanceType& known);
 
 // NUMA layout helper: `domains` equal domains splitting accelerators and vCPUs in order.
 std::vector<NumaDomain> even_numa(int domains, int accelerators, int vcpus);

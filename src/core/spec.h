@@ -47,6 +47,8 @@ struct AmountSpec {
   // memory amount leaves memory unlimited too. The amount of an unlimited resource is unset.
   bool vcpu_unlimited = false;
   bool memory_unlimited = false;
+  // A per-replica request that asks for nothing at all.
+  bool asks_nothing() const { return !whole_node && !accelerators && !vcpu_milli && !memory_mib && !instances; }
   friend bool operator==(const AmountSpec&, const AmountSpec&) = default;
 };
 
@@ -97,6 +99,10 @@ struct TeamSpec {
   int borrow_limit = 50;  // percent of the team's own quota, per resource; LendAndBorrow only
   PreemptTeamTasks preempt_team_tasks = PreemptTeamTasks::kLowerPriority;
   TeamContainerSettings containers;
+  // The per-replica request a pod set gets when it asks for nothing (a Kubernetes manifest without resource
+  // requests), as a LimitRange default: accelerators, vcpu_milli, memory_mib or whole_node. Empty: none, and
+  // such a pod set is refused with a message naming this setting (core/submit.cpp).
+  AmountSpec default_request;
   friend bool operator==(const TeamSpec&, const TeamSpec&) = default;
 };
 
@@ -223,6 +229,9 @@ struct JobSpec {
   std::map<std::string, std::string> labels;
   std::string plan;  // a capacity plan the job runs on (its nodes only); empty: any node
   ContainerSpec container;  // empty image: bare processes, as without containers
+  // Each replica gets JOB_COMPLETION_INDEX, its index in the job (the same as its RANK), as the pods of a
+  // Kubernetes Job with completionMode: Indexed do.
+  bool completion_index = false;
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
 

@@ -116,9 +116,19 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
   }
   j.spec = spec;
   j.team = team->id;
+  // A pod set that asks for nothing (a manifest without resource requests) gets the team's default request,
+  // as a LimitRange default would give it; without one it is refused, naming the setting.
+  for (auto& ps : j.spec.pod_sets) {
+    if (!ps.per_replica.asks_nothing()) continue;
+    if (team->spec.default_request.asks_nothing())
+      return Error::invalid("job " + spec.name + ", pod set " + ps.name + ": asks for no resources, and team " + spec.team +
+                            " has no default_request; give per_replica (a manifest: resources.requests or limits), or ask "
+                            "an admin to set the team's default_request (docs/teams-and-policy.md)");
+    ps.per_replica = team->spec.default_request;
+  }
   j.priority = priority;
   std::set<std::string> names;
-  for (const auto& ps : spec.pod_sets) {
+  for (const auto& ps : j.spec.pod_sets) {
     std::string where = "job " + spec.name + ", pod set " + ps.name;
     if (!names.insert(ps.name).second) return Error::invalid(where + " is named twice");
     if (ps.replicas < 1 || ps.replicas > kMaxReplicas)

@@ -1,6 +1,7 @@
 #include "interop/k8s_manifest.h"
 
 #include <algorithm>
+#include <charconv>
 #include <random>
 #include <set>
 
@@ -19,6 +20,10 @@ constexpr const char* kPriorityLabel = "kueue.x-k8s.io/priority-class";
 // priority class are, so that `kubectl get -l allot.dev/plan=NAME` finds a plan's jobs.
 constexpr const char* kPlanLabel = "allot.dev/plan";
 constexpr int kMaxReplicas = 100'000;
+// Kueue's partial admission: a Job may run with as few as this many of its `parallelism` pods.
+constexpr const char* kMinParallelism = "kueue.x-k8s.io/job-min-parallelism";
+// JobSet's exclusive placement: each child Job alone in a domain of this topology label.
+constexpr const char* kExclusiveTopology = "alpha.jobset.sigs.k8s.io/exclusive-topology";
 
 bool strip_prefix(std::string_view& s, std::string_view prefix) {
   if (s.size() <= prefix.size() || s.substr(0, prefix.size()) != prefix) return false;
@@ -154,6 +159,39 @@ Status check_slice(const Field& tmpl, const PodTemplate& t, int replicas) {
   return ok_status();
 }
 
+// A batch Job's podFailurePolicy: only rules whose effect allot already has are taken (a rule that counts a
+// failure against backoffLimit, as every failure is counted; a rule that ignores pods disrupted by preemption,
+// which never uses a retry in allot). Any other rule would make the job end or retry differently from what was
+// written, so the manifest is refused, naming the rule.
+Status check_pod_failure_policy(const Field& policy) {
+  if (!policy.present()) return ok_status();
+  if (auto st = only_known(policy, {"rules"}); !st) return st.error();
+  const Field rules = policy.child("rules");
+  if (!rules.present()) return ok_status();
+  if (auto st = rules.expect_list(); !st) return st.error();
+  const std::string allowed =
+      "allot honours only rules with action Count (every failure counts against backoffLimit, as allot counts it) and "
+      "action Ignore onPodConditions DisruptionTarget (preemption never uses a retry in allot); remove the rule or "
+      "submit without podFailurePolicy";
+  for (size_t i = 0; i < rules.node().size(); ++i) {
+    const Field rule = rules.item(i);
+    auto action = rule.child("action").str();
+    if (!action) return action.error();
+    if (*action == "Count") continue;
+    if (*action == "Ignore" && !rule.child("onExitCodes").present()) {
+      const Field conds = rule.child("onPodConditions");
+      bool disruption_only = conds.present() && conds.node().IsSequence() && conds.node().size() > 0;
+      for (size_t c = 0; disruption_only && c < conds.node().size(); ++c) {
+        auto type = conds.item(c).child("type").str();
+        disruption_only = type && *type == "DisruptionTarget";
+      }
+      if (disruption_only) continue;
+    }
+    return rule.error("action " + *action + " cannot be honoured: " + allowed);
+  }
+  return ok_status();
+}
+
 Result<ManifestJob> read_batch_job(const Field& doc) {
   ManifestJob out;
   if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
@@ -185,12 +223,30 @@ Result<ManifestJob> read_batch_job(const Field& doc) {
     if (!b) return b.error();
     out.spec.max_retries = static_cast<int>(*b);
   }
+  // completionMode: Indexed gives each pod JOB_COMPLETION_INDEX; allot gives each replica its index (its RANK).
+  if (const Field mode = spec.child("completionMode"); mode.present()) {
+    auto m = mode.str();
+    if (!m) return m.error();
+    if (*m == "Indexed") out.spec.completion_index = true;
+    else if (*m != "NonIndexed") return mode.error("must be NonIndexed or Indexed, got " + *m);
+  }
+  if (auto st = check_pod_failure_policy(spec.child("podFailurePolicy")); !st) return st.error();
   const Field tmpl = spec.child("template");
   auto t = k8s::read_pod_template(tmpl, out.warnings);
   if (!t) return t.error();
   if (auto st = object_annotations_fallback(doc, {&*t}, out.warnings); !st) return st.error();
   if (auto st = check_slice(tmpl, *t, replicas); !st) return st.error();
   out.spec.pod_sets.push_back(pod_set_of(*t, "main", replicas));
+  // Kueue's partial admission: the Job runs with as few as min-parallelism pods, an elastic pod set of that min.
+  if (const Field minp = doc.child("metadata").child("annotations").child(kMinParallelism); minp.present()) {
+    auto text = minp.str();
+    if (!text) return text.error();
+    int64_t n = 0;
+    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+    if (ec != std::errc() || end != text->data() + text->size() || n < 1 || n > replicas)
+      return minp.error("must be a whole number of pods, 1.." + std::to_string(replicas) + " (the parallelism), got \"" + *text + "\"");
+    if (n < replicas) out.spec.pod_sets.back().min_replicas = static_cast<int>(n);
+  }
   out.spec.command = t->command;
   out.spec.env = t->env;
   out.spec.container = t->container;
@@ -322,6 +378,13 @@ Result<ManifestJob> read_jobset(const Field& doc) {
   for (const char* ignored : {"successPolicy", "startupPolicy", "network", "coordinator"})
     if (spec.child(ignored).present())
       out.warnings.push_back(spec.child(ignored).warning("ignored: allot starts and ends the whole set as one gang"));
+  // exclusive-topology on the JobSet applies to every replicated job; one on a replicated job's template, to it.
+  std::string exclusive;
+  if (const Field ex = doc.child("metadata").child("annotations").child(kExclusiveTopology); ex.present()) {
+    auto v = ex.str();
+    if (!v) return v.error();
+    exclusive = *v;
+  }
   const Field jobs = spec.child("replicatedJobs");
   if (auto st = jobs.expect_list(); !st) return jobs.error("is required (a list of replicated jobs)");
   if (jobs.node().size() == 0) return jobs.error("lists no replicated job");
@@ -358,6 +421,23 @@ Result<ManifestJob> read_jobset(const Field& doc) {
     if (!templates.empty() && t->command != templates[0].command)
       out.warnings.push_back(rj.warning("its command differs from the first replicated job's; every rank runs the first's"));
     out.spec.pod_sets.push_back(pod_set_of(*t, *name, pods));
+    std::string own = exclusive;
+    if (const Field ex = rj.child("template").child("metadata").child("annotations").child(kExclusiveTopology); ex.present()) {
+      auto v = ex.str();
+      if (!v) return v.error();
+      own = *v;
+    }
+    // JobSet places each child job in one domain of that level, alone: for one child job, topology required
+    // and exclusive at that level. Several child jobs share the pod set, so they get exclusive domains, but not
+    // one each (said so). The level is checked against the server's levels when the job is submitted.
+    if (!own.empty()) {
+      TopologySpec& topo = out.spec.pod_sets.back().topology;
+      topo.exclusive = own;
+      if (replicas == 1 && topo.required.empty() && topo.preferred.empty()) topo.required = own;
+      if (replicas > 1)
+        out.warnings.push_back(rj.warning("exclusive-topology: the " + std::to_string(replicas) + " child jobs get " + own +
+                                          " domains no other job uses, but not one domain each"));
+    }
     templates.push_back(std::move(*t));
   }
   if (templates.empty()) return jobs.error("has no replicas");

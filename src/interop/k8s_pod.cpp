@@ -256,6 +256,14 @@ Status read_command(const Field& c, PodTemplate& out, std::vector<std::string>& 
     const Field v = e.child("value");
     auto value = v.present() ? v.str() : Result<std::string>(std::string());
     if (!value) return value.error();
+    // allot sets these for every replica from its placement (docs/jobs.md, "What a replica gets"); a manifest's
+    // own value would name a host or port allot did not choose, so it is not used, and said so.
+    for (const char* ours : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"})
+      if (*name == ours) {
+        warnings.push_back(e.warning(*name + "=" + *value + " is not used: allot sets " + *name +
+                                     " for every replica (rank 0's node and a free port for MASTER_ADDR/MASTER_PORT)"));
+        break;
+      }
     out.env[*name] = *value;
   }
   return ok_status();
@@ -316,9 +324,12 @@ Result<PodTemplate> read_pod_template(const Field& tmpl, std::vector<std::string
   if (!amount) return amount.error();
   if (amount->gpus.value_or(0) > 0 && amount->neuron.value_or(0) > 0)
     return cs.error("a pod cannot request both nvidia.com/gpu and aws.amazon.com/neurondevice");
+  // No request at all: the pod set asks for nothing, and the server gives it the team's default_request (as a
+  // LimitRange default would) or refuses it naming that setting (core/submit.cpp).
   if (!amount->gpus && !amount->neuron && !amount->cpu_milli && !amount->memory_mib)
-    return cs.item(0).child("resources").error(
-        "no requests: set nvidia.com/gpu, aws.amazon.com/neurondevice, cpu or memory so allot can account the job");
+    warnings.push_back(cs.item(0).child("resources").warning(
+        "no requests (nvidia.com/gpu, aws.amazon.com/neurondevice, cpu, memory): the team's default_request applies, "
+        "or the server refuses the job if the team has none"));
   if (amount->gpus.value_or(0) > 0) out.per_replica.accelerators = amount->gpus;
   else if (amount->neuron.value_or(0) > 0) out.per_replica.accelerators = amount->neuron;
   else if (amount->gpus || amount->neuron) out.per_replica.accelerators = 0;

@@ -151,6 +151,10 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
     if (neuron) covered.emplace_back(kKueueNeuron);
 
     begin_object(out, options.api_version, "ClusterQueue", cq);
+    // A LimitRange in the team's namespace would carry it on Kubernetes; Kueue's objects have no place for it.
+    if (!t.default_request.asks_nothing())
+      result.warnings.push_back("team " + t.name + ": default_request is not exported (Kueue's objects have no place for it; "
+                                "a LimitRange in namespace " + team_namespace(t.name) + " plays its part)");
     if (!t.containers.empty()) {
       // The team's container settings (docs/teams-and-policy.md, "Containers") have no Kueue counterpart: they
       // ride on the ClusterQueue's annotations, comma-separated (host paths and capability names hold no comma).

@@ -45,6 +45,15 @@ json container_assignment(const ClusterState& s, const Job& j, const PodSetPlace
   return out;
 }
 
+// The job's env, plus JOB_COMPLETION_INDEX (the replica's index in the job, its RANK) for a job that asks for it
+// (a Kubernetes Job with completionMode: Indexed). A manifest's own JOB_COMPLETION_INDEX is kept.
+static std::map<std::string, std::string> replica_env(const Job& j, int rank) {
+  if (!j.spec.completion_index) return j.spec.env;
+  std::map<std::string, std::string> env = j.spec.env;
+  env.try_emplace("JOB_COMPLETION_INDEX", std::to_string(rank));
+  return env;
+}
+
 json replica_assignment(const ServerState& st, const ServerOptions& options, const Job& j, int rank, int local_rank,
                         const PodSetPlacement& ps, const ReplicaBinding& r) {
   const ClusterState& s = st.cluster;
@@ -62,7 +71,7 @@ json replica_assignment(const ServerState& st, const ServerOptions& options, con
             {"master_addr", master_addr},
             {"master_port", master_port(options, j.id, attempt_of(j))},
             {"command", j.spec.command},
-            {"env", j.spec.env},
+            {"env", replica_env(j, rank)},
             {"accelerators", r.accelerators},
             {"accelerator_kind", accelerator_kind_name(type.accelerator_kind)},
             {"cpus", r.cpus},

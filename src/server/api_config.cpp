@@ -1,7 +1,10 @@
 // Administrators' endpoints: the cluster policy, priority classes, teams and `allot apply`.
+#include <algorithm>
+
 #include "config/spec_yaml.h"
 #include "server/api.h"
 #include "server/views.h"
+#include "view/instance_type_json.h"
 #include "view/state_json.h"
 
 namespace allot::server {
@@ -46,6 +49,16 @@ Status check_teams(const Catalog& catalog, const std::vector<TeamSpec>& teams) {
 }
 
 void policy_routes(Routes& http, Api& api) {
+  // The instance types nodes may have: the built-in ones and the policy file's (`allot server --instance-types`),
+  // by name. Fixed for the server's life, so answered without the writer. Role: any reader.
+  route(http, api, "GET", "/v1/instance-types", Access::kReader, [&api](const auth::Caller&, const httplib::Request&, httplib::Response& res) {
+    std::vector<const InstanceType*> types;
+    for (const auto& t : api.catalog.types()) types.push_back(&t);
+    std::sort(types.begin(), types.end(), [](const InstanceType* a, const InstanceType* b) { return a->name < b->name; });
+    nlohmann::json out = nlohmann::json::array();
+    for (const InstanceType* t : types) out.push_back(view::instance_type_json(*t));
+    answer(res, json_reply(200, out));
+  });
   route(http, api, "GET", "/v1/policy", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     run(api, who, req, res, [](Txn&) -> Result<Render> { return policy_render(); });
   });

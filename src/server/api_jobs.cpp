@@ -15,6 +15,8 @@ namespace {
 
 using nlohmann::json;
 const YamlContext kBody{"request body", "", 0};
+// Jobs in one submission at most: its check copies the state once, and its answer renders every job.
+constexpr size_t kMaxBatchJobs = 1000;
 
 Render job_render(const std::string& name, const auth::Caller& who, int status = 200) {
   return [name, who, status](const ServerState& st) -> Reply {
@@ -72,25 +74,107 @@ std::string state_names() {
   return out;
 }
 
+// What a submission must pass beyond the core's own checks: the team still exists, the volumes are allowed.
+Status check_submission(const Api& api, const ServerState& st, const JobSpec& spec) {
+  if (st.removed_teams.count(spec.team)) return Error::invalid("job " + spec.name + ": team '" + spec.team + "' was removed");
+  return check_container(api.options, st.cluster, spec);
+}
+
+// Every job of a submission submitted to a scratch copy of the state, in order, so that later jobs see earlier
+// ones (two jobs of one name are refused): the jobs as a submission would answer them at once (Pending, before
+// any scheduling), or the first refusal. The state itself is not touched.
+Result<nlohmann::json> try_submissions(const Api& api, const ServerState& st, const std::vector<JobSpec>& specs, Time now) {
+  ClusterState scratch = st.cluster;
+  json out = json::array();
+  for (const auto& spec : specs) {
+    if (auto ok = check_submission(api, st, spec); !ok) return ok.error();
+    auto id = submit_job(scratch, spec, now);
+    if (!id) return id.error();
+    out.push_back(view::job_json(scratch, scratch.jobs[id->index()], /*with_history=*/true, view::Times::kRfc3339));
+  }
+  return out;
+}
+
+// POST /v1/jobs: one job spec, or {"jobs": [spec, ...]} (a file of several documents), submitted all or nothing: every
+// job is checked first, then all are submitted in one batch. ?dry_run=true (kubectl --dry-run=server): the same
+// checks, and the same answer a submission gets at once (each job Pending, its priority class resolved), with
+// nothing journaled or changed; 200 instead of 201. Role: the same as submitting (an admin, or a member of each
+// job's team).
 void submit_route(Routes& http, Api& api) {
   route(http, api, "POST", "/v1/jobs", Access::kMember, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
+    const std::string dry = req.get_param_value("dry_run");
+    if (!dry.empty() && dry != "true" && dry != "false")
+      return answer(res, error_reply(Error::invalid("query parameter dry_run must be true or false, got '" + printable(dry, 40) + "'")));
+    const bool dry_run = dry == "true";
     auto doc = yaml_body(req);
     if (!doc) return answer(res, error_reply(doc.error()));
-    auto spec = parse_job_spec(*doc, api.catalog, kBody);
-    if (!spec) return answer(res, error_reply(spec.error()));
-    // The audit trail names the job a submission names, accepted or refused.
-    const std::string name = spec->name;
-    if (!who.acts_for_team(spec->team))
-      return refuse(api, who, req, res,
-                    denied(who, "submitting a job of team " + spec->team, "an admin token or a member token of team " + spec->team), name);
-    run(api, who, req, res, [&api, spec = std::move(*spec), who](Txn& txn) -> Result<Render> {
-      if (txn.state().removed_teams.count(spec.team))
-        return Error::invalid("job " + spec.name + ": team '" + spec.team + "' was removed");
-      if (auto st = check_container(api.options, txn.cluster(), spec); !st) return st.error();
-      auto st = txn.apply(store::Submit{spec});
-      if (!st) return st.error();
-      return job_render(spec.name, who, 201);
+    // A list of jobs comes as {"jobs": [...]}, a key no job spec has.
+    const bool batch = static_cast<bool>((*doc)["jobs"]);
+    const YAML::Node list = batch ? (*doc)["jobs"] : YAML::Node();
+    if (batch) {
+      if (doc->size() != 1) return answer(res, error_reply(Error::invalid("request body: a list of jobs is {\"jobs\": [...]} with no other key")));
+      if (!list.IsSequence() || list.size() == 0)
+        return answer(res, error_reply(Error::invalid("request body: jobs must be a list of one job spec or more")));
+      if (list.size() > kMaxBatchJobs)
+        return answer(res, error_reply(Error::invalid("request body: " + std::to_string(list.size()) + " jobs; at most " +
+                                                      std::to_string(kMaxBatchJobs) + " in one submission")));
+    }
+    std::vector<JobSpec> specs;
+    for (size_t i = 0; i < (batch ? list.size() : 1); ++i) {
+      const YamlContext ctx = batch ? YamlContext{kBody.origin, "jobs[" + std::to_string(i) + "]", 0} : kBody;
+      auto spec = parse_job_spec(batch ? list[i] : *doc, api.catalog, ctx);
+      if (!spec) return answer(res, error_reply(spec.error()));
+      specs.push_back(std::move(*spec));
+    }
+    // The audit trail names the job a submission names (the first, for a list), accepted or refused.
+    const std::string name = specs.front().name;
+    for (const auto& spec : specs)
+      if (!who.acts_for_team(spec.team)) {
+        Error why = denied(who, "submitting a job of team " + spec.team, "an admin token or a member token of team " + spec.team);
+        // A dry run writes nothing, not even an audit entry: it is answered as a read would be.
+        if (dry_run) return answer(res, error_reply(why));
+        return refuse(api, who, req, res, why, spec.name);
+      }
+    if (dry_run) {
+      // Answered from the writer's published view, as a read: nothing reaches the journal.
+      Command check = [&api, specs, batch](Txn& txn) -> Result<Render> {
+        auto jobs = try_submissions(api, txn.view(), specs, txn.now());
+        if (!jobs) return jobs.error();
+        json body = batch ? *jobs : (*jobs)[0];
+        return Render([body](const ServerState&) { return json_reply(200, body); });
+      };
+      CallContext ctx = call_context(who, req, name);
+      ctx.audit.reset();  // nothing reaches the journal, the audit trail included
+      return answer(res, api.writer.read(std::move(check), std::move(ctx)));
+    }
+    if (!batch) {
+      run(api, who, req, res, [&api, spec = std::move(specs.front()), who](Txn& txn) -> Result<Render> {
+        if (auto st = check_submission(api, txn.view(), spec); !st) return st.error();
+        auto st = txn.apply(store::Submit{spec});
+        if (!st) return st.error();
+        return job_render(spec.name, who, 201);
+      }, name);
+      return;
+    }
+    run(api, who, req, res, [&api, specs = std::move(specs), who](Txn& txn) -> Result<Render> {
+      // All or nothing: every job is checked on a scratch copy first, so that the applies below, against the
+      // same state in the same order, cannot fail half-way.
+      if (auto checked = try_submissions(api, txn.view(), specs, txn.now()); !checked) return checked.error();
+      std::vector<std::string> names;
+      for (const auto& spec : specs) {
+        auto st = txn.apply(store::Submit{spec});
+        if (!st) return Error::internal("job " + spec.name + " passed its check but was refused: " + st.error().message);
+        names.push_back(spec.name);
+      }
+      return Render([names, who](const ServerState& st) {
+        json all = json::array();
+        for (const auto& n : names) {
+          Reply one = job_render(n, who)(st);
+          all.push_back(json::parse(one.body));
+        }
+        return json_reply(201, all);
+      });
     }, name);
   });
 }

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "core/catalog.h"
+
 namespace allot::server {
 
 // Wall-clock milliseconds since the Unix epoch. The core sees whole seconds (Time).
@@ -16,6 +18,10 @@ using Clock = std::function<int64_t()>;
 int64_t system_clock_ms();
 
 struct ServerOptions {
+  // The instance types nodes may have: the built-in ones plus the policy file's `instance_types`
+  // (`--instance-types FILE`, config/spec_yaml.h load_catalog). Fixed for the server's life; journal records and
+  // snapshots name types, so a type that registered nodes have must stay in the file.
+  Catalog catalog = Catalog::builtin();
   std::string listen = "127.0.0.1:7070";  // host:port; port 0 picks a free one (see Server::port)
   // HTTPS: the PEM certificate chain and its unencrypted private key, both or neither; neither serves plain
   // HTTP, which is refused on any address but loopback unless `insecure` is set, because bearer tokens, job

@@ -139,7 +139,7 @@ Status Server::start() {
   std::filesystem::create_directories(options_.data_dir, ec);
   if (ec) return Error::internal("cannot create the data directory " + options_.data_dir + ": " + ec.message());
   if (auto st = writer_->recover(); !st) return st;
-  api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, ClusterState().catalog});
+  api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, options_.catalog});
 
   if (auto st = make_http(); !st) return st;
   http_->set_payload_max_length(options_.max_body_bytes);  // Content-Length bodies; Routes limits the others

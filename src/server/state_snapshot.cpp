@@ -81,12 +81,12 @@ Event event_from(const json& j) {
 }
 
 // Throws on malformed input; restore_state_snapshot turns that into an Error naming the seq.
-Result<RestoredState> restore(uint64_t seq, const json& j) {
+Result<RestoredState> restore(uint64_t seq, const json& j, const Catalog& catalog) {
   if (j.at("format").get<int>() != kFormat)
     return Error::invalid("format " + j.at("format").dump() + ", this version reads " + std::to_string(kFormat));
   if (j.at("last_seq").get<uint64_t>() != seq)
     return Error::invalid("it says it is the state after record " + j.at("last_seq").dump());
-  auto cluster = store::cluster_from_json(j.at("cluster"));
+  auto cluster = store::cluster_from_json(j.at("cluster"), catalog);
   if (!cluster) return Error::invalid("cluster: " + cluster.error().message);
   RestoredState out;
   ServerState& st = out.state;
@@ -277,12 +277,12 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, bo
 
 }  // namespace
 
-Result<RestoredState> restore_state_snapshot(uint64_t seq, const std::string& body) {
+Result<RestoredState> restore_state_snapshot(uint64_t seq, const std::string& body, const Catalog& catalog) {
   const std::string where = "snapshot at journal record " + std::to_string(seq);
   auto j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Error::internal(where + " is not valid JSON");
   try {
-    auto r = restore(seq, j);
+    auto r = restore(seq, j, catalog);
     if (!r) return Error::internal(where + ": " + r.error().message);
     return r;
   } catch (const std::exception& e) {

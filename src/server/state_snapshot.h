@@ -24,6 +24,7 @@ struct RestoredState {
   std::vector<Event> events;
 };
 // `seq`: the snapshot's position, as the store has it; the body must say the same.
-Result<RestoredState> restore_state_snapshot(uint64_t seq, const std::string& body);
+// `catalog`: the server's instance types (the built-in ones and the policy file's); the snapshot names types.
+Result<RestoredState> restore_state_snapshot(uint64_t seq, const std::string& body, const Catalog& catalog = Catalog::builtin());
 
 }  // namespace allot::server

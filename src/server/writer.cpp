@@ -78,6 +78,7 @@ Writer::~Writer() { stop(); }
 
 Result<ServerState> Writer::replay(bool publish) {
   ServerState st;
+  st.cluster = ClusterState(options_.catalog);
   std::vector<Event> events;
   uint64_t count = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -87,7 +88,7 @@ Result<ServerState> Writer::replay(bool publish) {
     auto snap = store_->latest_snapshot();
     if (!snap) return snap.error();
     if (*snap) {
-      auto restored = restore_state_snapshot((*snap)->seq, (*snap)->body);
+      auto restored = restore_state_snapshot((*snap)->seq, (*snap)->body, options_.catalog);
       if (!restored)
         return Error::internal(restored.error().message + " (start with --no-snapshots to replay the whole journal instead)");
       st = std::move(restored->state);

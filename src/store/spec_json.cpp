@@ -155,6 +155,7 @@ json to_json(const TeamSpec& t) {
             {"borrow_limit", t.borrow_limit},
             {"preempt_team_tasks", preempt_team_tasks_name(t.preempt_team_tasks)}};
   if (!t.containers.empty()) j["containers"] = to_json(t.containers);  // absent before teams had container settings
+  if (!t.default_request.asks_nothing()) j["default_request"] = to_json(t.default_request);  // absent: none (and in older records)
   return j;
 }
 TeamSpec team_from_json(const json& j) {
@@ -167,6 +168,7 @@ TeamSpec team_from_json(const json& j) {
   t.borrow_limit = j.at("borrow_limit").get<int>();
   t.preempt_team_tasks = preempt_from(j.at("preempt_team_tasks").get<std::string>());
   if (j.contains("containers")) t.containers = team_containers_from_json(j.at("containers"));
+  if (j.contains("default_request")) t.default_request = amount_from_json(j.at("default_request"));
   return t;
 }
 
@@ -229,6 +231,7 @@ json to_json(const JobSpec& s) {
   if (!s.labels.empty()) j["labels"] = s.labels;  // absent in records written before jobs had labels
   if (!s.plan.empty()) j["plan"] = s.plan;  // absent in records written before plans, and for jobs without one
   if (!s.container.empty()) j["container"] = to_json(s.container);  // absent for bare processes and older records
+  if (s.completion_index) j["completion_index"] = true;  // absent: false (and in older records)
   return j;
 }
 JobSpec job_from_json(const json& j) {
@@ -254,6 +257,7 @@ JobSpec job_from_json(const json& j) {
   s.labels = get_or<std::map<std::string, std::string>>(j, "labels", {});
   s.plan = get_or<std::string>(j, "plan", "");
   if (j.contains("container")) s.container = container_from_json(j.at("container"));
+  s.completion_index = get_or(j, "completion_index", false);
   return s;
 }
 

@@ -18,15 +18,26 @@ json amount(int64_t v, int64_t unit) {
 
 }  // namespace
 
+json request_json(const AmountSpec& a) {
+  json o = json::object();
+  if (a.whole_node) o["whole_node"] = true;
+  if (a.accelerators) o["accelerators"] = *a.accelerators;
+  if (a.vcpu_milli) o["vcpu"] = amount(*a.vcpu_milli, 1000);
+  if (a.memory_mib) o["memory_gib"] = amount(*a.memory_mib, 1024);
+  return o;
+}
+
 json resources_json(const Resources& r) {
   return {{"accelerators", r.accelerators}, {"vcpu", amount(r.vcpu_milli, 1000)}, {"memory_gib", amount(r.memory_mib, 1024)}};
 }
 
+// Ranks count over the whole job, pod set after pod set (0..N-1), as the RANK its processes get
+// (heartbeat_board.cpp numbers them the same way).
 json placement_json(const ClusterState& s, const Placement& p) {
   json out = json::array();
+  int rank = 0;
   for (const auto& ps : p.pod_sets) {
     json replicas = json::array();
-    int rank = 0;
     for (const auto& r : ps.replicas)
       replicas.push_back({{"rank", rank++},
                           {"node", s.nodes[r.node.index()].name},
@@ -81,10 +92,13 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
     if (!p.topology.preferred.empty()) t["preferred"] = short_level(canonical_level(p.topology.preferred));
     if (p.topology.slice) t["slice"] = {{"level", short_level(canonical_level(p.topology.slice->level))}, {"size", p.topology.slice->size}};
     if (!p.topology.exclusive.empty()) t["exclusive"] = short_level(canonical_level(p.topology.exclusive));
-    ps.push_back({{"name", p.name}, {"replicas", p.replicas}, {"instance_type", p.instance_type}, {"topology", t}});
+    ps.push_back({{"name", p.name}, {"replicas", p.replicas}, {"instance_type", p.instance_type}, {"topology", t},
+                  {"per_replica", request_json(p.per_replica)}});
     if (p.min_replicas) ps.back()["min_replicas"] = *p.min_replicas;
   }
   o["pod_sets"] = ps;
+  o["max_retries"] = j.spec.max_retries;
+  o["retries_used"] = j.restarts;  // restarts after failures are what max_retries bounds (core/state.cpp)
   // Only elastic jobs say so, so that fixed jobs read as they always did.
   if (j.elastic()) {
     o["elastic"] = {{"pod_set", j.pod_sets[static_cast<size_t>(j.elastic_pod_set)].name},
@@ -195,6 +209,7 @@ json team_json(const ClusterState& s, const Team& t) {
             {"share", share.den == 0 ? json(nullptr) : json(static_cast<double>(share.num) / static_cast<double>(share.den))},
             {"jobs", {{"pending", pending}, {"running", running}, {"suspended", suspended}}}};
   if (!t.spec.containers.empty()) o["containers"] = team_containers_json(t.spec.containers);
+  if (!t.spec.default_request.asks_nothing()) o["default_request"] = request_json(t.spec.default_request);
   return o;
 }
 

@@ -10,6 +10,9 @@
 namespace allot::view {
 
 nlohmann::json resources_json(const Resources& r);
+// A pod set's per-replica request as the job asked: only the amounts given ({"accelerators": 2}), or
+// {"whole_node": true}; what is not given follows the instance type's proportions (docs/jobs.md).
+nlohmann::json request_json(const AmountSpec& a);
 nlohmann::json placement_json(const ClusterState& s, const Placement& p);
 // Points in time (submitted_at, started_at, the history's and resizes' at) as `times` says: the server writes
 // RFC 3339, the simulator its virtual seconds.

@@ -75,10 +75,10 @@ spec:
           command: [python, train.py]
           resources: {requests: {cpu: 999999999999999999E}}
 YAML
-expect_refused "submit --dry-run of cpu 999999999999999999E" "is more than 100000000 CPUs" submit --dry-run "$WORK/job.yaml"
+expect_refused "submit --dry-run=client of cpu 999999999999999999E" "is more than 100000000 CPUs" submit --dry-run=client "$WORK/job.yaml"
 # 1Ei is valid Kubernetes: accepted as memory.
 sed 's/cpu: 999999999999999999E/memory: 1Ei/' "$WORK/job.yaml" > "$WORK/job_ei.yaml"
-( ulimit -v $CEILING_KB; exec "$ALLOT" submit --dry-run "$WORK/job_ei.yaml" ) > "$WORK/ei.json" 2> "$WORK/ei.err" ||
+( ulimit -v $CEILING_KB; exec "$ALLOT" submit --dry-run=client "$WORK/job_ei.yaml" ) > "$WORK/ei.json" 2> "$WORK/ei.err" ||
   fail "memory: 1Ei refused: $(cat "$WORK/ei.err")"
 grep -q '"memory_gib": 1073741824' "$WORK/ei.json" || fail "memory: 1Ei is not 1073741824 GiB: $(cat "$WORK/ei.json")"
 echo "ok"

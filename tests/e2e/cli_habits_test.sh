@@ -5,7 +5,9 @@
 # logs --tail counting lines, -o json and -f; cancel of several jobs and of a team's; events --job;
 # nodes apply, node delete, allocation get; job labels and selectors, hold/release, set priority, delete and
 # submit --replace; export kueue from a live server; kubectl's words (get, describe KIND/NAME, delete job NAME,
-# -f FILE, -o=json, -o name, --no-headers) and --queue-name on a manifest without a team.
+# -f FILE, -o=json, -o name, --no-headers) and --queue-name on a manifest without a team; issue 28: instance types
+# from the policy file (--instance-types), a team's default request, describe's requests, retries and ranks,
+# JOB_COMPLETION_INDEX, submit --dry-run asking the server and files submitted all or nothing.
 # Usage: cli_habits_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=cli_habits
@@ -34,7 +36,20 @@ grep -q '^.TH ALLOT 1' "$WORK/allot.1" && grep -q '^.SS allot node drain$' "$WOR
 "$ALLOT" completion zsh >"$WORK/completion.zsh"
 grep -q "bashcompinit" "$WORK/completion.zsh" || fail "zsh completion should load bashcompinit"
 
-start_server
+# The policy file's instance_types section (issue 28 item 16): the server and an agent read it at start.
+cat >"$WORK/types.yaml" <<'YAML'
+instance_types:
+  - {name: ml.lab.cpu16, vcpus: 16, memory_gib: 64}
+  - {name: ml.c5.4xlarge, vcpus: 16, memory_gib: 32}   # a built-in type with its own figures: accepted
+YAML
+cat >"$WORK/types-bad.yaml" <<'YAML'
+instance_types:
+  - {name: ml.c5.4xlarge, vcpus: 8, memory_gib: 32}
+YAML
+expect_rc 2 "$ALLOT" server --listen 127.0.0.1:0 --data "$WORK/bad-server" --instance-types "$WORK/types-bad.yaml"
+grep -q "ml.c5.4xlarge is built in with other figures: vcpus 8 (not 16)" "$WORK/last.err" && grep -q "replaces_builtin: true" "$WORK/last.err" ||
+  fail "a policy file's type that shadows a built-in one should be refused: $(cat "$WORK/last.err")"
+start_server --instance-types "$WORK/types.yaml"
 start_agent gpu-1 network-node-layer-3=nn-a
 write_teams
 expect_rc 0 "$ALLOT" version
@@ -276,6 +291,83 @@ grep -q "job bare deleted" "$WORK/delete-job.out" || fail "delete job bare: $(ca
 grep -q "job waiter deleted" "$WORK/delete-f.out" || fail "delete -f: $(cat "$WORK/delete-f.out")"
 expect_rc 2 "$ALLOT" describe waiter
 "$ALLOT" apply -f "$WORK/teams.yaml" >/dev/null || fail "apply -f"
+# Instance types: ml.c5.4xlarge is built in now; the policy file's type joins with --instance-types on both sides,
+# and an agent without the file names the type it does not know.
+agent_line() { "$ALLOT" agent --server "$ALLOT_SERVER" --name "$1" --instance-type "$2" --work-dir "$WORK/agents/$1" \
+  --token-file "$WORK/join-token" --heartbeat-interval 0.2 --stop-grace 1 $AGENT_USER_FLAGS "${@:3}"; }
+expect_rc 2 agent_line lab-0 ml.lab.cpu16
+grep -q "unknown instance type 'ml.lab.cpu16'" "$WORK/last.err" || fail "an unknown type at agent start: $(cat "$WORK/last.err")"
+for n in cpu-1:ml.c5.4xlarge lab-1:ml.lab.cpu16; do
+  agent_line "${n%%:*}" "${n#*:}" --instance-types "$WORK/types.yaml" >>"$WORK/agent-${n%%:*}.log" 2>&1 &
+  PIDS+=($!)
+done
+for _ in $(seq 1 100); do
+  "$ALLOT" nodes >"$WORK/typed-nodes.out" 2>/dev/null
+  grep -q "^cpu-1 .*ml.c5.4xlarge.*Schedulable" "$WORK/typed-nodes.out" && grep -q "^lab-1 .*ml.lab.cpu16.*Schedulable" "$WORK/typed-nodes.out" && break
+  sleep 0.1
+done
+grep -q "^cpu-1 .*ml.c5.4xlarge.*Schedulable" "$WORK/typed-nodes.out" && grep -q "^lab-1 .*ml.lab.cpu16.*Schedulable" "$WORK/typed-nodes.out" ||
+  fail "agents of ml.c5.4xlarge and of the policy file's type should join: $(cat "$WORK/typed-nodes.out"; tail -n 3 "$WORK"/agent-cpu-1.log "$WORK"/agent-lab-1.log)"
+# A team's default request (issue 28 item 11): a pod set that asks for nothing gets it; without one, the refusal
+# names the setting.
+cat "$WORK/types.yaml" - >"$WORK/lab-team.yaml" <<'YAML'
+teams:
+  - name: lab
+    allocation:
+      - {instance_type: ml.c5.4xlarge, instances: 1}
+      - {instance_type: ml.lab.cpu16, instances: 1}
+    default_request: {vcpu: 1}
+YAML
+"$ALLOT" apply "$WORK/lab-team.yaml" >/dev/null || fail "apply of a team with default_request"
+"$ALLOT" describe team lab >"$WORK/lab-team.out"
+grep -q "^Default req.: vcpu 1 (rest in proportion)" "$WORK/lab-team.out" || fail "describe team should show the default request: $(cat "$WORK/lab-team.out")"
+printf 'name: no-request\nteam: team-a\ncommand: "true"\n' >"$WORK/no-request.yaml"
+expect_rc 2 "$ALLOT" submit "$WORK/no-request.yaml"
+grep -q "team team-a has no default_request" "$WORK/last.err" || fail "a job without request for a team without default: $(cat "$WORK/last.err")"
+# describe (item 14): every pod set's request, the retries; placement ranks 0..N-1 over the job, as RANK; and
+# completion_index gives JOB_COMPLETION_INDEX.
+cat >"$WORK/ranks.yaml" <<'YAML'
+name: ranks
+team: lab
+max_retries: 2
+completion_index: true
+command: 'echo "rank=$RANK index=$JOB_COMPLETION_INDEX"; sleep 3'
+pod_sets:
+  - {name: head, replicas: 1, per_replica: {vcpu: 2}, instance_type: ml.c5.4xlarge}
+  - {name: rest, replicas: 1, instance_type: ml.lab.cpu16}
+YAML
+"$ALLOT" submit "$WORK/ranks.yaml" >/dev/null || fail "submit ranks"
+wait_state ranks Running
+"$ALLOT" describe ranks >"$WORK/ranks.out"
+grep -q "^  1  *lab-1 " "$WORK/ranks.out" || fail "the rest pod set's replica is rank 1, as its RANK: $(cat "$WORK/ranks.out")"
+log_has ranks "rank=0 index=0"
+log_has ranks "rank=1 index=1"
+wait_state ranks Succeeded
+"$ALLOT" describe ranks >"$WORK/ranks.out"
+grep -q "^Retries: *0 of 2 used (max_retries 2)" "$WORK/ranks.out" && grep -q "PER_REPLICA" "$WORK/ranks.out" &&
+  grep -q "^  rest .*ml.lab.cpu16 .*vcpu 1 (rest in proportion)" "$WORK/ranks.out" ||
+  fail "describe should show each pod set's request and the retries: $(cat "$WORK/ranks.out")"
+"$ALLOT" describe ranks -o json | tr -d ' \n' >"$WORK/ranks.json"
+grep -q '"max_retries":2' "$WORK/ranks.json" && grep -q '"retries_used":0' "$WORK/ranks.json" &&
+  grep -q '"per_replica":{"vcpu":1}' "$WORK/ranks.json" || fail "describe -o json: $(cat "$WORK/ranks.json")"
+# submit --dry-run asks the server (item 13): the same answer and exit code, nothing submitted; a file of several
+# jobs is all or nothing.
+printf 'name: dry-1\nteam: lab\ncommand: "true"\n---\nname: dry-2\nteam: lab\ncommand: "true"\n' >"$WORK/dry.yaml"
+expect_rc 0 "$ALLOT" submit --dry-run "$WORK/dry.yaml"
+grep -q "^job dry-1 submitted to team lab: Pending .*(server dry run: nothing submitted)" "$WORK/last.out" &&
+  grep -q "^job dry-2 submitted to team lab" "$WORK/last.out" || fail "submit --dry-run: $(cat "$WORK/last.out")"
+expect_rc 2 "$ALLOT" describe dry-1
+printf 'name: dry-3\nteam: lab\ncommand: "true"\n---\nname: dry-4\nteam: nobody\ncommand: "true"\n' >"$WORK/dry-bad.yaml"
+set +e
+"$ALLOT" submit --dry-run "$WORK/dry-bad.yaml" >/dev/null 2>"$WORK/dry-bad.err"; dry_rc=$?
+"$ALLOT" submit "$WORK/dry-bad.yaml" >/dev/null 2>"$WORK/real-bad.err"; real_rc=$?
+set -e
+[ "$dry_rc" = "$real_rc" ] && [ "$real_rc" != 0 ] && diff -q "$WORK/dry-bad.err" "$WORK/real-bad.err" >/dev/null ||
+  fail "a dry run should fail as the submission does: rc $dry_rc vs $real_rc: $(cat "$WORK/dry-bad.err" "$WORK/real-bad.err")"
+grep -q "unknown team 'nobody'" "$WORK/real-bad.err" || fail "the refusal should name the team: $(cat "$WORK/real-bad.err")"
+expect_rc 2 "$ALLOT" describe dry-3
+"$ALLOT" submit "$WORK/dry.yaml" >"$WORK/dry-real.out" || fail "submit of two jobs: $(cat "$WORK/dry-real.out")"
+[ "$(grep -c "^job dry-[12] submitted to team lab" "$WORK/dry-real.out")" = 2 ] || fail "one line per job: $(cat "$WORK/dry-real.out")"
 # The completion script follows the definitions: -f and --no-headers are offered.
 "$ALLOT" completion bash >"$WORK/completion.bash"
 words allot submit --file | grep_q -w -- "--filename" || fail "completion of 'submit --file': '$(words allot submit --file)'"

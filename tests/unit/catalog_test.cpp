@@ -37,6 +37,64 @@ TEST(Catalog, BuiltinTypesHaveTheirFacts) {
   EXPECT_EQ(c.at(*c.find("ml.trn2.48xlarge")).accelerator_kind, AcceleratorKind::kNeuron);
 }
 
+// Every type a SageMaker HyperPod instance group may have (the API reference's InstanceType values and the
+// HyperPod CLI's list) is built in, each consistent (Catalog::add checked its NUMA layout).
+TEST(Catalog, EveryHyperPodTypeIsBuiltIn) {
+  Catalog c = Catalog::builtin();
+  EXPECT_EQ(c.size(), builtin_instance_types().size());  // none refused by add
+  const std::vector<std::string> hyperpod = {
+      "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5.4xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
+      "p6e-gb200.36xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.3xlarge", "trn2.48xlarge", "g5.xlarge", "g5.2xlarge",
+      "g5.4xlarge", "g5.8xlarge", "g5.12xlarge", "g5.16xlarge", "g5.24xlarge", "g5.48xlarge", "g6.xlarge", "g6.2xlarge",
+      "g6.4xlarge", "g6.8xlarge", "g6.12xlarge", "g6.16xlarge", "g6.24xlarge", "g6.48xlarge", "gr6.4xlarge", "gr6.8xlarge",
+      "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.8xlarge", "g6e.12xlarge", "g6e.16xlarge", "g6e.24xlarge",
+      "g6e.48xlarge", "c5.large", "c5.xlarge", "c5.2xlarge", "c5.4xlarge", "c5.9xlarge", "c5.12xlarge", "c5.18xlarge",
+      "c5.24xlarge", "c5n.large", "c5n.2xlarge", "c5n.4xlarge", "c5n.9xlarge", "c5n.18xlarge", "m5.large", "m5.xlarge",
+      "m5.2xlarge", "m5.4xlarge", "m5.8xlarge", "m5.12xlarge", "m5.16xlarge", "m5.24xlarge", "t3.medium", "t3.large",
+      "t3.xlarge", "t3.2xlarge", "i3en.large", "i3en.xlarge", "i3en.2xlarge", "i3en.3xlarge", "i3en.6xlarge",
+      "i3en.12xlarge", "i3en.24xlarge", "m7i.large", "m7i.xlarge", "m7i.2xlarge", "m7i.4xlarge", "m7i.8xlarge",
+      "m7i.12xlarge", "m7i.16xlarge", "m7i.24xlarge", "m7i.48xlarge", "r7i.large", "r7i.xlarge", "r7i.2xlarge",
+      "r7i.4xlarge", "r7i.8xlarge", "r7i.12xlarge", "r7i.16xlarge", "r7i.24xlarge", "r7i.48xlarge"};
+  for (const auto& name : hyperpod) EXPECT_TRUE(c.find(name).has_value()) << name;
+  const InstanceType& c5 = c.at(*c.find("ml.c5.4xlarge"));  // refused at agent start before
+  EXPECT_EQ(c5.accelerator_kind, AcceleratorKind::kNone);
+  EXPECT_EQ(c5.vcpus, 16);
+  EXPECT_EQ(c5.memory_gib, 32);
+  const InstanceType& g548 = c.at(*c.find("ml.g5.48xlarge"));
+  EXPECT_EQ(g548.accelerators, 8);
+  ASSERT_EQ(g548.numa.size(), 2u);
+  EXPECT_EQ(g548.numa[1].accelerators, (std::vector<int>{4, 5, 6, 7}));
+  const InstanceType& inf2 = c.at(*c.find("ml.inf2.48xlarge"));
+  EXPECT_EQ(inf2.accelerator_kind, AcceleratorKind::kNeuron);
+  EXPECT_EQ(inf2.accelerator_model, "Inferentia2");
+  EXPECT_EQ(inf2.accelerators, 12);
+  EXPECT_EQ(inf2.neuron_cores_per_accelerator, 2);
+  // Every accelerated type names its model, every CPU type has none; memory and vCPUs are positive.
+  for (const auto& t : c.types()) {
+    EXPECT_EQ(t.accelerators > 0, t.accelerator_kind != AcceleratorKind::kNone) << t.name;
+    EXPECT_EQ(t.accelerators > 0, !t.accelerator_model.empty()) << t.name;
+    EXPECT_EQ(t.accelerator_kind == AcceleratorKind::kNeuron, t.neuron_cores_per_accelerator > 0) << t.name;
+  }
+}
+
+TEST(Catalog, PutReplacesInPlaceAndDifferencesAreNamed) {
+  Catalog c = Catalog::builtin();
+  const TypeId id = *c.find("ml.m5.large");
+  InstanceType t = c.at(id);
+  EXPECT_EQ(fact_differences(t, c.at(id)), "");
+  t.memory_gib = 6;
+  t.numa = even_numa(2, 0, 2);
+  EXPECT_EQ(fact_differences(t, c.at(id)), "memory_gib 6 (not 8), numa_domains 2 (not 1)");
+  EXPECT_FALSE(c.add(t).ok());  // add never replaces
+  auto put = c.put(t);
+  ASSERT_TRUE(put.ok()) << put.error().message;
+  EXPECT_EQ(*put, id);
+  EXPECT_EQ(c.at(id).memory_gib, 6);
+  t.vcpus = 0;
+  EXPECT_FALSE(c.put(t).ok());  // put checks as add does
+  EXPECT_EQ(c.at(id).vcpus, 2);
+}
+
 TEST(Catalog, UnknownTypeListsKnownOnes) {
   Catalog c = Catalog::builtin();
   auto r = c.lookup("ml.p9.huge");

@@ -147,6 +147,25 @@ TEST(Client, DescribeExplains) {
   EXPECT_NE(d.find("Pending  Running  admitted on gpu-1, gpu-2"), std::string::npos) << d;
 }
 
+// Every pod set's request, the retries (issue 28 item 14).
+TEST(Client, DescribeShowsEachPodSetsRequestAndTheRetries) {
+  json j = running_job();
+  j["pod_sets"] = json::parse(R"([
+    {"name": "launcher", "replicas": 1, "instance_type": "ml.m5.xlarge", "topology": {}, "per_replica": {"vcpu": 2}},
+    {"name": "workers", "replicas": 4, "min_replicas": 2, "instance_type": "", "topology": {"preferred": "network-node-layer-3"},
+     "per_replica": {"whole_node": true}},
+    {"name": "eval", "replicas": 1, "instance_type": "ml.g5.8xlarge", "topology": {},
+     "per_replica": {"accelerators": 1, "vcpu": 8, "memory_gib": 32}}])");
+  j["max_retries"] = 3;
+  j["retries_used"] = 1;
+  const std::string d = describe_job(j, 1700000060);
+  EXPECT_NE(d.find("PER_REPLICA"), std::string::npos) << d;
+  EXPECT_NE(d.find("  launcher  1         ml.m5.xlarge   none                            vcpu 2 (rest in proportion)"), std::string::npos) << d;
+  EXPECT_NE(d.find("  workers   2..4      any            preferred network-node-layer-3  whole node"), std::string::npos) << d;
+  EXPECT_NE(d.find("accelerators 1, vcpu 8, memory_gib 32\n"), std::string::npos) << d;
+  EXPECT_NE(d.find("Retries:     1 of 3 used (max_retries 3)"), std::string::npos) << d;
+}
+
 TEST(Client, DescribeShowsTheCpusAReplicaWasBoundToWhereReported) {
   EXPECT_EQ(describe_job(running_job(), 1700000060).find("BOUND"), std::string::npos) << "no column before any report";
   json j = running_job();

@@ -74,7 +74,7 @@ TEST(ConfigNodes, UnknownInstanceTypeListsTheKnownOnes) {
   auto r = nodes("- name: n-1\n  instance_type: ml.zz9.huge\n");
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.error().message, StartsWith("t.yaml:2: nodes[0].instance_type 'ml.zz9.huge' is not a known instance type"));
-  EXPECT_THAT(r.error().message, HasSubstr("known types: ml.c5.2xlarge, "));
+  EXPECT_THAT(r.error().message, HasSubstr("known types: ml.c5.12xlarge, "));
   EXPECT_THAT(r.error().message, HasSubstr("ml.p5.48xlarge"));
 }
 
@@ -260,7 +260,7 @@ TEST(ConfigInstanceTypes, MistakesAreReported) {
   Catalog c = Catalog::builtin();
   auto dup = parse_instance_types(doc("- {name: p5.48xlarge, vcpus: 2, memory_gib: 4}\n"), c, ctx_for("instance_types"));
   ASSERT_FALSE(dup.ok());
-  EXPECT_THAT(dup.error().message, StartsWith("t.yaml:1: instance type ml.p5.48xlarge is already defined"));
+  EXPECT_THAT(dup.error().message, StartsWith("t.yaml:1: instance type ml.p5.48xlarge is built in with other figures: "));
   auto kind = parse_instance_types(doc("- {name: a, accelerators: 2, vcpus: 2, memory_gib: 4}\n"), c, ctx_for("instance_types"));
   ASSERT_FALSE(kind.ok());
   EXPECT_THAT(kind.error().message, HasSubstr("set accelerator_kind: nvidia-gpu or neuron"));
@@ -271,6 +271,62 @@ TEST(ConfigInstanceTypes, MistakesAreReported) {
   auto no_vcpus = parse_instance_types(doc("- {name: a, memory_gib: 4}\n"), c, ctx_for("instance_types"));
   ASSERT_FALSE(no_vcpus.ok());
   EXPECT_THAT(no_vcpus.error().message, HasSubstr("has no 'vcpus'"));
+}
+
+// A policy file's type with a built-in type's name: the same figures are taken as they are; other figures only
+// with replaces_builtin: true (issue 28 item 16).
+TEST(ConfigInstanceTypes, BuiltInTypesAreShadowedOnlyWhenStated) {
+  Catalog c = Catalog::builtin();
+  const TypeId c5 = *c.find("ml.c5.4xlarge");
+  auto same = parse_instance_types(doc("- {name: c5.4xlarge, vcpus: 16, memory_gib: 32}\n"), c, ctx_for("instance_types"));
+  ASSERT_TRUE(same.ok()) << same.error().message;
+  auto other = parse_instance_types(doc("- {name: ml.c5.4xlarge, vcpus: 8, memory_gib: 64}\n"), c, ctx_for("instance_types"));
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(other.error().message, HasSubstr("instance type ml.c5.4xlarge is built in with other figures: vcpus 8 (not 16), "
+                                               "memory_gib 64 (not 32)"));
+  EXPECT_THAT(other.error().message, HasSubstr("replaces_builtin: true"));
+  EXPECT_EQ(c.at(c5).vcpus, 16);  // refused: unchanged
+  auto stated = parse_instance_types(doc("- {name: ml.c5.4xlarge, vcpus: 8, memory_gib: 64, replaces_builtin: true}\n"), c,
+                                     ctx_for("instance_types"));
+  ASSERT_TRUE(stated.ok()) << stated.error().message;
+  EXPECT_EQ(*c.find("ml.c5.4xlarge"), c5);  // replaced in place: the same TypeId
+  EXPECT_EQ(c.at(c5).vcpus, 8);
+  EXPECT_EQ(c.at(c5).memory_gib, 64);
+  auto nothing = parse_instance_types(doc("- {name: lab.x, vcpus: 2, memory_gib: 4, replaces_builtin: true}\n"), c,
+                                      ctx_for("instance_types"));
+  ASSERT_FALSE(nothing.ok());
+  EXPECT_THAT(nothing.error().message, HasSubstr("ml.lab.x is not built in, so it replaces nothing"));
+  auto twice = parse_instance_types(doc("- {name: lab.y, vcpus: 2, memory_gib: 4}\n- {name: ml.lab.y, vcpus: 2, memory_gib: 4}\n"),
+                                    c, ctx_for("instance_types"));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.error().message, HasSubstr("t.yaml:2: instance type ml.lab.y is defined twice in this list"));
+}
+
+// load_catalog: what `allot server --instance-types FILE` and `allot agent --instance-types FILE` read.
+TEST(ConfigInstanceTypes, TheCatalogOfAPolicyFile) {
+  auto builtin = load_catalog("");
+  ASSERT_TRUE(builtin.ok());
+  EXPECT_EQ(builtin->size(), Catalog::builtin().size());
+  const std::string path = ::testing::TempDir() + "/policy-types.yaml";
+  auto write = [&path](const std::string& text) { std::ofstream(path) << text; };
+  write("policy: {idle_pool: true}\nteams: []\ninstance_types:\n  - {name: lab.gpu4, accelerator_kind: nvidia-gpu, accelerators: 4, "
+        "vcpus: 32, memory_gib: 256, numa_domains: 2}\n");
+  auto c = load_catalog(path);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->size(), Catalog::builtin().size() + 1);
+  const InstanceType& t = c->at(*c->find("lab.gpu4"));
+  EXPECT_EQ(t.accelerators, 4);
+  EXPECT_EQ(t.numa.size(), 2u);
+  write("policy: {idle_pool: true}\n");
+  auto none = load_catalog(path);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.error().message, HasSubstr("the file has no instance_types section"));
+  write("instance_types:\n  - {name: ml.p5.48xlarge, vcpus: 192, memory_gib: 1024, accelerator_kind: nvidia-gpu, accelerators: 8}\n");
+  auto shadow = load_catalog(path);
+  ASSERT_FALSE(shadow.ok());
+  EXPECT_THAT(shadow.error().message, HasSubstr(path + ":2: instance type ml.p5.48xlarge is built in with other figures"));
+  EXPECT_FALSE(load_catalog(path + ".missing").ok());
+  std::remove(path.c_str());
 }
 
 // --- policy ---------------------------------------------------------------------------------------------------
@@ -359,7 +415,7 @@ TEST(ConfigTeams, MistakesAreReported) {
        "t.yaml:2: teams[0].sharing.borrow_limit is 10001; allowed: an integer 0..10000"},
       {"- name: a\n  preempt_team_tasks: Always\n", "t.yaml:2: teams[0].preempt_team_tasks is 'Always'; allowed: LowerPriority, Never"},
       {"- name: a\n  weight: 3\n",
-       "t.yaml:2: unknown key 'weight' in teams[0]; allowed keys: name, fair_share_weight, allocation, sharing, preempt_team_tasks, containers"},
+       "t.yaml:2: unknown key 'weight' in teams[0]; allowed keys: name, fair_share_weight, allocation, sharing, preempt_team_tasks, containers, default_request"},
       {"- name: a\n  allocation: {instance_type: ml.g5.8xlarge, instances: 1}\n",
        "t.yaml:2: teams[0].allocation is a mapping, not a list; write a list ([a, b] or - items)"},
       {"- name: a\n  allocation:\n    - {instance_type: ml.g5.8xlarge, instances: -1}\n",
@@ -384,7 +440,7 @@ TEST(ConfigTeams, MistakesAreReported) {
   auto unknown = teams("- name: a\n  allocation:\n    - {instance_type: ml.nope, instances: 1}\n");
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(unknown.error().message, StartsWith("t.yaml:3: teams[0].allocation[0].instance_type 'ml.nope' is not a known "
-                                                  "instance type; known types: ml.c5.2xlarge, "));
+                                                  "instance type; known types: ml.c5.12xlarge, "));
 }
 
 // --- jobs -----------------------------------------------------------------------------------------------------
@@ -439,6 +495,26 @@ TEST(ConfigJobs, PodSetsAndDefaults) {
   EXPECT_EQ(r->max_retries, 0);
 }
 
+// Without per_replica (or with {}), a pod set asks for nothing: the team's default_request applies when the job is
+// submitted (core/submit.cpp), so the reader takes it. completion_index is a boolean.
+TEST(ConfigJobs, ARequestMayBeLeftToTheTeamsDefault) {
+  auto none = job("name: j\nteam: t\ncompletion_index: true\n");
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_TRUE(none->pod_sets[0].per_replica.asks_nothing());
+  EXPECT_TRUE(none->completion_index);
+  auto empty = job("name: j\nteam: t\nper_replica: {}\n");
+  ASSERT_TRUE(empty.ok()) << empty.error().message;
+  EXPECT_TRUE(empty->pod_sets[0].per_replica.asks_nothing());
+  EXPECT_FALSE(empty->completion_index);
+  auto team = parse_team(doc("name: t\ndefault_request: {accelerators: 1, vcpu: 4}\n"), Catalog::builtin(), ctx_for("teams[0]"));
+  ASSERT_TRUE(team.ok()) << team.error().message;
+  EXPECT_EQ(team->default_request.accelerators, 1);
+  EXPECT_EQ(team->default_request.vcpu_milli, 4000);
+  auto bad = parse_team(doc("name: t\ndefault_request: {instances: 1}\n"), Catalog::builtin(), ctx_for("teams[0]"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message, HasSubstr("unknown key 'instances'"));
+}
+
 TEST(ConfigJobs, MistakesAreReported) {
   struct Case {
     std::string text, message;
@@ -454,9 +530,6 @@ TEST(ConfigJobs, MistakesAreReported) {
        "t.yaml:3: submit.replicas is a list, not an integer; allowed: an integer 1..100000"},
       {head + "per_replica: [1]\n", "t.yaml:3: submit.per_replica is a list, not a mapping; allowed keys: accelerators, vcpu, "
                                     "memory_gib, whole_node"},
-      {head + "per_replica: {}\n",
-       "t.yaml:3: submit.per_replica asks for nothing; give accelerators, vcpu, memory_gib or whole_node: true"},
-      {head + "replicas: 1\n", "t.yaml:1: submit has no 'per_replica'; it is required"},
       {head + "per_replica: {whole_node: true, accelerators: 1}\n",
        "t.yaml:3: submit.per_replica asks for whole_node together with accelerators, vcpu or memory_gib; give either "
        "whole_node: true or amounts"},
@@ -477,7 +550,7 @@ TEST(ConfigJobs, MistakesAreReported) {
       {"name: j\nper_replica: {accelerators: 1}\n", "t.yaml:1: submit has no 'team'; it is required"},
       {"[a, b]\n", "t.yaml:1: submit is a list, not a mapping; allowed keys: name, team, priority, replicas, instance_type, "
                    "per_replica, topology, pod_sets, duration, max_retries, checkpoint_interval, command, env, labels, plan, "
-                   "image, image_pull_policy, shm_size_gib, volumes"},
+                   "image, image_pull_policy, shm_size_gib, volumes, completion_index"},
   };
   for (const Case& c : cases) {
     auto r = job(c.text);

@@ -373,6 +373,109 @@ TEST(K8s, JobSetReplicatedJobsArePodSets) {
   EXPECT_EQ(j.pod_sets[1].topology.required, "topology.k8s.aws/network-node-layer-2");
 }
 
+// Issue 28 item 8: fields that change what a job does are honoured, or refused, never dropped.
+TEST(K8s, IndexedCompletionAndMinParallelism) {
+  auto m = job_from_manifest(YAML::Load(R"(
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: sweep
+  namespace: hyperpod-ns-team-a
+  annotations: {kueue.x-k8s.io/job-min-parallelism: "2"}
+spec:
+  parallelism: 6
+  completions: 6
+  completionMode: Indexed
+  podFailurePolicy:
+    rules:
+      - {action: Count, onExitCodes: {operator: In, values: [1]}}
+      - {action: Ignore, onPodConditions: [{type: DisruptionTarget}]}
+  template:
+    spec:
+      containers:
+        - name: main
+          command: [python, sweep.py]
+          env: [{name: MASTER_ADDR, value: 10.0.0.1}, {name: SEED, value: "7"}]
+          resources: {limits: {nvidia.com/gpu: 1}}
+)"),
+                             "sweep.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_TRUE(m->spec.completion_index);
+  ASSERT_EQ(m->spec.pod_sets.size(), 1u);
+  EXPECT_EQ(m->spec.pod_sets[0].replicas, 6);
+  EXPECT_EQ(m->spec.pod_sets[0].min_replicas, 2);
+  EXPECT_EQ(m->spec.env.at("SEED"), "7");
+  bool warned = false;
+  for (const auto& w : m->warnings) warned |= w.find("MASTER_ADDR=10.0.0.1 is not used: allot sets MASTER_ADDR") != std::string::npos;
+  EXPECT_TRUE(warned) << "a manifest's own MASTER_ADDR is warned about";
+
+  auto with = [](const std::string& spec_lines, const std::string& annotations = "{}") {
+    return job_from_manifest(YAML::Load("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: a, annotations: " + annotations +
+                                        "}\nspec:\n  parallelism: 4\n" + spec_lines +
+                                        "  template: {spec: {containers: [{name: m, command: [x], resources: {limits: {cpu: 1}}}]}}\n"),
+                             "j.yaml");
+  };
+  auto fail_job = with("  podFailurePolicy: {rules: [{action: FailJob, onExitCodes: {operator: In, values: [42]}}]}\n");
+  ASSERT_FALSE(fail_job.ok());
+  EXPECT_NE(fail_job.error().message.find("spec.podFailurePolicy.rules[0]: action FailJob cannot be honoured"), std::string::npos)
+      << fail_job.error().message;
+  auto ignore_codes = with("  podFailurePolicy: {rules: [{action: Ignore, onExitCodes: {operator: In, values: [3]}}]}\n");
+  ASSERT_FALSE(ignore_codes.ok());
+  EXPECT_NE(ignore_codes.error().message.find("action Ignore cannot be honoured"), std::string::npos) << ignore_codes.error().message;
+  auto mode = with("  completionMode: Sideways\n");
+  ASSERT_FALSE(mode.ok());
+  EXPECT_NE(mode.error().message.find("must be NonIndexed or Indexed"), std::string::npos) << mode.error().message;
+  auto too_many = with("", "{kueue.x-k8s.io/job-min-parallelism: \"5\"}");
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.error().message.find("1..4 (the parallelism)"), std::string::npos) << too_many.error().message;
+  auto same = with("", "{kueue.x-k8s.io/job-min-parallelism: \"4\"}");
+  ASSERT_TRUE(same.ok()) << same.error().message;
+  EXPECT_FALSE(same->spec.pod_sets[0].min_replicas.has_value());  // the whole parallelism: not elastic
+  EXPECT_FALSE(same->spec.completion_index);
+}
+
+TEST(K8s, ManifestWithoutRequestsLeavesTheRequestToTheTeam) {
+  auto m = job_from_manifest(YAML::Load("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: a}\n"
+                                        "spec: {template: {spec: {containers: [{name: m, command: [x]}]}}}\n"),
+                             "j.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_TRUE(m->spec.pod_sets[0].per_replica.asks_nothing());
+  bool warned = false;
+  for (const auto& w : m->warnings) warned |= w.find("the team's default_request applies") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+TEST(K8s, JobSetExclusiveTopology) {
+  auto m = job_from_manifest(YAML::Load(R"(
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: js
+  namespace: hyperpod-ns-team-a
+  annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: network-node-layer-3}
+spec:
+  replicatedJobs:
+    - name: leader
+      replicas: 1
+      template: {spec: {parallelism: 2, template: {spec: {containers: [{name: m, command: [x], resources: {limits: {nvidia.com/gpu: 1}}}]}}}}
+    - name: workers
+      replicas: 3
+      template:
+        metadata: {annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: network-node-layer-2}}
+        spec: {template: {spec: {containers: [{name: m, command: [x], resources: {limits: {nvidia.com/gpu: 1}}}]}}}
+)"),
+                             "js.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  ASSERT_EQ(m->spec.pod_sets.size(), 2u);
+  EXPECT_EQ(m->spec.pod_sets[0].topology.exclusive, "network-node-layer-3");
+  EXPECT_EQ(m->spec.pod_sets[0].topology.required, "network-node-layer-3");  // one child job: in one domain, alone
+  EXPECT_EQ(m->spec.pod_sets[1].topology.exclusive, "network-node-layer-2");
+  EXPECT_EQ(m->spec.pod_sets[1].topology.required, "");
+  bool warned = false;
+  for (const auto& w : m->warnings) warned |= w.find("not one domain each") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
 TEST(K8s, JobSetRefusals) {
   auto bad = job_from_manifest(YAML::Load("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: x, namespace: a}\n"
                                           "spec: {replicatedJobs: []}\n"),

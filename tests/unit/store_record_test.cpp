@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "store/record_json.h"
+#include "store/spec_json.h"
 #include "store_samples.h"
 
 namespace allot::store {
@@ -147,6 +148,35 @@ TEST(StoreRecord, MalformedRecordsAreErrorsNotGuesses) {
     EXPECT_EQ(r.error().code, ErrorCode::kInternal);
     EXPECT_NE(r.error().message.find("malformed journal record"), std::string::npos) << r.error().message;
   }
+}
+
+}  // namespace
+}  // namespace allot::store
+
+namespace allot::store {
+namespace {
+
+// Issue 28: a team's default request and a job's completion_index go through the journal; records without them
+// (written before them) read as none and false.
+TEST(StoreRecord, DefaultRequestAndCompletionIndexRoundTrip) {
+  TeamSpec t;
+  t.name = "lab";
+  t.default_request.accelerators = 1;
+  t.default_request.vcpu_milli = 4000;
+  EXPECT_EQ(team_from_json(to_json(t)), t);
+  TeamSpec bare;
+  bare.name = "bare";
+  EXPECT_FALSE(to_json(bare).contains("default_request"));
+  EXPECT_EQ(team_from_json(to_json(bare)), bare);
+  JobSpec j;
+  j.name = "sweep";
+  j.team = "lab";
+  j.pod_sets = {PodSetSpec{}};  // asks for nothing: the team's default applies at submission
+  j.completion_index = true;
+  EXPECT_EQ(job_from_json(to_json(j)), j);
+  j.completion_index = false;
+  EXPECT_FALSE(to_json(j).contains("completion_index"));
+  EXPECT_EQ(job_from_json(to_json(j)), j);
 }
 
 }  // namespace
