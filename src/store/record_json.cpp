@@ -163,6 +163,7 @@ struct ToJson {
   json operator()(const DeletePlan& o) const { return {{"plan", o.plan}}; }
   json operator()(const CompactFinished& o) const { return {{"finished_before", o.finished_before}}; }
   json operator()(const Requeue& o) const { return {{"job", o.job}, {"node", o.node}, {"port", o.port}, {"reason", o.reason}}; }
+  json operator()(const TimeLimitExceeded& o) const { return {{"job", o.job}, {"time_limit_s", o.time_limit_s}}; }
 };
 
 }  // namespace
@@ -222,6 +223,7 @@ Op parse_op(const json& j) {
   if (kind == "delete_plan") return DeletePlan{str("plan")};
   if (kind == "compact_finished") return CompactFinished{j.at("finished_before").get<Time>()};
   if (kind == "requeue") return Requeue{str("job"), str("node"), j.at("port").get<int>(), str("reason")};
+  if (kind == "time_limit_exceeded") return TimeLimitExceeded{str("job"), j.at("time_limit_s").get<int64_t>()};
   throw std::invalid_argument("unknown record kind '" + kind + "'");
 }
 
