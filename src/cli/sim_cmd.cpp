@@ -33,7 +33,10 @@ int sim_run(const SimRunArgs& a) {
   if (a.json) {
     nlohmann::json out = {{"name", sc->name}, {"passed", rep->passed}, {"time", rep->end_time}};
     out["jobs"] = nlohmann::json::array();
-    for (const Job& j : s.jobs) out["jobs"].push_back(view::job_json(s, j));
+    for (const Job& j : s.jobs) {
+      out["jobs"].push_back(view::job_json(s, j));
+      view::add_time_limit(out["jobs"].back(), j, rep->end_time);  // only jobs with a limit have its keys
+    }
     out["teams"] = nlohmann::json::array();
     for (const Team& t : s.teams) out["teams"].push_back(view::team_json(s, t));
     out["preemptions"] = nlohmann::json::array();

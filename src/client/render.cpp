@@ -244,6 +244,10 @@ std::string describe_team(const json& m) {
   }
   // What a pod set that asks for nothing gets (docs/teams-and-policy.md, "Default request").
   field("Default req.:", m.contains("default_request") ? request_text(m["default_request"]) : "none (a job must give its request)");
+  if (m.contains("default_time_limit") || m.contains("max_time_limit") || m.contains("time_limit_resets_on_restart"))  // docs/teams-and-policy.md, "Time limits"
+    field("Time limits:", "default " + (m.contains("default_time_limit") ? text(m, "default_time_limit") + " s" : std::string("none")) +
+                              ", max " + (m.contains("max_time_limit") ? text(m, "max_time_limit") + " s" : std::string("none")) +
+                              (m.value("time_limit_resets_on_restart", false) ? "; each restart starts the clock again" : ""));
   const json jobs = m.value("jobs", json::object());
   field("Jobs:", text(jobs, "pending", "0") + " pending, " + text(jobs, "running", "0") + " running, " +
                      text(jobs, "suspended", "0") + " suspended");
@@ -357,6 +361,17 @@ std::string policy_text(const json& p) {
   return out + t.str();
 }
 
+// "3600 s (used 120 s, 3480 s left)": a job's wall-time limit as the server counted it (view::add_time_limit);
+// empty when the job has none.
+static std::string time_limit_text(const json& j) {
+  if (!j.contains("time_limit_s")) return "";
+  std::string out = text(j, "time_limit_s") + " s";
+  if (j.contains("time_left_s"))
+    out += " (used " + text(j, "time_used_s") + " s, " + text(j, "time_left_s") + " s left" +
+           (j.value("time_limit_resets_on_restart", false) ? "; each restart starts the clock again" : ", counted over all runs") + ")";
+  return out;
+}
+
 std::string describe_job(const json& j, int64_t now) {
   std::string out;
   auto field = [&](const std::string& k, const std::string& v) {
@@ -392,6 +407,7 @@ std::string describe_job(const json& j, int64_t now) {
   field("Runs:", "restarts " + text(j, "restarts", "0") + ", preemptions " + text(j, "preemptions", "0"));
   if (j.contains("max_retries"))
     field("Retries:", text(j, "retries_used", "0") + " of " + text(j, "max_retries") + " used (max_retries " + text(j, "max_retries") + ")");
+  field("Time limit:", time_limit_text(j));
   if (j.contains("elastic") && j["elastic"].is_object()) {
     const json& e = j["elastic"];
     field("Replicas:", text(e, "current") + " (elastic pod set " + text(e, "pod_set") + ": min " + text(e, "min") + ", max " +

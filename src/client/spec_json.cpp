@@ -68,6 +68,7 @@ json team_body(const TeamSpec& t) {
             {"preempt_team_tasks", preempt_team_tasks_name(t.preempt_team_tasks)}};
   if (!t.containers.empty()) o["containers"] = view::team_containers_json(t.containers);
   if (!t.default_request.asks_nothing()) o["default_request"] = amount_body(t.default_request);
+  config::put_time_limits(o, t.time_limits);
   return o;
 }
 
@@ -90,6 +91,7 @@ json job_body(const JobSpec& j) {
   if (j.max_retries) o["max_retries"] = j.max_retries;
   if (j.checkpoint_interval_s) o["checkpoint_interval"] = j.checkpoint_interval_s;
   if (j.duration_s) o["duration"] = *j.duration_s;
+  if (j.time_limit_s) o["time_limit"] = *j.time_limit_s;
   if (!j.command.empty()) o["command"] = j.command;
   if (!j.env.empty()) o["env"] = j.env;
   if (!j.labels.empty()) o["labels"] = j.labels;
@@ -115,7 +117,8 @@ json job_body(const JobSpec& j) {
 
 json team_body_from_view(const json& view) {
   json o = json::object();
-  for (const char* k : {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks", "containers", "default_request"})
+  for (const char* k : {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks", "containers", "default_request",
+                        "default_time_limit", "max_time_limit", "time_limit_resets_on_restart"})
     if (view.contains(k)) o[k] = view[k];
   return o;
 }

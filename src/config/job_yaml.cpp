@@ -266,7 +266,7 @@ Result<ContainerSpec> read_container(const YamlContext& ctx, const Fields& f, co
 
 Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
-                                 "duration", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan",
+                                 "duration", "time_limit", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan",
                                  "image", "image_pull_policy", "shm_size_gib", "volumes", "completion_index"});
   if (!f) return f.error();
   JobSpec job;
@@ -302,6 +302,11 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     auto s = read_seconds(ctx, *d);
     if (!s) return s.error();
     job.duration_s = *s;
+  }
+  if (auto tl = f->get("time_limit")) {  // seconds of running, over all runs (core/time_limit.h)
+    auto s = read_int(ctx, *tl, 1, kMaxSeconds);
+    if (!s) return s.error();
+    job.time_limit_s = *s;
   }
   if (auto r = f->get("max_retries")) {
     auto n = read_int(ctx, *r, 0, 1000);

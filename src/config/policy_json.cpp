@@ -2,11 +2,26 @@
 
 namespace allot::config {
 
+void put_time_limits(nlohmann::json& out, const TimeLimitSettings& t) {
+  if (t.default_s) out["default_time_limit"] = *t.default_s;
+  if (t.max_s) out["max_time_limit"] = *t.max_s;
+  if (t.resets_on_restart) out["time_limit_resets_on_restart"] = true;
+}
+
+TimeLimitSettings time_limits_from_json(const nlohmann::json& j) {
+  TimeLimitSettings t;
+  if (j.contains("default_time_limit")) t.default_s = j.at("default_time_limit").get<int64_t>();
+  if (j.contains("max_time_limit")) t.max_s = j.at("max_time_limit").get<int64_t>();
+  t.resets_on_restart = j.value("time_limit_resets_on_restart", false);
+  return t;
+}
+
 nlohmann::json policy_json(const PolicySpec& p) {
   nlohmann::json classes = nlohmann::json::array();
   for (const auto& pc : p.priority_classes) {
     nlohmann::json c = {{"name", pc.name}, {"weight", pc.weight}};
     if (pc.locality_wait_s) c["locality_wait"] = *pc.locality_wait_s;  // absent: the policy's
+    put_time_limits(c, pc.time_limits);
     classes.push_back(std::move(c));
   }
   nlohmann::json out = {{"task_prioritization", task_prioritization_name(p.task_prioritization)},

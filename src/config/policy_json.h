@@ -10,4 +10,9 @@ namespace allot::config {
 
 nlohmann::json policy_json(const PolicySpec& p);
 
+// A team's or priority class's time-limit keys (default_time_limit, max_time_limit, time_limit_resets_on_restart),
+// added to `out` only when set, so that teams and classes without limits read as they always have; and back.
+void put_time_limits(nlohmann::json& out, const TimeLimitSettings& t);
+TimeLimitSettings time_limits_from_json(const nlohmann::json& j);
+
 }  // namespace allot::config

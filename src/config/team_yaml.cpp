@@ -10,13 +10,40 @@ namespace {
 
 using namespace config;
 
+// default_time_limit, max_time_limit, time_limit_resets_on_restart of a team or a priority class
+// (docs/teams-and-policy.md, "Time limits"): whole seconds, at least 1, the default at most the maximum.
+Status read_time_limits(const YamlContext& ctx, const Val& owner, const Fields& f, TimeLimitSettings& t) {
+  if (auto d = f.get("default_time_limit")) {
+    auto s = read_int(ctx, *d, 1, kMaxSeconds);
+    if (!s) return s.error();
+    t.default_s = *s;
+  }
+  if (auto m = f.get("max_time_limit")) {
+    auto s = read_int(ctx, *m, 1, kMaxSeconds);
+    if (!s) return s.error();
+    t.max_s = *s;
+  }
+  if (t.default_s && t.max_s && *t.default_s > *t.max_s)
+    return fail(ctx, *f.get("default_time_limit"),
+                name_of(owner) + " has default_time_limit " + std::to_string(*t.default_s) + " above its max_time_limit " +
+                    std::to_string(*t.max_s),
+                "give a default of at most the maximum");
+  if (auto r = f.get("time_limit_resets_on_restart")) {
+    auto b = read_bool(ctx, *r);
+    if (!b) return b.error();
+    t.resets_on_restart = *b;
+  }
+  return ok_status();
+}
+
 Result<std::vector<PriorityClassSpec>> read_priority_classes(const YamlContext& ctx, const Val& list) {
   auto items = list_items(ctx, list);
   if (!items) return items.error();
   std::vector<PriorityClassSpec> out;
   std::map<std::string, int> first_line;
   for (const Val& item : *items) {
-    auto f = Fields::open(ctx, item, {"name", "weight", "locality_wait"});
+    auto f = Fields::open(ctx, item, {"name", "weight", "locality_wait", "default_time_limit", "max_time_limit",
+                                      "time_limit_resets_on_restart"});
     if (!f) return f.error();
     auto name_val = f->need(ctx, "name");
     if (!name_val) return name_val.error();
@@ -37,6 +64,7 @@ Result<std::vector<PriorityClassSpec>> read_priority_classes(const YamlContext& 
       if (!s) return s.error();
       pc.locality_wait_s = *s;
     }
+    if (auto st = read_time_limits(ctx, item, *f, pc.time_limits); !st) return st.error();
     out.push_back(std::move(pc));
   }
   return out;
@@ -187,7 +215,7 @@ Result<TeamContainerSettings> read_containers(const YamlContext& ctx, const Val&
 
 Result<TeamSpec> read_team(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks", "containers",
-                                 "default_request"});
+                                 "default_request", "default_time_limit", "max_time_limit", "time_limit_resets_on_restart"});
   if (!f) return f.error();
   TeamSpec team;
   auto name_val = f->need(ctx, "name");
@@ -226,6 +254,7 @@ Result<TeamSpec> read_team(const YamlContext& ctx, const Val& v, const Catalog& 
     if (!amount) return amount.error();
     team.default_request = *amount;
   }
+  if (auto st = read_time_limits(ctx, v, *f, team.time_limits); !st) return st.error();
   return team;
 }
 

@@ -6,7 +6,7 @@
 namespace allot {
 namespace {
 
-constexpr std::array<std::pair<ReasonCode, const char*>, 30> kNames = {{
+constexpr std::array<std::pair<ReasonCode, const char*>, 31> kNames = {{
     {ReasonCode::kNone, "none"},
     {ReasonCode::kSubmitted, "submitted"},
     {ReasonCode::kQuota, "quota"},
@@ -37,7 +37,17 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 30> kNames = {{
     {ReasonCode::kPlanEnded, "plan_ended"},
     {ReasonCode::kPlanEnding, "plan_ending"},
     {ReasonCode::kRendezvousPort, "rendezvous_port"},
+    {ReasonCode::kDeadlineExceeded, "deadline_exceeded"},
 }};
+
+// Every code once, in the enum's order, the newest last: a code added to the enum without its name here (or a name
+// out of place) does not compile.
+constexpr bool in_enum_order() {
+  for (size_t i = 0; i < kNames.size(); ++i)
+    if (static_cast<size_t>(kNames[i].first) != i) return false;
+  return true;
+}
+static_assert(in_enum_order() && kNames.back().first == ReasonCode::kDeadlineExceeded);
 
 }  // namespace
 

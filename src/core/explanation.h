@@ -46,6 +46,9 @@ enum class ReasonCode : uint8_t {
   // Suspended without using a retry: rank 0's node could not give the run its rendezvous port (MASTER_PORT was in
   // use there); the next run gets another port.
   kRendezvousPort,
+  // Failed for good, without using a retry: it ran as long as its wall-time limit allows (core/time_limit.h), as
+  // Kubernetes ends a Job past its activeDeadlineSeconds with reason DeadlineExceeded.
+  kDeadlineExceeded,
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

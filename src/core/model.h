@@ -178,6 +178,12 @@ struct Job {
   int64_t work_done_s = 0; // kept work from earlier runs (checkpointed)
   int preemptions = 0;
   int restarts = 0;        // restarts after failures (node or process)
+  // The wall-time limit (core/time_limit.h), resolved at submission from the spec and the team's and class's
+  // settings (0: none), whether each new run starts its clock again, and the seconds earlier runs ran (or, when
+  // the clock resets, earlier parts of this run: a resize restarts a run without restarting its clock).
+  int64_t time_limit_s = 0;
+  bool time_limit_resets = false;
+  int64_t run_before_s = 0;
   std::vector<Transition> history;
   std::vector<ResizeEvent> resizes;
   bool elastic() const { return elastic_pod_set >= 0; }

@@ -91,6 +91,17 @@ struct TeamContainerSettings {
   friend bool operator==(const TeamContainerSettings&, const TeamContainerSettings&) = default;
 };
 
+// Wall-time limits an administrator sets for a team or a priority class (docs/teams-and-policy.md, "Time
+// limits"): the limit a job gets when it declares none, the largest it may declare, and whether a restart (a
+// retry, a node failure, a preemption) starts the clock again. Unset: no default, no maximum. Where a team and a
+// class both set one, the stricter holds (core/time_limit.h).
+struct TimeLimitSettings {
+  std::optional<int64_t> default_s;
+  std::optional<int64_t> max_s;
+  bool resets_on_restart = false;
+  friend bool operator==(const TimeLimitSettings&, const TimeLimitSettings&) = default;
+};
+
 struct TeamSpec {
   std::string name;
   int fair_share_weight = 0;  // 0..100
@@ -103,6 +114,7 @@ struct TeamSpec {
   // requests), as a LimitRange default: accelerators, vcpu_milli, memory_mib or whole_node. Empty: none, and
   // such a pod set is refused with a message naming this setting (core/submit.cpp).
   AmountSpec default_request;
+  TimeLimitSettings time_limits;
   friend bool operator==(const TeamSpec&, const TeamSpec&) = default;
 };
 
@@ -112,6 +124,7 @@ struct PriorityClassSpec {
   // How long a job of this class with a `preferred` topology request may wait for one domain of that level
   // (docs/scheduling.md, "Waiting for locality"); unset: the policy's locality_wait_s.
   std::optional<int64_t> locality_wait_s;
+  TimeLimitSettings time_limits;
   friend bool operator==(const PriorityClassSpec&, const PriorityClassSpec&) = default;
 };
 
@@ -223,6 +236,10 @@ struct JobSpec {
   int max_retries = 0;
   int64_t checkpoint_interval_s = 0;  // 0: every moment is kept (the simulator's default)
   std::optional<int64_t> duration_s;  // simulator: runs this long, then Succeeded
+  // Wall-time limit (`time_limit`, a manifest's activeDeadlineSeconds): once the job has run this many seconds,
+  // counted over all its runs, it is stopped and ends Failed with reason deadline_exceeded (core/time_limit.h).
+  // Unset: its team's or priority class's default, if any.
+  std::optional<int64_t> time_limit_s;
   std::vector<std::string> command;   // server: argv of each replica; may be empty with an image (its entrypoint)
   std::map<std::string, std::string> env;
   // Labels for people and selectors (`allot jobs -l`, `cancel --selector`); the scheduler never reads them.

@@ -6,6 +6,7 @@
 
 #include "core/plans.h"
 #include "core/request.h"
+#include "core/time_limit.h"
 #include "core/topology_levels.h"
 
 namespace allot {
@@ -349,6 +350,7 @@ static void stop_run(ClusterState& s, Job& j, Time now) {
   release(s.room, s.usage, s, j, j.placement);
   touch_nodes(s, j.placement, now);
   j.work_done_s += kept_work(j, now);
+  j.run_before_s += std::max<int64_t>(0, now - j.started_at);  // toward its time limit (time_limit.h)
   j.placement = {};
   j.borrowing = false;
 }
@@ -450,6 +452,25 @@ Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeed
   return ok_status();
 }
 
+Status exceed_time_limit(ClusterState& s, std::string_view name, Time now) {
+  const Job* cj = s.find_job(name);
+  if (!cj) return Error::not_found("no job named " + std::string(name));
+  Job& j = s.jobs[cj->id.index()];
+  if (j.state != JobState::kRunning)
+    return Error::precondition("job " + j.spec.name + " is not running (" + job_state_name(j.state) + ")");
+  const auto at = time_limit_at(j);
+  if (!at) return Error::precondition("job " + j.spec.name + " has no time limit");
+  if (*at > now)
+    return Error::precondition("job " + j.spec.name + " reaches its time limit at " + std::to_string(*at) + ", not by " + std::to_string(now));
+  const int64_t used = time_used(j, now);
+  stop_run(s, j, now);
+  transition(s, j, JobState::kFailed, now,
+             "DeadlineExceeded: it ran " + std::to_string(used) + " s" + (j.time_limit_resets ? " in this run" : "") +
+                 ", its time limit is " + std::to_string(j.time_limit_s) + " s; stopped, no retry",
+             ReasonCode::kDeadlineExceeded);
+  return ok_status();
+}
+
 // --- Decisions -----------------------------------------------------------------------------------------------
 
 Status admit_job(ClusterState& s, JobId id, const Placement& placement, bool borrowing, Time now, std::string reason) {
@@ -461,6 +482,7 @@ Status admit_job(ClusterState& s, JobId id, const Placement& placement, bool bor
   j.placement = placement;
   j.borrowing = borrowing;
   j.started_at = now;
+  if (j.time_limit_resets) j.run_before_s = 0;  // each run has the whole limit (time_limit.h)
   transition(s, j, JobState::kRunning, now, std::move(reason), ReasonCode::kAdmitted);
   return ok_status();
 }

@@ -149,6 +149,9 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now);
 Status cancel_job(ClusterState& s, std::string_view name, Time now);
 // Ends a running job: Succeeded, or Failed (which auto-resume restarts while max_retries allows).
 Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeeded, std::string reason = "");
+// Ends a running job that has reached its wall-time limit (time_limit.h): it stops, and ends Failed with reason
+// deadline_exceeded without using a retry. Refused for a job that has not reached it by `now`.
+Status exceed_time_limit(ClusterState& s, std::string_view name, Time now);
 // Holds a waiting job (Pending or Suspended) so that no scheduler pass considers it, or releases it
 // (job_changes.cpp). Holding a held job, or releasing one that is not, is refused.
 Status set_job_held(ClusterState& s, std::string_view name, bool held, Time now);

@@ -7,6 +7,7 @@
 #include "core/plans.h"
 #include "core/request.h"
 #include "core/state.h"
+#include "core/time_limit.h"
 #include "core/topology_levels.h"
 
 namespace allot {
@@ -100,6 +101,13 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
     return Error::invalid("job " + spec.name + ": max_retries must be 0..1000");
   if (spec.checkpoint_interval_s < 0) return Error::invalid("job " + spec.name + ": checkpoint_interval must be >= 0");
   if (spec.duration_s && *spec.duration_s < 0) return Error::invalid("job " + spec.name + ": duration must be >= 0");
+  // A restored job keeps the limit it was given (the snapshot says it); a new one is checked against the maxima.
+  ResolvedTimeLimit limit;
+  if (!restored_priority) {
+    auto r = resolve_time_limit(s, *team, spec);
+    if (!r) return r.error();
+    limit = *r;
+  }
 
   Job j;
   if (restored_priority && !spec.plan.empty()) {
@@ -127,6 +135,8 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
     ps.per_replica = team->spec.default_request;
   }
   j.priority = priority;
+  j.time_limit_s = limit.limit_s;
+  j.time_limit_resets = limit.resets_on_restart;
   std::set<std::string> names;
   for (const auto& ps : j.spec.pod_sets) {
     std::string where = "job " + spec.name + ", pod set " + ps.name;

@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "config/spec_yaml.h"
 #include "core/labels.h"
 #include "interop/k8s_pod.h"
 
@@ -192,6 +193,21 @@ Status check_pod_failure_policy(const Field& policy) {
   return ok_status();
 }
 
+// activeDeadlineSeconds (a Job's spec, a Kubeflow job's runPolicy, a JobSet's replicated job templates) is the
+// job's wall-time limit (core/time_limit.h): stopped at it, Failed with reason deadline_exceeded, as Kubernetes
+// ends a Job with reason DeadlineExceeded. Where several are given (a JobSet's replicated jobs, which start
+// together as one gang), the smallest holds, with a warning.
+Status read_active_deadline(const Field& f, ManifestJob& out) {
+  if (!f.present()) return ok_status();
+  auto s = f.integer(1, kMaxSeconds);
+  if (!s) return s.error();
+  if (out.spec.time_limit_s && *out.spec.time_limit_s != *s)
+    out.warnings.push_back(f.warning("differs from another activeDeadlineSeconds of the job; the smallest, " +
+                                     std::to_string(std::min(*out.spec.time_limit_s, *s)) + " s, is the whole gang's time limit"));
+  out.spec.time_limit_s = std::min(out.spec.time_limit_s.value_or(*s), *s);
+  return ok_status();
+}
+
 Result<ManifestJob> read_batch_job(const Field& doc) {
   ManifestJob out;
   if (auto st = only_known(doc, {"apiVersion", "kind", "metadata", "spec", "status"}); !st) return st.error();
@@ -231,6 +247,7 @@ Result<ManifestJob> read_batch_job(const Field& doc) {
     else if (*m != "NonIndexed") return mode.error("must be NonIndexed or Indexed, got " + *m);
   }
   if (auto st = check_pod_failure_policy(spec.child("podFailurePolicy")); !st) return st.error();
+  if (auto st = read_active_deadline(spec.child("activeDeadlineSeconds"), out); !st) return st.error();
   const Field tmpl = spec.child("template");
   auto t = k8s::read_pod_template(tmpl, out.warnings);
   if (!t) return t.error();
@@ -275,6 +292,7 @@ Result<ManifestJob> read_pytorch_job(const Field& doc) {
     if (!b) return b.error();
     out.spec.max_retries = static_cast<int>(*b);
   }
+  if (auto st = read_active_deadline(run.child("activeDeadlineSeconds"), out); !st) return st.error();
   const Field specs = spec.child("pytorchReplicaSpecs");
   if (auto st = only_known(specs, {"Master", "Worker"}); !st) return st.error();
   if (!specs.present() || specs.node().size() == 0) return specs.error("needs Master and/or Worker");
@@ -411,6 +429,7 @@ Result<ManifestJob> read_jobset(const Field& doc) {
       parallelism = *p;
     }
     if (replicas == 0) continue;
+    if (auto st = read_active_deadline(jspec.child("activeDeadlineSeconds"), out); !st) return st.error();
     if (replicas * parallelism > kMaxReplicas)
       return rj.child("replicas").error("times parallelism is more than " + std::to_string(kMaxReplicas) + " pods");
     const Field tmpl = jspec.child("template");
@@ -471,6 +490,7 @@ Result<ManifestJob> read_mpi_job(const Field& doc) {
     if (!n) return n.error();
     out.spec.max_retries = static_cast<int>(*n);
   }
+  if (auto st = read_active_deadline(spec.child("runPolicy").child("activeDeadlineSeconds"), out); !st) return st.error();
   const Field specs = spec.child("mpiReplicaSpecs");
   if (auto st = only_known(specs, {"Launcher", "Worker"}); !st) return st.error();
   if (!specs.child("Launcher").present()) return specs.child("Launcher").error("is required (it runs mpirun)");

@@ -12,6 +12,15 @@
 namespace allot::interop {
 namespace {
 
+// A team's or priority class's time limits (docs/teams-and-policy.md, "Time limits"), which Kueue has no field for:
+// annotations of its ClusterQueue or WorkloadPriorityClass, read back by kueue_import.cpp.
+void put_time_limit_annotations(YAML::Emitter& out, const TimeLimitSettings& t) {
+  const std::string p(kKueueAnnotationPrefix);
+  if (t.default_s) out << YAML::Key << p + "default-time-limit" << YAML::Value << YAML::DoubleQuoted << std::to_string(*t.default_s);
+  if (t.max_s) out << YAML::Key << p + "max-time-limit" << YAML::Value << YAML::DoubleQuoted << std::to_string(*t.max_s);
+  if (t.resets_on_restart) out << YAML::Key << p + "time-limit-resets-on-restart" << YAML::Value << YAML::DoubleQuoted << "true";
+}
+
 // "96", "1500m": Kubernetes quantities of milli-units, exact.
 std::string milli_quantity(int64_t milli) {
   if (milli % 1000 == 0) return std::to_string(milli / 1000);
@@ -155,7 +164,7 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
     if (!t.default_request.asks_nothing())
       result.warnings.push_back("team " + t.name + ": default_request is not exported (Kueue's objects have no place for it; "
                                 "a LimitRange in namespace " + team_namespace(t.name) + " plays its part)");
-    if (!t.containers.empty()) {
+    if (!t.containers.empty() || !(t.time_limits == TimeLimitSettings{})) {
       // The team's container settings (docs/teams-and-policy.md, "Containers") have no Kueue counterpart: they
       // ride on the ClusterQueue's annotations, comma-separated (host paths and capability names hold no comma).
       const std::string p(kKueueAnnotationPrefix);
@@ -172,6 +181,7 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
       if (!caps.empty()) out << YAML::Key << p + "container-capabilities" << YAML::Value << YAML::DoubleQuoted << joined(caps);
       if (!t.containers.registry_auth_file.empty())
         out << YAML::Key << p + "registry-auth-file" << YAML::Value << YAML::DoubleQuoted << t.containers.registry_auth_file;
+      put_time_limit_annotations(out, t.time_limits);
       out << YAML::EndMap;
     }
     out << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
@@ -257,6 +267,7 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
       if (pc.locality_wait_s)
         out << YAML::Key << std::string(kKueueAnnotationPrefix) + "locality-wait" << YAML::Value << YAML::DoubleQuoted
             << std::to_string(*pc.locality_wait_s);
+      put_time_limit_annotations(out, pc.time_limits);
       out << YAML::EndMap;
       out << YAML::EndMap << YAML::Key << "value" << YAML::Value << pc.weight;
       out << YAML::Key << "description" << YAML::Value << "allot priority class " + pc.name;

@@ -9,6 +9,7 @@
 #include "core/request.h"
 #include "core/topology_levels.h"
 #include "config/container_rules.h"
+#include "config/spec_yaml.h"
 #include "interop/k8s_quantity.h"
 #include "interop/kueue.h"
 #include "interop/kueue_names.h"
@@ -115,6 +116,34 @@ std::optional<AmountSpec> compact_amount(const InstanceType& type, const Resourc
   return entry({}, accelerators, quota.vcpu_milli, quota.memory_mib);
 }
 
+// A team's or priority class's time limits, which allot's export writes as annotations (kueue_export.cpp). A bad
+// value is left out with a warning, and so is a default above the maximum.
+void read_time_limit_annotations(const YAML::Node& obj, const ObjectReader& r, TimeLimitSettings& t) {
+  const std::string p(kKueueAnnotationPrefix);
+  auto seconds = [&](const std::string& key, std::optional<int64_t>& out) {
+    const std::string v = scalar_or_empty(at(obj, {"metadata", "annotations", p + key}));
+    if (v.empty()) return;
+    try {
+      size_t used = 0;
+      const long long s = std::stoll(v, &used);
+      if (used != v.size() || s < 1 || s > kMaxSeconds) throw std::invalid_argument(v);
+      out = s;
+    } catch (const std::exception&) {
+      r.warn("metadata.annotations." + p + key, "'" + printable(v) + "' is not a whole number of seconds, at least 1; left out");
+    }
+  };
+  seconds("default-time-limit", t.default_s);
+  seconds("max-time-limit", t.max_s);
+  if (t.default_s && t.max_s && *t.default_s > *t.max_s) {
+    r.warn("metadata.annotations." + p + "default-time-limit", "is above max-time-limit; left out");
+    t.default_s.reset();
+  }
+  const std::string resets = scalar_or_empty(at(obj, {"metadata", "annotations", p + "time-limit-resets-on-restart"}));
+  if (resets == "true") t.resets_on_restart = true;
+  else if (!resets.empty() && resets != "false")
+    r.warn("metadata.annotations." + p + "time-limit-resets-on-restart", "'" + printable(resets) + "' is not true or false; left out");
+}
+
 void read_cohort(const YAML::Node& obj, ObjectReader& r) {
   KueueImport& into = r.into;
   into.cohorts.push_back(r.name);
@@ -213,6 +242,7 @@ void read_priority_class(const YAML::Node& obj, ObjectReader& r) {
              "'" + wait + "' is not a whole, non-negative number of seconds; the policy's locality wait applies");
     }
   }
+  read_time_limit_annotations(obj, r, classes.back().time_limits);
   r.into.priority_values.push_back({r.name, value});
 }
 
@@ -529,6 +559,7 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
     }
   }
   read_container_annotations(obj, r, team.containers);
+  read_time_limit_annotations(obj, r, team.time_limits);
   into.teams.push_back(std::move(team));
 }
 
@@ -672,6 +703,13 @@ void finish_kueue_import(KueueImport& result) {
   }
 }
 
+// The time-limit keys of a team or priority class in the teams file (docs/teams-and-policy.md, "Time limits").
+static void put_time_limit_keys(YAML::Emitter& out, const TimeLimitSettings& t) {
+  if (t.default_s) out << YAML::Key << "default_time_limit" << YAML::Value << *t.default_s;
+  if (t.max_s) out << YAML::Key << "max_time_limit" << YAML::Value << *t.max_s;
+  if (t.resets_on_restart) out << YAML::Key << "time_limit_resets_on_restart" << YAML::Value << true;
+}
+
 std::string teams_file_yaml(const KueueImport& result) {
   YAML::Emitter out;
   out.SetIndent(2);
@@ -692,6 +730,7 @@ std::string teams_file_yaml(const KueueImport& result) {
       out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pc.name << YAML::Key << "weight"
           << YAML::Value << pc.weight;
       if (pc.locality_wait_s) out << YAML::Key << "locality_wait" << YAML::Value << *pc.locality_wait_s;
+      put_time_limit_keys(out, pc.time_limits);
       out << YAML::EndMap;
     }
     out << YAML::EndSeq << YAML::EndMap;
@@ -752,6 +791,7 @@ std::string teams_file_yaml(const KueueImport& result) {
       if (!c.registry_auth_file.empty()) out << YAML::Key << "registry_auth_file" << YAML::Value << c.registry_auth_file;
       out << YAML::EndMap;
     }
+    put_time_limit_keys(out, t.time_limits);
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;

@@ -23,7 +23,9 @@ Render job_render(const std::string& name, const auth::Caller& who, int status =
     const Job* j = st.cluster.find_job(name);
     if (!j) return error_reply(Error::not_found("no job named " + name));
     json v = view::job_json(st.cluster, *j, /*with_history=*/true, view::Times::kRfc3339);
-    add_resilience(st, *j, static_cast<Time>(system_clock_ms() / 1000), v);
+    const Time now = static_cast<Time>(system_clock_ms() / 1000);
+    add_resilience(st, *j, now, v);
+    view::add_time_limit(v, *j, now, view::Times::kRfc3339);
     add_preemption_records(st, *j, who, v);
     add_bound_cpus(st, *j, v);
     // Running, with replicas whose agents pull the image before the start (agents.h, note_pulls).
@@ -237,6 +239,7 @@ void read_routes(Routes& http, Api& api) {
         for (; i < jobs.size() && items.size() < limit; ++i) {
           if (!wanted(jobs[i])) continue;
           items.push_back(view::job_json(st.cluster, jobs[i], /*with_history=*/false, view::Times::kRfc3339));
+          view::add_time_limit(items.back(), jobs[i], static_cast<Time>(system_clock_ms() / 1000), view::Times::kRfc3339);
           view::hide_job_refs(items.back(), sees);
         }
         while (i < jobs.size() && !wanted(jobs[i])) ++i;  // no token when no further job would be listed

@@ -28,6 +28,7 @@ struct NodeOf {
   std::string operator()(const Admit&) const { return ""; }
   std::string operator()(const Preempt&) const { return ""; }
   std::string operator()(const Requeue& o) const { return o.node; }
+  std::string operator()(const TimeLimitExceeded&) const { return ""; }
   std::string operator()(const Resize&) const { return ""; }
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
@@ -102,6 +103,10 @@ std::string message_of(const ServerState& st, const Record& r) {
     std::string operator()(const Admit& o) const { return "admitted: " + o.reason; }
     std::string operator()(const Preempt& o) const { return "preempted: " + o.reason; }
     std::string operator()(const Requeue& o) const { return "requeued: " + o.reason; }
+    std::string operator()(const TimeLimitExceeded& o) const {
+      const Job* j = s.find_job(o.job);
+      return j ? job_message(*j) : "time limit of " + std::to_string(o.time_limit_s) + " s reached (DeadlineExceeded)";
+    }
     std::string operator()(const Resize& o) const {
       return "resized (" + o.cause + ") from " + std::to_string(o.from) + " to " + std::to_string(o.to) + " replicas: " + o.reason;
     }
@@ -315,6 +320,7 @@ struct Note {
   void operator()(const PlanStepRecord&) const {}
   void operator()(const DeletePlan&) const {}
   void operator()(const Requeue&) const {}
+  void operator()(const TimeLimitExceeded&) const {}
 };
 
 void note(ServerState& st, const Record& r) {
@@ -354,6 +360,7 @@ struct AudienceOf {
   EventAudience operator()(const store::DeletePlan&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::CompactFinished&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::Requeue&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::TimeLimitExceeded&) const { return EventAudience::kEveryReader; }
 };
 }  // namespace
 

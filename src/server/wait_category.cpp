@@ -46,6 +46,7 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
     case ReasonCode::kFinished:
     case ReasonCode::kFailed:
     case ReasonCode::kCancelled:
+    case ReasonCode::kDeadlineExceeded:
       return WaitCategory::kNotWaiting;
   }
   return WaitCategory::kScheduling;  // unreachable: every code is handled above

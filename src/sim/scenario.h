@@ -36,6 +36,7 @@ struct JobExpect {
   std::optional<int> resizes;
   std::optional<std::string> reason;  // case-insensitive substring
   std::optional<ReasonCode> reason_code;
+  std::optional<int64_t> time_left;  // seconds before its wall-time limit, at the expect's time (core/time_limit.h)
 };
 
 struct TeamExpect {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/plans.h"
+#include "core/time_limit.h"
 #include "core/topology_levels.h"
 #include "view/state_json.h"
 
@@ -77,6 +78,12 @@ int check_expect(const ClusterState& s, const Event& e, std::vector<std::string>
       bad.push_back(std::string("borrowing is ") + (j->borrowing ? "true" : "false") + ", expected " + (*want.borrowing ? "true" : "false"));
     if (want.preemptions && *want.preemptions != j->preemptions)
       bad.push_back("preemptions is " + std::to_string(j->preemptions) + ", expected " + std::to_string(*want.preemptions));
+    if (want.time_left) {
+      const auto left = time_left(*j, e.at);
+      if (!left) bad.push_back("it has no time limit, expected " + std::to_string(*want.time_left) + " s left");
+      else if (*left != *want.time_left)
+        bad.push_back("time_left is " + std::to_string(*left) + " s, expected " + std::to_string(*want.time_left));
+    }
     if (want.restarts && *want.restarts != j->restarts)
       bad.push_back("restarts is " + std::to_string(j->restarts) + ", expected " + std::to_string(*want.restarts));
     if (want.replicas && *want.replicas != j->size())

@@ -99,7 +99,7 @@ Result<std::vector<std::string>> read_node_list(const YamlContext& ctx, const Va
 
 Result<JobExpect> read_job_expect(const YamlContext& ctx, const Val& v) {
   auto f = Fields::open(ctx, v, {"state", "nodes", "node_count", "distinct", "borrowing", "preemptions", "restarts", "replicas", "resizes", "reason",
-                                 "reason_code"});
+                                 "reason_code", "time_left"});
   if (!f) return f.error();
   JobExpect j;
   j.line = v.line;
@@ -146,6 +146,11 @@ Result<JobExpect> read_job_expect(const YamlContext& ctx, const Val& v) {
     if (!code || *code == ReasonCode::kNone)
       return fail(ctx, *r, "reason_code '" + *s + "' is not a reason code", "one of " + reason_code_names());
     j.reason_code = *code;
+  }
+  if (auto t = f->get("time_left")) {
+    auto n = read_int(ctx, *t, 0, kMaxSeconds);
+    if (!n) return n.error();
+    j.time_left = *n;
   }
   return j;
 }

@@ -7,6 +7,7 @@
 #include "core/overloaded.h"
 #include "core/plans.h"
 #include "core/scheduler.h"
+#include "core/time_limit.h"
 #include "sim/completions.h"
 #include "sim/scenario_expect.h"
 
@@ -192,6 +193,7 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
     if (next < sc.events.size()) consider(sc.events[next].at);
     else break;  // the scenario ends with its last event
     consider(next_completion(s, now));
+    consider(next_time_limit(s));
     consider(wakeup);
     if (auto step = next_plan_step(s)) consider(step->at);
     now = *t;
@@ -201,6 +203,14 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
       rep.log.push_back("t=" + std::to_string(now) + "  done    " + name);
       if (auto st = finish_job(s, name, now, true, "finished its work"); !st)
         return Error::internal("finishing " + name + ": " + st.error().message);
+    }
+    // Then the running jobs that reached their wall-time limit (a job whose work completes at the same second
+    // finished above, within its limit).
+    for (JobId id : past_time_limit(s, now)) {
+      const std::string name = s.jobs[id.index()].spec.name;
+      rep.log.push_back("t=" + std::to_string(now) + "  limit   " + name + " reached its time limit of " +
+                        std::to_string(s.jobs[id.index()].time_limit_s) + " s: Failed (deadline_exceeded)");
+      if (auto st = exceed_time_limit(s, name, now); !st) return Error::internal("ending " + name + ": " + st.error().message);
     }
     // Then the plans' steps that are due (a plan starting, ending, expiring), then the events of this instant.
     if (auto st = apply_due_plan_steps(s, now, rep.log); !st) return st.error();

@@ -178,6 +178,10 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
       job.history.push_back({h.at(0).get<Time>(), state_from(h.at(1)), state_from(h.at(2)), h.at(3).get<std::string>()});
     // Held, deleted and resized since its submission (absent in snapshots written before these existed).
     job.held = jj.value("held", false);
+    job.time_limit_s = jj.value("time_limit_s", int64_t{0});
+    job.time_limit_resets = jj.value("time_limit_resets", false);
+    job.run_before_s = jj.value("run_before_s", int64_t{0});
+    if (job.time_limit_s < 0 || job.run_before_s < 0) return Error::invalid("job " + spec.name + " has a negative time limit or running time");
     job.attempt_base = jj.value("attempt_base", 0);
     if (job.attempt_base < 0) return Error::invalid("job " + spec.name + " has a negative attempt_base");
     job.attempt_folded = jj.value("attempt_folded", 0);  // absent unless its base came from folded names
@@ -263,6 +267,11 @@ json job_to_json(const ClusterState& s, const Job& j) {
                   {"resizes", std::move(resizes)}};
   if (j.plan.valid()) out["plan"] = j.plan.value;
   if (j.attempt_folded != 0) out["attempt_folded"] = j.attempt_folded;
+  // The wall-time limit resolved at submission and the running time toward it (core/time_limit.h); absent
+  // without a limit, so snapshots of jobs without limits read as they always did.
+  if (j.time_limit_s != 0) out["time_limit_s"] = j.time_limit_s;
+  if (j.time_limit_resets) out["time_limit_resets"] = true;
+  if (j.run_before_s != 0) out["run_before_s"] = j.run_before_s;
   return out;
 }
 

@@ -40,6 +40,7 @@ struct NameOf {
   const char* operator()(const DeletePlan&) const { return "delete_plan"; }
   const char* operator()(const CompactFinished&) const { return "compact_finished"; }
   const char* operator()(const Requeue&) const { return "requeue"; }
+  const char* operator()(const TimeLimitExceeded&) const { return "time_limit_exceeded"; }
 };
 struct JobOf {
   std::string operator()(const Submit& o) const { return o.job.name; }
@@ -68,6 +69,7 @@ struct JobOf {
   std::string operator()(const DeletePlan&) const { return ""; }
   std::string operator()(const CompactFinished&) const { return ""; }
   std::string operator()(const Requeue& o) const { return o.job; }
+  std::string operator()(const TimeLimitExceeded& o) const { return o.job; }
 };
 }  // namespace
 

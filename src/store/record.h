@@ -203,6 +203,14 @@ struct Requeue {
   std::string reason;
   friend bool operator==(const Requeue&, const Requeue&) = default;
 };
+// A running job reached its wall-time limit (core/time_limit.h): it stopped and ended Failed with reason
+// deadline_exceeded. The limit is written for people reading the journal; replay checks, from the journaled runs,
+// that the job had reached it by the record's time.
+struct TimeLimitExceeded {
+  std::string job;
+  int64_t time_limit_s = 0;
+  friend bool operator==(const TimeLimitExceeded&, const TimeLimitExceeded&) = default;
+};
 // Retention (`allot server --retain-finished`): every finished job whose last change was at or before the cutoff
 // leaves the live state (core/state.h, compact_finished). Its own records stay in the journal.
 struct CompactFinished {
@@ -213,7 +221,7 @@ struct CompactFinished {
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
                         Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
                         SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan,
-                        CompactFinished, Requeue>;
+                        CompactFinished, Requeue, TimeLimitExceeded>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

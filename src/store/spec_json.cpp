@@ -156,6 +156,7 @@ json to_json(const TeamSpec& t) {
             {"preempt_team_tasks", preempt_team_tasks_name(t.preempt_team_tasks)}};
   if (!t.containers.empty()) j["containers"] = to_json(t.containers);  // absent before teams had container settings
   if (!t.default_request.asks_nothing()) j["default_request"] = to_json(t.default_request);  // absent: none (and in older records)
+  config::put_time_limits(j, t.time_limits);  // absent when unset, and before teams had time limits
   return j;
 }
 TeamSpec team_from_json(const json& j) {
@@ -169,6 +170,7 @@ TeamSpec team_from_json(const json& j) {
   t.preempt_team_tasks = preempt_from(j.at("preempt_team_tasks").get<std::string>());
   if (j.contains("containers")) t.containers = team_containers_from_json(j.at("containers"));
   if (j.contains("default_request")) t.default_request = amount_from_json(j.at("default_request"));
+  t.time_limits = config::time_limits_from_json(j);
   return t;
 }
 
@@ -181,6 +183,7 @@ PolicySpec policy_from_json(const json& j) {
   for (const auto& pc : j.at("priority_classes")) {
     PriorityClassSpec c{pc.at("name").get<std::string>(), pc.at("weight").get<int>()};
     if (pc.contains("locality_wait")) c.locality_wait_s = pc.at("locality_wait").get<int64_t>();
+    c.time_limits = config::time_limits_from_json(pc);
     p.priority_classes.push_back(std::move(c));
   }
   // Journals written before the policy had one writer (config/policy_json.h) say min_runtime_s and
@@ -228,6 +231,7 @@ json to_json(const JobSpec& s) {
             {"command", s.command},
             {"env", s.env}};
   if (s.duration_s) j["duration_s"] = *s.duration_s;
+  if (s.time_limit_s) j["time_limit_s"] = *s.time_limit_s;  // absent without one, and before jobs had limits
   if (!s.labels.empty()) j["labels"] = s.labels;  // absent in records written before jobs had labels
   if (!s.plan.empty()) j["plan"] = s.plan;  // absent in records written before plans, and for jobs without one
   if (!s.container.empty()) j["container"] = to_json(s.container);  // absent for bare processes and older records
@@ -252,6 +256,7 @@ JobSpec job_from_json(const json& j) {
   s.max_retries = get_or(j, "max_retries", 0);
   s.checkpoint_interval_s = get_or<int64_t>(j, "checkpoint_interval_s", 0);
   s.duration_s = get_opt(j, "duration_s");
+  s.time_limit_s = get_opt(j, "time_limit_s");
   s.command = get_or<std::vector<std::string>>(j, "command", {});
   s.env = get_or<std::map<std::string, std::string>>(j, "env", {});
   s.labels = get_or<std::map<std::string, std::string>>(j, "labels", {});

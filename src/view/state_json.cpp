@@ -4,6 +4,7 @@
 
 #include "core/plans.h"
 #include "core/quota.h"
+#include "core/time_limit.h"
 #include "core/topology_levels.h"
 
 namespace allot::view {
@@ -76,6 +77,7 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
   o["labels"] = j.spec.labels;
   if (j.state == JobState::kRunning) o["started_at"] = time_json(j.started_at, times);
   if (j.spec.duration_s) o["duration_s"] = *j.spec.duration_s;
+  if (j.time_limit_s > 0) o["time_limit_s"] = j.time_limit_s;  // resolved: its own, or its team's or class's default
   if (!j.spec.plan.empty()) o["plan"] = j.spec.plan;
   if (!j.spec.container.empty()) {
     // The container as the spec resolved it (docs/jobs.md, "Images"); shm_mib absent: the default per replica.
@@ -117,6 +119,16 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
     o["history"] = h;
   }
   return o;
+}
+
+void add_time_limit(json& view, const Job& j, Time now, Times times) {
+  const auto left = time_left(j, now);
+  if (!left) return;
+  view["time_limit_s"] = j.time_limit_s;
+  view["time_used_s"] = time_used(j, now);
+  view["time_left_s"] = *left;
+  if (j.time_limit_resets) view["time_limit_resets_on_restart"] = true;
+  if (auto at = time_limit_at(j)) view["time_limit_at"] = time_json(*at, times);
 }
 
 // A team's quota on one type: "unlimited" for the resources its allocation leaves unlimited.
@@ -210,6 +222,11 @@ json team_json(const ClusterState& s, const Team& t) {
             {"jobs", {{"pending", pending}, {"running", running}, {"suspended", suspended}}}};
   if (!t.spec.containers.empty()) o["containers"] = team_containers_json(t.spec.containers);
   if (!t.spec.default_request.asks_nothing()) o["default_request"] = request_json(t.spec.default_request);
+  // Time limits (docs/teams-and-policy.md, "Time limits"), in the keys of the teams file; absent when unset.
+  const TimeLimitSettings& tl = t.spec.time_limits;
+  if (tl.default_s) o["default_time_limit"] = *tl.default_s;
+  if (tl.max_s) o["max_time_limit"] = *tl.max_s;
+  if (tl.resets_on_restart) o["time_limit_resets_on_restart"] = true;
   return o;
 }
 

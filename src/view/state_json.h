@@ -17,6 +17,9 @@ nlohmann::json placement_json(const ClusterState& s, const Placement& p);
 // Points in time (submitted_at, started_at, the history's and resizes' at) as `times` says: the server writes
 // RFC 3339, the simulator its virtual seconds.
 nlohmann::json job_json(const ClusterState& s, const Job& j, bool with_history = true, Times times = Times::kSeconds);
+// A job's wall-time limit as of `now` (core/time_limit.h), added to its view when it has one: time_limit_s,
+// time_used_s, time_left_s, and while it runs time_limit_at (when it reaches the limit if it keeps running).
+void add_time_limit(nlohmann::json& view, const Job& j, Time now, Times times = Times::kSeconds);
 nlohmann::json team_json(const ClusterState& s, const Team& t);
 // A team's container settings as the API shows and takes them: {"host_paths": [...], "capabilities": ["NET_RAW"],
 // "registry_auth_file"?}; team_json has them under "containers" when the team has any.

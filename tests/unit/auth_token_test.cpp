@@ -42,9 +42,9 @@ TEST(AuthGate, AnswersForEveryKindOfToken) {
   server::AuthGate gate;
   auto live = auth::issue_token(), revoked = auth::issue_token(), expiring = auth::issue_token();
   auto table = std::make_shared<server::TokenTable>();
-  (*table)[live.id] = server::TokenInfo{{live.id, live.secret_hash, "member", {"a"}, "", 0, ""}, 1, "server", false, 0};
-  (*table)[revoked.id] = server::TokenInfo{{revoked.id, revoked.secret_hash, "admin", {}, "", 0, ""}, 1, "server", true, 2};
-  (*table)[expiring.id] = server::TokenInfo{{expiring.id, expiring.secret_hash, "viewer", {}, "", 100, ""}, 1, "server", false, 0};
+  (*table)[live.id] = server::TokenInfo{{live.id, live.secret_hash, auth::Role::kMember, {"a"}, "", 0, ""}, 1, "server", false, 0};
+  (*table)[revoked.id] = server::TokenInfo{{revoked.id, revoked.secret_hash, auth::Role::kAdmin, {}, "", 0, ""}, 1, "server", true, 2};
+  (*table)[expiring.id] = server::TokenInfo{{expiring.id, expiring.secret_hash, auth::Role::kViewer, {}, "", 100, ""}, 1, "server", false, 0};
   gate.publish(table);
 
   auto who = gate.authenticate("Bearer " + live.bearer, 50);
