@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <system_error>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 
@@ -27,7 +29,11 @@ constexpr int kNoSpaceRetryAfterS = 5;
 // destroyed on a thread of its own, not on the writer's; a reader still holding it destroys it when done.
 void drop_view(std::shared_ptr<const ServerState> old) {
   if (!old || old.use_count() > 1) return;
-  std::thread([old = std::move(old)]() mutable { old.reset(); }).detach();
+  try {
+    std::thread([old = std::move(old)]() mutable { old.reset(); }).detach();
+  } catch (const std::system_error&) {
+    // No thread to be had: the view went with the failed thread's function, destroyed here on the writer's.
+  }
 }
 const char* const kRebuildPending =
     "this server lost its database and has not yet rebuilt its state from the journal; retry shortly, or ask another server";
