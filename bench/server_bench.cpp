@@ -4,6 +4,15 @@
 // over repetitions; every repetition starts a fresh server on a fresh database in a temporary directory.
 //
 //   server_bench [--clients N] [--jobs N] [--reps N] [--latency-jobs N]
+//
+// With --listers-mode: submissions while other clients page the job list (issue 25, item 7). One server is
+// loaded with --preload pending jobs; then, for each count of listers in --listers (default 0,1,4), --submitters
+// clients submit one job at a time for --seconds while that many clients page GET /v1/jobs?limit=--page (from
+// the start again at the end of the list). Prints, per phase, the submissions' latency p50/p99, submissions per
+// second, pages per second and their latency, and the load average; the phases repeat --reps times and the
+// medians end the output.
+//
+//   server_bench --listers-mode [--preload N] [--listers 0,1,4] [--submitters N] [--seconds S] [--page N] [--reps N]
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -32,6 +41,12 @@ struct Args {
   int jobs = 20000;       // per throughput repetition
   int reps = 3;
   int latency_jobs = 2000;
+  bool listers_mode = false;
+  int preload = 50000;
+  std::vector<int> listers = {0, 1, 4};
+  int submitters = 4;
+  double seconds = 8;
+  int page = 5000;
 };
 
 struct Bench {
@@ -159,17 +174,156 @@ std::vector<double> admission_latency(const Args& a, int rep) {
   return ms;
 }
 
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one;
+  in >> one;
+  return one.empty() ? "?" : one;
+}
+
+struct ListersPhase {
+  double submit_p50 = 0, submit_p99 = 0, submit_max = 0, submits_per_s = 0;
+  double pages_per_s = 0, page_p50 = 0, page_p99 = 0;
+  int refused_pages = 0;  // 503: the bound on concurrent listings
+  int failed_submits = 0;
+};
+
+ListersPhase listers_phase(const Bench& b, const Args& a, int listers, std::atomic<int>& next_name) {
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<double>> submit_ms(a.submitters), page_ms(listers);
+  std::atomic<int> refused{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (int l = 0; l < listers; ++l)
+    threads.emplace_back([&, l] {
+      auto c = b.client();
+      std::string cont;
+      const std::string base = "/v1/jobs?limit=" + std::to_string(a.page);
+      while (!stop) {
+        const auto t0 = Clock::now();
+        auto r = c.Get((base + (cont.empty() ? "" : "&continue=" + cont)).c_str());
+        if (!r) continue;
+        if (r->status == 503) {
+          ++refused;
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          continue;
+        }
+        page_ms[l].push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        auto page = json::parse(r->body, nullptr, false);
+        cont = page.is_object() && page.contains("continue") ? page["continue"].get<std::string>() : "";
+      }
+    });
+  // The listers get going before the submissions are timed.
+  if (listers) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto t0 = Clock::now();
+  const auto until = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.seconds));
+  std::vector<std::thread> subs;
+  for (int s = 0; s < a.submitters; ++s)
+    subs.emplace_back([&, s] {
+      auto c = b.client();
+      while (Clock::now() < until) {
+        const auto t = Clock::now();
+        auto r = c.Post("/v1/jobs", job("s" + std::to_string(next_name++), "t"), "application/json");
+        if (!r || r->status != 201) {
+          ++failed;
+          continue;
+        }
+        submit_ms[s].push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+      }
+    });
+  for (auto& t : subs) t.join();
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  stop = true;
+  for (auto& t : threads) t.join();
+  std::vector<double> all_submits, all_pages;
+  for (auto& v : submit_ms) all_submits.insert(all_submits.end(), v.begin(), v.end());
+  for (auto& v : page_ms) all_pages.insert(all_pages.end(), v.begin(), v.end());
+  ListersPhase p;
+  p.submit_p50 = percentile(all_submits, 0.5);
+  p.submit_p99 = percentile(all_submits, 0.99);
+  p.submit_max = percentile(all_submits, 1.0);
+  p.submits_per_s = static_cast<double>(all_submits.size()) / secs;
+  p.pages_per_s = static_cast<double>(all_pages.size()) / secs;
+  p.page_p50 = percentile(all_pages, 0.5);
+  p.page_p99 = percentile(all_pages, 0.99);
+  p.refused_pages = refused;
+  p.failed_submits = failed;
+  return p;
+}
+
+int listers_main(const Args& a) {
+  Bench b("listers");
+  b.post("/v1/apply", R"({"teams": [{"name": "t", "allocation": [{"instance_type": "ml.p5.48xlarge", "instances": 100}]}]})");
+  b.post("/v1/nodes", R"([{"name": "p[1-4]", "instance_type": "ml.p5.48xlarge"}])");
+  std::printf("server_bench --listers-mode: preloading %d jobs (load average %s)\n", a.preload, load_average().c_str());
+  {
+    std::atomic<int> next{0};
+    std::vector<std::thread> threads;
+    for (int c = 0; c < 16; ++c)
+      threads.emplace_back([&] {
+        auto cl = b.client();
+        for (int i; (i = next++) < a.preload;) cl.Post("/v1/jobs", job("p" + std::to_string(i), "t"), "application/json");
+      });
+    for (auto& t : threads) t.join();
+  }
+  std::atomic<int> next_name{0};
+  std::vector<std::vector<ListersPhase>> phases(a.listers.size());
+  for (int rep = 0; rep < a.reps; ++rep)
+    for (size_t i = 0; i < a.listers.size(); ++i) {
+      const std::string load = load_average();
+      ListersPhase p = listers_phase(b, a, a.listers[i], next_name);
+      phases[i].push_back(p);
+      std::printf("rep %d, %d listers (load %s): submit p50 %.2f ms, p99 %.2f ms, max %.1f ms, %.0f submissions/s%s; "
+                  "%.1f pages/s, page p50 %.1f ms, p99 %.1f ms, %d refused (503)\n",
+                  rep, a.listers[i], load.c_str(), p.submit_p50, p.submit_p99, p.submit_max, p.submits_per_s,
+                  p.failed_submits ? (", " + std::to_string(p.failed_submits) + " failed").c_str() : "", p.pages_per_s,
+                  p.page_p50, p.page_p99, p.refused_pages);
+      std::fflush(stdout);
+    }
+  const auto stats = b.server->stats();
+  std::printf("server_bench --listers-mode: preload=%d submitters=%d seconds=%.1f page=%d reps=%d (medians)\n", a.preload,
+              a.submitters, a.seconds, a.page, a.reps);
+  for (size_t i = 0; i < a.listers.size(); ++i) {
+    auto med = [&](double ListersPhase::*f) {
+      std::vector<double> v;
+      for (const auto& p : phases[i]) v.push_back(p.*f);
+      return median(v);
+    };
+    std::printf("listers %d: submit_p50_ms %.2f  submit_p99_ms %.2f  submissions_per_s %.0f  pages_per_s %.1f  page_p50_ms %.1f  "
+                "page_p99_ms %.1f\n",
+                a.listers[i], med(&ListersPhase::submit_p50), med(&ListersPhase::submit_p99), med(&ListersPhase::submits_per_s),
+                med(&ListersPhase::pages_per_s), med(&ListersPhase::page_p50), med(&ListersPhase::page_p99));
+  }
+  (void)stats;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--listers-mode")) a.listers_mode = true;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (!std::strcmp(argv[i], "--listers-mode")) continue;
     if (!std::strcmp(argv[i], "--clients")) a.clients = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--jobs")) a.jobs = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--reps")) a.reps = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--latency-jobs")) a.latency_jobs = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--preload")) a.preload = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--submitters")) a.submitters = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--seconds")) a.seconds = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--page")) a.page = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--listers")) {
+      a.listers.clear();
+      for (const char* p = argv[i + 1]; *p;) {
+        a.listers.push_back(std::atoi(p));
+        while (*p && *p != ',') ++p;
+        if (*p == ',') ++p;
+      }
+    }
   }
   spdlog::set_level(spdlog::level::warn);
+  if (a.listers_mode) return listers_main(a);
   std::vector<double> rates, batches, p50, p99;
   for (int rep = 0; rep < a.reps; ++rep) {
     Throughput t = throughput(a, rep);

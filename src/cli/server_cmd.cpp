@@ -1,5 +1,5 @@
 // `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...] [--advertise-url URL]
-// [--tls-cert FILE --tls-key FILE] [--insecure] [--max-connections N] [--max-watches N] [--snapshot-every N]
+// [--tls-cert FILE --tls-key FILE] [--insecure] [--max-connections N] [--max-watches N] [--max-listings N] [--snapshot-every N]
 // [--snapshot-interval S] [--no-snapshots] [--retain-finished DURATION] [--head-timeout S] [--agent-connections N]
 // [--max-connections-per-address N] [--disruption-share F] [--disruption-min-nodes N] [--instance-types FILE]`: runs the control plane until SIGINT or
 // SIGTERM. Exit codes: 0 after a clean stop, 2 for invalid flags (unreadable or mismatched TLS files, plain HTTP
@@ -36,6 +36,7 @@ struct ServerArgs {
   std::string retain_finished = "24h";
   size_t max_watches = 0;  // used when --max-watches is given (default: half of --max-connections)
   bool max_watches_given = false;
+  size_t max_listings = 1;  // used when --max-listings is given (default: half the cores, at least 1)
 };
 
 int run_server(ServerArgs& a) {
@@ -160,6 +161,10 @@ void add_server_command(CLI::App& app, Context& ctx) {
                                       "more are answered 429 and those agents see new work at their heartbeats "
                                       "(default: half of --max-connections; 0: no agent watches; below --max-connections)")
                           ->check(CLI::Range(size_t{0}, size_t{100000}));
+  auto* max_listings = cmd->add_option("--max-listings", args->max_listings,
+                                       "Job listings (GET /v1/jobs) rendered at once; one more waits up to a second, then "
+                                       "gets 503 with Retry-After (default: half the cores, at least 1)")
+                           ->check(CLI::Range(size_t{1}, size_t{10000}));
   auto* per_address = cmd->add_option("--max-connections-per-address", args->per_address,
                                       "Of --max-connections, how many one client address may hold (default: half)")
                           ->check(CLI::Range(size_t{1}, size_t{100000}));
@@ -208,8 +213,9 @@ void add_server_command(CLI::App& app, Context& ctx) {
                   "How long finished jobs stay in the server after they finished (90s, 30m, 24h, 7d, or never); then "
                   "they leave memory, listings and snapshots, their names are free, and only the journal keeps them")
       ->capture_default_str();
-  cmd->callback([args, max_watches, per_address, &ctx] {
+  cmd->callback([args, max_watches, max_listings, per_address, &ctx] {
     args->max_watches_given = max_watches->count() > 0;
+    if (max_listings->count() > 0) args->options.max_listings = args->max_listings;
     if (per_address->count() > 0) args->options.max_connections_per_address = args->per_address;
     ctx.exit_code = run_server(*args);
   });

@@ -15,6 +15,7 @@
 #include "server/event_log.h"
 #include "server/log_store.h"
 #include "server/options.h"
+#include "server/read_seats.h"
 #include "server/routes.h"
 #include "server/writer.h"
 
@@ -27,6 +28,7 @@ struct Api {
   LogStore& logs;
   const ServerOptions& options;
   Catalog catalog;  // fixed for the server's life: bodies are parsed against it off the writer thread
+  ReadSeats listings;  // job listings rendered at once (read_seats.h, ServerOptions::max_listings)
 };
 
 void answer(httplib::Response& res, const Reply& reply);

@@ -58,6 +58,9 @@ Status check_container(const ServerOptions& options, const ClusterState& cluster
 // continue token names the index of the next job to list. It is opaque to clients.
 constexpr int64_t kDefaultJobPage = 500;
 constexpr int64_t kMaxJobPage = 5000;
+// A listing that finds every seat taken (ServerOptions::max_listings) waits this long for one, then gets 503.
+constexpr auto kListingWait = std::chrono::seconds(1);
+constexpr int kListingRetryAfterS = 1;
 
 std::string continue_token(size_t next) { return "j" + std::to_string(next); }
 
@@ -205,7 +208,7 @@ void read_routes(Routes& http, Api& api) {
     auto from = parse_continue(req.get_param_value("continue"));
     if (!from) return answer(res, error_reply(from.error()));
     run(api, who, req, res, [state, team, priority, instance_type, limit = static_cast<size_t>(*limit), from = *from, who, own_teams_only,
-                             selector = std::move(*selector)](Txn& txn) -> Result<Render> {
+                             selector = std::move(*selector), &seats = api.listings](Txn& txn) -> Result<Render> {
       const Team* t = nullptr;
       if (!team.empty() && !(t = txn.cluster().find_team(team))) return Error::not_found("no team named " + team);
       std::optional<TypeId> type;
@@ -215,9 +218,18 @@ void read_routes(Routes& http, Api& api) {
       }
       if (from > txn.cluster().jobs.size()) return Error::invalid("the continue token is not one this server gave");
       const TeamId team_id = t ? t->id : TeamId{};
-      // One page is rendered per call, so a long listing does not hold the writer (and every submission
-      // waiting behind it) for the time it takes to render every job.
-      return Render([state, team_id, priority, type, limit, from, who, own_teams_only, selector](const ServerState& st) {
+      // One page is rendered per call, on the request's thread from the published view (Writer::read), while
+      // holding one of the listing seats (read_seats.h): so listers neither hold the writer nor, past the seats,
+      // take the cores it needs.
+      return Render([state, team_id, priority, type, limit, from, who, own_teams_only, selector, &seats](const ServerState& st) -> Reply {
+        auto seat = seats.take(kListingWait);
+        if (!seat) {
+          Reply busy = error_reply(503, "Unavailable",
+                                   "this server is rendering " + std::to_string(seats.seats()) +
+                                       " job listings already (allot server --max-listings); retry after a second");
+          busy.retry_after_s = kListingRetryAfterS;
+          return busy;
+        }
         const auto& jobs = st.cluster.jobs;
         // A job is of a type when one of its pod sets names it, or runs on it.
         auto of_type = [&](const Job& j) {
@@ -234,18 +246,24 @@ void read_routes(Routes& http, Api& api) {
                  (!own_teams_only || who.in_team(st.cluster.teams[j.team.index()].spec.name));
         };
         const view::SeesTeamJobs sees = job_names_for(who);
-        json items = json::array();
+        // The body is written item by item: no JSON tree of the whole page is built (a 5,000-job page is
+        // megabytes), each job's view is dumped and dropped.
+        std::string body = R"({"items":[)";
+        size_t listed = 0;
         size_t i = from;
-        for (; i < jobs.size() && items.size() < limit; ++i) {
+        for (; i < jobs.size() && listed < limit; ++i) {
           if (!wanted(jobs[i])) continue;
-          items.push_back(view::job_json(st.cluster, jobs[i], /*with_history=*/false, view::Times::kRfc3339));
-          view::add_time_limit(items.back(), jobs[i], static_cast<Time>(system_clock_ms() / 1000), view::Times::kRfc3339);
-          view::hide_job_refs(items.back(), sees);
+          json item = view::job_json(st.cluster, jobs[i], /*with_history=*/false, view::Times::kRfc3339);
+          view::add_time_limit(item, jobs[i], static_cast<Time>(system_clock_ms() / 1000), view::Times::kRfc3339);
+          view::hide_job_refs(item, sees);
+          if (listed++) body += ',';
+          body += item.dump(-1, ' ', false, json::error_handler_t::replace);
         }
+        body += ']';
         while (i < jobs.size() && !wanted(jobs[i])) ++i;  // no token when no further job would be listed
-        json out = {{"items", std::move(items)}};
-        if (i < jobs.size()) out["continue"] = continue_token(i);
-        return json_reply(200, out);
+        if (i < jobs.size()) body += R"(,"continue":")" + continue_token(i) + '"';
+        body += '}';
+        return Reply{200, std::move(body), "application/json"};
       });
     });
   });

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "core/catalog.h"
 
@@ -67,6 +68,10 @@ struct ServerOptions {
   // wait: unset, half of max_connections; 0, none (every agent learns of work at its heartbeats). Must stay
   // below max_connections (Server::open refuses it otherwise), so that heartbeats always find a connection.
   std::optional<size_t> max_watches;
+  // Job listings (GET /v1/jobs) rendered at once (server/read_seats.h): one more waits up to a second for a
+  // seat, then gets 503 with Retry-After. Unset: half the machine's cores, at least 1, so that listers leave
+  // the writer a core.
+  std::optional<size_t> max_listings;
   size_t event_ring = 10000;                // events kept in memory for /v1/events
   // Several servers on one shared store (PostgreSQL, docs/deployment.md): the URL this server gives the others
   // for redirecting writes to it while it leads (empty: its own listen URL), and how often a standby tries to
@@ -112,6 +117,11 @@ struct ServerOptions {
 // Connections one address may hold at once (ServerOptions::max_connections_per_address).
 inline size_t connections_per_address(const ServerOptions& o) {
   return o.max_connections_per_address.value_or(std::max<size_t>(1, o.max_connections / 2));
+}
+
+// Job listings rendered at once (ServerOptions::max_listings).
+inline size_t listing_seats(const ServerOptions& o) {
+  return o.max_listings.value_or(std::max<size_t>(1, std::thread::hardware_concurrency() / 2));
 }
 
 // The watches a server admits at once (ServerOptions::max_watches).

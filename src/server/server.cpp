@@ -139,7 +139,7 @@ Status Server::start() {
   std::filesystem::create_directories(options_.data_dir, ec);
   if (ec) return Error::internal("cannot create the data directory " + options_.data_dir + ": " + ec.message());
   if (auto st = writer_->recover(); !st) return st;
-  api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, options_.catalog});
+  api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, options_.catalog, ReadSeats(listing_seats(options_))});
 
   if (auto st = make_http(); !st) return st;
   http_->set_payload_max_length(options_.max_body_bytes);  // Content-Length bodies; Routes limits the others
@@ -247,6 +247,8 @@ void Server::note_refusals(HttpServer& http) {
 }
 
 std::string Server::url() const { return url_for(options_.tls_cert.empty() ? "http" : "https", host_, port_); }
+
+ReadSeats& Server::listings() { return api_->listings; }
 
 void Server::stop() {
   // Stop accepting, release long-polling readers, let the request threads finish (the writer still answers

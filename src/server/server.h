@@ -18,6 +18,7 @@ namespace allot::server {
 class LogStore;
 class HttpServer;
 struct Api;
+class ReadSeats;
 
 class Server {
  public:
@@ -40,6 +41,8 @@ class Server {
   std::string url() const;
   void stop();
   Writer::Stats stats() const { return writer_->stats(); }
+  // The seats of job listings (read_seats.h), for tests and benchmarks. REQUIRES: started.
+  ReadSeats& listings();
 
  private:
   Server(ServerOptions options, std::unique_ptr<store::Store> store);

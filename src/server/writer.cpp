@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <system_error>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 
@@ -23,6 +25,19 @@ constexpr auto kCheapView = std::chrono::milliseconds(1);  // copies shorter tha
 constexpr int kViewSpacing = 3;                            // else the writer works 3 times as long between copies
 constexpr auto kSpaceCheck = std::chrono::milliseconds(250);  // how often a full journal is asked again
 constexpr int kNoSpaceRetryAfterS = 5;
+// Drops a view the writer replaced. Destroying a copy of a large state takes as long as making it (tens of
+// milliseconds at 50,000 jobs), so when no reader holds it any more (the writer's reference is the last) it is
+// destroyed on a thread of its own, not on the writer's; a reader still holding it destroys it when done.
+void drop_view(std::shared_ptr<const ServerState> old) {
+  if (!old || old.use_count() > 1) return;
+  try {
+    std::thread([old = std::move(old)]() mutable { old.reset(); }).detach();
+  } catch (const std::system_error&) {
+    // No thread to be had: the view went with the failed thread's function, destroyed here on the writer's.
+  }
+}
+const char* const kRebuildPending =
+    "this server lost its database and has not yet rebuilt its state from the journal; retry shortly, or ask another server";
 }  // namespace
 
 ServerState& Txn::state() {
@@ -152,6 +167,7 @@ void Writer::start() {
   if (running_) return;
   running_ = true;
   stopping_ = false;
+  close_views(needs_rebuild_ ? kRebuildPending : "");
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -161,6 +177,7 @@ void Writer::stop() {
     if (!running_) return;
     stopping_ = true;
   }
+  close_views("the server is stopping");
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (snapshot_thread_.joinable()) snapshot_thread_.join();  // a snapshot being written is finished, not cut off
@@ -186,7 +203,7 @@ Reply Writer::call(Command cmd, CallContext ctx) {
     r.retry_after_s = kNoSpaceRetryAfterS;
     return r;
   }
-  return enqueue(std::move(cmd), std::move(ctx), /*read_only=*/false);
+  return enqueue(std::move(cmd), std::move(ctx));
 }
 
 void Writer::note_space_after_failure() {
@@ -215,14 +232,28 @@ void Writer::check_space_returned() {
 Reply Writer::read(Command cmd, CallContext ctx) {
   std::shared_ptr<const ServerState> view;
   {
-    std::lock_guard lock(view_mu_);
-    view_wanted_ = true;
-    if (view_ && view_changes_ == changes_) {
-      view = view_;
-      ++view_stats_.reads_from_view;
+    std::unique_lock lock(view_mu_);
+    // Every batch answered before now has been counted: publish_view runs before a batch's answers go out.
+    const uint64_t needed = changes_;
+    auto fresh = [&] { return view_ && view_changes_ >= needed; };
+    if (!fresh()) {
+      if (!views_closed_.empty()) return error_reply(503, "Unavailable", views_closed_);
+      view_wanted_ = true;
+      lock.unlock();
+      {
+        std::lock_guard writer_lock(mu_);
+        if (!running_ || stopping_) return error_reply(503, "Unavailable", "the server is stopping");
+        view_requested_ = true;
+      }
+      cv_.notify_one();  // an idle writer wakes to copy
+      lock.lock();
+      if (!view_cv_.wait_for(lock, options_.request_timeout, [&] { return fresh() || !views_closed_.empty(); }))
+        return error_reply(503, "Unavailable", "no view of the state was published within the request timeout; retry");
+      if (!fresh()) return error_reply(503, "Unavailable", views_closed_);
     }
+    view = view_;
+    ++view_stats_.reads_from_view;
   }
-  if (!view) return enqueue(std::move(cmd), std::move(ctx), /*read_only=*/true);
   {
     std::lock_guard lock(mu_);
     if (!running_ || stopping_) return error_reply(503, "Unavailable", "the server is stopping");
@@ -239,6 +270,19 @@ Reply Writer::read(Command cmd, CallContext ctx) {
   }
 }
 
+bool Writer::view_wanted() const {
+  std::lock_guard lock(view_mu_);
+  return view_wanted_ && view_changes_ != changes_;
+}
+
+void Writer::close_views(std::string why) {
+  {
+    std::lock_guard lock(view_mu_);
+    views_closed_ = std::move(why);
+  }
+  view_cv_.notify_all();
+}
+
 void Writer::publish_view(bool changed) {
   bool want;
   uint64_t generation;
@@ -251,16 +295,20 @@ void Writer::publish_view(bool changed) {
   // A state that waits for a rebuild holds changes nobody acknowledged: never published.
   if (!want || needs_rebuild_) return;
   const auto start = std::chrono::steady_clock::now();
-  if (start < next_view_) return;  // the last copy was costly: reads go through the queue until then
-  // The copy is made outside the lock: readers meanwhile find the view stale and go through the queue.
+  if (start < next_view_) return;  // the last copy was costly: readers wait until then (loop() wakes for it)
+  // The copy is made outside the lock: readers meanwhile find the view stale and wait for this one.
   auto copy = std::make_shared<const ServerState>(state_);
   const auto end = std::chrono::steady_clock::now();
   next_view_ = end - start < kCheapView ? end : end + kViewSpacing * (end - start);
-  std::lock_guard lock(view_mu_);
-  view_ = std::move(copy);
-  view_changes_ = generation;
-  view_wanted_ = false;
-  ++view_stats_.views_published;
+  {
+    std::lock_guard lock(view_mu_);
+    std::swap(view_, copy);
+    view_changes_ = generation;
+    view_wanted_ = false;
+    ++view_stats_.views_published;
+  }
+  view_cv_.notify_all();
+  drop_view(std::move(copy));  // the view replaced
 }
 
 Writer::ViewStats Writer::view_stats() const {
@@ -268,12 +316,12 @@ Writer::ViewStats Writer::view_stats() const {
   return view_stats_;
 }
 
-Reply Writer::enqueue(Command cmd, CallContext ctx, bool read_only) {
+Reply Writer::enqueue(Command cmd, CallContext ctx) {
   std::future<Reply> answer;
   {
     std::lock_guard lock(mu_);
     if (!running_ || stopping_) return error_reply(503, "Unavailable", "the server is stopping");
-    queue_.push_back(Pending{std::move(cmd), std::move(ctx), {}, read_only});
+    queue_.push_back(Pending{std::move(cmd), std::move(ctx), {}});
     answer = queue_.back().answer.get_future();
   }
   cv_.notify_one();
@@ -351,6 +399,7 @@ void Writer::step_leadership(bool force) {
     }
     adopt_rebuilt(std::move(*fresh));
     needs_rebuild_ = false;
+    close_views("");
     spdlog::info("state rebuilt from the journal up to record {}", state_.last_seq);
   }
   // A standby that cannot read the journal to its end (the database is away, or a record is damaged) does not
@@ -396,9 +445,12 @@ void Writer::loop() {
     // A pending pass shortens the idle wait to when it may run.
     auto wait = std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.tick);
     if (dirty_ && leading_) wait = std::clamp(next_pass_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero(), wait);
+    // So does a read waiting for a view: the copy may be made once the spacing allows it (publish_view).
+    if (view_wanted()) wait = std::clamp(next_view_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero(), wait);
     {
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, wait, [&] { return stopping_ || !queue_.empty(); });
+      cv_.wait_for(lock, wait, [&] { return stopping_ || !queue_.empty() || view_requested_; });
+      view_requested_ = false;
       if (stopping_) return;
       while (!queue_.empty() && batch.size() < options_.max_batch) {
         batch.push_back(std::move(queue_.front()));
@@ -551,9 +603,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   if (needs_rebuild_) {
     board_.clear();
     for (auto& p : batch)
-      p.answer.set_value(error_reply(503, "Unavailable",
-                                     "this server lost its database and has not yet rebuilt its state from the journal; "
-                                     "retry shortly, or ask another server"));
+      p.answer.set_value(error_reply(503, "Unavailable", kRebuildPending));
     return;
   }
   if (options_.before_batch && !batch.empty()) options_.before_batch();
@@ -572,21 +622,17 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   std::vector<Outcome> results;
   results.reserve(batch.size());
   for (auto& p : batch) {
-    // A read that found the view stale is as read-only here as it is on the view: whether it may change the
-    // state must not depend on which path it took.
-    Txn read_txn(std::as_const(state_), now_ms);
-    Txn& t = p.read_only ? read_txn : txn;
-    t.act_as(p.ctx.actor);
+    txn.act_as(p.ctx.actor);
     const size_t effects_before = effects.size();
     try {
-      auto r = p.cmd(t);
+      auto r = p.cmd(txn);
       if (r) results.push_back({std::move(*r), std::nullopt, std::nullopt});
       else results.push_back({nullptr, r.error(), std::nullopt});
     } catch (const std::exception& e) {
       results.push_back({nullptr, Error::internal(std::string("unexpected failure: ") + e.what()), std::nullopt});
     }
     if (results.back().error) effects.resize(effects_before);  // a refused command has no effects
-    results.back().audited_as = t.take_audited_as();
+    results.back().audited_as = txn.take_audited_as();
   }
   txn.act_as(kServerActor);
   // Only the leader decides: a standby's state is the leader's, as journaled.
@@ -700,6 +746,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
       spdlog::error("cannot rebuild the state from the journal now ({}); this server stands by until it can",
                     fresh.error().message);
       needs_rebuild_ = true;
+      close_views(kRebuildPending);
       leading_ = false;
       leading_flag_ = false;
       next_leader_try_ = {};
@@ -726,9 +773,8 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   state_.provision_queue.clear();
   provisioner_.reap();
   publish_tokens();
-  // Any command but a read may have changed what is not journaled (a heartbeat's time, an exit report).
-  const bool commands_changed = std::any_of(batch.begin(), batch.end(), [](const Pending& p) { return !p.read_only; });
-  publish_view(state_changed_ || commands_changed || !records.empty() || pass || !durable);
+  // Any command may have changed what is not journaled (a heartbeat's time, an exit report); reads never come here.
+  publish_view(state_changed_ || !batch.empty() || !records.empty() || pass || !durable);
   state_changed_ = false;
 
   {
@@ -793,10 +839,15 @@ std::shared_ptr<const ServerState> Writer::current_view() {
     if (view_ && view_changes_ == changes_) return view_;
   }
   auto copy = std::make_shared<const ServerState>(state_);
-  std::lock_guard lock(view_mu_);
-  view_ = copy;
-  view_changes_ = changes_;
-  ++view_stats_.views_published;
+  std::shared_ptr<const ServerState> old = copy;
+  {
+    std::lock_guard lock(view_mu_);
+    std::swap(view_, old);
+    view_changes_ = changes_;
+    ++view_stats_.views_published;
+  }
+  view_cv_.notify_all();
+  drop_view(std::move(old));
   return copy;
 }
 

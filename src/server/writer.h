@@ -19,17 +19,20 @@
 // lost the lead becomes a standby at its next batch; a batch it could not write is answered with an error and its
 // state rebuilt from the journal, as after any failed write.
 //
-// Reads off the write path: after a batch that changed the state, and before it answers, the writer publishes
-// an immutable copy of the state (a view) when some read asked for one since the last copy. A read-only request
-// (read()) is answered on its own thread from that view when the view is current, that is, when no batch has
-// changed the state since it was taken; so it never waits behind a batch the writer is scheduling or
-// writing, and it still sees every change answered before it arrived. When the view is stale the read goes
-// through the writer as before (and asks for a fresh view), so the copy costs the writer at most one per batch,
-// and nothing while no one reads. The copy costs time in proportion to the state (50,000 queued jobs: tens of
-// milliseconds, more on a loaded machine), so, as with scheduler passes, a copy that took d is followed by the
-// next only once the writer has spent kViewSpacing * d on other work: under a stream of reads the writer spends
-// at most about 1 / (1 + kViewSpacing) of its time copying, and heartbeats and submissions are not held back by
-// it. A copy that takes under a millisecond (a small cluster) is never held back.
+// Reads off the write path: a read-only request (read()) is answered on its own thread from an immutable copy of
+// the state (the view, shared as std::shared_ptr<const ServerState>), never in the writer's batch: so neither
+// the time it takes to render (a page of 5,000 jobs: tens to hundreds of milliseconds) nor the number of readers
+// costs the writer anything but the copy. A read needs a view at least as new as every change answered before it
+// arrived (read-your-writes): the writer counts the batches that changed the state (`changes_`) before it
+// answers them, and a read that finds the view older than that count asks for a fresh one and waits for it. The
+// writer publishes one after a batch, before answering it, when a read has asked since the last copy (and wakes
+// for it when idle). The copy costs time in proportion to the state (50,000 queued jobs: tens of milliseconds,
+// more on a loaded machine), so, as with scheduler passes, a copy that took d is followed by the next only once
+// the writer has spent kViewSpacing * d on other work: under a stream of reads the writer spends at most about
+// 1 / (1 + kViewSpacing) of its time copying, one copy serves every read waiting for it, and heartbeats and
+// submissions are not held back by it. A copy that takes under a millisecond (a small cluster) is never held
+// back. While the state awaits a rebuild from the journal (a failed write on a shared store) or the writer
+// stops, a read that needs a fresh view is answered 503.
 //
 // A full disk: after a failed write the writer asks the store whether it has room (Store::check_space). While it
 // has not, changes that clients ask for are refused at once on their own threads (507 Insufficient Storage with
@@ -143,9 +146,10 @@ class Writer {
   // Runs `cmd` in the next batch and waits for its answer; 503 when the server stops or the answer takes
   // longer than the request timeout (the outcome is then unknown: read the object to find out).
   Reply call(Command cmd, CallContext ctx);
-  // Runs a read-only `cmd` against the published view when it is current, on the calling thread; otherwise as
-  // call() does. Either way the answer reflects every change answered before read() was called, and `cmd` gets
-  // a read-only Txn: a command that tries to change the state is refused on both paths alike.
+  // Runs a read-only `cmd` on the calling thread against the published view, once that reflects every change
+  // answered before read() was called (waiting for a fresh one when it does not; 503 after the request timeout,
+  // while the state awaits a rebuild, or when the writer stops). `cmd` gets a read-only Txn: a command that tries
+  // to change the state is refused.
   Reply read(Command cmd, CallContext ctx);
 
   // Whether this server leads (always, on a store that is not shared): request threads redirect writes to the
@@ -193,12 +197,15 @@ class Writer {
     Command cmd;
     CallContext ctx;
     std::promise<Reply> answer;
-    bool read_only = false;  // a read() that found the view stale: it changes nothing
   };
-  Reply enqueue(Command cmd, CallContext ctx, bool read_only);
+  Reply enqueue(Command cmd, CallContext ctx);
   // Counts a change of the state (when `changed`) and, when a read asked for it, publishes a copy of the
   // state as the view. REQUIRES: the writer thread, before the batch that changed the state is answered.
   void publish_view(bool changed);
+  // Whether a read waits for a view (then the idle writer wakes no later than the spacing allows a copy).
+  bool view_wanted() const;
+  // Readers that wait for a fresh view are answered 503 with `why` (non-empty), or wait again (empty).
+  void close_views(std::string why);
   void loop();
   void run_batch(std::vector<Pending>& batch);
   void time_out_nodes(Txn& txn);
@@ -290,12 +297,16 @@ class Writer {
   std::thread thread_;
 
   // The published view (see the note at the top). `changes_` counts the batches that changed the state; the
-  // view is current while `view_changes_` equals it. Guarded by view_mu_, never held while copying.
+  // view shows every change counted up to `view_changes_`. Guarded by view_mu_, never held while copying.
+  // Readers that need a fresher view wait on view_cv_ (woken at each publish, and when views_closed_ is set).
   mutable std::mutex view_mu_;
+  std::condition_variable view_cv_;
   std::shared_ptr<const ServerState> view_;
   uint64_t changes_ = 0;
-  uint64_t view_changes_ = ~uint64_t{0};
+  uint64_t view_changes_ = 0;
   bool view_wanted_ = false;
+  std::string views_closed_;  // why waiting readers get 503 (stopping, a rebuild pending); empty: open
+  bool view_requested_ = false;  // guarded by mu_: a read woke the idle writer for a view
   ViewStats view_stats_;
   bool state_changed_ = true;  // writer thread: the state changed since the last publish_view
   std::chrono::steady_clock::time_point next_view_{};  // writer thread: no copy before then (see the note at the top)
