@@ -69,7 +69,7 @@ uint64_t write_journal(const std::string& path, uint64_t records, const std::vec
     if (auto s = server::apply(st, r, events); !s) throw std::runtime_error(s.error().message);
     batch.push_back(std::move(r));
   };
-  op(CreateToken{TokenRecord{"adm1", std::string(64, 'a'), "admin", {}, "", 0, "bench"}}, admin);
+  op(CreateToken{TokenRecord{"adm1", std::string(64, 'a'), auth::Role::kAdmin, {}, "", 0, "bench"}}, admin);
   for (const char* name : {"a", "b"}) {
     TeamSpec t;
     t.name = name;

@@ -40,7 +40,7 @@ TEST(StoreRecord, ActorsRoundTripAndOldRecordsHaveNone) {
 // in the reason only; they read back with the field filled, so what they retired stays retired.
 TEST(StoreRecord, AReplacementNamesTheNodeItReplacesAsAFieldAndOldRecordsGetIt) {
   auto old = record_from_json(nlohmann::json::parse(
-      R"({"op": "node_health", "seq": 1, "at": 5, "node": "gpu-5", "health": "Unschedulable", "cause": "deep_check",
+      R"({"op": "node_health", "seq": 1, "at": 5, "node": "gpu-5", "health": "Unschedulable", "cause": "deep-check",
           "address": "", "reason": "replacement of node gpu-1: deep health check running"})"));
   ASSERT_TRUE(old.ok()) << old.error().message;
   EXPECT_EQ(std::get<NodeHealthChange>(old->op).replaces, "gpu-1");
@@ -53,7 +53,7 @@ TEST(StoreRecord, AReplacementNamesTheNodeItReplacesAsAFieldAndOldRecordsGetIt) 
   EXPECT_EQ(std::get<NodeHealthChange>(other->op).replaces, "");
   // A record that carries the field is taken as written, whatever its reason says.
   auto now = record_from_json(nlohmann::json::parse(
-      R"({"op": "node_health", "seq": 3, "at": 7, "node": "gpu-7", "health": "Unschedulable", "cause": "deep_check",
+      R"({"op": "node_health", "seq": 3, "at": 7, "node": "gpu-7", "health": "Unschedulable", "cause": "deep-check",
           "address": "", "reason": "deep health check running", "replaces": "gpu-2"})"));
   ASSERT_TRUE(now.ok()) << now.error().message;
   EXPECT_EQ(std::get<NodeHealthChange>(now->op).replaces, "gpu-2");
