@@ -74,7 +74,12 @@ gone() {
 # start_server [extra flags]: a server on a free loopback port; exports ALLOT_SERVER (https://... when the
 # extra flags include --tls-cert and --tls-key).
 start_server() {
-  "$ALLOT" server --listen 127.0.0.1:0 --data "$WORK/server" "$@" >"$WORK/server.log" 2>"$WORK/server.err.log" &
+  # Tests run side by side, and jobs of theirs with the same number would get the same rendezvous port from the
+  # default range: a start found it held and was requeued (an attempt without a retry), shifting attempt numbers.
+  # Each test takes its own ten ports below the kernel's ephemeral range (32768 on), by its shell's pid.
+  local ports=()
+  case " $* " in *" --master-ports "*) ;; *) local low=$((20000 + ($$ % 1270) * 10)); ports=(--master-ports "$low-$((low + 9))");; esac
+  "$ALLOT" server --listen 127.0.0.1:0 --data "$WORK/server" "${ports[@]}" "$@" >"$WORK/server.log" 2>"$WORK/server.err.log" &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
   local url=""

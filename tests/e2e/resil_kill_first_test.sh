@@ -54,6 +54,9 @@ for _ in $(seq 1 100); do "$ALLOT" logs train --replica 0 | grep_q "^step 5$" &&
 pid=$(cat "$WORK/server/checkpoints/train/pid-0")
 say "rank 0 runs on $victim as pid $pid: XID 79 in its kernel log and SIGKILL at once"
 
+# The killed run's attempt number: 0, or more when a start was requeued without a retry (a rendezvous port another
+# process held: tests running side by side give their jobs the same ports), counted as restarts + preemptions.
+killed=$(( $(job_field train restarts) + $(job_field train preemptions) ))
 t0=$(now_ms)
 echo "4,4242,$(date +%s)000000,-;NVRM: Xid (PCI:0000:10:1c): 79, pid=$pid, name=sh, GPU has fallen off the bus." >>"$WORK/kmsg/$victim"
 kill -9 "$pid"
@@ -75,12 +78,11 @@ for _ in $(seq 1 100); do "$ALLOT" logs train --replica 0 | grep_q "resumed from
 t2=$(now_ms)
 "$ALLOT" logs train --replica 0 | grep_q "resumed from step" || fail "train should resume from its checkpoint"
 
-# The failed attempt's log is kept and shipped to its last line before the kill: the first attempt alone shows it.
-first=$("$ALLOT" logs train --replica 0 --attempt 0)
-echo "$first" | grep_q "^step 5$" || fail "attempt 0's log should hold its steps: $(echo "$first" | tail -n 3)"
-echo "$first" | grep_q "resumed from step" && fail "--attempt 0 should not show the next attempt's lines"
-# The resumed run is attempt 1, or later when its start was requeued without a retry (a rendezvous port another
-# process held: tests running side by side give their jobs the same ports): restarts + preemptions.
+# The failed attempt's log is kept and shipped to its last line before the kill: the killed attempt alone shows it.
+first=$("$ALLOT" logs train --replica 0 --attempt "$killed")
+echo "$first" | grep_q "^step 5$" || fail "attempt $killed's log should hold its steps: $(echo "$first" | tail -n 3)"
+echo "$first" | grep_q "resumed from step" && fail "--attempt $killed should not show the next attempt's lines"
+# The resumed run is the next attempt, or later when its start was requeued too: restarts + preemptions.
 last=$(( $(job_field train restarts) + $(job_field train preemptions) ))
 "$ALLOT" logs train --replica 0 --attempt "$last" | grep_q "resumed from step" ||
   fail "--attempt $last should show the resumed run (restarts $(job_field train restarts), preemptions $(job_field train preemptions)); the whole log: $("$ALLOT" logs train --replica 0 | grep -v '^step')"
