@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <map>
 #include <tuple>
 
@@ -38,6 +39,11 @@ double in_units(const Resources& r, Resource res) {
   return 0;
 }
 
+// Whether a team holds quota of or uses an instance type: the pairs the per-team, per-type series list.
+bool team_has_type(const ClusterState& s, const Team& t, size_t type) {
+  return (type < t.nominal.size() && !t.nominal[type].is_zero()) || !s.usage[t.id.index()][type].is_zero();
+}
+
 void header(std::string& out, const char* name, const char* type, const char* help) {
   out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
@@ -52,6 +58,26 @@ void histogram(std::string& out, const char* name, const std::string& labels, co
   out += fmt::format("{}_bucket{{{}le=\"+Inf\"}} {}\n", name, labels, h.count());
   const std::string plain = labels.empty() ? "" : "{" + labels.substr(0, labels.size() - 1) + "}";
   out += fmt::format("{}_sum{} {}\n{}_count{} {}\n", name, plain, h.sum(), name, plain, h.count());
+}
+
+// One by-rule counter (observed.h, RuleKey): every pair of a team and an instance type it holds quota of or
+// uses, under each of `rules`, from 0 (so that a rate has a series before the first decision), and every
+// series counted so far, whatever the team holds now. Removed teams are left out, as everywhere.
+void render_by_rule(std::string& out, const ServerState& st, const char* name, const char* help,
+                    std::initializer_list<const char*> rules, const std::map<RuleKey, uint64_t>& counts) {
+  const ClusterState& s = st.cluster;
+  std::map<RuleKey, uint64_t> series = counts;
+  for (const Team& t : s.teams) {
+    if (st.removed_teams.count(t.spec.name)) continue;
+    for (size_t type = 0; type < s.catalog.size(); ++type)
+      if (team_has_type(s, t, type))
+        for (const char* rule : rules) series.try_emplace(RuleKey{rule, t.spec.name, s.catalog.at(TypeId(static_cast<uint32_t>(type))).name}, 0);
+  }
+  header(out, name, "counter", help);
+  for (const auto& [key, n] : series)
+    if (!st.removed_teams.count(key.team))
+      out += fmt::format("{}{{rule=\"{}\",team=\"{}\",instance_type=\"{}\"}} {}\n", name, label(key.rule), label(key.team),
+                         label(key.instance_type), n);
 }
 
 // The queue per team and priority class, the waits of admitted jobs, decisions by rule, pass durations.
@@ -81,19 +107,12 @@ void render_scheduling(std::string& out, const ServerState& st) {
   for (const auto& [key, h] : st.observed.queue_wait)
     histogram(out, "allot_queue_wait_seconds", fmt::format("team=\"{}\",priority=\"{}\",", label(key.first), label(key.second)), h);
 
-  header(out, "allot_admissions_by_rule_total", "counter", "Admissions per rule: within-nominal or borrowing.");
-  for (const char* rule : {"within-nominal", "borrowing"}) {
-    auto it = st.observed.admissions_by_rule.find(rule);
-    out += fmt::format("allot_admissions_by_rule_total{{rule=\"{}\"}} {}\n", rule, it == st.observed.admissions_by_rule.end() ? 0 : it->second);
-  }
-  header(out, "allot_preemptions_by_rule_total", "counter",
-         "Preemptions per rule: reclaim (lent quota taken back), priority (within a team), fair_share; unrecorded: "
-         "journaled before rules were.");
-  for (const char* rule : {"reclaim", "priority", "fair_share", "unrecorded"}) {
-    auto it = st.observed.preemptions_by_rule.find(rule);
-    if (it == st.observed.preemptions_by_rule.end() && std::string_view(rule) == "unrecorded") continue;
-    out += fmt::format("allot_preemptions_by_rule_total{{rule=\"{}\"}} {}\n", rule, it == st.observed.preemptions_by_rule.end() ? 0 : it->second);
-  }
+  render_by_rule(out, st, "allot_admissions_by_rule_total", "Admissions per rule (within-nominal or borrowing), team and instance type.",
+                 {"within-nominal", "borrowing"}, st.observed.admissions_by_rule);
+  render_by_rule(out, st, "allot_preemptions_by_rule_total",
+                 "Preemptions per rule (reclaim: lent quota taken back; priority: within a team; fair_share; unrecorded: journaled "
+                 "before rules were), the victim's team and the instance types its run held.",
+                 {"reclaim", "priority", "fair_share"}, st.observed.preemptions_by_rule);
   header(out, "allot_scheduler_pass_seconds", "histogram", "Duration of one scheduler pass (since the server started).");
   histogram(out, "allot_scheduler_pass_seconds", "", st.observed.pass_seconds);
 }
@@ -175,15 +194,12 @@ std::string render_metrics(const ServerState& st) {
       {"allot_lent", "What each team's idle quota lends to others, per instance type.",
        [](const ClusterState&, const auto& lent, TeamId team, TypeId type) { return lent[type.index()][team.index()]; }},
   };
-  auto team_has_type = [&](const Team& t, size_t type) {
-    return (type < t.nominal.size() && !t.nominal[type].is_zero()) || !s.usage[t.id.index()][type].is_zero();
-  };
   for (const Family& f : families) {
     header(out, f.name, "gauge", f.help);
     for (const Team& t : s.teams) {
       if (st.removed_teams.count(t.spec.name)) continue;
       for (size_t type = 0; type < s.catalog.size(); ++type) {
-        if (!team_has_type(t, type)) continue;
+        if (!team_has_type(s, t, type)) continue;
         Resources r = f.of(s, lent, t.id, TypeId(static_cast<uint32_t>(type)));
         for (Resource res : kAllResources)
           out += fmt::format("{}{{team=\"{}\",instance_type=\"{}\",resource=\"{}\"}} {}\n", f.name, label(t.spec.name),
@@ -197,16 +213,20 @@ std::string render_metrics(const ServerState& st) {
   header(out, "allot_preemptions_total", "counter", "Preemptions decided by the scheduler.");
   out += fmt::format("allot_preemptions_total {}\n", st.preemptions_total);
 
-  header(out, "allot_scheduling_latency_seconds", "histogram", "From submission to first admission.");
-  const LatencyHistogram& h = st.scheduling_latency;
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < LatencyHistogram::kBuckets; ++i) {
-    cumulative += h.counts[i];
-    out += fmt::format("allot_scheduling_latency_seconds_bucket{{le=\"{}\"}} {}\n", LatencyHistogram::kBounds[i], cumulative);
+  header(out, "allot_scheduling_latency_seconds", "histogram",
+         "From submission to first admission, per team and instance type (a job admitted onto several types counts under each).");
+  for (const auto& [key, h] : st.scheduling_latency) {
+    if (st.removed_teams.count(key.first)) continue;
+    const std::string labels = fmt::format("team=\"{}\",instance_type=\"{}\"", label(key.first), label(key.second));
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < LatencyHistogram::kBuckets; ++i) {
+      cumulative += h.counts[i];
+      out += fmt::format("allot_scheduling_latency_seconds_bucket{{{},le=\"{}\"}} {}\n", labels, LatencyHistogram::kBounds[i], cumulative);
+    }
+    out += fmt::format("allot_scheduling_latency_seconds_bucket{{{},le=\"+Inf\"}} {}\n", labels, h.count);
+    out += fmt::format("allot_scheduling_latency_seconds_sum{{{}}} {}\n", labels, h.sum);
+    out += fmt::format("allot_scheduling_latency_seconds_count{{{}}} {}\n", labels, h.count);
   }
-  out += fmt::format("allot_scheduling_latency_seconds_bucket{{le=\"+Inf\"}} {}\n", h.count);
-  out += fmt::format("allot_scheduling_latency_seconds_sum {}\n", h.sum);
-  out += fmt::format("allot_scheduling_latency_seconds_count {}\n", h.count);
 
   header(out, "allot_nodes", "gauge", "Nodes in the cluster per health state.");
   std::map<std::string, int> health;

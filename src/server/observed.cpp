@@ -1,5 +1,7 @@
 #include "server/observed.h"
 
+#include <algorithm>
+
 #include "core/state.h"
 
 namespace allot::server {
@@ -12,16 +14,26 @@ void Histogram::observe(double value) {
   ++count_;
 }
 
+std::vector<TypeId> placement_types(const Placement& p) {
+  std::vector<TypeId> out;
+  for (const PodSetPlacement& ps : p.pod_sets)
+    if (std::find(out.begin(), out.end(), ps.type) == out.end()) out.push_back(ps.type);
+  return out;
+}
+
 void Observed::admitted(const ClusterState& s, const Job& job, bool borrowing, Time at) {
-  ++admissions_by_rule[borrowing ? "borrowing" : "within-nominal"];
+  const std::string& team = s.teams[job.team.index()].spec.name;
+  for (TypeId type : placement_types(job.placement))
+    ++admissions_by_rule[RuleKey{borrowing ? "borrowing" : "within-nominal", team, s.catalog.at(type).name}];
   const std::string priority = job.spec.priority.empty() ? "none" : job.spec.priority;
-  auto key = std::make_pair(s.teams[job.team.index()].spec.name, priority);
+  auto key = std::make_pair(team, priority);
   auto it = queue_wait.try_emplace(std::move(key), kQueueWaitBounds).first;
   it->second.observe(static_cast<double>(std::max<Time>(0, at - job.waiting_since)));
 }
 
-void Observed::preempted(std::optional<PreemptionRule> rule) {
-  ++preemptions_by_rule[rule ? preemption_rule_name(*rule) : "unrecorded"];
+void Observed::preempted(const ClusterState& s, std::optional<PreemptionRule> rule, TeamId team, const std::vector<TypeId>& types) {
+  for (TypeId type : types)
+    ++preemptions_by_rule[RuleKey{rule ? preemption_rule_name(*rule) : "unrecorded", s.teams[team.index()].spec.name, s.catalog.at(type).name}];
 }
 
 UtilisationSample utilisation_now(const ClusterState& s, Time now) {

@@ -1,14 +1,16 @@
 #pragma once
 // What the server observes over time for the dashboard and /metrics, beside the cluster's state: queue waits
-// per team and priority class, admissions and preemptions by rule, scheduler pass durations, and samples of
-// accelerator use per instance type for the utilisation chart.
+// per team and priority class, admissions and preemptions by rule, team and instance type, scheduler pass
+// durations, and samples of accelerator use per instance type for the utilisation chart.
 //
 // Waits and rule counters are taken from journal records (at their record time), so a restart's replay
 // rebuilds them; pass durations and utilisation samples are measured live and start afresh with the process.
 // Thread-safety: none; only the writer thread touches an Observed (it lives in ServerState).
+#include <compare>
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -62,23 +64,36 @@ struct UtilisationSample {
   std::vector<std::pair<int64_t, int64_t>> in_use_of_total;
 };
 
+// The labels of one by-rule counter: the rule, the job's team and one instance type the job held. A job placed
+// on several instance types counts once under each of them (so counts are never added over instance types: a
+// sum would count such a job more than once, and a Grafana board keeps instance types apart anyway). Teams and
+// instance types are the administrator's sets and rules a closed one, so the series stay few.
+struct RuleKey {
+  std::string rule, team, instance_type;
+  friend auto operator<=>(const RuleKey&, const RuleKey&) = default;
+};
+
 struct Observed {
   std::map<std::pair<std::string, std::string>, Histogram> queue_wait;  // by (team, priority class or "none")
-  std::map<std::string, uint64_t> admissions_by_rule;                   // within-nominal, borrowing
-  std::map<std::string, uint64_t> preemptions_by_rule;                  // reclaim, priority, fair_share, unrecorded
+  std::map<RuleKey, uint64_t> admissions_by_rule;   // rules: within-nominal, borrowing
+  std::map<RuleKey, uint64_t> preemptions_by_rule;  // rules: reclaim, priority, fair_share, unrecorded
   Histogram pass_seconds{kPassBounds};
   std::deque<UtilisationSample> utilisation;  // oldest first, one per kSampleEvery, kSamplesKept at most
   static constexpr Time kSampleEvery = 60;
   static constexpr size_t kSamplesKept = 24 * 60;
 
-  // A job was admitted at `at` under `borrowing`; it had waited since its waiting_since.
+  // A job was admitted at `at` under `borrowing` (its placement is the new one); it had waited since its
+  // waiting_since.
   void admitted(const ClusterState& s, const Job& job, bool borrowing, Time at);
-  // A job was preempted under `rule`, as its journal record names it; records written before rules were
-  // journaled name none and count as "unrecorded".
-  void preempted(std::optional<PreemptionRule> rule);
+  // A job of `team` that held `types` was preempted under `rule`, as its journal record names it; records
+  // written before rules were journaled name none and count as "unrecorded".
+  void preempted(const ClusterState& s, std::optional<PreemptionRule> rule, TeamId team, const std::vector<TypeId>& types);
   // Takes a utilisation sample when the last one is kSampleEvery old.
   void sample(const ClusterState& s, Time now);
 };
+
+// The instance types a placement uses, each once, in the order of its pod sets.
+std::vector<TypeId> placement_types(const Placement& p);
 
 // Accelerators held by replicas and in the cluster per instance type (by TypeId index), nodes of any health.
 UtilisationSample utilisation_now(const ClusterState& s, Time now);

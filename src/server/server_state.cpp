@@ -265,6 +265,7 @@ struct Note {
       st.observed.admitted(st.cluster, *j, ad.borrowing, r.at);
       st.accounts[j->id.index()].slots = slots_of(ad.placement);
       st.accounts[j->id.index()].run_since = r.at;
+      st.accounts[j->id.index()].run_types = placement_types(j->placement);
       int rank = 0;
       for (const auto& ps : ad.placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
@@ -281,6 +282,7 @@ struct Note {
       acc.lost_s += (run_s - (ci > 0 ? run_s / ci * ci : run_s)) * acc.slots;
       acc.slots = slots_of(rz.placement);
       acc.run_since = r.at;
+      acc.run_types = placement_types(j->placement);
       int rank = 0;
       for (const auto& ps : rz.placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
@@ -288,7 +290,11 @@ struct Note {
   }
   void operator()(const Preempt& pr) const {
     ++st.preemptions_total;
-    st.observed.preempted(pr.rule);
+    // The victim's run has ended already (the cluster took the record first): its types are the account's.
+    if (const Job* j = st.cluster.find_job(pr.job)) {
+      auto acc = st.accounts.find(j->id.index());
+      st.observed.preempted(st.cluster, pr.rule, j->team, acc == st.accounts.end() ? std::vector<TypeId>{} : acc->second.run_types);
+    }
   }
   void operator()(const CreateToken& ct) const {
     st.tokens[ct.token.id] = TokenInfo{ct.token, r.at, r.actor.token, false, 0};

@@ -104,6 +104,9 @@ struct JobAccount {
   // the old size and begins one at the new).
   Time run_since = 0;
   std::vector<RestartInfo> restarts;
+  // The instance types the current run holds (observed.h, placement_types): a preemption of the run counts
+  // under them. Set at admission and resize; not in snapshots, which restore it from a running job's placement.
+  std::vector<TypeId> run_types;
 };
 
 // A non-zero exit of a replica of a multi-node job, held back for a moment: when a peer's node turns out to be
@@ -217,7 +220,9 @@ struct ServerState {
   std::map<std::string, std::string> retired;
   // Steady-clock time of each live submission not yet admitted: the start of the scheduling latency.
   std::unordered_map<uint32_t, std::chrono::steady_clock::time_point> waiting_since;
-  LatencyHistogram scheduling_latency;  // live submissions only; not rebuilt by replay
+  // Live submissions only; not rebuilt by replay. By (team, instance type): a job admitted onto several instance
+  // types is observed under each of them, like the by-rule counters (observed.h, RuleKey).
+  std::map<std::pair<std::string, std::string>, LatencyHistogram> scheduling_latency;
   uint64_t admissions_total = 0;
   uint64_t preemptions_total = 0;
   // The last kPreemptionsKept groups each job took part in (by JobId index), newest last: what `allot describe`

@@ -21,6 +21,24 @@ void restore_histogram(Histogram& h, const json& j, const std::string& what) {
     throw std::invalid_argument(what + ": the bucket counts do not match the histogram");
 }
 
+// The by-rule counters (observed.h) as [rule, team, instance type, count] rows.
+json rule_counts_json(const std::map<RuleKey, uint64_t>& counts) {
+  json out = json::array();
+  for (const auto& [key, n] : counts) out.push_back({key.rule, key.team, key.instance_type, n});
+  return out;
+}
+
+std::map<RuleKey, uint64_t> rule_counts_from(const json& j) {
+  std::map<RuleKey, uint64_t> out;
+  if (j.is_object()) return out;  // by rule alone: written before the labels
+  for (const auto& row : j) {
+    RuleKey key{row.at(0).get<std::string>(), row.at(1).get<std::string>(), row.at(2).get<std::string>()};
+    if (!out.emplace(std::move(key), row.at(3).get<uint64_t>()).second)
+      throw std::invalid_argument("a decision counter by rule, team and instance type is listed twice");
+  }
+  return out;
+}
+
 json node_info_json(const NodeInfo& n) {
   json ranks = json::array();
   for (const auto& [job, rank] : n.ranks_placed) ranks.push_back({job, rank});
@@ -126,10 +144,16 @@ Result<RestoredState> restore(uint64_t seq, const json& j, const Catalog& catalo
     Histogram& h = st.observed.queue_wait.try_emplace(key, kQueueWaitBounds).first->second;
     restore_histogram(h, q.at("histogram"), "queue wait of team " + key.first);
   }
-  st.observed.admissions_by_rule = observed.at("admissions_by_rule").get<std::map<std::string, uint64_t>>();
-  st.observed.preemptions_by_rule = observed.at("preemptions_by_rule").get<std::map<std::string, uint64_t>>();
+  // Snapshots written before the counters were labelled with team and instance type hold them by rule alone
+  // (an object): those counts cannot be told apart and are not restored; the counters count from the snapshot
+  // on (docs/api.md, "Metrics").
+  st.observed.admissions_by_rule = rule_counts_from(observed.at("admissions_by_rule"));
+  st.observed.preemptions_by_rule = rule_counts_from(observed.at("preemptions_by_rule"));
   for (const Job& job : st.cluster.jobs)
-    if (job.state == JobState::kRunning) st.running.insert(job.id.index());
+    if (job.state == JobState::kRunning) {
+      st.running.insert(job.id.index());
+      st.accounts[job.id.index()].run_types = placement_types(job.placement);
+    }
   for (const auto& t : j.at("tokens")) {
     TokenInfo info{store::token_from_json(t.at("token")), t.at("created_at").get<Time>(), t.at("created_by").get<std::string>(),
                    t.at("revoked").get<bool>(), t.at("revoked_at").get<Time>()};
@@ -265,8 +289,8 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, bo
             {"admissions_total", st.admissions_total},
             {"preemptions_total", st.preemptions_total},
             {"observed", {{"queue_wait", std::move(queue_wait)},
-                          {"admissions_by_rule", st.observed.admissions_by_rule},
-                          {"preemptions_by_rule", st.observed.preemptions_by_rule}}},
+                          {"admissions_by_rule", rule_counts_json(st.observed.admissions_by_rule)},
+                          {"preemptions_by_rule", rule_counts_json(st.observed.preemptions_by_rule)}}},
             {"tokens", std::move(tokens)},
             {"audit", std::move(audit)},
             {"last_event", st.last_event},

@@ -671,10 +671,13 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     for (const Decision& d : sr.decisions) {
       store::Record r{state_.last_seq + 1, now, store::decision_record(state_.cluster, d), kServerActor};
       note_decision(state_, r, events);
-      if (std::holds_alternative<AdmitDecision>(d)) {
-        auto it = state_.waiting_since.find(decision_job(d).index());
+      if (const auto* admit = std::get_if<AdmitDecision>(&d)) {
+        auto it = state_.waiting_since.find(admit->job.index());
         if (it != state_.waiting_since.end()) {
-          state_.scheduling_latency.observe(std::chrono::duration<double>(steady_now - it->second).count());
+          const double waited = std::chrono::duration<double>(steady_now - it->second).count();
+          const std::string& team = state_.cluster.teams[state_.cluster.jobs[admit->job.index()].team.index()].spec.name;
+          for (TypeId type : placement_types(admit->placement))
+            state_.scheduling_latency[{team, state_.cluster.catalog.at(type).name}].observe(waited);
           state_.waiting_since.erase(it);
         }
       }

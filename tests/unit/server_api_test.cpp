@@ -245,7 +245,8 @@ TEST_F(ServerApi, MetricsExposition) {
                            "allot_borrowed{team=\"a\",instance_type=\"ml.g5.8xlarge\",resource=\"memory_gib\"} 0",
                            "allot_lent{team=\"b\",instance_type=\"ml.g5.8xlarge\",resource=\"accelerators\"}",
                            "allot_admissions_total 1", "allot_preemptions_total 0",
-                           "allot_scheduling_latency_seconds_bucket{le=\"+Inf\"} 1", "allot_scheduling_latency_seconds_count 1",
+                           "allot_scheduling_latency_seconds_bucket{team=\"a\",instance_type=\"ml.g5.8xlarge\",le=\"+Inf\"} 1",
+                           "allot_scheduling_latency_seconds_count{team=\"a\",instance_type=\"ml.g5.8xlarge\"} 1",
                            "allot_nodes{health=\"Schedulable\"} 2"})
     EXPECT_NE(m.body.find(want), std::string::npos) << want << "\n" << m.body;
 }

@@ -213,21 +213,35 @@ TEST_F(ServerDashboard, MetricsPerInstanceTypeAndRule) {
            "allot_queue_length{team=\"a\",priority=\"low\"} 1",
            "allot_queue_wait_seconds_count{team=\"b\",priority=\"high\"} 1",
            "allot_queue_wait_seconds_bucket{team=\"a\",priority=\"low\",le=\"+Inf\"} 1",
-           "allot_admissions_by_rule_total{rule=\"borrowing\"} 1",
-           "allot_admissions_by_rule_total{rule=\"within-nominal\"} 1",
-           "allot_preemptions_by_rule_total{rule=\"reclaim\"} 1",
-           "allot_preemptions_by_rule_total{rule=\"priority\"} 0",
+           // Decisions by rule carry the job's team and the instance type it was placed on (a-wide and b-back ran
+           // on ml.g5.8xlarge; a holds ml.g5.12xlarge quota too, and its series start at 0).
+           "allot_admissions_by_rule_total{rule=\"borrowing\",team=\"a\",instance_type=\"ml.g5.8xlarge\"} 1",
+           "allot_admissions_by_rule_total{rule=\"within-nominal\",team=\"b\",instance_type=\"ml.g5.8xlarge\"} 1",
+           "allot_admissions_by_rule_total{rule=\"within-nominal\",team=\"a\",instance_type=\"ml.g5.8xlarge\"} 0",
+           "allot_admissions_by_rule_total{rule=\"within-nominal\",team=\"a\",instance_type=\"ml.g5.12xlarge\"} 0",
+           "allot_preemptions_by_rule_total{rule=\"reclaim\",team=\"a\",instance_type=\"ml.g5.8xlarge\"} 1",
+           "allot_preemptions_by_rule_total{rule=\"reclaim\",team=\"a\",instance_type=\"ml.g5.12xlarge\"} 0",
+           "allot_preemptions_by_rule_total{rule=\"reclaim\",team=\"b\",instance_type=\"ml.g5.8xlarge\"} 0",
+           "allot_preemptions_by_rule_total{rule=\"priority\",team=\"a\",instance_type=\"ml.g5.8xlarge\"} 0",
+           // Submission to first admission, per team and instance type: each job once, where it was placed.
+           "allot_scheduling_latency_seconds_count{team=\"a\",instance_type=\"ml.g5.8xlarge\"} 1",
+           "allot_scheduling_latency_seconds_count{team=\"b\",instance_type=\"ml.g5.8xlarge\"} 1",
+           "allot_scheduling_latency_seconds_bucket{team=\"b\",instance_type=\"ml.g5.8xlarge\",le=\"+Inf\"} 1",
            "allot_scheduler_pass_seconds_count ",
            "allot_accelerators{instance_type=\"ml.g5.8xlarge\",state=\"in_use\"} 1",
            "allot_accelerators{instance_type=\"ml.g5.12xlarge\",state=\"free\"} 4",
            "allot_nodes_by_type{instance_type=\"ml.g5.8xlarge\",health=\"Schedulable\"} 2"})
     EXPECT_TRUE(has(m, want)) << want << "\n" << m;
-  // No quota series adds instance types together.
+  // No quota series adds instance types together, and no decision counter is without a team or an instance type.
   EXPECT_FALSE(has(m, "allot_quota{team=\"a\",resource=")) << m;
+  EXPECT_FALSE(has(m, "allot_admissions_by_rule_total{rule=\"borrowing\"}")) << m;
+  EXPECT_FALSE(has(m, "allot_scheduling_latency_seconds_count{team=\"a\",instance_type=\"ml.g5.12xlarge\"}")) << m;
+  EXPECT_FALSE(has(m, "allot_scheduling_latency_seconds_bucket{le=")) << m;
   // Waits and rule counters come from the journal: a restart rebuilds them.
   restart();
   auto again = get("/metrics").body;
-  EXPECT_TRUE(has(again, "allot_preemptions_by_rule_total{rule=\"reclaim\"} 1")) << again;
+  EXPECT_TRUE(has(again, "allot_preemptions_by_rule_total{rule=\"reclaim\",team=\"a\",instance_type=\"ml.g5.8xlarge\"} 1")) << again;
+  EXPECT_TRUE(has(again, "allot_admissions_by_rule_total{rule=\"borrowing\",team=\"a\",instance_type=\"ml.g5.8xlarge\"} 1")) << again;
   EXPECT_TRUE(has(again, "allot_queue_wait_seconds_count{team=\"b\",priority=\"high\"} 1")) << again;
 }
 
@@ -289,6 +303,48 @@ TEST_F(ServerDashboard, MembersSeeNoTokenEventsAndKnowTheirOwnTeams) {
   EXPECT_EQ(get("/v1/dashboard/cluster").json["caller"]["role"], "admin");
 }
 
+// A job placed on two instance types counts once under each, with its team, in the decision counters and in the
+// submission-to-admission histogram (docs/dashboard.md, "Metrics and Grafana"); its preemption too.
+TEST_F(ServerDashboard, MetricsCountAJobOnTwoInstanceTypesUnderEach) {
+  auto r = post("/v1/apply", R"({"policy": {"task_prioritization": "task-ranking",
+                                             "priority_classes": [{"name": "high", "weight": 90}, {"name": "low", "weight": 10}]},
+                                 "teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 1},
+                                                                        {"instance_type": "ml.g5.12xlarge", "instances": 1}]},
+                                           {"name": "b", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 1}]}]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  r = post("/v1/nodes", R"([{"name": "s1", "instance_type": "ml.g5.8xlarge"}, {"name": "m1", "instance_type": "ml.g5.12xlarge"}])");
+  ASSERT_EQ(r.status, 201) << r.body;
+  json mixed = {{"name", "mixed"}, {"team", "a"}, {"priority", "low"}, {"command", "sleep 1"},
+                {"pod_sets", {{{"name", "launcher"}, {"replicas", 1}, {"per_replica", {{"accelerators", 1}}}, {"instance_type", "ml.g5.8xlarge"}},
+                              {{"name", "workers"}, {"replicas", 1}, {"per_replica", {{"accelerators", 1}}}, {"instance_type", "ml.g5.12xlarge"}}}}};
+  r = post("/v1/jobs", mixed);
+  ASSERT_EQ(r.status, 201) << r.body;
+  ASSERT_EQ(get("/v1/jobs/mixed").json["state"], "Running");
+  json urgent = job("urgent", "a");
+  urgent["priority"] = "high";
+  urgent["instance_type"] = "ml.g5.8xlarge";
+  ASSERT_EQ(post("/v1/jobs", urgent).status, 201);  // takes the 8xlarge GPU from mixed: a preemption by priority
+  ASSERT_EQ(get("/v1/jobs/urgent").json["state"], "Running");
+  auto m = get("/metrics").body;
+  for (const char* want : {
+           "allot_admissions_by_rule_total{rule=\"within-nominal\",team=\"a\",instance_type=\"ml.g5.8xlarge\"} 2",
+           "allot_admissions_by_rule_total{rule=\"within-nominal\",team=\"a\",instance_type=\"ml.g5.12xlarge\"} 1",
+           "allot_preemptions_by_rule_total{rule=\"priority\",team=\"a\",instance_type=\"ml.g5.8xlarge\"} 1",
+           "allot_preemptions_by_rule_total{rule=\"priority\",team=\"a\",instance_type=\"ml.g5.12xlarge\"} 1",
+           "allot_scheduling_latency_seconds_count{team=\"a\",instance_type=\"ml.g5.8xlarge\"} 2",
+           "allot_scheduling_latency_seconds_count{team=\"a\",instance_type=\"ml.g5.12xlarge\"} 1",
+           "allot_admissions_total 2", "allot_preemptions_total 1"})
+    EXPECT_TRUE(has(m, want)) << want << "\n" << m;
+  // Team b ran nothing: its counters are there, at 0, and only for the type it holds quota of.
+  EXPECT_TRUE(has(m, "allot_admissions_by_rule_total{rule=\"borrowing\",team=\"b\",instance_type=\"ml.g5.8xlarge\"} 0")) << m;
+  EXPECT_FALSE(has(m, "team=\"b\",instance_type=\"ml.g5.12xlarge\"")) << m;
+  // A restart rebuilds the counters from the journal, the victim's instance types included.
+  restart();
+  auto again = get("/metrics").body;
+  EXPECT_TRUE(has(again, "allot_preemptions_by_rule_total{rule=\"priority\",team=\"a\",instance_type=\"ml.g5.12xlarge\"} 1")) << again;
+  EXPECT_TRUE(has(again, "allot_admissions_by_rule_total{rule=\"within-nominal\",team=\"a\",instance_type=\"ml.g5.8xlarge\"} 2")) << again;
+}
+
 // The metrics renamed in this release come under their new names, and under the old ones for one more release;
 // the health-check status has its own state-set gauge; the build and the waiting jobs by reason are exported.
 TEST_F(ServerDashboard, MetricsNamesBuildInfoAndWaitingByReason) {
@@ -300,7 +356,8 @@ TEST_F(ServerDashboard, MetricsNamesBuildInfoAndWaitingByReason) {
                            "allot_work_lost_accelerator_seconds_total{team=\"a\"} 0", "allot_work_lost_seconds_total{team=\"a\"} 0",
                            "# HELP allot_goodput Deprecated", "# HELP allot_work_lost_seconds_total Deprecated",
                            "allot_build_info{version=\"", "allot_waiting_jobs{team=\"b\",state=\"Pending\",reason=\"",
-                           "allot_scheduling_latency_seconds_bucket{le=\"86400\"}", "allot_scheduling_latency_seconds_bucket{le=\"604800\"}"})
+                           "allot_scheduling_latency_seconds_bucket{team=\"a\",instance_type=\"ml.g5.8xlarge\",le=\"86400\"}",
+                           "allot_scheduling_latency_seconds_bucket{team=\"a\",instance_type=\"ml.g5.8xlarge\",le=\"604800\"}"})
     EXPECT_TRUE(has(m, want)) << want << "\n" << m;
   auto q = get("/v1/jobs/waits");
   ASSERT_EQ(q.status, 200);

@@ -65,7 +65,9 @@ TEST_F(ServerPreemption, TheVictimsEventCarriesTheGroupWithTeamsFigures) {
   EXPECT_EQ(p["teams"][0]["types"][0]["usage_after"]["accelerators"], 1);  // a-1 runs
 
   auto m = get("/metrics").body;
-  EXPECT_NE(m.find("allot_preemptions_by_rule_total{rule=\"reclaim\"} 1"), std::string::npos) << m;
+  // Counted under the victim's team and the instance type its run held.
+  EXPECT_NE(m.find("allot_preemptions_by_rule_total{rule=\"reclaim\",team=\"b\",instance_type=\"ml.g5.8xlarge\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("allot_preemptions_by_rule_total{rule=\"reclaim\",team=\"a\",instance_type=\"ml.g5.8xlarge\"} 0"), std::string::npos) << m;
   EXPECT_EQ(m.find("rule=\"unrecorded\""), std::string::npos) << m;
 }
 
