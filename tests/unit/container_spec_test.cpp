@@ -195,7 +195,7 @@ TEST(ContainerJobYaml, ArgsAreAListForTheImagesEntrypoint) {
   EXPECT_EQ(j->command, (std::vector<std::string>{"python3", "train.py"})) << "kept apart: the agent runs command, then args";
   EXPECT_EQ(j->container.args, (std::vector<std::string>{"--epochs", "3"}));
   const std::pair<std::string, std::string> cases[] = {
-      {"args: [x]\n", "t.yaml:5: args: args is given without an image"},
+      {"args: [x]\n", "t.yaml:5: args is given without an image; args are the arguments of an image's entrypoint"},
       {"command: [x]\nargs: [y]\n", "args is given without an image"},
       {"image: x\nargs: --epochs 3\n", "args is a string"},
       {"image: x\nargs: []\n", "args is empty"},
@@ -207,7 +207,7 @@ TEST(ContainerJobYaml, ArgsAreAListForTheImagesEntrypoint) {
   }
   // The command and args are one argv in the container: the command's limits hold for both together.
   std::string many = kHead + "image: x\ncommand: [" + std::string("a") + "]\nargs: [";
-  for (size_t i = 0; i < config::kMaxCommandArgs; ++i) many += (i ? ", " : "") + std::string("b");
+  for (size_t i = 0; i < kMaxCommandArgs; ++i) many += (i ? ", " : "") + std::string("b");
   EXPECT_NE(error_of(job(many + "]\n")).find("makes 4097 arguments with command"), std::string::npos) << error_of(job(many + "]\n"));
   const std::string big(70 * 1024, 'x');
   const std::string two = kHead + "image: x\ncommand: [" + big + "]\nargs: [" + big + "]\n";
