@@ -317,6 +317,15 @@ TEST(ConfigInstanceTypes, TheCatalogOfAPolicyFile) {
   const InstanceType& t = c->at(*c->find("lab.gpu4"));
   EXPECT_EQ(t.accelerators, 4);
   EXPECT_EQ(t.numa.size(), 2u);
+  // An unknown type's error says where the known ones come from (the client's catalog may differ from the server's);
+  // a catalog that says nothing (a scenario's) words it as before.
+  auto unknown = c->lookup("ml.nope");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.error().message, HasSubstr("unknown instance type 'ml.nope'; known types (built in, and the instance_types of " +
+                                                 path + " (--instance-types)): "));
+  EXPECT_THAT(unknown.error().message, HasSubstr("ml.lab.gpu4"));
+  EXPECT_THAT(builtin->lookup("ml.nope").error().message, HasSubstr("known types (built in; no --instance-types file adds any): "));
+  EXPECT_THAT(Catalog::builtin().lookup("ml.nope").error().message, HasSubstr("'ml.nope'; known types: ml.c5.12xlarge, "));
   write("policy: {idle_pool: true}\n");
   auto none = load_catalog(path);
   ASSERT_FALSE(none.ok());
