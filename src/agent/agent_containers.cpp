@@ -81,6 +81,7 @@ Result<Agent::ContainerLaunch> Agent::container_launch(const Assignment& run, co
   cr.agent = opt_.name;
   cr.image = c.image;
   cr.command = run.command;
+  cr.args = c.args;
   cr.env_file = env_file;
   cr.first_uid = who.uid;
   cr.uids = opt_.uid_range->block;

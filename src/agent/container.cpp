@@ -110,6 +110,9 @@ std::vector<std::string> podman_run_argv(const ContainerOptions& opt, const Cont
   // one the image's entrypoint runs with its own arguments.
   if (!r.command.empty()) a.insert(a.end(), {"--entrypoint", nlohmann::json(r.command).dump()});
   a.push_back(r.image);
+  // The args follow the image, as Kubernetes' args: the entrypoint (or the command) gets them as its argv, in place
+  // of the image's CMD. podman reads no option after the image, so an argument beginning with '-' is the job's.
+  a.insert(a.end(), r.args.begin(), r.args.end());
   return a;
 }
 

@@ -62,7 +62,8 @@ struct ContainerRun {
   std::string name;                  // the container's name (unique on the node)
   std::string agent;                 // the agent's name, as a label, so that its leftovers can be found
   std::string image;
-  std::vector<std::string> command;  // empty: the image's entrypoint and command
+  std::vector<std::string> command;  // --entrypoint; empty: the image's entrypoint
+  std::vector<std::string> args;     // after the image, in place of its CMD; empty: the image's CMD (none with a command)
   std::string env_file;              // the replica's environment (write_env_file)
   uid_t first_uid = 0;               // the team's block of host uids ...
   uid_t uids = 65536;                // ... and its size

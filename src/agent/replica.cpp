@@ -47,6 +47,10 @@ Result<ContainerAssignment> container_from_json(const nlohmann::json& c, const s
       return Error::invalid(where + ": capability " + cap + " is not a capability name (capitals and '_')");
   out.auth_file = c.value("auth_file", std::string());
   if (!out.auth_file.empty() && !absolute_path(out.auth_file)) return Error::invalid(where + ": auth_file must be an absolute path");
+  // Each one argv item of the container's first process: podman passes them on as they are, no shell reads them.
+  out.args = c.value("args", std::vector<std::string>{});
+  for (const auto& a : out.args)
+    if (a.find('\0') != std::string::npos) return Error::invalid(where + ": an argument holds a NUL byte");
   return out;
 }
 

@@ -25,6 +25,7 @@ struct ContainerAssignment {
   std::vector<Volume> volumes;
   std::vector<std::string> cap_add;  // the capabilities the team's admin allows
   std::string auth_file;             // the team's registry credentials on this node; empty: none
+  std::vector<std::string> args;     // argv items after the image (the job's args); empty: the image's CMD
   friend bool operator==(const ContainerAssignment&, const ContainerAssignment&) = default;
 };
 

@@ -9,6 +9,7 @@
 #include "client/cli_flags.h"
 #include "client/apply_plan.h"
 #include "client/render.h"
+#include "client/server_catalog.h"
 #include "client/warnings.h"
 #include "client/spec_json.h"
 #include "config/spec_yaml.h"
@@ -39,7 +40,9 @@ int run_apply(Session& s, AdminArgs& a) {
   auto doc = load_yaml(*text, ctx);
   if (!doc) return report("apply", doc.error());
   if (!doc->IsMap()) return report("apply", Error::invalid(ctx.origin + ": expected a scenario-format mapping with policy and teams"));
-  Catalog catalog = Catalog::builtin();
+  // The server's types (built in, and its --instance-types file's), with the file's own instance_types section:
+  // a team may name a type the server knows and this client's built-in catalog does not.
+  Catalog catalog = client::server_catalog(s.api());
   json body = json::object();
   const YAML::Node& root = *doc;
   if (root["instance_types"])

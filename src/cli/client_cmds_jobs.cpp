@@ -12,12 +12,12 @@
 #include "client/cli_flags.h"
 #include "client/log_attempts.h"
 #include "client/render.h"
+#include "client/server_catalog.h"
 #include "client/spec_json.h"
 #include "client/warnings.h"
 #include "config/spec_yaml.h"
 #include "config/yaml_stream.h"
 #include "interop/k8s_manifest.h"
-#include "view/instance_type_json.h"
 
 namespace allot::cli {
 namespace {
@@ -131,11 +131,7 @@ int run_submit(Session& s, JobArgs& a) {
   a.dry_run = a.dry_run_mode == "server";
   // The server's instance types (the built-in ones and its policy file's); the built-in ones alone for a client dry
   // run, or from a server that does not list them.
-  Catalog catalog = Catalog::builtin();
-  if (a.dry_run_mode != "client")
-    if (auto types = s.api().get("/v1/instance-types"); types && types->is_array())
-      for (const auto& j : *types)
-        if (auto t = view::instance_type_from_json(j)) (void)catalog.put(std::move(*t));
+  const Catalog catalog = a.dry_run_mode != "client" ? client::server_catalog(s.api()) : Catalog::builtin();
   auto jobs = read_jobs(*text, a.file == "-" ? "<stdin>" : a.file, a.queue_name, catalog);
   if (!jobs) return report("submit", jobs.error());
   // hyp's vocabulary: --queue-name names the team's queue (hyperpod-ns-<team>-localqueue, or the team),

@@ -418,6 +418,8 @@ std::string describe_job(const json& j, int64_t now) {
   if (j.contains("container") && j["container"].is_object()) {
     const json& c = j["container"];
     field("Image:", text(c, "image"));
+    if (c.contains("args") && c["args"].is_array() && !c["args"].empty())
+      field("Args:", shorten(c["args"].dump(), 100));  // as a list: an argument may hold spaces
     field("Pull policy:", text(c, "pull_policy"));
     field("Shm:", c.contains("shm_mib") ? mib_text(c["shm_mib"]) : "default (a quarter of the memory request, at least 64 MiB)");
     std::string vols;

@@ -111,6 +111,7 @@ json job_body(const JobSpec& j) {
       }
       o["volumes"] = vols;
     }
+    if (!c.args.empty()) o["args"] = c.args;
   }
   return o;
 }

@@ -154,6 +154,39 @@ Result<std::vector<std::string>> read_command(const YamlContext& ctx, const Val&
   return argv;
 }
 
+// `args`: a list only (Kubernetes' args), each item one argv item; no shell ever reads them.
+Result<std::vector<std::string>> read_args(const YamlContext& ctx, const Val& v) {
+  if (v.node.IsScalar())
+    return fail(ctx, v, name_of(v) + " is a string",
+                "give a list of arguments ([--epochs, '3']); each item is passed as it is, no shell splits them");
+  auto items = list_items(ctx, v);
+  if (!items) return items.error();
+  if (items->empty()) return fail(ctx, v, name_of(v) + " is empty", "give at least one argument, or leave args out (the image's own CMD)");
+  std::vector<std::string> argv;
+  for (const Val& item : *items) {
+    auto a = read_text(ctx, item);
+    if (!a) return a.error();
+    if (auto st = check_no_nul(ctx, item, *a); !st) return st.error();
+    argv.push_back(*a);
+  }
+  return argv;
+}
+
+// The command and args are one argv in the container (command first): the limits of a command hold for both.
+Status check_argv_size(const YamlContext& ctx, const Val& v, const JobSpec& job) {
+  const size_t count = job.command.size() + job.container.args.size();
+  if (count > kMaxCommandArgs)
+    return fail(ctx, v, name_of(v) + " makes " + std::to_string(count) + " arguments with command",
+                "at most " + std::to_string(kMaxCommandArgs) + " in all");
+  size_t bytes = 0;
+  for (const auto* list : {&job.command, &job.container.args})
+    for (const auto& a : *list) bytes += a.size() + 1;
+  if (bytes > kMaxCommandBytes)
+    return fail(ctx, v, name_of(v) + " makes " + std::to_string(bytes) + " bytes with command",
+                "at most " + std::to_string(kMaxCommandBytes) + " bytes in all (put long inputs in a file the command reads)");
+  return ok_status();
+}
+
 bool env_name_ok(const std::string& n) {
   if (n.empty() || (n[0] >= '0' && n[0] <= '9')) return false;
   for (char c : n)
@@ -228,6 +261,10 @@ Result<ContainerSpec> read_container(const YamlContext& ctx, const Fields& f, co
   ContainerSpec c;
   auto image_val = f.get("image");
   if (!image_val) {
+    if (auto k = f.get("args"))
+      return fail(ctx, *k, name_of(*k) + " is given without an image",
+                  "args are the arguments of an image's entrypoint, and a bare process has none: give image, or put the "
+                  "program and its arguments in command");
     for (const char* key : {"image_pull_policy", "shm_size_gib", "volumes"})
       if (auto k = f.get(key))
         return fail(ctx, *k, name_of(*k) + " is given without an image",
@@ -261,13 +298,18 @@ Result<ContainerSpec> read_container(const YamlContext& ctx, const Fields& f, co
     if (!list) return list.error();
     c.volumes = std::move(*list);
   }
+  if (auto a = f.get("args")) {
+    auto argv = read_args(ctx, *a);
+    if (!argv) return argv.error();
+    c.args = std::move(*argv);
+  }
   return c;
 }
 
 Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
                                  "duration", "time_limit", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan",
-                                 "image", "image_pull_policy", "shm_size_gib", "volumes", "completion_index"});
+                                 "image", "image_pull_policy", "shm_size_gib", "volumes", "args", "completion_index"});
   if (!f) return f.error();
   JobSpec job;
   auto name_val = f->need(ctx, "name");
@@ -346,6 +388,8 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
   auto container = read_container(ctx, *f, job.pod_sets);
   if (!container) return container.error();
   job.container = std::move(*container);
+  if (auto a = f->get("args"))
+    if (auto st = check_argv_size(ctx, *a, job); !st) return st.error();
   return job;
 }
 

@@ -275,7 +275,11 @@ Result<std::vector<InstanceType>> parse_instance_types(const YAML::Node& list, C
 
 Result<Catalog> load_catalog(const std::string& path) {
   Catalog catalog = Catalog::builtin();
-  if (path.empty()) return catalog;
+  if (path.empty()) {
+    catalog.set_origin("built in; no --instance-types file adds any");
+    return catalog;
+  }
+  catalog.set_origin("built in, and the instance_types of " + path + " (--instance-types)");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::not_found(path + ": cannot open the file; give the policy file that has the instance_types section");
   std::ostringstream text;

@@ -58,7 +58,7 @@ std::string nodes_to_yaml(const std::vector<NodeSpec>& nodes);
 Result<std::vector<InstanceType>> parse_instance_types(const YAML::Node& list, Catalog& catalog, const YamlContext& ctx);
 // The built-in catalog plus the `instance_types` section of the policy file at `path` (empty: built-in only),
 // for `allot server --instance-types` and `allot agent --instance-types`. A file without the section, or a bad
-// entry, is an error naming the file and the entry.
+// entry, is an error naming the file and the entry. The catalog's origin says so, for errors that list its types.
 Result<Catalog> load_catalog(const std::string& path);
 
 // --- policy and teams ---------------------------------------------------------------------------------------
@@ -77,7 +77,8 @@ Result<std::vector<TeamSpec>> parse_teams(const YAML::Node& list, const Catalog&
 
 // A scenario `submit` entry (the `allot submit` job spec): {name, team, priority, replicas, instance_type,
 // per_replica, topology, duration, max_retries, checkpoint_interval, command, env, plan, image, image_pull_policy,
-// shm_size_gib, volumes: [{host_path, path, read_only}]} (the container keys: config/container_rules.h), or `pod_sets: [{name,
+// shm_size_gib, volumes: [{host_path, path, read_only}], args, completion_index} (the container keys:
+// config/container_rules.h; `args`, a list, needs an image), or `pod_sets: [{name,
 // replicas, instance_type, per_replica, topology}]` instead of the single inline pod set (named "main").
 // A string `command` runs through /bin/sh -c; a list is the argv itself. Commands and environments are
 // bounded (kMaxCommand*, kMaxEnv*); arguments and values cannot hold a NUL byte, and environment names are

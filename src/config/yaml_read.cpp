@@ -456,7 +456,7 @@ Result<std::string> read_instance_type(const YamlContext& ctx, const Val& v, con
   auto s = read_name(ctx, v);
   if (!s) return s.error();
   auto id = catalog.find(*s);
-  if (!id) return fail(ctx, v, name_of(v) + " '" + *s + "' is not a known instance type", "known types: " + catalog.known_names());
+  if (!id) return fail(ctx, v, name_of(v) + " '" + *s + "' is not a known instance type", catalog.known_list());
   return catalog.at(*id).name;
 }
 

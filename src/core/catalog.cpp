@@ -109,7 +109,11 @@ std::optional<TypeId> Catalog::find(std::string_view name) const {
 
 Result<TypeId> Catalog::lookup(std::string_view name) const {
   if (auto id = find(name)) return *id;
-  return Error::not_found("unknown instance type '" + std::string(name) + "'; known types: " + known_names());
+  return Error::not_found("unknown instance type '" + std::string(name) + "'; " + known_list());
+}
+
+std::string Catalog::known_list() const {
+  return "known types" + (origin_.empty() ? std::string() : " (" + origin_ + ")") + ": " + known_names();
 }
 
 std::string Catalog::known_names() const {

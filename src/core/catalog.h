@@ -64,9 +64,18 @@ class Catalog {
   size_t size() const { return types_.size(); }
   const std::vector<InstanceType>& types() const { return types_; }
   std::string known_names() const;  // "ml.c5.2xlarge, ml.g5.12xlarge, ..."
+  // What an error about an unknown type says: "known types: NAMES", or "known types (ORIGIN): NAMES" when the
+  // catalog says where its types come from.
+  std::string known_list() const;
+
+  // Where the types come from ("built in, and the instance_types of FILE"), for people reading an error about a
+  // type the catalog lacks: a server's and a client's catalogs may differ. Empty: not said (a scenario's).
+  void set_origin(std::string origin) { origin_ = std::move(origin); }
+  const std::string& origin() const { return origin_; }
 
  private:
   std::vector<InstanceType> types_;
+  std::string origin_;
 };
 
 // Every built-in type, with where its figures come from (catalog_builtin.cpp).

@@ -224,6 +224,10 @@ struct ContainerSpec {
   PullPolicy pull_policy = PullPolicy::kIfNotPresent;
   std::optional<int64_t> shm_mib;  // the size of /dev/shm; unset: a quarter of the replica's memory request
   std::vector<VolumeSpec> volumes;
+  // The arguments the replicas run with, in place of the image's CMD (Kubernetes' `args`): after the image's
+  // entrypoint, or after the job's command when it has one (which replaces the entrypoint). Passed as argv items,
+  // never through a shell. Empty: the image's own CMD (without a command) or none (after a command).
+  std::vector<std::string> args;
   bool empty() const { return image.empty(); }
   friend bool operator==(const ContainerSpec&, const ContainerSpec&) = default;
 };

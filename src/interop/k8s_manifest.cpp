@@ -371,7 +371,7 @@ Result<ManifestJob> read_pytorch_job(const Field& doc) {
   if (parts.size() == 2 && parts[0].t.command != parts[1].t.command)
     out.warnings.push_back(specs.warning("Master and Worker commands differ; every rank runs the Master's"));
   if (parts.size() == 2 && !(parts[0].t.container == parts[1].t.container))
-    out.warnings.push_back(specs.warning("Master and Worker containers (image, volumes, /dev/shm) differ; every rank runs the Master's"));
+    out.warnings.push_back(specs.warning("Master and Worker containers (image, args, volumes, /dev/shm) differ; every rank runs the Master's"));
   return out;
 }
 
@@ -465,7 +465,7 @@ Result<ManifestJob> read_jobset(const Field& doc) {
   out.spec.container = templates[0].container;
   for (size_t i = 1; i < templates.size(); ++i)
     if (!(templates[i].container == templates[0].container)) {
-      out.warnings.push_back("the pod templates' containers (image, volumes, /dev/shm) differ; every rank runs the first's");
+      out.warnings.push_back("the pod templates' containers (image, args, volumes, /dev/shm) differ; every rank runs the first's");
       break;
     }
   return out;
@@ -518,7 +518,7 @@ Result<ManifestJob> read_mpi_job(const Field& doc) {
   out.spec.container = templates[0].container;
   for (size_t i = 1; i < templates.size(); ++i)
     if (!(templates[i].container == templates[0].container)) {
-      out.warnings.push_back("the pod templates' containers (image, volumes, /dev/shm) differ; every rank runs the first's");
+      out.warnings.push_back("the pod templates' containers (image, args, volumes, /dev/shm) differ; every rank runs the first's");
       break;
     }
   out.warnings.push_back(specs.warning(
@@ -638,7 +638,7 @@ Result<ManifestJob> read_hyperpod_pytorch_job(const Field& doc) {
   out.spec.container = templates[0].container;
   for (size_t i = 1; i < templates.size(); ++i)
     if (!(templates[i].container == templates[0].container)) {
-      out.warnings.push_back("the pod templates' containers (image, volumes, /dev/shm) differ; every rank runs the first's");
+      out.warnings.push_back("the pod templates' containers (image, args, volumes, /dev/shm) differ; every rank runs the first's");
       break;
     }
   // torchrun's processes per replica ("8", "auto", "gpu"), passed on as the training operator does.

@@ -219,29 +219,35 @@ Status read_volumes(const Field& spec, const Field& c, PodTemplate& out, std::ve
   return ok_status();
 }
 
-// Kubernetes runs `command` (replacing the image's entrypoint) followed by `args`; allot's command replaces the
-// entrypoint the same way, and without one the image's entrypoint runs with the image's own arguments. `args`
-// alone (the entrypoint with other arguments) has no counterpart in allot, so it is refused.
-Status read_command(const Field& c, PodTemplate& out, std::vector<std::string>& warnings) {
-  if (!c.child("command").present()) {
-    if (out.container.image.empty())
-      return c.child("command").error(
-          "is required without an image: allot runs the command on the node and has no entrypoint to run");
-    if (c.child("args").present())
-      return c.child("args").error(
-          "is given without command: allot runs a job's command in place of the image's entrypoint (as Kubernetes' command), "
-          "and has no separate args; give command with the entrypoint first, then these arguments");
-  }
-  for (const char* part : {"command", "args"}) {  // Kubernetes runs command followed by args
-    const Field f = c.child(part);
-    if (!f.present()) continue;
+// Kubernetes runs `command` (replacing the image's entrypoint) followed by `args`, and `args` alone after the
+// image's entrypoint (in place of its CMD). allot's command replaces the entrypoint the same way, so `command` and
+// `args` together become allot's command (command first); `args` without `command` become the job's args
+// (docs/jobs.md, "Images"), which need an image: without one there is no entrypoint, and the command is required.
+Status read_command(const Field& c, PodTemplate& out) {
+  auto argv_of = [](const Field& f, std::vector<std::string>& to) -> Status {
     if (auto st = f.expect_list(); !st) return st.error();
     for (size_t i = 0; i < f.node().size(); ++i) {
       auto s = f.item(i).str();
       if (!s) return s.error();
-      out.command.push_back(*s);
+      to.push_back(*s);
     }
+    return ok_status();
+  };
+  const Field command = c.child("command"), args = c.child("args");
+  if (!command.present()) {
+    if (out.container.image.empty())
+      return command.error("is required without an image: allot runs the command on the node and has no entrypoint to run");
+    return args.present() ? argv_of(args, out.container.args) : ok_status();
   }
+  for (const Field* part : {&command, &args})
+    if (part->present())
+      if (auto st = argv_of(*part, out.command); !st) return st;
+  return ok_status();
+}
+
+// The first container's env entries with a value; valueFrom and allot's own rendezvous variables are left out,
+// with a warning.
+Status read_env(const Field& c, PodTemplate& out, std::vector<std::string>& warnings) {
   const Field env = c.child("env");
   if (!env.present()) return ok_status();
   if (auto st = env.expect_list(); !st) return st.error();
@@ -317,7 +323,8 @@ Result<PodTemplate> read_pod_template(const Field& tmpl, std::vector<std::string
   if (cs.node().size() > 1)
     warnings.push_back(cs.warning("allot runs the first container's image and command; the others' requests are added to it"));
   if (auto st = read_image(cs.item(0), out); !st) return st.error();
-  if (auto st = read_command(cs.item(0), out, warnings); !st) return st.error();
+  if (auto st = read_command(cs.item(0), out); !st) return st.error();
+  if (auto st = read_env(cs.item(0), out, warnings); !st) return st.error();
   if (auto st = read_volumes(spec, cs.item(0), out, warnings); !st) return st.error();
 
   auto amount = pod_amount(spec, warnings);

@@ -1,8 +1,8 @@
 #pragma once
 // Internal to the Kubernetes readers: what allot takes from one pod template (a Job's spec.template, a
 // PyTorchJob replica's template): the per-replica request, the instance type, the topology request, and
-// the command, environment and container (image, pull policy, hostPath volumes, a memory emptyDir at /dev/shm) of
-// the first container.
+// the command, environment and container (image, pull policy, args without a command, hostPath volumes, a memory
+// emptyDir at /dev/shm) of the first container.
 #include <map>
 #include <string>
 #include <vector>

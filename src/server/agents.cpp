@@ -42,6 +42,7 @@ json container_assignment(const ClusterState& s, const Job& j, const PodSetPlace
               {"volumes", volumes},
               {"cap_add", caps}};
   if (!team.registry_auth_file.empty()) out["auth_file"] = team.registry_auth_file;
+  if (!c.args.empty()) out["args"] = c.args;
   return out;
 }
 

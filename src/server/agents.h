@@ -42,7 +42,8 @@ void note_replica_cpus(Txn& txn, const std::string& node, const std::vector<Repl
 
 // The "container" of a replica's assignment when its job names an image (docs/api.md, "Agents"): {"image",
 // "pull_policy": "IfNotPresent"|"Always"|"Never", "shm_mib", "volumes": [{"host_path", "path", "read_only"}],
-// "cap_add": [capability names the team's settings allow], "auth_file"? (the team's registry auth file)}.
+// "cap_add": [capability names the team's settings allow], "auth_file"? (the team's registry auth file), "args"? (the
+// job's args: argv items after the image, for its entrypoint or the job's command)}.
 nlohmann::json container_assignment(const ClusterState& s, const Job& j, const PodSetPlacement& ps);
 
 // The assignment of one replica of a Running job to its node's agent: rank `rank` of `j`, the `local_rank`-th of

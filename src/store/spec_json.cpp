@@ -61,6 +61,7 @@ json to_json(const ContainerSpec& c) {
   for (const auto& v : c.volumes) vols.push_back({{"host_path", v.host_path}, {"path", v.path}, {"read_only", v.read_only}});
   json j = {{"image", c.image}, {"pull_policy", pull_policy_name(c.pull_policy)}, {"volumes", vols}};
   if (c.shm_mib) j["shm_mib"] = *c.shm_mib;
+  if (!c.args.empty()) j["args"] = c.args;  // absent without args, and in records written before them
   return j;
 }
 ContainerSpec container_from_json(const json& j) {
@@ -70,6 +71,7 @@ ContainerSpec container_from_json(const json& j) {
   c.shm_mib = get_opt(j, "shm_mib");
   for (const auto& v : j.at("volumes"))
     c.volumes.push_back({v.at("host_path").get<std::string>(), v.at("path").get<std::string>(), v.at("read_only").get<bool>()});
+  c.args = get_or<std::vector<std::string>>(j, "args", {});
   return c;
 }
 

@@ -86,6 +86,7 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
     for (const auto& v : c.volumes) vols.push_back({{"host_path", v.host_path}, {"path", v.path}, {"read_only", v.read_only}});
     o["container"] = {{"image", c.image}, {"pull_policy", pull_policy_name(c.pull_policy)}, {"volumes", vols}};
     if (c.shm_mib) o["container"]["shm_mib"] = *c.shm_mib;
+    if (!c.args.empty()) o["container"]["args"] = c.args;  // absent: the image's own CMD (or none after a command)
   }
   json ps = json::array();
   for (const auto& p : j.spec.pod_sets) {

@@ -6,7 +6,7 @@
 # nodes apply, node delete, allocation get; job labels and selectors, hold/release, set priority, delete and
 # submit --replace; export kueue from a live server; kubectl's words (get, describe KIND/NAME, delete job NAME,
 # -f FILE, -o=json, -o name, --no-headers) and --queue-name on a manifest without a team; issue 28: instance types
-# from the policy file (--instance-types), a team's default request, describe's requests, retries and ranks,
+# from the policy file (--instance-types), which allocation set, nodes apply and apply take from the server, a team's default request, describe's requests, retries and ranks,
 # JOB_COMPLETION_INDEX, submit --dry-run asking the server and files submitted all or nothing.
 # Usage: cli_habits_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
@@ -350,6 +350,32 @@ grep -q "^Retries: *0 of 2 used (max_retries 2)" "$WORK/ranks.out" && grep -q "P
 "$ALLOT" describe ranks -o json | tr -d ' \n' >"$WORK/ranks.json"
 grep -q '"max_retries":2' "$WORK/ranks.json" && grep -q '"retries_used":0' "$WORK/ranks.json" &&
   grep -q '"per_replica":{"vcpu":1}' "$WORK/ranks.json" || fail "describe -o json: $(cat "$WORK/ranks.json")"
+# Types the server knows from its --instance-types file and the client's built-in catalog lacks: allocation set
+# and nodes apply leave the check to the server, apply checks a teams file against the server's types (no
+# instance_types section in the file); a type neither knows is refused naming it and where the list comes from.
+expect_rc 0 "$ALLOT" allocation set lab --instance-type ml.lab.cpu16 --instances 2
+"$ALLOT" allocation get lab >"$WORK/lab-alloc.out"
+grep -q "^ml.lab.cpu16  *2 " "$WORK/lab-alloc.out" || fail "allocation set of the server's type: $(cat "$WORK/lab-alloc.out")"
+expect_rc 2 "$ALLOT" allocation set lab --instance-type ml.lab.nope --instances 1
+grep -q "'ml.lab.nope' is not a known instance type" "$WORK/last.err" &&
+  grep -q "known types (built in, and the instance_types of $WORK/types.yaml (--instance-types)): .*ml.lab.cpu16" "$WORK/last.err" ||
+  fail "allocation set of an unknown type: $(cat "$WORK/last.err")"
+printf 'nodes:\n  - {name: static-lab, instance_type: ml.lab.cpu16}\n' >"$WORK/nodes-lab.yaml"
+expect_rc 0 "$ALLOT" nodes apply "$WORK/nodes-lab.yaml"
+grep -q "^static-lab .*ml.lab.cpu16" "$WORK/last.out" || fail "nodes apply of the server's type: $(cat "$WORK/last.out")"
+expect_rc 0 "$ALLOT" node delete static-lab
+printf 'nodes:\n  - {name: static-nope, instance_type: ml.lab.nope}\n' >"$WORK/nodes-nope.yaml"
+expect_rc 2 "$ALLOT" nodes apply "$WORK/nodes-nope.yaml"
+grep -q "'ml.lab.nope' is not a known instance type; known types (built in, and the instance_types of " "$WORK/last.err" ||
+  fail "nodes apply of an unknown type: $(cat "$WORK/last.err")"
+printf 'teams:\n  - name: lab2\n    allocation:\n      - {instance_type: ml.lab.cpu16, instances: 1}\n' >"$WORK/lab2.yaml"
+expect_rc 0 "$ALLOT" apply "$WORK/lab2.yaml"
+"$ALLOT" allocation get lab2 >"$WORK/lab2-alloc.out"
+grep -q "^ml.lab.cpu16  *1 " "$WORK/lab2-alloc.out" || fail "apply of a team of the server's type: $(cat "$WORK/lab2-alloc.out")"
+sed 's/ml.lab.cpu16/ml.lab.nope/' "$WORK/lab2.yaml" >"$WORK/lab2-nope.yaml"
+expect_rc 2 "$ALLOT" apply "$WORK/lab2-nope.yaml"
+grep -q "lab2-nope.yaml:4: .*'ml.lab.nope' is not a known instance type; known types (the server's: built in, and its --instance-types file's): .*ml.lab.cpu16" "$WORK/last.err" ||
+  fail "apply of a team of an unknown type: $(cat "$WORK/last.err")"
 # submit --dry-run asks the server (item 13): the same answer and exit code, nothing submitted; a file of several
 # jobs is all or nothing.
 printf 'name: dry-1\nteam: lab\ncommand: "true"\n---\nname: dry-2\nteam: lab\ncommand: "true"\n' >"$WORK/dry.yaml"

@@ -37,6 +37,24 @@ TEST(ContainerArgv, RunsInTheTeamsUserNamespaceWithNothingExtra) {
   EXPECT_EQ(podman_run_argv({}, r, {1, 1}).back(), "localhost/x:1");
 }
 
+// A job's args (Kubernetes' args) follow the image, one argv item each: the image's entrypoint gets them, or the
+// command when there is one. Nothing is quoted or split: no shell reads them.
+TEST(ContainerArgv, ArgsFollowTheImageAsTheyAre) {
+  ContainerRun r{.name = "allot-j-0-0", .agent = "n1", .image = "localhost/x:1", .args = {"--name", "a b", "$HOME", "-v"}};
+  auto a = podman_run_argv({}, r, {1, 1});
+  auto image = std::find(a.begin(), a.end(), "localhost/x:1");
+  ASSERT_NE(image, a.end());
+  EXPECT_EQ(std::vector<std::string>(image + 1, a.end()), r.args);
+  EXPECT_EQ(std::find(a.begin(), a.end(), "--entrypoint"), a.end()) << "without a command the image's entrypoint runs";
+  r.command = {"python3", "train.py"};
+  a = podman_run_argv({}, r, {1, 1});
+  image = std::find(a.begin(), a.end(), "localhost/x:1");
+  ASSERT_NE(image, a.end());
+  EXPECT_EQ(*(image - 2), "--entrypoint");
+  EXPECT_EQ(*(image - 1), "[\"python3\",\"train.py\"]");
+  EXPECT_EQ(std::vector<std::string>(image + 1, a.end()), r.args) << "the command, then the args";
+}
+
 TEST(ContainerArgv, PullFollowsThePolicy) {
   ContainerOptions opt;
   auto never = podman_pull_argv(opt, "x:1", "", PullPolicy::kNever);  // only `podman image exists`

@@ -36,7 +36,7 @@ TEST(Agent, ContainerAssignmentFromJson) {
   j.erase("command");
   j["container"] = {{"image", "registry.example/team/train:1.2"}, {"pull_policy", "Always"}, {"shm_mib", 2048},
                     {"volumes", {{{"host_path", "/fsx/data"}, {"path", "/data"}, {"read_only", true}}}},
-                    {"cap_add", {"NET_RAW"}}, {"auth_file", "/etc/allot/auth/team-a.json"}};
+                    {"cap_add", {"NET_RAW"}}, {"auth_file", "/etc/allot/auth/team-a.json"}, {"args", {"--epochs", "3 4", "$X"}}};
   auto a = assignment_from_json(j);
   ASSERT_TRUE(a.ok()) << a.error().message;  // no command: the image's own runs
   ASSERT_TRUE(a->container.has_value());
@@ -46,6 +46,12 @@ TEST(Agent, ContainerAssignmentFromJson) {
   EXPECT_EQ(a->container->volumes, (std::vector<Volume>{{"/fsx/data", "/data", true}}));
   EXPECT_EQ(a->container->cap_add, (std::vector<std::string>{"NET_RAW"}));
   EXPECT_EQ(a->container->auth_file, "/etc/allot/auth/team-a.json");
+  EXPECT_EQ(a->container->args, (std::vector<std::string>{"--epochs", "3 4", "$X"}));
+  json no_args = j;
+  no_args["container"].erase("args");
+  auto b = assignment_from_json(no_args);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_TRUE(b->container->args.empty()) << "without args: the image's CMD";
   // Shapes the agent could not run safely are refused, naming the replica and what was wrong.
   auto refused = [&](const json& container, const std::string& says) {
     json bad = j;
@@ -63,6 +69,7 @@ TEST(Agent, ContainerAssignmentFromJson) {
   refused({{"image", "x:1"}, {"cap_add", {"ALL; rm"}}}, "capability");
   refused({{"image", "x:1"}, {"shm_mib", 0}}, "shm_mib");
   refused({{"image", "x:1"}, {"auth_file", "relative.json"}}, "auth_file");
+  refused({{"image", "x:1"}, {"args", {std::string("a\0b", 3)}}}, "NUL byte");
 }
 
 TEST(Agent, NvidiaEnvironment) {

@@ -317,6 +317,15 @@ TEST(ConfigInstanceTypes, TheCatalogOfAPolicyFile) {
   const InstanceType& t = c->at(*c->find("lab.gpu4"));
   EXPECT_EQ(t.accelerators, 4);
   EXPECT_EQ(t.numa.size(), 2u);
+  // An unknown type's error says where the known ones come from (the client's catalog may differ from the server's);
+  // a catalog that says nothing (a scenario's) words it as before.
+  auto unknown = c->lookup("ml.nope");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.error().message, HasSubstr("unknown instance type 'ml.nope'; known types (built in, and the instance_types of " +
+                                                 path + " (--instance-types)): "));
+  EXPECT_THAT(unknown.error().message, HasSubstr("ml.lab.gpu4"));
+  EXPECT_THAT(builtin->lookup("ml.nope").error().message, HasSubstr("known types (built in; no --instance-types file adds any): "));
+  EXPECT_THAT(Catalog::builtin().lookup("ml.nope").error().message, HasSubstr("'ml.nope'; known types: ml.c5.12xlarge, "));
   write("policy: {idle_pool: true}\n");
   auto none = load_catalog(path);
   ASSERT_FALSE(none.ok());
@@ -551,7 +560,7 @@ TEST(ConfigJobs, MistakesAreReported) {
       {"name: j\nper_replica: {accelerators: 1}\n", "t.yaml:1: submit has no 'team'; it is required"},
       {"[a, b]\n", "t.yaml:1: submit is a list, not a mapping; allowed keys: name, team, priority, replicas, instance_type, "
                    "per_replica, topology, pod_sets, duration, time_limit, max_retries, checkpoint_interval, command, env, labels, plan, "
-                   "image, image_pull_policy, shm_size_gib, volumes, completion_index"},
+                   "image, image_pull_policy, shm_size_gib, volumes, args, completion_index"},
   };
   for (const Case& c : cases) {
     auto r = job(c.text);

@@ -49,6 +49,7 @@ JobSpec full_job() {
   j.container.pull_policy = PullPolicy::kAlways;
   j.container.shm_mib = 1537;  // not a whole number of GiB: 1.500976563 GiB on the wire
   j.container.volumes = {{"/datasets/imagenet", "/data", true}, {"/scratch/a", "/scratch", false}};
+  j.container.args = {"--epochs", "3", "a b", "$HOME"};
   return j;
 }
 TeamSpec full_team() {
@@ -183,6 +184,36 @@ TEST(ContainerJobYaml, AnImageMakesTheCommandOptionalAndThePullPolicyIsResolved)
   EXPECT_TRUE(j->container.empty());
 }
 
+// args (Kubernetes' args): a list after the image's entrypoint, or after the command; each item as it is.
+TEST(ContainerJobYaml, ArgsAreAListForTheImagesEntrypoint) {
+  auto j = job(kHead + "image: busybox:1.36\nargs: [--epochs, '3', 'a b', '$HOME']\n");
+  ASSERT_TRUE(j) << j.error().message;
+  EXPECT_TRUE(j->command.empty());
+  EXPECT_EQ(j->container.args, (std::vector<std::string>{"--epochs", "3", "a b", "$HOME"}));
+  j = job(kHead + "image: busybox:1.36\ncommand: [python3, train.py]\nargs: [--epochs, '3']\n");
+  ASSERT_TRUE(j) << j.error().message;
+  EXPECT_EQ(j->command, (std::vector<std::string>{"python3", "train.py"})) << "kept apart: the agent runs command, then args";
+  EXPECT_EQ(j->container.args, (std::vector<std::string>{"--epochs", "3"}));
+  const std::pair<std::string, std::string> cases[] = {
+      {"args: [x]\n", "t.yaml:5: args is given without an image; args are the arguments of an image's entrypoint"},
+      {"command: [x]\nargs: [y]\n", "args is given without an image"},
+      {"image: x\nargs: --epochs 3\n", "args is a string"},
+      {"image: x\nargs: []\n", "args is empty"},
+      {"image: x\nargs: [[a]]\n", "is a list"},
+  };
+  for (const auto& [tail, want] : cases) {
+    auto r = job(kHead + tail);
+    EXPECT_NE(error_of(r).find(want), std::string::npos) << tail << "\n  got: " << error_of(r);
+  }
+  // The command and args are one argv in the container: the command's limits hold for both together.
+  std::string many = kHead + "image: x\ncommand: [" + std::string("a") + "]\nargs: [";
+  for (size_t i = 0; i < kMaxCommandArgs; ++i) many += (i ? ", " : "") + std::string("b");
+  EXPECT_NE(error_of(job(many + "]\n")).find("makes 4097 arguments with command"), std::string::npos) << error_of(job(many + "]\n"));
+  const std::string big(70 * 1024, 'x');
+  const std::string two = kHead + "image: x\ncommand: [" + big + "]\nargs: [" + big + "]\n";
+  EXPECT_NE(error_of(job(two)).find("bytes with command"), std::string::npos) << error_of(job(two)).substr(0, 200);
+}
+
 TEST(ContainerJobYaml, MistakesAreNamedWithTheirLine) {
   const std::pair<std::string, std::string> cases[] = {
       {"image: Busy\n", "t.yaml:5: image: image 'Busy' has the upper-case letter 'B'"},
@@ -249,7 +280,13 @@ TEST(ContainerRoundTrip, TheJournalKeepsEveryFieldAndOldRecordsReadAsBefore) {
                         {"pull_policy", "Always"},
                         {"shm_mib", 1537},
                         {"volumes", {{{"host_path", "/datasets/imagenet"}, {"path", "/data"}, {"read_only", true}},
-                                     {{"host_path", "/scratch/a"}, {"path", "/scratch"}, {"read_only", false}}}}}));
+                                     {{"host_path", "/scratch/a"}, {"path", "/scratch"}, {"read_only", false}}}},
+                        {"args", {"--epochs", "3", "a b", "$HOME"}}}));
+  // Without args the record is as before args existed, and a record without them reads as none.
+  JobSpec no_args = j;
+  no_args.container.args.clear();
+  EXPECT_FALSE(store::to_json(no_args)["container"].contains("args"));
+  EXPECT_EQ(store::job_from_json(store::to_json(no_args)), no_args);
   // A bare job's record has no container key, so records read and written before containers stay the same.
   JobSpec bare = j;
   bare.container = {};
@@ -298,8 +335,12 @@ TEST(ContainerRoundTrip, DescribeShowsTheImageAndWhetherItIsPulling) {
   for (const char* line : {"Image:       r.io/x:1", "Pull policy: IfNotPresent", "Shm:         1.50 GiB",
                            "Volumes:     /datasets -> /data (read-only)", "Starting:    Pulling image on g1,g2"})
     EXPECT_NE(out.find(line), std::string::npos) << line << " not in\n" << out;
+  EXPECT_EQ(out.find("Args:"), std::string::npos) << "no args: no line";
   j["container"].erase("shm_mib");
   EXPECT_NE(client::describe_job(j, 0).find("Shm:         default"), std::string::npos);
+  j["container"]["args"] = {"--epochs", "a b", "$HOME"};
+  EXPECT_NE(client::describe_job(j, 0).find("Args:        [\"--epochs\",\"a b\",\"$HOME\"]"), std::string::npos)
+      << client::describe_job(j, 0);
 }
 
 // --- Kubernetes manifests ------------------------------------------------------------------------------------
@@ -354,14 +395,23 @@ TEST(ContainerManifest, TheImageIsHonouredWithItsPullPolicyVolumesAndShm) {
   EXPECT_EQ(back->container, c);
 }
 
-TEST(ContainerManifest, WithoutCommandTheEntrypointRunsAndArgsAloneAreRefused) {
+TEST(ContainerManifest, WithoutCommandTheEntrypointRunsWithTheArgs) {
   auto m = manifest("          image: busybox:1.36\n");
   ASSERT_TRUE(m) << m.error().message;
   EXPECT_TRUE(m->spec.command.empty());
+  EXPECT_TRUE(m->spec.container.args.empty());
   EXPECT_EQ(m->spec.container.pull_policy, PullPolicy::kIfNotPresent);
-  m = manifest("          image: busybox:1.36\n          args: [--epochs, '3']\n");
+  m = manifest("          image: busybox:1.36\n          args: [--epochs, '3', 'a b', '$HOME']\n");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_TRUE(m->spec.command.empty()) << "the image's entrypoint runs";
+  EXPECT_EQ(m->spec.container.args, (std::vector<std::string>{"--epochs", "3", "a b", "$HOME"}));
+  // The spec goes to the server as the CLI's body and reads back the same.
+  auto back = parse_job_spec(YAML::Load(client::job_body(m->spec).dump()), Catalog::builtin(), {});
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, m->spec);
+  m = manifest("          image: busybox:1.36\n          args: --epochs\n");
   ASSERT_FALSE(m);
-  EXPECT_NE(m.error().message.find("args: is given without command"), std::string::npos) << m.error().message;
+  EXPECT_NE(m.error().message.find("args"), std::string::npos) << m.error().message;
   m = manifest("          command: [x]\n");
   ASSERT_TRUE(m) << "no image: a bare process, as before";
   EXPECT_TRUE(m->spec.container.empty());
