@@ -38,26 +38,18 @@ bool admit_borrowers(Pass& p) {
       const auto [a, reason] = p.attempt(q[at], BorrowMode::kAllowBorrowing);
       if (a->never()) r.never = true;
       const Job& j = p.job(q[at]);
-      // A job ahead of it that waits for locality keeps it out of its reserved domain: outside it, or wait.
-      std::optional<AdmissionAttempt> outside;
-      const LocalityReservation* res = a->ok ? p.locality_reserved_by(*a, j) : nullptr;
-      if (res && (outside = p.outside_locality_reservations(j, BorrowMode::kAllowBorrowing))) res = nullptr;
-      const AdmissionAttempt& chosen = outside ? *outside : *a;
-      std::optional<JobId> holder = a->ok && !res ? p.reserved_by(chosen, j) : std::nullopt;
-      if (a->ok && !res && !holder) {
-        heads[team] = Head{chosen, admitted};
+      std::optional<JobId> holder = a->ok ? p.reserved_by(*a, j) : std::nullopt;
+      if (a->ok && !holder) {
+        heads[team] = Head{*a, admitted};
         ++head_count;
         return;
       }
       r.borrow_blocked = true;
-      if (res) {
-        r.why = p.locality_reserved_reason(*res);
-        r.held_out_for_locality = true;
-      } else if (!a->ok) {
+      if (!a->ok) {
         r.why = reason;
         p.maybe_reserve(j, *a);
       } else {
-        r.why = p.reserved_reason(chosen, *holder);
+        r.why = p.reserved_reason(*a, *holder);
       }
       ++at;
     }

@@ -39,15 +39,6 @@ bool admit_in_order(Pass& p, BorrowMode mode) {
     if (a->ok) {
       std::optional<AdmissionAttempt> larger;
       if (mode == BorrowMode::kWithinNominalOnly) larger = larger_with_borrowing(p, j, *a);
-      if (const LocalityReservation* res = p.locality_reserved_by(larger ? *larger : *a, j)) {
-        // A job ahead of it waits for locality in a domain this admission would take room of: outside it, or wait.
-        larger = p.outside_locality_reservations(j, mode);
-        if (!larger) {
-          r.why = p.locality_reserved_reason(*res);
-          r.held_out_for_locality = true;
-          continue;
-        }
-      }
       const AdmissionAttempt& chosen = larger ? *larger : *a;
       if (auto holder = p.reserved_by(chosen, j)) {
         r.why = p.reserved_reason(chosen, *holder);

@@ -4,7 +4,6 @@
 #include <unordered_map>
 
 #include "core/quota.h"
-#include "core/topology_levels.h"
 
 namespace allot {
 
@@ -55,10 +54,7 @@ void Pass::sort_waiting() {
 
 Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
   ClassMemo::Admission& m = memo.admission(rec(id).admission_class, mode);
-  if (m.epoch == epoch) {
-    if (locality_waits_) keep_locality_reservation(id);
-    return {&m.failure, m.reason};
-  }
+  if (m.epoch == epoch) return {&m.failure, m.reason};
   AdmissionAttempt a = try_admit(s, s.room, s.usage, job(id),
                                  AdmitOptions{.mode = mode, .pristine = &pristine, .free = &free.free(), .scratch = &scratch});
   if (a.ok) {
@@ -73,7 +69,6 @@ Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
           r.locality_wait_began = true;
           result.locality_waits.push_back(LocalityWaitStart{id, now});
         }
-        reserve_for_locality(id, locality_need(a, *hold));
         held_ = AdmissionAttempt{};
         held_.quota_ok = true;
         held_.within_nominal = a.within_nominal;
@@ -85,7 +80,6 @@ Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
     success_ = std::move(a);
     return {&success_, nullptr};
   }
-  if (locality_waits_) keep_locality_reservation(id);
   m.epoch = epoch;
   m.reason = texts.add(a.why);
   m.failure = std::move(a);
@@ -177,51 +171,6 @@ void Pass::resize(ResizeDecision d) {
   // A resize gives back nodes as well as taking them, which the index cannot follow node by node.
   free.reset(s, s.room);
   result.decisions.push_back(std::move(d));
-}
-
-void Pass::reserve_for_locality(JobId id, const LocalityNeed& need) {
-  PassJob& r = rec(id);
-  if (r.locality_reserved) return;
-  r.locality_reserved = true;
-  if (auto res = choose_locality_domain(s, pristine, job(id), need, locality_reservations_))
-    locality_reservations_.push_back(*res);
-}
-
-void Pass::keep_locality_reservation(JobId id) {
-  if (rec(id).locality_reserved) return;
-  if (auto need = locality_need_while_waiting(s, job(id), now)) reserve_for_locality(id, *need);
-}
-
-const LocalityReservation* Pass::locality_reserved_by(const AdmissionAttempt& a, const Job& j) const {
-  for (const LocalityReservation& r : locality_reservations_) {
-    if (r.holder == j.id || !pass[r.holder.index()].waiting || !queue_before(job(r.holder), j)) continue;
-    if (touches(s, a.placement, r)) return &r;
-  }
-  return nullptr;
-}
-
-std::optional<AdmissionAttempt> Pass::outside_locality_reservations(const Job& j, BorrowMode mode) {
-  RoomTable room = s.room;
-  for (const LocalityReservation& r : locality_reservations_) {
-    if (r.holder == j.id || !pass[r.holder.index()].waiting || !queue_before(job(r.holder), j)) continue;
-    for (size_t n = 0; n < room.size(); ++n)
-      if (room[n].usable && s.tree.ancestor(NodeId(static_cast<uint32_t>(n)), r.level) == r.domain) room[n].usable = false;
-  }
-  AdmissionAttempt a = try_admit(s, room, s.usage, j, AdmitOptions{.mode = mode});
-  if (!a.ok) return std::nullopt;
-  if (locality_waits_ && locality_hold(s, pristine, j, a, now, j.locality_wait_from.value_or(now), one_domain_))
-    return std::nullopt;
-  return a;
-}
-
-const PooledReason* Pass::locality_reserved_reason(const LocalityReservation& r) {
-  const Job& h = job(r.holder);
-  const TopologyTree::Domain& d = s.tree.domains[static_cast<size_t>(r.domain)];
-  return texts.add(explain(ReasonCode::kReserved,
-                           "waiting: " + short_level(s.levels[static_cast<size_t>(r.level)]) + " domain " + d.name +
-                               " is reserved until t=" + std::to_string(r.until) + " for " +
-                               job_ref(h.spec.name, s.teams[h.team.index()].spec.name) +
-                               ", which waits there for locality, and no room outside it fits"));
 }
 
 void Pass::keep_locality_waits() {

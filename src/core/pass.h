@@ -34,11 +34,8 @@ class Pass {
     bool waiting = false;  // in the queue and not admitted: kept by join() and admit()
     bool blocked = false, borrow_blocked = false, preempt_tried = false, never = false;
     // Its latest attempt found it waiting for locality (locality_wait.h); its wait began at this pass (it is in
-    // result.locality_waits); it holds a locality reservation of this pass.
-    bool waits_for_locality = false, locality_wait_began = false, locality_reserved = false;
-    // A job ahead of it holds, for locality, a domain its admission would take: it preempts nothing at this pass
-    // either (a plan could take the domain just the same).
-    bool held_out_for_locality = false;
+    // result.locality_waits).
+    bool waits_for_locality = false, locality_wait_began = false;
     // Pooled in texts: what the latest phase said, and why preemption could not help (kept apart because
     // later phases rewrite `why`; give_reasons joins them).
     const PooledReason* why = nullptr;
@@ -83,19 +80,7 @@ class Pass {
   std::optional<JobId> reserved_by(const AdmissionAttempt& a, const Job& j) const;
   const PooledReason* reserved_reason(const AdmissionAttempt& a, JobId holder);
 
-  // --- Locality reservations (locality_wait.h) ----------------------------------------------------------
-  // The reservation of a job still waiting and ahead of `j` in queue order that admission `a` would take room
-  // of; null when none.
-  const LocalityReservation* locality_reserved_by(const AdmissionAttempt& a, const Job& j) const;
-  // `j` placed with every domain reserved by a job ahead of it taken out of the room. Null when it does not fit
-  // there, or would run spread there although it waits for locality itself.
-  std::optional<AdmissionAttempt> outside_locality_reservations(const Job& j, BorrowMode mode);
-  const PooledReason* locality_reserved_reason(const LocalityReservation& r);
-  // `id` holds a domain for `need` at this pass (once per pass: the first domain chosen stays).
-  void reserve_for_locality(JobId id, const LocalityNeed& need);
-  // A job whose locality wait is running keeps a reservation at a pass where it cannot run at all (its room or
-  // its quota was taken): the wait is for one domain, which the reservation lets drain.
-  void keep_locality_reservation(JobId id);
+  // --- Waiting for locality (locality_wait.h) -------------------------------------------------------------
   // Keeps in result.locality_waits only the jobs still waiting at the end of the pass.
   void keep_locality_waits();
 
@@ -133,7 +118,6 @@ class Pass {
   AdmissionAttempt success_;  // attempt()'s answer when the job fits
   AdmissionAttempt held_;     // attempt()'s answer when the job fits but waits for locality
   OneDomainFits one_domain_;  // locality_wait.h, for this pass's cluster shape
-  std::vector<LocalityReservation> locality_reservations_;  // in the order the holders were found
   bool locality_waits_ = false;  // the policy or a priority class sets a locality wait
   bool borrowed_since_plans_ = false;  // plan_again()
   // Where each of the last kStepsNamed steps began in result.decisions (a ring indexed by step number), so a

@@ -123,8 +123,7 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
   for (JobId id : p.waiting) {
     Pass::PassJob& r = p.rec(id);
     // A job waiting for locality could run spread without preemption: it preempts nothing while it waits.
-    // Nor does a job held out of a domain reserved for one (pass.h).
-    if (!r.waiting || r.preempt_tried || r.never || r.waits_for_locality || r.held_out_for_locality) continue;
+    if (!r.waiting || r.preempt_tried || r.never || r.waits_for_locality) continue;
     ClassMemo::Preemption& m = p.memo.preemption(r.preemption_class);
     const Job& j = p.job(id);
     if (m.epoch != p.epoch)

@@ -173,48 +173,6 @@ TEST_F(LocalityWaitTest, TheWaitCountsFromTheFirstPassThatCouldRunItSpread) {
   EXPECT_FALSE(find("wide").locality_wait_from.has_value()) << "admission ends the waiting period";
 }
 
-// While it waits, the domain closest to holding it (nn-a: room for 2 of its 3 replicas, nn-b for 1) is reserved:
-// a job behind it that only nn-a could hold waits, with a reason naming the holder and the end of the wait; once
-// the holder runs, the reservation is gone.
-TEST_F(LocalityWaitTest, JobsBehindItKeepOutOfTheReservedDomain) {
-  build(600);
-  half_fill();
-  submit(gang("wide", 3), 10);
-  schedule(s, 10);
-  ASSERT_EQ(find("wide").reason_code, ReasonCode::kLocality);
-  submit(gang("pair", 2).topology({.required = kLayer3}), 20);
-  schedule(s, 20);
-  const Job& pair = find("pair");
-  ASSERT_EQ(pair.state, JobState::kPending);
-  EXPECT_EQ(pair.reason_code, ReasonCode::kReserved);
-  EXPECT_NE(pair.reason.str().find("waiting: network-node-layer-3 domain nn-a is reserved until t=610 for job wide of "
-                                   "team ml, which waits there for locality"),
-            std::string::npos)
-      << pair.reason.str();
-  // left ends: nn-a is free, wide runs there, in one domain, and the reservation ends with its wait.
-  ASSERT_TRUE(finish_job(s, "left", 100, true).ok());
-  schedule(s, 100);
-  ASSERT_EQ(find("wide").state, JobState::kRunning);
-  EXPECT_EQ(domains(find("wide")), 1u);
-  EXPECT_NE(find("pair").reason_code, ReasonCode::kReserved);
-}
-
-// A job ahead of the holder in queue order is not held out of its domain, and the reservation never outlasts the
-// wait: at its end the holder runs spread and the job behind it is judged as without the rule.
-TEST_F(LocalityWaitTest, TheReservationEndsWithTheWait) {
-  build(600);
-  half_fill();
-  submit(gang("wide", 3), 10);
-  schedule(s, 10);
-  submit(gang("pair", 2).topology({.required = kLayer3}), 20);
-  schedule(s, 609);
-  EXPECT_EQ(find("pair").reason_code, ReasonCode::kReserved);
-  schedule(s, 610);
-  ASSERT_EQ(find("wide").state, JobState::kRunning);
-  EXPECT_EQ(domains(find("wide")), 2u);
-  EXPECT_NE(find("pair").reason_code, ReasonCode::kReserved);
-}
-
 // The start a journal record restores: only for a waiting job, and once per waiting period.
 TEST_F(LocalityWaitTest, StartingAWaitChecksTheJob) {
   build(600);
