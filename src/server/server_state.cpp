@@ -106,7 +106,8 @@ std::string message_of(const ServerState& st, const Record& r) {
     std::string operator()(const Requeue& o) const { return "requeued: " + o.reason; }
     std::string operator()(const LocalityWaitBegan& o) const {
       const Job* j = s.find_job(o.job);
-      return j ? "waiting for locality: " + j->reason.str() : "waiting for locality";
+      // The pass that began the wait gave the job its reason ("waiting for locality: ... until t=T ...").
+      return j && j->reason_code == ReasonCode::kLocality ? j->reason.str() : "its locality wait began";
     }
     std::string operator()(const TimeLimitExceeded& o) const {
       const Job* j = s.find_job(o.job);
