@@ -26,9 +26,9 @@ bool OneDomainFits::ask(const ClusterState& s, const RoomTable& pristine, const 
 }
 
 std::optional<LocalityHold> locality_hold(const ClusterState& s, const RoomTable& pristine, const Job& job,
-                                          const AdmissionAttempt& a, Time now, OneDomainFits& fits) {
+                                          const AdmissionAttempt& a, Time now, Time from, OneDomainFits& fits) {
   const int64_t wait = locality_wait_of(s, job);
-  if (wait <= 0 || !a.ok || now >= job.waiting_since + wait) return std::nullopt;
+  if (wait <= 0 || !a.ok || now >= from + wait) return std::nullopt;
   // The spread pod set with a preferred request, and over how many domains of its level.
   int level = -1;
   size_t spread = 0;
@@ -48,7 +48,7 @@ std::optional<LocalityHold> locality_hold(const ClusterState& s, const RoomTable
   const int size = job.elastic() ? static_cast<int>(a.placement.pod_sets[static_cast<size_t>(job.elastic_pod_set)].replicas.size())
                                  : job.size();
   if (!fits.ask(s, pristine, job, a.type, size)) return std::nullopt;
-  const Time until = job.waiting_since + wait;
+  const Time until = from + wait;
   return LocalityHold{
       until, explain(ReasonCode::kLocality, "waiting for locality: it would run now spread over " + std::to_string(spread) +
                                                 " " + short_level(s.levels[static_cast<size_t>(level)]) +

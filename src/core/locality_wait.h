@@ -2,8 +2,9 @@
 // Waiting for locality (docs/scheduling.md, "Waiting for locality"). A job whose pod set has a `preferred: L`
 // topology request is placed in one L domain when one has room, and spread over several otherwise. With a
 // locality wait (policy.locality_wait_s, or its priority class's), a job that would run spread although one L
-// domain of the empty cluster could hold it waits instead, for at most that long from when it began waiting,
-// for one domain to have room; then it runs spread as before. Time is passed in: the core reads no clock.
+// domain of the empty cluster could hold it waits instead, for one domain to have room: for at most that long
+// from the first pass of its waiting period that found it could run spread (Job::locality_wait_from, which the
+// server journals); then it runs spread as before. Time is passed in: the core reads no clock.
 #include <map>
 #include <optional>
 #include <tuple>
@@ -28,11 +29,13 @@ class OneDomainFits {
 // When admission `a` of `job` spreads a `preferred` pod set over several domains of its level although one
 // domain of the empty cluster could hold the job, and `now` is before the end of its locality wait: the reason
 // it waits (kLocality), with `until`, the time it stops waiting. Null otherwise: admit it as found.
+// `from` is when its wait counts from: Job::locality_wait_from, or `now` when this pass is the first to find it
+// could run spread.
 struct LocalityHold {
   Time until = 0;
   Explanation why;
 };
 std::optional<LocalityHold> locality_hold(const ClusterState& s, const RoomTable& pristine, const Job& job,
-                                          const AdmissionAttempt& a, Time now, OneDomainFits& fits);
+                                          const AdmissionAttempt& a, Time now, Time from, OneDomainFits& fits);
 
 }  // namespace allot

@@ -159,6 +159,10 @@ struct Job {
   uint64_t arrival = 0;  // submission order; ties in every ordering break on it
   Time submitted_at = 0;
   Time waiting_since = 0;  // when it last became Pending or Suspended
+  // Waiting for locality (locality_wait.h): the first scheduler pass of this waiting period at which the job
+  // could have run spread although one domain could hold it; its locality wait counts from then. Unset while it
+  // has not (and whenever it changes state). Journaled (store::LocalityWaitStart), so a restart keeps it.
+  std::optional<Time> locality_wait_from;
   JobState state = JobState::kPending;
   ReasonCode reason_code = ReasonCode::kSubmitted;  // the same as `reason`, for programs
   bool feasible = true;  // false: a waiting job that no amount of waiting would run (explanation.h)

@@ -62,8 +62,13 @@ Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
     if (locality_waits_) {
       PassJob& r = rec(id);
       r.waits_for_locality = false;
-      if (auto hold = locality_hold(s, pristine, job(id), a, now, one_domain_)) {
+      const Job& j = job(id);
+      if (auto hold = locality_hold(s, pristine, j, a, now, j.locality_wait_from.value_or(now), one_domain_)) {
         r.waits_for_locality = true;
+        if (!j.locality_wait_from && !r.locality_wait_began) {
+          r.locality_wait_began = true;
+          result.locality_waits.push_back(LocalityWaitStart{id, now});
+        }
         held_ = AdmissionAttempt{};
         held_.quota_ok = true;
         held_.within_nominal = a.within_nominal;
@@ -168,6 +173,12 @@ void Pass::resize(ResizeDecision d) {
   result.decisions.push_back(std::move(d));
 }
 
+void Pass::keep_locality_waits() {
+  auto& w = result.locality_waits;
+  w.erase(std::remove_if(w.begin(), w.end(), [&](const LocalityWaitStart& x) { return !pass[x.job.index()].waiting; }),
+          w.end());
+}
+
 bool Pass::starving(const Job& j) const {
   return s.policy.starvation_threshold_s > 0 && now - j.waiting_since >= s.policy.starvation_threshold_s;
 }
@@ -268,7 +279,7 @@ std::optional<Time> Pass::wakeup() const {
   if (locality_waits_)
     for (JobId id : waiting)
       if (pass[id.index()].waiting && pass[id.index()].waits_for_locality)
-        consider(job(id).waiting_since + locality_wait_of(s, job(id)));
+        consider(job(id).locality_wait_from.value_or(now) + locality_wait_of(s, job(id)));
   if (s.policy.starvation_threshold_s > 0)
     for (JobId id : s.waiting_jobs)
       if (!job(id).held) consider(job(id).waiting_since + s.policy.starvation_threshold_s);

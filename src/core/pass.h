@@ -33,8 +33,9 @@ class Pass {
     uint32_t admission_class = 0, preemption_class = 0;  // class_memo.h
     bool waiting = false;  // in the queue and not admitted: kept by join() and admit()
     bool blocked = false, borrow_blocked = false, preempt_tried = false, never = false;
-    // Its latest attempt found it waiting for locality (locality_wait.h).
-    bool waits_for_locality = false;
+    // Its latest attempt found it waiting for locality (locality_wait.h); its wait began at this pass (it is in
+    // result.locality_waits).
+    bool waits_for_locality = false, locality_wait_began = false;
     // Pooled in texts: what the latest phase said, and why preemption could not help (kept apart because
     // later phases rewrite `why`; give_reasons joins them).
     const PooledReason* why = nullptr;
@@ -78,6 +79,10 @@ class Pass {
   // The starving job, still waiting and ahead of `j` in the queue, that reserved a type this admission uses.
   std::optional<JobId> reserved_by(const AdmissionAttempt& a, const Job& j) const;
   const PooledReason* reserved_reason(const AdmissionAttempt& a, JobId holder);
+
+  // --- Waiting for locality (locality_wait.h) -------------------------------------------------------------
+  // Keeps in result.locality_waits only the jobs still waiting at the end of the pass.
+  void keep_locality_waits();
 
   // --- The end of the pass -------------------------------------------------------------------------------
   // Every job still waiting says what blocks it, into result.waiting.

@@ -32,10 +32,15 @@ ScheduleResult schedule(ClusterState& state, Time now, const ScheduleOptions& op
   if (fixed_point) grow_elastic(p);
   else p.note_bound_hit();
   p.give_reasons();
+  p.keep_locality_waits();
   p.result.next_wakeup = p.wakeup();
   ScheduleResult r = std::move(p.result);
   // Waiting jobs' explanations leave the pass as values, like its decisions, and the state applies them.
   explain_waiting(state, r.waiting);
+  for (const LocalityWaitStart& w : r.locality_waits) {
+    auto st = start_locality_wait(state, w.job, w.from);
+    (void)st;  // keep_locality_waits() left only jobs still waiting, each once, none with a start already
+  }
   return r;
 }
 

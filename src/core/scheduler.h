@@ -32,6 +32,13 @@ struct StepBoundHit {
   std::string message;      // names the bound and the jobs, for a log line
 };
 
+// A waiting job's locality wait began counting at this pass (locality_wait.h): applied to the state through
+// start_locality_wait() before schedule() returns, and journaled by the server, so a restart keeps it.
+struct LocalityWaitStart {
+  JobId job;
+  Time from = 0;
+};
+
 struct ScheduleResult {
   std::vector<Decision> decisions;  // in the order they were applied
   // One record per preemption group (one preemptor, all its victims), in the order the groups were applied;
@@ -40,6 +47,8 @@ struct ScheduleResult {
   // What blocks each job the pass left waiting (only jobs with something to say), applied to the state
   // through explain_waiting() before schedule() returns.
   std::vector<WaitingReason> waiting;
+  // Jobs whose locality wait began at this pass (only with a locality wait set), still waiting at its end.
+  std::vector<LocalityWaitStart> locality_waits;
   // The earliest future time at which time alone could change a decision (a minimum runtime ending, a job
   // reaching the starvation threshold); drivers run the scheduler again then.
   std::optional<Time> next_wakeup;

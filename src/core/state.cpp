@@ -338,6 +338,7 @@ static void transition(ClusterState& s, Job& j, JobState to, Time now, std::stri
   j.reason_code = code;
   j.feasible = true;
   if (is_waiting(to)) j.waiting_since = now;
+  j.locality_wait_from.reset();  // a new waiting period (or none) counts its locality wait afresh
   index_job(s, j, true);
 }
 
@@ -542,6 +543,18 @@ void explain_waiting(ClusterState& s, const std::vector<WaitingReason>& reasons)
     j.reason_code = w.code;
     j.feasible = w.feasible;
   }
+}
+
+Status start_locality_wait(ClusterState& s, JobId job, Time from) {
+  if (job.index() >= s.jobs.size()) return Error::invalid("no job with id " + std::to_string(job.index()));
+  Job& j = s.jobs[job.index()];
+  if (!is_waiting(j.state))
+    return Error::invalid("job " + j.spec.name + " is " + std::string(job_state_name(j.state)) +
+                          ", not waiting: its locality wait cannot start");
+  if (j.locality_wait_from)
+    return Error::invalid("job " + j.spec.name + "'s locality wait started already at t=" + std::to_string(*j.locality_wait_from));
+  j.locality_wait_from = from;
+  return ok_status();
 }
 
 // --- Derived values ------------------------------------------------------------------------------------------

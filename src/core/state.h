@@ -184,6 +184,10 @@ Status apply_decision(ClusterState& s, const Decision& d, Time now);
 // Gives each job a pass left waiting its explanation. A Suspended job keeps saying why it stopped, then
 // "; waiting: " and what blocks it now. Entries for jobs that are no longer waiting are skipped.
 void explain_waiting(ClusterState& s, const std::vector<WaitingReason>& reasons);
+// A waiting job's locality wait counts from `from` (locality_wait.h): the scheduler's pass that first found it
+// could run spread, or the journal's record of that pass. An error for a job that is not waiting or already has
+// its start: the record belongs to another waiting period.
+Status start_locality_wait(ClusterState& s, JobId job, Time from);
 
 // --- Derived values ------------------------------------------------------------------------------------------
 // Seconds of work a job keeps if it stops now: everything up to its last checkpoint. Work is counted at the

@@ -29,6 +29,7 @@ struct NodeOf {
   std::string operator()(const Preempt&) const { return ""; }
   std::string operator()(const Requeue& o) const { return o.node; }
   std::string operator()(const TimeLimitExceeded&) const { return ""; }
+  std::string operator()(const LocalityWaitBegan&) const { return ""; }
   std::string operator()(const Resize&) const { return ""; }
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
@@ -103,6 +104,11 @@ std::string message_of(const ServerState& st, const Record& r) {
     std::string operator()(const Admit& o) const { return "admitted: " + o.reason; }
     std::string operator()(const Preempt& o) const { return "preempted: " + o.reason; }
     std::string operator()(const Requeue& o) const { return "requeued: " + o.reason; }
+    std::string operator()(const LocalityWaitBegan& o) const {
+      const Job* j = s.find_job(o.job);
+      // The pass that began the wait gave the job its reason ("waiting for locality: ... until t=T ...").
+      return j && j->reason_code == ReasonCode::kLocality ? j->reason.str() : "its locality wait began";
+    }
     std::string operator()(const TimeLimitExceeded& o) const {
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : "time limit of " + std::to_string(o.time_limit_s) + " s reached (DeadlineExceeded)";
@@ -327,6 +333,7 @@ struct Note {
   void operator()(const DeletePlan&) const {}
   void operator()(const Requeue&) const {}
   void operator()(const TimeLimitExceeded&) const {}
+  void operator()(const LocalityWaitBegan&) const {}
 };
 
 void note(ServerState& st, const Record& r) {
@@ -367,6 +374,7 @@ struct AudienceOf {
   EventAudience operator()(const store::CompactFinished&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::Requeue&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::TimeLimitExceeded&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::LocalityWaitBegan&) const { return EventAudience::kEveryReader; }
 };
 }  // namespace
 

@@ -683,6 +683,13 @@ void Writer::run_batch(std::vector<Pending>& batch) {
       }
       records.push_back(std::move(r));
     }
+    // Locality waits that began at this pass (the pass applied them): journaled, so a restart keeps them.
+    for (const LocalityWaitStart& w : sr.locality_waits) {
+      store::Record r{state_.last_seq + 1, now, store::LocalityWaitBegan{state_.cluster.jobs[w.job.index()].spec.name},
+                      kServerActor};
+      note_decision(state_, r, events);
+      records.push_back(std::move(r));
+    }
   }
 
   state_.observed.sample(state_.cluster, now);

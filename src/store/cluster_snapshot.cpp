@@ -162,6 +162,7 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
     job.arrival = jj.at("arrival").get<uint64_t>();
     next_arrival = std::max(next_arrival, job.arrival + 1);
     job.waiting_since = jj.at("waiting_since").get<Time>();
+    if (jj.contains("locality_wait_from")) job.locality_wait_from = jj.at("locality_wait_from").get<Time>();
     job.state = state_from(jj.at("state"));
     job.reason = text(jj.at("reason").get<std::string>());
     job.reason_code = code_from(jj.at("reason_code"));
@@ -265,6 +266,8 @@ json job_to_json(const ClusterState& s, const Job& j) {
               {"deleted", j.deleted},
               {"attempt_base", j.attempt_base},
                   {"resizes", std::move(resizes)}};
+  // Written only when set, so snapshots of jobs that never waited for locality read as they always have.
+  if (j.locality_wait_from) out["locality_wait_from"] = *j.locality_wait_from;
   if (j.plan.valid()) out["plan"] = j.plan.value;
   if (j.attempt_folded != 0) out["attempt_folded"] = j.attempt_folded;
   // The wall-time limit resolved at submission and the running time toward it (core/time_limit.h); absent

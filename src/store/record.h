@@ -211,6 +211,13 @@ struct TimeLimitExceeded {
   int64_t time_limit_s = 0;
   friend bool operator==(const TimeLimitExceeded&, const TimeLimitExceeded&) = default;
 };
+// A waiting job's locality wait began counting at the record's time (core/locality_wait.h): the scheduler pass
+// that first found it could run spread although one domain could hold it. Journaled so that a restarted server
+// counts the wait from the same time (docs/scheduling.md, "Waiting for locality").
+struct LocalityWaitBegan {
+  std::string job;
+  friend bool operator==(const LocalityWaitBegan&, const LocalityWaitBegan&) = default;
+};
 // Retention (`allot server --retain-finished`): every finished job whose last change was at or before the cutoff
 // leaves the live state (core/state.h, compact_finished). Its own records stay in the journal.
 struct CompactFinished {
@@ -221,7 +228,7 @@ struct CompactFinished {
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
                         Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
                         SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan,
-                        CompactFinished, Requeue, TimeLimitExceeded>;
+                        CompactFinished, Requeue, TimeLimitExceeded, LocalityWaitBegan>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

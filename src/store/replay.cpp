@@ -63,6 +63,11 @@ struct Apply {
     return preempt_job(s, *id, at, o.reason, ReasonCode::kRendezvousPort);
   }
   Status operator()(const TimeLimitExceeded& o) const { return exceed_time_limit(s, o.job, at); }
+  Status operator()(const LocalityWaitBegan& o) const {
+    auto id = job_id(s, o.job);
+    if (!id) return id.error();
+    return start_locality_wait(s, *id, at);
+  }
   Status operator()(const Resize& o) const {
     auto id = job_id(s, o.job);
     if (!id) return id.error();

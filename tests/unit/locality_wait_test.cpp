@@ -139,5 +139,57 @@ TEST_F(LocalityWaitTest, PreemptsNothingWhileItWaits) {
   EXPECT_EQ(find("right").state, JobState::kRunning);
 }
 
+// The wait counts from the first pass that could have run the job spread, not from its submission: a job that
+// first waited for capacity still gets its whole wait once room appears (issue 29: counted from submission, such
+// jobs spread at once).
+TEST_F(LocalityWaitTest, TheWaitCountsFromTheFirstPassThatCouldRunItSpread) {
+  build(600);
+  half_fill();
+  for (const char* f : {"f1", "f2", "f3"}) submit(test::job_spec(f, "ml").instance_type(kType).whole_nodes().replicas(1), 0);
+  schedule(s, 0);
+  submit(gang("wide", 3), 10);
+  ScheduleResult r = schedule(s, 10);
+  ASSERT_EQ(find("wide").state, JobState::kPending);
+  EXPECT_NE(find("wide").reason_code, ReasonCode::kLocality);
+  EXPECT_TRUE(r.locality_waits.empty());
+  EXPECT_FALSE(find("wide").locality_wait_from.has_value());
+  for (const char* f : {"f1", "f2", "f3"}) ASSERT_TRUE(finish_job(s, f, 1000, true).ok());
+  r = schedule(s, 1000);
+  ASSERT_EQ(find("wide").state, JobState::kPending);
+  EXPECT_EQ(find("wide").reason_code, ReasonCode::kLocality);
+  EXPECT_NE(find("wide").reason.str().find("until t=1600 (locality_wait 600 s)"), std::string::npos) << find("wide").reason.str();
+  ASSERT_EQ(r.locality_waits.size(), 1u);
+  EXPECT_EQ(r.locality_waits[0].job, find("wide").id);
+  EXPECT_EQ(r.locality_waits[0].from, 1000);
+  EXPECT_EQ(find("wide").locality_wait_from, std::optional<Time>(1000));
+  // Later passes keep the start and report no new one.
+  r = schedule(s, 1200);
+  EXPECT_TRUE(r.locality_waits.empty());
+  EXPECT_EQ(find("wide").locality_wait_from, std::optional<Time>(1000));
+  EXPECT_EQ(r.next_wakeup, std::optional<Time>(1600));
+  schedule(s, 1600);
+  ASSERT_EQ(find("wide").state, JobState::kRunning);
+  EXPECT_EQ(domains(find("wide")), 2u);
+  EXPECT_FALSE(find("wide").locality_wait_from.has_value()) << "admission ends the waiting period";
+}
+
+// The start a journal record restores: only for a waiting job, and once per waiting period.
+TEST_F(LocalityWaitTest, StartingAWaitChecksTheJob) {
+  build(600);
+  half_fill();
+  submit(gang("wide", 3), 10);
+  EXPECT_TRUE(start_locality_wait(s, find("wide").id, 5).ok());
+  EXPECT_EQ(find("wide").locality_wait_from, std::optional<Time>(5));
+  auto again = start_locality_wait(s, find("wide").id, 6);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.error().message.find("started already at t=5"), std::string::npos) << again.error().message;
+  auto running = start_locality_wait(s, find("left").id, 6);
+  ASSERT_FALSE(running.ok());
+  EXPECT_NE(running.error().message.find("is Running, not waiting"), std::string::npos) << running.error().message;
+  // A restored start counts: the wait ends 600 s after it, not after the pass.
+  schedule(s, 10);
+  EXPECT_NE(find("wide").reason.str().find("until t=605"), std::string::npos) << find("wide").reason.str();
+}
+
 }  // namespace
 }  // namespace allot
