@@ -29,6 +29,8 @@ struct NodeOf {
   std::string operator()(const Preempt&) const { return ""; }
   std::string operator()(const Requeue& o) const { return o.node; }
   std::string operator()(const TimeLimitExceeded&) const { return ""; }
+  // Names nodes, but stops only its own job (which apply() accounts for as the named job).
+  std::string operator()(const StartTimeout&) const { return ""; }
   std::string operator()(const Resize&) const { return ""; }
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
@@ -103,6 +105,7 @@ std::string message_of(const ServerState& st, const Record& r) {
     std::string operator()(const Admit& o) const { return "admitted: " + o.reason; }
     std::string operator()(const Preempt& o) const { return "preempted: " + o.reason; }
     std::string operator()(const Requeue& o) const { return "requeued: " + o.reason; }
+    std::string operator()(const StartTimeout& o) const { return "start timeout: " + o.reason; }
     std::string operator()(const TimeLimitExceeded& o) const {
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : "time limit of " + std::to_string(o.time_limit_s) + " s reached (DeadlineExceeded)";
@@ -321,6 +324,11 @@ struct Note {
   void operator()(const DeletePlan&) const {}
   void operator()(const Requeue&) const {}
   void operator()(const TimeLimitExceeded&) const {}
+  // The nodes that did not start their replica in time (`allot describe node`): rebuilt on replay.
+  void operator()(const StartTimeout& o) const {
+    for (const auto& n : o.nodes)
+      if (auto it = st.nodes.find(n); it != st.nodes.end()) ++it->second.start_timeouts;
+  }
 };
 
 void note(ServerState& st, const Record& r) {
@@ -361,6 +369,7 @@ struct AudienceOf {
   EventAudience operator()(const store::CompactFinished&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::Requeue&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::TimeLimitExceeded&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::StartTimeout&) const { return EventAudience::kEveryReader; }
 };
 }  // namespace
 
@@ -427,6 +436,7 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   for (size_t i = 0; i < before.size(); ++i) {
     const Job& j = st.cluster.jobs[before[i].index()];
     if (j.state == JobState::kRunning) continue;
+    if (named_running && j.spec.name == job_name) continue;  // accounted for above (a requeue names its job and node)
     std::string cause = "node " + node;
     if (node.empty())  // a plan's end: the record says which plan
       cause = message_of(st, r);

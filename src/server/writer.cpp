@@ -13,6 +13,7 @@
 #include "server/retention.h"
 #include "server/state_snapshot.h"
 #include "server/plan_steps.h"
+#include "server/start_timeouts.h"
 #include "server/time_limits.h"
 #include "store/replay.h"
 
@@ -644,6 +645,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     if (lifecycle_tick(txn, options_)) dirty_ = true;
     if (step_plans(txn, options_)) dirty_ = true;
     if (end_jobs_past_time_limit(txn)) dirty_ = true;
+    if (time_out_starts(txn)) dirty_ = true;
     time_out_nodes(txn);
     compacted = compact_finished_jobs(txn);
   }

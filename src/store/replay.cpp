@@ -63,6 +63,7 @@ struct Apply {
     return preempt_job(s, *id, at, o.reason, ReasonCode::kRendezvousPort);
   }
   Status operator()(const TimeLimitExceeded& o) const { return exceed_time_limit(s, o.job, at); }
+  Status operator()(const StartTimeout& o) const { return time_out_start(s, o.job, at, o.backoff_s, o.reason); }
   Status operator()(const Resize& o) const {
     auto id = job_id(s, o.job);
     if (!id) return id.error();
