@@ -246,6 +246,7 @@ void read_routes(Routes& http, Api& api) {
                  (!own_teams_only || who.in_team(st.cluster.teams[j.team.index()].spec.name));
         };
         const view::SeesTeamJobs sees = job_names_for(who);
+        const Time now = static_cast<Time>(system_clock_ms() / 1000);  // one instant for the whole page
         // The body is written item by item: no JSON tree of the whole page is built (a 5,000-job page is
         // megabytes), each job's view is dumped and dropped.
         std::string body = R"({"items":[)";
@@ -254,7 +255,7 @@ void read_routes(Routes& http, Api& api) {
         for (; i < jobs.size() && listed < limit; ++i) {
           if (!wanted(jobs[i])) continue;
           json item = view::job_json(st.cluster, jobs[i], /*with_history=*/false, view::Times::kRfc3339);
-          view::add_time_limit(item, jobs[i], static_cast<Time>(system_clock_ms() / 1000), view::Times::kRfc3339);
+          view::add_time_limit(item, jobs[i], now, view::Times::kRfc3339);
           view::hide_job_refs(item, sees);
           if (listed++) body += ',';
           body += item.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -14,23 +14,13 @@ namespace {
 using nlohmann::json;
 using store::HealthCause;
 
-const store::Actor kServer{"server", "server", {}, {}};
-
 // How long an abnormal exit waits at most for its node's checks (an agent whose checks hang): then it is judged
 // with what is known.
 constexpr int64_t kExitJudgingLimitMs = 120'000;
 
-// Records the server itself makes (health changes it decides, tokens for replacements) name the server.
-struct AsServer {
-  Txn& txn;
-  store::Actor saved;
-  explicit AsServer(Txn& t) : txn(t), saved(t.actor()) { txn.act_as(kServer); }
-  ~AsServer() { txn.act_as(saved); }
-};
-
 void change(Txn& txn, const std::string& node, NodeHealth health, HealthCause cause, const std::string& reason,
             const std::string& replaces = "") {
-  AsServer as(txn);
+  AsServer as(txn);  // health changes it decides and tokens for replacements name the server
   spdlog::info("node {}: {} ({})", node, node_health_name(health), reason);
   auto st = txn.apply(store::NodeHealthChange{node, health, cause, "", reason, replaces});
   if (!st) spdlog::error("node {}: {}", node, st.error().message);

@@ -8,15 +8,6 @@
 namespace allot::server {
 namespace {
 
-// Plan steps and the join tokens of provisioned plan nodes are the server's own records, whoever's request
-// happened to be in the batch.
-struct AsServer {
-  Txn& txn;
-  store::Actor saved;
-  explicit AsServer(Txn& t) : txn(t), saved(t.actor()) { txn.act_as(store::Actor{"server", "server", {}, {}}); }
-  ~AsServer() { txn.act_as(saved); }
-};
-
 std::string labels_text(const std::map<std::string, std::string>& labels) {
   std::string out;
   for (const auto& [k, v] : labels) out += (out.empty() ? "" : ",") + k + "=" + v;
@@ -46,7 +37,7 @@ void provision_plan_nodes(Txn& txn, const Plan& plan) {
 
 bool step_plans(Txn& txn, const ServerOptions& options) {
   bool any = false;
-  AsServer as(txn);
+  AsServer as(txn);  // plan steps and the join tokens of provisioned plan nodes are the server's own records
   while (auto step = next_plan_step(txn.cluster())) {
     if (step->at > txn.now()) break;
     const std::string name = txn.cluster().plans[step->plan.index()].spec.name;

@@ -9,9 +9,7 @@ namespace allot::server {
 bool end_jobs_past_time_limit(Txn& txn) {
   const std::vector<JobId> due = past_time_limit(txn.cluster(), txn.now());
   if (due.empty()) return false;
-  // The server's own decision, whoever's request happened to be in the batch.
-  const store::Actor saved = txn.actor();
-  txn.act_as(store::Actor{"server", "server", {}, {}});
+  AsServer as(txn);
   bool any = false;
   for (JobId id : due) {
     const Job& j = txn.cluster().jobs[id.index()];
@@ -23,7 +21,6 @@ bool end_jobs_past_time_limit(Txn& txn) {
     spdlog::info("job {} reached its time limit; stopped", name);
     any = true;
   }
-  txn.act_as(saved);
   return any;
 }
 

@@ -81,10 +81,6 @@ Writer::Writer(const ServerOptions& options, std::unique_ptr<store::Store> store
     : options_(options), store_(std::move(store)), events_(events), auth_(auth),
       provisioner_(options.provisioner, options.data_dir + "/provision"), board_(options.clock) {}
 
-namespace {
-const store::Actor kServerActor{"server", "server", {}, {}};
-}  // namespace
-
 void Writer::publish_tokens() {
   if (published_tokens_ == state_.tokens_version) return;
   auth_.publish(std::make_shared<const TokenTable>(state_.tokens));
@@ -644,8 +640,12 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   if (writes_own) {
     if (lifecycle_tick(txn, options_)) dirty_ = true;
     if (step_plans(txn, options_)) dirty_ = true;
-    if (end_jobs_past_time_limit(txn)) dirty_ = true;
-    if (time_out_starts(txn)) dirty_ = true;
+    // Limits and start timeouts are whole seconds: one walk over the running jobs a second finds every job due.
+    if (txn.now() != time_limits_checked_at_) {
+      time_limits_checked_at_ = txn.now();
+      if (end_jobs_past_time_limit(txn)) dirty_ = true;
+      if (time_out_starts(txn)) dirty_ = true;
+    }
     time_out_nodes(txn);
     compacted = compact_finished_jobs(txn);
   }

@@ -117,6 +117,23 @@ class Txn {
   std::vector<Effect>* effects_ = nullptr;
 };
 
+// The server itself, as the records of its own decisions name it (scheduling, health changes, plan steps, time
+// limits).
+inline const store::Actor kServerActor{"server", "server", {}, {}};
+
+// In its scope the Txn acts as the server, whoever's request happened to be in the batch; then as before.
+class AsServer {
+ public:
+  explicit AsServer(Txn& txn) : txn_(txn), saved_(txn.actor()) { txn_.act_as(kServerActor); }
+  ~AsServer() { txn_.act_as(saved_); }
+  AsServer(const AsServer&) = delete;
+  AsServer& operator=(const AsServer&) = delete;
+
+ private:
+  Txn& txn_;
+  store::Actor saved_;
+};
+
 // Renders the answer once the batch is scheduled and durable (so a submitted job may already be Running).
 using Render = std::function<Reply(const ServerState&)>;
 // Runs on the writer thread. An error answer must mean the command changed nothing.
@@ -259,6 +276,7 @@ class Writer {
   std::chrono::steady_clock::time_point next_pass_{};
   std::optional<Time> next_wakeup_;
   bool dirty_ = true;  // the state changed since the last pass
+  Time time_limits_checked_at_ = -1;  // the second of the last walk for time limits and start timeouts
   bool leading_ = true;  // false on a shared store until it takes the lead
   std::chrono::steady_clock::time_point next_leader_try_{};
   // The state holds changes the journal may not (a write failed) and the journal could not be read back to
