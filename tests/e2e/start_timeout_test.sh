@@ -66,8 +66,10 @@ wait_state gang Succeeded 60
 [ "$(job_field gang start_timeouts)" = 1 ] || fail "the second run started in time: $(job_json gang)"
 "$ALLOT" logs gang | grep_q "rank 1 started" || fail "rank 1 should have run: $("$ALLOT" logs gang)"
 
-# A long backoff, and a server killed with -9 during it.
+# A long backoff, and a server killed with -9 during it. The node's agent first reports gang's replica gone (a
+# heartbeat after its exit), or the next run on that node would wait for that stop, and its clock would not start.
 policy_with_backoff 300
+sleep 1
 kill -STOP "$AGENT_PID_gpu_2"
 gang_yaml durable
 "$ALLOT" submit "$WORK/durable.yaml" >/dev/null || fail "submit durable"

@@ -105,10 +105,10 @@ TEST(StartTimeout, RequeuesWithoutARetryAndPassesTheJobOverUntilItsBackoffEnds) 
   EXPECT_EQ(*r.next_wakeup, 460);
   (void)schedule(s, 459);
   EXPECT_EQ(j.state, JobState::kSuspended);
-  // At 460 it waits as any Suspended job: for capacity, while "other" holds a node.
+  // At 460 it waits as any Suspended job, while "other" holds a node.
   (void)schedule(s, 460);
   EXPECT_EQ(j.state, JobState::kSuspended);
-  EXPECT_EQ(j.reason_code, ReasonCode::kCapacity);
+  EXPECT_EQ(j.reason_code, ReasonCode::kNoIdleQuota);  // it would have to borrow what "other" holds
   ASSERT_TRUE(finish_job(s, "other", 470, true).ok());
   (void)schedule(s, 470);
   EXPECT_EQ(j.state, JobState::kRunning);
