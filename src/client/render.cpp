@@ -314,6 +314,8 @@ std::string describe_node(const json& n, int64_t now) {
   if (time_at(n, "last_heartbeat", -1) >= kEpochFloor) field("Heartbeat:", ago(time_at(n, "last_heartbeat"), now) + " ago");
   field("Boot:", text(n, "boot"));
   field("Replaces:", text(n, "replaces"));
+  if (n.contains("start_timeouts"))
+    field("Start timeouts:", text(n, "start_timeouts") + " (runs requeued: a replica here did not start in time)");
   field("Topology:", topology_of(n.value("topology", json())));
   const json deep = n.value("deep_check", json::object());
   if (deep.is_object() && text(deep, "status") != "none" && !text(deep, "status").empty())
@@ -404,7 +406,11 @@ std::string describe_job(const json& j, int64_t now) {
   int64_t submitted = time_at(j, "submitted_at", -1);
   if (submitted >= 0) field("Submitted:", clock_time(submitted) + (submitted >= kEpochFloor ? " (" + ago(submitted, now) + " ago)" : ""));
   if (j.contains("started_at")) field("Started:", clock_time(time_at(j, "started_at")));
-  field("Runs:", "restarts " + text(j, "restarts", "0") + ", preemptions " + text(j, "preemptions", "0"));
+  field("Runs:", "restarts " + text(j, "restarts", "0") + ", preemptions " + text(j, "preemptions", "0") +
+                     (j.contains("start_timeouts") ? ", start timeouts " + text(j, "start_timeouts") : ""));
+  // Backing off after a gang start timeout (docs/resiliency.md): the scheduler passes it over until then.
+  if (const int64_t until = time_at(j, "backoff_until", -1); until > now)
+    field("Backoff:", "until " + clock_time(until) + " (in " + std::to_string(until - now) + " s), after its start timeout");
   if (j.contains("max_retries"))
     field("Retries:", text(j, "retries_used", "0") + " of " + text(j, "max_retries") + " used (max_retries " + text(j, "max_retries") + ")");
   field("Time limit:", time_limit_text(j));

@@ -34,6 +34,10 @@ nlohmann::json policy_json(const PolicySpec& p) {
           {"elastic_grow_delay", p.elastic_grow_delay_s}};
   // Written only when set, so policies (and journals) without a locality wait read as they always have.
   if (p.locality_wait_s > 0) out["locality_wait"] = p.locality_wait_s;
+  // The same for the gang start timeout and its backoff (docs/resiliency.md, "Gang start timeout").
+  if (p.start_timeout_s > 0) out["start_timeout"] = p.start_timeout_s;
+  if (p.start_backoff_s != PolicySpec{}.start_backoff_s) out["start_backoff"] = p.start_backoff_s;
+  if (p.start_backoff_max_s != PolicySpec{}.start_backoff_max_s) out["start_backoff_max"] = p.start_backoff_max_s;
   return out;
 }
 

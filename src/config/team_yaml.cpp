@@ -72,7 +72,8 @@ Result<std::vector<PriorityClassSpec>> read_priority_classes(const YamlContext& 
 
 Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
   auto f = Fields::open(ctx, v, {"task_prioritization", "idle_compute", "idle_pool", "priority_classes", "min_runtime",
-                                 "starvation_threshold", "fair_share_preemption", "elastic_grow_delay", "locality_wait"});
+                                 "starvation_threshold", "fair_share_preemption", "elastic_grow_delay", "locality_wait",
+                                 "start_timeout", "start_backoff", "start_backoff_max"});
   if (!f) return f.error();
   PolicySpec p;
   if (auto tp = f->get("task_prioritization")) {
@@ -120,6 +121,17 @@ Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
     if (!s) return s.error();
     p.locality_wait_s = *s;
   }
+  for (auto [key, field] : {std::pair{"start_timeout", &p.start_timeout_s}, std::pair{"start_backoff", &p.start_backoff_s},
+                            std::pair{"start_backoff_max", &p.start_backoff_max_s}})
+    if (auto v = f->get(key)) {
+      auto s = read_int(ctx, *v, 0, kMaxSeconds);
+      if (!s) return s.error();
+      *field = *s;
+    }
+  if (p.start_backoff_max_s < p.start_backoff_s)
+    return fail(ctx, f->get("start_backoff_max").value_or(v), "policy.start_backoff_max " + std::to_string(p.start_backoff_max_s) +
+                " s is below policy.start_backoff " + std::to_string(p.start_backoff_s) + " s",
+                "seconds at least start_backoff (default 60; start_backoff_max defaults to 3600)");
   return p;
 }
 

@@ -6,7 +6,7 @@
 namespace allot {
 namespace {
 
-constexpr std::array<std::pair<ReasonCode, const char*>, 31> kNames = {{
+constexpr std::array<std::pair<ReasonCode, const char*>, 32> kNames = {{
     {ReasonCode::kNone, "none"},
     {ReasonCode::kSubmitted, "submitted"},
     {ReasonCode::kQuota, "quota"},
@@ -38,6 +38,7 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 31> kNames = {{
     {ReasonCode::kPlanEnding, "plan_ending"},
     {ReasonCode::kRendezvousPort, "rendezvous_port"},
     {ReasonCode::kDeadlineExceeded, "deadline_exceeded"},
+    {ReasonCode::kStartTimeout, "start_timeout"},
 }};
 
 // Every code once, in the enum's order, the newest last: a code added to the enum without its name here (or a name
@@ -47,7 +48,7 @@ constexpr bool in_enum_order() {
     if (static_cast<size_t>(kNames[i].first) != i) return false;
   return true;
 }
-static_assert(in_enum_order() && kNames.back().first == ReasonCode::kDeadlineExceeded);
+static_assert(in_enum_order() && kNames.back().first == ReasonCode::kStartTimeout);
 
 }  // namespace
 

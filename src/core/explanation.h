@@ -49,6 +49,9 @@ enum class ReasonCode : uint8_t {
   // Failed for good, without using a retry: it ran as long as its wall-time limit allows (core/time_limit.h), as
   // Kubernetes ends a Job past its activeDeadlineSeconds with reason DeadlineExceeded.
   kDeadlineExceeded,
+  // Suspended without using a retry: not every replica of its run was running within the policy's start_timeout
+  // (core/start_timeout.h); the scheduler passes it over until its backoff ends.
+  kStartTimeout,
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

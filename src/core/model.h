@@ -188,6 +188,10 @@ struct Job {
   int64_t time_limit_s = 0;
   bool time_limit_resets = false;
   int64_t run_before_s = 0;
+  // Gang start timeouts (core/start_timeout.h): how many runs were requeued because not every replica started in
+  // time, and until when the scheduler passes the job over after the last one (0: it does not).
+  int start_timeouts = 0;
+  Time backoff_until = 0;
   std::vector<Transition> history;
   std::vector<ResizeEvent> resizes;
   bool elastic() const { return elastic_pod_set >= 0; }

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "core/quota.h"
+#include "core/start_timeout.h"
 
 namespace allot {
 
@@ -23,10 +24,14 @@ void Pass::room_changes(const Job& j, const Placement& p) {
 }
 
 void Pass::collect_waiting() {
-  // A held job is passed over: it neither runs nor preempts, nor holds back others (strict FIFO, reservations).
+  // A held or backing-off job is passed over (start_timeout.h, passed_over).
   waiting.clear();
-  for (JobId id : s.waiting_jobs)
-    if (!job(id).held) waiting.push_back(id);
+  backoff_ends_ = std::nullopt;
+  for (JobId id : s.waiting_jobs) {
+    const Job& j = job(id);
+    if (!passed_over(j, now)) waiting.push_back(id);
+    else if (!j.held && (!backoff_ends_ || j.backoff_until < *backoff_ends_)) backoff_ends_ = j.backoff_until;
+  }
   for (JobId id : waiting) join(id);
   sort_waiting();
 }
@@ -270,6 +275,7 @@ std::optional<Time> Pass::wakeup() const {
     for (size_t n = 0; n < s.room.size(); ++n)
       if (s.room[n].usable && grows[s.room[n].type.index()] && s.room[n].free.accelerators > 0)
         consider(s.room_changed_at[n] + delay);
+  if (backoff_ends_) consider(*backoff_ends_);  // a job backing off after a start timeout may run again then
   bool anyone_waiting = false;
   for (JobId id : waiting) anyone_waiting |= pass[id.index()].waiting;
   if (!anyone_waiting) return t;
@@ -282,7 +288,7 @@ std::optional<Time> Pass::wakeup() const {
         consider(job(id).locality_wait_from.value_or(now) + locality_wait_of(s, job(id)));
   if (s.policy.starvation_threshold_s > 0)
     for (JobId id : s.waiting_jobs)
-      if (!job(id).held) consider(job(id).waiting_since + s.policy.starvation_threshold_s);
+      if (!passed_over(job(id), now)) consider(job(id).waiting_since + s.policy.starvation_threshold_s);
   return t;
 }
 

@@ -119,6 +119,7 @@ class Pass {
   AdmissionAttempt held_;     // attempt()'s answer when the job fits but waits for locality
   OneDomainFits one_domain_;  // locality_wait.h, for this pass's cluster shape
   bool locality_waits_ = false;  // the policy or a priority class sets a locality wait
+  std::optional<Time> backoff_ends_;  // the earliest end of a start-timeout backoff among passed-over jobs
   bool borrowed_since_plans_ = false;  // plan_again()
   // Where each of the last kStepsNamed steps began in result.decisions (a ring indexed by step number), so a
   // pass that hits its bound can name the jobs of its last steps.

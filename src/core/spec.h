@@ -158,6 +158,13 @@ struct PolicySpec {
   // one domain of the empty cluster could hold it, waits this long (from when it began waiting) for one domain
   // instead (docs/scheduling.md, "Waiting for locality"). 0: it spreads at once. A priority class may set its own.
   int64_t locality_wait_s = 0;
+  // Gang start timeout (docs/resiliency.md, "Gang start timeout"; Kueue's waitForPodsReady): a run not every replica
+  // of which is running this long after its replicas were handed to the agents is requeued without using a retry,
+  // and the job waits start_backoff_s x 2^(n-1) (at most start_backoff_max_s) after its n-th such requeue before it
+  // may run again. 0: off. Only the server applies it (the simulator starts every replica at once).
+  int64_t start_timeout_s = 0;
+  int64_t start_backoff_s = 60;
+  int64_t start_backoff_max_s = 3600;
   friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
 };
 

@@ -472,6 +472,25 @@ Status exceed_time_limit(ClusterState& s, std::string_view name, Time now) {
   return ok_status();
 }
 
+Status time_out_start(ClusterState& s, std::string_view name, Time now, int64_t backoff_s, const std::string& why) {
+  const Job* cj = s.find_job(name);
+  if (!cj) return Error::not_found("no job named " + std::string(name));
+  Job& j = s.jobs[cj->id.index()];
+  if (j.state != JobState::kRunning)
+    return Error::precondition("job " + j.spec.name + " is not running (" + job_state_name(j.state) + ")");
+  if (backoff_s < 0) return Error::invalid("job " + j.spec.name + ": a start backoff of " + std::to_string(backoff_s) + " s");
+  stop_run(s, j, now);
+  ++j.preemptions;  // a run ended without using a retry, as a preemption's does: the next run is a new attempt
+  ++j.start_timeouts;
+  j.backoff_until = now + backoff_s;
+  transition(s, j, JobState::kSuspended, now,
+             "start timeout: " + why + "; requeued without using a retry, it may run again from t=" +
+                 std::to_string(j.backoff_until) + " (backoff " + std::to_string(backoff_s) + " s after start timeout " +
+                 std::to_string(j.start_timeouts) + ")",
+             ReasonCode::kStartTimeout);
+  return ok_status();
+}
+
 // --- Decisions -----------------------------------------------------------------------------------------------
 
 Status admit_job(ClusterState& s, JobId id, const Placement& placement, bool borrowing, Time now, std::string reason) {

@@ -152,6 +152,10 @@ Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeed
 // Ends a running job that has reached its wall-time limit (time_limit.h): it stops, and ends Failed with reason
 // deadline_exceeded without using a retry. Refused for a job that has not reached it by `now`.
 Status exceed_time_limit(ClusterState& s, std::string_view name, Time now);
+// Requeues a running job not every replica of whose run started within the policy's start timeout
+// (start_timeout.h): it stops and is Suspended with reason start_timeout without using a retry, and the scheduler
+// passes it over until now + backoff_s. `why` says which replicas did not start where.
+Status time_out_start(ClusterState& s, std::string_view name, Time now, int64_t backoff_s, const std::string& why);
 // Holds a waiting job (Pending or Suspended) so that no scheduler pass considers it, or releases it
 // (job_changes.cpp). Holding a held job, or releasing one that is not, is refused.
 Status set_job_held(ClusterState& s, std::string_view name, bool held, Time now);

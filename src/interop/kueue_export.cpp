@@ -133,6 +133,13 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
     // Written only when set, so that an export without it stays as it was.
     if (policy.locality_wait_s != 0)
       out << YAML::Key << p + "locality-wait" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.locality_wait_s);
+    // The gang start timeout (Kueue keeps waitForPodsReady in its controller's configuration, not in an object).
+    if (policy.start_timeout_s != 0)
+      out << YAML::Key << p + "start-timeout" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.start_timeout_s);
+    if (policy.start_backoff_s != PolicySpec{}.start_backoff_s)
+      out << YAML::Key << p + "start-backoff" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.start_backoff_s);
+    if (policy.start_backoff_max_s != PolicySpec{}.start_backoff_max_s)
+      out << YAML::Key << p + "start-backoff-max" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.start_backoff_max_s);
     out << YAML::EndMap;
   }
   out << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::EndMap << YAML::EndMap

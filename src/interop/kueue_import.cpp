@@ -185,6 +185,12 @@ void read_cohort(const YAML::Node& obj, ObjectReader& r) {
         seconds(pol.elastic_grow_delay_s);
       else if (k == "locality-wait")
         seconds(pol.locality_wait_s);
+      else if (k == "start-timeout")
+        seconds(pol.start_timeout_s);
+      else if (k == "start-backoff")
+        seconds(pol.start_backoff_s);
+      else if (k == "start-backoff-max")
+        seconds(pol.start_backoff_max_s);
       else
         r.warn(field, "'" + v + "' is not an allot policy setting this version knows; ignored");
     }
@@ -725,6 +731,10 @@ std::string teams_file_yaml(const KueueImport& result) {
     out << YAML::Key << "starvation_threshold" << YAML::Value << p.starvation_threshold_s;
     out << YAML::Key << "elastic_grow_delay" << YAML::Value << p.elastic_grow_delay_s;
     if (p.locality_wait_s != 0) out << YAML::Key << "locality_wait" << YAML::Value << p.locality_wait_s;
+    if (p.start_timeout_s != 0) out << YAML::Key << "start_timeout" << YAML::Value << p.start_timeout_s;
+    if (p.start_backoff_s != PolicySpec{}.start_backoff_s) out << YAML::Key << "start_backoff" << YAML::Value << p.start_backoff_s;
+    if (p.start_backoff_max_s != PolicySpec{}.start_backoff_max_s)
+      out << YAML::Key << "start_backoff_max" << YAML::Value << p.start_backoff_max_s;
     out << YAML::Key << "priority_classes" << YAML::Value << YAML::BeginSeq;
     for (const auto& pc : p.priority_classes) {
       out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pc.name << YAML::Key << "weight"

@@ -6,27 +6,10 @@
 #include "config/container_rules.h"
 #include "server/api.h"
 #include "server/node_lifecycle.h"
+#include "server/replica_ranks.h"
 
 namespace allot::server {
-namespace {
-
 using nlohmann::json;
-
-// Calls fn(rank, pod set, binding) for every replica of a job's placement, in rank order.
-template <typename F>
-void for_each_replica(const Job& j, F fn) {
-  int rank = 0;
-  for (const auto& ps : j.placement.pod_sets)
-    for (const auto& r : ps.replicas) fn(rank++, ps, r);
-}
-
-int world_size(const Job& j) {
-  int n = 0;
-  for (const auto& ps : j.placement.pod_sets) n += static_cast<int>(ps.replicas.size());
-  return n;
-}
-
-}  // namespace
 
 json container_assignment(const ClusterState& s, const Job& j, const PodSetPlacement& ps) {
   const ContainerSpec& c = j.spec.container;
@@ -273,6 +256,20 @@ std::vector<std::string> pulling_nodes(const ServerState& st, const Job& j) {
   for (const auto& [node, rank] : it->second.pulling)
     if (out.empty() || out.back() != node) out.push_back(node);
   return out;
+}
+
+void note_starts(Txn& txn, const std::string& node_name, const std::vector<ReplicaReport>& reports) {
+  if (txn.cluster().policy.start_timeout_s <= 0) return;
+  const Node* node = txn.cluster().find_node(node_name);
+  if (!node) return;
+  for (const ReplicaReport& rep : reports) {
+    if (rep.state == ReplicaState::kPulling || rep.state == ReplicaState::kNotStarted) continue;
+    const Job* j = reported_job(txn, *node, rep);
+    if (!j) continue;
+    ReplicaStarts& s = txn.state().starts[j->id.index()];
+    if (s.attempt != attempt_of(*j)) s = ReplicaStarts{attempt_of(*j), 0, {}};
+    s.ranks.insert(rep.rank);
+  }
 }
 
 void note_replica_cpus(Txn& txn, const std::string& node_name, const std::vector<ReplicaReport>& reports) {

@@ -36,6 +36,11 @@ void note_pulls(Txn& txn, const std::string& node, const std::vector<ReplicaRepo
 // The nodes where replicas of `j`'s current run pull its image, in name order; empty when none does.
 std::vector<std::string> pulling_nodes(const ServerState& st, const Job& j);
 
+// Keeps which replicas of each Running job's current attempt have started (ServerState::starts), for the gang start
+// timeout (start_timeouts.h): a replica reported running, or exited (it ran), counts; pulling its image or not
+// started does not. Only replicas placed on `node` count, and only while the policy sets a start_timeout.
+void note_starts(Txn& txn, const std::string& node, const std::vector<ReplicaReport>& reports);
+
 // Keeps the CPUs that running replicas of the current attempt report, for the job's description. Only
 // replicas placed on `node` count: an agent speaks for its own node.
 void note_replica_cpus(Txn& txn, const std::string& node, const std::vector<ReplicaReport>& reports);

@@ -272,6 +272,7 @@ Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::stri
   }
   if (health) on_health_report(txn, options, name, *health);
   note_pulls(txn, name, reports);
+  note_starts(txn, name, reports);  // before the exits: an exit may end the run
   apply_exits(txn, name, reports, options);
   note_replica_cpus(txn, name, reports);
   note_heartbeat(txn.state(), name, reports);

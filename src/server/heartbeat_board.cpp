@@ -17,6 +17,7 @@ NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, cons
   if (!node || info == st.nodes.end()) return a;  // a heartbeat of such a node is the writer's (404, or a new entry)
   // A node with stops to confirm (start_gate.h) has its heartbeats read by the writer.
   a.fast = !(info->second.timed_out && node->health == NodeHealth::kUnschedulablePendingReboot) && !awaits_stops_on(st, name);
+  a.track_starts = st.cluster.policy.start_timeout_s > 0;
   if (const std::set<uint32_t>* here = st.running_by_node.on(node->id)) {
     for (uint32_t index : *here) {
       const Job& j = st.cluster.jobs[index];
@@ -38,6 +39,11 @@ NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, cons
       if (auto c = st.replica_cpus.find(index); c != st.replica_cpus.end() && c->second.attempt == attempt)
         for (const auto& [rank_of, cpus] : c->second.by_rank)
           if (a.placed.count({j.spec.name, rank_of})) a.cpus[{j.spec.name, rank_of}] = cpus;
+      // The replicas here recorded as started (note_starts keeps those of the current attempt).
+      if (a.track_starts)
+        if (auto s = st.starts.find(index); s != st.starts.end() && s->second.attempt == attempt)
+          for (int rank_of : s->second.ranks)
+            if (a.placed.count({j.spec.name, rank_of})) a.started.insert({j.spec.name, rank_of});
       // The replicas here recorded as pulling their image (note_pulls keeps those of the current attempt).
       if (auto p = st.pulls.find(index); p != st.pulls.end() && p->second.attempt == attempt)
         for (const auto& [on, rank_of] : p->second.pulling)
@@ -107,8 +113,11 @@ bool changes_nothing(const NodeAnswer& a, const std::vector<ReplicaReport>& repo
   for (const ReplicaReport& rep : reports) {
     if (rep.exited()) return false;  // apply_exits: a run may end, or a rank count as done
     // note_pulls: a current replica placed here that starts or stops pulling changes what describe shows.
-    if (auto it = a.placed.find({rep.job, rep.rank}); it != a.placed.end() && (!rep.attempt || *rep.attempt == it->second))
+    if (auto it = a.placed.find({rep.job, rep.rank}); it != a.placed.end() && (!rep.attempt || *rep.attempt == it->second)) {
       if ((rep.state == ReplicaState::kPulling) != (a.pulling.count({rep.job, rep.rank}) > 0)) return false;
+      // note_starts: a current replica placed here that is running and not yet recorded as started.
+      if (a.track_starts && rep.state == ReplicaState::kRunning && !a.started.count({rep.job, rep.rank})) return false;
+    }
     if (rep.cpus.empty()) continue;
     // note_replica_cpus keeps the CPUs of a current replica placed here, and ignores every other report.
     auto it = a.placed.find({rep.job, rep.rank});

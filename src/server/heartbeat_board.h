@@ -67,6 +67,10 @@ struct NodeAnswer {
   std::map<std::pair<std::string, int>, int> placed;        // (job, rank) of those replicas -> their attempt
   std::map<std::pair<std::string, int>, std::string> cpus;  // the CPUs recorded for them, where any are
   std::set<std::pair<std::string, int>> pulling;            // those recorded as pulling their image (note_pulls)
+  // While the policy sets a start_timeout: those recorded as started (note_starts); a replica reported running
+  // that is not yet recorded goes to the writer.
+  bool track_starts = false;
+  std::set<std::pair<std::string, int>> started;
   bool reboot = false, deep_check = false;                  // orders (node_lifecycle.h)
   HealthReport health;                                      // the node's last health report, as NodeInfo holds it
   bool same_health_changes_nothing = false;                 // node_lifecycle.h

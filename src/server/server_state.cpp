@@ -30,6 +30,8 @@ struct NodeOf {
   std::string operator()(const Requeue& o) const { return o.node; }
   std::string operator()(const TimeLimitExceeded&) const { return ""; }
   std::string operator()(const LocalityWaitBegan&) const { return ""; }
+  // Names nodes, but stops only its own job (which apply() accounts for as the named job).
+  std::string operator()(const StartTimeout&) const { return ""; }
   std::string operator()(const Resize&) const { return ""; }
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
@@ -109,6 +111,7 @@ std::string message_of(const ServerState& st, const Record& r) {
       // The pass that began the wait gave the job its reason ("waiting for locality: ... until t=T ...").
       return j && j->reason_code == ReasonCode::kLocality ? j->reason.str() : "its locality wait began";
     }
+    std::string operator()(const StartTimeout& o) const { return "start timeout: " + o.reason; }
     std::string operator()(const TimeLimitExceeded& o) const {
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : "time limit of " + std::to_string(o.time_limit_s) + " s reached (DeadlineExceeded)";
@@ -334,6 +337,11 @@ struct Note {
   void operator()(const Requeue&) const {}
   void operator()(const TimeLimitExceeded&) const {}
   void operator()(const LocalityWaitBegan&) const {}
+  // The nodes that did not start their replica in time (`allot describe node`): rebuilt on replay.
+  void operator()(const StartTimeout& o) const {
+    for (const auto& n : o.nodes)
+      if (auto it = st.nodes.find(n); it != st.nodes.end()) ++it->second.start_timeouts;
+  }
 };
 
 void note(ServerState& st, const Record& r) {
@@ -375,6 +383,7 @@ struct AudienceOf {
   EventAudience operator()(const store::Requeue&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::TimeLimitExceeded&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::LocalityWaitBegan&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::StartTimeout&) const { return EventAudience::kEveryReader; }
 };
 }  // namespace
 
@@ -441,6 +450,7 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   for (size_t i = 0; i < before.size(); ++i) {
     const Job& j = st.cluster.jobs[before[i].index()];
     if (j.state == JobState::kRunning) continue;
+    if (named_running && j.spec.name == job_name) continue;  // accounted for above (a requeue names its job and node)
     std::string cause = "node " + node;
     if (node.empty())  // a plan's end: the record says which plan
       cause = message_of(st, r);

@@ -75,6 +75,7 @@ struct NodeInfo {
   int64_t exit_judging_since_ms = 0;
   std::string exit_judging_reason;
   std::string replaces;           // the node this one replaced
+  int start_timeouts = 0;         // start_timeout records naming it: replicas it did not start in time (journaled)
 };
 
 // A replacement the writer asks the provisioner for once the batch is durable (server/provisioner.h).
@@ -193,6 +194,14 @@ struct ReplicaCpus {
   std::map<int, std::string> by_rank;
 };
 
+// Which replicas of a job's current run have started, and since when the agents had them (gang start timeout,
+// start_timeouts.h). In memory: a restarted server gives every run a fresh start timeout.
+struct ReplicaStarts {
+  int attempt = -1;
+  int64_t since_ms = 0;  // when the server first saw the run handed out (0: not yet)
+  std::set<int> ranks;   // reported running (or exited)
+};
+
 // The replicas of a job's current run whose agents report them pulling the job's image (docs/jobs.md, "Images"):
 // `allot describe` says "Pulling image" while any does, and the first report of a run is an event.
 struct ImagePulls {
@@ -213,6 +222,7 @@ struct ServerState {
   // By JobId index, of Running jobs only; in memory, agents report again with every heartbeat.
   std::unordered_map<uint32_t, ReplicaCpus> replica_cpus;
   std::unordered_map<uint32_t, ImagePulls> pulls;  // the same: Running jobs only, in memory
+  std::unordered_map<uint32_t, ReplicaStarts> starts;  // the same (start_timeouts.h)
   std::unordered_map<uint32_t, JobAccount> accounts;          // by JobId index; rebuilt by replay
   std::vector<ProvisionRequest> provision_queue;              // taken by the writer after each batch
   // Nodes retired by a replacement (name -> the replacement): their agents may not join again under that name.

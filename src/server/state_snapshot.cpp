@@ -47,7 +47,8 @@ json node_info_json(const NodeInfo& n) {
   return {{"address", n.address},   {"agent", n.agent},   {"timed_out", n.timed_out},
           {"ranks_placed", ranks},  {"cause", store::health_cause_name(n.cause)},
           {"reason", n.reason},     {"phase_since_ms", n.phase_since_ms},
-          {"history", history},     {"replaces", n.replaces}};
+          {"history", history},     {"replaces", n.replaces},
+          {"start_timeouts", n.start_timeouts}};
 }
 
 NodeInfo node_info_from(const json& j, size_t jobs) {
@@ -68,6 +69,8 @@ NodeInfo node_info_from(const json& j, size_t jobs) {
                          c.at(3).get<std::string>(), c.at(4).get<std::string>()});
   if (n.history.size() > NodeInfo::kHistoryKept) throw std::invalid_argument("a node's history is longer than is kept");
   n.replaces = j.at("replaces").get<std::string>();
+  n.start_timeouts = j.value("start_timeouts", 0);  // absent in snapshots written before gang start timeouts
+  if (n.start_timeouts < 0) throw std::invalid_argument("a node's start_timeouts is negative");
   return n;
 }
 

@@ -33,6 +33,8 @@ json node_view(const ServerState& st, const Node& n) {
     j["deep_check"] = {{"status", info.deep_status}, {"detail", info.deep_detail}};
     j["boot"] = info.boot;
     if (!info.replaces.empty()) j["replaces"] = info.replaces;
+    // Runs requeued because a replica here did not start within the policy's start_timeout (resiliency.md).
+    if (info.start_timeouts > 0) j["start_timeouts"] = info.start_timeouts;
     json history = json::array();
     for (const NodeChange& c : info.history)
       history.push_back({{"at", view::rfc3339(c.at)}, {"from", c.from}, {"to", c.to}, {"cause", c.cause}, {"reason", c.reason}});

@@ -13,6 +13,7 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
     case ReasonCode::kNodeFailed:
     case ReasonCode::kNodeRemoved:
     case ReasonCode::kRendezvousPort:
+    case ReasonCode::kStartTimeout:  // backing off: the scheduler passes it over until its backoff ends
     case ReasonCode::kNeedsBorrow:  // never shown to people; a job left with it is decided by the next pass
       return WaitCategory::kScheduling;
     case ReasonCode::kQuota:

@@ -13,6 +13,7 @@
 #include "server/retention.h"
 #include "server/state_snapshot.h"
 #include "server/plan_steps.h"
+#include "server/start_timeouts.h"
 #include "server/time_limits.h"
 #include "store/replay.h"
 
@@ -639,10 +640,11 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   if (writes_own) {
     if (lifecycle_tick(txn, options_)) dirty_ = true;
     if (step_plans(txn, options_)) dirty_ = true;
-    // Limits are whole seconds: one walk over the running jobs a second finds every job that reached its own.
+    // Limits and start timeouts are whole seconds: one walk over the running jobs a second finds every job due.
     if (txn.now() != time_limits_checked_at_) {
       time_limits_checked_at_ = txn.now();
       if (end_jobs_past_time_limit(txn)) dirty_ = true;
+      if (time_out_starts(txn)) dirty_ = true;
     }
     time_out_nodes(txn);
     compacted = compact_finished_jobs(txn);

@@ -276,7 +276,7 @@ class Writer {
   std::chrono::steady_clock::time_point next_pass_{};
   std::optional<Time> next_wakeup_;
   bool dirty_ = true;  // the state changed since the last pass
-  Time time_limits_checked_at_ = -1;  // the second of the last walk for jobs past their time limit
+  Time time_limits_checked_at_ = -1;  // the second of the last walk for time limits and start timeouts
   bool leading_ = true;  // false on a shared store until it takes the lead
   std::chrono::steady_clock::time_point next_leader_try_{};
   // The state holds changes the journal may not (a write failed) and the journal could not be read back to

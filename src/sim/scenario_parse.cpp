@@ -22,6 +22,7 @@ const char* event_kind_name(EventKind k) {
     case EventKind::kRemoveNodes: return "remove_nodes";
     case EventKind::kExpect: return "expect";
     case EventKind::kPlanDelete: return "plan_delete";
+    case EventKind::kStartTimeout: return "start_timeout";
   }
   return "expect";
 }
@@ -32,7 +33,8 @@ using namespace config;
 
 // Event keys in the order of EventKind, so that the index of a key is its kind.
 const std::vector<std::string_view> kEventKeys = {"submit",   "cancel",       "finish",      "fail",  "fail_node",
-                                                  "recover_node", "add_nodes", "remove_nodes", "expect", "plan_delete"};
+                                                  "recover_node", "add_nodes", "remove_nodes", "expect", "plan_delete",
+                                                  "start_timeout"};
 
 Result<ResourceExpect> read_resource_expect(const YamlContext& ctx, const Val& v) {
   auto f = Fields::open(ctx, v, amount_keys(AmountUse::kResources));
@@ -226,7 +228,8 @@ Result<Event> read_event(const YamlContext& ctx, const Val& v, const Catalog& ca
     case EventKind::kFail:
     case EventKind::kFailNode:
     case EventKind::kRecoverNode:
-    case EventKind::kPlanDelete: {
+    case EventKind::kPlanDelete:
+    case EventKind::kStartTimeout: {
       auto name = read_name(ctx, *body);
       if (!name) return name.error();
       e.target = *name;

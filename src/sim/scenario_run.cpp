@@ -7,6 +7,7 @@
 #include "core/overloaded.h"
 #include "core/plans.h"
 #include "core/scheduler.h"
+#include "core/start_timeout.h"
 #include "core/time_limit.h"
 #include "sim/completions.h"
 #include "sim/scenario_expect.h"
@@ -133,6 +134,14 @@ Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& lo
       log.push_back(t + "plan    " + e.target + " deleted (" + std::to_string(out->suspended.size()) + " jobs suspended, " +
                     std::to_string(out->nodes_left.size()) + " nodes left)");
       return ok_status();
+    }
+    case EventKind::kStartTimeout: {
+      // What the server decides when a replica does not start in time (it alone hears the agents): the job is
+      // requeued without a retry and backs off by the policy (core/start_timeout.h).
+      const Job* j = s.find_job(e.target);
+      const int64_t backoff = start_backoff_s(s.policy, j ? j->start_timeouts + 1 : 1);
+      log.push_back(t + "start   " + e.target + " timed out; backoff " + std::to_string(backoff) + " s");
+      return on_job(time_out_start(s, e.target, e.at, backoff, "a replica did not start in time (scenario event)"));
     }
     case EventKind::kExpect:
       return ok_status();

@@ -183,6 +183,9 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
     job.time_limit_resets = jj.value("time_limit_resets", false);
     job.run_before_s = jj.value("run_before_s", int64_t{0});
     if (job.time_limit_s < 0 || job.run_before_s < 0) return Error::invalid("job " + spec.name + " has a negative time limit or running time");
+    job.start_timeouts = jj.value("start_timeouts", 0);  // absent unless a run timed out starting
+    job.backoff_until = jj.value("backoff_until", Time{0});
+    if (job.start_timeouts < 0) return Error::invalid("job " + spec.name + " has a negative start_timeouts");
     job.attempt_base = jj.value("attempt_base", 0);
     if (job.attempt_base < 0) return Error::invalid("job " + spec.name + " has a negative attempt_base");
     job.attempt_folded = jj.value("attempt_folded", 0);  // absent unless its base came from folded names
@@ -275,6 +278,9 @@ json job_to_json(const ClusterState& s, const Job& j) {
   if (j.time_limit_s != 0) out["time_limit_s"] = j.time_limit_s;
   if (j.time_limit_resets) out["time_limit_resets"] = true;
   if (j.run_before_s != 0) out["run_before_s"] = j.run_before_s;
+  // Gang start timeouts (core/start_timeout.h); absent when none happened.
+  if (j.start_timeouts != 0) out["start_timeouts"] = j.start_timeouts;
+  if (j.backoff_until != 0) out["backoff_until"] = j.backoff_until;
   return out;
 }
 

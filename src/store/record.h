@@ -218,6 +218,16 @@ struct LocalityWaitBegan {
   std::string job;
   friend bool operator==(const LocalityWaitBegan&, const LocalityWaitBegan&) = default;
 };
+// A run not every replica of which was running within the policy's start_timeout (core/start_timeout.h): it
+// stopped and the job was requeued without using a retry, to back off `backoff_s` before it may run again.
+// `nodes` are those that did not start a replica of it (in name order, each once); `reason` says which.
+struct StartTimeout {
+  std::string job;
+  std::vector<std::string> nodes;
+  int64_t backoff_s = 0;
+  std::string reason;
+  friend bool operator==(const StartTimeout&, const StartTimeout&) = default;
+};
 // Retention (`allot server --retain-finished`): every finished job whose last change was at or before the cutoff
 // leaves the live state (core/state.h, compact_finished). Its own records stay in the journal.
 struct CompactFinished {
@@ -228,7 +238,7 @@ struct CompactFinished {
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
                         Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
                         SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan,
-                        CompactFinished, Requeue, TimeLimitExceeded, LocalityWaitBegan>;
+                        CompactFinished, Requeue, TimeLimitExceeded, LocalityWaitBegan, StartTimeout>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

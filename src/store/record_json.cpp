@@ -169,6 +169,9 @@ struct ToJson {
   json operator()(const Requeue& o) const { return {{"job", o.job}, {"node", o.node}, {"port", o.port}, {"reason", o.reason}}; }
   json operator()(const TimeLimitExceeded& o) const { return {{"job", o.job}, {"time_limit_s", o.time_limit_s}}; }
   json operator()(const LocalityWaitBegan& o) const { return {{"job", o.job}}; }
+  json operator()(const StartTimeout& o) const {
+    return {{"job", o.job}, {"nodes", o.nodes}, {"backoff_s", o.backoff_s}, {"reason", o.reason}};
+  }
 };
 
 }  // namespace
@@ -256,6 +259,9 @@ struct FromJson {
   Op operator()(As<Requeue>) const { return Requeue{str("job"), str("node"), j.at("port").get<int>(), str("reason")}; }
   Op operator()(As<TimeLimitExceeded>) const { return TimeLimitExceeded{str("job"), j.at("time_limit_s").get<int64_t>()}; }
   Op operator()(As<LocalityWaitBegan>) const { return LocalityWaitBegan{str("job")}; }
+  Op operator()(As<StartTimeout>) const {
+    return StartTimeout{str("job"), j.at("nodes").get<std::vector<std::string>>(), j.at("backoff_s").get<int64_t>(), str("reason")};
+  }
 };
 
 // Each kind's name (op_name, the one spelling the writer uses) with its reader, for every alternative of Op.

@@ -196,6 +196,9 @@ PolicySpec policy_from_json(const json& j) {
   p.fair_share_preemption = j.value("fair_share_preemption", false);  // absent before the switch existed
   p.elastic_grow_delay_s = get_or<int64_t>(j, "elastic_grow_delay", PolicySpec{}.elastic_grow_delay_s);
   p.locality_wait_s = get_or<int64_t>(j, "locality_wait", 0);  // absent when not set (config/policy_json.cpp)
+  p.start_timeout_s = get_or<int64_t>(j, "start_timeout", 0);    // these three too
+  p.start_backoff_s = get_or<int64_t>(j, "start_backoff", PolicySpec{}.start_backoff_s);
+  p.start_backoff_max_s = get_or<int64_t>(j, "start_backoff_max", PolicySpec{}.start_backoff_max_s);
   return p;
 }
 

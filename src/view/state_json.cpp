@@ -74,6 +74,11 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
             {"work_done_s", j.work_done_s},
             {"placement", placement_json(s, j.placement)}};
   if (j.held) o["held"] = true;
+  // Gang start timeouts (core/start_timeout.h): how many, and while waiting, when its backoff ends.
+  if (j.start_timeouts > 0) {
+    o["start_timeouts"] = j.start_timeouts;
+    if (is_waiting(j.state)) o["backoff_until"] = time_json(j.backoff_until, times);
+  }
   o["labels"] = j.spec.labels;
   if (j.state == JobState::kRunning) o["started_at"] = time_json(j.started_at, times);
   if (j.spec.duration_s) o["duration_s"] = *j.spec.duration_s;

@@ -195,7 +195,7 @@ TEST(ScenarioParse, MistakesNameTheirLine) {
       {base("  - at: soon\n    cancel: j\n"), "s.yaml:8: events[0].at is 'soon', not an integer; allowed: an integer 0..10000000000"},
       {base("  - {cancel: j}\n"), "s.yaml:8: events[0] has no 'at'; it is required"},
       {base("  - {at: 1}\n"), "s.yaml:8: events[0] has no event; give one of submit, cancel, finish, fail, fail_node, "
-                              "recover_node, add_nodes, remove_nodes, expect, plan_delete"},
+                              "recover_node, add_nodes, remove_nodes, expect, plan_delete, start_timeout"},
       {base("  - {at: 1, cancel: j, finish: j}\n"),
        "s.yaml:8: events[0] has both cancel and finish; one event per entry; repeat `at` for events at the same time"},
       {base("  - at: 1\n    expect:\n      jobs:\n        j: {state: Done}\n"),

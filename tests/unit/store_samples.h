@@ -128,7 +128,8 @@ inline std::vector<Op> every_kind() {
           CompactFinished{1700000000},
           Requeue{"train-7", "gpu-1", 29517, "MASTER_PORT 29517 was in use on node gpu-1, rank 0's"},
           TimeLimitExceeded{"train-7", 3600},
-          LocalityWaitBegan{"train-7"}};
+          LocalityWaitBegan{"train-7"},
+          StartTimeout{"train-7", {"gpu-2", "gpu-3"}, 120, "not every replica was running 300 s after its agents were given the run"}};
 }
 
 }  // namespace allot::store
