@@ -9,16 +9,8 @@
 # Usage: agent_container_args_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=agent_container_args
-if [ "$(id -u)" != 0 ]; then
-  echo "$TEST_NAME: SKIP: allot drives podman rootful, which needs root; this test runs as uid $(id -u)"
-  exit 77
-fi
-command -v podman >/dev/null || { echo "$TEST_NAME: SKIP: podman is not installed (apt-get install podman runc uidmap)"; exit 77; }
-[ -x /bin/busybox ] || { echo "$TEST_NAME: SKIP: busybox-static is not installed (the test's image is built from it)"; exit 77; }
-export TMPDIR=/var/tmp
+source "$(dirname "$0")/lib_podman.sh"
 source "$(dirname "$0")/lib_e2e.sh"
-
-PODMAN=(podman --runtime runc --cgroup-manager cgroupfs)
 IMAGE=localhost/allot-e2e-args:$$
 AGENT=args-$$
 test_cleanup() {

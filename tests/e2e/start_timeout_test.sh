@@ -40,15 +40,21 @@ command: 'echo "rank \$RANK started"; sleep 1'
 YAML
 }
 
-# The node's agent is frozen before the job is placed: it will be given rank 1 and never start it.
-kill -STOP "$AGENT_PID_gpu_2"
-gang_yaml gang
-"$ALLOT" submit "$WORK/gang.yaml" >/dev/null || fail "submit gang"
-for _ in $(seq 1 150); do
-  [ "$(job_field gang reason_code)" = start_timeout ] && break
-  sleep 0.1
-done
-[ "$(job_field gang reason_code)" = start_timeout ] || { kill -CONT "$AGENT_PID_gpu_2"; fail "gang was not requeued for its start: $(job_json gang)"; }
+# submit_to_frozen NAME: gpu-2's agent is frozen before job NAME is placed, so it is given rank 1 and never starts
+# it; waits until the job is requeued for its start. The agent stays frozen.
+submit_to_frozen() {
+  kill -STOP "$AGENT_PID_gpu_2"
+  gang_yaml "$1"
+  "$ALLOT" submit "$WORK/$1.yaml" >/dev/null || fail "submit $1"
+  for _ in $(seq 1 150); do
+    [ "$(job_field "$1" reason_code)" = start_timeout ] && return 0
+    sleep 0.1
+  done
+  kill -CONT "$AGENT_PID_gpu_2"
+  fail "$1 was not requeued for its start: $(job_json "$1")"
+}
+
+submit_to_frozen gang
 [ "$(job_field gang state)" = Suspended ] || fail "gang should be Suspended: $(job_json gang)"
 [ "$(job_field gang restarts)" = 0 ] || fail "a start timeout must not use a retry: $(job_json gang)"
 [ "$(job_field gang start_timeouts)" = 1 ] || fail "gang should count one start timeout: $(job_json gang)"
@@ -70,15 +76,8 @@ wait_state gang Succeeded 60
 # heartbeat after its exit), or the next run on that node would wait for that stop, and its clock would not start.
 policy_with_backoff 300
 sleep 1
-kill -STOP "$AGENT_PID_gpu_2"
-gang_yaml durable
-"$ALLOT" submit "$WORK/durable.yaml" >/dev/null || fail "submit durable"
-for _ in $(seq 1 150); do
-  [ "$(job_field durable reason_code)" = start_timeout ] && break
-  sleep 0.1
-done
+submit_to_frozen durable
 kill -CONT "$AGENT_PID_gpu_2"
-[ "$(job_field durable reason_code)" = start_timeout ] || fail "durable was not requeued for its start: $(job_json durable)"
 until_before=$(job_field durable backoff_until)
 kill -9 "$SERVER_PID"
 wait "$SERVER_PID" 2>/dev/null || true
