@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End to end (docs/resiliency.md, "Gang start timeout"): a node takes a replica of a two-replica job and never
-# runs it (its agent is frozen with SIGSTOP, well inside the heartbeat timeout). With policy start_timeout 3 s the
-# server requeues the job without using a retry, names the node in the job's reason, the event stream and
+# runs it (its agent is frozen with SIGSTOP, well inside the heartbeat timeout). With policy start_timeout 6 s (room
+# for the other node's agent to start its replica on a loaded machine; the heartbeat timeout is 15 s) the server
+# requeues the job without using a retry, names the node in the job's reason, the event stream and
 # `describe node`, and passes the job over for its backoff; once the node runs again the job's next run starts and
 # succeeds. Then the same with a long backoff and a server killed with -9 during it: the job comes back Suspended,
 # backing off until the same time, and the node's count is rebuilt from the journal.
@@ -16,7 +17,7 @@ start_agent gpu-2 network-node-layer-3=nn-a
 policy_with_backoff() {
   cat >"$WORK/teams.yaml" <<YAML
 policy:
-  start_timeout: 3
+  start_timeout: 6
   start_backoff: $1
   start_backoff_max: 600
 teams:
