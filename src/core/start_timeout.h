@@ -23,6 +23,9 @@ inline int64_t start_backoff_s(const PolicySpec& p, int nth) {
   return std::min(b, std::max<int64_t>(0, p.start_backoff_max_s));
 }
 
+// The backoff the job's next start timeout earns (the server's requeue and the simulator's event both ask).
+inline int64_t next_start_backoff_s(const PolicySpec& p, const Job& j) { return start_backoff_s(p, j.start_timeouts + 1); }
+
 // Whether the scheduler passes over waiting job `j` at `now`: held by request, or backing off after a start
 // timeout. Such a job neither runs nor preempts, nor holds others back (strict FIFO, reservations).
 inline bool passed_over(const Job& j, Time now) { return j.held || j.backoff_until > now; }

@@ -6,6 +6,7 @@
 #include "config/container_rules.h"
 #include "server/api.h"
 #include "server/node_lifecycle.h"
+#include "server/per_run.h"
 #include "server/replica_ranks.h"
 
 namespace allot::server {
@@ -204,9 +205,7 @@ void apply_exits(Txn& txn, const std::string& node_name, const std::vector<Repli
       if (rep.rank == 0) requeue_for_port(txn, *j, node_name, options, rep.port_in_use);
       continue;
     }
-    const int attempt = attempt_of(*j);
-    ExitTrack& track = txn.state().exits[j->id.index()];
-    if (track.attempt != attempt) track = ExitTrack{attempt, {}};
+    ExitTrack& track = run_entry(txn.state().exits, j->id.index(), attempt_of(*j));
     const std::string name = j->spec.name;
     const int world = world_size(*j);
     if (rep.failure || rep.state == ReplicaState::kLost || rep.exit_code != 0) {
@@ -232,14 +231,13 @@ void note_pulls(Txn& txn, const std::string& node_name, const std::vector<Replic
     const Job* j = reported_job(txn, *node, rep);
     if (!j) continue;
     const int attempt = attempt_of(*j);
-    auto it = txn.state().pulls.find(j->id.index());
     if (rep.state != ReplicaState::kPulling) {
       // Started, ended or lost: no longer pulling.
-      if (it != txn.state().pulls.end() && it->second.attempt == attempt) it->second.pulling.erase({node_name, rep.rank});
+      if (auto it = txn.state().pulls.find(j->id.index()); it != txn.state().pulls.end() && it->second.attempt == attempt)
+        it->second.pulling.erase({node_name, rep.rank});
       continue;
     }
-    ImagePulls& p = txn.state().pulls[j->id.index()];
-    if (p.attempt != attempt) p = ImagePulls{attempt, {}, false};
+    ImagePulls& p = run_entry(txn.state().pulls, j->id.index(), attempt);
     p.pulling.insert({node_name, rep.rank});
     if (!p.noted) {
       p.noted = true;
@@ -251,9 +249,9 @@ void note_pulls(Txn& txn, const std::string& node_name, const std::vector<Replic
 
 std::vector<std::string> pulling_nodes(const ServerState& st, const Job& j) {
   std::vector<std::string> out;
-  auto it = st.pulls.find(j.id.index());
-  if (j.state != JobState::kRunning || it == st.pulls.end() || it->second.attempt != attempt_of(j)) return out;
-  for (const auto& [node, rank] : it->second.pulling)
+  const ImagePulls* p = find_run(st.pulls, j.id.index(), attempt_of(j));
+  if (j.state != JobState::kRunning || !p) return out;
+  for (const auto& [node, rank] : p->pulling)
     if (out.empty() || out.back() != node) out.push_back(node);
   return out;
 }
@@ -266,9 +264,7 @@ void note_starts(Txn& txn, const std::string& node_name, const std::vector<Repli
     if (rep.state == ReplicaState::kPulling || rep.state == ReplicaState::kNotStarted) continue;
     const Job* j = reported_job(txn, *node, rep);
     if (!j) continue;
-    ReplicaStarts& s = txn.state().starts[j->id.index()];
-    if (s.attempt != attempt_of(*j)) s = ReplicaStarts{attempt_of(*j), 0, {}};
-    s.ranks.insert(rep.rank);
+    run_entry(txn.state().starts, j->id.index(), attempt_of(*j)).ranks.insert(rep.rank);
   }
 }
 
@@ -279,10 +275,7 @@ void note_replica_cpus(Txn& txn, const std::string& node_name, const std::vector
     if (rep.state != ReplicaState::kRunning || rep.cpus.empty()) continue;
     const Job* j = reported_job(txn, *node, rep);
     if (!j) continue;
-    const int attempt = attempt_of(*j);
-    ReplicaCpus& cpus = txn.state().replica_cpus[j->id.index()];
-    if (cpus.attempt != attempt) cpus = ReplicaCpus{attempt, {}};
-    cpus.by_rank[rep.rank] = rep.cpus;
+    run_entry(txn.state().replica_cpus, j->id.index(), attempt_of(*j)).by_rank[rep.rank] = rep.cpus;
   }
 }
 

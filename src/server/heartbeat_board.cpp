@@ -4,6 +4,7 @@
 
 #include "server/agents.h"
 #include "server/node_lifecycle.h"
+#include "server/per_run.h"
 #include "server/start_gate.h"
 
 namespace allot::server {
@@ -36,17 +37,17 @@ NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, cons
         }
       }
       // The CPUs recorded for this run's replicas here (note_replica_cpus keeps those of the current attempt).
-      if (auto c = st.replica_cpus.find(index); c != st.replica_cpus.end() && c->second.attempt == attempt)
-        for (const auto& [rank_of, cpus] : c->second.by_rank)
+      if (const ReplicaCpus* c = find_run(st.replica_cpus, index, attempt))
+        for (const auto& [rank_of, cpus] : c->by_rank)
           if (a.placed.count({j.spec.name, rank_of})) a.cpus[{j.spec.name, rank_of}] = cpus;
       // The replicas here recorded as started (note_starts keeps those of the current attempt).
       if (a.track_starts)
-        if (auto s = st.starts.find(index); s != st.starts.end() && s->second.attempt == attempt)
-          for (int rank_of : s->second.ranks)
+        if (const ReplicaStarts* s = find_run(st.starts, index, attempt))
+          for (int rank_of : s->ranks)
             if (a.placed.count({j.spec.name, rank_of})) a.started.insert({j.spec.name, rank_of});
       // The replicas here recorded as pulling their image (note_pulls keeps those of the current attempt).
-      if (auto p = st.pulls.find(index); p != st.pulls.end() && p->second.attempt == attempt)
-        for (const auto& [on, rank_of] : p->second.pulling)
+      if (const ImagePulls* p = find_run(st.pulls, index, attempt))
+        for (const auto& [on, rank_of] : p->pulling)
           if (on == name) a.pulling.insert({j.spec.name, rank_of});
     }
   }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/start_timeout.h"
+#include "server/per_run.h"
 #include "server/replica_ranks.h"
 
 namespace allot::server {
@@ -12,8 +13,7 @@ namespace {
 
 // "rank 1 on node n2 (pulling its image), rank 3 on node n4", and the nodes named, each once.
 std::string not_started(const ServerState& st, const Job& j, const ReplicaStarts& s, std::set<std::string>& nodes) {
-  const ImagePulls* pulls = nullptr;
-  if (auto p = st.pulls.find(j.id.index()); p != st.pulls.end() && p->second.attempt == s.attempt) pulls = &p->second;
+  const ImagePulls* pulls = find_run(st.pulls, j.id.index(), s.attempt);
   std::string out;
   int named = 0, more = 0;
   for_each_replica(j, [&](int rank, const PodSetPlacement&, const ReplicaBinding& r) {
@@ -43,8 +43,7 @@ bool time_out_starts(Txn& txn) {
   for (const auto& [index, handed] : st.gate.handed) {
     const Job& j = st.cluster.jobs[index];
     if (j.state != JobState::kRunning || attempt_of(j) != handed.attempt) continue;
-    ReplicaStarts& s = st.starts[index];
-    if (s.attempt != handed.attempt) s = ReplicaStarts{handed.attempt, 0, {}};
+    ReplicaStarts& s = run_entry(st.starts, index, handed.attempt);
     if (s.since_ms == 0) s.since_ms = now_ms;
     if (now_ms - s.since_ms < policy.start_timeout_s * 1000) continue;
     if (static_cast<int>(s.ranks.size()) >= world_size(j)) continue;
@@ -60,7 +59,7 @@ bool time_out_starts(Txn& txn) {
     std::set<std::string> nodes;
     const std::string which = not_started(st, j, st.starts[index], nodes);
     const std::string name = j.spec.name;
-    const int64_t backoff = start_backoff_s(policy, j.start_timeouts + 1);
+    const int64_t backoff = next_start_backoff_s(policy, j);
     const std::string why = "not every replica was running " + std::to_string(policy.start_timeout_s) +
                             " s after its agents were given the run (policy start_timeout): " + which + " did not start";
     if (auto r = txn.apply(store::StartTimeout{name, {nodes.begin(), nodes.end()}, backoff, why}); !r) {

@@ -139,7 +139,7 @@ Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& lo
       // What the server decides when a replica does not start in time (it alone hears the agents): the job is
       // requeued without a retry and backs off by the policy (core/start_timeout.h).
       const Job* j = s.find_job(e.target);
-      const int64_t backoff = start_backoff_s(s.policy, j ? j->start_timeouts + 1 : 1);
+      const int64_t backoff = j ? next_start_backoff_s(s.policy, *j) : start_backoff_s(s.policy, 1);
       log.push_back(t + "start   " + e.target + " timed out; backoff " + std::to_string(backoff) + " s");
       return on_job(time_out_start(s, e.target, e.at, backoff, "a replica did not start in time (scenario event)"));
     }
