@@ -24,7 +24,7 @@ using nlohmann::json;
 
 struct AdminArgs {
   ClientFlags flags;
-  std::string file, name, instance_type, task_prioritization, idle_compute, idle_pool, fair_share_preemption;
+  std::string file, name, instance_type, task_prioritization, idle_compute, idle_pool, fair_share_preemption, backfill;
   std::optional<int64_t> instances, accelerators, min_runtime, starvation_threshold, elastic_grow_delay;
   std::optional<double> vcpu, memory_gib;
   int weight = 0;
@@ -164,6 +164,7 @@ int run_policy_set(Session& s, AdminArgs& a) {
   if (a.starvation_threshold) p["starvation_threshold"] = *a.starvation_threshold;
   if (a.elastic_grow_delay) p["elastic_grow_delay"] = *a.elastic_grow_delay;
   if (!a.fair_share_preemption.empty()) p["fair_share_preemption"] = a.fair_share_preemption == "true";
+  if (!a.backfill.empty()) p["backfill"] = a.backfill == "true";
   return s.show("policy set", s.api().put("/v1/policy", p), client::policy_text);
 }
 
@@ -250,6 +251,10 @@ void add_client_admin_commands(CLI::App& app, Context& ctx) {
                    "Seconds capacity must stay idle before an elastic job grows into it (and between its resizes)");
   pset->add_option("--fair-share-preemption", a->fair_share_preemption,
                    "true: a borrower may preempt jobs of teams above their fair share")
+      ->check(CLI::IsMember({"true", "false"}));
+  pset->add_option("--backfill", a->backfill,
+                   "true: the first job capacity blocks gets a reservation from running jobs' time limits; later jobs "
+                   "take its nodes only if they end before it")
       ->check(CLI::IsMember({"true", "false"}));
   on_run(pset, ctx, a, "policy set", run_policy_set);
 

@@ -28,6 +28,8 @@ struct ReplayArgs {
   sim::FailureOptions failures;
   double elastic_share = 0;
   std::optional<int64_t> locality_wait;  // --locality-wait: replaces the cluster file's policy.locality_wait
+  bool backfill = false;                 // --backfill: sets the cluster file's policy.backfill
+  double time_limit_factor = 0;          // --time-limit-factor
 };
 
 struct Run {
@@ -91,6 +93,10 @@ int sim_replay(const ReplayArgs& a) {
   auto cluster = sim::load_scenario_file(a.cluster);
   if (!cluster) return fail("--cluster: " + cluster.error().message);
   if (a.locality_wait) cluster->policy.locality_wait_s = *a.locality_wait;
+  if (!(a.time_limit_factor == 0 || a.time_limit_factor >= 1))
+    return fail("--time-limit-factor must be 1 or more (a job's limit is its trace duration times it), or 0 for none; got " +
+                std::to_string(a.time_limit_factor));
+  if (a.backfill) cluster->policy.backfill = true;
   if (!a.plans.empty()) {
     Catalog catalog = Catalog::builtin();
     for (const auto& t : cluster->instance_types) (void)catalog.put(t);
@@ -113,6 +119,7 @@ int sim_replay(const ReplayArgs& a) {
   options.seed = a.seed;
   options.failures = a.failures;
   options.elastic_share = a.elastic_share;
+  options.time_limit_factor = a.time_limit_factor;
   std::vector<Run> runs;
   auto first = replay_once("allot", *cluster, *trace, options);
   if (!first) return fail(first.error().message);
@@ -145,6 +152,8 @@ int sim_replay(const ReplayArgs& a) {
     out["node_failures"] = runs.front().outcome.node_failures;
     if (a.elastic_share > 0) out["elastic_share"] = a.elastic_share;
     if (cluster->policy.locality_wait_s > 0) out["locality_wait"] = cluster->policy.locality_wait_s;
+    if (cluster->policy.backfill) out["backfill"] = true;
+    if (a.time_limit_factor > 0) out["time_limit_factor"] = a.time_limit_factor;
     out["baselines"] = nlohmann::json::object();
     for (size_t i = 1; i < runs.size(); ++i) {
       nlohmann::json b = sim::to_json(runs[i].metrics);
@@ -163,6 +172,8 @@ int sim_replay(const ReplayArgs& a) {
     std::cout << "; node MTBF " << f.mtbf_hours << " h, " << r.outcome.node_failures << " node failures";
   if (a.elastic_share > 0) std::cout << "; " << std::setprecision(0) << a.elastic_share * 100 << "% of multi-node jobs elastic";
   if (cluster->policy.locality_wait_s > 0) std::cout << "; locality wait " << cluster->policy.locality_wait_s << " s";
+  if (cluster->policy.backfill) std::cout << "; backfill";
+  if (a.time_limit_factor > 0) std::cout << "; time limits " << std::setprecision(1) << a.time_limit_factor << " x duration";
   std::cout << "\n\n" << sim::format_summary(r.metrics);
   if (runs.size() > 1) std::cout << comparison(runs);
   std::cout << "\n" << std::setprecision(2);
@@ -196,6 +207,9 @@ void add_replay_command(CLI::App& sim, Context& ctx) {
   c->add_option("--locality-wait", a->locality_wait,
                 "Seconds a job with a preferred topology request may wait for one domain (policy.locality_wait; default: "
                 "the cluster file's, 0: spread at once)");
+  c->add_flag("--backfill", a->backfill, "Turn on backfill with a reservation (policy.backfill; docs/scheduling.md)");
+  c->add_option("--time-limit-factor", a->time_limit_factor,
+                "Give every trace job a time limit of its duration times this (1 or more; 0: none, the default)");
   c->add_option("--elastic-share", a->elastic_share,
                 "Make this share of multi-node jobs elastic (0..1, chosen by --seed): n replicas become ceil(n/2)..n");
   c->callback([a, &ctx] { ctx.exit_code = sim_replay(*a); });

@@ -353,6 +353,7 @@ std::string policy_text(const json& p) {
   out += "idle compute:         " + text(p, "idle_compute") + "\n";
   out += "idle pool:            " + text(p, "idle_pool", "false") + "\n";
   if (p.value("fair_share_preemption", false)) out += "fair-share preemption: true\n";
+  if (p.value("backfill", false)) out += "backfill:             true\n";
   for (const char* k : {"min_runtime", "starvation_threshold"})
     if (p.contains(k) && text(p, k) != "0") out += std::string(k) + ":" + std::string(21 - std::string(k).size(), ' ') + text(p, k) + "s\n";
   // 0 is a value of its own here (elastic jobs grow as soon as capacity is free), so it is always shown.

@@ -73,7 +73,7 @@ Result<std::vector<PriorityClassSpec>> read_priority_classes(const YamlContext& 
 Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
   auto f = Fields::open(ctx, v, {"task_prioritization", "idle_compute", "idle_pool", "priority_classes", "min_runtime",
                                  "starvation_threshold", "fair_share_preemption", "elastic_grow_delay", "locality_wait",
-                                 "start_timeout", "start_backoff", "start_backoff_max"});
+                                 "start_timeout", "start_backoff", "start_backoff_max", "backfill"});
   if (!f) return f.error();
   PolicySpec p;
   if (auto tp = f->get("task_prioritization")) {
@@ -110,6 +110,11 @@ Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
     auto b = read_bool(ctx, *fs);
     if (!b) return b.error();
     p.fair_share_preemption = *b;
+  }
+  if (auto bf = f->get("backfill")) {
+    auto b = read_bool(ctx, *bf);
+    if (!b) return b.error();
+    p.backfill = *b;
   }
   if (auto gd = f->get("elastic_grow_delay")) {
     auto s = read_int(ctx, *gd, 0, kMaxSeconds);

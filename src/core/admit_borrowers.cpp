@@ -21,6 +21,7 @@ bool admit_borrowers(Pass& p) {
   struct Head {
     AdmissionAttempt attempt;
     int seen = 0;
+    int reservation = 0;  // Pass::backfill_version when it was found
   };
   std::vector<std::optional<Head>> heads(teams);
   size_t head_count = 0;
@@ -39,8 +40,9 @@ bool admit_borrowers(Pass& p) {
       if (a->never()) r.never = true;
       const Job& j = p.job(q[at]);
       std::optional<JobId> holder = a->ok ? p.reserved_by(*a, j) : std::nullopt;
-      if (a->ok && !holder) {
-        heads[team] = Head{*a, admitted};
+      const AdmissionAttempt* clear = a->ok && !holder ? p.keep_clear(j, *a, BorrowMode::kAllowBorrowing) : nullptr;
+      if (clear) {
+        heads[team] = Head{*clear, admitted, p.backfill_version};
         ++head_count;
         return;
       }
@@ -48,9 +50,10 @@ bool admit_borrowers(Pass& p) {
       if (!a->ok) {
         r.why = reason;
         p.maybe_reserve(j, *a);
-      } else {
+        p.maybe_reserve_backfill(j, *a);
+      } else if (holder) {
         r.why = p.reserved_reason(*a, *holder);
-      }
+      }  // else keep_clear gave the reason
       ++at;
     }
   };
@@ -64,7 +67,7 @@ bool admit_borrowers(Pass& p) {
     size_t team = teams;
     for (size_t t = 0; t < teams; ++t)
       if (heads[t] && (team == teams || order->before(static_cast<uint32_t>(t), static_cast<uint32_t>(team)))) team = t;
-    if (heads[team]->seen != admitted) {
+    if (heads[team]->seen != admitted || heads[team]->reservation != p.backfill_version) {
       find_head(team);  // stale: the same job is tried again against the room as it is now
       continue;
     }

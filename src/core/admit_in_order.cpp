@@ -39,17 +39,22 @@ bool admit_in_order(Pass& p, BorrowMode mode) {
     if (a->ok) {
       std::optional<AdmissionAttempt> larger;
       if (mode == BorrowMode::kWithinNominalOnly) larger = larger_with_borrowing(p, j, *a);
-      const AdmissionAttempt& chosen = larger ? *larger : *a;
-      if (auto holder = p.reserved_by(chosen, j)) {
-        r.why = p.reserved_reason(chosen, *holder);
+      const AdmissionAttempt& fits = larger ? *larger : *a;
+      if (auto holder = p.reserved_by(fits, j)) {
+        r.why = p.reserved_reason(fits, *holder);
         continue;
       }
-      p.admit(j, chosen, "");
+      const AdmissionAttempt* chosen = p.keep_clear(j, fits, mode);
+      if (!chosen) continue;  // it would take the backfill reservation's nodes past its time; the reason is set
+      p.admit(j, *chosen, "");
       any = true;
       continue;
     }
     // Admissions only take room, so a job that does not fit now will not fit later in this step.
     r.blocked = true;
+    // The backfill reservation is made here for a job that needs to borrow too: where one team owns the cluster,
+    // quota and capacity run out together, and the jobs after it in this phase must already keep clear of it.
+    p.maybe_reserve_backfill(j, *a);
     // A job that only needs to borrow waits for phase 3, which gives the reason that matters to it.
     if (mode == BorrowMode::kWithinNominalOnly && !a->quota_ok && a->why.code == ReasonCode::kNeedsBorrow) continue;
     r.why = reason;

@@ -25,7 +25,7 @@ enum class ReasonCode : uint8_t {
   kLocality,         // it could run spread now, but waits a bounded time for one domain of its preferred level
   kNeverFits,        // the cluster as built cannot hold it
   kInstanceType,     // no instance type it may use can serve its replicas
-  kReserved,         // a starving job holds the capacity it would take
+  kReserved,         // a starving job, or the backfill reservation's holder, holds the capacity it would take
   kStrictFifo,       // strict FIFO: behind the head of the line
   kOscillation,      // preempting would borrow what a lending team can reclaim at once
   kNoPreemption,     // (preemption's part of a reason) no set of victims would make room

@@ -5,6 +5,7 @@
 
 #include "core/quota.h"
 #include "core/start_timeout.h"
+#include "core/time_limit.h"
 
 namespace allot {
 
@@ -211,6 +212,43 @@ const PooledReason* Pass::reserved_reason(const AdmissionAttempt& a, JobId holde
   return texts.add(explain(ReasonCode::kReserved, "waiting: capacity of " + s.catalog.at(a.type).name +
                                                       " is reserved for " + job_ref(job(holder).spec.name, s.teams[job(holder).team.index()].spec.name) +
                                                       ", which has waited past the starvation threshold"));
+}
+
+std::string Pass::backfill_text() const {
+  return reserved_nodes_text(s, *backfill) + (backfill->nodes.size() == 1 ? " is" : " are") + " reserved from t=" +
+         std::to_string(backfill->at);
+}
+
+void Pass::maybe_reserve_backfill(const Job& j, const AdmissionAttempt& a) {
+  if (!s.policy.backfill || a.ok || a.never() || a.waits_for_locality) return;
+  const bool again = backfill_considered_ == j.id;
+  if (!again && backfill_considered_.valid() && pass[backfill_considered_.index()].waiting &&
+      !queue_before(j, job(backfill_considered_)))
+    return;
+  if (!again) {
+    backfill_considered_ = j.id;
+    backfill = plan_reservation(s, j, now);
+    ++backfill_version;
+  }
+  if (backfill)
+    rec(j.id).why = texts.add(explain(a.why.code, a.why.text + "; " + backfill_text() + " for it (backfill)", a.why.feasible));
+}
+
+const AdmissionAttempt* Pass::keep_clear(const Job& j, const AdmissionAttempt& a, BorrowMode mode) {
+  if (!backfill || backfill->holder == j.id || !pass[backfill->holder.index()].waiting ||
+      !queue_before(job(backfill->holder), j) || clear_of(*backfill, j, a.placement, now))
+    return &a;
+  const RoomTable off = without_reserved(s.room, *backfill);
+  backfilled_ = try_admit(s, off, s.usage, j, AdmitOptions{.mode = mode});
+  if (backfilled_.ok) return &backfilled_;
+  const Job& holder = job(backfill->holder);
+  const std::optional<int64_t> left = time_left(j, now);
+  rec(j.id).why = texts.add(explain(
+      ReasonCode::kReserved,
+      "waiting: " + backfill_text() + " for " + job_ref(holder.spec.name, s.teams[holder.team.index()].spec.name) +
+          " (backfill), and this job " + (left ? "would still run then (its time limit ends at t=" + std::to_string(now + *left) + ")"
+                                    : "has no time limit to show that it ends before then")));
+  return nullptr;
 }
 
 // The last reason a phase gave, then why preemption could not help (unless the job never fits: then

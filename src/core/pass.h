@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/admission.h"
+#include "core/backfill.h"
 #include "core/class_memo.h"
 #include "core/id_pages.h"
 #include "core/locality_wait.h"
@@ -80,6 +81,16 @@ class Pass {
   std::optional<JobId> reserved_by(const AdmissionAttempt& a, const Job& j) const;
   const PooledReason* reserved_reason(const AdmissionAttempt& a, JobId holder);
 
+  // --- Backfill (backfill.h, policy.backfill) --------------------------------------------------------------
+  // A job that cannot be admitted now but could ever run: the first such job in queue order gets the pass's
+  // reservation (a later one found first, in the borrowing step's team order, gives way to it).
+  void maybe_reserve_backfill(const Job& j, const AdmissionAttempt& a);
+  // For a job whose attempt `a` fits: `a` when the job is the holder, comes before it, or keeps clear of the
+  // reservation; else the same admission placed off the reserved nodes; else null, the job's reason set.
+  const AdmissionAttempt* keep_clear(const Job& j, const AdmissionAttempt& a, BorrowMode mode);
+  std::optional<BackfillReservation> backfill;
+  int backfill_version = 0;  // changes with the reservation: admissions found before it are checked again
+
   // --- Waiting for locality (locality_wait.h) -------------------------------------------------------------
   // Keeps in result.locality_waits only the jobs still waiting at the end of the pass.
   void keep_locality_waits();
@@ -117,6 +128,9 @@ class Pass {
 
   AdmissionAttempt success_;  // attempt()'s answer when the job fits
   AdmissionAttempt held_;     // attempt()'s answer when the job fits but waits for locality
+  AdmissionAttempt backfilled_;  // keep_clear()'s answer when the job goes off the reserved nodes
+  JobId backfill_considered_;    // the job the reservation was planned for, whether or not it got one
+  std::string backfill_text() const;
   OneDomainFits one_domain_;  // locality_wait.h, for this pass's cluster shape
   bool locality_waits_ = false;  // the policy or a priority class sets a locality wait
   std::optional<Time> backoff_ends_;  // the earliest end of a start-timeout backoff among passed-over jobs

@@ -140,6 +140,7 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
       out << YAML::Key << p + "start-backoff" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.start_backoff_s);
     if (policy.start_backoff_max_s != PolicySpec{}.start_backoff_max_s)
       out << YAML::Key << p + "start-backoff-max" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.start_backoff_max_s);
+    if (policy.backfill) out << YAML::Key << p + "backfill" << YAML::Value << YAML::DoubleQuoted << "true";
     out << YAML::EndMap;
   }
   out << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::EndMap << YAML::EndMap

@@ -191,6 +191,8 @@ void read_cohort(const YAML::Node& obj, ObjectReader& r) {
         seconds(pol.start_backoff_s);
       else if (k == "start-backoff-max")
         seconds(pol.start_backoff_max_s);
+      else if (k == "backfill" && (v == "true" || v == "false"))
+        pol.backfill = v == "true";
       else
         r.warn(field, "'" + v + "' is not an allot policy setting this version knows; ignored");
     }
@@ -735,6 +737,7 @@ std::string teams_file_yaml(const KueueImport& result) {
     if (p.start_backoff_s != PolicySpec{}.start_backoff_s) out << YAML::Key << "start_backoff" << YAML::Value << p.start_backoff_s;
     if (p.start_backoff_max_s != PolicySpec{}.start_backoff_max_s)
       out << YAML::Key << "start_backoff_max" << YAML::Value << p.start_backoff_max_s;
+    if (p.backfill) out << YAML::Key << "backfill" << YAML::Value << true;
     out << YAML::Key << "priority_classes" << YAML::Value << YAML::BeginSeq;
     for (const auto& pc : p.priority_classes) {
       out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pc.name << YAML::Key << "weight"

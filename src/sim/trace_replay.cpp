@@ -3,6 +3,7 @@
 #include "core/plans.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <queue>
@@ -160,6 +161,8 @@ class Replay {
       ps.min_replicas = (ps.replicas + 1) / 2;
       any_elastic_ = true;
     }
+    if (o_.time_limit_factor > 0)
+      spec.time_limit_s = static_cast<int64_t>(std::ceil(static_cast<double>(tj.duration_s) * o_.time_limit_factor));
     auto id = submit_job(s_, spec, now);
     if (!id) return Error::invalid("trace job " + tj.id + ": " + id.error().message);
     Tracked& t = tracked_[i];

@@ -40,6 +40,9 @@ struct ReplayOptions {
   // whole-node replicas may run at ceil(n/2)..n replicas (docs/scheduling.md, "Elastic jobs"). Each resize
   // costs `failures.restart_overhead_s` like any restart.
   double elastic_share = 0;
+  // Every trace job declares a wall-time limit of ceil(duration x this) seconds (0: none), as users of a cluster
+  // with backfill declare limits above what their jobs take (docs/scheduling.md, "Backfill").
+  double time_limit_factor = 0;
   // Locality is measured against this cluster's network tree (the topology-oblivious baseline places on a
   // cluster without labels, but its placements are judged on the real tree). Empty: the replayed cluster's.
   std::vector<NodeSpec> locality_nodes;

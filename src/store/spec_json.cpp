@@ -199,6 +199,7 @@ PolicySpec policy_from_json(const json& j) {
   p.start_timeout_s = get_or<int64_t>(j, "start_timeout", 0);    // these three too
   p.start_backoff_s = get_or<int64_t>(j, "start_backoff", PolicySpec{}.start_backoff_s);
   p.start_backoff_max_s = get_or<int64_t>(j, "start_backoff_max", PolicySpec{}.start_backoff_max_s);
+  p.backfill = j.value("backfill", false);  // absent when off
   return p;
 }
 

@@ -1,0 +1,139 @@
+// Backfill with a reservation (core/backfill.h, docs/scheduling.md "Backfill"): the policy key, the reservation's
+// time and nodes from running jobs' limits, none where only jobs without limits block, later jobs let in only when
+// they keep clear of it (elsewhere, or ending in time), and the whole policy off by default.
+#include <gtest/gtest.h>
+
+#include "config/spec_yaml.h"
+#include "core/backfill.h"
+#include "core/scheduler.h"
+#include "core/state.h"
+#include "store/spec_json.h"
+
+namespace allot {
+namespace {
+
+// Four one-GPU nodes, team a with a quota of `quota` of them (above the cluster: capacity alone decides).
+ClusterState cluster(bool backfill, int quota = 8) {
+  ClusterState s;
+  std::vector<NodeSpec> nodes;
+  for (const char* n : {"n1", "n2", "n3", "n4"}) nodes.push_back({.name = n, .instance_type = "ml.g5.8xlarge"});
+  EXPECT_TRUE(add_nodes(s, nodes, 0).ok());
+  PolicySpec p;
+  p.backfill = backfill;
+  EXPECT_TRUE(set_policy(s, p).ok());
+  EXPECT_TRUE(upsert_team(s, TeamSpec{.name = "a", .allocation = {{"ml.g5.8xlarge", {.instances = quota}}}}).ok());
+  return s;
+}
+
+JobSpec spec(const std::string& name, int replicas, std::optional<int64_t> limit) {
+  JobSpec j{.name = name, .team = "a"};
+  j.pod_sets.push_back({.replicas = replicas, .per_replica = {.whole_node = true}});
+  j.time_limit_s = limit;
+  return j;
+}
+
+const Job& job(const ClusterState& s, const std::string& name) { return *s.find_job(name); }
+
+TEST(Backfill, PolicyKeyIsReadAndJournaledOnlyWhenOn) {
+  auto d = load_yaml("{backfill: true}", YamlContext{"p.yaml", "", 0});
+  ASSERT_TRUE(d.ok());
+  auto p = parse_policy(*d, YamlContext{"p.yaml", "policy", 0});
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_TRUE(p->backfill);
+  EXPECT_EQ(store::policy_from_json(store::to_json(*p)), *p);
+  EXPECT_FALSE(store::to_json(PolicySpec{}).contains("backfill"));  // journals without it read as before
+  auto bad = load_yaml("{backfill: sometimes}", YamlContext{"p.yaml", "", 0});
+  ASSERT_TRUE(bad.ok());
+  auto r = parse_policy(*bad, YamlContext{"p.yaml", "policy", 0});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("p.yaml"), std::string::npos) << r.error().message;
+}
+
+TEST(Backfill, ReservationIsTheEarliestTimeRunningLimitsMakeRoom) {
+  ClusterState s = cluster(true);
+  ASSERT_TRUE(submit_job(s, spec("a300", 1, 300), 0).ok());
+  ASSERT_TRUE(submit_job(s, spec("a700", 1, 700), 0).ok());
+  ASSERT_TRUE(submit_job(s, spec("open", 1, std::nullopt), 0).ok());
+  (void)schedule(s, 0);
+  ASSERT_EQ(s.running_jobs.size(), 3u);
+  ASSERT_TRUE(submit_job(s, spec("three", 3, std::nullopt), 10).ok());
+  // One node free now; a300's end makes two, a700's three: the reservation is at 700 on every node but open's.
+  auto r = plan_reservation(s, job(s, "three"), 10);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->at, 700);
+  ASSERT_EQ(r->nodes.size(), 3u);
+  const NodeId open_node = job(s, "open").placement.pod_sets[0].replicas[0].node;
+  for (NodeId n : r->nodes) EXPECT_NE(n, open_node);
+  // A job that only jobs without limits block gets none.
+  auto none = plan_reservation(s, [&] {
+    Job j = job(s, "three");
+    j.pod_sets[0].replicas = 4;
+    return j;
+  }(), 10);
+  EXPECT_FALSE(none);
+}
+
+TEST(Backfill, LaterJobsKeepClearOfTheReservedNodes) {
+  ClusterState s = cluster(true);
+  ASSERT_TRUE(submit_job(s, spec("a500", 3, 500), 0).ok());
+  (void)schedule(s, 0);
+  ASSERT_TRUE(submit_job(s, spec("big", 4, 100), 10).ok());
+  ASSERT_TRUE(submit_job(s, spec("long", 1, 2000), 10).ok());   // ends at 2010: past the reservation
+  ASSERT_TRUE(submit_job(s, spec("short", 1, 400), 10).ok());   // ends at 410: before it
+  auto out = schedule(s, 10);
+  EXPECT_EQ(job(s, "big").state, JobState::kPending);
+  EXPECT_NE(job(s, "big").reason.find("are reserved from t=500 for it (backfill)"), std::string::npos) << job(s, "big").reason;
+  EXPECT_EQ(job(s, "long").state, JobState::kPending);
+  EXPECT_EQ(job(s, "long").reason_code, ReasonCode::kReserved);
+  EXPECT_NE(job(s, "long").reason.find("would still run then (its time limit ends at t=2010)"), std::string::npos)
+      << job(s, "long").reason;
+  EXPECT_EQ(job(s, "short").state, JobState::kRunning);
+}
+
+TEST(Backfill, WhereOneTeamOwnsTheClusterQuotaAndCapacityRunOutTogether) {
+  // Quota 4 on four nodes: big needs to borrow now (3 + 4 > 4), and still gets the reservation before the jobs
+  // after it are tried, so short (ending in time) runs and long does not.
+  ClusterState s = cluster(true, 4);
+  ASSERT_TRUE(submit_job(s, spec("a500", 3, 500), 0).ok());
+  (void)schedule(s, 0);
+  ASSERT_TRUE(submit_job(s, spec("big", 4, 100), 10).ok());
+  ASSERT_TRUE(submit_job(s, spec("long", 1, 2000), 10).ok());
+  ASSERT_TRUE(submit_job(s, spec("short", 1, 400), 10).ok());
+  (void)schedule(s, 10);
+  EXPECT_NE(job(s, "big").reason.find("are reserved from t=500 for it (backfill)"), std::string::npos) << job(s, "big").reason;
+  EXPECT_EQ(job(s, "short").state, JobState::kRunning);
+  EXPECT_EQ(job(s, "long").state, JobState::kPending);
+}
+
+TEST(Backfill, AJobThatWouldRunPastGoesWhereNothingIsReserved) {
+  // One more node, of a type big cannot use: long runs there instead of waiting.
+  ClusterState s = cluster(true);
+  ASSERT_TRUE(add_nodes(s, {{.name = "x1", .instance_type = "ml.g5.12xlarge"}}, 0).ok());
+  TeamSpec t{.name = "a", .allocation = {{"ml.g5.8xlarge", {.instances = 8}}, {"ml.g5.12xlarge", {.instances = 1}}}};
+  ASSERT_TRUE(upsert_team(s, t).ok());
+  JobSpec a500 = spec("a500", 3, 500);
+  a500.pod_sets[0].instance_type = "ml.g5.8xlarge";
+  ASSERT_TRUE(submit_job(s, a500, 0).ok());
+  (void)schedule(s, 0);
+  JobSpec big = spec("big", 4, 100);
+  big.pod_sets[0].instance_type = "ml.g5.8xlarge";
+  ASSERT_TRUE(submit_job(s, big, 10).ok());
+  ASSERT_TRUE(submit_job(s, spec("long", 1, std::nullopt), 10).ok());
+  (void)schedule(s, 10);
+  ASSERT_EQ(job(s, "long").state, JobState::kRunning) << job(s, "long").reason;
+  EXPECT_EQ(s.nodes[job(s, "long").placement.pod_sets[0].replicas[0].node.index()].name, "x1");
+}
+
+TEST(Backfill, OffByDefaultTheLaterJobTakesTheNode) {
+  ClusterState s = cluster(false);
+  ASSERT_TRUE(submit_job(s, spec("a500", 3, 500), 0).ok());
+  (void)schedule(s, 0);
+  ASSERT_TRUE(submit_job(s, spec("big", 4, 100), 10).ok());
+  ASSERT_TRUE(submit_job(s, spec("long", 1, 2000), 10).ok());
+  (void)schedule(s, 10);
+  EXPECT_EQ(job(s, "long").state, JobState::kRunning);
+  EXPECT_EQ(job(s, "big").reason.find("backfill"), std::string::npos) << job(s, "big").reason;
+}
+
+}  // namespace
+}  // namespace allot
