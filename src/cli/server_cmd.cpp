@@ -213,6 +213,13 @@ void add_server_command(CLI::App& app, Context& ctx) {
                   "How long finished jobs stay in the server after they finished (90s, 30m, 24h, 7d, or never); then "
                   "they leave memory, listings and snapshots, their names are free, and only the journal keeps them")
       ->capture_default_str();
+  cmd->add_option("--webhook-hosts", args->options.webhooks.hosts,
+                  "Hosts a member's team webhook may post to (comma-separated: names, IP addresses, *.DOMAIN); without "
+                  "it only admins make webhooks (docs/security.md, \"Webhooks\")")
+      ->delimiter(',');
+  cmd->add_option("--webhook-queue", args->options.webhooks.queue,
+                  "Webhook deliveries waiting at most (new and retrying); past it the oldest event's is dropped")
+      ->capture_default_str();
   cmd->callback([args, max_watches, max_listings, per_address, &ctx] {
     args->max_watches_given = max_watches->count() > 0;
     if (max_listings->count() > 0) args->options.max_listings = args->max_listings;

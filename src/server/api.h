@@ -17,6 +17,7 @@
 #include "server/options.h"
 #include "server/read_seats.h"
 #include "server/routes.h"
+#include "server/webhook_sender.h"
 #include "server/writer.h"
 
 namespace allot::server {
@@ -29,6 +30,7 @@ struct Api {
   const ServerOptions& options;
   Catalog catalog;  // fixed for the server's life: bodies are parsed against it off the writer thread
   ReadSeats listings;  // job listings rendered at once (read_seats.h, ServerOptions::max_listings)
+  WebhookSender& webhooks;  // deliveries' counters and each webhook's last delivery (webhook_sender.h)
 };
 
 void answer(httplib::Response& res, const Reply& reply);
@@ -73,5 +75,6 @@ void add_watch_routes(Routes& http, Api& api);   // health, events, metrics
 void add_token_routes(Routes& http, Api& api);   // tokens, audit
 void add_dashboard_routes(Routes& http, Api& api);  // the dashboard's files and the JSON its pages read
 void add_plan_routes(Routes& http, Api& api);    // capacity plans
+void add_webhook_routes(Routes& http, Api& api);  // webhooks (api_webhooks.cpp)
 
 }  // namespace allot::server

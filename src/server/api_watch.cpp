@@ -40,8 +40,10 @@ void add_watch_routes(Routes& http, Api& api) {
     answer(res, json_reply(200, out));
   });
   route(http, api, "GET", "/metrics", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
-    run(api, who, req, res, [](Txn&) -> Result<Render> {
-      return Render([](const ServerState& st) { return Reply{200, render_metrics(st), "text/plain; version=0.0.4"}; });
+    run(api, who, req, res, [&api](Txn&) -> Result<Render> {
+      return Render([&api](const ServerState& st) {
+        return Reply{200, render_metrics(st) + render_webhook_metrics(api.webhooks.counters()), "text/plain; version=0.0.4"};
+      });
     });
   });
 }

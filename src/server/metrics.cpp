@@ -322,4 +322,19 @@ std::string render_metrics(const ServerState& st) {
   return out;
 }
 
+std::string render_webhook_metrics(const WebhookSender::Counters& c) {
+  std::string out;
+  header(out, "allot_webhook_deliveries_total", "counter",
+         "Webhook deliveries since this server started, by result: delivered (answered 2xx), failed (every try failed), "
+         "dropped (the queue was full)");
+  out += fmt::format("allot_webhook_deliveries_total{{result=\"delivered\"}} {}\n", c.delivered);
+  out += fmt::format("allot_webhook_deliveries_total{{result=\"failed\"}} {}\n", c.failed);
+  out += fmt::format("allot_webhook_deliveries_total{{result=\"dropped\"}} {}\n", c.dropped);
+  header(out, "allot_webhook_retries_total", "counter", "Webhook tries after a delivery's first, since this server started");
+  out += fmt::format("allot_webhook_retries_total {}\n", c.retries);
+  header(out, "allot_webhook_queue_length", "gauge", "Webhook deliveries waiting, new and retrying");
+  out += fmt::format("allot_webhook_queue_length {}\n", c.queued);
+  return out;
+}
+
 }  // namespace allot::server

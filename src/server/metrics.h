@@ -7,9 +7,12 @@
 #include <string>
 
 #include "server/server_state.h"
+#include "server/webhook_sender.h"
 
 namespace allot::server {
 
 std::string render_metrics(const ServerState& st);
+// The webhook sender's counters (webhook_sender.h), which live outside the state: since this process started.
+std::string render_webhook_metrics(const WebhookSender::Counters& c);
 
 }  // namespace allot::server

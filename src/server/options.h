@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/catalog.h"
 
@@ -17,6 +18,20 @@ namespace allot::server {
 // Wall-clock milliseconds since the Unix epoch. The core sees whole seconds (Time).
 using Clock = std::function<int64_t()>;
 int64_t system_clock_ms();
+
+// Webhook deliveries (webhook_sender.h, docs/api.md "Webhooks").
+struct WebhookOptions {
+  // Hosts a member's team webhook may point at (webhook_rules.h, host_allowed): exact names or IP literals, or
+  // *.DOMAIN. Empty: members cannot make webhooks; an admin makes them for a team.
+  std::vector<std::string> hosts;
+  size_t queue = 10000;  // deliveries waiting (new and retrying) at most; past it the oldest is dropped
+  int senders = 2;       // threads that POST; a slow receiver holds one for at most `timeout`
+  int max_attempts = 8;  // tries of one delivery before it counts as failed
+  std::chrono::milliseconds backoff{1000};       // the wait after the first failed try, doubled after each
+  std::chrono::milliseconds backoff_max{300000};  // ... up to this
+  std::chrono::milliseconds connect_timeout{3000};
+  std::chrono::milliseconds timeout{10000};  // reading the answer, and writing the request
+};
 
 struct ServerOptions {
   // The instance types nodes may have: the built-in ones plus the policy file's `instance_types`
@@ -73,6 +88,7 @@ struct ServerOptions {
   // the writer a core.
   std::optional<size_t> max_listings;
   size_t event_ring = 10000;                // events kept in memory for /v1/events
+  WebhookOptions webhooks;
   // Several servers on one shared store (PostgreSQL, docs/deployment.md): the URL this server gives the others
   // for redirecting writes to it while it leads (empty: its own listen URL), and how often a standby tries to
   // take the lead and reads what the leader wrote.

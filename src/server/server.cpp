@@ -19,6 +19,7 @@
 #include "server/http_server.h"
 #include "server/log_store.h"
 #include "server/tls_identity.h"
+#include "server/webhook_rules.h"
 
 namespace allot::server {
 
@@ -58,6 +59,7 @@ Status check_watch_limit(const ServerOptions& o) {
 // The flags, checked before anything touches the store.
 Status check_flags(const ServerOptions& o) {
   if (auto st = check_transport(o); !st) return st;
+  if (auto st = check_host_patterns(o.webhooks.hosts); !st) return st;
   return check_watch_limit(o);
 }
 
@@ -118,6 +120,8 @@ Server::Server(ServerOptions options, std::unique_ptr<store::Store> store) : opt
   events_ = std::make_unique<EventLog>(options_.event_ring);
   auth_ = std::make_unique<AuthGate>();
   writer_ = std::make_unique<Writer>(options_, std::move(store), *events_, *auth_);
+  webhooks_ = std::make_unique<WebhookSender>(options_.webhooks, *events_, [w = writer_.get()] { return w->leading(); }, options_.clock);
+  writer_->set_on_webhooks([sender = webhooks_.get()](std::shared_ptr<const WebhookTable> t) { sender->set_table(std::move(t)); });
   logs_ = std::make_unique<LogStore>(options_.data_dir + "/logs", options_.log_bytes_per_replica);
   // Retention: a compacted job's logs go once the compaction is durable, as a deleted job's do, and so does its
   // checkpoint directory when nothing was saved in it (one the job filled is the user's, kept).
@@ -139,7 +143,8 @@ Status Server::start() {
   std::filesystem::create_directories(options_.data_dir, ec);
   if (ec) return Error::internal("cannot create the data directory " + options_.data_dir + ": " + ec.message());
   if (auto st = writer_->recover(); !st) return st;
-  api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, options_.catalog, ReadSeats(listing_seats(options_))});
+  webhooks_->start();  // from the last event the replay published: a restart does not deliver old events again
+  api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, options_.catalog, ReadSeats(listing_seats(options_)), *webhooks_});
 
   if (auto st = make_http(); !st) return st;
   http_->set_payload_max_length(options_.max_body_bytes);  // Content-Length bodies; Routes limits the others
@@ -168,6 +173,7 @@ Status Server::start() {
   add_token_routes(routes, *api_);
   add_dashboard_routes(routes, *api_);
   add_plan_routes(routes, *api_);
+  add_webhook_routes(routes, *api_);
   routes.add_fallbacks();  // last: it takes every request with a body that no route above took
 
   host_ = hp->host;
@@ -258,6 +264,7 @@ void Server::stop() {
   if (listener_.joinable())
     while (!http_->is_running() && !listener_done_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (http_) http_->stop();
+  if (webhooks_) webhooks_->stop();  // before the event log's shutdown, which would wake its reader at once, forever
   events_->shutdown();
   writer_->heartbeats().shutdown();  // agents watching for changes (heartbeat_board.h)
   if (listener_.joinable()) listener_.join();

@@ -19,6 +19,7 @@ class LogStore;
 class HttpServer;
 struct Api;
 class ReadSeats;
+class WebhookSender;
 
 class Server {
  public:
@@ -56,6 +57,7 @@ class Server {
   std::unique_ptr<EventLog> events_;
   std::unique_ptr<AuthGate> auth_;
   std::unique_ptr<Writer> writer_;
+  std::unique_ptr<WebhookSender> webhooks_;  // after writer_ (it asks the writer whether it leads), before api_
   std::unique_ptr<LogStore> logs_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<httplib::Server> http_;

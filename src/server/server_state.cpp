@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/plans.h"
+#include "server/webhook_rules.h"
 #include "store/replay.h"
 
 namespace allot::server {
@@ -43,6 +44,8 @@ struct NodeOf {
   std::string operator()(const PlanStepRecord&) const { return ""; }  // its nodes: plan_nodes_of()
   std::string operator()(const DeletePlan&) const { return ""; }
   std::string operator()(const CompactFinished&) const { return ""; }
+  std::string operator()(const CreateWebhook&) const { return ""; }
+  std::string operator()(const DeleteWebhook&) const { return ""; }
 };
 
 
@@ -126,6 +129,15 @@ std::string message_of(const ServerState& st, const Record& r) {
       return "token " + o.token.id + " created (role " + auth::role_name(o.token.role) + scope + ")";
     }
     std::string operator()(const RevokeToken& o) const { return "token " + o.id + " revoked"; }
+    // Neither the secret nor the URL (a URL may hold a credential of the receiver's, such as a chat service's
+    // hook path): the id, scope and kinds only.
+    std::string operator()(const CreateWebhook& o) const {
+      std::string kinds;
+      for (NoticeKind k : o.webhook.events) kinds += (kinds.empty() ? "" : ",") + std::string(notice_kind_name(k));
+      return "webhook " + o.webhook.id + " created (" + (o.webhook.team.empty() ? "cluster-wide" : "team " + o.webhook.team) +
+             ", events " + kinds + ")";
+    }
+    std::string operator()(const DeleteWebhook& o) const { return "webhook " + o.id + " deleted"; }
     std::string operator()(const Audit& o) const { return o.action; }
     std::string operator()(const HoldJob& o) const { return o.held ? "held by request" : "released"; }
     std::string operator()(const SetJobPriority& o) const {
@@ -316,6 +328,14 @@ struct Note {
     }
     ++st.tokens_version;
   }
+  void operator()(const CreateWebhook& cw) const {
+    st.webhooks[cw.webhook.id] = WebhookInfo{cw.webhook, r.at, r.actor.token};
+    ++st.webhooks_version;
+  }
+  void operator()(const DeleteWebhook& dw) const {
+    st.webhooks.erase(dw.id);
+    ++st.webhooks_version;
+  }
   void operator()(const CompactFinished&) const { forget_compacted(st); }
   void operator()(const Audit& au) const {
     st.audit.push_back(AuditEntry{r.seq, r.at, r.actor, au});
@@ -359,6 +379,9 @@ struct AudienceOf {
   EventAudience operator()(const store::CreateToken&) const { return EventAudience::kWholeClusterReaders; }
   EventAudience operator()(const store::RevokeToken&) const { return EventAudience::kWholeClusterReaders; }
   EventAudience operator()(const store::Audit&) const { return EventAudience::kWholeClusterReaders; }
+  // Webhook records name ids and scopes other teams need not read (never a URL or a secret).
+  EventAudience operator()(const store::CreateWebhook&) const { return EventAudience::kWholeClusterReaders; }
+  EventAudience operator()(const store::DeleteWebhook&) const { return EventAudience::kWholeClusterReaders; }
   EventAudience operator()(const store::SetPolicy&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::UpsertTeam&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::RemoveTeam&) const { return EventAudience::kEveryReader; }
@@ -465,9 +488,12 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   push(st, events, r.at, op_name(r.op), job_of(r.op), node, message_of(st, r));
   note_preemption(st, r, events.back());
   events.back().audience = event_audience(r.op);
+  events.back().notice = notice_of(r.op, st.cluster);
   for (size_t i = 0; i < before.size(); ++i) {
     const Job& j = st.cluster.jobs[before[i].index()];
-    if (j.state != states[i]) push(st, events, r.at, "job", j.spec.name, node, job_message(j));
+    if (j.state == states[i]) continue;
+    push(st, events, r.at, "job", j.spec.name, node, job_message(j));
+    events.back().notice = notice_of_consequence(j.state);
   }
   return ok_status();
 }
@@ -480,6 +506,7 @@ void note_decision(ServerState& st, const Record& r, std::vector<Event>& events)
   push(st, events, r.at, op_name(r.op), job_of(r.op), "", message_of(st, r));
   note_preemption(st, r, events.back());
   events.back().audience = event_audience(r.op);
+  events.back().notice = notice_of(r.op, st.cluster);
 }
 
 }  // namespace allot::server

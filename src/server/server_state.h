@@ -140,6 +140,10 @@ struct Event {
   // written before groups were.
   std::shared_ptr<const PreemptionGroup> preemption;
   EventAudience audience = EventAudience::kEveryReader;
+  // The webhook notice this event is (webhook_rules.h, notice_of), decided from the record and the job's new
+  // state when the event is made; none for most. Not kept in snapshots: webhooks deliver only events that happen
+  // while the server runs.
+  std::optional<store::NoticeKind> notice;
 };
 
 // A preemption group a job took part in, as victim or preemptor, and when.
@@ -179,6 +183,14 @@ using TokenTable = std::map<std::string, TokenInfo>;  // by id
 // How many nodes the join token `join_id` has registered: the agent credentials made for nodes that joined with
 // it, revoked ones included (docs/security.md, "Join tokens").
 int joins_of(const TokenTable& tokens, const std::string& join_id);
+
+// A webhook as the server knows it: the journaled record (with its secret) and who made it when.
+struct WebhookInfo {
+  store::WebhookRecord webhook;
+  Time created_at = 0;
+  std::string created_by;  // the id of the token that made it
+};
+using WebhookTable = std::map<std::string, WebhookInfo>;  // by id
 
 // One entry of the audit trail (GET /v1/audit): an Audit record with its actor, time and place in the journal.
 struct AuditEntry {
@@ -247,6 +259,8 @@ struct ServerState {
   StartGate gate;  // which runs the agents were given, and the stops they wait for (start_gate.h); not journaled
   TokenTable tokens;
   uint64_t tokens_version = 0;  // bumped by every token record: the writer republishes the table then
+  WebhookTable webhooks;
+  uint64_t webhooks_version = 0;  // bumped by every webhook record: the writer hands the table to the sender then
   // The newest audit entries, oldest first; older ones stay in the journal (kAuditKept bounds memory).
   std::deque<AuditEntry> audit;
   static constexpr size_t kAuditKept = 100000;

@@ -164,6 +164,13 @@ Result<RestoredState> restore(uint64_t seq, const json& j, const Catalog& catalo
     if (!st.tokens.emplace(id, std::move(info)).second) throw std::invalid_argument("token " + id + " is listed twice");
   }
   st.tokens_version = 1;
+  // Absent in snapshots written before webhooks were.
+  for (const auto& w : j.value("webhooks", json::array())) {
+    WebhookInfo info{store::webhook_from_json(w.at("webhook")), w.at("created_at").get<Time>(), w.at("created_by").get<std::string>()};
+    const std::string id = info.webhook.id;
+    if (!st.webhooks.emplace(id, std::move(info)).second) throw std::invalid_argument("webhook " + id + " is listed twice");
+  }
+  st.webhooks_version = 1;
   for (const auto& a : j.at("audit")) {
     const json& au = a.at("audit");
     st.audit.push_back(AuditEntry{a.at("seq").get<uint64_t>(), a.at("at").get<Time>(), store::actor_from_json(a.at("actor")),
@@ -272,6 +279,9 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, bo
   for (const auto& [id, t] : st.tokens)
     tokens.push_back({{"token", store::token_to_json(t.token)}, {"created_at", t.created_at}, {"created_by", t.created_by},
                       {"revoked", t.revoked}, {"revoked_at", t.revoked_at}});
+  json webhooks = json::array();
+  for (const auto& [id, w] : st.webhooks)
+    webhooks.push_back({{"webhook", store::webhook_to_json(w.webhook)}, {"created_at", w.created_at}, {"created_by", w.created_by}});
   json audit = json::array();
   if (whole)
     for (const auto& a : st.audit) audit.push_back(audit_entry(a));
@@ -295,6 +305,7 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, bo
                           {"admissions_by_rule", rule_counts_json(st.observed.admissions_by_rule)},
                           {"preemptions_by_rule", rule_counts_json(st.observed.preemptions_by_rule)}}},
             {"tokens", std::move(tokens)},
+            {"webhooks", std::move(webhooks)},
             {"audit", std::move(audit)},
             {"last_event", st.last_event},
             {"version", st.version},

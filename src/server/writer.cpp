@@ -81,10 +81,15 @@ Writer::Writer(const ServerOptions& options, std::unique_ptr<store::Store> store
     : options_(options), store_(std::move(store)), events_(events), auth_(auth),
       provisioner_(options.provisioner, options.data_dir + "/provision"), board_(options.clock) {}
 
-void Writer::publish_tokens() {
-  if (published_tokens_ == state_.tokens_version) return;
-  auth_.publish(std::make_shared<const TokenTable>(state_.tokens));
-  published_tokens_ = state_.tokens_version;
+void Writer::publish_tables() {
+  if (published_tokens_ != state_.tokens_version) {
+    auth_.publish(std::make_shared<const TokenTable>(state_.tokens));
+    published_tokens_ = state_.tokens_version;
+  }
+  if (published_webhooks_ != state_.webhooks_version && on_webhooks_) {
+    on_webhooks_(std::make_shared<const WebhookTable>(state_.webhooks));
+    published_webhooks_ = state_.webhooks_version;
+  }
 }
 
 Writer::~Writer() { stop(); }
@@ -149,7 +154,7 @@ Status Writer::recover() {
   state_ = std::move(*st);
   leading_ = !store_->shared();
   leading_flag_ = leading_;
-  publish_tokens();
+  publish_tables();
   // Heartbeats are not journaled: every agent gets a full timeout from now to show up again.
   const int64_t now = options_.clock();
   for (auto& [name, info] : state_.nodes) info.last_heartbeat_ms = now;
@@ -360,7 +365,7 @@ bool Writer::follow() {
   if (!status && status.error().message != follow_error_) spdlog::error("following the journal: {}", status.error().message);
   follow_error_ = status ? std::string() : status.error().message;
   events_.publish(std::move(events));
-  publish_tokens();
+  publish_tables();
   return status.ok();
 }
 
@@ -784,7 +789,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   }
   state_.provision_queue.clear();
   provisioner_.reap();
-  publish_tokens();
+  publish_tables();
   // Any command may have changed what is not journaled (a heartbeat's time, an exit report); reads never come here.
   publish_view(state_changed_ || !batch.empty() || !records.empty() || pass || !durable);
   state_changed_ = false;

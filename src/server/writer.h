@@ -182,6 +182,9 @@ class Writer {
   // Called on the writer thread with the names of the jobs a compaction took, once it is durable (the server
   // drops their logs, as for a deleted job). REQUIRES: before start().
   void set_on_compacted(std::function<void(const std::vector<std::string>&)> hook) { on_compacted_ = std::move(hook); }
+  // Called on the writer thread with the webhook table whenever a durable batch (or a replay, or following the
+  // leader) changed it (webhook_sender.h). REQUIRES: set before start().
+  void set_on_webhooks(std::function<void(std::shared_ptr<const WebhookTable>)> hook) { on_webhooks_ = std::move(hook); }
   // Tries to take the lead once now (Server::start, before the first bootstrap); a no-op when leading.
   void step_leadership(bool force);
 
@@ -241,8 +244,8 @@ class Writer {
   // The leader: journals a compaction when finished jobs have outlived retain_finished_s (server/retention.h),
   // at most every retention_check_interval. Returns the names of the jobs it compacted.
   std::vector<std::string> compact_finished_jobs(Txn& txn);
-  // Hands the token table to the AuthGate when a batch changed it.
-  void publish_tokens();
+  // Hands the token table to the AuthGate, and the webhook table to on_webhooks_, when a batch changed them.
+  void publish_tables();
   // Takes a state rebuilt from the journal after a failed write, keeping what the journal does not hold.
   void adopt_rebuilt(ServerState fresh);
   // Rebuilds a state from the journal; with `publish`, its events go to the event log as well.
@@ -292,6 +295,8 @@ class Writer {
   std::atomic<uint64_t> snapshot_written_seq_{0};
   int64_t next_compaction_check_ms_ = 0;  // options_.clock() milliseconds
   std::function<void(const std::vector<std::string>&)> on_compacted_;
+  std::function<void(std::shared_ptr<const WebhookTable>)> on_webhooks_;
+  uint64_t published_webhooks_ = ~uint64_t{0};  // the webhooks_version last handed to on_webhooks_
   HeartbeatBoard board_;
   std::atomic<bool> no_space_{false};  // the journal has no room: changes are refused (see the note at the top)
   std::string no_space_why_;           // guarded by mu_

@@ -14,6 +14,7 @@
 #include "core/preemption_record.h"
 #include "core/resources.h"
 #include "core/spec.h"
+#include "store/notice_kind.h"
 
 namespace allot::store {
 
@@ -228,6 +229,28 @@ struct StartTimeout {
   std::string reason;
   friend bool operator==(const StartTimeout&, const StartTimeout&) = default;
 };
+// A webhook (docs/api.md, "Webhooks"): where the server POSTs the events it asks for, signed with its secret.
+// Unlike a token's secret, which the server only compares and so keeps as a hash, this one is a signing key the
+// leader must hold to sign every delivery (and a standby once it leads), so the journal keeps it as it keeps jobs'
+// environments (docs/security.md, "Files at rest"); no answer but the one that made it, no event, log line or
+// audit entry shows it. Who made it and when are the record's actor and time.
+struct WebhookRecord {
+  std::string id;    // public: names it in lists, deliveries (X-Allot-Webhook) and `allot webhook delete`
+  std::string team;  // empty: cluster-wide (every event); else that team's jobs' events only
+  std::string url;   // http:// or https://, checked when made (server/webhook_rules.h)
+  std::vector<NoticeKind> events;  // at least one, each once
+  std::string secret;              // the HMAC-SHA256 key, 64 hex digits
+  std::string description;
+  friend bool operator==(const WebhookRecord&, const WebhookRecord&) = default;
+};
+struct CreateWebhook {
+  WebhookRecord webhook;
+  friend bool operator==(const CreateWebhook&, const CreateWebhook&) = default;
+};
+struct DeleteWebhook {
+  std::string id;
+  friend bool operator==(const DeleteWebhook&, const DeleteWebhook&) = default;
+};
 // Retention (`allot server --retain-finished`): every finished job whose last change was at or before the cutoff
 // leaves the live state (core/state.h, compact_finished). Its own records stay in the journal.
 struct CompactFinished {
@@ -238,7 +261,8 @@ struct CompactFinished {
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
                         Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
                         SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan,
-                        CompactFinished, Requeue, TimeLimitExceeded, LocalityWaitBegan, StartTimeout>;
+                        CompactFinished, Requeue, TimeLimitExceeded, LocalityWaitBegan, StartTimeout,
+                        CreateWebhook, DeleteWebhook>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

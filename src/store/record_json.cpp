@@ -172,6 +172,8 @@ struct ToJson {
   json operator()(const StartTimeout& o) const {
     return {{"job", o.job}, {"nodes", o.nodes}, {"backoff_s", o.backoff_s}, {"reason", o.reason}};
   }
+  json operator()(const CreateWebhook& o) const { return {{"webhook", webhook_to_json(o.webhook)}}; }
+  json operator()(const DeleteWebhook& o) const { return {{"id", o.id}}; }
 };
 
 }  // namespace
@@ -191,6 +193,25 @@ NodeHealthChange node_health_from_json(const json& j) {
   return h;
 }
 }  // namespace
+
+json webhook_to_json(const WebhookRecord& w) {
+  json events = json::array();
+  for (NoticeKind k : w.events) events.push_back(notice_kind_name(k));
+  return {{"id", w.id},         {"team", w.team},     {"url", w.url},
+          {"events", events},   {"secret", w.secret}, {"description", w.description}};
+}
+
+WebhookRecord webhook_from_json(const json& j) {
+  WebhookRecord w{j.at("id").get<std::string>(), j.at("team").get<std::string>(), j.at("url").get<std::string>(), {},
+                  j.at("secret").get<std::string>(), j.at("description").get<std::string>()};
+  for (const auto& e : j.at("events")) {
+    const std::string name = e.get<std::string>();
+    auto k = parse_notice_kind(name);
+    if (!k) throw std::invalid_argument("webhook " + w.id + ": unknown event kind '" + name + "'; kinds: " + notice_kind_list());
+    w.events.push_back(*k);
+  }
+  return w;
+}
 
 TokenRecord token_from_json(const json& j) {
   const std::string role = j.at("role").get<std::string>();
@@ -262,6 +283,8 @@ struct FromJson {
   Op operator()(As<StartTimeout>) const {
     return StartTimeout{str("job"), j.at("nodes").get<std::vector<std::string>>(), j.at("backoff_s").get<int64_t>(), str("reason")};
   }
+  Op operator()(As<CreateWebhook>) const { return CreateWebhook{webhook_from_json(j.at("webhook"))}; }
+  Op operator()(As<DeleteWebhook>) const { return DeleteWebhook{str("id")}; }
 };
 
 // Each kind's name (op_name, the one spelling the writer uses) with its reader, for every alternative of Op.

@@ -32,6 +32,8 @@ nlohmann::json placement_to_json(const std::vector<PodSetRecord>& p);
 std::vector<PodSetRecord> placement_from_json(const nlohmann::json& j);
 nlohmann::json token_to_json(const TokenRecord& t);
 TokenRecord token_from_json(const nlohmann::json& j);
+nlohmann::json webhook_to_json(const WebhookRecord& w);  // with its secret: the journal's and snapshots' form only
+WebhookRecord webhook_from_json(const nlohmann::json& j);
 nlohmann::json actor_to_json(const Actor& a);
 Actor actor_from_json(const nlohmann::json& j);
 HealthCause health_cause_from_name(const std::string& s);

@@ -91,6 +91,8 @@ struct Apply {
   // Tokens and the audit trail are the server's; the cluster does not change.
   Status operator()(const CreateToken&) const { return ok_status(); }
   Status operator()(const RevokeToken&) const { return ok_status(); }
+  Status operator()(const CreateWebhook&) const { return ok_status(); }  // the server's table (server_state.h)
+  Status operator()(const DeleteWebhook&) const { return ok_status(); }
   Status operator()(const Audit&) const { return ok_status(); }
   Status operator()(const HoldJob& o) const { return set_job_held(s, o.job, o.held, at); }
   Status operator()(const SetJobPriority& o) const { return set_job_priority(s, o.job, o.priority, at); }

@@ -129,7 +129,11 @@ inline std::vector<Op> every_kind() {
           Requeue{"train-7", "gpu-1", 29517, "MASTER_PORT 29517 was in use on node gpu-1, rank 0's"},
           TimeLimitExceeded{"train-7", 3600},
           LocalityWaitBegan{"train-7"},
-          StartTimeout{"train-7", {"gpu-2", "gpu-3"}, 120, "not every replica was running 300 s after its agents were given the run"}};
+          StartTimeout{"train-7", {"gpu-2", "gpu-3"}, 120, "not every replica was running 300 s after its agents were given the run"},
+          CreateWebhook{WebhookRecord{"9c1e5a7b3d", "", "https://hooks.example.com/allot", {NoticeKind::kJobFailed, NoticeKind::kNodeReplaced},
+                                      std::string(64, 'c'), "on-call"}},
+          CreateWebhook{WebhookRecord{"7a2b4c6d8e", "team-a", "http://127.0.0.1:9000/h", {NoticeKind::kJobPreempted}, std::string(64, 'd'), ""}},
+          DeleteWebhook{"9c1e5a7b3d"}};
 }
 
 }  // namespace allot::store
