@@ -166,8 +166,7 @@ struct PolicySpec {
   int64_t start_backoff_s = 60;
   int64_t start_backoff_max_s = 3600;
   // Backfill with a reservation (docs/scheduling.md, "Backfill"; EASY backfilling, as Slurm's backfill does for
-  // the head of its queue): the first job in queue order that quota allows but capacity does not gets a
-  // reservation, the earliest time its running jobs' time limits free room for it and the nodes it would take
+  // the head of its queue): the first job in queue order that cannot be admitted now gets a reservation, the earliest time its running jobs' time limits free room for it and the nodes it would take
   // then; jobs after it may take those nodes only if their own time limit ends before that time.
   bool backfill = false;
   friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
