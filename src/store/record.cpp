@@ -43,6 +43,7 @@ struct NameOf {
   const char* operator()(const TimeLimitExceeded&) const { return "time_limit_exceeded"; }
   const char* operator()(const LocalityWaitBegan&) const { return "locality_wait"; }
   const char* operator()(const StartTimeout&) const { return "start_timeout"; }
+  const char* operator()(const LogRuleFired&) const { return "log_rule"; }
 };
 struct JobOf {
   std::string operator()(const Submit& o) const { return o.job.name; }
@@ -74,6 +75,7 @@ struct JobOf {
   std::string operator()(const TimeLimitExceeded& o) const { return o.job; }
   std::string operator()(const LocalityWaitBegan& o) const { return o.job; }
   std::string operator()(const StartTimeout& o) const { return o.job; }
+  std::string operator()(const LogRuleFired& o) const { return o.job; }
 };
 }  // namespace
 

@@ -172,6 +172,10 @@ struct ToJson {
   json operator()(const StartTimeout& o) const {
     return {{"job", o.job}, {"nodes", o.nodes}, {"backoff_s", o.backoff_s}, {"reason", o.reason}};
   }
+  json operator()(const LogRuleFired& o) const {
+    return {{"job", o.job}, {"attempt", o.attempt}, {"kind", log_rule_kind_name(o.firing.kind)}, {"index", o.firing.index},
+            {"rank", o.firing.rank}, {"line", o.firing.line}};
+  }
 };
 
 }  // namespace
@@ -261,6 +265,11 @@ struct FromJson {
   Op operator()(As<LocalityWaitBegan>) const { return LocalityWaitBegan{str("job")}; }
   Op operator()(As<StartTimeout>) const {
     return StartTimeout{str("job"), j.at("nodes").get<std::vector<std::string>>(), j.at("backoff_s").get<int64_t>(), str("reason")};
+  }
+  Op operator()(As<LogRuleFired>) const {
+    auto kind = parse_log_rule_kind(str("kind"));
+    if (!kind) throw std::invalid_argument("log_rule: kind '" + str("kind") + "' is not hung, restart or fail");
+    return LogRuleFired{str("job"), j.at("attempt").get<int>(), LogRuleFiring{*kind, j.at("index").get<int>(), j.at("rank").get<int>(), str("line")}};
   }
 };
 
