@@ -33,6 +33,7 @@ inline JobSpec full_job() {
   j.env = {{"A", "1"}, {"EMPTY", ""}};
   j.labels = {{"app", "llm"}, {"kueue.x-k8s.io/queue-name", "hyperpod-ns-team-a-localqueue"}};
   j.plan = "reserved";
+  j.log_rules = LogRules{ProgressRule{"step \\d+", 600}, {"NCCL (timeout|error)"}, {"loss.*nan", "Traceback"}};
   return j;
 }
 
@@ -129,7 +130,8 @@ inline std::vector<Op> every_kind() {
           Requeue{"train-7", "gpu-1", 29517, "MASTER_PORT 29517 was in use on node gpu-1, rank 0's"},
           TimeLimitExceeded{"train-7", 3600},
           LocalityWaitBegan{"train-7"},
-          StartTimeout{"train-7", {"gpu-2", "gpu-3"}, 120, "not every replica was running 300 s after its agents were given the run"}};
+          StartTimeout{"train-7", {"gpu-2", "gpu-3"}, 120, "not every replica was running 300 s after its agents were given the run"},
+          LogRuleFired{"train-7", 3, LogRuleFiring{LogRuleKind::kFail, 0, 1, "step 7 loss: nan \\x1b"}}};
 }
 
 }  // namespace allot::store
