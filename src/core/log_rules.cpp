@@ -103,6 +103,18 @@ LogLineMatcher::LogLineMatcher(const LogRules& rules, int rank) : c_(std::make_u
 
 LogLineMatcher::~LogLineMatcher() = default;
 
+namespace {
+// std::regex may throw while matching (error_complexity, error_stack on a pathological pattern and line): such a
+// line counts as not matching, and the agent's log reader, on whose thread this runs, goes on.
+bool searched(const std::string& line, const std::regex& re) {
+  try {
+    return std::regex_search(line, re);
+  } catch (const std::regex_error&) {
+    return false;
+  }
+}
+}  // namespace
+
 std::optional<LogRuleFiring> LogLineMatcher::line_done() {
   std::string line = std::move(partial_);
   partial_.clear();
@@ -112,13 +124,13 @@ std::optional<LogRuleFiring> LogLineMatcher::line_done() {
   if (!fired_) {
     for (auto [kind, list] : {std::pair{LogRuleKind::kFail, &c_->fail_on}, std::pair{LogRuleKind::kRestart, &c_->restart_on}}) {
       for (size_t i = 0; i < list->size() && !out; ++i)
-        if (std::regex_search(line, (*list)[i]))
+        if (searched(line, (*list)[i]))
           out = LogRuleFiring{kind, static_cast<int>(i), rank_, printable(line, kMaxLogRuleLine)};
       if (out) break;
     }
     fired_ = out.has_value();
   }
-  if (c_->progress && std::regex_search(line, *c_->progress)) ++progress_lines_;
+  if (c_->progress && searched(line, *c_->progress)) ++progress_lines_;
   return out;
 }
 
