@@ -81,7 +81,7 @@ for _ in $(seq 1 50); do
   sleep 0.1
 done
 [ -z "$left" ] || fail "hung replicas still running:$left"
-say "hung: $(job_field stall reason)"
+say "hung: $("$ALLOT" describe stall | grep "^Reason:")"
 
 # 2. loss: nan -> Failed without a retry, though retries are left.
 cat >"$WORK/nan.yaml" <<'YAML'
