@@ -359,7 +359,9 @@ void Agent::resume_from_journal() {
     r.a.attempt = e.attempt;
     r.log_path = e.log_path;
     r.exited = true;
-    r.lost = !e.exit_code;
+    // A replica stopped for a log rule is reported with the rule, whether or not its exit was collected.
+    r.log_rule = e.log_rule;
+    r.lost = !e.exit_code && !e.log_rule;
     r.exit_code = e.exit_code.value_or(0);
     std::error_code ec;
     // How much of the log the server has is not recorded: what the previous agent shipped is not sent again,
@@ -567,10 +569,12 @@ bool Agent::reap() {
     changed |= records_.erase(e.key) > 0;
     if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
     // Its output to the last byte, before the exit can be reported.
-    capture_.finish(e.key, std::chrono::milliseconds(1000));
+    const std::optional<LogRuleFiring> late = capture_.finish(e.key, std::chrono::milliseconds(1000));
     journal_exit(e.key, e.exit_code);
     auto it = replicas_.find(e.key);
     if (it == replicas_.end()) continue;
+    // A rule fired on the last lines, which the replica printed just before it exited: reported with its end.
+    if (late && !it->second.log_rule) log_rule_fired(e.key, it->second, *late, Clock::now());
     if (it->second.a.container) {
       end_container(e.key, it->second, e);
       changed = true;
@@ -604,6 +608,7 @@ bool Agent::reap() {
 
 Status Agent::cycle() {
   (void)reap();
+  check_log_rules(Clock::now());
   record_containers();
   check_fence(Clock::now());
   // Nothing starts here: only apply() starts replicas, right after the newest run list, so that the server never
@@ -711,6 +716,10 @@ Status Agent::heartbeat() {
       }
       if (!r.pull_failure.empty())
         e["failure"] = {{"reason", view::replica_failure_reason_name(view::ReplicaFailureReason::kImagePull)}, {"message", r.pull_failure}};
+      if (r.log_rule)
+        e["failure"] = {{"reason", view::replica_failure_reason_name(view::ReplicaFailureReason::kLogRule)},
+                        {"rule", {{"kind", log_rule_kind_name(r.log_rule->kind)}, {"index", r.log_rule->index}}},
+                        {"line", r.log_rule->line}};
       reported.push_back(key);
     } else if (r.after_pull) {
       e["state"] = "pulling";
@@ -972,7 +981,7 @@ void Agent::launch(const std::string& key, Replica r, LaunchSpec spec) {
   const Assignment& a = r.a;
   int output_fd = -1;
   Result<pid_t> pid = [&]() -> Result<pid_t> {
-    auto out = capture_.open(key, r.log_path);
+    auto out = capture_.open(key, r.log_path, a.log_rules, a.rank);
     if (!out) return out.error();
     output_fd = *out;
     spec.output_fd = output_fd;
@@ -1001,6 +1010,7 @@ void Agent::launch(const std::string& key, Replica r, LaunchSpec spec) {
   }
   records_[key] = ReplicaRecord{key, *pid, *pid, process_start_time(*pid).value_or(0), spec.cgroup};
   r.cpus = format_cpu_list(spec.cpus);
+  r.progress_at = Clock::now();  // the first progress line is due within `every` of the start
   persist();
   say("started replica " + key + " (pid " + std::to_string(*pid) + ", rank " + std::to_string(a.rank) + "/" +
       std::to_string(a.world_size) + ", cpus " + format_cpu_list(spec.cpus) + ", uid " +

@@ -122,6 +122,11 @@ class Agent {
     std::string pidfile;         // where podman writes the container's host pid
     bool container_recorded = false;  // its pid is in the state file (records_), for the watchdog and a restart
     int port_in_use = 0;  // not started: its MASTER_PORT was held on this node (agent/rendezvous_port.h)
+    // Log rules (agent_log_rules.cpp): the rule that fired on its output (it is stopped for it, and its end is
+    // reported with the rule), and the progress clock: the progress lines counted when they last grew, and when.
+    std::optional<LogRuleFiring> log_rule;
+    uint64_t progress_seen = 0;
+    Clock::time_point progress_at{};
   };
   static std::string key_of(const Assignment& a) { return a.slot() + "#" + std::to_string(a.attempt); }
 
@@ -131,6 +136,13 @@ class Agent {
   void check_health_after_exit(const std::string& key, int exit_code);
   // True once, when the checks asked for by check_health_after_exit have finished: heartbeat now.
   bool exit_checks_finished();
+  // Log rules (agent_log_rules.cpp; docs/resiliency.md, "Rules on a job's output"): a running replica whose output
+  // matched a restart_on or fail_on pattern, or showed no progress line for its `every` seconds (its stacks dumped to
+  // its log first where py-spy or gdb is installed), is stopped, the rule recorded in the journal of started
+  // attempts first, so that its end is reported with the rule even by a restarted agent.
+  void check_log_rules(Clock::time_point now);
+  void log_rule_fired(const std::string& key, Replica& r, const LogRuleFiring& firing, Clock::time_point now);
+  void dump_stacks(const std::string& key, const Replica& r);
   // Stops every replica when no heartbeat has been answered for too long (agent/fencing.h).
   void check_fence(Clock::time_point now);
   // A request to the server, bounded so that a server that does not answer cannot hold the agent past a

@@ -25,6 +25,12 @@ Result<AttemptJournal> AttemptJournal::load(const std::string& path) {
       a.log_path = e.value("log", std::string());
       if (e.contains("exit_code")) a.exit_code = e["exit_code"].get<int>();
       a.reported = e.value("reported", false);
+      if (e.contains("log_rule")) {
+        const json& f = e["log_rule"];
+        auto kind = parse_log_rule_kind(f.at("kind").get<std::string>());
+        if (!kind) throw json::other_error::create(501, "log_rule: unknown kind " + f.at("kind").dump(), nullptr);
+        a.log_rule = LogRuleFiring{*kind, f.at("index").get<int>(), f.at("rank").get<int>(), f.at("line").get<std::string>()};
+      }
       out.entries_[a.key()] = std::move(a);
     }
   } catch (const json::exception& e) {
@@ -42,6 +48,9 @@ Status AttemptJournal::save() const {
     json e = {{"job", a.job}, {"rank", a.rank}, {"attempt", a.attempt}, {"dir", a.dir}, {"log", a.log_path}};
     if (a.exit_code) e["exit_code"] = *a.exit_code;
     if (a.reported) e["reported"] = true;
+    if (a.log_rule)
+      e["log_rule"] = {{"kind", log_rule_kind_name(a.log_rule->kind)}, {"index", a.log_rule->index}, {"rank", a.log_rule->rank},
+                       {"line", a.log_rule->line}};
     list.push_back(std::move(e));
   }
   return write_file_durably(path_, json{{"attempts", list}}.dump(1) + "\n");
@@ -56,6 +65,13 @@ Status AttemptJournal::ended(const std::string& key, int exit_code) {
   auto it = entries_.find(key);
   if (it == entries_.end()) return ok_status();
   it->second.exit_code = exit_code;
+  return save();
+}
+
+Status AttemptJournal::log_rule_fired(const std::string& key, const LogRuleFiring& firing) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return ok_status();
+  it->second.log_rule = firing;
   return save();
 }
 

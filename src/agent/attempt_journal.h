@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/log_rules.h"
 #include "core/result.h"
 
 namespace allot::agent {
@@ -30,6 +31,9 @@ struct StartedAttempt {
   std::string log_path;
   std::optional<int> exit_code;   // once the agent collected its exit
   bool reported = false;          // a heartbeat that carried its end was answered
+  // A rule on its output fired (core/log_rules.h), recorded before the agent stops it: its end is reported with the
+  // rule, by this agent or the one after it.
+  std::optional<LogRuleFiring> log_rule;
   // The agent's key of the attempt: "job/rank#attempt".
   std::string key() const { return job + "/" + std::to_string(rank) + "#" + std::to_string(attempt); }
   bool operator==(const StartedAttempt&) const = default;
@@ -48,6 +52,9 @@ class AttemptJournal {
   // be saved must not run: after a crash its successor would not know of it.
   Status started(StartedAttempt a);
   Status ended(const std::string& key, int exit_code);
+  // A log rule fired on the attempt; recorded before the agent stops it, so that a restarted agent reports the
+  // rule (not a lost replica) and the server applies it once (for that attempt only).
+  Status log_rule_fired(const std::string& key, const LogRuleFiring& firing);
   Status reported(const std::vector<std::string>& keys);
   // Forgets the reported attempts that `listed` (the keys of the run list the server sent last) does not name,
   // and returns them (their directories are the caller's to remove).

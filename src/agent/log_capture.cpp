@@ -132,7 +132,7 @@ void LogCapture::wake() {
   if (wake_fds_[1] >= 0) (void)!write(wake_fds_[1], "x", 1);
 }
 
-Result<int> LogCapture::open(const std::string& key, const std::string& log_path) {
+Result<int> LogCapture::open(const std::string& key, const std::string& log_path, const LogRules& rules, int rank) {
   auto log_fd = open_log_for_append(log_path);
   if (!log_fd) return log_fd.error();
   int fds[2];
@@ -153,7 +153,7 @@ Result<int> LogCapture::open(const std::string& key, const std::string& log_path
       close(old->second.log_fd);
       streams_.erase(old);
     }
-    streams_[key] = Stream{fds[0], *log_fd, false};
+    streams_[key] = Stream{fds[0], *log_fd, false, rules.empty() ? nullptr : std::make_unique<LogLineMatcher>(rules, rank), std::nullopt};
     // Started with the first replica, not with the agent: the agent forks its watchdog while it is still
     // single-threaded (agent.h, prepare()).
     if (!reader_.joinable()) reader_ = std::thread([this] { run(); });
@@ -169,6 +169,9 @@ void LogCapture::drain(Stream& s) {
     ssize_t r = read(s.read_fd, buf, sizeof buf);
     if (r > 0) {
       write_all(s.log_fd, buf, static_cast<size_t>(r));
+      // Matched after it is in the log, so that the log holds every line a rule fired on.
+      if (s.matcher)
+        if (auto f = s.matcher->feed(std::string_view(buf, static_cast<size_t>(r))); f && !s.fired) s.fired = std::move(f);
       continue;
     }
     if (r < 0 && errno == EINTR) continue;
@@ -220,18 +223,33 @@ void LogCapture::run() {
   }
 }
 
-void LogCapture::finish(const std::string& key, std::chrono::milliseconds wait) {
+std::optional<LogRuleFiring> LogCapture::fired(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = streams_.find(key);
+  return it == streams_.end() ? std::nullopt : it->second.fired;
+}
+
+uint64_t LogCapture::progress_lines(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = streams_.find(key);
+  return it == streams_.end() || !it->second.matcher ? 0 : it->second.matcher->progress_lines();
+}
+
+std::optional<LogRuleFiring> LogCapture::finish(const std::string& key, std::chrono::milliseconds wait) {
   std::unique_lock lock(mu_);
   auto it = streams_.find(key);
-  if (it == streams_.end()) return;
+  if (it == streams_.end()) return std::nullopt;
   ended_.wait_for(lock, wait, [&] { return streams_.at(key).eof; });
   Stream& s = streams_.at(key);
   drain(s);
+  if (s.matcher && !s.fired) s.fired = s.matcher->finish();
+  std::optional<LogRuleFiring> fired = std::move(s.fired);
   if (s.read_fd >= 0) close(s.read_fd);
   close(s.log_fd);
   streams_.erase(key);
   lock.unlock();
   wake();  // the reader drops the descriptor from its poll set
+  return fired;
 }
 
 }  // namespace allot::agent

@@ -15,11 +15,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "core/log_rules.h"
 #include "core/result.h"
 
 namespace allot::agent {
@@ -47,18 +50,28 @@ class LogCapture {
   // A pipe for the replica `key` whose output goes to the log at `log_path` (opened as open_log_for_append
   // does). Returns the write end for the child's stdout and stderr; the caller closes it once the child has
   // it (after fork). The write end is O_CLOEXEC, so only the descriptors the child dup2()s survive its exec.
-  Result<int> open(const std::string& key, const std::string& log_path);
+  //
+  // With `rules` (not empty), each line of the output is matched as it is captured (core/log_rules.h): fired() and
+  // progress_lines() tell the agent what the matcher saw.
+  Result<int> open(const std::string& key, const std::string& log_path, const LogRules& rules = {}, int rank = 0);
   // The replica has exited: waits at most `wait` for the end of its output (every process holding the pipe gone;
   // the agent kills the replica's group and cgroup when its leader exits, so this is quick), writes what is left,
   // and closes the pipe and the log. A process that escaped both and keeps the pipe open loses what it writes
-  // after that. No-op for an unknown key.
-  void finish(const std::string& key, std::chrono::milliseconds wait);
+  // after that. No-op for an unknown key. Returns the log rule that fired on the output, if one did (also on its
+  // last line, which may lack its newline).
+  std::optional<LogRuleFiring> finish(const std::string& key, std::chrono::milliseconds wait);
+  // The log rule that fired on the output of `key` so far (the first one; a rule fires once), if any.
+  std::optional<LogRuleFiring> fired(const std::string& key);
+  // How many lines of the output of `key` matched its progress pattern so far (0 for an unknown key).
+  uint64_t progress_lines(const std::string& key);
 
  private:
   struct Stream {
     int read_fd = -1;
     int log_fd = -1;
     bool eof = false;
+    std::unique_ptr<LogLineMatcher> matcher;  // null: the replica has no log rules
+    std::optional<LogRuleFiring> fired;
   };
   void run();
   // Reads what the pipe holds and appends it to the log; marks the stream at its end. REQUIRES: mu_ held.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "config/container_rules.h"
+#include "config/log_rules_json.h"
 
 namespace allot::agent {
 namespace {
@@ -84,6 +85,12 @@ Result<Assignment> assignment_from_json(const nlohmann::json& j) {
       auto c = container_from_json(j["container"], a.slot());
       if (!c) return c.error();
       a.container = std::move(*c);
+    }
+    if (j.contains("log_rules")) {
+      // Compiled again here: an assignment whose rules do not compile (a server of another version) is refused,
+      // never half-applied.
+      a.log_rules = config::log_rules_from_json(j["log_rules"]);
+      if (auto st = check_log_rules(a.log_rules); !st) return Error::invalid("the log rules of " + a.slot() + ": " + st.error().message);
     }
     // A container without a command runs its image's entrypoint; a process needs one.
     if (a.command.empty() && !a.container) return Error::invalid("the assignment of " + a.slot() + " has no command");

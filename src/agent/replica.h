@@ -12,6 +12,7 @@
 #include "agent/container.h"
 #include "agent/process.h"
 #include "core/catalog.h"
+#include "core/log_rules.h"
 #include "core/result.h"
 
 namespace allot::agent {
@@ -55,6 +56,7 @@ struct Assignment {
   int restart_count = 0;          // ALLOT_RESTART_COUNT: restarts after failures so far
   // Set: the replica runs in this container (its command, when given, replaces the image's); unset: a process.
   std::optional<ContainerAssignment> container;
+  LogRules log_rules;  // rules on its output (core/log_rules.h), matched as the agent captures its log
 
   // Identifies the replica across heartbeats ("job/rank"); attempts of it replace one another.
   std::string slot() const { return job + "/" + std::to_string(rank); }

@@ -415,6 +415,14 @@ std::string describe_job(const json& j, int64_t now) {
   if (j.contains("max_retries"))
     field("Retries:", text(j, "retries_used", "0") + " of " + text(j, "max_retries") + " used (max_retries " + text(j, "max_retries") + ")");
   field("Time limit:", time_limit_text(j));
+  // The last rule on its output that fired (docs/resiliency.md, "Rules on a job's output"); the line only for
+  // readers of the job's logs (the server leaves it out for others).
+  if (j.contains("log_rule") && j["log_rule"].is_object()) {
+    const json& r = j["log_rule"];
+    field("Log rule:", text(r, "kind") + ": " + text(r, "rule") + (r.contains("pattern") ? " `" + text(r, "pattern") + "`" : "") +
+                           " on rank " + text(r, "rank") + " (attempt " + text(r, "attempt") + ")" +
+                           (r.contains("line") ? "; line: " + shorten(text(r, "line"), 200) : ""));
+  }
   if (j.contains("elastic") && j["elastic"].is_object()) {
     const json& e = j["elastic"];
     field("Replicas:", text(e, "current") + " (elastic pod set " + text(e, "pod_set") + ": min " + text(e, "min") + ", max " +

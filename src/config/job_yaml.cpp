@@ -306,10 +306,68 @@ Result<ContainerSpec> read_container(const YamlContext& ctx, const Fields& f, co
   return c;
 }
 
+// One pattern of log_rules (core/log_rules.h), checked where it is written: a regular expression that does not
+// compile is refused with std::regex's words and the line.
+Result<std::string> read_log_rule_pattern(const YamlContext& ctx, const Val& v) {
+  auto text = read_text(ctx, v);
+  if (!text) return text.error();
+  if (auto p = log_rule_pattern_problem(*text); !p.empty())
+    return fail(ctx, v, name_of(v) + ": " + p,
+                "give an ECMAScript regular expression of 1.." + std::to_string(kMaxLogRulePatternBytes) +
+                    " bytes, searched in each line (quote it in single quotes so YAML keeps its backslashes)");
+  return *text;
+}
+
+Result<std::vector<std::string>> read_log_rule_patterns(const YamlContext& ctx, const Val& v) {
+  auto items = list_items(ctx, v);
+  if (!items) return items.error();
+  if (items->size() > kMaxLogRulePatterns)
+    return fail(ctx, v, name_of(v) + " has " + std::to_string(items->size()) + " patterns",
+                "give at most " + std::to_string(kMaxLogRulePatterns));
+  std::vector<std::string> out;
+  for (const Val& item : *items) {
+    auto p = read_log_rule_pattern(ctx, item);
+    if (!p) return p.error();
+    out.push_back(std::move(*p));
+  }
+  return out;
+}
+
+// log_rules: {progress: {pattern, every}, restart_on: [...], fail_on: [...]} (docs/jobs.md, "log_rules").
+Result<LogRules> read_log_rules(const YamlContext& ctx, const Val& v) {
+  auto f = Fields::open(ctx, v, {"progress", "restart_on", "fail_on"});
+  if (!f) return f.error();
+  LogRules rules;
+  if (auto p = f->get("progress")) {
+    auto pf = Fields::open(ctx, *p, {"pattern", "every"});
+    if (!pf) return pf.error();
+    auto pv = pf->need(ctx, "pattern");
+    if (!pv) return pv.error();
+    auto pattern = read_log_rule_pattern(ctx, *pv);
+    if (!pattern) return pattern.error();
+    auto ev = pf->need(ctx, "every");
+    if (!ev) return ev.error();
+    auto every = read_int(ctx, *ev, kMinProgressEvery, kMaxProgressEvery);  // seconds
+    if (!every) return every.error();
+    rules.progress = ProgressRule{std::move(*pattern), *every};
+  }
+  if (auto r = f->get("restart_on")) {
+    auto list = read_log_rule_patterns(ctx, *r);
+    if (!list) return list.error();
+    rules.restart_on = std::move(*list);
+  }
+  if (auto r = f->get("fail_on")) {
+    auto list = read_log_rule_patterns(ctx, *r);
+    if (!list) return list.error();
+    rules.fail_on = std::move(*list);
+  }
+  return rules;
+}
+
 Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
                                  "duration", "time_limit", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan",
-                                 "image", "image_pull_policy", "shm_size_gib", "volumes", "args", "completion_index"});
+                                 "image", "image_pull_policy", "shm_size_gib", "volumes", "args", "completion_index", "log_rules"});
   if (!f) return f.error();
   JobSpec job;
   auto name_val = f->need(ctx, "name");
@@ -384,6 +442,11 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     auto b = read_bool(ctx, *c);
     if (!b) return b.error();
     job.completion_index = *b;
+  }
+  if (auto r = f->get("log_rules")) {
+    auto rules = read_log_rules(ctx, *r);
+    if (!rules) return rules.error();
+    job.log_rules = std::move(*rules);
   }
   auto container = read_container(ctx, *f, job.pod_sets);
   if (!container) return container.error();

@@ -6,7 +6,7 @@
 namespace allot {
 namespace {
 
-constexpr std::array<std::pair<ReasonCode, const char*>, 32> kNames = {{
+constexpr std::array<std::pair<ReasonCode, const char*>, 35> kNames = {{
     {ReasonCode::kNone, "none"},
     {ReasonCode::kSubmitted, "submitted"},
     {ReasonCode::kQuota, "quota"},
@@ -39,6 +39,9 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 32> kNames = {{
     {ReasonCode::kRendezvousPort, "rendezvous_port"},
     {ReasonCode::kDeadlineExceeded, "deadline_exceeded"},
     {ReasonCode::kStartTimeout, "start_timeout"},
+    {ReasonCode::kHung, "hung"},
+    {ReasonCode::kLogRestart, "log_restart"},
+    {ReasonCode::kLogFail, "log_fail"},
 }};
 
 // Every code once, in the enum's order, the newest last: a code added to the enum without its name here (or a name
@@ -48,7 +51,7 @@ constexpr bool in_enum_order() {
     if (static_cast<size_t>(kNames[i].first) != i) return false;
   return true;
 }
-static_assert(in_enum_order() && kNames.back().first == ReasonCode::kStartTimeout);
+static_assert(in_enum_order() && kNames.back().first == ReasonCode::kLogFail);
 
 }  // namespace
 

@@ -52,6 +52,12 @@ enum class ReasonCode : uint8_t {
   // Suspended without using a retry: not every replica of its run was running within the policy's start_timeout
   // (core/start_timeout.h); the scheduler passes it over until its backoff ends.
   kStartTimeout,
+  // A rule on the job's own output fired on the agent (core/log_rules.h, docs/resiliency.md): no progress line for
+  // its `every` seconds (hung: stacks dumped, restarted using a retry), a restart_on line (restarted using a retry),
+  // a fail_on line (Failed for good, without using a retry).
+  kHung,
+  kLogRestart,
+  kLogFail,
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/log_rules.h"
 #include "core/result.h"
 
 namespace allot {
@@ -264,6 +265,9 @@ struct JobSpec {
   // Each replica gets JOB_COMPLETION_INDEX, its index in the job (the same as its RANK), as the pods of a
   // Kubernetes Job with completionMode: Indexed do.
   bool completion_index = false;
+  // Rules on the replicas' output (core/log_rules.h; docs/jobs.md, "log_rules"): progress that must show, lines that
+  // mean restart or fail. Empty: none.
+  LogRules log_rules;
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
 

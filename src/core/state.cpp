@@ -472,6 +472,26 @@ Status exceed_time_limit(ClusterState& s, std::string_view name, Time now) {
   return ok_status();
 }
 
+Status fire_log_rule(ClusterState& s, std::string_view name, Time now, const LogRuleFiring& firing) {
+  const Job* cj = s.find_job(name);
+  if (!cj) return Error::not_found("no job named " + std::string(name));
+  Job& j = s.jobs[cj->id.index()];
+  if (j.state != JobState::kRunning)
+    return Error::precondition("job " + j.spec.name + " is not running (" + job_state_name(j.state) + ")");
+  if (!log_rule_pattern(j.spec.log_rules, firing.kind, firing.index))
+    return Error::invalid("job " + j.spec.name + " has no rule " + log_rule_name(firing.kind, firing.index));
+  const std::string why = log_rule_reason(j.spec.log_rules, firing);
+  switch (firing.kind) {
+    case LogRuleKind::kHung: fail_run(s, j, now, why, ReasonCode::kHung); break;
+    case LogRuleKind::kRestart: fail_run(s, j, now, why, ReasonCode::kLogRestart); break;
+    case LogRuleKind::kFail:
+      stop_run(s, j, now);
+      transition(s, j, JobState::kFailed, now, why + "; failed without retry", ReasonCode::kLogFail);
+      break;
+  }
+  return ok_status();
+}
+
 Status time_out_start(ClusterState& s, std::string_view name, Time now, int64_t backoff_s, const std::string& why) {
   const Job* cj = s.find_job(name);
   if (!cj) return Error::not_found("no job named " + std::string(name));

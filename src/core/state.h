@@ -152,6 +152,10 @@ Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeed
 // Ends a running job that has reached its wall-time limit (time_limit.h): it stops, and ends Failed with reason
 // deadline_exceeded without using a retry. Refused for a job that has not reached it by `now`.
 Status exceed_time_limit(ClusterState& s, std::string_view name, Time now);
+// A rule on the running job's output fired on one of its replicas (core/log_rules.h): kHung and kRestart end the
+// run as a failure charged to the job's retries (auto-resume restarts it while max_retries allows), never to a
+// node; kFail ends it Failed without using a retry. Refused for a rule the job does not declare.
+Status fire_log_rule(ClusterState& s, std::string_view name, Time now, const LogRuleFiring& firing);
 // Requeues a running job not every replica of whose run started within the policy's start timeout
 // (start_timeout.h): it stops and is Suspended with reason start_timeout without using a retry, and the scheduler
 // passes it over until now + backoff_s. `why` says which replicas did not start where.

@@ -101,6 +101,7 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
     return Error::invalid("job " + spec.name + ": max_retries must be 0..1000");
   if (spec.checkpoint_interval_s < 0) return Error::invalid("job " + spec.name + ": checkpoint_interval must be >= 0");
   if (spec.duration_s && *spec.duration_s < 0) return Error::invalid("job " + spec.name + ": duration must be >= 0");
+  if (auto st = check_log_rules(spec.log_rules); !st) return Error::invalid("job " + spec.name + ": " + st.error().message);
   // A restored job keeps the limit it was given (the snapshot says it); a new one is checked against the maxima.
   ResolvedTimeLimit limit;
   if (!restored_priority) {

@@ -31,6 +31,9 @@ const char* replica_state_name(ReplicaState s);  // "running", "pulling", "exite
 struct ReplicaFailure {
   view::ReplicaFailureReason reason = view::ReplicaFailureReason::kImagePull;
   std::string message;  // untrusted text: bounded and escaped when parsed (kMaxReplicaFailureMessage)
+  // kLogRule: which rule fired and the line (the job's output: bounded to kMaxLogRuleLine and escaped when parsed).
+  // The rank is the report's.
+  std::optional<LogRuleFiring> log_rule;
 };
 
 // One replica as an agent reports it in a heartbeat.

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "config/container_rules.h"
+#include "config/log_rules_json.h"
 #include "server/api.h"
 #include "server/node_lifecycle.h"
 #include "server/per_run.h"
@@ -70,6 +71,8 @@ json replica_assignment(const ServerState& st, const ServerOptions& options, con
   if (type.accelerator_kind == AcceleratorKind::kNeuron)
     a["neuron_cores_per_accelerator"] = type.neuron_cores_per_accelerator;
   if (!j.spec.container.empty()) a["container"] = container_assignment(s, j, ps);
+  // Rules the agent matches on the replica's output (core/log_rules.h); absent: none.
+  if (!j.spec.log_rules.empty()) a["log_rules"] = config::log_rules_json(j.spec.log_rules);
   // ALLOT_ATTEMPT, where it is not `attempt` (a job numbered after folded names: server_state.h, attempt_shown).
   if (j.attempt_folded != 0) a["attempt_shown"] = attempt_shown(j);
   return a;
@@ -101,7 +104,7 @@ std::optional<ReplicaState> replica_state_named(const std::string& name) {
 // silent, and a registry's long answer is no fault of the node's.
 Result<ReplicaFailure> parse_failure(const json& f, const std::string& where) {
   if (!f.is_object()) return Error::invalid(where + " must be an object {\"reason\", \"message\"}");
-  if (auto st = only_keys(f, {"reason", "message"}, where); !st) return st.error();
+  if (auto st = only_keys(f, {"reason", "message", "rule", "line"}, where); !st) return st.error();
   if (!f.contains("reason") || !f["reason"].is_string()) return Error::invalid(where + ": reason (a string) is required");
   std::string allowed;
   for (view::ReplicaFailureReason r : view::kReplicaFailureReasons) allowed += (allowed.empty() ? "" : ", ") + std::string(view::replica_failure_reason_name(r));
@@ -112,6 +115,27 @@ Result<ReplicaFailure> parse_failure(const json& f, const std::string& where) {
     if (!f["message"].is_string()) return Error::invalid(where + ": message must be a string");
     out.message = printable(f["message"].get_ref<const std::string&>(), view::kMaxReplicaFailureMessage);
   }
+  if (*reason == view::ReplicaFailureReason::kLogRule) {
+    // {"rule": {"kind": hung|restart|fail, "index": i}, "line": "..."}: which rule, as data (core/log_rules.h).
+    const std::string rule_where = where + ".rule";
+    if (!f.contains("rule") || !f["rule"].is_object()) return Error::invalid(rule_where + " (an object {\"kind\", \"index\"}) is required with reason log_rule");
+    const json& r = f["rule"];
+    if (auto st = only_keys(r, {"kind", "index"}, rule_where); !st) return st.error();
+    auto kind = r.contains("kind") && r["kind"].is_string() ? parse_log_rule_kind(r["kind"].get_ref<const std::string&>()) : std::nullopt;
+    if (!kind) return Error::invalid(rule_where + ".kind must be hung, restart or fail");
+    if (!r.contains("index") || !r["index"].is_number_integer() || r["index"].get<int64_t>() < 0 ||
+        r["index"].get<int64_t>() >= static_cast<int64_t>(kMaxLogRulePatterns))
+      return Error::invalid(rule_where + ".index must be an integer 0.." + std::to_string(kMaxLogRulePatterns - 1));
+    LogRuleFiring firing{*kind, static_cast<int>(r["index"].get<int64_t>()), 0, ""};
+    if (f.contains("line")) {
+      if (!f["line"].is_string()) return Error::invalid(where + ": line must be a string");
+      // The agent sends it escaped already (printable); bounded again here, a line longer than that is cut.
+      firing.line = printable(f["line"].get_ref<const std::string&>(), kMaxLogRuleLineShown);
+    }
+    out.log_rule = std::move(firing);
+  } else if (f.contains("rule") || f.contains("line")) {
+    return Error::invalid(where + ": rule and line go only with reason log_rule");
+  }
   return out;
 }
 
@@ -120,6 +144,7 @@ std::string failure_reason_text(const ReplicaReport& rep) {
   if (rep.failure) {
     switch (rep.failure->reason) {
       case view::ReplicaFailureReason::kImagePull: return "image pull: " + rep.failure->message;
+      case view::ReplicaFailureReason::kLogRule: break;  // ended through fire_log_rule (apply_exits), not this text
     }
   }
   if (rep.state == ReplicaState::kLost)
@@ -208,6 +233,18 @@ void apply_exits(Txn& txn, const std::string& node_name, const std::vector<Repli
     ExitTrack& track = run_entry(txn.state().exits, j->id.index(), attempt_of(*j));
     const std::string name = j->spec.name;
     const int world = world_size(*j);
+    if (rep.failure && rep.failure->log_rule) {
+      // A rule on the job's output fired on this replica: the rule decides (a retry, or Failed without one), charged
+      // to the job, never to the node; the record keeps which rule and the line.
+      LogRuleFiring firing = *rep.failure->log_rule;
+      firing.rank = rep.rank;
+      if (log_rule_pattern(j->spec.log_rules, firing.kind, firing.index)) {
+        txn.state().exits.erase(j->id.index());
+        (void)txn.apply(store::LogRuleFired{name, attempt, std::move(firing)});
+        continue;
+      }
+      // A rule the job does not declare (an agent out of step with it): an ordinary failure of the replica.
+    }
     if (rep.failure || rep.state == ReplicaState::kLost || rep.exit_code != 0) {
       const std::string reason = failure_reason_text(rep);
       // One fault, one restart: a peer of a multi-node job dies of its partner's node first. Hold the exit

@@ -18,6 +18,23 @@ const YamlContext kBody{"request body", "", 0};
 // Jobs in one submission at most: its check copies the state once, and its answer renders every job.
 constexpr size_t kMaxBatchJobs = 1000;
 
+// The last rule on the job's output that fired (store::LogRuleFired): {"kind", "rule", "pattern", "rank", "attempt",
+// "at", "line"?}. The line is the job's own output, so it is there only for those who may read the job's logs
+// (its team, and admins), as GET /v1/jobs/{job}/logs decides; the reason never holds it.
+void add_log_rule(const ServerState& st, const Job& j, const auth::Caller& who, json& v) {
+  auto it = st.log_rules_fired.find(j.id.index());
+  if (it == st.log_rules_fired.end()) return;
+  const LogRuleSeen& seen = it->second;
+  json o = {{"kind", log_rule_kind_name(seen.firing.kind)},
+            {"rule", log_rule_name(seen.firing.kind, seen.firing.index)},
+            {"rank", seen.firing.rank},
+            {"attempt", seen.attempt},
+            {"at", view::time_json(seen.at, view::Times::kRfc3339)}};
+  if (const std::string* p = log_rule_pattern(j.spec.log_rules, seen.firing.kind, seen.firing.index)) o["pattern"] = *p;
+  if (!seen.firing.line.empty() && who.sees_team(st.cluster.teams[j.team.index()].spec.name)) o["line"] = seen.firing.line;
+  v["log_rule"] = std::move(o);
+}
+
 Render job_render(const std::string& name, const auth::Caller& who, int status = 200) {
   return [name, who, status](const ServerState& st) -> Reply {
     const Job* j = st.cluster.find_job(name);
@@ -28,6 +45,7 @@ Render job_render(const std::string& name, const auth::Caller& who, int status =
     view::add_time_limit(v, *j, now, view::Times::kRfc3339);
     add_preemption_records(st, *j, who, v);
     add_bound_cpus(st, *j, v);
+    add_log_rule(st, *j, who, v);
     // Running, with replicas whose agents pull the image before the start (agents.h, note_pulls).
     if (auto nodes = pulling_nodes(st, *j); !nodes.empty()) v["pulling_image_on"] = nodes;
     // Running, its replicas not yet handed to agents: the stops it waits for (start_gate.h).

@@ -33,6 +33,7 @@ struct NodeOf {
   std::string operator()(const LocalityWaitBegan&) const { return ""; }
   // Names nodes, but stops only its own job (which apply() accounts for as the named job).
   std::string operator()(const StartTimeout&) const { return ""; }
+  std::string operator()(const LogRuleFired&) const { return ""; }
   std::string operator()(const Resize&) const { return ""; }
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
@@ -115,6 +116,11 @@ std::string message_of(const ServerState& st, const Record& r) {
       return j && j->reason_code == ReasonCode::kLocality ? j->reason.str() : "its locality wait began";
     }
     std::string operator()(const StartTimeout& o) const { return "start timeout: " + o.reason; }
+    // The job's reason, which names the rule and never the line (the line is for readers of the job's logs only).
+    std::string operator()(const LogRuleFired& o) const {
+      const Job* j = s.find_job(o.job);
+      return j ? job_message(*j) : std::string("log rule ") + log_rule_kind_name(o.firing.kind) + " fired";
+    }
     std::string operator()(const TimeLimitExceeded& o) const {
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : "time limit of " + std::to_string(o.time_limit_s) + " s reached (DeadlineExceeded)";
@@ -237,6 +243,7 @@ void forget_compacted(ServerState& st) {
     for (auto it = table.begin(); it != table.end();) it = gone(it->first) ? table.erase(it) : std::next(it);
   };
   drop(st.accounts);
+  drop(st.log_rules_fired);
   drop(st.preemptions_of);
   drop(st.exits);
   drop(st.deferred_exits);
@@ -357,6 +364,9 @@ struct Note {
   void operator()(const Requeue&) const {}
   void operator()(const TimeLimitExceeded&) const {}
   void operator()(const LocalityWaitBegan&) const {}
+  void operator()(const LogRuleFired& o) const {
+    if (const Job* j = st.cluster.find_job(o.job)) st.log_rules_fired[j->id.index()] = LogRuleSeen{o.attempt, r.at, o.firing};
+  }
   // The nodes that did not start their replica in time (`allot describe node`): rebuilt on replay.
   void operator()(const StartTimeout& o) const {
     for (const auto& n : o.nodes)
@@ -407,6 +417,8 @@ struct AudienceOf {
   EventAudience operator()(const store::TimeLimitExceeded&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::LocalityWaitBegan&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::StartTimeout&) const { return EventAudience::kEveryReader; }
+  // Its message is the job's reason, without the matching line (docs/security.md, "Logs").
+  EventAudience operator()(const store::LogRuleFired&) const { return EventAudience::kEveryReader; }
 };
 }  // namespace
 

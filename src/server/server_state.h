@@ -222,6 +222,15 @@ struct ImagePulls {
   bool noted = false;  // the run's "pulling image" event is out
 };
 
+// The last rule on a job's output that fired (store::LogRuleFired): what `allot describe` and GET /v1/jobs/{job}
+// show, the matching line only to readers of the job's logs (docs/security.md, "Logs"). Kept in state snapshots.
+struct LogRuleSeen {
+  int attempt = 0;
+  Time at = 0;
+  LogRuleFiring firing;
+  bool operator==(const LogRuleSeen&) const = default;
+};
+
 struct ServerState {
   ClusterState cluster;
   std::unordered_map<std::string, NodeInfo> nodes;  // by node name
@@ -236,6 +245,7 @@ struct ServerState {
   std::unordered_map<uint32_t, ImagePulls> pulls;  // the same: Running jobs only, in memory
   std::unordered_map<uint32_t, ReplicaStarts> starts;  // the same (start_timeouts.h)
   std::unordered_map<uint32_t, JobAccount> accounts;          // by JobId index; rebuilt by replay
+  std::unordered_map<uint32_t, LogRuleSeen> log_rules_fired;  // by JobId index; rebuilt by replay, in snapshots
   std::vector<ProvisionRequest> provision_queue;              // taken by the writer after each batch
   // Nodes retired by a replacement (name -> the replacement): their agents may not join again under that name.
   // Rebuilt by replay from the replacements' health changes.

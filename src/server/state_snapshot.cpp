@@ -138,6 +138,16 @@ Result<RestoredState> restore(uint64_t seq, const json& j, const Catalog& catalo
                                                                              store::preemption_group_from_json(g.at("group")))});
     if (seen.size() > ServerState::kPreemptionsKept) throw std::invalid_argument("more preemptions of a job than are kept");
   }
+  // Absent in snapshots written before log rules.
+  if (j.contains("log_rules_fired"))
+    for (const auto& f : j.at("log_rules_fired")) {
+      const auto job = f.at("job").get<uint32_t>();
+      if (job >= jobs) throw std::invalid_argument("a log rule names job " + std::to_string(job) + ", beyond the jobs");
+      auto kind = parse_log_rule_kind(f.at("kind").get<std::string>());
+      if (!kind) throw std::invalid_argument("a log rule of kind " + f.at("kind").dump());
+      st.log_rules_fired[job] = LogRuleSeen{f.at("attempt").get<int>(), f.at("at").get<Time>(),
+                                            LogRuleFiring{*kind, f.at("index").get<int>(), f.at("rank").get<int>(), f.at("line").get<std::string>()}};
+    }
   st.retired = j.at("retired").get<std::map<std::string, std::string>>();
   st.admissions_total = j.at("admissions_total").get<uint64_t>();
   st.preemptions_total = j.at("preemptions_total").get<uint64_t>();
@@ -272,6 +282,12 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, bo
       list.push_back({{"at", p.at}, {"group", p.group ? store::preemption_group_to_json(*p.group) : json(nullptr)}});
     preemptions.push_back({{"job", job}, {"seen", std::move(list)}});
   }
+  json fired = json::array();
+  std::map<uint32_t, const LogRuleSeen*> fired_by_job;
+  for (const auto& [job, f] : st.log_rules_fired) fired_by_job[job] = &f;
+  for (const auto& [job, f] : fired_by_job)
+    fired.push_back({{"job", job}, {"attempt", f->attempt}, {"at", f->at}, {"kind", log_rule_kind_name(f->firing.kind)},
+                     {"index", f->firing.index}, {"rank", f->firing.rank}, {"line", f->firing.line}});
   json queue_wait = json::array();
   for (const auto& [key, h] : st.observed.queue_wait)
     queue_wait.push_back({{"team", key.first}, {"priority", key.second}, {"histogram", histogram_json(h)}});
@@ -298,6 +314,7 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, bo
             {"removed_teams", st.removed_teams},
             {"accounts", std::move(accounts)},
             {"retired", st.retired},
+            {"log_rules_fired", std::move(fired)},
             {"preemptions_of", std::move(preemptions)},
             {"admissions_total", st.admissions_total},
             {"preemptions_total", st.preemptions_total},

@@ -13,6 +13,8 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
     case ReasonCode::kNodeFailed:
     case ReasonCode::kNodeRemoved:
     case ReasonCode::kRendezvousPort:
+    case ReasonCode::kHung:        // restarting after a log rule fired (a retry), as after a failure
+    case ReasonCode::kLogRestart:
     case ReasonCode::kStartTimeout:  // backing off: the scheduler passes it over until its backoff ends
     case ReasonCode::kNeedsBorrow:  // never shown to people; a job left with it is decided by the next pass
       return WaitCategory::kScheduling;
@@ -48,6 +50,7 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
     case ReasonCode::kFailed:
     case ReasonCode::kCancelled:
     case ReasonCode::kDeadlineExceeded:
+    case ReasonCode::kLogFail:
       return WaitCategory::kNotWaiting;
   }
   return WaitCategory::kScheduling;  // unreachable: every code is handled above

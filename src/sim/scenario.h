@@ -57,7 +57,7 @@ struct Expect {
   std::map<std::string, PlanExpect> plans;
 };
 
-enum class EventKind { kSubmit, kCancel, kFinish, kFail, kFailNode, kRecoverNode, kAddNodes, kRemoveNodes, kExpect, kPlanDelete, kStartTimeout };
+enum class EventKind { kSubmit, kCancel, kFinish, kFail, kFailNode, kRecoverNode, kAddNodes, kRemoveNodes, kExpect, kPlanDelete, kStartTimeout, kLogRule };
 const char* event_kind_name(EventKind k);
 
 // The most events a scenario file may hold (docs/scenarios.md, "Limits"): each keeps a job spec or a node list
@@ -69,7 +69,8 @@ struct Event {
   int line = 0;  // 1-based line of the event entry in the file
   EventKind kind = EventKind::kExpect;
   JobSpec submit;                   // kSubmit
-  std::string target;               // kCancel, kFinish, kFail, kStartTimeout (job); kFailNode, kRecoverNode (node); kPlanDelete
+  std::string target;               // kCancel, kFinish, kFail, kStartTimeout, kLogRule (job); kFailNode, kRecoverNode (node); kPlanDelete
+  LogRuleFiring log_rule;           // kLogRule: which rule fired, on which rank (the line is the scenario's own)
   std::vector<NodeSpec> nodes;      // kAddNodes; kRemoveNodes uses only the names
   Expect expect;                    // kExpect
 };

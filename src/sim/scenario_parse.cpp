@@ -23,6 +23,7 @@ const char* event_kind_name(EventKind k) {
     case EventKind::kExpect: return "expect";
     case EventKind::kPlanDelete: return "plan_delete";
     case EventKind::kStartTimeout: return "start_timeout";
+    case EventKind::kLogRule: return "log_rule";
   }
   return "expect";
 }
@@ -34,7 +35,7 @@ using namespace config;
 // Event keys in the order of EventKind, so that the index of a key is its kind.
 const std::vector<std::string_view> kEventKeys = {"submit",   "cancel",       "finish",      "fail",  "fail_node",
                                                   "recover_node", "add_nodes", "remove_nodes", "expect", "plan_delete",
-                                                  "start_timeout"};
+                                                  "start_timeout", "log_rule"};
 
 Result<ResourceExpect> read_resource_expect(const YamlContext& ctx, const Val& v) {
   auto f = Fields::open(ctx, v, amount_keys(AmountUse::kResources));
@@ -233,6 +234,37 @@ Result<Event> read_event(const YamlContext& ctx, const Val& v, const Catalog& ca
       auto name = read_name(ctx, *body);
       if (!name) return name.error();
       e.target = *name;
+      break;
+    }
+    case EventKind::kLogRule: {
+      // {job: NAME, kind: hung|restart|fail, index: I (default 0), rank: R (default 0), line: TEXT (optional)}
+      auto lf = Fields::open(ctx, *body, {"job", "kind", "index", "rank", "line"});
+      if (!lf) return lf.error();
+      auto job = lf->need(ctx, "job");
+      if (!job) return job.error();
+      auto name = read_name(ctx, *job);
+      if (!name) return name.error();
+      e.target = *name;
+      auto kv = lf->need(ctx, "kind");
+      if (!kv) return kv.error();
+      auto kind = read_choice(ctx, *kv, {"hung", "restart", "fail"});
+      if (!kind) return kind.error();
+      e.log_rule.kind = kLogRuleKinds[*kind];
+      if (auto i = lf->get("index")) {
+        auto n = read_int(ctx, *i, 0, static_cast<int64_t>(kMaxLogRulePatterns) - 1);
+        if (!n) return n.error();
+        e.log_rule.index = static_cast<int>(*n);
+      }
+      if (auto r = lf->get("rank")) {
+        auto n = read_int(ctx, *r, 0, 1'000'000);
+        if (!n) return n.error();
+        e.log_rule.rank = static_cast<int>(*n);
+      }
+      if (auto l = lf->get("line")) {
+        auto text = read_text(ctx, *l);
+        if (!text) return text.error();
+        e.log_rule.line = printable(*text, kMaxLogRuleLine);
+      }
       break;
     }
     case EventKind::kAddNodes: {

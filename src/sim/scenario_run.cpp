@@ -143,6 +143,11 @@ Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& lo
       log.push_back(t + "start   " + e.target + " timed out; backoff " + std::to_string(backoff) + " s");
       return on_job(time_out_start(s, e.target, e.at, backoff, "a replica did not start in time (scenario event)"));
     }
+    case EventKind::kLogRule:
+      // What the server does when an agent reports that a rule on the job's output fired (core/log_rules.h).
+      log.push_back(t + "logrule " + e.target + " " + log_rule_kind_name(e.log_rule.kind) + " (" +
+                    log_rule_name(e.log_rule.kind, e.log_rule.index) + ", rank " + std::to_string(e.log_rule.rank) + ")");
+      return on_job(fire_log_rule(s, e.target, e.at, e.log_rule));
     case EventKind::kExpect:
       return ok_status();
   }

@@ -45,6 +45,7 @@ struct NameOf {
   const char* operator()(const StartTimeout&) const { return "start_timeout"; }
   const char* operator()(const CreateWebhook&) const { return "create_webhook"; }
   const char* operator()(const DeleteWebhook&) const { return "delete_webhook"; }
+  const char* operator()(const LogRuleFired&) const { return "log_rule"; }
 };
 struct JobOf {
   std::string operator()(const Submit& o) const { return o.job.name; }
@@ -78,6 +79,7 @@ struct JobOf {
   std::string operator()(const StartTimeout& o) const { return o.job; }
   std::string operator()(const CreateWebhook&) const { return ""; }
   std::string operator()(const DeleteWebhook&) const { return ""; }
+  std::string operator()(const LogRuleFired& o) const { return o.job; }
 };
 }  // namespace
 

@@ -251,6 +251,15 @@ struct DeleteWebhook {
   std::string id;
   friend bool operator==(const DeleteWebhook&, const DeleteWebhook&) = default;
 };
+// A rule on a running job's output fired on its agent (core/log_rules.h): a hung run or a restart_on line restarted
+// it using a retry, a fail_on line failed it without one. `line` is the job's own output (bounded and escaped by the
+// server when the agent reported it): the journal keeps it as data, and only readers of the job's logs see it.
+struct LogRuleFired {
+  std::string job;
+  int attempt = 0;  // the run it ended, for people reading the journal (replay ends the job's current run)
+  LogRuleFiring firing;
+  friend bool operator==(const LogRuleFired&, const LogRuleFired&) = default;
+};
 // Retention (`allot server --retain-finished`): every finished job whose last change was at or before the cutoff
 // leaves the live state (core/state.h, compact_finished). Its own records stay in the journal.
 struct CompactFinished {
@@ -262,7 +271,7 @@ using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, 
                         Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
                         SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan,
                         CompactFinished, Requeue, TimeLimitExceeded, LocalityWaitBegan, StartTimeout,
-                        CreateWebhook, DeleteWebhook>;
+                        CreateWebhook, DeleteWebhook, LogRuleFired>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

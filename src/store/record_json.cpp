@@ -174,6 +174,10 @@ struct ToJson {
   }
   json operator()(const CreateWebhook& o) const { return {{"webhook", webhook_to_json(o.webhook)}}; }
   json operator()(const DeleteWebhook& o) const { return {{"id", o.id}}; }
+  json operator()(const LogRuleFired& o) const {
+    return {{"job", o.job}, {"attempt", o.attempt}, {"kind", log_rule_kind_name(o.firing.kind)}, {"index", o.firing.index},
+            {"rank", o.firing.rank}, {"line", o.firing.line}};
+  }
 };
 
 }  // namespace
@@ -285,6 +289,11 @@ struct FromJson {
   }
   Op operator()(As<CreateWebhook>) const { return CreateWebhook{webhook_from_json(j.at("webhook"))}; }
   Op operator()(As<DeleteWebhook>) const { return DeleteWebhook{str("id")}; }
+  Op operator()(As<LogRuleFired>) const {
+    auto kind = parse_log_rule_kind(str("kind"));
+    if (!kind) throw std::invalid_argument("log_rule: kind '" + str("kind") + "' is not hung, restart or fail");
+    return LogRuleFired{str("job"), j.at("attempt").get<int>(), LogRuleFiring{*kind, j.at("index").get<int>(), j.at("rank").get<int>(), str("line")}};
+  }
 };
 
 // Each kind's name (op_name, the one spelling the writer uses) with its reader, for every alternative of Op.

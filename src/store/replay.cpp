@@ -69,6 +69,7 @@ struct Apply {
     return start_locality_wait(s, *id, at);
   }
   Status operator()(const StartTimeout& o) const { return time_out_start(s, o.job, at, o.backoff_s, o.reason); }
+  Status operator()(const LogRuleFired& o) const { return fire_log_rule(s, o.job, at, o.firing); }
   Status operator()(const Resize& o) const {
     auto id = job_id(s, o.job);
     if (!id) return id.error();

@@ -1,5 +1,6 @@
 #include "store/spec_json.h"
 
+#include "config/log_rules_json.h"
 #include "config/policy_json.h"
 
 #include <stdexcept>
@@ -242,6 +243,7 @@ json to_json(const JobSpec& s) {
   if (!s.plan.empty()) j["plan"] = s.plan;  // absent in records written before plans, and for jobs without one
   if (!s.container.empty()) j["container"] = to_json(s.container);  // absent for bare processes and older records
   if (s.completion_index) j["completion_index"] = true;  // absent: false (and in older records)
+  if (!s.log_rules.empty()) j["log_rules"] = config::log_rules_json(s.log_rules);  // absent: none (and in older records)
   return j;
 }
 JobSpec job_from_json(const json& j) {
@@ -269,6 +271,7 @@ JobSpec job_from_json(const json& j) {
   s.plan = get_or<std::string>(j, "plan", "");
   if (j.contains("container")) s.container = container_from_json(j.at("container"));
   s.completion_index = get_or(j, "completion_index", false);
+  if (j.contains("log_rules")) s.log_rules = config::log_rules_from_json(j.at("log_rules"));
   return s;
 }
 

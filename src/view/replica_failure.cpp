@@ -5,6 +5,7 @@ namespace allot::view {
 const char* replica_failure_reason_name(ReplicaFailureReason r) {
   switch (r) {
     case ReplicaFailureReason::kImagePull: return "image_pull";
+    case ReplicaFailureReason::kLogRule: return "log_rule";
   }
   return "?";
 }

@@ -188,14 +188,14 @@ TEST(ScenarioParse, MistakesNameTheirLine) {
   const Case cases[] = {
       {base("  - at: 0\n    submit: {name: j, team: a, per_replica: {accelerators: 1}, replica: 2}\n"),
        "s.yaml:9: unknown key 'replica' in events[0].submit; allowed keys: name, team, priority, replicas, instance_type, "
-       "per_replica, topology, pod_sets, duration, time_limit, max_retries, checkpoint_interval, command, env, labels, plan, image, image_pull_policy, shm_size_gib, volumes, args, completion_index"},
+       "per_replica, topology, pod_sets, duration, time_limit, max_retries, checkpoint_interval, command, env, labels, plan, image, image_pull_policy, shm_size_gib, volumes, args, completion_index, log_rules"},
       {base("  - at: 0\n    submit: {name: j, team: a, replicas: -1, per_replica: {accelerators: 1}}\n"),
        "s.yaml:9: events[0].submit.replicas is -1; allowed: an integer 1..100000"},
       {base("  - at: -1\n    cancel: j\n"), "s.yaml:8: events[0].at is -1; allowed: an integer 0..10000000000"},
       {base("  - at: soon\n    cancel: j\n"), "s.yaml:8: events[0].at is 'soon', not an integer; allowed: an integer 0..10000000000"},
       {base("  - {cancel: j}\n"), "s.yaml:8: events[0] has no 'at'; it is required"},
       {base("  - {at: 1}\n"), "s.yaml:8: events[0] has no event; give one of submit, cancel, finish, fail, fail_node, "
-                              "recover_node, add_nodes, remove_nodes, expect, plan_delete, start_timeout"},
+                              "recover_node, add_nodes, remove_nodes, expect, plan_delete, start_timeout, log_rule"},
       {base("  - {at: 1, cancel: j, finish: j}\n"),
        "s.yaml:8: events[0] has both cancel and finish; one event per entry; repeat `at` for events at the same time"},
       {base("  - at: 1\n    expect:\n      jobs:\n        j: {state: Done}\n"),
