@@ -110,7 +110,7 @@ Result<ReplicaFailure> parse_failure(const json& f, const std::string& where) {
   for (view::ReplicaFailureReason r : view::kReplicaFailureReasons) allowed += (allowed.empty() ? "" : ", ") + std::string(view::replica_failure_reason_name(r));
   auto reason = view::replica_failure_reason_named(f["reason"].get_ref<const std::string&>());
   if (!reason) return Error::invalid(where + ": reason '" + printable(f["reason"].get_ref<const std::string&>()) + "' is not one of " + allowed);
-  ReplicaFailure out{*reason, ""};
+  ReplicaFailure out{*reason, "", std::nullopt};
   if (f.contains("message")) {
     if (!f["message"].is_string()) return Error::invalid(where + ": message must be a string");
     out.message = printable(f["message"].get_ref<const std::string&>(), view::kMaxReplicaFailureMessage);
@@ -230,7 +230,8 @@ void apply_exits(Txn& txn, const std::string& node_name, const std::vector<Repli
       if (rep.rank == 0) requeue_for_port(txn, *j, node_name, options, rep.port_in_use);
       continue;
     }
-    ExitTrack& track = run_entry(txn.state().exits, j->id.index(), attempt_of(*j));
+    const int attempt = attempt_of(*j);
+    ExitTrack& track = run_entry(txn.state().exits, j->id.index(), attempt);
     const std::string name = j->spec.name;
     const int world = world_size(*j);
     if (rep.failure && rep.failure->log_rule) {
