@@ -197,6 +197,7 @@ class Writer {
     uint64_t heartbeat_board_mismatches = 0;   // with ServerOptions::verify_heartbeat_board; 0 unless a bug
     uint64_t watches_waiting = 0;              // agents' watches (GET /v1/agents/{name}/changes) under way
     uint64_t snapshots_written = 0;
+    uint64_t snapshots_refused = 0;   // latest snapshots that could not be read or restored: the journal was replayed
     uint64_t rebuilds = 0;            // states rebuilt from the journal after a failed write
     uint64_t refused_no_space = 0;    // changes refused at once while the journal had no room
     bool snapshot_writing = false;  // one is being encoded and written off the writer thread (maybe_snapshot)
