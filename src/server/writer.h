@@ -255,7 +255,7 @@ class Writer {
   bool follow();
   std::string follow_error_;  // the last error of follow(), logged once
   // The leader, after a durable batch: writes a snapshot when snapshot_every_records records or
-  // snapshot_interval have passed since the last one (options.h). The state is taken on the writer thread (the
+  // snapshot_interval have passed since the last one, once the journal holds snapshot_min_records (options.h). The state is taken on the writer thread (the
   // read view when it is current, else a copy, which then serves as the view too); encoding and writing it take
   // time in proportion to the state (10,000 jobs: about a second) and run on a thread of their own, one snapshot
   // at a time, so that no batch waits for them.
