@@ -159,7 +159,7 @@ Status ClusterRestore::add_job_throwing(const json& jj) {
     s.jobs.append_compacted(n);
     return ok_status();
   }
-  // A field at its usual value may be left out (JobDefaults, in job_to_json): format 1 writes every field.
+  // A field at its usual value may be left out (JobEncoding::kCompact, job_to_json): format 1 writes every field.
   const JobSpec spec = job_from_json(jj.at("spec"));
   const Time submitted_at = jj.at("submitted_at").get<Time>();
   auto id = restore_submitted_job(s, spec, submitted_at, jj.value("priority", 0), plan_id_from(s, jj, "job " + spec.name));
@@ -285,10 +285,6 @@ Result<ClusterState> ClusterRestore::finish(const json& doc) && {
 
 namespace {
 
-// The fields a compact job entry leaves out when they hold these values (ClusterRestore reads them back so): most
-// jobs are finished jobs that were never held, resized, preempted or restarted.
-constexpr int kDefaultPriority = 0;
-
 // The journal's JSON of a job's spec, without the fields at their defaults (job_from_json reads them back so).
 json compact_spec(const JobSpec& spec) {
   json j = to_json(spec);
@@ -301,6 +297,8 @@ json compact_spec(const JobSpec& spec) {
   return j;
 }
 
+// kCompact leaves out each field at the value ClusterRestore::add_job_throwing takes when it is missing: most jobs
+// are finished jobs that were never held, resized, preempted or restarted.
 json job_to_json(const ClusterState& s, const Job& j, JobEncoding encoding, uint64_t expected_arrival) {
   if (encoding == JobEncoding::kCompact) {
     json out = {{"spec", compact_spec(j.spec)},
@@ -311,7 +309,7 @@ json job_to_json(const ClusterState& s, const Job& j, JobEncoding encoding, uint
     json history = json::array();
     for (const auto& h : j.history) history.push_back({h.at, job_state_name(h.from), job_state_name(h.to), h.reason});
     out["history"] = std::move(history);
-    if (j.priority != kDefaultPriority) out["priority"] = j.priority;
+    if (j.priority != 0) out["priority"] = j.priority;
     if (j.arrival != expected_arrival) out["arrival"] = j.arrival;
     if (j.waiting_since != j.submitted_at) out["waiting_since"] = j.waiting_since;
     if (!j.feasible) out["feasible"] = false;
