@@ -1,5 +1,5 @@
 // `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...] [--advertise-url URL]
-// [--tls-cert FILE --tls-key FILE] [--insecure] [--max-connections N] [--max-watches N] [--max-listings N] [--snapshot-every N]
+// [--tls-cert FILE --tls-key FILE] [--insecure] [--max-connections N] [--max-watches N] [--max-listings N] [--snapshot-every N] [--snapshot-min-records N]
 // [--snapshot-interval S] [--no-snapshots] [--retain-finished DURATION] [--head-timeout S] [--agent-connections N]
 // [--max-connections-per-address N] [--disruption-share F] [--disruption-min-nodes N] [--instance-types FILE]`: runs the control plane until SIGINT or
 // SIGTERM. Exit codes: 0 after a clean stop, 2 for invalid flags (unreadable or mismatched TLS files, plain HTTP
@@ -204,11 +204,16 @@ void add_server_command(CLI::App& app, Context& ctx) {
                   "records after the latest snapshot")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{0}, uint64_t{1000000000}));
+  cmd->add_option("--snapshot-min-records", args->options.snapshot_min_records,
+                  "No snapshot until the journal holds this many records: below it, replaying the journal is about as "
+                  "fast as restoring a snapshot, and smaller (docs/deployment.md, \"Snapshots\")")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1000000000}));
   cmd->add_option("--snapshot-interval", args->snapshot_interval_s,
                   "Seconds after which a snapshot is written when records were journaled since the last (0: none by time)")
       ->capture_default_str();
   cmd->add_flag("--no-snapshots", args->no_snapshots,
-                "Neither write nor read snapshots: start-up replays the whole journal (to recover from a damaged snapshot)");
+                "Neither write nor read snapshots: start-up replays the whole journal (a damaged snapshot is passed over without it)");
   cmd->add_option("--retain-finished", args->retain_finished,
                   "How long finished jobs stay in the server after they finished (90s, 30m, 24h, 7d, or never); then "
                   "they leave memory, listings and snapshots, their names are free, and only the journal keeps them")

@@ -33,6 +33,9 @@ struct WebhookOptions {
   std::chrono::milliseconds timeout{10000};  // reading the answer, and writing the request
 };
 
+// Where a snapshot starts to pay (ServerOptions::snapshot_min_records), measured by bench/startup_bench.
+inline constexpr uint64_t kSnapshotMinRecords = 10000;
+
 struct ServerOptions {
   // The instance types nodes may have: the built-in ones plus the policy file's `instance_types`
   // (`--instance-types FILE`, config/spec_yaml.h load_catalog). Fixed for the server's life; journal records and
@@ -99,6 +102,10 @@ struct ServerOptions {
   // since (0 turns either off), so that start-up replays only what follows the latest. Without use_snapshots
   // none is written or read: start-up replays the whole journal.
   uint64_t snapshot_every_records = 50000;
+  // And none while the journal holds fewer than snapshot_min_records records: below that, a snapshot saves no
+  // start-up time and takes more bytes than the records it stands for (bench/startup_bench, bench/RESULTS.md
+  // "Snapshots and start-up: issue 25 item 6").
+  uint64_t snapshot_min_records = kSnapshotMinRecords;
   std::chrono::milliseconds snapshot_interval{600000};
   bool use_snapshots = true;
   // Retention (server/retention.h, docs/deployment.md): finished jobs leave the live state this many seconds

@@ -1,9 +1,14 @@
 #include "server/state_snapshot.h"
 
+#include <functional>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 #include "store/cluster_snapshot.h"
+#include "store/journal_checksum.h"
 #include "store/record_json.h"
 
 namespace allot::server {
@@ -11,8 +16,40 @@ using nlohmann::json;
 
 namespace {
 
-// Bumped when the body's layout changes; a body of another format is refused (start-up then needs the journal).
-constexpr int kFormat = 1;
+// Bumped when the body's layout changes; a body of another format is refused (start-up then replays the journal).
+// 1: one JSON document. 2: lines (state_snapshot.h), written since issue 25 item 6; both are read.
+constexpr int kFormatDocument = 1;
+constexpr int kFormat = 2;
+const std::string kMagic = "allot-snapshot ";
+
+// The parts of the state that grow with the jobs and the audit trail: format 2 writes one entry per line, in
+// this order, after the header; format 1 holds them in the document's arrays.
+enum class Section { kJobs, kAccounts, kAudit, kEvents };
+constexpr Section kSections[] = {Section::kJobs, Section::kAccounts, Section::kAudit, Section::kEvents};
+
+const char* section_name(Section s) {
+  switch (s) {
+    case Section::kJobs: return "jobs";
+    case Section::kAccounts: return "accounts";
+    case Section::kAudit: return "audit";
+    case Section::kEvents: return "events";
+  }
+  return "?";
+}
+
+// A section's array in the format-1 layout (the document snapshot_document gives).
+json& section_array(json& doc, Section s) { return s == Section::kJobs ? doc["cluster"]["jobs"] : doc[section_name(s)]; }
+const json& section_array(const json& doc, Section s) {
+  return s == Section::kJobs ? doc.at("cluster").at("jobs") : doc.at(section_name(s));
+}
+
+// Hands each entry of a section to the callback, in order, wherever the format keeps them.
+using EachEntry = std::function<void(Section, const std::function<void(const json&)>&)>;
+
+// An error a restore step returned, carried out of an entry's callback as it is (not as "malformed").
+struct Refused {
+  Error error;
+};
 
 json histogram_json(const Histogram& h) { return {{"counts", h.counts()}, {"sum", h.sum()}, {"count", h.count()}}; }
 
@@ -77,7 +114,11 @@ NodeInfo node_info_from(const json& j, size_t jobs) {
 json account_json(uint32_t job, const JobAccount& a) {
   json restarts = json::array();
   for (const auto& r : a.restarts) restarts.push_back({r.at, r.attempt, r.cause, r.node, r.run_s, r.lost_s});
-  return {{"job", job}, {"slots", a.slots}, {"held_s", a.held_s}, {"lost_s", a.lost_s}, {"run_since", a.run_since}, {"restarts", restarts}};
+  json out = {{"job", job}, {"slots", a.slots}, {"held_s", a.held_s}, {"run_since", a.run_since}};
+  // Left out when none was lost and the job never restarted, as for most jobs (read back so).
+  if (a.lost_s != 0) out["lost_s"] = a.lost_s;
+  if (!restarts.empty()) out["restarts"] = std::move(restarts);
+  return out;
 }
 
 json event_json(const Event& e) {
@@ -102,12 +143,20 @@ Event event_from(const json& j) {
 }
 
 // Throws on malformed input; restore_state_snapshot turns that into an Error naming the seq.
-Result<RestoredState> restore(uint64_t seq, const json& j, const Catalog& catalog) {
-  if (j.at("format").get<int>() != kFormat)
-    return Error::invalid("format " + j.at("format").dump() + ", this version reads " + std::to_string(kFormat));
+// `j`: the document (format 1) or the header (format 2) of the body, whose framing gave `format`; `each` reads the
+// sections' entries from wherever that format keeps them.
+Result<RestoredState> restore(uint64_t seq, const json& j, int format, const EachEntry& each, const Catalog& catalog) {
+  if (j.at("format").get<int>() != format)
+    return Error::invalid("format " + j.at("format").dump() + ", this version reads " + std::to_string(kFormatDocument) + " and " +
+                          std::to_string(kFormat));
   if (j.at("last_seq").get<uint64_t>() != seq)
     return Error::invalid("it says it is the state after record " + j.at("last_seq").dump());
-  auto cluster = store::cluster_from_json(j.at("cluster"), catalog);
+  auto restoring = store::ClusterRestore::begin(j.at("cluster"), catalog);
+  if (!restoring) return Error::invalid("cluster: " + restoring.error().message);
+  each(Section::kJobs, [&](const json& entry) {
+    if (auto st = restoring->add_job_entry(entry); !st) throw Refused{Error::invalid("cluster: " + st.error().message)};
+  });
+  auto cluster = std::move(*restoring).finish(j.at("cluster"));
   if (!cluster) return Error::invalid("cluster: " + cluster.error().message);
   RestoredState out;
   ServerState& st = out.state;
@@ -115,19 +164,19 @@ Result<RestoredState> restore(uint64_t seq, const json& j, const Catalog& catalo
   const size_t jobs = st.cluster.jobs.size();
   for (const auto& item : j.at("nodes").items()) st.nodes.emplace(item.key(), node_info_from(item.value(), jobs));
   st.removed_teams = j.at("removed_teams").get<std::set<std::string>>();
-  for (const auto& a : j.at("accounts")) {
+  each(Section::kAccounts, [&](const json& a) {
     const auto job = a.at("job").get<uint32_t>();
     if (job >= jobs) throw std::invalid_argument("an account names job " + std::to_string(job) + ", beyond the jobs");
     JobAccount& acc = st.accounts[job];
     acc.slots = a.at("slots").get<int64_t>();
     acc.held_s = a.at("held_s").get<int64_t>();
-    acc.lost_s = a.at("lost_s").get<int64_t>();
+    acc.lost_s = a.value("lost_s", int64_t{0});
     // Snapshots written before run_since was kept: the run began at the job's latest start.
     acc.run_since = a.contains("run_since") ? a.at("run_since").get<Time>() : st.cluster.jobs[job].started_at;
-    for (const auto& r : a.at("restarts"))
+    for (const auto& r : a.value("restarts", json::array()))
       acc.restarts.push_back({r.at(0).get<Time>(), r.at(1).get<int>(), r.at(2).get<std::string>(), r.at(3).get<std::string>(),
                               r.at(4).get<int64_t>(), r.at(5).get<int64_t>()});
-  }
+  });
   for (const auto& p : j.at("preemptions_of")) {
     const auto job = p.at("job").get<uint32_t>();
     if (job >= jobs) throw std::invalid_argument("preemptions name job " + std::to_string(job) + ", beyond the jobs");
@@ -181,50 +230,29 @@ Result<RestoredState> restore(uint64_t seq, const json& j, const Catalog& catalo
     if (!st.webhooks.emplace(id, std::move(info)).second) throw std::invalid_argument("webhook " + id + " is listed twice");
   }
   st.webhooks_version = 1;
-  for (const auto& a : j.at("audit")) {
+  each(Section::kAudit, [&](const json& a) {
     const json& au = a.at("audit");
     st.audit.push_back(AuditEntry{a.at("seq").get<uint64_t>(), a.at("at").get<Time>(), store::actor_from_json(a.at("actor")),
                                   store::Audit{au.at("action").get<std::string>(), au.at("target").get<std::string>(),
                                                au.at("status").get<int>(), au.at("message").get<std::string>(),
                                                au.value("source", "")}});
     if (st.audit.back().seq > seq) throw std::invalid_argument("an audit entry is after the snapshot's record");
-  }
+  });
   if (st.audit.size() > ServerState::kAuditKept) throw std::invalid_argument("the audit trail is longer than is kept");
   st.last_seq = seq;
   st.last_event = j.at("last_event").get<uint64_t>();
   st.version = j.at("version").get<uint64_t>();
-  for (const auto& e : j.at("events")) {
+  each(Section::kEvents, [&](const json& e) {
     out.events.push_back(event_from(e));
     const uint64_t before = out.events.size() > 1 ? out.events[out.events.size() - 2].seq : 0;
     if (out.events.back().seq <= before || out.events.back().seq > st.last_event)
       throw std::invalid_argument("event " + std::to_string(out.events.back().seq) + " is out of order");
-  }
+  });
   return out;
 }
-
-}  // namespace
-
-namespace {
-
-// Where the largest arrays go in the document before they are written into its text: a string no state holds
-// (encode_state_snapshot checks that each occurs exactly once in the text, or writes the whole document instead).
-const std::string kJobsMark = std::string("\x01allot-snapshot-jobs\x01");
-const std::string kAuditMark = std::string("\x01allot-snapshot-audit\x01");
 
 // Text that is not UTF-8 cannot be in the journal (store.h), so it cannot be here; replace rather than throw.
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// Writes "[e1,e2,...]" as dump() would write the array of the entries, one entry in memory at a time.
-template <class Each>
-std::string array_text(Each&& each) {
-  std::string out = "[";
-  each([&](const json& e) {
-    if (out.size() > 1) out += ',';
-    out += dump(e);
-  });
-  out += ']';
-  return out;
-}
 
 json audit_entry(const AuditEntry& a) {
   return {{"seq", a.seq}, {"at", a.at}, {"actor", store::actor_to_json(a.actor)},
@@ -232,47 +260,24 @@ json audit_entry(const AuditEntry& a) {
                      {"message", a.audit.message}, {"source", a.audit.source}}}};
 }
 
-json encode_document(const ServerState& st, const std::vector<Event>& events, bool whole);
+// Format 1's whole document (kDocument), or format 2's header (kHeader): the same without the sections' entries,
+// which format 2 writes on lines of their own.
+enum class Layout { kDocument, kHeader };
 
-}  // namespace
-
-// The jobs (one entry per job kept) and the audit trail (up to 100,000 entries) are most of a large state. As
-// one JSON document they took several times the text's size in memory while it was written (1.8 GiB of peak RSS
-// with 50,000 jobs, 380 MiB without snapshots; bench/RESULTS.md). So the document is dumped with a mark in
-// their place, and their text, written entry by entry, goes where the mark is. The text is the same as the
-// whole document's dump.
-std::string encode_state_snapshot(const ServerState& st, const std::vector<Event>& events) {
-  std::string text = dump(encode_document(st, events, /*whole=*/false));
-  const std::string jobs_mark = dump(json(kJobsMark)), audit_mark = dump(json(kAuditMark));
-  const size_t jobs_at = text.find(jobs_mark), audit_at = text.find(audit_mark);
-  const bool once = jobs_at != std::string::npos && audit_at != std::string::npos &&
-                    text.find(jobs_mark, jobs_at + 1) == std::string::npos && text.find(audit_mark, audit_at + 1) == std::string::npos;
-  if (!once) return dump(encode_document(st, events, /*whole=*/true));  // some text of the state holds a mark
-  std::string jobs = array_text([&](const auto& f) { store::for_each_job_entry(st.cluster, f); });
-  std::string audit = array_text([&](const auto& f) {
-    for (const auto& a : st.audit) f(audit_entry(a));
-  });
-  // The later mark first, so that the earlier one's position still holds.
-  if (jobs_at > audit_at) {
-    text.replace(jobs_at, jobs_mark.size(), jobs);
-    text.replace(audit_at, audit_mark.size(), audit);
-  } else {
-    text.replace(audit_at, audit_mark.size(), audit);
-    text.replace(jobs_at, jobs_mark.size(), jobs);
-  }
-  return text;
+// The accounts by job, so that the same state always encodes to the same text.
+std::map<uint32_t, const JobAccount*> accounts_by_job(const ServerState& st) {
+  std::map<uint32_t, const JobAccount*> by_job;
+  for (const auto& [job, acc] : st.accounts) by_job[job] = &acc;
+  return by_job;
 }
 
-namespace {
-
-json encode_document(const ServerState& st, const std::vector<Event>& events, bool whole) {
+json encode_document(const ServerState& st, const std::vector<Event>& events, Layout layout) {
+  const bool whole = layout == Layout::kDocument;
   json nodes = json::object();
   for (const auto& [name, info] : st.nodes) nodes[name] = node_info_json(info);
   json accounts = json::array();
-  // By job, so that the same state always encodes to the same text.
-  std::map<uint32_t, const JobAccount*> by_job;
-  for (const auto& [job, acc] : st.accounts) by_job[job] = &acc;
-  for (const auto& [job, acc] : by_job) accounts.push_back(account_json(job, *acc));
+  if (whole)
+    for (const auto& [job, acc] : accounts_by_job(st)) accounts.push_back(account_json(job, *acc));
   json preemptions = json::array();
   std::map<uint32_t, const std::deque<PreemptionSeen>*> seen_by_job;
   for (const auto& [job, seen] : st.preemptions_of) seen_by_job[job] = &seen;
@@ -301,13 +306,12 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, bo
   json audit = json::array();
   if (whole)
     for (const auto& a : st.audit) audit.push_back(audit_entry(a));
-  else
-    audit = kAuditMark;
   json cluster = store::cluster_to_json(st.cluster, /*with_jobs=*/whole);
-  if (!whole) cluster["jobs"] = kJobsMark;
+  if (!whole) cluster.erase("jobs");
   json ev = json::array();
-  for (const auto& e : events) ev.push_back(event_json(e));
-  json j = {{"format", kFormat},
+  if (whole)
+    for (const auto& e : events) ev.push_back(event_json(e));
+  json j = {{"format", whole ? kFormatDocument : kFormat},
             {"last_seq", st.last_seq},
             {"cluster", std::move(cluster)},
             {"nodes", std::move(nodes)},
@@ -327,19 +331,180 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, bo
             {"last_event", st.last_event},
             {"version", st.version},
             {"events", std::move(ev)}};
+  if (!whole)
+    for (Section sec : kSections)
+      if (sec != Section::kJobs) j.erase(section_name(sec));
   return j;
+}
+
+// The first line: "allot-snapshot 2 " and the checksum of the text after the line (store/journal_checksum.h).
+std::string first_line(std::string_view checksum) { return kMagic + std::to_string(kFormat) + " " + std::string(checksum) + "\n"; }
+
+// Format 2 from the header (without "entries") and each section's lines (each entry's JSON and a newline).
+std::string seal(json header, const std::vector<std::pair<size_t, std::string>>& sections) {
+  json counts = json::object();
+  for (Section sec : kSections) counts[section_name(sec)] = sections[static_cast<size_t>(sec)].first;
+  header["entries"] = std::move(counts);
+  std::string text = dump(header);
+  text += '\n';
+  size_t size = text.size();
+  for (const auto& [n, lines] : sections) size += lines.size();
+  const std::string placeholder = first_line(std::string(32, '0'));
+  std::string out;
+  out.reserve(placeholder.size() + size);
+  out += placeholder;
+  out += text;
+  for (const auto& [n, lines] : sections) out += lines;
+  const std::string sum = store::snapshot_checksum(std::string_view(out).substr(placeholder.size()));
+  out.replace(0, placeholder.size(), first_line(sum));
+  return out;
+}
+
+// Reads format 2's lines one at a time: the entries are parsed and restored one by one, so that no tree of the
+// whole state is ever built (a 56 MB document took 4 s to parse and free with 50,000 jobs; bench/RESULTS.md).
+class Lines {
+ public:
+  explicit Lines(std::string_view text) : rest_(text) {}
+  std::optional<std::string_view> next() {
+    if (rest_.empty()) return std::nullopt;
+    const size_t nl = rest_.find('\n');
+    if (nl == std::string_view::npos) {  // the last line has its newline too: this one was cut
+      rest_ = {};
+      return std::nullopt;
+    }
+    std::string_view line = rest_.substr(0, nl);
+    rest_.remove_prefix(nl + 1);
+    return line;
+  }
+  bool at_end() const { return rest_.empty(); }
+
+ private:
+  std::string_view rest_;
+};
+
+// Format 2's framing checked: its format and checksum. Returns the text after the first line.
+Result<std::string_view> checked_text(std::string_view body) {
+  const size_t nl = body.find('\n');
+  const std::string_view line = body.substr(0, nl == std::string_view::npos ? body.size() : nl);
+  const size_t space = line.find(' ', kMagic.size());
+  if (space == std::string_view::npos) return Error::invalid("its first line is cut short");
+  const std::string_view format = line.substr(kMagic.size(), space - kMagic.size());
+  if (format != std::to_string(kFormat))
+    return Error::invalid("format " + std::string(format) + ", this version reads " + std::to_string(kFormatDocument) + " and " +
+                          std::to_string(kFormat));
+  if (nl == std::string_view::npos) return Error::invalid("it has no text after its first line");
+  const std::string_view stored = line.substr(space + 1);
+  const std::string_view text = body.substr(nl + 1);
+  const std::string sum = store::snapshot_checksum(text);
+  if (stored != sum)
+    return Error::invalid("does not match its checksum (stored " + std::string(stored) + ", its content gives " + sum +
+                          "): it is torn or was changed after it was written");
+  return text;
+}
+
+// Format 2's text (after the first line) as its header and a reader of the sections' lines, in order.
+struct Framed {
+  json header;
+  EachEntry each;
+};
+Framed frame(std::shared_ptr<Lines> lines) {
+  auto head = lines->next();
+  if (!head) throw std::invalid_argument("it has no header line");
+  Framed out{json::parse(*head), nullptr};
+  const json counts = out.header.at("entries");
+  out.each = [lines, counts](Section sec, const std::function<void(const json&)>& fn) {
+    const uint64_t n = counts.at(section_name(sec)).get<uint64_t>();
+    for (uint64_t i = 0; i < n; ++i) {
+      auto line = lines->next();
+      if (!line)
+        throw std::invalid_argument("it ends after " + std::to_string(i) + " of its " + std::to_string(n) + " " +
+                                    section_name(sec) + " entries");
+      fn(json::parse(*line));
+    }
+  };
+  return out;
 }
 
 }  // namespace
 
+std::string encode_state_snapshot(const ServerState& st, const std::vector<Event>& events) {
+  std::vector<std::pair<size_t, std::string>> sections(std::size(kSections));
+  auto line = [&](Section sec, const json& e) {
+    auto& [n, text] = sections[static_cast<size_t>(sec)];
+    text += dump(e);
+    text += '\n';
+    ++n;
+  };
+  store::for_each_job_entry(st.cluster, [&](const json& e) { line(Section::kJobs, e); }, store::JobEncoding::kCompact);
+  for (const auto& [job, acc] : accounts_by_job(st)) line(Section::kAccounts, account_json(job, *acc));
+  for (const auto& a : st.audit) line(Section::kAudit, audit_entry(a));
+  for (const auto& e : events) line(Section::kEvents, event_json(e));
+  return seal(encode_document(st, events, Layout::kHeader), sections);
+}
+
+std::string encode_state_snapshot_format1(const ServerState& st, const std::vector<Event>& events) {
+  return dump(encode_document(st, events, Layout::kDocument));
+}
+
+Result<json> snapshot_document(const std::string& body) {
+  try {
+    if (body.rfind(kMagic, 0) != 0) return json::parse(body);
+    const size_t nl = body.find('\n');
+    if (nl == std::string::npos) return Error::invalid("the snapshot has no text after its first line");
+    Framed f = frame(std::make_shared<Lines>(std::string_view(body).substr(nl + 1)));
+    json doc = f.header;
+    doc.erase("entries");
+    for (Section sec : kSections) {
+      json& array = section_array(doc, sec);
+      array = json::array();
+      f.each(sec, [&](const json& e) { array.push_back(e); });
+    }
+    return doc;
+  } catch (const std::exception& e) {
+    return Error::invalid(std::string("the snapshot is malformed: ") + e.what());
+  }
+}
+
+std::string snapshot_from_document(const json& doc) {
+  json header = doc;
+  std::vector<std::pair<size_t, std::string>> sections(std::size(kSections));
+  for (Section sec : kSections) {
+    auto& [n, text] = sections[static_cast<size_t>(sec)];
+    for (const json& e : section_array(doc, sec)) {
+      text += dump(e);
+      text += '\n';
+      ++n;
+    }
+    if (sec == Section::kJobs) header["cluster"].erase("jobs");
+    else header.erase(section_name(sec));
+  }
+  return seal(std::move(header), sections);
+}
+
 Result<RestoredState> restore_state_snapshot(uint64_t seq, const std::string& body, const Catalog& catalog) {
   const std::string where = "snapshot at journal record " + std::to_string(seq);
-  auto j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Error::internal(where + " is not valid JSON");
   try {
-    auto r = restore(seq, j, catalog);
+    if (body.rfind(kMagic, 0) == 0) {  // format 2: lines
+      auto text = checked_text(body);
+      if (!text) return Error::internal(where + " " + text.error().message);
+      auto lines = std::make_shared<Lines>(*text);
+      Framed f = frame(lines);
+      auto r = restore(seq, f.header, kFormat, f.each, catalog);
+      if (!r) return Error::internal(where + ": " + r.error().message);
+      if (!lines->at_end()) return Error::internal(where + " has text after its last entry");
+      return r;
+    }
+    // Format 1: one JSON document, as versions before format 2 wrote it.
+    auto j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return Error::internal(where + " is not valid JSON");
+    const EachEntry each = [&j](Section sec, const std::function<void(const json&)>& fn) {
+      for (const json& e : section_array(j, sec)) fn(e);
+    };
+    auto r = restore(seq, j, kFormatDocument, each, catalog);
     if (!r) return Error::internal(where + ": " + r.error().message);
     return r;
+  } catch (const Refused& r) {
+    return Error::internal(where + ": " + r.error.message);
   } catch (const std::exception& e) {
     return Error::internal(where + " is malformed: " + e.what());
   }

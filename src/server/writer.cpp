@@ -103,12 +103,18 @@ Result<ServerState> Writer::replay(bool publish) {
   // The latest snapshot, then the records after it (state_snapshot.h).
   uint64_t from = 0;
   if (options_.use_snapshots) {
+    // A snapshot that cannot be read or restored (torn, changed, of a format this version does not read) only
+    // saves time: the journal has every record, so the whole of it is replayed instead. The next snapshot
+    // written replaces the bad one.
     auto snap = store_->latest_snapshot();
-    if (!snap) return snap.error();
-    if (*snap) {
-      auto restored = restore_state_snapshot((*snap)->seq, (*snap)->body, options_.catalog);
-      if (!restored)
-        return Error::internal(restored.error().message + " (start with --no-snapshots to replay the whole journal instead)");
+    Result<RestoredState> restored = Error::internal("no snapshot");
+    if (snap && *snap) restored = restore_state_snapshot((*snap)->seq, (*snap)->body, options_.catalog);
+    if (!snap || (*snap && !restored)) {
+      spdlog::warn("{}; replaying the whole journal instead (docs/deployment.md, \"Snapshots\")",
+                   snap ? restored.error().message : "cannot read the latest snapshot: " + snap.error().message);
+      std::lock_guard lock(mu_);
+      ++stats_.snapshots_refused;
+    } else if (*snap) {
       st = std::move(restored->state);
       if (publish) events_.publish(std::move(restored->events));
       from = (*snap)->seq;
@@ -822,6 +828,7 @@ void Writer::maybe_snapshot() {
     }
   }
   if (state_.last_seq <= last_snapshot_seq_) return;
+  if (state_.last_seq < options_.snapshot_min_records) return;  // replaying a journal this short is as fast
   const auto now = std::chrono::steady_clock::now();
   if (last_snapshot_at_ == std::chrono::steady_clock::time_point{}) last_snapshot_at_ = now;
   const bool by_count = options_.snapshot_every_records > 0 && state_.last_seq - last_snapshot_seq_ >= options_.snapshot_every_records;

@@ -200,6 +200,7 @@ class Writer {
     uint64_t heartbeat_board_mismatches = 0;   // with ServerOptions::verify_heartbeat_board; 0 unless a bug
     uint64_t watches_waiting = 0;              // agents' watches (GET /v1/agents/{name}/changes) under way
     uint64_t snapshots_written = 0;
+    uint64_t snapshots_refused = 0;   // latest snapshots that could not be read or restored: the journal was replayed
     uint64_t rebuilds = 0;            // states rebuilt from the journal after a failed write
     uint64_t refused_no_space = 0;    // changes refused at once while the journal had no room
     bool snapshot_writing = false;  // one is being encoded and written off the writer thread (maybe_snapshot)
@@ -257,7 +258,7 @@ class Writer {
   bool follow();
   std::string follow_error_;  // the last error of follow(), logged once
   // The leader, after a durable batch: writes a snapshot when snapshot_every_records records or
-  // snapshot_interval have passed since the last one (options.h). The state is taken on the writer thread (the
+  // snapshot_interval have passed since the last one, once the journal holds snapshot_min_records (options.h). The state is taken on the writer thread (the
   // read view when it is current, else a copy, which then serves as the view too); encoding and writing it take
   // time in proportion to the state (10,000 jobs: about a second) and run on a thread of their own, one snapshot
   // at a time, so that no batch waits for them.

@@ -53,10 +53,14 @@ ReasonCode code_from(const json& j) {
   return *c;
 }
 
-// Throws (nlohmann::json::exception, std::invalid_argument) on malformed input; the caller turns it into an Error.
-Result<ClusterState> restore(const json& j, const Catalog& catalog) {
+}  // namespace
+
+// The pieces below throw (nlohmann::json::exception, std::invalid_argument) on malformed input; the public
+// functions turn that into an Error.
+Status ClusterRestore::begin_throwing(const json& j) {
   const auto levels = j.at("levels").get<std::vector<std::string>>();
-  ClusterState s(catalog, levels);
+  ClusterState& s = s_;
+  s = ClusterState(*catalog_, levels);
   if (s.levels != levels) throw std::invalid_argument("topology levels are not in canonical form");
   if (auto st = set_policy(s, policy_from_json(j.at("policy"))); !st) return Error::invalid("policy: " + st.error().message);
 
@@ -136,92 +140,100 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
       if (auto st = set_cordon(s, node.name, true); !st) return Error::invalid(st.error().message);
   }
 
-  // Jobs in ID order. Reasons are interned again: thousands of waiting jobs say the same few things.
-  std::unordered_map<std::string, SharedText> texts;
+  return ok_status();
+}
+
+Status ClusterRestore::add_job_throwing(const json& jj) {
+  ClusterState& s = s_;
+  // Reasons are interned again: thousands of waiting jobs say the same few things.
   auto text = [&](std::string t) -> SharedText {
     if (t == s.submitted_reason.str()) return s.submitted_reason;
-    auto it = texts.find(t);
-    if (it == texts.end()) it = texts.emplace(t, SharedText(t)).first;
+    auto it = texts_.find(t);
+    if (it == texts_.end()) it = texts_.emplace(t, SharedText(t)).first;
     return it->second;
   };
-  uint64_t next_arrival = 0;
-  for (const auto& jj : j.at("jobs")) {
-    // A run of jobs compacted by retention: only their IDs are kept (core/state.h, compact_finished).
-    if (jj.contains("compacted")) {
-      const auto n = jj.at("compacted").get<uint64_t>();
-      if (n == 0 || n > UINT32_MAX - s.jobs.size()) return Error::invalid("a run of compacted jobs has a bad length " + jj.at("compacted").dump());
-      s.jobs.append_compacted(n);
-      continue;
-    }
-    const JobSpec spec = job_from_json(jj.at("spec"));
-    auto id = restore_submitted_job(s, spec, jj.at("submitted_at").get<Time>(), jj.at("priority").get<int>(),
-                                    plan_id_from(s, jj, "job " + spec.name));
-    if (!id) return Error::invalid(id.error().message);
-    Job& job = s.jobs[id->index()];
-    s.waiting_jobs.erase(job.id);  // submission indexed it as Pending; it is indexed again by its own state
-    job.arrival = jj.at("arrival").get<uint64_t>();
-    next_arrival = std::max(next_arrival, job.arrival + 1);
-    job.waiting_since = jj.at("waiting_since").get<Time>();
-    if (jj.contains("locality_wait_from")) job.locality_wait_from = jj.at("locality_wait_from").get<Time>();
-    job.state = state_from(jj.at("state"));
-    job.reason = text(jj.at("reason").get<std::string>());
-    job.reason_code = code_from(jj.at("reason_code"));
-    job.feasible = jj.at("feasible").get<bool>();
-    job.borrowing = jj.at("borrowing").get<bool>();
-    job.started_at = jj.at("started_at").get<Time>();
-    job.work_done_s = jj.at("work_done_s").get<int64_t>();
-    job.preemptions = jj.at("preemptions").get<int>();
-    job.restarts = jj.at("restarts").get<int>();
-    if (job.work_done_s < 0 || job.preemptions < 0 || job.restarts < 0)
-      return Error::invalid("job " + spec.name + " has a negative counter");
-    job.history.clear();
-    for (const auto& h : jj.at("history"))
-      job.history.push_back({h.at(0).get<Time>(), state_from(h.at(1)), state_from(h.at(2)), h.at(3).get<std::string>()});
-    // Held, deleted and resized since its submission (absent in snapshots written before these existed).
-    job.held = jj.value("held", false);
-    job.time_limit_s = jj.value("time_limit_s", int64_t{0});
-    job.time_limit_resets = jj.value("time_limit_resets", false);
-    job.run_before_s = jj.value("run_before_s", int64_t{0});
-    if (job.time_limit_s < 0 || job.run_before_s < 0) return Error::invalid("job " + spec.name + " has a negative time limit or running time");
-    job.start_timeouts = jj.value("start_timeouts", 0);  // absent unless a run timed out starting
-    job.backoff_until = jj.value("backoff_until", Time{0});
-    if (job.start_timeouts < 0) return Error::invalid("job " + spec.name + " has a negative start_timeouts");
-    job.attempt_base = jj.value("attempt_base", 0);
-    if (job.attempt_base < 0) return Error::invalid("job " + spec.name + " has a negative attempt_base");
-    job.attempt_folded = jj.value("attempt_folded", 0);  // absent unless its base came from folded names
-    if (job.attempt_folded < 0 || job.attempt_folded > job.attempt_base)
-      return Error::invalid("job " + spec.name + " has attempt_folded " + std::to_string(job.attempt_folded) +
-                            "; it must be between 0 and its attempt_base " + std::to_string(job.attempt_base));
-    job.resizes.clear();
-    for (const auto& r : jj.value("resizes", json::array())) {
-      const auto cause = r.at(3).get<std::string>();
-      if (cause != "grow" && cause != "shrink") throw std::invalid_argument("job " + spec.name + ": unknown resize cause " + cause);
-      job.resizes.push_back({r.at(0).get<Time>(), r.at(1).get<int>(), r.at(2).get<int>(),
-                             cause == "grow" ? ResizeCause::kGrow : ResizeCause::kShrink, r.at(4).get<std::string>()});
-    }
-    if (jj.value("deleted", false)) {
-      if (is_active(job.state)) return Error::invalid("job " + spec.name + " is deleted but " + job_state_name(job.state));
-      job.deleted = true;
-      s.job_by_name.erase(spec.name);  // its name is free: a later job may hold it
-    }
-    const auto placement = placement_from_json(jj.at("placement"));
-    if ((job.state == JobState::kRunning) != !placement.empty())
-      return Error::invalid("job " + spec.name + " is " + job_state_name(job.state) +
-                            (placement.empty() ? " without a placement" : " but holds a placement"));
-    if (job.state == JobState::kRunning) {
-      // The same checks as an admit record's: nodes exist, types match, accelerators are in range and free.
-      auto p = placement_from_record(s, placement);
-      if (!p) return Error::invalid("job " + spec.name + ": " + p.error().message);
-      if (p->pod_sets.size() != job.pod_sets.size())
-        return Error::invalid("job " + spec.name + " has " + std::to_string(job.pod_sets.size()) + " pod sets, its placement " +
-                              std::to_string(p->pod_sets.size()));
-      charge(s.room, s.usage, s, job, *p);
-      job.placement = std::move(*p);
-    }
-    index_new_job(s, job);
+  // A run of jobs compacted by retention: only their IDs are kept (core/state.h, compact_finished).
+  if (jj.contains("compacted")) {
+    const auto n = jj.at("compacted").get<uint64_t>();
+    if (n == 0 || n > UINT32_MAX - s.jobs.size()) return Error::invalid("a run of compacted jobs has a bad length " + jj.at("compacted").dump());
+    s.jobs.append_compacted(n);
+    return ok_status();
   }
+  // A field at its usual value may be left out (JobEncoding::kCompact, job_to_json): format 1 writes every field.
+  const JobSpec spec = job_from_json(jj.at("spec"));
+  const Time submitted_at = jj.at("submitted_at").get<Time>();
+  auto id = restore_submitted_job(s, spec, submitted_at, jj.value("priority", 0), plan_id_from(s, jj, "job " + spec.name));
+  if (!id) return Error::invalid(id.error().message);
+  Job& job = s.jobs[id->index()];
+  s.waiting_jobs.erase(job.id);  // submission indexed it as Pending; it is indexed again by its own state
+  job.arrival = jj.value("arrival", expected_arrival_);
+  expected_arrival_ = job.arrival + 1;
+  next_arrival_ = std::max(next_arrival_, job.arrival + 1);
+  job.waiting_since = jj.value("waiting_since", submitted_at);
+  if (jj.contains("locality_wait_from")) job.locality_wait_from = jj.at("locality_wait_from").get<Time>();
+  job.state = state_from(jj.at("state"));
+  job.reason = text(jj.at("reason").get<std::string>());
+  job.reason_code = code_from(jj.at("reason_code"));
+  job.feasible = jj.value("feasible", true);
+  job.borrowing = jj.value("borrowing", false);
+  job.started_at = jj.value("started_at", Time{0});
+  job.work_done_s = jj.value("work_done_s", int64_t{0});
+  job.preemptions = jj.value("preemptions", 0);
+  job.restarts = jj.value("restarts", 0);
+  if (job.work_done_s < 0 || job.preemptions < 0 || job.restarts < 0)
+    return Error::invalid("job " + spec.name + " has a negative counter");
+  job.history.clear();
+  for (const auto& h : jj.at("history"))
+    job.history.push_back({h.at(0).get<Time>(), state_from(h.at(1)), state_from(h.at(2)), h.at(3).get<std::string>()});
+  // Held, deleted and resized since its submission (absent in snapshots written before these existed).
+  job.held = jj.value("held", false);
+  job.time_limit_s = jj.value("time_limit_s", int64_t{0});
+  job.time_limit_resets = jj.value("time_limit_resets", false);
+  job.run_before_s = jj.value("run_before_s", int64_t{0});
+  if (job.time_limit_s < 0 || job.run_before_s < 0) return Error::invalid("job " + spec.name + " has a negative time limit or running time");
+  job.start_timeouts = jj.value("start_timeouts", 0);  // absent unless a run timed out starting
+  job.backoff_until = jj.value("backoff_until", Time{0});
+  if (job.start_timeouts < 0) return Error::invalid("job " + spec.name + " has a negative start_timeouts");
+  job.attempt_base = jj.value("attempt_base", 0);
+  if (job.attempt_base < 0) return Error::invalid("job " + spec.name + " has a negative attempt_base");
+  job.attempt_folded = jj.value("attempt_folded", 0);  // absent unless its base came from folded names
+  if (job.attempt_folded < 0 || job.attempt_folded > job.attempt_base)
+    return Error::invalid("job " + spec.name + " has attempt_folded " + std::to_string(job.attempt_folded) +
+                          "; it must be between 0 and its attempt_base " + std::to_string(job.attempt_base));
+  job.resizes.clear();
+  for (const auto& r : jj.value("resizes", json::array())) {
+    const auto cause = r.at(3).get<std::string>();
+    if (cause != "grow" && cause != "shrink") throw std::invalid_argument("job " + spec.name + ": unknown resize cause " + cause);
+    job.resizes.push_back({r.at(0).get<Time>(), r.at(1).get<int>(), r.at(2).get<int>(),
+                           cause == "grow" ? ResizeCause::kGrow : ResizeCause::kShrink, r.at(4).get<std::string>()});
+  }
+  if (jj.value("deleted", false)) {
+    if (is_active(job.state)) return Error::invalid("job " + spec.name + " is deleted but " + job_state_name(job.state));
+    job.deleted = true;
+    s.job_by_name.erase(spec.name);  // its name is free: a later job may hold it
+  }
+  const auto placement = jj.contains("placement") ? placement_from_json(jj.at("placement")) : std::vector<PodSetRecord>{};
+  if ((job.state == JobState::kRunning) != !placement.empty())
+    return Error::invalid("job " + spec.name + " is " + job_state_name(job.state) +
+                          (placement.empty() ? " without a placement" : " but holds a placement"));
+  if (job.state == JobState::kRunning) {
+    // The same checks as an admit record's: nodes exist, types match, accelerators are in range and free.
+    auto p = placement_from_record(s, placement);
+    if (!p) return Error::invalid("job " + spec.name + ": " + p.error().message);
+    if (p->pod_sets.size() != job.pod_sets.size())
+      return Error::invalid("job " + spec.name + " has " + std::to_string(job.pod_sets.size()) + " pod sets, its placement " +
+                            std::to_string(p->pod_sets.size()));
+    charge(s.room, s.usage, s, job, *p);
+    job.placement = std::move(*p);
+  }
+  index_new_job(s, job);
+  return ok_status();
+}
+
+Status ClusterRestore::finish_throwing(const json& j) {
+  ClusterState& s = s_;
   const auto recorded_next = j.at("next_arrival").get<uint64_t>();
-  if (recorded_next < next_arrival)
+  if (recorded_next < next_arrival_)
     return Error::invalid("next_arrival " + std::to_string(recorded_next) + " is not after every job's arrival");
   s.next_arrival = recorded_next;
   for (const auto& name : j.value("removed_teams", json::array()))
@@ -241,10 +253,90 @@ Result<ClusterState> restore(const json& j, const Catalog& catalog) {
       return Error::invalid("room_changed_at has " + std::to_string(room.size()) + " entries for " + std::to_string(s.nodes.size()) + " nodes");
     s.room_changed_at = std::move(room);
   }
-  return s;
+  return ok_status();
 }
 
-json job_to_json(const ClusterState& s, const Job& j) {
+Result<ClusterRestore> ClusterRestore::begin(const json& doc, const Catalog& catalog) {
+  ClusterRestore r(catalog);
+  try {
+    if (auto st = r.begin_throwing(doc); !st) return st.error();
+  } catch (const std::exception& e) {
+    return Error::invalid(std::string("malformed: ") + e.what());
+  }
+  return r;
+}
+
+Status ClusterRestore::add_job_entry(const json& entry) {
+  try {
+    return add_job_throwing(entry);
+  } catch (const std::exception& e) {
+    return Error::invalid(std::string("malformed job entry: ") + e.what());
+  }
+}
+
+Result<ClusterState> ClusterRestore::finish(const json& doc) && {
+  try {
+    if (auto st = finish_throwing(doc); !st) return st.error();
+  } catch (const std::exception& e) {
+    return Error::invalid(std::string("malformed: ") + e.what());
+  }
+  return std::move(s_);
+}
+
+namespace {
+
+// The journal's JSON of a job's spec, without the fields at their defaults (job_from_json reads them back so).
+json compact_spec(const JobSpec& spec) {
+  json j = to_json(spec);
+  for (const char* key : {"checkpoint_interval_s", "max_retries"})
+    if (j.contains(key) && j.at(key) == 0) j.erase(key);
+  for (const char* key : {"env", "labels"})
+    if (j.contains(key) && j.at(key).empty()) j.erase(key);
+  for (const char* key : {"priority", "plan"})
+    if (j.contains(key) && j.at(key) == "") j.erase(key);
+  return j;
+}
+
+// kCompact leaves out each field at the value ClusterRestore::add_job_throwing takes when it is missing: most jobs
+// are finished jobs that were never held, resized, preempted or restarted.
+json job_to_json(const ClusterState& s, const Job& j, JobEncoding encoding, uint64_t expected_arrival) {
+  if (encoding == JobEncoding::kCompact) {
+    json out = {{"spec", compact_spec(j.spec)},
+                {"submitted_at", j.submitted_at},
+                {"state", job_state_name(j.state)},
+                {"reason", j.reason.str()},
+                {"reason_code", reason_code_name(j.reason_code)}};
+    json history = json::array();
+    for (const auto& h : j.history) history.push_back({h.at, job_state_name(h.from), job_state_name(h.to), h.reason});
+    out["history"] = std::move(history);
+    if (j.priority != 0) out["priority"] = j.priority;
+    if (j.arrival != expected_arrival) out["arrival"] = j.arrival;
+    if (j.waiting_since != j.submitted_at) out["waiting_since"] = j.waiting_since;
+    if (!j.feasible) out["feasible"] = false;
+    if (!j.placement.pod_sets.empty()) out["placement"] = placement_to_json(placement_names(s, j.placement));
+    if (j.borrowing) out["borrowing"] = true;
+    if (j.started_at != 0) out["started_at"] = j.started_at;
+    if (j.work_done_s != 0) out["work_done_s"] = j.work_done_s;
+    if (j.preemptions != 0) out["preemptions"] = j.preemptions;
+    if (j.restarts != 0) out["restarts"] = j.restarts;
+    if (j.held) out["held"] = true;
+    if (j.deleted) out["deleted"] = true;
+    if (j.attempt_base != 0) out["attempt_base"] = j.attempt_base;
+    if (!j.resizes.empty()) {
+      json resizes = json::array();
+      for (const auto& r : j.resizes) resizes.push_back({r.at, r.from, r.to, resize_cause_name(r.cause), r.reason});
+      out["resizes"] = std::move(resizes);
+    }
+    if (j.locality_wait_from) out["locality_wait_from"] = *j.locality_wait_from;
+    if (j.plan.valid()) out["plan"] = j.plan.value;
+    if (j.attempt_folded != 0) out["attempt_folded"] = j.attempt_folded;
+    if (j.time_limit_s != 0) out["time_limit_s"] = j.time_limit_s;
+    if (j.time_limit_resets) out["time_limit_resets"] = true;
+    if (j.run_before_s != 0) out["run_before_s"] = j.run_before_s;
+    if (j.start_timeouts != 0) out["start_timeouts"] = j.start_timeouts;
+    if (j.backoff_until != 0) out["backoff_until"] = j.backoff_until;
+    return out;
+  }
   json history = json::array();
   for (const auto& h : j.history) history.push_back({h.at, job_state_name(h.from), job_state_name(h.to), h.reason});
   json resizes = json::array();
@@ -286,10 +378,11 @@ json job_to_json(const ClusterState& s, const Job& j) {
 
 }  // namespace
 
-void for_each_job_entry(const ClusterState& s, const std::function<void(const json&)>& f) {
+void for_each_job_entry(const ClusterState& s, const std::function<void(const json&)>& f, JobEncoding encoding) {
   // Compacted jobs as runs of IDs, so that a snapshot follows the jobs kept, not every job ever submitted.
   // Iteration skips the table's freed chunks (core/job_table.h): the IDs it skips are tombstones too.
   uint64_t next_id = 0;
+  uint64_t expected_arrival = 0;  // the previous job entry's arrival + 1, as ClusterRestore expects it
   auto tombstones_up_to = [&](uint64_t id) {
     if (id <= next_id) return;
     f(json{{"compacted", id - next_id}});
@@ -299,7 +392,8 @@ void for_each_job_entry(const ClusterState& s, const std::function<void(const js
     if (j.compacted) continue;  // part of the run before the next job kept
     tombstones_up_to(j.id.index());
     next_id = j.id.index() + 1;
-    f(job_to_json(s, j));
+    f(job_to_json(s, j, encoding, expected_arrival));
+    expected_arrival = j.arrival + 1;
   }
   tombstones_up_to(s.jobs.size());
 }
@@ -334,11 +428,15 @@ json cluster_to_json(const ClusterState& s, bool with_jobs) {
 }
 
 Result<ClusterState> cluster_from_json(const json& j, const Catalog& catalog) {
+  auto r = ClusterRestore::begin(j, catalog);
+  if (!r) return r.error();
   try {
-    return restore(j, catalog);
+    for (const auto& entry : j.at("jobs"))
+      if (auto st = r->add_job_entry(entry); !st) return st.error();
   } catch (const std::exception& e) {
     return Error::invalid(std::string("malformed: ") + e.what());
   }
+  return std::move(*r).finish(j);
 }
 
 }  // namespace allot::store

@@ -53,6 +53,8 @@ std::string record_checksum(uint64_t seq, Time at, std::string_view kind, std::s
   return Sha256().add("allot-record-1\n").line(std::to_string(seq)).line(std::to_string(at)).line(kind).add(body).hex128();
 }
 
+std::string snapshot_checksum(std::string_view text) { return Sha256().add("allot-snapshot-2\n").add(text).hex128(); }
+
 std::string chain_checksum(std::string_view previous_chain, const std::vector<std::string>& record_sums) {
   Sha256 h;
   h.add("allot-batch-1\n").line(previous_chain);

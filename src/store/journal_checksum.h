@@ -39,6 +39,11 @@ struct BatchSums {
 };
 
 std::string record_checksum(uint64_t seq, Time at, std::string_view kind, std::string_view body);
+// A snapshot's checksum (server/state_snapshot.h, format 2), over its text after the first line, the line that
+// carries it: a torn or changed snapshot is then never restored (start-up replays the journal instead).
+//
+//     snapshot_sum = hex128(SHA-256("allot-snapshot-2\n" text))
+std::string snapshot_checksum(std::string_view text);
 std::string chain_checksum(std::string_view previous_chain, const std::vector<std::string>& record_sums);
 
 // The sums of a batch of records (seq, at, kind per record, and the bodies record_bodies() encoded), after the batch

@@ -39,7 +39,7 @@ Result<std::string> join_snapshot(uint64_t seq, size_t expected, const std::vect
   for (size_t i = 0; i < expected; ++i) {
     if (i >= parts.size() || parts[i].first != static_cast<int64_t>(i))
       return Error::internal("the snapshot at journal record " + std::to_string(seq) + " is incomplete: part " + std::to_string(i) +
-                             " of " + std::to_string(expected) + " is missing (start with --no-snapshots to replay the whole journal)");
+                             " of " + std::to_string(expected) + " is missing");
     body += parts[i].second;
   }
   if (parts.size() != expected)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End to end: kill -9 of a server that writes a snapshot after every batch (--snapshot-every 1), so that a kill
+# End to end: kill -9 of a server that writes a snapshot after every batch (--snapshot-every 1 --snapshot-min-records 0), so that a kill
 # lands in the middle of writing one more often than not, under a stream of submissions; on SQLite and, where it
 # can be installed, PostgreSQL. After each kill the server starts from its latest snapshot (its log says so) and
 # every acknowledged submission is present.
@@ -13,7 +13,7 @@ if start_postgres optional; then DATABASES+=("$PG_URL"); else say "SQLite only";
 
 for db in "${DATABASES[@]}"; do
   rm -rf "$WORK/server" "$WORK/stop-stream"
-  start_server --database "$db" --snapshot-every 1
+  start_server --database "$db" --snapshot-every 1 --snapshot-min-records 0
   cat >"$WORK/teams.yaml" <<'YAML'
 teams:
   - name: team-a
@@ -58,7 +58,7 @@ YAML
         sleep 0.1
       done
     fi
-    start_server --database "$db" --snapshot-every 1
+    start_server --database "$db" --snapshot-every 1 --snapshot-min-records 0
     grep_q "after the snapshot at record" "$WORK/server.err.log" ||
       fail "round $round: the restarted server did not start from a snapshot: $(grep replayed "$WORK/server.err.log")"
     "$ALLOT" jobs -o json >"$WORK/jobs.json" || fail "allot jobs failed after the restart"

@@ -46,6 +46,7 @@ class ServerStandby : public ::testing::Test {
   Server& start(const std::string& name, uint64_t snapshot_every = ServerOptions{}.snapshot_every_records) {
     ServerOptions o;
     o.snapshot_every_records = snapshot_every;
+    o.snapshot_min_records = 0;  // the test's journals are far below the size where snapshots pay
     o.listen = "127.0.0.1:0";
     o.data_dir = (root_ / name).string();
     o.database = database_;

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <set>
 
 #include "core/scheduler.h"
 #include "server/server_state.h"
 #include "server/state_snapshot.h"
+#include "store/journal_checksum.h"
 #include "store/record_json.h"
 #include "store/replay.h"
 #include "view/state_json.h"
@@ -199,7 +201,7 @@ json observable(const ServerState& st, Time now) {
   ClusterState copy = s;
   json decisions = json::array();
   for (const Decision& d : schedule(copy, now).decisions) decisions.push_back(record_body_json(Record{0, now, decision_record(copy, d)}));
-  return {{"server", json::parse(encode_state_snapshot(st, {}))},
+  return {{"server", snapshot_document(encode_state_snapshot(st, {})).value()},
           {"jobs", jobs},
           {"nodes", nodes},
           {"teams", teams},
@@ -257,7 +259,7 @@ TEST(Snapshot, CompactedJobsTakeOneEntryPerRun) {
   op(CompactFinished{3}, 5);
   ASSERT_EQ(st.cluster.compacted_jobs, 500u);
   const std::string body = encode_state_snapshot(st, {});
-  const json cluster_jobs = json::parse(body).at("cluster").at("jobs");
+  const json cluster_jobs = snapshot_document(body).value().at("cluster").at("jobs");
   ASSERT_EQ(cluster_jobs.size(), 2u);  // one run of 500 tombstones, and "kept"
   EXPECT_EQ(cluster_jobs[0].at("compacted"), 500);
   EXPECT_LT(body.size() * 20, before) << "500 cancelled jobs took " << before << " bytes, their tombstones " << body.size();
@@ -270,29 +272,43 @@ TEST(Snapshot, CompactedJobsTakeOneEntryPerRun) {
   EXPECT_EQ(restored->state.cluster.attempts_used.at("j7"), 1);
 }
 
-// The jobs and the audit trail are written into the text entry by entry (state_snapshot.cpp): the text must be
-// exactly the whole document's dump, at every position of the journal, and when some text of the state holds
-// the mark that stands for them.
-TEST(Snapshot, TheTextWrittenInPiecesIsTheWholeDocumentsDump) {
+// Format 2 is lines (state_snapshot.h): the first names the format and the checksum of the rest, the second is the
+// header with the entries' counts, then one line per entry. Read back as a document and written again, the body is
+// the same text, at every position of the journal; a newline inside a text stays inside its line (JSON escapes it).
+TEST(Snapshot, TheBodyIsOneLinePerEntryAfterItsHeader) {
   const Journal j = sample_journal();
   for (size_t n = 1; n <= j.records().size(); ++n) {
     const ServerState st = replay_prefix(j.records(), n);
     const std::string body = encode_state_snapshot(st, {});
-    const json doc = json::parse(body);
-    ASSERT_EQ(doc.dump(-1, ' ', false, json::error_handler_t::replace), body) << "after record " << n;
+    ASSERT_EQ(body.rfind("allot-snapshot 2 ", 0), 0u) << body.substr(0, 40);
+    ASSERT_EQ(body.back(), '\n');
+    const json doc = snapshot_document(body).value();
+    ASSERT_EQ(snapshot_from_document(doc), body) << "after record " << n;
+    const size_t lines = static_cast<size_t>(std::count(body.begin(), body.end(), '\n'));
+    ASSERT_EQ(lines, 2 + doc.at("cluster").at("jobs").size() + doc.at("accounts").size() + doc.at("audit").size() +
+                         doc.at("events").size());
     ASSERT_EQ(doc.at("audit").size(), st.audit.size());
   }
   ServerState st = j.live();
-  const std::string clean = encode_state_snapshot(st, {});
-  ASSERT_NE(json::parse(clean).at("cluster").at("jobs").size(), 0u);
-  ASSERT_NE(json::parse(clean).at("audit").size(), 0u);
-  // A message that holds the jobs' mark: the whole document is written instead, still the same text.
-  st.audit.front().audit.message = std::string("\x01allot-snapshot-jobs\x01");
-  const std::string marked = encode_state_snapshot(st, {});
-  const json doc = json::parse(marked);
-  EXPECT_EQ(doc.dump(-1, ' ', false, json::error_handler_t::replace), marked);
-  EXPECT_EQ(doc.at("audit").front().at("audit").at("message"), "\x01allot-snapshot-jobs\x01");
-  EXPECT_EQ(doc.at("cluster").at("jobs"), json::parse(clean).at("cluster").at("jobs"));
+  st.audit.front().audit.message = "two\nlines";
+  const std::string body = encode_state_snapshot(st, {});
+  auto restored = restore_state_snapshot(st.last_seq, body);
+  ASSERT_TRUE(restored.ok()) << restored.error().message;
+  EXPECT_EQ(restored->state.audit.front().audit.message, "two\nlines");
+}
+
+// Compact job entries leave out the fields at their usual values: the body is smaller than format 1's document
+// of the same state, and both restore to it.
+TEST(Snapshot, CompactEntriesAreSmallerThanFormatOnesAndRestoreTheSame) {
+  const Journal j = sample_journal();
+  const ServerState st = j.live();
+  const std::string two = encode_state_snapshot(st, {}), one = encode_state_snapshot_format1(st, {});
+  EXPECT_LT(two.size(), one.size());
+  auto a = restore_state_snapshot(st.last_seq, two), b = restore_state_snapshot(st.last_seq, one);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(observable(a->state, 1000), observable(b->state, 1000));
+  EXPECT_EQ(observable(a->state, 1000), observable(st, 1000));
 }
 
 // At every position of the journal: snapshot, restore, replay the rest; the result is the full replay's.
@@ -306,12 +322,16 @@ TEST(Snapshot, RestoredAtAnyRecordPlusTheTailEqualsAFullReplay) {
     SCOPED_TRACE("snapshot after record " + std::to_string(cut));
     const ServerState prefix = replay_prefix(records, cut);
     const std::vector<Event> events = {{1, 100, "submit", "x", "", "submitted", "a"}};
-    auto restored = restore_state_snapshot(cut, encode_state_snapshot(prefix, cut ? events : std::vector<Event>{}));
-    ASSERT_TRUE(restored.ok()) << restored.error().message;
-    ServerState st = std::move(restored->state);
-    std::vector<Event> tail_events;
-    for (size_t i = cut; i < records.size(); ++i) ASSERT_TRUE(apply(st, records[i], tail_events).ok()) << records[i].seq;
-    ASSERT_EQ(observable(st, end), expected);
+    // Format 2, as this version writes it, and format 1, as earlier versions did: both still restore.
+    for (const std::string& body : {encode_state_snapshot(prefix, cut ? events : std::vector<Event>{}),
+                                    encode_state_snapshot_format1(prefix, cut ? events : std::vector<Event>{})}) {
+      auto restored = restore_state_snapshot(cut, body);
+      ASSERT_TRUE(restored.ok()) << restored.error().message;
+      ServerState st = std::move(restored->state);
+      std::vector<Event> tail_events;
+      for (size_t i = cut; i < records.size(); ++i) ASSERT_TRUE(apply(st, records[i], tail_events).ok()) << records[i].seq;
+      ASSERT_EQ(observable(st, end), expected) << body.substr(0, 20);
+    }
   }
 }
 
@@ -343,16 +363,16 @@ TEST(Snapshot, EventsKeepTheirAudience) {
   EXPECT_EQ(restored->events[0].audience, EventAudience::kWholeClusterReaders);
   EXPECT_EQ(restored->events[1].audience, EventAudience::kEveryReader);
 
-  json before = json::parse(text);  // as a snapshot of the previous version wrote it: eight fields per event
+  json before = snapshot_document(text).value();  // as a snapshot of an earlier version had it: eight fields per event
   for (json& e : before["events"]) e.erase(8);
-  auto legacy = restore_state_snapshot(st.last_seq, before.dump());
+  auto legacy = restore_state_snapshot(st.last_seq, snapshot_from_document(before));
   ASSERT_TRUE(legacy.ok()) << legacy.error().message;
   EXPECT_EQ(legacy->events[0].audience, EventAudience::kWholeClusterReaders);
   EXPECT_EQ(legacy->events[1].audience, EventAudience::kEveryReader);
 
-  json unknown = json::parse(text);
+  json unknown = snapshot_document(text).value();
   unknown["events"][1][8] = "everyone-and-their-dog";
-  auto bad = restore_state_snapshot(st.last_seq, unknown.dump());
+  auto bad = restore_state_snapshot(st.last_seq, snapshot_from_document(unknown));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("unknown audience"), std::string::npos) << bad.error().message;
 }
@@ -368,14 +388,14 @@ TEST(Snapshot, DecisionCountersByRuleCarryTeamAndTypeAndOldOnesAreLeftOut) {
     EXPECT_EQ(key.instance_type, "ml.p5.48xlarge");
     EXPECT_TRUE(key.team == "a" || key.team == "b") << key.team;
   }
-  json body = json::parse(encode_state_snapshot(st, {}));
-  auto same = restore_state_snapshot(st.last_seq, body.dump());
+  json body = snapshot_document(encode_state_snapshot(st, {})).value();
+  auto same = restore_state_snapshot(st.last_seq, snapshot_from_document(body));
   ASSERT_TRUE(same.ok()) << same.error().message;
   EXPECT_EQ(same->state.observed.admissions_by_rule, st.observed.admissions_by_rule);
   EXPECT_EQ(same->state.observed.preemptions_by_rule, st.observed.preemptions_by_rule);
   body["observed"]["admissions_by_rule"] = {{"borrowing", 2}, {"within-nominal", 5}};
   body["observed"]["preemptions_by_rule"] = {{"reclaim", 1}};
-  auto old = restore_state_snapshot(st.last_seq, body.dump());
+  auto old = restore_state_snapshot(st.last_seq, snapshot_from_document(body));
   ASSERT_TRUE(old.ok()) << old.error().message;
   EXPECT_TRUE(old->state.observed.admissions_by_rule.empty());
   EXPECT_TRUE(old->state.observed.preemptions_by_rule.empty());
@@ -390,7 +410,8 @@ TEST(Snapshot, ADamagedSnapshotIsAnErrorNamingItsSeq) {
   const Journal j = sample_journal();
   const ServerState st = replay_prefix(j.records(), j.records().size());
   const uint64_t seq = st.last_seq;
-  const json good = json::parse(encode_state_snapshot(st, {}));
+  const std::string body = encode_state_snapshot(st, {});
+  const json good = snapshot_document(body).value();
   struct Case {
     std::string what;
     std::function<void(json&)> damage;
@@ -437,14 +458,60 @@ TEST(Snapshot, ADamagedSnapshotIsAnErrorNamingItsSeq) {
     SCOPED_TRACE(c.what);
     json bad = good;
     c.damage(bad);
-    auto r = restore_state_snapshot(seq, bad.dump());
-    ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.error().message.find("snapshot at journal record " + std::to_string(seq)), std::string::npos) << r.error().message;
-    EXPECT_NE(r.error().message.find(c.expect), std::string::npos) << r.error().message;
+    // Both formats: format 2 sealed with a fresh checksum (the damage is valid-looking), and format 1's document.
+    json one = bad;
+    if (one.value("format", 0) == 2) one["format"] = 1;
+    for (const std::string& text : {snapshot_from_document(bad), one.dump()}) {
+      auto r = restore_state_snapshot(seq, text);
+      ASSERT_FALSE(r.ok()) << text.substr(0, 20);
+      EXPECT_NE(r.error().message.find("snapshot at journal record " + std::to_string(seq)), std::string::npos) << r.error().message;
+      EXPECT_NE(r.error().message.find(c.expect), std::string::npos) << r.error().message;
+    }
   }
-  auto truncated = restore_state_snapshot(seq, good.dump().substr(0, 100));
+  auto truncated = restore_state_snapshot(seq, encode_state_snapshot_format1(st, {}).substr(0, 100));
   ASSERT_FALSE(truncated.ok());
   EXPECT_NE(truncated.error().message.find("snapshot at journal record " + std::to_string(seq) + " is not valid JSON"), std::string::npos);
+}
+
+// Format 2's framing: a body cut anywhere, or changed in any byte after its first line, does not match its
+// checksum; a first line of another format, or cut short, is refused before anything is read; and a body whose
+// lines do not match its header's counts (resealed, so the checksum matches) says which section ran short.
+TEST(Snapshot, ATornOrChangedBodyIsRefusedByItsChecksum) {
+  const Journal j = sample_journal();
+  const ServerState st = replay_prefix(j.records(), j.records().size());
+  const uint64_t seq = st.last_seq;
+  const std::string body = encode_state_snapshot(st, {});
+  const size_t first = body.find('\n') + 1;
+  for (size_t cut : {first, first + 1, body.size() / 3, body.size() / 2, body.size() - 1}) {
+    auto r = restore_state_snapshot(seq, body.substr(0, cut));
+    ASSERT_FALSE(r.ok()) << cut;
+    EXPECT_NE(r.error().message.find("does not match its checksum"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find("torn"), std::string::npos) << r.error().message;
+  }
+  for (size_t at = first; at < body.size(); at += 97) {
+    std::string changed = body;
+    changed[at] = changed[at] == '1' ? '2' : '1';
+    auto r = restore_state_snapshot(seq, changed);
+    ASSERT_FALSE(r.ok()) << at;
+    EXPECT_NE(r.error().message.find("does not match its checksum"), std::string::npos) << r.error().message;
+  }
+  auto other = restore_state_snapshot(seq, "allot-snapshot 3 " + body.substr(17));
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().message.find("format 3, this version reads 1 and 2"), std::string::npos) << other.error().message;
+  auto short_line = restore_state_snapshot(seq, "allot-snapshot 2");
+  ASSERT_FALSE(short_line.ok());
+  EXPECT_NE(short_line.error().message.find("cut short"), std::string::npos) << short_line.error().message;
+
+  json doc = snapshot_document(body).value();
+  doc["audit"].erase(doc["audit"].size() - 1);
+  std::string sealed = snapshot_from_document(doc);
+  // The counts now say one fewer audit entry: put the header of the full body back, and reseal the text.
+  const std::string full_header = body.substr(first, body.find('\n', first) - first + 1);
+  const size_t sealed_first = sealed.find('\n') + 1;
+  const std::string text = full_header + sealed.substr(sealed.find('\n', sealed_first) + 1);
+  auto short_section = restore_state_snapshot(seq, "allot-snapshot 2 " + store::snapshot_checksum(text) + "\n" + text);
+  ASSERT_FALSE(short_section.ok());
+  EXPECT_NE(short_section.error().message.find("audit entries"), std::string::npos) << short_section.error().message;
 }
 
 }  // namespace
