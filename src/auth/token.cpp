@@ -7,31 +7,14 @@
 #include <array>
 #include <stdexcept>
 
+#include "auth/random_hex.h"
+
 namespace allot::auth {
 namespace {
 
 constexpr std::string_view kPrefix = "allot_";
 constexpr size_t kIdBytes = 5;       // 10 hex digits
 constexpr size_t kSecretBytes = 32;  // 64 hex digits
-
-std::string hex(const unsigned char* data, size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    out += digits[data[i] >> 4];
-    out += digits[data[i] & 15];
-  }
-  return out;
-}
-
-std::string random_hex(size_t bytes) {
-  std::array<unsigned char, 64> buf{};
-  // RAND_bytes fails only when the system cannot seed it; issuing a guessable token instead would be worse.
-  if (bytes > buf.size() || RAND_bytes(buf.data(), static_cast<int>(bytes)) != 1)
-    throw std::runtime_error("the system's random source failed; cannot make a token");
-  return hex(buf.data(), bytes);
-}
 
 bool all_hex(std::string_view s) {
   for (char c : s)
@@ -43,8 +26,8 @@ bool all_hex(std::string_view s) {
 
 IssuedToken issue_token() {
   IssuedToken t;
-  t.id = random_hex(kIdBytes);
-  const std::string secret = random_hex(kSecretBytes);
+  t.id = random_hex(kIdBytes, "a token");
+  const std::string secret = random_hex(kSecretBytes, "a token");
   t.secret_hash = hash_secret(secret);
   t.bearer = std::string(kPrefix) + t.id + "_" + secret;
   return t;
