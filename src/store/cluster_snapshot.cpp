@@ -297,6 +297,20 @@ json compact_spec(const JobSpec& spec) {
   return j;
 }
 
+// The job's fields that both encodings write only when set, so that snapshots of jobs without them read as they
+// always have: a locality wait (core/locality_wait.h), a plan, folded attempts, the wall-time limit resolved at
+// submission and the running time toward it (core/time_limit.h), gang start timeouts (core/start_timeout.h).
+void put_fields_when_set(json& out, const Job& j) {
+  if (j.locality_wait_from) out["locality_wait_from"] = *j.locality_wait_from;
+  if (j.plan.valid()) out["plan"] = j.plan.value;
+  if (j.attempt_folded != 0) out["attempt_folded"] = j.attempt_folded;
+  if (j.time_limit_s != 0) out["time_limit_s"] = j.time_limit_s;
+  if (j.time_limit_resets) out["time_limit_resets"] = true;
+  if (j.run_before_s != 0) out["run_before_s"] = j.run_before_s;
+  if (j.start_timeouts != 0) out["start_timeouts"] = j.start_timeouts;
+  if (j.backoff_until != 0) out["backoff_until"] = j.backoff_until;
+}
+
 // kCompact leaves out each field at the value ClusterRestore::add_job_throwing takes when it is missing: most jobs
 // are finished jobs that were never held, resized, preempted or restarted.
 json job_to_json(const ClusterState& s, const Job& j, JobEncoding encoding, uint64_t expected_arrival) {
@@ -327,14 +341,7 @@ json job_to_json(const ClusterState& s, const Job& j, JobEncoding encoding, uint
       for (const auto& r : j.resizes) resizes.push_back({r.at, r.from, r.to, resize_cause_name(r.cause), r.reason});
       out["resizes"] = std::move(resizes);
     }
-    if (j.locality_wait_from) out["locality_wait_from"] = *j.locality_wait_from;
-    if (j.plan.valid()) out["plan"] = j.plan.value;
-    if (j.attempt_folded != 0) out["attempt_folded"] = j.attempt_folded;
-    if (j.time_limit_s != 0) out["time_limit_s"] = j.time_limit_s;
-    if (j.time_limit_resets) out["time_limit_resets"] = true;
-    if (j.run_before_s != 0) out["run_before_s"] = j.run_before_s;
-    if (j.start_timeouts != 0) out["start_timeouts"] = j.start_timeouts;
-    if (j.backoff_until != 0) out["backoff_until"] = j.backoff_until;
+    put_fields_when_set(out, j);
     return out;
   }
   json history = json::array();
@@ -361,18 +368,7 @@ json job_to_json(const ClusterState& s, const Job& j, JobEncoding encoding, uint
               {"deleted", j.deleted},
               {"attempt_base", j.attempt_base},
                   {"resizes", std::move(resizes)}};
-  // Written only when set, so snapshots of jobs that never waited for locality read as they always have.
-  if (j.locality_wait_from) out["locality_wait_from"] = *j.locality_wait_from;
-  if (j.plan.valid()) out["plan"] = j.plan.value;
-  if (j.attempt_folded != 0) out["attempt_folded"] = j.attempt_folded;
-  // The wall-time limit resolved at submission and the running time toward it (core/time_limit.h); absent
-  // without a limit, so snapshots of jobs without limits read as they always did.
-  if (j.time_limit_s != 0) out["time_limit_s"] = j.time_limit_s;
-  if (j.time_limit_resets) out["time_limit_resets"] = true;
-  if (j.run_before_s != 0) out["run_before_s"] = j.run_before_s;
-  // Gang start timeouts (core/start_timeout.h); absent when none happened.
-  if (j.start_timeouts != 0) out["start_timeouts"] = j.start_timeouts;
-  if (j.backoff_until != 0) out["backoff_until"] = j.backoff_until;
+  put_fields_when_set(out, j);
   return out;
 }
 
