@@ -30,14 +30,19 @@ std::optional<BackfillReservation> plan_reservation(const ClusterState& s, const
   };
   // Ending more jobs only frees room and quota, so whether the holder fits grows with time: the earliest time is
   // found by bisection, a few placements however many jobs run (a placement at every end cost one per running job).
-  if (group_end.empty() || !try_after(group_end.size() - 1).ok) return std::nullopt;
-  size_t lo = 0, hi = group_end.size() - 1;  // the answer is in [lo, hi]; hi fits
+  if (group_end.empty()) return std::nullopt;
+  AdmissionAttempt a = try_after(group_end.size() - 1);  // the placement at hi, the earliest time known to fit
+  if (!a.ok) return std::nullopt;
+  size_t lo = 0, hi = group_end.size() - 1;  // the answer is in [lo, hi]
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
-    if (try_after(mid).ok) hi = mid;
-    else lo = mid + 1;
+    if (AdmissionAttempt m = try_after(mid); m.ok) {
+      hi = mid;
+      a = std::move(m);
+    } else {
+      lo = mid + 1;
+    }
   }
-  AdmissionAttempt a = try_after(hi);
   BackfillReservation r{holder.id, ends[group_end[hi] - 1].first, std::vector<char>(s.nodes.size(), 0), a.placement.nodes()};
   for (NodeId n : r.nodes) r.reserved[n.index()] = 1;
   return r;
