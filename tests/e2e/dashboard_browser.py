@@ -220,9 +220,14 @@ def run(driver):
     fails_view = json.loads(cli("describe", "a-fails", "-o", "json"))
     wait_until("the failure counted", lambda: text_of(driver, '#failed-counts .card[data-failed="last_hour"] .big') == "1")
     assert text_of(driver, '#failed-counts .card[data-failed="last_day"] .big') == "1"
-    row = driver.find_element(By.CSS_SELECTOR, '#recent-failures tr[data-job="a-fails"]')
-    assert fails_view["reason"] in row.text and fails_view["reason_code"] in row.text, (row.text, fails_view["reason"])
-    assert UTC_TIME.match(row.find_elements(By.TAG_NAME, "td")[0].text), row.text
+    # The row's texts in one script: the page redraws its rows on every refresh, so an element found in one call
+    # may be gone by the next (StaleElementReferenceException).
+    row_text, first_cell = driver.execute_script(
+        "const r = document.querySelector('#recent-failures tr[data-job=\"a-fails\"]');"
+        "return r ? [r.innerText, r.cells[0].innerText] : [null, null];")
+    assert row_text is not None, "no row for a-fails in the recent failures"
+    assert fails_view["reason"] in row_text and fails_view["reason_code"] in row_text, (row_text, fails_view["reason"])
+    assert UTC_TIME.match(first_cell.strip()), row_text
     assert "jobs kept" in text_of(driver, '.card[data-jobs="total"]') and "ever submitted" not in text_of(driver, "#page")
     shot(driver, "cluster-failure")
     driver.find_element(By.CSS_SELECTOR, '.card[data-jobs="Failed"] a.count-link').click()
