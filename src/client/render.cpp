@@ -415,6 +415,14 @@ std::string describe_job(const json& j, int64_t now) {
   if (j.contains("max_retries"))
     field("Retries:", text(j, "retries_used", "0") + " of " + text(j, "max_retries") + " used (max_retries " + text(j, "max_retries") + ")");
   field("Time limit:", time_limit_text(j));
+  // Holding the backfill reservation (docs/scheduling.md, "Backfill"): "reserved from 14:05 on nn3-2".
+  if (j.contains("reservation") && j["reservation"].is_object()) {
+    const json& r = j["reservation"];
+    const int64_t at = time_at(r, "start_at", -1);
+    std::string nodes = shorten(join(r.value("nodes", json::array()), ", "), 100);
+    field("Reserved:", "from " + clock_time(at) + (at > now ? " (in " + std::to_string(at - now) + " s)" : "") + " on " + nodes +
+                           " (backfill: later jobs may not take these nodes unless they end by then)");
+  }
   // The last rule on its output that fired (docs/resiliency.md, "Rules on a job's output"); the line only for
   // readers of the job's logs (the server leaves it out for others).
   if (j.contains("log_rule") && j["log_rule"].is_object()) {

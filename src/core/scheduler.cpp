@@ -33,6 +33,7 @@ ScheduleResult schedule(ClusterState& state, Time now, const ScheduleOptions& op
   else p.note_bound_hit();
   p.give_reasons();
   p.keep_locality_waits();
+  if (p.backfill && p.pass[p.backfill->holder.index()].waiting) p.result.reservation = std::move(p.backfill);
   p.result.next_wakeup = p.wakeup();
   ScheduleResult r = std::move(p.result);
   // Waiting jobs' explanations leave the pass as values, like its decisions, and the state applies them.

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backfill.h"
 #include "core/preemption_record.h"
 #include "core/state.h"
 
@@ -49,6 +50,10 @@ struct ScheduleResult {
   std::vector<WaitingReason> waiting;
   // Jobs whose locality wait began at this pass (only with a locality wait set), still waiting at its end.
   std::vector<LocalityWaitStart> locality_waits;
+  // With policy.backfill: the reservation the pass ended with, when its holder is still waiting (backfill.h).
+  // Not part of the state: every pass plans it afresh, so drivers show it (the holder's `reservation`) and do not
+  // journal it.
+  std::optional<BackfillReservation> reservation;
   // The earliest future time at which time alone could change a decision (a minimum runtime ending, a job
   // reaching the starvation threshold); drivers run the scheduler again then.
   std::optional<Time> next_wakeup;

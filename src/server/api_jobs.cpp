@@ -35,6 +35,13 @@ void add_log_rule(const ServerState& st, const Job& j, const auth::Caller& who, 
   v["log_rule"] = std::move(o);
 }
 
+// A waiting job holding the backfill reservation (policy.backfill): from when, and on which nodes
+// (docs/scheduling.md, "Backfill").
+void add_reservation(const ServerState& st, const Job& j, json& v) {
+  if (!st.reservation || st.reservation->holder != j.id || !is_waiting(j.state)) return;
+  v["reservation"] = {{"start_at", view::time_json(st.reservation->at, view::Times::kRfc3339)}, {"nodes", st.reservation->nodes}};
+}
+
 Render job_render(const std::string& name, const auth::Caller& who, int status = 200) {
   return [name, who, status](const ServerState& st) -> Reply {
     const Job* j = st.cluster.find_job(name);
@@ -46,6 +53,7 @@ Render job_render(const std::string& name, const auth::Caller& who, int status =
     add_preemption_records(st, *j, who, v);
     add_bound_cpus(st, *j, v);
     add_log_rule(st, *j, who, v);
+    add_reservation(st, *j, v);
     // Running, with replicas whose agents pull the image before the start (agents.h, note_pulls).
     if (auto nodes = pulling_nodes(st, *j); !nodes.empty()) v["pulling_image_on"] = nodes;
     // Running, its replicas not yet handed to agents: the stops it waits for (start_gate.h).

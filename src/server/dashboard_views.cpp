@@ -281,6 +281,7 @@ void refresh_queue(QueueCache& cache, const ServerState& st, Time now) {
   for (auto& e : ends) std::sort(e.begin(), e.end());
   std::vector<int64_t> demand(s.catalog.size(), 0);
   cache.estimated_start.assign(cache.order.size(), std::nullopt);
+  cache.estimate_from_reservation.reset();
   for (size_t i = 0; i < cache.order.size(); ++i) {
     const Job& j = s.jobs[cache.order[i].index()];
     auto types = candidate_types(s, j);
@@ -299,6 +300,15 @@ void refresh_queue(QueueCache& cache, const ServerState& st, Time now) {
       }
     }
   }
+  // The backfill reservation's holder starts by its reserved time (docs/scheduling.md, "Backfill"), whatever the
+  // declared durations say; it still counts in the demand above for the jobs behind it.
+  if (st.reservation)
+    for (size_t i = 0; i < cache.order.size(); ++i)
+      if (cache.order[i] == st.reservation->holder) {
+        cache.estimated_start[i] = std::max(now, st.reservation->at);
+        cache.estimate_from_reservation = i;
+        break;
+      }
 }
 
 json queue_page(const QueueCache& cache, const ServerState& st, const QueueQuery& q, const auth::Caller& who, Time now) {
@@ -332,7 +342,10 @@ json queue_page(const QueueCache& cache, const ServerState& st, const QueueQuery
                  {"never_fits", category == WaitCategory::kNeverFits}, {"instance_types", types},
                  {"submitted_at", view::rfc3339(j.submitted_at)}, {"waited_s", std::max<Time>(0, now - j.waiting_since)},
                  {"accelerators", accelerators}, {"preemptions", j.preemptions}, {"restarts", j.restarts}};
-    if (cache.estimated_start[i]) item["estimated_start"] = view::rfc3339(*cache.estimated_start[i]);
+    if (cache.estimated_start[i]) {
+      item["estimated_start"] = view::rfc3339(*cache.estimated_start[i]);
+      item["estimate_from"] = cache.estimate_from_reservation == i ? "reservation" : "durations";
+    }
     items.push_back(std::move(item));
   }
   json out = {{"total", cache.order.size()}, {"matched", matched}, {"offset", q.offset}, {"items", items},

@@ -31,6 +31,7 @@ struct QueueCache {
   Time computed_at = 0;
   std::vector<JobId> order;
   std::vector<std::optional<Time>> estimated_start;  // by position in `order`
+  std::optional<size_t> estimate_from_reservation;     // the position whose estimate is the backfill reservation's
 };
 void refresh_queue(QueueCache& cache, const ServerState& st, Time now);
 

@@ -231,6 +231,15 @@ struct LogRuleSeen {
   bool operator==(const LogRuleSeen&) const = default;
 };
 
+// With policy.backfill: the reservation the scheduler's last pass ended with (core/backfill.h): its holder, when
+// the running jobs' time limits free room for it, and the nodes it would take then. Not journaled and not in
+// snapshots: every pass plans it afresh from the jobs then running.
+struct ReservationSeen {
+  JobId holder;
+  Time at = 0;
+  std::vector<std::string> nodes;  // names, sorted as the core sorted their ids
+};
+
 struct ServerState {
   ClusterState cluster;
   std::unordered_map<std::string, NodeInfo> nodes;  // by node name
@@ -266,6 +275,7 @@ struct ServerState {
   // the events: every change of a job's state names the job in one.
   std::set<uint32_t> running;
   RunningIndex running_by_node;  // the same jobs by node (running_index.h)
+  std::optional<ReservationSeen> reservation;  // the last pass's, while its holder waits (policy.backfill)
   StartGate gate;  // which runs the agents were given, and the stops they wait for (start_gate.h); not journaled
   TokenTable tokens;
   uint64_t tokens_version = 0;  // bumped by every token record: the writer republishes the table then

@@ -26,6 +26,14 @@ constexpr auto kCheapView = std::chrono::milliseconds(1);  // copies shorter tha
 constexpr int kViewSpacing = 3;                            // else the writer works 3 times as long between copies
 constexpr auto kSpaceCheck = std::chrono::milliseconds(250);  // how often a full journal is asked again
 constexpr int kNoSpaceRetryAfterS = 5;
+// A pass's reservation as the server shows it (names, not ids).
+std::optional<ReservationSeen> reservation_seen(const ClusterState& s, const std::optional<BackfillReservation>& r) {
+  if (!r) return std::nullopt;
+  ReservationSeen seen{r->holder, r->at, {}};
+  seen.nodes.reserve(r->nodes.size());
+  for (NodeId n : r->nodes) seen.nodes.push_back(s.nodes[n.index()].name);
+  return seen;
+}
 // Drops a view the writer replaced. Destroying a copy of a large state takes as long as making it (tens of
 // milliseconds at 50,000 jobs), so when no reader holds it any more (the writer's reference is the last) it is
 // destroyed on a thread of its own, not on the writer's; a reader still holding it destroys it when done.
@@ -671,6 +679,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     dirty_ = false;
     ScheduleResult sr = schedule(state_.cluster, now);
     next_wakeup_ = sr.next_wakeup;
+    state_.reservation = reservation_seen(state_.cluster, sr.reservation);
     if (sr.bound_hit) {  // a cycle of decisions, a bug: say so in the log and the event stream
       spdlog::error("{}", sr.bound_hit->message);
       events.push_back({++state_.last_event, now, "error", "", "", sr.bound_hit->message, ""});

@@ -73,6 +73,33 @@ TEST(Backfill, ReservationIsTheEarliestTimeRunningLimitsMakeRoom) {
   EXPECT_FALSE(none);
 }
 
+// The pass hands its reservation to the driver while the holder waits (ScheduleResult::reservation: the server
+// shows it), and none once the holder runs or with the policy off.
+TEST(Backfill, ThePassReturnsTheReservationWhileItsHolderWaits) {
+  for (bool on : {true, false}) {
+    ClusterState s = cluster(on);
+    ASSERT_TRUE(submit_job(s, spec("a300", 1, 300), 0).ok());
+    ASSERT_TRUE(submit_job(s, spec("a700", 1, 700), 0).ok());
+    ASSERT_TRUE(submit_job(s, spec("open", 1, std::nullopt), 0).ok());
+    (void)schedule(s, 0);
+    ASSERT_TRUE(submit_job(s, spec("three", 3, std::nullopt), 10).ok());
+    ScheduleResult r = schedule(s, 10);
+    if (!on) {
+      EXPECT_FALSE(r.reservation);
+      continue;
+    }
+    ASSERT_TRUE(r.reservation);
+    EXPECT_EQ(r.reservation->holder, job(s, "three").id);
+    EXPECT_EQ(r.reservation->at, 700);
+    EXPECT_EQ(r.reservation->nodes.size(), 3u);
+    ASSERT_TRUE(cancel_job(s, "a300", 20).ok());
+    ASSERT_TRUE(cancel_job(s, "a700", 20).ok());
+    ScheduleResult after = schedule(s, 20);
+    EXPECT_EQ(job(s, "three").state, JobState::kRunning);
+    EXPECT_FALSE(after.reservation);
+  }
+}
+
 TEST(Backfill, LaterJobsKeepClearOfTheReservedNodes) {
   ClusterState s = cluster(true);
   ASSERT_TRUE(submit_job(s, spec("a500", 3, 500), 0).ok());

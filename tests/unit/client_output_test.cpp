@@ -147,6 +147,16 @@ TEST(Client, DescribeExplains) {
   EXPECT_NE(d.find("Pending  Running  admitted on gpu-1, gpu-2"), std::string::npos) << d;
 }
 
+// The backfill holder's reservation (docs/scheduling.md, "Backfill"): when, how soon, on which nodes.
+TEST(Client, DescribeShowsTheBackfillReservation) {
+  json j = running_job();
+  j["state"] = "Pending";
+  EXPECT_EQ(describe_job(j, 1700000060).find("Reserved:"), std::string::npos);
+  j["reservation"] = {{"start_at", "2023-11-14T22:24:20Z"}, {"nodes", {"gpu-1", "gpu-2"}}};
+  std::string d = describe_job(j, 1700000060);
+  EXPECT_NE(d.find("Reserved:    from " + clock_time(1700000660) + " (in 600 s) on gpu-1, gpu-2 (backfill"), std::string::npos) << d;
+}
+
 // Every pod set's request, the retries (issue 28 item 14).
 TEST(Client, DescribeShowsEachPodSetsRequestAndTheRetries) {
   json j = running_job();

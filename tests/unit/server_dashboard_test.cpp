@@ -124,7 +124,42 @@ TEST_F(ServerDashboard, EstimatedStartFromRunningJobsExpectedEnds) {
   // the jobs ahead of `never` hold both from then on, as far as anything known says.
   EXPECT_EQ(q.json["items"][0]["estimated_start"], view::rfc3339(*started + 100));
   EXPECT_EQ(q.json["items"][1]["estimated_start"], view::rfc3339(*started + 300));
+  EXPECT_EQ(q.json["items"][1]["estimate_from"], "durations");
   EXPECT_FALSE(q.json["items"][2].contains("estimated_start")) << q.body;
+}
+
+// With backfill on, the job holding the reservation shows it (GET /v1/jobs/{name}: `reservation`), and the queue's
+// estimate for it is the reserved time, not one from declared durations (docs/scheduling.md, "Backfill").
+TEST_F(ServerDashboard, TheBackfillHolderShowsItsReservationAndItsEstimateUsesIt) {
+  small_cluster();
+  ASSERT_EQ(put("/v1/policy", R"({"task_prioritization": "task-ranking", "backfill": true,
+                                  "priority_classes": [{"name": "high", "weight": 90}, {"name": "low", "weight": 10}]})").status, 200);
+  json short_one = job("limit-300");
+  short_one["time_limit"] = 300;
+  json long_one = job("limit-600");
+  long_one["time_limit"] = 600;
+  ASSERT_EQ(post("/v1/jobs", short_one).status, 201);
+  ASSERT_EQ(post("/v1/jobs", long_one).status, 201);
+  ASSERT_EQ(post("/v1/jobs", job("both", "a", 2)).status, 201);  // needs both nodes: from limit-600's end
+  auto running = get("/v1/jobs/limit-600");
+  ASSERT_EQ(running.json["state"], "Running") << running.body;
+  auto started = view::parse_rfc3339(running.json["started_at"].get<std::string>());
+  ASSERT_TRUE(started.ok());
+  auto holder = get("/v1/jobs/both");
+  ASSERT_EQ(holder.status, 200);
+  ASSERT_TRUE(holder.json.contains("reservation")) << holder.body;
+  EXPECT_EQ(holder.json["reservation"]["start_at"], view::rfc3339(*started + 600));
+  EXPECT_EQ(holder.json["reservation"]["nodes"], json::array({"n1", "n2"}));
+  EXPECT_FALSE(get("/v1/jobs/limit-600").json.contains("reservation")) << "only the holder has one";
+  auto q = get("/v1/dashboard/queue");
+  ASSERT_EQ(q.json["items"].size(), 1u) << q.body;
+  EXPECT_EQ(q.json["items"][0]["estimated_start"], view::rfc3339(*started + 600));
+  EXPECT_EQ(q.json["items"][0]["estimate_from"], "reservation");
+  // Backfill off: the next pass plans no reservation, and nothing shows one.
+  ASSERT_EQ(put("/v1/policy", R"({"task_prioritization": "task-ranking",
+                                  "priority_classes": [{"name": "high", "weight": 90}, {"name": "low", "weight": 10}]})").status, 200);
+  EXPECT_FALSE(get("/v1/jobs/both").json.contains("reservation")) << get("/v1/jobs/both").body;
+  EXPECT_FALSE(get("/v1/dashboard/queue").json["items"][0].contains("estimated_start"));
 }
 
 TEST_F(ServerDashboard, TeamsShowBorrowedAndLentPerInstanceType) {

@@ -719,13 +719,16 @@ PAGES.job = {
       if (it.never_fits) estimate = 'never: it does not fit the cluster as built';
       else if (it.estimated_start !== undefined) {
         const inS = toSeconds(it.estimated_start) - Date.now() / 1000;
-        estimate = `${fmtTime(it.estimated_start)} (in ~${fmtDuration(Math.max(0, inS))}; counts capacity only: ` +
-          'running jobs with a known duration ending on time, the jobs ahead holding what they take; quota or topology may delay it)';
+        estimate = it.estimate_from === 'reservation'
+          ? `${fmtTime(it.estimated_start)} (in ~${fmtDuration(Math.max(0, inS))}; its backfill reservation: running jobs reaching their time limits free its nodes by then, and no later job may take them)`
+          : `${fmtTime(it.estimated_start)} (in ~${fmtDuration(Math.max(0, inS))}; counts capacity only: ` +
+            'running jobs with a known duration ending on time, the jobs ahead holding what they take; quota or topology may delay it)';
       } else {
         estimate = 'none: no running job with a known duration frees what it needs, or something other than capacity blocks it (see its reason)';
       }
       add('estimated start', h('span', { id: 'job-estimate', text: estimate }));
     }
+    if (j.reservation) add('reserved', h('span', { id: 'job-reservation', text: `from ${fmtTime(j.reservation.start_at)} on ${j.reservation.nodes.join(', ')} (backfill)` }));
     add('team', j.team);
     add('priority', (j.priority || 'none') + ' (weight ' + j.priority_weight + ')');
     add('submitted', fmtTime(j.submitted_at));
