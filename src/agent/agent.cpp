@@ -435,7 +435,7 @@ void Agent::persist() {
   std::vector<ReplicaRecord> list;
   for (const auto& [key, r] : records_) list.push_back(r);
   // Failing to write is not a reason to stop running jobs; it weakens only the cleanup after a crash.
-  if (auto st = save_state(state_path_, list, cgroups_.dir()); !st) say("cannot record the running replicas: " + st.error().message);
+  if (auto st = save_state(state_path_, list, cgroups_.dir(), cgroups_.extra_dirs()); !st) say("cannot record the running replicas: " + st.error().message);
 }
 
 void Agent::forget_cgroup(const std::string& path) {
@@ -1030,7 +1030,7 @@ void Agent::launch(const std::string& key, Replica r, LaunchSpec spec) {
     drop_private_tmp(a.job, replicas_[key].private_tmp);
     return;
   }
-  records_[key] = ReplicaRecord{key, *pid, *pid, process_start_time(*pid).value_or(0), spec.cgroup};
+  records_[key] = ReplicaRecord{key, *pid, *pid, process_start_time(*pid).value_or(0), spec.cgroup, spec.more_cgroups};
   r.cpus = format_cpu_list(spec.cpus);
   r.progress_at = Clock::now();  // the first progress line is due within `every` of the start
   persist();

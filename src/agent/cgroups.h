@@ -78,6 +78,7 @@ class Cgroups {
   bool limits_cpu() const { return cpu_; }
   CgroupVersion version() const { return version_; }
   const std::string& dir() const { return dir_; }
+  const std::vector<std::string>& extra_dirs() const { return extra_; }  // v1: the agent's other hierarchies' directories
   // One line for the agent's log: where replica cgroups go and which limits apply, or why there are none.
   const std::string& summary() const { return summary_; }
 

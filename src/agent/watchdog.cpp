@@ -104,6 +104,8 @@ void signal_replicas(const std::string& state_path, int sig, const std::string& 
     end_leftovers(*state, [&](const std::string& line) { std::cerr << prefix << line << std::endl; });
   // The agent's cgroup directory goes too once it is empty (an agent that stops cleanly removed it already).
   if (state && !state->cgroup_dir.empty()) (void)rmdir(state->cgroup_dir.c_str());
+  if (state)
+    for (const auto& more : state->more_cgroup_dirs) (void)rmdir(more.c_str());
   _exit(0);
 }
 

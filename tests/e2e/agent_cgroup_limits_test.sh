@@ -117,4 +117,38 @@ if [ -n "$cgdir" ] && [ -d "$cgdir" ]; then
   left=$(find "$cgdir" -mindepth 1 -maxdepth 1 -type d -name 'r-*' | wc -l)
   [ "$left" = 0 ] || fail "replica cgroups left behind in $cgdir: $(ls "$cgdir")"
 fi
+
+# --- 3. Faults: the agent and its watchdog killed mid-run. The replica's cgroup stays, with what the replica
+# started outside its process group; the restarted agent ends it and removes the cgroup (every hierarchy).
+[ -n "$cgdir" ] || fail "the agent's summary should name its cgroup directory: $summary"
+cgdirs=$(echo "$summary" | grep -o '/sys/fs/cgroup[^ ]*\|/[^ ]*allot-gpu-1-[0-9a-f]*' | sort -u)
+mkdir -p "$WORK/pids"
+cat >"$WORK/orphan.yaml" <<YAML
+name: orphan
+team: team-a
+replicas: 1
+per_replica: {vcpu: 1, memory_gib: 0.0625}
+command: 'setsid sleep 300 & echo \$! > $WORK/pids/orphan-child; wait'
+YAML
+"$ALLOT" submit "$WORK/orphan.yaml" >/dev/null
+wait_state orphan Running 20
+for _ in $(seq 1 50); do [ -s "$WORK/pids/orphan-child" ] && break; sleep 0.1; done
+child=$(cat "$WORK/pids/orphan-child")
+watchdog=$(grep -o "watchdog pid [0-9]*" "$WORK/agent-gpu-1.log" | tail -n1 | cut -d' ' -f3)
+[ -n "$watchdog" ] || fail "the agent should name its watchdog"
+kill -9 "$watchdog" "$AGENT_PID_gpu_1"
+for _ in $(seq 1 30); do kill -0 "$AGENT_PID_gpu_1" 2>/dev/null || break; sleep 0.1; done
+sleep 0.3
+kill -0 "$child" 2>/dev/null || fail "the replica's setsid child should outlive its agent (in its cgroup)"
+replica_cg=$(find $cgdirs -mindepth 1 -maxdepth 1 -type d -name 'r-orphan-*' 2>/dev/null)
+[ -n "$replica_cg" ] || fail "the replica's cgroup should stay while its agent is dead ($cgdirs)"
+grep_q -x "$child" $(echo "$replica_cg" | head -n1)/cgroup.procs || fail "the orphan should be in its replica's cgroup"
+start_agent gpu-1 network-node-layer-3=nn-a
+for _ in $(seq 1 50); do kill -0 "$child" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$child" 2>/dev/null && fail "the restarted agent should end the orphan $child"
+for d in $replica_cg; do
+  for _ in $(seq 1 30); do [ -d "$d" ] || break; sleep 0.1; done
+  [ -d "$d" ] && fail "the restarted agent should remove the leftover cgroup $d"
+done
+say "agent restart: the orphan in $(echo $replica_cg) was ended and its cgroup removed"
 say PASS
