@@ -386,4 +386,14 @@ bool remove_cgroup(const std::string& path) {
   return false;
 }
 
+void sweep_agent_dir(const std::string& dir, int wait_ms) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_directory() || e.path().filename().string().rfind("r-", 0) != 0) continue;
+    (void)kill_cgroup(e.path().string(), wait_ms);
+    (void)remove_cgroup(e.path().string());
+  }
+  (void)rmdir(dir.c_str());
+}
+
 }  // namespace allot::agent

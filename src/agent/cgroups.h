@@ -116,5 +116,9 @@ int kill_cgroup(const std::string& path, int wait_ms = 2000);
 int64_t oom_kills(const std::string& path);
 // Removes an empty cgroup directory; false while processes are still in it (or it is gone already: true).
 bool remove_cgroup(const std::string& path);
+// For a dead agent's watchdog: ends what is left in every replica cgroup ("r-*") under the agent's directory
+// `dir` (records or not: a replica whose exit the agent collected but whose cgroup it had not removed yet), removes
+// them, then `dir` itself. Bounded: a cgroup that does not empty within `wait_ms` stays for the next agent.
+void sweep_agent_dir(const std::string& dir, int wait_ms = 1000);
 
 }  // namespace allot::agent

@@ -295,6 +295,23 @@ TEST_F(AgentProcess, CgroupLimitsAreWrittenWhereTheControllersAre) {
   EXPECT_NE(without.summary().find("no memory or CPU limits apply"), std::string::npos) << without.summary();
 }
 
+TEST_F(AgentProcess, TheWatchdogSweepsTheReplicaCgroupsOfADeadAgent) {
+  // Replica cgroups whose processes are gone (an exit the agent collected but had not cleaned up) go, then the
+  // agent's directory; anything not a replica's keeps the directory (it is not the agent's to remove).
+  const fs::path agent = dir_ / "allot-gpu-1-0123abcd";
+  fs::create_directories(agent / "r-a-0-0");
+  fs::create_directories(agent / "r-b-1-2");
+  fs::create_directories(agent / "other");
+  sweep_agent_dir(agent.string(), 0);
+  EXPECT_FALSE(fs::exists(agent / "r-a-0-0"));
+  EXPECT_FALSE(fs::exists(agent / "r-b-1-2"));
+  EXPECT_TRUE(fs::exists(agent / "other"));
+  fs::remove(agent / "other");
+  sweep_agent_dir(agent.string(), 0);
+  EXPECT_FALSE(fs::exists(agent));
+  sweep_agent_dir(agent.string(), 0);  // gone already: nothing to do
+}
+
 TEST_F(AgentProcess, CgroupV1LimitsGoInTheMemoryAndCpuHierarchies) {
   // Two directories standing in for the agent's cgroups in the v1 memory and cpu hierarchies.
   const fs::path mem = dir_ / "v1" / "memory", cpu = dir_ / "v1" / "cpu";
