@@ -225,6 +225,7 @@ Cgroups Cgroups::detect_v1(const std::string& dir_name, const CgroupBases& bases
   c.cpu_dir_ = cpu;
   c.memory_ = !mem.empty();
   c.cpu_ = !cpu.empty();
+  if (why.empty()) why = std::string("no v1 ") + (c.memory_ ? "cpu" : "memory") + " hierarchy is mounted";
   c.summary_ = "cgroups: each replica gets its own cgroup v1 under " + c.dir_ + (c.extra_.empty() ? "" : " and " + cpu) +
                (c.memory_ && c.cpu_ ? " with memory.limit_in_bytes and cpu.cfs_quota_us from its request"
                 : c.memory_        ? " with memory.limit_in_bytes from its request; only memory limits apply (" + why + ")"

@@ -349,6 +349,12 @@ TEST_F(AgentProcess, CgroupV1LimitsGoInTheMemoryAndCpuHierarchies) {
   EXPECT_NE(cpu_only.summary().find("only CPU limits apply"), std::string::npos) << cpu_only.summary();
   EXPECT_NE(cpu_only.summary().find("cannot create"), std::string::npos) << cpu_only.summary();
 
+  // Only the memory hierarchy is given: memory limits only, saying why there are no CPU limits.
+  Cgroups mem_only = Cgroups::detect(Cgroups::dir_name_for("mem-only", dir_.string()), {.v1_memory = mem.string()});
+  ASSERT_TRUE(mem_only.available()) << mem_only.summary();
+  EXPECT_TRUE(mem_only.extra_dirs().empty());
+  EXPECT_NE(mem_only.summary().find("only memory limits apply (no v1 cpu hierarchy is mounted)"), std::string::npos) << mem_only.summary();
+
   // Neither can be written: no cgroups at all, said once, and a replica still starts (without one).
   Cgroups none = Cgroups::detect("x", {.v1_memory = (dir_ / "missing" / "memory").string(), .v1_cpu = (dir_ / "missing" / "cpu").string()});
   EXPECT_FALSE(none.available());
