@@ -289,7 +289,7 @@ Status Agent::prepare() {
   resume_from_journal();
   if (opt_.cgroups) {
     cgroups_ = Cgroups::detect(Cgroups::dir_name_for(opt_.name, fs::absolute(opt_.work_dir).lexically_normal().string()),
-                               opt_.cgroup_parent);
+                               CgroupBases{.v2 = opt_.cgroup_parent});
     say(cgroups_.summary());
     // A replica cgroup no record names was made by an agent that died before it saved the record.
     for (const auto& dir : cgroups_.children()) {
@@ -341,8 +341,8 @@ void Agent::reboot() {
   if (auto st = register_node(); !st) say("cannot register after the reboot, will retry: " + st.error().message);
 }
 
-void Agent::journal_exit(const std::string& key, int exit_code) {
-  if (auto st = journal_.ended(key, exit_code); !st)
+void Agent::journal_exit(const std::string& key, int exit_code, int64_t oom_limit_mib) {
+  if (auto st = journal_.ended(key, exit_code, oom_limit_mib); !st)
     say("cannot record the exit of " + key + " (" + st.error().message + "); if this agent restarts before reporting it, "
         "it is reported as lost");
 }
@@ -361,6 +361,7 @@ void Agent::resume_from_journal() {
     r.exited = true;
     // A replica stopped for a log rule is reported with the rule, whether or not its exit was collected.
     r.log_rule = e.log_rule;
+    r.oom_limit_mib = e.oom_limit_mib;
     r.lost = !e.exit_code && !e.log_rule;
     r.exit_code = e.exit_code.value_or(0);
     std::error_code ec;
@@ -434,7 +435,13 @@ void Agent::persist() {
   std::vector<ReplicaRecord> list;
   for (const auto& [key, r] : records_) list.push_back(r);
   // Failing to write is not a reason to stop running jobs; it weakens only the cleanup after a crash.
-  if (auto st = save_state(state_path_, list, cgroups_.dir()); !st) say("cannot record the running replicas: " + st.error().message);
+  if (auto st = save_state(state_path_, list, cgroups_.dir(), cgroups_.extra_dirs()); !st) say("cannot record the running replicas: " + st.error().message);
+}
+
+void Agent::forget_cgroup(const std::string& path) {
+  if (path.empty()) return;
+  dead_cgroups_.push_back(path);
+  for (auto& more : cgroups_.extra_paths(path)) dead_cgroups_.push_back(std::move(more));
 }
 
 void Agent::remove_cgroups() {
@@ -567,11 +574,20 @@ bool Agent::reap() {
       continue;
     }
     changed |= records_.erase(e.key) > 0;
-    if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
+    auto it = replicas_.find(e.key);
+    // A replica past its memory limit is ended by the kernel (SIGKILL, exit code 137), which says nothing to it.
+    // The kernel's count of out-of-memory kills in its cgroup is read before the cgroup goes (remove_cgroups
+    // below); the end is then reported as oom_killed, the job's own fault (docs/resiliency.md).
+    const int64_t kills = e.cgroup.empty() ? 0 : oom_kills(e.cgroup);
+    // A replica that exits 0 although one of its processes was killed has handled it: that is no failure.
+    const int64_t oom_limit_mib = kills > 0 && e.exit_code != 0 && it != replicas_.end() && it->second.a.memory_mib > 0 &&
+                                          cgroups_.limits_memory()
+                                      ? std::max(it->second.a.memory_mib, kMinMemoryMib)
+                                      : 0;
+    forget_cgroup(e.cgroup);
     // Its output to the last byte, before the exit can be reported.
     const std::optional<LogRuleFiring> late = capture_.finish(e.key, std::chrono::milliseconds(1000));
-    journal_exit(e.key, e.exit_code);
-    auto it = replicas_.find(e.key);
+    journal_exit(e.key, e.exit_code, oom_limit_mib);
     if (it == replicas_.end()) continue;
     // A rule fired on the last lines, which the replica printed just before it exited: reported with its end.
     if (late && !it->second.log_rule) log_rule_fired(e.key, it->second, *late, Clock::now());
@@ -583,17 +599,18 @@ bool Agent::reap() {
     drop_private_tmp(it->second.a.job, it->second.private_tmp);
     it->second.exit_code = e.exit_code;
     say("replica " + e.key + " exited with code " + std::to_string(e.exit_code) + (e.stopped ? " (stopped)" : ""));
-    if (!e.stopped && e.exit_code != 0) check_health_after_exit(e.key, e.exit_code);
-    // A replica past its memory.max is ended by the kernel (SIGKILL, exit code 137), which says nothing to it:
-    // its log says so, for whoever reads `allot logs` of the failed job.
-    if (!e.cgroup.empty() && it->second.a.memory_mib > 0) {
-      if (const int64_t kills = oom_kills(e.cgroup); kills > 0) {
-        const std::string why = "the out-of-memory killer ended " + std::to_string(kills) +
-                                " process(es) of this replica: it used more than its memory limit of " +
-                                memory_max_value(it->second.a.memory_mib) + " bytes (memory.max, from its request)";
-        (void)append_log_line(it->second.log_path, "allot agent: " + why);
-        say("replica " + e.key + ": " + why);
-      }
+    if (oom_limit_mib > 0) {
+      // Its log says so, for whoever reads `allot logs` of the failed job. No health checks run for it: the node
+      // is not suspected.
+      const std::string why = "the out-of-memory killer ended " + std::to_string(kills) +
+                              " process(es) of this replica: it used more than its memory limit of " +
+                              memory_max_value(it->second.a.memory_mib) + " bytes (" + std::to_string(oom_limit_mib) +
+                              " MiB, from its request; OOMKilled)";
+      (void)append_log_line(it->second.log_path, "allot agent: " + why);
+      say("replica " + e.key + ": " + why);
+      it->second.oom_limit_mib = oom_limit_mib;
+    } else if (!e.stopped && e.exit_code != 0) {
+      check_health_after_exit(e.key, e.exit_code);
     }
     any = true;
   }
@@ -714,6 +731,9 @@ Status Agent::heartbeat() {
         e["state"] = "exited";
         e["exit_code"] = r.exit_code;
       }
+      if (r.oom_limit_mib > 0)
+        e["failure"] = {{"reason", view::replica_failure_reason_name(view::ReplicaFailureReason::kOomKilled)},
+                        {"memory_limit_mib", r.oom_limit_mib}};
       if (!r.pull_failure.empty())
         e["failure"] = {{"reason", view::replica_failure_reason_name(view::ReplicaFailureReason::kImagePull)}, {"message", r.pull_failure}};
       if (r.log_rule)
@@ -734,6 +754,8 @@ Status Agent::heartbeat() {
   if (monitor_) {
     body["health"] = monitor_->report();
     body["health"]["boot"] = boot_;
+    // Which requested limits replicas here get (agent/cgroups.h); the node's `limits_enforced` on the server.
+    body["health"]["limits_enforced"] = {{"memory", cgroups_.limits_memory()}, {"cpu", cgroups_.limits_cpu()}};
   }
   auto answer = call("/v1/agents/" + client::url_encode(opt_.name) + "/heartbeat", body, true);
   uint64_t as_of = 0;
@@ -989,8 +1011,8 @@ void Agent::launch(const std::string& key, Replica r, LaunchSpec spec) {
     if (cgroups_.available() && !a.container) {
       const std::string name = "r-" + safe_path_part(a.job) + "-" + std::to_string(a.rank) + "-" + std::to_string(a.attempt);
       auto cg = cgroups_.create(name, {.vcpu_milli = a.vcpu_milli, .memory_mib = a.memory_mib});
-      if (cg) spec.cgroup = *cg;
-      else say("replica " + key + " runs without its own cgroup: " + cg.error().message);
+      if (cg) spec.cgroup = *cg, spec.more_cgroups = cgroups_.extra_paths(*cg);
+      else say("replica " + key + " runs without its own cgroup, so without memory or CPU limits: " + cg.error().message);
     }
     return procs_.start(key, spec);
   }();
@@ -1003,12 +1025,12 @@ void Agent::launch(const std::string& key, Replica r, LaunchSpec spec) {
     r.exited = true;
     r.exit_code = 127;
     journal_exit(key, 127);
-    if (!spec.cgroup.empty()) (void)remove_cgroup(spec.cgroup);
+    forget_cgroup(spec.cgroup);
     replicas_[key] = std::move(r);
     drop_private_tmp(a.job, replicas_[key].private_tmp);
     return;
   }
-  records_[key] = ReplicaRecord{key, *pid, *pid, process_start_time(*pid).value_or(0), spec.cgroup};
+  records_[key] = ReplicaRecord{key, *pid, *pid, process_start_time(*pid).value_or(0), spec.cgroup, spec.more_cgroups};
   r.cpus = format_cpu_list(spec.cpus);
   r.progress_at = Clock::now();  // the first progress line is due within `every` of the start
   persist();
@@ -1044,7 +1066,7 @@ void Agent::stop_all_replicas() {
     if (it != replicas_.end()) it->second.exited = true, it->second.exit_code = e.exit_code;
     journal_exit(e.key, e.exit_code);
     records_.erase(e.key);
-    if (!e.cgroup.empty()) dead_cgroups_.push_back(e.cgroup);
+    forget_cgroup(e.cgroup);
   }
 }
 

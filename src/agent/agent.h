@@ -125,6 +125,9 @@ class Agent {
     // Log rules (agent_log_rules.cpp): the rule that fired on its output (it is stopped for it, and its end is
     // reported with the rule), and the progress clock: the progress lines counted when they last grew, and when.
     std::optional<LogRuleFiring> log_rule;
+    // The kernel's out-of-memory killer ended it inside its cgroup's memory limit (agent/cgroups.h, oom_kills): the
+    // limit in MiB as written; reported with its end as failure oom_killed, the job's fault (docs/resiliency.md).
+    int64_t oom_limit_mib = 0;
     uint64_t progress_seen = 0;
     Clock::time_point progress_at{};
   };
@@ -152,7 +155,7 @@ class Agent {
   void persist();  // the state file, after every change of the running replicas
   // The journal of started attempts (agent/attempt_journal.h): an exit collected, and what a restarted agent
   // finds there (the ends to report).
-  void journal_exit(const std::string& key, int exit_code);
+  void journal_exit(const std::string& key, int exit_code, int64_t oom_limit_mib = 0);
   void resume_from_journal();
   // Forgets the attempts the server no longer lists and whose end it has, with their directories.
   void forget_attempts();
@@ -163,6 +166,8 @@ class Agent {
   bool outgoing_unstopped() const;  // ... of which some have not been told to stop yet
   // The lease (agent/fencing.h) handed to the watchdog, which fences the replicas if this agent freezes.
   void tell_watchdog_lease();
+  // An exited replica's cgroup (and its directories in the other v1 hierarchies) is removed once empty.
+  void forget_cgroup(const std::string& path);
   void remove_cgroups();
   void ship_logs();
   Status heartbeat();

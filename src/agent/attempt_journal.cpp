@@ -25,6 +25,7 @@ Result<AttemptJournal> AttemptJournal::load(const std::string& path) {
       a.log_path = e.value("log", std::string());
       if (e.contains("exit_code")) a.exit_code = e["exit_code"].get<int>();
       a.reported = e.value("reported", false);
+      a.oom_limit_mib = e.value("oom_limit_mib", int64_t{0});
       if (e.contains("log_rule")) {
         const json& f = e["log_rule"];
         auto kind = parse_log_rule_kind(f.at("kind").get<std::string>());
@@ -48,6 +49,7 @@ Status AttemptJournal::save() const {
     json e = {{"job", a.job}, {"rank", a.rank}, {"attempt", a.attempt}, {"dir", a.dir}, {"log", a.log_path}};
     if (a.exit_code) e["exit_code"] = *a.exit_code;
     if (a.reported) e["reported"] = true;
+    if (a.oom_limit_mib > 0) e["oom_limit_mib"] = a.oom_limit_mib;
     if (a.log_rule)
       e["log_rule"] = {{"kind", log_rule_kind_name(a.log_rule->kind)}, {"index", a.log_rule->index}, {"rank", a.log_rule->rank},
                        {"line", a.log_rule->line}};
@@ -61,10 +63,11 @@ Status AttemptJournal::started(StartedAttempt a) {
   return save();
 }
 
-Status AttemptJournal::ended(const std::string& key, int exit_code) {
+Status AttemptJournal::ended(const std::string& key, int exit_code, int64_t oom_limit_mib) {
   auto it = entries_.find(key);
   if (it == entries_.end()) return ok_status();
   it->second.exit_code = exit_code;
+  it->second.oom_limit_mib = oom_limit_mib;
   return save();
 }
 

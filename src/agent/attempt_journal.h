@@ -34,6 +34,9 @@ struct StartedAttempt {
   // A rule on its output fired (core/log_rules.h), recorded before the agent stops it: its end is reported with the
   // rule, by this agent or the one after it.
   std::optional<LogRuleFiring> log_rule;
+  // The kernel's out-of-memory killer ended it inside its memory limit (agent/cgroups.h): that limit in MiB, so
+  // that its end is reported as oom_killed by this agent or the one after it; 0: it was not.
+  int64_t oom_limit_mib = 0;
   // The agent's key of the attempt: "job/rank#attempt".
   std::string key() const { return job + "/" + std::to_string(rank) + "#" + std::to_string(attempt); }
   bool operator==(const StartedAttempt&) const = default;
@@ -51,7 +54,7 @@ class AttemptJournal {
   // Each of these changes the journal in memory, then saves it; the Status is the save's. A start that could not
   // be saved must not run: after a crash its successor would not know of it.
   Status started(StartedAttempt a);
-  Status ended(const std::string& key, int exit_code);
+  Status ended(const std::string& key, int exit_code, int64_t oom_limit_mib = 0);
   // A log rule fired on the attempt; recorded before the agent stops it, so that a restarted agent reports the
   // rule (not a lost replica) and the server applies it once (for that attempt only).
   Status log_rule_fired(const std::string& key, const LogRuleFiring& firing);

@@ -110,11 +110,17 @@ std::optional<pid_t> process_group(pid_t pid) {
   return s->pgrp;
 }
 
-Status save_state(const std::string& path, const std::vector<ReplicaRecord>& replicas, const std::string& cgroup_dir) {
+Status save_state(const std::string& path, const std::vector<ReplicaRecord>& replicas, const std::string& cgroup_dir,
+                  const std::vector<std::string>& more_cgroup_dirs) {
   json list = json::array();
-  for (const auto& r : replicas)
-    list.push_back({{"key", r.key}, {"pid", r.pid}, {"pgid", r.pgid}, {"start_time", r.start_time}, {"cgroup", r.cgroup}});
-  const std::string text = json{{"boot_id", boot_id()}, {"replicas", list}, {"cgroup_dir", cgroup_dir}}.dump(1) + "\n";
+  for (const auto& r : replicas) {
+    json e = {{"key", r.key}, {"pid", r.pid}, {"pgid", r.pgid}, {"start_time", r.start_time}, {"cgroup", r.cgroup}};
+    if (!r.more_cgroups.empty()) e["more_cgroups"] = r.more_cgroups;
+    list.push_back(std::move(e));
+  }
+  json j = {{"boot_id", boot_id()}, {"replicas", list}, {"cgroup_dir", cgroup_dir}};
+  if (!more_cgroup_dirs.empty()) j["more_cgroup_dirs"] = more_cgroup_dirs;
+  const std::string text = j.dump(1) + "\n";
   return write_file_durably(path, text);
 }
 
@@ -126,9 +132,11 @@ Result<StateFile> load_state(const std::string& path) {
     json j = json::parse(in);
     out.boot_id = j.at("boot_id").get<std::string>();
     out.cgroup_dir = j.value("cgroup_dir", std::string());
+    out.more_cgroup_dirs = j.value("more_cgroup_dirs", std::vector<std::string>());
     for (const auto& r : j.at("replicas"))
       out.replicas.push_back({r.at("key").get<std::string>(), r.at("pid").get<pid_t>(), r.at("pgid").get<pid_t>(),
-                              r.at("start_time").get<uint64_t>(), r.value("cgroup", std::string())});
+                              r.at("start_time").get<uint64_t>(), r.value("cgroup", std::string()),
+                              r.value("more_cgroups", std::vector<std::string>())});
   } catch (const json::exception& e) {
     return Error::internal("the agent's state file " + path + " is malformed (" + e.what() +
                            "); remove it once no replica of the previous agent runs");
@@ -165,6 +173,9 @@ void end_leftovers(const StateFile& state, const std::function<void(const std::s
     }
     if (!r.cgroup.empty())
       for (int i = 0; i < 50 && !remove_cgroup(r.cgroup); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Its directories in the other v1 hierarchies hold the same processes, gone now.
+    for (const auto& more : r.more_cgroups)
+      for (int i = 0; i < 50 && !remove_cgroup(more); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (list.empty())
       say("replica " + r.key + " of the previous agent left nothing behind");
     else

@@ -26,18 +26,20 @@ struct ReplicaRecord {
   pid_t pgid = 0;       // its process group (= pid)
   uint64_t start_time = 0;  // of pid, in clock ticks since boot
   std::string cgroup;   // its cgroup directory; empty when it has none
+  std::vector<std::string> more_cgroups;  // its directories in the other cgroup v1 hierarchies (agent/cgroups.h)
 };
 
 struct StateFile {
   std::string boot_id;  // /proc/sys/kernel/random/boot_id when written
   std::vector<ReplicaRecord> replicas;
   std::string cgroup_dir;  // the agent's cgroup directory (agent/cgroups.h); empty: none
+  std::vector<std::string> more_cgroup_dirs;  // its directories in the other cgroup v1 hierarchies
 };
 
 // The running replicas, written atomically (a temporary file, fsync, rename) so a crash leaves the old or
 // the new list, never half of one.
 Status save_state(const std::string& path, const std::vector<ReplicaRecord>& replicas,
-                  const std::string& cgroup_dir = "");
+                  const std::string& cgroup_dir = "", const std::vector<std::string>& more_cgroup_dirs = {});
 // The file as saved; a missing file is an empty list. A malformed one is an error naming the path.
 Result<StateFile> load_state(const std::string& path);
 

@@ -90,16 +90,27 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
   }
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   int cg_fd = spec.cgroup.empty() ? -1 : open((spec.cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+  std::vector<int> more_fds;
   auto close_all = [&] {
     close(log_fd);
     if (null_fd >= 0) close(null_fd);
     if (cg_fd >= 0) close(cg_fd);
+    for (int fd : more_fds) close(fd);
   };
   if (null_fd < 0 || (!spec.cgroup.empty() && cg_fd < 0)) {
     int err = errno;
     close_all();
     return Error::internal((null_fd < 0 ? std::string("cannot open /dev/null") : "cannot open cgroup " + spec.cgroup) +
                            ": " + std::strerror(err));
+  }
+  for (const std::string& more : spec.more_cgroups) {
+    const int fd = open((more + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      int err = errno;
+      close_all();
+      return Error::internal("cannot open cgroup " + more + ": " + std::strerror(err));
+    }
+    more_fds.push_back(fd);
   }
   const pid_t parent = getpid();
   const char* work_dir = spec.work_dir.empty() ? nullptr : spec.work_dir.c_str();
@@ -127,6 +138,8 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
     dup2(log_fd, STDERR_FILENO);
     // "0" moves the writing process; before exec, so nothing the replica starts is ever outside it.
     if (cg_fd >= 0 && write(cg_fd, "0", 1) != 1) child_fail(STDERR_FILENO, "allot agent: cannot join cgroup ", spec.cgroup.c_str(), errno);
+    for (size_t i = 0; i < more_fds.size(); ++i)
+      if (write(more_fds[i], "0", 1) != 1) child_fail(STDERR_FILENO, "allot agent: cannot join cgroup ", spec.more_cgroups[i].c_str(), errno);
     if (!spec.cpus.empty()) sched_setaffinity(0, sizeof mask, &mask);  // best effort, as taskset
     // Entered before the switch of user: the directory is the replica's, but the agent's work directory
     // above it need not be open to that user.

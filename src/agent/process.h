@@ -30,6 +30,9 @@ struct LaunchSpec {
   std::string work_dir;                    // empty: the agent's
   std::optional<Identity> run_as;          // set: groups, gid and uid switched to it before exec
   std::string cgroup;                      // a cgroup directory the child joins before exec; empty: none
+  // The same replica's cgroup in the other cgroup v1 hierarchies (agent/cgroups.h, extra_paths): joined too,
+  // after `cgroup`. The agent removes them; the table only joins them.
+  std::vector<std::string> more_cgroups;
   // Where stdout and stderr go instead of log_path: the write end of the agent's pipe (agent/log_capture.h).
   // The caller still owns and closes it. -1: log_path.
   int output_fd = -1;

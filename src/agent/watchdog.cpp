@@ -102,8 +102,11 @@ void signal_replicas(const std::string& state_path, int sig, const std::string& 
   auto state = load_state(state_path);
   if (state && !state->replicas.empty())
     end_leftovers(*state, [&](const std::string& line) { std::cerr << prefix << line << std::endl; });
-  // The agent's cgroup directory goes too once it is empty (an agent that stops cleanly removed it already).
-  if (state && !state->cgroup_dir.empty()) (void)rmdir(state->cgroup_dir.c_str());
+  // The agent's cgroup directories go too, with any replica cgroup still in them (an agent that stops cleanly
+  // removed them already; one killed may have collected an exit and not yet removed its cgroup).
+  if (state && !state->cgroup_dir.empty()) sweep_agent_dir(state->cgroup_dir);
+  if (state)
+    for (const auto& more : state->more_cgroup_dirs) sweep_agent_dir(more);
   _exit(0);
 }
 

@@ -31,7 +31,8 @@ static std::string trim_decimal(int64_t value, int64_t unit) {
   } else {
     // Three decimals at most, trailing zeros dropped: 1.5, 0.25.
     int64_t whole = value / unit, frac = (value < 0 ? -value : value) % unit;
-    std::string f = std::to_string(unit + frac * 1000 / unit).substr(1);
+    // Thousandths of the unit, zero-padded to three digits (1000 + n, its first digit dropped), for any unit.
+    std::string f = std::to_string(1000 + frac * 1000 / unit).substr(1);
     while (!f.empty() && f.back() == '0') f.pop_back();
     s << (value < 0 && whole == 0 ? "-" : "") << whole << "." << f;
   }

@@ -34,6 +34,8 @@ struct ReplicaFailure {
   // kLogRule: which rule fired and the line (the job's output: bounded to kMaxLogRuleLine and escaped when parsed).
   // The rank is the report's.
   std::optional<LogRuleFiring> log_rule;
+  // kOomKilled: the memory limit the agent gave the replica, in MiB (at least 1).
+  int64_t memory_limit_mib = 0;
 };
 
 // One replica as an agent reports it in a heartbeat.
@@ -51,7 +53,8 @@ struct ReplicaReport {
 };
 
 // The "health" object of a heartbeat: {"checks": [{name, status, detail, on_failure, at_ms}], "configured",
-// "boot", "deep_check": {"status": none|running|passed|failed, "detail"}, "exit_checks_running"}.
+// "boot", "deep_check": {"status": none|running|passed|failed, "detail"}, "exit_checks_running",
+// "limits_enforced": {"memory", "cpu"}}.
 struct HealthReport {
   std::vector<NodeCheck> checks;
   size_t configured = 0;
@@ -60,6 +63,8 @@ struct HealthReport {
   // A replica here died abnormally and the checks that run at once after it have not finished: the checks above are
   // from before the exit (docs/resiliency.md, "One fault, one restart"). False (or absent): they are from after it.
   bool exit_checks_running = false;
+  // "limits_enforced": {"memory": bool, "cpu": bool}: which requested limits this node's replicas get.
+  std::optional<LimitsEnforced> limits;
   bool operator==(const HealthReport&) const = default;
 };
 

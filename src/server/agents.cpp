@@ -104,13 +104,13 @@ std::optional<ReplicaState> replica_state_named(const std::string& name) {
 // silent, and a registry's long answer is no fault of the node's.
 Result<ReplicaFailure> parse_failure(const json& f, const std::string& where) {
   if (!f.is_object()) return Error::invalid(where + " must be an object {\"reason\", \"message\"}");
-  if (auto st = only_keys(f, {"reason", "message", "rule", "line"}, where); !st) return st.error();
+  if (auto st = only_keys(f, {"reason", "message", "rule", "line", "memory_limit_mib"}, where); !st) return st.error();
   if (!f.contains("reason") || !f["reason"].is_string()) return Error::invalid(where + ": reason (a string) is required");
   std::string allowed;
   for (view::ReplicaFailureReason r : view::kReplicaFailureReasons) allowed += (allowed.empty() ? "" : ", ") + std::string(view::replica_failure_reason_name(r));
   auto reason = view::replica_failure_reason_named(f["reason"].get_ref<const std::string&>());
   if (!reason) return Error::invalid(where + ": reason '" + printable(f["reason"].get_ref<const std::string&>()) + "' is not one of " + allowed);
-  ReplicaFailure out{*reason, "", std::nullopt};
+  ReplicaFailure out{*reason, "", std::nullopt, 0};
   if (f.contains("message")) {
     if (!f["message"].is_string()) return Error::invalid(where + ": message must be a string");
     out.message = printable(f["message"].get_ref<const std::string&>(), view::kMaxReplicaFailureMessage);
@@ -136,6 +136,15 @@ Result<ReplicaFailure> parse_failure(const json& f, const std::string& where) {
   } else if (f.contains("rule") || f.contains("line")) {
     return Error::invalid(where + ": rule and line go only with reason log_rule");
   }
+  if (*reason == view::ReplicaFailureReason::kOomKilled) {
+    // {"memory_limit_mib": N}: the limit the replica went past, as data (agent/cgroups.h).
+    const json* m = f.contains("memory_limit_mib") ? &f["memory_limit_mib"] : nullptr;
+    if (!m || !m->is_number_integer() || m->get<int64_t>() < 1 || m->get<int64_t>() > (int64_t{1} << 40))
+      return Error::invalid(where + ".memory_limit_mib (an integer 1.." + std::to_string(int64_t{1} << 40) + ") is required with reason oom_killed");
+    out.memory_limit_mib = m->get<int64_t>();
+  } else if (f.contains("memory_limit_mib")) {
+    return Error::invalid(where + ": memory_limit_mib goes only with reason oom_killed");
+  }
   return out;
 }
 
@@ -145,6 +154,9 @@ std::string failure_reason_text(const ReplicaReport& rep) {
     switch (rep.failure->reason) {
       case view::ReplicaFailureReason::kImagePull: return "image pull: " + rep.failure->message;
       case view::ReplicaFailureReason::kLogRule: break;  // ended through fire_log_rule (apply_exits), not this text
+      case view::ReplicaFailureReason::kOomKilled:
+        return "OOMKilled: replica " + std::to_string(rep.rank) + " used more than its memory limit of " +
+               std::to_string(rep.failure->memory_limit_mib) + " MiB (per_replica memory) and the kernel's out-of-memory killer ended it";
     }
   }
   if (rep.state == ReplicaState::kLost)

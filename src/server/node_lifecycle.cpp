@@ -61,7 +61,7 @@ std::string labels_text(const Node& n) {
 
 Result<HealthReport> parse_health_report(const json& h) {
   if (!h.is_object()) return Error::invalid("heartbeat: health must be an object");
-  if (auto st = only_keys(h, {"checks", "configured", "boot", "deep_check", "exit_checks_running"}, "heartbeat: health"); !st)
+  if (auto st = only_keys(h, {"checks", "configured", "boot", "deep_check", "exit_checks_running", "limits_enforced"}, "heartbeat: health"); !st)
     return st.error();
   HealthReport out;
   auto text = [](const json& o, const char* k) { return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string(); };
@@ -95,6 +95,14 @@ Result<HealthReport> parse_health_report(const json& h) {
   if (h.contains("exit_checks_running")) {
     if (!h["exit_checks_running"].is_boolean()) return Error::invalid("heartbeat: health.exit_checks_running must be true or false");
     out.exit_checks_running = h["exit_checks_running"].get<bool>();
+  }
+  if (h.contains("limits_enforced")) {
+    const json& l = h["limits_enforced"];
+    const char* shape = "heartbeat: health.limits_enforced must be {\"memory\": true|false, \"cpu\": true|false}";
+    if (!l.is_object() || !only_keys(l, {"memory", "cpu"}, "heartbeat: health.limits_enforced").ok() || !l.contains("memory") ||
+        !l["memory"].is_boolean() || !l.contains("cpu") || !l["cpu"].is_boolean())
+      return Error::invalid(shape);
+    out.limits = LimitsEnforced{.memory = l["memory"].get<bool>(), .cpu = l["cpu"].get<bool>()};
   }
   if (h.contains("deep_check")) {
     const json& d = h["deep_check"];
@@ -159,6 +167,7 @@ void on_health_report(Txn& txn, const ServerOptions& options, const std::string&
   info.deep_status = report.deep_status;
   info.deep_detail = report.deep_detail;
   info.exit_checks_running = report.exit_checks_running;
+  info.limits = report.limits;
   // The checks after an abnormal exit have run: the node's health is known again (a failed check is a fault below;
   // a clean report lets the tick lift the suspicion, and the held exit is the job's).
   if (!report.exit_checks_running) info.exit_judging_since_ms = 0;

@@ -40,6 +40,15 @@ struct NodeChange {
   std::string from, to, cause, reason;
 };
 
+// Which of a replica's requested limits the node's agent holds it to (agent/cgroups.h): a cgroup v1 or v2 that
+// it could make and write; false where it could not (not root, read-only, not delegated), and replicas there run
+// without that limit. Reported in every heartbeat's health, shown as the node's `limits_enforced`.
+struct LimitsEnforced {
+  bool memory = false;
+  bool cpu = false;
+  bool operator==(const LimitsEnforced&) const = default;
+};
+
 struct NodeInfo {
   std::string address = "127.0.0.1";  // MASTER_ADDR for jobs whose rank 0 runs here
   bool agent = false;                 // an agent registered it: it must heartbeat
@@ -63,6 +72,7 @@ struct NodeInfo {
   int boot = 0;
   std::string deep_status = "none", deep_detail;
   bool exit_checks_running = false;  // HealthReport::exit_checks_running
+  std::optional<LimitsEnforced> limits;  // unset: the agent has not said (an older agent)
   // The server's own view between heartbeats (not journaled).
   int boot_at_reboot_order = -1;  // the boot the agent was in when the reboot was ordered
   bool suspect = false;           // mirrors Node::suspect: no new replicas here

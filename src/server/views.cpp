@@ -32,6 +32,7 @@ json node_view(const ServerState& st, const Node& n) {
     j["checks"] = checks;
     j["deep_check"] = {{"status", info.deep_status}, {"detail", info.deep_detail}};
     j["boot"] = info.boot;
+    if (info.limits) j["limits_enforced"] = {{"memory", info.limits->memory}, {"cpu", info.limits->cpu}};
     if (!info.replaces.empty()) j["replaces"] = info.replaces;
     // Runs requeued because a replica here did not start within the policy's start_timeout (resiliency.md).
     if (info.start_timeouts > 0) j["start_timeouts"] = info.start_timeouts;

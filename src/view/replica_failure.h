@@ -16,10 +16,16 @@ enum class ReplicaFailureReason {
   // fact as data, {"reason": "log_rule", "rule": {"kind": hung|restart|fail, "index": i}, "line": <the line>}; the
   // server ends or restarts the run by the rule (the job's retries, never the node's).
   kLogRule,
+  // The kernel's out-of-memory killer ended it inside the memory limit its agent gave it from the job's
+  // per_replica memory (agent/cgroups.h): {"reason": "oom_killed", "memory_limit_mib": N}, the limit as data. The
+  // job's fault, never the node's: the run fails at once (a retry, like a non-zero exit), its reason says
+  // OOMKilled and the limit, and no node is suspected.
+  kOomKilled,
 };
 const char* replica_failure_reason_name(ReplicaFailureReason r);  // "image_pull"
 std::optional<ReplicaFailureReason> replica_failure_reason_named(std::string_view name);
-inline constexpr ReplicaFailureReason kReplicaFailureReasons[] = {ReplicaFailureReason::kImagePull, ReplicaFailureReason::kLogRule};
+inline constexpr ReplicaFailureReason kReplicaFailureReasons[] = {ReplicaFailureReason::kImagePull, ReplicaFailureReason::kLogRule,
+                                                                 ReplicaFailureReason::kOomKilled};
 
 // A failure's message is text from outside (a registry's answer): the server keeps at most this many bytes of it,
 // with bytes outside printable ASCII escaped (core/spec.h, printable), and the agent sends no more.

@@ -38,6 +38,18 @@ cleanup() {
     local p; p=$(cat "$f" 2>/dev/null || true)
     [ -n "$p" ] && { kill -9 -- "-$p" 2>/dev/null || kill -9 "$p" 2>/dev/null || true; }
   done
+  # The agents' cgroup directories (agent/cgroups.h), which outlive the host's test run: an agent killed with -9
+  # leaves them to its watchdog, which finds them in the state file this cleanup is about to remove.
+  local cg
+  for cg in $(sed -n 's/.*cgroups: each replica gets its own cgroup\( v1\)\? under \([^ ]*\)\( and \([^ ]*\)\)\?.*/\2 \4/p' "$WORK"/agent-*.log 2>/dev/null | sort -u); do
+    [ -d "$cg" ] || continue
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+      find "$cg" -mindepth 1 -maxdepth 1 -type d -name 'r-*' -exec rmdir {} \; 2>/dev/null || true
+      rmdir "$cg/agent" 2>/dev/null || true
+      rmdir "$cg" 2>/dev/null && break
+      sleep 0.05
+    done
+  done
   # The database goes after the servers that write to it (start_postgres).
   [ -n "$PG_DIR" ] && { bash "$PG_HELPER" stop "$PG_DIR" >/dev/null 2>&1 || true; }
   declare -F fault_cleanup >/dev/null && fault_cleanup  # lib_faults.sh's mounts, before their directory goes

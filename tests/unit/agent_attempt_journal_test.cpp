@@ -44,6 +44,21 @@ TEST_F(AttemptJournalTest, WhatWasStartedEndedAndReportedSurvivesAReload) {
   EXPECT_TRUE(again->entries().at("train/1#2").reported);
 }
 
+TEST_F(AttemptJournalTest, AnOutOfMemoryEndIsKeptWithItsLimit) {
+  // An agent restarted between the kernel's kill and its report reports it as oom_killed, with the limit.
+  auto j = AttemptJournal::load(path_);
+  ASSERT_TRUE(j);
+  ASSERT_TRUE(j->started({"hog", 0, 1, "/w/hog/attempt-1", "/w/hog/attempt-1/rank-0.log", std::nullopt, false}));
+  ASSERT_TRUE(j->started({"ok", 0, 0, "/w/ok/attempt-0", "/w/ok/attempt-0/rank-0.log", std::nullopt, false}));
+  ASSERT_TRUE(j->ended("hog/0#1", 137, 64));
+  ASSERT_TRUE(j->ended("ok/0#0", 137));
+  auto again = AttemptJournal::load(path_);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->entries().at("hog/0#1").oom_limit_mib, 64);
+  EXPECT_EQ(again->entries().at("hog/0#1").exit_code, 137);
+  EXPECT_EQ(again->entries().at("ok/0#0").oom_limit_mib, 0) << "a plain exit 137 is no out-of-memory end";
+}
+
 TEST_F(AttemptJournalTest, OnlyReportedAttemptsTheRunListNoLongerNamesAreForgotten) {
   auto j = AttemptJournal::load(path_);
   ASSERT_TRUE(j);

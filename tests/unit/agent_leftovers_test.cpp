@@ -69,8 +69,9 @@ TEST_F(AgentLeftovers, StateFileRoundTripsAndIsReplacedWhole) {
   auto empty = load_state(file);
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->replicas.empty());
-  std::vector<ReplicaRecord> list = {{"a/0#0", 100, 100, 12345, "/sys/fs/cgroup/x/r-a-0-0"}, {"b/1#2", 200, 200, 67890, ""}};
-  ASSERT_TRUE(save_state(file, list, "/sys/fs/cgroup/x").ok());
+  std::vector<ReplicaRecord> list = {{"a/0#0", 100, 100, 12345, "/sys/fs/cgroup/x/r-a-0-0", {"/sys/fs/cgroup/cpu/x/r-a-0-0"}},
+                                     {"b/1#2", 200, 200, 67890, ""}};
+  ASSERT_TRUE(save_state(file, list, "/sys/fs/cgroup/x", {"/sys/fs/cgroup/cpu/x"}).ok());
   EXPECT_FALSE(fs::exists(file + ".tmp"));
   auto back = load_state(file);
   ASSERT_TRUE(back.ok()) << back.error().message;
@@ -81,6 +82,10 @@ TEST_F(AgentLeftovers, StateFileRoundTripsAndIsReplacedWhole) {
   EXPECT_EQ(back->replicas[0].cgroup, "/sys/fs/cgroup/x/r-a-0-0");
   EXPECT_EQ(back->replicas[1].pid, 200);
   EXPECT_EQ(back->cgroup_dir, "/sys/fs/cgroup/x");
+  // cgroup v1: the replica's and the agent's directories in the other hierarchies, for the watchdog's cleanup.
+  EXPECT_EQ(back->replicas[0].more_cgroups, std::vector<std::string>{"/sys/fs/cgroup/cpu/x/r-a-0-0"});
+  EXPECT_TRUE(back->replicas[1].more_cgroups.empty());
+  EXPECT_EQ(back->more_cgroup_dirs, std::vector<std::string>{"/sys/fs/cgroup/cpu/x"});
   ASSERT_TRUE(save_state(file, {}).ok());
   EXPECT_TRUE(load_state(file)->replicas.empty());
   std::ofstream(file) << "{\"boot_id\": 3";

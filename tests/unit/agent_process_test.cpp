@@ -227,23 +227,29 @@ TEST_F(AgentProcess, CgroupHoldsEverythingTheReplicaStarts) {
   if (!cg.available()) GTEST_SKIP() << cg.summary();
   auto dir = cg.create("r-test-0-0", {.vcpu_milli = 500, .memory_mib = 256});
   ASSERT_TRUE(dir.ok()) << dir.error().message;
+  const bool v2 = cg.version() == CgroupVersion::kV2;
   if (cg.limits_memory()) {
-    EXPECT_EQ(slurp(*dir + "/memory.max"), std::to_string(256ll << 20) + "\n");
+    EXPECT_EQ(slurp(*dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes")), std::to_string(256ll << 20) + "\n");
   }
-  if (cg.limits_cpu()) {
+  if (cg.limits_cpu() && v2) {
     EXPECT_EQ(slurp(*dir + "/cpu.max"), "50000 100000\n");
   }
+  // Under v1 the cpu hierarchy's directory of the same replica holds the quota.
+  const std::vector<std::string> more = cg.extra_paths(*dir);
+  for (const auto& m : more) EXPECT_EQ(slurp(m + "/cpu.cfs_quota_us"), "50000\n");
   ProcessTable t(5s);
   // setsid takes the child out of the replica's process group: only the cgroup still holds it.
   ASSERT_TRUE(t.start("j/0", {.argv = {"sh", "-c", "setsid sleep 30 & echo $! > " + path("child") + "; wait"},
                               .env = {{"PATH", "/usr/bin:/bin"}},
-                              .cgroup = *dir})
+                              .cgroup = *dir,
+                              .more_cgroups = more})
                   .ok());
   ASSERT_TRUE(wait_for_text(path("child"), "\n"));
   pid_t child = std::stoi(slurp(path("child")));
   for (int i = 0; i < 200 && getpgid(child) != child; ++i) std::this_thread::sleep_for(10ms);
   ASSERT_TRUE(alive(child));
   EXPECT_NE(slurp(*dir + "/cgroup.procs").find(std::to_string(child)), std::string::npos);
+  for (const auto& m : more) EXPECT_NE(slurp(m + "/cgroup.procs").find(std::to_string(child)), std::string::npos) << m;
   t.stop("j/0", Clock::now());
   auto e = wait_exit(t, "j/0");
   ASSERT_TRUE(e.has_value());
@@ -253,6 +259,7 @@ TEST_F(AgentProcess, CgroupHoldsEverythingTheReplicaStarts) {
   bool removed = false;
   for (int i = 0; i < 100 && !(removed = remove_cgroup(*dir)); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_TRUE(removed);
+  for (const auto& m : more) EXPECT_TRUE(remove_cgroup(m)) << m;
   cg.remove_if_empty();
 }
 
@@ -262,7 +269,7 @@ TEST_F(AgentProcess, CgroupLimitsAreWrittenWhereTheControllersAre) {
   fs::create_directories(dir_ / name);
   std::ofstream(dir_ / name / "cgroup.controllers") << "cpuset cpu io memory pids\n";
   std::ofstream(dir_ / name / "cgroup.subtree_control") << "";
-  Cgroups cg = Cgroups::detect(name, dir_.string());
+  Cgroups cg = Cgroups::detect(name, {.v2 = dir_.string()});
   ASSERT_TRUE(cg.available()) << cg.summary();
   EXPECT_TRUE(cg.limits_memory()) << cg.summary();
   EXPECT_TRUE(cg.limits_cpu()) << cg.summary();
@@ -281,11 +288,93 @@ TEST_F(AgentProcess, CgroupLimitsAreWrittenWhereTheControllersAre) {
   const std::string bare = Cgroups::dir_name_for("bare", dir_.string());
   fs::create_directories(dir_ / bare);
   std::ofstream(dir_ / bare / "cgroup.controllers") << "pids\n";
-  Cgroups without = Cgroups::detect(bare, dir_.string());
+  Cgroups without = Cgroups::detect(bare, {.v2 = dir_.string()});
   ASSERT_TRUE(without.available());
   EXPECT_FALSE(without.limits_memory());
   EXPECT_FALSE(without.limits_cpu());
   EXPECT_NE(without.summary().find("no memory or CPU limits apply"), std::string::npos) << without.summary();
+}
+
+TEST_F(AgentProcess, TheWatchdogSweepsTheReplicaCgroupsOfADeadAgent) {
+  // Replica cgroups whose processes are gone (an exit the agent collected but had not cleaned up) go, then the
+  // agent's directory; anything not a replica's keeps the directory (it is not the agent's to remove).
+  const fs::path agent = dir_ / "allot-gpu-1-0123abcd";
+  fs::create_directories(agent / "r-a-0-0");
+  fs::create_directories(agent / "r-b-1-2");
+  fs::create_directories(agent / "other");
+  sweep_agent_dir(agent.string(), 0);
+  EXPECT_FALSE(fs::exists(agent / "r-a-0-0"));
+  EXPECT_FALSE(fs::exists(agent / "r-b-1-2"));
+  EXPECT_TRUE(fs::exists(agent / "other"));
+  fs::remove(agent / "other");
+  sweep_agent_dir(agent.string(), 0);
+  EXPECT_FALSE(fs::exists(agent));
+  sweep_agent_dir(agent.string(), 0);  // gone already: nothing to do
+}
+
+TEST_F(AgentProcess, CgroupV1LimitsGoInTheMemoryAndCpuHierarchies) {
+  // Two directories standing in for the agent's cgroups in the v1 memory and cpu hierarchies.
+  const fs::path mem = dir_ / "v1" / "memory", cpu = dir_ / "v1" / "cpu";
+  fs::create_directories(mem);
+  fs::create_directories(cpu);
+  const std::string name = Cgroups::dir_name_for("v1", dir_.string());
+  Cgroups cg = Cgroups::detect(name, {.v1_memory = mem.string(), .v1_cpu = cpu.string()});
+  ASSERT_TRUE(cg.available()) << cg.summary();
+  EXPECT_EQ(cg.version(), CgroupVersion::kV1);
+  EXPECT_TRUE(cg.limits_memory());
+  EXPECT_TRUE(cg.limits_cpu());
+  EXPECT_EQ(cg.dir(), (mem / name).string()) << "the memory hierarchy holds the replica's processes";
+  EXPECT_NE(cg.summary().find("memory.limit_in_bytes and cpu.cfs_quota_us"), std::string::npos) << cg.summary();
+  // The kernel makes memory.memsw.limit_in_bytes where it accounts swap: it follows the memory limit.
+  fs::create_directories(mem / name / "r-train-0-0");
+  std::ofstream(mem / name / "r-train-0-0" / "memory.memsw.limit_in_bytes") << "";
+  auto r = cg.create("r-train-0-0", {.vcpu_milli = 1500, .memory_mib = 64});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, (mem / name / "r-train-0-0").string());
+  EXPECT_EQ(slurp(*r + "/memory.limit_in_bytes"), std::to_string(64ll << 20));
+  EXPECT_EQ(slurp(*r + "/memory.memsw.limit_in_bytes"), std::to_string(64ll << 20));
+  EXPECT_EQ(cg.extra_paths(*r), std::vector<std::string>{(cpu / name / "r-train-0-0").string()});
+  EXPECT_EQ(slurp((cpu / name / "r-train-0-0" / "cpu.cfs_period_us").string()), "100000");
+  EXPECT_EQ(slurp((cpu / name / "r-train-0-0" / "cpu.cfs_quota_us").string()), "150000");
+  EXPECT_FALSE(fs::exists(cpu / name / "r-train-0-0" / "memory.limit_in_bytes"));
+  // The sweep at a restart finds the replica in both hierarchies.
+  EXPECT_EQ(cg.children(), (std::vector<std::string>{*r, (cpu / name / "r-train-0-0").string()}));
+
+  // Only the cpu hierarchy is there: CPU limits only, and the log says so.
+  const std::string only = Cgroups::dir_name_for("cpu-only", dir_.string());
+  Cgroups cpu_only = Cgroups::detect(only, {.v1_memory = (dir_ / "missing" / "memory").string(), .v1_cpu = cpu.string()});
+  ASSERT_TRUE(cpu_only.available()) << cpu_only.summary();
+  EXPECT_FALSE(cpu_only.limits_memory());
+  EXPECT_TRUE(cpu_only.limits_cpu());
+  EXPECT_NE(cpu_only.summary().find("only CPU limits apply"), std::string::npos) << cpu_only.summary();
+  EXPECT_NE(cpu_only.summary().find("cannot create"), std::string::npos) << cpu_only.summary();
+
+  // Only the memory hierarchy is given: memory limits only, saying why there are no CPU limits.
+  Cgroups mem_only = Cgroups::detect(Cgroups::dir_name_for("mem-only", dir_.string()), {.v1_memory = mem.string()});
+  ASSERT_TRUE(mem_only.available()) << mem_only.summary();
+  EXPECT_TRUE(mem_only.extra_dirs().empty());
+  EXPECT_NE(mem_only.summary().find("only memory limits apply (no v1 cpu hierarchy is mounted)"), std::string::npos) << mem_only.summary();
+
+  // Neither can be written: no cgroups at all, said once, and a replica still starts (without one).
+  Cgroups none = Cgroups::detect("x", {.v1_memory = (dir_ / "missing" / "memory").string(), .v1_cpu = (dir_ / "missing" / "cpu").string()});
+  EXPECT_FALSE(none.available());
+  EXPECT_EQ(none.version(), CgroupVersion::kNone);
+  EXPECT_NE(none.summary().find("no memory or CPU limits"), std::string::npos) << none.summary();
+  EXPECT_FALSE(none.create("r-a-0-0", {.memory_mib = 64}).ok());
+}
+
+TEST_F(AgentProcess, ARefusedLimitIsAnErrorNamingTheFile) {
+  // The kernel refuses a write (here: the limit's file is a directory): create() fails, saying which file, and
+  // the agent starts the replica without a cgroup (unlimited, with a warning), never fails it.
+  const fs::path mem = dir_ / "refuse" / "memory";
+  fs::create_directories(mem);
+  const std::string name = Cgroups::dir_name_for("refuse", dir_.string());
+  Cgroups cg = Cgroups::detect(name, {.v1_memory = mem.string()});
+  ASSERT_TRUE(cg.available()) << cg.summary();
+  fs::create_directories(mem / name / "r-a-0-0" / "memory.limit_in_bytes");
+  auto r = cg.create("r-a-0-0", {.memory_mib = 128});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("memory.limit_in_bytes"), std::string::npos) << r.error().message;
 }
 
 TEST_F(AgentProcess, OomKillsAreReadFromMemoryEvents) {
@@ -297,6 +386,11 @@ TEST_F(AgentProcess, OomKillsAreReadFromMemoryEvents) {
   EXPECT_EQ(oom_kills(cg.string()), 0) << "an oom event that killed nothing";
   std::ofstream(cg / "memory.events") << "low 0\nhigh 0\nmax 40\noom 2\noom_kill 2\noom_group_kill 0\n";
   EXPECT_EQ(oom_kills(cg.string()), 2);
+  // cgroup v1: memory.oom_control has the same counter.
+  const fs::path v1 = dir_ / "r-oom-v1-0-0";
+  fs::create_directories(v1);
+  std::ofstream(v1 / "memory.oom_control") << "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n";
+  EXPECT_EQ(oom_kills(v1.string()), 1);
 }
 
 TEST(AgentCgroups, LimitsFromTheRequest) {
@@ -320,6 +414,18 @@ TEST(AgentCgroups, FindsTheHierarchy) {
   EXPECT_EQ(cgroup2_mount("34 25 0:29 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"), std::nullopt);
   EXPECT_EQ(cgroup2_path("4:memory:/x\n0::/system.slice/allot-agent.service\n"), "/system.slice/allot-agent.service");
   EXPECT_EQ(cgroup2_path("4:memory:/x\n"), std::nullopt);
+  const char* v1 =
+      "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+      "33 31 0:30 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n"
+      "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+      "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+  EXPECT_EQ(cgroup1_mount(v1, "memory"), "/sys/fs/cgroup/memory");
+  EXPECT_EQ(cgroup1_mount(v1, "cpu"), "/sys/fs/cgroup/cpu,cpuacct") << "cpu, not cpuset";
+  EXPECT_EQ(cgroup1_mount(v1, "pids"), std::nullopt);
+  const char* self = "9:name=systemd:/\n4:memory:/process_api/c1\n2:cpu,cpuacct:/a\n3:cpuset:/b\n0::/\n";
+  EXPECT_EQ(cgroup1_path(self, "memory"), "/process_api/c1");
+  EXPECT_EQ(cgroup1_path(self, "cpu"), "/a");
+  EXPECT_EQ(cgroup1_path(self, "pids"), std::nullopt);
   EXPECT_NE(Cgroups::dir_name_for("gpu-1", "/a"), Cgroups::dir_name_for("gpu-1", "/b"));
   EXPECT_EQ(Cgroups::dir_name_for("gpu-1", "/a"), Cgroups::dir_name_for("gpu-1", "/a"));
 }

@@ -213,5 +213,17 @@ TEST(ProportionalDefaults, ReplicaRequestsFollowTheSameRule) {
   EXPECT_FALSE(resolve_replica(type("ml.p5.48xlarge"), neg).ok());
 }
 
+TEST(AmountText, FractionsOfAGibAreThousandthsOfIt) {
+  // Memory is in MiB and shown in GiB: 1280 MiB is 1.25 GiB (it was shown as 1.274, the thousandths taken as
+  // if the unit were 1000), in quota reasons among others.
+  EXPECT_EQ(format_amount(Resource::kMemory, 1280), "1.25");
+  EXPECT_EQ(format_amount(Resource::kMemory, 768), "0.75");
+  EXPECT_EQ(format_amount(Resource::kMemory, 64), "0.062");
+  EXPECT_EQ(format_amount(Resource::kMemory, 2048), "2");
+  EXPECT_EQ(format_amount(Resource::kVcpu, 2500), "2.5");
+  EXPECT_EQ(format_amount(Resource::kVcpu, 50), "0.05");
+  EXPECT_EQ(format_amount(Resource::kVcpu, -500), "-0.5");
+}
+
 }  // namespace
 }  // namespace allot

@@ -11,6 +11,7 @@
 #include "interop/k8s_manifest.h"
 #include "interop/kueue.h"
 #include "server/agents.h"
+#include "server/node_lifecycle.h"
 #include "core/state.h"
 #include "store/spec_json.h"
 #include "view/state_json.h"
@@ -498,6 +499,41 @@ TEST(ContainerHeartbeat, PullingAndImagePullFailuresAreReadAndBounded) {
   for (const json& rep : bad) EXPECT_FALSE(server::parse_heartbeat({{"replicas", {rep}}})) << rep.dump();
   for (view::ReplicaFailureReason reason : view::kReplicaFailureReasons)
     EXPECT_EQ(view::replica_failure_reason_named(view::replica_failure_reason_name(reason)), reason);
+}
+
+TEST(OomHeartbeat, AnOutOfMemoryEndCarriesItsLimitAsData) {
+  auto r = server::parse_heartbeat({{"replicas", {{{"job", "j"}, {"rank", 1}, {"state", "exited"}, {"exit_code", 137},
+                                                   {"failure", {{"reason", "oom_killed"}, {"memory_limit_mib", 64}}}}}}});
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE((*r)[0].failure);
+  EXPECT_EQ((*r)[0].failure->reason, view::ReplicaFailureReason::kOomKilled);
+  EXPECT_EQ((*r)[0].failure->memory_limit_mib, 64);
+  const json bad[] = {
+      {{"reason", "oom_killed"}},                                  // the limit is required
+      {{"reason", "oom_killed"}, {"memory_limit_mib", 0}},
+      {{"reason", "oom_killed"}, {"memory_limit_mib", "64"}},
+      {{"reason", "image_pull"}, {"message", "x"}, {"memory_limit_mib", 64}},  // only with oom_killed
+      {{"reason", "OOMKilled"}, {"memory_limit_mib", 64}},          // the wire spelling is oom_killed
+  };
+  for (const json& f : bad)
+    EXPECT_FALSE(server::parse_heartbeat({{"replicas", {{{"job", "j"}, {"rank", 0}, {"state", "exited"}, {"exit_code", 137}, {"failure", f}}}}}))
+        << f.dump();
+}
+
+TEST(OomHeartbeat, TheNodeSaysWhichLimitsItEnforces) {
+  auto h = server::parse_health_report({{"limits_enforced", {{"memory", true}, {"cpu", false}}}});
+  ASSERT_TRUE(h) << h.error().message;
+  ASSERT_TRUE(h->limits);
+  EXPECT_TRUE(h->limits->memory);
+  EXPECT_FALSE(h->limits->cpu);
+  h = server::parse_health_report(json::object());
+  ASSERT_TRUE(h);
+  EXPECT_FALSE(h->limits) << "an agent that does not say leaves it unknown";
+  for (const json& bad : {json{{"memory", true}}, json{{"memory", 1}, {"cpu", true}}, json{{"memory", true}, {"cpu", true}, {"io", true}}, json("yes")}) {
+    auto e = server::parse_health_report({{"limits_enforced", bad}});
+    ASSERT_FALSE(e) << bad.dump();
+    EXPECT_NE(e.error().message.find("limits_enforced"), std::string::npos) << e.error().message;
+  }
 }
 
 }  // namespace

@@ -193,6 +193,46 @@ TEST_F(ServerContainer, AnImagePullFailureFailsTheAttemptChargedToTheJobNeverToT
   for (const std::string n : {"g1", "g2"}) EXPECT_EQ(get("/v1/nodes/" + n).json["health"], "Schedulable");
 }
 
+TEST_F(ServerContainer, AnOutOfMemoryEndFailsTheRunAsTheJobsFaultNamingTheLimit) {
+  // The same rule as an image pull (server/agents.cpp, apply_exits): a failure the agent names is the job's. Two
+  // ranks on two nodes, so an unnamed exit would be held for the peer; this one is not.
+  ASSERT_EQ(post("/v1/jobs", image_job("hog", "a", 2)).status, 201);
+  auto j = get("/v1/jobs/hog").json;
+  ASSERT_EQ(j["nodes"].size(), 2u) << j.dump();
+  const std::string node = j["placement"][0]["replicas"][1]["node"];
+  // The node says it enforces memory limits; its view shows it.
+  auto hb = post("/v1/agents/" + node + "/heartbeat",
+                 json{{"replicas", json::array()}, {"health", {{"limits_enforced", {{"memory", true}, {"cpu", false}}}}}});
+  ASSERT_EQ(hb.status, 200) << hb.body;
+  EXPECT_EQ(get("/v1/nodes/" + node).json["limits_enforced"], (json{{"memory", true}, {"cpu", false}}));
+  const json oom = {{"job", "hog"}, {"rank", 1}, {"state", "exited"}, {"attempt", 0}, {"exit_code", 137},
+                    {"failure", {{"reason", "oom_killed"}, {"memory_limit_mib", 65536}}}};
+  heartbeat(node, json::array({oom}));
+  j = get("/v1/jobs/hog").json;
+  EXPECT_EQ(j["restarts"], 1) << "failed at once, not held for the peer: " << j.dump();
+  EXPECT_EQ(j["retries_used"], 1) << j.dump();
+  const std::string why = "OOMKilled: replica 1 used more than its memory limit of 65536 MiB";
+  EXPECT_EQ(j["restart_history"][0]["cause"].get<std::string>().rfind(why, 0), 0u) << j["restart_history"].dump();
+  EXPECT_EQ(j["restart_history"][0]["node"], "") << "no node is blamed";
+  bool event = false;
+  for (const auto& e : events_of("hog")) event |= e["message"].get<std::string>().find(why) != std::string::npos;
+  EXPECT_TRUE(event) << events_of("hog").dump();
+  for (const std::string n : {"g1", "g2"}) {
+    auto v = get("/v1/nodes/" + n).json;
+    EXPECT_EQ(v["health"], "Schedulable") << v.dump();
+    EXPECT_FALSE(v.contains("suspect")) << v.dump();
+  }
+  // The retry ends the same way: max_retries 1 is used up, the job fails with the reason.
+  for (const std::string n : {"g1", "g2"}) heartbeat(n);
+  j = get("/v1/jobs/hog").json;
+  json again = oom;
+  again["attempt"] = 1;
+  heartbeat(j["placement"][0]["replicas"][1]["node"], json::array({again}));
+  j = get("/v1/jobs/hog").json;
+  EXPECT_EQ(j["state"], "Failed") << j.dump();
+  EXPECT_EQ(j["reason"].get<std::string>().rfind(why, 0), 0u) << j["reason"].dump();
+}
+
 TEST_F(ServerContainer, AFailureOfAnUnknownReasonOrOnAReplicaNotExitedIsRefused) {
   ASSERT_EQ(post("/v1/jobs", image_job("bad")).status, 201);
   const std::string node = node_of("bad");
