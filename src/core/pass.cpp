@@ -291,10 +291,23 @@ const AdmissionAttempt* Pass::keep_clear(const Job& j, const AdmissionAttempt& a
 // thousand pairs, looked up by hash (a tree of pairs cost a cache miss per level for every job), and jobs of
 // one class often follow one another, so the last pair is checked first.
 void Pass::give_reasons() {
-  // Jobs still passed over for their dependencies: what they wait for, as the pass leaves the jobs they name.
+  // Jobs still passed over for their dependencies: what they wait for, as the pass leaves the jobs they name. Jobs
+  // of one team naming one job with the same condition (a fan-out) share one text, made once.
+  std::unordered_map<uint64_t, SharedText> one_named;
   for (JobId id : dependents_) {
-    Explanation e = explain_dependency_wait(s, job(id));
-    result.waiting.push_back(WaitingReason{id, e.code, e.feasible, SharedText(std::move(e.text))});
+    const Job& j = job(id);
+    uint64_t key = UINT64_MAX;
+    if (j.after.size() == 1 && j.spec.after.size() == 1)
+      key = (uint64_t{j.after[0].value} << 2 | static_cast<uint64_t>(j.spec.after[0].condition)) << 20 | j.team.value;
+    if (key != UINT64_MAX && j.team.value < (1u << 20))
+      if (auto it = one_named.find(key); it != one_named.end()) {
+        result.waiting.push_back(WaitingReason{id, ReasonCode::kDependency, true, it->second});
+        continue;
+      }
+    Explanation e = explain_dependency_wait(s, j);
+    SharedText text(std::move(e.text));
+    if (key != UINT64_MAX && j.team.value < (1u << 20)) one_named.emplace(key, text);
+    result.waiting.push_back(WaitingReason{id, e.code, e.feasible, text});
   }
   using Pair = std::pair<const PooledReason*, const PooledReason*>;
   struct PairHash {
