@@ -89,6 +89,32 @@ void BM_SchedulePass(benchmark::State& st) {
 }
 BENCHMARK(BM_SchedulePass)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMillisecond)->Iterations(3);
 
+// A pass over a filled cluster with `dependents` more jobs waiting for a dependency (core/dependency.h): each names a
+// job still waiting, so every pass judges them all and passes them over (the cost a dependency adds to a pass).
+void BM_PassWithDependents(benchmark::State& st) {
+  ClusterState base = make_state(10000, true);
+  std::string waiting_name;
+  for (JobId id : base.waiting_jobs) {
+    waiting_name = base.jobs[id.index()].spec.name;
+    break;
+  }
+  const Job& model = *base.find_job(waiting_name);
+  for (int64_t i = 0; i < st.range(0); ++i) {
+    JobSpec d = model.spec;
+    d.name = "dependent-" + std::to_string(i);
+    d.after = {{waiting_name, DependencyCondition::kSucceeded}};
+    (void)submit_job(base, d, 0);
+  }
+  for (auto _ : st) {
+    st.PauseTiming();
+    ClusterState s = base;
+    st.ResumeTiming();
+    benchmark::DoNotOptimize(schedule(s, 1));
+  }
+  st.counters["waiting"] = static_cast<double>(base.waiting_jobs.size());
+}
+BENCHMARK(BM_PassWithDependents)->Arg(0)->Arg(10000)->Arg(50000)->Unit(benchmark::kMillisecond)->Iterations(3);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -90,6 +90,11 @@ Result<std::vector<SubmitDoc>> read_jobs(const std::string& text, const std::str
       if (auto st = check_name(NameKind::kJob, m->spec.name); !st) return Error::invalid(origin + ": " + st.error().message);
       for (const auto& w : m->warnings) std::cerr << "allot submit: warning: " << origin << ": " << w << "\n";
       out.push_back({m->spec, client::job_body(m->spec), m->priority_label});
+      // A JobSet with dependsOn: one job per replicated job, chained with after (submitted together, in order).
+      for (const JobSpec& more : m->chained) {
+        if (auto st = check_name(NameKind::kJob, more.name); !st) return Error::invalid(origin + ": " + st.error().message);
+        out.push_back({more, client::job_body(more), m->priority_label});
+      }
       continue;
     }
     // A scenario's `submit:` entry pasted with its key is accepted too.

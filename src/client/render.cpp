@@ -423,6 +423,12 @@ std::string describe_job(const json& j, int64_t now) {
     field("Reserved:", "from " + clock_time(at) + (at > now ? " (in " + std::to_string(at - now) + " s)" : "") + " on " + nodes +
                            " (backfill: later jobs may not take these nodes unless they end by then)");
   }
+  // Dependencies (docs/jobs.md, "Dependencies"): one line per job named, "prep succeeded: holds (Succeeded)".
+  for (const auto& d : j.value("after", json::array())) {
+    std::string line = text(d, "job") + " " + text(d, "condition") + ": " + text(d, "state");
+    if (d.contains("job_state")) line += " (" + text(d, "job_state") + ")";
+    field("After:", line);
+  }
   // The last rule on its output that fired (docs/resiliency.md, "Rules on a job's output"); the line only for
   // readers of the job's logs (the server leaves it out for others).
   if (j.contains("log_rule") && j["log_rule"].is_object()) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "config/after_json.h"
 #include "config/log_rules_json.h"
 #include "config/policy_json.h"
 #include "view/state_json.h"
@@ -99,6 +100,7 @@ json job_body(const JobSpec& j) {
   if (!j.plan.empty()) o["plan"] = j.plan;
   if (j.completion_index) o["completion_index"] = true;
   if (!j.log_rules.empty()) o["log_rules"] = config::log_rules_json(j.log_rules);
+  if (!j.after.empty()) o["after"] = config::after_json(j.after);
   if (!j.container.empty()) {
     const ContainerSpec& c = j.container;
     o["image"] = c.image;

@@ -364,10 +364,41 @@ Result<LogRules> read_log_rules(const YamlContext& ctx, const Val& v) {
   return rules;
 }
 
+// after: [{job: NAME, condition: succeeded|ended|started}, ...] (docs/jobs.md, "Dependencies"; core/dependency.h).
+// The condition defaults to ended (Slurm's plain dependency, afterany). Whether each name is a job of the team is
+// checked at submission.
+Result<std::vector<JobDependency>> read_after(const YamlContext& ctx, const Val& v) {
+  auto items = list_items(ctx, v);
+  if (!items) return items.error();
+  if (items->size() > kMaxDependencies)
+    return fail(ctx, v, name_of(v) + " has " + std::to_string(items->size()) + " entries",
+                "name at most " + std::to_string(kMaxDependencies) + " jobs");
+  std::vector<std::string_view> conditions;
+  for (DependencyCondition c : kDependencyConditions) conditions.push_back(dependency_condition_name(c));
+  std::vector<JobDependency> out;
+  for (const Val& item : *items) {
+    auto f = Fields::open(ctx, item, {"job", "condition"});
+    if (!f) return f.error();
+    auto jv = f->need(ctx, "job");
+    if (!jv) return jv.error();
+    auto name = read_object_name(ctx, *jv, NameKind::kJob);
+    if (!name) return name.error();
+    JobDependency d{.job = *name};
+    if (auto c = f->get("condition")) {
+      auto choice = read_choice(ctx, *c, conditions);
+      if (!choice) return choice.error();
+      d.condition = kDependencyConditions[*choice];
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
                                  "duration", "time_limit", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan",
-                                 "image", "image_pull_policy", "shm_size_gib", "volumes", "args", "completion_index", "log_rules"});
+                                 "image", "image_pull_policy", "shm_size_gib", "volumes", "args", "completion_index", "log_rules",
+                                 "after"});
   if (!f) return f.error();
   JobSpec job;
   auto name_val = f->need(ctx, "name");
@@ -447,6 +478,11 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     auto rules = read_log_rules(ctx, *r);
     if (!rules) return rules.error();
     job.log_rules = std::move(*rules);
+  }
+  if (auto a = f->get("after")) {
+    auto after = read_after(ctx, *a);
+    if (!after) return after.error();
+    job.after = std::move(*after);
   }
   auto container = read_container(ctx, *f, job.pod_sets);
   if (!container) return container.error();

@@ -58,6 +58,10 @@ enum class ReasonCode : uint8_t {
   kHung,
   kLogRestart,
   kLogFail,
+  // Dependencies (core/dependency.h): waiting for a job it names in `after` to succeed, end or start; ended
+  // (Cancelled, never run) because one of them can never hold.
+  kDependency,
+  kDependencyNever,
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

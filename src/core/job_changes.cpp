@@ -3,6 +3,7 @@
 // next pass sees the change.
 #include <algorithm>
 
+#include "core/dependency.h"
 #include "core/state.h"
 
 namespace allot {
@@ -85,8 +86,17 @@ Result<std::vector<JobId>> compact_finished(ClusterState& s, Time finished_befor
   keep_finished_index(s);
   std::vector<JobId> out;
   auto end = s.finished_jobs.upper_bound({finished_before, UINT32_MAX});
-  for (auto it = s.finished_jobs.begin(); it != end; ++it) out.push_back(JobId(it->second));
-  s.finished_jobs.erase(s.finished_jobs.begin(), end);
+  // A job a waiting job that never ran depends on stays (dependency.h, jobs_depended_on): its dependents' verdicts
+  // read it. It stays in finished_jobs, and a later compaction takes it once no such job names it.
+  const std::vector<JobId> kept = s.finished_jobs.begin() == end ? std::vector<JobId>{} : jobs_depended_on(s);
+  for (auto it = s.finished_jobs.begin(); it != end;) {
+    if (std::binary_search(kept.begin(), kept.end(), JobId(it->second))) {
+      ++it;
+      continue;
+    }
+    out.push_back(JobId(it->second));
+    it = s.finished_jobs.erase(it);
+  }
   std::sort(out.begin(), out.end());
   for (JobId id : out) {
     Job& j = s.jobs[id.index()];

@@ -169,6 +169,9 @@ struct Job {
   // Held by request (`allot hold`): a waiting job the scheduler passes over until it is released. It stays
   // Pending (or Suspended); its reason says it is held.
   bool held = false;
+  // It names jobs in spec.after (core/dependency.h): the scheduler passes it over until they hold. Here, beside the
+  // fields a pass reads, so that jobs without dependencies cost no look at `after`.
+  bool depends = false;
   // Elastic jobs (docs/scheduling.md, "Elastic jobs"): the pod set whose size may change (-1: none; a job has
   // at most one), when the current run took its size, and every resize.
   int elastic_pod_set = -1;
@@ -194,6 +197,9 @@ struct Job {
   Time backoff_until = 0;
   std::vector<Transition> history;
   std::vector<ResizeEvent> resizes;
+  // spec.after resolved at submission, one ID per entry in the same order: the job each name meant then (a later
+  // job of that name is another job). Kept by snapshots as IDs.
+  std::vector<JobId> after;
   bool elastic() const { return elastic_pod_set >= 0; }
   // Replicas the job holds now (0 when not running): of its elastic pod set, or of all pod sets of a fixed job.
   int size() const;

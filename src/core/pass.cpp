@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "core/dependency.h"
 #include "core/quota.h"
 #include "core/start_timeout.h"
 #include "core/time_limit.h"
@@ -25,16 +26,50 @@ void Pass::room_changes(const Job& j, const Placement& p) {
 }
 
 void Pass::collect_waiting() {
-  // A held or backing-off job is passed over (start_timeout.h, passed_over).
+  // A held or backing-off job is passed over (start_timeout.h, passed_over), and so is one whose dependencies
+  // wait (dependency.h): it gets its reason here and does not enter the queue, so it blocks no one (strict FIFO,
+  // reservations). One whose dependency can never hold is returned to be ended, held or not.
   waiting.clear();
+  dependents_.clear();
   backoff_ends_ = std::nullopt;
   for (JobId id : s.waiting_jobs) {
     const Job& j = job(id);
-    if (!passed_over(j, now)) waiting.push_back(id);
-    else if (!j.held && (!backoff_ends_ || j.backoff_until < *backoff_ends_)) backoff_ends_ = j.backoff_until;
+    DependencyVerdict deps;
+    if (j.depends) {
+      deps = judge_dependencies(s, j);
+      if (deps.state == DependencyState::kNever) {
+        result.dependency_ends.push_back(DependencyEnd{id, deps.which});
+        continue;
+      }
+    }
+    if (passed_over(j, now)) {
+      if (!j.held && (!backoff_ends_ || j.backoff_until < *backoff_ends_)) backoff_ends_ = j.backoff_until;
+    } else if (deps.state == DependencyState::kWaits) {
+      dependents_.push_back(id);  // its reason at the end of the pass (give_reasons), naming states as they are then
+    } else {
+      waiting.push_back(id);
+    }
   }
   for (JobId id : waiting) join(id);
   sort_waiting();
+}
+
+bool Pass::rejoin_dependents() {
+  bool any = false;
+  for (size_t i = 0; i < dependents_.size();) {
+    const JobId id = dependents_[i];
+    if (judge_dependencies(s, job(id)).state != DependencyState::kHolds) {
+      ++i;
+      continue;
+    }
+    join(id);
+    waiting.push_back(id);
+    dependents_[i] = dependents_.back();
+    dependents_.pop_back();
+    any = true;
+  }
+  if (any) sort_waiting();
+  return any;
 }
 
 void Pass::join(JobId id) {
@@ -256,6 +291,24 @@ const AdmissionAttempt* Pass::keep_clear(const Job& j, const AdmissionAttempt& a
 // thousand pairs, looked up by hash (a tree of pairs cost a cache miss per level for every job), and jobs of
 // one class often follow one another, so the last pair is checked first.
 void Pass::give_reasons() {
+  // Jobs still passed over for their dependencies: what they wait for, as the pass leaves the jobs they name. Jobs
+  // of one team naming one job with the same condition (a fan-out) share one text, made once.
+  std::unordered_map<uint64_t, SharedText> one_named;
+  for (JobId id : dependents_) {
+    const Job& j = job(id);
+    uint64_t key = UINT64_MAX;
+    if (j.after.size() == 1 && j.spec.after.size() == 1)
+      key = (uint64_t{j.after[0].value} << 2 | static_cast<uint64_t>(j.spec.after[0].condition)) << 20 | j.team.value;
+    if (key != UINT64_MAX && j.team.value < (1u << 20))
+      if (auto it = one_named.find(key); it != one_named.end()) {
+        result.waiting.push_back(WaitingReason{id, ReasonCode::kDependency, true, it->second});
+        continue;
+      }
+    Explanation e = explain_dependency_wait(s, j);
+    SharedText text(std::move(e.text));
+    if (key != UINT64_MAX && j.team.value < (1u << 20)) one_named.emplace(key, text);
+    result.waiting.push_back(WaitingReason{id, e.code, e.feasible, text});
+  }
   using Pair = std::pair<const PooledReason*, const PooledReason*>;
   struct PairHash {
     size_t operator()(const Pair& p) const {
@@ -326,7 +379,8 @@ std::optional<Time> Pass::wakeup() const {
         consider(job(id).locality_wait_from.value_or(now) + locality_wait_of(s, job(id)));
   if (s.policy.starvation_threshold_s > 0)
     for (JobId id : s.waiting_jobs)
-      if (!passed_over(job(id), now)) consider(job(id).waiting_since + s.policy.starvation_threshold_s);
+      if (!passed_over(job(id), now) && !waits_for_dependency(s, job(id)))
+        consider(job(id).waiting_since + s.policy.starvation_threshold_s);
   return t;
 }
 

@@ -45,8 +45,12 @@ class Pass {
   PassJob& rec(JobId id) { return pass[id.index()]; }
   const Job& job(JobId id) const { return s.jobs[id.index()]; }
 
-  // The waiting jobs enter the queue, in queue order.
+  // The waiting jobs enter the queue, in queue order; those whose dependencies wait get their reason instead, and
+  // those whose dependencies can never hold go to result.dependency_ends (dependency.h).
   void collect_waiting();
+  // Jobs passed over for their dependencies that this pass's admissions let run (a `started` condition): they
+  // enter the queue. Whether any did.
+  bool rejoin_dependents();
   // A job enters the pass's queue: its record gets what the phases read of it.
   void join(JobId id);
   // Queue order (order.h), on keys copied out of the jobs.
@@ -96,7 +100,7 @@ class Pass {
   void keep_locality_waits();
 
   // --- The end of the pass -------------------------------------------------------------------------------
-  // Every job still waiting says what blocks it, into result.waiting.
+  // Every job still waiting says what blocks it, into result.waiting (those passed over for their dependencies too).
   void give_reasons();
   std::optional<Time> wakeup() const;
   // The pass stopped at its bound: name the jobs of the decisions of its last steps, where a cycle shows.
@@ -133,6 +137,7 @@ class Pass {
   std::string backfill_text() const;
   OneDomainFits one_domain_;  // locality_wait.h, for this pass's cluster shape
   bool locality_waits_ = false;  // the policy or a priority class sets a locality wait
+  std::vector<JobId> dependents_;  // passed over: their dependencies wait (collect_waiting)
   std::optional<Time> backoff_ends_;  // the earliest end of a start-timeout backoff among passed-over jobs
   bool borrowed_since_plans_ = false;  // plan_again()
   // Where each of the last kStepsNamed steps began in result.decisions (a ring indexed by step number), so a

@@ -40,6 +40,13 @@ struct LocalityWaitStart {
   Time from = 0;
 };
 
+// A waiting job that never ran, one of whose dependencies can never hold (dependency.h): schedule() ends it
+// (end_for_dependency) before it returns, after the pass's decisions; the server journals it.
+struct DependencyEnd {
+  JobId job;
+  size_t which = 0;  // the entry of spec.after
+};
+
 struct ScheduleResult {
   std::vector<Decision> decisions;  // in the order they were applied
   // One record per preemption group (one preemptor, all its victims), in the order the groups were applied;
@@ -54,6 +61,8 @@ struct ScheduleResult {
   // Not part of the state: every pass plans it afresh, so drivers show it (the holder's `reservation`) and do not
   // journal it.
   std::optional<BackfillReservation> reservation;
+  // Jobs ended because a dependency can never hold, in ID order.
+  std::vector<DependencyEnd> dependency_ends;
   // The earliest future time at which time alone could change a decision (a minimum runtime ending, a job
   // reaching the starvation threshold); drivers run the scheduler again then.
   std::optional<Time> next_wakeup;

@@ -144,6 +144,15 @@ const char* capability_name(Capability c) {
   return "?";
 }
 
+const char* dependency_condition_name(DependencyCondition c) {
+  switch (c) {
+    case DependencyCondition::kSucceeded: return "succeeded";
+    case DependencyCondition::kEnded: return "ended";
+    case DependencyCondition::kStarted: return "started";
+  }
+  return "ended";
+}
+
 const char* pull_policy_name(PullPolicy p) {
   switch (p) {
     case PullPolicy::kIfNotPresent: return "IfNotPresent";

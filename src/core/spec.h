@@ -244,6 +244,22 @@ struct ContainerSpec {
   friend bool operator==(const ContainerSpec&, const ContainerSpec&) = default;
 };
 
+// Dependencies between jobs (docs/jobs.md, "Dependencies"; Slurm's --dependency): what must have happened to
+// the named job before this one may run. kSucceeded: it ended Succeeded (afterok); kEnded: it ended in any state
+// (afterany, the default); kStarted: it began running (after). core/dependency.h holds the rule.
+enum class DependencyCondition { kSucceeded, kEnded, kStarted };
+// "succeeded", "ended", "started": the one spelling in YAML, JSON, the journal and `allot describe`.
+const char* dependency_condition_name(DependencyCondition c);
+inline constexpr DependencyCondition kDependencyConditions[] = {DependencyCondition::kSucceeded, DependencyCondition::kEnded,
+                                                                DependencyCondition::kStarted};
+// The most entries a job's `after` may list.
+inline constexpr size_t kMaxDependencies = 32;
+struct JobDependency {
+  std::string job;  // a job of the same team, kept under this name when this one is submitted
+  DependencyCondition condition = DependencyCondition::kEnded;
+  friend bool operator==(const JobDependency&, const JobDependency&) = default;
+};
+
 struct JobSpec {
   std::string name;
   std::string team;
@@ -268,6 +284,8 @@ struct JobSpec {
   // Rules on the replicas' output (core/log_rules.h; docs/jobs.md, "log_rules"): progress that must show, lines that
   // mean restart or fail. Empty: none.
   LogRules log_rules;
+  // Jobs that must have succeeded, ended or started before this one may run (core/dependency.h). Empty: none.
+  std::vector<JobDependency> after;
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/dependency.h"
 #include "core/plans.h"
 #include "core/request.h"
 #include "core/time_limit.h"
@@ -435,6 +436,25 @@ Status cancel_job(ClusterState& s, std::string_view name, Time now) {
   if (j.state == JobState::kRunning) stop_run(s, j, now);
   j.held = false;
   transition(s, j, JobState::kCancelled, now, "cancelled by request", ReasonCode::kCancelled);
+  return ok_status();
+}
+
+Status end_for_dependency(ClusterState& s, std::string_view name, std::string_view after, Time now) {
+  const Job* cj = s.find_job(name);
+  if (!cj) return Error::not_found("no job named " + std::string(name));
+  Job& j = s.jobs[cj->id.index()];
+  if (!is_waiting(j.state) || ever_ran(j))
+    return Error::precondition("job " + j.spec.name + " is " + job_state_name(j.state) +
+                               (ever_ran(j) ? " and has run" : "") + "; only a waiting job that never ran ends for a dependency");
+  size_t which = j.spec.after.size();
+  for (size_t i = 0; i < j.spec.after.size() && i < j.after.size(); ++i)
+    if (j.spec.after[i].job == after) which = i;
+  if (which == j.spec.after.size())
+    return Error::precondition("job " + j.spec.name + " does not depend on a job named " + std::string(after));
+  if (dependency_state(s.jobs[j.after[which].index()], j.spec.after[which].condition) != DependencyState::kNever)
+    return Error::precondition("job " + j.spec.name + "'s dependency on " + std::string(after) + " can still hold");
+  j.held = false;
+  transition(s, j, JobState::kCancelled, now, dependency_never_text(s, j, which), ReasonCode::kDependencyNever);
   return ok_status();
 }
 

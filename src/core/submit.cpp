@@ -3,6 +3,7 @@
 #include <optional>
 #include <set>
 
+#include "core/dependency.h"
 #include "core/job_restore.h"
 #include "core/plans.h"
 #include "core/request.h"
@@ -122,6 +123,14 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
       return Error::precondition("job " + spec.name + ": plan " + spec.plan + " is " + plan_state_name(plan->state) +
                                  "; its nodes take no new work. Name a Scheduled or Active plan, or none");
     j.plan = plan->id;
+  }
+  // A restored job keeps the IDs its names were resolved to at submission (the snapshot says them, and the names
+  // may mean other jobs by now); a new one resolves them here (dependency.h).
+  if (!restored_priority) {
+    auto after = resolve_dependencies(s, spec, team->id);
+    if (!after) return after.error();
+    j.after = std::move(*after);
+    j.depends = !j.after.empty();
   }
   j.spec = spec;
   j.team = team->id;

@@ -407,6 +407,11 @@ Result<ManifestJob> read_jobset(const Field& doc) {
   if (auto st = jobs.expect_list(); !st) return jobs.error("is required (a list of replicated jobs)");
   if (jobs.node().size() == 0) return jobs.error("lists no replicated job");
   std::vector<PodTemplate> templates;
+  // dependsOn (JobSet's: the replicated job's child jobs are created once those it names are Ready or Complete):
+  // per pod set (replicated job with replicas), the earlier replicated jobs it names and the condition.
+  std::vector<std::string> set_names;                // of the pod sets, in order
+  std::vector<std::vector<JobDependency>> depends;  // by pod set; names are replicated jobs' names here
+  bool any_depends = false;
   for (size_t i = 0; i < jobs.node().size(); ++i) {
     const Field rj = jobs.item(i);
     if (auto st = only_known(rj, {"name", "replicas", "template", "dependsOn", "groupName"}); !st) return st.error();
@@ -418,8 +423,25 @@ Result<ManifestJob> read_jobset(const Field& doc) {
       if (!r) return r.error();
       replicas = *r;
     }
-    if (rj.child("dependsOn").present())
-      out.warnings.push_back(rj.child("dependsOn").warning("ignored: allot starts every replicated job together"));
+    std::vector<JobDependency> after;
+    if (const Field dep = rj.child("dependsOn"); dep.present()) {
+      if (auto st = dep.expect_list(); !st) return dep.error("must be a list of {name, status}");
+      for (size_t k = 0; k < dep.node().size(); ++k) {
+        const Field d = dep.item(k);
+        if (auto st = only_known(d, {"name", "status"}); !st) return st.error();
+        auto on = d.child("name").str();
+        if (!on) return on.error();
+        auto status = d.child("status").str();
+        if (!status) return status.error();
+        // Ready: the child jobs are running (allot: started); Complete: they succeeded (allot: succeeded).
+        DependencyCondition c = DependencyCondition::kSucceeded;
+        if (*status == "Ready") c = DependencyCondition::kStarted;
+        else if (*status != "Complete") return d.child("status").error("must be Ready or Complete, not " + *status);
+        if (std::find(set_names.begin(), set_names.end(), *on) == set_names.end())
+          return d.child("name").error("names " + *on + ", which is not an earlier replicated job with replicas");
+        after.push_back(JobDependency{.job = *on, .condition = c});
+      }
+    }
     const Field jspec = rj.child("template").child("spec");
     if (auto st = jspec.expect_map(); !st) return jspec.error("is required (the Job spec of the replicated job)");
     int64_t parallelism = 1;
@@ -440,6 +462,9 @@ Result<ManifestJob> read_jobset(const Field& doc) {
     if (!templates.empty() && t->command != templates[0].command)
       out.warnings.push_back(rj.warning("its command differs from the first replicated job's; every rank runs the first's"));
     out.spec.pod_sets.push_back(pod_set_of(*t, *name, pods));
+    set_names.push_back(*name);
+    any_depends |= !after.empty();
+    depends.push_back(std::move(after));
     std::string own = exclusive;
     if (const Field ex = rj.child("template").child("metadata").child("annotations").child(kExclusiveTopology); ex.present()) {
       auto v = ex.str();
@@ -460,6 +485,29 @@ Result<ManifestJob> read_jobset(const Field& doc) {
     templates.push_back(std::move(*t));
   }
   if (templates.empty()) return jobs.error("has no replicas");
+  if (any_depends) {
+    // One gang cannot honour an order inside it: each replicated job becomes its own allot job, NAME-RJ, naming
+    // the earlier ones it depends on in `after` (docs/from-kueue-hyperpod.md, "JobSet dependsOn"), each with its own
+    // template's command and container.
+    const JobSpec whole = out.spec;
+    std::vector<JobSpec> chain;
+    for (size_t i = 0; i < whole.pod_sets.size(); ++i) {
+      JobSpec one = whole;
+      one.name = whole.name + "-" + set_names[i];
+      one.pod_sets = {whole.pod_sets[i]};
+      one.command = templates[i].command;
+      one.env = templates[i].env;
+      one.container = templates[i].container;
+      for (const JobDependency& d : depends[i]) one.after.push_back({whole.name + "-" + d.job, d.condition});
+      chain.push_back(std::move(one));
+    }
+    out.warnings.push_back("dependsOn: the " + std::to_string(chain.size()) + " replicated jobs are submitted as " +
+                           std::to_string(chain.size()) + " jobs (" + whole.name + "-<replicated job>), each its own gang, "
+                           "chained with after (Ready: started, Complete: succeeded)");
+    out.spec = std::move(chain.front());
+    out.chained.assign(std::make_move_iterator(chain.begin() + 1), std::make_move_iterator(chain.end()));
+    return out;
+  }
   out.spec.command = templates[0].command;
   out.spec.env = templates[0].env;
   out.spec.container = templates[0].container;

@@ -31,6 +31,9 @@ struct ManifestJob {
   // without the -priority suffix. A client that knows the server's classes picks the one that exists
   // (pick_priority_class), the label as written first.
   std::string priority_label;
+  // A JobSet whose replicated jobs depend on one another (dependsOn): `spec` is the first replicated job's allot job
+  // and these the others', in order, each naming in `after` the earlier ones it depends on. Empty otherwise.
+  std::vector<JobSpec> chained;
 };
 
 // The priority class a kueue.x-k8s.io/priority-class label names among `classes`: the label as written

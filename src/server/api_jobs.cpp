@@ -1,6 +1,7 @@
 // Users' endpoints for jobs: submit, list, describe, cancel, logs.
 #include "config/container_rules.h"
 #include "config/spec_yaml.h"
+#include "core/dependency.h"
 #include "core/labels.h"
 #include "server/agents.h"
 #include "server/api.h"
@@ -115,6 +116,9 @@ Status check_submission(const Api& api, const ServerState& st, const JobSpec& sp
 // ones (two jobs of one name are refused): the jobs as a submission would answer them at once (Pending, before
 // any scheduling), or the first refusal. The state itself is not touched.
 Result<nlohmann::json> try_submissions(const Api& api, const ServerState& st, const std::vector<JobSpec>& specs, Time now) {
+  // Jobs that name one another (after): a cycle, or a name listed after the job naming it, is refused first with a
+  // message naming it (core/dependency.h).
+  if (auto order = check_submission_order(specs); !order) return order.error();
   ClusterState scratch = st.cluster;
   json out = json::array();
   for (const auto& spec : specs) {

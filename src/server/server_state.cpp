@@ -34,6 +34,7 @@ struct NodeOf {
   // Names nodes, but stops only its own job (which apply() accounts for as the named job).
   std::string operator()(const StartTimeout&) const { return ""; }
   std::string operator()(const LogRuleFired&) const { return ""; }
+  std::string operator()(const DependencyNeverHolds&) const { return ""; }
   std::string operator()(const Resize&) const { return ""; }
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
@@ -120,6 +121,10 @@ std::string message_of(const ServerState& st, const Record& r) {
     std::string operator()(const LogRuleFired& o) const {
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : std::string("log rule ") + log_rule_kind_name(o.firing.kind) + " fired";
+    }
+    std::string operator()(const DependencyNeverHolds& o) const {
+      const Job* j = s.find_job(o.job);
+      return j ? job_message(*j) : "cancelled: its dependency on job " + o.after + " can never hold";
     }
     std::string operator()(const TimeLimitExceeded& o) const {
       const Job* j = s.find_job(o.job);
@@ -364,6 +369,7 @@ struct Note {
   void operator()(const Requeue&) const {}
   void operator()(const TimeLimitExceeded&) const {}
   void operator()(const LocalityWaitBegan&) const {}
+  void operator()(const DependencyNeverHolds&) const {}
   void operator()(const LogRuleFired& o) const {
     if (const Job* j = st.cluster.find_job(o.job)) st.log_rules_fired[j->id.index()] = LogRuleSeen{o.attempt, r.at, o.firing};
   }
@@ -419,6 +425,8 @@ struct AudienceOf {
   EventAudience operator()(const store::StartTimeout&) const { return EventAudience::kEveryReader; }
   // Its message is the job's reason, without the matching line (docs/security.md, "Logs").
   EventAudience operator()(const store::LogRuleFired&) const { return EventAudience::kEveryReader; }
+  // Names only jobs of the job's own team (a job may depend on no other team's).
+  EventAudience operator()(const store::DependencyNeverHolds&) const { return EventAudience::kEveryReader; }
 };
 }  // namespace
 

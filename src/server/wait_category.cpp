@@ -41,6 +41,8 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
     case ReasonCode::kPlanPending:
     case ReasonCode::kPlanEnding:
       return WaitCategory::kPlan;
+    case ReasonCode::kDependency:
+      return WaitCategory::kDependency;
     case ReasonCode::kNeverFits:
     case ReasonCode::kInstanceType:
     case ReasonCode::kPlanEnded:
@@ -51,6 +53,7 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
     case ReasonCode::kCancelled:
     case ReasonCode::kDeadlineExceeded:
     case ReasonCode::kLogFail:
+    case ReasonCode::kDependencyNever:
       return WaitCategory::kNotWaiting;
   }
   return WaitCategory::kScheduling;  // unreachable: every code is handled above
@@ -67,6 +70,7 @@ std::string_view wait_category_name(WaitCategory c) {
     case WaitCategory::kOrder: return "order";
     case WaitCategory::kHeld: return "held";
     case WaitCategory::kPlan: return "plan";
+    case WaitCategory::kDependency: return "dependency";
     case WaitCategory::kNeverFits: return "never_fits";
     case WaitCategory::kNotWaiting: return "not_waiting";
   }
@@ -84,6 +88,7 @@ std::string_view wait_category_label(WaitCategory c) {
     case WaitCategory::kOrder: return "in line";
     case WaitCategory::kHeld: return "held";
     case WaitCategory::kPlan: return "capacity plan";
+    case WaitCategory::kDependency: return "dependency";
     case WaitCategory::kNeverFits: return "never fits";
     case WaitCategory::kNotWaiting: return "not waiting";
   }

@@ -18,6 +18,7 @@ enum class WaitCategory {
   kOrder,           // it waits its turn: strict FIFO, or a starving job ahead holds the room
   kHeld,            // held by request
   kPlan,            // its capacity plan has not started, or its nodes have not joined
+  kDependency,      // a job it names in `after` has not succeeded, ended or started yet (core/dependency.h)
   kNeverFits,       // no amount of waiting runs it (also every job the scheduler marked not feasible)
   kNotWaiting,      // the code of a job that is not waiting (Running or ended)
 };

@@ -135,6 +135,8 @@ std::optional<store::NoticeKind> notice_of(const store::Op& op, const ClusterSta
           [&](const TimeLimitExceeded& o) -> N { return by_state(o.job); },
           // A rule on the job's output restarted it (requeued) or failed it without a retry.
           [&](const LogRuleFired& o) -> N { return by_state(o.job); },
+          // Cancelled: its dependency can never hold (core/dependency.h).
+          [&](const DependencyNeverHolds& o) -> N { return by_state(o.job); },
           [&](const Requeue& o) -> N { return by_state(o.job); },
           [&](const StartTimeout& o) -> N { return by_state(o.job); },
           [](const NodeHealthChange& o) -> N {

@@ -712,6 +712,16 @@ void Writer::run_batch(std::vector<Pending>& batch) {
       note_decision(state_, r, events);
       records.push_back(std::move(r));
     }
+    // Jobs the pass ended because a dependency can never hold (core/dependency.h; the pass applied them), after its
+    // decisions as replay applies them. The next pass looks again: a job waiting for one of them to end may run.
+    for (const DependencyEnd& e : sr.dependency_ends) {
+      const Job& j = state_.cluster.jobs[e.job.index()];
+      const JobDependency& d = j.spec.after[e.which];
+      store::Record r{state_.last_seq + 1, now, store::DependencyNeverHolds{j.spec.name, d.job, d.condition}, kServerActor};
+      note_decision(state_, r, events);
+      records.push_back(std::move(r));
+      dirty_ = true;
+    }
   }
 
   state_.observed.sample(state_.cluster, now);

@@ -69,6 +69,10 @@ void log_decisions(const ClusterState& s, const ScheduleResult& r, Time now, std
       log.push_back("t=" + std::to_string(now) + "  record  " + group_text(preemptions.back().group));
     }
   }
+  // Jobs the pass ended because a dependency can never hold (core/dependency.h), after its decisions.
+  for (const DependencyEnd& e : r.dependency_ends)
+    log.push_back("t=" + std::to_string(now) + "  cancel  " + s.jobs[e.job.index()].spec.name + ": " +
+                  s.jobs[e.job.index()].reason.str());
 }
 
 }  // namespace
@@ -244,6 +248,8 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
       rep.warnings.push_back("t=" + std::to_string(now) + ": " + r.bound_hit->message);
     }
     wakeup = r.next_wakeup;
+    // A job ended for a dependency may be what another job waits for (`after: ended`): pass again at this instant.
+    if (!r.dependency_ends.empty()) wakeup = now;
     for (const Event* e : expects) {
       size_t before = rep.failures.size();
       rep.checks += check_expect(s, *e, rep.failures);

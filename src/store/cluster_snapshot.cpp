@@ -200,6 +200,17 @@ Status ClusterRestore::add_job_throwing(const json& jj) {
   if (job.attempt_folded < 0 || job.attempt_folded > job.attempt_base)
     return Error::invalid("job " + spec.name + " has attempt_folded " + std::to_string(job.attempt_folded) +
                           "; it must be between 0 and its attempt_base " + std::to_string(job.attempt_base));
+  // Dependencies: the jobs spec.after named at submission, by ID (absent without any, and in older snapshots).
+  job.after.clear();
+  for (const auto& a : jj.value("after_ids", json::array())) {
+    const auto v = a.get<uint32_t>();
+    if (v >= job.id.value) return Error::invalid("job " + spec.name + " depends on job ID " + std::to_string(v) + ", not submitted before it");
+    job.after.push_back(JobId(v));
+  }
+  if (job.after.size() != spec.after.size())
+    return Error::invalid("job " + spec.name + " names " + std::to_string(spec.after.size()) + " jobs in after, its snapshot " +
+                          std::to_string(job.after.size()) + " IDs");
+  job.depends = !job.after.empty();
   job.resizes.clear();
   for (const auto& r : jj.value("resizes", json::array())) {
     const auto cause = r.at(3).get<std::string>();
@@ -309,6 +320,11 @@ void put_fields_when_set(json& out, const Job& j) {
   if (j.run_before_s != 0) out["run_before_s"] = j.run_before_s;
   if (j.start_timeouts != 0) out["start_timeouts"] = j.start_timeouts;
   if (j.backoff_until != 0) out["backoff_until"] = j.backoff_until;
+  if (!j.after.empty()) {  // the IDs spec.after was resolved to at submission (core/dependency.h)
+    json ids = json::array();
+    for (JobId id : j.after) ids.push_back(id.value);
+    out["after_ids"] = std::move(ids);
+  }
 }
 
 // kCompact leaves out each field at the value ClusterRestore::add_job_throwing takes when it is missing: most jobs

@@ -46,6 +46,7 @@ struct NameOf {
   const char* operator()(const CreateWebhook&) const { return "create_webhook"; }
   const char* operator()(const DeleteWebhook&) const { return "delete_webhook"; }
   const char* operator()(const LogRuleFired&) const { return "log_rule"; }
+  const char* operator()(const DependencyNeverHolds&) const { return "dependency_never"; }
 };
 struct JobOf {
   std::string operator()(const Submit& o) const { return o.job.name; }
@@ -80,6 +81,7 @@ struct JobOf {
   std::string operator()(const CreateWebhook&) const { return ""; }
   std::string operator()(const DeleteWebhook&) const { return ""; }
   std::string operator()(const LogRuleFired& o) const { return o.job; }
+  std::string operator()(const DependencyNeverHolds& o) const { return o.job; }
 };
 }  // namespace
 

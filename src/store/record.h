@@ -260,6 +260,15 @@ struct LogRuleFired {
   LogRuleFiring firing;
   friend bool operator==(const LogRuleFired&, const LogRuleFired&) = default;
 };
+// A waiting job that never ran ended because its dependency on `after` can never hold (core/dependency.h): it is
+// Cancelled with reason dependency_never. The scheduler pass finds it; replay checks, on the replayed state, that
+// the dependency had failed for good by then. `condition` is the dependency's, for people reading the journal.
+struct DependencyNeverHolds {
+  std::string job;
+  std::string after;
+  DependencyCondition condition = DependencyCondition::kEnded;
+  friend bool operator==(const DependencyNeverHolds&, const DependencyNeverHolds&) = default;
+};
 // Retention (`allot server --retain-finished`): every finished job whose last change was at or before the cutoff
 // leaves the live state (core/state.h, compact_finished). Its own records stay in the journal.
 struct CompactFinished {
@@ -271,7 +280,7 @@ using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, 
                         Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
                         SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan,
                         CompactFinished, Requeue, TimeLimitExceeded, LocalityWaitBegan, StartTimeout,
-                        CreateWebhook, DeleteWebhook, LogRuleFired>;
+                        CreateWebhook, DeleteWebhook, LogRuleFired, DependencyNeverHolds>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

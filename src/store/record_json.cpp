@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "config/after_json.h"
 #include "store/spec_json.h"
 
 namespace allot::store {
@@ -178,6 +179,9 @@ struct ToJson {
     return {{"job", o.job}, {"attempt", o.attempt}, {"kind", log_rule_kind_name(o.firing.kind)}, {"index", o.firing.index},
             {"rank", o.firing.rank}, {"line", o.firing.line}};
   }
+  json operator()(const DependencyNeverHolds& o) const {
+    return {{"job", o.job}, {"after", o.after}, {"condition", dependency_condition_name(o.condition)}};
+  }
 };
 
 }  // namespace
@@ -293,6 +297,11 @@ struct FromJson {
     auto kind = parse_log_rule_kind(str("kind"));
     if (!kind) throw std::invalid_argument("log_rule: kind '" + str("kind") + "' is not hung, restart or fail");
     return LogRuleFired{str("job"), j.at("attempt").get<int>(), LogRuleFiring{*kind, j.at("index").get<int>(), j.at("rank").get<int>(), str("line")}};
+  }
+  Op operator()(As<DependencyNeverHolds>) const {
+    auto c = config::dependency_condition_named(str("condition"));
+    if (!c) throw std::invalid_argument("dependency_never: condition '" + str("condition") + "' is not succeeded, ended or started");
+    return DependencyNeverHolds{str("job"), str("after"), *c};
   }
 };
 

@@ -1,5 +1,6 @@
 #include "store/spec_json.h"
 
+#include "config/after_json.h"
 #include "config/log_rules_json.h"
 #include "config/policy_json.h"
 
@@ -244,6 +245,7 @@ json to_json(const JobSpec& s) {
   if (!s.container.empty()) j["container"] = to_json(s.container);  // absent for bare processes and older records
   if (s.completion_index) j["completion_index"] = true;  // absent: false (and in older records)
   if (!s.log_rules.empty()) j["log_rules"] = config::log_rules_json(s.log_rules);  // absent: none (and in older records)
+  if (!s.after.empty()) j["after"] = config::after_json(s.after);  // absent: none (and in older records)
   return j;
 }
 JobSpec job_from_json(const json& j) {
@@ -272,6 +274,7 @@ JobSpec job_from_json(const json& j) {
   if (j.contains("container")) s.container = container_from_json(j.at("container"));
   s.completion_index = get_or(j, "completion_index", false);
   if (j.contains("log_rules")) s.log_rules = config::log_rules_from_json(j.at("log_rules"));
+  if (j.contains("after")) s.after = config::after_from_json(j.at("after"));
   return s;
 }
 

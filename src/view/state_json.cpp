@@ -1,5 +1,6 @@
 #include "view/state_json.h"
 
+#include "core/dependency.h"
 #include "core/overloaded.h"
 
 #include "core/plans.h"
@@ -84,6 +85,20 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
   if (j.spec.duration_s) o["duration_s"] = *j.spec.duration_s;
   if (j.time_limit_s > 0) o["time_limit_s"] = j.time_limit_s;  // resolved: its own, or its team's or class's default
   if (!j.spec.plan.empty()) o["plan"] = j.spec.plan;
+  // Dependencies (core/dependency.h): each job named, its condition and whether it holds, waits or never will (a
+  // job that has run no longer looks at them: every one reads as it is now). Absent without any.
+  if (j.depends) {
+    json after = json::array();
+    for (size_t i = 0; i < j.after.size() && i < j.spec.after.size(); ++i) {
+      const Job& target = s.jobs[j.after[i].index()];
+      const DependencyCondition c = j.spec.after[i].condition;
+      json e = {{"job", j.spec.after[i].job}, {"condition", dependency_condition_name(c)},
+                {"state", dependency_state_name(dependency_state(target, c))}};
+      if (!target.compacted) e["job_state"] = job_state_name(target.state);
+      after.push_back(std::move(e));
+    }
+    o["after"] = std::move(after);
+  }
   if (!j.spec.container.empty()) {
     // The container as the spec resolved it (docs/jobs.md, "Images"); shm_mib absent: the default per replica.
     const ContainerSpec& c = j.spec.container;

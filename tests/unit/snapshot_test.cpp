@@ -50,8 +50,17 @@ class Journal {
     std::vector<Event> events;
     ASSERT_TRUE(apply(live_, r, events).ok()) << op_name(r.op) << " at seq " << r.seq;
     records_.push_back(r);
-    for (const Decision& d : schedule(live_.cluster, at).decisions) {
+    const ScheduleResult sr = schedule(live_.cluster, at);
+    for (const Decision& d : sr.decisions) {
       Record dr{live_.last_seq + 1, at, decision_record(live_.cluster, d), Actor{"server", "server", {}, {}}};
+      note_decision(live_, dr, events);
+      records_.push_back(std::move(dr));
+    }
+    // As the writer journals them: jobs the pass ended because a dependency can never hold.
+    for (const DependencyEnd& e : sr.dependency_ends) {
+      const Job& j = live_.cluster.jobs[e.job.index()];
+      Record dr{live_.last_seq + 1, at, DependencyNeverHolds{j.spec.name, j.spec.after[e.which].job, j.spec.after[e.which].condition},
+                Actor{"server", "server", {}, {}}};
       note_decision(live_, dr, events);
       records_.push_back(std::move(dr));
     }
@@ -136,6 +145,14 @@ Journal sample_journal() {
   j.op(DeletePlan{"spare"}, 280, admin);
   j.op(CreatePlan{PlanSpec{"spare", "ml.p5.48xlarge", 1, 500, 600, 0, "a", {}}}, 281, admin);
   j.op(Submit{p5_job("a-later", "a").accelerators(8).plan("spare")}, 282);
+  // Dependencies (core/dependency.h): one waits for a-pair to succeed (its resolved ID is kept), one named a
+  // cancelled job and was ended for it.
+  JobSpec waits = p5_job("a-after", "a").accelerators(1);
+  waits.after = {{"a-pair", DependencyCondition::kSucceeded}, {"a-whole", DependencyCondition::kStarted}};
+  j.op(Submit{waits}, 283);
+  JobSpec never = p5_job("a-never", "a").accelerators(1);
+  never.after = {{"a-cancel", DependencyCondition::kSucceeded}};
+  j.op(Submit{never}, 284);  // its pass ends it: a dependency_never record follows
   return j;
 }
 

@@ -34,6 +34,7 @@ inline JobSpec full_job() {
   j.labels = {{"app", "llm"}, {"kueue.x-k8s.io/queue-name", "hyperpod-ns-team-a-localqueue"}};
   j.plan = "reserved";
   j.log_rules = LogRules{ProgressRule{"step \\d+", 600}, {"NCCL (timeout|error)"}, {"loss.*nan", "Traceback"}};
+  j.after = {{"prep-1", DependencyCondition::kSucceeded}, {"warmup", DependencyCondition::kStarted}};
   return j;
 }
 
@@ -135,7 +136,8 @@ inline std::vector<Op> every_kind() {
                                       std::string(64, 'c'), "on-call"}},
           CreateWebhook{WebhookRecord{"7a2b4c6d8e", "team-a", "http://127.0.0.1:9000/h", {NoticeKind::kJobPreempted}, std::string(64, 'd'), ""}},
           DeleteWebhook{"9c1e5a7b3d"},
-          LogRuleFired{"train-7", 3, LogRuleFiring{LogRuleKind::kFail, 0, 1, "step 7 loss: nan \\x1b"}}};
+          LogRuleFired{"train-7", 3, LogRuleFiring{LogRuleKind::kFail, 0, 1, "step 7 loss: nan \\x1b"}},
+          DependencyNeverHolds{"eval-7", "train-7", DependencyCondition::kSucceeded}};
 }
 
 }  // namespace allot::store
