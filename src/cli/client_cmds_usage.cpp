@@ -1,6 +1,7 @@
 // `allot usage` (docs/cli.md, "allot usage"): accelerator-hours used, borrowed, lent and lost, and queueing, from
 // GET /v1/usage, as a table, CSV, JSON or YAML. The server checks --since, --until and --by and says what is wrong.
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "cli/client_run.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End to end: usage reports survive kill -9. Two members of two teams run jobs on static nodes (team-a borrows
-# team-b's idle node), the jobs end, and `allot usage` is read as JSON and CSV; the server is killed with SIGKILL
+# one of team-b's idle nodes), the jobs end, and `allot usage` is read as JSON and CSV; the server is killed with SIGKILL
 # and started again (from a snapshot written after every batch, then once more replaying the whole journal), and
 # answers the same report. The report is derived from the journal, so nothing acknowledged is lost.
 # Usage: usage_kill_test.sh PATH/TO/allot
@@ -13,28 +13,28 @@ cat >"$WORK/teams.yaml" <<'YAML'
 teams:
   - name: team-a
     allocation:
-      - {instance_type: ml.g5.8xlarge, instances: 1}
+      - {instance_type: ml.g5.8xlarge, instances: 2}
   - name: team-b
     allocation:
-      - {instance_type: ml.g5.8xlarge, instances: 1}
+      - {instance_type: ml.g5.8xlarge, instances: 2}
 YAML
 "$ALLOT" apply "$WORK/teams.yaml" >/dev/null || fail "allot apply failed"
 code=$(curl -s -o "$WORK/nodes-answer" -w '%{http_code}' -H "Authorization: Bearer $ALLOT_TOKEN" -H 'Content-Type: application/json' \
-  -X POST "$ALLOT_SERVER/v1/nodes" -d '[{"name": "n[1-2]", "instance_type": "ml.g5.8xlarge"}]')
+  -X POST "$ALLOT_SERVER/v1/nodes" -d '[{"name": "n[1-4]", "instance_type": "ml.g5.8xlarge"}]')
 [ "$code" = 201 ] || fail "cannot add the nodes: $code $(cat "$WORK/nodes-answer")"
 A=$("$ALLOT" token create --role member --team team-a 2>/dev/null) || fail "no token for team-a"
 B=$("$ALLOT" token create --role member --team team-b 2>/dev/null) || fail "no token for team-b"
 cat >"$WORK/a.yaml" <<'YAML'
 name: a-wide
 team: team-a
-replicas: 2
+replicas: 3
 per_replica: {accelerators: 1}
 command: "true"
 YAML
 ALLOT_TOKEN=$A "$ALLOT" submit "$WORK/a.yaml" >/dev/null || fail "cannot submit a-wide"
 sleep 2
 "$ALLOT" cancel a-wide >/dev/null || fail "cannot cancel a-wide"
-sed -e 's/a-wide/b-one/; s/team-a/team-b/; s/replicas: 2/replicas: 1/' "$WORK/a.yaml" >"$WORK/b.yaml"
+sed -e 's/a-wide/b-one/; s/team-a/team-b/; s/replicas: 3/replicas: 1/' "$WORK/a.yaml" >"$WORK/b.yaml"
 ALLOT_TOKEN=$B "$ALLOT" submit "$WORK/b.yaml" >/dev/null || fail "cannot submit b-one"
 sleep 1
 "$ALLOT" cancel b-one >/dev/null || fail "cannot cancel b-one"

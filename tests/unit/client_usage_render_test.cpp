@@ -10,7 +10,7 @@ namespace {
 using nlohmann::json;
 
 json answer() {
-  return json::parse(R"({"since": "2026-11-01T00:00:00Z", "until": "2026-11-02T00:00:00Z", "by": ["team", "user"],
+  return json::parse(R"J({"since": "2026-11-01T00:00:00Z", "until": "2026-11-02T00:00:00Z", "by": ["team", "user"],
     "rows": [{"team": "a", "user": "alice", "used_s": 5400, "borrowed_s": 0, "lent_s": 0, "lost_preemption_s": 360,
               "lost_failure_s": 0, "queued_s": 90, "admitted": 2},
              {"team": "a", "user": "(team)", "used_s": 0, "borrowed_s": 1800, "lent_s": 0, "lost_preemption_s": 0,
@@ -18,7 +18,7 @@ json answer() {
              {"team": "b,c", "user": "bob", "used_s": 36000, "borrowed_s": 0, "lent_s": 1800, "lost_preemption_s": 0,
               "lost_failure_s": 7200, "queued_s": 0, "admitted": 1}],
     "total": {"used_s": 41400, "borrowed_s": 1800, "lent_s": 1800, "lost_preemption_s": 360, "lost_failure_s": 7200,
-              "queued_s": 90, "admitted": 3}})");
+              "queued_s": 90, "admitted": 3}})J");
 }
 
 TEST(UsageRender, TableInHoursWithOneDecimal) {

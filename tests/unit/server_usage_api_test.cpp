@@ -31,34 +31,34 @@ class UsageApi : public ServerTest {
 };
 
 TEST_F(UsageApi, FiguresPerTeamAndUserAndWhoSeesThem) {
-  // Teams a and b hold one GPU each; two nodes of one GPU.
-  auto r = post("/v1/apply", R"({"teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 1}]},
-                                           {"name": "b", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 1}]}]})");
+  // Teams a and b hold two GPUs each (each may borrow one more); four nodes of one GPU.
+  auto r = post("/v1/apply", R"({"teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 2}]},
+                                           {"name": "b", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 2}]}]})");
   ASSERT_EQ(r.status, 200) << r.body;
-  r = post("/v1/nodes", R"([{"name": "n[1-2]", "instance_type": "ml.g5.8xlarge"}])");
+  r = post("/v1/nodes", R"([{"name": "n[1-4]", "instance_type": "ml.g5.8xlarge"}])");
   ASSERT_EQ(r.status, 201) << r.body;
   const auto [alice, alice_bearer] = token("member", "a");
   const auto [bob, bob_bearer] = token("member", "b");
   const auto viewer = token("viewer", "a").second;
-  ASSERT_EQ(post_as(alice_bearer, "/v1/jobs", job("a-1", "a", 2)).status, 201);  // two GPUs: one borrowed from b
+  ASSERT_EQ(post_as(alice_bearer, "/v1/jobs", job("a-1", "a", 3)).status, 201);  // three GPUs: one borrowed from b
   advance(std::chrono::hours(2));
-  ASSERT_EQ(post_as(bob_bearer, "/v1/jobs", job("b-1", "b")).status, 201);  // b reclaims: a-1 is preempted
+  ASSERT_EQ(post_as(bob_bearer, "/v1/jobs", job("b-1", "b", 2)).status, 201);  // b reclaims: a-1 is preempted
   advance(std::chrono::hours(1));
 
   const auto admin = get("/v1/usage?since=1d&by=team,user");
   ASSERT_EQ(admin.status, 200) << admin.body;
   const auto* a = row(admin.json, "a", alice);
   ASSERT_TRUE(a) << admin.body;
-  EXPECT_EQ((*a)["used_s"], 2 * 7200);
+  EXPECT_EQ((*a)["used_s"], 3 * 7200);
   EXPECT_EQ((*a)["admitted"], 1);
   const auto* b = row(admin.json, "b", bob);
   ASSERT_TRUE(b) << admin.body;
-  EXPECT_EQ((*b)["used_s"], 3600);
+  EXPECT_EQ((*b)["used_s"], 2 * 3600);
   const auto* a_team = row(admin.json, "a", "(team)");
   ASSERT_TRUE(a_team) << admin.body;
   EXPECT_EQ((*a_team)["borrowed_s"], 7200);
   EXPECT_EQ((*row(admin.json, "b", "(team)"))["lent_s"], 7200);
-  EXPECT_EQ(admin.json["total"]["used_s"], 2 * 7200 + 3600);
+  EXPECT_EQ(admin.json["total"]["used_s"], 3 * 7200 + 2 * 3600);
 
   // A viewer reads every team, a member its own only: never the other team's users.
   EXPECT_EQ(get_as(viewer, "/v1/usage?since=1d&by=team,user").json, admin.json);
@@ -66,7 +66,7 @@ TEST_F(UsageApi, FiguresPerTeamAndUserAndWhoSeesThem) {
   ASSERT_EQ(mine.status, 200) << mine.body;
   for (const auto& r : mine.json["rows"]) EXPECT_EQ(r["team"], "b") << mine.body;
   EXPECT_EQ(mine.body.find(alice), std::string::npos) << mine.body;
-  EXPECT_EQ(mine.json["total"]["used_s"], 3600);
+  EXPECT_EQ(mine.json["total"]["used_s"], 2 * 3600);
   // Agents and join tokens may not read it.
   EXPECT_EQ(get_as(join_token_, "/v1/usage").status, 403);
 

@@ -44,7 +44,7 @@ class Usage : public ::testing::Test {
       records_.push_back(std::move(r));
     }
   }
-  void team(const std::string& name, int instances, SharingStrategy strategy = SharingStrategy::kLend) {
+  void team(const std::string& name, int instances, SharingStrategy strategy = SharingStrategy::kLendAndBorrow) {
     TeamSpec t;
     t.name = name;
     AmountSpec amount;
@@ -127,10 +127,10 @@ TEST_F(Usage, WorkLostToFailuresAndPreemptionIsChargedWhereItWasDone) {
 }
 
 TEST_F(Usage, BorrowedAndLentFollowTheQuota) {
-  team("team-a", 1);
-  team("team-b", 1);
-  nodes(2);
-  put(0, store::Submit{whole_node_job("wide").replicas(2)}, token("alice"));
+  team("team-a", 2);  // may borrow half its quota: one node
+  team("team-b", 2);
+  nodes(4);
+  put(0, store::Submit{whole_node_job("wide").replicas(3)}, token("alice"));
   pass(0);
   ASSERT_EQ(st_.cluster.find_job("wide")->state, JobState::kRunning);
   const TypeId type = *st_.cluster.catalog.find(kType);
@@ -145,7 +145,7 @@ TEST_F(Usage, BorrowedAndLentFollowTheQuota) {
   EXPECT_EQ(a.lent_s, 0);
   EXPECT_EQ(b.lent_s, 5000);
   EXPECT_EQ(b.borrowed_s, 0);
-  EXPECT_EQ(row(st_, 0, 7200, 7200, "team-a", "alice").used_s, 5000 * 2);
+  EXPECT_EQ(row(st_, 0, 7200, 7200, "team-a", "alice").used_s, 5000 * 3);
   // Nothing is borrowed from the idle pool here: what is borrowed is what is lent.
   const UsageFigures all = total(st_, 0, 7200, 7200);
   EXPECT_EQ(all.borrowed_s, all.lent_s);
