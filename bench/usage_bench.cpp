@@ -163,6 +163,16 @@ int main(int argc, char** argv) {
   for (size_t i = 0; same && i < a.size(); ++i)
     same = a[i].hour == b[i].hour && a[i].team == b[i].team && a[i].user == b[i].user && a[i].priority == b[i].priority &&
            a[i].instance_type == b[i].instance_type && a[i].figures == b[i].figures;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (!(a[i].hour == b[i].hour && a[i].team == b[i].team && a[i].user == b[i].user && a[i].figures == b[i].figures)) {
+      std::printf("first difference: hour %ld %s %s %s %s: replayed used %ld lostp %ld lostf %ld q %ld adm %ld b %ld l %ld; live used %ld lostp %ld lostf %ld q %ld adm %ld b %ld l %ld (hour %ld %s %s)\n",
+                  (long)a[i].hour, a[i].team.c_str(), a[i].user.c_str(), a[i].priority.c_str(), a[i].instance_type.c_str(),
+                  (long)a[i].figures.used_s, (long)a[i].figures.lost_preemption_s, (long)a[i].figures.lost_failure_s, (long)a[i].figures.queued_s,
+                  (long)a[i].figures.admitted, (long)a[i].figures.borrowed_s, (long)a[i].figures.lent_s, (long)b[i].figures.used_s,
+                  (long)b[i].figures.lost_preemption_s, (long)b[i].figures.lost_failure_s, (long)b[i].figures.queued_s, (long)b[i].figures.admitted,
+                  (long)b[i].figures.borrowed_s, (long)b[i].figures.lent_s, (long)b[i].hour, b[i].team.c_str(), b[i].user.c_str());
+      break;
+    }
   std::printf("replayed report equals the live one: %s\n", same ? "yes" : "NO");
   return same ? 0 : 1;
 }

@@ -248,9 +248,10 @@ TEST_F(UsageAgrees, AfterASnapshotRestoreAtEveryRecord) {
 
 TEST_F(UsageAgrees, ASnapshotWithoutUsageIsRefused) {
   auto doc = snapshot_document(encode_state_snapshot(st_, {})).value();
+  // As a version before usage reports wrote it: no "usage" in the header, no usage lines.
   doc.erase("usage");
-  doc.erase("usage_rows");
-  doc.erase("usage_users");
+  doc["usage_rows"] = nlohmann::json::array();
+  doc["usage_users"] = nlohmann::json::array();
   auto restored = restore_state_snapshot(st_.last_seq, snapshot_from_document(doc));
   ASSERT_FALSE(restored);
   EXPECT_NE(restored.error().message.find("before usage reports were kept"), std::string::npos) << restored.error().message;
