@@ -296,7 +296,8 @@ struct Note {
       st.accounts[j->id.index()].slots = slots_of(ad.placement);
       st.accounts[j->id.index()].run_since = r.at;
       st.accounts[j->id.index()].run_types = placement_types(j->placement);
-      st.usage.started(st.cluster, *j, r.at, /*admission=*/true);
+      st.usage.started(st.cluster, *j, r.at,
+                       ad.placement.empty() ? std::nullopt : std::optional<std::string>(ad.placement.front().instance_type));
       int rank = 0;
       for (const auto& ps : ad.placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
@@ -317,7 +318,7 @@ struct Note {
       acc.run_types = placement_types(j->placement);
       // The cluster restarted the run at another size: what it lost counts as lost to preemption.
       st.usage.stopped(j->id.index(), r.at, lost, UsageLoss::kPreemption);
-      st.usage.started(st.cluster, *j, r.at, /*admission=*/false);
+      st.usage.started(st.cluster, *j, r.at, std::nullopt);
       int rank = 0;
       for (const auto& ps : rz.placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});

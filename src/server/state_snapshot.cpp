@@ -287,7 +287,7 @@ Result<RestoredState> restore(uint64_t seq, const json& j, int format, const Eac
   each(Section::kUsageUsers, [&](const json& u) {
     const auto job = u.at("job").get<uint32_t>();
     if (job >= jobs) throw std::invalid_argument("a usage user names job " + std::to_string(job) + ", beyond the jobs");
-    st.usage.set_user(job, u.at("user").get<std::string>());
+    st.usage.set_user(UsageLedger::JobUser{job, u.at("user").get<std::string>(), u.at("waiting_since").get<Time>()});
   });
   st.usage.set_accrued_to(j.at("usage").at("accrued_to").get<Time>());
   st.usage.rebuild_runs(st.cluster);
@@ -357,7 +357,8 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, La
   json usage_rows = json::array(), usage_users = json::array();
   if (whole) {
     for (const auto& r : st.usage.rows()) usage_rows.push_back(usage_row_json(r));
-    for (const auto& [job, user] : st.usage.users()) usage_users.push_back({{"job", job}, {"user", user}});
+    for (const auto& u : st.usage.users())
+      usage_users.push_back({{"job", u.job}, {"user", u.user}, {"waiting_since", u.waiting_since}});
   }
   json j = {{"format", whole ? kFormatDocument : kFormat},
             {"last_seq", st.last_seq},
@@ -493,7 +494,8 @@ std::string encode_state_snapshot(const ServerState& st, const std::vector<Event
   for (const auto& a : st.audit) line(Section::kAudit, audit_entry(a));
   for (const auto& e : events) line(Section::kEvents, event_json(e));
   for (const auto& r : st.usage.rows()) line(Section::kUsageRows, usage_row_json(r));
-  for (const auto& [job, user] : st.usage.users()) line(Section::kUsageUsers, {{"job", job}, {"user", user}});
+  for (const auto& u : st.usage.users())
+    line(Section::kUsageUsers, {{"job", u.job}, {"user", u.user}, {"waiting_since", u.waiting_since}});
   return seal(encode_document(st, events, Layout::kHeader), sections);
 }
 

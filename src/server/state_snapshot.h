@@ -17,7 +17,8 @@
 //     J lines: a job kept ({"spec":...,"state":...}, compact: fields at their usual values left out) or a run
 //              of compacted job IDs ({"compacted":N}), in ID order
 //     A lines: a job's goodput account; U lines: an audit entry, oldest first; E lines: an event, oldest first
-//     R lines: an hourly usage row (usage_ledger.h); W lines: the user who submitted a job kept
+//     R lines: an hourly usage row (usage_ledger.h); W lines: the user who submitted a job kept, and when it last
+//              began waiting
 //
 // A snapshot without "usage" (written before usage reports) is refused: start-up replays the journal instead.
 //

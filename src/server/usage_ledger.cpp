@@ -91,14 +91,14 @@ void UsageLedger::accrue_to(Time at) {
 }
 
 void UsageLedger::submitted(const Job& j, const std::string& user) {
-  users_[j.id.index()] = intern(user.empty() ? kUnknownUser : user);
+  users_[j.id.index()] = JobInfo{intern(user.empty() ? kUnknownUser : user), j.submitted_at};
 }
 
-void UsageLedger::started(const ClusterState& s, const Job& j, Time at, bool admission) {
+void UsageLedger::started(const ClusterState& s, const Job& j, Time at, const std::optional<std::string>& admitted_on) {
   const uint32_t job = j.id.index();
   auto user = users_.find(job);
   // A job restored from a snapshot written before users were kept cannot be: such snapshots are refused.
-  const uint32_t user_id = user == users_.end() ? intern(kUnknownUser) : user->second;
+  const uint32_t user_id = user == users_.end() ? intern(kUnknownUser) : user->second.user;
   const uint32_t team = intern(s.teams[j.team.index()].spec.name);
   const uint32_t priority = intern(j.spec.priority.empty() ? "none" : j.spec.priority);
   auto& run = runs_[job];
@@ -113,16 +113,17 @@ void UsageLedger::started(const ClusterState& s, const Job& j, Time at, bool adm
     else same->second += accel;
     held_[key] += accel;
   }
-  if (admission && !j.placement.pod_sets.empty()) {
+  if (admitted_on) {
     // A job's wait is counted once, under the instance type of its first pod set.
-    const Key key{team, user_id, priority, intern(s.catalog.at(j.placement.pod_sets.front().type).name)};
+    const Key key{team, user_id, priority, intern(*admitted_on)};
     UsageFigures& f = rows_[HourKey{usage_hour_of(at), key}];
-    f.queued_s += std::max<Time>(0, at - j.waiting_since);
+    f.queued_s += user == users_.end() ? 0 : std::max<Time>(0, at - user->second.waiting_since);
     ++f.admitted;
   }
 }
 
 void UsageLedger::stopped(uint32_t job, Time at, int64_t lost_s, UsageLoss cause) {
+  if (auto u = users_.find(job); u != users_.end()) u->second.waiting_since = at;  // it waits again, or has ended
   auto it = runs_.find(job);
   if (it == runs_.end()) return;
   int64_t UsageFigures::*field = nullptr;
@@ -164,7 +165,7 @@ void UsageLedger::rebuild_runs(const ClusterState& s) {
   runs_.clear();
   held_.clear();
   for (const Job& j : s.jobs)
-    if (j.state == JobState::kRunning) started(s, j, 0, /*admission=*/false);
+    if (j.state == JobState::kRunning) started(s, j, 0, std::nullopt);
   refresh_rates(s);
 }
 
@@ -229,11 +230,11 @@ void UsageLedger::add_row(const Row& r) {
                                 " is listed twice");
 }
 
-std::vector<std::pair<uint32_t, std::string>> UsageLedger::users() const {
-  std::vector<std::pair<uint32_t, std::string>> out;
+std::vector<UsageLedger::JobUser> UsageLedger::users() const {
+  std::vector<JobUser> out;
   out.reserve(users_.size());
-  for (const auto& [job, user] : users_) out.emplace_back(job, names_[user]);
-  std::sort(out.begin(), out.end());
+  for (const auto& [job, info] : users_) out.push_back(JobUser{job, names_[info.user], info.waiting_since});
+  std::sort(out.begin(), out.end(), [](const JobUser& a, const JobUser& b) { return a.job < b.job; });
   return out;
 }
 
@@ -243,7 +244,7 @@ size_t UsageLedger::memory_bytes() const {
   constexpr size_t kMapNode = 4 * sizeof(void*);
   size_t bytes = rows_.size() * (sizeof(HourKey) + sizeof(UsageFigures) + kMapNode);
   for (const auto& n : names_) bytes += sizeof(std::string) + n.capacity() + sizeof(uint32_t) + 3 * sizeof(void*);
-  bytes += users_.size() * (2 * sizeof(uint32_t) + 2 * sizeof(void*));
+  bytes += users_.size() * (sizeof(uint32_t) + sizeof(JobInfo) + 2 * sizeof(void*));
   for (const auto& [job, run] : runs_) bytes += sizeof(job) + sizeof(run) + 2 * sizeof(void*) + run.capacity() * sizeof(run[0]);
   bytes += (held_.size() + team_rates_.size()) * (sizeof(Key) + 2 * sizeof(int64_t) + kMapNode);
   return bytes;

@@ -90,9 +90,12 @@ class UsageLedger {
   void accrue_to(Time at);
   // A job was submitted by `user` (a token id; empty: kUnknownUser).
   void submitted(const Job& j, const std::string& user);
-  // A run of `j` began at its current placement: the key's held rate rises. `admission`: a new admission (not a
-  // resize), whose queue wait (from j.waiting_since) and count go to the hour of `at`.
-  void started(const ClusterState& s, const Job& j, Time at, bool admission);
+  // A run of `j` began at its current placement: the key's held rate rises. `admitted_on`: for a new admission (not
+  // a resize), the instance type of the Admit record's first pod set, under which its queue wait (from when the
+  // ledger saw the job begin waiting: its submission or the end of its last run) and its count go, in the hour of
+  // `at`. Both come from the records, not from the job: the writer notes a pass's decisions after the pass, when
+  // a job admitted early in it may already have been preempted again.
+  void started(const ClusterState& s, const Job& j, Time at, const std::optional<std::string>& admitted_on);
   // The run of job `job` ended at `at`, having lost `lost_s` seconds of work (at its size): the held rate falls and
   // the lost accelerator-seconds are charged over [at - lost_s, at).
   void stopped(uint32_t job, Time at, int64_t lost_s, UsageLoss cause);
@@ -117,8 +120,13 @@ class UsageLedger {
   };
   std::vector<Row> rows() const;  // in (hour, team, user, priority, type) order
   void add_row(const Row& r);     // throws std::invalid_argument for a row listed twice or a bad hour
-  std::vector<std::pair<uint32_t, std::string>> users() const;  // by job index
-  void set_user(uint32_t job, const std::string& user) { users_[job] = intern(user); }
+  struct JobUser {
+    uint32_t job = 0;
+    std::string user;
+    Time waiting_since = 0;
+  };
+  std::vector<JobUser> users() const;  // by job index
+  void set_user(const JobUser& u) { users_[u.job] = JobInfo{intern(u.user), u.waiting_since}; }
   Time accrued_to() const { return accrued_to_; }
   void set_accrued_to(Time t) { accrued_to_ = t; }
 
@@ -147,7 +155,11 @@ class UsageLedger {
   Time accrued_to_ = 0;  // the last record's time (nothing accrues before the first: every rate is 0)
   std::map<Key, int64_t> held_;                               // accelerators held now, per key
   std::map<Key, std::pair<int64_t, int64_t>> team_rates_;     // (team, kTeamRow, kTeamRow, type): borrowed, lent now
-  std::unordered_map<uint32_t, uint32_t> users_;              // job index -> user (jobs not compacted)
+  struct JobInfo {
+    uint32_t user = 0;
+    Time waiting_since = 0;  // its submission, or the end of its last run
+  };
+  std::unordered_map<uint32_t, JobInfo> users_;              // job index -> user (jobs not compacted)
   std::unordered_map<uint32_t, std::vector<std::pair<Key, int64_t>>> runs_;  // running job -> what it holds
 };
 
