@@ -7,7 +7,14 @@
 
 namespace allot::client {
 
-inline void add_client_flags(CLI::App* cmd, ClientFlags& f) {
+// `extra_formats`: formats one command writes itself besides the usual ones (`allot usage -o csv`).
+inline void add_client_flags(CLI::App* cmd, ClientFlags& f, std::vector<std::string> extra_formats = {}) {
+  std::vector<std::string> formats = {"table", "wide", "json", "yaml", "name"};
+  std::string help = "Output format: table, wide (tables in full), json, yaml or name (one name a line)";
+  for (const auto& e : extra_formats) {
+    formats.push_back(e);
+    help += ", or " + e;
+  }
   cmd->add_option("--server", f.server,
                   "allot server URL (default: $ALLOT_SERVER, then the config context's, then http://127.0.0.1:7070)");
   cmd->add_option("--token", f.token,
@@ -16,8 +23,7 @@ inline void add_client_flags(CLI::App* cmd, ClientFlags& f) {
   cmd->add_option("--ca", f.ca_file,
                   "PEM CA certificate an https:// server's certificate must chain to (default: $ALLOT_CA, then the "
                   "system's CAs)");
-  cmd->add_option("-o,--output", f.output, "Output format: table, wide (tables in full), json, yaml or name (one name a line)")
-      ->check(CLI::IsMember({"table", "wide", "json", "yaml", "name"}));
+  cmd->add_option("-o,--output", f.output, help)->check(CLI::IsMember(formats));
 }
 
 // The list commands (jobs, nodes, teams): --no-headers as kubectl's, the table without its line of column names.

@@ -17,6 +17,7 @@
 #include "server/options.h"
 #include "server/read_seats.h"
 #include "server/routes.h"
+#include "server/usage_ledger.h"
 #include "server/webhook_sender.h"
 #include "server/writer.h"
 
@@ -76,5 +77,8 @@ void add_token_routes(Routes& http, Api& api);   // tokens, audit
 void add_dashboard_routes(Routes& http, Api& api);  // the dashboard's files and the JSON its pages read
 void add_plan_routes(Routes& http, Api& api);    // capacity plans
 void add_webhook_routes(Routes& http, Api& api);  // webhooks (api_webhooks.cpp)
+void add_usage_routes(Routes& http, Api& api);    // usage reports (api_usage.cpp)
+// A usage report as GET /v1/usage answers it (api_usage.cpp); the dashboard's Usage page reads the same.
+nlohmann::json usage_report_json(const UsageReport& r);
 
 }  // namespace allot::server

@@ -174,6 +174,7 @@ Status Server::start() {
   add_dashboard_routes(routes, *api_);
   add_plan_routes(routes, *api_);
   add_webhook_routes(routes, *api_);
+  add_usage_routes(routes, *api_);
   routes.add_fallbacks();  // last: it takes every request with a body that no route above took
 
   host_ = hp->host;

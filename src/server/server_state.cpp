@@ -234,6 +234,7 @@ void account_stop(ServerState& st, const Job& j, Time at, int restarts_before, c
   const int64_t lost = keeps_all ? 0 : run_s - kept;
   acc.held_s += run_s * acc.slots;
   acc.lost_s += lost * acc.slots;
+  st.usage.stopped(j.id.index(), at, lost, failure ? UsageLoss::kFailure : UsageLoss::kPreemption);
   if (failure)
     acc.restarts.push_back(RestartInfo{at, restarts_before + j.preemptions, cause, node, run_s, lost});
 }
@@ -248,6 +249,7 @@ void forget_compacted(ServerState& st) {
     for (auto it = table.begin(); it != table.end();) it = gone(it->first) ? table.erase(it) : std::next(it);
   };
   drop(st.accounts);
+  st.usage.forget_jobs(st.cluster);
   drop(st.log_rules_fired);
   drop(st.preemptions_of);
   drop(st.exits);
@@ -299,6 +301,8 @@ struct Note {
       st.accounts[j->id.index()].slots = slots_of(ad.placement);
       st.accounts[j->id.index()].run_since = r.at;
       st.accounts[j->id.index()].run_types = placement_types(j->placement);
+      st.usage.started(st.cluster, *j, r.at,
+                       ad.placement.empty() ? std::nullopt : std::optional<std::string>(ad.placement.front().instance_type));
       int rank = 0;
       for (const auto& ps : ad.placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
@@ -311,11 +315,15 @@ struct Note {
       JobAccount& acc = st.accounts[j->id.index()];
       const int64_t run_s = std::max<int64_t>(0, r.at - acc.run_since);
       const int64_t ci = j->spec.checkpoint_interval_s;
+      const int64_t lost = run_s - (ci > 0 ? run_s / ci * ci : run_s);
       acc.held_s += run_s * acc.slots;
-      acc.lost_s += (run_s - (ci > 0 ? run_s / ci * ci : run_s)) * acc.slots;
+      acc.lost_s += lost * acc.slots;
       acc.slots = slots_of(rz.placement);
       acc.run_since = r.at;
       acc.run_types = placement_types(j->placement);
+      // The cluster restarted the run at another size: what it lost counts as lost to preemption.
+      st.usage.stopped(j->id.index(), r.at, lost, UsageLoss::kPreemption);
+      st.usage.started(st.cluster, *j, r.at, std::nullopt);
       int rank = 0;
       for (const auto& ps : rz.placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
@@ -357,7 +365,9 @@ struct Note {
   void operator()(const SetPolicy&) const {}
   void operator()(const Cordon&) const {}
   void operator()(const Drain&) const {}
-  void operator()(const Submit&) const {}
+  void operator()(const Submit& sub) const {
+    if (const Job* j = st.cluster.find_job(sub.job.name)) st.usage.submitted(*j, r.actor.token);
+  }
   void operator()(const Cancel&) const {}
   void operator()(const Finish&) const {}
   void operator()(const HoldJob&) const {}
@@ -383,6 +393,9 @@ struct Note {
 void note(ServerState& st, const Record& r) {
   st.last_seq = r.seq;
   ++st.version;
+  // Usage accrues up to this record at the rates in force before it (usage_ledger.h): the cluster may already
+  // have taken it, but the rates are the ledger's own, read after the previous record.
+  st.usage.accrue_to(r.at);
   std::visit(Note{st, r}, r.op);
 }
 
@@ -490,6 +503,8 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
       account_stop(st, j, r.at, named_restarts, fin ? fin->reason : j.reason.str(), "");
     }
   }
+  // An audit record changes nothing the rates follow, and one comes with every request that asks for a change.
+  if (!std::holds_alternative<Audit>(r.op)) st.usage.refresh_rates(st.cluster);
   for (size_t i = 0; i < before.size(); ++i) {
     const Job& j = st.cluster.jobs[before[i].index()];
     if (j.state == JobState::kRunning) continue;
@@ -523,6 +538,7 @@ void note_decision(ServerState& st, const Record& r, std::vector<Event>& events)
   // A preemption ended a run (the scheduler applied it already; started_at still names that run).
   if (const auto* p = std::get_if<Preempt>(&r.op))
     if (const Job* j = st.cluster.find_job(p->job)) account_stop(st, *j, r.at, j->restarts, p->reason, "");
+  st.usage.refresh_rates(st.cluster);
   push(st, events, r.at, op_name(r.op), job_of(r.op), "", message_of(st, r));
   note_preemption(st, r, events.back());
   events.back().audience = event_audience(r.op);

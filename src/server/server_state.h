@@ -20,6 +20,7 @@
 #include "server/observed.h"
 #include "server/running_index.h"
 #include "server/start_gate.h"
+#include "server/usage_ledger.h"
 #include "store/record.h"
 
 namespace allot::server {
@@ -280,6 +281,9 @@ struct ServerState {
   // shows of who preempted it, or whom it preempted. Rebuilt by replay.
   std::unordered_map<uint32_t, std::deque<PreemptionSeen>> preemptions_of;
   static constexpr size_t kPreemptionsKept = 10;
+  // Hourly usage aggregates (usage_ledger.h, GET /v1/usage): rebuilt by replay, in snapshots, kept through
+  // compaction.
+  UsageLedger usage;
   Observed observed;  // queue waits, decisions by rule, pass durations, utilisation samples (observed.h)
   // Jobs Running now (JobId indices, in order), so a heartbeat looks at running jobs only. Kept up to date from
   // the events: every change of a job's state names the job in one.

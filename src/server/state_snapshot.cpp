@@ -24,8 +24,10 @@ const std::string kMagic = "allot-snapshot ";
 
 // The parts of the state that grow with the jobs and the audit trail: format 2 writes one entry per line, in
 // this order, after the header; format 1 holds them in the document's arrays.
-enum class Section { kJobs, kAccounts, kAudit, kEvents };
-constexpr Section kSections[] = {Section::kJobs, Section::kAccounts, Section::kAudit, Section::kEvents};
+// Usage (usage_ledger.h) came later: its hourly rows and the users of the jobs kept, after the events.
+enum class Section { kJobs, kAccounts, kAudit, kEvents, kUsageRows, kUsageUsers };
+constexpr Section kSections[] = {Section::kJobs,   Section::kAccounts,  Section::kAudit,
+                                 Section::kEvents, Section::kUsageRows, Section::kUsageUsers};
 
 const char* section_name(Section s) {
   switch (s) {
@@ -33,6 +35,8 @@ const char* section_name(Section s) {
     case Section::kAccounts: return "accounts";
     case Section::kAudit: return "audit";
     case Section::kEvents: return "events";
+    case Section::kUsageRows: return "usage_rows";
+    case Section::kUsageUsers: return "usage_users";
   }
   return "?";
 }
@@ -121,6 +125,33 @@ json account_json(uint32_t job, const JobAccount& a) {
   return out;
 }
 
+// The figures of a usage row, each left out when 0 (most rows have a few).
+constexpr std::pair<const char*, int64_t UsageFigures::*> kUsageFields[] = {
+    {"used_s", &UsageFigures::used_s},
+    {"borrowed_s", &UsageFigures::borrowed_s},
+    {"lent_s", &UsageFigures::lent_s},
+    {"lost_preemption_s", &UsageFigures::lost_preemption_s},
+    {"lost_failure_s", &UsageFigures::lost_failure_s},
+    {"queued_s", &UsageFigures::queued_s},
+    {"admitted", &UsageFigures::admitted}};
+
+json usage_row_json(const UsageLedger::Row& r) {
+  json out = {{"hour", r.hour}, {"team", r.team}, {"user", r.user}, {"priority", r.priority}, {"type", r.instance_type}};
+  for (const auto& [name, field] : kUsageFields)
+    if (r.figures.*field != 0) out[name] = r.figures.*field;
+  return out;
+}
+
+UsageLedger::Row usage_row_from(const json& j) {
+  UsageLedger::Row r{j.at("hour").get<Time>(), j.at("team").get<std::string>(), j.at("user").get<std::string>(),
+                     j.at("priority").get<std::string>(), j.at("type").get<std::string>(), {}};
+  for (const auto& [name, field] : kUsageFields) {
+    r.figures.*field = j.value(name, int64_t{0});
+    if (r.figures.*field < 0) throw std::invalid_argument(std::string("a usage row's ") + name + " is negative");
+  }
+  return r;
+}
+
 json event_json(const Event& e) {
   return {e.seq, e.at, e.kind, e.job, e.node, e.message, e.team,
           e.preemption ? store::preemption_group_to_json(*e.preemption) : json(nullptr), event_audience_name(e.audience)};
@@ -151,6 +182,10 @@ Result<RestoredState> restore(uint64_t seq, const json& j, int format, const Eac
                           std::to_string(kFormat));
   if (j.at("last_seq").get<uint64_t>() != seq)
     return Error::invalid("it says it is the state after record " + j.at("last_seq").dump());
+  // Usage aggregates are rebuilt from the whole journal, which a snapshot without them cannot stand for.
+  if (!j.contains("usage"))
+    return Error::invalid("it was written before usage reports were kept (no usage aggregates): the journal, which keeps "
+                          "every record, is replayed instead");
   auto restoring = store::ClusterRestore::begin(j.at("cluster"), catalog);
   if (!restoring) return Error::invalid("cluster: " + restoring.error().message);
   each(Section::kJobs, [&](const json& entry) {
@@ -248,6 +283,14 @@ Result<RestoredState> restore(uint64_t seq, const json& j, int format, const Eac
     if (out.events.back().seq <= before || out.events.back().seq > st.last_event)
       throw std::invalid_argument("event " + std::to_string(out.events.back().seq) + " is out of order");
   });
+  each(Section::kUsageRows, [&](const json& r) { st.usage.add_row(usage_row_from(r)); });
+  each(Section::kUsageUsers, [&](const json& u) {
+    const auto job = u.at("job").get<uint32_t>();
+    if (job >= jobs) throw std::invalid_argument("a usage user names job " + std::to_string(job) + ", beyond the jobs");
+    st.usage.set_user(UsageLedger::JobUser{job, u.at("user").get<std::string>(), u.at("waiting_since").get<Time>()});
+  });
+  st.usage.set_accrued_to(j.at("usage").at("accrued_to").get<Time>());
+  st.usage.rebuild_runs(st.cluster);
   return out;
 }
 
@@ -311,6 +354,12 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, La
   json ev = json::array();
   if (whole)
     for (const auto& e : events) ev.push_back(event_json(e));
+  json usage_rows = json::array(), usage_users = json::array();
+  if (whole) {
+    for (const auto& r : st.usage.rows()) usage_rows.push_back(usage_row_json(r));
+    for (const auto& u : st.usage.users())
+      usage_users.push_back({{"job", u.job}, {"user", u.user}, {"waiting_since", u.waiting_since}});
+  }
   json j = {{"format", whole ? kFormatDocument : kFormat},
             {"last_seq", st.last_seq},
             {"cluster", std::move(cluster)},
@@ -330,7 +379,10 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, La
             {"audit", std::move(audit)},
             {"last_event", st.last_event},
             {"version", st.version},
-            {"events", std::move(ev)}};
+            {"events", std::move(ev)},
+            {"usage", {{"accrued_to", st.usage.accrued_to()}}},
+            {"usage_rows", std::move(usage_rows)},
+            {"usage_users", std::move(usage_users)}};
   if (!whole)
     for (Section sec : kSections)
       if (sec != Section::kJobs) j.erase(section_name(sec));
@@ -413,7 +465,9 @@ Framed frame(std::shared_ptr<Lines> lines) {
   Framed out{json::parse(*head), nullptr};
   const json counts = out.header.at("entries");
   out.each = [lines, counts](Section sec, const std::function<void(const json&)>& fn) {
-    const uint64_t n = counts.at(section_name(sec)).get<uint64_t>();
+    // A section written by a later version than the one that wrote the snapshot is absent: no entries (the
+    // restore says what a snapshot without it lacks).
+    const uint64_t n = counts.value(section_name(sec), uint64_t{0});
     for (uint64_t i = 0; i < n; ++i) {
       auto line = lines->next();
       if (!line)
@@ -439,6 +493,9 @@ std::string encode_state_snapshot(const ServerState& st, const std::vector<Event
   for (const auto& [job, acc] : accounts_by_job(st)) line(Section::kAccounts, account_json(job, *acc));
   for (const auto& a : st.audit) line(Section::kAudit, audit_entry(a));
   for (const auto& e : events) line(Section::kEvents, event_json(e));
+  for (const auto& r : st.usage.rows()) line(Section::kUsageRows, usage_row_json(r));
+  for (const auto& u : st.usage.users())
+    line(Section::kUsageUsers, {{"job", u.job}, {"user", u.user}, {"waiting_since", u.waiting_since}});
   return seal(encode_document(st, events, Layout::kHeader), sections);
 }
 

@@ -12,10 +12,15 @@
 // The body (format 2, docs/deployment.md "Snapshots") is UTF-8 text in lines, each ended by a newline:
 //
 //     allot-snapshot 2 <checksum>          the format, and the checksum of everything after this line
-//     {"format":2,"last_seq":...,"cluster":{...},"nodes":{...},...,"entries":{"jobs":J,"accounts":A,"audit":U,"events":E}}
+//     {"format":2,"last_seq":...,"cluster":{...},"nodes":{...},...,"usage":{"accrued_to":T},
+//      "entries":{"jobs":J,"accounts":A,"audit":U,"events":E,"usage_rows":R,"usage_users":W}}
 //     J lines: a job kept ({"spec":...,"state":...}, compact: fields at their usual values left out) or a run
 //              of compacted job IDs ({"compacted":N}), in ID order
 //     A lines: a job's goodput account; U lines: an audit entry, oldest first; E lines: an event, oldest first
+//     R lines: an hourly usage row (usage_ledger.h); W lines: the user who submitted a job kept, and when it last
+//              began waiting
+//
+// A snapshot without "usage" (written before usage reports) is refused: start-up replays the journal instead.
 //
 // so that it is restored one line at a time, never as one tree of the whole state: parsing and freeing that tree
 // was most of a start-up with a snapshot, which took longer than replaying the journal (issue 25 item 6). The

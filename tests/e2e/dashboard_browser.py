@@ -30,6 +30,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select
 from selenium.webdriver.support.ui import WebDriverWait
 
 ALLOT = os.environ["ALLOT"]
@@ -435,7 +436,17 @@ def run(driver):
     shot(driver, "events-all")
 
     say("every page, at 1440 and 1024 px, as an admin")
-    sweep(driver, "admin", ["#/cluster", "#/jobs", "#/jobs?state=Failed", "#/teams", "#/queue", "#/job/a-train", "#/job/b-serve", "#/topology?job=b-serve", "#/events"])
+    sweep(driver, "admin", ["#/cluster", "#/jobs", "#/jobs?state=Failed", "#/teams", "#/queue", "#/usage", "#/job/a-train", "#/job/b-serve", "#/topology?job=b-serve", "#/events"])
+
+    say("usage page: a row per team that ran, the period selector redraws it")
+    open_page(driver, "#/usage")
+    wait_until("both teams' usage", lambda: driver.find_elements(By.CSS_SELECTOR, '#usage tr[data-team="team-a"]')
+               and driver.find_elements(By.CSS_SELECTOR, '#usage tr[data-team="team-b"]'))
+    assert re.fullmatch(r"\d+\.\d", text_of(driver, '#usage tr[data-team="team-a"] td.used_s')), text_of(driver, "#usage")
+    assert text_of(driver, '#usage tr[data-team="team-a"] td.admitted') != "0", text_of(driver, "#usage")
+    Select(driver.find_element(By.ID, "usage-since")).select_by_value("7d")
+    wait_until("the 7d period", lambda: "since=7d" in driver.current_url and driver.find_element(By.ID, "usage-since").get_attribute("value") == "7d"
+               and driver.find_elements(By.CSS_SELECTOR, '#usage tr[data-team="team-b"]'))
 
     say("teams page for the README")
     open_page(driver, "#/teams")
@@ -458,6 +469,9 @@ def run(driver):
     wait_until("the aggregate", lambda: text_of(driver, 'tr[data-team="team-a"][data-type="ml.g5.8xlarge"] td.usage') != "")
     open_page(driver, "#/job/b-serve")
     wait_until("its own job", lambda: "Running" in text_of(driver, "#job-summary"))
+    open_page(driver, "#/usage")
+    wait_until("its team's usage", lambda: driver.find_elements(By.CSS_SELECTOR, '#usage tr[data-team="team-b"]'))
+    assert not driver.find_elements(By.CSS_SELECTOR, '#usage tr[data-team="team-a"]'), "team-a's usage is not shown to team-b"
 
     say("a member's Jobs page: its own team's jobs only, by default; failures of other teams counted, not listed")
     open_page(driver, "#/jobs")

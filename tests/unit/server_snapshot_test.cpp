@@ -19,7 +19,8 @@ class ServerSnapshot : public ServerTest {
   nlohmann::json seen() {
     nlohmann::json out;
     out["jobs"] = list_jobs();
-    for (const char* path : {"/v1/nodes", "/v1/teams", "/v1/tokens", "/v1/audit?limit=1000", "/v1/events?since=0&limit=1000"}) {
+    for (const char* path : {"/v1/nodes", "/v1/teams", "/v1/tokens", "/v1/audit?limit=1000", "/v1/events?since=0&limit=1000",
+                             "/v1/usage?by=team,user,priority,instance_type"}) {
       auto r = get(path);
       EXPECT_EQ(r.status, 200) << path << ": " << r.body;
       out[path] = r.json;

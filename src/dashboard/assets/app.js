@@ -610,6 +610,31 @@ PAGES.queue = {
 
 // ---- Jobs -----------------------------------------------------------------------------------------------------
 
+// Usage per team from GET /v1/usage (server/usage_ledger.h): accelerator-hours used, borrowed, lent and lost, and
+// queueing, over the period the selector picks. A member sees its own teams only (the server leaves the rest out).
+const USAGE_PERIODS = ['1d', '7d', '30d', '90d'];
+PAGES.usage = {
+  async draw(route) {
+    const since = USAGE_PERIODS.includes(route.params.get('since')) ? route.params.get('since') : '30d';
+    const d = await api('/v1/usage?by=team&since=' + since);
+    const sel = h('select', { name: 'since', id: 'usage-since' },
+      USAGE_PERIODS.map(p => h('option', { value: p, text: 'last ' + p, selected: p === since })));
+    sel.addEventListener('change', () => setParams('usage', { since: sel.value }));
+    const hours = s => (s / 3600).toFixed(1);
+    const cols = [['used_s', 'used'], ['borrowed_s', 'borrowed'], ['lent_s', 'lent'], ['lost_preemption_s', 'lost to preemption'],
+      ['lost_failure_s', 'lost to failures'], ['queued_s', 'queued']];
+    const row = (name, f, extra) => h('tr', Object.assign({ 'data-team': name }, extra || {}), h('td', { text: name }),
+      cols.map(([k]) => h('td', { class: 'num ' + k, text: hours(f[k]) })), h('td', { class: 'num admitted', text: f.admitted }));
+    const table = h('table', { id: 'usage' },
+      h('tr', {}, h('th', { text: 'team' }), cols.map(([, t]) => h('th', { class: 'num', text: t + ' (h)' })), h('th', { class: 'num', text: 'admitted' })),
+      d.rows.map(r => row(r.team, r)), d.rows.length > 1 ? row('total', d.total, { class: 'total' }) : null);
+    return h('div', {}, h('h1', { text: 'Usage' }),
+      h('p', { class: 'muted', text: `Accelerator-hours from ${fmtTime(d.since)} to ${fmtTime(d.until)}: held by running jobs, held above the team's quota (borrowed), of the team's idle quota held by others (lent), and work lost since the last checkpoint when runs were preempted or failed; queued: hours admitted jobs waited. allot usage --by team,user,priority,instance_type breaks it down further.` }),
+      h('form', { class: 'filters', onsubmit: e => e.preventDefault() }, h('label', {}, 'period', sel)),
+      d.rows.length ? table : h('p', { class: 'muted', id: 'usage-empty', text: 'No usage in this period.' }));
+  },
+};
+
 // Jobs in every state, from GET /v1/jobs (a member's own teams only, unless it names one of them; admins and
 // viewers every team's), 100 a page in submission order, filtered by team, state, priority class and type.
 const JOBS_PAGE = 100;
