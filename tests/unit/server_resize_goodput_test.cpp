@@ -8,6 +8,7 @@
 #include "server/views.h"
 #include "store/replay.h"
 
+#include "server_journal_fixture.h"
 #include "spec_builders.h"
 
 namespace allot::server {
@@ -22,29 +23,7 @@ JobBuilder whole_node_job(const std::string& name) {
   return job_spec(name, "team-a").whole_nodes().instance_type(kType).checkpoint_interval_s(30);
 }
 
-class ResizeGoodput : public ::testing::Test {
- protected:
-  // A record applied as the journal replays it (and as the API applies changes).
-  void put(Time at, store::Op op) {
-    store::Record r{++seq_, at, std::move(op), {}};
-    ASSERT_TRUE(apply(st_, r, events_).ok()) << store::op_name(r.op);
-    records_.push_back(std::move(r));
-  }
-  // A scheduler pass as the writer runs it: the decisions are applied by the pass and noted afterwards.
-  void pass(Time now) {
-    ScheduleResult sr = schedule(st_.cluster, now);
-    for (const Decision& d : sr.decisions) {
-      store::Record r{++seq_, now, store::decision_record(st_.cluster, d), {}};
-      note_decision(st_, r, events_);
-      records_.push_back(std::move(r));
-    }
-  }
-
-  ServerState st_;
-  std::vector<Event> events_;
-  std::vector<store::Record> records_;
-  uint64_t seq_ = 0;
-};
+using ResizeGoodput = test::JournalTest;
 
 TEST_F(ResizeGoodput, TheRunBeforeAResizeIsHeldAndItsUncheckpointedWorkLost) {
   PolicySpec policy;

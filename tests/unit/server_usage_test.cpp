@@ -11,6 +11,7 @@
 #include "server/state_snapshot.h"
 #include "store/replay.h"
 
+#include "server_journal_fixture.h"
 #include "spec_builders.h"
 
 namespace allot::server {
@@ -27,23 +28,8 @@ JobBuilder whole_node_job(const std::string& name, const std::string& team = "te
 
 store::Actor token(const std::string& id) { return store::Actor{id, "member", {"team-a"}, {}}; }
 
-class Usage : public ::testing::Test {
+class Usage : public test::JournalTest {
  protected:
-  // A record applied as the journal replays it (and as the API applies changes).
-  void put(Time at, store::Op op, store::Actor actor = {}) {
-    store::Record r{++seq_, at, std::move(op), std::move(actor)};
-    ASSERT_TRUE(apply(st_, r, events_).ok()) << store::op_name(r.op);
-    records_.push_back(std::move(r));
-  }
-  // A scheduler pass as the writer runs it: the decisions are applied by the pass and noted afterwards.
-  void pass(Time now) {
-    ScheduleResult sr = schedule(st_.cluster, now);
-    for (const Decision& d : sr.decisions) {
-      store::Record r{++seq_, now, store::decision_record(st_.cluster, d), {}};
-      note_decision(st_, r, events_);
-      records_.push_back(std::move(r));
-    }
-  }
   void team(const std::string& name, int instances, SharingStrategy strategy = SharingStrategy::kLendAndBorrow) {
     TeamSpec t;
     t.name = name;
@@ -70,10 +56,6 @@ class Usage : public ::testing::Test {
     return {};
   }
 
-  ServerState st_;
-  std::vector<Event> events_;
-  std::vector<store::Record> records_;
-  uint64_t seq_ = 0;
 };
 
 TEST_F(Usage, UseIsSplitAtHourBoundariesAndCountsWhileRunning) {
