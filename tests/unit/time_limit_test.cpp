@@ -151,7 +151,7 @@ spec:
 }
 
 // Two nodes, team a (1000 s default, 2000 s max), class short (300 s max).
-ClusterState cluster() {
+ClusterState limits_cluster() {
   ClusterState s;
   EXPECT_TRUE(add_nodes(s, {{.name = "n1", .instance_type = "ml.g5.8xlarge"}, {.name = "n2", .instance_type = "ml.g5.8xlarge"}}, 0).ok());
   PolicySpec p;
@@ -171,7 +171,7 @@ JobSpec spec(const std::string& name, std::optional<int64_t> limit, const std::s
 }
 
 TEST(TimeLimit, SubmissionResolvesDefaultsAndRefusesAboveTheMaximum) {
-  ClusterState s = cluster();
+  ClusterState s = limits_cluster();
   auto d = submit_job(s, spec("d", std::nullopt), 0);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(s.jobs[d->index()].time_limit_s, 1000);
@@ -192,7 +192,7 @@ TEST(TimeLimit, SubmissionResolvesDefaultsAndRefusesAboveTheMaximum) {
 }
 
 TEST(TimeLimit, TheClockCountsEveryRunAndEndsTheJob) {
-  ClusterState s = cluster();
+  ClusterState s = limits_cluster();
   const JobId id = *submit_job(s, spec("j", 100), 0);
   const Job& j = s.jobs[id.index()];
   EXPECT_EQ(time_left(j, 0), 100);
@@ -230,7 +230,7 @@ TEST(TimeLimit, TheClockCountsEveryRunAndEndsTheJob) {
 }
 
 TEST(TimeLimit, ResetOnRestartGivesEachRunTheWholeLimit) {
-  ClusterState s = cluster();
+  ClusterState s = limits_cluster();
   TeamSpec t = s.find_team("a")->spec;
   t.time_limits.resets_on_restart = true;
   ASSERT_TRUE(upsert_team(s, t).ok());
