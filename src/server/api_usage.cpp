@@ -20,21 +20,20 @@ using nlohmann::json;
 Result<Time> query_time(const std::optional<std::string>& given, const char* key, Time now, Time fallback) {
   if (!given) return fallback;
   const std::string& text = *given;
+  auto refused = [&] {
+    return Error::invalid(std::string("query parameter ") + key + ": '" + text +
+                          "' is neither a duration (a whole number with a unit s, m, h or d, as in 30d) nor a time "
+                          "(RFC 3339, as in 2026-11-01T00:00:00Z)");
+  };
   const bool duration = !text.empty() && std::isdigit(static_cast<unsigned char>(text.front())) &&
                         std::string_view("smhd").find(text.back()) != std::string_view::npos;
   if (duration) {
     auto d = parse_retention(text);
-    if (!d || !*d)
-      return Error::invalid(std::string("query parameter ") + key + ": '" + text +
-                            "' is neither a duration (a whole number with a unit s, m, h or d, as in 30d) nor a time "
-                            "(RFC 3339, as in 2026-11-01T00:00:00Z)");
+    if (!d || !*d) return refused();
     return now - **d;
   }
   auto t = view::parse_time_input(text, std::string("query parameter ") + key);
-  if (!t)
-    return Error::invalid(std::string("query parameter ") + key + ": '" + text +
-                          "' is neither a duration (a whole number with a unit s, m, h or d, as in 30d) nor a time "
-                          "(RFC 3339, as in 2026-11-01T00:00:00Z)");
+  if (!t) return refused();
   return *t;
 }
 
