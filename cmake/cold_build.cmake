@@ -10,9 +10,12 @@
 # - Precompiled headers (ALLOT_PCH) of those big headers, for the targets whose files all parse them.
 #
 # A unity batch is one translation unit: two files of one target that define the same name in an anonymous
-# namespace (or as static) cannot share a batch. Such files are listed below and compiled on their own. A new
-# file that clashes shows as a redefinition or an ambiguous call in a build with -DALLOT_UNITY=ON (every cold
-# build), not under ccache; add it to its target's list then, or rename its helper.
+# namespace (or as static) cannot share a batch. No file is left out of the batches (each one left out shifts the
+# batches after it and costs its own parse of the big headers): a library's files give their helpers names of their
+# own (a shared rule goes in a header, as core/ascii_text.h), and each unit-test file keeps its code in a namespace
+# named for the file (tests/unit/CMakeLists.txt checks it). A clash shows as a redefinition or an ambiguous call in
+# a build with -DALLOT_UNITY=ON (every cold build; `bash scripts/unity_check.sh` parses the batches alone), not
+# under ccache.
 set(ALLOT_COLD_DEFAULT ON)
 if(CMAKE_CXX_COMPILER_LAUNCHER MATCHES "ccache" OR ALLOT_FUZZ)
   set(ALLOT_COLD_DEFAULT OFF)
@@ -31,30 +34,12 @@ if(ALLOT_LINE_TABLES)
   string(REGEX REPLACE "(^| )-g( |$)" "\\1-g1\\2" CMAKE_CXX_FLAGS_DEBUG "${CMAKE_CXX_FLAGS_DEBUG}")
 endif()
 
-# allot_unity_alone(DIR FILE...): FILEs of the folder DIR compile on their own, outside the unity batches.
-function(allot_unity_alone dir)
-  list(TRANSFORM ARGN PREPEND ${PROJECT_SOURCE_DIR}/${dir}/)
-  set_source_files_properties(${ARGN} DIRECTORY ${PROJECT_SOURCE_DIR}/${dir} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
-endfunction()
-
 # Called once every target exists (the end of the top-level CMakeLists.txt).
 function(allot_cold_build)
   if(ALLOT_UNITY)
     set_target_properties(allot_core allot_auth allot_config allot_view allot_client allot_agent allot_store
                           allot_dashboard allot_server allot_interop allot_sim allot_cli allot_unit_tests
                           PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${ALLOT_UNITY_BATCH})
-    # Files whose own helpers share a name with another file's of the same target (see above), and the names.
-    allot_unity_alone(src/store sqlite_store.cpp)  # kMigrations
-    allot_unity_alone(src/server api_jobs.cpp api_nodes.cpp api_plans.cpp  # kBody, job_render, read_routes
-                      plan_steps.cpp request_framing.cpp)  # AsServer, labels_text; lower
-    allot_unity_alone(src/sim scenario_expect.cpp)  # lower, join
-    allot_unity_alone(src/cli client_cmds_plans.cpp kueue_cmd.cpp topology_cmd.cpp)  # run_delete, run_describe; fail
-    allot_unity_alone(tests/unit
-      client_apply_plan_test.cpp container_spec_test.cpp elastic_admission_test.cpp fair_share_reason_test.cpp fair_share_zero_weight_test.cpp
-      interop_mermaid_test.cpp locality_wait_test.cpp placement_test.cpp plans_test.cpp preemption_record_test.cpp
-      running_index_test.cpp scheduler_pass_test.cpp scheduler_test.cpp server_resize_goodput_test.cpp
-      server_smuggling_test.cpp server_tls_limits_test.cpp snapshot_test.cpp store_conformance_test.cpp
-      topology_tree_test.cpp view_times_test.cpp)  # kType, team, node, cluster, has, plan, run, count, cancels, ...
   endif()
 
   if(ALLOT_PCH)

@@ -19,7 +19,7 @@ deps_rc=0
 wait "$deps" || deps_rc=$?
 [ "$deps_rc" = 0 ] || echo "test.sh: the tests' packages could not all be installed (build/test-deps.log); the tests that need them install them or are skipped" >&2
 [ "$build_rc" = 0 ] || exit "$build_rc"
-# One test more than cores: the end-to-end tests (most of CTest's time) mostly wait on their servers and agents
-# (about 270 s of CPU in 400 test-seconds), so a third slot on two cores fills the idle core time instead of
-# adding contention (265 s at -j2, 198 s at -j3 on a quiet 2-core machine: bench/RESULTS.md, "Test suite time").
-ctest --test-dir build --output-on-failure -j "$(( $(nproc) + 1 ))" -LE fuzz "$@"
+# Four tests per core: the end-to-end tests (most of CTest's time) mostly wait on their servers, agents and
+# clocks (339 s of CPU in 850 test-seconds at -j3, 288 s wall; the same suite took 201 s at -j6 and 179 s at -j8
+# on a quiet 2-core machine: bench/RESULTS.md, "Test suite time"). The longest tests are started first (COST).
+ctest --test-dir build --output-on-failure -j "$(( 4 * $(nproc) ))" -LE fuzz "$@"

@@ -82,11 +82,11 @@ std::string plan_text(const json& p) {
 
 int run_plans(Session& s, PlanArgs&) { return s.show("plans", s.api().get("/v1/plans"), plans_table); }
 
-int run_describe(Session& s, PlanArgs& a) {
+int run_plan_describe(Session& s, PlanArgs& a) {
   return s.show("plan describe", s.api().get("/v1/plans/" + client::url_encode(a.name)), plan_text);
 }
 
-int run_create(Session& s, PlanArgs& a) {
+int run_plan_create(Session& s, PlanArgs& a) {
   const int64_t now = client::unix_now();
   auto start = plan_time(a.start, "--start", now);
   if (!start) return report("plan create", start.error());
@@ -113,7 +113,7 @@ int run_create(Session& s, PlanArgs& a) {
   return s.print(*r, plan_text);
 }
 
-int run_delete(Session& s, PlanArgs& a) {
+int run_plan_delete(Session& s, PlanArgs& a) {
   auto r = s.api().del("/v1/plans/" + client::url_encode(a.name));
   if (!r) return report("plan delete", r.error());
   return s.print(json{{"deleted", a.name}}, [&](const json&) { return "plan " + a.name + " deleted\n"; });
@@ -137,13 +137,13 @@ void add_client_plan_commands(CLI::App& app, Context& ctx) {
   create->add_option("--grace", a->grace, "Before the end, when its jobs are checkpointed and requeued (e.g. 10m)");
   create->add_option("--team", a->team, "Owning team (its quota rises by the plan); default: the idle pool");
   create->add_option("--labels", a->labels, "Topology labels of its nodes, k=v,k=v");
-  on_run(create, ctx, a, "plan create", run_create);
+  on_run(create, ctx, a, "plan create", run_plan_create);
   auto* describe = flags(plan->add_subcommand("describe", "A plan's state, nodes and jobs"));
   describe->add_option("name", a->name, "Plan name")->required();
-  on_run(describe, ctx, a, "plan describe", run_describe);
+  on_run(describe, ctx, a, "plan describe", run_plan_describe);
   auto* del = flags(plan->add_subcommand("delete", "End a plan now: its jobs are requeued, its nodes leave (admin)"));
   del->add_option("name", a->name, "Plan name")->required();
-  on_run(del, ctx, a, "plan delete", run_delete);
+  on_run(del, ctx, a, "plan delete", run_plan_delete);
 }
 
 }  // namespace allot::cli

@@ -39,7 +39,7 @@ std::string webhooks_table(const json& hooks, int64_t now) {
   return t.empty() ? "no webhooks\n" : t.str();
 }
 
-int run_create(Session& s, WebhookArgs& a) {
+int run_webhook_create(Session& s, WebhookArgs& a) {
   json events = json::array();
   size_t from = 0;
   for (;;) {
@@ -63,12 +63,12 @@ int run_create(Session& s, WebhookArgs& a) {
   });
 }
 
-int run_list(Session& s, WebhookArgs&) {
+int run_webhook_list(Session& s, WebhookArgs&) {
   auto r = s.api().get("/v1/webhooks");
   return s.show("webhook list", r, [](const json& w) { return webhooks_table(w, client::unix_now()); });
 }
 
-int run_delete(Session& s, WebhookArgs& a) {
+int run_webhook_delete(Session& s, WebhookArgs& a) {
   auto r = s.api().del("/v1/webhooks/" + client::url_encode(a.id));
   if (!r) return report("webhook delete", r.error());
   std::cout << "webhook " << a.id << " deleted\n";
@@ -91,18 +91,18 @@ void add_client_webhook_commands(CLI::App& app, Context& ctx) {
   create->add_option("--team", c->team, "The team whose jobs' events it receives (without: cluster-wide, admins only)");
   create->add_option("--description", c->description, "What it is for");
   client::add_client_flags(create, c->flags);
-  on_run(create, ctx, c, "webhook create", run_create);
+  on_run(create, ctx, c, "webhook create", run_webhook_create);
 
   auto l = std::make_shared<WebhookArgs>();
   auto* list = hook->add_subcommand("list", "List webhooks: id, scope, events, URL, deliveries, the last one (never secrets)");
   client::add_client_flags(list, l->flags);
-  on_run(list, ctx, l, "webhook list", run_list);
+  on_run(list, ctx, l, "webhook list", run_webhook_list);
 
   auto d = std::make_shared<WebhookArgs>();
   auto* del = hook->add_subcommand("delete", "Delete a webhook: nothing more is sent to it");
   del->add_option("ID", d->id, "Webhook id (allot webhook list)")->required();
   client::add_client_flags(del, d->flags);
-  on_run(del, ctx, d, "webhook delete", run_delete);
+  on_run(del, ctx, d, "webhook delete", run_webhook_delete);
 }
 
 }  // namespace allot::cli

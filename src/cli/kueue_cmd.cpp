@@ -27,7 +27,7 @@ struct KueueArgs {
   client::ClientFlags flags;
 };
 
-int fail(const std::string& what, const Error& e) {
+int kueue_fail(const std::string& what, const Error& e) {
   std::cerr << "allot " << what << ": " << e.message << "\n";
   return 2;
 }
@@ -77,17 +77,17 @@ int run_export(KueueArgs& a) {
   // Without FILE: the server that --server, $ALLOT_SERVER or the config file's context names.
   const bool live = a.file.empty();
   auto text = live ? teams_file_of_server(a.flags) : client::read_input(a.file);
-  if (!text) return fail("export kueue", text.error());
+  if (!text) return kueue_fail("export kueue", text.error());
   const YamlContext ctx{live ? "the server's teams and policy" : a.file == "-" ? "<stdin>" : a.file, "", 0};
   auto doc = load_yaml(*text, ctx);
-  if (!doc) return fail("export kueue", doc.error());
-  if (!doc->IsMap()) return fail("export kueue", Error::invalid(ctx.origin + ": expected a teams file (policy and teams sections)"));
+  if (!doc) return kueue_fail("export kueue", doc.error());
+  if (!doc->IsMap()) return kueue_fail("export kueue", Error::invalid(ctx.origin + ": expected a teams file (policy and teams sections)"));
   const YAML::Node& root = *doc;
   Catalog catalog = Catalog::builtin();
   if (root["instance_types"]) {
     // Kueue's objects cannot carry a type's facts, so such a file would not come back from `import kueue`.
     auto t = parse_instance_types(root["instance_types"], catalog, {ctx.origin, "instance_types", 0});
-    if (!t) return fail("export kueue", t.error());
+    if (!t) return kueue_fail("export kueue", t.error());
     std::cerr << "allot export kueue: warning: instance_types: Kueue objects do not carry an instance type's facts; "
                  "`allot import kueue` will know only the built-in types\n";
   }
@@ -95,45 +95,45 @@ int run_export(KueueArgs& a) {
   a.options.with_policy = static_cast<bool>(root["policy"]);
   if (root["policy"]) {
     auto p = parse_policy(root["policy"], {ctx.origin, "policy", 0});
-    if (!p) return fail("export kueue", p.error());
+    if (!p) return kueue_fail("export kueue", p.error());
     policy = *p;
   }
   std::vector<TeamSpec> teams;
   if (root["teams"]) {
     auto t = parse_teams(root["teams"], catalog, {ctx.origin, "teams", 0});
-    if (!t) return fail("export kueue", t.error());
+    if (!t) return kueue_fail("export kueue", t.error());
     teams = *t;
   }
   if (!root["policy"] && !root["teams"])
-    return fail("export kueue", Error::invalid(ctx.origin + " has neither a policy nor a teams section"));
+    return kueue_fail("export kueue", Error::invalid(ctx.origin + " has neither a policy nor a teams section"));
   if (a.options.topology_levels.empty()) {
     auto levels = levels_of_nodes(root, catalog, ctx.origin);
-    if (!levels) return fail("export kueue", levels.error());
+    if (!levels) return kueue_fail("export kueue", levels.error());
     a.options.topology_levels = *levels;
   } else {
     for (auto& l : a.options.topology_levels) l = canonical_level(l);
   }
   if (a.api_version == "v1beta1") a.options.api_version = interop::KueueApiVersion::kV1beta1;
   auto out = interop::export_kueue(policy, teams, catalog, a.options);
-  if (!out) return fail("export kueue", out.error());
+  if (!out) return kueue_fail("export kueue", out.error());
   for (const auto& w : out->warnings) std::cerr << "allot export kueue: warning: " << w << "\n";
   std::cout << out->yaml;
   return 0;
 }
 
-int run_import(KueueArgs& a) {
+int run_kueue_import(KueueArgs& a) {
   const Catalog catalog = Catalog::builtin();
   interop::KueueImport result;
   for (const auto& f : a.files) {
     auto text = client::read_input(f);
-    if (!text) return fail("import kueue", text.error());
+    if (!text) return kueue_fail("import kueue", text.error());
     if (auto st = interop::import_kueue(*text, f == "-" ? "<stdin>" : f, catalog, result); !st)
-      return fail("import kueue", st.error());
+      return kueue_fail("import kueue", st.error());
   }
   interop::finish_kueue_import(result);
   for (const auto& w : result.warnings) std::cerr << "allot import kueue: warning: " << w << "\n";
   if (result.teams.empty() && !result.has_policy)
-    return fail("import kueue", Error::invalid("no ClusterQueue, WorkloadPriorityClass or Cohort with allot's policy in the "
+    return kueue_fail("import kueue", Error::invalid("no ClusterQueue, WorkloadPriorityClass or Cohort with allot's policy in the "
                                                "input; nothing to import"));
   std::cout << interop::teams_file_yaml(result);
   return 0;
@@ -177,7 +177,7 @@ void add_kueue_commands(CLI::App& app, Context& ctx) {
                "workloadpriorityclasses,cohorts -o yaml) -> a teams file for `allot apply` on stdout; what does not "
                "map is a warning on stderr");
   ik->add_option("files", args->files, "files of Kueue objects; - for stdin")->required();
-  ik->callback([&ctx, args] { ctx.exit_code = run_import(*args); });
+  ik->callback([&ctx, args] { ctx.exit_code = run_kueue_import(*args); });
 }
 
 }  // namespace allot::cli

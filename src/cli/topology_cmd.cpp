@@ -32,7 +32,7 @@ Result<std::string> read_text(const std::string& path) {
   return ss.str();
 }
 
-int fail(const std::string& what, const Error& e) {
+int topology_fail(const std::string& what, const Error& e) {
   std::cerr << "allot topology " << what << ": " << e.message << "\n";
   return 2;
 }
@@ -90,19 +90,19 @@ Status write_atomically(const std::string& path, const std::string& text) {
   return ok_status();
 }
 
-int run_import(const TopologyArgs& a) {
+int run_topology_import(const TopologyArgs& a) {
   Catalog catalog = Catalog::builtin();
   auto text = read_text(a.ec2_file);
-  if (!text) return fail("import", text.error());
+  if (!text) return topology_fail("import", text.error());
   auto imported = interop::import_ec2_topology(*text, catalog);
-  if (!imported) return fail("import", imported.error());
+  if (!imported) return topology_fail("import", imported.error());
   if (!a.names_file.empty()) {
     auto map_text = read_text(a.names_file);
-    if (!map_text) return fail("import", map_text.error());
+    if (!map_text) return topology_fail("import", map_text.error());
     auto names = interop::parse_name_map(*map_text);
-    if (!names) return fail("import", names.error());
+    if (!names) return topology_fail("import", names.error());
     if (auto st = interop::rename_nodes(imported->nodes, *names, imported->warnings); !st)
-      return fail("import", st.error());
+      return topology_fail("import", st.error());
   }
   for (const auto& w : imported->warnings) std::cerr << "allot topology import: warning: " << w << "\n";
   std::cout << nodes_to_yaml(imported->nodes);
@@ -112,12 +112,12 @@ int run_import(const TopologyArgs& a) {
 int run_slurm_conf(const TopologyArgs& a) {
   Catalog catalog = Catalog::builtin();
   auto plugin = interop::parse_slurm_plugin(a.plugin);
-  if (!plugin) return fail("slurm-conf", plugin.error());
+  if (!plugin) return topology_fail("slurm-conf", plugin.error());
   if (a.watch_file.empty()) {
     auto nodes = input_nodes(a, catalog);
-    if (!nodes) return fail("slurm-conf", nodes.error());
+    if (!nodes) return topology_fail("slurm-conf", nodes.error());
     auto conf = interop::slurm_topology_conf(*nodes, catalog, *plugin);
-    if (!conf) return fail("slurm-conf", conf.error());
+    if (!conf) return topology_fail("slurm-conf", conf.error());
     std::cout << conf->text;
     return 0;
   }
@@ -133,9 +133,9 @@ int run_slurm_conf(const TopologyArgs& a) {
     reported = !nodes;
     if (nodes) {
       auto conf = interop::slurm_topology_conf(*nodes, catalog, *plugin);
-      if (!conf) return fail("slurm-conf", conf.error());
+      if (!conf) return topology_fail("slurm-conf", conf.error());
       if (conf->text != written) {
-        if (auto st = write_atomically(a.watch_file, conf->text); !st) return fail("slurm-conf", st.error());
+        if (auto st = write_atomically(a.watch_file, conf->text); !st) return topology_fail("slurm-conf", st.error());
         written = conf->text;
         std::cerr << "allot topology slurm-conf: wrote " << a.watch_file << " (" << nodes->size() << " nodes)" << std::endl;
       }
@@ -149,9 +149,9 @@ int run_slurm_conf(const TopologyArgs& a) {
 int run_mermaid(const TopologyArgs& a) {
   Catalog catalog = Catalog::builtin();
   auto nodes = input_nodes(a, catalog);
-  if (!nodes) return fail("mermaid", nodes.error());
+  if (!nodes) return topology_fail("mermaid", nodes.error());
   auto chart = interop::topology_mermaid(*nodes, {.max_nodes_per_group = a.max_group});
-  if (!chart) return fail("mermaid", chart.error());
+  if (!chart) return topology_fail("mermaid", chart.error());
   std::cout << *chart;
   return 0;
 }
@@ -166,7 +166,7 @@ void add_topology_commands(CLI::App& app, Context& ctx) {
   CLI::App* imp = topo->add_subcommand("import", "EC2 describe-instance-topology JSON -> nodes YAML on stdout");
   imp->add_option("--ec2", args->ec2_file, "describe-instance-topology output (JSON); - for stdin")->required();
   imp->add_option("--names", args->names_file, "YAML map `instance-id: node-name` to name nodes as hosts are named");
-  imp->callback([&ctx, args] { ctx.exit_code = run_import(*args); });
+  imp->callback([&ctx, args] { ctx.exit_code = run_topology_import(*args); });
 
   // The live cluster's nodes: --server (and --token, --ca, --context as for every client command).
   auto live = [args](CLI::App* c) {

@@ -2,24 +2,20 @@
 
 #include <cctype>
 
+#include "core/ascii_text.h"
 #include "server/api.h"
 #include "server/retention.h"
 
 namespace allot::server {
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // A browser sends Origin with cross-origin requests (and with same-origin writes). The API is for programs and
 // for pages the server itself serves, so any other origin is refused: a page elsewhere cannot drive it even if
 // the browser held a credential.
 std::optional<Error> check_origin(const httplib::Request& req) {
   if (!req.has_header("Origin")) return std::nullopt;
-  const std::string origin = lower(req.get_header_value("Origin"));
-  const std::string host = lower(req.get_header_value("Host"));
+  const std::string origin = ascii_lower(req.get_header_value("Origin"));
+  const std::string host = ascii_lower(req.get_header_value("Host"));
   if (!host.empty() && (origin == "http://" + host || origin == "https://" + host)) return std::nullopt;
   return Error::denied("cross-origin requests are refused (Origin " + req.get_header_value("Origin") +
                        " is not this server); use the allot CLI or a program with a token");

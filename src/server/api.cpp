@@ -118,7 +118,7 @@ Result<YAML::Node> yaml_body(const httplib::Request& req) {
     return Error::invalid("the request body is not valid UTF-8 (at byte " + std::to_string(at) + ")");
   auto text = yaml_text(req.body);
   if (!text) return text.error();
-  auto doc = load_yaml(*text, YamlContext{"request body", "", 0});
+  auto doc = load_yaml(*text, kRequestBody);
   if (!doc) return doc.error();
   if (!doc->IsMap()) return Error::invalid("request body: expected a mapping (a JSON object), got " + config::describe(*doc));
   return doc;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "config/yaml_read.h"
 #include "core/catalog.h"
 #include "server/access.h"
 #include "server/auth_gate.h"
@@ -41,6 +42,8 @@ void answer(httplib::Response& res, const Reply& reply);
 std::optional<Reply> check_content_type(const httplib::Request& req);
 // The body as one YAML document (JSON is YAML); errors name the request body and its line.
 Result<YAML::Node> yaml_body(const httplib::Request& req);
+// Where the readers of a request body's fields say a fault is.
+inline const YamlContext kRequestBody{"request body", "", 0};
 // The body as JSON, for the agents' endpoints.
 Result<nlohmann::json> json_body(const httplib::Request& req);
 // Rejects keys of a JSON object other than `allowed`, naming the first one and the allowed ones.

@@ -11,8 +11,6 @@ namespace allot::server {
 namespace {
 
 using nlohmann::json;
-const YamlContext kBody{"request body", "", 0};
-
 Render policy_render() {
   return [](const ServerState& st) { return json_reply(200, policy_json(st.cluster.policy)); };
 }
@@ -66,7 +64,7 @@ void policy_routes(Routes& http, Api& api) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
     if (!doc) return answer(res, error_reply(doc.error()));
-    auto policy = parse_policy(*doc, kBody);
+    auto policy = parse_policy(*doc, kRequestBody);
     if (!policy) return answer(res, error_reply(policy.error()));
     run(api, who, req, res, [p = std::move(*policy)](Txn& txn) -> Result<Render> {
       auto st = txn.apply(store::SetPolicy{p});
@@ -83,19 +81,19 @@ void policy_routes(Routes& http, Api& api) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
     if (!doc) return answer(res, error_reply(doc.error()));
-    auto fields = config::Fields::open(kBody, config::root(*doc, kBody), {"name", "weight"});
+    auto fields = config::Fields::open(kRequestBody, config::root(*doc, kRequestBody), {"name", "weight"});
     if (!fields) return answer(res, error_reply(fields.error()));
     const std::string name = param(req);
     if (auto st = check_name(NameKind::kPriorityClass, name); !st) return answer(res, error_reply(st.error()));
     if (auto n = fields->get("name")) {
-      auto given = config::read_name(kBody, *n);
+      auto given = config::read_name(kRequestBody, *n);
       if (!given) return answer(res, error_reply(given.error()));
       if (*given != name)
         return answer(res, error_reply(Error::invalid("request body names priority class " + *given + " but the path names " + name)));
     }
-    auto w = fields->need(kBody, "weight");
+    auto w = fields->need(kRequestBody, "weight");
     if (!w) return answer(res, error_reply(w.error()));
-    auto weight = config::read_int(kBody, *w, 0, 100);
+    auto weight = config::read_int(kRequestBody, *w, 0, 100);
     if (!weight) return answer(res, error_reply(weight.error()));
     run(api, who, req, res, [name, weight = static_cast<int>(*weight)](Txn& txn) -> Result<Render> {
       PolicySpec p = txn.cluster().policy;
@@ -138,7 +136,7 @@ void team_routes(Routes& http, Api& api) {
     if (!doc) return answer(res, error_reply(doc.error()));
     const std::string name = param(req);
     if (!(*doc)["name"]) (*doc)["name"] = name;  // the name is optional in the body: the path gives it
-    auto team = parse_team(*doc, api.catalog, kBody);
+    auto team = parse_team(*doc, api.catalog, kRequestBody);
     if (!team) return answer(res, error_reply(team.error()));
     if (team->name != name)
       return answer(res, error_reply(Error::invalid("request body names team " + team->name + " but the path names " + name)));
@@ -164,7 +162,7 @@ void apply_route(Routes& http, Api& api) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
     if (!doc) return answer(res, error_reply(doc.error()));
-    auto fields = config::Fields::open(kBody, config::root(*doc, kBody), {"name", "policy", "teams"});
+    auto fields = config::Fields::open(kRequestBody, config::root(*doc, kRequestBody), {"name", "policy", "teams"});
     if (!fields) {
       Error e = fields.error();
       e.message += " (apply takes a scenario file's policy and teams; nodes join through agents or POST /v1/nodes, "
@@ -173,13 +171,13 @@ void apply_route(Routes& http, Api& api) {
     }
     std::optional<PolicySpec> policy;
     if (auto p = fields->get("policy")) {
-      auto parsed = parse_policy(p->node, config::sub(kBody, *p));
+      auto parsed = parse_policy(p->node, config::sub(kRequestBody, *p));
       if (!parsed) return answer(res, error_reply(parsed.error()));
       policy = std::move(*parsed);
     }
     std::vector<TeamSpec> teams;
     if (auto t = fields->get("teams")) {
-      auto parsed = parse_teams(t->node, api.catalog, config::sub(kBody, *t));
+      auto parsed = parse_teams(t->node, api.catalog, config::sub(kRequestBody, *t));
       if (!parsed) return answer(res, error_reply(parsed.error()));
       teams = std::move(*parsed);
     }

@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-Render job_render(const std::string& name, const auth::Caller& who) {
+Render changed_job_render(const std::string& name, const auth::Caller& who) {
   return [name, who](const ServerState& st) -> Reply {
     const Job* j = st.cluster.find_job(name);
     if (!j) return error_reply(Error::not_found("no job named " + name));
@@ -40,7 +40,7 @@ void hold_routes(Routes& http, Api& api) {
             run(api, who, req, res, [name = param(req), who, held](Txn& txn) -> Result<Render> {
               if (auto st = may_change(txn, who, name, held ? "holding" : "releasing"); !st) return st.error();
               if (auto st = txn.apply(store::HoldJob{name, held}); !st) return st.error();
-              return job_render(name, who);
+              return changed_job_render(name, who);
             });
           });
   }
@@ -58,7 +58,7 @@ void priority_route(Routes& http, Api& api) {
           run(api, who, req, res, [name = param(req), who, cls = (*body)["priority"].get<std::string>()](Txn& txn) -> Result<Render> {
             if (auto st = may_change(txn, who, name, "changing the priority of"); !st) return st.error();
             if (auto st = txn.apply(store::SetJobPriority{name, cls}); !st) return st.error();
-            return job_render(name, who);
+            return changed_job_render(name, who);
           });
         });
 }

@@ -15,7 +15,6 @@ namespace allot::server {
 namespace {
 
 using nlohmann::json;
-const YamlContext kBody{"request body", "", 0};
 // Jobs in one submission at most: its check copies the state once, and its answer renders every job.
 constexpr size_t kMaxBatchJobs = 1000;
 
@@ -157,7 +156,7 @@ void submit_route(Routes& http, Api& api) {
     }
     std::vector<JobSpec> specs;
     for (size_t i = 0; i < (batch ? list.size() : 1); ++i) {
-      const YamlContext ctx = batch ? YamlContext{kBody.origin, "jobs[" + std::to_string(i) + "]", 0} : kBody;
+      const YamlContext ctx = batch ? YamlContext{kRequestBody.origin, "jobs[" + std::to_string(i) + "]", 0} : kRequestBody;
       auto spec = parse_job_spec(batch ? list[i] : *doc, api.catalog, ctx);
       if (!spec) return answer(res, error_reply(spec.error()));
       specs.push_back(std::move(*spec));
@@ -214,7 +213,7 @@ void submit_route(Routes& http, Api& api) {
   });
 }
 
-void read_routes(Routes& http, Api& api) {
+void job_read_routes(Routes& http, Api& api) {
   route(http, api, "GET", "/v1/jobs", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     std::optional<JobState> state;
     if (req.has_param("state")) {
@@ -354,7 +353,7 @@ void read_routes(Routes& http, Api& api) {
 
 void add_job_routes(Routes& http, Api& api) {
   submit_route(http, api);
-  read_routes(http, api);
+  job_read_routes(http, api);
   add_job_change_routes(http, api);
 }
 

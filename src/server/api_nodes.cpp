@@ -10,8 +10,6 @@ namespace allot::server {
 namespace {
 
 using nlohmann::json;
-const YamlContext kBody{"request body", "", 0};
-
 Render node_render(const std::string& name, int status = 200) {
   return [name, status](const ServerState& st) -> Reply {
     const Node* n = st.cluster.find_node(name);
@@ -34,7 +32,7 @@ void action_route(Routes& http, Api& api, const std::string& action, std::functi
   });
 }
 
-void read_routes(Routes& http, Api& api) {
+void node_read_routes(Routes& http, Api& api) {
   route(http, api, "GET", "/v1/nodes", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     run(api, who, req, res, [](Txn&) -> Result<Render> {
       return Render([](const ServerState& st) {
@@ -61,7 +59,7 @@ void read_routes(Routes& http, Api& api) {
   });
 }
 
-void change_routes(Routes& http, Api& api) {
+void node_change_routes(Routes& http, Api& api) {
   // Nodes without an agent (a static inventory, a dry run): the scenario format's cluster.nodes list.
   route(http, api, "POST", "/v1/nodes", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
@@ -109,13 +107,13 @@ void change_routes(Routes& http, Api& api) {
     if (auto bad = check_content_type(req)) return answer(res, *bad);
     auto doc = yaml_body(req);
     if (!doc) return answer(res, error_reply(doc.error()));
-    auto fields = config::Fields::open(kBody, config::root(*doc, kBody), {"health"});
+    auto fields = config::Fields::open(kRequestBody, config::root(*doc, kRequestBody), {"health"});
     if (!fields) return answer(res, error_reply(fields.error()));
-    auto h = fields->need(kBody, "health");
+    auto h = fields->need(kRequestBody, "health");
     if (!h) return answer(res, error_reply(h.error()));
     const std::vector<std::string_view> names = {"Schedulable", "Unschedulable", "UnschedulablePendingReboot",
                                                  "UnschedulablePendingReplacement"};
-    auto choice = config::read_choice(kBody, *h, names);
+    auto choice = config::read_choice(kRequestBody, *h, names);
     if (!choice) return answer(res, error_reply(choice.error()));
     const auto health = static_cast<NodeHealth>(*choice);  // the order of the enum
     run(api, who, req, res, [name = param(req), health](Txn& txn) -> Result<Render> {
@@ -130,8 +128,8 @@ void change_routes(Routes& http, Api& api) {
 }  // namespace
 
 void add_node_routes(Routes& http, Api& api) {
-  read_routes(http, api);
-  change_routes(http, api);
+  node_read_routes(http, api);
+  node_change_routes(http, api);
 }
 
 }  // namespace allot::server

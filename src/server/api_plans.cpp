@@ -16,8 +16,6 @@ namespace allot::server {
 namespace {
 
 using nlohmann::json;
-const YamlContext kBody{"request body", "", 0};
-
 Error no_plan(const ClusterState& s, const std::string& name) {
   return Error::not_found("no plan named " + name + "; plans: " + s.plan_names());
 }
@@ -88,7 +86,7 @@ void add_plan_routes(Routes& http, Api& api) {
     auto doc = yaml_body(req);
     if (!doc) return refuse(api, who, req, res, doc.error());
     if (auto st = unix_times(*doc); !st) return refuse(api, who, req, res, st.error());
-    auto plan = parse_plan(*doc, api.catalog, kBody);
+    auto plan = parse_plan(*doc, api.catalog, kRequestBody);
     if (!plan) return refuse(api, who, req, res, plan.error());
     run(api, who, req, res, [&api, plan = std::move(*plan), who](Txn& txn) -> Result<Render> {
       if (plan.end <= txn.now())

@@ -51,12 +51,6 @@ void set_suspect(Txn& txn, const std::string& node, NodeInfo& info, bool suspect
   changed = true;
 }
 
-std::string labels_text(const Node& n) {
-  std::string out;
-  for (const auto& [k, v] : n.labels) out += (out.empty() ? "" : ",") + k + "=" + v;
-  return out;
-}
-
 }  // namespace
 
 Result<HealthReport> parse_health_report(const json& h) {
@@ -141,7 +135,7 @@ void request_replacement(Txn& txn, const ServerOptions& options, const std::stri
                              : "; no provisioner is configured (allot server --provisioner): an administrator replaces it"));
   if (!provision) return;
   n = txn.cluster().find_node(node);
-  ProvisionRequest req{node, txn.cluster().catalog.at(n->type).name, labels_text(*n), replacement_name(txn.cluster(), node), reason, "", ""};
+  ProvisionRequest req{node, txn.cluster().catalog.at(n->type).name, n->labels, replacement_name(txn.cluster(), node), reason, "", ""};
   // The replacement joins with a join token of its own, made for it and valid for an hour.
   auth::IssuedToken t = auth::issue_token();
   {

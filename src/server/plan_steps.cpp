@@ -8,19 +8,13 @@
 namespace allot::server {
 namespace {
 
-std::string labels_text(const std::map<std::string, std::string>& labels) {
-  std::string out;
-  for (const auto& [k, v] : labels) out += (out.empty() ? "" : ",") + k + "=" + v;
-  return out;
-}
-
 // Asks the provisioner for every node of a plan that has just started and is not in the cluster.
 void provision_plan_nodes(Txn& txn, const Plan& plan) {
   for (const NodeSpec& n : plan_node_specs(txn.cluster(), plan)) {
     if (txn.cluster().find_node(n.name)) continue;
     auto labels = n.labels;
     labels.erase(std::string(kPlanLabel));  // the agent sets it from --plan
-    ProvisionRequest req{n.name, n.instance_type, labels_text(labels), n.name, "plan " + plan.spec.name + " starts", "", plan.spec.name};
+    ProvisionRequest req{n.name, n.instance_type, std::move(labels), n.name, "plan " + plan.spec.name + " starts", "", plan.spec.name};
     auth::IssuedToken t = auth::issue_token();
     store::TokenRecord rec{t.id, t.secret_hash, auth::Role::kAgentJoin, {}, "", plan.spec.end, "node " + n.name + " of plan " + plan.spec.name,
                            /*max_nodes=*/1};

@@ -30,7 +30,9 @@ void Provisioner::launch(const ProvisionRequest& r, const std::string& server_ur
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
   env.push_back("ALLOT_NODE_NAME=" + r.node);
   env.push_back("ALLOT_INSTANCE_TYPE=" + r.instance_type);
-  env.push_back("ALLOT_NODE_LABELS=" + r.labels);
+  std::string labels;
+  for (const auto& [k, v] : r.labels) labels += (labels.empty() ? "" : ",") + k + "=" + v;
+  env.push_back("ALLOT_NODE_LABELS=" + labels);
   env.push_back("ALLOT_REPLACEMENT_NAME=" + r.replacement);
   env.push_back("ALLOT_SERVER=" + server_url);
   env.push_back("ALLOT_JOIN_TOKEN_FILE=" + token_file);

@@ -3,13 +3,10 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/ascii_text.h"
+
 namespace allot::server {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 bool decimal(const std::string& s) { return !s.empty() && s.size() <= 19 && s.find_first_not_of("0123456789") == std::string::npos; }
 
@@ -34,7 +31,7 @@ std::optional<Reply> ambiguous_framing(const httplib::Headers& headers) {
                    it->second.substr(0, 20) + ")");
     }
   }
-  if (has_coding && (std::next(codings.first) != codings.second || lower(codings.first->second) != "chunked"))
+  if (has_coding && (std::next(codings.first) != codings.second || ascii_lower(codings.first->second) != "chunked"))
     return error_reply(501, "NotImplemented",
                        "Transfer-Encoding \"" + codings.first->second.substr(0, 40) +
                            "\" is not decoded here: a request body is sent with Content-Length or with Transfer-Encoding: chunked alone; the connection is closed");

@@ -91,7 +91,9 @@ struct NodeInfo {
 
 // A replacement the writer asks the provisioner for once the batch is durable (server/provisioner.h).
 struct ProvisionRequest {
-  std::string node, instance_type, labels, replacement, reason;
+  std::string node, instance_type;
+  std::map<std::string, std::string> labels;  // handed to the command as k=v,k=v (provisioner.h)
+  std::string replacement, reason;
   std::string join_token;  // a fresh agent-join token's bearer text, handed over in a file readable by its owner only
   std::string plan;        // a capacity plan's node (server/plan_steps.h): it joins with --plan and replaces nothing
 };

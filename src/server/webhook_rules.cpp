@@ -3,17 +3,12 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/ascii_text.h"
 #include "core/overloaded.h"
 #include "server/server_state.h"
 
 namespace allot::server {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool host_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.'; }
 
@@ -66,7 +61,7 @@ Result<WebhookUrl> parse_webhook_url(std::string_view url) {
     if (host.empty() || host.size() > 253 || !std::all_of(host.begin(), host.end(), host_char))
       return bad_url(url, "the host must be a DNS name or an IP address");
   }
-  out.host = lower(host);
+  out.host = ascii_lower(host);
   out.port = out.https ? 443 : 80;
   if (has_port) {
     if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
@@ -80,9 +75,9 @@ Result<WebhookUrl> parse_webhook_url(std::string_view url) {
 }
 
 bool host_allowed(std::string_view host_in, const std::vector<std::string>& allowed) {
-  const std::string host = lower(host_in);
+  const std::string host = ascii_lower(host_in);
   for (const auto& pattern_in : allowed) {
-    const std::string pattern = lower(pattern_in);
+    const std::string pattern = ascii_lower(pattern_in);
     if (pattern.rfind("*.", 0) == 0) {
       const std::string suffix = pattern.substr(1);  // ".example.com"
       if (host.size() > suffix.size() && host.compare(host.size() - suffix.size(), suffix.size(), suffix) == 0) return true;

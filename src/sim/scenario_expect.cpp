@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "core/ascii_text.h"
 #include "core/plans.h"
 #include "core/time_limit.h"
 #include "core/topology_levels.h"
@@ -12,12 +13,7 @@
 namespace allot::sim {
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-std::string join(const std::vector<std::string>& v) {
+std::string bracketed(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
   return "[" + out + "]";
@@ -55,7 +51,7 @@ int check_expect(const ClusterState& s, const Event& e, std::vector<std::string>
     if (want.nodes) {
       auto w = *want.nodes;
       std::sort(w.begin(), w.end());
-      if (w != nodes) bad.push_back("nodes are " + join(nodes) + ", expected " + join(w));
+      if (w != nodes) bad.push_back("nodes are " + bracketed(nodes) + ", expected " + bracketed(w));
     }
     if (want.node_count && *want.node_count != static_cast<int>(nodes.size()))
       bad.push_back("node_count is " + std::to_string(nodes.size()) + ", expected " + std::to_string(*want.node_count));
@@ -90,7 +86,7 @@ int check_expect(const ClusterState& s, const Event& e, std::vector<std::string>
       bad.push_back("replicas is " + std::to_string(j->size()) + ", expected " + std::to_string(*want.replicas));
     if (want.resizes && *want.resizes != static_cast<int>(j->resizes.size()))
       bad.push_back("resizes is " + std::to_string(j->resizes.size()) + ", expected " + std::to_string(*want.resizes));
-    if (want.reason && lower(j->reason).find(lower(*want.reason)) == std::string::npos)
+    if (want.reason && ascii_lower(j->reason.str()).find(ascii_lower(*want.reason)) == std::string::npos)
       bad.push_back("reason does not contain \"" + *want.reason + "\"");
     if (want.reason_code && *want.reason_code != j->reason_code)
       bad.push_back(std::string("reason_code is ") + reason_code_name(j->reason_code) + ", expected " +

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/ascii_text.h"
 #include "sim/trace.h"
 
 namespace allot::sim {
@@ -38,12 +39,6 @@ const Columns& columns_of(TraceFormat f) {
   for (const Columns& c : kFormats)
     if (c.format == f) return c;
   return kFormats[0];  // unreachable for kAuto: callers resolve it first
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return out;
 }
 
 std::string_view trim(std::string_view s) {
@@ -85,7 +80,7 @@ using HeaderIndex = std::unordered_map<std::string, size_t>;
 HeaderIndex index_header(std::string_view header_line) {
   HeaderIndex idx;
   auto cells = split_cells(header_line);
-  for (size_t i = 0; i < cells.size(); ++i) idx.emplace(lower(cells[i]), i);
+  for (size_t i = 0; i < cells.size(); ++i) idx.emplace(ascii_lower(cells[i]), i);
   return idx;
 }
 
@@ -176,7 +171,7 @@ std::string TraceIssues::summary() const {
 }
 
 Result<TraceFormat> parse_trace_format(std::string_view name) {
-  std::string n = lower(name);
+  std::string n = ascii_lower(name);
   if (n == "auto") return TraceFormat::kAuto;
   if (n == "itp") return TraceFormat::kItp;
   if (n == "philly") return TraceFormat::kPhilly;

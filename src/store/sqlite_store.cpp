@@ -31,7 +31,7 @@ constexpr int kSchemaVersion = 4;
 
 // Migration i (counting from 1) takes the file from version i-1 to version i. A migration that has shipped is
 // never edited: a change of layout is a new one at the end. (The journal table itself is created on open.)
-const std::vector<std::vector<const char*>> kMigrations = {
+const std::vector<std::vector<const char*>> kSqliteMigrations = {
     // 1: the journal alone.
     {},
     // 2: snapshots of the state at a journal position (store.h, Snapshot), the body in one row.
@@ -99,7 +99,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     if (auto st = s->exec("BEGIN IMMEDIATE"); !st) return st.error();
     std::vector<std::string> steps;
     for (int m = version; m < kSchemaVersion; ++m)
-      for (const char* sql : kMigrations[m]) steps.emplace_back(sql);
+      for (const char* sql : kSqliteMigrations[m]) steps.emplace_back(sql);
     steps.push_back("PRAGMA user_version=" + std::to_string(kSchemaVersion));
     for (const std::string& sql : steps)
       if (auto st = s->exec(sql.c_str()); !st) {

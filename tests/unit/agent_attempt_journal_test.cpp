@@ -7,7 +7,7 @@
 
 #include "agent/attempt_journal.h"
 
-namespace allot::agent {
+namespace allot::agent::agent_attempt_journal_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -95,4 +95,4 @@ TEST_F(AttemptJournalTest, AStartThatCannotBeSavedIsAnError) {
 }
 
 }  // namespace
-}  // namespace allot::agent
+}  // namespace allot::agent::agent_attempt_journal_test

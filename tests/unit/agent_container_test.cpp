@@ -13,7 +13,7 @@
 #include "agent/container.h"
 #include "agent/health_checks.h"
 
-namespace allot::agent {
+namespace allot::agent::agent_container_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -200,4 +200,4 @@ TEST_F(RealPodman, PullOfAMissingImageFailsWithTheRegistrysAnswer) {
 }
 
 }  // namespace
-}  // namespace allot::agent
+}  // namespace allot::agent::agent_container_test

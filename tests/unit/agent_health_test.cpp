@@ -13,7 +13,7 @@
 #include "agent/health_config.h"
 #include "agent/stress.h"
 
-namespace allot::agent {
+namespace allot::agent::agent_health_test {
 namespace {
 
 TEST(HealthConfig, ReadsChecksAndTheDeepCheck) {
@@ -144,4 +144,4 @@ TEST(Stress, AgreesWithItselfAndFindsAnInjectedBitFlip) {
 }
 
 }  // namespace
-}  // namespace allot::agent
+}  // namespace allot::agent::agent_health_test

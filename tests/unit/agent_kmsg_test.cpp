@@ -15,7 +15,7 @@
 #include "agent/xid_table.h"
 #include "eventually.h"
 
-namespace allot::agent {
+namespace allot::agent::agent_kmsg_test {
 namespace {
 
 using allot::test::eventually;
@@ -174,4 +174,4 @@ TEST(Kmsg, CheckNowRunsTheFastChecksAtOnceAfterReadingTheKernelLog) {
 }
 
 }  // namespace
-}  // namespace allot::agent
+}  // namespace allot::agent::agent_kmsg_test

@@ -14,7 +14,7 @@
 #include "agent/leftovers.h"
 #include "agent/process.h"
 
-namespace allot::agent {
+namespace allot::agent::agent_leftovers_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -193,4 +193,4 @@ TEST(AgentFencing, StopsBeforeTheServerGivesUp) {
 }
 
 }  // namespace
-}  // namespace allot::agent
+}  // namespace allot::agent::agent_leftovers_test

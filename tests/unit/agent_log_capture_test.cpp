@@ -8,7 +8,7 @@
 
 #include "agent/log_capture.h"
 
-namespace allot::agent {
+namespace allot::agent::agent_log_capture_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -65,4 +65,4 @@ TEST_F(LogCaptureTest, SymlinksAndHardLinksAreNeitherWrittenNorRead) {
 }
 
 }  // namespace
-}  // namespace allot::agent
+}  // namespace allot::agent::agent_log_capture_test

@@ -16,7 +16,7 @@
 #include "agent/process.h"
 #include "agent/run_as.h"
 
-namespace allot::agent {
+namespace allot::agent::agent_process_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -450,4 +450,4 @@ TEST(AgentCpus, ClampOntoTheRealCpus) {
 }
 
 }  // namespace
-}  // namespace allot::agent
+}  // namespace allot::agent::agent_process_test

@@ -6,7 +6,7 @@
 #include "agent/inventory.h"
 #include "agent/replica.h"
 
-namespace allot::agent {
+namespace allot::agent::agent_replica_test {
 namespace {
 
 using nlohmann::json;
@@ -182,4 +182,4 @@ TEST(Agent, EmulatesAnInstanceTypeFromTheCatalog) {
 }
 
 }  // namespace
-}  // namespace allot::agent
+}  // namespace allot::agent::agent_replica_test

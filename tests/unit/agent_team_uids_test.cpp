@@ -7,7 +7,7 @@
 
 #include "agent/team_uids.h"
 
-namespace allot::agent {
+namespace allot::agent::agent_team_uids_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -68,4 +68,4 @@ TEST(TeamUids, ATeamHasTheSameUidOnEveryNodeAndTwoTeamsNeverShareOne) {
 }
 
 }  // namespace
-}  // namespace allot::agent
+}  // namespace allot::agent::agent_team_uids_test

@@ -6,7 +6,7 @@
 #include "auth/token.h"
 #include "server/auth_gate.h"
 
-namespace allot {
+namespace allot::auth_token_test {
 namespace {
 
 TEST(AuthToken, IssuedTokensParseBackAndDiffer) {
@@ -72,4 +72,4 @@ TEST(AuthGate, AnswersForEveryKindOfToken) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::auth_token_test

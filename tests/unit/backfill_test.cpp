@@ -9,7 +9,7 @@
 #include "core/state.h"
 #include "store/spec_json.h"
 
-namespace allot {
+namespace allot::backfill_test {
 namespace {
 
 // Four one-GPU nodes, team a with a quota of `quota` of them (above the cluster: capacity alone decides).
@@ -166,4 +166,4 @@ TEST(Backfill, OffByDefaultTheLaterJobTakesTheNode) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::backfill_test

@@ -3,7 +3,7 @@
 #include "core/catalog.h"
 #include "core/request.h"
 
-namespace allot {
+namespace allot::catalog_test {
 namespace {
 
 TEST(Catalog, BuiltinTypesHaveTheirFacts) {
@@ -226,4 +226,4 @@ TEST(AmountText, FractionsOfAGibAreThousandthsOfIt) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::catalog_test

@@ -5,7 +5,7 @@
 
 #include "client/apply_plan.h"
 
-namespace allot::client {
+namespace allot::client::client_apply_plan_test {
 namespace {
 
 using nlohmann::json;
@@ -83,4 +83,4 @@ TEST(ApplyPlan, TeamsAreAddedChangedAndPruned) {
 }
 
 }  // namespace
-}  // namespace allot::client
+}  // namespace allot::client::client_apply_plan_test

@@ -3,7 +3,7 @@
 
 #include "client/log_attempts.h"
 
-namespace allot::client {
+namespace allot::client::client_log_attempts_test {
 namespace {
 
 using nlohmann::json;
@@ -46,4 +46,4 @@ TEST(LogAttempts, OnlyTheServersLinesForThisReplicaSeparate) {
 }
 
 }  // namespace
-}  // namespace allot::client
+}  // namespace allot::client::client_log_attempts_test

@@ -10,7 +10,7 @@
 #include "client/spec_json.h"
 #include "config/spec_yaml.h"
 
-namespace allot::client {
+namespace allot::client::client_output_test {
 namespace {
 
 using nlohmann::json;
@@ -314,4 +314,4 @@ TEST(Client, UnreachableServerNamesTheUrl) {
 }
 
 }  // namespace
-}  // namespace allot::client
+}  // namespace allot::client::client_output_test

@@ -4,7 +4,7 @@
 
 #include "client/usage_render.h"
 
-namespace allot::client {
+namespace allot::client::client_usage_render_test {
 namespace {
 
 using nlohmann::json;
@@ -49,4 +49,4 @@ TEST(UsageRender, NoRowsSaysSo) {
 }
 
 }  // namespace
-}  // namespace allot::client
+}  // namespace allot::client::client_usage_render_test

@@ -6,7 +6,7 @@
 
 #include "spec_builders.h"
 
-namespace allot::client {
+namespace allot::client::client_warnings_test {
 namespace {
 
 using nlohmann::json;
@@ -51,4 +51,4 @@ TEST(ClientWarnings, ApplyAboveCapacityAndNoWeight) {
 }
 
 }  // namespace
-}  // namespace allot::client
+}  // namespace allot::client::client_warnings_test

@@ -13,7 +13,7 @@
 // default, which is the point of writing them that way.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
-namespace allot {
+namespace allot::config_yaml_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -570,10 +570,10 @@ TEST(ConfigJobs, MistakesAreReported) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::config_yaml_test
 
 // What one document may expand to (config/yaml_budget.h), found by long fuzzing (issue 33).
-namespace allot {
+namespace allot::config_yaml_test {
 namespace {
 
 // Nested aliases: each level repeats the one before ten times, so 1 KB stands for 10^8 values.
@@ -627,4 +627,4 @@ TEST(YamlBudget, NodeNamesAndLabelsAreCountedOverTheWholeDocument) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::config_yaml_test

@@ -16,7 +16,7 @@
 #include "store/spec_json.h"
 #include "view/state_json.h"
 
-namespace allot {
+namespace allot::container_spec_test {
 namespace {
 
 using nlohmann::json;
@@ -537,4 +537,4 @@ TEST(OomHeartbeat, TheNodeSaysWhichLimitsItEnforces) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::container_spec_test

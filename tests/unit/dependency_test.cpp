@@ -17,7 +17,7 @@
 
 #include "spec_builders.h"
 
-namespace allot {
+namespace allot::dependency_test {
 namespace {
 
 using allot::test::job_spec;
@@ -310,4 +310,4 @@ spec:
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::dependency_test

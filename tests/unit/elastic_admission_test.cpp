@@ -7,7 +7,7 @@
 
 #include "spec_builders.h"
 
-namespace allot {
+namespace allot::elastic_admission_test {
 namespace {
 
 constexpr const char* kType = "ml.g5.8xlarge";  // 1 accelerator: one replica per node
@@ -85,4 +85,4 @@ TEST_F(ElasticAdmissionTest, ReclaimShrinksTheBorrowedReplicasFirst) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::elastic_admission_test

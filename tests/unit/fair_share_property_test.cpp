@@ -37,7 +37,7 @@
 #include "core/quota.h"
 #include "core/scheduler.h"
 
-namespace allot {
+namespace allot::fair_share_property_test {
 namespace {
 
 constexpr const char* kType = "ml.g5.12xlarge";  // 4 accelerators per node
@@ -301,4 +301,4 @@ TEST(FairSharePropertyTest, GroupingDoesNotMatterFirstComeFirstServedWithoutPree
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::fair_share_property_test

@@ -9,7 +9,7 @@
 
 #include "spec_builders.h"
 
-namespace allot {
+namespace allot::fair_share_reason_test {
 namespace {
 
 constexpr const char* kType = "ml.g5.8xlarge";  // 1 accelerator: one replica per node
@@ -120,4 +120,4 @@ TEST_F(FairShareReasonTest, KeepsTheGeneralTextWhenTheRuleKeptNoCandidateOut) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::fair_share_reason_test

@@ -8,7 +8,7 @@
 
 #include "spec_builders.h"
 
-namespace allot {
+namespace allot::fair_share_zero_weight_test {
 namespace {
 
 constexpr const char* kType = "ml.g5.8xlarge";  // 1 accelerator: one replica per node
@@ -106,4 +106,4 @@ TEST_F(FairShareZeroWeightTest, NeverTakesFromAWeightedTeam) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::fair_share_zero_weight_test

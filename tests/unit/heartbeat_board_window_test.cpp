@@ -8,7 +8,7 @@
 
 #include "server/heartbeat_board.h"
 
-namespace allot::server {
+namespace allot::server::heartbeat_board_window_test {
 namespace {
 
 using nlohmann::json;
@@ -75,4 +75,4 @@ TEST(HeartbeatBoardWindow, AnAnswerReplacedAtEveryTryGoesToTheWriter) {
 }
 
 }  // namespace
-}  // namespace allot::server
+}  // namespace allot::server::heartbeat_board_window_test

@@ -2,7 +2,7 @@
 
 #include "core/hostlist.h"
 
-namespace allot {
+namespace allot::hostlist_test {
 namespace {
 
 using V = std::vector<std::string>;
@@ -47,4 +47,4 @@ TEST(Hostlist, RefusesLongNamesAndLargeCountsBeforeExpanding) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::hostlist_test

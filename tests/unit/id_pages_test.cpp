@@ -7,7 +7,7 @@
 
 #include "core/id_pages.h"
 
-namespace allot {
+namespace allot::id_pages_test {
 namespace {
 
 struct Rec {
@@ -80,4 +80,4 @@ TEST(IdPagesTest, CopiesAreIndependentAndForEachVisitsWrittenPagesOnly) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::id_pages_test

@@ -6,7 +6,7 @@
 
 #include "interop/ec2_topology.h"
 
-namespace allot::interop {
+namespace allot::interop::interop_ec2_test {
 namespace {
 
 std::string data(const std::string& name) {
@@ -155,4 +155,4 @@ TEST_F(InteropEc2, NameMapRenamesAndRejectsCollisions) {
 }
 
 }  // namespace
-}  // namespace allot::interop
+}  // namespace allot::interop::interop_ec2_test

@@ -6,7 +6,7 @@
 #include "interop/topology_hierarchy.h"
 #include "interop/topology_labels.h"
 
-namespace allot::interop {
+namespace allot::interop::interop_labels_test {
 namespace {
 
 NodeSpec node(std::string name, std::map<std::string, std::string> labels) {
@@ -104,4 +104,4 @@ TEST(InteropHierarchy, DuplicateNodeIsAnError) {
 }
 
 }  // namespace
-}  // namespace allot::interop
+}  // namespace allot::interop::interop_labels_test

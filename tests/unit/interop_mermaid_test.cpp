@@ -8,7 +8,7 @@
 #include "core/hostlist.h"
 #include "interop/mermaid.h"
 
-namespace allot::interop {
+namespace allot::interop::interop_mermaid_test {
 namespace {
 
 NodeSpec make_node(const std::string& name, std::map<std::string, std::string> labels) {
@@ -115,4 +115,4 @@ TEST(InteropMermaid, Errors) {
 }
 
 }  // namespace
-}  // namespace allot::interop
+}  // namespace allot::interop::interop_mermaid_test

@@ -9,7 +9,7 @@
 #include "core/hostlist.h"
 #include "interop/slurm_topology.h"
 
-namespace allot::interop {
+namespace allot::interop::interop_slurm_test {
 namespace {
 
 using Labels = std::map<std::string, std::string>;
@@ -301,4 +301,4 @@ TEST(InteropSlurmAuto, ParsesPluginNames) {
 }
 
 }  // namespace
-}  // namespace allot::interop
+}  // namespace allot::interop::interop_slurm_test

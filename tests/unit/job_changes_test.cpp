@@ -7,7 +7,7 @@
 
 #include "spec_builders.h"
 
-namespace allot {
+namespace allot::job_changes_test {
 namespace {
 
 using allot::test::job_spec;
@@ -207,4 +207,4 @@ TEST(Labels, SelectorsMatchAsKubectlDoes) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::job_changes_test

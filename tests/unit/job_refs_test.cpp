@@ -5,7 +5,7 @@
 #include "core/explanation.h"
 #include "view/job_refs.h"
 
-namespace allot::view {
+namespace allot::view::job_refs_test {
 namespace {
 
 const SeesTeamJobs kSeesOnlyA = [](const std::string& team) { return team == "a"; };
@@ -39,4 +39,4 @@ TEST(JobRefs, HidesInAJobViewsReasonHistoryAndResizes) {
 }
 
 }  // namespace
-}  // namespace allot::view
+}  // namespace allot::view::job_refs_test

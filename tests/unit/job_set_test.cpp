@@ -7,7 +7,7 @@
 
 #include "core/job_set.h"
 
-namespace allot {
+namespace allot::job_set_test {
 namespace {
 
 TEST(JobSetTest, InsertEraseContainsLikeASet) {
@@ -76,4 +76,4 @@ TEST(JobSetTest, IndexFollowsTheMembersNotTheIdsEverSeen) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::job_set_test

@@ -12,7 +12,7 @@
 
 #include "spec_builders.h"
 
-namespace allot {
+namespace allot::job_table_test {
 namespace {
 
 using allot::test::job_spec;
@@ -299,4 +299,4 @@ TEST_F(RetentionTableTest, TheFinishedIndexIsKeptOnlyOnceRetentionIsUsed) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::job_table_test

@@ -8,7 +8,7 @@
 #include "interop/k8s_manifest.h"
 #include "interop/k8s_quantity.h"
 
-namespace allot::interop {
+namespace allot::interop::k8s_manifest_test {
 namespace {
 
 std::string data_path(const std::string& name) { return std::string(ALLOT_SOURCE_DIR) + "/tests/data/k8s/" + name; }
@@ -282,9 +282,9 @@ spec:
 }
 
 }  // namespace
-}  // namespace allot::interop
+}  // namespace allot::interop::k8s_manifest_test
 
-namespace allot::interop {
+namespace allot::interop::k8s_manifest_test {
 namespace {
 
 const char* kGenerated = R"(apiVersion: batch/v1
@@ -338,9 +338,9 @@ TEST(K8s, PriorityLabelAsWrittenFirstThenWithoutSuffix) {
 }
 
 }  // namespace
-}  // namespace allot::interop
+}  // namespace allot::interop::k8s_manifest_test
 
-namespace allot::interop {
+namespace allot::interop::k8s_manifest_test {
 namespace {
 
 TEST(K8s, JobSetSlicesAsKueueDocumentsThem) {
@@ -488,9 +488,9 @@ TEST(K8s, JobSetRefusals) {
 }
 
 }  // namespace
-}  // namespace allot::interop
+}  // namespace allot::interop::k8s_manifest_test
 
-namespace allot::interop {
+namespace allot::interop::k8s_manifest_test {
 namespace {
 
 TEST(K8s, MpiJobLauncherAndWorkers) {
@@ -513,9 +513,9 @@ TEST(K8s, MpiJobLauncherAndWorkers) {
 }
 
 }  // namespace
-}  // namespace allot::interop
+}  // namespace allot::interop::k8s_manifest_test
 
-namespace allot::interop {
+namespace allot::interop::k8s_manifest_test {
 namespace {
 
 TEST(K8s, HyperPodsOwnHyperPodPyTorchJobKind) {
@@ -622,4 +622,4 @@ TEST(K8s, HyperPodPytorchJobAsAwsDocsSpellItAndQueueNameFromTheCommandLine) {
 }
 
 }  // namespace
-}  // namespace allot::interop
+}  // namespace allot::interop::k8s_manifest_test

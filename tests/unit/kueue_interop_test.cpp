@@ -20,7 +20,7 @@
 #include "interop/kueue_names.h"
 #include "kueue_schema.h"
 
-namespace allot {
+namespace allot::kueue_interop_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -610,4 +610,4 @@ TEST(KueueExport, UnlimitedVcpuAndMemoryAreNotCoveredAndComeBack) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::kueue_interop_test

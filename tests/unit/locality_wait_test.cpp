@@ -10,7 +10,7 @@
 
 #include "spec_builders.h"
 
-namespace allot {
+namespace allot::locality_wait_test {
 namespace {
 
 constexpr const char* kType = "ml.g5.8xlarge";  // 1 accelerator: one replica per node
@@ -192,4 +192,4 @@ TEST_F(LocalityWaitTest, StartingAWaitChecksTheJob) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::locality_wait_test

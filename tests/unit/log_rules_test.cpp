@@ -13,7 +13,7 @@
 #include "store/replay.h"
 #include "store/spec_json.h"
 
-namespace allot {
+namespace allot::log_rules_test {
 namespace {
 
 YAML::Node yaml(const std::string& text) {
@@ -185,4 +185,4 @@ TEST(LogRules, TheAgentsJournalKeepsAFiredRuleAcrossARestart) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::log_rules_test

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace allot::server {
+namespace allot::server::log_store_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -86,4 +86,4 @@ TEST_F(LogStoreTest, ALogThatCannotBeReadIsAnErrorSayingWhy) {
 }
 
 }  // namespace
-}  // namespace allot::server
+}  // namespace allot::server::log_store_test

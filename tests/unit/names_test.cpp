@@ -9,7 +9,7 @@
 #include "client/session.h"
 #include "config/spec_yaml.h"
 
-namespace allot {
+namespace allot::names_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -97,4 +97,4 @@ TEST(ClientInput, FilesAreReadUpToTheLimit) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::names_test

@@ -17,7 +17,7 @@
 #include "interop/k8s_quantity.h"
 #include "sim/trace.h"
 
-namespace allot {
+namespace allot::parser_fuzz_test {
 namespace {
 
 std::string read_data(const std::string& rel) {
@@ -128,4 +128,4 @@ TEST(ParserFuzz, KubernetesQuantities) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::parser_fuzz_test

@@ -10,7 +10,7 @@
 
 #include "spec_builders.h"
 
-namespace allot {
+namespace allot::placement_test {
 namespace {
 
 using allot::test::job_spec;
@@ -305,4 +305,4 @@ TEST_F(GpuPlacementTest, OneHostJobTakesTheTightestHostAndTheLeafOnlyBreaksTies)
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::placement_test

@@ -7,7 +7,7 @@
 
 #include "spec_builders.h"
 
-namespace allot {
+namespace allot::plans_test {
 namespace {
 
 PlanSpec plan(std::string name, int count, Time start, Time end, Time grace = 0, std::string team = "") {
@@ -173,4 +173,4 @@ TEST(Plans, DeletingAPlanEndsItNow) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::plans_test

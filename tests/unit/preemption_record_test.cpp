@@ -7,7 +7,7 @@
 
 #include "spec_builders.h"
 
-namespace allot {
+namespace allot::preemption_record_test {
 namespace {
 
 constexpr const char* kType = "ml.g5.8xlarge";  // 1 accelerator, 32 vCPU, 128 GiB
@@ -129,4 +129,4 @@ TEST_F(PreemptionRecordTest, APassWithoutPreemptionHasNoRecord) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::preemption_record_test

@@ -9,7 +9,7 @@
 #include "server/rendezvous_port.h"
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::rendezvous_port_test {
 namespace {
 
 using nlohmann::json;
@@ -176,4 +176,4 @@ TEST_F(RendezvousPortServer, ABadNotStartedReportIsRefused) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::rendezvous_port_test

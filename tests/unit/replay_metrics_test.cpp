@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-namespace allot::sim {
+namespace allot::sim::replay_metrics_test {
 namespace {
 
 // A 4-GPU cluster; team a is entitled to 3 GPUs, team b to 1.
@@ -195,4 +195,4 @@ TEST(MetricsReplay, SummaryTablesAreAligned) {
 }
 
 }  // namespace
-}  // namespace allot::sim
+}  // namespace allot::sim::replay_metrics_test

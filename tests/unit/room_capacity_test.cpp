@@ -12,7 +12,7 @@
 
 #include "spec_builders.h"
 
-namespace allot {
+namespace allot::room_capacity_test {
 namespace {
 
 using allot::test::job_spec;
@@ -221,4 +221,4 @@ TEST_F(RoomCapacityTest, PlacementWithTheCacheChoosesAsWithout) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::room_capacity_test

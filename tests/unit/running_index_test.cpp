@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace allot::server {
+namespace allot::server::running_index_test {
 namespace {
 
 Job job(uint32_t index, JobState state, std::vector<uint32_t> nodes) {
@@ -47,4 +47,4 @@ TEST(RunningIndex, FollowsANewPlacement) {
 }
 
 }  // namespace
-}  // namespace allot::server
+}  // namespace allot::server::running_index_test

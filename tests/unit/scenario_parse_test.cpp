@@ -12,7 +12,7 @@
 // default, which is the point of writing them that way.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
-namespace allot::sim {
+namespace allot::sim::scenario_parse_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -303,4 +303,4 @@ TEST(ScenarioParseFuzz, MutationsNeverThrow) {
 }
 
 }  // namespace
-}  // namespace allot::sim
+}  // namespace allot::sim::scenario_parse_test

@@ -7,7 +7,7 @@
 
 #include "spec_builders.h"
 
-namespace allot {
+namespace allot::scheduler_pass_test {
 namespace {
 
 NodeSpec node(const std::string& name, const std::string& l3) {
@@ -109,4 +109,4 @@ TEST(ClassMemoTest, IdenticalJobsGetTheReasonOneJobGetsAlone) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::scheduler_pass_test

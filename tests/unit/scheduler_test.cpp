@@ -10,7 +10,7 @@
 
 #include "spec_builders.h"
 
-namespace allot {
+namespace allot::scheduler_test {
 namespace {
 
 NodeSpec node(const std::string& name, const std::string& type = "ml.g5.8xlarge",
@@ -348,9 +348,9 @@ TEST_F(CoreTest, StepBoundStopsThePassAndNamesTheJobs) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::scheduler_test
 
-namespace allot {
+namespace allot::scheduler_test {
 namespace {
 
 // Issue 15: a job beyond its team's nominal quota is told that reclaim is not for it, while its team's quota is
@@ -377,4 +377,4 @@ TEST_F(CoreTest, ReasonBeyondNominalSaysReclaimServesOnlyJobsWithinIt) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::scheduler_test

@@ -2,7 +2,7 @@
 #include "server/log_store.h"
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_agent_test {
 namespace {
 
 using nlohmann::json;
@@ -249,4 +249,4 @@ TEST_F(ServerAgent, LogOfAJobWhoseEncodedNameExceedsAFileNameIsStored) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_agent_test

@@ -6,7 +6,7 @@
 
 #include "heartbeat_board_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_agent_watch_test {
 namespace {
 
 using nlohmann::json;
@@ -284,4 +284,4 @@ TEST(HeartbeatBoardWatch, ANodeWithoutASlotWaitsForOneAndShutdownWakesEveryWatch
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_agent_watch_test

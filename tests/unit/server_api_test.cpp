@@ -2,7 +2,7 @@
 #include "server_test_fixture.h"
 #include "view/times.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_api_test {
 namespace {
 
 using nlohmann::json;
@@ -252,4 +252,4 @@ TEST_F(ServerApi, MetricsExposition) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_api_test

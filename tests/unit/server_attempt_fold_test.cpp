@@ -9,7 +9,7 @@
 #include "server_test_fixture.h"
 #include "spec_builders.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_attempt_fold_test {
 namespace {
 
 using nlohmann::json;
@@ -115,4 +115,4 @@ TEST_F(ServerAttemptFold, AFoldedNameUsedAgainIsNeverTakenForItsOldRuns) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_attempt_fold_test

@@ -4,7 +4,7 @@
 
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_bad_input_test {
 namespace {
 
 using nlohmann::json;
@@ -187,4 +187,4 @@ TEST_F(ServerBadInput, NodesAndAgents) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_bad_input_test

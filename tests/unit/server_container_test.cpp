@@ -4,7 +4,7 @@
 // retries, never to the node.
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_container_test {
 namespace {
 
 using nlohmann::json;
@@ -247,4 +247,4 @@ TEST_F(ServerContainer, AFailureOfAnUnknownReasonOrOnAReplicaNotExitedIsRefused)
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_container_test

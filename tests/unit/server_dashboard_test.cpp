@@ -9,7 +9,7 @@
 #include "server_test_fixture.h"
 #include "view/times.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_dashboard_test {
 namespace {
 
 using nlohmann::json;
@@ -564,4 +564,4 @@ TEST_F(ServerDashboard, JobListingFiltersByPriorityAndInstanceType) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_dashboard_test

@@ -6,7 +6,7 @@
 #include "server/wait_category.h"
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_dependency_test {
 namespace {
 
 using nlohmann::json;
@@ -113,4 +113,4 @@ TEST_F(ServerDependency, AnotherTeamsJobIsRefusedAsAnUnknownOneAndASelfReference
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_dependency_test

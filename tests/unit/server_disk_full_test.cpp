@@ -4,7 +4,7 @@
 // fixture's in-memory store, made to run out of room (store/mem_store.h).
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_disk_full_test {
 namespace {
 
 using nlohmann::json;
@@ -51,4 +51,4 @@ TEST_F(ServerDiskFull, AFailureOfAnotherKindRefusesNothingAfterIt) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_disk_full_test

@@ -2,7 +2,7 @@
 // concurrent requests are grouped into few transactions.
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_durability_test {
 namespace {
 
 using nlohmann::json;
@@ -81,4 +81,4 @@ TEST_F(ServerDurability, AnAdmissionFromTheJournalIsCheckedBeforeItIsApplied) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_durability_test

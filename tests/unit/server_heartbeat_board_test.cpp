@@ -6,7 +6,7 @@
 
 #include "heartbeat_board_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_heartbeat_board_test {
 namespace {
 
 using nlohmann::json;
@@ -132,4 +132,4 @@ TEST_F(ServerHeartbeatBoard, ANodeCredentialIsRefusedForAnotherNode) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_heartbeat_board_test

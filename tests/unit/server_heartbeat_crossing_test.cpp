@@ -19,7 +19,7 @@
 
 #include "heartbeat_board_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_heartbeat_crossing_test {
 namespace {
 
 using nlohmann::json;
@@ -293,4 +293,4 @@ TEST(HeartbeatBoardCrossing, AfterTheCloseEveryHeartbeatIsTheWritersUntilItPubli
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_heartbeat_crossing_test

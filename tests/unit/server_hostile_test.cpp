@@ -3,7 +3,7 @@
 #include "client/http_client.h"
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_hostile_test {
 namespace {
 
 using nlohmann::json;
@@ -176,4 +176,4 @@ TEST_F(ServerHostile, JobListingIsPaged) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_hostile_test

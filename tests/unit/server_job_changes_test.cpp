@@ -2,7 +2,7 @@
 // deletion of a finished job; labels and selectors on listings. Each change is journaled: a restart replays it.
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_job_changes_test {
 namespace {
 
 using nlohmann::json;
@@ -153,4 +153,4 @@ TEST_F(ServerJobChanges, MembersChangeOnlyTheirTeamsJobs) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_job_changes_test

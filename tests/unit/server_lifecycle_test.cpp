@@ -3,7 +3,7 @@
 // the failed node and waits for its deep check. The clock is the fixture's: nothing here waits on wall time.
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_lifecycle_test {
 namespace {
 
 using nlohmann::json;
@@ -178,4 +178,4 @@ TEST_F(ServerLifecycle, AReplacementRetiresTheFailedNodeAndWaitsForItsDeepCheck)
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_lifecycle_test

@@ -13,7 +13,7 @@
 #include "server/read_seats.h"
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_listings_test {
 namespace {
 
 TEST(ReadSeats, TheSeatPastTheBoundIsRefusedAndAGivenBackSeatServesTheNext) {
@@ -153,4 +153,4 @@ TEST_F(ServerListings, AListerThatGoesAwayMidAnswerHoldsNothing) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_listings_test

@@ -3,7 +3,7 @@
 // counts the wait from that same time.
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_locality_wait_test {
 namespace {
 
 using nlohmann::json;
@@ -69,4 +69,4 @@ TEST_F(ServerLocalityWait, WithoutAWaitNothingIsJournaled) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_locality_wait_test

@@ -3,7 +3,7 @@
 // go silent at once none is timed out, and the events say why. The clock is the fixture's.
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_node_silence_test {
 namespace {
 
 using nlohmann::json;
@@ -113,4 +113,4 @@ TEST_F(ServerNodeSilence, WithoutTheRuleEverySilentNodeIsTimedOut) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_node_silence_test

@@ -9,7 +9,7 @@
 
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_overload_test {
 namespace {
 
 using nlohmann::json;
@@ -153,4 +153,4 @@ TEST_F(ServerOverload, HeartbeatsTheServerRefusedAreNotCountedAsMissed) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_overload_test

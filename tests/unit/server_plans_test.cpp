@@ -4,7 +4,7 @@
 #include "server_test_fixture.h"
 #include "view/times.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_plans_test {
 namespace {
 
 using nlohmann::json;
@@ -173,4 +173,4 @@ TEST_F(ServerPlans, APlanStepsWithTheClockAndItsNodesJoinOnlyWhileActive) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_plans_test

@@ -3,7 +3,7 @@
 // member never reads the job names of a team it is not in.
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_preemption_test {
 namespace {
 
 class ServerPreemption : public ServerTest {
@@ -128,4 +128,4 @@ TEST_F(ServerPreemption, MembersDoNotReadOtherTeamsJobNamesInARecord) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_preemption_test

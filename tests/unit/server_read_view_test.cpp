@@ -7,7 +7,7 @@
 #include "server_test_fixture.h"
 #include "writer_gate.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_read_view_test {
 namespace {
 
 class ServerReadView : public ServerTest {
@@ -113,4 +113,4 @@ TEST(WriterRead, AReadGetsAReadOnlyTxn) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_read_view_test

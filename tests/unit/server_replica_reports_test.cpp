@@ -9,7 +9,7 @@
 #include "server/log_store.h"
 #include "server/log_upload.h"
 
-namespace allot::server {
+namespace allot::server::server_replica_reports_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -89,4 +89,4 @@ TEST(HeartbeatReplicaState, AStateThatIsNotRunningOrExitedIsRefused) {
 }
 
 }  // namespace
-}  // namespace allot::server
+}  // namespace allot::server::server_replica_reports_test

@@ -11,7 +11,7 @@
 #include "server_journal_fixture.h"
 #include "spec_builders.h"
 
-namespace allot::server {
+namespace allot::server::server_resize_goodput_test {
 namespace {
 
 constexpr const char* kType = "ml.g5.8xlarge";  // one accelerator per node
@@ -65,4 +65,4 @@ TEST_F(ResizeGoodput, TheRunBeforeAResizeIsHeldAndItsUncheckpointedWorkLost) {
 }
 
 }  // namespace
-}  // namespace allot::server
+}  // namespace allot::server::server_resize_goodput_test

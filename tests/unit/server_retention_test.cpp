@@ -7,7 +7,7 @@
 #include "server/state_snapshot.h"
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_retention_test {
 namespace {
 
 using nlohmann::json;
@@ -122,4 +122,4 @@ TEST_F(ServerRetention, ActiveAndRecentJobsStay) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_retention_test

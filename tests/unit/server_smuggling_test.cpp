@@ -11,7 +11,7 @@
 
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_smuggling_test {
 namespace {
 
 using nlohmann::json;
@@ -119,4 +119,4 @@ TEST_F(ServerSmuggling, ClearFramingStillWorks) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_smuggling_test

@@ -5,7 +5,7 @@
 #include "server/state_snapshot.h"
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_snapshot_test {
 namespace {
 
 class ServerSnapshot : public ServerTest {
@@ -141,4 +141,4 @@ TEST_F(ServerSnapshot, ASnapshotThatCannotBeRestoredIsPassedOverAndTheJournalRep
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_snapshot_test

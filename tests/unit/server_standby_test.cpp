@@ -15,7 +15,7 @@
 #include "eventually.h"
 #include "server/server.h"
 
-namespace allot::server {
+namespace allot::server::server_standby_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -212,4 +212,4 @@ TEST_F(ServerStandby, TheClientFollowsTheLeaderAmongTheServersItWasGiven) {
 }
 
 }  // namespace
-}  // namespace allot::server
+}  // namespace allot::server::server_standby_test

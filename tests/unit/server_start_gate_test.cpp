@@ -2,7 +2,7 @@
 // it replaces are confirmed stopped; and a replica an agent reports lost fails its run.
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_start_gate_test {
 namespace {
 
 using nlohmann::json;
@@ -107,4 +107,4 @@ TEST_F(ServerStartGate, AReplicaReportedLostFailsItsRunAndTheRestartSaysWhy) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_start_gate_test

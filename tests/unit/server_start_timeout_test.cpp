@@ -4,7 +4,7 @@
 // replicas all started is left alone; a replica pulling its image has not started; the journal keeps it all.
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_start_timeout_test {
 namespace {
 
 using nlohmann::json;
@@ -105,4 +105,4 @@ TEST_F(ServerStartTimeout, TheBackoffDoublesAndTheJournalKeepsIt) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_start_timeout_test

@@ -6,7 +6,7 @@
 #include "config/spec_yaml.h"
 #include "view/instance_type_json.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_submit_batch_test {
 namespace {
 
 using nlohmann::json;
@@ -166,4 +166,4 @@ TEST_F(ServerSubmit, PolicyFileInstanceTypes) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_submit_batch_test

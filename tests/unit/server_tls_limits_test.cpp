@@ -25,7 +25,7 @@
 #include "server/server.h"
 #include "store/mem_store.h"
 
-namespace allot::server {
+namespace allot::server::server_tls_limits_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -240,4 +240,4 @@ TEST_F(TlsLimitsTest, ConnectionsPastTheLimitGet503OverTls) {
 }
 
 }  // namespace
-}  // namespace allot::server
+}  // namespace allot::server::server_tls_limits_test

@@ -14,7 +14,7 @@
 #include "server/server.h"
 #include "store/mem_store.h"
 
-namespace allot::server {
+namespace allot::server::server_transport_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -309,4 +309,4 @@ TEST(ClientToken, EveryRequestCarriesTheBearerToken) {
 }
 
 }  // namespace
-}  // namespace allot::server
+}  // namespace allot::server::server_transport_test

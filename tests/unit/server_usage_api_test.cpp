@@ -2,7 +2,7 @@
 // what each role may see, the checks on the query, and a restart that answers the same report.
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_usage_api_test {
 namespace {
 
 class UsageApi : public ServerTest {
@@ -103,4 +103,4 @@ TEST_F(UsageApi, BadQueriesAreRefusedWithTheReason) {
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_usage_api_test

@@ -14,7 +14,7 @@
 #include "server_journal_fixture.h"
 #include "spec_builders.h"
 
-namespace allot::server {
+namespace allot::server::server_usage_test {
 namespace {
 
 constexpr const char* kType = "ml.g5.8xlarge";  // one accelerator per node
@@ -250,4 +250,4 @@ TEST_F(UsageAgrees, AfterCompaction) {
 }
 
 }  // namespace
-}  // namespace allot::server
+}  // namespace allot::server::server_usage_test

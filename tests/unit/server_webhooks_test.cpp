@@ -6,7 +6,7 @@
 #include "auth/webhook_signature.h"
 #include "server_test_fixture.h"
 
-namespace allot::server::test {
+namespace allot::server::test::server_webhooks_test {
 namespace {
 
 using nlohmann::json;
@@ -333,4 +333,4 @@ TEST_F(ServerWebhooksTest, AWebhookOutlivesRestartsFromTheJournalAndFromASnapsho
 }
 
 }  // namespace
-}  // namespace allot::server::test
+}  // namespace allot::server::test::server_webhooks_test

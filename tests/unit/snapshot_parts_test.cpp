@@ -6,7 +6,7 @@
 
 #include "store/snapshot_parts.h"
 
-namespace allot::store {
+namespace allot::store::snapshot_parts_test {
 namespace {
 
 TEST(SnapshotParts, PartsJoinBackAndNeverCutACharacter) {
@@ -54,4 +54,4 @@ TEST(SnapshotParts, AGapOrAnExtraPartIsAnErrorNamingTheSnapshot) {
 }
 
 }  // namespace
-}  // namespace allot::store
+}  // namespace allot::store::snapshot_parts_test

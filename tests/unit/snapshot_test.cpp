@@ -18,7 +18,7 @@
 
 #include "spec_builders.h"
 
-namespace allot::server {
+namespace allot::server::snapshot_test {
 namespace {
 
 using namespace allot::store;
@@ -535,4 +535,4 @@ TEST(Snapshot, ATornOrChangedBodyIsRefusedByItsChecksum) {
 }
 
 }  // namespace
-}  // namespace allot::server
+}  // namespace allot::server::snapshot_test

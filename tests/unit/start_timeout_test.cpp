@@ -12,7 +12,7 @@
 #include "store/replay.h"
 #include "store/spec_json.h"
 
-namespace allot {
+namespace allot::start_timeout_test {
 namespace {
 
 Result<PolicySpec> policy(const std::string& text) {
@@ -135,4 +135,4 @@ TEST(StartTimeout, ReplayRefusesWhatCannotHaveHappened) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::start_timeout_test

@@ -15,7 +15,7 @@
 #include "store/pg_store.h"
 #include "store/sqlite_store.h"
 
-namespace allot::store {
+namespace allot::store::store_checksum_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -318,4 +318,4 @@ TEST_F(StoreChecksumPg, AJournalWithoutChecksumsStillReads) {
 }
 
 }  // namespace
-}  // namespace allot::store
+}  // namespace allot::store::store_checksum_test

@@ -20,7 +20,7 @@
 #include "store_samples.h"
 #include "view/state_json.h"
 
-namespace allot::store {
+namespace allot::store::store_conformance_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -556,4 +556,4 @@ INSTANTIATE_TEST_SUITE_P(Stores, StoreConformance, ::testing::Values("sqlite", "
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace
-}  // namespace allot::store
+}  // namespace allot::store::store_conformance_test

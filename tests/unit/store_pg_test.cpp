@@ -8,7 +8,7 @@
 #include "pg_test_instance.h"
 #include "store/pg_store.h"
 
-namespace allot::store {
+namespace allot::store::store_pg_test {
 namespace {
 
 using testing::PgTestInstance;
@@ -204,4 +204,4 @@ TEST(StorePgUrl, PasswordsAreNeverShown) {
 }
 
 }  // namespace
-}  // namespace allot::store
+}  // namespace allot::store::store_pg_test

@@ -5,7 +5,7 @@
 #include "store/spec_json.h"
 #include "store_samples.h"
 
-namespace allot::store {
+namespace allot::store::store_record_test {
 namespace {
 
 TEST(StoreRecord, EveryKindRoundTripsThroughJson) {
@@ -151,9 +151,9 @@ TEST(StoreRecord, MalformedRecordsAreErrorsNotGuesses) {
 }
 
 }  // namespace
-}  // namespace allot::store
+}  // namespace allot::store::store_record_test
 
-namespace allot::store {
+namespace allot::store::store_record_test {
 namespace {
 
 // Issue 28: a team's default request and a job's completion_index go through the journal; records without them
@@ -180,4 +180,4 @@ TEST(StoreRecord, DefaultRequestAndCompletionIndexRoundTrip) {
 }
 
 }  // namespace
-}  // namespace allot::store
+}  // namespace allot::store::store_record_test

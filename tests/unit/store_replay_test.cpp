@@ -10,7 +10,7 @@
 
 #include "spec_builders.h"
 
-namespace allot::store {
+namespace allot::store::store_replay_test {
 namespace {
 
 class StoreReplay : public ::testing::Test {
@@ -226,4 +226,4 @@ TEST_F(StoreReplayBadPlacement, AValidAdmissionStillApplies) {
 }
 
 }  // namespace
-}  // namespace allot::store
+}  // namespace allot::store::store_replay_test

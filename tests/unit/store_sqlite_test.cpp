@@ -10,7 +10,7 @@
 #include "store/mem_store.h"
 #include "store/sqlite_store.h"
 
-namespace allot::store {
+namespace allot::store::store_sqlite_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -219,4 +219,4 @@ TEST(StoreMem, InjectedFailuresLeaveTheJournalUnchanged) {
 }
 
 }  // namespace
-}  // namespace allot::store
+}  // namespace allot::store::store_sqlite_test

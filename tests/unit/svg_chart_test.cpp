@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace allot::sim {
+namespace allot::sim::svg_chart_test {
 namespace {
 
 // Tags balance and nest; every '&' starts an entity. Returns "" when well-formed, else what is wrong.
@@ -158,4 +158,4 @@ TEST(SvgChart, WritesBothFiles) {
 }
 
 }  // namespace
-}  // namespace allot::sim
+}  // namespace allot::sim::svg_chart_test

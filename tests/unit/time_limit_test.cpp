@@ -14,7 +14,7 @@
 #include "store/replay.h"
 #include "store/spec_json.h"
 
-namespace allot {
+namespace allot::time_limit_test {
 namespace {
 
 YAML::Node yaml(const std::string& text) {
@@ -258,9 +258,9 @@ TEST(TimeLimit, JobsWithoutLimitsNeverEnd) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::time_limit_test
 
-namespace allot {
+namespace allot::time_limit_test {
 namespace {
 
 // Kueue has no time limits: export writes them as annotations, import and the teams file give them back.
@@ -297,4 +297,4 @@ TEST(TimeLimit, KueueExportAndImportKeepThem) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::time_limit_test

@@ -4,7 +4,7 @@
 
 #include "core/state.h"
 
-namespace allot {
+namespace allot::topology_tree_test {
 namespace {
 
 constexpr const char* kType = "ml.g5.8xlarge";
@@ -59,4 +59,4 @@ TEST(TopologyTreeTest, WithoutLabelsNoHostHasALeafDomain) {
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::topology_tree_test

@@ -7,7 +7,7 @@
 
 #include "sim/trace.h"
 
-namespace allot::sim {
+namespace allot::sim::trace_readers_test {
 namespace {
 
 const std::string kTraces = ALLOT_TRACES_DIR;
@@ -218,4 +218,4 @@ TEST(TraceReaders, AllotFormatWithoutTeamColumnAndRoundTrip) {
 }
 
 }  // namespace
-}  // namespace allot::sim
+}  // namespace allot::sim::trace_readers_test

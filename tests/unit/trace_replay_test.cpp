@@ -12,7 +12,7 @@
 #include "sim/trace_jobs.h"
 #include "sim/trace_teams.h"
 
-namespace allot::sim {
+namespace allot::sim::trace_replay_test {
 namespace {
 
 Scenario cluster(const std::string& yaml) {
@@ -247,9 +247,9 @@ TEST(TraceReplay, BaselineNamesAreChecked) {
 }
 
 }  // namespace
-}  // namespace allot::sim
+}  // namespace allot::sim::trace_replay_test
 
-namespace allot::sim {
+namespace allot::sim::trace_replay_test {
 namespace {
 
 // Two 8-GPU nodes, elastic_grow_delay 50, every multi-node job elastic (--elastic-share 1):
@@ -281,4 +281,4 @@ teams:
 }
 
 }  // namespace
-}  // namespace allot::sim
+}  // namespace allot::sim::trace_replay_test

@@ -5,7 +5,7 @@
 
 #include <map>
 
-namespace allot::sim {
+namespace allot::sim::trace_teams_test {
 namespace {
 
 Trace uniform_trace(int n, int gpus = 1) {
@@ -172,4 +172,4 @@ TEST(TraceTeams, RuleNames) {
 }
 
 }  // namespace
-}  // namespace allot::sim
+}  // namespace allot::sim::trace_teams_test

@@ -7,7 +7,7 @@
 #include "sim/scenario_run.h"
 #include "view/state_json.h"
 
-namespace allot {
+namespace allot::view_job_json_test {
 namespace {
 
 using nlohmann::json;
@@ -55,4 +55,4 @@ events:
 }
 
 }  // namespace
-}  // namespace allot
+}  // namespace allot::view_job_json_test

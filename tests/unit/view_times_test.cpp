@@ -4,7 +4,7 @@
 
 #include "view/times.h"
 
-namespace allot::view {
+namespace allot::view::view_times_test {
 namespace {
 
 bool has(const std::string& text, const std::string& want) { return text.find(want) != std::string::npos; }
@@ -92,4 +92,4 @@ TEST(Times, JsonViewsWriteAndReadBothStyles) {
 }
 
 }  // namespace
-}  // namespace allot::view
+}  // namespace allot::view::view_times_test

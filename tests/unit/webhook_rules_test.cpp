@@ -6,7 +6,7 @@
 #include "server/server_state.h"
 #include "server/webhook_rules.h"
 
-namespace allot::server {
+namespace allot::server::webhook_rules_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -136,4 +136,4 @@ TEST(WebhookNotices, KindNamesRoundTripAndTeamsTakeJobKindsOnly) {
 }
 
 }  // namespace
-}  // namespace allot::server
+}  // namespace allot::server::webhook_rules_test
