@@ -76,7 +76,11 @@ TEST_F(NetworkLayers, RunningJobsStayAndNewPlacementsUseTheNewLayers) {
   const Job& pair = *s.find_job("pair");
   EXPECT_EQ(pair.state, JobState::kRunning);
   EXPECT_EQ(pair.restarts + pair.preemptions, 0);
-  EXPECT_EQ(pair.placement.pod_sets[0].replicas, replicas);
+  ASSERT_EQ(pair.placement.pod_sets[0].replicas.size(), replicas.size());
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    EXPECT_EQ(pair.placement.pod_sets[0].replicas[i].node, replicas[i].node);
+    EXPECT_EQ(pair.placement.pod_sets[0].replicas[i].accelerators, replicas[i].accelerators);
+  }
 
   // The new domain holds four nodes, two of them taken by the pair: still no room for three...
   schedule(s, 10);
