@@ -201,6 +201,7 @@ Status Agent::register_node() {
                {"address", opt_.address}, {"inventory", inventory_json(inv_)},
                {"heartbeat_interval_ms", opt_.heartbeat_interval.count()}, {"boot", boot_}};
   if (!opt_.replaces.empty()) body["replaces"] = opt_.replaces;
+  if (opt_.network_layers) body["network_layers"] = *opt_.network_layers;
   {
     // A server that does not know the node may count its journal from the start again (a new database):
     // answers are ordered anew from here.

@@ -46,6 +46,9 @@ namespace allot::agent {
 struct AgentOptions {
   std::string name;
   std::map<std::string, std::string> labels;
+  // Its network-node layers, top first, from --ec2-topology (docs/topology.md, "Live nodes"); sent in every
+  // registration as network_layers. Absent: none sent.
+  std::optional<std::vector<std::string>> network_layers;
   std::string work_dir;  // logs and replicas' working directories live under it
   std::string address;   // how other nodes reach this one (ranks use it as MASTER_ADDR)
   // Tokens (docs/security.md, "Agents"): the node credential kept in `credential_file` once the node has joined,

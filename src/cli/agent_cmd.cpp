@@ -1,4 +1,5 @@
-// `allot agent --server URL [--ca FILE] [--name NAME] [--instance-type TYPE] [--instance-types FILE] [--labels k=v,k=v] [--work-dir DIR]
+// `allot agent --server URL [--ca FILE] [--name NAME] [--instance-type TYPE] [--instance-types FILE] [--labels k=v,k=v]
+// [--instance-id ID] [--ec2-topology FILE] [--work-dir DIR]
 // [--address ADDR] [--heartbeat-interval S] [--stop-grace S] [--run-as USER | --run-as-range FIRST-LAST
 // [--uids-per-team N]] [--allow-root] [--no-cgroups]
 // [--health-config FILE] [--health-interval S] [--emulate-faults FILE] [--kmsg PATH] [--reboot-command CMD] [--replaces NODE]
@@ -22,6 +23,8 @@
 #include "cli/commands.h"
 #include "config/spec_yaml.h"
 #include "core/plans.h"
+#include "core/topology_levels.h"
+#include "interop/ec2_topology.h"
 
 namespace allot::cli {
 namespace {
@@ -33,6 +36,8 @@ struct AgentArgs {
   std::string server, ca_file, name, instance_type, labels, work_dir, address, token, token_file, credential_file;
   std::string instance_types;  // --instance-types: the policy file whose instance_types the server was given too
   std::string plan;  // --plan: the capacity plan this node belongs to (the allot.dev/plan label)
+  std::string instance_id;   // --instance-id: the node's EC2 instance id (the allot.dev/instance-id label)
+  std::string ec2_topology;  // --ec2-topology: describe-instance-topology output holding this instance's layers
   double heartbeat_s = 1.0;
   double grace_s = 10.0;
   std::string run_as;
@@ -60,6 +65,30 @@ Result<std::map<std::string, std::string>> parse_labels(const std::string& text)
     out[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   return out;
+}
+
+// The node's own network layers from an EC2 topology file (docs/topology.md, "Live nodes"), read once at start and
+// sent in every registration; the server checks them by the same rule as `allot topology apply`. A file that cannot
+// be read or parsed is an error (exit 2); a file without this instance is a warning, and the node registers without
+// layers from it (a file older than the instance must not keep a node out of the cluster).
+Result<std::optional<std::vector<std::string>>> own_layers(const std::string& path, const std::string& instance_id) {
+  if (path.empty()) return std::optional<std::vector<std::string>>();
+  if (instance_id.empty())
+    return Error::invalid("--ec2-topology needs the node's instance id: --instance-id ID (or the label " +
+                          std::string(kInstanceIdLabel) + " in --labels)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::invalid("--ec2-topology: cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto parsed = interop::parse_ec2_instances(text.str());
+  if (!parsed) return Error::invalid("--ec2-topology " + path + ": " + parsed.error().message);
+  const interop::Ec2Instance* mine = interop::find_instance(*parsed, instance_id);
+  if (!mine) {
+    std::cerr << "allot agent: warning: instance " << instance_id << " is not in --ec2-topology " << path << " ("
+              << parsed->instances.size() << " instances); the node registers without network layers from it\n";
+    return std::optional<std::vector<std::string>>();
+  }
+  return std::optional<std::vector<std::string>>(mine->network_nodes);
 }
 
 std::string hostname() {
@@ -103,6 +132,13 @@ int run_agent(const AgentArgs& a) {
   opt.name = a.name.empty() ? hostname() : a.name;
   opt.labels = *labels;
   if (!a.plan.empty()) opt.labels[std::string(kPlanLabel)] = a.plan;
+  if (!a.instance_id.empty()) opt.labels[std::string(kInstanceIdLabel)] = a.instance_id;
+  {
+    auto id = opt.labels.find(std::string(kInstanceIdLabel));
+    auto layers = own_layers(a.ec2_topology, id == opt.labels.end() ? "" : id->second);
+    if (!layers) return std::cerr << "allot agent: " << layers.error().message << "\n", 2;
+    opt.network_layers = std::move(*layers);
+  }
   const char* tmp = std::getenv("TMPDIR");
   opt.work_dir = !a.work_dir.empty() ? a.work_dir : std::string(tmp && *tmp ? tmp : "/tmp") + "/allot-agent-" + opt.name;
   // On loopback every node is this machine; elsewhere the host name is what other nodes resolve.
@@ -183,6 +219,12 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--instance-types", a->instance_types,
                   "Policy file whose instance_types section adds types to the built-in catalog (give the server the same)");
   cmd->add_option("--labels", a->labels, "Node labels k=v,k=v (topology: network-node-layer-1..4, zone, ultraserver)");
+  cmd->add_option("--instance-id", a->instance_id,
+                  "The node's EC2 instance id (the label allot.dev/instance-id): `allot topology apply` and "
+                  "--ec2-topology find the node by it");
+  cmd->add_option("--ec2-topology", a->ec2_topology,
+                  "`aws ec2 describe-instance-topology` output (JSON): this instance's network layers are sent with "
+                  "its registration");
   cmd->add_option("--plan", a->plan,
                   "Capacity plan this node belongs to: it joins when the plan starts (waiting until then) and leaves "
                   "at its end");

@@ -1,5 +1,6 @@
-// allot topology import | slurm-conf | mermaid: argument parsing, file reading and printing only; the work is
-// in interop/. Invalid input of any kind (unreadable file, malformed content) exits 2 with a message on stderr.
+// allot topology import | apply | slurm-conf | mermaid: argument parsing, file reading and printing only; the work
+// is in interop/ (and the server, for apply). Invalid input of any kind (unreadable file, malformed content) exits
+// 2 with a message on stderr.
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -18,6 +19,8 @@
 #include "interop/ec2_topology.h"
 #include "interop/mermaid.h"
 #include "interop/slurm_topology.h"
+#include "client/http_client.h"
+#include "client/output.h"
 
 namespace allot::cli {
 namespace {
@@ -109,6 +112,42 @@ int run_topology_import(const TopologyArgs& a) {
   return 0;
 }
 
+// Sets the network layers of the live cluster's nodes from describe-instance-topology output (docs/topology.md,
+// "Live nodes"): the file is read and checked here, so a malformed one reaches no server; the server matches the
+// instance ids to its nodes and journals the changes as one record.
+int run_apply(const TopologyArgs& a) {
+  auto text = read_text(a.ec2_file);
+  if (!text) return fail("apply", text.error());
+  auto parsed = interop::parse_ec2_instances(*text);
+  if (!parsed) return fail("apply", parsed.error());
+  for (const auto& w : parsed->warnings) std::cerr << "allot topology apply: warning: " << w << "\n";
+  nlohmann::json entries = nlohmann::json::array();
+  for (const auto& i : parsed->instances) entries.push_back({{"instance_id", i.id}, {"layers", i.network_nodes}});
+  auto session = client::Session::open(a.flags);
+  if (!session) return fail("apply", session.error());
+  auto answer = session->api().post("/v1/topology/apply", {{"instances", entries}});
+  if (!answer) {
+    std::cerr << "allot topology apply: " << answer.error().message << "\n";
+    return client::exit_code_for(answer.error());
+  }
+  if (a.flags.output == "json" || a.flags.output == "yaml") {
+    std::cout << client::render_data(*answer, a.flags.output == "json" ? client::Format::kJson : client::Format::kYaml);
+  } else if (a.flags.output == "name") {
+    for (const auto& n : (*answer)["nodes"]) std::cout << client::text(n, "node") << "\n";
+  } else {
+    client::Table t({"NODE", "INSTANCE", "LAYERS", "CHANGED"});
+    for (const auto& n : (*answer)["nodes"])
+      t.add({client::text(n, "node"), client::text(n, "instance_id"), client::join(n["layers"], "/"),
+             n.value("changed", false) ? "yes" : "no"});
+    std::cout << t.str();
+  }
+  for (const auto& id : (*answer)["unknown"])
+    std::cerr << "allot topology apply: warning: instance " << id.get<std::string>() << " is not a node in the cluster\n";
+  std::cerr << "allot topology apply: " << answer->value("changed", 0) << " of " << (*answer)["nodes"].size()
+            << " matched nodes changed; " << (*answer)["unknown"].size() << " instances unknown\n";
+  return 0;
+}
+
 int run_slurm_conf(const TopologyArgs& a) {
   Catalog catalog = Catalog::builtin();
   auto plugin = interop::parse_slurm_plugin(a.plugin);
@@ -160,7 +199,7 @@ int run_mermaid(const TopologyArgs& a) {
 
 void add_topology_commands(CLI::App& app, Context& ctx) {
   auto args = std::make_shared<TopologyArgs>();
-  CLI::App* topo = app.add_subcommand("topology", "Import EC2 topology, write Slurm topology.conf or a Mermaid chart");
+  CLI::App* topo = app.add_subcommand("topology", "Import or apply EC2 topology, write Slurm topology.conf or a Mermaid chart");
   topo->require_subcommand(1);
 
   CLI::App* imp = topo->add_subcommand("import", "EC2 describe-instance-topology JSON -> nodes YAML on stdout");
@@ -176,6 +215,12 @@ void add_topology_commands(CLI::App& app, Context& ctx) {
     c->add_option("--context", args->flags.context, "Config file context to use");
     c->add_option("--ca", args->flags.ca_file, "PEM CA certificate of an https:// server");
   };
+  CLI::App* apply = topo->add_subcommand(
+      "apply", "Set the network layers of the server's nodes from describe-instance-topology output, by instance id (admin)");
+  apply->add_option("FILE", args->ec2_file, "describe-instance-topology output (JSON); - for stdin")->required();
+  client::add_client_flags(apply, args->flags);
+  apply->callback([&ctx, args] { ctx.exit_code = run_apply(*args); });
+
   CLI::App* slurm = topo->add_subcommand("slurm-conf", "Nodes YAML or a live server's nodes -> Slurm topology.conf on stdout");
   slurm->add_option("--nodes", args->nodes_file, "nodes YAML (a scenario's cluster.nodes list); without it, the server's nodes");
   live(slurm);

@@ -208,6 +208,20 @@ static void refresh_usable(ClusterState& s, NodeId id) {
   ++s.health_version;
 }
 
+// One value per topology level, from the node's labels; the last is its name.
+static std::vector<std::string> node_topology(const ClusterState& s, const Node& n) {
+  std::vector<std::string> out;
+  for (const auto& level : s.levels) {
+    if (level == kHostnameLabel) {
+      out.push_back(n.name);
+    } else {
+      auto it = n.labels.find(level);
+      out.push_back(it == n.labels.end() ? "" : it->second);
+    }
+  }
+  return out;
+}
+
 // Appends one node without rebuilding the tree (callers do, once per batch).
 static Status append_node(ClusterState& s, const NodeSpec& spec) {
   if (spec.name.empty()) return Error::invalid("a node needs a name");
@@ -219,14 +233,7 @@ static Status append_node(ClusterState& s, const NodeSpec& spec) {
   n.type = *type;
   n.instance_group = spec.instance_group;
   for (const auto& [k, v] : spec.labels) n.labels[canonical_level(k)] = v;
-  for (const auto& level : s.levels) {
-    if (level == kHostnameLabel) {
-      n.topology.push_back(spec.name);
-    } else {
-      auto it = n.labels.find(level);
-      n.topology.push_back(it == n.labels.end() ? "" : it->second);
-    }
-  }
+  n.topology = node_topology(s, n);
   if (auto pl = n.labels.find(std::string(kPlanLabel)); pl != n.labels.end()) {
     const Plan* plan = s.find_plan(pl->second);
     const std::string where = "node " + spec.name + ": label " + std::string(kPlanLabel) + " names ";
@@ -659,7 +666,10 @@ static void mark_exclusive(RoomTable& room, const ClusterState& s, const Job& jo
         stack.pop_back();
         if (x < 0) continue;
         const auto& dom = s.tree.domains[x];
-        if (dom.children.empty() && dom.node.valid()) room[dom.node.index()].exclusive_owner = owner;
+        // Clearing takes only this job's marks: after a node's layers changed (set_network_layers) two exclusive
+        // jobs may share a domain, and one ending must not free the other's nodes.
+        if (dom.children.empty() && dom.node.valid() && (owner.valid() || room[dom.node.index()].exclusive_owner == job.id))
+          room[dom.node.index()].exclusive_owner = owner;
         for (int c : dom.children) stack.push_back(c);
       }
     }
@@ -690,6 +700,31 @@ void release(RoomTable& room, UsageTable& usage, const ClusterState& s, const Jo
     usage[job.team.index()][ps.type.index()] -= ps.per_replica * static_cast<int64_t>(ps.replicas.size());
   }
   mark_exclusive(room, s, job, p, JobId{});
+}
+
+Status set_network_layers(ClusterState& s, const std::vector<NodeLayers>& changes) {
+  // Checked before anything changes: an error leaves the state as it was.
+  std::set<std::string> seen;
+  for (const NodeLayers& c : changes) {
+    if (!s.find_node(c.node)) return Error::not_found("no node named " + c.node + " in the cluster");
+    if (!seen.insert(c.node).second) return Error::invalid("node " + c.node + " is given network layers twice");
+    if (auto st = check_network_layers(c.layers); !st) return Error::invalid("node " + c.node + ": " + st.error().message);
+  }
+  for (const NodeLayers& c : changes) {
+    Node& n = s.nodes[s.find_node(c.node)->id.index()];
+    for (int l = 1; l <= kMaxNetworkLayers; ++l) n.labels.erase(network_layer_key(l));
+    for (size_t l = 0; l < c.layers.size(); ++l) n.labels[network_layer_key(static_cast<int>(l) + 1)] = c.layers[l];
+    n.topology = node_topology(s, n);
+  }
+  rebuild_tree(s);
+  // Running jobs keep their nodes. A topology-exclusive one holds, from now on, the domain its replicas are in
+  // under the new layers, so that the marks and their release at its end walk the same tree.
+  for (NodeRoom& r : s.room) r.exclusive_owner = JobId{};
+  for (JobId id : s.running_jobs.sorted()) {
+    const Job& j = s.jobs[id.index()];
+    mark_exclusive(s.room, s, j, j.placement, j.id);
+  }
+  return ok_status();
 }
 
 }  // namespace allot

@@ -14,6 +14,7 @@
 #include "core/model.h"
 #include "core/result.h"
 #include "core/spec.h"
+#include "core/topology_levels.h"
 #include "core/topology_tree.h"
 
 namespace allot {
@@ -143,6 +144,11 @@ Status set_node_health(ClusterState& s, std::string_view name, NodeHealth health
 Status set_cordon(ClusterState& s, std::string_view name, bool cordoned);
 // A suspect node takes no new replicas until cleared (model.h, Node::suspect); its running jobs are untouched.
 Status set_node_suspect(ClusterState& s, std::string_view name, bool suspect);
+// Sets the network-node layers of registered nodes (EC2 topology on live nodes, docs/topology.md): each node's
+// network-node-layer-1..N labels become its layers and deeper layer labels go. All or nothing: every node must be
+// in the cluster, named once, and its layers pass check_network_layers. Running jobs stay where they are (their
+// placements and the nodes their exclusive domains hold are kept); only new placements see the new domains.
+Status set_network_layers(ClusterState& s, const std::vector<NodeLayers>& changes);
 
 // --- Jobs ----------------------------------------------------------------------------------------------------
 Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now);

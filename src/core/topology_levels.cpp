@@ -35,4 +35,21 @@ std::optional<int> find_level(const std::vector<std::string>& levels, std::strin
   return std::nullopt;
 }
 
+std::string network_layer_key(int n) { return "topology.k8s.aws/network-node-layer-" + std::to_string(n); }
+
+Status check_network_layers(const std::vector<std::string>& layers) {
+  if (layers.size() != 3 && layers.size() != 4)
+    return Error::invalid("network layers: " + std::to_string(layers.size()) +
+                          " given; EC2 lists 3 or 4 network layers, top (layer 1) to bottom");
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const std::string& v = layers[l];
+    const std::string which = "network layer " + std::to_string(l + 1);
+    if (v.empty()) return Error::invalid(which + " is empty; each layer names a network node such as nn-1a2b3c");
+    if (v.size() > 255) return Error::invalid(which + " is " + std::to_string(v.size()) + " bytes long; at most 255 are allowed");
+    for (unsigned char c : v)
+      if (c < 0x20 || c == 0x7f) return Error::invalid(which + " contains a control character");
+  }
+  return ok_status();
+}
+
 }  // namespace allot

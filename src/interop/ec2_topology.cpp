@@ -45,7 +45,7 @@ Status valid_node_name(const std::string& name) { return check_name(NameKind::kN
 
 }  // namespace
 
-Result<Ec2Import> import_ec2_topology(std::string_view json_text, const Catalog& catalog) {
+Result<Ec2Instances> parse_ec2_instances(std::string_view json_text) {
   json doc;
   try {
     doc = json::parse(json_text);
@@ -62,7 +62,7 @@ Result<Ec2Import> import_ec2_topology(std::string_view json_text, const Catalog&
   if (!instances.is_array()) return Error::invalid("EC2 topology: \"Instances\" must be an array");
   if (instances.empty()) return Error::invalid("EC2 topology: \"Instances\" is empty, there is nothing to import");
 
-  Ec2Import out;
+  Ec2Instances out;
   if (auto it = doc.find("NextToken"); it != doc.end() && it->is_string() && !it->get<std::string>().empty())
     out.warnings.push_back(
         "the answer has a NextToken: it is one page of several; instances on the other pages are missing "
@@ -95,40 +95,56 @@ Result<Ec2Import> import_ec2_topology(std::string_view json_text, const Catalog&
                             " has no NetworkNodes (EC2 returns none for instance types without topology support "
                             "and for instances that are not running)");
     if (!nn->is_array()) return Error::invalid(where + ": NetworkNodes must be an array of strings");
-    if (nn->size() != 3 && nn->size() != 4)
-      return Error::invalid(where + ": NetworkNodes has " + std::to_string(nn->size()) +
-                            " entries; EC2 lists 3 or 4 network layers, top to bottom");
-
-    NodeSpec node;
-    node.name = *id;
-    node.instance_type = canonical_type_name(*type);
+    Ec2Instance e{.id = *id, .type = *type};
     for (size_t l = 0; l < nn->size(); ++l) {
       const json& v = (*nn)[l];
-      if (!v.is_string() || v.get<std::string>().empty() || has_control(v.get<std::string>()))
-        return Error::invalid(where + ": NetworkNodes[" + std::to_string(l) +
-                              "] must be a non-empty string without control characters");
-      node.labels[network_layer_label(int(l) + 1)] = v.get<std::string>();
+      if (!v.is_string())
+        return Error::invalid(where + ": NetworkNodes[" + std::to_string(l) + "] must be a string, not " + v.type_name());
+      e.network_nodes.push_back(v.get<std::string>());
     }
+    if (auto st = check_network_layers(e.network_nodes); !st)
+      return Error::invalid(where + ": NetworkNodes: " + st.error().message);
     // The zone name is what people and Kubernetes use; the zone id is the same place under another name.
-    if (!az->empty()) {
-      node.labels[std::string(kZoneLabel)] = *az;
-    } else if (!zone_id->empty()) {
-      node.labels[std::string(kZoneLabel)] = *zone_id;
-    } else {
-      return Error::invalid(where + " has neither AvailabilityZone nor ZoneId");
-    }
+    e.zone = !az->empty() ? *az : *zone_id;
+    if (e.zone.empty()) return Error::invalid(where + " has neither AvailabilityZone nor ZoneId");
+    e.capacity_block = *block;
+    out.instances.push_back(std::move(e));
+  }
+  return out;
+}
+
+const Ec2Instance* find_instance(const Ec2Instances& parsed, std::string_view instance_id) {
+  for (const auto& i : parsed.instances)
+    if (i.id == instance_id) return &i;
+  return nullptr;
+}
+
+Result<Ec2Import> import_ec2_topology(std::string_view json_text, const Catalog& catalog) {
+  auto parsed = parse_ec2_instances(json_text);
+  if (!parsed) return parsed.error();
+  Ec2Import out;
+  out.warnings = std::move(parsed->warnings);
+  for (size_t i = 0; i < parsed->instances.size(); ++i) {
+    const Ec2Instance& e = parsed->instances[i];
+    const std::string where = "Instances[" + std::to_string(i) + "] (" + e.id + ")";
+    NodeSpec node;
+    node.name = e.id;
+    node.instance_type = canonical_type_name(e.type);
+    node.labels[std::string(kInstanceIdLabel)] = e.id;
+    for (size_t l = 0; l < e.network_nodes.size(); ++l) node.labels[network_layer_label(int(l) + 1)] = e.network_nodes[l];
+    node.labels[std::string(kZoneLabel)] = e.zone;
 
     auto type_id = catalog.find(node.instance_type);
     int us_size = type_id ? catalog.at(*type_id).ultraserver_size : -1;  // -1: the catalog does not know
     if (!type_id)
       out.warnings.push_back(where + ": instance type " + node.instance_type +
                              " is not in the catalog; add it before using these nodes");
-    if (!block->empty()) {
+    if (!e.capacity_block.empty()) {
       if (us_size == 0)
         out.warnings.push_back(where + ": CapacityBlockId ignored, " + node.instance_type +
                                " has no UltraServers so the block is not an NVLink domain");
       else
-        node.labels[std::string(kUltraserverIdLabel)] = *block;
+        node.labels[std::string(kUltraserverIdLabel)] = e.capacity_block;
     } else if (us_size > 0) {
       out.warnings.push_back(where + ": " + node.instance_type +
                              " comes in UltraServers but the instance has no CapacityBlockId yet (EC2 fills it in "

@@ -9,7 +9,7 @@ std::string canonical_label_key(std::string_view key) {
   return canonical_level(key);
 }
 
-std::string network_layer_label(int n) { return "topology.k8s.aws/network-node-layer-" + std::to_string(n); }
+std::string network_layer_label(int n) { return network_layer_key(n); }
 
 int network_layer_of(std::string_view key) {
   std::string full = canonical_label_key(key);

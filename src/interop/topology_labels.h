@@ -9,13 +9,13 @@
 
 #include "core/result.h"
 #include "core/spec.h"
+#include "core/topology_levels.h"  // kMaxNetworkLayers, network_layer_key
 
 namespace allot::interop {
 
 inline constexpr std::string_view kZoneLabel = "topology.kubernetes.io/zone";
 inline constexpr std::string_view kUltraserverIdLabel = "topology.k8s.aws/ultraserver-id";
 inline constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
-inline constexpr int kMaxNetworkLayers = 4;
 
 // "zone" -> "topology.kubernetes.io/zone", "network-node-layer-2" -> "topology.k8s.aws/network-node-layer-2";
 // full keys and keys that are not topology levels come back unchanged.

@@ -4,10 +4,12 @@
 
 #include "auth/token.h"
 #include "core/plans.h"
+#include "core/topology_levels.h"
 #include "server/agents.h"
 #include "server/api.h"
 #include "server/heartbeat_board.h"
 #include "server/log_upload.h"
+#include "server/network_layers.h"
 #include "server/node_lifecycle.h"
 #include "server/registration.h"
 #include "server/start_gate.h"
@@ -75,7 +77,7 @@ Result<LogUpload> parse_log_upload(const json& b) {
 
 Result<Registration> parse_registration(const json& body, const Catalog& catalog) {
   if (auto st = only_keys(body, {"name", "instance_type", "instance_group", "labels", "inventory", "address", "replaces",
-                                 "heartbeat_interval_ms", "boot"}, "register"); !st)
+                                 "heartbeat_interval_ms", "boot", "network_layers"}, "register"); !st)
     return st.error();
   Registration r;
   auto text = [&](const char* key, bool required) -> Result<std::string> {
@@ -117,6 +119,23 @@ Result<Registration> parse_registration(const json& body, const Catalog& catalog
     r.boot = v.get<int>();
   }
   r.node = NodeSpec{*name, catalog.at(*id).name, *group, std::move(*labels)};
+  if (body.contains("network_layers")) {
+    const json& v = body["network_layers"];
+    std::vector<std::string> layers;
+    if (!v.is_array()) return Error::invalid("register: network_layers must be an array of 3 or 4 network node ids, top first");
+    for (const auto& l : v) {
+      if (!l.is_string()) return Error::invalid("register: network_layers must be strings");
+      layers.push_back(l.get<std::string>());
+    }
+    if (auto st = check_network_layers(layers); !st) return Error::invalid("register: " + st.error().message);
+    // The layers replace whatever layer labels the registration also gave, in either spelling.
+    for (int l = 1; l <= kMaxNetworkLayers; ++l) {
+      r.node.labels.erase(network_layer_key(l));
+      r.node.labels.erase(short_level(network_layer_key(l)));
+    }
+    for (size_t l = 0; l < layers.size(); ++l) r.node.labels[network_layer_key(static_cast<int>(l) + 1)] = layers[l];
+    r.network_layers = std::move(layers);
+  }
   r.address = address->empty() ? "127.0.0.1" : *address;
   r.replaces = *replaces;
   return r;
@@ -232,6 +251,10 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
       auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kSchedulable, store::HealthCause::kAgent, r.address, "the agent registered again"});
       if (!st) return st.error();
     }
+    // An agent started with another EC2 topology file than its node's layers: the same record as an apply, for
+    // this node; its running replicas stay (docs/topology.md, "Live nodes").
+    if (r.network_layers && network_layers_of(*txn.cluster().find_node(name)) != *r.network_layers)
+      if (auto st = txn.apply(store::SetNetworkLayers{{NodeLayers{name, *r.network_layers}}}); !st) return st.error();
   }
   std::string credential;
   if (joining) {

@@ -4,6 +4,7 @@
 
 #include "config/spec_yaml.h"
 #include "server/api.h"
+#include "server/network_layers.h"
 #include "server/views.h"
 
 namespace allot::server {
@@ -121,6 +122,27 @@ void node_change_routes(Routes& http, Api& api) {
       auto st = txn.apply(store::NodeHealthChange{name, health, store::HealthCause::kAdmin, "", "set by an administrator"});
       if (!st) return st.error();
       return node_render(name);
+    });
+  });
+  // EC2 topology on live nodes (docs/topology.md, "Live nodes"): the layers of the registered nodes the entries
+  // name by instance id, as one journal record; entries no node carries are reported, not refused.
+  route(http, api, "POST", "/v1/topology/apply", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
+    if (auto bad = check_content_type(req)) return answer(res, *bad);
+    auto body = json_body(req);
+    if (!body) return answer(res, error_reply(body.error()));
+    auto entries = parse_apply_body(*body);
+    if (!entries) return answer(res, error_reply(entries.error()));
+    run(api, who, req, res, [entries = std::move(*entries)](Txn& txn) -> Result<Render> {
+      auto match = match_instances(txn.cluster(), entries);
+      if (!match) return match.error();
+      if (!match->changes.empty())  // an apply that changes nothing writes no record
+        if (auto st = txn.apply(store::SetNetworkLayers{match->changes}); !st) return st.error();
+      return Render([m = std::move(*match)](const ServerState&) {
+        json nodes = json::array();
+        for (const auto& x : m.matched)
+          nodes.push_back({{"node", x.node}, {"instance_id", x.instance_id}, {"layers", x.layers}, {"changed", x.changed}});
+        return json_reply(200, {{"nodes", nodes}, {"unknown", m.unknown}, {"changed", m.changes.size()}});
+      });
     });
   });
 }

@@ -35,6 +35,8 @@ struct NodeOf {
   std::string operator()(const StartTimeout&) const { return ""; }
   std::string operator()(const LogRuleFired&) const { return ""; }
   std::string operator()(const DependencyNeverHolds&) const { return ""; }
+  // Names several nodes and stops no job (docs/topology.md, "Live nodes").
+  std::string operator()(const SetNetworkLayers&) const { return ""; }
   std::string operator()(const Resize&) const { return ""; }
   std::string operator()(const CreateToken&) const { return ""; }
   std::string operator()(const RevokeToken&) const { return ""; }
@@ -82,6 +84,20 @@ std::vector<JobId> running_on(const ClusterState& s, const std::string& node_nam
 
 std::string job_message(const Job& j) { return std::string(job_state_name(j.state)) + ": " + j.reason.str(); }
 
+// "network layers set on 2 nodes: gpu-1 (nn-1a/nn-2b/nn-3c), gpu-2 (...)"; the first 20 nodes by name, then how
+// many more (an apply may name thousands; the journal record has them all).
+std::string network_layers_message(const std::vector<NodeLayers>& nodes) {
+  constexpr size_t kShown = 20;
+  std::string out = "network layers set on " + std::to_string(nodes.size()) + (nodes.size() == 1 ? " node: " : " nodes: ");
+  for (size_t i = 0; i < nodes.size() && i < kShown; ++i) {
+    std::string path;
+    for (const auto& l : nodes[i].layers) path += (path.empty() ? "" : "/") + l;
+    out += (i ? ", " : "") + nodes[i].node + " (" + path + ")";
+  }
+  if (nodes.size() > kShown) out += " and " + std::to_string(nodes.size() - kShown) + " more";
+  return out;
+}
+
 // What the record says, after it was applied, for people reading the event stream.
 std::string message_of(const ServerState& st, const Record& r) {
   const ClusterState& s = st.cluster;
@@ -126,6 +142,7 @@ std::string message_of(const ServerState& st, const Record& r) {
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : "cancelled: its dependency on job " + o.after + " can never hold";
     }
+    std::string operator()(const SetNetworkLayers& o) const { return network_layers_message(o.nodes); }
     std::string operator()(const TimeLimitExceeded& o) const {
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : "time limit of " + std::to_string(o.time_limit_s) + " s reached (DeadlineExceeded)";
@@ -380,6 +397,7 @@ struct Note {
   void operator()(const TimeLimitExceeded&) const {}
   void operator()(const LocalityWaitBegan&) const {}
   void operator()(const DependencyNeverHolds&) const {}
+  void operator()(const SetNetworkLayers&) const {}
   void operator()(const LogRuleFired& o) const {
     if (const Job* j = st.cluster.find_job(o.job)) st.log_rules_fired[j->id.index()] = LogRuleSeen{o.attempt, r.at, o.firing};
   }
@@ -440,6 +458,8 @@ struct AudienceOf {
   EventAudience operator()(const store::LogRuleFired&) const { return EventAudience::kEveryReader; }
   // Names only jobs of the job's own team (a job may depend on no other team's).
   EventAudience operator()(const store::DependencyNeverHolds&) const { return EventAudience::kEveryReader; }
+  // Node names and network node ids, as GET /v1/nodes shows every reader.
+  EventAudience operator()(const store::SetNetworkLayers&) const { return EventAudience::kEveryReader; }
 };
 }  // namespace
 

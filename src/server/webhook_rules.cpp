@@ -149,6 +149,7 @@ std::optional<store::NoticeKind> notice_of(const store::Op& op, const ClusterSta
           [](const PlanStepRecord&) -> N { return {}; }, [](const DeletePlan&) -> N { return {}; },
           [](const CompactFinished&) -> N { return {}; }, [](const LocalityWaitBegan&) -> N { return {}; },
           [](const CreateWebhook&) -> N { return {}; }, [](const DeleteWebhook&) -> N { return {}; },
+          [](const SetNetworkLayers&) -> N { return {}; },
       },
       op);
 }

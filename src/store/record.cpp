@@ -47,6 +47,7 @@ struct NameOf {
   const char* operator()(const DeleteWebhook&) const { return "delete_webhook"; }
   const char* operator()(const LogRuleFired&) const { return "log_rule"; }
   const char* operator()(const DependencyNeverHolds&) const { return "dependency_never"; }
+  const char* operator()(const SetNetworkLayers&) const { return "network_layers"; }
 };
 struct JobOf {
   std::string operator()(const Submit& o) const { return o.job.name; }
@@ -82,6 +83,7 @@ struct JobOf {
   std::string operator()(const DeleteWebhook&) const { return ""; }
   std::string operator()(const LogRuleFired& o) const { return o.job; }
   std::string operator()(const DependencyNeverHolds& o) const { return o.job; }
+  std::string operator()(const SetNetworkLayers&) const { return ""; }
 };
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include "core/preemption_record.h"
 #include "core/resources.h"
 #include "core/spec.h"
+#include "core/topology_levels.h"
 #include "store/notice_kind.h"
 
 namespace allot::store {
@@ -276,11 +277,19 @@ struct CompactFinished {
   friend bool operator==(const CompactFinished&, const CompactFinished&) = default;
 };
 
+// The network-node layers of registered nodes set at once (EC2 topology on live nodes, docs/topology.md): by
+// `allot topology apply` (POST /v1/topology/apply) for every node its file matched, or by an agent that registered
+// again with other layers than its node has. One record for the whole apply, so a restart has all of it or none.
+struct SetNetworkLayers {
+  std::vector<NodeLayers> nodes;  // each node once, with 3 or 4 layers (core check_network_layers)
+  friend bool operator==(const SetNetworkLayers&, const SetNetworkLayers&) = default;
+};
+
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
                         Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
                         SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan,
                         CompactFinished, Requeue, TimeLimitExceeded, LocalityWaitBegan, StartTimeout,
-                        CreateWebhook, DeleteWebhook, LogRuleFired, DependencyNeverHolds>;
+                        CreateWebhook, DeleteWebhook, LogRuleFired, DependencyNeverHolds, SetNetworkLayers>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

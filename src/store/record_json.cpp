@@ -182,6 +182,11 @@ struct ToJson {
   json operator()(const DependencyNeverHolds& o) const {
     return {{"job", o.job}, {"after", o.after}, {"condition", dependency_condition_name(o.condition)}};
   }
+  json operator()(const SetNetworkLayers& o) const {
+    json nodes = json::array();
+    for (const auto& n : o.nodes) nodes.push_back({{"node", n.node}, {"layers", n.layers}});
+    return {{"nodes", nodes}};
+  }
 };
 
 }  // namespace
@@ -302,6 +307,12 @@ struct FromJson {
     auto c = config::dependency_condition_named(str("condition"));
     if (!c) throw std::invalid_argument("dependency_never: condition '" + str("condition") + "' is not succeeded, ended or started");
     return DependencyNeverHolds{str("job"), str("after"), *c};
+  }
+  Op operator()(As<SetNetworkLayers>) const {
+    SetNetworkLayers out;
+    for (const auto& n : j.at("nodes"))
+      out.nodes.push_back(NodeLayers{n.at("node").get<std::string>(), n.at("layers").get<std::vector<std::string>>()});
+    return out;
   }
 };
 

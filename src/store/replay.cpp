@@ -72,6 +72,7 @@ struct Apply {
   Status operator()(const StartTimeout& o) const { return time_out_start(s, o.job, at, o.backoff_s, o.reason); }
   Status operator()(const LogRuleFired& o) const { return fire_log_rule(s, o.job, at, o.firing); }
   Status operator()(const DependencyNeverHolds& o) const { return end_for_dependency(s, o.job, o.after, at); }
+  Status operator()(const SetNetworkLayers& o) const { return set_network_layers(s, o.nodes); }
   Status operator()(const Resize& o) const {
     auto id = job_id(s, o.job);
     if (!id) return id.error();

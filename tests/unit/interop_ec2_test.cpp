@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/topology_levels.h"
 #include "interop/ec2_topology.h"
 
 namespace allot::interop::interop_ec2_test {
@@ -94,7 +95,7 @@ TEST_F(InteropEc2, MalformedInputsNameTheInstanceAndTheProblem) {
   EXPECT_NE(error_of(data("ec2_truncated.json")).find("not valid JSON"), std::string::npos);
   std::string layers = error_of(data("ec2_bad_layers.json"));
   EXPECT_NE(layers.find("Instances[1] (i-0badlayers)"), std::string::npos) << layers;
-  EXPECT_NE(layers.find("NetworkNodes has 2 entries"), std::string::npos) << layers;
+  EXPECT_NE(layers.find("NetworkNodes: network layers: 2 given; EC2 lists 3 or 4"), std::string::npos) << layers;
   EXPECT_NE(error_of(R"({"Instances": [], "Huge": 1e400})").find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of(R"([1,2])").find("\"Instances\""), std::string::npos);
   EXPECT_NE(error_of(R"({"Instances": {}})").find("must be an array"), std::string::npos);
@@ -109,7 +110,11 @@ TEST_F(InteropEc2, MalformedInputsNameTheInstanceAndTheProblem) {
             std::string::npos);
   EXPECT_NE(error_of(R"({"Instances": [{"InstanceId": "i-1", "InstanceType": "p5.48xlarge",
                           "NetworkNodes": ["a", 7, "c"], "AvailabilityZone": "z"}]})")
-                .find("NetworkNodes[1] must be a non-empty string"),
+                .find("NetworkNodes[1] must be a string, not number"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"Instances": [{"InstanceId": "i-1", "InstanceType": "p5.48xlarge",
+                          "NetworkNodes": ["a", "", "c"], "AvailabilityZone": "z"}]})")
+                .find("(i-1): NetworkNodes: network layer 2 is empty"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"Instances": [{"InstanceId": 5}]})").find("InstanceId must be a string"), std::string::npos);
   // Found by fuzz/ec2_topology_fuzz.cpp: such ids made a nodes file that read back as other nodes, or not at all.
@@ -129,6 +134,39 @@ TEST_F(InteropEc2, MalformedInputsNameTheInstanceAndTheProblem) {
   std::string one = R"({"InstanceId": "i-1", "InstanceType": "p5.48xlarge", "NetworkNodes": ["a","b","c"],
                         "AvailabilityZone": "z"})";
   EXPECT_NE(error_of("{\"Instances\": [" + one + "," + one + "]}").find("more than once"), std::string::npos);
+}
+
+// The instances as read for `allot topology apply` and `allot agent --ec2-topology`: each entry's layers, found
+// by instance id; the imported nodes carry that id as a label, so an apply matches them too.
+TEST_F(InteropEc2, InstancesFoundByIdAndImportedNodesCarryTheirId) {
+  auto parsed = parse_ec2_instances(data("ec2_p6_b200_4layer.json"));
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  ASSERT_EQ(parsed->instances.size(), 2u);
+  const Ec2Instance* second = find_instance(*parsed, parsed->instances[1].id);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->network_nodes.size(), 4u);
+  EXPECT_EQ(second->network_nodes.back(), "nn-dd02");
+  EXPECT_EQ(find_instance(*parsed, "i-0nosuchinstance"), nullptr);
+  auto r = import_ec2_topology(data("ec2_p5_3layer.json"), catalog);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->nodes[0].labels.at(std::string(kInstanceIdLabel)), r->nodes[0].name);
+}
+
+// The one rule for layers, wherever they come from (a file, a registration, an apply request, a record).
+TEST(NetworkLayersRule, ThreeOrFourNonEmptyPrintableLayers) {
+  EXPECT_TRUE(check_network_layers({"a", "b", "c"}).ok());
+  EXPECT_TRUE(check_network_layers({"a", "b", "c", "d"}).ok());
+  auto msg = [](std::vector<std::string> l) {
+    auto st = check_network_layers(l);
+    return st.ok() ? std::string("ok") : st.error().message;
+  };
+  EXPECT_NE(msg({"a", "b"}).find("2 given; EC2 lists 3 or 4"), std::string::npos);
+  EXPECT_NE(msg({"a", "b", "c", "d", "e"}).find("5 given"), std::string::npos);
+  EXPECT_NE(msg({}).find("0 given"), std::string::npos);
+  EXPECT_NE(msg({"a", "", "c"}).find("network layer 2 is empty"), std::string::npos);
+  EXPECT_NE(msg({"a", "b", "c\n"}).find("network layer 3 contains a control character"), std::string::npos);
+  EXPECT_NE(msg({"a", "b", std::string(256, 'x')}).find("at most 255"), std::string::npos);
+  EXPECT_TRUE(check_network_layers({"a", "b", std::string(255, 'x')}).ok());
 }
 
 TEST_F(InteropEc2, NameMapRenamesAndRejectsCollisions) {

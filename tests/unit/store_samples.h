@@ -137,7 +137,8 @@ inline std::vector<Op> every_kind() {
           CreateWebhook{WebhookRecord{"7a2b4c6d8e", "team-a", "http://127.0.0.1:9000/h", {NoticeKind::kJobPreempted}, std::string(64, 'd'), ""}},
           DeleteWebhook{"9c1e5a7b3d"},
           LogRuleFired{"train-7", 3, LogRuleFiring{LogRuleKind::kFail, 0, 1, "step 7 loss: nan \\x1b"}},
-          DependencyNeverHolds{"eval-7", "train-7", DependencyCondition::kSucceeded}};
+          DependencyNeverHolds{"eval-7", "train-7", DependencyCondition::kSucceeded},
+          SetNetworkLayers{{NodeLayers{"gpu-1", {"nn-1a", "nn-2b", "nn-3c"}}, NodeLayers{"gpu-2", {"nn-1a", "nn-2b", "nn-3d", "nn-4e"}}}}};
 }
 
 }  // namespace allot::store
