@@ -15,6 +15,7 @@
 #include "core/order.h"
 #include "core/room_capacity.h"
 #include "core/scheduler.h"
+#include "core/user_limits.h"
 
 namespace allot {
 
@@ -53,6 +54,21 @@ class Pass {
   bool rejoin_dependents();
   // A job enters the pass's queue: its record gets what the phases read of it.
   void join(JobId id);
+
+  // --- Per-user limits (user_limits.h) ---------------------------------------------------------------------
+  // Whether any team sets user limits; without, none of the below does anything.
+  bool user_limits() const { return user_limits_; }
+  // The gate on `id` against what the users' jobs hold as the pass goes.
+  UserGate user_gate(JobId id) const { return judge_user_limits(s, tally_, job(id)); }
+  // A job that may enter the queue: passed over instead (user_held_) when its user's gate is closed.
+  void enter_or_hold(JobId id);
+  // May `id` look for a preemption plan: not when its gate is closed or open on some types only (a plan could
+  // place it over the limit).
+  bool may_preempt_for(JobId id) const {
+    if (!user_limits_) return true;
+    const UserGate g = user_gate(id);
+    return !g.closed && g.only_types.empty();
+  }
   // Queue order (order.h), on keys copied out of the jobs.
   void sort_waiting();
   bool queue_before(const Job& a, const Job& b) const;
@@ -129,6 +145,16 @@ class Pass {
   std::string admit_reason(const Job& j, const AdmissionAttempt& a, const std::string& extra) const;
   // Before `j` takes or gives back `p` on s.room: tells `live` which nodes change.
   void room_changes(const Job& j, const Placement& p);
+
+  // A job of user U started (admit: counted, and U's queued jobs whose gate closed leave the queue) or stopped
+  // (preempt, after the tally let it go: U's passed-over jobs whose gate opened join the queue).
+  void user_started(const Job& j);
+  void user_stopped(const Job& j);
+  bool user_limits_ = false;
+  UserTally tally_;
+  std::vector<JobId> user_held_;  // passed over: their user is at a limit (user_limits.h)
+  AdmissionAttempt user_closed_;  // attempt()'s answer for a job whose user's gate closed during this pass
+  AdmissionAttempt restricted_;   // attempt()'s answer for a job tried on the types its user's limit leaves only
 
   AdmissionAttempt success_;  // attempt()'s answer when the job fits
   AdmissionAttempt held_;     // attempt()'s answer when the job fits but waits for locality
