@@ -252,9 +252,10 @@ std::string describe_team(const json& m) {
   for (const auto& l : m.value("user_limits", json::array())) {
     std::string caps;
     auto cap = [&](const std::string& what) { caps += (caps.empty() ? "" : ", ") + what; };
-    if (l.contains("running_jobs")) cap(text(l, "running_jobs") + " running jobs");
-    if (l.contains("pending_jobs")) cap(text(l, "pending_jobs") + " pending jobs");
-    for (const auto& [type, n] : l.value("accelerators", json::object()).items()) cap(n.dump() + " accelerators of " + type);
+    if (l.contains("running_jobs")) cap("running_jobs " + text(l, "running_jobs"));
+    if (l.contains("pending_jobs")) cap("pending_jobs " + text(l, "pending_jobs"));
+    const json accelerators = l.value("accelerators", json::object());  // kept: items() iterates over it
+    for (const auto& [type, n] : accelerators.items()) cap("accelerators " + type + " " + n.dump());
     field("User limit:", text(l, "user") + ": " + caps);
   }
   const json jobs = m.value("jobs", json::object());

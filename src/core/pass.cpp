@@ -51,33 +51,57 @@ void Pass::collect_waiting() {
     } else if (deps.state == DependencyState::kWaits) {
       dependents_.push_back(id);  // its reason at the end of the pass (give_reasons), naming states as they are then
     } else if (user_limits_ && user_gate(id).closed) {
-      user_held_.push_back(id);  // like dependents_: its reason at the end of the pass
+      hold_for_user(id);  // like dependents_: its reason at the end of the pass
     } else {
       waiting.push_back(id);
     }
   }
   for (JobId id : waiting) join(id);
+  if (user_limits_)
+    for (JobId id : waiting) note_queued(id);
   sort_waiting();
+}
+
+void Pass::hold_for_user(JobId id) {
+  PassJob& r = rec(id);
+  if (r.user_held) return;
+  r.user_held = true;
+  user_held_.push_back(id);
+}
+
+void Pass::note_queued(JobId id) {
+  const Job& j = job(id);
+  if (limits_of(s.teams[j.team.index()], j.spec.user)) queued_by_user_[UserTally::key(j.team, j.spec.user)].push_back(id);
 }
 
 void Pass::enter_or_hold(JobId id) {
   if (user_limits_ && user_gate(id).closed) {
-    if (std::find(user_held_.begin(), user_held_.end(), id) == user_held_.end()) user_held_.push_back(id);
+    hold_for_user(id);
     return;
   }
   join(id);
   if (std::find(waiting.begin(), waiting.end(), id) == waiting.end()) waiting.push_back(id);
+  if (user_limits_) note_queued(id);
 }
 
 void Pass::user_started(const Job& j) {
   if (!limits_of(s.teams[j.team.index()], j.spec.user)) return;
   tally_.add(s, j);
-  for (JobId w : waiting) {
+  auto it = queued_by_user_.find(UserTally::key(j.team, j.spec.user));
+  if (it == queued_by_user_.end()) return;
+  std::vector<JobId>& queued = it->second;
+  for (size_t i = 0; i < queued.size();) {
+    const JobId w = queued[i];
     PassJob& r = rec(w);
-    const Job& other = job(w);
-    if (!r.waiting || other.team != j.team || other.spec.user != j.spec.user || !user_gate(w).closed) continue;
+    if (!r.waiting) {  // admitted, or held already: no longer in the queue
+      queued[i] = queued.back();
+      queued.pop_back();
+      continue;
+    }
+    ++i;
+    if (!user_gate(w).closed) continue;
     r.waiting = false;  // out of the queue: every phase passes it over, give_reasons names its limit
-    user_held_.push_back(w);
+    hold_for_user(w);
   }
 }
 
@@ -93,8 +117,10 @@ void Pass::user_stopped(const Job& j) {
     }
     user_held_[i] = user_held_.back();
     user_held_.pop_back();
+    rec(id).user_held = false;
     join(id);
     if (std::find(waiting.begin(), waiting.end(), id) == waiting.end()) waiting.push_back(id);
+    note_queued(id);
     any = true;
   }
   if (any) sort_waiting();
@@ -146,7 +172,7 @@ Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
     UserGate g = user_gate(id);
     if (g.closed) {
       rec(id).waiting = false;
-      if (std::find(user_held_.begin(), user_held_.end(), id) == user_held_.end()) user_held_.push_back(id);
+      hold_for_user(id);
       return {&user_closed_, texts.add(user_closed_.why)};
     }
     only_types = std::move(g.only_types);

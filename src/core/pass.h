@@ -3,6 +3,7 @@
 // header, not an interface for others). The phases (phases.h) read and change it; decisions reach the state
 // only through apply_decision(), and waiting jobs' reasons leave the pass in ScheduleResult::waiting.
 #include <map>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,8 @@ class Pass {
     // Its latest attempt found it waiting for locality (locality_wait.h); its wait began at this pass (it is in
     // result.locality_waits).
     bool waits_for_locality = false, locality_wait_began = false;
+    // Passed over for its user's limits (user_limits.h): in user_held_, out of the queue.
+    bool user_held = false;
     // Pooled in texts: what the latest phase said, and why preemption could not help (kept apart because
     // later phases rewrite `why`; give_reasons joins them).
     const PooledReason* why = nullptr;
@@ -153,6 +156,11 @@ class Pass {
   bool user_limits_ = false;
   UserTally tally_;
   std::vector<JobId> user_held_;  // passed over: their user is at a limit (user_limits.h)
+  // The jobs of limited users that entered the queue, by UserTally::key (some may have left it since): what
+  // user_started looks at instead of the whole queue.
+  std::unordered_map<std::string, std::vector<JobId>> queued_by_user_;
+  void note_queued(JobId id);
+  void hold_for_user(JobId id);  // into user_held_, once
   AdmissionAttempt user_closed_;  // attempt()'s answer for a job whose user's gate closed during this pass
   AdmissionAttempt restricted_;   // attempt()'s answer for a job tried on the types its user's limit leaves only
 

@@ -55,9 +55,10 @@ class UserTally {
   void remove(const ClusterState& s, const Job& j);
   // What `user` holds in `team` (zero when nothing).
   const Held& of(TeamId team, std::string_view user) const;
+  // The key of a (team, user) pair, for callers that index jobs by it.
+  static std::string key(TeamId team, std::string_view user);
 
  private:
-  static std::string key(TeamId team, std::string_view user);
   std::unordered_map<std::string, Held> held_;
   Held none_;
 };
