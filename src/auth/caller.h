@@ -25,6 +25,7 @@ struct Caller {
   Role role = Role::kViewer;
   std::vector<std::string> teams;  // member, viewer
   std::string node;                // agent
+  std::string user;                // the user the token acts for (docs/security.md, "Users"); empty: none
 
   bool admin() const { return role == Role::kAdmin; }
   bool in_team(const std::string& team) const {
@@ -38,7 +39,7 @@ struct Caller {
   bool acts_for_team(const std::string& team) const { return admin() || (role == Role::kMember && in_team(team)); }
 
   // The server acting on its own (bootstrap token, scheduler decisions, heartbeat timeouts).
-  static Caller server() { return Caller{"server", Role::kAdmin, {}, {}}; }
+  static Caller server() { return Caller{"server", Role::kAdmin, {}, {}, {}}; }
 };
 
 }  // namespace allot::auth

@@ -1,4 +1,4 @@
-// `allot sim bench [--gpus N] [--teams N] [--pending N] [--seed N] [--probes N] [--json]`: the core at scale
+// `allot sim bench [--gpus N] [--teams N] [--pending N] [--seed N] [--probes N] [--users N] [--json]`: the core at scale
 // (DESIGN.md, "Performance targets"). Builds the scale model of sim/scale_cluster.h, submits every job, then
 // measures on one core:
 //   admissions_per_second     jobs admitted by the first scheduler pass over the whole queue / its wall time
@@ -56,8 +56,9 @@ int64_t admissions(const ScheduleResult& r) {
 int sim_bench(const BenchArgs& a) {
   const auto& c = a.config;
   if (c.gpus < 8 || c.gpus > 1000000 || c.teams < 1 || c.teams > 10000 || c.pending < 0 || c.pending > 2000000 ||
-      a.probes < 0 || a.probes > 100000) {
-    std::cerr << "allot sim bench: --gpus must be 8..1000000, --teams 1..10000, --pending 0..2000000, --probes 0..100000\n";
+      a.probes < 0 || a.probes > 100000 || c.users_per_team < 0 || c.users_per_team > 1000) {
+    std::cerr << "allot sim bench: --gpus must be 8..1000000, --teams 1..10000, --pending 0..2000000, --probes 0..100000, "
+                 "--users 0..1000\n";
     return 2;
   }
   sim::ScaleModel model = sim::make_scale_model(c);
@@ -173,6 +174,8 @@ void add_bench_command(CLI::App& sim, Context& ctx) {
   c->add_option("--pending", a->config.pending, "Pending jobs to schedule (default 50000)");
   c->add_option("--seed", a->config.seed, "Seed of the generated jobs");
   c->add_option("--probes", a->probes, "Preemption decisions to time (default 200)");
+  c->add_option("--users", a->config.users_per_team,
+                "Users per team, each limited to 4 running jobs and 64 accelerators (per-user limits; default 0: none)");
   c->add_flag("--json", a->json, "Print the figures as one JSON object");
   c->callback([a, &ctx] { ctx.exit_code = sim_bench(*a); });
 }

@@ -21,7 +21,7 @@ using nlohmann::json;
 
 struct AccessArgs {
   ClientFlags flags;
-  std::string role, node, ttl, description, id, since, team;
+  std::string role, node, ttl, description, id, since, team, user;
   std::vector<std::string> teams;
   int64_t limit = 1000;
   int max_nodes = 0;  // agent-join: 0 leaves it unlimited
@@ -49,6 +49,7 @@ std::string tokens_table(const json& tokens, int64_t now) {
   client::Table t({"ID", "ROLE", "SCOPE", "CREATED", "EXPIRES", "STATE", "DESCRIPTION"});
   for (const auto& k : tokens) {
     std::string scope = k.contains("node") ? "node " + client::text(k, "node") : client::join(k.value("teams", json::array()));
+    if (k.contains("user")) scope += (scope.empty() ? "" : ", ") + std::string("user ") + client::text(k, "user");
     // A join token: the nodes it registered, of how many it may.
     if (k.contains("nodes_joined"))
       scope += (scope.empty() ? "" : ", ") + client::number(k["nodes_joined"]) + "/" +
@@ -79,6 +80,7 @@ int run_token_create(Session& s, AccessArgs& a) {
   if (!a.teams.empty()) body["teams"] = a.teams;
   if (!a.node.empty()) body["node"] = a.node;
   if (!a.description.empty()) body["description"] = a.description;
+  if (!a.user.empty()) body["user"] = a.user;
   if (a.max_nodes > 0) body["max_nodes"] = a.max_nodes;
   if (!a.ttl.empty()) {
     auto ttl = parse_duration(a.ttl, "--ttl");
@@ -134,6 +136,7 @@ void add_token_commands(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(1, 1'000'000));
   create->add_option("--ttl", a->ttl, "Lifetime, e.g. 12h or 30d (default: until revoked)");
   create->add_option("--description", a->description, "What the token is for");
+  create->add_option("--user", a->user, "admin, member, viewer: the user the token acts for (its jobs carry it; a team's per-user limits apply)");
   client::add_client_flags(create, a->flags);
   on_run(create, ctx, a, "token create", run_token_create);
 

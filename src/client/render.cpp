@@ -248,6 +248,16 @@ std::string describe_team(const json& m) {
     field("Time limits:", "default " + (m.contains("default_time_limit") ? text(m, "default_time_limit") + " s" : std::string("none")) +
                               ", max " + (m.contains("max_time_limit") ? text(m, "max_time_limit") + " s" : std::string("none")) +
                               (m.value("time_limit_resets_on_restart", false) ? "; each restart starts the clock again" : ""));
+  // Per-user limits (docs/teams-and-policy.md, "Per-user limits"): one line per user.
+  for (const auto& l : m.value("user_limits", json::array())) {
+    std::string caps;
+    auto cap = [&](const std::string& what) { caps += (caps.empty() ? "" : ", ") + what; };
+    if (l.contains("running_jobs")) cap("running_jobs " + text(l, "running_jobs"));
+    if (l.contains("pending_jobs")) cap("pending_jobs " + text(l, "pending_jobs"));
+    const json accelerators = l.value("accelerators", json::object());  // kept: items() iterates over it
+    for (const auto& [type, n] : accelerators.items()) cap("accelerators " + type + " " + n.dump());
+    field("User limit:", text(l, "user") + ": " + caps);
+  }
   const json jobs = m.value("jobs", json::object());
   field("Jobs:", text(jobs, "pending", "0") + " pending, " + text(jobs, "running", "0") + " running, " +
                      text(jobs, "suspended", "0") + " suspended");
@@ -382,6 +392,7 @@ std::string describe_job(const json& j, int64_t now) {
   };
   field("Name:", text(j, "name"));
   field("Team:", text(j, "team"));
+  field("User:", text(j, "user"));  // absent: no user
   std::string prio = text(j, "priority");
   field("Priority:", prio.empty() ? "none (weight 0)"
                                   : prio + " (weight " + text(j, "priority_weight", "?") +

@@ -71,6 +71,7 @@ json team_body(const TeamSpec& t) {
   if (!t.containers.empty()) o["containers"] = view::team_containers_json(t.containers);
   if (!t.default_request.asks_nothing()) o["default_request"] = amount_body(t.default_request);
   config::put_time_limits(o, t.time_limits);
+  config::put_user_limits(o, t.user_limits);
   return o;
 }
 
@@ -101,6 +102,7 @@ json job_body(const JobSpec& j) {
   if (j.completion_index) o["completion_index"] = true;
   if (!j.log_rules.empty()) o["log_rules"] = config::log_rules_json(j.log_rules);
   if (!j.after.empty()) o["after"] = config::after_json(j.after);
+  if (!j.user.empty()) o["user"] = j.user;  // the server checks it against the token's user
   if (!j.container.empty()) {
     const ContainerSpec& c = j.container;
     o["image"] = c.image;

@@ -4,6 +4,7 @@
 
 #include "config/container_rules.h"
 #include "config/spec_yaml.h"
+#include "core/user_limits.h"
 #include "core/labels.h"
 
 namespace allot {
@@ -398,7 +399,7 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
                                  "duration", "time_limit", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan",
                                  "image", "image_pull_policy", "shm_size_gib", "volumes", "args", "completion_index", "log_rules",
-                                 "after"});
+                                 "after", "user"});
   if (!f) return f.error();
   JobSpec job;
   auto name_val = f->need(ctx, "name");
@@ -411,6 +412,13 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
   auto team = read_name(ctx, *team_val);  // a reference: an unknown team is reported when the job is submitted
   if (!team) return team.error();
   job.team = *team;
+  // Who submitted it (core/user_limits.h): a scenario file's users; the server takes it from the token.
+  if (auto u = f->get("user")) {
+    auto user = read_name(ctx, *u);
+    if (!user) return user.error();
+    if (auto st = check_user_name(*user, name_of(*u)); !st) return located(ctx, *u, st.error());
+    job.user = *user;
+  }
   if (auto p = f->get("priority")) {
     auto s = read_name(ctx, *p);
     if (!s) return s.error();

@@ -16,6 +16,33 @@ TimeLimitSettings time_limits_from_json(const nlohmann::json& j) {
   return t;
 }
 
+void put_user_limits(nlohmann::json& out, const std::vector<UserLimitSpec>& limits) {
+  if (limits.empty()) return;
+  nlohmann::json list = nlohmann::json::array();
+  for (const UserLimitSpec& l : limits) {
+    nlohmann::json e = {{"user", l.user}};
+    if (l.running_jobs) e["running_jobs"] = *l.running_jobs;
+    if (l.pending_jobs) e["pending_jobs"] = *l.pending_jobs;
+    if (!l.accelerators.empty()) e["accelerators"] = l.accelerators;
+    list.push_back(std::move(e));
+  }
+  out["user_limits"] = std::move(list);
+}
+
+std::vector<UserLimitSpec> user_limits_from_json(const nlohmann::json& team) {
+  std::vector<UserLimitSpec> out;
+  if (!team.contains("user_limits")) return out;
+  for (const auto& e : team.at("user_limits")) {
+    UserLimitSpec l;
+    l.user = e.at("user").get<std::string>();
+    if (e.contains("running_jobs")) l.running_jobs = e.at("running_jobs").get<int64_t>();
+    if (e.contains("pending_jobs")) l.pending_jobs = e.at("pending_jobs").get<int64_t>();
+    if (e.contains("accelerators")) l.accelerators = e.at("accelerators").get<std::map<std::string, int64_t>>();
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
 nlohmann::json policy_json(const PolicySpec& p) {
   nlohmann::json classes = nlohmann::json::array();
   for (const auto& pc : p.priority_classes) {

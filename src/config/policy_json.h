@@ -15,4 +15,9 @@ nlohmann::json policy_json(const PolicySpec& p);
 void put_time_limits(nlohmann::json& out, const TimeLimitSettings& t);
 TimeLimitSettings time_limits_from_json(const nlohmann::json& j);
 
+// A team's user_limits (core/user_limits.h), in the keys of the teams file: written only when the team has some
+// (teams and journals without them read as they always have), and back.
+void put_user_limits(nlohmann::json& out, const std::vector<UserLimitSpec>& limits);
+std::vector<UserLimitSpec> user_limits_from_json(const nlohmann::json& team);
+
 }  // namespace allot::config

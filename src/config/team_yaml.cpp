@@ -4,6 +4,7 @@
 
 #include "config/container_rules.h"
 #include "config/spec_yaml.h"
+#include "core/user_limits.h"
 
 namespace allot {
 namespace {
@@ -230,9 +231,58 @@ Result<TeamContainerSettings> read_containers(const YamlContext& ctx, const Val&
   return c;
 }
 
+// user_limits (docs/teams-and-policy.md, "Per-user limits"): a list of {user, running_jobs, pending_jobs,
+// accelerators: {instance type: count}}, each user once. The core checks the rest (core/user_limits.h).
+Result<std::vector<UserLimitSpec>> read_user_limits(const YamlContext& ctx, const Val& list, const Catalog& catalog) {
+  auto items = list_items(ctx, list);
+  if (!items) return items.error();
+  std::vector<UserLimitSpec> out;
+  std::map<std::string, int> first_line;
+  for (const Val& item : *items) {
+    auto f = Fields::open(ctx, item, {"user", "running_jobs", "pending_jobs", "accelerators"});
+    if (!f) return f.error();
+    UserLimitSpec l;
+    auto user_val = f->need(ctx, "user");
+    if (!user_val) return user_val.error();
+    auto user = read_name(ctx, *user_val);
+    if (!user) return user.error();
+    if (auto st = check_user_name(*user, name_of(*user_val)); !st) return located(ctx, *user_val, st.error());
+    auto [pos, fresh] = first_line.emplace(*user, item.line);
+    if (!fresh)
+      return fail(ctx, *user_val, "user " + *user + " appears twice in " + name_of(list) + " (first at line " +
+                                      std::to_string(pos->second) + ")", "give one entry per user");
+    l.user = *user;
+    for (auto [key, field] : {std::pair{"running_jobs", &l.running_jobs}, std::pair{"pending_jobs", &l.pending_jobs}})
+      if (auto n = f->get(key)) {
+        auto count = read_int(ctx, *n, 0, 1000000);
+        if (!count) return count.error();
+        *field = *count;
+      }
+    if (auto a = f->get("accelerators")) {
+      auto entries = map_entries(ctx, *a);
+      if (!entries) return entries.error();
+      for (const Entry& e : *entries) {
+        auto type = catalog.lookup(e.key);
+        if (!type) return located(ctx, e.value, type.error());
+        auto count = read_int(ctx, e.value, 0, 1000000);
+        if (!count) return count.error();
+        if (!l.accelerators.emplace(catalog.at(*type).name, *count).second)
+          return fail(ctx, e.value, "instance type " + catalog.at(*type).name + " appears twice in " + name_of(*a),
+                      "give one count per instance type");
+      }
+    }
+    if (!l.running_jobs && !l.pending_jobs && l.accelerators.empty())
+      return fail(ctx, item, name_of(item) + " (user " + l.user + ") sets no limit",
+                  "give running_jobs, pending_jobs or accelerators");
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
 Result<TeamSpec> read_team(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks", "containers",
-                                 "default_request", "default_time_limit", "max_time_limit", "time_limit_resets_on_restart"});
+                                 "default_request", "default_time_limit", "max_time_limit", "time_limit_resets_on_restart",
+                                 "user_limits"});
   if (!f) return f.error();
   TeamSpec team;
   auto name_val = f->need(ctx, "name");
@@ -272,6 +322,11 @@ Result<TeamSpec> read_team(const YamlContext& ctx, const Val& v, const Catalog& 
     team.default_request = *amount;
   }
   if (auto st = read_time_limits(ctx, v, *f, team.time_limits); !st) return st.error();
+  if (auto u = f->get("user_limits")) {
+    auto limits = read_user_limits(ctx, *u, catalog);
+    if (!limits) return limits.error();
+    team.user_limits = std::move(*limits);
+  }
   return team;
 }
 

@@ -21,6 +21,8 @@ struct AdmissionAttempt {
   // It would fit spread, but waits for one domain of its preferred level (locality_wait.h); no reservation or
   // preemption is made for it while it does.
   bool waits_for_locality = false;
+  // Its user is at a per-user limit (user_limits.h): passed over, with no reservation or preemption made for it.
+  bool waits_for_user = false;
   // Why it was not admitted; not feasible when no type can ever hold it (quota or capacity that does not
   // exist). Empty on success.
   Explanation why;

@@ -6,7 +6,7 @@
 namespace allot {
 namespace {
 
-constexpr std::array<std::pair<ReasonCode, const char*>, 37> kNames = {{
+constexpr std::array<std::pair<ReasonCode, const char*>, 38> kNames = {{
     {ReasonCode::kNone, "none"},
     {ReasonCode::kSubmitted, "submitted"},
     {ReasonCode::kQuota, "quota"},
@@ -44,6 +44,7 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 37> kNames = {{
     {ReasonCode::kLogFail, "log_fail"},
     {ReasonCode::kDependency, "dependency"},
     {ReasonCode::kDependencyNever, "dependency_never"},
+    {ReasonCode::kUserLimit, "user_limit"},
 }};
 
 // Every code once, in the enum's order, the newest last: a code added to the enum without its name here (or a name
@@ -53,7 +54,7 @@ constexpr bool in_enum_order() {
     if (static_cast<size_t>(kNames[i].first) != i) return false;
   return true;
 }
-static_assert(in_enum_order() && kNames.back().first == ReasonCode::kDependencyNever);
+static_assert(in_enum_order() && kNames.back().first == ReasonCode::kUserLimit);
 
 }  // namespace
 

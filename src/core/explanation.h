@@ -62,6 +62,9 @@ enum class ReasonCode : uint8_t {
   // (Cancelled, never run) because one of them can never hold.
   kDependency,
   kDependencyNever,
+  // Per-user limits (core/user_limits.h): waiting while its user's running jobs or accelerators in the team are at
+  // the limit the team sets for that user.
+  kUserLimit,
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/phases.h"
+#include "core/user_limits.h"
 
 namespace allot {
 
@@ -49,6 +50,8 @@ bool grow_elastic(Pass& p) {
   for (JobId id : p.s.running_jobs.sorted()) {
     const Job& j = p.job(id);
     if (!j.elastic() || j.size() >= j.max_size()) continue;
+    // Its user's accelerator limit (user_limits.h) was judged at admission; growing could take the user over it.
+    if (const UserLimits* l = limits_of(p.s.teams[j.team.index()], j.spec.user); l && !l->accelerators.empty()) continue;
     // A resize restarts the run, so this also keeps a job to one resize per delay.
     if (p.now - j.started_at < delay) continue;
     if (wanted.empty()) wanted = types_wanted(p);

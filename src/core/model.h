@@ -59,6 +59,13 @@ struct Node {
   bool schedulable() const { return !removed && !cordoned && !suspect && health == NodeHealth::kSchedulable; }
 };
 
+// A team's limits for one user (TeamSpec::user_limits), resolved against the catalog (core/user_limits.h).
+struct UserLimits {
+  std::string user;
+  std::optional<int64_t> running_jobs, pending_jobs;
+  std::vector<std::pair<TypeId, int64_t>> accelerators;  // by type, each once
+};
+
 struct Team {
   TeamId id;
   TeamSpec spec;
@@ -77,6 +84,8 @@ struct Team {
   // Derived from the allocation, the catalog and the cluster's capacity (state.cpp keeps it): the instance
   // types a pod set without a type may use, in the order they are tried.
   std::vector<TypeId> candidate_types;
+  // spec.user_limits resolved (empty: none).
+  std::vector<UserLimits> user_limits;
   // Removed (remove_team): it keeps its ID for the jobs that name it, holds no quota, and is left out of the
   // team names that error messages offer. Defining it again brings it back.
   bool removed = false;

@@ -16,6 +16,10 @@ Pass::Pass(ClusterState& state, Time t, const ScheduleOptions& o)
   scratch.live = &live;
   locality_waits_ = state.policy.locality_wait_s > 0;
   for (const PriorityClassSpec& c : state.policy.priority_classes) locality_waits_ |= c.locality_wait_s.value_or(0) > 0;
+  for (const Team& t : state.teams) user_limits_ |= !t.user_limits.empty();
+  if (user_limits_) tally_ = UserTally::count(state);
+  user_closed_.waits_for_user = true;
+  user_closed_.why = explain(ReasonCode::kUserLimit, "waiting: its user is at a per-user limit");
 }
 
 void Pass::room_changes(const Job& j, const Placement& p) {
@@ -46,12 +50,80 @@ void Pass::collect_waiting() {
       if (!j.held && (!backoff_ends_ || j.backoff_until < *backoff_ends_)) backoff_ends_ = j.backoff_until;
     } else if (deps.state == DependencyState::kWaits) {
       dependents_.push_back(id);  // its reason at the end of the pass (give_reasons), naming states as they are then
+    } else if (user_limits_ && user_gate(id).closed) {
+      hold_for_user(id);  // like dependents_: its reason at the end of the pass
     } else {
       waiting.push_back(id);
     }
   }
   for (JobId id : waiting) join(id);
+  if (user_limits_)
+    for (JobId id : waiting) note_queued(id);
   sort_waiting();
+}
+
+void Pass::hold_for_user(JobId id) {
+  PassJob& r = rec(id);
+  if (r.user_held) return;
+  r.user_held = true;
+  user_held_.push_back(id);
+}
+
+void Pass::note_queued(JobId id) {
+  const Job& j = job(id);
+  if (limits_of(s.teams[j.team.index()], j.spec.user)) queued_by_user_[UserTally::key(j.team, j.spec.user)].push_back(id);
+}
+
+void Pass::enter_or_hold(JobId id) {
+  if (user_limits_ && user_gate(id).closed) {
+    hold_for_user(id);
+    return;
+  }
+  join(id);
+  if (std::find(waiting.begin(), waiting.end(), id) == waiting.end()) waiting.push_back(id);
+  if (user_limits_) note_queued(id);
+}
+
+void Pass::user_started(const Job& j) {
+  if (!limits_of(s.teams[j.team.index()], j.spec.user)) return;
+  tally_.add(s, j);
+  auto it = queued_by_user_.find(UserTally::key(j.team, j.spec.user));
+  if (it == queued_by_user_.end()) return;
+  std::vector<JobId>& queued = it->second;
+  for (size_t i = 0; i < queued.size();) {
+    const JobId w = queued[i];
+    PassJob& r = rec(w);
+    if (!r.waiting) {  // admitted, or held already: no longer in the queue
+      queued[i] = queued.back();
+      queued.pop_back();
+      continue;
+    }
+    ++i;
+    if (!user_gate(w).closed) continue;
+    r.waiting = false;  // out of the queue: every phase passes it over, give_reasons names its limit
+    hold_for_user(w);
+  }
+}
+
+void Pass::user_stopped(const Job& j) {
+  if (!limits_of(s.teams[j.team.index()], j.spec.user)) return;
+  bool any = false;
+  for (size_t i = 0; i < user_held_.size();) {
+    const JobId id = user_held_[i];
+    const Job& other = job(id);
+    if (other.team != j.team || other.spec.user != j.spec.user || !is_waiting(other.state) || user_gate(id).closed) {
+      ++i;
+      continue;
+    }
+    user_held_[i] = user_held_.back();
+    user_held_.pop_back();
+    rec(id).user_held = false;
+    join(id);
+    if (std::find(waiting.begin(), waiting.end(), id) == waiting.end()) waiting.push_back(id);
+    note_queued(id);
+    any = true;
+  }
+  if (any) sort_waiting();
 }
 
 bool Pass::rejoin_dependents() {
@@ -62,10 +134,9 @@ bool Pass::rejoin_dependents() {
       ++i;
       continue;
     }
-    join(id);
-    waiting.push_back(id);
     dependents_[i] = dependents_.back();
     dependents_.pop_back();
+    enter_or_hold(id);  // its user may be at a limit
     any = true;
   }
   if (any) sort_waiting();
@@ -94,10 +165,24 @@ void Pass::sort_waiting() {
 }
 
 Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
+  // A job whose user's gate closed during this pass (a phase's list made before) leaves the queue here; one whose
+  // gate is open on some types only is tried on those, apart from the class memo (its answer is the user's).
+  std::vector<TypeId> only_types;
+  if (user_limits_) {
+    UserGate g = user_gate(id);
+    if (g.closed) {
+      rec(id).waiting = false;
+      hold_for_user(id);
+      return {&user_closed_, texts.add(user_closed_.why)};
+    }
+    only_types = std::move(g.only_types);
+  }
+  const bool restricted = !only_types.empty();
   ClassMemo::Admission& m = memo.admission(rec(id).admission_class, mode);
-  if (m.epoch == epoch) return {&m.failure, m.reason};
+  if (!restricted && m.epoch == epoch) return {&m.failure, m.reason};
   AdmissionAttempt a = try_admit(s, s.room, s.usage, job(id),
-                                 AdmitOptions{.mode = mode, .pristine = &pristine, .free = &free.free(), .scratch = &scratch});
+                                 AdmitOptions{.mode = mode, .pristine = &pristine, .only_types = restricted ? &only_types : nullptr,
+                                              .free = &free.free(), .scratch = &scratch});
   if (a.ok) {
     // Not kept in the class memo: whether a job still waits for locality depends on when it began waiting.
     if (locality_waits_) {
@@ -120,6 +205,10 @@ Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
     }
     success_ = std::move(a);
     return {&success_, nullptr};
+  }
+  if (restricted) {
+    restricted_ = std::move(a);
+    return {&restricted_, texts.add(restricted_.why)};
   }
   m.epoch = epoch;
   m.reason = texts.add(a.why);
@@ -175,6 +264,7 @@ void Pass::admit(const Job& j, const AdmissionAttempt& a, const std::string& ext
   rec(id).waiting = false;
   if (d.borrowing) borrowed_since_plans_ = true;
   result.decisions.push_back(std::move(d));
+  if (user_limits_) user_started(job(id));
 }
 
 bool Pass::plan_again() {
@@ -191,22 +281,31 @@ bool Pass::plan_again() {
 
 void Pass::preempt(PreemptDecision d) {
   const JobId victim = d.job;
+  if (user_limits_) tally_.remove(s, job(victim));  // before the placement goes
   room_changes(job(victim), job(victim).placement);
   auto st = apply_decision(s, d, now);
   (void)st;  // victims are running jobs of this same state
   ++epoch;
   result.decisions.push_back(std::move(d));
-  // The victim waits again: it goes back into consideration with everything else.
-  join(victim);
-  if (std::find(waiting.begin(), waiting.end(), victim) == waiting.end()) {
-    waiting.push_back(victim);
-    sort_waiting();
+  // The victim waits again: it goes back into consideration with everything else (unless its user is at a limit).
+  if (!user_limits_) {
+    join(victim);
+    if (std::find(waiting.begin(), waiting.end(), victim) == waiting.end()) {
+      waiting.push_back(victim);
+      sort_waiting();
+    }
+    return;
   }
+  user_stopped(job(victim));
+  enter_or_hold(victim);
+  sort_waiting();
 }
 
 void Pass::resize(ResizeDecision d) {
   live.changed_all();  // the job gives back its old placement and takes the new one
+  if (user_limits_) tally_.remove(s, job(d.job));
   auto st = apply_decision(s, d, now);
+  if (user_limits_) tally_.add(s, job(d.job));
   (void)st;  // a running elastic job of this same state, placed against it
   ++epoch;
   // A resize gives back nodes as well as taking them, which the index cannot follow node by node.
@@ -225,7 +324,7 @@ bool Pass::starving(const Job& j) const {
 }
 
 void Pass::maybe_reserve(const Job& j, const AdmissionAttempt& a) {
-  if (!starving(j) || a.never() || !a.quota_ok || a.waits_for_locality) return;
+  if (!starving(j) || a.never() || !a.quota_ok || a.waits_for_locality || a.waits_for_user) return;
   for (TypeId t : candidate_types(s, j)) {
     auto it = reserved.find(t);
     if (it == reserved.end() || !is_waiting(job(it->second).state) || queue_before(j, job(it->second)))
@@ -255,7 +354,7 @@ std::string Pass::backfill_text() const {
 }
 
 void Pass::maybe_reserve_backfill(const Job& j, const AdmissionAttempt& a) {
-  if (!s.policy.backfill || a.ok || a.never() || a.waits_for_locality) return;
+  if (!s.policy.backfill || a.ok || a.never() || a.waits_for_locality || a.waits_for_user) return;
   const bool again = backfill_considered_ == j.id;
   if (!again && backfill_considered_.valid() && pass[backfill_considered_.index()].waiting &&
       !queue_before(j, job(backfill_considered_)))
@@ -308,6 +407,12 @@ void Pass::give_reasons() {
     SharedText text(std::move(e.text));
     if (key != UINT64_MAX && j.team.value < (1u << 20)) one_named.emplace(key, text);
     result.waiting.push_back(WaitingReason{id, e.code, e.feasible, text});
+  }
+  // Jobs passed over for their user's limits: which limit, as the pass leaves what the user holds.
+  for (JobId id : user_held_) {
+    if (pass[id.index()].waiting || !is_waiting(job(id).state)) continue;
+    UserGate g = user_gate(id);
+    if (g.closed) result.waiting.push_back(WaitingReason{id, g.why.code, g.why.feasible, SharedText(std::move(g.why.text))});
   }
   using Pair = std::pair<const PooledReason*, const PooledReason*>;
   struct PairHash {

@@ -3,6 +3,7 @@
 // header, not an interface for others). The phases (phases.h) read and change it; decisions reach the state
 // only through apply_decision(), and waiting jobs' reasons leave the pass in ScheduleResult::waiting.
 #include <map>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "core/order.h"
 #include "core/room_capacity.h"
 #include "core/scheduler.h"
+#include "core/user_limits.h"
 
 namespace allot {
 
@@ -37,6 +39,8 @@ class Pass {
     // Its latest attempt found it waiting for locality (locality_wait.h); its wait began at this pass (it is in
     // result.locality_waits).
     bool waits_for_locality = false, locality_wait_began = false;
+    // Passed over for its user's limits (user_limits.h): in user_held_, out of the queue.
+    bool user_held = false;
     // Pooled in texts: what the latest phase said, and why preemption could not help (kept apart because
     // later phases rewrite `why`; give_reasons joins them).
     const PooledReason* why = nullptr;
@@ -53,6 +57,21 @@ class Pass {
   bool rejoin_dependents();
   // A job enters the pass's queue: its record gets what the phases read of it.
   void join(JobId id);
+
+  // --- Per-user limits (user_limits.h) ---------------------------------------------------------------------
+  // Whether any team sets user limits; without, none of the below does anything.
+  bool user_limits() const { return user_limits_; }
+  // The gate on `id` against what the users' jobs hold as the pass goes.
+  UserGate user_gate(JobId id) const { return judge_user_limits(s, tally_, job(id)); }
+  // A job that may enter the queue: passed over instead (user_held_) when its user's gate is closed.
+  void enter_or_hold(JobId id);
+  // May `id` look for a preemption plan: not when its gate is closed or open on some types only (a plan could
+  // place it over the limit).
+  bool may_preempt_for(JobId id) const {
+    if (!user_limits_) return true;
+    const UserGate g = user_gate(id);
+    return !g.closed && g.only_types.empty();
+  }
   // Queue order (order.h), on keys copied out of the jobs.
   void sort_waiting();
   bool queue_before(const Job& a, const Job& b) const;
@@ -129,6 +148,21 @@ class Pass {
   std::string admit_reason(const Job& j, const AdmissionAttempt& a, const std::string& extra) const;
   // Before `j` takes or gives back `p` on s.room: tells `live` which nodes change.
   void room_changes(const Job& j, const Placement& p);
+
+  // A job of user U started (admit: counted, and U's queued jobs whose gate closed leave the queue) or stopped
+  // (preempt, after the tally let it go: U's passed-over jobs whose gate opened join the queue).
+  void user_started(const Job& j);
+  void user_stopped(const Job& j);
+  bool user_limits_ = false;
+  UserTally tally_;
+  std::vector<JobId> user_held_;  // passed over: their user is at a limit (user_limits.h)
+  // The jobs of limited users that entered the queue, by UserTally::key (some may have left it since): what
+  // user_started looks at instead of the whole queue.
+  std::unordered_map<std::string, std::vector<JobId>> queued_by_user_;
+  void note_queued(JobId id);
+  void hold_for_user(JobId id);  // into user_held_, once
+  AdmissionAttempt user_closed_;  // attempt()'s answer for a job whose user's gate closed during this pass
+  AdmissionAttempt restricted_;   // attempt()'s answer for a job tried on the types its user's limit leaves only
 
   AdmissionAttempt success_;  // attempt()'s answer when the job fits
   AdmissionAttempt held_;     // attempt()'s answer when the job fits but waits for locality

@@ -124,6 +124,9 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
     Pass::PassJob& r = p.rec(id);
     // A job waiting for locality could run spread without preemption: it preempts nothing while it waits.
     if (!r.waiting || r.preempt_tried || r.never || r.waits_for_locality) continue;
+    // Preemption never makes room for a job over its user's limit (user_limits.h), nor for one its limit keeps
+    // to some types: a plan could place it on another.
+    if (!p.may_preempt_for(id)) continue;
     ClassMemo::Preemption& m = p.memo.preemption(r.preemption_class);
     const Job& j = p.job(id);
     if (m.epoch != p.epoch)

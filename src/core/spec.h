@@ -103,6 +103,19 @@ struct TimeLimitSettings {
   friend bool operator==(const TimeLimitSettings&, const TimeLimitSettings&) = default;
 };
 
+// Per-user limits inside a team (docs/teams-and-policy.md, "Per-user limits"; Slurm association limits
+// GrpTRES=gres/gpu, MaxJobs, MaxSubmitJobs): what the jobs one user submitted to the team may hold at once. The user
+// is a job's JobSpec::user (the name its token carries). Unset: no limit of that kind. core/user_limits.h holds
+// the rule.
+struct UserLimitSpec {
+  std::string user;
+  std::optional<int64_t> running_jobs;  // jobs admitted and not yet ended (Running, or starting)
+  std::optional<int64_t> pending_jobs;  // waiting jobs (Pending or Suspended); a submission past it is refused
+  // Instance type name -> the most accelerators of that type the user's running jobs may hold together.
+  std::map<std::string, int64_t> accelerators;
+  friend bool operator==(const UserLimitSpec&, const UserLimitSpec&) = default;
+};
+
 struct TeamSpec {
   std::string name;
   int fair_share_weight = 0;  // 0..100
@@ -116,6 +129,9 @@ struct TeamSpec {
   // such a pod set is refused with a message naming this setting (core/submit.cpp).
   AmountSpec default_request;
   TimeLimitSettings time_limits;
+  // Per-user limits, one entry per user (each user once). Empty: none, and every user's jobs are scheduled as
+  // the team's other jobs are.
+  std::vector<UserLimitSpec> user_limits;
   friend bool operator==(const TeamSpec&, const TeamSpec&) = default;
 };
 
@@ -263,6 +279,10 @@ struct JobDependency {
 struct JobSpec {
   std::string name;
   std::string team;
+  // Who submitted it: the user name of the token that did (the server sets it; only an admin may name another
+  // user), or a scenario file's `user`. Empty: no user (a token without a user name, and every job before tokens
+  // carried one); the team's per-user limits (core/user_limits.h) never apply to such a job.
+  std::string user;
   std::string priority;  // priority class name; empty: the lowest priority (weight 0)
   std::vector<PodSetSpec> pod_sets;
   int max_retries = 0;

@@ -9,6 +9,7 @@
 #include "core/request.h"
 #include "core/time_limit.h"
 #include "core/topology_levels.h"
+#include "core/user_limits.h"
 
 namespace allot {
 
@@ -141,6 +142,8 @@ Status upsert_team(ClusterState& s, const TeamSpec& spec) {
     nominal[type->index()] += *amount;
     unlimited[type->index()].bits |= unlimited_resources(entry.amount).bits;
   }
+  auto user_limits = resolve_user_limits(s.catalog, spec);
+  if (!user_limits) return user_limits.error();
   auto it = s.team_by_name.find(spec.name);
   if (it == s.team_by_name.end()) {
     Team t;
@@ -153,6 +156,7 @@ Status upsert_team(ClusterState& s, const TeamSpec& spec) {
   t.spec = spec;
   t.allocated = std::move(nominal);
   t.unlimited = std::move(unlimited);
+  t.user_limits = std::move(*user_limits);
   t.removed = false;
   refresh_plan_quota(s);  // nominal = the allocation plus the team's Active plans
   refresh_candidate_types(s);

@@ -10,6 +10,7 @@
 #include "core/state.h"
 #include "core/time_limit.h"
 #include "core/topology_levels.h"
+#include "core/user_limits.h"
 
 namespace allot {
 namespace {
@@ -103,6 +104,11 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
   if (spec.checkpoint_interval_s < 0) return Error::invalid("job " + spec.name + ": checkpoint_interval must be >= 0");
   if (spec.duration_s && *spec.duration_s < 0) return Error::invalid("job " + spec.name + ": duration must be >= 0");
   if (auto st = check_log_rules(spec.log_rules); !st) return Error::invalid("job " + spec.name + ": " + st.error().message);
+  if (!spec.user.empty())
+    if (auto st = check_user_name(spec.user, "job " + spec.name); !st) return st.error();
+  // The user's pending_jobs limit (user_limits.h) refuses a new submission; a restored job was accepted then.
+  if (!restored_priority)
+    if (auto st = check_pending_limit(s, *team, spec); !st) return st.error();
   // A restored job keeps the limit it was given (the snapshot says it); a new one is checked against the maxima.
   ResolvedTimeLimit limit;
   if (!restored_priority) {

@@ -163,13 +163,23 @@ void submit_route(Routes& http, Api& api) {
     }
     // The audit trail names the job a submission names (the first, for a list), accepted or refused.
     const std::string name = specs.front().name;
-    for (const auto& spec : specs)
-      if (!who.acts_for_team(spec.team)) {
-        Error why = denied(who, "submitting a job of team " + spec.team, "an admin token or a member token of team " + spec.team);
+    for (auto& spec : specs) {
+      std::optional<Error> why;
+      if (!who.acts_for_team(spec.team))
+        why = denied(who, "submitting a job of team " + spec.team, "an admin token or a member token of team " + spec.team);
+      // A job's user is its token's (core/user_limits.h: the team's per-user limits apply to it); only an admin may
+      // submit for another user.
+      else if (!spec.user.empty() && spec.user != who.user && !who.admin())
+        why = denied(who, "submitting job " + spec.name + " as user " + spec.user,
+                     "an admin token, or a token of user " + spec.user + " (this token's user is " +
+                         (who.user.empty() ? std::string("none") : who.user) + "; leave user out to submit as it)");
+      if (why) {
         // A dry run writes nothing, not even an audit entry: it is answered as a read would be.
-        if (dry_run) return answer(res, error_reply(why));
-        return refuse(api, who, req, res, why, spec.name);
+        if (dry_run) return answer(res, error_reply(*why));
+        return refuse(api, who, req, res, *why, spec.name);
       }
+      if (spec.user.empty()) spec.user = who.user;
+    }
     if (dry_run) {
       // Answered from the writer's published view, as a read: nothing reaches the journal.
       Command check = [&api, specs, batch](Txn& txn) -> Result<Render> {

@@ -1,6 +1,7 @@
 // Administrators' endpoints for tokens (make, list, revoke) and the audit trail. Secrets are shown once, in
 // the answer that makes a token; lists show ids, roles and scopes, never secrets or their hashes.
 #include "auth/token.h"
+#include "core/user_limits.h"
 #include "server/api.h"
 #include "view/times.h"
 
@@ -23,12 +24,13 @@ json token_json(const TokenTable& all, const TokenInfo& t) {
   if (t.token.expires_at) o["expires_at"] = view::rfc3339(t.token.expires_at);
   if (t.revoked) o["revoked_at"] = view::rfc3339(t.revoked_at);
   if (!t.token.description.empty()) o["description"] = t.token.description;
+  if (!t.token.user.empty()) o["user"] = t.token.user;
   return o;
 }
 
 // The request to make a token, checked against what each role may carry.
 Result<store::TokenRecord> parse_token_request(const json& b) {
-  if (auto st = only_keys(b, {"role", "teams", "node", "ttl_s", "description", "max_nodes"}, "token"); !st) return st.error();
+  if (auto st = only_keys(b, {"role", "teams", "node", "ttl_s", "description", "max_nodes", "user"}, "token"); !st) return st.error();
   if (!b.contains("role") || !b["role"].is_string())
     return Error::invalid("token: role is required; roles: " + auth::role_list());
   const std::string role = b["role"].get<std::string>();
@@ -71,6 +73,14 @@ Result<store::TokenRecord> parse_token_request(const json& b) {
     t.max_nodes = static_cast<int>(v.get<int64_t>());
     if (!t.node.empty() && t.max_nodes != 1)
       return Error::invalid("token: a join token made for node " + t.node + " registers that one node (max_nodes 1)");
+  }
+  // The user a person's token acts for (core/user_limits.h): its jobs carry it, per-user limits apply to it.
+  if (b.contains("user")) {
+    if (!b["user"].is_string()) return Error::invalid("token: user must be a user name");
+    if (*r == auth::Role::kAgent || *r == auth::Role::kAgentJoin)
+      return Error::invalid("token: only an admin, member or viewer token acts for a user");
+    t.user = b["user"].get<std::string>();
+    if (auto st = check_user_name(t.user, "token"); !st) return st.error();
   }
   // A join token made for one node registers it once.
   if (*r == auth::Role::kAgentJoin && !t.node.empty()) t.max_nodes = 1;
@@ -186,6 +196,7 @@ void audit_route(Routes& http, Api& api) {
                     {"action", e.audit.action}, {"status", e.audit.status}};
           if (!e.actor.teams.empty()) o["teams"] = e.actor.teams;
           if (!e.actor.node.empty()) o["node"] = e.actor.node;
+          if (!e.actor.user.empty()) o["user"] = e.actor.user;
           if (!e.audit.target.empty()) o["target"] = e.audit.target;
           if (!e.audit.message.empty()) o["message"] = e.audit.message;
           if (!e.audit.source.empty()) o["source"] = e.audit.source;

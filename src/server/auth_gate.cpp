@@ -42,9 +42,10 @@ auth::Caller caller_of(const store::TokenRecord& t) {
   c.role = t.role;
   c.teams = t.teams;
   c.node = t.node;
+  c.user = t.user;
   return c;
 }
 
-store::Actor actor_of(const auth::Caller& c) { return store::Actor{c.token_id, auth::role_name(c.role), c.teams, c.node}; }
+store::Actor actor_of(const auth::Caller& c) { return store::Actor{c.token_id, auth::role_name(c.role), c.teams, c.node, c.user}; }
 
 }  // namespace allot::server

@@ -156,6 +156,36 @@ void render_capacity(std::string& out, const ServerState& st) {
 
 }  // namespace
 
+// Per-user series (core/user_limits.h): the running and waiting jobs of each user of each team, and the
+// accelerators the running ones hold per instance type, for the users jobs carry (jobs without a user are in the
+// per-team series only). Written only when some active job has a user, so servers without users show none.
+static void render_user_series(std::string& out, const ServerState& st) {
+  const ClusterState& s = st.cluster;
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t> jobs, accelerators;
+  auto team_of = [&](const Job& j) -> const std::string& { return s.teams[j.team.index()].spec.name; };
+  for (JobId id : s.running_jobs) {
+    const Job& j = s.jobs[id.index()];
+    if (j.spec.user.empty() || st.removed_teams.count(team_of(j))) continue;
+    ++jobs[{team_of(j), j.spec.user, "running"}];
+    for (const auto& ps : j.placement.pod_sets)
+      accelerators[{team_of(j), j.spec.user, s.catalog.at(ps.type).name}] +=
+          ps.per_replica.accelerators * static_cast<int64_t>(ps.replicas.size());
+  }
+  for (JobId id : s.waiting_jobs) {
+    const Job& j = s.jobs[id.index()];
+    if (!j.spec.user.empty() && !st.removed_teams.count(team_of(j))) ++jobs[{team_of(j), j.spec.user, "waiting"}];
+  }
+  if (jobs.empty()) return;
+  header(out, "allot_user_jobs", "gauge", "Jobs per team, user and state (running, or waiting: Pending or Suspended).");
+  for (const auto& [key, n] : jobs)
+    out += fmt::format("allot_user_jobs{{team=\"{}\",user=\"{}\",state=\"{}\"}} {}\n", label(std::get<0>(key)),
+                       label(std::get<1>(key)), std::get<2>(key), n);
+  header(out, "allot_user_accelerators", "gauge", "Accelerators each user's running jobs hold, per team and instance type.");
+  for (const auto& [key, n] : accelerators)
+    out += fmt::format("allot_user_accelerators{{team=\"{}\",user=\"{}\",instance_type=\"{}\"}} {}\n", label(std::get<0>(key)),
+                       label(std::get<1>(key)), label(std::get<2>(key)), n);
+}
+
 std::string render_metrics(const ServerState& st) {
   const ClusterState& s = st.cluster;
   std::string out;
@@ -172,6 +202,7 @@ std::string render_metrics(const ServerState& st) {
       out += fmt::format("allot_jobs{{team=\"{}\",state=\"{}\"}} {}\n", label(t.spec.name),
                          job_state_name(static_cast<JobState>(k)), jobs[t.id.index()][k]);
   }
+  render_user_series(out, st);
   header(out, "allot_jobs_compacted_total", "counter", "Finished jobs that left the server by retention (--retain-finished).");
   out += fmt::format("allot_jobs_compacted_total {}\n", s.compacted_jobs);
 

@@ -383,7 +383,8 @@ struct Note {
   void operator()(const Cordon&) const {}
   void operator()(const Drain&) const {}
   void operator()(const Submit& sub) const {
-    if (const Job* j = st.cluster.find_job(sub.job.name)) st.usage.submitted(*j, r.actor.token);
+    // The job's user (its token's user name); a job without one, by the token's id as before users existed.
+    if (const Job* j = st.cluster.find_job(sub.job.name)) st.usage.submitted(*j, j->spec.user.empty() ? r.actor.token : j->spec.user);
   }
   void operator()(const Cancel&) const {}
   void operator()(const Finish&) const {}

@@ -22,8 +22,9 @@
 // Memory follows the hours and the (team, user, class, type) combinations active in each, never the jobs: rows
 // are hourly, and names are interned once.
 //
-// "User" is the id of the token that submitted the job (the Submit record's actor); journals written before
-// tokens existed have none, which reports as "unknown". Borrowed and lent belong to a team, not to one user's
+// "User" is the job's user (JobSpec::user, the user name of the token that submitted it), or, for a job without
+// one, the id of the token that submitted it (the Submit record's actor); journals written before tokens existed
+// have none, which reports as "unknown". Borrowed and lent belong to a team, not to one user's
 // or class's jobs: they are kept on the team's own row, user and priority class "(team)".
 //
 // Thread-safety: none; the writer owns the ledger in its ServerState, readers read their copy of the read view.

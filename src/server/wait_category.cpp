@@ -43,6 +43,8 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
       return WaitCategory::kPlan;
     case ReasonCode::kDependency:
       return WaitCategory::kDependency;
+    case ReasonCode::kUserLimit:
+      return WaitCategory::kUserLimit;
     case ReasonCode::kNeverFits:
     case ReasonCode::kInstanceType:
     case ReasonCode::kPlanEnded:
@@ -71,6 +73,7 @@ std::string_view wait_category_name(WaitCategory c) {
     case WaitCategory::kHeld: return "held";
     case WaitCategory::kPlan: return "plan";
     case WaitCategory::kDependency: return "dependency";
+    case WaitCategory::kUserLimit: return "user_limit";
     case WaitCategory::kNeverFits: return "never_fits";
     case WaitCategory::kNotWaiting: return "not_waiting";
   }
@@ -89,6 +92,7 @@ std::string_view wait_category_label(WaitCategory c) {
     case WaitCategory::kHeld: return "held";
     case WaitCategory::kPlan: return "capacity plan";
     case WaitCategory::kDependency: return "dependency";
+    case WaitCategory::kUserLimit: return "user limit";
     case WaitCategory::kNeverFits: return "never fits";
     case WaitCategory::kNotWaiting: return "not waiting";
   }

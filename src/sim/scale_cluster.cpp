@@ -65,8 +65,14 @@ ScaleModel make_scale_model(const ScaleConfig& c) {
     }
     if (i % 3 == 0 && gpus > 1) ps.topology.required = ps.replicas <= 16 ? "network-node-layer-3" : "network-node-layer-2";
     j.pod_sets = {ps};
+    if (c.users_per_team > 0) j.user = "u" + std::to_string(1 + bounded_draw(rng, static_cast<uint64_t>(c.users_per_team)));
     m.jobs.push_back(std::move(j));
   }
+  if (c.users_per_team > 0)
+    for (TeamSpec& t : m.teams)
+      for (int u = 1; u <= c.users_per_team; ++u)
+        t.user_limits.push_back(UserLimitSpec{.user = "u" + std::to_string(u), .running_jobs = 4, .pending_jobs = std::nullopt,
+                                              .accelerators = {{type, 64}}});
   return m;
 }
 

@@ -25,6 +25,10 @@ struct ScaleConfig {
   int teams = 100;
   int64_t pending = 50000;
   uint64_t seed = 1;
+  // Per-user limits (core/user_limits.h): each job gets one of this many users of its team (u1..uN, drawn after
+  // everything else, so 0 leaves the model as it was), and every team limits each user to 4 running jobs and 64
+  // accelerators. 0: no users, no limits.
+  int users_per_team = 0;
 };
 
 struct ScaleModel {

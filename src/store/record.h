@@ -141,6 +141,9 @@ struct TokenRecord {
   std::string description;
   int max_nodes = 0;               // agent-join: how many nodes it may register; 0: no limit
   std::string joined_with;         // agent: the id of the join token its node joined with (empty: made by an admin)
+  // member, viewer, admin: the user the token acts for (core/user_limits.h): its jobs carry it, the audit trail and
+  // per-user metrics name it, the team's per-user limits apply to it. Empty: none (tokens made before users).
+  std::string user;
   friend bool operator==(const TokenRecord&, const TokenRecord&) = default;
 };
 struct CreateToken {
@@ -304,6 +307,7 @@ struct Actor {
   std::string role;
   std::vector<std::string> teams;
   std::string node;
+  std::string user;  // the token's user (TokenRecord::user); empty: none, and in records written before users
   friend bool operator==(const Actor&, const Actor&) = default;
 };
 

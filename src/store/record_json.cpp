@@ -48,6 +48,7 @@ json token_to_json(const TokenRecord& t) {
   // Written only when set, so that records without them read as they did before the fields existed.
   if (t.max_nodes != 0) out["max_nodes"] = t.max_nodes;
   if (!t.joined_with.empty()) out["joined_with"] = t.joined_with;
+  if (!t.user.empty()) out["user"] = t.user;
   return out;
 }
 
@@ -234,14 +235,18 @@ TokenRecord token_from_json(const json& j) {
                      *r,                                  j.at("teams").get<std::vector<std::string>>(),
                      j.at("node").get<std::string>(),     j.at("expires_at").get<Time>(),
                      j.at("description").get<std::string>(), j.value("max_nodes", 0),
-                     j.value("joined_with", std::string())};
+                     j.value("joined_with", std::string()),   j.value("user", std::string())};
 }
 
-json actor_to_json(const Actor& a) { return {{"token", a.token}, {"role", a.role}, {"teams", a.teams}, {"node", a.node}}; }
+json actor_to_json(const Actor& a) {
+  json j = {{"token", a.token}, {"role", a.role}, {"teams", a.teams}, {"node", a.node}};
+  if (!a.user.empty()) j["user"] = a.user;  // absent: none (and in records written before users)
+  return j;
+}
 
 Actor actor_from_json(const json& j) {
   return Actor{j.at("token").get<std::string>(), j.at("role").get<std::string>(),
-               j.at("teams").get<std::vector<std::string>>(), j.at("node").get<std::string>()};
+               j.at("teams").get<std::vector<std::string>>(), j.at("node").get<std::string>(), j.value("user", std::string())};
 }
 
 namespace {

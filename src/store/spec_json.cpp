@@ -161,6 +161,7 @@ json to_json(const TeamSpec& t) {
   if (!t.containers.empty()) j["containers"] = to_json(t.containers);  // absent before teams had container settings
   if (!t.default_request.asks_nothing()) j["default_request"] = to_json(t.default_request);  // absent: none (and in older records)
   config::put_time_limits(j, t.time_limits);  // absent when unset, and before teams had time limits
+  config::put_user_limits(j, t.user_limits);  // absent when none, and before teams had user limits
   return j;
 }
 TeamSpec team_from_json(const json& j) {
@@ -175,6 +176,7 @@ TeamSpec team_from_json(const json& j) {
   if (j.contains("containers")) t.containers = team_containers_from_json(j.at("containers"));
   if (j.contains("default_request")) t.default_request = amount_from_json(j.at("default_request"));
   t.time_limits = config::time_limits_from_json(j);
+  t.user_limits = config::user_limits_from_json(j);
   return t;
 }
 
@@ -246,6 +248,7 @@ json to_json(const JobSpec& s) {
   if (s.completion_index) j["completion_index"] = true;  // absent: false (and in older records)
   if (!s.log_rules.empty()) j["log_rules"] = config::log_rules_json(s.log_rules);  // absent: none (and in older records)
   if (!s.after.empty()) j["after"] = config::after_json(s.after);  // absent: none (and in older records)
+  if (!s.user.empty()) j["user"] = s.user;  // absent: no user (and in older records)
   return j;
 }
 JobSpec job_from_json(const json& j) {
@@ -275,6 +278,7 @@ JobSpec job_from_json(const json& j) {
   s.completion_index = get_or(j, "completion_index", false);
   if (j.contains("log_rules")) s.log_rules = config::log_rules_from_json(j.at("log_rules"));
   if (j.contains("after")) s.after = config::after_from_json(j.at("after"));
+  s.user = get_or<std::string>(j, "user", "");
   return s;
 }
 

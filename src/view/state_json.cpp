@@ -74,6 +74,7 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
             {"restarts", j.restarts},
             {"work_done_s", j.work_done_s},
             {"placement", placement_json(s, j.placement)}};
+  if (!j.spec.user.empty()) o["user"] = j.spec.user;  // who submitted it (core/user_limits.h); absent: no user
   if (j.held) o["held"] = true;
   // Gang start timeouts (core/start_timeout.h): how many, and while waiting, when its backoff ends.
   if (j.start_timeouts > 0) {
@@ -248,6 +249,18 @@ json team_json(const ClusterState& s, const Team& t) {
   if (tl.default_s) o["default_time_limit"] = *tl.default_s;
   if (tl.max_s) o["max_time_limit"] = *tl.max_s;
   if (tl.resets_on_restart) o["time_limit_resets_on_restart"] = true;
+  // Per-user limits (docs/teams-and-policy.md, "Per-user limits"), in the keys of the teams file; absent when none.
+  if (!t.spec.user_limits.empty()) {
+    json limits = json::array();
+    for (const UserLimitSpec& l : t.spec.user_limits) {
+      json e = {{"user", l.user}};
+      if (l.running_jobs) e["running_jobs"] = *l.running_jobs;
+      if (l.pending_jobs) e["pending_jobs"] = *l.pending_jobs;
+      if (!l.accelerators.empty()) e["accelerators"] = l.accelerators;
+      limits.push_back(std::move(e));
+    }
+    o["user_limits"] = std::move(limits);
+  }
   return o;
 }
 
