@@ -115,16 +115,16 @@ int run_topology_import(const TopologyArgs& a) {
 // Sets the network layers of the live cluster's nodes from describe-instance-topology output (docs/topology.md,
 // "Live nodes"): the file is read and checked here, so a malformed one reaches no server; the server matches the
 // instance ids to its nodes and journals the changes as one record.
-int run_apply(const TopologyArgs& a) {
+int run_topology_apply(const TopologyArgs& a) {
   auto text = read_text(a.ec2_file);
-  if (!text) return fail("apply", text.error());
+  if (!text) return topology_fail("apply", text.error());
   auto parsed = interop::parse_ec2_instances(*text);
-  if (!parsed) return fail("apply", parsed.error());
+  if (!parsed) return topology_fail("apply", parsed.error());
   for (const auto& w : parsed->warnings) std::cerr << "allot topology apply: warning: " << w << "\n";
   nlohmann::json entries = nlohmann::json::array();
   for (const auto& i : parsed->instances) entries.push_back({{"instance_id", i.id}, {"layers", i.network_nodes}});
   auto session = client::Session::open(a.flags);
-  if (!session) return fail("apply", session.error());
+  if (!session) return topology_fail("apply", session.error());
   auto answer = session->api().post("/v1/topology/apply", {{"instances", entries}});
   if (!answer) {
     std::cerr << "allot topology apply: " << answer.error().message << "\n";
@@ -219,7 +219,7 @@ void add_topology_commands(CLI::App& app, Context& ctx) {
       "apply", "Set the network layers of the server's nodes from describe-instance-topology output, by instance id (admin)");
   apply->add_option("FILE", args->ec2_file, "describe-instance-topology output (JSON); - for stdin")->required();
   client::add_client_flags(apply, args->flags);
-  apply->callback([&ctx, args] { ctx.exit_code = run_apply(*args); });
+  apply->callback([&ctx, args] { ctx.exit_code = run_topology_apply(*args); });
 
   CLI::App* slurm = topo->add_subcommand("slurm-conf", "Nodes YAML or a live server's nodes -> Slurm topology.conf on stdout");
   slurm->add_option("--nodes", args->nodes_file, "nodes YAML (a scenario's cluster.nodes list); without it, the server's nodes");

@@ -425,7 +425,7 @@ TEST(ConfigTeams, MistakesAreReported) {
       {"- name: a\n  preempt_team_tasks: Always\n", "t.yaml:2: teams[0].preempt_team_tasks is 'Always'; allowed: LowerPriority, Never"},
       {"- name: a\n  weight: 3\n",
        "t.yaml:2: unknown key 'weight' in teams[0]; allowed keys: name, fair_share_weight, allocation, sharing, preempt_team_tasks, containers, "
-       "default_request, default_time_limit, max_time_limit, time_limit_resets_on_restart"},
+       "default_request, default_time_limit, max_time_limit, time_limit_resets_on_restart, user_limits"},
       {"- name: a\n  allocation: {instance_type: ml.g5.8xlarge, instances: 1}\n",
        "t.yaml:2: teams[0].allocation is a mapping, not a list; write a list ([a, b] or - items)"},
       {"- name: a\n  allocation:\n    - {instance_type: ml.g5.8xlarge, instances: -1}\n",
@@ -560,7 +560,7 @@ TEST(ConfigJobs, MistakesAreReported) {
       {"name: j\nper_replica: {accelerators: 1}\n", "t.yaml:1: submit has no 'team'; it is required"},
       {"[a, b]\n", "t.yaml:1: submit is a list, not a mapping; allowed keys: name, team, priority, replicas, instance_type, "
                    "per_replica, topology, pod_sets, duration, time_limit, max_retries, checkpoint_interval, command, env, labels, plan, "
-                   "image, image_pull_policy, shm_size_gib, volumes, args, completion_index, log_rules, after"},
+                   "image, image_pull_policy, shm_size_gib, volumes, args, completion_index, log_rules, after, user"},
   };
   for (const Case& c : cases) {
     auto r = job(c.text);

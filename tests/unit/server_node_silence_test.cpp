@@ -89,13 +89,17 @@ TEST_F(ServerNodeSilence, MostNodesSilentAtOnceAreHeldSuspectAndTimedOutOnlyOnce
   auto j = get("/v1/jobs/j").json;
   EXPECT_EQ(j["state"], "Running") << j.dump();
   EXPECT_EQ(j["restarts"], 0);
-  // Three come back: one silent node of four is a node failure again, and it is timed out.
+  // Three come back: one silent node of four is a node failure again, and it is timed out. The job's node beats
+  // first: the server's check runs between any two heartbeats, and after two of them (2 of 4 silent, under the
+  // rule's 55%) the disruption is already over, so the third node back may be timed out too.
   const std::string quiet = job_node_ == "g4" ? "g3" : "g4";
+  beat(job_node_);
   for (const char* n : {"g1", "g2", "g3", "g4"})
-    if (quiet != n) beat(n);
+    if (quiet != n && job_node_ != n) beat(n);
   ASSERT_TRUE(eventually([&] { return events_of("disruption").size() == 2; }));
-  EXPECT_NE(events_of("disruption")[1]["message"].get<std::string>().find("disruption over: 1 of 4"), std::string::npos)
-      << events_of("disruption")[1];
+  const std::string over = events_of("disruption")[1]["message"];
+  EXPECT_TRUE(over.find("disruption over: 1 of 4") != std::string::npos || over.find("disruption over: 2 of 4") != std::string::npos)
+      << over;
   ASSERT_TRUE(eventually([&] { return health_of(quiet) == "UnschedulablePendingReboot"; }));
   EXPECT_EQ(get("/v1/jobs/j").json["state"], "Running");
   EXPECT_EQ(get("/v1/jobs/j").json["restarts"], 0);
