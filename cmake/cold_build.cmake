@@ -40,6 +40,10 @@ function(allot_cold_build)
     set_target_properties(allot_core allot_auth allot_config allot_view allot_client allot_agent allot_store
                           allot_dashboard allot_server allot_interop allot_sim allot_cli allot_unit_tests
                           PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${ALLOT_UNITY_BATCH})
+    # The unit tests' files, unoptimised and each in a namespace of its own, in batches twice as large: two batches
+    # compiled as one cost 11% less CPU than apart (the templates they share are instantiated once).
+    math(EXPR unit_batch "2 * ${ALLOT_UNITY_BATCH}")
+    set_target_properties(allot_unit_tests PROPERTIES UNITY_BUILD_BATCH_SIZE ${unit_batch})
   endif()
 
   if(ALLOT_PCH)
