@@ -19,7 +19,8 @@ deps_rc=0
 wait "$deps" || deps_rc=$?
 [ "$deps_rc" = 0 ] || echo "test.sh: the tests' packages could not all be installed (build/test-deps.log); the tests that need them install them or are skipped" >&2
 [ "$build_rc" = 0 ] || exit "$build_rc"
-# Four tests per core: the end-to-end tests (most of CTest's time) mostly wait on their servers, agents and
-# clocks (339 s of CPU in 850 test-seconds at -j3, 288 s wall; the same suite took 201 s at -j6 and 179 s at -j8
-# on a quiet 2-core machine: bench/RESULTS.md, "Test suite time"). The longest tests are started first (COST).
-ctest --test-dir build --output-on-failure -j "$(( 4 * $(nproc) ))" -LE fuzz "$@"
+# Three tests per core: the end-to-end tests (most of CTest's time) mostly wait on their servers, agents and
+# clocks (339 s of CPU in 850 test-seconds at -j3, 288 s wall; 201 s at -j6, 179 s at -j8 on a quiet 2-core
+# machine: bench/RESULTS.md, "Test suite time"). At -j8 two timing-sensitive tests (e2e.server_stall,
+# ServerApi.TimesAreRfc3339) failed in one run of four. The longest tests are started first (COST).
+ctest --test-dir build --output-on-failure -j "$(( 3 * $(nproc) ))" -LE fuzz "$@"
