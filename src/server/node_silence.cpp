@@ -45,7 +45,8 @@ std::string disruption_message(const Disruption& d, const ServerOptions& options
            "no node is timed out: their jobs are neither restarted nor failed, and the silent nodes stay suspect (nothing "
            "new is placed on them) until they heartbeat again or fewer are silent";
   return "disruption over: " + counts + " missing heartbeats now (the rule holds at " + rule +
-         "); nodes still silent past the heartbeat timeout are timed out as usual";
+         "); every node's heartbeat timeout starts afresh, and a node still silent a whole timeout from now is timed "
+         "out as usual";
 }
 
 void ServerLiveness::note_refused(int64_t at_ms) {

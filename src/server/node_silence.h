@@ -13,7 +13,8 @@
 // heartbeats at once while one of them is silent past the timeout, the cause is far more likely the server's side (its network, a switch, the server itself) than
 // that many nodes failing together. Then no node is timed out: their jobs are neither restarted nor failed, the
 // nodes stay suspect (nothing new is placed on them, node_lifecycle.h), and an event says why. Once fewer are
-// silent the nodes still silent are timed out as usual.
+// silent every node's timeout starts afresh (the nodes come back a heartbeat or so apart; the last is no more to
+// blame than the first), and a node still silent a whole timeout later is timed out as usual.
 //
 // ServerLiveness is shared: note_refused() from any thread (the HTTP server's refusals), the rest from the
 // writer thread.

@@ -494,6 +494,9 @@ void Writer::time_out_nodes(Txn& txn) {
   const Disruption disruption = assess_disruption(state_, options_, txn.now_ms());
   if (disruption.held != disruption_held_) {
     disruption_held_ = disruption.held;
+    // The nodes come back a heartbeat or so apart, and the last of them is no more to blame than the first: as
+    // Kubernetes' node lifecycle controller does on leaving a full disruption, every timeout starts afresh.
+    if (!disruption.held) state_.hearing_since_ms = std::max(state_.hearing_since_ms, txn.now_ms());
     const std::string message = disruption_message(disruption, options_);
     spdlog::warn("{}", message);
     txn.note("disruption", "", message);
