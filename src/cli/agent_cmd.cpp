@@ -25,6 +25,7 @@
 #include "core/plans.h"
 #include "core/topology_levels.h"
 #include "interop/ec2_topology.h"
+#include "view/label_list.h"
 
 namespace allot::cli {
 namespace {
@@ -50,22 +51,6 @@ struct AgentArgs {
   double health_interval_s = 0;  // 0: as configured
   double deep_check_s = 2.0;
 };
-
-Result<std::map<std::string, std::string>> parse_labels(const std::string& text) {
-  std::map<std::string, std::string> out;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t comma = text.find(',', i);
-    std::string kv = text.substr(i, comma == std::string::npos ? std::string::npos : comma - i);
-    i = comma == std::string::npos ? text.size() : comma + 1;
-    if (kv.empty()) continue;
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return Error::invalid("--labels: \"" + kv + "\" is not key=value (e.g. network-node-layer-3=nn-3a)");
-    out[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return out;
-}
 
 // The node's own network layers from an EC2 topology file (docs/topology.md, "Live nodes"), read once at start and
 // sent in every registration; the server checks them by the same rule as `allot topology apply`. A file that cannot
@@ -107,8 +92,8 @@ int run_agent(const AgentArgs& a) {
     std::cerr << "allot agent: --heartbeat-interval must be positive and --stop-grace not negative\n";
     return 2;
   }
-  auto labels = parse_labels(a.labels);
-  if (!labels) return std::cerr << "allot agent: " << labels.error().message << "\n", 2;
+  auto labels = view::parse_label_list(a.labels);
+  if (!labels) return std::cerr << "allot agent: --labels: " << labels.error().message << "\n", 2;
   auto api = client::ApiClient::connect(a.server, {.ca_file = client::resolve_ca_file(a.ca_file), .token = {}});
   if (!api) return std::cerr << "allot agent: " << api.error().message << "\n", 2;
   auto catalog = load_catalog(a.instance_types);

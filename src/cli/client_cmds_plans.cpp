@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "client/cli_flags.h"
 #include "client/output.h"
+#include "view/label_list.h"
 #include "view/times.h"
 
 namespace allot::cli {
@@ -98,15 +99,9 @@ int run_plan_create(Session& s, PlanArgs& a) {
                {"end", view::rfc3339(*end)},    {"grace", *grace}};
   if (!a.team.empty()) body["team"] = a.team;
   if (!a.labels.empty()) {
-    json labels = json::object();
-    std::stringstream in(a.labels);
-    for (std::string kv; std::getline(in, kv, ',');) {
-      const size_t eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0)
-        return report("plan create", Error::invalid("--labels wants key=value pairs separated by commas, got '" + kv + "'"));
-      labels[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    body["labels"] = labels;
+    auto labels = view::parse_label_list(a.labels);
+    if (!labels) return report("plan create", Error::invalid("--labels: " + labels.error().message));
+    body["labels"] = *labels;
   }
   auto r = s.api().post("/v1/plans", body);
   if (!r) return report("plan create", r.error());

@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "client/output.h"
+#include "view/label_list.h"
 
 namespace allot::client {
 namespace {
@@ -411,9 +412,7 @@ std::string describe_job(const json& j, int64_t now) {
                            " have stopped (their agent reports them gone, or the node is fenced)");
   }
   if (j.contains("labels") && j["labels"].is_object() && !j["labels"].empty()) {
-    std::string labels;
-    for (const auto& [k, v] : j["labels"].items()) labels += (labels.empty() ? "" : ",") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
-    field("Labels:", labels);
+    field("Labels:", view::format_label_list(j["labels"]));
   }
   int64_t submitted = time_at(j, "submitted_at", -1);
   if (submitted >= 0) field("Submitted:", clock_time(submitted) + (submitted >= kEpochFloor ? " (" + ago(submitted, now) + " ago)" : ""));

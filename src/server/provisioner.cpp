@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "auth/secret_file.h"
+#include "view/label_list.h"
 
 extern char** environ;
 
@@ -30,9 +31,7 @@ void Provisioner::launch(const ProvisionRequest& r, const std::string& server_ur
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
   env.push_back("ALLOT_NODE_NAME=" + r.node);
   env.push_back("ALLOT_INSTANCE_TYPE=" + r.instance_type);
-  std::string labels;
-  for (const auto& [k, v] : r.labels) labels += (labels.empty() ? "" : ",") + k + "=" + v;
-  env.push_back("ALLOT_NODE_LABELS=" + labels);
+  env.push_back("ALLOT_NODE_LABELS=" + view::format_label_list(r.labels));
   env.push_back("ALLOT_REPLACEMENT_NAME=" + r.replacement);
   env.push_back("ALLOT_SERVER=" + server_url);
   env.push_back("ALLOT_JOIN_TOKEN_FILE=" + token_file);
