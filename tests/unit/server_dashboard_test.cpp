@@ -86,23 +86,20 @@ TEST_F(ServerDashboard, QueueInSchedulingOrderWithPositionsAndFilters) {
   EXPECT_EQ(get("/v1/dashboard/queue?team=nosuch").status, 404);
 
   // A member of team b sees its own job, and only how many of the others wait ahead.
-  auto t = post("/v1/tokens", R"({"role": "member", "teams": ["b"]})");
-  ASSERT_EQ(t.status, 201) << t.body;
-  httplib::Client member("127.0.0.1", server_->port());
-  member.set_bearer_token_auth(t.json["token"].get<std::string>().c_str());
-  auto mine = wrap(member.Get("/v1/dashboard/queue"));
+  const std::string member = bearer({{"role", "member"}, {"teams", {"b"}}});
+  auto mine = get_as(member, "/v1/dashboard/queue");
   ASSERT_EQ(mine.status, 200) << mine.body;
   ASSERT_EQ(mine.json["items"].size(), 1u);
   EXPECT_EQ(mine.json["items"][0]["name"], "none-b");
   EXPECT_EQ(mine.json["items"][0]["position"], 3);
   EXPECT_EQ(mine.json["hidden"], 2);
   // Asking for one job by name tells a member nothing of other teams' jobs: the same hidden count, named or not.
-  auto named = wrap(member.Get("/v1/dashboard/queue?job=high-1"));
+  auto named = get_as(member, "/v1/dashboard/queue?job=high-1");
   ASSERT_EQ(named.status, 200) << named.body;
   EXPECT_TRUE(named.json["items"].empty()) << named.body;
   EXPECT_EQ(named.json["hidden"], 2);
-  EXPECT_EQ(wrap(member.Get("/v1/dashboard/queue?job=nosuch")).json["hidden"], 2);
-  EXPECT_EQ(wrap(member.Get("/v1/dashboard/queue?job=none-b")).json["items"][0]["position"], 3);
+  EXPECT_EQ(get_as(member, "/v1/dashboard/queue?job=nosuch").json["hidden"], 2);
+  EXPECT_EQ(get_as(member, "/v1/dashboard/queue?job=none-b").json["items"][0]["position"], 3);
 }
 
 TEST_F(ServerDashboard, EstimatedStartFromRunningJobsExpectedEnds) {
@@ -295,11 +292,7 @@ TEST_F(ServerDashboard, MembersSeeNoTokenEventsAndKnowTheirOwnTeams) {
   ASSERT_EQ(del("/v1/tokens/" + other_id).status, 204);
   ASSERT_EQ(post("/v1/jobs", job("a-job", "a")).status, 201);
   ASSERT_EQ(post("/v1/jobs", job("b-job", "b")).status, 201);
-  auto as = [&](const nlohmann::json& token) {
-    auto c = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
-    c->set_bearer_token_auth(token["token"].get<std::string>().c_str());
-    return c;
-  };
+  auto as = [&](const nlohmann::json& token) { return client_as(token["token"].get<std::string>()); };
   auto member = as(member_token.json);
   auto viewer = as(viewer_token.json);
   auto kinds = [](const Response& r) {
@@ -521,11 +514,7 @@ TEST_F(ServerDashboard, ClusterCountsFailuresAndListsThemToTheirTeams) {
   EXPECT_EQ(c.json["attention"][0]["suspect"], false) << c.body;
 
   // A member of b: the counts are the cluster's, the list its own team's only.
-  auto t = post("/v1/tokens", R"({"role": "member", "teams": ["b"]})");
-  ASSERT_EQ(t.status, 201) << t.body;
-  httplib::Client member("127.0.0.1", server_->port());
-  member.set_bearer_token_auth(t.json["token"].get<std::string>().c_str());
-  auto mine = wrap(member.Get("/v1/dashboard/cluster"));
+  auto mine = get_as(bearer({{"role", "member"}, {"teams", {"b"}}}), "/v1/dashboard/cluster");
   ASSERT_EQ(mine.status, 200) << mine.body;
   EXPECT_EQ(mine.json["failed"]["last_hour"], 1);
   EXPECT_TRUE(mine.json["recent_failures"].empty()) << mine.body;
@@ -555,12 +544,10 @@ TEST_F(ServerDashboard, JobListingFiltersByPriorityAndInstanceType) {
   auto bad = get("/v1/jobs?instance_type=nosuch");
   EXPECT_EQ(bad.status, 400) << bad.body;
   EXPECT_TRUE(has(bad.body, "nosuch")) << bad.body;
-  auto t = post("/v1/tokens", R"({"role": "member", "teams": ["b"]})");
-  httplib::Client member("127.0.0.1", server_->port());
-  member.set_bearer_token_auth(t.json["token"].get<std::string>().c_str());
-  EXPECT_EQ(names(wrap(member.Get("/v1/jobs"))), std::set<std::string>{"typed"});
-  EXPECT_EQ(names(wrap(member.Get("/v1/jobs?priority=high"))), std::set<std::string>{});
-  EXPECT_EQ(wrap(member.Get("/v1/jobs?team=a")).status, 403);
+  const std::string member = bearer({{"role", "member"}, {"teams", {"b"}}});
+  EXPECT_EQ(names(get_as(member, "/v1/jobs")), std::set<std::string>{"typed"});
+  EXPECT_EQ(names(get_as(member, "/v1/jobs?priority=high")), std::set<std::string>{});
+  EXPECT_EQ(get_as(member, "/v1/jobs?team=a").status, 403);
 }
 
 }  // namespace

@@ -130,20 +130,17 @@ TEST_F(ServerJobChanges, MembersChangeOnlyTheirTeamsJobs) {
   ASSERT_EQ(post("/v1/jobs", job("a1")).status, 201);
   ASSERT_EQ(post("/v1/jobs", job("a2")).status, 201);
   ASSERT_EQ(post("/v1/jobs", job("a3")).status, 201);
-  auto t = post("/v1/tokens", R"({"role": "member", "teams": ["b"]})");
-  ASSERT_EQ(t.status, 201) << t.body;
-  httplib::Client member("127.0.0.1", server_->port());
-  member.set_bearer_token_auth(t.json["token"].get<std::string>().c_str());
+  const std::string member = bearer({{"role", "member"}, {"teams", {"b"}}});
   // Another team's job is answered as a missing one (no 403-versus-404 oracle); the audit trail keeps the 403.
-  auto hold = wrap(member.Post("/v1/jobs/a3/hold", "", "application/json"));
+  auto hold = post_as(member, "/v1/jobs/a3/hold");
   EXPECT_EQ(hold.status, 404);
-  auto missing = wrap(member.Post("/v1/jobs/z3/hold", "", "application/json"));
+  auto missing = post_as(member, "/v1/jobs/z3/hold");
   std::string expected = missing.body;
   expected.replace(expected.find("z3"), 2, "a3");
   EXPECT_EQ(hold.body, expected);
-  EXPECT_EQ(wrap(member.Put("/v1/jobs/a3/priority", R"({"priority": "high"})", "application/json")).status, 404);
+  EXPECT_EQ(wrap(client_as(member)->Put("/v1/jobs/a3/priority", R"({"priority": "high"})", "application/json")).status, 404);
   ASSERT_EQ(post("/v1/jobs/a1/cancel").status, 200);
-  EXPECT_EQ(wrap(member.Delete("/v1/jobs/a1")).status, 404);
+  EXPECT_EQ(del_as(member, "/v1/jobs/a1").status, 404);
   EXPECT_EQ(get("/v1/jobs/a1").status, 200) << "a refused deletion changes nothing";
   EXPECT_FALSE(get("/v1/jobs/a3").json.contains("held"));
   bool audited = false;

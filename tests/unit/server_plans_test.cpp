@@ -29,18 +29,15 @@ TEST_F(ServerPlans, OnlyAnAdminCreatesOrDeletesPlansAndEveryReaderListsThem) {
   ASSERT_EQ(post("/v1/plans", plan("burst", now + 100, now + 1000)).status, 201);
   for (const char* role : {"member", "viewer"}) {
     SCOPED_TRACE(role);
-    auto t = post("/v1/tokens", json{{"role", role}, {"teams", {"a"}}});
-    ASSERT_EQ(t.status, 201) << t.body;
-    httplib::Client c("127.0.0.1", server_->port());
-    c.set_bearer_token_auth(t.json["token"].get<std::string>().c_str());
-    EXPECT_EQ(wrap(c.Post("/v1/plans", plan("mine", now + 100, now + 1000).dump(), "application/json")).status, 403);
-    EXPECT_EQ(wrap(c.Delete("/v1/plans/burst")).status, 403);
-    auto list = wrap(c.Get("/v1/plans"));
+    const std::string as = bearer({{"role", role}, {"teams", {"a"}}});
+    EXPECT_EQ(post_as(as, "/v1/plans", plan("mine", now + 100, now + 1000)).status, 403);
+    EXPECT_EQ(del_as(as, "/v1/plans/burst").status, 403);
+    auto list = get_as(as, "/v1/plans");
     ASSERT_EQ(list.status, 200) << list.body;
     ASSERT_EQ(list.json.size(), 1u);
     EXPECT_EQ(list.json[0]["name"], "burst");
     EXPECT_EQ(list.json[0]["state"], "Scheduled");
-    EXPECT_EQ(wrap(c.Get("/v1/plans/burst")).status, 200);
+    EXPECT_EQ(get_as(as, "/v1/plans/burst").status, 200);
   }
   EXPECT_EQ(get("/v1/plans/mine").status, 404) << "a refused creation changes nothing";
   EXPECT_EQ(get("/v1/plans/burst").status, 200) << "a refused deletion changes nothing";
@@ -61,13 +58,10 @@ TEST_F(ServerPlans, MembersSeeOnlyTheirOwnTeamsJobNamesInPlans) {
     ASSERT_EQ(post("/v1/jobs", j).status, 201);
   }
   EXPECT_EQ(get("/v1/plans/shared").json["jobs"], json({"plan-job-a", "secret-plan-job-b"})) << "an admin sees every name";
-  auto t = post("/v1/tokens", json{{"role", "member"}, {"teams", {"a"}}});
-  ASSERT_EQ(t.status, 201) << t.body;
-  httplib::Client c("127.0.0.1", server_->port());
-  c.set_bearer_token_auth(t.json["token"].get<std::string>().c_str());
+  const std::string member = bearer({{"role", "member"}, {"teams", {"a"}}});
   for (const char* path : {"/v1/plans", "/v1/plans/shared"}) {
     SCOPED_TRACE(path);
-    auto r = wrap(c.Get(path));
+    auto r = get_as(member, path);
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(r.body.find("secret-plan-job-b"), std::string::npos) << r.body;
     const json& p = r.json.is_array() ? r.json[0] : r.json;

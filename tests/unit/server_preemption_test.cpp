@@ -24,16 +24,7 @@ class ServerPreemption : public ServerTest {
     ASSERT_EQ(post("/v1/jobs", job("a-1", "a")).status, 201);
     ASSERT_TRUE(eventually([&] { return get("/v1/jobs/a-1").json["state"] == "Running"; }));
   }
-  std::string token_of(const std::string& team) {
-    auto t = post("/v1/tokens", nlohmann::json{{"role", "member"}, {"teams", {team}}});
-    EXPECT_EQ(t.status, 201) << t.body;
-    return t.json.value("token", "");
-  }
-  Response get_as(const std::string& token, const std::string& path) {
-    httplib::Client c("127.0.0.1", server_->port());
-    c.set_bearer_token_auth(token.c_str());
-    return wrap(c.Get(path.c_str()));
-  }
+  std::string token_of(const std::string& team) { return bearer({{"role", "member"}, {"teams", {team}}}); }
   static nlohmann::json preempt_event(const nlohmann::json& events) {
     for (const auto& e : events["events"])
       if (e["kind"] == "preempt") return e;

@@ -94,16 +94,11 @@ TEST_F(ServerSubmit, AListWhoseWriteFailsKeepsNoJob) {
 
 TEST_F(ServerSubmit, DryRunNeedsTheRightsASubmissionNeeds) {
   small_cluster();
-  auto member = post("/v1/tokens", R"({"role": "member", "teams": ["b"]})");
-  ASSERT_EQ(member.status, 201) << member.body;
-  httplib::Client c("127.0.0.1", server_->port());
-  c.set_bearer_token_auth(member.json["token"].get<std::string>().c_str());
-  auto r = c.Post("/v1/jobs?dry_run=true", job("x", "a").dump(), "application/json");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 403) << r->body;
-  r = c.Post("/v1/jobs?dry_run=true", job("x", "b").dump(), "application/json");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200) << r->body;
+  const std::string member = bearer({{"role", "member"}, {"teams", {"b"}}});
+  auto r = post_as(member, "/v1/jobs?dry_run=true", job("x", "a"));
+  EXPECT_EQ(r.status, 403) << r.body;
+  r = post_as(member, "/v1/jobs?dry_run=true", job("x", "b"));
+  EXPECT_EQ(r.status, 200) << r.body;
 }
 
 TEST_F(ServerSubmit, APodSetThatAsksForNothingGetsTheTeamsDefaultRequest) {

@@ -163,6 +163,28 @@ class ServerTest : public ::testing::Test {
   Response post(const std::string& path, const nlohmann::json& body) { return post(path, body.dump()); }
   Response post(const std::string& path, const char* body) { return post(path, std::string(body)); }
 
+  // Calling as someone other than the admin. bearer(): the secret of a token the admin makes with `body` (e.g.
+  // {"role": "member", "teams": ["b"]}), empty, and a test failure, when the server refuses it.
+  std::string bearer(const nlohmann::json& body) {
+    auto t = wrap(client_->Post("/v1/tokens", body.dump(), "application/json"));
+    EXPECT_EQ(t.status, 201) << t.body;
+    return t.json.is_object() ? t.json.value("token", "") : "";
+  }
+  std::unique_ptr<httplib::Client> client_as(const std::string& bearer) {
+    auto c = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    c->set_bearer_token_auth(bearer.c_str());
+    c->set_read_timeout(30, 0);
+    return c;
+  }
+  Response get_as(const std::string& bearer, const std::string& path) { return wrap(client_as(bearer)->Get(path.c_str())); }
+  Response del_as(const std::string& bearer, const std::string& path) { return wrap(client_as(bearer)->Delete(path.c_str())); }
+  Response post_as(const std::string& bearer, const std::string& path, const std::string& body = "") {
+    return wrap(client_as(bearer)->Post(path.c_str(), body, "application/json"));
+  }
+  Response post_as(const std::string& bearer, const std::string& path, const nlohmann::json& body) {
+    return post_as(bearer, path, body.dump());
+  }
+
   // A policy with two priority classes, team a (2 x g5.8xlarge, 1 GPU each) and team b (1 instance), and
   // two static nodes (no agent, so no heartbeat timeout).
   void small_cluster() {

@@ -81,17 +81,11 @@ TEST_F(ServerTopologyApply, OnlyAnAdminMayApply) {
   cluster();
   for (const char* role : {"member", "viewer"}) {
     SCOPED_TRACE(role);
-    auto t = post("/v1/tokens", json{{"role", role}, {"teams", {"a"}}});
-    ASSERT_EQ(t.status, 201) << t.body;
-    httplib::Client c("127.0.0.1", server_->port());
-    c.set_bearer_token_auth(t.json["token"].get<std::string>().c_str());
-    auto r = wrap(c.Post("/v1/topology/apply", body({entry("i-0s1", {"p", "q", "r"})}).dump(), "application/json"));
+    auto r = post_as(bearer({{"role", role}, {"teams", {"a"}}}), "/v1/topology/apply", body({entry("i-0s1", {"p", "q", "r"})}));
     EXPECT_EQ(r.status, 403) << r.body;
   }
   // An agent's own credential neither.
-  httplib::Client c("127.0.0.1", server_->port());
-  c.set_bearer_token_auth(credentials_.at("g1").c_str());
-  EXPECT_EQ(wrap(c.Post("/v1/topology/apply", body({entry("i-0g1", {"p", "q", "r"})}).dump(), "application/json")).status, 403);
+  EXPECT_EQ(post_as(credentials_.at("g1"), "/v1/topology/apply", body({entry("i-0g1", {"p", "q", "r"})})).status, 403);
   EXPECT_EQ(labels("s1")[kL3], "old");
   EXPECT_EQ(layer_records(), 0u);
 }

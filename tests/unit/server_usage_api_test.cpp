@@ -13,16 +13,6 @@ class UsageApi : public ServerTest {
     EXPECT_EQ(r.status, 201) << r.body;
     return {r.json["id"].get<std::string>(), r.json["token"].get<std::string>()};
   }
-  Response get_as(const std::string& bearer, const std::string& path) {
-    httplib::Client c("127.0.0.1", server_->port());
-    c.set_bearer_token_auth(bearer.c_str());
-    return wrap(c.Get(path.c_str()));
-  }
-  Response post_as(const std::string& bearer, const std::string& path, const nlohmann::json& body) {
-    httplib::Client c("127.0.0.1", server_->port());
-    c.set_bearer_token_auth(bearer.c_str());
-    return wrap(c.Post(path.c_str(), body.dump(), "application/json"));
-  }
   static const nlohmann::json* row(const nlohmann::json& report, const std::string& team, const std::string& user) {
     for (const auto& r : report["rows"])
       if (r.value("team", "") == team && r.value("user", "") == user) return &r;

@@ -31,11 +31,7 @@ class ServerUserLimits : public ServerTest {
             {"user_limits", json::array({{{"user", "alice"}, {"running_jobs", running}, {"pending_jobs", pending}}})}};
   }
   // POST as alice's token.
-  Response as_alice(const std::string& path, const json& body) {
-    httplib::Client c("127.0.0.1", server_->port());
-    c.set_bearer_token_auth(alice_token_.c_str());
-    return wrap(c.Post(path.c_str(), body.dump(), "application/json"));
-  }
+  Response as_alice(const std::string& path, const json& body) { return post_as(alice_token_, path, body); }
   json job_of(const std::string& name) { return get("/v1/jobs/" + name).json; }
   std::string alice_token_;
 };

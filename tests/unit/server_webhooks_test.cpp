@@ -96,17 +96,6 @@ class ServerWebhooksTest : public ServerTest {
     const size_t from = at + series.size() + 2;
     return r.body.substr(from, r.body.find('\n', from) - from);
   }
-  httplib::Client as(const std::string& token) {
-    httplib::Client c("127.0.0.1", server_->port());
-    c.set_bearer_token_auth(token.c_str());
-    c.set_read_timeout(30, 0);
-    return c;
-  }
-  std::string token(const json& body) {
-    auto t = post("/v1/tokens", body);
-    EXPECT_EQ(t.status, 201) << t.body;
-    return t.json.value("token", "");
-  }
 };
 
 TEST_F(ServerWebhooksTest, DeliversAFailedJobSignedWithTheSecretShownOnce) {
@@ -227,23 +216,22 @@ TEST_F(ServerWebhooksTest, ASlowReceiverBlocksNoSubmissionAndAFullQueueDropsTheO
 TEST_F(ServerWebhooksTest, ATeamsWebhookSeesOnlyItsTeamsJobs) {
   small_cluster();
   Receiver rx_a, rx_all;
-  const std::string member_a = token({{"role", "member"}, {"teams", {"a"}}});
-  auto ma = as(member_a);
-  auto made = wrap(ma.Post("/v1/webhooks", json{{"url", rx_a.url()}, {"team", "a"}, {"events", {"job.cancelled"}}}.dump(), "application/json"));
+  const std::string ma = bearer({{"role", "member"}, {"teams", {"a"}}});
+  auto made = post_as(ma, "/v1/webhooks", json{{"url", rx_a.url()}, {"team", "a"}, {"events", {"job.cancelled"}}});
   ASSERT_EQ(made.status, 201) << made.body;
   EXPECT_EQ(made.json["team"], "a");
   const std::string secret_a = made.json["secret"];
   ASSERT_EQ(make_webhook({{"url", rx_all.url()}, {"events", {"job.cancelled"}}}).status, 201);
   // What a member may not make: another team's, a cluster-wide one, one to a host the server does not allow.
-  auto r = wrap(ma.Post("/v1/webhooks", json{{"url", rx_a.url()}, {"team", "b"}, {"events", {"job.cancelled"}}}.dump(), "application/json"));
+  auto r = post_as(ma, "/v1/webhooks", json{{"url", rx_a.url()}, {"team", "b"}, {"events", {"job.cancelled"}}});
   EXPECT_EQ(r.status, 403) << r.body;
-  r = wrap(ma.Post("/v1/webhooks", json{{"url", rx_a.url()}, {"events", {"job.cancelled"}}}.dump(), "application/json"));
+  r = post_as(ma, "/v1/webhooks", json{{"url", rx_a.url()}, {"events", {"job.cancelled"}}});
   EXPECT_EQ(r.status, 403) << r.body;
-  r = wrap(ma.Post("/v1/webhooks", json{{"url", "http://169.254.169.254/latest"}, {"team", "a"}, {"events", {"job.failed"}}}.dump(), "application/json"));
+  r = post_as(ma, "/v1/webhooks", json{{"url", "http://169.254.169.254/latest"}, {"team", "a"}, {"events", {"job.failed"}}});
   EXPECT_EQ(r.status, 403) << r.body;
   EXPECT_NE(r.body.find("--webhook-hosts"), std::string::npos) << r.body;
   // A team's webhook takes job kinds only.
-  r = wrap(ma.Post("/v1/webhooks", json{{"url", rx_a.url()}, {"team", "a"}, {"events", {"node.unhealthy"}}}.dump(), "application/json"));
+  r = post_as(ma, "/v1/webhooks", json{{"url", rx_a.url()}, {"team", "a"}, {"events", {"node.unhealthy"}}});
   EXPECT_EQ(r.status, 400) << r.body;
 
   submit_and_cancel("b-1", "b");
@@ -254,7 +242,7 @@ TEST_F(ServerWebhooksTest, ATeamsWebhookSeesOnlyItsTeamsJobs) {
   EXPECT_EQ(rx_a.hits()[0].body_json["job"], "a-1");
   expect_signed(rx_a.hits()[0], secret_a);
   // The member lists its team's webhook only, and cannot delete the cluster's (it reads as missing).
-  auto listed = wrap(ma.Get("/v1/webhooks"));
+  auto listed = get_as(ma, "/v1/webhooks");
   ASSERT_EQ(listed.json.size(), 1u);
   EXPECT_EQ(listed.json[0]["id"], made.json["id"]);
   const std::string cluster_id = [&] {
@@ -262,10 +250,10 @@ TEST_F(ServerWebhooksTest, ATeamsWebhookSeesOnlyItsTeamsJobs) {
       if (w["team"].is_null()) return w["id"].get<std::string>();
     return std::string();
   }();
-  EXPECT_EQ(wrap(ma.Delete(("/v1/webhooks/" + cluster_id).c_str())).status, 404);
-  EXPECT_EQ(wrap(as(token({{"role", "viewer"}})).Get("/v1/webhooks")).status, 403);
+  EXPECT_EQ(del_as(ma, "/v1/webhooks/" + cluster_id).status, 404);
+  EXPECT_EQ(get_as(bearer({{"role", "viewer"}}), "/v1/webhooks").status, 403);
   // Deleted, it gets nothing more.
-  EXPECT_EQ(wrap(ma.Delete(("/v1/webhooks/" + made.json["id"].get<std::string>()).c_str())).status, 204);
+  EXPECT_EQ(del_as(ma, "/v1/webhooks/" + made.json["id"].get<std::string>()).status, 204);
   submit_and_cancel("a-2", "a");
   ASSERT_TRUE(eventually([&] { return rx_all.count() == 3; }));
   std::this_thread::sleep_for(options_.tick * 10);
