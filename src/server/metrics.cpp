@@ -44,6 +44,37 @@ bool team_has_type(const ClusterState& s, const Team& t, size_t type) {
   return (type < t.nominal.size() && !t.nominal[type].is_zero()) || !s.usage[t.id.index()][type].is_zero();
 }
 
+// The instance_type label of a job that names no type: it may run on any type its team may use.
+constexpr const char* kAnyInstanceType = "any";
+
+// The instance types a job counts under in the per-team series (docs/api.md, "Metrics"): while it holds a
+// placement, the types its replicas are on; otherwise the types its pod sets ask for, and "any" for a pod set that
+// names none (it may run on any type its team may use). A job of several types counts once under each.
+std::vector<std::string> metric_types(const ClusterState& s, const Job& j) {
+  std::vector<std::string> out;
+  const auto add = [&out](const std::string& type) {
+    if (std::find(out.begin(), out.end(), type) == out.end()) out.push_back(type);
+  };
+  if (!j.placement.pod_sets.empty()) {
+    for (TypeId type : placement_types(j.placement)) add(s.catalog.at(type).name);
+    return out;
+  }
+  for (const PodSetSpec& ps : j.spec.pod_sets) add(ps.instance_type.empty() ? std::string(kAnyInstanceType) : ps.instance_type);
+  return out;
+}
+
+// Every (team, instance type) pair a team holds quota of or uses, so that its series exist from 0.
+std::vector<std::pair<std::string, std::string>> team_type_pairs(const ServerState& st) {
+  const ClusterState& s = st.cluster;
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Team& t : s.teams) {
+    if (st.removed_teams.count(t.spec.name)) continue;
+    for (size_t type = 0; type < s.catalog.size(); ++type)
+      if (team_has_type(s, t, type)) out.emplace_back(t.spec.name, s.catalog.at(TypeId(static_cast<uint32_t>(type))).name);
+  }
+  return out;
+}
+
 void header(std::string& out, const char* name, const char* type, const char* help) {
   out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
@@ -83,29 +114,36 @@ void render_by_rule(std::string& out, const ServerState& st, const char* name, c
 // The queue per team and priority class, the waits of admitted jobs, decisions by rule, pass durations.
 void render_scheduling(std::string& out, const ServerState& st) {
   const ClusterState& s = st.cluster;
-  header(out, "allot_queue_length", "gauge", "Jobs waiting (Pending or Suspended) per team and priority class.");
-  std::map<std::pair<std::string, std::string>, int> queue;
+  header(out, "allot_queue_length", "gauge",
+         "Jobs waiting (Pending or Suspended) per team, priority class and instance type asked for (any: none named).");
+  std::map<std::tuple<std::string, std::string, std::string>, int> queue;
   for (JobId id : s.waiting_jobs) {
     const Job& j = s.jobs[id.index()];
-    ++queue[{s.teams[j.team.index()].spec.name, j.spec.priority.empty() ? "none" : j.spec.priority}];
+    for (const std::string& type : metric_types(s, j))
+      ++queue[{s.teams[j.team.index()].spec.name, j.spec.priority.empty() ? "none" : j.spec.priority, type}];
   }
   for (const auto& [key, n] : queue)
-    out += fmt::format("allot_queue_length{{team=\"{}\",priority=\"{}\"}} {}\n", label(key.first), label(key.second), n);
+    out += fmt::format("allot_queue_length{{team=\"{}\",priority=\"{}\",instance_type=\"{}\"}} {}\n", label(std::get<0>(key)),
+                       label(std::get<1>(key)), label(std::get<2>(key)), n);
 
   header(out, "allot_waiting_jobs", "gauge",
-         "Jobs waiting per team, state (Pending or Suspended) and reason code (docs/states.md): what blocks them now.");
-  std::map<std::tuple<std::string, JobState, ReasonCode>, int> waiting;
+         "Jobs waiting per team, state (Pending or Suspended), reason code (docs/states.md: what blocks them now) and "
+         "instance type asked for (any: none named).");
+  std::map<std::tuple<std::string, JobState, ReasonCode, std::string>, int> waiting;
   for (JobId id : s.waiting_jobs) {
     const Job& j = s.jobs[id.index()];
-    ++waiting[{s.teams[j.team.index()].spec.name, j.state, j.reason_code}];
+    for (const std::string& type : metric_types(s, j)) ++waiting[{s.teams[j.team.index()].spec.name, j.state, j.reason_code, type}];
   }
   for (const auto& [key, n] : waiting)
-    out += fmt::format("allot_waiting_jobs{{team=\"{}\",state=\"{}\",reason=\"{}\"}} {}\n", label(std::get<0>(key)),
-                       job_state_name(std::get<1>(key)), reason_code_name(std::get<2>(key)), n);
+    out += fmt::format("allot_waiting_jobs{{team=\"{}\",state=\"{}\",reason=\"{}\",instance_type=\"{}\"}} {}\n",
+                       label(std::get<0>(key)), job_state_name(std::get<1>(key)), reason_code_name(std::get<2>(key)),
+                       label(std::get<3>(key)), n);
 
-  header(out, "allot_queue_wait_seconds", "histogram", "From becoming Pending or Suspended to admission, per team and priority class.");
+  header(out, "allot_queue_wait_seconds", "histogram",
+         "From becoming Pending or Suspended to admission, per team, priority class and instance type placed on.");
   for (const auto& [key, h] : st.observed.queue_wait)
-    histogram(out, "allot_queue_wait_seconds", fmt::format("team=\"{}\",priority=\"{}\",", label(key.first), label(key.second)), h);
+    histogram(out, "allot_queue_wait_seconds",
+              fmt::format("team=\"{}\",priority=\"{}\",instance_type=\"{}\",", label(key.team), label(key.priority), label(key.instance_type)), h);
 
   render_by_rule(out, st, "allot_admissions_by_rule_total", "Admissions per rule (within-nominal or borrowing), team and instance type.",
                  {"within-nominal", "borrowing"}, st.observed.admissions_by_rule);
@@ -191,17 +229,19 @@ std::string render_metrics(const ServerState& st) {
   std::string out;
   out.reserve(4096);
 
-  header(out, "allot_jobs", "gauge", "Jobs per team and state.");
-  std::vector<std::array<uint64_t, 6>> jobs(s.teams.size());
+  header(out, "allot_jobs", "gauge", "Jobs per team, state and instance type (held, or asked for while none is held; any: none named).");
+  const auto team_types = team_type_pairs(st);
+  std::map<std::pair<std::string, std::string>, std::array<uint64_t, 6>> jobs;
+  for (const auto& pair : team_types) jobs[pair] = {};
   // Jobs compacted by retention have left (core/state.h, compact_finished): counted apart, below.
-  for (const Job& j : s.jobs)
-    if (!j.compacted) ++jobs[j.team.index()][static_cast<int>(j.state)];
-  for (const Team& t : s.teams) {
-    if (st.removed_teams.count(t.spec.name)) continue;
-    for (int k = 0; k < 6; ++k)
-      out += fmt::format("allot_jobs{{team=\"{}\",state=\"{}\"}} {}\n", label(t.spec.name),
-                         job_state_name(static_cast<JobState>(k)), jobs[t.id.index()][k]);
+  for (const Job& j : s.jobs) {
+    if (j.compacted || st.removed_teams.count(s.teams[j.team.index()].spec.name)) continue;
+    for (const std::string& type : metric_types(s, j)) ++jobs[{s.teams[j.team.index()].spec.name, type}][static_cast<int>(j.state)];
   }
+  for (const auto& [key, counts] : jobs)
+    for (int k = 0; k < 6; ++k)
+      out += fmt::format("allot_jobs{{team=\"{}\",instance_type=\"{}\",state=\"{}\"}} {}\n", label(key.first), label(key.second),
+                         job_state_name(static_cast<JobState>(k)), counts[k]);
   render_user_series(out, st);
   header(out, "allot_jobs_compacted_total", "counter", "Finished jobs that left the server by retention (--retain-finished).");
   out += fmt::format("allot_jobs_compacted_total {}\n", s.compacted_jobs);
@@ -312,33 +352,43 @@ std::string render_metrics(const ServerState& st) {
     int64_t restarts = 0, held = 0, lost = 0;
   };
   std::vector<TeamFigures> teams(s.teams.size());
+  std::map<std::pair<std::string, std::string>, TeamFigures> by_type;  // by (team, instance type): the jobs' types
+  for (const auto& pair : team_types) by_type[pair] = {};
   for (const Job& j : s.jobs) {
     if (j.compacted) continue;  // its figures left with it
     int64_t held = 0, lost = 0;
     (void)job_goodput(st, j, now, &held, &lost);
-    TeamFigures& f = teams[j.team.index()];
-    f.restarts += j.restarts;
-    f.held += held;
-    f.lost += lost;
+    TeamFigures& team = teams[j.team.index()];  // for the deprecated per-team series
+    team.restarts += j.restarts;
+    team.held += held;
+    team.lost += lost;
+    if (st.removed_teams.count(s.teams[j.team.index()].spec.name)) continue;
+    for (const std::string& type : metric_types(s, j)) {
+      TeamFigures& f = by_type[{s.teams[j.team.index()].spec.name, type}];
+      f.restarts += j.restarts;
+      f.held += held;
+      f.lost += lost;
+    }
   }
-  header(out, "allot_job_restarts_total", "counter", "Restarts of jobs after failures (node or process), per team.");
-  for (const Team& t : s.teams)
-    if (!st.removed_teams.count(t.spec.name))
-      out += fmt::format("allot_job_restarts_total{{team=\"{}\"}} {}\n", label(t.spec.name), teams[t.id.index()].restarts);
+  header(out, "allot_job_restarts_total", "counter",
+         "Restarts of jobs after failures (node or process), per team and instance type of the jobs (allot_jobs).");
+  for (const auto& [key, f] : by_type)
+    out += fmt::format("allot_job_restarts_total{{team=\"{}\",instance_type=\"{}\"}} {}\n", label(key.first), label(key.second), f.restarts);
   // Work lost counts accelerator-seconds (replica-seconds for CPU jobs), as its name says; goodput is a ratio.
   // The names before these stay one release, deprecated (docs/api.md, "Metrics").
   const auto goodput = [](const TeamFigures& f) {
     return f.held > 0 ? static_cast<double>(f.held - f.lost) / static_cast<double>(f.held) : 1.0;
   };
   header(out, "allot_work_lost_accelerator_seconds_total", "counter",
-         "Accelerator-seconds (replica-seconds for CPU jobs) of work lost since the last checkpoint when runs ended, per team.");
-  for (const Team& t : s.teams)
-    if (!st.removed_teams.count(t.spec.name))
-      out += fmt::format("allot_work_lost_accelerator_seconds_total{{team=\"{}\"}} {}\n", label(t.spec.name), teams[t.id.index()].lost);
-  header(out, "allot_goodput_ratio", "gauge", "Useful over held accelerator-seconds of the team's jobs, 0 to 1 (1 when none ran).");
-  for (const Team& t : s.teams)
-    if (!st.removed_teams.count(t.spec.name))
-      out += fmt::format("allot_goodput_ratio{{team=\"{}\"}} {}\n", label(t.spec.name), goodput(teams[t.id.index()]));
+         "Accelerator-seconds (replica-seconds for CPU jobs) of work lost since the last checkpoint when runs ended, per team "
+         "and instance type of the jobs.");
+  for (const auto& [key, f] : by_type)
+    out += fmt::format("allot_work_lost_accelerator_seconds_total{{team=\"{}\",instance_type=\"{}\"}} {}\n", label(key.first),
+                       label(key.second), f.lost);
+  header(out, "allot_goodput_ratio", "gauge",
+         "Useful over held accelerator-seconds of the team's jobs of the instance type, 0 to 1 (1 when none ran).");
+  for (const auto& [key, f] : by_type)
+    out += fmt::format("allot_goodput_ratio{{team=\"{}\",instance_type=\"{}\"}} {}\n", label(key.first), label(key.second), goodput(f));
   header(out, "allot_work_lost_seconds_total", "counter", "Deprecated (removed in the next release): allot_work_lost_accelerator_seconds_total.");
   for (const Team& t : s.teams)
     if (!st.removed_teams.count(t.spec.name))

@@ -26,9 +26,9 @@ void Observed::admitted(const ClusterState& s, const Job& job, bool borrowing, T
   for (TypeId type : placement_types(job.placement))
     ++admissions_by_rule[RuleKey{borrowing ? "borrowing" : "within-nominal", team, s.catalog.at(type).name}];
   const std::string priority = job.spec.priority.empty() ? "none" : job.spec.priority;
-  auto key = std::make_pair(team, priority);
-  auto it = queue_wait.try_emplace(std::move(key), kQueueWaitBounds).first;
-  it->second.observe(static_cast<double>(std::max<Time>(0, at - job.waiting_since)));
+  const double waited = static_cast<double>(std::max<Time>(0, at - job.waiting_since));
+  for (TypeId type : placement_types(job.placement))
+    queue_wait.try_emplace(QueueWaitKey{team, priority, s.catalog.at(type).name}, kQueueWaitBounds).first->second.observe(waited);
 }
 
 void Observed::preempted(const ClusterState& s, std::optional<PreemptionRule> rule, TeamId team, const std::vector<TypeId>& types) {

@@ -73,8 +73,15 @@ struct RuleKey {
   friend auto operator<=>(const RuleKey&, const RuleKey&) = default;
 };
 
+// The labels of one queue-wait histogram: the team, the priority class ("none" for none) and one instance type
+// the admission placed the job on (a job on several counts once under each, as RuleKey).
+struct QueueWaitKey {
+  std::string team, priority, instance_type;
+  friend auto operator<=>(const QueueWaitKey&, const QueueWaitKey&) = default;
+};
+
 struct Observed {
-  std::map<std::pair<std::string, std::string>, Histogram> queue_wait;  // by (team, priority class or "none")
+  std::map<QueueWaitKey, Histogram> queue_wait;
   std::map<RuleKey, uint64_t> admissions_by_rule;   // rules: within-nominal, borrowing
   std::map<RuleKey, uint64_t> preemptions_by_rule;  // rules: reclaim, priority, fair_share, unrecorded
   Histogram pass_seconds{kPassBounds};

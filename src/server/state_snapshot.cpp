@@ -237,9 +237,12 @@ Result<RestoredState> restore(uint64_t seq, const json& j, int format, const Eac
   st.preemptions_total = j.at("preemptions_total").get<uint64_t>();
   const json& observed = j.at("observed");
   for (const auto& q : observed.at("queue_wait")) {
-    auto key = std::make_pair(q.at("team").get<std::string>(), q.at("priority").get<std::string>());
+    // Rows written before the histograms were kept per instance type cannot be split by type: left out, and the
+    // histograms count from the snapshot on, as the by-rule counters below (docs/api.md, "Metrics").
+    if (!q.contains("instance_type")) continue;
+    QueueWaitKey key{q.at("team").get<std::string>(), q.at("priority").get<std::string>(), q.at("instance_type").get<std::string>()};
     Histogram& h = st.observed.queue_wait.try_emplace(key, kQueueWaitBounds).first->second;
-    restore_histogram(h, q.at("histogram"), "queue wait of team " + key.first);
+    restore_histogram(h, q.at("histogram"), "queue wait of team " + key.team);
   }
   // Snapshots written before the counters were labelled with team and instance type hold them by rule alone
   // (an object): those counts cannot be told apart and are not restored; the counters count from the snapshot
@@ -338,7 +341,7 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, La
                      {"index", f->firing.index}, {"rank", f->firing.rank}, {"line", f->firing.line}});
   json queue_wait = json::array();
   for (const auto& [key, h] : st.observed.queue_wait)
-    queue_wait.push_back({{"team", key.first}, {"priority", key.second}, {"histogram", histogram_json(h)}});
+    queue_wait.push_back({{"team", key.team}, {"priority", key.priority}, {"instance_type", key.instance_type}, {"histogram", histogram_json(h)}});
   json tokens = json::array();
   for (const auto& [id, t] : st.tokens)
     tokens.push_back({{"token", store::token_to_json(t.token)}, {"created_at", t.created_at}, {"created_by", t.created_by},

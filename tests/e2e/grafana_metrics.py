@@ -210,6 +210,14 @@ BOTH = {
     "Borrowed and lent (accelerators)",
     "Admissions and preemptions by rule and instance type (per minute)",
     "Submission to first admission (per instance type)",
+    # The panels over teams' jobs (issue 30, item 10).
+    "Queue length",
+    "Waiting jobs by reason",
+    "Queue wait p90 (admitted jobs)",
+    "Jobs by state",
+    "Goodput",
+    "Restarts (per hour)",
+    "Work lost (accelerators)",
 }
 
 
@@ -252,8 +260,13 @@ def self_test(labels):
     old_panel = ["60 * sum by (rule) (rate(allot_admissions_by_rule_total[5m]))"]
     assert panel_selectors("Admissions and preemptions by rule (per minute, cluster-wide)", old_panel, labels)[0], \
         "the checker must refuse a panel whose metrics have selectors it does not follow"
-    assert panel_selectors("Goodput", ['allot_goodput_ratio{team=~"$team",instance_type=~"$instance_type"}'], labels)[0], \
+    assert panel_selectors("Nodes by health", ['sum by (instance_type, health) (allot_nodes_by_type{team=~"$team",instance_type=~"$instance_type"})'], labels)[0], \
         "the checker must refuse a selector for a label the metric does not have"
+    # The per-team job panels as they were, before their metrics had instance_type: they must follow it now.
+    for title, old in [("Goodput", 'allot_goodput_ratio{team=~"$team"}'),
+                       ("Queue length", 'sum by (team, priority) (allot_queue_length{team=~"$team"})'),
+                       ("Jobs by state", 'sum by (state) (allot_jobs{team=~"$team"})')]:
+        assert panel_selectors(title, [old], labels)[0], f"the checker must refuse the old {title} panel"
     assert panel_selectors("Scheduler pass duration", ["histogram_quantile(0.5, sum by (le) (rate(allot_scheduler_pass_seconds_bucket[5m])))"], labels)[0], \
         "the checker must refuse a panel that follows no selector without saying it is cluster-wide"
 

@@ -74,8 +74,8 @@ grep -q "$replacement" "$WORK/topology.conf" || fail "topology.conf should name 
 
 m=$(metrics)
 echo "$m" | grep_q "^allot_node_check_failed{node=\"$replacement\",check=\"gpu\"} 0" || fail "/metrics should export the checks"
-echo "$m" | grep_q '^allot_job_restarts_total{team="team-a"} 1' || fail "/metrics should count the restart: $(echo "$m" | grep restarts)"
-echo "$m" | grep_q '^allot_goodput_ratio{team="team-a"}' || fail "/metrics should export goodput"
+echo "$m" | grep_q '^allot_job_restarts_total{team="team-a",instance_type="[^"]*"} 1' || fail "/metrics should count the restart: $(echo "$m" | grep restarts)"
+echo "$m" | grep_q '^allot_goodput_ratio{team="team-a",instance_type="' || fail "/metrics should export goodput"
 echo "$m" | grep_q "^allot_node_check_status{node=\"$replacement\",instance_type=\"[^\"]*\",check=\"gpu\",status=\"passed\"} 1" ||
   fail "/metrics should export the checks' status: $(echo "$m" | grep node_check_status)"
 say "fault to restart decided: $((t1 - t0)) ms; fault to resumed from step $resumed: $((t2 - t0)) ms; fault to replacement Schedulable: $((t3 - t0)) ms"

@@ -239,7 +239,8 @@ TEST_F(ServerApi, MetricsExposition) {
   ASSERT_EQ(post("/v1/jobs", job("j2", "b", 3)).status, 201);
   auto m = get("/metrics");
   ASSERT_EQ(m.status, 200);
-  for (const char* want : {"allot_jobs{team=\"a\",state=\"Running\"} 1", "allot_jobs{team=\"b\",state=\"Pending\"} 1",
+  for (const char* want : {"allot_jobs{team=\"a\",instance_type=\"ml.g5.8xlarge\",state=\"Running\"} 1",
+                           "allot_jobs{team=\"b\",instance_type=\"any\",state=\"Pending\"} 1",
                            "allot_quota{team=\"a\",instance_type=\"ml.g5.8xlarge\",resource=\"accelerators\"} 2",
                            "allot_usage{team=\"a\",instance_type=\"ml.g5.8xlarge\",resource=\"vcpu\"} 32",
                            "allot_borrowed{team=\"a\",instance_type=\"ml.g5.8xlarge\",resource=\"memory_gib\"} 0",

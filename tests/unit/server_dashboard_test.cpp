@@ -242,9 +242,16 @@ TEST_F(ServerDashboard, MetricsPerInstanceTypeAndRule) {
            "allot_usage{team=\"b\",instance_type=\"ml.g5.8xlarge\",resource=\"accelerators\"} 1",
            "allot_borrowed{team=\"a\",instance_type=\"ml.g5.8xlarge\",resource=\"accelerators\"} 0",
            "allot_lent{team=\"a\",instance_type=\"ml.g5.8xlarge\",resource=\"accelerators\"} 0",
-           "allot_queue_length{team=\"a\",priority=\"low\"} 1",
-           "allot_queue_wait_seconds_count{team=\"b\",priority=\"high\"} 1",
-           "allot_queue_wait_seconds_bucket{team=\"a\",priority=\"low\",le=\"+Inf\"} 1",
+           // The jobs' series carry the instance type asked for (a-wide, waiting again) or held (b-back, which
+           // named none); a's other type has its series from 0.
+           "allot_queue_length{team=\"a\",priority=\"low\",instance_type=\"ml.g5.8xlarge\"} 1",
+           "allot_queue_wait_seconds_count{team=\"b\",priority=\"high\",instance_type=\"ml.g5.8xlarge\"} 1",
+           "allot_queue_wait_seconds_bucket{team=\"a\",priority=\"low\",instance_type=\"ml.g5.8xlarge\",le=\"+Inf\"} 1",
+           "allot_jobs{team=\"b\",instance_type=\"ml.g5.8xlarge\",state=\"Running\"} 1",
+           "allot_jobs{team=\"a\",instance_type=\"ml.g5.8xlarge\",state=\"Suspended\"} 1",
+           "allot_jobs{team=\"a\",instance_type=\"ml.g5.12xlarge\",state=\"Pending\"} 0",
+           "allot_job_restarts_total{team=\"a\",instance_type=\"ml.g5.12xlarge\"} 0",
+           "allot_waiting_jobs{team=\"a\",state=\"Suspended\",reason=\"no_idle_quota\",instance_type=\"ml.g5.8xlarge\"} 1",
            // Decisions by rule carry the job's team and the instance type it was placed on (a-wide and b-back ran
            // on ml.g5.8xlarge; a holds ml.g5.12xlarge quota too, and its series start at 0).
            "allot_admissions_by_rule_total{rule=\"borrowing\",team=\"a\",instance_type=\"ml.g5.8xlarge\"} 1",
@@ -269,12 +276,14 @@ TEST_F(ServerDashboard, MetricsPerInstanceTypeAndRule) {
   EXPECT_FALSE(has(m, "allot_admissions_by_rule_total{rule=\"borrowing\"}")) << m;
   EXPECT_FALSE(has(m, "allot_scheduling_latency_seconds_count{team=\"a\",instance_type=\"ml.g5.12xlarge\"}")) << m;
   EXPECT_FALSE(has(m, "allot_scheduling_latency_seconds_bucket{le=")) << m;
+  EXPECT_FALSE(has(m, "instance_type=\"any\"")) << "every job here holds or names a type\n" << m;
+  EXPECT_FALSE(has(m, "allot_jobs{team=\"a\",state=")) << m;
   // Waits and rule counters come from the journal: a restart rebuilds them.
   restart();
   auto again = get("/metrics").body;
   EXPECT_TRUE(has(again, "allot_preemptions_by_rule_total{rule=\"reclaim\",team=\"a\",instance_type=\"ml.g5.8xlarge\"} 1")) << again;
   EXPECT_TRUE(has(again, "allot_admissions_by_rule_total{rule=\"borrowing\",team=\"a\",instance_type=\"ml.g5.8xlarge\"} 1")) << again;
-  EXPECT_TRUE(has(again, "allot_queue_wait_seconds_count{team=\"b\",priority=\"high\"} 1")) << again;
+  EXPECT_TRUE(has(again, "allot_queue_wait_seconds_count{team=\"b\",priority=\"high\",instance_type=\"ml.g5.8xlarge\"} 1")) << again;
 }
 
 // Members follow their own teams' jobs and the cluster's events, but not token records: those name token ids and
@@ -380,8 +389,9 @@ TEST_F(ServerDashboard, MetricsNamesBuildInfoAndWaitingByReason) {
   ASSERT_EQ(post("/v1/jobs", job("fill", "a", 2)).status, 201);
   ASSERT_EQ(post("/v1/jobs", job("waits", "b")).status, 201);
   auto m = get("/metrics").body;
-  for (const char* want : {"allot_goodput_ratio{team=\"a\"} 1", "allot_goodput{team=\"a\"} 1",
-                           "allot_work_lost_accelerator_seconds_total{team=\"a\"} 0", "allot_work_lost_seconds_total{team=\"a\"} 0",
+  for (const char* want : {"allot_goodput_ratio{team=\"a\",instance_type=\"ml.g5.8xlarge\"} 1", "allot_goodput{team=\"a\"} 1",
+                           "allot_work_lost_accelerator_seconds_total{team=\"a\",instance_type=\"ml.g5.8xlarge\"} 0",
+                           "allot_work_lost_seconds_total{team=\"a\"} 0",
                            "# HELP allot_goodput Deprecated", "# HELP allot_work_lost_seconds_total Deprecated",
                            "allot_build_info{version=\"", "allot_waiting_jobs{team=\"b\",state=\"Pending\",reason=\"",
                            "allot_scheduling_latency_seconds_bucket{team=\"a\",instance_type=\"ml.g5.8xlarge\",le=\"86400\"}",
@@ -389,8 +399,13 @@ TEST_F(ServerDashboard, MetricsNamesBuildInfoAndWaitingByReason) {
     EXPECT_TRUE(has(m, want)) << want << "\n" << m;
   auto q = get("/v1/jobs/waits");
   ASSERT_EQ(q.status, 200);
-  EXPECT_TRUE(has(m, "allot_waiting_jobs{team=\"b\",state=\"Pending\",reason=\"" + q.json["reason_code"].get<std::string>() + "\"} 1"))
+  // It names no instance type: it counts under "any" while it waits, and a's running job under the type it holds.
+  EXPECT_TRUE(has(m, "allot_waiting_jobs{team=\"b\",state=\"Pending\",reason=\"" + q.json["reason_code"].get<std::string>() +
+                         "\",instance_type=\"any\"} 1"))
       << q.body << "\n" << m;
+  EXPECT_TRUE(has(m, "allot_queue_length{team=\"b\",priority=\"none\",instance_type=\"any\"} 1")) << m;
+  EXPECT_TRUE(has(m, "allot_jobs{team=\"b\",instance_type=\"any\",state=\"Pending\"} 1")) << m;
+  EXPECT_TRUE(has(m, "allot_jobs{team=\"a\",instance_type=\"ml.g5.8xlarge\",state=\"Running\"} 1")) << m;
 }
 
 // The Queue page's categories come from one table over every reason code (issue 30, item 6): each code has one,
