@@ -19,6 +19,7 @@ HB_TIMEOUT=4
 # start_pg_server NAME: a server on a free loopback port on the shared database; sets URL_<NAME> and PID_<NAME>.
 start_pg_server() {
   local name=$1
+  : >"$WORK/server-$name.out"  # a restarted server's: the loop below must not read the previous one's URL
   "$ALLOT" server --listen 127.0.0.1:0 --data "$WORK/$name" --database "$PG_URL" --heartbeat-timeout $HB_TIMEOUT \
     >"$WORK/server-$name.out" 2>"$WORK/server-$name.log" &
   local pid=$! url=""

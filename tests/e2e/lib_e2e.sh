@@ -91,6 +91,9 @@ start_server() {
   # Each test takes its own ten ports below the kernel's ephemeral range (32768 on), by its shell's pid.
   local ports=()
   case " $* " in *" --master-ports "*) ;; *) local low=$((20000 + ($$ % 1270) * 10)); ports=(--master-ports "$low-$((low + 9))");; esac
+  # Emptied here, not only by the redirection below: that happens in the forked child, and a loop that read the
+  # file before it would find a previous server's URL (a restart after kill -9) and call a dead port.
+  : >"$WORK/server.log"
   "$ALLOT" server --listen 127.0.0.1:0 --data "$WORK/server" "${ports[@]}" "$@" >"$WORK/server.log" 2>"$WORK/server.err.log" &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
