@@ -29,6 +29,7 @@ class ServerNodeSilence : public ServerTest {
     r = post("/v1/jobs", json{{"name", "j"}, {"team", "a"}, {"replicas", 1}, {"max_retries", 0},
                               {"per_replica", {{"accelerators", 4}}}, {"command", {"python", "train.py"}}});
     ASSERT_EQ(r.status, 201) << r.body;
+    ASSERT_TRUE(eventually([&] { return get("/v1/jobs/j").json["state"] == "Running"; }));
     job_node_ = get("/v1/jobs/j").json["nodes"][0];
   }
   void beat(const std::string& node) {
