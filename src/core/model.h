@@ -249,6 +249,9 @@ struct AdmitDecision {
   Placement placement;
   bool borrowing = false;  // the team is above its nominal quota after admission
   std::string reason;      // where, within quota or borrowing, after which preemptions
+  // Admitted ahead of the backfill reservation's holder, which still waits (backfill.h): a backfilled job. Data for
+  // the replay's figures; no rule reads it.
+  bool backfilled = false;
 };
 
 // Which preemption rule took a victim (docs/scheduling.md, "Preemption").

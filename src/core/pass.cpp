@@ -255,6 +255,7 @@ std::string Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const st
 void Pass::admit(const Job& j, const AdmissionAttempt& a, const std::string& extra) {
   const JobId id = j.id;
   AdmitDecision d{.job = id, .placement = a.placement, .borrowing = a.borrowing, .reason = admit_reason(j, a, extra)};
+  d.backfilled = backfill && backfill->holder != id && pass[backfill->holder.index()].waiting && queue_before(job(backfill->holder), j);
   room_changes(j, d.placement);
   auto st = apply_decision(s, d, now);
   (void)st;  // the job is waiting (checked by callers) and the placement came from the same state

@@ -173,6 +173,23 @@ ReplayMetrics compute_metrics(const std::vector<JobRecord>& jobs, const ClusterI
     if (t.entitled_share > 0 && t.group.jobs > 0) served.push_back(t.received_share / t.entitled_share);
   m.fairness_jain = jain_index(served);
   for (auto& [name, acc] : size_acc) m.sizes[name] = finish(acc);
+  if (cluster.backfill) {
+    BackfillMetrics b;
+    int64_t started = 0;
+    std::vector<int64_t> delays;
+    for (const JobRecord& j : jobs) {
+      if (j.first_start_s < 0) continue;
+      ++started;
+      b.backfilled_jobs += j.backfilled;
+      if (j.reserved_start_s < 0) continue;
+      delays.push_back(j.first_start_s - j.reserved_start_s);
+      b.late_jobs += j.first_start_s > j.reserved_start_s;
+    }
+    b.backfilled_share = ratio(static_cast<double>(b.backfilled_jobs), static_cast<double>(started), 0);
+    b.reserved_jobs = static_cast<int64_t>(delays.size());
+    b.reservation_delay = stats_of(delays);
+    m.backfill = b;
+  }
   return m;
 }
 
@@ -225,6 +242,14 @@ nlohmann::json to_json(const ReplayMetrics& m) {
   nlohmann::json sizes = nlohmann::json::object();
   for (const auto& [name, g] : m.sizes) sizes[name] = group_json(g);
   j["sizes"] = std::move(sizes);
+  if (m.backfill)
+    j["backfill_figures"] = {{"backfilled_jobs", m.backfill->backfilled_jobs},
+                     {"backfilled_share", r6(m.backfill->backfilled_share)},
+                     {"reserved_jobs", m.backfill->reserved_jobs},
+                     {"avg_reservation_delay_s", r6(m.backfill->reservation_delay.avg_s)},
+                     {"p50_reservation_delay_s", m.backfill->reservation_delay.p50_s},
+                     {"p99_reservation_delay_s", m.backfill->reservation_delay.p99_s},
+                     {"late_jobs", m.backfill->late_jobs}};
   return j;
 }
 
@@ -248,6 +273,14 @@ std::string format_summary(const ReplayMetrics& m) {
                                  m.avg_domains_per_job, m.locality_fit_one_domain_share, (long long)m.fit_one_domain_jobs));
   line("goodput", printf_string("%.3f", m.goodput));
   line("fairness (Jain)", printf_string("%.3f over teams' received / entitled shares", m.fairness_jain));
+  if (m.backfill) {
+    const BackfillMetrics& b = *m.backfill;
+    line("backfill", printf_string("%lld jobs backfilled (%.3f of those that started); %lld held a reservation: start - "
+                                   "planned avg %.0f s, p50 %lld s, p99 %lld s, %lld later than planned",
+                                   (long long)b.backfilled_jobs, b.backfilled_share, (long long)b.reserved_jobs,
+                                   b.reservation_delay.avg_s, (long long)b.reservation_delay.p50_s,
+                                   (long long)b.reservation_delay.p99_s, (long long)b.late_jobs));
+  }
 
   size_t w = 4;
   for (const auto& [name, t] : m.teams) w = std::max(w, name.size());

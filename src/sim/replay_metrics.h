@@ -37,8 +37,16 @@
 //                     (sum x)^2 / (n x sum x^2). 1 when every team received in proportion to its entitlement,
 //                     1/n when one team received everything; 1 when n = 0 or every x is 0.
 //   size buckets      by gpus: "1", "2-8", "9-64", "65+".
+//   backfill          only for a replay with policy.backfill (ClusterInfo::backfill):
+//     backfilled_jobs   jobs whose first start was a backfill: admitted ahead of the reservation's holder while it
+//                       waited (core AdmitDecision::backfilled); backfilled_share is over the jobs that started.
+//     reserved_jobs     jobs that held a reservation at some pass and then started.
+//     reservation delay over those: first start - the start their first reservation planned (negative: earlier,
+//                       since running jobs ended before their time limits); avg, p50, p99, and how many started
+//                       later than planned (late_jobs: a later reservation moved them, or quota held them back).
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
@@ -61,6 +69,8 @@ struct JobRecord {
   int64_t borrowed_gpu_seconds = 0;    // GPU-time held while its team was above its nominal quota
   int64_t useful_gpu_seconds = 0;      // GPU-time whose work counted (not lost to a preemption or a failure)
   int64_t total_gpu_seconds_held = 0;  // all GPU-time held, useful or lost
+  bool backfilled = false;             // its first start was a backfill (see above)
+  int64_t reserved_start_s = -1;       // the start its first backfill reservation planned; -1: it never held one
 };
 
 struct TeamEntitlement {
@@ -70,6 +80,7 @@ struct TeamEntitlement {
 
 struct ClusterInfo {
   int64_t total_gpus = 0;
+  bool backfill = false;  // the replay ran with policy.backfill: the backfill figures are computed
   std::vector<TeamEntitlement> teams;
 };
 
@@ -88,6 +99,14 @@ struct DelayStats {
   double avg_s = 0;
   int64_t p50_s = 0;
   int64_t p99_s = 0;
+};
+
+struct BackfillMetrics {
+  int64_t backfilled_jobs = 0;
+  double backfilled_share = 0;
+  int64_t reserved_jobs = 0;
+  DelayStats reservation_delay;  // avg_s, p50_s, p99_s of start - planned start (may be negative)
+  int64_t late_jobs = 0;
 };
 
 struct GroupMetrics {
@@ -125,6 +144,7 @@ struct ReplayMetrics {
   int64_t contended_s = 0;                    // time during which at least one job was queued
   std::map<std::string, TeamMetrics> teams;   // every team of the cluster and of the records; "" as "(none)"
   std::map<std::string, GroupMetrics> sizes;  // "1", "2-8", "9-64", "65+"; only buckets that have jobs
+  std::optional<BackfillMetrics> backfill;    // with ClusterInfo::backfill only
 };
 
 // Jain's fairness index of `x` (see above): 1 when empty or all zero.

@@ -93,6 +93,7 @@ class Replay {
       if (r.bound_hit) out_.warnings.push_back("t=" + std::to_string(now) + ": " + r.bound_hit->message);
       wakeup = r.next_wakeup;
       reconcile(r, now);
+      note_reservation(r);
       sample(now);
       out_.end_s = std::max(out_.end_s, now);
     }
@@ -113,6 +114,7 @@ class Replay {
     }
     for (const Node& n : s_.nodes)
       if (!n.removed) out_.cluster.total_gpus += s_.catalog.at(n.type).accelerators;
+    out_.cluster.backfill = s_.policy.backfill;
     tracked_.resize(trace_.jobs.size());
     locality_map();
     if (o_.failures.mtbf_hours > 0)
@@ -253,7 +255,10 @@ class Replay {
       // Not running at the end of the pass (admitted, then preempted), or already opened by an earlier
       // admission of this pass (admitted, preempted, admitted again): nothing to open.
       if (j.state != JobState::kRunning || t.run_start >= 0) continue;
-      if (t.runs == 0) first_placement(rec, j, now);
+      if (t.runs == 0) {
+        first_placement(rec, j, now);
+        records_[rec].backfilled = admit->backfilled;
+      }
       else if (o_.failures.restart_overhead_s > 0) *j.spec.duration_s += o_.failures.restart_overhead_s;
       ++t.runs;
       t.run_start = j.started_at;
@@ -264,6 +269,14 @@ class Replay {
       busy_ += t.held_now;
       team_busy_[j.team.index()] += t.held_now;
     }
+  }
+
+  // The start the holder's first reservation planned: the figure its first start is measured against.
+  void note_reservation(const ScheduleResult& r) {
+    if (!r.reservation || r.reservation->holder.index() >= record_of_.size()) return;
+    const int rec = record_of_[r.reservation->holder.index()];
+    if (rec >= 0 && records_[rec].first_start_s < 0 && records_[rec].reserved_start_s < 0)
+      records_[rec].reserved_start_s = r.reservation->at;
   }
 
   // Charges the current run's GPU-time up to now to its record and takes its GPUs off the busy count.

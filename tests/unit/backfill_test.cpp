@@ -115,9 +115,14 @@ TEST(Backfill, LaterJobsKeepClearOfTheReservedNodes) {
       << job(s, "long").reason.str();
   // A job that ends before the reservation takes the free reserved node; long, now without room, still waits.
   ASSERT_TRUE(submit_job(s, spec("short", 1, 400), 20).ok());  // ends at 420
-  (void)schedule(s, 20);
+  const ScheduleResult r = schedule(s, 20);
   EXPECT_EQ(job(s, "short").state, JobState::kRunning);
   EXPECT_EQ(job(s, "long").state, JobState::kPending);
+  // Its admission says it was a backfill (ahead of big, which waits holding the reservation): the replay counts it.
+  ASSERT_EQ(r.decisions.size(), 1u);
+  const auto* admit = std::get_if<AdmitDecision>(&r.decisions[0]);
+  ASSERT_NE(admit, nullptr);
+  EXPECT_TRUE(admit->backfilled);
 }
 
 TEST(Backfill, WhereOneTeamOwnsTheClusterQuotaAndCapacityRunOutTogether) {
@@ -160,8 +165,11 @@ TEST(Backfill, OffByDefaultTheLaterJobTakesTheNode) {
   (void)schedule(s, 0);
   ASSERT_TRUE(submit_job(s, spec("big", 4, 100), 10).ok());
   ASSERT_TRUE(submit_job(s, spec("long", 1, 2000), 10).ok());
-  (void)schedule(s, 10);
+  const ScheduleResult r = schedule(s, 10);
   EXPECT_EQ(job(s, "long").state, JobState::kRunning);
+  for (const auto& d : r.decisions)
+    if (const auto* admit = std::get_if<AdmitDecision>(&d)) EXPECT_FALSE(admit->backfilled) << "no reservation: no backfill";
+  EXPECT_FALSE(r.decisions.empty());
   EXPECT_EQ(job(s, "big").reason.str().find("backfill"), std::string::npos) << job(s, "big").reason.str();
 }
 

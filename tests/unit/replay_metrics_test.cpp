@@ -106,6 +106,33 @@ TEST(MetricsReplay, JsonHasTheContractKeys) {
   EXPECT_EQ(j["sizes"]["2-8"]["jobs"], 3);
 }
 
+// The backfill figures, with policy.backfill only: in the tiny replay say j4 started as a backfill (ahead of j3,
+// which held a reservation planned for t=100 and started at 120: 20 s late), and j2 held one planned for t=10 and
+// started at 0 (10 s early). Backfilled 1 of 4 started = 0.25; delays +20 and -10: avg 5, nearest rank p50 = -10,
+// p99 = 20; one late.
+TEST(MetricsReplay, BackfillFiguresOnlyWithBackfill) {
+  Tiny t;
+  EXPECT_FALSE(compute_metrics(t.jobs, t.cluster, t.samples).backfill);
+  EXPECT_FALSE(to_json(compute_metrics(t.jobs, t.cluster, t.samples)).contains("backfill_figures"));
+  t.cluster.backfill = true;
+  t.jobs[3].backfilled = true;
+  t.jobs[2].reserved_start_s = 100;
+  t.jobs[1].reserved_start_s = 10;
+  const ReplayMetrics m = compute_metrics(t.jobs, t.cluster, t.samples);
+  ASSERT_TRUE(m.backfill);
+  EXPECT_EQ(m.backfill->backfilled_jobs, 1);
+  EXPECT_DOUBLE_EQ(m.backfill->backfilled_share, 0.25);
+  EXPECT_EQ(m.backfill->reserved_jobs, 2);
+  EXPECT_DOUBLE_EQ(m.backfill->reservation_delay.avg_s, 5);
+  EXPECT_EQ(m.backfill->reservation_delay.p50_s, -10);
+  EXPECT_EQ(m.backfill->reservation_delay.p99_s, 20);
+  EXPECT_EQ(m.backfill->late_jobs, 1);
+  const nlohmann::json j = to_json(m)["backfill_figures"];
+  EXPECT_EQ(j["backfilled_jobs"], 1);
+  EXPECT_EQ(j["p99_reservation_delay_s"], 20);
+  EXPECT_NE(format_summary(m).find("1 jobs backfilled (0.250"), std::string::npos) << format_summary(m);
+}
+
 TEST(MetricsReplay, JainIndexIsOneWhenEvenAndOneOverNWhenOneTeamGetsAll) {
   EXPECT_DOUBLE_EQ(jain_index({}), 1);
   EXPECT_DOUBLE_EQ(jain_index({0, 0}), 1);
