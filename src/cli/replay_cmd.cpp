@@ -30,6 +30,7 @@ struct ReplayArgs {
   std::optional<int64_t> locality_wait;  // --locality-wait: replaces the cluster file's policy.locality_wait
   bool backfill = false;                 // --backfill: sets the cluster file's policy.backfill
   double time_limit_factor = 0;          // --time-limit-factor
+  double time_limit_factor_max = 0;      // --time-limit-factor-max: a per-job factor drawn up to it
 };
 
 struct Run {
@@ -96,6 +97,9 @@ int sim_replay(const ReplayArgs& a) {
   if (!(a.time_limit_factor == 0 || a.time_limit_factor >= 1))
     return fail("--time-limit-factor must be 1 or more (a job's limit is its trace duration times it), or 0 for none; got " +
                 std::to_string(a.time_limit_factor));
+  if (a.time_limit_factor_max != 0 && (a.time_limit_factor == 0 || a.time_limit_factor_max < a.time_limit_factor))
+    return fail("--time-limit-factor-max needs --time-limit-factor F and must be F or more (each job's factor is drawn "
+                "between them); got " + std::to_string(a.time_limit_factor_max));
   if (a.backfill) cluster->policy.backfill = true;
   if (!a.plans.empty()) {
     Catalog catalog = Catalog::builtin();
@@ -120,6 +124,7 @@ int sim_replay(const ReplayArgs& a) {
   options.failures = a.failures;
   options.elastic_share = a.elastic_share;
   options.time_limit_factor = a.time_limit_factor;
+  options.time_limit_factor_max = a.time_limit_factor_max;
   std::vector<Run> runs;
   auto first = replay_once("allot", *cluster, *trace, options);
   if (!first) return fail(first.error().message);
@@ -154,6 +159,7 @@ int sim_replay(const ReplayArgs& a) {
     if (cluster->policy.locality_wait_s > 0) out["locality_wait"] = cluster->policy.locality_wait_s;
     if (cluster->policy.backfill) out["backfill"] = true;
     if (a.time_limit_factor > 0) out["time_limit_factor"] = a.time_limit_factor;
+    if (a.time_limit_factor_max > 0) out["time_limit_factor_max"] = a.time_limit_factor_max;
     out["baselines"] = nlohmann::json::object();
     for (size_t i = 1; i < runs.size(); ++i) {
       nlohmann::json b = sim::to_json(runs[i].metrics);
@@ -173,7 +179,11 @@ int sim_replay(const ReplayArgs& a) {
   if (a.elastic_share > 0) std::cout << "; " << std::setprecision(0) << a.elastic_share * 100 << "% of multi-node jobs elastic";
   if (cluster->policy.locality_wait_s > 0) std::cout << "; locality wait " << cluster->policy.locality_wait_s << " s";
   if (cluster->policy.backfill) std::cout << "; backfill";
-  if (a.time_limit_factor > 0) std::cout << "; time limits " << std::setprecision(1) << a.time_limit_factor << " x duration";
+  if (a.time_limit_factor > 0) {
+    std::cout << "; time limits " << std::setprecision(1) << a.time_limit_factor;
+    if (a.time_limit_factor_max > 0) std::cout << " to " << a.time_limit_factor_max;
+    std::cout << " x duration";
+  }
   std::cout << "\n\n" << sim::format_summary(r.metrics);
   if (runs.size() > 1) std::cout << comparison(runs);
   std::cout << "\n" << std::setprecision(2);
@@ -210,6 +220,9 @@ void add_replay_command(CLI::App& sim, Context& ctx) {
   c->add_flag("--backfill", a->backfill, "Turn on backfill with a reservation (policy.backfill; docs/scheduling.md)");
   c->add_option("--time-limit-factor", a->time_limit_factor,
                 "Give every trace job a time limit of its duration times this (1 or more; 0: none, the default)");
+  c->add_option("--time-limit-factor-max", a->time_limit_factor_max,
+                "With --time-limit-factor F: each job's factor is drawn between F and this, log-uniformly by --seed, as "
+                "users overestimate by different amounts");
   c->add_option("--elastic-share", a->elastic_share,
                 "Make this share of multi-node jobs elastic (0..1, chosen by --seed): n replicas become ceil(n/2)..n");
   c->callback([a, &ctx] { ctx.exit_code = sim_replay(*a); });

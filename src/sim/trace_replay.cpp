@@ -138,12 +138,22 @@ class Replay {
 
   // A draw in [0, 1) for trace job i, from the seed and the index alone (splitmix64), so which jobs are elastic
   // does not depend on anything else the replay draws.
-  double elastic_draw(size_t i) const {
-    uint64_t z = o_.seed * 0x9e3779b97f4a7c15ULL + (i + 1) * 0xbf58476d1ce4e5b9ULL;
+  // A draw in [0, 1) for trace job i, from the seed (splitmix64); `salt` keeps independent draws apart.
+  double job_draw(size_t i, uint64_t salt) const {
+    uint64_t z = o_.seed * 0x9e3779b97f4a7c15ULL + (i + 1) * 0xbf58476d1ce4e5b9ULL + salt;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     z ^= z >> 31;
     return static_cast<double>(z >> 11) / static_cast<double>(uint64_t{1} << 53);
+  }
+
+  double elastic_draw(size_t i) const { return job_draw(i, 0); }
+
+  // The job's wall-time limit: its duration times the factor (or a factor drawn between the two; trace_replay.h).
+  int64_t time_limit_of(size_t i, int64_t duration_s) const {
+    double factor = o_.time_limit_factor;
+    if (o_.time_limit_factor_max > factor) factor *= std::pow(o_.time_limit_factor_max / factor, job_draw(i, 0x5851f42d4c957f2dULL));
+    return static_cast<int64_t>(std::ceil(static_cast<double>(duration_s) * factor));
   }
 
   // GPUs a running job holds now.
@@ -163,8 +173,7 @@ class Replay {
       ps.min_replicas = (ps.replicas + 1) / 2;
       any_elastic_ = true;
     }
-    if (o_.time_limit_factor > 0)
-      spec.time_limit_s = static_cast<int64_t>(std::ceil(static_cast<double>(tj.duration_s) * o_.time_limit_factor));
+    if (o_.time_limit_factor > 0) spec.time_limit_s = time_limit_of(i, tj.duration_s);
     auto id = submit_job(s_, spec, now);
     if (!id) return Error::invalid("trace job " + tj.id + ": " + id.error().message);
     Tracked& t = tracked_[i];

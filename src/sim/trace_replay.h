@@ -43,6 +43,9 @@ struct ReplayOptions {
   // Every trace job declares a wall-time limit of ceil(duration x this) seconds (0: none), as users of a cluster
   // with backfill declare limits above what their jobs take (docs/scheduling.md, "Backfill").
   double time_limit_factor = 0;
+  // When above time_limit_factor: each job's factor is drawn between the two, log-uniformly from `seed` (users
+  // overestimate their jobs' run times by different amounts, often several times over), as F x (max/F)^u.
+  double time_limit_factor_max = 0;
   // Locality is measured against this cluster's network tree (the topology-oblivious baseline places on a
   // cluster without labels, but its placements are judged on the real tree). Empty: the replayed cluster's.
   std::vector<NodeSpec> locality_nodes;

@@ -246,6 +246,50 @@ TEST(TraceReplay, BaselineNamesAreChecked) {
   EXPECT_NE(bad.error().message.find("static-quota, fifo, topology-oblivious"), std::string::npos);
 }
 
+// Backfill with limits of exactly the trace durations (--backfill --time-limit-factor 1), two 8-GPU nodes:
+//   j1  8 GPUs   submit 0   runs 0..100 on one node
+//   j2  16 GPUs  submit 0   waits: the holder, reserved from 100 (j1's limit) on both nodes; runs 100..150
+//   j3  8 GPUs   submit 10  ends by 60, before the reservation: backfilled onto the free node, runs 10..60
+//   j4  8 GPUs   submit 20  would run past 100: waits; once j2 runs it holds the next reservation, from 150
+//                           (j2's limit), and runs 150..350
+// Backfilled 1 of 4; two held reservations and both started as planned (delay 0, none late).
+TEST(TraceReplay, BackfillFiguresByHand) {
+  const char* two_nodes = R"(
+policy: {backfill: true}
+cluster:
+  nodes: [{name: p-[1-2], instance_type: ml.p4d.24xlarge}]
+teams:
+  - name: ml
+    allocation: [{instance_type: ml.p4d.24xlarge, instances: 2}]
+)";
+  const Trace tr = trace("id,submit_s,duration_s,gpus,team\nj1,0,100,8,ml\nj2,0,50,16,ml\nj3,10,50,8,ml\nj4,20,200,8,ml\n");
+  ReplayOptions o;
+  o.time_limit_factor = 1;
+  auto out = run_replay(cluster(two_nodes), tr, o);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  std::map<std::string, JobRecord> by_id;
+  for (const JobRecord& j : out->jobs) by_id[j.id] = j;
+  EXPECT_EQ(by_id["j3"].first_start_s, 10);
+  EXPECT_TRUE(by_id["j3"].backfilled);
+  EXPECT_FALSE(by_id["j1"].backfilled);
+  EXPECT_EQ(by_id["j2"].reserved_start_s, 100);
+  EXPECT_EQ(by_id["j2"].first_start_s, 100);
+  EXPECT_EQ(by_id["j4"].reserved_start_s, 150);
+  EXPECT_EQ(by_id["j4"].first_start_s, 150);
+  EXPECT_EQ(by_id["j3"].reserved_start_s, -1);
+  const ReplayMetrics m = compute_metrics(out->jobs, out->cluster, out->samples);
+  ASSERT_TRUE(m.backfill);
+  EXPECT_EQ(m.backfill->backfilled_jobs, 1);
+  EXPECT_EQ(m.backfill->reserved_jobs, 2);
+  EXPECT_EQ(m.backfill->reservation_delay.p99_s, 0);
+  EXPECT_EQ(m.backfill->late_jobs, 0);
+  // A factor drawn per job between 1 and 1 is the fixed factor.
+  o.time_limit_factor_max = 1;
+  auto same = run_replay(cluster(two_nodes), tr, o);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(compute_metrics(same->jobs, same->cluster, same->samples).backfill->backfilled_jobs, 1);
+}
+
 }  // namespace
 }  // namespace allot::sim::trace_replay_test
 
