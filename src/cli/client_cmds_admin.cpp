@@ -25,7 +25,7 @@ using nlohmann::json;
 struct AdminArgs {
   ClientFlags flags;
   std::string file, name, instance_type, task_prioritization, idle_compute, idle_pool, fair_share_preemption, backfill;
-  std::optional<int64_t> instances, accelerators, min_runtime, starvation_threshold, elastic_grow_delay;
+  std::optional<int64_t> instances, accelerators, min_runtime, starvation_threshold, elastic_grow_delay, backfill_min_priority;
   std::optional<double> vcpu, memory_gib;
   int weight = 0;
   bool dry_run = false, prune = false;  // apply
@@ -165,6 +165,7 @@ int run_policy_set(Session& s, AdminArgs& a) {
   if (a.elastic_grow_delay) p["elastic_grow_delay"] = *a.elastic_grow_delay;
   if (!a.fair_share_preemption.empty()) p["fair_share_preemption"] = a.fair_share_preemption == "true";
   if (!a.backfill.empty()) p["backfill"] = a.backfill == "true";
+  if (a.backfill_min_priority) p["backfill_min_priority"] = *a.backfill_min_priority;
   return s.show("policy set", s.api().put("/v1/policy", p), client::policy_text);
 }
 
@@ -256,6 +257,8 @@ void add_client_admin_commands(CLI::App& app, Context& ctx) {
                    "true: the first job capacity blocks gets a reservation from running jobs' time limits; later jobs "
                    "take its nodes only if they end before it")
       ->check(CLI::IsMember({"true", "false"}));
+  pset->add_option("--backfill-min-priority", a->backfill_min_priority,
+                   "With backfill: jobs of a priority class weight below this get no reservation, they only fill in (0..100)");
   on_run(pset, ctx, a, "policy set", run_policy_set);
 
   auto* pc = app.add_subcommand("priority-class", "Priority classes");

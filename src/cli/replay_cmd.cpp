@@ -204,7 +204,7 @@ void add_replay_command(CLI::App& sim, Context& ctx) {
   c->add_option("--seed", a->seed, "Seed for team assignment, failures and the topology-oblivious baseline");
   c->add_flag("--json", a->json, "Print the metrics as one JSON object");
   c->add_option("--svg", a->svg, "Write SVG charts (queue and utilisation; usage per team) into this directory");
-  c->add_option("--baseline", a->baselines, "Also run: static-quota, fifo, topology-oblivious, or all (repeatable)");
+  c->add_option("--baseline", a->baselines, "Also run: static-quota, fifo, topology-oblivious, backfill-top-class, or all (the first three; repeatable)");
   c->add_option("--team-rule", a->team_rule,
                 "How trace jobs get teams: random (default; by allocation), round-robin or by-size");
   c->add_option("--mtbf-hours", a->failures.mtbf_hours, "Inject node failures: mean time between failures per node");

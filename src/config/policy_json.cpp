@@ -66,6 +66,7 @@ nlohmann::json policy_json(const PolicySpec& p) {
   if (p.start_backoff_s != PolicySpec{}.start_backoff_s) out["start_backoff"] = p.start_backoff_s;
   if (p.start_backoff_max_s != PolicySpec{}.start_backoff_max_s) out["start_backoff_max"] = p.start_backoff_max_s;
   if (p.backfill) out["backfill"] = true;  // and backfill (docs/scheduling.md, "Backfill")
+  if (p.backfill_min_priority > 0) out["backfill_min_priority"] = p.backfill_min_priority;
   return out;
 }
 

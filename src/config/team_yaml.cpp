@@ -74,7 +74,8 @@ Result<std::vector<PriorityClassSpec>> read_priority_classes(const YamlContext& 
 Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
   auto f = Fields::open(ctx, v, {"task_prioritization", "idle_compute", "idle_pool", "priority_classes", "min_runtime",
                                  "starvation_threshold", "fair_share_preemption", "elastic_grow_delay", "locality_wait",
-                                 "start_timeout", "start_backoff", "start_backoff_max", "backfill"});
+                                 "start_timeout", "start_backoff", "start_backoff_max", "backfill",
+                                 "backfill_min_priority"});
   if (!f) return f.error();
   PolicySpec p;
   if (auto tp = f->get("task_prioritization")) {
@@ -116,6 +117,11 @@ Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
     auto b = read_bool(ctx, *bf);
     if (!b) return b.error();
     p.backfill = *b;
+  }
+  if (auto mp = f->get("backfill_min_priority")) {
+    auto w = read_int(ctx, *mp, 0, 100);  // a priority class weight
+    if (!w) return w.error();
+    p.backfill_min_priority = static_cast<int>(*w);
   }
   if (auto gd = f->get("elastic_grow_delay")) {
     auto s = read_int(ctx, *gd, 0, kMaxSeconds);

@@ -356,6 +356,7 @@ std::string Pass::backfill_text() const {
 
 void Pass::maybe_reserve_backfill(const Job& j, const AdmissionAttempt& a) {
   if (!s.policy.backfill || a.ok || a.never() || a.waits_for_locality || a.waits_for_user) return;
+  if (j.priority < s.policy.backfill_min_priority) return;  // below the class that may reserve: it only fills in
   const bool again = backfill_considered_ == j.id;
   if (!again && backfill_considered_.valid() && pass[backfill_considered_.index()].waiting &&
       !queue_before(j, job(backfill_considered_)))

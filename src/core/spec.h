@@ -186,6 +186,9 @@ struct PolicySpec {
   // the head of its queue): the first job in queue order that cannot be admitted now gets a reservation, the earliest time its running jobs' time limits free room for it and the nodes it would take
   // then; jobs after it may take those nodes only if their own time limit ends before that time.
   bool backfill = false;
+  // With backfill: a job whose priority class weight is below this gets no reservation; it still starts whenever it
+  // fits now (Slurm's bf_min_prio_reserve). 0: every job may hold one.
+  int backfill_min_priority = 0;
   friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
 };
 

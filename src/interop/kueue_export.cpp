@@ -141,6 +141,8 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
     if (policy.start_backoff_max_s != PolicySpec{}.start_backoff_max_s)
       out << YAML::Key << p + "start-backoff-max" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.start_backoff_max_s);
     if (policy.backfill) out << YAML::Key << p + "backfill" << YAML::Value << YAML::DoubleQuoted << "true";
+    if (policy.backfill_min_priority > 0)
+      out << YAML::Key << p + "backfill-min-priority" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.backfill_min_priority);
     out << YAML::EndMap;
   }
   out << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::EndMap << YAML::EndMap

@@ -193,6 +193,11 @@ void read_cohort(const YAML::Node& obj, ObjectReader& r) {
         seconds(pol.start_backoff_max_s);
       else if (k == "backfill" && (v == "true" || v == "false"))
         pol.backfill = v == "true";
+      else if (k == "backfill-min-priority") {
+        const bool whole = !v.empty() && v.size() <= 3 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (whole && std::stoi(v) <= 100) pol.backfill_min_priority = std::stoi(v);
+        else r.warn(field, "'" + v + "' is not a priority class weight (a whole number 0..100); the default is kept");
+      }
       else
         r.warn(field, "'" + v + "' is not an allot policy setting this version knows; ignored");
     }
@@ -738,6 +743,7 @@ std::string teams_file_yaml(const KueueImport& result) {
     if (p.start_backoff_max_s != PolicySpec{}.start_backoff_max_s)
       out << YAML::Key << "start_backoff_max" << YAML::Value << p.start_backoff_max_s;
     if (p.backfill) out << YAML::Key << "backfill" << YAML::Value << true;
+    if (p.backfill_min_priority > 0) out << YAML::Key << "backfill_min_priority" << YAML::Value << p.backfill_min_priority;
     out << YAML::Key << "priority_classes" << YAML::Value << YAML::BeginSeq;
     for (const auto& pc : p.priority_classes) {
       out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pc.name << YAML::Key << "weight"

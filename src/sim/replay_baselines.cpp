@@ -13,12 +13,15 @@ const char* baseline_name(Baseline b) {
     case Baseline::kStaticQuota: return "static-quota";
     case Baseline::kFifo: return "fifo";
     case Baseline::kTopologyOblivious: return "topology-oblivious";
+    case Baseline::kBackfillTopClass: return "backfill-top-class";
   }
   return "?";
 }
 
 Result<std::vector<Baseline>> parse_baselines(const std::vector<std::string>& names) {
   const std::vector<Baseline> all = {Baseline::kStaticQuota, Baseline::kFifo, Baseline::kTopologyOblivious};
+  const std::vector<Baseline> named = {Baseline::kStaticQuota, Baseline::kFifo, Baseline::kTopologyOblivious,
+                                       Baseline::kBackfillTopClass};
   std::vector<Baseline> out;
   auto add = [&](Baseline b) {
     if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
@@ -29,13 +32,14 @@ Result<std::vector<Baseline>> parse_baselines(const std::vector<std::string>& na
       continue;
     }
     bool found = false;
-    for (Baseline b : all)
+    for (Baseline b : named)
       if (n == baseline_name(b)) {
         add(b);
         found = true;
       }
     if (!found)
-      return Error::invalid("unknown baseline '" + n + "'; baselines: static-quota, fifo, topology-oblivious, all");
+      return Error::invalid("unknown baseline '" + n + "'; baselines: static-quota, fifo, topology-oblivious, backfill-top-class, all (the "
+                            "first three)");
   }
   return out;
 }
@@ -51,6 +55,13 @@ void apply_baseline(Baseline b, Scenario& cluster, ReplayOptions& options, uint6
       cluster.policy.preemption = false;
       cluster.policy.strict_fifo = true;
       return;
+    case Baseline::kBackfillTopClass: {
+      cluster.policy.backfill = true;
+      int top = 0;
+      for (const PriorityClassSpec& pc : cluster.policy.priority_classes) top = std::max(top, pc.weight);
+      cluster.policy.backfill_min_priority = top;
+      return;
+    }
     case Baseline::kTopologyOblivious: {
       // Placement scans nodes in name order, and names usually follow the network (gpu-1..16 under one
       // switch), so clearing the labels alone would leave much locality by accident. Every node gets a new

@@ -8,6 +8,10 @@
 //                        queue does. Borrowing idle quota is still allowed, so only ordering changes.
 //   topology-oblivious   node labels removed and nodes in a seeded random order, so placement cannot see the
 //                        network tree; locality is still judged on the real tree.
+//   backfill-top-class   backfill on, but only jobs of the highest priority class may hold the reservation
+//                        (policy.backfill_min_priority set to that class's weight, as Slurm's bf_min_prio_reserve):
+//                        lower classes only fill in. Not part of "all" (it compares backfill policies, not allot's
+//                        parts); with no priority classes it is plain backfill.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -19,10 +23,10 @@
 
 namespace allot::sim {
 
-enum class Baseline { kStaticQuota, kFifo, kTopologyOblivious };
+enum class Baseline { kStaticQuota, kFifo, kTopologyOblivious, kBackfillTopClass };
 
 const char* baseline_name(Baseline b);
-// "static-quota", "fifo", "topology-oblivious"; "all" gives every baseline.
+// "static-quota", "fifo", "topology-oblivious", "backfill-top-class"; "all" gives the first three.
 Result<std::vector<Baseline>> parse_baselines(const std::vector<std::string>& names);
 
 // The cluster and options of the baseline run, from those of the allot run.

@@ -204,6 +204,7 @@ PolicySpec policy_from_json(const json& j) {
   p.start_backoff_s = get_or<int64_t>(j, "start_backoff", PolicySpec{}.start_backoff_s);
   p.start_backoff_max_s = get_or<int64_t>(j, "start_backoff_max", PolicySpec{}.start_backoff_max_s);
   p.backfill = j.value("backfill", false);  // absent when off
+  p.backfill_min_priority = get_or<int>(j, "backfill_min_priority", 0);  // absent when 0
   return p;
 }
 

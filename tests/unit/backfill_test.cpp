@@ -159,6 +159,47 @@ TEST(Backfill, AJobThatWouldRunPastGoesWhereNothingIsReserved) {
   EXPECT_EQ(s.nodes[job(s, "long").placement.pod_sets[0].replicas[0].node.index()].name, "x1");
 }
 
+// backfill_min_priority (Slurm's bf_min_prio_reserve): a head of a class weight below it gets no reservation, so a
+// later job that would run past it starts at once; a head of a class at or above it holds its reservation.
+TEST(Backfill, JobsBelowTheMinimumPriorityGetNoReservation) {
+  for (const char* big_class : {"low", "high"}) {
+    SCOPED_TRACE(big_class);
+    ClusterState s = cluster(true);
+    PolicySpec p = s.policy;
+    p.priority_classes = {{.name = "high", .weight = 90}, {.name = "low", .weight = 10}};
+    p.backfill_min_priority = 50;
+    ASSERT_TRUE(set_policy(s, p).ok());
+    JobSpec a500 = spec("a500", 3, 500);
+    a500.priority = "high";
+    ASSERT_TRUE(submit_job(s, a500, 0).ok());
+    (void)schedule(s, 0);
+    JobSpec big = spec("big", 4, 100);
+    big.priority = big_class;
+    ASSERT_TRUE(submit_job(s, big, 10).ok());
+    JobSpec longer = spec("long", 1, 2000);
+    longer.priority = "low";
+    ASSERT_TRUE(submit_job(s, longer, 10).ok());
+    const ScheduleResult r = schedule(s, 10);
+    const bool reserves = std::string(big_class) == "high";
+    EXPECT_EQ(r.reservation.has_value(), reserves);
+    EXPECT_EQ(job(s, "big").reason.str().find("(backfill)") != std::string::npos, reserves) << job(s, "big").reason.str();
+    EXPECT_EQ(job(s, "long").state, reserves ? JobState::kPending : JobState::kRunning);
+  }
+  // The key is read from YAML, written to JSON only when set, and read back.
+  auto d = load_yaml("{backfill: true, backfill_min_priority: 50}", YamlContext{"p.yaml", "", 0});
+  ASSERT_TRUE(d.ok());
+  auto p = parse_policy(*d, YamlContext{"p.yaml", "policy", 0});
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->backfill_min_priority, 50);
+  EXPECT_EQ(store::policy_from_json(store::to_json(*p)), *p);
+  EXPECT_FALSE(store::to_json(PolicySpec{}).contains("backfill_min_priority"));
+  auto bad = load_yaml("{backfill_min_priority: 101}", YamlContext{"p.yaml", "", 0});
+  ASSERT_TRUE(bad.ok());
+  auto r = parse_policy(*bad, YamlContext{"p.yaml", "policy", 0});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("backfill_min_priority"), std::string::npos) << r.error().message;
+}
+
 TEST(Backfill, OffByDefaultTheLaterJobTakesTheNode) {
   ClusterState s = cluster(false);
   ASSERT_TRUE(submit_job(s, spec("a500", 3, 500), 0).ok());

@@ -241,6 +241,15 @@ teams:
 TEST(TraceReplay, BaselineNamesAreChecked) {
   EXPECT_TRUE(parse_baselines({"fifo", "static-quota"}).ok());
   EXPECT_EQ(parse_baselines({"all"})->size(), 3u);
+  auto top = parse_baselines({"all", "backfill-top-class"});
+  ASSERT_TRUE(top.ok());
+  EXPECT_EQ(top->size(), 4u);
+  Scenario sc = cluster(kOneNode);
+  sc.policy.priority_classes = {{.name = "high", .weight = 90}, {.name = "low", .weight = 10}};
+  ReplayOptions o;
+  apply_baseline(Baseline::kBackfillTopClass, sc, o, 1);
+  EXPECT_TRUE(sc.policy.backfill);
+  EXPECT_EQ(sc.policy.backfill_min_priority, 90) << "only the highest class reserves";
   auto bad = parse_baselines({"lifo"});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("static-quota, fifo, topology-oblivious"), std::string::npos);
