@@ -34,6 +34,17 @@ ReplayMetrics replay(const Scenario& sc, const Trace& tr, ReplayOptions o = {}) 
   return compute_metrics(out->jobs, out->cluster, out->samples);
 }
 
+// Two 8-GPU nodes and one team entitled to both, under `policy` (a YAML flow map).
+std::string two_p4d_nodes(const std::string& policy) {
+  return "policy: " + policy + R"(
+cluster:
+  nodes: [{name: p-[1-2], instance_type: ml.p4d.24xlarge}]
+teams:
+  - name: ml
+    allocation: [{instance_type: ml.p4d.24xlarge, instances: 2}]
+)";
+}
+
 const char* kOneNode = R"(
 cluster:
   nodes: [{name: p-1, instance_type: ml.p4d.24xlarge}]
@@ -263,14 +274,7 @@ TEST(TraceReplay, BaselineNamesAreChecked) {
 //                           (j2's limit), and runs 150..350
 // Backfilled 1 of 4; two held reservations and both started as planned (delay 0, none late).
 TEST(TraceReplay, BackfillFiguresByHand) {
-  const char* two_nodes = R"(
-policy: {backfill: true}
-cluster:
-  nodes: [{name: p-[1-2], instance_type: ml.p4d.24xlarge}]
-teams:
-  - name: ml
-    allocation: [{instance_type: ml.p4d.24xlarge, instances: 2}]
-)";
+  const std::string two_nodes = two_p4d_nodes("{backfill: true}");
   const Trace tr = trace("id,submit_s,duration_s,gpus,team\nj1,0,100,8,ml\nj2,0,50,16,ml\nj3,10,50,8,ml\nj4,20,200,8,ml\n");
   ReplayOptions o;
   o.time_limit_factor = 1;
@@ -312,14 +316,7 @@ namespace {
 //                          other 125 s at full size: ends at 275
 // Without elastic jobs j2 waits for j1 and runs 100..300.
 TEST(TraceReplay, ElasticJobsStartSmallerAndGrow) {
-  const char* two_nodes = R"(
-policy: {elastic_grow_delay: 50}
-cluster:
-  nodes: [{name: p-[1-2], instance_type: ml.p4d.24xlarge}]
-teams:
-  - name: ml
-    allocation: [{instance_type: ml.p4d.24xlarge, instances: 2}]
-)";
+  const std::string two_nodes = two_p4d_nodes("{elastic_grow_delay: 50}");
   const Trace tr = trace("id,submit_s,duration_s,gpus,team\nj1,0,100,8,ml\nj2,0,200,16,ml\n");
   ReplayOptions o;
   o.failures.checkpoint_s = 0;  // every moment is kept: the resize loses no work
