@@ -241,9 +241,11 @@ void add_client_admin_commands(CLI::App& app, Context& ctx) {
   policy->require_subcommand(1);
   on_run(flags(policy->add_subcommand("get", "Show the policy and priority classes")), ctx, a, "policy get", run_policy_get);
   auto* pset = flags(policy->add_subcommand("set", "Change parts of the policy"));
-  pset->add_option("--task-prioritization", a->task_prioritization, "task-ranking or fcfs")
-      ->check(CLI::IsMember({"task-ranking", "fcfs"}));
-  pset->add_option("--idle-compute", a->idle_compute, "fair-share or fcfs")->check(CLI::IsMember({"fair-share", "fcfs"}));
+  std::vector<std::string> prioritizations, idle_computes;  // the spellings' one home: core/spec.h
+  for (TaskPrioritization t : kTaskPrioritizations) prioritizations.emplace_back(task_prioritization_name(t));
+  for (IdleCompute i : kIdleComputes) idle_computes.emplace_back(idle_compute_name(i));
+  pset->add_option("--task-prioritization", a->task_prioritization, "task-ranking or fcfs")->check(CLI::IsMember(prioritizations));
+  pset->add_option("--idle-compute", a->idle_compute, "fair-share or fcfs")->check(CLI::IsMember(idle_computes));
   pset->add_option("--idle-pool", a->idle_pool, "true: capacity outside every allocation may be borrowed")
       ->check(CLI::IsMember({"true", "false"}));
   pset->add_option("--min-runtime", a->min_runtime, "Seconds a started job is protected from preemption");

@@ -79,14 +79,18 @@ Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
   if (!f) return f.error();
   PolicySpec p;
   if (auto tp = f->get("task_prioritization")) {
-    auto c = read_choice(ctx, *tp, {"fcfs", "task-ranking"});
+    std::vector<std::string_view> names;
+    for (TaskPrioritization t : kTaskPrioritizations) names.push_back(task_prioritization_name(t));
+    auto c = read_choice(ctx, *tp, names);
     if (!c) return c.error();
-    p.task_prioritization = *c == 0 ? TaskPrioritization::kFcfs : TaskPrioritization::kTaskRanking;
+    p.task_prioritization = kTaskPrioritizations[*c];
   }
   if (auto ic = f->get("idle_compute")) {
-    auto c = read_choice(ctx, *ic, {"fair-share", "fcfs"});
+    std::vector<std::string_view> names;
+    for (IdleCompute i : kIdleComputes) names.push_back(idle_compute_name(i));
+    auto c = read_choice(ctx, *ic, names);
     if (!c) return c.error();
-    p.idle_compute = *c == 0 ? IdleCompute::kFairShare : IdleCompute::kFcfs;
+    p.idle_compute = kIdleComputes[*c];
   }
   if (auto ip = f->get("idle_pool")) {
     auto b = read_bool(ctx, *ip);

@@ -92,10 +92,32 @@ const char* preempt_team_tasks_name(PreemptTeamTasks p) {
 }
 
 const char* task_prioritization_name(TaskPrioritization t) {
-  return t == TaskPrioritization::kTaskRanking ? "task-ranking" : "fcfs";
+  switch (t) {
+    case TaskPrioritization::kFcfs: return "fcfs";
+    case TaskPrioritization::kTaskRanking: return "task-ranking";
+  }
+  return "?";
 }
 
-const char* idle_compute_name(IdleCompute i) { return i == IdleCompute::kFcfs ? "fcfs" : "fair-share"; }
+const char* idle_compute_name(IdleCompute i) {
+  switch (i) {
+    case IdleCompute::kFairShare: return "fair-share";
+    case IdleCompute::kFcfs: return "fcfs";
+  }
+  return "?";
+}
+
+std::optional<TaskPrioritization> parse_task_prioritization(std::string_view name) {
+  for (TaskPrioritization t : kTaskPrioritizations)
+    if (name == task_prioritization_name(t)) return t;
+  return std::nullopt;
+}
+
+std::optional<IdleCompute> parse_idle_compute(std::string_view name) {
+  for (IdleCompute i : kIdleComputes)
+    if (name == idle_compute_name(i)) return i;
+  return std::nullopt;
+}
 
 const char* capability_name(Capability c) {
   switch (c) {

@@ -147,8 +147,14 @@ struct PriorityClassSpec {
 
 enum class TaskPrioritization { kFcfs, kTaskRanking };
 enum class IdleCompute { kFairShare, kFcfs };
+// One spelling each, the same in YAML, JSON, the CLI and Kueue annotations: the tables and the names below are
+// the only home of these words (readers parse with parse_*, lists of choices come from the k* tables).
+inline constexpr TaskPrioritization kTaskPrioritizations[] = {TaskPrioritization::kFcfs, TaskPrioritization::kTaskRanking};
+inline constexpr IdleCompute kIdleComputes[] = {IdleCompute::kFairShare, IdleCompute::kFcfs};
 const char* task_prioritization_name(TaskPrioritization t);  // "fcfs", "task-ranking"
 const char* idle_compute_name(IdleCompute i);                // "fair-share", "fcfs"
+std::optional<TaskPrioritization> parse_task_prioritization(std::string_view name);
+std::optional<IdleCompute> parse_idle_compute(std::string_view name);
 
 struct PolicySpec {
   TaskPrioritization task_prioritization = TaskPrioritization::kFcfs;

@@ -169,10 +169,10 @@ void read_cohort(const YAML::Node& obj, ObjectReader& r) {
       into.policy_annotations = true;
       into.has_policy = true;
       PolicySpec& pol = into.policy;
-      if (k == "task-prioritization" && (v == "fcfs" || v == "task-ranking"))
-        pol.task_prioritization = v == "fcfs" ? TaskPrioritization::kFcfs : TaskPrioritization::kTaskRanking;
-      else if (k == "idle-compute" && (v == "fcfs" || v == "fair-share"))
-        pol.idle_compute = v == "fcfs" ? IdleCompute::kFcfs : IdleCompute::kFairShare;
+      if (k == "task-prioritization" && parse_task_prioritization(v))
+        pol.task_prioritization = *parse_task_prioritization(v);
+      else if (k == "idle-compute" && parse_idle_compute(v))
+        pol.idle_compute = *parse_idle_compute(v);
       else if (k == "idle-pool" && (v == "true" || v == "false"))
         pol.idle_pool = v == "true";
       else if (k == "fair-share-preemption" && (v == "true" || v == "false"))

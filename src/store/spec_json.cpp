@@ -36,13 +36,11 @@ PreemptTeamTasks preempt_from(const std::string& s) {
   throw std::invalid_argument("unknown preempt_team_tasks " + s);
 }
 TaskPrioritization prioritization_from(const std::string& s) {
-  for (auto v : {TaskPrioritization::kFcfs, TaskPrioritization::kTaskRanking})
-    if (s == task_prioritization_name(v)) return v;
+  if (auto v = parse_task_prioritization(s)) return *v;
   throw std::invalid_argument("unknown task_prioritization " + s);
 }
 IdleCompute idle_from(const std::string& s) {
-  for (auto v : {IdleCompute::kFairShare, IdleCompute::kFcfs})
-    if (s == idle_compute_name(v)) return v;
+  if (auto v = parse_idle_compute(s)) return *v;
   throw std::invalid_argument("unknown idle_compute " + s);
 }
 

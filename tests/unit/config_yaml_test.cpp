@@ -362,6 +362,25 @@ TEST(ConfigPolicy, DefaultsAndValues) {
   EXPECT_EQ(p->starvation_threshold_s, 3600);
 }
 
+// The policy's closed sets have one spelling each (core/spec.h's tables): every value's name reads back as itself
+// in YAML and by parse_*, and nothing else does.
+TEST(ConfigPolicy, EachChoiceHasOneSpellingThatReadsBack) {
+  for (TaskPrioritization t : kTaskPrioritizations) {
+    EXPECT_EQ(parse_task_prioritization(task_prioritization_name(t)), t);
+    auto p = policy(std::string("task_prioritization: ") + task_prioritization_name(t) + "\n");
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_EQ(p->task_prioritization, t);
+  }
+  for (IdleCompute i : kIdleComputes) {
+    EXPECT_EQ(parse_idle_compute(idle_compute_name(i)), i);
+    auto p = policy(std::string("idle_compute: ") + idle_compute_name(i) + "\n");
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_EQ(p->idle_compute, i);
+  }
+  EXPECT_FALSE(parse_task_prioritization("FCFS"));
+  EXPECT_FALSE(parse_idle_compute("fair"));
+}
+
 TEST(ConfigPolicy, MistakesAreReported) {
   auto choice = policy("idle_compute: fair\n");
   ASSERT_FALSE(choice.ok());
