@@ -217,6 +217,7 @@ void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind
       st.running.erase(j->id.index());
       st.replica_cpus.erase(j->id.index());
       st.pulls.erase(j->id.index());
+      st.run_checks.erase(j->id.index());  // a run's checks end with it; the next admission begins anew
     }
     st.running_by_node.update(*j);
     team = st.cluster.teams[j->team.index()].spec.name;
