@@ -411,6 +411,14 @@ std::string describe_job(const json& j, int64_t now) {
     field("Starting:", "waits until the replicas of " + whose + " (attempt " + text(w, "attempt") + ") on " + nodes +
                            " have stopped (their agent reports them gone, or the node is fenced)");
   }
+  // Running, its processes not started yet: the admission checks that have not said ready (docs/scheduling.md,
+  // "Admission checks"); the quota and nodes stay held meanwhile.
+  for (const auto& w : j.value("waits_for_checks", json::array())) {
+    std::string line = "waits for admission check " + text(w, "check") + " (" + text(w, "kind") + ") to answer ready";
+    if (w.contains("tries"))
+      line += "; " + text(w, "tries") + " tries got no answer, the last: " + text(w, "error") + "; next try at " + text(w, "next_try_at");
+    field("Starting:", line);
+  }
   if (j.contains("labels") && j["labels"].is_object() && !j["labels"].empty()) {
     field("Labels:", view::format_label_list(j["labels"]));
   }

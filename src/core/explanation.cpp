@@ -6,7 +6,7 @@
 namespace allot {
 namespace {
 
-constexpr std::array<std::pair<ReasonCode, const char*>, 38> kNames = {{
+constexpr std::array<std::pair<ReasonCode, const char*>, 40> kNames = {{
     {ReasonCode::kNone, "none"},
     {ReasonCode::kSubmitted, "submitted"},
     {ReasonCode::kQuota, "quota"},
@@ -45,6 +45,8 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 38> kNames = {{
     {ReasonCode::kDependency, "dependency"},
     {ReasonCode::kDependencyNever, "dependency_never"},
     {ReasonCode::kUserLimit, "user_limit"},
+    {ReasonCode::kAdmissionCheckRetry, "admission_check_retry"},
+    {ReasonCode::kAdmissionCheckRejected, "admission_check_rejected"},
 }};
 
 // Every code once, in the enum's order, the newest last: a code added to the enum without its name here (or a name
@@ -54,7 +56,7 @@ constexpr bool in_enum_order() {
     if (static_cast<size_t>(kNames[i].first) != i) return false;
   return true;
 }
-static_assert(in_enum_order() && kNames.back().first == ReasonCode::kUserLimit);
+static_assert(in_enum_order() && kNames.back().first == ReasonCode::kAdmissionCheckRejected);
 
 }  // namespace
 

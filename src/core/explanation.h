@@ -65,6 +65,11 @@ enum class ReasonCode : uint8_t {
   // Per-user limits (core/user_limits.h): waiting while its user's running jobs or accelerators in the team are at
   // the limit the team sets for that user.
   kUserLimit,
+  // Admission checks (the server's, docs/scheduling.md "Admission checks"): a check answered retry (the job was
+  // requeued, Suspended without using a retry, and is passed over until its backoff ends) or reject (Failed for
+  // good, with the check's message).
+  kAdmissionCheckRetry,
+  kAdmissionCheckRejected,
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

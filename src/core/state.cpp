@@ -542,6 +542,39 @@ Status time_out_start(ClusterState& s, std::string_view name, Time now, int64_t 
   return ok_status();
 }
 
+Status requeue_for_admission_check(ClusterState& s, std::string_view name, Time now, int64_t backoff_s,
+                                   const std::string& check, const std::string& message) {
+  const Job* cj = s.find_job(name);
+  if (!cj) return Error::not_found("no job named " + std::string(name));
+  Job& j = s.jobs[cj->id.index()];
+  if (j.state != JobState::kRunning)
+    return Error::precondition("job " + j.spec.name + " is not running (" + job_state_name(j.state) + ")");
+  if (backoff_s < 0) return Error::invalid("job " + j.spec.name + ": an admission check backoff of " + std::to_string(backoff_s) + " s");
+  stop_run(s, j, now);
+  ++j.preemptions;  // a run ended without using a retry: the next run is a new attempt
+  j.backoff_until = now + backoff_s;
+  transition(s, j, JobState::kSuspended, now,
+             "admission check " + check + " answered retry" + (message.empty() ? "" : ": " + message) +
+                 "; requeued without using a retry, it may run again from t=" + std::to_string(j.backoff_until) +
+                 " (backoff " + std::to_string(backoff_s) + " s)",
+             ReasonCode::kAdmissionCheckRetry);
+  return ok_status();
+}
+
+Status reject_by_admission_check(ClusterState& s, std::string_view name, Time now, const std::string& check,
+                                 const std::string& message) {
+  const Job* cj = s.find_job(name);
+  if (!cj) return Error::not_found("no job named " + std::string(name));
+  Job& j = s.jobs[cj->id.index()];
+  if (j.state != JobState::kRunning)
+    return Error::precondition("job " + j.spec.name + " is not running (" + job_state_name(j.state) + ")");
+  stop_run(s, j, now);
+  transition(s, j, JobState::kFailed, now,
+             "admission check " + check + " rejected it" + (message.empty() ? "" : ": " + message) + "; no retry",
+             ReasonCode::kAdmissionCheckRejected);
+  return ok_status();
+}
+
 // --- Decisions -----------------------------------------------------------------------------------------------
 
 Status admit_job(ClusterState& s, JobId id, const Placement& placement, bool borrowing, Time now, std::string reason) {

@@ -166,6 +166,15 @@ Status fire_log_rule(ClusterState& s, std::string_view name, Time now, const Log
 // (start_timeout.h): it stops and is Suspended with reason start_timeout without using a retry, and the scheduler
 // passes it over until now + backoff_s. `why` says which replicas did not start where.
 Status time_out_start(ClusterState& s, std::string_view name, Time now, int64_t backoff_s, const std::string& why);
+// An admission check (the server's, docs/scheduling.md "Admission checks") answered retry for the running job's
+// run: it stops and is Suspended with reason admission_check_retry without using a retry (Kueue releases the
+// workload's quota and requeues it), passed over until now + backoff_s.
+Status requeue_for_admission_check(ClusterState& s, std::string_view name, Time now, int64_t backoff_s,
+                                   const std::string& check, const std::string& message);
+// An admission check answered reject: the running job stops and ends Failed, without a retry, with reason
+// admission_check_rejected and the check's message.
+Status reject_by_admission_check(ClusterState& s, std::string_view name, Time now, const std::string& check,
+                                 const std::string& message);
 // Holds a waiting job (Pending or Suspended) so that no scheduler pass considers it, or releases it
 // (job_changes.cpp). Holding a held job, or releasing one that is not, is refused.
 Status set_job_held(ClusterState& s, std::string_view name, bool held, Time now);

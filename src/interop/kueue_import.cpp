@@ -400,7 +400,7 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
     r.warn("spec.queueingStrategy", "StrictFIFO: allot queues best-effort FIFO (a job that cannot run does not block "
                                     "the ones behind it)");
   for (const char* field : {"admissionChecks", "admissionChecksStrategy"})
-    if (at(spec, {field})) r.warn(std::string("spec.") + field, "allot has no admission checks; ignored");
+    if (at(spec, {field})) r.warn(std::string("spec.") + field, "not imported: an AdmissionCheck's controller has no counterpart in a file; make allot's own with `allot admission-check create` (docs/scheduling.md, \"Admission checks\")");
   if (const std::string sp = scalar_or_empty(at(spec, {"stopPolicy"})); !sp.empty() && sp != "None")
     r.warn("spec.stopPolicy", "'" + sp + "' has no counterpart; ignored");
 

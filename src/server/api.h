@@ -80,6 +80,7 @@ void add_token_routes(Routes& http, Api& api);   // tokens, audit
 void add_dashboard_routes(Routes& http, Api& api);  // the dashboard's files and the JSON its pages read
 void add_plan_routes(Routes& http, Api& api);    // capacity plans
 void add_webhook_routes(Routes& http, Api& api);  // webhooks (api_webhooks.cpp)
+void add_admission_check_routes(Routes& http, Api& api);  // admission checks (api_admission_checks.cpp)
 void add_usage_routes(Routes& http, Api& api);    // usage reports (api_usage.cpp)
 // A usage report as GET /v1/usage answers it (api_usage.cpp); the dashboard's Usage page reads the same.
 nlohmann::json usage_report_json(const UsageReport& r);

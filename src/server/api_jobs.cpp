@@ -3,6 +3,7 @@
 #include "config/spec_yaml.h"
 #include "core/dependency.h"
 #include "core/labels.h"
+#include "server/admission_checks.h"
 #include "server/agents.h"
 #include "server/api.h"
 #include "server/retention.h"
@@ -58,6 +59,8 @@ Render job_render(const std::string& name, const auth::Caller& who, int status =
     if (auto nodes = pulling_nodes(st, *j); !nodes.empty()) v["pulling_image_on"] = nodes;
     // Running, its replicas not yet handed to agents: the stops it waits for (start_gate.h).
     if (auto waits = start_waits(st, *j, job_names_for(who)); !waits.empty()) v["waits_for_stops"] = std::move(waits);
+    // ... and the admission checks that have not answered ready for its run (admission_checks.h).
+    if (auto checks = check_waits(st, *j); !checks.empty()) v["waits_for_checks"] = std::move(checks);
     view::hide_job_refs(v, job_names_for(who));
     return json_reply(status, v);
   };

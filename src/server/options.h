@@ -33,6 +33,18 @@ struct WebhookOptions {
   std::chrono::milliseconds timeout{10000};  // reading the answer, and writing the request
 };
 
+// HTTP admission checks (admission_checker.h): the threads that ask them, how long a try may take, and the backoff
+// between tries that got no usable answer; and the backoff of a job requeued by a retry answer (admission_checks.h).
+struct AdmissionCheckOptions {
+  int askers = 2;  // threads that POST; a hanging endpoint holds one for at most `timeout`
+  std::chrono::milliseconds backoff{1000};        // the wait after a first failed try, doubled after each
+  std::chrono::milliseconds backoff_max{60000};   // ... up to this
+  std::chrono::milliseconds connect_timeout{3000};
+  std::chrono::milliseconds timeout{10000};  // reading the answer, and writing the request
+  int64_t retry_backoff_s = 10;              // a retry answer requeues the job this long, doubled for each earlier one
+  int64_t retry_backoff_max_s = 600;         // ... up to this
+};
+
 // Where a snapshot starts to pay (ServerOptions::snapshot_min_records), measured by bench/startup_bench.
 inline constexpr uint64_t kSnapshotMinRecords = 10000;
 
@@ -92,6 +104,7 @@ struct ServerOptions {
   std::optional<size_t> max_listings;
   size_t event_ring = 10000;                // events kept in memory for /v1/events
   WebhookOptions webhooks;
+  AdmissionCheckOptions admission_checks;
   // Several servers on one shared store (PostgreSQL, docs/deployment.md): the URL this server gives the others
   // for redirecting writes to it while it leads (empty: its own listen URL), and how often a standby tries to
   // take the lead and reads what the leader wrote.

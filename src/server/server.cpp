@@ -122,6 +122,10 @@ Server::Server(ServerOptions options, std::unique_ptr<store::Store> store) : opt
   writer_ = std::make_unique<Writer>(options_, std::move(store), *events_, *auth_);
   webhooks_ = std::make_unique<WebhookSender>(options_.webhooks, *events_, [w = writer_.get()] { return w->leading(); }, options_.clock);
   writer_->set_on_webhooks([sender = webhooks_.get()](std::shared_ptr<const WebhookTable> t) { sender->set_table(std::move(t)); });
+  checker_ = std::make_unique<AdmissionChecker>(
+      options_.admission_checks, [w = writer_.get()](Command cmd) { return w->call(std::move(cmd), CallContext{kServerActor, std::nullopt}); },
+      [w = writer_.get()] { return w->leading(); }, options_.clock);
+  writer_->set_on_check_asks([checker = checker_.get()](std::vector<CheckAsk> asks) { checker->set_asks(std::move(asks)); });
   logs_ = std::make_unique<LogStore>(options_.data_dir + "/logs", options_.log_bytes_per_replica);
   // Retention: a compacted job's logs go once the compaction is durable, as a deleted job's do, and so does its
   // checkpoint directory when nothing was saved in it (one the job filled is the user's, kept).
@@ -143,6 +147,7 @@ Status Server::start() {
   std::filesystem::create_directories(options_.data_dir, ec);
   if (ec) return Error::internal("cannot create the data directory " + options_.data_dir + ": " + ec.message());
   if (auto st = writer_->recover(); !st) return st;
+  checker_->start();  // the replay handed it the asks of the runs still waiting: they are asked again at once
   webhooks_->start();  // from the last event the replay published: a restart does not deliver old events again
   api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, options_.catalog, ReadSeats(listing_seats(options_)), *webhooks_});
 
@@ -174,6 +179,7 @@ Status Server::start() {
   add_dashboard_routes(routes, *api_);
   add_plan_routes(routes, *api_);
   add_webhook_routes(routes, *api_);
+  add_admission_check_routes(routes, *api_);
   add_usage_routes(routes, *api_);
   routes.add_fallbacks();  // last: it takes every request with a body that no route above took
 
@@ -265,6 +271,7 @@ void Server::stop() {
   if (listener_.joinable())
     while (!http_->is_running() && !listener_done_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (http_) http_->stop();
+  if (checker_) checker_->stop();  // before the writer: an asker may be handing it an answer
   if (webhooks_) webhooks_->stop();  // before the event log's shutdown, which would wake its reader at once, forever
   events_->shutdown();
   writer_->heartbeats().shutdown();  // agents watching for changes (heartbeat_board.h)

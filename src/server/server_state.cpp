@@ -50,6 +50,9 @@ struct NodeOf {
   std::string operator()(const CompactFinished&) const { return ""; }
   std::string operator()(const CreateWebhook&) const { return ""; }
   std::string operator()(const DeleteWebhook&) const { return ""; }
+  std::string operator()(const PutAdmissionCheck&) const { return ""; }
+  std::string operator()(const DeleteAdmissionCheck&) const { return ""; }
+  std::string operator()(const AdmissionCheckAnswered&) const { return ""; }
 };
 
 
@@ -166,6 +169,24 @@ std::string message_of(const ServerState& st, const Record& r) {
              ", events " + kinds + ")";
     }
     std::string operator()(const DeleteWebhook& o) const { return "webhook " + o.id + " deleted"; }
+    // The kind and scope, never the URL (it may hold a credential of the endpoint's).
+    std::string operator()(const PutAdmissionCheck& o) const {
+      auto list = [](const std::vector<std::string>& v) {
+        std::string out;
+        for (const auto& x : v) out += (out.empty() ? "" : ",") + x;
+        return out;
+      };
+      std::string scope = o.check.teams.empty() ? "every team" : "teams " + list(o.check.teams);
+      if (!o.check.priority_classes.empty()) scope += ", priority classes " + list(o.check.priority_classes);
+      return "admission check " + o.check.name + " put (" + admission_check_kind_name(o.check.kind) + ", " + scope + ")";
+    }
+    std::string operator()(const DeleteAdmissionCheck& o) const { return "admission check " + o.name + " deleted"; }
+    std::string operator()(const AdmissionCheckAnswered& o) const {
+      const Job* j = s.find_job(o.job);
+      if (o.answer != CheckAnswer::kReady && j) return job_message(*j);
+      return "admission check " + o.check + " answered " + check_answer_name(o.answer) + " for attempt " +
+             std::to_string(o.attempt) + (o.message.empty() ? "" : ": " + o.message);
+    }
     std::string operator()(const Audit& o) const { return o.action; }
     std::string operator()(const HoldJob& o) const { return o.held ? "held by request" : "released"; }
     std::string operator()(const SetJobPriority& o) const {
@@ -196,6 +217,7 @@ void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind
       st.running.erase(j->id.index());
       st.replica_cpus.erase(j->id.index());
       st.pulls.erase(j->id.index());
+      st.run_checks.erase(j->id.index());  // a run's checks end with it; the next admission begins anew
     }
     st.running_by_node.update(*j);
     team = st.cluster.teams[j->team.index()].spec.name;
@@ -272,6 +294,9 @@ void forget_compacted(ServerState& st) {
   drop(st.exits);
   drop(st.deferred_exits);
   drop(st.waiting_since);
+  drop(st.run_checks);
+  drop(st.check_retries);
+  for (auto it = st.check_trying.begin(); it != st.check_trying.end();) it = gone(it->first.first) ? st.check_trying.erase(it) : std::next(it);
   for (auto& [name, info] : st.nodes)
     for (auto it = info.ranks_placed.begin(); it != info.ranks_placed.end();)
       it = gone(it->first) ? info.ranks_placed.erase(it) : std::next(it);
@@ -320,6 +345,7 @@ struct Note {
       st.accounts[j->id.index()].run_types = placement_types(j->placement);
       st.usage.started(st.cluster, *j, r.at,
                        ad.placement.empty() ? std::nullopt : std::optional<std::string>(ad.placement.front().instance_type));
+      st.run_checks[j->id.index()] = RunChecks{attempt_of(*j), r.seq, {}};
       int rank = 0;
       for (const auto& ps : ad.placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
@@ -341,6 +367,7 @@ struct Note {
       // The cluster restarted the run at another size: what it lost counts as lost to preemption.
       st.usage.stopped(j->id.index(), r.at, lost, UsageLoss::kPreemption);
       st.usage.started(st.cluster, *j, r.at, std::nullopt);
+      st.run_checks[j->id.index()] = RunChecks{attempt_of(*j), r.seq, {}};  // a new run: its checks are asked again
       int rank = 0;
       for (const auto& ps : rz.placement)
         for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
@@ -372,6 +399,39 @@ struct Note {
   void operator()(const DeleteWebhook& dw) const {
     st.webhooks.erase(dw.id);
     ++st.webhooks_version;
+  }
+  void operator()(const PutAdmissionCheck& pc) const {
+    auto it = st.admission_checks.find(pc.check.name);
+    // Replacing a check keeps the record that first made it: the runs waiting on it wait on the new one.
+    const uint64_t since = it == st.admission_checks.end() ? r.seq : it->second.since_seq;
+    st.admission_checks[pc.check.name] = AdmissionCheckInfo{pc.check, r.at, r.actor.token, since};
+    ++st.admission_checks_version;
+  }
+  void operator()(const DeleteAdmissionCheck& dc) const {
+    st.admission_checks.erase(dc.name);
+    for (auto it = st.check_trying.begin(); it != st.check_trying.end();)
+      it = it->first.second == dc.name ? st.check_trying.erase(it) : std::next(it);
+    ++st.admission_checks_version;
+  }
+  void operator()(const AdmissionCheckAnswered& a) const {
+    const Job* j = st.cluster.find_job(a.job);
+    if (!j) return;
+    const uint32_t index = j->id.index();
+    st.check_trying.erase({index, a.check});
+    switch (a.answer) {
+      case CheckAnswer::kReady:
+        if (auto it = st.run_checks.find(index); it != st.run_checks.end() && it->second.attempt == a.attempt)
+          it->second.ready.insert(a.check);
+        break;
+      case CheckAnswer::kRetry:
+        ++st.check_retries[index];
+        st.run_checks.erase(index);
+        break;
+      case CheckAnswer::kReject:
+        st.run_checks.erase(index);
+        break;
+    }
+    ++st.admission_checks_version;
   }
   void operator()(const CompactFinished&) const { forget_compacted(st); }
   void operator()(const Audit& au) const {
@@ -430,6 +490,11 @@ struct AudienceOf {
   // Webhook records name ids and scopes other teams need not read (never a URL or a secret).
   EventAudience operator()(const store::CreateWebhook&) const { return EventAudience::kWholeClusterReaders; }
   EventAudience operator()(const store::DeleteWebhook&) const { return EventAudience::kWholeClusterReaders; }
+  // A check's name, kind and scope (never its URL): what the checks' list shows a member of the teams it applies to.
+  EventAudience operator()(const store::PutAdmissionCheck&) const { return EventAudience::kWholeClusterReaders; }
+  EventAudience operator()(const store::DeleteAdmissionCheck&) const { return EventAudience::kWholeClusterReaders; }
+  // About the job: its team's members read it.
+  EventAudience operator()(const store::AdmissionCheckAnswered&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::SetPolicy&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::UpsertTeam&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::RemoveTeam&) const { return EventAudience::kEveryReader; }

@@ -205,6 +205,35 @@ struct WebhookInfo {
 };
 using WebhookTable = std::map<std::string, WebhookInfo>;  // by id
 
+// An admission check as the server knows it (admission_checks.h): the journaled record, who made it when, and the
+// journal record that first made a check of this name: the runs that began after it wait for it, those that began
+// before do not (so a check made while jobs run never holds their replicas, also after a restart).
+struct AdmissionCheckInfo {
+  store::AdmissionCheckRecord check;
+  Time created_at = 0;
+  std::string created_by;  // the id of the token that made it
+  uint64_t since_seq = 0;
+};
+using AdmissionCheckTable = std::map<std::string, AdmissionCheckInfo>;  // by name
+
+// The admission checks of a job's current run: the journal record that began it (its admit or resize) and the
+// checks that answered ready for it. Rebuilt by replay, in snapshots.
+struct RunChecks {
+  int attempt = -1;
+  uint64_t began_seq = 0;
+  std::set<std::string> ready;
+  bool operator==(const RunChecks&) const = default;
+};
+
+// An HTTP check asked for a run and not answered usably yet (no answer, an error status, a body that is not an
+// answer): what the last try gave and when the next goes. In memory only: a restarted server asks again at once.
+struct CheckTrying {
+  int attempt = -1;
+  int failures = 0;
+  std::string error;
+  int64_t next_try_ms = 0;
+};
+
 // One entry of the audit trail (GET /v1/audit): an Audit record with its actor, time and place in the journal.
 struct AuditEntry {
   uint64_t seq = 0;
@@ -297,6 +326,11 @@ struct ServerState {
   uint64_t tokens_version = 0;  // bumped by every token record: the writer republishes the table then
   WebhookTable webhooks;
   uint64_t webhooks_version = 0;  // bumped by every webhook record: the writer hands the table to the sender then
+  AdmissionCheckTable admission_checks;
+  uint64_t admission_checks_version = 0;  // bumped by every check record: the writer hands asks to the checker then
+  std::unordered_map<uint32_t, RunChecks> run_checks;  // by JobId index: Running jobs' runs (admission_checks.h)
+  std::unordered_map<uint32_t, int> check_retries;     // by JobId index: retry answers so far (the backoff doubles)
+  std::map<std::pair<uint32_t, std::string>, CheckTrying> check_trying;  // by (job index, check); in memory
   // The newest audit entries, oldest first; older ones stay in the journal (kAuditKept bounds memory).
   std::deque<AuditEntry> audit;
   static constexpr size_t kAuditKept = 100000;

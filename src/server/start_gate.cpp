@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "server/admission_checks.h"
 #include "server/agent_reports.h"
 #include "server/server_state.h"
 
@@ -101,6 +102,8 @@ void advance_start_gate(ServerState& st) {
     bool blocked = false;
     for_each_blocker(st, j, [&](const auto&, const auto&) { blocked = true; });
     if (blocked) continue;
+    // Admission checks that have not answered ready for this run hold it too (admission_checks.h).
+    if (check_waited_for(st, j)) continue;
     g.handed[index] = StartGate::Handed{attempt_of(j), node_names(st.cluster, j)};
     for (const auto& n : g.handed[index].nodes) st.nodes_touched.push_back(n);
   }

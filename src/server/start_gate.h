@@ -15,6 +15,8 @@
 //
 // Not journaled: a restarted server (or a new leader) knows of no stop under way and hands out every Running
 // job's replicas at once; each agent still starts nothing new while a replica it stops is alive (agent.h).
+// Admission checks hold a run the same way (admission_checks.h): it is handed out only once every check that
+// applies to it has answered ready; check_waits() says which it waits for.
 // Thread-safety: a part of ServerState, the writer's.
 #include <cstdint>
 #include <map>

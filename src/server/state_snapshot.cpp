@@ -268,6 +268,25 @@ Result<RestoredState> restore(uint64_t seq, const json& j, int format, const Eac
     if (!st.webhooks.emplace(id, std::move(info)).second) throw std::invalid_argument("webhook " + id + " is listed twice");
   }
   st.webhooks_version = 1;
+  // Absent in snapshots written before admission checks were.
+  for (const auto& c : j.value("admission_checks", json::array())) {
+    AdmissionCheckInfo info{store::admission_check_from_json(c.at("check")), c.at("created_at").get<Time>(),
+                            c.at("created_by").get<std::string>(), c.at("since_seq").get<uint64_t>()};
+    const std::string name = info.check.name;
+    if (info.since_seq > seq) throw std::invalid_argument("admission check " + name + " was made after the snapshot's record");
+    if (!st.admission_checks.emplace(name, std::move(info)).second) throw std::invalid_argument("admission check " + name + " is listed twice");
+  }
+  for (const auto& r : j.value("run_checks", json::array())) {
+    const auto job = r.at("job").get<uint32_t>();
+    if (job >= jobs) throw std::invalid_argument("admission checks name job " + std::to_string(job) + ", beyond the jobs");
+    st.run_checks[job] = RunChecks{r.at("attempt").get<int>(), r.at("began_seq").get<uint64_t>(), r.at("ready").get<std::set<std::string>>()};
+  }
+  for (const auto& r : j.value("check_retries", json::array())) {
+    const auto job = r.at("job").get<uint32_t>();
+    if (job >= jobs) throw std::invalid_argument("admission check retries name job " + std::to_string(job) + ", beyond the jobs");
+    st.check_retries[job] = r.at("retries").get<int>();
+  }
+  st.admission_checks_version = 1;
   each(Section::kAudit, [&](const json& a) {
     const json& au = a.at("audit");
     st.audit.push_back(AuditEntry{a.at("seq").get<uint64_t>(), a.at("at").get<Time>(), store::actor_from_json(a.at("actor")),
@@ -349,6 +368,16 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, La
   json webhooks = json::array();
   for (const auto& [id, w] : st.webhooks)
     webhooks.push_back({{"webhook", store::webhook_to_json(w.webhook)}, {"created_at", w.created_at}, {"created_by", w.created_by}});
+  json checks = json::array();
+  for (const auto& [name, c] : st.admission_checks)
+    checks.push_back({{"check", store::admission_check_to_json(c.check)}, {"created_at", c.created_at},
+                      {"created_by", c.created_by}, {"since_seq", c.since_seq}});
+  json run_checks = json::array();
+  for (const auto& [job, rc] : std::map<uint32_t, RunChecks>(st.run_checks.begin(), st.run_checks.end()))
+    run_checks.push_back({{"job", job}, {"attempt", rc.attempt}, {"began_seq", rc.began_seq}, {"ready", rc.ready}});
+  json check_retries = json::array();
+  for (const auto& [job, n] : std::map<uint32_t, int>(st.check_retries.begin(), st.check_retries.end()))
+    check_retries.push_back({{"job", job}, {"retries", n}});
   json audit = json::array();
   if (whole)
     for (const auto& a : st.audit) audit.push_back(audit_entry(a));
@@ -379,6 +408,9 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, La
                           {"preemptions_by_rule", rule_counts_json(st.observed.preemptions_by_rule)}}},
             {"tokens", std::move(tokens)},
             {"webhooks", std::move(webhooks)},
+            {"admission_checks", std::move(checks)},
+            {"run_checks", std::move(run_checks)},
+            {"check_retries", std::move(check_retries)},
             {"audit", std::move(audit)},
             {"last_event", st.last_event},
             {"version", st.version},

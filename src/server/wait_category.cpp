@@ -16,6 +16,7 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
     case ReasonCode::kHung:        // restarting after a log rule fired (a retry), as after a failure
     case ReasonCode::kLogRestart:
     case ReasonCode::kStartTimeout:  // backing off: the scheduler passes it over until its backoff ends
+    case ReasonCode::kAdmissionCheckRetry:  // the same, after an admission check answered retry
     case ReasonCode::kNeedsBorrow:  // never shown to people; a job left with it is decided by the next pass
       return WaitCategory::kScheduling;
     case ReasonCode::kQuota:
@@ -56,6 +57,7 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
     case ReasonCode::kDeadlineExceeded:
     case ReasonCode::kLogFail:
     case ReasonCode::kDependencyNever:
+    case ReasonCode::kAdmissionCheckRejected:
       return WaitCategory::kNotWaiting;
   }
   return WaitCategory::kScheduling;  // unreachable: every code is handled above

@@ -150,6 +150,11 @@ std::optional<store::NoticeKind> notice_of(const store::Op& op, const ClusterSta
           [](const CompactFinished&) -> N { return {}; }, [](const LocalityWaitBegan&) -> N { return {}; },
           [](const CreateWebhook&) -> N { return {}; }, [](const DeleteWebhook&) -> N { return {}; },
           [](const SetNetworkLayers&) -> N { return {}; },
+          [](const PutAdmissionCheck&) -> N { return {}; }, [](const DeleteAdmissionCheck&) -> N { return {}; },
+          // A retry requeues the job, a reject fails it; a ready changes no state.
+          [&](const AdmissionCheckAnswered& o) -> N {
+            return o.answer == CheckAnswer::kReady ? N{} : by_state(o.job);
+          },
       },
       op);
 }

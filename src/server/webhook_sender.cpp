@@ -1,11 +1,11 @@
 #include "server/webhook_sender.h"
 
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 #include "auth/webhook_signature.h"
+#include "server/outgoing_post.h"
 #include "server/version.h"
 #include "server/webhook_rules.h"
 #include "view/job_refs.h"
@@ -150,32 +150,16 @@ int WebhookSender::post(const store::WebhookRecord& webhook, const Delivery& d, 
   if (!e.team.empty()) body["team"] = e.team;
   if (!e.node.empty()) body["node"] = e.node;
   const std::string text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  const std::string base = std::string(url->https ? "https://" : "http://") +
-                           (url->host.find(':') != std::string::npos ? "[" + url->host + "]" : url->host) + ":" +
-                           std::to_string(url->port);
-  httplib::Client client(base);
-  if (!client.is_valid()) {
-    error = "cannot make a client for " + base;
-    return 0;
-  }
-  if (url->https) client.enable_server_certificate_verification(true);
-  client.set_follow_location(false);  // never: a redirect could point anywhere (the SSRF rule)
-  client.set_connection_timeout(options_.connect_timeout);
-  client.set_read_timeout(options_.timeout);
-  client.set_write_timeout(options_.timeout);
-  client.set_keep_alive(false);
-  const httplib::Headers headers = {{"User-Agent", std::string("allot-webhook/") + kVersion},
-                                    {"X-Allot-Webhook", webhook.id},
-                                    {"X-Allot-Delivery", d.id},
-                                    {"X-Allot-Event", store::notice_kind_name(*e.notice)},
-                                    {"X-Allot-Timestamp", std::to_string(now_ms / 1000)},
-                                    {"X-Allot-Signature", auth::webhook_signature(webhook.secret, text)}};
-  auto res = client.Post(url->target, headers, text, "application/json");
-  if (!res) {
-    error = "no answer from " + url->host + ":" + std::to_string(url->port) + ": " + httplib::to_string(res.error());
-    return 0;
-  }
-  return res->status;
+  OutgoingPost post{{{"User-Agent", std::string("allot-webhook/") + kVersion},
+                     {"X-Allot-Webhook", webhook.id},
+                     {"X-Allot-Delivery", d.id},
+                     {"X-Allot-Event", store::notice_kind_name(*e.notice)},
+                     {"X-Allot-Timestamp", std::to_string(now_ms / 1000)},
+                     {"X-Allot-Signature", auth::webhook_signature(webhook.secret, text)}},
+                    text, options_.connect_timeout, options_.timeout};
+  OutgoingAnswer answer = post_outgoing(*url, post);
+  error = std::move(answer.error);
+  return answer.status;
 }
 
 WebhookSender::Counters WebhookSender::counters() const {

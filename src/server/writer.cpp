@@ -98,6 +98,11 @@ void Writer::publish_tables() {
     on_webhooks_(std::make_shared<const WebhookTable>(state_.webhooks));
     published_webhooks_ = state_.webhooks_version;
   }
+  const std::tuple<uint64_t, uint64_t, bool> asks_from{state_.last_event, state_.admission_checks_version, leading_};
+  if (on_check_asks_ && published_asks_ != asks_from) {
+    on_check_asks_(leading_ && !needs_rebuild_ ? check_asks(state_) : std::vector<CheckAsk>{});
+    published_asks_ = asks_from;
+  }
 }
 
 Writer::~Writer() { stop(); }
@@ -725,6 +730,13 @@ void Writer::run_batch(std::vector<Pending>& batch) {
       records.push_back(std::move(r));
       dirty_ = true;
     }
+  }
+
+  // Built-in admission checks answer for the runs that wait on them, this pass's admissions included
+  // (admission_checks.h); HTTP checks are asked off this thread (admission_checker.h).
+  if (writes_own && builtin_checks_seen_ != state_.last_event) {
+    builtin_checks_seen_ = state_.last_event;
+    if (answer_builtin_checks(txn)) dirty_ = true;
   }
 
   state_.observed.sample(state_.cluster, now);

@@ -58,7 +58,9 @@
 #include <optional>
 #include <utility>
 #include <thread>
+#include <tuple>
 
+#include "server/admission_checks.h"
 #include "server/auth_gate.h"
 #include "server/event_log.h"
 #include "server/heartbeat_board.h"
@@ -185,6 +187,10 @@ class Writer {
   // Called on the writer thread with the webhook table whenever a durable batch (or a replay, or following the
   // leader) changed it (webhook_sender.h). REQUIRES: set before start().
   void set_on_webhooks(std::function<void(std::shared_ptr<const WebhookTable>)> hook) { on_webhooks_ = std::move(hook); }
+  // Called on the writer thread with the HTTP admission checks runs wait for (admission_checks.h, check_asks)
+  // whenever a durable batch moved the events or the checks; empty while this server does not lead
+  // (admission_checker.h). REQUIRES: set before start().
+  void set_on_check_asks(std::function<void(std::vector<CheckAsk>)> hook) { on_check_asks_ = std::move(hook); }
   // Tries to take the lead once now (Server::start, before the first bootstrap); a no-op when leading.
   void step_leadership(bool force);
 
@@ -298,6 +304,10 @@ class Writer {
   std::function<void(const std::vector<std::string>&)> on_compacted_;
   std::function<void(std::shared_ptr<const WebhookTable>)> on_webhooks_;
   uint64_t published_webhooks_ = ~uint64_t{0};  // the webhooks_version last handed to on_webhooks_
+  std::function<void(std::vector<CheckAsk>)> on_check_asks_;
+  // What the asks last handed to on_check_asks_ were made from: the last event, the checks' version, leadership.
+  std::tuple<uint64_t, uint64_t, bool> published_asks_{~uint64_t{0}, 0, false};
+  uint64_t builtin_checks_seen_ = ~uint64_t{0};  // the last event answer_builtin_checks looked after
   HeartbeatBoard board_;
   std::atomic<bool> no_space_{false};  // the journal has no room: changes are refused (see the note at the top)
   std::string no_space_why_;           // guarded by mu_

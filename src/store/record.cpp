@@ -48,6 +48,9 @@ struct NameOf {
   const char* operator()(const LogRuleFired&) const { return "log_rule"; }
   const char* operator()(const DependencyNeverHolds&) const { return "dependency_never"; }
   const char* operator()(const SetNetworkLayers&) const { return "network_layers"; }
+  const char* operator()(const PutAdmissionCheck&) const { return "put_admission_check"; }
+  const char* operator()(const DeleteAdmissionCheck&) const { return "delete_admission_check"; }
+  const char* operator()(const AdmissionCheckAnswered&) const { return "admission_check"; }
 };
 struct JobOf {
   std::string operator()(const Submit& o) const { return o.job.name; }
@@ -84,6 +87,9 @@ struct JobOf {
   std::string operator()(const LogRuleFired& o) const { return o.job; }
   std::string operator()(const DependencyNeverHolds& o) const { return o.job; }
   std::string operator()(const SetNetworkLayers&) const { return ""; }
+  std::string operator()(const PutAdmissionCheck&) const { return ""; }
+  std::string operator()(const DeleteAdmissionCheck&) const { return ""; }
+  std::string operator()(const AdmissionCheckAnswered& o) const { return o.job; }
 };
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include "core/resources.h"
 #include "core/spec.h"
 #include "core/topology_levels.h"
+#include "store/admission_check.h"
 #include "store/notice_kind.h"
 
 namespace allot::store {
@@ -288,11 +289,47 @@ struct SetNetworkLayers {
   friend bool operator==(const SetNetworkLayers&, const SetNetworkLayers&) = default;
 };
 
+// An admission check (docs/scheduling.md, "Admission checks"): what must say ready before an admitted run's
+// replicas go to agents. It applies to the runs of the jobs of `teams` (empty: every team) whose priority class is
+// one of `priority_classes` (empty: any, none included) admitted after the check was made. Who made it and when are
+// the record's actor and time. Putting a check of a name that exists replaces it (runs already waiting keep waiting).
+struct AdmissionCheckRecord {
+  std::string name;  // a DNS label
+  AdmissionCheckKind kind = AdmissionCheckKind::kHttp;
+  std::string url;  // kHttp: http:// or https:// (server/webhook_rules.h, parse_webhook_url); empty otherwise
+  std::vector<std::string> teams;
+  std::vector<std::string> priority_classes;
+  std::string description;
+  friend bool operator==(const AdmissionCheckRecord&, const AdmissionCheckRecord&) = default;
+};
+struct PutAdmissionCheck {
+  AdmissionCheckRecord check;
+  friend bool operator==(const PutAdmissionCheck&, const PutAdmissionCheck&) = default;
+};
+struct DeleteAdmissionCheck {
+  std::string name;
+  friend bool operator==(const DeleteAdmissionCheck&, const DeleteAdmissionCheck&) = default;
+};
+// A check answered for run `attempt` (server attempt_of) of a Running job. kReady is the server's table only (the
+// run starts once every check that applies said ready); kRetry stops the run and requeues the job Suspended without
+// using a retry, passed over for `backoff_s` (reason admission_check_retry); kReject ends it Failed without a retry
+// (reason admission_check_rejected). `message` is the check's own, bounded by the server.
+struct AdmissionCheckAnswered {
+  std::string job;
+  int attempt = 0;
+  std::string check;
+  CheckAnswer answer = CheckAnswer::kReady;
+  std::string message;
+  int64_t backoff_s = 0;  // kRetry only
+  friend bool operator==(const AdmissionCheckAnswered&, const AdmissionCheckAnswered&) = default;
+};
+
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
                         Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
                         SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan,
                         CompactFinished, Requeue, TimeLimitExceeded, LocalityWaitBegan, StartTimeout,
-                        CreateWebhook, DeleteWebhook, LogRuleFired, DependencyNeverHolds, SetNetworkLayers>;
+                        CreateWebhook, DeleteWebhook, LogRuleFired, DependencyNeverHolds, SetNetworkLayers,
+                        PutAdmissionCheck, DeleteAdmissionCheck, AdmissionCheckAnswered>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

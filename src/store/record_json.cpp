@@ -188,6 +188,12 @@ struct ToJson {
     for (const auto& n : o.nodes) nodes.push_back({{"node", n.node}, {"layers", n.layers}});
     return {{"nodes", nodes}};
   }
+  json operator()(const PutAdmissionCheck& o) const { return {{"check", admission_check_to_json(o.check)}}; }
+  json operator()(const DeleteAdmissionCheck& o) const { return {{"name", o.name}}; }
+  json operator()(const AdmissionCheckAnswered& o) const {
+    return {{"job", o.job},   {"attempt", o.attempt}, {"check", o.check}, {"answer", check_answer_name(o.answer)},
+            {"message", o.message}, {"backoff_s", o.backoff_s}};
+  }
 };
 
 }  // namespace
@@ -225,6 +231,20 @@ WebhookRecord webhook_from_json(const json& j) {
     w.events.push_back(*k);
   }
   return w;
+}
+
+json admission_check_to_json(const AdmissionCheckRecord& c) {
+  return {{"name", c.name}, {"kind", admission_check_kind_name(c.kind)}, {"url", c.url}, {"teams", c.teams},
+          {"priority_classes", c.priority_classes}, {"description", c.description}};
+}
+
+AdmissionCheckRecord admission_check_from_json(const json& j) {
+  const std::string kind = j.at("kind").get<std::string>();
+  auto k = parse_admission_check_kind(kind);
+  if (!k) throw std::invalid_argument("admission check: unknown kind '" + kind + "'; kinds: " + admission_check_kind_list());
+  return AdmissionCheckRecord{j.at("name").get<std::string>(), *k, j.at("url").get<std::string>(),
+                              j.at("teams").get<std::vector<std::string>>(), j.at("priority_classes").get<std::vector<std::string>>(),
+                              j.at("description").get<std::string>()};
 }
 
 TokenRecord token_from_json(const json& j) {
@@ -318,6 +338,13 @@ struct FromJson {
     for (const auto& n : j.at("nodes"))
       out.nodes.push_back(NodeLayers{n.at("node").get<std::string>(), n.at("layers").get<std::vector<std::string>>()});
     return out;
+  }
+  Op operator()(As<PutAdmissionCheck>) const { return PutAdmissionCheck{admission_check_from_json(j.at("check"))}; }
+  Op operator()(As<DeleteAdmissionCheck>) const { return DeleteAdmissionCheck{str("name")}; }
+  Op operator()(As<AdmissionCheckAnswered>) const {
+    auto a = parse_check_answer(str("answer"));
+    if (!a) throw std::invalid_argument("admission_check: answer '" + str("answer") + "' is not ready, retry or reject");
+    return AdmissionCheckAnswered{str("job"), j.at("attempt").get<int>(), str("check"), *a, str("message"), j.at("backoff_s").get<int64_t>()};
   }
 };
 

@@ -34,6 +34,8 @@ nlohmann::json token_to_json(const TokenRecord& t);
 TokenRecord token_from_json(const nlohmann::json& j);
 nlohmann::json webhook_to_json(const WebhookRecord& w);  // with its secret: the journal's and snapshots' form only
 WebhookRecord webhook_from_json(const nlohmann::json& j);
+nlohmann::json admission_check_to_json(const AdmissionCheckRecord& c);  // the journal's, snapshots' and the API's form
+AdmissionCheckRecord admission_check_from_json(const nlohmann::json& j);  // throws on malformed input
 nlohmann::json actor_to_json(const Actor& a);
 Actor actor_from_json(const nlohmann::json& j);
 HealthCause health_cause_from_name(const std::string& s);

@@ -97,6 +97,17 @@ struct Apply {
   Status operator()(const RevokeToken&) const { return ok_status(); }
   Status operator()(const CreateWebhook&) const { return ok_status(); }  // the server's table (server_state.h)
   Status operator()(const DeleteWebhook&) const { return ok_status(); }
+  // Admission checks are the server's table (server_state.h); an answer changes the cluster when it stops the run.
+  Status operator()(const PutAdmissionCheck&) const { return ok_status(); }
+  Status operator()(const DeleteAdmissionCheck&) const { return ok_status(); }
+  Status operator()(const AdmissionCheckAnswered& o) const {
+    switch (o.answer) {
+      case CheckAnswer::kReady: return ok_status();
+      case CheckAnswer::kRetry: return requeue_for_admission_check(s, o.job, at, o.backoff_s, o.check, o.message);
+      case CheckAnswer::kReject: return reject_by_admission_check(s, o.job, at, o.check, o.message);
+    }
+    return ok_status();
+  }
   Status operator()(const Audit&) const { return ok_status(); }
   Status operator()(const HoldJob& o) const { return set_job_held(s, o.job, o.held, at); }
   Status operator()(const SetJobPriority& o) const { return set_job_priority(s, o.job, o.priority, at); }

@@ -138,7 +138,13 @@ inline std::vector<Op> every_kind() {
           DeleteWebhook{"9c1e5a7b3d"},
           LogRuleFired{"train-7", 3, LogRuleFiring{LogRuleKind::kFail, 0, 1, "step 7 loss: nan \\x1b"}},
           DependencyNeverHolds{"eval-7", "train-7", DependencyCondition::kSucceeded},
-          SetNetworkLayers{{NodeLayers{"gpu-1", {"nn-1a", "nn-2b", "nn-3c"}}, NodeLayers{"gpu-2", {"nn-1a", "nn-2b", "nn-3d", "nn-4e"}}}}};
+          SetNetworkLayers{{NodeLayers{"gpu-1", {"nn-1a", "nn-2b", "nn-3c"}}, NodeLayers{"gpu-2", {"nn-1a", "nn-2b", "nn-3d", "nn-4e"}}}},
+          PutAdmissionCheck{AdmissionCheckRecord{"budget", AdmissionCheckKind::kHttp, "https://budget.example.com/check",
+                                                 {"team-a", "team-b"}, {"production"}, "the finance team's budget gate"}},
+          PutAdmissionCheck{AdmissionCheckRecord{"on-plan", AdmissionCheckKind::kCapacityPlanActive, "", {}, {}, ""}},
+          AdmissionCheckAnswered{"train-7", 4, "budget", CheckAnswer::kRetry, "over budget until 12:00", 20},
+          AdmissionCheckAnswered{"train-7", 5, "on-plan", CheckAnswer::kReady, "", 0},
+          DeleteAdmissionCheck{"budget"}};
 }
 
 }  // namespace allot::store
