@@ -144,7 +144,7 @@ Status Server::start() {
   if (ec) return Error::internal("cannot create the data directory " + options_.data_dir + ": " + ec.message());
   if (auto st = writer_->recover(); !st) return st;
   webhooks_->start();  // from the last event the replay published: a restart does not deliver old events again
-  api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, options_.catalog, ReadSeats(listing_seats(options_)), *webhooks_});
+  api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, options_.catalog, ReadSeats(listing_seats(options_), options_.listing_nice), *webhooks_});
 
   if (auto st = make_http(); !st) return st;
   http_->set_payload_max_length(options_.max_body_bytes);  // Content-Length bodies; Routes limits the others
