@@ -1,5 +1,5 @@
 // `allot server [--listen 127.0.0.1:7070] [--data DIR] [--database sqlite:PATH | postgresql://...] [--advertise-url URL]
-// [--tls-cert FILE --tls-key FILE] [--insecure] [--max-connections N] [--max-watches N] [--max-listings N] [--snapshot-every N] [--snapshot-min-records N]
+// [--tls-cert FILE --tls-key FILE] [--insecure] [--max-connections N] [--max-watches N] [--max-listings N] [--listing-nice 10] [--snapshot-every N] [--snapshot-min-records N]
 // [--snapshot-interval S] [--no-snapshots] [--retain-finished DURATION] [--head-timeout S] [--agent-connections N]
 // [--max-connections-per-address N] [--disruption-share F] [--disruption-min-nodes N] [--instance-types FILE]`: runs the control plane until SIGINT or
 // SIGTERM. Exit codes: 0 after a clean stop, 2 for invalid flags (unreadable or mismatched TLS files, plain HTTP
@@ -165,6 +165,11 @@ void add_server_command(CLI::App& app, Context& ctx) {
                                        "Job listings (GET /v1/jobs) rendered at once; one more waits up to a second, then "
                                        "gets 503 with Retry-After (default: half the cores, at least 1)")
                            ->check(CLI::Range(size_t{1}, size_t{10000}));
+  cmd->add_option("--listing-nice", args->options.listing_nice,
+                  "How much lower the CPU priority of the threads job listings render on is than the server's (a nice "
+                  "increment): the writer, heartbeats and submissions get the cores first; 0: the same priority")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 19));
   auto* per_address = cmd->add_option("--max-connections-per-address", args->per_address,
                                       "Of --max-connections, how many one client address may hold (default: half)")
                           ->check(CLI::Range(size_t{1}, size_t{100000}));

@@ -290,22 +290,25 @@ void job_read_routes(Routes& http, Api& api) {
         const view::SeesTeamJobs sees = job_names_for(who);
         const Time now = static_cast<Time>(system_clock_ms() / 1000);  // one instant for the whole page
         // The body is written item by item: no JSON tree of the whole page is built (a 5,000-job page is
-        // megabytes), each job's view is dumped and dropped.
+        // megabytes), each job's view is dumped and dropped. It is rendered on the seat's thread, at the lower
+        // CPU priority of listings (read_seats.h).
         std::string body = R"({"items":[)";
-        size_t listed = 0;
-        size_t i = from;
-        for (; i < jobs.size() && listed < limit; ++i) {
-          if (!wanted(jobs[i])) continue;
-          json item = view::job_json(st.cluster, jobs[i], /*with_history=*/false, view::Times::kRfc3339);
-          view::add_time_limit(item, jobs[i], now, view::Times::kRfc3339);
-          view::hide_job_refs(item, sees);
-          if (listed++) body += ',';
-          body += item.dump(-1, ' ', false, json::error_handler_t::replace);
-        }
-        body += ']';
-        while (i < jobs.size() && !wanted(jobs[i])) ++i;  // no token when no further job would be listed
-        if (i < jobs.size()) body += R"(,"continue":")" + continue_token(i) + '"';
-        body += '}';
+        seat->run([&] {
+          size_t listed = 0;
+          size_t i = from;
+          for (; i < jobs.size() && listed < limit; ++i) {
+            if (!wanted(jobs[i])) continue;
+            json item = view::job_json(st.cluster, jobs[i], /*with_history=*/false, view::Times::kRfc3339);
+            view::add_time_limit(item, jobs[i], now, view::Times::kRfc3339);
+            view::hide_job_refs(item, sees);
+            if (listed++) body += ',';
+            body += item.dump(-1, ' ', false, json::error_handler_t::replace);
+          }
+          body += ']';
+          while (i < jobs.size() && !wanted(jobs[i])) ++i;  // no token when no further job would be listed
+          if (i < jobs.size()) body += R"(,"continue":")" + continue_token(i) + '"';
+          body += '}';
+        });
         return Reply{200, std::move(body), "application/json"};
       });
     });

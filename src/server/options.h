@@ -102,6 +102,9 @@ struct ServerOptions {
   // seat, then gets 503 with Retry-After. Unset: half the machine's cores, at least 1, so that listers leave
   // the writer a core.
   std::optional<size_t> max_listings;
+  // How much lower than the server's the CPU priority of the threads listings render on is (a nice value added,
+  // read_seats.h): the writer and the other request threads get the cores first. 0: the same priority.
+  int listing_nice = 10;
   size_t event_ring = 10000;                // events kept in memory for /v1/events
   WebhookOptions webhooks;
   AdmissionCheckOptions admission_checks;

@@ -43,6 +43,7 @@ class Server {
   std::string url() const;
   void stop();
   Writer::Stats stats() const { return writer_->stats(); }
+  Writer::ViewStats view_stats() const { return writer_->view_stats(); }
   // The seats of job listings (read_seats.h), for tests and benchmarks. REQUIRES: started.
   ReadSeats& listings();
 

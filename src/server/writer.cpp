@@ -327,6 +327,9 @@ void Writer::publish_view(bool changed) {
     view_changes_ = generation;
     view_wanted_ = false;
     ++view_stats_.views_published;
+    const double took = std::chrono::duration<double>(end - start).count();
+    view_stats_.copy_seconds += took;
+    view_stats_.max_copy_seconds = std::max(view_stats_.max_copy_seconds, took);
   }
   view_cv_.notify_all();
   drop_view(std::move(copy));  // the view replaced

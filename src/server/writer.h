@@ -216,6 +216,8 @@ class Writer {
   struct ViewStats {
     uint64_t reads_from_view = 0;
     uint64_t views_published = 0;
+    double copy_seconds = 0;      // the writer's time spent copying the state for views
+    double max_copy_seconds = 0;
   };
   ViewStats view_stats() const;
 

@@ -3,7 +3,11 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <future>
@@ -46,6 +50,49 @@ TEST(ReadSeats, AWaitingTakerGetsTheSeatGivenBack) {
   EXPECT_EQ(seats.in_use(), 0u);
 }
 
+// The seats' threads run at a lower CPU priority than the threads that hand them work (Linux keeps a nice value
+// per thread), and what the work throws reaches the caller.
+int listings_thread_nice() {
+  errno = 0;
+  return ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)));
+}
+
+TEST(ReadSeats, WorkRunsOnTheSeatsThreadAtALowerPriority) {
+  ReadSeats seats(2, 7);
+  const int mine = listings_thread_nice();
+  const std::thread::id me = std::this_thread::get_id();
+  EXPECT_EQ(seats.nice(), std::min(7, 19 - mine)) << "nice values stop at 19";
+  for (int round = 0; round < 3; ++round) {
+    auto seat = seats.take(std::chrono::milliseconds(0));
+    ASSERT_TRUE(seat);
+    int theirs = -100;
+    std::thread::id ran_on;
+    seat->run([&] {
+      theirs = listings_thread_nice();
+      ran_on = std::this_thread::get_id();
+    });
+    EXPECT_NE(ran_on, me) << "the work ran on the caller's thread";
+    EXPECT_EQ(theirs, mine + seats.nice());
+    EXPECT_EQ(listings_thread_nice(), mine) << "the caller's own priority is untouched";
+  }
+  auto seat = seats.take(std::chrono::milliseconds(0));
+  ASSERT_TRUE(seat);
+  EXPECT_THROW(seat->run([] { throw std::runtime_error("render failed"); }), std::runtime_error);
+  int after = 0;
+  seat->run([&] { after = 1; });
+  EXPECT_EQ(after, 1) << "a seat whose work threw serves the next";
+}
+
+TEST(ReadSeats, NiceZeroKeepsThePriority) {
+  ReadSeats seats(1, 0);
+  EXPECT_EQ(seats.nice(), 0);
+  auto seat = seats.take(std::chrono::milliseconds(0));
+  ASSERT_TRUE(seat);
+  int theirs = -100;
+  seat->run([&] { theirs = listings_thread_nice(); });
+  EXPECT_EQ(theirs, listings_thread_nice());
+}
+
 class ServerListings : public ServerTest {
  protected:
   void SetUp() override {
@@ -77,6 +124,11 @@ TEST_F(ServerListings, AListingPastTheSeatsGets503WithRetryAfter) {
   ASSERT_EQ(listed.status, 200) << listed.body;
   EXPECT_EQ(listed.json["items"].size(), 1u);
   EXPECT_EQ(seats.in_use(), 0u) << "a listing gives its seat back once rendered";
+}
+
+TEST_F(ServerListings, ListingsRenderAtTheConfiguredLowerPriority) {
+  EXPECT_EQ(options_.listing_nice, ReadSeats::kDefaultNice);
+  EXPECT_EQ(server_->listings().nice(), std::min(ReadSeats::kDefaultNice, 19 - listings_thread_nice()));
 }
 
 // Pages read while submissions go on: each page lists jobs in submission order without repeats, every job
