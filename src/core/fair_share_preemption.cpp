@@ -192,8 +192,8 @@ std::string key_text(const TeamKey& k) {
 // Empty when that rule kept no such candidate out. Other teams' jobs are named by job_ref() only.
 std::string shielded_text(const ClusterState& s, const Job& job, const QuotaRequest& request,
                           const std::vector<const Job*>& others, const std::vector<char>& taken, Trial& trial) {
-  const TeamKey mine = key_with(s, trial.usage, job, request);
-  const std::vector<const Job*> order = by_team_share(s, trial.usage, others, taken);
+  const TeamKey mine = key_with(s, trial.usage(), job, request);
+  const std::vector<const Job*> order = by_team_share(s, trial.usage(), others, taken);
   const std::string& my_team = s.teams[job.team.index()].spec.name;
   std::string out;
   for (size_t i = 0; i < order.size();) {
@@ -203,8 +203,8 @@ std::string shielded_text(const ClusterState& s, const Job& job, const QuotaRequ
     for (; i < order.size() && order[i]->team == team; ++i) {
       const Job& v = *order[i];
       const Placement held = held_in(v, trial);
-      if (!above_nominal_anywhere(s, trial.usage, v) || !stays_at_nominal(s, trial.usage, v, held) ||
-          !shields_lower_priority(s, v, trial) || !share_rules_allow(s, trial.usage, v, held, mine))
+      if (!above_nominal_anywhere(s, trial.usage(), v) || !stays_at_nominal(s, trial.usage(), v, held) ||
+          !shields_lower_priority(s, v, trial) || !share_rules_allow(s, trial.usage(), v, held, mine))
         continue;
       if (first) ++more;
       else first = &v;
@@ -221,14 +221,14 @@ std::string shielded_text(const ClusterState& s, const Job& job, const QuotaRequ
       why = holds ? "the minimum runtime protects it" : "it runs on another instance type";
     } else {
       const Placement held = held_in(*u, trial);
-      if (!above_nominal_anywhere(s, trial.usage, *u))
+      if (!above_nominal_anywhere(s, trial.usage(), *u))
         why = "team " + name + " is not above its nominal quota where it runs";
-      else if (!stays_at_nominal(s, trial.usage, *u, held))
+      else if (!stays_at_nominal(s, trial.usage(), *u, held))
         why = "team " + name + " would fall below its nominal quota";
       else
         why = "neither share rule lets it go: team " + my_team + "'s share after admission, " + key_text(mine) +
-              ", would be above team " + name + "'s after losing it, " + key_text(key_without(s, trial.usage, *u, held)) +
-              ", and not below team " + name + "'s now, " + key_text(team_key(s, trial.usage, team));
+              ", would be above team " + name + "'s after losing it, " + key_text(key_without(s, trial.usage(), *u, held)) +
+              ", and not below team " + name + "'s now, " + key_text(team_key(s, trial.usage(), team));
     }
     if (!out.empty()) out += "; ";
     out += "fair share takes a team's jobs lowest priority first, and " + job_ref(u->spec.name, name) +
@@ -267,7 +267,7 @@ const Job* next_other(const ClusterState& s, const Job& job, const QuotaRequest&
     for (const Job* v : order) {
       if (!offered(*v)) continue;
       bool above = false;
-      for (const auto& [t, r] : request) above |= above_nominal(s, trial.usage, v->team, t);
+      for (const auto& [t, r] : request) above |= above_nominal(s, trial.usage(), v->team, t);
       if (!above) continue;
       victim = {v->id, PreemptionRule::kReclaim};
       return v;
@@ -280,13 +280,13 @@ const Job* next_other(const ClusterState& s, const Job& job, const QuotaRequest&
     const int from = e ? e->keep : v.size();
     return elastic_ranks(v, from - shrink_step(v), from);
   };
-  const TeamKey mine = key_with(s, trial.usage, job, request);
+  const TeamKey mine = key_with(s, trial.usage(), job, request);
   for (const ShareRule rule : {kFinalShare, kInitialShare})
     for (const Job* v : order) {
       if (!offered(*v)) continue;
       const Placement p = part(*v);
-      if (!above_nominal_anywhere(s, trial.usage, *v) || !stays_at_nominal(s, trial.usage, *v, p) ||
-          shields_lower_priority(s, *v, trial) || !rule_lets_go(rule, s, trial.usage, *v, p, mine))
+      if (!above_nominal_anywhere(s, trial.usage(), *v) || !stays_at_nominal(s, trial.usage(), *v, p) ||
+          shields_lower_priority(s, *v, trial) || !rule_lets_go(rule, s, trial.usage(), *v, p, mine))
         continue;
       victim = {v->id, PreemptionRule::kFairShare, rule, {}};
       return v;
@@ -304,7 +304,7 @@ const char* share_rule_name(ShareRule r) {
 }
 
 std::optional<std::string> uneven_plan(const ClusterState& s, const Job& job, const QuotaRequest& request, const Trial& trial) {
-  UsageTable after = trial.usage;  // the victims released
+  UsageTable after = trial.usage();  // the victims released
   shift(after, job.team, request, +1);
   const bool by_fair_share = std::any_of(trial.chosen.begin(), trial.chosen.end(),
                                          [](const Victim& v) { return v.rule == PreemptionRule::kFairShare; });
@@ -357,7 +357,7 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
   const std::vector<char> none(others.size(), 0);
   while (true) {
     Victim victim;
-    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage, others, none), within, Give::kStep, trial, victim);
+    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage(), others, none), within, Give::kStep, trial, victim);
     if (!pick)
       for (const Job* v : own)
         if (trial.can_shrink_further(*v)) {
@@ -378,7 +378,7 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
   size_t next_own = 0;
   while (true) {
     Victim victim;
-    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage, others, taken), within, Give::kWhole, trial, victim);
+    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage(), others, taken), within, Give::kWhole, trial, victim);
     if (pick) {
       if (take_other(pick, std::move(victim))) return true;
       continue;
@@ -394,7 +394,7 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
 }
 
 void explain_fair_share_victims(const ClusterState& s, const Job& job, const QuotaRequest& request, Trial& trial) {
-  UsageTable after = trial.usage;  // the victims released (minimise left it so)
+  UsageTable after = trial.usage();  // the victims released (minimise left it so)
   shift(after, job.team, request, +1);
   const Team& mine = s.teams[job.team.index()];
   // A preemptor of weight 0 took by what the teams borrow (fair_less): the shares say that too.

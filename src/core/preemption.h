@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/admission.h"
+#include "core/room_capacity.h"
 
 namespace allot {
 
@@ -45,12 +46,29 @@ struct PreemptionPlan {
   std::vector<Victim> victims;
 };
 
+// One running job's hold on one instance type, with what choosing and ordering candidates reads of it: a plan
+// on a large cluster looks at thousands of running jobs, and reading each Job (a cache miss or more each) was
+// most of its time.
+struct RunningOnType {
+  JobId job;
+  int priority = 0;
+  Time started_at = 0;
+  uint64_t arrival = 0;
+  int64_t accelerators = 0;  // bound on the type, over all its pod sets there
+  bool shrinkable = false;   // shrink.h
+};
+struct TeamRunningOnType {
+  TypeId type;
+  std::vector<RunningOnType> jobs;  // the team's running jobs that hold the type
+};
+
 // What a scheduler pass knows of the whole cluster, so that planning for a job with no possible victim stops
-// before it looks at any running job.
+// before it looks at any running job, and one with candidates reads them from compact lists.
 struct PreemptionHints {
   std::vector<char> above_nominal;         // per team: holds more than its nominal quota of some type
   std::vector<int> min_running_priority;   // per team: lowest priority among its running jobs (INT_MAX: none)
   std::vector<std::vector<JobId>> running_by_team;
+  std::vector<std::vector<TeamRunningOnType>> running_by_team_type;  // per team: per type its running jobs hold
   FreeAccelerators free;                   // of the state's room
 };
 PreemptionHints preemption_hints(const ClusterState& s);
@@ -69,9 +87,19 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
 bool victim_order(const Job& a, const Job& b);
 
 // A plan in the making for one instance type: room and usage with the victims chosen so far released.
+//
+// The trials place the job again and again against a room that differs from the state's by the victims'
+// nodes only, so the trial keeps placement's capacity cache (room_capacity.h) for its own room and tells it of
+// every node it changes: a trial then costs a few walks up the tree per changed node instead of a pass over
+// every node of the cluster. For the same reason reset_to() gives back or releases only the victims that differ
+// from what the room has released so far, instead of copying the state's room again (the room that results is
+// the same to the bit: charging and releasing a placement add and take the same integers and accelerator bits).
+// The trial keeps pointers to its own members: it is neither copied nor moved.
 class Trial {
  public:
   Trial(const ClusterState& s, const Job& job, TypeId type);
+  Trial(const Trial&) = delete;
+  Trial& operator=(const Trial&) = delete;
   // Releases `v` whole and records it (a victim shrunk so far gives up the rest); whether the job fits now.
   bool take(const Job& v, Victim victim);
   // Releases the next replicas of elastic `v` (one step, shrink.h) and records it, as a new victim that keeps the
@@ -87,15 +115,31 @@ class Trial {
   // Room and usage with exactly `released` given up (chosen is left to the caller).
   void reset_to(const std::vector<Victim>& released);
 
+  // Room and usage with the victims released (what the last take, shrink or reset_to left).
+  const RoomTable& room() const { return room_; }
+  const UsageTable& usage() const { return usage_; }
+  // For a question asked of the usage with one team's amounts shifted and shifted back before it returns
+  // (fair_share_preemption.cpp's key_with and key_without): what the trial released must be left as it was.
+  UsageTable& usage() { return usage_; }
+
  private:
+  // Releases (or, with `give_back`, charges again) `part` of `v` and tells the capacity cache which nodes changed.
+  void apply(const Job& v, const Placement& part, bool give_back);
+
   const ClusterState& s_;
   const Job& job_;
   std::vector<TypeId> only_;
-  PlacementScratch scratch_;  // the trials place the job again and again
+  RoomTable room_;
+  UsageTable usage_;
+  struct Released {
+    JobId job;
+    int keep = -1;  // as Victim::keep
+  };
+  std::vector<Released> applied_;  // what room_ and usage_ have released
+  RoomCapacity capacity_;        // placement's capacity for room_, told of every change
+  PlacementScratch scratch_;     // the trials place the job again and again
 
  public:
-  RoomTable room;
-  UsageTable usage;
   std::vector<Victim> chosen;
   AdmissionAttempt fit;
 };

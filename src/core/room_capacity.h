@@ -106,7 +106,8 @@ class RoomCapacity {
   std::vector<std::unique_ptr<Entry>> entries_;
   Entry* last_ = nullptr;
   std::vector<int> group_of_host_;               // index = domain: the host's group, or -1 for inner domains
-  std::vector<std::vector<int>> hosts_of_group_;  // sorted by domain index
+  std::vector<size_t> group_start_;               // group g's hosts: hosts_of_group_[group_start_[g], group_start_[g + 1])
+  std::vector<int> hosts_of_group_;               // each group's hosts sorted by domain index, group after group
   std::vector<int> leaf_of_group_;                // the group's leaf domain, or -1 (a host without labels)
   size_t heap_size_ = 1;                          // leaves of each min-tree: groups rounded up to a power of 2
   bool host_index_ok_ = false;                    // groups small enough that re-reading one beats a scan
