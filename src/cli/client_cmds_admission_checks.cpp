@@ -23,19 +23,6 @@ struct AdmissionCheckArgs {
   std::string name, kind, url, teams, priority_classes, description;
 };
 
-json comma_list(const std::string& text) {
-  json out = json::array();
-  size_t from = 0;
-  for (;;) {
-    const size_t comma = text.find(',', from);
-    std::string e = text.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
-    if (!e.empty()) out.push_back(e);
-    if (comma == std::string::npos) break;
-    from = comma + 1;
-  }
-  return out;
-}
-
 std::string checks_table(const json& checks) {
   client::Table t({"NAME", "KIND", "TEAMS", "PRIORITY CLASSES", "URL", "DESCRIPTION"});
   for (const auto& c : checks) {
@@ -48,7 +35,7 @@ std::string checks_table(const json& checks) {
 }
 
 int run_check_create(Session& s, AdmissionCheckArgs& a) {
-  json body = {{"kind", a.kind}, {"teams", comma_list(a.teams)}, {"priority_classes", comma_list(a.priority_classes)}};
+  json body = {{"kind", a.kind}, {"teams", client::comma_list(a.teams)}, {"priority_classes", client::comma_list(a.priority_classes)}};
   if (!a.url.empty()) body["url"] = a.url;
   if (!a.description.empty()) body["description"] = a.description;
   auto r = s.api().put("/v1/admission-checks/" + client::url_encode(a.name), body);

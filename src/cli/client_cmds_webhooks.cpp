@@ -40,16 +40,7 @@ std::string webhooks_table(const json& hooks, int64_t now) {
 }
 
 int run_webhook_create(Session& s, WebhookArgs& a) {
-  json events = json::array();
-  size_t from = 0;
-  for (;;) {
-    const size_t comma = a.events.find(',', from);
-    std::string e = a.events.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
-    if (!e.empty()) events.push_back(e);
-    if (comma == std::string::npos) break;
-    from = comma + 1;
-  }
-  json body = {{"url", a.url}, {"events", events}};
+  json body = {{"url", a.url}, {"events", client::comma_list(a.events)}};
   if (!a.team.empty()) body["team"] = a.team;
   if (!a.description.empty()) body["description"] = a.description;
   auto r = s.api().post("/v1/webhooks", body);

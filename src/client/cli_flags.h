@@ -26,6 +26,21 @@ inline void add_client_flags(CLI::App* cmd, ClientFlags& f, std::vector<std::str
   cmd->add_option("-o,--output", f.output, help)->check(CLI::IsMember(formats));
 }
 
+// A flag's comma-separated list (`--events job.failed,job.preempted`, `--teams a,b`) as the JSON array the API
+// takes; empty items are dropped.
+inline nlohmann::json comma_list(const std::string& text) {
+  nlohmann::json out = nlohmann::json::array();
+  size_t from = 0;
+  for (;;) {
+    const size_t comma = text.find(',', from);
+    std::string item = text.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    if (!item.empty()) out.push_back(std::move(item));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  return out;
+}
+
 // The list commands (jobs, nodes, teams): --no-headers as kubectl's, the table without its line of column names.
 inline void add_list_flags(CLI::App* cmd, ClientFlags& f) {
   cmd->add_flag("--no-headers", f.no_headers, "The table without its line of column names (as kubectl's --no-headers)");
