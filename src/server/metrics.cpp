@@ -96,14 +96,9 @@ void histogram(std::string& out, const char* name, const std::string& labels, co
 // series counted so far, whatever the team holds now. Removed teams are left out, as everywhere.
 void render_by_rule(std::string& out, const ServerState& st, const char* name, const char* help,
                     std::initializer_list<const char*> rules, const std::map<RuleKey, uint64_t>& counts) {
-  const ClusterState& s = st.cluster;
   std::map<RuleKey, uint64_t> series = counts;
-  for (const Team& t : s.teams) {
-    if (st.removed_teams.count(t.spec.name)) continue;
-    for (size_t type = 0; type < s.catalog.size(); ++type)
-      if (team_has_type(s, t, type))
-        for (const char* rule : rules) series.try_emplace(RuleKey{rule, t.spec.name, s.catalog.at(TypeId(static_cast<uint32_t>(type))).name}, 0);
-  }
+  for (const auto& [team, type] : team_type_pairs(st))
+    for (const char* rule : rules) series.try_emplace(RuleKey{rule, team, type}, 0);
   header(out, name, "counter", help);
   for (const auto& [key, n] : series)
     if (!st.removed_teams.count(key.team))
