@@ -3,9 +3,20 @@
 #include <algorithm>
 
 #include "core/admission.h"
+#include "core/quota.h"
 #include "core/time_limit.h"
 
 namespace allot {
+
+namespace {
+
+// Adds (sign 1) or takes away (-1) what `j` holds on `p` in `usage`.
+void count_in(UsageTable& usage, const Job& j, const Placement& p, int64_t sign) {
+  for (const auto& ps : p.pod_sets)
+    usage[j.team.index()][ps.type.index()] += ps.per_replica * (sign * static_cast<int64_t>(ps.replicas.size()));
+}
+
+}  // namespace
 
 std::optional<BackfillReservation> plan_reservation(const ClusterState& s, const Job& holder, Time now) {
   std::vector<std::pair<Time, JobId>> ends;
@@ -43,13 +54,48 @@ std::optional<BackfillReservation> plan_reservation(const ClusterState& s, const
       lo = mid + 1;
     }
   }
-  BackfillReservation r{holder.id, ends[group_end[hi] - 1].first, std::vector<char>(s.nodes.size(), 0), a.placement.nodes()};
+  // Quota at that time, for the jobs admitted after the reservation (quota_clear_of): the usage without the jobs
+  // that have ended by then.
+  BackfillReservation r{.holder = holder.id, .at = ends[group_end[hi] - 1].first,
+                        .reserved = std::vector<char>(s.nodes.size(), 0), .nodes = a.placement.nodes(), .usage_at = s.usage,
+                        .need = job_request(s, holder, a.type, nullptr), .within_nominal = !a.borrowing};
   for (NodeId n : r.nodes) r.reserved[n.index()] = 1;
+  for (size_t i = 0; i < group_end[hi]; ++i) {
+    const Job& j = s.jobs[ends[i].second.index()];
+    count_in(r.usage_at, j, j.placement, -1);
+  }
   return r;
 }
 
+bool ends_by(const BackfillReservation& r, const Job& j, Time now) {
+  const std::optional<int64_t> left = time_left(j, now);
+  return left && now + *left <= r.at;
+}
+
+bool quota_clear_of(const ClusterState& s, BackfillReservation& r, const Job& j, const Placement& p, Time now,
+                    std::span<const JobId> released) {
+  if (ends_by(r, j, now)) return true;
+  // Counted in place and taken out again: a pass checks many jobs against one reservation, and a copy of the
+  // usage table per check cost an allocation per team.
+  auto counted_at = [&](const Job& v) { return !ends_by(r, v, now); };  // would still run at r.at
+  count_in(r.usage_at, j, p, 1);
+  for (JobId id : released)
+    if (const Job& v = s.jobs[id.index()]; counted_at(v)) count_in(r.usage_at, v, v.placement, -1);
+  const Job& holder = s.jobs[r.holder.index()];
+  bool fits = true;
+  for (const auto& [type, request] : r.need) fits = fits && check_quota(s, r.usage_at, holder.team, type, request).fits;
+  for (JobId id : released)
+    if (const Job& v = s.jobs[id.index()]; counted_at(v)) count_in(r.usage_at, v, v.placement, 1);
+  count_in(r.usage_at, j, p, -1);
+  return fits;
+}
+
+void count_at(BackfillReservation& r, const Job& j, const Placement& p, Time now, int sign) {
+  if (!ends_by(r, j, now)) count_in(r.usage_at, j, p, sign);
+}
+
 bool clear_of(const BackfillReservation& r, const Job& j, const Placement& p, Time now) {
-  if (auto left = time_left(j, now); left && now + *left <= r.at) return true;
+  if (ends_by(r, j, now)) return true;
   for (const auto& ps : p.pod_sets)
     for (const auto& rep : ps.replicas)
       if (rep.node.index() < r.reserved.size() && r.reserved[rep.node.index()]) return false;

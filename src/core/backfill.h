@@ -7,6 +7,7 @@
 // ends for this reckoning, so a job that only such jobs block gets no reservation. The core has no clock: `now`
 // is an argument.
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,13 @@ struct BackfillReservation {
   Time at = 0;                // when the running jobs' time limits have freed room for the holder
   std::vector<char> reserved; // by NodeId: 1 where the holder would run then
   std::vector<NodeId> nodes;  // the same nodes, sorted, for the reasons
+  // Quota at `at`: what teams would hold once the running jobs ending by then have ended (jobs admitted later in
+  // the pass that still run then are added to it), and what the holder asks per instance type there.
+  UsageTable usage_at;
+  std::vector<std::pair<TypeId, Resources>> need;
+  // The holder would then run within its team's nominal quota (it borrows nothing): a job that reclaims its own
+  // team's lent quota has no precedence over it.
+  bool within_nominal = false;
 };
 
 // The reservation `holder` gets at `now`, or nullopt when no end of a running job's time limit frees room for it
@@ -26,9 +34,22 @@ struct BackfillReservation {
 // room and usage the cluster would have once the running jobs ending by that time have ended.
 std::optional<BackfillReservation> plan_reservation(const ClusterState& s, const Job& holder, Time now);
 
-// Whether a job admitted at `now` with placement `p` keeps clear of `r`: it takes none of the reserved nodes, or
-// its time limit ends by r.at.
+// Whether a job's time limit ends by r.at (then it keeps clear of the reservation whatever it takes).
+bool ends_by(const BackfillReservation& r, const Job& j, Time now);
+
+// Whether a job admitted at `now` with placement `p` keeps clear of `r`'s nodes: it takes none of the reserved
+// nodes, or its time limit ends by r.at.
 bool clear_of(const BackfillReservation& r, const Job& j, const Placement& p, Time now);
+
+// Whether the holder's quota at r.at still holds with `j` running then on `p` as well, `released` (jobs a
+// preemption stops) no longer running: a job that does not end by r.at must not leave the holder waiting for
+// quota at its reserved time. True when `j` ends by then. `r` is the same afterwards (counted and taken out).
+bool quota_clear_of(const ClusterState& s, BackfillReservation& r, const Job& j, const Placement& p, Time now,
+                    std::span<const JobId> released = {});
+
+// Counts (sign 1) or takes out (-1) of the reservation's usage at r.at what `j` holds on `p`, if it would still run
+// then: a pass admits, stops and resizes jobs after the reservation is planned.
+void count_at(BackfillReservation& r, const Job& j, const Placement& p, Time now, int sign);
 
 // `room` with the reserved nodes unusable: where a job that would still run at r.at may go instead.
 RoomTable without_reserved(const RoomTable& room, const BackfillReservation& r);

@@ -255,7 +255,8 @@ std::string Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const st
 void Pass::admit(const Job& j, const AdmissionAttempt& a, const std::string& extra) {
   const JobId id = j.id;
   AdmitDecision d{.job = id, .placement = a.placement, .borrowing = a.borrowing, .reason = admit_reason(j, a, extra)};
-  d.backfilled = backfill && backfill->holder != id && pass[backfill->holder.index()].waiting && queue_before(job(backfill->holder), j);
+  d.backfilled = behind_holder(j);
+  if (backfill && backfill->holder != id) count_at(*backfill, j, d.placement, now, 1);
   room_changes(j, d.placement);
   auto st = apply_decision(s, d, now);
   (void)st;  // the job is waiting (checked by callers) and the placement came from the same state
@@ -283,6 +284,7 @@ bool Pass::plan_again() {
 void Pass::preempt(PreemptDecision d) {
   const JobId victim = d.job;
   if (user_limits_) tally_.remove(s, job(victim));  // before the placement goes
+  if (backfill) count_at(*backfill, job(victim), job(victim).placement, now, -1);
   room_changes(job(victim), job(victim).placement);
   auto st = apply_decision(s, d, now);
   (void)st;  // victims are running jobs of this same state
@@ -305,8 +307,10 @@ void Pass::preempt(PreemptDecision d) {
 void Pass::resize(ResizeDecision d) {
   live.changed_all();  // the job gives back its old placement and takes the new one
   if (user_limits_) tally_.remove(s, job(d.job));
+  if (backfill) count_at(*backfill, job(d.job), job(d.job).placement, now, -1);
   auto st = apply_decision(s, d, now);
   if (user_limits_) tally_.add(s, job(d.job));
+  if (backfill) count_at(*backfill, job(d.job), job(d.job).placement, now, 1);
   (void)st;  // a running elastic job of this same state, placed against it
   ++epoch;
   // A resize gives back nodes as well as taking them, which the index cannot follow node by node.
@@ -370,21 +374,40 @@ void Pass::maybe_reserve_backfill(const Job& j, const AdmissionAttempt& a) {
     rec(j.id).why = texts.add(explain(a.why.code, a.why.text + "; " + backfill_text() + " for it (backfill)", a.why.feasible));
 }
 
-const AdmissionAttempt* Pass::keep_clear(const Job& j, const AdmissionAttempt& a, BorrowMode mode) {
-  if (!backfill || backfill->holder == j.id || !pass[backfill->holder.index()].waiting ||
-      !queue_before(job(backfill->holder), j) || clear_of(*backfill, j, a.placement, now))
-    return &a;
-  const RoomTable off = without_reserved(s.room, *backfill);
-  backfilled_ = try_admit(s, off, s.usage, j, AdmitOptions{.mode = mode});
-  if (backfilled_.ok) return &backfilled_;
+bool Pass::behind_holder(const Job& j) const {
+  return backfill && backfill->holder != j.id && pass[backfill->holder.index()].waiting && queue_before(job(backfill->holder), j);
+}
+
+const PooledReason* Pass::reserved_for_holder(const Job& j, bool quota) {
   const Job& holder = job(backfill->holder);
   const std::optional<int64_t> left = time_left(j, now);
-  rec(j.id).why = texts.add(explain(
+  return texts.add(explain(
       ReasonCode::kReserved,
       "waiting: " + backfill_text() + " for " + job_ref(holder.spec.name, s.teams[holder.team.index()].spec.name) +
-          " (backfill), and this job " + (left ? "would still run then (its time limit ends at t=" + std::to_string(now + *left) + ")"
-                                    : "has no time limit to show that it ends before then")));
-  return nullptr;
+          " (backfill), and this job " +
+          (left ? "would still run then (its time limit ends at t=" + std::to_string(now + *left) + ")"
+                : "has no time limit to show that it ends before then") +
+          (quota ? " and take quota that job needs then" : "")));
+}
+
+const AdmissionAttempt* Pass::keep_clear(const Job& j, const AdmissionAttempt& a, BorrowMode mode) {
+  if (!behind_holder(j)) return &a;
+  const AdmissionAttempt* chosen = &a;
+  if (!clear_of(*backfill, j, a.placement, now)) {
+    const RoomTable off = without_reserved(s.room, *backfill);
+    backfilled_ = try_admit(s, off, s.usage, j, AdmitOptions{.mode = mode});
+    if (!backfilled_.ok) {
+      rec(j.id).why = reserved_for_holder(j, false);
+      return nullptr;
+    }
+    chosen = &backfilled_;
+  }
+  // Off the reserved nodes it may still hold, at the reserved time, quota the holder needs then.
+  if (!quota_clear_of(s, *backfill, j, chosen->placement, now)) {
+    rec(j.id).why = reserved_for_holder(j, true);
+    return nullptr;
+  }
+  return chosen;
 }
 
 // The last reason a phase gave, then why preemption could not help (unless the job never fits: then

@@ -111,6 +111,10 @@ class Pass {
   // For a job whose attempt `a` fits: `a` when the job is the holder, comes before it, or keeps clear of the
   // reservation; else the same admission placed off the reserved nodes; else null, the job's reason set.
   const AdmissionAttempt* keep_clear(const Job& j, const AdmissionAttempt& a, BorrowMode mode);
+  // Whether `j` comes after a reservation's holder that still waits: it must then keep clear of the reservation.
+  bool behind_holder(const Job& j) const;
+  // Why `j` waits for the reservation: its nodes, or (quota) the quota the holder needs at its time.
+  const PooledReason* reserved_for_holder(const Job& j, bool quota);
   std::optional<BackfillReservation> backfill;
   int backfill_version = 0;  // changes with the reservation: admissions found before it are checked again
 

@@ -1,6 +1,7 @@
 // Phases 2 and 4 of a step (phases.h): admissions that need preemption, in queue order, at most one per call.
 #include <algorithm>
 
+#include "core/backfill.h"
 #include "core/overloaded.h"
 #include "core/phases.h"
 #include "core/preemption.h"
@@ -145,6 +146,21 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
     if (!plan) {
       r.preempt_why = m.why_not = p.texts.add(std::move(why_not));
       continue;
+    }
+    // A job behind the backfill reservation's holder preempts only as far as it keeps clear of the reservation:
+    // off the reserved nodes (or ending before the reserved time), and leaving the holder its quota then. One that
+    // takes back its team's lent quota (within its nominal quota) may still do so against a holder that would
+    // borrow: reclaim outranks borrowing, whoever holds the reservation (docs/scheduling.md, "Backfill").
+    if (p.behind_holder(j) && (p.backfill->within_nominal || !want_within_nominal)) {
+      std::vector<JobId> stopped;  // shrunk victims keep running, so they give no quota back here
+      for (const Victim& v : plan->victims)
+        if (!v.shrunk()) stopped.push_back(v.job);
+      const bool nodes = clear_of(*p.backfill, j, plan->admission.placement, p.now);
+      if (!nodes || !quota_clear_of(p.s, *p.backfill, j, plan->admission.placement, p.now, stopped)) {
+        r.preempt_why = p.reserved_for_holder(j, nodes);  // joined to what a later phase says of it
+        m.tried = false;  // the plan was this job's answer, not its class's: another job may end in time
+        continue;
+      }
     }
     if (plan->admission.borrowing) {
       if (const PooledReason* osc = would_oscillate(p, j, *plan)) {

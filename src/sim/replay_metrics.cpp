@@ -181,6 +181,10 @@ ReplayMetrics compute_metrics(const std::vector<JobRecord>& jobs, const ClusterI
       if (j.first_start_s < 0) continue;
       ++started;
       b.backfilled_jobs += j.backfilled;
+      if (j.held_start_s >= 0) {
+        ++b.held_to_start_jobs;
+        b.held_to_start_late_jobs += j.first_start_s > j.held_start_s;
+      }
       if (j.reserved_start_s < 0) continue;
       delays.push_back(j.first_start_s - j.reserved_start_s);
       b.late_jobs += j.first_start_s > j.reserved_start_s;
@@ -249,7 +253,9 @@ nlohmann::json to_json(const ReplayMetrics& m) {
                      {"avg_reservation_delay_s", r6(m.backfill->reservation_delay.avg_s)},
                      {"p50_reservation_delay_s", m.backfill->reservation_delay.p50_s},
                      {"p99_reservation_delay_s", m.backfill->reservation_delay.p99_s},
-                     {"late_jobs", m.backfill->late_jobs}};
+                     {"late_jobs", m.backfill->late_jobs},
+                     {"held_to_start_jobs", m.backfill->held_to_start_jobs},
+                     {"held_to_start_late_jobs", m.backfill->held_to_start_late_jobs}};
   return j;
 }
 
@@ -276,10 +282,12 @@ std::string format_summary(const ReplayMetrics& m) {
   if (m.backfill) {
     const BackfillMetrics& b = *m.backfill;
     line("backfill", printf_string("%lld jobs backfilled (%.3f of those that started); %lld held a reservation: start - "
-                                   "planned avg %.0f s, p50 %lld s, p99 %lld s, %lld later than planned",
+                                   "planned avg %.0f s, p50 %lld s, p99 %lld s, %lld later than planned; %lld held it "
+                                   "until they started, %lld of them late",
                                    (long long)b.backfilled_jobs, b.backfilled_share, (long long)b.reserved_jobs,
                                    b.reservation_delay.avg_s, (long long)b.reservation_delay.p50_s,
-                                   (long long)b.reservation_delay.p99_s, (long long)b.late_jobs));
+                                   (long long)b.reservation_delay.p99_s, (long long)b.late_jobs,
+                                   (long long)b.held_to_start_jobs, (long long)b.held_to_start_late_jobs));
   }
 
   size_t w = 4;

@@ -44,6 +44,10 @@
 //     reservation delay over those: first start - the start their first reservation planned (negative: earlier,
 //                       since running jobs ended before their time limits); avg, p50, p99, and how many started
 //                       later than planned (late_jobs: a later reservation moved them, or quota held them back).
+//     held_to_start_jobs  jobs that held the reservation at every pass from some time until they started (no other
+//                       job took it from them in between); held_to_start_late_jobs: of those, how many started later
+//                       than the reservation planned when that stretch began. What backfill promises is that this
+//                       is 0 unless a job with precedence over the holder took its room (docs/scheduling.md).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -71,6 +75,9 @@ struct JobRecord {
   int64_t total_gpu_seconds_held = 0;  // all GPU-time held, useful or lost
   bool backfilled = false;             // its first start was a backfill (see above)
   int64_t reserved_start_s = -1;       // the start its first backfill reservation planned; -1: it never held one
+  // It held the reservation at every pass from one time until its first start, and this is the start planned at
+  // the first of those passes; -1: it did not (it never held one, or lost it to another holder before starting).
+  int64_t held_start_s = -1;
 };
 
 struct TeamEntitlement {
@@ -107,6 +114,8 @@ struct BackfillMetrics {
   int64_t reserved_jobs = 0;
   DelayStats reservation_delay;  // avg_s, p50_s, p99_s of start - planned start (may be negative)
   int64_t late_jobs = 0;
+  int64_t held_to_start_jobs = 0;       // jobs with held_start_s
+  int64_t held_to_start_late_jobs = 0;  // of those, started later than held_start_s
 };
 
 struct GroupMetrics {

@@ -176,6 +176,12 @@ class Replay {
     if (o_.time_limit_factor > 0) spec.time_limit_s = time_limit_of(i, tj.duration_s);
     auto id = submit_job(s_, spec, now);
     if (!id) return Error::invalid("trace job " + tj.id + ": " + id.error().message);
+    // A trace job needs its duration of work, and a run after a preemption or a failure may need more than what is
+    // left of a limit of F times that duration (the work since its last checkpoint is lost). The replay does not
+    // stop jobs at their limits (the trace had none), so each run gets the whole limit again, as with the team
+    // setting resets_on_restart: otherwise a restarted job ran past the limit that reservations were planned from,
+    // which a server, stopping jobs at their limits, never sees.
+    if (o_.time_limit_factor > 0) s_.jobs[id->index()].time_limit_resets = true;
     Tracked& t = tracked_[i];
     t.id = *id;
     t.held = held_gpus(shape_, tj.gpus);
@@ -267,6 +273,8 @@ class Replay {
       if (t.runs == 0) {
         first_placement(rec, j, now);
         records_[rec].backfilled = admit->backfilled;
+        // note_reservation() has not seen this pass yet: holder_rec_ is the holder the pass before.
+        if (rec == holder_rec_) records_[rec].held_start_s = holding_planned_s_;
       }
       else if (o_.failures.restart_overhead_s > 0) *j.spec.duration_s += o_.failures.restart_overhead_s;
       ++t.runs;
@@ -280,10 +288,17 @@ class Replay {
     }
   }
 
-  // The start the holder's first reservation planned: the figure its first start is measured against.
+  // The start the holder's first reservation planned: the figure its first start is measured against. And the
+  // holder of each pass, with the start planned when it began to hold the reservation without a break.
   void note_reservation(const ScheduleResult& r) {
-    if (!r.reservation || r.reservation->holder.index() >= record_of_.size()) return;
-    const int rec = record_of_[r.reservation->holder.index()];
+    const int holder =
+        r.reservation && r.reservation->holder.index() < record_of_.size() ? record_of_[r.reservation->holder.index()] : -1;
+    if (holder != holder_rec_) {
+      holder_rec_ = holder;
+      holding_planned_s_ = holder >= 0 ? r.reservation->at : -1;
+    }
+    if (holder < 0) return;
+    const int rec = holder;
     if (rec >= 0 && records_[rec].first_start_s < 0 && records_[rec].reserved_start_s < 0)
       records_[rec].reserved_start_s = r.reservation->at;
   }
@@ -370,6 +385,8 @@ class Replay {
   std::priority_queue<NodeEvent, std::vector<NodeEvent>, std::greater<>> node_events_;
   uint64_t seq_ = 0;
   std::vector<Tracked> tracked_;
+  int holder_rec_ = -1;             // the trace job that held the last pass's backfill reservation (-1: none)
+  int64_t holding_planned_s_ = -1;  // the start planned when it began to hold it
   std::vector<int> record_of_;  // JobId index -> trace index, -1 for jobs of the cluster file's events
   std::vector<size_t> running_;  // trace indices of running jobs
   std::map<std::string, std::string> domain_of_;

@@ -200,6 +200,85 @@ TEST(Backfill, JobsBelowTheMinimumPriorityGetNoReservation) {
   EXPECT_NE(r.error().message.find("backfill_min_priority"), std::string::npos) << r.error().message;
 }
 
+// Reservations count quota: a job behind the holder that would still run at the reserved time waits if it would
+// leave the holder short of quota then, even where it takes none of the reserved nodes.
+TEST(Backfill, ALaterJobMayNotTakeQuotaTheHolderNeedsAtItsTime) {
+  // Six nodes, team a's quota 4 of them as its own (DontLend: no borrowing): capacity does not stop big, quota does.
+  ClusterState s;
+  std::vector<NodeSpec> nodes;
+  for (const char* n : {"n1", "n2", "n3", "n4", "n5", "n6"}) nodes.push_back({.name = n, .instance_type = "ml.g5.8xlarge"});
+  ASSERT_TRUE(add_nodes(s, nodes, 0).ok());
+  PolicySpec p;
+  p.backfill = true;
+  ASSERT_TRUE(set_policy(s, p).ok());
+  ASSERT_TRUE(upsert_team(s, TeamSpec{.name = "a", .allocation = {{"ml.g5.8xlarge", {.instances = 4}}},
+                                      .strategy = SharingStrategy::kDontLend})
+                  .ok());
+  ASSERT_TRUE(submit_job(s, spec("a500", 3, 500), 0).ok());
+  (void)schedule(s, 0);
+  ASSERT_TRUE(submit_job(s, spec("big", 4, 100), 10).ok());
+  ASSERT_TRUE(submit_job(s, spec("long", 1, 2000), 10).ok());  // fits quota now (3 + 1), but would hold 1 at t=500
+  const ScheduleResult r = schedule(s, 10);
+  ASSERT_TRUE(r.reservation);
+  EXPECT_EQ(r.reservation->at, 500);
+  EXPECT_EQ(job(s, "long").state, JobState::kPending);
+  EXPECT_EQ(job(s, "long").reason_code, ReasonCode::kReserved);
+  EXPECT_NE(job(s, "long").reason.str().find("and take quota that job needs then"), std::string::npos) << job(s, "long").reason.str();
+  // One that is gone by then takes the same quota now.
+  ASSERT_TRUE(submit_job(s, spec("short", 1, 400), 20).ok());  // ends at 420
+  (void)schedule(s, 20);
+  EXPECT_EQ(job(s, "short").state, JobState::kRunning) << job(s, "short").reason.str();
+  EXPECT_EQ(job(s, "long").state, JobState::kPending);
+  // At t=500 a500 has ended (cancelled here, as its limit would stop it) and big starts with all its quota.
+  ASSERT_TRUE(cancel_job(s, "a500", 500).ok());
+  ASSERT_TRUE(cancel_job(s, "short", 500).ok());
+  (void)schedule(s, 500);
+  EXPECT_EQ(job(s, "big").state, JobState::kRunning) << job(s, "big").reason.str();
+}
+
+// Admissions by preemption keep clear of the reservation too, unless they take back lent quota from a holder that
+// would borrow. Here a job of the same team behind the holder would preempt a lower-priority job on a reserved
+// node and run past the reserved time: it waits instead. With backfill off it preempts.
+TEST(Backfill, APreemptionBehindTheHolderKeepsClearOfIt) {
+  for (bool on : {true, false}) {
+    SCOPED_TRACE(on ? "backfill" : "no backfill");
+    ClusterState s = cluster(on);
+    PolicySpec p = s.policy;
+    p.priority_classes = {{.name = "high", .weight = 90}, {.name = "mid", .weight = 50}, {.name = "low", .weight = 10}};
+    ASSERT_TRUE(set_policy(s, p).ok());
+    auto with_class = [](JobSpec j, const char* c) {
+      j.priority = c;
+      return j;
+    };
+    ASSERT_TRUE(submit_job(s, with_class(spec("keep", 2, 500), "high"), 0).ok());
+    ASSERT_TRUE(submit_job(s, with_class(spec("low1", 1, 2000), "low"), 0).ok());
+    ASSERT_TRUE(submit_job(s, with_class(spec("low2", 1, std::nullopt), "mid"), 0).ok());
+    (void)schedule(s, 0);
+    ASSERT_EQ(s.running_jobs.size(), 3u);
+    // big needs 3 nodes: preempting low1 and low2 gives 2 (keep is of its class), so it waits; keep's end at 500
+    // frees 2, low1's at 2000 the third: the reservation is at 2000 on keep's and low1's nodes.
+    ASSERT_TRUE(submit_job(s, with_class(spec("big", 3, 100), "high"), 10).ok());
+    // urgent, after big, would preempt low1 (the lowest priority) and run on its node past 2000.
+    ASSERT_TRUE(submit_job(s, with_class(spec("urgent", 1, 5000), "high"), 10).ok());
+    const ScheduleResult r = schedule(s, 10);
+    EXPECT_EQ(job(s, "big").state, JobState::kPending);
+    if (!on) {
+      EXPECT_EQ(job(s, "urgent").state, JobState::kRunning) << job(s, "urgent").reason.str();
+      EXPECT_EQ(job(s, "low1").state, JobState::kSuspended);  // preempted for urgent
+      continue;
+    }
+    ASSERT_TRUE(r.reservation);
+    EXPECT_EQ(r.reservation->holder, job(s, "big").id);
+    EXPECT_EQ(r.reservation->at, 2000);
+    EXPECT_EQ(job(s, "urgent").state, JobState::kPending);
+    EXPECT_NE(job(s, "urgent").reason.str().find("reserved from t=2000 for job big of team a (backfill), and this job would "
+                                                  "still run then (its time limit ends at t=5010)"),
+              std::string::npos)
+        << job(s, "urgent").reason.str();
+    EXPECT_EQ(job(s, "low1").state, JobState::kRunning);
+  }
+}
+
 TEST(Backfill, OffByDefaultTheLaterJobTakesTheNode) {
   ClusterState s = cluster(false);
   ASSERT_TRUE(submit_job(s, spec("a500", 3, 500), 0).ok());

@@ -131,6 +131,16 @@ TEST(MetricsReplay, BackfillFiguresOnlyWithBackfill) {
   EXPECT_EQ(j["backfilled_jobs"], 1);
   EXPECT_EQ(j["p99_reservation_delay_s"], 20);
   EXPECT_NE(format_summary(m).find("1 jobs backfilled (0.250"), std::string::npos) << format_summary(m);
+  // Neither held its reservation until it started: no held-to-start figures.
+  EXPECT_EQ(j["held_to_start_jobs"], 0);
+  // j3 held one from a pass that planned t=110 until it started at 120 (late), j2 one planned for t=10 (early).
+  t.jobs[2].held_start_s = 110;
+  t.jobs[1].held_start_s = 10;
+  const ReplayMetrics held = compute_metrics(t.jobs, t.cluster, t.samples);
+  EXPECT_EQ(held.backfill->held_to_start_jobs, 2);
+  EXPECT_EQ(held.backfill->held_to_start_late_jobs, 1);
+  EXPECT_EQ(to_json(held)["backfill_figures"]["held_to_start_late_jobs"], 1);
+  EXPECT_NE(format_summary(held).find("2 held it until they started, 1 of them late"), std::string::npos) << format_summary(held);
 }
 
 TEST(MetricsReplay, JainIndexIsOneWhenEvenAndOneOverNWhenOneTeamGetsAll) {
