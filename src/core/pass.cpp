@@ -186,20 +186,13 @@ Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
   if (a.ok) {
     // Not kept in the class memo: whether a job still waits for locality depends on when it began waiting.
     if (locality_waits_) {
-      PassJob& r = rec(id);
-      r.waits_for_locality = false;
-      const Job& j = job(id);
-      if (auto hold = locality_hold(s, pristine, j, a, now, j.locality_wait_from.value_or(now), one_domain_)) {
-        r.waits_for_locality = true;
-        if (!j.locality_wait_from && !r.locality_wait_began) {
-          r.locality_wait_began = true;
-          result.locality_waits.push_back(LocalityWaitStart{id, now});
-        }
+      rec(id).waits_for_locality = false;
+      if (std::optional<Explanation> why = held_for_locality(job(id), a)) {
         held_ = AdmissionAttempt{};
         held_.quota_ok = true;
         held_.within_nominal = a.within_nominal;
         held_.waits_for_locality = true;
-        held_.why = std::move(hold->why);
+        held_.why = std::move(*why);
         return {&held_, texts.add(held_.why)};
       }
     }
@@ -316,6 +309,19 @@ void Pass::resize(ResizeDecision d) {
   // A resize gives back nodes as well as taking them, which the index cannot follow node by node.
   free.reset(s, s.room);
   result.decisions.push_back(std::move(d));
+}
+
+std::optional<Explanation> Pass::held_for_locality(const Job& j, const AdmissionAttempt& a) {
+  if (!locality_waits_) return std::nullopt;
+  auto hold = locality_hold(s, pristine, j, a, now, j.locality_wait_from.value_or(now), one_domain_);
+  if (!hold) return std::nullopt;
+  PassJob& r = rec(j.id);
+  r.waits_for_locality = true;
+  if (!j.locality_wait_from && !r.locality_wait_began) {
+    r.locality_wait_began = true;
+    result.locality_waits.push_back(LocalityWaitStart{j.id, now});
+  }
+  return std::move(hold->why);
 }
 
 void Pass::keep_locality_waits() {

@@ -119,6 +119,9 @@ class Pass {
   int backfill_version = 0;  // changes with the reservation: admissions found before it are checked again
 
   // --- Waiting for locality (locality_wait.h) -------------------------------------------------------------
+  // When admission `a` (found now, or by a preemption plan) would spread `j` while its locality wait lasts: why it
+  // waits instead; its record says it waits for locality, and the wait's start is noted when this is the first.
+  std::optional<Explanation> held_for_locality(const Job& j, const AdmissionAttempt& a);
   // Keeps in result.locality_waits only the jobs still waiting at the end of the pass.
   void keep_locality_waits();
 

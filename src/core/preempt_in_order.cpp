@@ -162,6 +162,13 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
         continue;
       }
     }
+    // A plan that would spread a job still within its locality wait is not carried out: it waits for one domain,
+    // as it would if it could run spread without preemption.
+    if (std::optional<Explanation> why = p.held_for_locality(j, plan->admission)) {
+      r.why = p.texts.add(std::move(*why));
+      m.tried = false;  // the wait is this job's (it depends on when it began waiting), not its class's
+      continue;
+    }
     if (plan->admission.borrowing) {
       if (const PooledReason* osc = would_oscillate(p, j, *plan)) {
         m.oscillates = true;

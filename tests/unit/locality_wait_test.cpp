@@ -139,6 +139,38 @@ TEST_F(LocalityWaitTest, PreemptsNothingWhileItWaits) {
   EXPECT_EQ(find("right").state, JobState::kRunning);
 }
 
+// Nor does a job that could only run by preemption preempt its way into a spread placement while its wait lasts:
+// it waits for one domain as it would if it could run spread at once (issue 29 item 3: all 34 jobs that still ran
+// spread on the cluster04 replay with an unbounded wait were admitted by preemption). Without a wait it preempts.
+TEST_F(LocalityWaitTest, DoesNotPreemptIntoASpreadPlacementWhileItWaits) {
+  for (int64_t wait : {600, 0}) {
+    SCOPED_TRACE(wait);
+    s = ClusterState{};
+    build(wait, {{.name = "low", .weight = 10}, {.name = "high", .weight = 50}});
+    // Two high jobs leave 2 nodes free in nn-a and 1 in nn-b; two low one-node jobs take two of those three.
+    submit(gang("left", 2).topology({.required = kLayer3}).priority("high"), 0);
+    submit(gang("right", 3).topology({.required = kLayer3}).priority("high"), 0);
+    schedule(s, 0);
+    submit(test::job_spec("low1", "ml").instance_type(kType).whole_nodes().replicas(1).priority("low"), 1);
+    submit(test::job_spec("low2", "ml").instance_type(kType).whole_nodes().replicas(1).priority("low"), 1);
+    schedule(s, 1);
+    ASSERT_EQ(s.running_jobs.size(), 4u);
+    // wide needs 3 nodes: only by preempting both low jobs, and then on 2 nodes of nn-a and 1 of nn-b.
+    submit(gang("wide", 3).priority("high"), 10);
+    schedule(s, 10);
+    if (wait == 0) {
+      ASSERT_EQ(find("wide").state, JobState::kRunning) << find("wide").reason.str();
+      EXPECT_EQ(domains(find("wide")), 2u);
+      EXPECT_NE(find("low1").state, JobState::kRunning);
+      continue;
+    }
+    EXPECT_EQ(find("wide").state, JobState::kPending);
+    EXPECT_EQ(find("wide").reason_code, ReasonCode::kLocality) << find("wide").reason.str();
+    EXPECT_EQ(find("low1").state, JobState::kRunning);
+    EXPECT_EQ(find("low2").state, JobState::kRunning);
+  }
+}
+
 // The wait counts from the first pass that could have run the job spread, not from its submission: a job that
 // first waited for capacity still gets its whole wait once room appears (issue 29: counted from submission, such
 // jobs spread at once).
