@@ -157,6 +157,12 @@ bool reserved_against(const ClusterState& s, const Job& job) {
   return false;
 }
 
+bool user_reservation_for(const ClusterState& s, TeamId team) {
+  for (const auto& [name, r] : s.reservations)
+    if (r.state == ReservationState::kActive && r.team == team && !r.spec.user.empty()) return true;
+  return false;
+}
+
 void close_reserved_nodes(const ClusterState& s, const Job& job, std::vector<NodeRoom>& room) {
   for (const auto& [name, r] : s.reservations) {
     if (r.state != ReservationState::kActive || reservation_admits(r, job)) continue;

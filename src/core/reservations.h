@@ -98,6 +98,9 @@ const Reservation* reservation_holding(const ClusterState& s, NodeId node);
 // with those nodes closed (close_reserved_nodes), so that a cluster without reservations places as before.
 bool reserved_against(const ClusterState& s, const Job& job);
 void close_reserved_nodes(const ClusterState& s, const Job& job, std::vector<NodeRoom>& room);
+// Whether an Active reservation for one user of `team` exists: then jobs of that team alike in all else may get
+// different answers (ClassMemo, core/class_memo.h, answers each such job on its own).
+bool user_reservation_for(const ClusterState& s, TeamId team);
 
 std::string reservation_names(const ClusterState& s);
 

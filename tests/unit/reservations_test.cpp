@@ -41,6 +41,7 @@ ClusterState cluster(int nodes = 3) {
   ClusterState s;
   for (const char* name : {"a", "b"}) {
     TeamSpec t{.name = name};
+    t.borrow_limit = 200;  // each may borrow the other's whole quota
     AmountSpec one;
     one.instances = 1;
     t.allocation = {{kType, one}};
@@ -132,7 +133,7 @@ TEST(Reservations, ItsStartRequeuesOtherTeamsJobsFromItsNodesAndKeepsItsTeams) {
   ASSERT_TRUE(submit_job(s, job_spec("b2", "b").instance_type(kType), 0).ok());
   schedule(s, 0);
   ASSERT_EQ(s.find_job("b1")->state, JobState::kRunning);
-  ASSERT_EQ(s.find_job("b2")->state, JobState::kRunning);
+  ASSERT_EQ(s.find_job("b2")->state, JobState::kRunning) << s.find_job("b2")->reason.str();
   ASSERT_TRUE(add_reservation(s, named("hold", "a", {"n1", "n2"}, 100, 1000)).ok());
   schedule(s, 50);
   const std::vector<JobId> requeued = advance(s, 100);
@@ -184,7 +185,7 @@ TEST(Reservations, AUserReservationAdmitsThatUsersJobsOnly) {
   ASSERT_TRUE(submit_job(s, alice, 0).ok());
   schedule(s, 0);
   EXPECT_EQ(s.find_job("bob-job")->state, JobState::kPending);
-  EXPECT_EQ(s.find_job("alice-job")->state, JobState::kRunning);
+  EXPECT_EQ(s.find_job("alice-job")->state, JobState::kRunning) << s.find_job("alice-job")->reason.str();
 }
 
 TEST(Reservations, AnAmountTakesFreeNodesFirstThenTheLowestPriorityJobs) {
