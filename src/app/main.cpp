@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   allot::cli::add_client_cluster_commands(app, ctx);
   allot::cli::add_demo_command(app, ctx);
   allot::cli::add_client_plan_commands(app, ctx);
+  allot::cli::add_client_reservation_commands(app, ctx);
   allot::cli::add_kueue_commands(app, ctx);
   // Further command groups register here, one line each.
   allot::cli::add_habit_commands(app, ctx);  // help, version, completion; reads the commands above: keep it last

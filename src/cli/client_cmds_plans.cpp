@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "client/cli_flags.h"
 #include "client/output.h"
+#include "client/time_flags.h"
 #include "view/label_list.h"
 #include "view/times.h"
 
@@ -22,35 +23,6 @@ struct PlanArgs {
   std::string name, instance_type, team, labels, start = "now", end, grace = "0";
   int count = 1;
 };
-
-// "90s", "30m", "12h", "7d" or a number of seconds.
-Result<int64_t> plan_duration(const std::string& t, const std::string& flag) {
-  const Error bad = Error::invalid(flag + " wants a duration such as 600s, 30m, 12h or 7d, got '" + t + "'");
-  const size_t digits = t.find_first_not_of("0123456789");
-  if (t.empty() || digits == 0 || (digits != std::string::npos && digits + 1 != t.size()) || t.size() > 12) return bad;
-  const int64_t n = std::stoll(t.substr(0, digits));
-  switch (digits == std::string::npos ? 's' : t[digits]) {
-    case 's': return n;
-    case 'm': return n * 60;
-    case 'h': return n * 3600;
-    case 'd': return n * 86400;
-    default: return bad;
-  }
-}
-
-// When a plan starts or ends: "now", "+DURATION" from now, an RFC 3339 time, or Unix seconds.
-Result<int64_t> plan_time(const std::string& t, const std::string& flag, int64_t now) {
-  if (t == "now") return now;
-  if (!t.empty() && t[0] == '+') {
-    auto d = plan_duration(t.substr(1), flag);
-    if (!d) return d.error();
-    return now + *d;
-  }
-  if (!t.empty() && t.size() <= 12 && t.find_first_not_of("0123456789") == std::string::npos) return std::stoll(t);
-  auto at = view::parse_rfc3339(t);
-  if (!at) return Error::invalid(flag + " wants now, +DURATION (+30m, +12h), an RFC 3339 time (2026-12-01T08:00:00Z) or Unix seconds, got '" + t + "'");
-  return *at;
-}
 
 std::string when(const json& p, const char* key, int64_t now) {
   const int64_t t = client::time_at(p, key);
@@ -89,11 +61,11 @@ int run_plan_describe(Session& s, PlanArgs& a) {
 
 int run_plan_create(Session& s, PlanArgs& a) {
   const int64_t now = client::unix_now();
-  auto start = plan_time(a.start, "--start", now);
+  auto start = client::time_flag(a.start, "--start", now);
   if (!start) return report("plan create", start.error());
-  auto end = plan_time(a.end, "--end", now);
+  auto end = client::time_flag(a.end, "--end", now);
   if (!end) return report("plan create", end.error());
-  auto grace = plan_duration(a.grace, "--grace");
+  auto grace = client::duration_flag(a.grace, "--grace");
   if (!grace) return report("plan create", grace.error());
   json body = {{"name", a.name}, {"instance_type", a.instance_type}, {"count", a.count}, {"start", view::rfc3339(*start)},
                {"end", view::rfc3339(*end)},    {"grace", *grace}};

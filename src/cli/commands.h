@@ -29,6 +29,7 @@ void add_node_adopt_command(CLI::App& node, Context& ctx);
 // nodes | teams | events | node ... | topology show (after add_topology_commands: it extends `topology`)
 void add_client_cluster_commands(CLI::App& app, Context& ctx);
 void add_client_plan_commands(CLI::App& app, Context& ctx);     // plans | plan create | describe | delete
+void add_client_reservation_commands(CLI::App& app, Context& ctx);  // reservation create | list | delete
 void add_kueue_commands(CLI::App& app, Context& ctx);  // export kueue | import kueue
 
 }  // namespace allot::cli

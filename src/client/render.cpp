@@ -328,6 +328,9 @@ std::string describe_node(const json& n, int64_t now) {
   if (n.contains("start_timeouts"))
     field("Start timeouts:", text(n, "start_timeouts") + " (runs requeued: a replica here did not start in time)");
   field("Topology:", topology_of(n.value("topology", json())));
+  if (const json r = n.value("reservation", json()); r.is_object())
+    field("Reservation:", text(r, "name") + " (team " + text(r, "team") + (text(r, "user").empty() ? "" : ", user " + text(r, "user")) +
+                              "; other jobs are not placed here until it ends)");
   const json deep = n.value("deep_check", json::object());
   if (deep.is_object() && text(deep, "status") != "none" && !text(deep, "status").empty())
     field("Deep check:", text(deep, "status") + (text(deep, "detail").empty() ? "" : ": " + text(deep, "detail")));

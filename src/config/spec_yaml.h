@@ -13,6 +13,7 @@
 #include "config/yaml_read.h"
 #include "core/catalog.h"
 #include "core/result.h"
+#include "core/reservations.h"
 #include "core/spec.h"
 
 namespace allot {
@@ -95,6 +96,12 @@ Result<std::vector<PlanSpec>> parse_plans(const YAML::Node& list, const Catalog&
 Result<PlanSpec> parse_plan(const YAML::Node& node, const Catalog& catalog, const YamlContext& ctx);
 // A plans file (`allot sim replay --plans FILE`): the list itself, or a mapping {plans: [...]}.
 Result<std::vector<PlanSpec>> load_plans_file(const std::string& path, const Catalog& catalog);
+// The `reservations:` list (core/reservations.h): {name, team, user, nodes | count + instance_type, start, end};
+// nodes a host list or a list of them; start and end seconds (virtual in scenarios). A name given twice is an
+// error. Whether the team and nodes exist is the core's check (add_reservation).
+Result<std::vector<ReservationSpec>> parse_reservations(const YAML::Node& list, const Catalog& catalog, const YamlContext& ctx);
+// One entry of that list (PUT /v1/reservations/NAME, where start and end are Unix seconds).
+Result<ReservationSpec> parse_reservation(const YAML::Node& node, const Catalog& catalog, const YamlContext& ctx);
 
 // --- amounts ------------------------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/plans.h"
+#include "core/reservations.h"
 
 namespace allot {
 
@@ -210,7 +211,17 @@ AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, c
     best.quota_ok = true;
     PlacementOutcome p;
     Explanation lacking = free ? short_of(s, job, type, *free, request) : Explanation{};
-    if (lacking.empty()) p = place_job(s, room, job, type, o.scratch);
+    if (lacking.empty()) {
+      if (reserved_against(s, job)) {
+        // Nodes held by Active reservations the job is not admitted to are closed to it (core/reservations.h);
+        // only here, in the room it would run in, never in the pristine room that says what never fits.
+        RoomTable open = room;
+        close_reserved_nodes(s, job, open);
+        p = place_job(s, open, job, type, o.scratch);
+      } else {
+        p = place_job(s, room, job, type, o.scratch);
+      }
+    }
     if (!p.ok) {
       if (!lacking.empty()) p.why = std::move(lacking);
       Explanation never_why;
@@ -254,6 +265,7 @@ Job job_at_size(const Job& job, int size) {
   out.shape = job.shape;
   out.elastic_pod_set = job.elastic_pod_set;
   out.plan = job.plan;  // at any size it runs on its plan's nodes only, and waits for its plan
+  out.spec.user = job.spec.user;  // reservations for one user admit it at any size (core/reservations.h)
   if (job.elastic()) out.pod_sets[static_cast<size_t>(job.elastic_pod_set)].replicas = size;
   return out;
 }

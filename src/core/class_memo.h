@@ -52,18 +52,26 @@ class ClassMemo {
     const PooledReason* why_not = nullptr;
   };
 
-  // A job's classes, looked up once when it joins the pass's queue.
-  uint32_t admission_class(const Job& j) { return class_of(Key{j.team.value, j.shape, 0}, admission_ids_); }
-  uint32_t preemption_class(const Job& j) { return class_of(Key{j.team.value, j.shape, j.priority}, preemption_ids_); }
+  // A job's classes, looked up once when it joins the pass's queue. `alone`: the job's answers may differ from its
+  // classmates' for a reason the key does not hold (an Active reservation for one user of its team,
+  // core/reservations.h, admits some users' jobs and not others), so it is a class of its own.
+  uint32_t admission_class(const Job& j, bool alone = false) {
+    return class_of(Key{j.team.value, j.shape, 0, alone ? j.id.value : kShared}, admission_ids_);
+  }
+  uint32_t preemption_class(const Job& j, bool alone = false) {
+    return class_of(Key{j.team.value, j.shape, j.priority, alone ? j.id.value : kShared}, preemption_ids_);
+  }
 
   // The entries of a class; an entry whose epoch is not the current one holds a stale answer.
   Admission& admission(uint32_t admission_class, BorrowMode mode);
   Preemption& preemption(uint32_t preemption_class);
 
  private:
+  static constexpr uint32_t kShared = UINT32_MAX;  // Key::job of a class shared by many jobs
   struct Key {
     uint32_t team, shape;
     int priority;
+    uint32_t job;
     friend bool operator==(const Key&, const Key&) = default;
   };
   struct KeyHash {

@@ -70,6 +70,9 @@ enum class ReasonCode : uint8_t {
   // good, with the check's message).
   kAdmissionCheckRetry,
   kAdmissionCheckRejected,
+  // Suspended without using a retry: a reservation of the node it ran on started for another team (or user)
+  // (core/reservations.h); checkpointed and requeued, as after a preemption.
+  kReservationStart,
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

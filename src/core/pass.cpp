@@ -149,8 +149,9 @@ void Pass::join(JobId id) {
   p.team = j.team.value;
   p.priority = j.priority;
   p.arrival = j.arrival;
-  p.admission_class = memo.admission_class(j);
-  p.preemption_class = memo.preemption_class(j);
+  const bool alone = user_reservation_for(s, j.team);  // core/reservations.h
+  p.admission_class = memo.admission_class(j, alone);
+  p.preemption_class = memo.preemption_class(j, alone);
   p.waiting = true;
 }
 

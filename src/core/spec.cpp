@@ -32,6 +32,7 @@ const char* name_kind_word(NameKind kind) {
     case NameKind::kNode: return "node";
     case NameKind::kPriorityClass: return "priority class";
     case NameKind::kPlan: return "plan";
+    case NameKind::kReservation: return "reservation";
   }
   return "?";
 }
@@ -54,7 +55,7 @@ std::string printable(std::string_view text, size_t max) {
 }
 
 Status check_name(NameKind kind, std::string_view name) {
-  const bool label = kind == NameKind::kTeam || kind == NameKind::kPlan;
+  const bool label = kind == NameKind::kTeam || kind == NameKind::kPlan || kind == NameKind::kReservation;
   const size_t max = label ? kMaxLabelName : kMaxSubdomainName;
   std::string problem;
   if (name.empty()) {

@@ -15,7 +15,8 @@ namespace allot {
 
 // Names of what users create appear in URL paths, log file names, tables and Kubernetes objects, so they
 // follow Kubernetes' rules for object names (RFC 1123):
-//   team, plan      a DNS label: 1..63 characters of lowercase letters, digits and '-', beginning and ending
+//   team, plan,     a DNS label: 1..63 characters of lowercase letters, digits and '-', beginning and ending
+//   reservation
 //                   with a letter or digit (Kubernetes namespaces, which teams map to, are labels; a plan's
 //                   name is the value of its nodes' plan label, which is at most a label long);
 //   job, node,      a DNS subdomain: 1..253 characters, DNS labels joined by '.' (as Kubernetes Job,
@@ -23,8 +24,8 @@ namespace allot {
 // So a name has no upper case, space, '/', '_', control or bidirectional-formatting character, and nothing
 // beyond ASCII. The scenario readers (src/config), the server and the CLI check names here; names that come
 // from traces (sim replay) and names already in a journal are not checked.
-enum class NameKind { kTeam, kJob, kNode, kPriorityClass, kPlan };
-const char* name_kind_word(NameKind kind);  // "team", "job", "node", "priority class", "plan"
+enum class NameKind { kTeam, kJob, kNode, kPriorityClass, kPlan, kReservation };
+const char* name_kind_word(NameKind kind);  // "team", "job", "node", "priority class", "plan", "reservation"
 inline constexpr size_t kMaxLabelName = 63;
 inline constexpr size_t kMaxSubdomainName = 253;
 // An error naming the kind, the name (with unprintable bytes escaped) and the rule, or ok.

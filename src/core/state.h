@@ -12,6 +12,7 @@
 #include "core/job_set.h"
 #include "core/job_table.h"
 #include "core/model.h"
+#include "core/reservations.h"
 #include "core/result.h"
 #include "core/spec.h"
 #include "core/topology_levels.h"
@@ -44,6 +45,8 @@ struct ClusterState {
   std::unordered_map<std::string, TeamId> team_by_name;
   std::unordered_map<std::string, JobId> job_by_name;
   std::unordered_map<std::string, PlanId> plan_by_name;  // plans not deleted
+  // Reservations of existing nodes by name, Scheduled or Active (core/reservations.h); they leave when they end.
+  std::map<std::string, Reservation> reservations;
   // Per instance type: the capacity of Active plans without an owner, which joins the idle pool (quota.h).
   std::vector<Resources> plan_idle;
   RoomTable room;          // index = NodeId

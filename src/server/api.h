@@ -79,6 +79,7 @@ void add_watch_routes(Routes& http, Api& api);   // health, events, metrics
 void add_token_routes(Routes& http, Api& api);   // tokens, audit
 void add_dashboard_routes(Routes& http, Api& api);  // the dashboard's files and the JSON its pages read
 void add_plan_routes(Routes& http, Api& api);    // capacity plans
+void add_reservation_routes(Routes& http, Api& api);  // reservations of existing nodes
 void add_webhook_routes(Routes& http, Api& api);  // webhooks (api_webhooks.cpp)
 void add_admission_check_routes(Routes& http, Api& api);  // admission checks (api_admission_checks.cpp)
 void add_usage_routes(Routes& http, Api& api);    // usage reports (api_usage.cpp)

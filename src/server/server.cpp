@@ -178,6 +178,7 @@ Status Server::start() {
   add_token_routes(routes, *api_);
   add_dashboard_routes(routes, *api_);
   add_plan_routes(routes, *api_);
+  add_reservation_routes(routes, *api_);
   add_webhook_routes(routes, *api_);
   add_admission_check_routes(routes, *api_);
   add_usage_routes(routes, *api_);

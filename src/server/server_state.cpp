@@ -47,6 +47,9 @@ struct NodeOf {
   std::string operator()(const CreatePlan&) const { return ""; }
   std::string operator()(const PlanStepRecord&) const { return ""; }  // its nodes: plan_nodes_of()
   std::string operator()(const DeletePlan&) const { return ""; }
+  std::string operator()(const CreateReservation&) const { return ""; }
+  std::string operator()(const ReservationStepRecord&) const { return ""; }  // its jobs: reservation_jobs_of()
+  std::string operator()(const DeleteReservation&) const { return ""; }
   std::string operator()(const CompactFinished&) const { return ""; }
   std::string operator()(const CreateWebhook&) const { return ""; }
   std::string operator()(const DeleteWebhook&) const { return ""; }
@@ -58,6 +61,13 @@ struct NodeOf {
 
 // The nodes in the cluster of the plan a plan step or deletion names: the jobs it may stop run there, and they
 // may leave.
+// The jobs a reservation step may requeue (its start): every running job, as the nodes an amount takes are
+// chosen by the step itself. Steps are rare; nothing else looks at them all.
+std::vector<JobId> reservation_jobs_of(const ClusterState& s, const Op& op) {
+  if (!std::holds_alternative<ReservationStepRecord>(op)) return {};
+  return s.running_jobs.sorted();
+}
+
 std::vector<std::string> plan_nodes_of(const ClusterState& s, const Op& op) {
   std::string plan;
   if (const auto* p = std::get_if<PlanStepRecord>(&op)) plan = p->plan;
@@ -199,6 +209,15 @@ std::string message_of(const ServerState& st, const Record& r) {
     }
     std::string operator()(const PlanStepRecord& o) const { return "plan " + o.plan + " is " + o.state; }
     std::string operator()(const DeletePlan& o) const { return "plan " + o.plan + " deleted"; }
+    std::string operator()(const CreateReservation& o) const {
+      const ReservationSpec& r = o.reservation;
+      return "reservation " + r.name + " created for team " + r.team + (r.user.empty() ? "" : ", user " + r.user) + " (" +
+             (r.count > 0 ? std::to_string(r.count) + " x " + r.instance_type : std::to_string(r.nodes.size()) + " named nodes") + ")";
+    }
+    std::string operator()(const ReservationStepRecord& o) const { return "reservation " + o.reservation + " is " + o.state; }
+    std::string operator()(const DeleteReservation& o) const {
+      return "reservation " + o.reservation + " deleted; its nodes returned to the common pool";
+    }
     std::string operator()(const CompactFinished& o) const {
       return "retention: jobs that finished at or before " + std::to_string(o.finished_before) + " left the server (" +
              std::to_string(s.compacted_jobs) + " compacted so far); the journal keeps their records";
@@ -454,6 +473,9 @@ struct Note {
   void operator()(const CreatePlan&) const {}
   void operator()(const PlanStepRecord&) const {}
   void operator()(const DeletePlan&) const {}
+  void operator()(const CreateReservation&) const {}
+  void operator()(const ReservationStepRecord&) const {}
+  void operator()(const DeleteReservation&) const {}
   void operator()(const Requeue&) const {}
   void operator()(const TimeLimitExceeded&) const {}
   void operator()(const LocalityWaitBegan&) const {}
@@ -515,6 +537,9 @@ struct AudienceOf {
   EventAudience operator()(const store::CreatePlan&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::PlanStepRecord&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::DeletePlan&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::CreateReservation&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::ReservationStepRecord&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::DeleteReservation&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::CompactFinished&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::Requeue&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::TimeLimitExceeded&) const { return EventAudience::kEveryReader; }
@@ -571,6 +596,9 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   for (const auto& n : plan_nodes)
     for (JobId id : running_on(st.cluster, n))
       if (std::find(before.begin(), before.end(), id) == before.end()) before.push_back(id);
+  // A reservation's start requeues the jobs it does not admit from its nodes.
+  for (JobId id : reservation_jobs_of(st.cluster, r.op))
+    if (std::find(before.begin(), before.end(), id) == before.end()) before.push_back(id);
   for (JobId id : before) states.push_back(st.cluster.jobs[id.index()].state), restarts.push_back(st.cluster.jobs[id.index()].restarts);
   // The job a job operation names, if it runs: a run that ends is accounted for (goodput, restarts).
   const std::string job_name = job_of(r.op);
@@ -596,7 +624,7 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
     if (j.state == JobState::kRunning) continue;
     if (named_running && j.spec.name == job_name) continue;  // accounted for above (a requeue names its job and node)
     std::string cause = "node " + node;
-    if (node.empty())  // a plan's end: the record says which plan
+    if (node.empty())  // a plan's end or a reservation's start: the record says which
       cause = message_of(st, r);
     else if (const auto* h = std::get_if<NodeHealthChange>(&r.op))
       cause += " became " + std::string(node_health_name(h->health)) + (h->reason.empty() ? "" : ": " + h->reason);

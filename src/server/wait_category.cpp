@@ -17,6 +17,7 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
     case ReasonCode::kLogRestart:
     case ReasonCode::kStartTimeout:  // backing off: the scheduler passes it over until its backoff ends
     case ReasonCode::kAdmissionCheckRetry:  // the same, after an admission check answered retry
+    case ReasonCode::kReservationStart:  // requeued from a reservation's node; the next pass places it elsewhere
     case ReasonCode::kNeedsBorrow:  // never shown to people; a job left with it is decided by the next pass
       return WaitCategory::kScheduling;
     case ReasonCode::kQuota:

@@ -147,6 +147,8 @@ std::optional<store::NoticeKind> notice_of(const store::Op& op, const ClusterSta
           [](const HoldJob&) -> N { return {}; }, [](const SetJobPriority&) -> N { return {}; },
           [](const DeleteJob&) -> N { return {}; }, [](const CreatePlan&) -> N { return {}; },
           [](const PlanStepRecord&) -> N { return {}; }, [](const DeletePlan&) -> N { return {}; },
+          [](const CreateReservation&) -> N { return {}; }, [](const ReservationStepRecord&) -> N { return {}; },
+          [](const DeleteReservation&) -> N { return {}; },
           [](const CompactFinished&) -> N { return {}; }, [](const LocalityWaitBegan&) -> N { return {}; },
           [](const CreateWebhook&) -> N { return {}; }, [](const DeleteWebhook&) -> N { return {}; },
           [](const SetNetworkLayers&) -> N { return {}; },

@@ -13,6 +13,7 @@
 #include "server/retention.h"
 #include "server/state_snapshot.h"
 #include "server/plan_steps.h"
+#include "server/reservation_steps.h"
 #include "server/start_timeouts.h"
 #include "server/time_limits.h"
 #include "store/replay.h"
@@ -670,6 +671,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   if (writes_own) {
     if (lifecycle_tick(txn, options_)) dirty_ = true;
     if (step_plans(txn, options_)) dirty_ = true;
+    if (step_reservations(txn)) dirty_ = true;
     // Limits and start timeouts are whole seconds: one walk over the running jobs a second finds every job due.
     if (txn.now() != time_limits_checked_at_) {
       time_limits_checked_at_ = txn.now();

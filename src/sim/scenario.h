@@ -10,6 +10,7 @@
 
 #include "core/catalog.h"
 #include "core/explanation.h"
+#include "core/reservations.h"
 #include "core/result.h"
 #include "core/spec.h"
 
@@ -83,6 +84,8 @@ struct Scenario {
   std::vector<NodeSpec> nodes;
   std::vector<TeamSpec> teams;
   std::vector<PlanSpec> plans;  // optional `plans:` section (core/plans.h); times are virtual seconds
+  // Optional `reservations:` section (core/reservations.h); times are virtual seconds.
+  std::vector<ReservationSpec> reservations;
   std::vector<Event> events;  // sorted by `at`, file order kept among equal times
 };
 

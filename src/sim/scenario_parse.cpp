@@ -310,7 +310,7 @@ Result<std::vector<std::string>> read_levels(const YamlContext& ctx, const Val& 
 }
 
 Result<Scenario> read_scenario(const YamlContext& ctx, const YAML::Node& doc) {
-  const std::vector<std::string_view> top = {"name", "policy", "instance_types", "cluster", "teams", "plans", "events"};
+  const std::vector<std::string_view> top = {"name", "policy", "instance_types", "cluster", "teams", "plans", "reservations", "events"};
   Val v = root(doc, ctx);
   if (v.node.IsNull()) return fail(ctx, 0, "the file is empty", "a scenario is a mapping with keys " + join(top));
   if (!v.node.IsMap())
@@ -358,6 +358,11 @@ Result<Scenario> read_scenario(const YamlContext& ctx, const YAML::Node& doc) {
     auto plans = parse_plans(p->node, catalog, sub(ctx, *p));
     if (!plans) return plans.error();
     sc.plans = std::move(*plans);
+  }
+  if (auto r = f->get("reservations")) {
+    auto reservations = parse_reservations(r->node, catalog, sub(ctx, *r));
+    if (!reservations) return reservations.error();
+    sc.reservations = std::move(*reservations);
   }
   if (auto ev = f->get("events")) {
     auto items = list_items(ctx, *ev);

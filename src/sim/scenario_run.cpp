@@ -178,6 +178,20 @@ Status apply_due_plan_steps(ClusterState& s, Time now, std::vector<std::string>&
   return ok_status();
 }
 
+Status apply_due_reservation_steps(ClusterState& s, Time now, std::vector<std::string>& log) {
+  while (auto step = next_reservation_step(s)) {
+    if (step->at > now) break;
+    auto out = apply_reservation_step(s, step->name, step->to, now);
+    if (!out) return Error::internal("reservation " + step->name + ": " + out.error().message);
+    const std::string t = "t=" + std::to_string(now) + "  reserve " + step->name + " ";
+    std::string nodes;
+    for (const auto& n : out->nodes) nodes += (nodes.empty() ? "" : ", ") + n;
+    log.push_back(t + reservation_state_name(step->to) + (nodes.empty() ? "" : " (nodes " + nodes + ")"));
+    for (JobId id : out->preempted) log.push_back(t + "starts: " + s.jobs[id.index()].spec.name + " checkpointed and requeued");
+  }
+  return ok_status();
+}
+
 Result<ClusterState> cluster_from_scenario(const Scenario& sc) {
   Catalog catalog = Catalog::builtin();
   for (const auto& t : sc.instance_types) {
@@ -191,6 +205,8 @@ Result<ClusterState> cluster_from_scenario(const Scenario& sc) {
     if (auto st = upsert_team(s, t); !st) return Error::invalid("teams: " + st.error().message);
   for (const auto& p : sc.plans)
     if (auto st = add_plan(s, p); !st) return Error::invalid("plans: " + st.error().message);
+  for (const auto& r : sc.reservations)
+    if (auto st = add_reservation(s, r); !st) return Error::invalid("reservations: " + st.error().message);
   return s;
 }
 
@@ -214,6 +230,7 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
     consider(next_time_limit(s));
     consider(wakeup);
     if (auto step = next_plan_step(s)) consider(step->at);
+    if (auto step = next_reservation_step(s)) consider(step->at);
     now = *t;
     // Work that completes by now ends first, in completion order, then the events of this instant.
     for (JobId id : completed_by(s, now)) {
@@ -232,6 +249,8 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
     }
     // Then the plans' steps that are due (a plan starting, ending, expiring), then the events of this instant.
     if (auto st = apply_due_plan_steps(s, now, rep.log); !st) return st.error();
+    // Then the reservations' (one starting requeues other teams' jobs from its nodes, one ending frees them).
+    if (auto st = apply_due_reservation_steps(s, now, rep.log); !st) return st.error();
     std::vector<const Event*> expects;
     while (next < sc.events.size() && sc.events[next].at == now) {
       const Event& e = sc.events[next++];

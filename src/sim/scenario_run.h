@@ -46,5 +46,8 @@ Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& lo
 // Applies every plan step due by `now` (core/plans.h) in time order, adding a plan's nodes (<plan>-1 ..) as it
 // starts, and says what happened in `log`. The scenario runner and the trace replay share it.
 Status apply_due_plan_steps(ClusterState& s, Time now, std::vector<std::string>& log);
+// The same for reservations of existing nodes (core/reservations.h): starts (requeuing the jobs a reservation does
+// not admit from its nodes) and ends.
+Status apply_due_reservation_steps(ClusterState& s, Time now, std::vector<std::string>& log);
 
 }  // namespace allot::sim

@@ -66,6 +66,8 @@ class Replay {
         consider(node_events_.top().at);
       // Capacity plans (--plans) start, end and expire while there is work they could change.
       if (auto step = next_plan_step(s_); step && work_left) consider(step->at);
+      // Reservations of the cluster file start and end the same way.
+      if (auto step = next_reservation_step(s_); step && work_left) consider(step->at);
       if (!t) break;
       now = *t;
       bool changed = complete_jobs(now);
@@ -73,6 +75,11 @@ class Replay {
       if (auto step = next_plan_step(s_); step && step->at <= now) {
         std::vector<std::string> log;
         if (auto st = apply_due_plan_steps(s_, now, log); !st) return st.error();
+        changed = true;
+      }
+      if (auto step = next_reservation_step(s_); step && step->at <= now) {
+        std::vector<std::string> log;
+        if (auto st = apply_due_reservation_steps(s_, now, log); !st) return st.error();
         changed = true;
       }
       while (next_event < sc_.events.size() && sc_.events[next_event].at == now) {

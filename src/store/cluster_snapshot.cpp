@@ -139,6 +139,25 @@ Status ClusterRestore::begin_throwing(const json& j) {
     if (cordoned)
       if (auto st = set_cordon(s, node.name, true); !st) return Error::invalid(st.error().message);
   }
+  // Reservations (absent in snapshots written before them) as they were: their state and the nodes they hold by
+  // ID, not checked again (a held node may have failed or left since, which is allowed), but each ID in range.
+  for (const auto& rj : j.value("reservations", json::array())) {
+    Reservation r;
+    r.spec = reservation_from_json(rj.at("spec"));
+    const Team* team = s.find_team(r.spec.team);
+    if (!team) throw std::invalid_argument("reservation " + r.spec.name + " names unknown team " + r.spec.team);
+    r.team = team->id;
+    auto state = parse_reservation_state(rj.at("state").get<std::string>());
+    if (!state || *state == ReservationState::kExpired)
+      throw std::invalid_argument("reservation " + r.spec.name + ": bad state " + rj.at("state").dump());
+    r.state = *state;
+    for (const auto& id : rj.at("nodes")) {
+      const auto n = id.get<uint32_t>();
+      if (n >= s.nodes.size()) throw std::invalid_argument("reservation " + r.spec.name + " names node " + std::to_string(n) + " of " + std::to_string(s.nodes.size()));
+      r.nodes.push_back(NodeId(n));
+    }
+    if (!s.reservations.emplace(r.spec.name, std::move(r)).second) throw std::invalid_argument("reservation " + rj.at("spec").at("name").dump() + " twice");
+  }
 
   return ok_status();
 }
@@ -436,6 +455,15 @@ json cluster_to_json(const ClusterState& s, bool with_jobs) {
           {"compacted", {{"before", s.compacted_before}, {"at", s.compacted_at}, {"jobs", s.compacted_jobs}}}};
   if (s.attempts_folded > 0) out["attempts_folded"] = s.attempts_folded;  // only once attempts_used was folded
   if (!plans.empty()) out["plans"] = std::move(plans);  // only clusters with plans have the key
+  if (!s.reservations.empty()) {  // only clusters with reservations have the key
+    json reservations = json::array();
+    for (const auto& [name, r] : s.reservations) {
+      json nodes = json::array();
+      for (NodeId n : r.nodes) nodes.push_back(n.value);
+      reservations.push_back({{"spec", to_json(r.spec)}, {"state", reservation_state_name(r.state)}, {"nodes", std::move(nodes)}});
+    }
+    out["reservations"] = std::move(reservations);
+  }
   return out;
 }
 

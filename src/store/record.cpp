@@ -38,6 +38,9 @@ struct NameOf {
   const char* operator()(const CreatePlan&) const { return "create_plan"; }
   const char* operator()(const PlanStepRecord&) const { return "plan_step"; }
   const char* operator()(const DeletePlan&) const { return "delete_plan"; }
+  const char* operator()(const CreateReservation&) const { return "create_reservation"; }
+  const char* operator()(const ReservationStepRecord&) const { return "reservation_step"; }
+  const char* operator()(const DeleteReservation&) const { return "delete_reservation"; }
   const char* operator()(const CompactFinished&) const { return "compact_finished"; }
   const char* operator()(const Requeue&) const { return "requeue"; }
   const char* operator()(const TimeLimitExceeded&) const { return "time_limit_exceeded"; }
@@ -77,6 +80,9 @@ struct JobOf {
   std::string operator()(const CreatePlan&) const { return ""; }
   std::string operator()(const PlanStepRecord&) const { return ""; }
   std::string operator()(const DeletePlan&) const { return ""; }
+  std::string operator()(const CreateReservation&) const { return ""; }
+  std::string operator()(const ReservationStepRecord&) const { return ""; }
+  std::string operator()(const DeleteReservation&) const { return ""; }
   std::string operator()(const CompactFinished&) const { return ""; }
   std::string operator()(const Requeue& o) const { return o.job; }
   std::string operator()(const TimeLimitExceeded& o) const { return o.job; }

@@ -199,6 +199,21 @@ struct DeletePlan {
   std::string plan;
   friend bool operator==(const DeletePlan&, const DeletePlan&) = default;
 };
+// Reservations of existing nodes (core/reservations.h): created, stepped when their times come (the writer applies
+// each step, so the nodes an amount chose and the jobs requeued at the start replay as they happened), deleted.
+struct CreateReservation {
+  ReservationSpec reservation;
+  friend bool operator==(const CreateReservation&, const CreateReservation&) = default;
+};
+struct ReservationStepRecord {
+  std::string reservation;
+  std::string state;  // the state it moved to: Active, Expired
+  friend bool operator==(const ReservationStepRecord&, const ReservationStepRecord&) = default;
+};
+struct DeleteReservation {
+  std::string reservation;
+  friend bool operator==(const DeleteReservation&, const DeleteReservation&) = default;
+};
 // A run stopped for a cause that is its node's, not the job's: rank 0's node found the run's MASTER_PORT in use
 // before starting it (docs/resiliency.md, "The rendezvous port"). The job is suspended without using a retry (as a
 // preemption is) and requeued; its next run gets another port.
@@ -329,7 +344,8 @@ using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, 
                         SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan,
                         CompactFinished, Requeue, TimeLimitExceeded, LocalityWaitBegan, StartTimeout,
                         CreateWebhook, DeleteWebhook, LogRuleFired, DependencyNeverHolds, SetNetworkLayers,
-                        PutAdmissionCheck, DeleteAdmissionCheck, AdmissionCheckAnswered>;
+                        PutAdmissionCheck, DeleteAdmissionCheck, AdmissionCheckAnswered, CreateReservation,
+                        ReservationStepRecord, DeleteReservation>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

@@ -167,6 +167,9 @@ struct ToJson {
   json operator()(const CreatePlan& o) const { return {{"plan", to_json(o.plan)}}; }
   json operator()(const PlanStepRecord& o) const { return {{"plan", o.plan}, {"state", o.state}}; }
   json operator()(const DeletePlan& o) const { return {{"plan", o.plan}}; }
+  json operator()(const CreateReservation& o) const { return {{"reservation", to_json(o.reservation)}}; }
+  json operator()(const ReservationStepRecord& o) const { return {{"reservation", o.reservation}, {"state", o.state}}; }
+  json operator()(const DeleteReservation& o) const { return {{"reservation", o.reservation}}; }
   json operator()(const CompactFinished& o) const { return {{"finished_before", o.finished_before}}; }
   json operator()(const Requeue& o) const { return {{"job", o.job}, {"node", o.node}, {"port", o.port}, {"reason", o.reason}}; }
   json operator()(const TimeLimitExceeded& o) const { return {{"job", o.job}, {"time_limit_s", o.time_limit_s}}; }
@@ -314,6 +317,9 @@ struct FromJson {
   Op operator()(As<CreatePlan>) const { return CreatePlan{plan_from_json(j.at("plan"))}; }
   Op operator()(As<PlanStepRecord>) const { return PlanStepRecord{str("plan"), str("state")}; }
   Op operator()(As<DeletePlan>) const { return DeletePlan{str("plan")}; }
+  Op operator()(As<CreateReservation>) const { return CreateReservation{reservation_from_json(j.at("reservation"))}; }
+  Op operator()(As<ReservationStepRecord>) const { return ReservationStepRecord{str("reservation"), str("state")}; }
+  Op operator()(As<DeleteReservation>) const { return DeleteReservation{str("reservation")}; }
   Op operator()(As<CompactFinished>) const { return CompactFinished{j.at("finished_before").get<Time>()}; }
   Op operator()(As<Requeue>) const { return Requeue{str("job"), str("node"), j.at("port").get<int>(), str("reason")}; }
   Op operator()(As<TimeLimitExceeded>) const { return TimeLimitExceeded{str("job"), j.at("time_limit_s").get<int64_t>()}; }

@@ -127,6 +127,17 @@ struct Apply {
     if (!r) return r.error();
     return ok_status();
   }
+  Status operator()(const CreateReservation& o) const { return add_reservation(s, o.reservation); }
+  Status operator()(const ReservationStepRecord& o) const {
+    auto to = parse_reservation_state(o.state);
+    if (!to) return Error::invalid("reservation " + o.reservation + ": unknown state '" + o.state + "'");
+    auto r = apply_reservation_step(s, o.reservation, *to, at);
+    return r ? ok_status() : Status(r.error());
+  }
+  Status operator()(const DeleteReservation& o) const {
+    auto r = delete_reservation(s, o.reservation);
+    return r ? ok_status() : Status(r.error());
+  }
   Status operator()(const CompactFinished& o) const {
     auto compacted = compact_finished(s, o.finished_before, at);
     return compacted ? ok_status() : Status(compacted.error());

@@ -299,4 +299,26 @@ PlanSpec plan_from_json(const json& j) {
   return p;
 }
 
+json to_json(const ReservationSpec& r) {
+  json out = {{"name", r.name}, {"team", r.team}, {"start", r.start}, {"end", r.end}};
+  if (!r.user.empty()) out["user"] = r.user;
+  if (!r.nodes.empty()) out["nodes"] = r.nodes;
+  if (!r.instance_type.empty()) out["instance_type"] = r.instance_type;
+  if (r.count > 0) out["count"] = r.count;
+  return out;
+}
+
+ReservationSpec reservation_from_json(const json& j) {
+  ReservationSpec r;
+  r.name = j.at("name").get<std::string>();
+  r.team = j.at("team").get<std::string>();
+  r.user = get_or<std::string>(j, "user", "");
+  r.nodes = get_or<std::vector<std::string>>(j, "nodes", {});
+  r.instance_type = get_or<std::string>(j, "instance_type", "");
+  r.count = get_or<int>(j, "count", 0);
+  r.start = j.at("start").get<Time>();
+  r.end = j.at("end").get<Time>();
+  return r;
+}
+
 }  // namespace allot::store

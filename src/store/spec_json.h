@@ -4,6 +4,7 @@
 // exception leaves the store.
 #include <nlohmann/json.hpp>
 
+#include "core/reservations.h"
 #include "core/resources.h"
 #include "core/spec.h"
 
@@ -24,6 +25,8 @@ NodeSpec node_from_json(const nlohmann::json& j);
 JobSpec job_from_json(const nlohmann::json& j);
 Resources resources_from_json(const nlohmann::json& j);
 PlanSpec plan_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const ReservationSpec& r);
+ReservationSpec reservation_from_json(const nlohmann::json& j);
 
 NodeHealth node_health_from_name(const std::string& s);  // throws std::invalid_argument when unknown
 

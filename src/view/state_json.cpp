@@ -280,6 +280,10 @@ json node_json(const ClusterState& s, const Node& n) {
             {"free", resources_json(r.free)},
             {"replicas", r.replicas}};
   if (n.plan.valid()) o["plan"] = s.plans[n.plan.index()].spec.name;
+  if (const Reservation* held = reservation_holding(s, n.id)) {  // only nodes an Active reservation holds
+    o["reservation"] = {{"name", held->spec.name}, {"team", held->spec.team}};
+    if (!held->spec.user.empty()) o["reservation"]["user"] = held->spec.user;
+  }
   return o;
 }
 

@@ -144,7 +144,11 @@ inline std::vector<Op> every_kind() {
           PutAdmissionCheck{AdmissionCheckRecord{"on-plan", AdmissionCheckKind::kCapacityPlanActive, "", {}, {}, ""}},
           AdmissionCheckAnswered{"train-7", 4, "budget", CheckAnswer::kRetry, "over budget until 12:00", 20},
           AdmissionCheckAnswered{"train-7", 5, "on-plan", CheckAnswer::kReady, "", 0},
-          DeleteAdmissionCheck{"budget"}};
+          DeleteAdmissionCheck{"budget"},
+          CreateReservation{ReservationSpec{"maint", "team-a", "alice", {"gpu-1", "gpu-2"}, "", 0, 1800000000, 1800086400}},
+          CreateReservation{ReservationSpec{"eval", "team-b", "", {}, "ml.p5.48xlarge", 2, 1800000000, 1800003600}},
+          ReservationStepRecord{"maint", "Active"},
+          DeleteReservation{"eval"}};
 }
 
 }  // namespace allot::store
