@@ -637,6 +637,10 @@ Status import_kueue(const std::string& text, const std::string& origin, const Ca
         const std::string type_name = canonical_type_name(label.empty() ? r.name : label);
         FlavorType ft;
         if (auto id = catalog.find(type_name)) ft.type = &catalog.at(*id);
+        else
+          r.warn(label.empty() ? "metadata.name" : "spec.nodeLabels." + std::string(kInstanceTypeLabel),
+                 "'" + (label.empty() ? r.name : label) + "' is not an instance type allot knows; quotas of this flavor "
+                 "are skipped");
         // The NVIDIA GPU operator's mig-manager label: "all-1g.10gb" partitions every GPU in one profile, which is
         // the MIG type of the flavor's instance type (docs/mig.md).
         const std::string mig_config = scalar_or_empty(at(obj, {"spec", "nodeLabels", kMigConfigLabel}));
@@ -646,10 +650,6 @@ Status import_kueue(const std::string& text, const std::string& origin, const Ca
             r.warn("spec.nodeLabels." + std::string(kMigConfigLabel),
                    "'" + mig_config + "': " + ft.type->name + " has no such MIG profile; the flavor is taken as whole GPUs");
         }
-        else
-          r.warn(label.empty() ? "metadata.name" : "spec.nodeLabels." + std::string(kInstanceTypeLabel),
-                 "'" + (label.empty() ? r.name : label) + "' is not an instance type allot knows; quotas of this flavor "
-                 "are skipped");
         for (const char* field : {"nodeTaints", "tolerations"})
           if (at(obj, {"spec", field}).size() > 0)
             r.warn(std::string("spec.") + field, "allot has no taints or tolerations; ignored");
