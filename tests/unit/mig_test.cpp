@@ -20,6 +20,7 @@
 #include "interop/k8s_manifest.h"
 #include "interop/kueue.h"
 #include "interop/nvidia_smi.h"
+#include "store/record_json.h"
 
 #include "spec_builders.h"
 
@@ -370,6 +371,23 @@ spec:
   for (const auto& a : hand.teams[0].allocation) accelerators[a.instance_type] = a.amount.accelerators.value_or(-1);
   EXPECT_EQ(accelerators[kP4de3g], 6);
   EXPECT_EQ(accelerators[kP4de], 4);
+}
+
+// The journal keeps why a node left (its MIG layout changed), and writes nothing new for a node removed without one,
+// so older journals and their checksums read the same.
+TEST(MigJournal, ARemoveNodeRecordCarriesItsCauseOnlyWhenThereIsOne) {
+  const nlohmann::json plain = store::op_to_json(store::RemoveNode{"gpu-1"});
+  EXPECT_FALSE(plain.contains("cause")) << plain.dump();
+  const store::RemoveNode moved{"gpu-1", "its MIG layout changed from a to b"};
+  const nlohmann::json j = store::op_to_json(moved);
+  EXPECT_EQ(j["cause"], moved.cause);
+  auto back = store::op_from_json(j);
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_TRUE(std::holds_alternative<store::RemoveNode>(*back));
+  EXPECT_EQ(std::get<store::RemoveNode>(*back), moved);
+  auto old = store::op_from_json(plain);
+  ASSERT_TRUE(old);
+  EXPECT_EQ(std::get<store::RemoveNode>(*old).cause, "");
 }
 
 }  // namespace
