@@ -59,6 +59,7 @@ Agent::Agent(AgentOptions options, Inventory inventory, client::ApiClient api, s
   facts_.cpus = inv_.cpus;
   facts_.user = opt_.user.name;
   facts_.home = opt_.user.home;
+  for (const auto& d : inv_.mig_devices) facts_.mig_uuids.push_back(d.uuid);
 }
 
 Agent::~Agent() {

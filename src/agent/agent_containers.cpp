@@ -92,8 +92,14 @@ Result<Agent::ContainerLaunch> Agent::container_launch(const Assignment& run, co
   cr.work_dir = process.work_dir;
   cr.checkpoint_dir = run.checkpoint_dir;
   cr.volumes = c.volumes;
-  cr.devices = container_devices(run.accelerator_kind.empty() ? accelerator_kind_name(facts_.kind) : run.accelerator_kind,
-                                 run.accelerators, /*efa=*/true);
+  const std::string kind = run.accelerator_kind.empty() ? accelerator_kind_name(facts_.kind) : run.accelerator_kind;
+  if (kind == "nvidia-gpu" && !inv_.mig_devices.empty()) {
+    // A MIG node: the replica's MIG devices, then the EFA devices (docs/mig.md).
+    cr.devices = mig_container_devices(inv_.mig_devices, run.accelerators);
+    for (auto& d : container_devices("none", {}, /*efa=*/true)) cr.devices.push_back(std::move(d));
+  } else {
+    cr.devices = container_devices(kind, run.accelerators, /*efa=*/true);
+  }
   cr.cap_add = c.cap_add;
   cr.pidfile = out.pidfile;
   out.run.argv = podman_run_argv(opt_.containers, cr, container_ulimits());

@@ -182,6 +182,34 @@ std::vector<std::string> container_devices(const std::string& kind, const std::v
   return out;
 }
 
+std::vector<std::string> mig_container_devices(const std::vector<interop::MigDevice>& devices, const std::vector<int>& accelerators,
+                                               const std::vector<std::string>& cdi_dirs) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  bool cdi = false;
+  for (const auto& dir : cdi_dirs)
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      std::ifstream in(e.path());
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      cdi |= text.find("nvidia.com/gpu") != std::string::npos;
+    }
+  std::vector<int> gpus;
+  for (int a : accelerators) {
+    if (a < 0 || static_cast<size_t>(a) >= devices.size()) continue;
+    const auto& d = devices[static_cast<size_t>(a)];
+    if (cdi) out.push_back("nvidia.com/gpu=" + std::to_string(d.gpu) + ":" + std::to_string(d.device));
+    else if (std::find(gpus.begin(), gpus.end(), d.gpu) == gpus.end()) gpus.push_back(d.gpu);
+  }
+  if (!cdi) {
+    for (int g : gpus)
+      if (fs::exists("/dev/nvidia" + std::to_string(g), ec)) out.push_back("/dev/nvidia" + std::to_string(g));
+    if (!gpus.empty())
+      for (const char* d : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-caps"})
+        if (fs::exists(d, ec)) out.push_back(d);
+  }
+  return out;
+}
+
 Status write_env_file(const std::string& path, const std::map<std::string, std::string>& env) {
   std::string text;
   for (const auto& [k, v] : env) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "interop/nvidia_smi.h"
 #include "core/spec.h"  // PullPolicy
 
 namespace allot::agent {
@@ -108,6 +109,13 @@ std::vector<std::string> podman_pull_argv(const ContainerOptions& opt, const std
 // EFA devices (/dev/infiniband/uverbs*) when `efa`. Only nodes that exist are listed.
 std::vector<std::string> container_devices(const std::string& accelerator_kind, const std::vector<int>& accelerators, bool efa,
                                            const std::vector<std::string>& cdi_dirs = {"/etc/cdi", "/var/run/cdi"});
+
+// The MIG devices `accelerators` picks out of a MIG node's `devices` (docs/mig.md): their CDI names
+// "nvidia.com/gpu=G:D" (GPU G, MIG device D, as nvidia-ctk names them) where a CDI spec for nvidia.com/gpu exists;
+// else the device nodes of their GPUs with /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia-caps (CUDA then finds
+// the devices by the UUIDs in CUDA_VISIBLE_DEVICES). Only nodes that exist are listed.
+std::vector<std::string> mig_container_devices(const std::vector<interop::MigDevice>& devices, const std::vector<int>& accelerators,
+                                               const std::vector<std::string>& cdi_dirs = {"/etc/cdi", "/var/run/cdi"});
 
 // Writes `env` to `path` (0600, not following a symlink) in podman's --env-file format. Refused: a value with a
 // newline, which that format cannot carry.

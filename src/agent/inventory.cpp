@@ -84,9 +84,11 @@ std::vector<std::string> parse_nvidia_smi_list(const std::string& text) {
   return out;
 }
 
-Inventory probe_machine() {
+Inventory probe_machine() { return probe_machine_with(run_and_read("nvidia-smi -L 2>/dev/null")); }
+
+Inventory probe_machine_with(const std::string& nvidia_smi_list) {
   Inventory inv;
-  inv.devices = parse_nvidia_smi_list(run_and_read("nvidia-smi -L 2>/dev/null"));
+  inv.devices = parse_nvidia_smi_list(nvidia_smi_list);
   if (inv.devices.empty())
     for (const auto& d : list_dir("/dev", "neuron")) inv.devices.push_back("/dev/" + d);
   for (const auto& n : list_dir("/sys/devices/system/node", "node")) {
@@ -99,8 +101,13 @@ Inventory probe_machine() {
   return inv;
 }
 
-Result<Inventory> discover(const std::string& requested, const Catalog& catalog) {
-  Inventory inv = probe_machine();
+Result<Inventory> discover(const std::string& requested, const Catalog& catalog, const std::string& node) {
+  const std::string list = run_and_read("nvidia-smi -L 2>/dev/null");
+  return discover_with(requested, catalog, node, probe_machine_with(list), list);
+}
+
+Result<Inventory> discover_with(const std::string& requested, const Catalog& catalog, const std::string& node,
+                                Inventory inv, const std::string& nvidia_smi_list) {
   std::string type = requested;
   if (type.empty()) type = imds_instance_type();
   if (type.empty())
@@ -108,15 +115,40 @@ Result<Inventory> discover(const std::string& requested, const Catalog& catalog)
                           "--instance-type, e.g. --instance-type ml.g5.8xlarge to emulate one for development");
   auto id = catalog.lookup(type);
   if (!id) return id.error();
+  // MIG devices the machine really has decide its MIG type (docs/mig.md).
+  auto listed = interop::parse_nvidia_smi_mig(nvidia_smi_list);
+  if (!listed) return listed.error();
+  if (!listed->mig.empty()) {
+    const InstanceType& named = catalog.at(*id);
+    auto base = named.is_mig() ? catalog.lookup(named.mig_base) : Result<TypeId>(*id);
+    if (!base) return base.error();
+    auto mig = interop::mig_type_of(catalog.at(*base), *listed, catalog);
+    if (!mig) return Error::invalid("the MIG devices nvidia-smi lists: " + mig.error().message);
+    if (named.is_mig() && *mig != named.name)
+      return Error::invalid("--instance-type " + named.name + ", but nvidia-smi lists the MIG devices of " + *mig +
+                            "; give " + catalog.at(*base).name + " (the agent reads the layout) or " + *mig);
+    id = catalog.lookup(*mig);
+    if (!id) return id.error();
+    inv.mig_devices = listed->mig;
+  }
   const InstanceType& t = catalog.at(*id);
   inv.instance_type = t.name;
   inv.kind = t.accelerator_kind;
   inv.accelerator_model = t.accelerator_model;
   inv.accelerators = t.accelerators;
   inv.neuron_cores_per_device = t.neuron_cores_per_accelerator;
+  inv.mig_profile = t.mig_profile;
   // Emulated when the machine lacks the devices or CPUs the type promises; replicas are then given the
-  // type's device indices anyway, which is what development and the demo need.
-  inv.emulated = static_cast<int>(inv.devices.size()) < t.accelerators || static_cast<int>(inv.cpus.size()) < t.vcpus;
+  // type's device indices anyway, which is what development and the demo need. A MIG type's devices are
+  // MIG devices: counted against the GPUs they come from.
+  const int gpus = t.is_mig() ? t.accelerators / t.mig_per_gpu : t.accelerators;
+  inv.emulated = static_cast<int>(inv.devices.size()) < gpus || static_cast<int>(inv.cpus.size()) < t.vcpus ||
+                 (t.is_mig() && inv.mig_devices.empty());
+  if (t.is_mig() && inv.mig_devices.empty()) inv.mig_devices = interop::emulated_mig_devices(node, t);
+  // Sorted so that accelerator index d is the d-th device: by GPU, then by its device number there.
+  std::sort(inv.mig_devices.begin(), inv.mig_devices.end(), [](const auto& a, const auto& b) {
+    return a.gpu != b.gpu ? a.gpu < b.gpu : a.device < b.device;
+  });
   return inv;
 }
 
@@ -125,7 +157,7 @@ nlohmann::json inventory_json(const Inventory& inv) {
   for (const auto& n : inv.numa) numa.push_back({{"node", n.node}, {"cpus", n.cpus}});
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  return {{"accelerator_kind", accelerator_kind_name(inv.kind)},
+  nlohmann::json out = {{"accelerator_kind", accelerator_kind_name(inv.kind)},
           {"accelerator_model", inv.accelerator_model},
           {"accelerators", inv.accelerators},
           {"devices", inv.devices},
@@ -134,6 +166,13 @@ nlohmann::json inventory_json(const Inventory& inv) {
           {"host_memory_mib", inv.memory_mib},
           {"hostname", host},
           {"emulated", inv.emulated}};
+  if (!inv.mig_profile.empty()) {
+    nlohmann::json mig = nlohmann::json::array();
+    for (const auto& d : inv.mig_devices) mig.push_back({{"gpu", d.gpu}, {"device", d.device}, {"uuid", d.uuid}});
+    out["mig_profile"] = inv.mig_profile;
+    out["mig_devices"] = mig;
+  }
+  return out;
 }
 
 }  // namespace allot::agent

@@ -121,6 +121,14 @@ std::map<std::string, std::string> replica_env(const Assignment& a, const Machin
   if (kind == AcceleratorKind::kNvidiaGpu) {
     // An empty list hides every GPU: a CPU-only replica on a GPU node must not grab one by accident.
     env["CUDA_VISIBLE_DEVICES"] = list_of(a.accelerators);
+    if (!m.mig_uuids.empty()) {
+      // CUDA takes MIG devices by UUID only (docs/mig.md). An index past the node's devices is left out: the server
+      // assigns indices of the type the node registered as, which has exactly these devices.
+      std::string uuids;
+      for (int d : a.accelerators)
+        if (d >= 0 && static_cast<size_t>(d) < m.mig_uuids.size()) uuids += (uuids.empty() ? "" : ",") + m.mig_uuids[d];
+      env["CUDA_VISIBLE_DEVICES"] = uuids;
+    }
   } else if (kind == AcceleratorKind::kNeuron) {
     // The Neuron runtime counts NeuronCores, not devices: device d owns cores [d*k, (d+1)*k).
     const int k = m.neuron_cores_per_device > 0 ? m.neuron_cores_per_device : 1;

@@ -71,13 +71,17 @@ struct MachineFacts {
   std::vector<int> cpus;  // the CPUs that really exist here
   std::string user;       // who replicas run as (USER, LOGNAME) ...
   std::string home;       // ... and that user's home directory (HOME)
+  // A node of a MIG type (docs/mig.md): the UUID of each accelerator index's MIG device ("MIG-..."), which
+  // CUDA_VISIBLE_DEVICES names instead of the index. Empty: whole GPUs, named by index.
+  std::vector<std::string> mig_uuids;
 };
 
 // The environment a replica runs with, which is all it gets (never the agent's own, which may hold the
 // agent's credentials): a minimal base (PATH=/usr/local/bin:/usr/bin:/bin, HOME, USER and LOGNAME of the
 // replica's user, LANG=C.UTF-8), then the job's env over it, then ALLOT_JOB, ALLOT_ATTEMPT, RANK,
-// WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT and CUDA_VISIBLE_DEVICES or NEURON_RT_VISIBLE_CORES
-// (which win over the job's: they describe where the scheduler put it).
+// WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT and CUDA_VISIBLE_DEVICES (GPU indices, or the MIG devices'
+// UUIDs on a MIG node) or NEURON_RT_VISIBLE_CORES (which win over the job's: they describe where the scheduler
+// put it).
 std::map<std::string, std::string> replica_env(const Assignment& a, const MachineFacts& m);
 
 // The whole launch: argv, env, CPUs (clamped to the real ones), log file and working directory.

@@ -98,7 +98,7 @@ int run_agent(const AgentArgs& a) {
   if (!api) return std::cerr << "allot agent: " << api.error().message << "\n", 2;
   auto catalog = load_catalog(a.instance_types);
   if (!catalog) return std::cerr << "allot agent: --instance-types: " << catalog.error().message << "\n", 2;
-  auto inv = agent::discover(a.instance_type, *catalog);
+  auto inv = agent::discover(a.instance_type, *catalog, a.name.empty() ? hostname() : a.name);
   if (!inv) return std::cerr << "allot agent: " << inv.error().message << "\n", 2;
   std::optional<agent::UidRange> range;
   if (!a.run_as_range.empty()) {
@@ -200,7 +200,9 @@ void add_agent_command(CLI::App& app, Context& ctx) {
                   "system's CAs)");
   cmd->add_option("--name", a->name, "Node name (default: the host name)");
   cmd->add_option("--instance-type", a->instance_type,
-                  "Instance type; on a machine that does not have it, the agent emulates it (development, demo)");
+                  "Instance type; on a machine that does not have it, the agent emulates it (development, demo). A MIG type "
+                  "(ml.p4de.24xlarge.mig-1g.10gb) emulates GPUs partitioned in that profile; on a machine whose GPUs are "
+                  "partitioned, the agent registers as the MIG type they make (docs/mig.md)");
   cmd->add_option("--instance-types", a->instance_types,
                   "Policy file whose instance_types section adds types to the built-in catalog (give the server the same)");
   cmd->add_option("--labels", a->labels, "Node labels k=v,k=v (topology: network-node-layer-1..4, zone, ultraserver)");

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/mig.h"
+
 namespace allot {
 
 const char* accelerator_kind_name(AcceleratorKind k) {
@@ -75,6 +77,10 @@ Result<TypeId> Catalog::put(InstanceType type) {
   if (type.memory_gib <= 0 || type.memory_gib > (1 << 20))
     return Error::invalid(type.name + ": memory_gib must be 1..1048576, got " + std::to_string(type.memory_gib));
   if (type.ultraserver_size < 0) return Error::invalid(type.name + ": ultraserver_size must be >= 0");
+  // MIG types are derived from their base type (core/mig.h), never defined by hand.
+  if (!type.is_mig() && split_mig_type_name(type.name))
+    return Error::invalid(type.name + ": a name with \"" + std::string(kMigTypeInfix) +
+                          "\" is a MIG type, which the catalog derives from its base type (docs/mig.md)");
   if (type.numa.empty()) type.numa = even_numa(1, type.accelerators, type.vcpus);
   // Every accelerator and vCPU must belong to exactly one NUMA domain, or binding would double-book them.
   std::vector<int> accel_seen(type.accelerators, 0), vcpu_seen(type.vcpus, 0);
@@ -109,6 +115,16 @@ std::optional<TypeId> Catalog::find(std::string_view name) const {
 
 Result<TypeId> Catalog::lookup(std::string_view name) const {
   if (auto id = find(name)) return *id;
+  if (auto parts = split_mig_type_name(name))
+    if (auto base = find(parts->base)) {
+      std::string profiles;
+      for (const auto& t : types_)
+        if (t.mig_base == at(*base).name) profiles += (profiles.empty() ? "" : ", ") + t.mig_profile;
+      return Error::not_found("unknown instance type '" + std::string(name) + "': " + at(*base).name +
+                              (profiles.empty() ? " has no MIG profiles (its GPUs cannot be partitioned)"
+                                                : " has the MIG profiles " + profiles) +
+                              " (docs/mig.md)");
+    }
   return Error::not_found("unknown instance type '" + std::string(name) + "'; " + known_list());
 }
 
@@ -118,7 +134,8 @@ std::string Catalog::known_list() const {
 
 std::string Catalog::known_names() const {
   std::vector<std::string> names;
-  for (const auto& t : types_) names.push_back(t.name);
+  for (const auto& t : types_)
+    if (!t.is_mig()) names.push_back(t.name);
   std::sort(names.begin(), names.end());
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;

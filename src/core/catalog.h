@@ -35,6 +35,13 @@ struct InstanceType {
   int efa_interfaces = 0;
   std::vector<NumaDomain> numa;  // never empty for a valid type
   int ultraserver_size = 0;      // nodes per NVLink UltraServer; 0 where the type has none
+  // A MIG type (core/mig.h; docs/mig.md): the type whose GPUs are all partitioned, the MIG profile they are
+  // partitioned in, and how many devices of it one GPU holds; `accelerators` then counts MIG devices, device d
+  // being instance d % mig_per_gpu of GPU d / mig_per_gpu. Empty for a type of whole accelerators.
+  std::string mig_base;
+  std::string mig_profile;
+  int mig_per_gpu = 0;
+  bool is_mig() const { return !mig_profile.empty(); }
 
   Resources capacity() const {
     return {accelerators, int64_t{vcpus} * 1000, int64_t{memory_gib} * 1024};
@@ -46,7 +53,8 @@ std::string canonical_type_name(std::string_view name);
 
 class Catalog {
  public:
-  // The built-in types: builtin_instance_types(), in its order.
+  // The built-in types: builtin_instance_types(), in its order, then the MIG types of those with MIG-capable GPUs
+  // (core/mig.h), after every other type so that no built-in type's TypeId moves.
   static Catalog builtin();
 
   // Adds a user-defined type. Rejects a duplicate name and inconsistent facts (NUMA domains that do not
@@ -58,12 +66,13 @@ class Catalog {
   Result<TypeId> put(InstanceType type);
 
   std::optional<TypeId> find(std::string_view name) const;
-  // Like find, but the error lists the known names.
+  // Like find, but the error lists the known names; for an unknown MIG type of a known base type, that type's
+  // MIG profiles.
   Result<TypeId> lookup(std::string_view name) const;
   const InstanceType& at(TypeId id) const { return types_[id.index()]; }
   size_t size() const { return types_.size(); }
   const std::vector<InstanceType>& types() const { return types_; }
-  std::string known_names() const;  // "ml.c5.2xlarge, ml.g5.12xlarge, ..."
+  std::string known_names() const;  // "ml.c5.2xlarge, ml.g5.12xlarge, ..." (MIG types left out: see lookup)
   // What an error about an unknown type says: "known types: NAMES", or "known types (ORIGIN): NAMES" when the
   // catalog says where its types come from.
   std::string known_list() const;

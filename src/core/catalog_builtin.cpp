@@ -17,6 +17,7 @@
 // The first sixteen entries keep their place: a type's TypeId is its index, and journals name types by name,
 // so order matters only for reproducible simulator output.
 #include "core/catalog.h"
+#include "core/mig.h"
 
 namespace allot {
 namespace {
@@ -182,6 +183,12 @@ Catalog Catalog::builtin() {
       auto r = c.add(std::move(t));
       (void)r;  // built-in facts are consistent; catalog_test checks every one
     }
+    const size_t bases = c.size();
+    for (size_t i = 0; i < bases; ++i)
+      for (auto& t : mig_instance_types(c.at(TypeId(static_cast<uint32_t>(i))))) {
+        auto r = c.add(std::move(t));
+        (void)r;  // derived from consistent facts; mig_test checks every one
+      }
     return c;
   }();
   return kBuiltin;

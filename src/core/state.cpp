@@ -78,8 +78,9 @@ std::string ClusterState::team_names() const {
 // --- Configuration -------------------------------------------------------------------------------------------
 
 // Team::candidate_types for every team: the types of its allocation in its order, then every other type by
-// name; a type that the cluster does not have and the team has no quota of is left out. Called whenever an
-// allocation, the catalog or the cluster's capacity changes.
+// name; a type that the cluster does not have and the team has no quota of is left out, and so is every MIG type
+// (core/mig.h): a pod set without a type asks for whole accelerators, which a partitioned GPU does not offer.
+// Called whenever an allocation, the catalog or the cluster's capacity changes.
 static void refresh_candidate_types(ClusterState& s) {
   std::vector<TypeId> by_name;
   for (size_t i = 0; i < s.catalog.size(); ++i) by_name.emplace_back(static_cast<uint32_t>(i));
@@ -89,6 +90,7 @@ static void refresh_candidate_types(ClusterState& s) {
     auto& out = team.candidate_types;
     out.clear();
     auto add = [&](TypeId t) {
+      if (s.catalog.at(t).is_mig()) return;
       if (s.type_capacity(t).is_zero() && team.nominal[t.index()].is_zero()) return;
       if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
     };
@@ -383,14 +385,15 @@ static void fail_run(ClusterState& s, Job& j, Time now, const std::string& cause
   }
 }
 
-Status remove_node(ClusterState& s, std::string_view name, Time now) {
+Status remove_node(ClusterState& s, std::string_view name, Time now, std::string_view cause) {
   const Node* n = s.find_node(name);
   if (!n) return Error::not_found("no node named " + std::string(name) + " in the cluster");
   NodeId id = n->id;
   stop_jobs_on(s, id, [&](Job& j) {
     stop_run(s, j, now);
     transition(s, j, JobState::kSuspended, now,
-               "node " + std::string(name) + " left the cluster; the job waits to resume from its last checkpoint",
+               "node " + std::string(name) + " left the cluster" + (cause.empty() ? "" : ": " + std::string(cause)) +
+                   "; the job waits to resume from its last checkpoint",
                ReasonCode::kNodeRemoved);
   });
   s.nodes[id.index()].removed = true;

@@ -139,7 +139,8 @@ Status add_nodes(ClusterState& s, const std::vector<NodeSpec>& specs, Time now);
 void begin_node_batch(ClusterState& s);
 void end_node_batch(ClusterState& s);
 // The node leaves; its jobs are suspended (they keep their checkpointed work and their place in the queue).
-Status remove_node(ClusterState& s, std::string_view name, Time now);
+// `cause`, when given, says why it left (its MIG layout changed, docs/mig.md), in the reason of every job it stops.
+Status remove_node(ClusterState& s, std::string_view name, Time now, std::string_view cause = {});
 // A node that fails becomes UnschedulablePendingReplacement (or ...PendingReboot); the jobs that ran on it
 // restart elsewhere while max_retries allows, and fail otherwise.
 Status fail_node(ClusterState& s, std::string_view name, Time now, NodeHealth to = NodeHealth::kUnschedulablePendingReplacement);

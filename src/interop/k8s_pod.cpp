@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "config/container_rules.h"
+#include "core/mig.h"
 #include "interop/k8s_quantity.h"
 
 namespace allot::interop::k8s {
@@ -18,7 +19,22 @@ constexpr const char* kSliceSize = "kueue.x-k8s.io/podset-slice-size";
 // One pod's resources in allot's units; unset means the manifest did not ask.
 struct PodAmount {
   std::optional<int64_t> gpus, neuron, cpu_milli, memory_mib;
+  // MIG devices (nvidia.com/mig-<profile>, the device plugin's mixed strategy; docs/mig.md): how many, of which
+  // profile. A pod asks for one profile at most.
+  std::optional<int64_t> mig;
+  std::string mig_profile;
 };
+
+// Adds the MIG devices of `a` to `total` (`how` adds or raises the count); an error when the profiles differ.
+Status add_mig(PodAmount& total, const PodAmount& a, void (*how)(std::optional<int64_t>&, std::optional<int64_t>), const Field& where) {
+  if (!a.mig) return ok_status();
+  if (!total.mig_profile.empty() && total.mig_profile != a.mig_profile)
+    return where.error("a pod asks for MIG devices of one profile, not both " + mig_resource_name(total.mig_profile) +
+                       " and " + mig_resource_name(a.mig_profile) + " (docs/mig.md)");
+  total.mig_profile = a.mig_profile;
+  how(total.mig, a.mig);
+  return ok_status();
+}
 
 void add(std::optional<int64_t>& into, std::optional<int64_t> v) {
   if (v) into = into.value_or(0) + *v;
@@ -51,6 +67,15 @@ Result<PodAmount> container_amount(const Field& c, std::vector<std::string>& war
         auto n = parsed(parse_device_count(*q));
         if (!n) return n.error();
         out.gpus = *n;
+      } else if (name.starts_with(kMigResourcePrefix) && name.size() > kMigResourcePrefix.size()) {
+        auto n = parsed(parse_device_count(*q));
+        if (!n) return n.error();
+        const std::string profile = name.substr(kMigResourcePrefix.size());
+        if (!out.mig_profile.empty() && out.mig_profile != profile)
+          return v.error("a container asks for MIG devices of one profile, not both " + mig_resource_name(out.mig_profile) +
+                         " and " + name + " (docs/mig.md)");
+        out.mig_profile = profile;
+        out.mig = *n;
       } else if (name == "aws.amazon.com/neurondevice" || name == "aws.amazon.com/neuron") {
         auto n = parsed(parse_device_count(*q));
         if (!n) return n.error();
@@ -72,7 +97,7 @@ Result<PodAmount> container_amount(const Field& c, std::vector<std::string>& war
         // Node-local resources allot does not account; the node's kubelet-free runtime has no limit to set.
       } else {
         return v.error("unknown resource \"" + name +
-                       "\"; allot understands nvidia.com/gpu, aws.amazon.com/neurondevice, cpu and memory");
+                       "\"; allot understands nvidia.com/gpu, nvidia.com/mig-<profile>, aws.amazon.com/neurondevice, cpu and memory");
       }
     }
   }
@@ -89,6 +114,7 @@ Result<PodAmount> pod_amount(const Field& spec, std::vector<std::string>& warnin
     if (!a) return a.error();
     add(total.gpus, a->gpus), add(total.neuron, a->neuron), add(total.cpu_milli, a->cpu_milli),
         add(total.memory_mib, a->memory_mib);
+    if (auto st = add_mig(total, *a, add, cs.item(i)); !st) return st.error();
   }
   const Field init = spec.child("initContainers");
   if (init.present()) {
@@ -98,6 +124,7 @@ Result<PodAmount> pod_amount(const Field& spec, std::vector<std::string>& warnin
       if (!a) return a.error();
       raise(total.gpus, a->gpus), raise(total.neuron, a->neuron), raise(total.cpu_milli, a->cpu_milli),
           raise(total.memory_mib, a->memory_mib);
+      if (auto st = add_mig(total, *a, raise, init.item(i)); !st) return st.error();
     }
   }
   return total;
@@ -331,14 +358,19 @@ Result<PodTemplate> read_pod_template(const Field& tmpl, std::vector<std::string
   if (!amount) return amount.error();
   if (amount->gpus.value_or(0) > 0 && amount->neuron.value_or(0) > 0)
     return cs.error("a pod cannot request both nvidia.com/gpu and aws.amazon.com/neurondevice");
+  // A MIG node offers MIG devices only (docs/mig.md), so a pod takes MIG devices or whole devices, never both.
+  if (amount->mig.value_or(0) > 0 && (amount->gpus.value_or(0) > 0 || amount->neuron.value_or(0) > 0))
+    return cs.error("a pod cannot request both " + mig_resource_name(amount->mig_profile) +
+                    " and whole devices (nvidia.com/gpu, aws.amazon.com/neurondevice): a MIG node offers MIG devices only");
   // No request at all: the pod set asks for nothing, and the server gives it the team's default_request (as a
   // LimitRange default would) or refuses it naming that setting (core/submit.cpp).
-  if (!amount->gpus && !amount->neuron && !amount->cpu_milli && !amount->memory_mib)
+  if (!amount->gpus && !amount->neuron && !amount->mig && !amount->cpu_milli && !amount->memory_mib)
     warnings.push_back(cs.item(0).child("resources").warning(
         "no requests (nvidia.com/gpu, aws.amazon.com/neurondevice, cpu, memory): the team's default_request applies, "
         "or the server refuses the job if the team has none"));
   if (amount->gpus.value_or(0) > 0) out.per_replica.accelerators = amount->gpus;
   else if (amount->neuron.value_or(0) > 0) out.per_replica.accelerators = amount->neuron;
+  else if (amount->mig.value_or(0) > 0) out.per_replica.accelerators = amount->mig;
   else if (amount->gpus || amount->neuron) out.per_replica.accelerators = 0;
   out.per_replica.vcpu_milli = amount->cpu_milli;
   out.per_replica.memory_mib = amount->memory_mib;
@@ -362,6 +394,18 @@ Result<PodTemplate> read_pod_template(const Field& tmpl, std::vector<std::string
     auto t = instance_type_from_affinity(spec);
     if (!t) return t.error();
     out.instance_type = *t;
+  }
+  if (amount->mig.value_or(0) > 0) {
+    // MIG devices are accelerators of the MIG type of the pod's instance type (core/mig.h), which the pod names.
+    if (out.instance_type.empty())
+      return cs.error("a pod that requests " + mig_resource_name(amount->mig_profile) +
+                      " selects the instance type whose GPUs are partitioned (nodeSelector node.kubernetes.io/instance-type, "
+                      "e.g. ml.p4de.24xlarge): allot has a MIG type per instance type and profile (docs/mig.md)");
+    if (auto parts = split_mig_type_name(out.instance_type); !parts)
+      out.instance_type = mig_type_name(out.instance_type, amount->mig_profile);
+    else if (parts->profile != amount->mig_profile)
+      return cs.error("the pod selects instance type " + out.instance_type + " but requests " +
+                      mig_resource_name(amount->mig_profile));
   }
   return out;
 }

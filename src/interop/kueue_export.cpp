@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/request.h"
+#include "core/mig.h"
 #include "interop/kueue.h"
 #include "interop/kueue_names.h"
 
@@ -43,6 +44,18 @@ std::string quantity(const std::string& resource, int64_t amount_in_unit, bool m
   if (resource == kKueueCpu) return milli_quantity(amount_in_unit);
   if (resource == kKueueMemory) return mib_quantity(amount_in_unit);
   return milli_accelerators ? milli_quantity(amount_in_unit) : std::to_string(amount_in_unit);
+}
+
+// The Kueue resource a type's accelerators are counted in: nvidia.com/gpu, nvidia.com/mig-<profile> (a MIG type),
+// aws.amazon.com/neurondevice; empty for a type without accelerators.
+std::string accelerator_resource(const InstanceType& type) {
+  if (type.is_mig()) return mig_resource_name(type.mig_profile);
+  switch (type.accelerator_kind) {
+    case AcceleratorKind::kNvidiaGpu: return std::string(kKueueGpu);
+    case AcceleratorKind::kNeuron: return std::string(kKueueNeuron);
+    case AcceleratorKind::kNone: break;
+  }
+  return "";
 }
 
 void begin_object(YAML::Emitter& out, KueueApiVersion api, const char* kind, const std::string& name) {
@@ -112,8 +125,11 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
     begin_object(out, options.api_version, "ResourceFlavor", name);
     out << YAML::EndMap;
     out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
+    // A MIG type's nodes are its base type's nodes that the GPU operator's mig-manager partitioned in its profile.
     out << YAML::Key << "nodeLabels" << YAML::Value << YAML::BeginMap << YAML::Key << std::string(kInstanceTypeLabel)
-        << YAML::Value << name << YAML::EndMap;
+        << YAML::Value << (type->is_mig() ? type->mig_base : name);
+    if (type->is_mig()) out << YAML::Key << std::string(kMigConfigLabel) << YAML::Value << "all-" + type->mig_profile;
+    out << YAML::EndMap;
     out << YAML::Key << "topologyName" << YAML::Value << options.topology_name;
     out << YAML::EndMap << YAML::EndMap;
   }
@@ -154,10 +170,12 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
     // One resource group: Kueue lets a resource appear in one group only, so cpu and memory of every flavor
     // share it, and each flavor lists every covered resource (0 where its type has none of it).
     bool gpu = false, neuron = false;
+    std::set<std::string> mig;  // the MIG resources of its MIG types (docs/mig.md), by name
     for (const auto& a : t.allocation) {
-      const auto kind = types.at(canonical_type_name(a.instance_type))->accelerator_kind;
-      gpu |= kind == AcceleratorKind::kNvidiaGpu;
-      neuron |= kind == AcceleratorKind::kNeuron;
+      const InstanceType& type = *types.at(canonical_type_name(a.instance_type));
+      if (type.is_mig()) mig.insert(mig_resource_name(type.mig_profile));
+      gpu |= type.accelerator_kind == AcceleratorKind::kNvidiaGpu && !type.is_mig();
+      neuron |= type.accelerator_kind == AcceleratorKind::kNeuron;
     }
     auto no_cpu = uncovered(t, Resource::kVcpu);
     if (!no_cpu) return no_cpu.error();
@@ -168,6 +186,7 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
     if (!*no_memory) covered.emplace_back(kKueueMemory);
     if (gpu) covered.emplace_back(kKueueGpu);
     if (neuron) covered.emplace_back(kKueueNeuron);
+    covered.insert(covered.end(), mig.begin(), mig.end());
 
     begin_object(out, options.api_version, "ClusterQueue", cq);
     // A LimitRange in the team's namespace would carry it on Kubernetes; Kueue's objects have no place for it.
@@ -224,8 +243,8 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
           int64_t nominal = 0;
           if (r == kKueueCpu) nominal = quota->vcpu_milli;
           else if (r == kKueueMemory) nominal = quota->memory_mib;
-          else if ((r == kKueueGpu) == (type.accelerator_kind == AcceleratorKind::kNvidiaGpu)) nominal = quota->accelerators;
-          const bool accel = r == kKueueGpu || r == kKueueNeuron;
+          else if (r == accelerator_resource(type)) nominal = quota->accelerators;
+          const bool accel = r == kKueueGpu || r == kKueueNeuron || r.starts_with(kMigResourcePrefix);
           out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << r;
           out << YAML::Key << "nominalQuota" << YAML::Value << quantity(r, nominal, false);
           // borrow_limit percent of the nominal quota, per resource (DESIGN.md "Compute allocation"); rounded

@@ -11,6 +11,7 @@
 #include "config/container_rules.h"
 #include "config/spec_yaml.h"
 #include "interop/k8s_quantity.h"
+#include "core/mig.h"
 #include "interop/kueue.h"
 #include "interop/kueue_names.h"
 #include "interop/topology_labels.h"
@@ -429,12 +430,13 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
       for (size_t i = 0; res && res.IsSequence() && i < res.size(); ++i) {
         const std::string rpath = fpath + ".resources[" + std::to_string(i) + "]";
         const std::string rname = scalar_or_empty(at(res[i], {"name"}));
-        if (rname != kKueueCpu && rname != kKueueMemory && rname != kKueueGpu && rname != kKueueNeuron) {
-          r.warn(rpath + ".name", "'" + rname + "' is not a resource allot accounts (nvidia.com/gpu, "
+        const bool mig = rname.starts_with(kMigResourcePrefix) && rname.size() > kMigResourcePrefix.size();
+        if (rname != kKueueCpu && rname != kKueueMemory && rname != kKueueGpu && rname != kKueueNeuron && !mig) {
+          r.warn(rpath + ".name", "'" + rname + "' is not a resource allot accounts (nvidia.com/gpu, nvidia.com/mig-<profile>, "
                                   "aws.amazon.com/neurondevice, cpu, memory); ignored");
           continue;
         }
-        const bool accel = rname == kKueueGpu || rname == kKueueNeuron;
+        const bool accel = rname == kKueueGpu || rname == kKueueNeuron || mig;
         ResourceQuota q;
         auto nominal = read_quantity(at(res[i], {"nominalQuota"}), rname, false);
         if (!nominal) {
@@ -494,17 +496,35 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
                  type->name + " (" + resource_name(resource) + ": unlimited); Kueue admits workloads that request it "
                  "only where its configuration excludes the resource (resources.excludeResourcePrefixes)");
     }
-    const std::string_view accel_name = type->accelerator_kind == AcceleratorKind::kNeuron ? kKueueNeuron : kKueueGpu;
-    if (type->accelerators > 0 && !listed.contains(std::string(accel_name)))
+    const std::string accel_name = type->is_mig() ? mig_resource_name(type->mig_profile)
+                                   : std::string(type->accelerator_kind == AcceleratorKind::kNeuron ? kKueueNeuron : kKueueGpu);
+    // MIG devices listed in a flavor of their base type: a quota of the MIG type (docs/mig.md), vCPU and memory
+    // following the proportional rule.
+    std::vector<AllocationSpec> mig_quotas;
+    if (type->accelerators > 0 && !listed.contains(accel_name))
       r.warn(flavor_field + ", " + std::string(accel_name),
              "not covered: allot has no unlimited accelerators; team " + team.name + "'s quota of them on " + type->name +
                  " is 0");
     for (const auto& [rname, q] : per_flavor[fname]) {
-      const bool accel = rname == kKueueGpu || rname == kKueueNeuron;
+      const bool mig = rname.starts_with(kMigResourcePrefix);
+      const bool accel = rname == kKueueGpu || rname == kKueueNeuron || mig;
       const std::string field = "spec.resourceGroups: flavor " + fname + ", " + rname;
+      if (mig && rname != accel_name) {
+        const std::string mig_type = mig_type_name(type->is_mig() ? type->mig_base : type->name, rname.substr(kMigResourcePrefix.size()));
+        if (!type->is_mig() && catalog.find(mig_type)) {
+          if (q.nominal > 0) {
+            AmountSpec a;
+            a.accelerators = q.nominal;
+            mig_quotas.push_back({mig_type, a});
+          }
+        } else if (q.nominal > 0) {
+          r.warn(field, type->name + " has no MIG type " + mig_type + "; its nominal quota of " + std::to_string(q.nominal) +
+                            " is ignored");
+        }
+        continue;
+      }
       if (accel) {
-        const bool matches = (rname == kKueueGpu && type->accelerator_kind == AcceleratorKind::kNvidiaGpu) ||
-                             (rname == kKueueNeuron && type->accelerator_kind == AcceleratorKind::kNeuron);
+        const bool matches = rname == accel_name;
         if (!matches) {
           if (q.nominal > 0)
             r.warn(field, type->name + " has no " + rname + "; its nominal quota of " + std::to_string(q.nominal) +
@@ -538,8 +558,9 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
       }
     }
     auto amount = compact_amount(*type, quota, unlimited);
-    if (!amount) continue;  // a flavor listed with zero quota (so the queue may borrow it in Kueue)
-    team.allocation.push_back({type->name, *amount});
+    // A flavor listed with zero quota (so the queue may borrow it in Kueue) gives no allocation.
+    if (amount) team.allocation.push_back({type->name, *amount});
+    for (auto& m : mig_quotas) team.allocation.push_back(std::move(m));
   }
 
   if (cohort.empty()) {
@@ -620,13 +641,22 @@ Status import_kueue(const std::string& text, const std::string& origin, const Ca
           r.warn(label.empty() ? "metadata.name" : "spec.nodeLabels." + std::string(kInstanceTypeLabel),
                  "'" + (label.empty() ? r.name : label) + "' is not an instance type allot knows; quotas of this flavor "
                  "are skipped");
+        // The NVIDIA GPU operator's mig-manager label: "all-1g.10gb" partitions every GPU in one profile, which is
+        // the MIG type of the flavor's instance type (docs/mig.md).
+        const std::string mig_config = scalar_or_empty(at(obj, {"spec", "nodeLabels", kMigConfigLabel}));
+        if (ft.type && !ft.type->is_mig() && mig_config.starts_with("all-")) {
+          if (auto id = catalog.find(mig_type_name(ft.type->name, mig_config.substr(4)))) ft.type = &catalog.at(*id);
+          else
+            r.warn("spec.nodeLabels." + std::string(kMigConfigLabel),
+                   "'" + mig_config + "': " + ft.type->name + " has no such MIG profile; the flavor is taken as whole GPUs");
+        }
         for (const char* field : {"nodeTaints", "tolerations"})
           if (at(obj, {"spec", field}).size() > 0)
             r.warn(std::string("spec.") + field, "allot has no taints or tolerations; ignored");
         // allot's flavors are instance types: other node labels do not narrow where the flavor's jobs run.
         if (const YAML::Node labels = at(obj, {"spec", "nodeLabels"}); labels && labels.IsMap())
           for (const auto& kv : labels)
-            if (kv.first.Scalar() != kInstanceTypeLabel)
+            if (kv.first.Scalar() != kInstanceTypeLabel && kv.first.Scalar() != kMigConfigLabel)
               r.warn("spec.nodeLabels." + kv.first.Scalar(),
                      "allot's flavors are instance types; a job of this flavor may run on any node of the type, "
                      "whatever its other labels; ignored");

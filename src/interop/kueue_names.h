@@ -16,6 +16,9 @@ inline constexpr std::string_view kKueueCpu = "cpu";
 inline constexpr std::string_view kKueueMemory = "memory";
 inline constexpr std::string_view kKueueGpu = "nvidia.com/gpu";
 inline constexpr std::string_view kKueueNeuron = "aws.amazon.com/neurondevice";
+// The node label the NVIDIA GPU operator's mig-manager partitions a node by ("all-1g.10gb": every GPU in that
+// profile): a ResourceFlavor of a MIG type selects its nodes with it (docs/mig.md).
+inline constexpr std::string_view kMigConfigLabel = "nvidia.com/mig.config";
 
 // A name that must be a DNS label (a namespace; a LocalQueue's name, which jobs carry as a label value):
 // at most 63 characters. A longer one keeps its first 54 characters and ends with "-" and 8 hexadecimal digits

@@ -150,6 +150,15 @@ const TokenInfo* node_credential(const ServerState& st, const std::string& node)
   return nullptr;
 }
 
+// Whether `now` names the same machine as `registered` with its GPUs partitioned otherwise: both are the same base
+// type or MIG types of it (core/mig.h), and they differ.
+bool mig_layout_change(const Catalog& catalog, TypeId registered, const std::string& now) {
+  const auto other = catalog.find(now);
+  if (!other || *other == registered) return false;
+  auto gpus_of = [&](TypeId t) { return catalog.at(t).is_mig() ? catalog.at(t).mig_base : catalog.at(t).name; };
+  return gpus_of(registered) == gpus_of(*other);
+}
+
 // Whether an agent credential of `node` was ever revoked (by an admin, or when the node was replaced).
 bool credential_revoked(const ServerState& st, const std::string& node) {
   for (const auto& [id, t] : st.tokens)
@@ -232,10 +241,19 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
       return Error::precondition("node " + name + (holds.empty() ? " is on no capacity plan" : " is on plan " + holds) +
                                  ", not " + (claimed.empty() ? "on none" : "on plan " + claimed) +
                                  "; a node's plan is set when it joins (an admin removes the node first: allot node remove " + name + ")");
-    const std::string& known = txn.cluster().catalog.at(n->type).name;
-    if (known != r.node.instance_type)
-      return Error::precondition("node " + name + " is registered as " + known + ", not " + r.node.instance_type +
-                                 "; remove it first (DELETE /v1/nodes/" + name + ")");
+    const std::string known = txn.cluster().catalog.at(n->type).name;
+    if (known != r.node.instance_type) {
+      if (!mig_layout_change(txn.cluster().catalog, n->type, r.node.instance_type))
+        return Error::precondition("node " + name + " is registered as " + known + ", not " + r.node.instance_type +
+                                   "; remove it first (DELETE /v1/nodes/" + name + ")");
+      // The same machine with its GPUs partitioned anew (docs/mig.md): the node leaves and joins again as its new
+      // type, so the jobs on devices that are gone are suspended (with the reason) and placed again elsewhere.
+      const std::string cause = "its MIG layout changed from " + known + " to " + r.node.instance_type +
+                                " (the agent registered again)";
+      if (auto st = txn.apply(store::RemoveNode{name, cause}); !st) return st.error();
+      if (auto st = txn.apply(store::AddNode{r.node, r.address, true}); !st) return st.error();
+      n = txn.cluster().find_node(name);
+    }
     const NodeInfo& info = txn.state().nodes[name];
     if (info.agent && info.address != r.address)
       return Error::precondition("node " + name + " is registered at address " + info.address + ", not " + r.address +

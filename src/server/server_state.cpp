@@ -122,7 +122,7 @@ std::string message_of(const ServerState& st, const Record& r) {
     std::string operator()(const AddNode& o) const {
       return "node joined (" + o.node.instance_type + (o.agent ? ", agent at " + o.address : "") + ")";
     }
-    std::string operator()(const RemoveNode&) const { return "node left the cluster"; }
+    std::string operator()(const RemoveNode& o) const { return "node left the cluster" + (o.cause.empty() ? "" : ": " + o.cause); }
     std::string operator()(const NodeHealthChange& o) const {
       return std::string("health ") + node_health_name(o.health) + " (by " + health_cause_name(o.cause) + ")" +
              (o.reason.empty() ? "" : ": " + o.reason);

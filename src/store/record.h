@@ -42,6 +42,9 @@ struct AddNode {
 };
 struct RemoveNode {
   std::string node;
+  // Why it left, when the server says (its MIG layout changed, docs/mig.md); empty: removed by an admin or retired.
+  // Written to the journal only when set.
+  std::string cause;
   friend bool operator==(const RemoveNode&, const RemoveNode&) = default;
 };
 // Who changed a node's health: an administrator, its agent (registering or heartbeating again), the

@@ -124,7 +124,11 @@ struct ToJson {
   json operator()(const UpsertTeam& o) const { return {{"team", to_json(o.team)}}; }
   json operator()(const RemoveTeam& o) const { return {{"team", o.team}}; }
   json operator()(const AddNode& o) const { return {{"node", to_json(o.node)}, {"address", o.address}, {"agent", o.agent}}; }
-  json operator()(const RemoveNode& o) const { return {{"node", o.node}}; }
+  json operator()(const RemoveNode& o) const {
+    json j = {{"node", o.node}};
+    if (!o.cause.empty()) j["cause"] = o.cause;
+    return j;
+  }
   json operator()(const NodeHealthChange& o) const {
     json out = {{"node", o.node}, {"health", node_health_name(o.health)}, {"cause", health_cause_name(o.cause)}, {"address", o.address}};
     if (!o.reason.empty()) out["reason"] = o.reason;
@@ -287,7 +291,7 @@ struct FromJson {
   Op operator()(As<UpsertTeam>) const { return UpsertTeam{team_from_json(j.at("team"))}; }
   Op operator()(As<RemoveTeam>) const { return RemoveTeam{str("team")}; }
   Op operator()(As<AddNode>) const { return AddNode{node_from_json(j.at("node")), str("address"), j.at("agent").get<bool>()}; }
-  Op operator()(As<RemoveNode>) const { return RemoveNode{str("node")}; }
+  Op operator()(As<RemoveNode>) const { return RemoveNode{str("node"), j.value("cause", std::string())}; }
   Op operator()(As<NodeHealthChange>) const { return node_health_from_json(j); }
   Op operator()(As<Cordon>) const { return Cordon{str("node"), j.at("cordoned").get<bool>()}; }
   Op operator()(As<Drain>) const { return Drain{str("node")}; }

@@ -24,7 +24,7 @@ struct Apply {
   Status operator()(const UpsertTeam& o) const { return upsert_team(s, o.team); }
   Status operator()(const RemoveTeam& o) const { return remove_team(s, o.team); }
   Status operator()(const AddNode& o) const { return add_node(s, o.node, at); }
-  Status operator()(const RemoveNode& o) const { return remove_node(s, o.node, at); }
+  Status operator()(const RemoveNode& o) const { return remove_node(s, o.node, at, o.cause); }
   Status operator()(const NodeHealthChange& o) const { return set_node_health(s, o.node, o.health, at); }
   Status operator()(const Cordon& o) const { return set_cordon(s, o.node, o.cordoned); }
   Status operator()(const Drain& o) const {

@@ -7,7 +7,7 @@ using nlohmann::json;
 json instance_type_json(const InstanceType& t) {
   json numa = json::array();
   for (const auto& d : t.numa) numa.push_back({{"accelerators", d.accelerators}, {"first_vcpu", d.first_vcpu}, {"vcpus", d.vcpus}});
-  return {{"name", t.name},
+  json out = {{"name", t.name},
           {"accelerator_kind", accelerator_kind_name(t.accelerator_kind)},
           {"accelerator_model", t.accelerator_model},
           {"accelerators", t.accelerators},
@@ -18,6 +18,13 @@ json instance_type_json(const InstanceType& t) {
           {"efa_interfaces", t.efa_interfaces},
           {"ultraserver_size", t.ultraserver_size},
           {"numa", numa}};
+  // A MIG type (docs/mig.md): its base type, profile and devices per GPU; absent for other types.
+  if (t.is_mig()) {
+    out["mig_base"] = t.mig_base;
+    out["mig_profile"] = t.mig_profile;
+    out["mig_per_gpu"] = t.mig_per_gpu;
+  }
+  return out;
 }
 
 Result<InstanceType> instance_type_from_json(const json& j) {
@@ -39,6 +46,11 @@ Result<InstanceType> instance_type_from_json(const json& j) {
     t.ultraserver_size = j.at("ultraserver_size").get<int>();
     for (const auto& d : j.at("numa"))
       t.numa.push_back({d.at("accelerators").get<std::vector<int>>(), d.at("first_vcpu").get<int>(), d.at("vcpus").get<int>()});
+    if (j.contains("mig_profile")) {
+      t.mig_base = j.at("mig_base").get<std::string>();
+      t.mig_profile = j.at("mig_profile").get<std::string>();
+      t.mig_per_gpu = j.at("mig_per_gpu").get<int>();
+    }
     return t;
   } catch (const json::exception& e) {
     return Error::invalid(std::string("malformed instance type: ") + e.what());
