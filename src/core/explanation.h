@@ -70,6 +70,8 @@ enum class ReasonCode : uint8_t {
   // good, with the check's message).
   kAdmissionCheckRetry,
   kAdmissionCheckRejected,
+  // Job arrays (core/array.h): a task waiting while its array has `parallel` tasks admitted.
+  kArrayThrottle,
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

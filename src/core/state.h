@@ -44,6 +44,9 @@ struct ClusterState {
   std::unordered_map<std::string, TeamId> team_by_name;
   std::unordered_map<std::string, JobId> job_by_name;
   std::unordered_map<std::string, PlanId> plan_by_name;  // plans not deleted
+  // Job arrays by name (core/array.h): index = Job::array of their tasks.
+  std::vector<ArrayTasks> arrays;
+  std::unordered_map<std::string, int32_t> array_by_name;
   // Per instance type: the capacity of Active plans without an owner, which joins the idle pool (quota.h).
   std::vector<Resources> plan_idle;
   RoomTable room;          // index = NodeId
