@@ -73,7 +73,8 @@ TEST(ArraySpecs, TasksAreNamedAndIndexedAndTheJournalKeepsTheirIndex) {
   // Checked on the core's side as well, whoever built the spec.
   EXPECT_FALSE(check_array(array_of(job_spec("s", "a"), 5, 6)));
   EXPECT_FALSE(check_array(array_of(job_spec("s", "a").replicas(4).min_replicas(2), 5, 1)));
-  EXPECT_FALSE(check_array(array_of(job_spec(std::string(250, 'x'), "a"), 100, 1))) << "x...-99 is past 253 characters";
+  EXPECT_FALSE(check_array(array_of(job_spec(std::string(251, 'x'), "a"), 100, 1))) << "x...-99 is past 253 characters";
+  EXPECT_TRUE(check_array(array_of(job_spec(std::string(250, 'x'), "a"), 100, 1))) << "x...-99 is 253 characters";
   JobSpec forged = (*tasks)[1];
   forged.name = "sweep-7";
   EXPECT_FALSE(check_array(forged)) << "a task's name is its array's and index";
