@@ -41,6 +41,7 @@ struct JobArgs {
   std::string queue_name, priority;  // submit: hyp-style overrides
   bool replace = false;              // submit: a job of the same name is cancelled and deleted first
   std::string selector;              // jobs, cancel: labels, as kubectl -l takes them
+  bool tasks = false;                // jobs: every task of an array on its own line (docs/jobs.md, "Arrays")
 };
 
 const char* const kStates[] = {"Pending", "Running", "Suspended", "Succeeded", "Failed", "Cancelled"};
@@ -202,7 +203,8 @@ int run_submit(Session& s, JobArgs& a) {
 }
 
 int run_jobs(Session& s, JobArgs& a) {
-  const std::map<std::string, std::string> query = {{"team", a.team}, {"state", canonical_state(a.state)}, {"selector", a.selector}};
+  const std::map<std::string, std::string> query = {{"team", a.team}, {"state", canonical_state(a.state)}, {"selector", a.selector},
+                                                    {"arrays", a.tasks ? "tasks" : "summary"}};
   auto table = [&a](const json& j) { return client::jobs_table(j, client::unix_now(), a.flags.output == "wide"); };
   if (!a.watch) return s.show("jobs", client::get_all_pages(s.api(), "/v1/jobs", query), table);
   // --watch: the list again every interval, printed when it changed (kubectl get -w prints changes too);
@@ -382,6 +384,7 @@ void add_client_job_commands(CLI::App& app, Context& ctx) {
   jobs->add_option("--team", a->team, "Only this team's jobs");
   jobs->add_option("--state", a->state, "Only jobs in this state (Pending, Running, Suspended, Succeeded, Failed, Cancelled; any case)");
   jobs->add_option("-l,--selector", a->selector, "Only jobs with these labels: key=value[,key!=value...]");
+  jobs->add_flag("--tasks", a->tasks, "List every task of a job array on its own line (default: one line per array, its tasks counted per state)");
   jobs->add_flag("-w,--watch", a->watch, "Print the list again whenever it changes, until interrupted");
   jobs->add_option("--interval", a->interval_s, "With --watch: seconds between looks (default 2)")->check(CLI::Range(0.1, 3600.0));
   on_run(jobs, ctx, a, "jobs", run_jobs);

@@ -156,6 +156,14 @@ std::string clock_time(int64_t t) {
 std::string jobs_table(const json& jobs, int64_t now, bool wide) {
   Table t({"NAME", "TEAM", "PRIORITY", "STATE", "REPLICAS", "NODES", "AGE", "REASON"});
   for (const auto& j : jobs) {
+    // A job array (GET /v1/jobs?arrays=summary): one line, its tasks counted per state.
+    if (text(j, "kind") == "array") {
+      const json a = j.value("array", json::object());
+      t.add({text(j, "name"), text(j, "team"), text(j, "priority", "-").empty() ? "-" : text(j, "priority"), text(j, "state"), "-", "-",
+             age(j, "submitted_at", now),
+             "array of " + text(a, "count") + " (parallel " + text(a, "parallel") + "): " + text(j, "summary")});
+      continue;
+    }
     int replicas = 0;
     if (j.contains("pod_sets"))
       for (const auto& ps : j["pod_sets"]) replicas += ps.value("replicas", 0);
@@ -394,8 +402,32 @@ std::string describe_job(const json& j, int64_t now) {
   auto field = [&](const std::string& k, const std::string& v) {
     if (!v.empty()) out += k + std::string(k.size() < 13 ? 13 - k.size() : 1, ' ') + v + "\n";
   };
+  // A job array (docs/jobs.md, "Arrays"): what its tasks do, as a whole.
+  if (text(j, "kind") == "array") {
+    const json a = j.value("array", json::object());
+    field("Array:", text(j, "name") + ", " + text(a, "count") + " tasks " + text(j, "name") + "-0.." + text(j, "name") + "-" +
+                        std::to_string(a.value("count", 1) - 1) + ", at most " + text(a, "parallel") + " at once (parallel)");
+    field("Team:", text(j, "team"));
+    field("State:", text(j, "state"));
+    field("Tasks:", text(j, "summary") + " (of " + text(j, "task_count") + " kept)");
+    int64_t submitted = time_at(j, "submitted_at", -1);
+    if (submitted >= 0) field("Submitted:", clock_time(submitted) + (submitted >= kEpochFloor ? " (" + ago(submitted, now) + " ago)" : ""));
+    if (j.contains("waiting_reason")) {
+      const json& w = j["waiting_reason"];
+      field("Waiting:", text(w, "task") + ": " + text(w, "reason"));
+    }
+    std::string failed;
+    for (const auto& f : j.value("failed_tasks", json::array())) failed += (failed.empty() ? "" : ", ") + f.get<std::string>();
+    field("Failed:", failed);
+    return out;
+  }
   field("Name:", text(j, "name"));
   field("Team:", text(j, "team"));
+  if (j.contains("array")) {  // a task of a job array
+    const json& a = j["array"];
+    field("Array:", "task " + text(a, "index") + " of array " + text(a, "name") + " (" + text(a, "count") + " tasks, at most " +
+                        text(a, "parallel") + " at once)");
+  }
   field("User:", text(j, "user"));  // absent: no user
   std::string prio = text(j, "priority");
   field("Priority:", prio.empty() ? "none (weight 0)"

@@ -103,6 +103,7 @@ json job_body(const JobSpec& j) {
   if (!j.log_rules.empty()) o["log_rules"] = config::log_rules_json(j.log_rules);
   if (!j.after.empty()) o["after"] = config::after_json(j.after);
   if (!j.user.empty()) o["user"] = j.user;  // the server checks it against the token's user
+  if (j.array) o["array"] = {{"count", j.array->count}, {"parallel", j.array->parallel}};  // core/array.h
   if (!j.container.empty()) {
     const ContainerSpec& c = j.container;
     o["image"] = c.image;

@@ -395,11 +395,28 @@ Result<std::vector<JobDependency>> read_after(const YamlContext& ctx, const Val&
   return out;
 }
 
+// `array: {count: N, parallel: P}` (core/array.h): count 1..100000, parallel 1..count (default: count).
+Result<ArraySpec> read_array(const YamlContext& ctx, const Val& v) {
+  auto f = Fields::open(ctx, v, {"count", "parallel"});
+  if (!f) return f.error();
+  auto c = f->need(ctx, "count");
+  if (!c) return c.error();
+  auto count = read_int(ctx, *c, 1, kMaxArrayCount);
+  if (!count) return count.error();
+  ArraySpec a{.count = static_cast<int>(*count), .parallel = static_cast<int>(*count)};
+  if (auto p = f->get("parallel")) {
+    auto parallel = read_int(ctx, *p, 1, *count);
+    if (!parallel) return parallel.error();
+    a.parallel = static_cast<int>(*parallel);
+  }
+  return a;
+}
+
 Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
                                  "duration", "time_limit", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan",
                                  "image", "image_pull_policy", "shm_size_gib", "volumes", "args", "completion_index", "log_rules",
-                                 "after", "user"});
+                                 "after", "user", "array"});
   if (!f) return f.error();
   JobSpec job;
   auto name_val = f->need(ctx, "name");
@@ -491,6 +508,16 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     auto after = read_after(ctx, *a);
     if (!after) return after.error();
     job.after = std::move(*after);
+  }
+  if (auto a = f->get("array")) {
+    auto array = read_array(ctx, *a);
+    if (!array) return array.error();
+    job.array = *array;
+    for (const PodSetSpec& ps : job.pod_sets)
+      if (ps.min_replicas && *ps.min_replicas < ps.replicas)
+        return fail(ctx, *a, name_of(v) + " is an array and its pod set " + ps.name + " is elastic (replicas: {min, max})",
+                    "fixed replica counts in an array: an elastic job grows into idle capacity while an array spreads its "
+                    "work over `parallel` tasks, and the two would fight over the same capacity (raise parallel instead)");
   }
   auto container = read_container(ctx, *f, job.pod_sets);
   if (!container) return container.error();

@@ -78,7 +78,7 @@ Result<std::vector<TeamSpec>> parse_teams(const YAML::Node& list, const Catalog&
 
 // A scenario `submit` entry (the `allot submit` job spec): {name, team, priority, replicas, instance_type,
 // per_replica, topology, duration, max_retries, checkpoint_interval, command, env, plan, image, image_pull_policy,
-// shm_size_gib, volumes: [{host_path, path, read_only}], args, completion_index} (the container keys:
+// shm_size_gib, volumes: [{host_path, path, read_only}], args, completion_index, array: {count, parallel}} (the container keys:
 // config/container_rules.h; `args`, a list, needs an image), or `pod_sets: [{name,
 // replicas, instance_type, per_replica, topology}]` instead of the single inline pod set (named "main").
 // A string `command` runs through /bin/sh -c; a list is the argv itself. Commands and environments are

@@ -6,7 +6,7 @@
 namespace allot {
 namespace {
 
-constexpr std::array<std::pair<ReasonCode, const char*>, 41> kNames = {{
+constexpr std::array<std::pair<ReasonCode, const char*>, 42> kNames = {{
     {ReasonCode::kNone, "none"},
     {ReasonCode::kSubmitted, "submitted"},
     {ReasonCode::kQuota, "quota"},
@@ -48,6 +48,7 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 41> kNames = {{
     {ReasonCode::kAdmissionCheckRetry, "admission_check_retry"},
     {ReasonCode::kAdmissionCheckRejected, "admission_check_rejected"},
     {ReasonCode::kReservationStart, "reservation_start"},
+    {ReasonCode::kArrayThrottle, "array_throttle"},
 }};
 
 // Every code once, in the enum's order, the newest last: a code added to the enum without its name here (or a name
@@ -57,7 +58,7 @@ constexpr bool in_enum_order() {
     if (static_cast<size_t>(kNames[i].first) != i) return false;
   return true;
 }
-static_assert(in_enum_order() && kNames.back().first == ReasonCode::kReservationStart);
+static_assert(in_enum_order() && kNames.back().first == ReasonCode::kArrayThrottle);
 
 }  // namespace
 

@@ -73,6 +73,8 @@ enum class ReasonCode : uint8_t {
   // Suspended without using a retry: a reservation of the node it ran on started for another team (or user)
   // (core/reservations.h); checkpointed and requeued, as after a preemption.
   kReservationStart,
+  // Job arrays (core/array.h): a task waiting while its array has `parallel` tasks admitted.
+  kArrayThrottle,
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

@@ -18,6 +18,8 @@
 namespace allot {
 
 enum class JobState { kPending, kRunning, kSuspended, kSucceeded, kFailed, kCancelled };
+inline constexpr JobState kJobStates[] = {JobState::kPending,   JobState::kRunning, JobState::kSuspended,
+                                          JobState::kSucceeded, JobState::kFailed,  JobState::kCancelled};
 const char* job_state_name(JobState s);
 std::optional<JobState> parse_job_state(std::string_view s);
 inline bool is_active(JobState s) { return s == JobState::kPending || s == JobState::kRunning || s == JobState::kSuspended; }
@@ -181,6 +183,9 @@ struct Job {
   // It names jobs in spec.after (core/dependency.h): the scheduler passes it over until they hold. Here, beside the
   // fields a pass reads, so that jobs without dependencies cost no look at `after`.
   bool depends = false;
+  // A task of a job array (core/array.h): its array's slot in ClusterState::arrays; -1 for an ordinary job. Here,
+  // beside the fields a pass reads, so that the throttle costs ordinary jobs one compare.
+  int32_t array = -1;
   // Elastic jobs (docs/scheduling.md, "Elastic jobs"): the pod set whose size may change (-1: none; a job has
   // at most one), when the current run took its size, and every resize.
   int elastic_pod_set = -1;
@@ -230,6 +235,14 @@ struct Job {
   // ALLOT_ATTEMPT) subtract it, so that a new name's first run reads attempt 0 whether or not names were folded.
   // Agents still tell runs apart by the whole number (server_state.h, attempt_of and attempt_shown).
   int attempt_folded = 0;
+};
+
+// A job array by name (core/array.h): its tasks' IDs in the order they were added (index order), kept by every
+// path that adds a job. The IDs of tasks deleted or compacted since stay (their jobs say so); a later array of the
+// same name, once those are gone, joins the same entry.
+struct ArrayTasks {
+  std::string name;
+  std::vector<JobId> tasks;
 };
 
 // What blocks one job that a scheduler pass left waiting; the pass returns these and the state applies them

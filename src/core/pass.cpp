@@ -18,6 +18,7 @@ Pass::Pass(ClusterState& state, Time t, const ScheduleOptions& o)
   for (const PriorityClassSpec& c : state.policy.priority_classes) locality_waits_ |= c.locality_wait_s.value_or(0) > 0;
   for (const Team& t : state.teams) user_limits_ |= !t.user_limits.empty();
   if (user_limits_) tally_ = UserTally::count(state);
+  arrays_ = ArrayThrottle::count(state);
   user_closed_.waits_for_user = true;
   user_closed_.why = explain(ReasonCode::kUserLimit, "waiting: its user is at a per-user limit");
 }
@@ -35,6 +36,7 @@ void Pass::collect_waiting() {
   // reservations). One whose dependency can never hold is returned to be ended, held or not.
   waiting.clear();
   dependents_.clear();
+  throttled_.clear();
   backoff_ends_ = std::nullopt;
   for (JobId id : s.waiting_jobs) {
     const Job& j = job(id);
@@ -50,10 +52,22 @@ void Pass::collect_waiting() {
       if (!j.held && (!backoff_ends_ || j.backoff_until < *backoff_ends_)) backoff_ends_ = j.backoff_until;
     } else if (deps.state == DependencyState::kWaits) {
       dependents_.push_back(id);  // its reason at the end of the pass (give_reasons), naming states as they are then
+    } else if (j.array >= 0) {
+      arrays_.offer(j);  // the array's throttle (array.h) sorts its tasks out below
     } else if (user_limits_ && user_gate(id).closed) {
       hold_for_user(id);  // like dependents_: its reason at the end of the pass
     } else {
       waiting.push_back(id);
+    }
+  }
+  if (arrays_.any()) {
+    // Tasks within their arrays' parallelism go on as any job would; the rest are passed over, their reason at the
+    // end of the pass (like dependents_).
+    std::vector<JobId> enter;
+    arrays_.settle(s, enter, throttled_);
+    for (JobId id : enter) {
+      if (user_limits_ && user_gate(id).closed) hold_for_user(id);
+      else waiting.push_back(id);
     }
   }
   for (JobId id : waiting) join(id);
@@ -136,6 +150,11 @@ bool Pass::rejoin_dependents() {
     }
     dependents_[i] = dependents_.back();
     dependents_.pop_back();
+    // A task of an array waits for the next pass, whose throttle counts it with its array's other tasks.
+    if (job(id).array >= 0) {
+      throttled_.push_back(id);
+      continue;
+    }
     enter_or_hold(id);  // its user may be at a limit
     any = true;
   }
@@ -439,6 +458,14 @@ void Pass::give_reasons() {
     SharedText text(std::move(e.text));
     if (key != UINT64_MAX && j.team.value < (1u << 20)) one_named.emplace(key, text);
     result.waiting.push_back(WaitingReason{id, e.code, e.feasible, text});
+  }
+  // Tasks kept out by their array's throttle: one text per array.
+  std::unordered_map<int32_t, SharedText> array_text;
+  for (JobId id : throttled_) {
+    const Job& j = job(id);
+    auto it = array_text.find(j.array);
+    if (it == array_text.end()) it = array_text.emplace(j.array, SharedText(ArrayThrottle::why(j).text)).first;
+    result.waiting.push_back(WaitingReason{id, ReasonCode::kArrayThrottle, true, it->second});
   }
   // Jobs passed over for their user's limits: which limit, as the pass leaves what the user holds.
   for (JobId id : user_held_) {

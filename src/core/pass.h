@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/admission.h"
+#include "core/array.h"
 #include "core/backfill.h"
 #include "core/class_memo.h"
 #include "core/id_pages.h"
@@ -179,6 +180,8 @@ class Pass {
   OneDomainFits one_domain_;  // locality_wait.h, for this pass's cluster shape
   bool locality_waits_ = false;  // the policy or a priority class sets a locality wait
   std::vector<JobId> dependents_;  // passed over: their dependencies wait (collect_waiting)
+  ArrayThrottle arrays_;           // array.h: the running tasks of each array
+  std::vector<JobId> throttled_;   // passed over: their array's throttle (collect_waiting)
   std::optional<Time> backoff_ends_;  // the earliest end of a start-timeout backoff among passed-over jobs
   bool borrowed_since_plans_ = false;  // plan_again()
   // Where each of the last kStepsNamed steps began in result.decisions (a ring indexed by step number), so a

@@ -286,6 +286,19 @@ struct JobDependency {
   friend bool operator==(const JobDependency&, const JobDependency&) = default;
 };
 
+// Job arrays (docs/jobs.md, "Arrays"; Slurm's --array=0-(N-1)%P, a Kubernetes Job with completionMode: Indexed):
+// one submission of `count` tasks, of which at most `parallel` are admitted at once. core/array.h holds the rules.
+inline constexpr int kMaxArrayCount = 100000;
+struct ArraySpec {
+  int count = 1;     // tasks, 1..kMaxArrayCount
+  int parallel = 1;  // the most tasks admitted (running or starting) at once, 1..count; readers default it to count
+  // On a task (core/array.h, array_tasks): the array's name (the submission's) and the task's index 0..count-1.
+  // Unset on the submission itself, which is never a job: the server and the simulator submit its tasks.
+  std::string name;
+  std::optional<int> index;
+  friend bool operator==(const ArraySpec&, const ArraySpec&) = default;
+};
+
 struct JobSpec {
   std::string name;
   std::string team;
@@ -316,6 +329,9 @@ struct JobSpec {
   LogRules log_rules;
   // Jobs that must have succeeded, ended or started before this one may run (core/dependency.h). Empty: none.
   std::vector<JobDependency> after;
+  // A job array (core/array.h): on a submission, the count and parallelism; on each of its tasks, also the array's
+  // name and the task's index. Unset: an ordinary job.
+  std::optional<ArraySpec> array;
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
 

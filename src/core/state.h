@@ -47,6 +47,9 @@ struct ClusterState {
   std::unordered_map<std::string, PlanId> plan_by_name;  // plans not deleted
   // Reservations of existing nodes by name, Scheduled or Active (core/reservations.h); they leave when they end.
   std::map<std::string, Reservation> reservations;
+  // Job arrays by name (core/array.h): index = Job::array of their tasks.
+  std::vector<ArrayTasks> arrays;
+  std::unordered_map<std::string, int32_t> array_by_name;
   // Per instance type: the capacity of Active plans without an owner, which joins the idle pool (quota.h).
   std::vector<Resources> plan_idle;
   RoomTable room;          // index = NodeId

@@ -3,6 +3,7 @@
 #include <optional>
 #include <set>
 
+#include "core/array.h"
 #include "core/dependency.h"
 #include "core/job_restore.h"
 #include "core/plans.h"
@@ -86,6 +87,17 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
   if (spec.name.empty()) return Error::invalid("a job needs a name");
   if (spec.name.size() > 253) return Error::invalid("job name is longer than 253 characters");
   if (s.find_job(spec.name)) return Error::exists("a job named " + spec.name + " already exists");
+  // Arrays (array.h): the submission is made into its tasks before it reaches here; task 0 checks the whole array.
+  if (auto st = check_array(spec); !st) return st.error();
+  if (spec.array && !spec.array->index)
+    return Error::invalid("job " + spec.name + " is an array submission: its tasks are submitted, not it (core/array.h)");
+  if (!restored_priority) {
+    if (spec.array && *spec.array->index == 0) {
+      if (auto st = check_array_names(s, spec); !st) return st.error();
+    } else if (!spec.array && find_array(s, spec.name)) {
+      return Error::exists("job " + spec.name + ": an array of that name exists");
+    }
+  }
   const Team* team = s.find_team(spec.team);
   if (!team) return Error::invalid("job " + spec.name + ": unknown team '" + spec.team + "'; teams: " + s.team_names());
   int priority = restored_priority.value_or(0);
@@ -107,8 +119,9 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
   if (!spec.user.empty())
     if (auto st = check_user_name(spec.user, "job " + spec.name); !st) return st.error();
   // The user's pending_jobs limit (user_limits.h) refuses a new submission; a restored job was accepted then.
-  if (!restored_priority)
-    if (auto st = check_pending_limit(s, *team, spec); !st) return st.error();
+  // Task 0 of an array counts every task of it, the other tasks none (they were counted with it).
+  if (!restored_priority && (!spec.array || *spec.array->index == 0))
+    if (auto st = check_pending_limit(s, *team, spec, spec.array ? spec.array->count : 1); !st) return st.error();
   // A restored job keeps the limit it was given (the snapshot says it); a new one is checked against the maxima.
   ResolvedTimeLimit limit;
   if (!restored_priority) {
@@ -215,6 +228,7 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
   j.state = JobState::kPending;
   j.reason = s.submitted_reason;
   j.history.push_back({now, JobState::kPending, JobState::kPending, "submitted"});
+  if (j.spec.array) j.array = note_array_task(s, j);
   s.job_by_name[spec.name] = j.id;
   s.jobs.push_back(std::move(j));
   index_new_job(s, s.jobs.back());

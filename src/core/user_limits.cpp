@@ -147,7 +147,7 @@ UserGate judge_user_limits(const ClusterState& s, const UserTally& tally, const 
   return g;
 }
 
-Status check_pending_limit(const ClusterState& s, const Team& team, const JobSpec& spec) {
+Status check_pending_limit(const ClusterState& s, const Team& team, const JobSpec& spec, int64_t jobs) {
   const UserLimits* l = limits_of(team, spec.user);
   if (!l || !l->pending_jobs) return ok_status();
   int64_t waiting = 0;
@@ -155,7 +155,12 @@ Status check_pending_limit(const ClusterState& s, const Team& team, const JobSpe
     const Job& j = s.jobs[id.index()];
     waiting += j.team == team.id && j.spec.user == spec.user;
   }
-  if (waiting + 1 <= *l->pending_jobs) return ok_status();
+  if (waiting + jobs <= *l->pending_jobs) return ok_status();
+  if (jobs > 1)
+    return Error::precondition("job " + spec.name + ": user " + spec.user + " of team " + team.spec.name + " has " +
+                               plural(waiting, "waiting job", "waiting jobs") + ", and the " + std::to_string(jobs) +
+                               " tasks of this array would take it past its limit of " + std::to_string(*l->pending_jobs) +
+                               " (user_limits pending_jobs); submit a smaller array, or ask an admin to raise it");
   return Error::precondition("job " + spec.name + ": user " + spec.user + " of team " + team.spec.name + " has " +
                              plural(waiting, "waiting job", "waiting jobs") + ", at its limit of " +
                              std::to_string(*l->pending_jobs) +

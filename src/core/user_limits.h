@@ -72,8 +72,9 @@ struct UserGate {
 };
 UserGate judge_user_limits(const ClusterState& s, const UserTally& tally, const Job& job);
 
-// At submission (submit.cpp): refused when the job's user already has pending_jobs waiting jobs in its team. The
-// message names the user, the team, the limit and the count.
-Status check_pending_limit(const ClusterState& s, const Team& team, const JobSpec& spec);
+// At submission (submit.cpp): refused when the job's user already has pending_jobs waiting jobs in its team (or,
+// for `jobs` at once, the tasks of an array, too many to add all). The message names the user, the team, the limit
+// and the count.
+Status check_pending_limit(const ClusterState& s, const Team& team, const JobSpec& spec, int64_t jobs = 1);
 
 }  // namespace allot

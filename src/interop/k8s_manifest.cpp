@@ -227,12 +227,11 @@ Result<ManifestJob> read_batch_job(const Field& doc) {
     if (!p) return p.error();
     replicas = static_cast<int>(*p);
   }
+  std::optional<int64_t> completions;
   if (spec.child("completions").present()) {
-    auto c = spec.child("completions").integer(1, kMaxReplicas);
+    auto c = spec.child("completions").integer(1, kMaxArrayCount);
     if (!c) return c.error();
-    if (*c != replicas)
-      out.warnings.push_back(spec.child("completions").warning(
-          "allot runs `parallelism` replicas once, as one gang; completions is not used"));
+    completions = *c;
   }
   if (spec.child("backoffLimit").present()) {
     auto b = spec.child("backoffLimit").integer(0, 1000);
@@ -240,11 +239,31 @@ Result<ManifestJob> read_batch_job(const Field& doc) {
     out.spec.max_retries = static_cast<int>(*b);
   }
   // completionMode: Indexed gives each pod JOB_COMPLETION_INDEX; allot gives each replica its index (its RANK).
+  bool indexed = false;
   if (const Field mode = spec.child("completionMode"); mode.present()) {
     auto m = mode.str();
     if (!m) return m.error();
-    if (*m == "Indexed") out.spec.completion_index = true;
+    if (*m == "Indexed") indexed = true;
     else if (*m != "NonIndexed") return mode.error("must be NonIndexed or Indexed, got " + *m);
+  }
+  // An Indexed Job with more completions than parallelism is a job array (core/array.h): `completions` tasks of one
+  // pod each, at most `parallelism` at once, each with its JOB_COMPLETION_INDEX, and backoffLimitPerIndex (else
+  // backoffLimit) the retries of each task. Otherwise the pods are one gang of `parallelism` replicas.
+  if (indexed && completions && *completions > replicas) {
+    out.spec.array = ArraySpec{.count = static_cast<int>(*completions), .parallel = replicas};
+    replicas = 1;
+    if (const Field per = spec.child("backoffLimitPerIndex"); per.present()) {
+      auto b = per.integer(0, 1000);
+      if (!b) return b.error();
+      out.spec.max_retries = static_cast<int>(*b);
+    }
+  } else {
+    out.spec.completion_index = indexed;
+    if (completions && *completions != replicas)
+      out.warnings.push_back(spec.child("completions").warning(
+          indexed ? "allot runs `parallelism` replicas once, as one gang; completions below parallelism is not used"
+                  : "allot runs `parallelism` replicas once, as one gang; completions is not used (with completionMode: "
+                    "Indexed and completions above parallelism, the Job is an array of `completions` tasks)"));
   }
   if (auto st = check_pod_failure_policy(spec.child("podFailurePolicy")); !st) return st.error();
   if (auto st = read_active_deadline(spec.child("activeDeadlineSeconds"), out); !st) return st.error();
@@ -256,6 +275,9 @@ Result<ManifestJob> read_batch_job(const Field& doc) {
   out.spec.pod_sets.push_back(pod_set_of(*t, "main", replicas));
   // Kueue's partial admission: the Job runs with as few as min-parallelism pods, an elastic pod set of that min.
   if (const Field minp = doc.child("metadata").child("annotations").child(kMinParallelism); minp.present()) {
+    if (out.spec.array)
+      return minp.error("does not apply to an Indexed Job with completions above parallelism: that is an array of "
+                        "one-pod tasks, which cannot be elastic; remove the annotation");
     auto text = minp.str();
     if (!text) return text.error();
     int64_t n = 0;

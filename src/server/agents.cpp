@@ -32,10 +32,19 @@ json container_assignment(const ClusterState& s, const Job& j, const PodSetPlace
 }
 
 // The job's env, plus JOB_COMPLETION_INDEX (the replica's index in the job, its RANK) for a job that asks for it
-// (a Kubernetes Job with completionMode: Indexed). A manifest's own JOB_COMPLETION_INDEX is kept.
+// (a Kubernetes Job with completionMode: Indexed). A task of a job array (core/array.h) gets its index instead, in
+// ALLOT_ARRAY_INDEX and JOB_COMPLETION_INDEX, and the array's task count in ALLOT_ARRAY_COUNT, in every replica (as
+// every container of an Indexed Job's pod sees its completion index). A manifest's own JOB_COMPLETION_INDEX is kept.
 static std::map<std::string, std::string> replica_env(const Job& j, int rank) {
-  if (!j.spec.completion_index) return j.spec.env;
+  if (!j.spec.completion_index && !j.spec.array) return j.spec.env;
   std::map<std::string, std::string> env = j.spec.env;
+  if (j.spec.array && j.spec.array->index) {
+    const std::string index = std::to_string(*j.spec.array->index);
+    env["ALLOT_ARRAY_INDEX"] = index;
+    env["ALLOT_ARRAY_COUNT"] = std::to_string(j.spec.array->count);
+    env.try_emplace("JOB_COMPLETION_INDEX", index);
+    return env;
+  }
   env.try_emplace("JOB_COMPLETION_INDEX", std::to_string(rank));
   return env;
 }

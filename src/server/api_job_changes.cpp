@@ -2,6 +2,7 @@
 // job, move it to another priority class, delete a finished one (docs/api.md, "Jobs"). Each is one journaled
 // operation; members act only on their own teams' jobs.
 #include "server/api.h"
+#include "server/arrays.h"
 #include "server/retention.h"
 #include "server/views.h"
 #include "view/job_refs.h"
@@ -67,6 +68,12 @@ void delete_route(Routes& http, Api& api) {
   route(http, api, "DELETE", R"(/v1/jobs/([^/]+))", Access::kMember,
         [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
           run(api, who, req, res, [&api, name = param(req), who](Txn& txn) -> Result<Render> {
+            // An array (server/arrays.h): its tasks, cancelled where active, all deleted.
+            if (!txn.cluster().find_job(name)) {
+              auto a = array_for(txn, who, name, /*change=*/true);
+              if (!a) return a.error();
+              if (*a) return delete_array(txn, api, who, **a);
+            }
             if (auto st = may_change(txn, who, name, "deleting"); !st) return st.error();
             json gone = view::job_json(txn.cluster(), *txn.cluster().find_job(name), /*with_history=*/false, view::Times::kRfc3339);
             view::hide_job_refs(gone, job_names_for(who));

@@ -1,10 +1,12 @@
 // Users' endpoints for jobs: submit, list, describe, cancel, logs.
 #include "config/container_rules.h"
 #include "config/spec_yaml.h"
+#include "core/array.h"
 #include "core/dependency.h"
 #include "core/labels.h"
 #include "server/admission_checks.h"
 #include "server/agents.h"
+#include "server/arrays.h"
 #include "server/api.h"
 #include "server/retention.h"
 #include "server/start_gate.h"
@@ -132,6 +134,40 @@ Result<nlohmann::json> try_submissions(const Api& api, const ServerState& st, co
   return out;
 }
 
+// An array submission (core/array.h): its tasks made here, on the request's thread; then, on the writer, task 0
+// (whose submission checks the whole array) and every other task applied in one command, so one batch and one
+// journal transaction hold them all. Answered with the array's view. A dry run submits them to a scratch copy.
+void submit_array_route(Api& api, const auth::Caller& who, const httplib::Request& req, httplib::Response& res, JobSpec spec,
+                        bool dry_run) {
+  auto tasks = array_tasks(spec);
+  if (!tasks) return answer(res, error_reply(tasks.error()));
+  const std::string name = spec.name;
+  if (dry_run) {
+    Command check = [&api, spec = std::move(spec)](Txn& txn) -> Result<Render> {
+      if (auto st = check_submission(api, txn.view(), spec); !st) return st.error();
+      ClusterState scratch = txn.cluster();
+      auto ids = submit_array(scratch, spec, txn.now());
+      if (!ids) return ids.error();
+      json body = view::array_json(scratch, *find_array(scratch, spec.name), {});
+      return Render([body](const ServerState&) { return json_reply(200, body); });
+    };
+    CallContext ctx = call_context(who, req, name);
+    ctx.audit.reset();  // nothing reaches the journal, the audit trail included
+    return answer(res, api.writer.read(std::move(check), std::move(ctx)));
+  }
+  run(api, who, req, res, [&api, tasks = std::make_shared<std::vector<JobSpec>>(std::move(*tasks)), name, who](Txn& txn) -> Result<Render> {
+    if (auto st = check_submission(api, txn.view(), tasks->front()); !st) return st.error();
+    for (size_t i = 0; i < tasks->size(); ++i) {
+      auto st = txn.apply(store::Submit{std::move((*tasks)[i])});
+      if (st) continue;
+      if (i == 0) return st.error();  // nothing changed
+      return Error::internal("task " + std::to_string(i) + " of array " + name + " was refused after task 0 was accepted: " +
+                             st.error().message);
+    }
+    return array_render(name, who, 201);
+  }, name);
+}
+
 // POST /v1/jobs: one job spec, or {"jobs": [spec, ...]} (a file of several documents), submitted all or nothing: every
 // job is checked first, then all are submitted in one batch. ?dry_run=true (kubectl --dry-run=server): the same
 // checks, and the same answer a submission gets at once (each job Pending, its priority class resolved), with
@@ -164,6 +200,12 @@ void submit_route(Routes& http, Api& api) {
       if (!spec) return answer(res, error_reply(spec.error()));
       specs.push_back(std::move(*spec));
     }
+    // A job array (core/array.h) is submitted alone: its tasks, up to 100,000, are one request and one batch.
+    if (batch)
+      for (size_t i = 0; i < specs.size(); ++i)
+        if (specs[i].array)
+          return answer(res, error_reply(Error::invalid("request body: jobs[" + std::to_string(i) + "] (" + specs[i].name +
+                                                        ") is an array; submit an array alone, not in a list of jobs")));
     // The audit trail names the job a submission names (the first, for a list), accepted or refused.
     const std::string name = specs.front().name;
     for (auto& spec : specs) {
@@ -183,6 +225,7 @@ void submit_route(Routes& http, Api& api) {
       }
       if (spec.user.empty()) spec.user = who.user;
     }
+    if (specs.front().array) return submit_array_route(api, who, req, res, std::move(specs.front()), dry_run);
     if (dry_run) {
       // Answered from the writer's published view, as a read: nothing reaches the journal.
       Command check = [&api, specs, batch](Txn& txn) -> Result<Render> {
@@ -249,7 +292,13 @@ void job_read_routes(Routes& http, Api& api) {
     if (*limit == 0) return answer(res, error_reply(Error::invalid("query parameter limit must be 1.." + std::to_string(kMaxJobPage))));
     auto from = parse_continue(req.get_param_value("continue"));
     if (!from) return answer(res, error_reply(from.error()));
-    run(api, who, req, res, [state, team, priority, instance_type, limit = static_cast<size_t>(*limit), from = *from, who, own_teams_only,
+    // Job arrays (core/array.h): each task listed as the job it is (arrays=tasks, the default), or each array as one
+    // item with its tasks counted per state (arrays=summary, what `allot jobs` asks for).
+    const std::string arrays = req.get_param_value("arrays");
+    if (!arrays.empty() && arrays != "tasks" && arrays != "summary")
+      return answer(res, error_reply(Error::invalid("query parameter arrays must be tasks or summary, got '" + printable(arrays, 40) + "'")));
+    const bool summarise = arrays == "summary";
+    run(api, who, req, res, [state, team, priority, instance_type, limit = static_cast<size_t>(*limit), from = *from, who, own_teams_only, summarise,
                              selector = std::move(*selector), &seats = api.listings](Txn& txn) -> Result<Render> {
       const Team* t = nullptr;
       if (!team.empty() && !(t = txn.cluster().find_team(team))) return Error::not_found("no team named " + team);
@@ -263,7 +312,7 @@ void job_read_routes(Routes& http, Api& api) {
       // One page is rendered per call, on the request's thread from the published view (Writer::read), while
       // holding one of the listing seats (read_seats.h): so listers neither hold the writer nor, past the seats,
       // take the cores it needs.
-      return Render([state, team_id, priority, type, limit, from, who, own_teams_only, selector, &seats](const ServerState& st) -> Reply {
+      return Render([state, team_id, priority, type, limit, from, who, own_teams_only, summarise, selector, &seats](const ServerState& st) -> Reply {
         auto seat = seats.take(kListingWait);
         if (!seat) {
           Reply busy = error_reply(503, "Unavailable",
@@ -298,8 +347,17 @@ void job_read_routes(Routes& http, Api& api) {
           size_t i = from;
           for (; i < jobs.size() && listed < limit; ++i) {
             if (!wanted(jobs[i])) continue;
-            json item = view::job_json(st.cluster, jobs[i], /*with_history=*/false, view::Times::kRfc3339);
-            view::add_time_limit(item, jobs[i], now, view::Times::kRfc3339);
+            json item;
+            if (summarise && jobs[i].array >= 0) {
+              // The array, once, where its first task listed is; its tasks have consecutive IDs (one submission),
+              // so the rest are passed over here and the continue token never falls among them.
+              const int32_t slot = jobs[i].array;
+              item = view::array_json(st.cluster, st.cluster.arrays[static_cast<size_t>(slot)], wanted);
+              while (i + 1 < jobs.size() && jobs[i + 1].array == slot) ++i;
+            } else {
+              item = view::job_json(st.cluster, jobs[i], /*with_history=*/false, view::Times::kRfc3339);
+              view::add_time_limit(item, jobs[i], now, view::Times::kRfc3339);
+            }
             view::hide_job_refs(item, sees);
             if (listed++) body += ',';
             body += item.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -316,7 +374,12 @@ void job_read_routes(Routes& http, Api& api) {
   route(http, api, "GET", R"(/v1/jobs/([^/]+))", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     run(api, who, req, res, [name = param(req), who](Txn& txn) -> Result<Render> {
       const Job* j = txn.cluster().find_job(name);
-      if (!j) return job_not_found(txn.cluster(), name);
+      if (!j) {
+        auto a = array_for(txn, who, name, /*change=*/false);
+        if (!a) return a.error();
+        if (*a) return array_render(name, who);
+        return job_not_found(txn.cluster(), name);
+      }
       if (who.role == auth::Role::kMember) {
         const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
         if (!who.in_team(team))
@@ -328,7 +391,12 @@ void job_read_routes(Routes& http, Api& api) {
   route(http, api, "POST", R"(/v1/jobs/([^/]+)/cancel)", Access::kMember, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     run(api, who, req, res, [name = param(req), who](Txn& txn) -> Result<Render> {
       const Job* j = txn.cluster().find_job(name);
-      if (!j) return job_not_found(txn.cluster(), name);
+      if (!j) {
+        auto a = array_for(txn, who, name, /*change=*/true);
+        if (!a) return a.error();
+        if (*a) return cancel_array(txn, who, **a);
+        return job_not_found(txn.cluster(), name);
+      }
       const std::string& team = txn.cluster().teams[j->team.index()].spec.name;
       if (!who.acts_for_team(team))
         return refuse_job(txn, who, name, denied(who, "cancelling job " + name, "an admin token or a member token of team " + team));

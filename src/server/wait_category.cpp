@@ -47,6 +47,8 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
       return WaitCategory::kDependency;
     case ReasonCode::kUserLimit:
       return WaitCategory::kUserLimit;
+    case ReasonCode::kArrayThrottle:
+      return WaitCategory::kArrayThrottle;
     case ReasonCode::kNeverFits:
     case ReasonCode::kInstanceType:
     case ReasonCode::kPlanEnded:
@@ -77,6 +79,7 @@ std::string_view wait_category_name(WaitCategory c) {
     case WaitCategory::kPlan: return "plan";
     case WaitCategory::kDependency: return "dependency";
     case WaitCategory::kUserLimit: return "user_limit";
+    case WaitCategory::kArrayThrottle: return "array_throttle";
     case WaitCategory::kNeverFits: return "never_fits";
     case WaitCategory::kNotWaiting: return "not_waiting";
   }
@@ -96,6 +99,7 @@ std::string_view wait_category_label(WaitCategory c) {
     case WaitCategory::kPlan: return "capacity plan";
     case WaitCategory::kDependency: return "dependency";
     case WaitCategory::kUserLimit: return "user limit";
+    case WaitCategory::kArrayThrottle: return "array throttle";
     case WaitCategory::kNeverFits: return "never fits";
     case WaitCategory::kNotWaiting: return "not waiting";
   }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "core/array.h"
 #include "core/overloaded.h"
 #include "core/plans.h"
 #include "core/scheduler.h"
@@ -93,6 +94,14 @@ Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& lo
   };
   switch (e.kind) {
     case EventKind::kSubmit: {
+      if (e.submit.array) {  // a job array (core/array.h): its tasks, all or none
+        auto ids = submit_array(s, e.submit, e.at);
+        if (!ids) return ids.error();
+        log.push_back(t + "submit  " + e.submit.name + " (team " + e.submit.team +
+                      (e.submit.priority.empty() ? "" : ", priority " + e.submit.priority) + ", array of " +
+                      std::to_string(e.submit.array->count) + " tasks, parallel " + std::to_string(e.submit.array->parallel) + ")");
+        return ok_status();
+      }
       auto id = submit_job(s, e.submit, e.at);
       if (!id) return id.error();
       log.push_back(t + "submit  " + e.submit.name + " (team " + e.submit.team +

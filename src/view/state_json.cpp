@@ -1,5 +1,6 @@
 #include "view/state_json.h"
 
+#include "core/array.h"
 #include "core/dependency.h"
 #include "core/overloaded.h"
 
@@ -86,6 +87,10 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
   if (j.spec.duration_s) o["duration_s"] = *j.spec.duration_s;
   if (j.time_limit_s > 0) o["time_limit_s"] = j.time_limit_s;  // resolved: its own, or its team's or class's default
   if (!j.spec.plan.empty()) o["plan"] = j.spec.plan;
+  // A task of a job array (core/array.h): its array, index, and the array's count and parallelism.
+  if (j.spec.array && j.spec.array->index)
+    o["array"] = {{"name", j.spec.array->name}, {"index", *j.spec.array->index}, {"count", j.spec.array->count},
+                  {"parallel", j.spec.array->parallel}};
   // Dependencies (core/dependency.h): each job named, its condition and whether it holds, waits or never will (a
   // job that has run no longer looks at them: every one reads as it is now). Absent without any.
   if (j.depends) {
@@ -341,6 +346,26 @@ json decision_json(const ClusterState& s, const Decision& d) {
           },
       },
       d);
+}
+
+json array_json(const ClusterState& s, const ArrayTasks& a, const std::function<bool(const Job&)>& counted, Times times) {
+  const ArrayCounts c = count_array(s, a, counted);
+  json tasks = json::object();
+  for (JobState st : kJobStates) tasks[job_state_name(st)] = c.by_state[static_cast<size_t>(st)];
+  json o = {{"name", a.name},
+            {"kind", "array"},
+            {"state", c.total ? job_state_name(array_state(c)) : "none"},
+            {"array", {{"count", c.count}, {"parallel", c.parallel}}},
+            {"tasks", std::move(tasks)},
+            {"task_count", c.total},
+            {"summary", array_counts_text(c)}};
+  if (c.total) {
+    const Job& first = s.jobs[c.first.index()];
+    o["team"] = s.teams[c.team.index()].spec.name;
+    o["priority"] = first.spec.priority;
+    o["submitted_at"] = time_json(first.submitted_at, times);
+  }
+  return o;
 }
 
 }  // namespace allot::view

@@ -2,6 +2,8 @@
 // JSON views of the state, the same everywhere a program reads allot's state: `allot sim run --json`, the
 // server's /v1 API and `allot ... -o json`. Amounts use the external units: accelerators, vcpu (may be
 // fractional), memory_gib (may be fractional).
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
 #include "core/state.h"
@@ -20,6 +22,10 @@ nlohmann::json job_json(const ClusterState& s, const Job& j, bool with_history =
 // A job's wall-time limit as of `now` (core/time_limit.h), added to its view when it has one: time_limit_s,
 // time_used_s, time_left_s, and while it runs time_limit_at (when it reaches the limit if it keeps running).
 void add_time_limit(nlohmann::json& view, const Job& j, Time now, Times times = Times::kSeconds);
+// A job array (core/array.h) as one item: {name, kind: "array", state, team, priority, submitted_at, array: {count, parallel}, tasks: {state:
+// count, ...}, task_count, summary}, counting its live tasks for which `counted` holds (a listing's filters).
+nlohmann::json array_json(const ClusterState& s, const ArrayTasks& a, const std::function<bool(const Job&)>& counted,
+                          Times times = Times::kRfc3339);
 nlohmann::json team_json(const ClusterState& s, const Team& t);
 // A team's container settings as the API shows and takes them: {"host_paths": [...], "capabilities": ["NET_RAW"],
 // "registry_auth_file"?}; team_json has them under "containers" when the team has any.
