@@ -188,7 +188,7 @@ TEST(ScenarioParse, MistakesNameTheirLine) {
   const Case cases[] = {
       {base("  - at: 0\n    submit: {name: j, team: a, per_replica: {accelerators: 1}, replica: 2}\n"),
        "s.yaml:9: unknown key 'replica' in events[0].submit; allowed keys: name, team, priority, replicas, instance_type, "
-       "per_replica, topology, pod_sets, duration, time_limit, max_retries, checkpoint_interval, command, env, labels, plan, image, image_pull_policy, shm_size_gib, volumes, args, completion_index, log_rules, after, user"},
+       "per_replica, topology, pod_sets, duration, time_limit, max_retries, checkpoint_interval, command, env, labels, plan, image, image_pull_policy, shm_size_gib, volumes, args, completion_index, log_rules, after, user, array"},
       {base("  - at: 0\n    submit: {name: j, team: a, replicas: -1, per_replica: {accelerators: 1}}\n"),
        "s.yaml:9: events[0].submit.replicas is -1; allowed: an integer 1..100000"},
       {base("  - at: -1\n    cancel: j\n"), "s.yaml:8: events[0].at is -1; allowed: an integer 0..10000000000"},
@@ -208,14 +208,14 @@ TEST(ScenarioParse, MistakesNameTheirLine) {
            Catalog::builtin().known_names()},
       {base("  key: 1\n"), "s.yaml:7: events is a mapping, not a list; write a list ([a, b] or - items)"},
       {base("") + "extra: 1\n", "s.yaml:8: unknown key 'extra' in the document; allowed keys: name, policy, "
-                                "instance_types, cluster, teams, plans, events"},
+                                "instance_types, cluster, teams, plans, reservations, events"},
       {"name: x\nteams: []\n", "s.yaml:1: the document has no 'cluster'; it is required"},
       {"name: x\ncluster:\n  nodes:\n    - {name: 'g[1-2]', instance_type: ml.g5.8xlarge}\n    - {name: g2, instance_type: "
        "ml.g5.8xlarge}\n",
        "s.yaml:5: node g2 is listed twice (first at line 4); node names must be unique"},
-      {"", "s.yaml: the file is empty; a scenario is a mapping with keys name, policy, instance_types, cluster, teams, plans, events"},
+      {"", "s.yaml: the file is empty; a scenario is a mapping with keys name, policy, instance_types, cluster, teams, plans, reservations, events"},
       {"- a\n- b\n", "s.yaml:1: the document is a list, not a mapping; a scenario is a mapping with keys name, policy, "
-                     "instance_types, cluster, teams, plans, events"},
+                     "instance_types, cluster, teams, plans, reservations, events"},
       {"name: x\npolicy: {idle_pool: 1\n", "s.yaml:3: cannot read YAML: end of map flow not found; check the indentation, "
                                           "quoting and brackets"},
   };
