@@ -152,19 +152,30 @@ std::vector<std::string> podman_pull_argv(const ContainerOptions& opt, const std
   return pull;
 }
 
+namespace {
+
+// Whether a CDI spec in one of `cdi_dirs` names NVIDIA GPUs (the container toolkit generated one): devices are then
+// given to podman by their CDI names instead of as device nodes.
+bool has_nvidia_cdi_spec(const std::vector<std::string>& cdi_dirs) {
+  std::error_code ec;
+  for (const auto& dir : cdi_dirs)
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      std::ifstream in(e.path());
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (text.find("nvidia.com/gpu") != std::string::npos) return true;
+    }
+  return false;
+}
+
+}  // namespace
+
 std::vector<std::string> container_devices(const std::string& kind, const std::vector<int>& accelerators, bool efa,
                                            const std::vector<std::string>& cdi_dirs) {
   std::vector<std::string> out;
   std::error_code ec;
   auto exists = [&](const std::string& p) { return fs::exists(p, ec); };
   if (kind == "nvidia-gpu" && !accelerators.empty()) {
-    bool cdi = false;
-    for (const auto& dir : cdi_dirs)
-      for (const auto& e : fs::directory_iterator(dir, ec)) {
-        std::ifstream in(e.path());
-        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        cdi |= text.find("nvidia.com/gpu") != std::string::npos;
-      }
+    const bool cdi = has_nvidia_cdi_spec(cdi_dirs);
     for (int g : accelerators) {
       if (cdi) out.push_back("nvidia.com/gpu=" + std::to_string(g));
       else if (exists("/dev/nvidia" + std::to_string(g))) out.push_back("/dev/nvidia" + std::to_string(g));
@@ -186,13 +197,7 @@ std::vector<std::string> mig_container_devices(const std::vector<interop::MigDev
                                                const std::vector<std::string>& cdi_dirs) {
   std::vector<std::string> out;
   std::error_code ec;
-  bool cdi = false;
-  for (const auto& dir : cdi_dirs)
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      std::ifstream in(e.path());
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      cdi |= text.find("nvidia.com/gpu") != std::string::npos;
-    }
+  const bool cdi = has_nvidia_cdi_spec(cdi_dirs);
   std::vector<int> gpus;
   for (int a : accelerators) {
     if (a < 0 || static_cast<size_t>(a) >= devices.size()) continue;
