@@ -39,9 +39,7 @@ int run_topology(Session& s, ClusterArgs&) {
 }
 
 int run_node_delete(Session& s, ClusterArgs& a) {
-  auto r = s.api().del("/v1/nodes/" + client::url_encode(a.name));
-  if (!r) return report("node delete", r.error());
-  return s.print(json{{"deleted", a.name}}, [&](const json&) { return "node " + a.name + " deleted\n"; });
+  return s.delete_named("node delete", "/v1/nodes", a.name, "node " + a.name + " deleted\n");
 }
 
 // A nodes YAML (what `allot topology import` writes) into the live server: POST /v1/nodes takes it as text,

@@ -81,9 +81,7 @@ int run_plan_create(Session& s, PlanArgs& a) {
 }
 
 int run_plan_delete(Session& s, PlanArgs& a) {
-  auto r = s.api().del("/v1/plans/" + client::url_encode(a.name));
-  if (!r) return report("plan delete", r.error());
-  return s.print(json{{"deleted", a.name}}, [&](const json&) { return "plan " + a.name + " deleted\n"; });
+  return s.delete_named("plan delete", "/v1/plans", a.name, "plan " + a.name + " deleted\n");
 }
 
 }  // namespace

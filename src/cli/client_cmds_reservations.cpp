@@ -69,9 +69,8 @@ int run_reservation_create(Session& s, ReservationArgs& a) {
 }
 
 int run_reservation_delete(Session& s, ReservationArgs& a) {
-  auto r = s.api().del("/v1/reservations/" + client::url_encode(a.name));
-  if (!r) return report("reservation delete", r.error());
-  return s.print(json{{"deleted", a.name}}, [&](const json&) { return "reservation " + a.name + " deleted; its nodes returned to the common pool\n"; });
+  return s.delete_named("reservation delete", "/v1/reservations", a.name,
+                        "reservation " + a.name + " deleted; its nodes returned to the common pool\n");
 }
 
 }  // namespace

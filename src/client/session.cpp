@@ -41,6 +41,13 @@ int Session::show(const std::string& command, const Result<nlohmann::json>& answ
   return print(*answer, table);
 }
 
+int Session::delete_named(const std::string& command, const std::string& collection, const std::string& name,
+                          const std::string& done) {
+  auto r = api_.del(collection + "/" + url_encode(name));
+  if (!r) return report(command, r.error());
+  return print(nlohmann::json{{"deleted", name}}, [&](const nlohmann::json&) { return done; });
+}
+
 int report(const std::string& command, const Error& e) {
   std::cerr << "allot " << command << ": " << e.message << "\n";
   return exit_code_for(e);

@@ -35,6 +35,9 @@ class Session {
   // report() does for `command`. Returns the exit code either way.
   int show(const std::string& command, const Result<nlohmann::json>& answer,
            const std::function<std::string(const nlohmann::json&)>& table);
+  // DELETE `collection`/NAME (the name URL-encoded); then {"deleted": NAME} in the chosen format, or `done` for
+  // people; or the error reported for `command`.
+  int delete_named(const std::string& command, const std::string& collection, const std::string& name, const std::string& done);
 
  private:
   Session(ApiClient api, Format f, bool no_headers) : api_(std::move(api)), format_(f), no_headers_(no_headers) {}
