@@ -24,10 +24,7 @@ struct PlanArgs {
   int count = 1;
 };
 
-std::string when(const json& p, const char* key, int64_t now) {
-  const int64_t t = client::time_at(p, key);
-  return t > now ? "in " + client::ago(now, t) : client::ago(t, now) + " ago";
-}
+std::string when(const json& p, const char* key, int64_t now) { return client::from_now(client::time_at(p, key), now); }
 
 std::string plans_table(const json& plans) {
   const int64_t now = client::unix_now();

@@ -23,10 +23,7 @@ struct ReservationArgs {
   int count = 0;
 };
 
-std::string reservation_when(const json& r, const char* key, int64_t now) {
-  const int64_t t = client::time_at(r, key);
-  return t > now ? "in " + client::ago(now, t) : client::ago(t, now) + " ago";
-}
+std::string reservation_when(const json& r, const char* key, int64_t now) { return client::from_now(client::time_at(r, key), now); }
 
 std::string reservations_table(const json& list) {
   const int64_t now = client::unix_now();

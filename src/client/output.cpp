@@ -168,6 +168,8 @@ std::string ago(int64_t then, int64_t now) {
   return std::to_string(d / 86400) + "d";
 }
 
+std::string from_now(int64_t t, int64_t now) { return t > now ? "in " + ago(now, t) : ago(t, now) + " ago"; }
+
 int64_t time_at(const nlohmann::json& j, const char* key, int64_t fallback) {
   if (!j.is_object() || !j.contains(key)) return fallback;
   return view::time_of(j[key]).value_or(fallback);

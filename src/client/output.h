@@ -39,6 +39,8 @@ std::string text(const nlohmann::json& j, const char* key, const std::string& fa
 std::string number(const nlohmann::json& v);  // 2, 1.5; "-" for null
 std::string join(const nlohmann::json& list, const std::string& sep = ",");
 std::string ago(int64_t then, int64_t now);  // "5s", "3m", "2h", "4d"
+// `t` seen from `now`: "in 3m" when it is later, "2h ago" otherwise (a plan's or a reservation's start and end).
+std::string from_now(int64_t t, int64_t now);
 // A point in time of the API's JSON in Unix seconds: RFC 3339 text (a number from an older server or the
 // simulator is taken as seconds); `fallback` when absent or neither.
 int64_t time_at(const nlohmann::json& j, const char* key, int64_t fallback = 0);
