@@ -394,6 +394,11 @@ grep -q "unknown team 'nobody'" "$WORK/real-bad.err" || fail "the refusal should
 expect_rc 2 "$ALLOT" describe dry-3
 "$ALLOT" submit "$WORK/dry.yaml" >"$WORK/dry-real.out" || fail "submit of two jobs: $(cat "$WORK/dry-real.out")"
 [ "$(grep -c "^job dry-[12] submitted to team lab" "$WORK/dry-real.out")" = 2 ] || fail "one line per job: $(cat "$WORK/dry-real.out")"
+# An array is submitted as one line that says so (not "job NAME"), with its tasks counted.
+printf 'name: sweep\nteam: lab\narray: {count: 3, parallel: 2}\ncommand: "true"\n' >"$WORK/sweep.yaml"
+expect_rc 0 "$ALLOT" submit --dry-run "$WORK/sweep.yaml"
+grep -q "^array sweep of 3 tasks (at most 2 running) submitted to team lab: 3 pending (server dry run: nothing submitted)" "$WORK/last.out" ||
+  fail "submit --dry-run of an array: $(cat "$WORK/last.out")"
 # The completion script follows the definitions: -f and --no-headers are offered.
 "$ALLOT" completion bash >"$WORK/completion.bash"
 words allot submit --file | grep_q -w -- "--filename" || fail "completion of 'submit --file': '$(words allot submit --file)'"
