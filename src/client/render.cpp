@@ -468,6 +468,8 @@ std::string describe_job(const json& j, int64_t now) {
   if (j.contains("max_retries"))
     field("Retries:", text(j, "retries_used", "0") + " of " + text(j, "max_retries") + " used (max_retries " + text(j, "max_retries") + ")");
   field("Time limit:", time_limit_text(j));
+  // The reservation of existing nodes it names (docs/scheduling.md, "Reservations of existing nodes").
+  if (j.contains("uses_reservation")) field("In reservation:", text(j, "uses_reservation") + " (its nodes only, while it is Active)");
   // Holding the backfill reservation (docs/scheduling.md, "Backfill"): "reserved from 14:05 on nn3-2".
   if (j.contains("reservation") && j["reservation"].is_object()) {
     const json& r = j["reservation"];

@@ -99,6 +99,7 @@ json job_body(const JobSpec& j) {
   if (!j.env.empty()) o["env"] = j.env;
   if (!j.labels.empty()) o["labels"] = j.labels;
   if (!j.plan.empty()) o["plan"] = j.plan;
+  if (!j.reservation.empty()) o["reservation"] = j.reservation;
   if (j.completion_index) o["completion_index"] = true;
   if (!j.log_rules.empty()) o["log_rules"] = config::log_rules_json(j.log_rules);
   if (!j.after.empty()) o["after"] = config::after_json(j.after);

@@ -416,7 +416,7 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
                                  "duration", "time_limit", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan",
                                  "image", "image_pull_policy", "shm_size_gib", "volumes", "args", "completion_index", "log_rules",
-                                 "after", "user", "array"});
+                                 "after", "user", "array", "reservation"});
   if (!f) return f.error();
   JobSpec job;
   auto name_val = f->need(ctx, "name");
@@ -493,6 +493,12 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     auto plan = read_object_name(ctx, *p, NameKind::kPlan);  // a reference: an unknown plan is reported at submission
     if (!plan) return plan.error();
     job.plan = *plan;
+  }
+  if (auto r = f->get("reservation")) {
+    // A reference, as a plan is: an unknown reservation, or one that does not admit the job, is refused at submission.
+    auto reservation = read_object_name(ctx, *r, NameKind::kReservation);
+    if (!reservation) return reservation.error();
+    job.reservation = *reservation;
   }
   if (auto c = f->get("completion_index")) {
     auto b = read_bool(ctx, *c);

@@ -75,6 +75,10 @@ enum class ReasonCode : uint8_t {
   kReservationStart,
   // Job arrays (core/array.h): a task waiting while its array has `parallel` tasks admitted.
   kArrayThrottle,
+  // A job that names a reservation (JobSpec::reservation, core/reservations.h): waiting for it to start; and
+  // waiting, never to run, because it is gone (ended or deleted).
+  kReservationPending,
+  kReservationEnded,
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

@@ -320,6 +320,9 @@ struct JobSpec {
   // Labels for people and selectors (`allot jobs -l`, `cancel --selector`); the scheduler never reads them.
   std::map<std::string, std::string> labels;
   std::string plan;  // a capacity plan the job runs on (its nodes only); empty: any node
+  // A reservation of existing nodes the job runs in (Slurm's --reservation; core/reservations.h): its nodes only,
+  // once it is Active. Empty: any node its team may use.
+  std::string reservation;
   ContainerSpec container;  // empty image: bare processes, as without containers
   // Each replica gets JOB_COMPLETION_INDEX, its index in the job (the same as its RANK), as the pods of a
   // Kubernetes Job with completionMode: Indexed do.

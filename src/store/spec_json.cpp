@@ -243,6 +243,7 @@ json to_json(const JobSpec& s) {
   if (s.time_limit_s) j["time_limit_s"] = *s.time_limit_s;  // absent without one, and before jobs had limits
   if (!s.labels.empty()) j["labels"] = s.labels;  // absent in records written before jobs had labels
   if (!s.plan.empty()) j["plan"] = s.plan;  // absent in records written before plans, and for jobs without one
+  if (!s.reservation.empty()) j["reservation"] = s.reservation;  // absent: none (and in records written before)
   if (!s.container.empty()) j["container"] = to_json(s.container);  // absent for bare processes and older records
   if (s.completion_index) j["completion_index"] = true;  // absent: false (and in older records)
   if (!s.log_rules.empty()) j["log_rules"] = config::log_rules_json(s.log_rules);  // absent: none (and in older records)
@@ -282,6 +283,7 @@ JobSpec job_from_json(const json& j) {
   s.env = get_or<std::map<std::string, std::string>>(j, "env", {});
   s.labels = get_or<std::map<std::string, std::string>>(j, "labels", {});
   s.plan = get_or<std::string>(j, "plan", "");
+  s.reservation = get_or<std::string>(j, "reservation", "");
   if (j.contains("container")) s.container = container_from_json(j.at("container"));
   s.completion_index = get_or(j, "completion_index", false);
   if (j.contains("log_rules")) s.log_rules = config::log_rules_from_json(j.at("log_rules"));

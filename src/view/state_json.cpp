@@ -87,6 +87,8 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
   if (j.spec.duration_s) o["duration_s"] = *j.spec.duration_s;
   if (j.time_limit_s > 0) o["time_limit_s"] = j.time_limit_s;  // resolved: its own, or its team's or class's default
   if (!j.spec.plan.empty()) o["plan"] = j.spec.plan;
+  // The reservation it names (its spec key `reservation`; the view's `reservation` is the backfill reservation it holds).
+  if (!j.spec.reservation.empty()) o["uses_reservation"] = j.spec.reservation;
   // A task of a job array (core/array.h): its array, index, and the array's count and parallelism.
   if (j.spec.array && j.spec.array->index)
     o["array"] = {{"name", j.spec.array->name}, {"index", *j.spec.array->index}, {"count", j.spec.array->count},
