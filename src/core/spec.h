@@ -24,8 +24,9 @@ namespace allot {
 // So a name has no upper case, space, '/', '_', control or bidirectional-formatting character, and nothing
 // beyond ASCII. The scenario readers (src/config), the server and the CLI check names here; names that come
 // from traces (sim replay) and names already in a journal are not checked.
-enum class NameKind { kTeam, kJob, kNode, kPriorityClass, kPlan, kReservation };
-const char* name_kind_word(NameKind kind);  // "team", "job", "node", "priority class", "plan", "reservation"
+enum class NameKind { kTeam, kJob, kNode, kPriorityClass, kPlan, kReservation, kGroup };
+// "team", "job", "node", "priority class", "plan", "reservation", "group"
+const char* name_kind_word(NameKind kind);
 inline constexpr size_t kMaxLabelName = 63;
 inline constexpr size_t kMaxSubdomainName = 253;
 // An error naming the kind, the name (with unprintable bytes escaped) and the rule, or ok.
@@ -133,7 +134,24 @@ struct TeamSpec {
   // Per-user limits, one entry per user (each user once). Empty: none, and every user's jobs are scheduled as
   // the team's other jobs are.
   std::vector<UserLimitSpec> user_limits;
+  // The cohort group the team belongs to (docs/scheduling.md, "Cohort trees"); empty: none, the team shares at
+  // the top of the cluster, as every team did before groups existed.
+  std::string group;
   friend bool operator==(const TeamSpec&, const TeamSpec&) = default;
+};
+
+// A group of teams and groups that share quota (docs/scheduling.md, "Cohort trees"; Kueue's hierarchical
+// cohorts). Limits are percent of the group's subtree quota (core/cohort_tree.h); unset: no limit.
+struct GroupSpec {
+  std::string name;
+  std::string parent;  // empty: a root, under the cluster
+  std::vector<AllocationSpec> allocation;  // the group's own quota, beside what its children lend it
+  std::optional<int> borrow_limit;  // 0..10000: what the subtree may hold beyond its subtree quota
+  std::optional<int> lend_limit;    // 0..100: what of its subtree quota others outside it may use
+  // 0..100; 1 unless given, as Kueue's cohorts (0 would put every group's share at infinity, and then groups
+  // would be served in the order the policy lists them)
+  int fair_share_weight = 1;
+  friend bool operator==(const GroupSpec&, const GroupSpec&) = default;
 };
 
 struct PriorityClassSpec {
@@ -196,6 +214,9 @@ struct PolicySpec {
   // With backfill: a job whose priority class weight is below this gets no reservation; it still starts whenever it
   // fits now (Slurm's bf_min_prio_reserve). 0: every job may hold one.
   int backfill_min_priority = 0;
+  // Cohort trees (docs/scheduling.md, "Cohort trees"): parents before or after children, in any order. Empty:
+  // one flat cohort, every team under the cluster.
+  std::vector<GroupSpec> groups;
   friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
 };
 

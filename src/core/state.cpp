@@ -100,6 +100,14 @@ static void refresh_candidate_types(ClusterState& s) {
   }
 }
 
+// The cohort tree again after a team or the catalog changed. The checks that could refuse it ran before the
+// change (set_policy, upsert_team), so it cannot fail here.
+static void refresh_cohorts(ClusterState& s) {
+  if (s.policy.groups.empty() && s.cohorts.empty()) return;
+  auto tree = build_cohort_tree(s, s.policy.groups);
+  if (tree) s.cohorts = std::move(*tree);
+}
+
 Status set_policy(ClusterState& s, const PolicySpec& policy) {
   for (size_t i = 0; i < policy.priority_classes.size(); ++i) {
     const auto& pc = policy.priority_classes[i];
@@ -120,7 +128,11 @@ Status set_policy(ClusterState& s, const PolicySpec& policy) {
       return Error::precondition("priority class " + j.spec.priority + " is used by active job " + j.spec.name +
                                  "; it cannot be removed");
   }
+  // The groups must hold together and keep every team's group (cohort_tree.h); checked before anything changes.
+  auto cohorts = build_cohort_tree(s, policy.groups);
+  if (!cohorts) return cohorts.error();
   s.policy = policy;
+  s.cohorts = std::move(*cohorts);
   for (Job& j : s.jobs)
     if (!j.spec.priority.empty()) j.priority = std::max(0, s.priority_weight(j.spec.priority));
   return ok_status();
@@ -146,6 +158,14 @@ Status upsert_team(ClusterState& s, const TeamSpec& spec) {
   }
   auto user_limits = resolve_user_limits(s.catalog, spec);
   if (!user_limits) return user_limits.error();
+  if (s.cohorts.find(spec.name) >= 0)
+    return Error::invalid("team " + spec.name + " has the name of a group; teams and groups need different names");
+  if (!spec.group.empty() && s.cohorts.find(spec.group) < 0) {
+    std::string names;
+    for (const CohortGroup& g : s.cohorts.groups) names += (names.empty() ? "" : ", ") + g.spec.name;
+    return Error::invalid("team " + spec.name + ": group " + spec.group + " is not defined; groups: " +
+                          (names.empty() ? "none (the policy's groups define them)" : names));
+  }
   auto it = s.team_by_name.find(spec.name);
   if (it == s.team_by_name.end()) {
     Team t;
@@ -162,6 +182,7 @@ Status upsert_team(ClusterState& s, const TeamSpec& spec) {
   t.removed = false;
   refresh_plan_quota(s);  // nominal = the allocation plus the team's Active plans
   refresh_candidate_types(s);
+  refresh_cohorts(s);
   return ok_status();
 }
 
@@ -182,8 +203,10 @@ Status remove_team(ClusterState& s, std::string_view name) {
   mt.unlimited.assign(s.catalog.size(), ResourceSet{});
   mt.spec.allocation.clear();
   mt.spec.strategy = SharingStrategy::kDontLend;
+  mt.spec.group.clear();
   mt.removed = true;
   refresh_candidate_types(s);
+  refresh_cohorts(s);
   return ok_status();
 }
 
@@ -194,6 +217,7 @@ Result<TypeId> add_instance_type(ClusterState& s, InstanceType type) {
   s.capacity.resize(s.catalog.size());
   refresh_plan_quota(s);  // sizes every team's allocated and nominal tables, and the plans' idle pool
   refresh_candidate_types(s);
+  refresh_cohorts(s);  // sizes the groups' tables
   return id;
 }
 

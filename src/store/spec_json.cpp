@@ -160,6 +160,7 @@ json to_json(const TeamSpec& t) {
   if (!t.default_request.asks_nothing()) j["default_request"] = to_json(t.default_request);  // absent: none (and in older records)
   config::put_time_limits(j, t.time_limits);  // absent when unset, and before teams had time limits
   config::put_user_limits(j, t.user_limits);  // absent when none, and before teams had user limits
+  if (!t.group.empty()) j["group"] = t.group;  // absent when none, and before groups existed
   return j;
 }
 TeamSpec team_from_json(const json& j) {
@@ -175,6 +176,7 @@ TeamSpec team_from_json(const json& j) {
   if (j.contains("default_request")) t.default_request = amount_from_json(j.at("default_request"));
   t.time_limits = config::time_limits_from_json(j);
   t.user_limits = config::user_limits_from_json(j);
+  t.group = j.value("group", std::string());
   return t;
 }
 
@@ -198,6 +200,7 @@ PolicySpec policy_from_json(const json& j) {
   p.fair_share_preemption = j.value("fair_share_preemption", false);  // absent before the switch existed
   p.elastic_grow_delay_s = get_or<int64_t>(j, "elastic_grow_delay", PolicySpec{}.elastic_grow_delay_s);
   p.locality_wait_s = get_or<int64_t>(j, "locality_wait", 0);  // absent when not set (config/policy_json.cpp)
+  p.groups = config::groups_from_json(j);
   p.start_timeout_s = get_or<int64_t>(j, "start_timeout", 0);    // these three too
   p.start_backoff_s = get_or<int64_t>(j, "start_backoff", PolicySpec{}.start_backoff_s);
   p.start_backoff_max_s = get_or<int64_t>(j, "start_backoff_max", PolicySpec{}.start_backoff_max_s);

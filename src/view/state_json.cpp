@@ -251,6 +251,8 @@ json team_json(const ClusterState& s, const Team& t) {
             {"jobs", {{"pending", pending}, {"running", running}, {"suspended", suspended}}}};
   if (!t.spec.containers.empty()) o["containers"] = team_containers_json(t.spec.containers);
   if (!t.spec.default_request.asks_nothing()) o["default_request"] = request_json(t.spec.default_request);
+  // The team's cohort group (docs/scheduling.md, "Cohort trees"); absent when none.
+  if (!t.spec.group.empty()) o["group"] = t.spec.group;
   // Time limits (docs/teams-and-policy.md, "Time limits"), in the keys of the teams file; absent when unset.
   const TimeLimitSettings& tl = t.spec.time_limits;
   if (tl.default_s) o["default_time_limit"] = *tl.default_s;
