@@ -114,9 +114,13 @@ while step < total:
             torch.save({"step": step, "model": model.state_dict()}, ckpt + ".tmp")
             os.replace(ckpt + ".tmp", ckpt)
         time.sleep(0.1)
+        # The signal only says "look": the file's epoch decides (a signal may arrive after this rank already joined
+        # the epoch it announces, having found it in the file when its collective failed).
         if membership_file and (told or membership()["epoch"] > epoch):
-            say(f"membership changed (signal: {told}); rebuilding the process group")
-            epoch = rejoin(epoch)
+            signalled, told = told, False
+            if membership()["epoch"] > epoch:
+                say(f"membership changed (signal: {signalled}); rebuilding the process group")
+                epoch = rejoin(epoch)
     except RuntimeError as e:
         if not membership_file:
             raise  # a full-restart job: the run fails and allot restarts it

@@ -31,7 +31,8 @@ write_teams
 t_of() { "$ALLOT" logs "$1" --replica "$2" | grep -E "$3" | head -n1 | grep -o 't=[0-9]*' | cut -d= -f2; }
 last_step() { "$ALLOT" logs "$1" --replica "$2" | grep -o "step [0-9]* loss" | tail -n1 | grep -o "[0-9]*"; }
 
-# run_case JOB RECOVERY EXTRA_YAML: submits, faults rank 1 at step 30, and sets LOST and RESUME_MS.
+# run_case JOB RECOVERY EXTRA_YAML: submits, faults rank 1 at step 35 (mid-way between checkpoints), and sets LOST
+# (steps done before the fault and done again after it) and RESUME_MS (fault to the first step after it).
 run_case() {
   local job=$1 recovery=$2 extra=$3
   cat >"$WORK/$job.yaml" <<YAML
@@ -46,8 +47,8 @@ command: ["/usr/bin/python3", "$WORK/train.py"]
 YAML
   "$ALLOT" submit "$WORK/$job.yaml" >/dev/null
   wait_state "$job" Running
-  for _ in $(seq 1 900); do "$ALLOT" logs "$job" --replica 0 | grep_q "step 30 loss" && break; sleep 0.1; done
-  "$ALLOT" logs "$job" --replica 0 | grep_q "step 30 loss" || fail "$job did not reach step 30: $("$ALLOT" logs "$job" | tail -n 20)"
+  for _ in $(seq 1 900); do "$ALLOT" logs "$job" --replica 0 | grep_q "step 35 loss" && break; sleep 0.05; done
+  "$ALLOT" logs "$job" --replica 0 | grep_q "step 35 loss" || fail "$job did not reach step 35: $("$ALLOT" logs "$job" | tail -n 20)"
   local victim pid0 pid1 at t0
   victim=$(job_json "$job" | json_get '["placement"][0]["replicas"][1]["node"]')
   pid0=$("$ALLOT" logs "$job" --replica 0 | grep -o "pid [0-9]*" | head -n1 | cut -d' ' -f2)
@@ -56,19 +57,22 @@ YAML
   t0=$(now_ms)
   kill -9 "$pid1"
   inject "$victim" "xid 79 gpu 0"
-  say "$job: rank 1 (pid $pid1) on $victim killed at step $at; xid 79 injected"
+  say "$job: rank 1 (pid $pid1) on $victim killed (rank 0's log at step $at); xid 79 injected"
   # The first step line of rank 0 after the fault that comes after a (re)join.
   local resume=""
   for _ in $(seq 1 1200); do
+    # The highest step rank 0 reached before it (re)joined after the fault, and the first step after that.
     resume=$("$ALLOT" logs "$job" --replica 0 | awk -v t0="$t0" '
       /joined epoch|loaded checkpoint|epoch .* port/ { if (match($0, /t=[0-9]+/) && substr($0, RSTART+2) + 0 > t0) after = 1 }
-      after && /step [0-9]+ loss/ { match($0, /t=[0-9]+/); print substr($0, RSTART+2) " " $4; exit }')
+      !after && /step [0-9]+ loss/ && $4 + 0 > top { top = $4 + 0 }
+      after && /step [0-9]+ loss/ { match($0, /t=[0-9]+/); print substr($0, RSTART+2) " " $4 " " top; exit }')
     [ -n "$resume" ] && break
     sleep 0.1
   done
   [ -n "$resume" ] || fail "$job did not resume after the fault: $("$ALLOT" logs "$job" | tail -n 20)"
-  local t1=${resume% *} first=${resume#* }
-  LOST=$((at - (first - 1)))
+  local t1 first top
+  read -r t1 first top <<<"$resume"
+  LOST=$((top - (first - 1)))
   [ "$LOST" -ge 0 ] || LOST=0
   RESUME_MS=$((t1 - t0))
   PID0_AFTER=$("$ALLOT" logs "$job" --replica 0 | grep -o "pid [0-9]*" | tail -n1 | cut -d' ' -f2)
