@@ -13,16 +13,16 @@
 namespace allot::test::in_place_test {
 namespace {
 
-// Nodes of one GPU: a-1..a-3 in layer-3 domain nn-3a, b-1..b-2 in nn-3b; team ml owns them all.
+// Nodes of one GPU: a-1..a-4 in layer-3 domain nn-3a, b-1..b-2 in nn-3b; team ml owns them all.
 ClusterState cluster() {
   ClusterState s;
   std::vector<NodeSpec> nodes;
-  for (const char* n : {"a-1", "a-2", "a-3"})
+  for (const char* n : {"a-1", "a-2", "a-3", "a-4"})
     nodes.push_back({.name = n, .instance_type = "ml.g5.8xlarge", .labels = {{"network-node-layer-3", "nn-3a"}}});
   for (const char* n : {"b-1", "b-2"})
     nodes.push_back({.name = n, .instance_type = "ml.g5.8xlarge", .labels = {{"network-node-layer-3", "nn-3b"}}});
   EXPECT_TRUE(add_nodes(s, nodes, 0).ok());
-  EXPECT_TRUE(upsert_team(s, TeamSpec{.name = "ml", .allocation = {{"ml.g5.8xlarge", {.instances = 5}}}}).ok());
+  EXPECT_TRUE(upsert_team(s, TeamSpec{.name = "ml", .allocation = {{"ml.g5.8xlarge", {.instances = 6}}}}).ok());
   return s;
 }
 
@@ -44,35 +44,36 @@ NodeId node(const ClusterState& s, const char* name) { return s.find_node(name)-
 
 TEST(InPlace, OnlyTheFailedNodesReplicaMovesToTheNearestFreeNode) {
   ClusterState s = cluster();
-  const JobId id = *submit_job(s, spec("j", 2, Recovery::kInPlace), 0);
+  // Three replicas: only nn-3a holds them; a-4 stays free there, b-1 and b-2 in nn-3b.
+  const JobId id = *submit_job(s, spec("j", 3, Recovery::kInPlace), 0);
   (void)schedule(s, 0);
   const Job& j = s.jobs[id.index()];
   ASSERT_EQ(j.state, JobState::kRunning);
   const auto before = nodes_in_rank_order(s, j);
-  ASSERT_EQ(before, (std::vector<std::string>{"a-1", "a-2"}));
+  ASSERT_EQ(before, (std::vector<std::string>{"a-1", "a-2", "a-3"}));
   const RoomTable room_before = s.room;
   // Planning changes nothing.
   auto plans = plan_in_place_recoveries(s, node(s, "a-1"));
-  EXPECT_EQ(s.room[node(s, "a-3").index()].replicas, room_before[node(s, "a-3").index()].replicas);
+  EXPECT_EQ(s.room[node(s, "a-4").index()].replicas, room_before[node(s, "a-4").index()].replicas);
   ASSERT_EQ(plans.size(), 1u);
   ASSERT_EQ(plans[0].moves.size(), 1u);
   EXPECT_EQ(plans[0].moves[0].index, 0u);
-  EXPECT_EQ(s.nodes[plans[0].moves[0].to.node.index()].name, "a-3") << "same layer-3 domain as a-1 before b-1";
+  EXPECT_EQ(s.nodes[plans[0].moves[0].to.node.index()].name, "a-4") << "same layer-3 domain as a-1 before b-1 (first by name)";
   const int64_t started = j.started_at;
   ASSERT_TRUE(fail_node_in_place(s, "a-1", 500, NodeHealth::kUnschedulablePendingReplacement).ok());
   EXPECT_EQ(j.state, JobState::kRunning);
-  EXPECT_EQ(nodes_in_rank_order(s, j), (std::vector<std::string>{"a-3", "a-2"})) << "rank 1 keeps its node";
+  EXPECT_EQ(nodes_in_rank_order(s, j), (std::vector<std::string>{"a-4", "a-2", "a-3"})) << "ranks 1 and 2 keep their nodes";
   EXPECT_EQ(j.restarts, 0) << "no retry is used";
   EXPECT_EQ(j.membership_epoch, 1);
   EXPECT_EQ(j.started_at, started) << "the same run";
   ASSERT_EQ(j.recoveries.size(), 1u);
   EXPECT_EQ(j.recoveries[0].node, "a-1");
   EXPECT_EQ(s.room[node(s, "a-1").index()].replicas, 0);
-  EXPECT_EQ(s.room[node(s, "a-3").index()].replicas, 1);
-  EXPECT_EQ(s.room[node(s, "a-3").index()].accelerators_free, 0u);
+  EXPECT_EQ(s.room[node(s, "a-4").index()].replicas, 1);
+  EXPECT_EQ(s.room[node(s, "a-4").index()].accelerators_free, 0u);
   // The next failure moves the replica again, now into the other domain (nn-3a is full).
   ASSERT_TRUE(fail_node_in_place(s, "a-2", 600, NodeHealth::kUnschedulablePendingReboot).ok());
-  EXPECT_EQ(nodes_in_rank_order(s, j), (std::vector<std::string>{"a-3", "b-1"}));
+  EXPECT_EQ(nodes_in_rank_order(s, j), (std::vector<std::string>{"a-4", "b-1", "a-3"}));
   EXPECT_EQ(j.membership_epoch, 2);
   // A new run starts a new membership.
   ASSERT_TRUE(finish_job(s, "j", 700, false).ok());
@@ -83,7 +84,7 @@ TEST(InPlace, OnlyTheFailedNodesReplicaMovesToTheNearestFreeNode) {
 
 TEST(InPlace, AJobWhoseReplicaFitsNowhereRestartsAsAnyOtherAndTheDefaultRestarts) {
   ClusterState s = cluster();
-  const JobId a = *submit_job(s, spec("inplace", 3, Recovery::kInPlace), 0);
+  const JobId a = *submit_job(s, spec("inplace", 4, Recovery::kInPlace), 0);
   const JobId b = *submit_job(s, spec("classic", 2, Recovery::kRestart), 0);
   (void)schedule(s, 0);
   ASSERT_EQ(s.jobs[a.index()].state, JobState::kRunning);
@@ -102,28 +103,29 @@ TEST(InPlace, TheRecordReplaysTheRecoveryAndOneOutOfStepChangesNothing) {
   const JobId id = *submit_job(s, spec("j", 2, Recovery::kInPlace), 0);
   (void)schedule(s, 0);
   const Job& j = s.jobs[id.index()];
-  const store::Op op = store::RecoverInPlace{"j", "a-1", 1, {store::ReplicaMoveRecord{0, 0, store::ReplicaRecord{"b-2", {0}, {0}, ""}}}};
+  ASSERT_EQ(nodes_in_rank_order(s, j), (std::vector<std::string>{"b-1", "b-2"})) << "the tightest domain, nn-3b";
+  const store::Op op = store::RecoverInPlace{"j", "b-1", 1, {store::ReplicaMoveRecord{0, 0, store::ReplicaRecord{"a-1", {0}, {0}, ""}}}};
   auto back = store::op_from_json(store::op_to_json(op));
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, op);
   // Out of step: epoch 2 while the job is at 0.
-  auto wrong = store::RecoverInPlace{"j", "a-1", 2, {store::ReplicaMoveRecord{0, 0, store::ReplicaRecord{"b-2", {0}, {0}, ""}}}};
+  auto wrong = store::RecoverInPlace{"j", "b-1", 2, {store::ReplicaMoveRecord{0, 0, store::ReplicaRecord{"a-1", {0}, {0}, ""}}}};
   EXPECT_FALSE(store::apply_record(s, store::Record{1, 5, wrong, {}}).ok());
   // A move of a replica that is not on the failed node.
-  auto not_there = store::RecoverInPlace{"j", "a-1", 1, {store::ReplicaMoveRecord{0, 1, store::ReplicaRecord{"b-2", {0}, {0}, ""}}}};
+  auto not_there = store::RecoverInPlace{"j", "b-1", 1, {store::ReplicaMoveRecord{0, 1, store::ReplicaRecord{"a-1", {0}, {0}, ""}}}};
   auto refused = store::apply_record(s, store::Record{1, 5, not_there, {}});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("is not on the failed node"), std::string::npos) << refused.error().message;
-  // A move onto a node that is taken (a-2 holds rank 1).
-  auto taken = store::RecoverInPlace{"j", "a-1", 1, {store::ReplicaMoveRecord{0, 0, store::ReplicaRecord{"a-2", {0}, {0}, ""}}}};
+  // A move onto a node that is taken (b-2 holds rank 1).
+  auto taken = store::RecoverInPlace{"j", "b-1", 1, {store::ReplicaMoveRecord{0, 0, store::ReplicaRecord{"b-2", {0}, {0}, ""}}}};
   EXPECT_FALSE(store::apply_record(s, store::Record{1, 5, taken, {}}).ok());
-  EXPECT_EQ(nodes_in_rank_order(s, j), (std::vector<std::string>{"a-1", "a-2"})) << "refusals change nothing";
+  EXPECT_EQ(nodes_in_rank_order(s, j), (std::vector<std::string>{"b-1", "b-2"})) << "refusals change nothing";
   EXPECT_EQ(j.membership_epoch, 0);
   ASSERT_TRUE(store::apply_record(s, store::Record{1, 5, *back, {}}).ok());
-  EXPECT_EQ(nodes_in_rank_order(s, j), (std::vector<std::string>{"b-2", "a-2"}));
+  EXPECT_EQ(nodes_in_rank_order(s, j), (std::vector<std::string>{"a-1", "b-2"}));
   EXPECT_EQ(j.membership_epoch, 1);
   // The node's health change that follows finds no replica of the job there: the job keeps running.
-  ASSERT_TRUE(store::apply_record(s, store::Record{2, 5, store::NodeHealthChange{"a-1", NodeHealth::kUnschedulablePendingReplacement,
+  ASSERT_TRUE(store::apply_record(s, store::Record{2, 5, store::NodeHealthChange{"b-1", NodeHealth::kUnschedulablePendingReplacement,
                                                                                     store::HealthCause::kHealthCheck, "", "xid 79", ""}, {}}).ok());
   EXPECT_EQ(j.state, JobState::kRunning);
   // The fallback: the run ends as a node failure ends it, using a retry.
