@@ -87,6 +87,9 @@ json job_body(const JobSpec& j) {
   if (!j.reservation.empty()) o["reservation"] = j.reservation;
   if (j.completion_index) o["completion_index"] = true;
   if (!j.log_rules.empty()) o["log_rules"] = config::log_rules_json(j.log_rules);
+  if (j.recovery != Recovery::kRestart) o["recovery"] = recovery_name(j.recovery);
+  if (j.recovery_timeout_s) o["recovery_timeout"] = j.recovery_timeout_s;
+  if (!j.membership_signal.empty()) o["membership_signal"] = j.membership_signal;
   if (!j.after.empty()) o["after"] = config::after_json(j.after);
   if (!j.user.empty()) o["user"] = j.user;  // the server checks it against the token's user
   if (j.array) o["array"] = {{"count", j.array->count}, {"parallel", j.array->parallel}};  // core/array.h

@@ -178,6 +178,14 @@ const char* dependency_condition_name(DependencyCondition c) {
   return "ended";
 }
 
+const char* recovery_name(Recovery r) {
+  switch (r) {
+    case Recovery::kRestart: return "restart";
+    case Recovery::kInPlace: return "in_place";
+  }
+  return "restart";
+}
+
 const char* pull_policy_name(PullPolicy p) {
   switch (p) {
     case PullPolicy::kIfNotPresent: return "IfNotPresent";

@@ -268,6 +268,21 @@ enum class PullPolicy { kIfNotPresent, kAlways, kNever };
 const char* pull_policy_name(PullPolicy p);
 inline constexpr PullPolicy kPullPolicies[] = {PullPolicy::kIfNotPresent, PullPolicy::kAlways, PullPolicy::kNever};
 
+// How a running job recovers from a node fault (docs/resiliency.md, "Recovery in place"). kRestart: every replica
+// stops and the job restarts from its checkpoint (the default). kInPlace: only the replicas on the failed node are
+// placed again (core/in_place.h); the others keep running and are told the new membership, so the new rank copies
+// the state from a peer; when that does not work out within the job's recovery_timeout, the job restarts as kRestart.
+enum class Recovery : uint8_t { kRestart, kInPlace };
+// "restart", "in_place": the one spelling in YAML, JSON and `allot describe`.
+const char* recovery_name(Recovery r);
+inline constexpr Recovery kRecoveries[] = {Recovery::kRestart, Recovery::kInPlace};
+// The bound on an in-place recovery when the job gives none, and the largest it may give (seconds).
+inline constexpr int64_t kDefaultRecoveryTimeoutS = 120;
+inline constexpr int64_t kMaxRecoveryTimeoutS = 3600;
+// The signals a job may choose to hear of a new membership by (membership_signal): ones a program does not get by
+// accident from a terminal or the kernel, and whose default action a framework expects to override.
+inline constexpr std::string_view kMembershipSignals[] = {"SIGUSR1", "SIGUSR2", "SIGHUP", "SIGWINCH", "SIGURG"};
+
 // A host directory or file mounted into a job's containers at `path`.
 struct VolumeSpec {
   std::string host_path;  // absolute and normalised on the node
@@ -356,6 +371,13 @@ struct JobSpec {
   // A job array (core/array.h): on a submission, the count and parallelism; on each of its tasks, also the array's
   // name and the task's index. Unset: an ordinary job.
   std::optional<ArraySpec> array;
+  // Recovery from a node fault (docs/resiliency.md, "Recovery in place"): the mode, the bound on an in-place
+  // recovery before the job falls back to a full restart (0: kDefaultRecoveryTimeoutS), and the signal the surviving
+  // replicas get when the membership changes (one of kMembershipSignals; empty: none, they watch membership.json).
+  Recovery recovery = Recovery::kRestart;
+  int64_t recovery_timeout_s = 0;
+  std::string membership_signal;
+  int64_t recovery_bound_s() const { return recovery_timeout_s > 0 ? recovery_timeout_s : kDefaultRecoveryTimeoutS; }
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/dependency.h"
+#include "core/in_place.h"
 #include "core/plans.h"
 #include "core/request.h"
 #include "core/time_limit.h"
@@ -550,6 +551,19 @@ Status fire_log_rule(ClusterState& s, std::string_view name, Time now, const Log
   return ok_status();
 }
 
+// Declared in core/in_place.h; here beside fail_run, whose restart it is.
+Status fall_back_from_in_place(ClusterState& s, std::string_view name, Time now, const std::string& why) {
+  const Job* cj = s.find_job(name);
+  if (!cj) return Error::not_found("no job named " + std::string(name));
+  Job& j = s.jobs[cj->id.index()];
+  if (j.state != JobState::kRunning)
+    return Error::precondition("job " + j.spec.name + " is not running (" + job_state_name(j.state) + ")");
+  if (j.membership_epoch == 0)
+    return Error::precondition("job " + j.spec.name + " has not recovered in place in its current run");
+  fail_run(s, j, now, why, ReasonCode::kNodeFailed);
+  return ok_status();
+}
+
 Status time_out_start(ClusterState& s, std::string_view name, Time now, int64_t backoff_s, const std::string& why) {
   const Job* cj = s.find_job(name);
   if (!cj) return Error::not_found("no job named " + std::string(name));
@@ -613,6 +627,7 @@ Status admit_job(ClusterState& s, JobId id, const Placement& placement, bool bor
   j.placement = placement;
   j.borrowing = borrowing;
   j.started_at = now;
+  j.membership_epoch = 0;  // a new run starts a new membership (core/in_place.h)
   if (j.time_limit_resets) j.run_before_s = 0;  // each run has the whole limit (time_limit.h)
   transition(s, j, JobState::kRunning, now, std::move(reason), ReasonCode::kAdmitted);
   return ok_status();

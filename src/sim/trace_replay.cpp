@@ -1,5 +1,6 @@
 #include "sim/trace_replay.h"
 
+#include "core/in_place.h"
 #include "core/plans.h"
 
 #include <algorithm>
@@ -219,7 +220,7 @@ class Replay {
         const Node* n = s_.find_node(spec.name);
         if (!n || n->health != NodeHealth::kSchedulable) continue;  // removed by the cluster file, or already down
         bool replace = draws_.needs_replacement();
-        (void)fail_node(s_, spec.name, now,
+        (void)fail_node_in_place(s_, spec.name, now,
                         replace ? NodeHealth::kUnschedulablePendingReplacement : NodeHealth::kUnschedulablePendingReboot);
         ++out_.node_failures;
         plan(replace ? NodeEvent::Kind::kReplaced : NodeEvent::Kind::kRebooted, e.node,

@@ -250,6 +250,10 @@ json to_json(const JobSpec& s) {
   if (!s.container.empty()) j["container"] = to_json(s.container);  // absent for bare processes and older records
   if (s.completion_index) j["completion_index"] = true;  // absent: false (and in older records)
   if (!s.log_rules.empty()) j["log_rules"] = config::log_rules_json(s.log_rules);  // absent: none (and in older records)
+  // Absent: restart, the default (and in older records).
+  if (s.recovery != Recovery::kRestart) j["recovery"] = recovery_name(s.recovery);
+  if (s.recovery_timeout_s) j["recovery_timeout_s"] = s.recovery_timeout_s;
+  if (!s.membership_signal.empty()) j["membership_signal"] = s.membership_signal;
   if (!s.after.empty()) j["after"] = config::after_json(s.after);  // absent: none (and in older records)
   if (!s.user.empty()) j["user"] = s.user;  // absent: no user (and in older records)
   // Absent: not an array (and in older records). A task says its array's name and its index (core/array.h).
@@ -290,6 +294,15 @@ JobSpec job_from_json(const json& j) {
   if (j.contains("container")) s.container = container_from_json(j.at("container"));
   s.completion_index = get_or(j, "completion_index", false);
   if (j.contains("log_rules")) s.log_rules = config::log_rules_from_json(j.at("log_rules"));
+  if (j.contains("recovery")) {
+    const std::string r = j.at("recovery").get<std::string>();
+    bool known = false;
+    for (Recovery k : kRecoveries)
+      if (r == recovery_name(k)) s.recovery = k, known = true;
+    if (!known) throw std::invalid_argument("unknown recovery '" + r + "' (restart, in_place)");
+  }
+  s.recovery_timeout_s = get_or<int64_t>(j, "recovery_timeout_s", 0);
+  s.membership_signal = get_or<std::string>(j, "membership_signal", "");
   if (j.contains("after")) s.after = config::after_from_json(j.at("after"));
   s.user = get_or<std::string>(j, "user", "");
   if (j.contains("array")) {

@@ -82,6 +82,17 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
     o["start_timeouts"] = j.start_timeouts;
     if (is_waiting(j.state)) o["backoff_until"] = time_json(j.backoff_until, times);
   }
+  // Recovery in place (core/in_place.h): the mode and bound, the current run's membership epoch, every recovery.
+  if (j.spec.recovery == Recovery::kInPlace) {
+    json rec = {{"mode", recovery_name(j.spec.recovery)}, {"timeout_s", j.spec.recovery_bound_s()},
+                {"membership_epoch", j.membership_epoch}};
+    if (!j.spec.membership_signal.empty()) rec["signal"] = j.spec.membership_signal;
+    json list = json::array();
+    for (const auto& r : j.recoveries)
+      list.push_back({{"at", time_json(r.at, times)}, {"node", r.node}, {"epoch", r.epoch}, {"replicas", r.replicas}});
+    rec["recoveries"] = std::move(list);
+    o["recovery"] = std::move(rec);
+  }
   o["labels"] = j.spec.labels;
   if (j.state == JobState::kRunning) o["started_at"] = time_json(j.started_at, times);
   if (j.spec.duration_s) o["duration_s"] = *j.spec.duration_s;

@@ -626,7 +626,7 @@ TEST(ConfigJobs, MistakesAreReported) {
       {"name: j\nper_replica: {accelerators: 1}\n", "t.yaml:1: submit has no 'team'; it is required"},
       {"[a, b]\n", "t.yaml:1: submit is a list, not a mapping; allowed keys: name, team, priority, replicas, instance_type, "
                    "per_replica, topology, pod_sets, duration, time_limit, max_retries, checkpoint_interval, command, env, labels, plan, "
-                   "image, image_pull_policy, shm_size_gib, volumes, args, completion_index, log_rules, after, user, array, reservation"},
+                   "image, image_pull_policy, shm_size_gib, volumes, args, completion_index, log_rules, after, user, array, reservation, recovery, recovery_timeout, membership_signal"},
   };
   for (const Case& c : cases) {
     auto r = job(c.text);
