@@ -293,12 +293,14 @@ expect_rc 2 "$ALLOT" describe waiter
 "$ALLOT" apply -f "$WORK/teams.yaml" >/dev/null || fail "apply -f"
 # Instance types: ml.c5.4xlarge is built in now; the policy file's type joins with --instance-types on both sides,
 # and an agent without the file names the type it does not know.
-agent_line() { "$ALLOT" agent --server "$ALLOT_SERVER" --name "$1" --instance-type "$2" --work-dir "$WORK/agents/$1" \
+# AGENT_EXEC=exec in the background: the job is then the agent itself, so the cleanup's kill of its pid reaches it
+# (a function run with & is a subshell, and killing the subshell left its agent running after the test).
+agent_line() { ${AGENT_EXEC:-} "$ALLOT" agent --server "$ALLOT_SERVER" --name "$1" --instance-type "$2" --work-dir "$WORK/agents/$1" \
   --token-file "$WORK/join-token" --heartbeat-interval 0.2 --stop-grace 1 $AGENT_USER_FLAGS "${@:3}"; }
 expect_rc 2 agent_line lab-0 ml.lab.cpu16
 grep -q "unknown instance type 'ml.lab.cpu16'" "$WORK/last.err" || fail "an unknown type at agent start: $(cat "$WORK/last.err")"
 for n in cpu-1:ml.c5.4xlarge lab-1:ml.lab.cpu16; do
-  agent_line "${n%%:*}" "${n#*:}" --instance-types "$WORK/types.yaml" >>"$WORK/agent-${n%%:*}.log" 2>&1 &
+  AGENT_EXEC=exec agent_line "${n%%:*}" "${n#*:}" --instance-types "$WORK/types.yaml" >>"$WORK/agent-${n%%:*}.log" 2>&1 &
   PIDS+=($!)
 done
 for _ in $(seq 1 100); do
