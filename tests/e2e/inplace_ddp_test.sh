@@ -13,13 +13,7 @@ TEST_NAME=inplace_ddp
 source "$(dirname "$0")/lib_e2e.sh"
 source "$(dirname "$0")/lib_resil.sh"
 
-if ! /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then
-  bash "$REPO/scripts/deps.sh" python3-torch >"$WORK/deps.log" 2>&1 || true
-  if ! /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then
-    say "SKIP: python3-torch cannot be installed here ($(tail -n 2 "$WORK/deps.log" | tr '\n' ' '))"
-    exit 77
-  fi
-fi
+require_torch
 cp "$REPO/tests/e2e/inplace_ddp.py" "$WORK/train.py"
 chmod 0644 "$WORK/train.py"
 
