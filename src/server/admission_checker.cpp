@@ -106,16 +106,17 @@ void AdmissionChecker::ask_loop() {
       error = answer.error().message;
     }
     lock.lock();
+    // Counted before the entry is looked up: a journaled answer usually removes it (the writer's next asks no
+    // longer list the run) before this thread takes the lock again.
+    ++(error.empty() ? counters_.answers : counters_.failures);
     auto it = entries_.find(key);
-    if (it == entries_.end()) continue;  // no longer asked (the run ended, the check was deleted)
+    if (it == entries_.end()) continue;  // no longer asked (the run ended, the check was deleted, or it answered)
     Entry& e = it->second;
     e.busy = false;
     if (error.empty()) {
-      ++counters_.answers;
       e.answered = true;
       continue;
     }
-    ++counters_.failures;
     ++e.failures;
     const auto delay = retry_delay(e.failures, options_.backoff, options_.backoff_max);
     e.due = std::chrono::steady_clock::now() + delay;

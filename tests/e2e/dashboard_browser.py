@@ -244,6 +244,19 @@ def run(driver):
     assert driver.find_elements(By.CSS_SELECTOR, "svg.chart polyline"), "the utilisation chart has a line"
     shot(driver, "cluster-idle")
 
+    say("cluster page: a reservation of existing nodes, Scheduled, with its nodes, start and end")
+    cli("reservation", "create", "maint", "--team", "team-b", "--nodes", "gpu-3", "--start", "+2h", "--end", "+3h")
+    row = '#reservations tr[data-reservation="maint"]'
+    wait_until("the reservation's row", lambda: driver.find_elements(By.CSS_SELECTOR, row))
+    row_text = text_of(driver, row)
+    assert "team-b" in row_text and "Scheduled" in row_text and "gpu-3" in row_text and re.search(r"\(in [12]h \d+m\)", row_text), row_text
+    assert driver.find_element(By.CSS_SELECTOR, row + " a").get_attribute("href").endswith("#/topology?node=gpu-3")
+    check_page(driver, "cluster with a reservation")
+    shot(driver, "cluster-reservation")
+    cli("reservation", "delete", "maint")
+    wait_until("the reservation gone", lambda: not driver.find_elements(By.CSS_SELECTOR, row))
+    assert "No reservations." in text_of(driver, "#page")
+
     say("teams page: team-a borrows team-b's idle GPU for a job of two GPUs (it holds quota for one)")
     open_page(driver, "#/teams")
     submit("a-train", "team-a", "training", 2, "while true; do sleep 1; done")

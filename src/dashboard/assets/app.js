@@ -382,7 +382,7 @@ const PAGES = {};
 
 PAGES.cluster = {
   async draw() {
-    const c = await api('/v1/dashboard/cluster');
+    const [c, reservations] = await Promise.all([api('/v1/dashboard/cluster'), api('/v1/reservations')]);
     state.instanceTypes = c.instance_types.map(t => t.instance_type);  // the Jobs page's filter offers these
     const cards = h('div', { class: 'cards' });
     for (const t of c.instance_types) {
@@ -438,12 +438,27 @@ PAGES.cluster = {
           recent.map(f => h('tr', { 'data-job': f.name }, h('td', { text: fmtTime(f.failed_at) }), h('td', {}, jobLink(f.name)),
             h('td', { text: f.team }), h('td', {}, badge(f.reason_code, 'bad')), h('td', { class: 'reason', text: f.reason }))))
       : h('p', { class: 'muted', text: member ? 'No job of your teams has failed (among the jobs kept).' : 'No job has failed (among the jobs kept).' });
+    // Reservations of existing nodes (docs/scheduling.md): the server lists those the caller may read (a member:
+    // its teams'), by name; an amount's nodes are chosen at its start.
+    const now = Date.now() / 1000;
+    const reserved = reservations.length
+      ? h('table', { id: 'reservations' }, h('tr', {}, ['reservation', 'for', 'state', 'nodes', 'start', 'end'].map(t => h('th', { text: t }))),
+          reservations.map(r => h('tr', { 'data-reservation': r.name },
+            h('td', { text: r.name }), h('td', { text: r.team + (r.user ? ' (user ' + r.user + ')' : '') }),
+            h('td', {}, badge(r.state)),
+            h('td', {}, r.nodes.length
+              ? r.nodes.map((n, i) => [i ? ', ' : '', h('a', { href: '#/topology?node=' + encodeURIComponent(n), text: n })])
+              : `${r.count} × ${r.instance_type} (chosen at the start)`),
+            h('td', { text: fmtTime(r.start) + (toSeconds(r.start) > now ? ` (in ${fmtDuration(toSeconds(r.start) - now)})` : '') }),
+            h('td', { text: fmtTime(r.end) + ` (in ${fmtDuration(toSeconds(r.end) - now)})` }))))
+      : h('p', { class: 'muted', text: member ? 'No reservation for your teams.' : 'No reservations.' });
     return h('div', {},
       h('h1', { text: 'Cluster' }),
       h('h2', { text: 'Capacity per instance type' }), cards, legend,
       h('h2', { text: `Utilisation (accelerators in use; a sample every ${c.utilisation.every_s} s)` }), utilisationChart(c.utilisation),
       h('h2', { text: `Nodes by health (${c.nodes} nodes)` }), health,
       h('h2', { text: `Nodes that need attention (unhealthy, cordoned or suspect: ${c.attention_total})` }), attention,
+      h('h2', { text: member ? 'Reservations for your teams' : 'Reservations of existing nodes' }), reserved,
       h('h2', { text: 'Failures' }), failedCards,
       h('h2', { text: member ? 'Recent failures of your teams\' jobs' : 'Recent failures' }), failures,
       h('h2', { text: 'Jobs' + (member ? ' (every team: click a count for your teams\' jobs)' : '') }), jobs);
