@@ -19,8 +19,8 @@ struct AdmissionAttempt {
   bool quota_ok = false;        // quota allowed it on some type; what failed then was placement
   bool waits_for_plan = false;  // its capacity plan is not Active or its nodes have not joined (core/plans.h)
   bool waits_for_reservation = false;  // the reservation it names is not Active (core/reservations.h)
-  // It would fit spread, but waits for one domain of its preferred level (locality_wait.h); no reservation or
-  // preemption is made for it while it does.
+  // It would fit spread, but waits for one domain of its preferred level (locality_wait.h); no reservation is
+  // made for it while it does, and it preempts only to run in one domain (preempt_in_order.cpp).
   bool waits_for_locality = false;
   // Its user is at a per-user limit (user_limits.h): passed over, with no reservation or preemption made for it.
   bool waits_for_user = false;

@@ -39,6 +39,8 @@ bool admit_in_order(Pass& p, BorrowMode mode) {
     if (a->ok) {
       std::optional<AdmissionAttempt> larger;
       if (mode == BorrowMode::kWithinNominalOnly) larger = larger_with_borrowing(p, j, *a);
+      // Larger, it may be spread where the size found first was not: it runs at that size instead, in one domain.
+      if (larger && p.would_hold_for_locality(j, *larger)) larger.reset();
       const AdmissionAttempt& fits = larger ? *larger : *a;
       if (auto holder = p.reserved_by(fits, j)) {
         r.why = p.reserved_reason(fits, *holder);

@@ -13,13 +13,18 @@ int64_t locality_wait_of(const ClusterState& s, const Job& job) {
   return s.policy.locality_wait_s;
 }
 
+Job in_one_domain(const Job& job) {
+  Job tight = job;
+  for (PodSet& ps : tight.pod_sets)
+    if (ps.topology.mode == TopologyRequest::Mode::kPreferred) ps.topology.mode = TopologyRequest::Mode::kRequired;
+  return tight;
+}
+
 bool OneDomainFits::ask(const ClusterState& s, const RoomTable& pristine, const Job& job, TypeId type, int size) {
   const auto key = std::make_tuple(job.shape, type.value, size);
   auto it = known_.find(key);
   if (it != known_.end()) return it->second;
-  Job tight = job_at_size(job, size);
-  for (PodSet& ps : tight.pod_sets)
-    if (ps.topology.mode == TopologyRequest::Mode::kPreferred) ps.topology.mode = TopologyRequest::Mode::kRequired;
+  const Job tight = in_one_domain(job_at_size(job, size));
   const bool fits = place_job(s, pristine, tight, type).ok;
   known_.emplace(key, fits);
   return fits;

@@ -4,7 +4,8 @@
 // locality wait (policy.locality_wait_s, or its priority class's), a job that would run spread although one L
 // domain of the empty cluster could hold it waits instead, for one domain to have room: for at most that long
 // from the first pass of its waiting period that found it could run spread (Job::locality_wait_from, which the
-// server journals); then it runs spread as before. Time is passed in: the core reads no clock.
+// server journals); then it runs spread as before. While it waits it may preempt, by the ordinary rules, to
+// run in one domain (in_one_domain below). Time is passed in: the core reads no clock.
 #include <map>
 #include <optional>
 #include <tuple>
@@ -15,6 +16,9 @@ namespace allot {
 
 // The locality wait of `job`: its priority class's, else the policy's (0: none).
 int64_t locality_wait_of(const ClusterState& s, const Job& job);
+
+// `job` with every `preferred` request made `required`: the job as it runs in one domain of each such level.
+Job in_one_domain(const Job& job);
 
 // Whether `job`, with every `preferred` request made `required`, fits the empty cluster on a type, at a size:
 // asked once per (shape, type, size) and kept by the caller for as long as the cluster's shape is unchanged.

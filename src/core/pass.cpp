@@ -345,6 +345,10 @@ std::optional<Explanation> Pass::held_for_locality(const Job& j, const Admission
   return std::move(hold->why);
 }
 
+bool Pass::would_hold_for_locality(const Job& j, const AdmissionAttempt& a) {
+  return locality_waits_ && locality_hold(s, pristine, j, a, now, j.locality_wait_from.value_or(now), one_domain_);
+}
+
 void Pass::keep_locality_waits() {
   auto& w = result.locality_waits;
   w.erase(std::remove_if(w.begin(), w.end(), [&](const LocalityWaitStart& x) { return !pass[x.job.index()].waiting; }),
@@ -425,6 +429,11 @@ const AdmissionAttempt* Pass::keep_clear(const Job& j, const AdmissionAttempt& a
     backfilled_ = try_admit(s, off, s.usage, j, AdmitOptions{.mode = mode});
     if (!backfilled_.ok) {
       rec(j.id).why = reserved_for_holder(j, false);
+      return nullptr;
+    }
+    // Off the reserved nodes it may be spread where the first placement was not: then it waits for locality.
+    if (std::optional<Explanation> why = held_for_locality(j, backfilled_)) {
+      rec(j.id).why = texts.add(std::move(*why));
       return nullptr;
     }
     chosen = &backfilled_;

@@ -110,7 +110,8 @@ class Pass {
   // reservation (a later one found first, in the borrowing step's team order, gives way to it).
   void maybe_reserve_backfill(const Job& j, const AdmissionAttempt& a);
   // For a job whose attempt `a` fits: `a` when the job is the holder, comes before it, or keeps clear of the
-  // reservation; else the same admission placed off the reserved nodes; else null, the job's reason set.
+  // reservation; else the same admission placed off the reserved nodes (unless that spreads it within its
+  // locality wait: then it waits for locality); else null, the job's reason set.
   const AdmissionAttempt* keep_clear(const Job& j, const AdmissionAttempt& a, BorrowMode mode);
   // Whether `j` comes after a reservation's holder that still waits: it must then keep clear of the reservation.
   bool behind_holder(const Job& j) const;
@@ -123,6 +124,9 @@ class Pass {
   // When admission `a` (found now, or by a preemption plan) would spread `j` while its locality wait lasts: why it
   // waits instead; its record says it waits for locality, and the wait's start is noted when this is the first.
   std::optional<Explanation> held_for_locality(const Job& j, const AdmissionAttempt& a);
+  // Whether admission `a` would spread `j` while its locality wait lasts, without noting anything: for a second
+  // admission of a job whose first passed (an elastic job at a larger size).
+  bool would_hold_for_locality(const Job& j, const AdmissionAttempt& a);
   // Keeps in result.locality_waits only the jobs still waiting at the end of the pass.
   void keep_locality_waits();
 

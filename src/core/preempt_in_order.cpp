@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/backfill.h"
+#include "core/locality_wait.h"
 #include "core/overloaded.h"
 #include "core/phases.h"
 #include "core/preemption.h"
@@ -117,19 +118,54 @@ void execute(Pass& p, const Job& j, const PreemptionPlan& plan) {
   p.pass.for_each_allocated([](Pass::PassJob& r) { r.blocked = r.borrow_blocked = r.preempt_tried = false; });
 }
 
+// Whether `plan` for `j` may be carried out: a job behind the backfill reservation's holder preempts only as far
+// as it keeps clear of the reservation: off the reserved nodes (or ending before the reserved time), and leaving
+// the holder its quota then. One that takes back its team's lent quota (within its nominal quota) may still do so
+// against a holder that would borrow: reclaim outranks borrowing, whoever holds the reservation (docs/scheduling.md,
+// "Backfill"). When not, the job's reason says why.
+bool keeps_clear_of_backfill(Pass& p, const Job& j, const PreemptionPlan& plan, bool want_within_nominal) {
+  if (!p.behind_holder(j) || !(p.backfill->within_nominal || !want_within_nominal)) return true;
+  std::vector<JobId> stopped;  // shrunk victims keep running, so they give no quota back here
+  for (const Victim& v : plan.victims)
+    if (!v.shrunk()) stopped.push_back(v.job);
+  const bool nodes = clear_of(*p.backfill, j, plan.admission.placement, p.now);
+  if (nodes && quota_clear_of(p.s, *p.backfill, j, plan.admission.placement, p.now, stopped)) return true;
+  p.rec(j.id).preempt_why = p.reserved_for_holder(j, nodes);  // joined to what a later phase says of it
+  return false;
+}
+
+// A job waiting for locality (docs/scheduling.md, "Waiting for locality") may preempt to run in one domain of its
+// preferred level, by the rules of any preemption (reclaim, priority, fair share): the plan is made for the job
+// with its `preferred` requests made `required`, so it never spreads the job. Null when no such plan exists.
+std::optional<PreemptionPlan> one_domain_plan(Pass& p, const Job& j, const PreemptionHints& hints) {
+  Explanation why_not;
+  return plan_preemption(p.s, in_one_domain(j), PreemptionQuery{.allow_reclaim = true, .now = p.now, .hints = &hints},
+                         why_not);
+}
+
 }  // namespace
 
 bool preempt_in_order(Pass& p, bool want_within_nominal) {
   const PreemptionHints hints = preemption_hints(p.s);
   for (JobId id : p.waiting) {
     Pass::PassJob& r = p.rec(id);
-    // A job waiting for locality could run spread without preemption: it preempts nothing while it waits.
-    if (!r.waiting || r.preempt_tried || r.never || r.waits_for_locality) continue;
+    if (!r.waiting || r.preempt_tried || r.never) continue;
     // Preemption never makes room for a job over its user's limit (user_limits.h), nor for one its limit keeps
     // to some types: a plan could place it on another.
     if (!p.may_preempt_for(id)) continue;
-    ClassMemo::Preemption& m = p.memo.preemption(r.preemption_class);
     const Job& j = p.job(id);
+    if (r.waits_for_locality) {
+      // It could run spread without preemption and waits for one domain instead: it preempts only to run in one.
+      // Its plan is its own (it depends on its wait), never its class's.
+      if (within_nominal_quota(p.s, p.s.usage, j) != want_within_nominal) continue;
+      r.preempt_tried = true;
+      std::optional<PreemptionPlan> plan = one_domain_plan(p, j, hints);
+      if (!plan || !keeps_clear_of_backfill(p, j, *plan, want_within_nominal)) continue;
+      if (plan->admission.borrowing && would_oscillate(p, j, *plan)) continue;  // it keeps its locality reason
+      execute(p, j, *plan);
+      return true;
+    }
+    ClassMemo::Preemption& m = p.memo.preemption(r.preemption_class);
     if (m.epoch != p.epoch)
       m = ClassMemo::Preemption{.epoch = p.epoch, .within_nominal = within_nominal_quota(p.s, p.s.usage, j)};
     if (m.within_nominal != want_within_nominal) continue;
@@ -147,27 +183,22 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
       r.preempt_why = m.why_not = p.texts.add(std::move(why_not));
       continue;
     }
-    // A job behind the backfill reservation's holder preempts only as far as it keeps clear of the reservation:
-    // off the reserved nodes (or ending before the reserved time), and leaving the holder its quota then. One that
-    // takes back its team's lent quota (within its nominal quota) may still do so against a holder that would
-    // borrow: reclaim outranks borrowing, whoever holds the reservation (docs/scheduling.md, "Backfill").
-    if (p.behind_holder(j) && (p.backfill->within_nominal || !want_within_nominal)) {
-      std::vector<JobId> stopped;  // shrunk victims keep running, so they give no quota back here
-      for (const Victim& v : plan->victims)
-        if (!v.shrunk()) stopped.push_back(v.job);
-      const bool nodes = clear_of(*p.backfill, j, plan->admission.placement, p.now);
-      if (!nodes || !quota_clear_of(p.s, *p.backfill, j, plan->admission.placement, p.now, stopped)) {
-        r.preempt_why = p.reserved_for_holder(j, nodes);  // joined to what a later phase says of it
-        m.tried = false;  // the plan was this job's answer, not its class's: another job may end in time
-        continue;
-      }
+    if (!keeps_clear_of_backfill(p, j, *plan, want_within_nominal)) {
+      m.tried = false;  // the plan was this job's answer, not its class's: another job may end in time
+      continue;
     }
     // A plan that would spread a job still within its locality wait is not carried out: it waits for one domain,
-    // as it would if it could run spread without preemption.
+    // as it would if it could run spread without preemption, unless a plan places it in one.
     if (std::optional<Explanation> why = p.held_for_locality(j, plan->admission)) {
-      r.why = p.texts.add(std::move(*why));
       m.tried = false;  // the wait is this job's (it depends on when it began waiting), not its class's
-      continue;
+      plan = one_domain_plan(p, j, hints);
+      if (!plan || !keeps_clear_of_backfill(p, j, *plan, want_within_nominal) ||
+          (plan->admission.borrowing && would_oscillate(p, j, *plan))) {
+        r.why = p.texts.add(std::move(*why));
+        continue;
+      }
+      execute(p, j, *plan);
+      return true;
     }
     if (plan->admission.borrowing) {
       if (const PooledReason* osc = would_oscillate(p, j, *plan)) {
