@@ -6,7 +6,7 @@
 namespace allot {
 namespace {
 
-constexpr std::array<std::pair<ReasonCode, const char*>, 42> kNames = {{
+constexpr std::array<std::pair<ReasonCode, const char*>, 44> kNames = {{
     {ReasonCode::kNone, "none"},
     {ReasonCode::kSubmitted, "submitted"},
     {ReasonCode::kQuota, "quota"},
@@ -49,6 +49,8 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 42> kNames = {{
     {ReasonCode::kAdmissionCheckRejected, "admission_check_rejected"},
     {ReasonCode::kReservationStart, "reservation_start"},
     {ReasonCode::kArrayThrottle, "array_throttle"},
+    {ReasonCode::kDispatched, "dispatched"},
+    {ReasonCode::kRemoteRunning, "remote_running"},
 }};
 
 // Every code once, in the enum's order, the newest last: a code added to the enum without its name here (or a name
@@ -58,7 +60,7 @@ constexpr bool in_enum_order() {
     if (static_cast<size_t>(kNames[i].first) != i) return false;
   return true;
 }
-static_assert(in_enum_order() && kNames.back().first == ReasonCode::kArrayThrottle);
+static_assert(in_enum_order() && kNames.back().first == ReasonCode::kRemoteRunning);
 
 }  // namespace
 

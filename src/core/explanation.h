@@ -75,6 +75,11 @@ enum class ReasonCode : uint8_t {
   kReservationStart,
   // Job arrays (core/array.h): a task waiting while its array has `parallel` tasks admitted.
   kArrayThrottle,
+  // Several clusters (docs/multicluster.md): a manager's job of a team it dispatches waits for a worker cluster
+  // (none could admit it yet, or its copy waits there, or the worker holding it was lost), or runs in one. The
+  // manager's own scheduler passes it over either way.
+  kDispatched,
+  kRemoteRunning,
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

@@ -332,6 +332,9 @@ struct JobSpec {
   // A job array (core/array.h): on a submission, the count and parallelism; on each of its tasks, also the array's
   // name and the task's index. Unset: an ordinary job.
   std::optional<ArraySpec> array;
+  // Several clusters (docs/multicluster.md): set by a manager server on every job of a team it dispatches to worker
+  // clusters, never by a job file. The manager's scheduler passes such a job over; a copy of it runs in one worker.
+  bool multicluster = false;
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
 

@@ -56,6 +56,7 @@ struct NodeOf {
   std::string operator()(const PutAdmissionCheck&) const { return ""; }
   std::string operator()(const DeleteAdmissionCheck&) const { return ""; }
   std::string operator()(const AdmissionCheckAnswered&) const { return ""; }
+  std::string operator()(const RemoteCopyStep&) const { return ""; }  // a worker cluster's, not a node here
 };
 
 
@@ -196,6 +197,11 @@ std::string message_of(const ServerState& st, const Record& r) {
       if (o.answer != CheckAnswer::kReady && j) return job_message(*j);
       return "admission check " + o.check + " answered " + check_answer_name(o.answer) + " for attempt " +
              std::to_string(o.attempt) + (o.message.empty() ? "" : ": " + o.message);
+    }
+    // The job's state and reason after the step (core/remote_copy.h), which name the worker and the copy.
+    std::string operator()(const RemoteCopyStep& o) const {
+      const Job* j = s.find_job(o.job);
+      return j ? job_message(*j) : std::string("copy ") + o.copy + " in worker cluster " + o.worker + ": " + remote_step_name(o.step);
     }
     std::string operator()(const Audit& o) const { return o.action; }
     std::string operator()(const HoldJob& o) const { return o.held ? "held by request" : "released"; }
@@ -481,6 +487,7 @@ struct Note {
   void operator()(const LocalityWaitBegan&) const {}
   void operator()(const DependencyNeverHolds&) const {}
   void operator()(const SetNetworkLayers&) const {}
+  void operator()(const RemoteCopyStep&) const {}  // the job's account of its copies is the cluster's (Job::remote)
   void operator()(const LogRuleFired& o) const {
     if (const Job* j = st.cluster.find_job(o.job)) st.log_rules_fired[j->id.index()] = LogRuleSeen{o.attempt, r.at, o.firing};
   }
@@ -551,6 +558,8 @@ struct AudienceOf {
   EventAudience operator()(const store::DependencyNeverHolds&) const { return EventAudience::kEveryReader; }
   // Node names and network node ids, as GET /v1/nodes shows every reader.
   EventAudience operator()(const store::SetNetworkLayers&) const { return EventAudience::kEveryReader; }
+  // About the job (worker names are the manager's configuration, which every reader of the job may know).
+  EventAudience operator()(const store::RemoteCopyStep&) const { return EventAudience::kEveryReader; }
 };
 }  // namespace
 

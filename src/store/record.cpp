@@ -54,6 +54,7 @@ struct NameOf {
   const char* operator()(const PutAdmissionCheck&) const { return "put_admission_check"; }
   const char* operator()(const DeleteAdmissionCheck&) const { return "delete_admission_check"; }
   const char* operator()(const AdmissionCheckAnswered&) const { return "admission_check"; }
+  const char* operator()(const RemoteCopyStep&) const { return "remote_copy"; }
 };
 struct JobOf {
   std::string operator()(const Submit& o) const { return o.job.name; }
@@ -96,6 +97,7 @@ struct JobOf {
   std::string operator()(const PutAdmissionCheck&) const { return ""; }
   std::string operator()(const DeleteAdmissionCheck&) const { return ""; }
   std::string operator()(const AdmissionCheckAnswered& o) const { return o.job; }
+  std::string operator()(const RemoteCopyStep& o) const { return o.job; }
 };
 }  // namespace
 

@@ -201,6 +201,9 @@ struct ToJson {
     return {{"job", o.job},   {"attempt", o.attempt}, {"check", o.check}, {"answer", check_answer_name(o.answer)},
             {"message", o.message}, {"backoff_s", o.backoff_s}};
   }
+  json operator()(const RemoteCopyStep& o) const {
+    return {{"job", o.job}, {"step", remote_step_name(o.step)}, {"worker", o.worker}, {"copy", o.copy}, {"reason", o.reason}};
+  }
 };
 
 }  // namespace
@@ -355,6 +358,11 @@ struct FromJson {
     auto a = parse_check_answer(str("answer"));
     if (!a) throw std::invalid_argument("admission_check: answer '" + str("answer") + "' is not ready, retry or reject");
     return AdmissionCheckAnswered{str("job"), j.at("attempt").get<int>(), str("check"), *a, str("message"), j.at("backoff_s").get<int64_t>()};
+  }
+  Op operator()(As<RemoteCopyStep>) const {
+    auto s = parse_remote_step(str("step"));
+    if (!s) throw std::invalid_argument("remote_copy: step '" + str("step") + "' is not dispatched, running, succeeded, failed, lost or withdrawn");
+    return RemoteCopyStep{str("job"), *s, str("worker"), str("copy"), str("reason")};
   }
 };
 

@@ -148,7 +148,13 @@ inline std::vector<Op> every_kind() {
           CreateReservation{ReservationSpec{"maint", "team-a", "alice", {"gpu-1", "gpu-2"}, "", 0, 1800000000, 1800086400}},
           CreateReservation{ReservationSpec{"eval", "team-b", "", {}, "ml.p5.48xlarge", 2, 1800000000, 1800003600}},
           ReservationStepRecord{"maint", "Active"},
-          DeleteReservation{"eval"}};
+          DeleteReservation{"eval"},
+          RemoteCopyStep{"train-9", RemoteStep::kDispatched, "east", "train-9-1", ""},
+          RemoteCopyStep{"train-9", RemoteStep::kRunning, "east", "train-9-1", "admitted on gpu-1 within team a's nominal quota"},
+          RemoteCopyStep{"train-9", RemoteStep::kLost, "east", "train-9-1", "it answered nothing for 61 s, its lease is 60 s"},
+          RemoteCopyStep{"train-9", RemoteStep::kWithdrawn, "east", "train-9-1", ""},
+          RemoteCopyStep{"train-9", RemoteStep::kSucceeded, "west", "train-9-2", "all 1 replicas exited with code 0"},
+          RemoteCopyStep{"train-9", RemoteStep::kFailed, "west", "train-9-2", "replica 0 exited with code 1"}};
 }
 
 }  // namespace allot::store
