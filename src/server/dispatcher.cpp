@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "client/http_client.h"
 #include "client/spec_json.h"
@@ -265,7 +266,13 @@ void Dispatcher::dispatch(const JobWork& w, std::map<std::pair<std::string, std:
     seen.push_back(it->second);
   }
   const DispatchChoice choice = choose_worker(demand_of(w.spec, catalog_), seen, refused_[w.job]);
-  if (!choice.worker) return;
+  if (!choice.worker) {
+    // Said once per change, not at every look.
+    if (std::exchange(waiting_why_[w.job], choice.why) != choice.why)
+      spdlog::info("job {}: no worker cluster can admit it now: {}", w.job, choice.why);
+    return;
+  }
+  waiting_why_.erase(w.job);
   const RemoteCopyRef copy{*choice.worker, copy_name(w.job, w.remote.dispatches + 1)};
   if (!journal(w.job, RemoteStep::kDispatched, copy, "")) return;
   // What it takes there counts at once for the jobs after it in this round.

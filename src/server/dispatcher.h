@@ -80,6 +80,7 @@ class Dispatcher {
   std::map<std::string, int64_t> last_answer_ms_;  // guarded by mu_: per worker, its last answer (0: none yet)
   std::set<std::string> answered_now_;             // dispatcher thread only: the workers that answered this round
   std::map<std::string, std::set<std::string>> refused_;  // dispatcher thread only: job -> workers that refused it
+  std::map<std::string, std::string> waiting_why_;        // dispatcher thread only: job -> why no worker took it
   std::thread thread_;
 };
 

@@ -69,7 +69,7 @@ write_teams_file
 for w in east west; do
   cluster "$w"
   on "$w" apply "$WORK/teams.yaml" >/dev/null || fail "apply on $w"
-  on "$w" token create --role member --teams team-a --description manager >"$WORK/$w.token" || fail "member token on $w"
+  on "$w" token create --role member --team team-a --description manager >"$WORK/$w.token" || fail "member token on $w"
   on "$w" token create --role agent-join --description e2e >"$WORK/$w.join" || fail "join token on $w"
   url_var="URL_$w"
   "$ALLOT" agent --server "${!url_var}" --name "gpu-$w" --instance-type ml.g5.8xlarge --work-dir "$WORK/agents/$w" \
