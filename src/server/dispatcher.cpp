@@ -141,7 +141,9 @@ WorkerView Dispatcher::view_of(const WorkerCluster& w, const std::string& team) 
       v.free[it.at("instance_type").get<std::string>()] = it.at("accelerators").at("free").get<long long>();
     if (t->status == 200) {
       v.has_team = true;
-      for (const auto& it : json::parse(t->body).at("instance_types"))
+      // Held in a variable: a range-for over a member of a temporary would read it after its end.
+      const json team_view = json::parse(t->body);
+      for (const auto& it : team_view.at("instance_types"))
         v.headroom[it.at("instance_type").get<std::string>()] =
             it.at("max").at("accelerators").get<long long>() - it.at("usage").at("accelerators").get<long long>();
     }
