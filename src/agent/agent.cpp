@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <thread>
 
 #include "agent/fencing.h"
+#include "agent/membership.h"
 #include "agent/rendezvous_port.h"
 #include "agent/watchdog.h"
 #include "view/replica_failure.h"
@@ -834,6 +836,9 @@ void Agent::apply(const json& answer) {
     }
   }
   for (const auto& [slot, a] : current) {
+    if (a.membership)
+      if (auto it = replicas_.find(key_of(a)); it != replicas_.end() && !it->second.exited && a.membership->epoch > it->second.membership_epoch)
+        update_membership(it->first, it->second, a);
     if (journal_.contains(key_of(a))) continue;
     // An older attempt of the same replica still alive is stopped first; the new one waits for its exit.
     for (auto& [key, r] : replicas_)
@@ -841,6 +846,36 @@ void Agent::apply(const json& answer) {
     pending_[slot] = a;
   }
   start_pending();
+}
+
+std::string Agent::membership_path(const Assignment& a) const {
+  return (fs::path(opt_.work_dir) / safe_path_part(a.job) / ("attempt-" + std::to_string(a.attempt)) / "membership.json").string();
+}
+
+void Agent::update_membership(const std::string& key, Replica& r, const Assignment& listed) {
+  // What the replica's environment said at its start is kept (its env cannot change); the file and the signal say
+  // what changed. The rest of the assignment (command, devices) is the same run's.
+  r.a.membership = listed.membership;
+  r.a.master_addr = listed.master_addr;
+  r.a.master_port = listed.master_port;
+  r.a.world_size = listed.world_size;
+  if (auto st = write_membership(membership_path(r.a), r.a); !st) {
+    say("replica " + key + ": cannot write its membership: " + st.error().message);
+    return;  // tried again at the next answer
+  }
+  r.membership_epoch = listed.membership->epoch;
+  std::string told = "wrote membership epoch " + std::to_string(r.membership_epoch) + " (MASTER " + r.a.master_addr + ":" +
+                     std::to_string(r.a.master_port) + ")";
+  const auto pid = procs_.pid(key);
+  if (listed.membership->signal != 0 && pid && *pid > 0) {
+    // The process group, as a stop is sent: a launcher (torchrun) and its workers all hear it.
+    if (::kill(-*pid, listed.membership->signal) == 0) told += " and sent " + listed.membership->signal_name;
+    else told += "; " + listed.membership->signal_name + " not sent: " + std::strerror(errno);
+  }
+  say("replica " + key + ": " + told);
+  (void)append_log_line(r.log_path, "allot agent: membership epoch " + std::to_string(r.membership_epoch) + " (MASTER_ADDR " +
+                                        r.a.master_addr + ", MASTER_PORT " + std::to_string(r.a.master_port) +
+                                        "): an in-place recovery replaced a replica on a failed node");
 }
 
 void Agent::start_pending() {
@@ -933,6 +968,12 @@ void Agent::start(const Assignment& a) {
       else if (who->uid != geteuid())
         if (auto st = give_dir_to(ckpt.string(), *who); !st) say("replica " + key + ": " + st.error().message);
       run.checkpoint_dir = ckpt.string();
+    }
+    if (a.membership) {
+      // Written before the start, so a new rank reads the membership it joins (agent/membership.h).
+      run.env["ALLOT_MEMBERSHIP_FILE"] = membership_path(a);
+      if (auto st = write_membership(membership_path(a), a); !st) return st.error();
+      r.membership_epoch = a.membership->epoch;
     }
     MachineFacts facts = facts_;
     facts.user = who->name;

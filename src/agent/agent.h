@@ -133,8 +133,15 @@ class Agent {
     int64_t oom_limit_mib = 0;
     uint64_t progress_seen = 0;
     Clock::time_point progress_at{};
+    // Recovery in place (agent/membership.h): the membership epoch its membership.json holds; -1: none written.
+    int membership_epoch = -1;
   };
   static std::string key_of(const Assignment& a) { return a.slot() + "#" + std::to_string(a.attempt); }
+
+  // A new membership epoch of a running replica's job (recovery in place, agent/membership.h): membership.json is
+  // rewritten and the replica's process group signalled.
+  void update_membership(const std::string& key, Replica& r, const Assignment& listed);
+  std::string membership_path(const Assignment& a) const;
 
   bool reap();  // true when a replica exited
   // A replica died abnormally (not stopped by the agent; a signal or a non-zero exit): the fast health checks run at

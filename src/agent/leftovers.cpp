@@ -35,7 +35,14 @@ struct Stat {
 // fields are counted from the last ')'.
 std::optional<Stat> read_stat(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  try {
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure&) {
+    // The process ended between the open and the read (read(2) fails with ESRCH), and istreambuf_iterator lets
+    // the stream buffer's exception through: the agent aborted on it when a replica exited as it started.
+    return std::nullopt;
+  }
   auto close = text.rfind(')');
   if (!in.good() && text.empty()) return std::nullopt;
   if (close == std::string::npos) return std::nullopt;

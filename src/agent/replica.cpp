@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "config/container_rules.h"
+#include "agent/membership.h"
 #include "config/log_rules_json.h"
 
 namespace allot::agent {
@@ -92,6 +93,11 @@ Result<Assignment> assignment_from_json(const nlohmann::json& j) {
       a.log_rules = config::log_rules_from_json(j["log_rules"]);
       if (auto st = check_log_rules(a.log_rules); !st) return Error::invalid("the log rules of " + a.slot() + ": " + st.error().message);
     }
+    if (j.contains("membership")) {
+      auto m = membership_from_json(j["membership"], a.slot());
+      if (!m) return m.error();
+      a.membership = std::move(*m);
+    }
     // A container without a command runs its image's entrypoint; a process needs one.
     if (a.command.empty() && !a.container) return Error::invalid("the assignment of " + a.slot() + " has no command");
     return a;
@@ -114,6 +120,7 @@ std::map<std::string, std::string> replica_env(const Assignment& a, const Machin
   env["LOCAL_RANK"] = std::to_string(a.local_rank);
   env["MASTER_ADDR"] = a.master_addr;
   env["MASTER_PORT"] = std::to_string(a.master_port);
+  if (a.membership) env["ALLOT_MEMBERSHIP_EPOCH"] = std::to_string(a.membership->epoch);
   AcceleratorKind kind = m.kind;
   if (a.accelerator_kind == "nvidia-gpu") kind = AcceleratorKind::kNvidiaGpu;
   else if (a.accelerator_kind == "neuron") kind = AcceleratorKind::kNeuron;

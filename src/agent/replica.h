@@ -30,6 +30,21 @@ struct ContainerAssignment {
   friend bool operator==(const ContainerAssignment&, const ContainerAssignment&) = default;
 };
 
+// The membership of a run of a job with recovery: in_place (docs/resiliency.md, "Recovery in place"): its epoch
+// (0 at the run's start, one more per in-place recovery), the signal its running replicas get when it changes (0:
+// none), and where every rank runs now.
+struct MemberRank {
+  int rank = 0;
+  std::string node;
+  std::string address;
+};
+struct Membership {
+  int epoch = 0;
+  std::string signal_name;  // as the job gave it (SIGUSR1, ...); empty: none
+  int signal = 0;           // its number on this machine
+  std::vector<MemberRank> ranks;
+};
+
 struct Assignment {
   std::string job;
   std::string team;  // whose job it is: replicas of two teams never share a uid (agent/team_uids.h)
@@ -57,6 +72,7 @@ struct Assignment {
   // Set: the replica runs in this container (its command, when given, replaces the image's); unset: a process.
   std::optional<ContainerAssignment> container;
   LogRules log_rules;  // rules on its output (core/log_rules.h), matched as the agent captures its log
+  std::optional<Membership> membership;  // set for a job with recovery: in_place (agent/membership.h)
 
   // Identifies the replica across heartbeats ("job/rank"); attempts of it replace one another.
   std::string slot() const { return job + "/" + std::to_string(rank); }

@@ -192,10 +192,17 @@ int run_submit(Session& s, JobArgs& a) {
   return s.print(*r, [&](const json&) {
     std::string out;
     for (const auto& j : submitted) {
-      out += "job " + client::text(j, "name") + " submitted to team " + client::text(j, "team") + ": " +
-             client::text(j, "state");
-      std::string reason = client::text(j, "reason");
-      out += reason.empty() ? "" : " (" + reason + ")";
+      if (client::text(j, "kind") == "array") {  // an array's view (view::array_json): its tasks counted by state
+        const json& arr = j.value("array", json::object());
+        out += "array " + client::text(j, "name") + " of " + std::to_string(arr.value("count", 0)) + " tasks (at most " +
+               std::to_string(arr.value("parallel", 0)) + " running) submitted to team " + client::text(j, "team") +
+               ": " + client::text(j, "summary");
+      } else {
+        out += "job " + client::text(j, "name") + " submitted to team " + client::text(j, "team") + ": " +
+               client::text(j, "state");
+        std::string reason = client::text(j, "reason");
+        out += reason.empty() ? "" : " (" + reason + ")";
+      }
       out += a.dry_run ? " (server dry run: nothing submitted)\n" : "\n";
     }
     return out;

@@ -160,6 +160,8 @@ int sim_replay(const ReplayArgs& a) {
     if (cluster->policy.backfill) out["backfill"] = true;
     if (a.time_limit_factor > 0) out["time_limit_factor"] = a.time_limit_factor;
     if (a.time_limit_factor_max > 0) out["time_limit_factor_max"] = a.time_limit_factor_max;
+    if (const sim::TraceLimits l = sim::trace_limits(*trace); l.jobs > 0)
+      out["trace_time_limits"] = {{"jobs", l.jobs}, {"below_duration", l.below_duration}};
     out["baselines"] = nlohmann::json::object();
     for (size_t i = 1; i < runs.size(); ++i) {
       nlohmann::json b = sim::to_json(runs[i].metrics);
@@ -179,8 +181,10 @@ int sim_replay(const ReplayArgs& a) {
   if (a.elastic_share > 0) std::cout << "; " << std::setprecision(0) << a.elastic_share * 100 << "% of multi-node jobs elastic";
   if (cluster->policy.locality_wait_s > 0) std::cout << "; locality wait " << cluster->policy.locality_wait_s << " s";
   if (cluster->policy.backfill) std::cout << "; backfill";
+  const sim::TraceLimits limits = sim::trace_limits(*trace);
+  if (limits.jobs > 0) std::cout << "; time limits from the trace for " << limits.jobs << " jobs";
   if (a.time_limit_factor > 0) {
-    std::cout << "; time limits " << std::setprecision(1) << a.time_limit_factor;
+    std::cout << (limits.jobs > 0 ? ", the others " : "; time limits ") << std::setprecision(1) << a.time_limit_factor;
     if (a.time_limit_factor_max > 0) std::cout << " to " << a.time_limit_factor_max;
     std::cout << " x duration";
   }
@@ -198,7 +202,7 @@ void add_replay_command(CLI::App& sim, Context& ctx) {
   auto a = std::make_shared<ReplayArgs>();
   auto* c = sim.add_subcommand("replay", "Replay a job trace through the scheduler and report what it measured");
   c->add_option("--trace", a->trace, "Trace file (CSV)")->required();
-  c->add_option("--format", a->format, "Trace format: itp, philly, allot or auto (from the header)");
+  c->add_option("--format", a->format, "Trace format: itp, philly, allot, slurm or auto (from the header)");
   c->add_option("--cluster", a->cluster, "Scenario-format file: policy, nodes, teams (events optional)")->required();
   c->add_option("--plans", a->plans, "Capacity plans YAML (a list, or {plans: [...]}; start and end in trace seconds)");
   c->add_option("--seed", a->seed, "Seed for team assignment, failures and the topology-oblivious baseline");
@@ -219,7 +223,7 @@ void add_replay_command(CLI::App& sim, Context& ctx) {
                 "the cluster file's, 0: spread at once)");
   c->add_flag("--backfill", a->backfill, "Turn on backfill with a reservation (policy.backfill; docs/scheduling.md)");
   c->add_option("--time-limit-factor", a->time_limit_factor,
-                "Give every trace job a time limit of its duration times this (1 or more; 0: none, the default)");
+                "Give every trace job without a limit of its own a time limit of its duration times this (1 or more; 0: none, the default)");
   c->add_option("--time-limit-factor-max", a->time_limit_factor_max,
                 "With --time-limit-factor F: each job's factor is drawn between F and this, log-uniformly by --seed, as "
                 "users overestimate by different amounts");

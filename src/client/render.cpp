@@ -468,6 +468,18 @@ std::string describe_job(const json& j, int64_t now) {
   if (j.contains("max_retries"))
     field("Retries:", text(j, "retries_used", "0") + " of " + text(j, "max_retries") + " used (max_retries " + text(j, "max_retries") + ")");
   field("Time limit:", time_limit_text(j));
+  // The reservation of existing nodes it names (docs/scheduling.md, "Reservations of existing nodes").
+  if (j.contains("uses_reservation")) field("In reservation:", text(j, "uses_reservation") + " (its nodes only, while it is Active)");
+  // Recovery in place (docs/resiliency.md): "in place within 120 s (SIGUSR1); membership epoch 1, 1 recovery".
+  if (j.contains("recovery") && j["recovery"].is_object()) {
+    const json& r = j["recovery"];
+    const size_t n = r.value("recoveries", json::array()).size();
+    std::string line = "in place within " + text(r, "timeout_s") + " s" + (r.contains("signal") ? " (" + text(r, "signal") + ")" : "") +
+                       "; membership epoch " + text(r, "membership_epoch") + ", " + std::to_string(n) + (n == 1 ? " recovery" : " recoveries");
+    for (const auto& e : r.value("recoveries", json::array()))
+      line += "; " + clock_time(time_at(e, "at")) + " from node " + text(e, "node") + " (epoch " + text(e, "epoch") + ")";
+    field("Recovery:", shorten(line, 300));
+  }
   // Holding the backfill reservation (docs/scheduling.md, "Backfill"): "reserved from 14:05 on nn3-2".
   if (j.contains("reservation") && j["reservation"].is_object()) {
     const json& r = j["reservation"];

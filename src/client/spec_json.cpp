@@ -11,12 +11,6 @@ namespace allot::client {
 namespace {
 using nlohmann::json;
 
-// 1500 milli-vCPU -> 1.5; whole amounts stay integers so the YAML readers see `2`, not `2.0`.
-json scaled(int64_t v, int64_t unit) {
-  if (v % unit == 0) return v / unit;
-  return static_cast<double>(v) / static_cast<double>(unit);
-}
-
 json topology_body(const TopologySpec& t) {
   json o = json::object();
   if (!t.required.empty()) o["required"] = t.required;
@@ -44,17 +38,7 @@ json gib_of_mib(int64_t mib) {
 
 }  // namespace
 
-json amount_body(const AmountSpec& a) {
-  json o = json::object();
-  if (a.whole_node) o["whole_node"] = true;
-  if (a.instances) o["instances"] = *a.instances;
-  if (a.accelerators) o["accelerators"] = *a.accelerators;
-  if (a.vcpu_milli) o["vcpu"] = scaled(*a.vcpu_milli, 1000);
-  if (a.memory_mib) o["memory_gib"] = scaled(*a.memory_mib, 1024);
-  if (a.vcpu_unlimited) o["vcpu"] = "unlimited";
-  if (a.memory_unlimited) o["memory_gib"] = "unlimited";
-  return o;
-}
+json amount_body(const AmountSpec& a) { return config::amount_json(a); }
 
 json team_body(const TeamSpec& t) {
   json alloc = json::array();
@@ -72,6 +56,7 @@ json team_body(const TeamSpec& t) {
   if (!t.default_request.asks_nothing()) o["default_request"] = amount_body(t.default_request);
   config::put_time_limits(o, t.time_limits);
   config::put_user_limits(o, t.user_limits);
+  if (!t.group.empty()) o["group"] = t.group;
   return o;
 }
 
@@ -99,8 +84,12 @@ json job_body(const JobSpec& j) {
   if (!j.env.empty()) o["env"] = j.env;
   if (!j.labels.empty()) o["labels"] = j.labels;
   if (!j.plan.empty()) o["plan"] = j.plan;
+  if (!j.reservation.empty()) o["reservation"] = j.reservation;
   if (j.completion_index) o["completion_index"] = true;
   if (!j.log_rules.empty()) o["log_rules"] = config::log_rules_json(j.log_rules);
+  if (j.recovery != Recovery::kRestart) o["recovery"] = recovery_name(j.recovery);
+  if (j.recovery_timeout_s) o["recovery_timeout"] = j.recovery_timeout_s;
+  if (!j.membership_signal.empty()) o["membership_signal"] = j.membership_signal;
   if (!j.after.empty()) o["after"] = config::after_json(j.after);
   if (!j.user.empty()) o["user"] = j.user;  // the server checks it against the token's user
   if (j.array) o["array"] = {{"count", j.array->count}, {"parallel", j.array->parallel}};  // core/array.h
@@ -126,7 +115,7 @@ json job_body(const JobSpec& j) {
 json team_body_from_view(const json& view) {
   json o = json::object();
   for (const char* k : {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks", "containers", "default_request",
-                        "default_time_limit", "max_time_limit", "time_limit_resets_on_restart"})
+                        "default_time_limit", "max_time_limit", "time_limit_resets_on_restart", "group"})
     if (view.contains(k)) o[k] = view[k];
   return o;
 }

@@ -416,7 +416,7 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
   auto f = Fields::open(ctx, v, {"name", "team", "priority", "replicas", "instance_type", "per_replica", "topology", "pod_sets",
                                  "duration", "time_limit", "max_retries", "checkpoint_interval", "command", "env", "labels", "plan",
                                  "image", "image_pull_policy", "shm_size_gib", "volumes", "args", "completion_index", "log_rules",
-                                 "after", "user", "array"});
+                                 "after", "user", "array", "reservation", "recovery", "recovery_timeout", "membership_signal"});
   if (!f) return f.error();
   JobSpec job;
   auto name_val = f->need(ctx, "name");
@@ -494,6 +494,12 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     if (!plan) return plan.error();
     job.plan = *plan;
   }
+  if (auto r = f->get("reservation")) {
+    // A reference, as a plan is: an unknown reservation, or one that does not admit the job, is refused at submission.
+    auto reservation = read_object_name(ctx, *r, NameKind::kReservation);
+    if (!reservation) return reservation.error();
+    job.reservation = *reservation;
+  }
   if (auto c = f->get("completion_index")) {
     auto b = read_bool(ctx, *c);
     if (!b) return b.error();
@@ -503,6 +509,26 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     auto rules = read_log_rules(ctx, *r);
     if (!rules) return rules.error();
     job.log_rules = std::move(*rules);
+  }
+  if (auto r = f->get("recovery")) {  // docs/resiliency.md, "Recovery in place"
+    auto choice = read_choice(ctx, *r, {recovery_name(kRecoveries[0]), recovery_name(kRecoveries[1])});
+    if (!choice) return choice.error();
+    job.recovery = kRecoveries[*choice];
+  }
+  for (const char* key : {"recovery_timeout", "membership_signal"})
+    if (auto k = f->get(key); k && job.recovery != Recovery::kInPlace)
+      return fail(ctx, *k, name_of(*k) + " is given without recovery: in_place",
+                  "it applies to in-place recovery only: add recovery: in_place, or drop it");
+  if (auto t = f->get("recovery_timeout")) {
+    auto s = read_int(ctx, *t, 1, kMaxRecoveryTimeoutS);
+    if (!s) return s.error();
+    job.recovery_timeout_s = *s;
+  }
+  if (auto m = f->get("membership_signal")) {
+    std::vector<std::string_view> names(std::begin(kMembershipSignals), std::end(kMembershipSignals));
+    auto choice = read_choice(ctx, *m, names);
+    if (!choice) return choice.error();
+    job.membership_signal = std::string(kMembershipSignals[*choice]);
   }
   if (auto a = f->get("after")) {
     auto after = read_after(ctx, *a);

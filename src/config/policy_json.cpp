@@ -1,6 +1,77 @@
 #include "config/policy_json.h"
 
+#include <cmath>
+
 namespace allot::config {
+namespace {
+
+// 1500 milli-vCPU -> 1.5; whole amounts stay integers so the YAML readers see `2`, not `2.0`.
+nlohmann::json scaled(int64_t v, int64_t unit) {
+  if (v % unit == 0) return v / unit;
+  return static_cast<double>(v) / static_cast<double>(unit);
+}
+
+int64_t unscaled(const nlohmann::json& v, int64_t unit) {
+  if (v.is_number_integer()) return v.get<int64_t>() * unit;
+  return static_cast<int64_t>(std::llround(v.get<double>() * static_cast<double>(unit)));
+}
+
+}  // namespace
+
+nlohmann::json amount_json(const AmountSpec& a) {
+  nlohmann::json o = nlohmann::json::object();
+  if (a.whole_node) o["whole_node"] = true;
+  if (a.instances) o["instances"] = *a.instances;
+  if (a.accelerators) o["accelerators"] = *a.accelerators;
+  if (a.vcpu_milli) o["vcpu"] = scaled(*a.vcpu_milli, 1000);
+  if (a.memory_mib) o["memory_gib"] = scaled(*a.memory_mib, 1024);
+  if (a.vcpu_unlimited) o["vcpu"] = "unlimited";
+  if (a.memory_unlimited) o["memory_gib"] = "unlimited";
+  return o;
+}
+
+nlohmann::json groups_json(const std::vector<GroupSpec>& groups) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const GroupSpec& g : groups) {
+    nlohmann::json alloc = nlohmann::json::array();
+    for (const AllocationSpec& a : g.allocation) {
+      nlohmann::json e = amount_json(a.amount);
+      e["instance_type"] = a.instance_type;
+      alloc.push_back(std::move(e));
+    }
+    nlohmann::json o = {{"name", g.name}, {"fair_share_weight", g.fair_share_weight}};
+    if (!g.parent.empty()) o["parent"] = g.parent;
+    if (!alloc.empty()) o["allocation"] = std::move(alloc);
+    if (g.borrow_limit) o["borrow_limit"] = *g.borrow_limit;
+    if (g.lend_limit) o["lend_limit"] = *g.lend_limit;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::vector<GroupSpec> groups_from_json(const nlohmann::json& policy) {
+  std::vector<GroupSpec> out;
+  if (!policy.contains("groups")) return out;
+  for (const auto& o : policy.at("groups")) {
+    GroupSpec g;
+    g.name = o.at("name").get<std::string>();
+    g.parent = o.value("parent", std::string());
+    g.fair_share_weight = o.value("fair_share_weight", GroupSpec{}.fair_share_weight);
+    if (o.contains("borrow_limit")) g.borrow_limit = o.at("borrow_limit").get<int>();
+    if (o.contains("lend_limit")) g.lend_limit = o.at("lend_limit").get<int>();
+    if (o.contains("allocation"))
+      for (const auto& e : o.at("allocation")) {
+        AllocationSpec a{.instance_type = e.at("instance_type").get<std::string>(), .amount = {}};
+        if (e.contains("instances")) a.amount.instances = e.at("instances").get<int64_t>();
+        if (e.contains("accelerators")) a.amount.accelerators = e.at("accelerators").get<int64_t>();
+        if (e.contains("vcpu")) a.amount.vcpu_milli = unscaled(e.at("vcpu"), 1000);
+        if (e.contains("memory_gib")) a.amount.memory_mib = unscaled(e.at("memory_gib"), 1024);
+        g.allocation.push_back(std::move(a));
+      }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
 
 void put_time_limits(nlohmann::json& out, const TimeLimitSettings& t) {
   if (t.default_s) out["default_time_limit"] = *t.default_s;
@@ -67,6 +138,7 @@ nlohmann::json policy_json(const PolicySpec& p) {
   if (p.start_backoff_max_s != PolicySpec{}.start_backoff_max_s) out["start_backoff_max"] = p.start_backoff_max_s;
   if (p.backfill) out["backfill"] = true;  // and backfill (docs/scheduling.md, "Backfill")
   if (p.backfill_min_priority > 0) out["backfill_min_priority"] = p.backfill_min_priority;
+  if (!p.groups.empty()) out["groups"] = groups_json(p.groups);  // and groups (core/cohort_tree.h)
   return out;
 }
 

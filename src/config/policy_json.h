@@ -10,6 +10,15 @@ namespace allot::config {
 
 nlohmann::json policy_json(const PolicySpec& p);
 
+// An amount in the keys of the files (instances, accelerators, vcpu, memory_gib, whole_node; `unlimited`), which
+// the YAML readers take back to the same amount: the client's request bodies and the policy's groups use it.
+nlohmann::json amount_json(const AmountSpec& a);
+
+// The policy's groups (core/cohort_tree.h), in the keys of the policy file, as policy_json writes them; and back
+// (absent in policies written before groups existed: none).
+nlohmann::json groups_json(const std::vector<GroupSpec>& groups);
+std::vector<GroupSpec> groups_from_json(const nlohmann::json& policy);
+
 // A team's or priority class's time-limit keys (default_time_limit, max_time_limit, time_limit_resets_on_restart),
 // added to `out` only when set, so that teams and classes without limits read as they always have; and back.
 void put_time_limits(nlohmann::json& out, const TimeLimitSettings& t);

@@ -4,6 +4,7 @@
 
 #include "config/container_rules.h"
 #include "config/spec_yaml.h"
+#include "core/cohort_tree.h"
 #include "core/user_limits.h"
 
 namespace allot {
@@ -71,13 +72,79 @@ Result<std::vector<PriorityClassSpec>> read_priority_classes(const YamlContext& 
   return out;
 }
 
+Result<std::vector<AllocationSpec>> read_allocation(const YamlContext& ctx, const Val& list, const Catalog* catalog);
+
+// groups (docs/teams-and-policy.md, "Groups"): [{name, parent, allocation, borrow_limit, lend_limit,
+// fair_share_weight}]. Names once each, parents defined, no cycles; the core checks the same for other sources
+// (core/cohort_tree.h, check_groups), here with the line. Allocations name types the core resolves.
+Result<std::vector<GroupSpec>> read_groups(const YamlContext& ctx, const Val& list) {
+  auto items = list_items(ctx, list);
+  if (!items) return items.error();
+  std::vector<GroupSpec> out;
+  std::map<std::string, int> first_line;
+  std::vector<const Val*> parent_vals;
+  for (const Val& item : *items) {
+    auto f = Fields::open(ctx, item, {"name", "parent", "allocation", "borrow_limit", "lend_limit", "fair_share_weight"});
+    if (!f) return f.error();
+    auto name_val = f->need(ctx, "name");
+    if (!name_val) return name_val.error();
+    auto name = read_object_name(ctx, *name_val, NameKind::kGroup);
+    if (!name) return name.error();
+    auto [pos, fresh] = first_line.emplace(*name, item.line);
+    if (!fresh)
+      return fail(ctx, *name_val, "group " + *name + " is defined twice (first at line " + std::to_string(pos->second) + ")",
+                  "give each group once");
+    GroupSpec g;
+    g.name = *name;
+    if (auto p = f->get("parent")) {
+      auto parent = read_object_name(ctx, *p, NameKind::kGroup);
+      if (!parent) return parent.error();
+      g.parent = *parent;
+    }
+    if (auto a = f->get("allocation")) {
+      auto alloc = read_allocation(ctx, *a, nullptr);  // the policy has no catalog: the core resolves the types
+      if (!alloc) return alloc.error();
+      g.allocation = std::move(*alloc);
+    }
+    if (auto b = f->get("borrow_limit")) {
+      auto limit = read_int(ctx, *b, 0, 10000);
+      if (!limit) return limit.error();
+      g.borrow_limit = static_cast<int>(*limit);
+    }
+    if (auto l = f->get("lend_limit")) {
+      auto limit = read_int(ctx, *l, 0, 100);
+      if (!limit) return limit.error();
+      g.lend_limit = static_cast<int>(*limit);
+    }
+    if (auto w = f->get("fair_share_weight")) {
+      auto weight = read_int(ctx, *w, 0, 100);
+      if (!weight) return weight.error();
+      g.fair_share_weight = static_cast<int>(*weight);
+    }
+    out.push_back(std::move(g));
+  }
+  // Parents and cycles once every name is known, pointing at the first offending item.
+  // The core's message says what is wrong and what is allowed; the line is the first group whose parents fail.
+  size_t at = 0;
+  if (auto st = check_groups(out, &at); !st) {
+    const int line = at < items->size() ? (*items)[at].line : list.line;
+    return Error::invalid(ctx.origin + (line > 0 ? ":" + std::to_string(line) : "") + ": " + st.error().message);
+  }
+  return out;
+}
+
 Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
   auto f = Fields::open(ctx, v, {"task_prioritization", "idle_compute", "idle_pool", "priority_classes", "min_runtime",
                                  "starvation_threshold", "fair_share_preemption", "elastic_grow_delay", "locality_wait",
                                  "start_timeout", "start_backoff", "start_backoff_max", "backfill",
-                                 "backfill_min_priority"});
+                                 "backfill_min_priority", "groups"});
   if (!f) return f.error();
   PolicySpec p;
+  if (auto gs = f->get("groups")) {
+    auto groups = read_groups(ctx, *gs);
+    if (!groups) return groups.error();
+    p.groups = std::move(*groups);
+  }
   if (auto tp = f->get("task_prioritization")) {
     std::vector<std::string_view> names;
     for (TaskPrioritization t : kTaskPrioritizations) names.push_back(task_prioritization_name(t));
@@ -151,7 +218,9 @@ Result<PolicySpec> read_policy(const YamlContext& ctx, const Val& v) {
   return p;
 }
 
-Result<std::vector<AllocationSpec>> read_allocation(const YamlContext& ctx, const Val& list, const Catalog& catalog) {
+// `catalog` null: instance types are taken as written and checked where the allocation is resolved (a group's,
+// by the core, which names the group and the known types).
+Result<std::vector<AllocationSpec>> read_allocation(const YamlContext& ctx, const Val& list, const Catalog* catalog) {
   auto items = list_items(ctx, list);
   if (!items) return items.error();
   std::vector<std::string_view> keys = amount_keys(AmountUse::kAllocation);
@@ -163,7 +232,7 @@ Result<std::vector<AllocationSpec>> read_allocation(const YamlContext& ctx, cons
     if (!f) return f.error();
     auto type_val = f->need(ctx, "instance_type");
     if (!type_val) return type_val.error();
-    auto type = read_instance_type(ctx, *type_val, catalog);
+    auto type = catalog ? read_instance_type(ctx, *type_val, *catalog) : read_name(ctx, *type_val);
     if (!type) return type.error();
     // One entry per type keeps a team's quota a single number per resource; two entries would be ambiguous.
     auto [pos, fresh] = first_line.emplace(*type, item.line);
@@ -292,9 +361,14 @@ Result<std::vector<UserLimitSpec>> read_user_limits(const YamlContext& ctx, cons
 Result<TeamSpec> read_team(const YamlContext& ctx, const Val& v, const Catalog& catalog) {
   auto f = Fields::open(ctx, v, {"name", "fair_share_weight", "allocation", "sharing", "preempt_team_tasks", "containers",
                                  "default_request", "default_time_limit", "max_time_limit", "time_limit_resets_on_restart",
-                                 "user_limits"});
+                                 "user_limits", "group"});
   if (!f) return f.error();
   TeamSpec team;
+  if (auto g = f->get("group")) {
+    auto group = read_object_name(ctx, *g, NameKind::kGroup);
+    if (!group) return group.error();
+    team.group = *group;
+  }
   auto name_val = f->need(ctx, "name");
   if (!name_val) return name_val.error();
   auto name = read_object_name(ctx, *name_val, NameKind::kTeam);
@@ -306,7 +380,7 @@ Result<TeamSpec> read_team(const YamlContext& ctx, const Val& v, const Catalog& 
     team.fair_share_weight = static_cast<int>(*weight);
   }
   if (auto a = f->get("allocation")) {
-    auto alloc = read_allocation(ctx, *a, catalog);
+    auto alloc = read_allocation(ctx, *a, &catalog);
     if (!alloc) return alloc.error();
     team.allocation = std::move(*alloc);
   }

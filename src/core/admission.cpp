@@ -166,6 +166,12 @@ AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, c
     best.waits_for_plan = true;
     return best;
   }
+  // So does a job that names a reservation that is not Active.
+  if (auto gate = named_reservation_gate(s, job)) {
+    best.why = std::move(*gate);
+    best.waits_for_reservation = true;
+    return best;
+  }
   bool hopeless_everywhere = true;  // no type can ever hold it
   Explanation quota_why, placement_why;
   bool any_type = false;
@@ -266,6 +272,7 @@ Job job_at_size(const Job& job, int size) {
   out.elastic_pod_set = job.elastic_pod_set;
   out.plan = job.plan;  // at any size it runs on its plan's nodes only, and waits for its plan
   out.spec.user = job.spec.user;  // reservations for one user admit it at any size (core/reservations.h)
+  out.spec.reservation = job.spec.reservation;  // and the reservation it names holds it at any size
   if (job.elastic()) out.pod_sets[static_cast<size_t>(job.elastic_pod_set)].replicas = size;
   return out;
 }

@@ -18,6 +18,7 @@ struct AdmissionAttempt {
   bool within_nominal = false;  // (for the type tried last or admitted) no borrowing needed
   bool quota_ok = false;        // quota allowed it on some type; what failed then was placement
   bool waits_for_plan = false;  // its capacity plan is not Active or its nodes have not joined (core/plans.h)
+  bool waits_for_reservation = false;  // the reservation it names is not Active (core/reservations.h)
   // It would fit spread, but waits for one domain of its preferred level (locality_wait.h); no reservation or
   // preemption is made for it while it does.
   bool waits_for_locality = false;
@@ -27,7 +28,7 @@ struct AdmissionAttempt {
   // exist). Empty on success.
   Explanation why;
   // No preemption or reservation can help it: it never fits, or it waits for its plan.
-  bool never() const { return !why.feasible || waits_for_plan; }
+  bool never() const { return !why.feasible || waits_for_plan || waits_for_reservation; }
 };
 
 enum class BorrowMode { kWithinNominalOnly, kAllowBorrowing };

@@ -49,6 +49,8 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 44> kNames = {{
     {ReasonCode::kAdmissionCheckRejected, "admission_check_rejected"},
     {ReasonCode::kReservationStart, "reservation_start"},
     {ReasonCode::kArrayThrottle, "array_throttle"},
+    {ReasonCode::kReservationPending, "reservation_pending"},
+    {ReasonCode::kReservationEnded, "reservation_ended"},
     {ReasonCode::kDispatched, "dispatched"},
     {ReasonCode::kRemoteRunning, "remote_running"},
 }};

@@ -75,6 +75,10 @@ enum class ReasonCode : uint8_t {
   kReservationStart,
   // Job arrays (core/array.h): a task waiting while its array has `parallel` tasks admitted.
   kArrayThrottle,
+  // A job that names a reservation (JobSpec::reservation, core/reservations.h): waiting for it to start; and
+  // waiting, never to run, because it is gone (ended or deleted).
+  kReservationPending,
+  kReservationEnded,
   // Several clusters (docs/multicluster.md): a manager's job of a team it dispatches waits for a worker cluster
   // (none could admit it yet, or its copy waits there, or the worker holding it was lost), or runs in one. The
   // manager's own scheduler passes it over either way.

@@ -155,6 +155,14 @@ struct ResizeEvent {
   std::string reason;
 };
 
+// One in-place recovery of a running job (core/in_place.h), kept for `describe` and the job's view.
+struct RecoveryEvent {
+  Time at = 0;
+  std::string node;   // the failed node
+  int epoch = 0;      // the membership epoch it began
+  int replicas = 0;   // how many replicas it placed again
+};
+
 // Several clusters (docs/multicluster.md): a copy of a manager's job in a worker cluster, by the worker's name (in
 // the manager's --workers file) and the copy's job name there.
 struct RemoteCopyRef {
@@ -229,6 +237,10 @@ struct Job {
   Time backoff_until = 0;
   std::vector<Transition> history;
   std::vector<ResizeEvent> resizes;
+  // Recovery in place (core/in_place.h): the membership epoch of the current run (0 when it starts, one more per
+  // recovery; with the attempt it names the run's rendezvous port), and every recovery of the job, oldest first.
+  int membership_epoch = 0;
+  std::vector<RecoveryEvent> recoveries;
   // spec.after resolved at submission, one ID per entry in the same order: the job each name meant then (a later
   // job of that name is another job). Kept by snapshots as IDs.
   std::vector<JobId> after;

@@ -168,7 +168,8 @@ void Pass::join(JobId id) {
   p.team = j.team.value;
   p.priority = j.priority;
   p.arrival = j.arrival;
-  const bool alone = user_reservation_for(s, j.team);  // core/reservations.h
+  // core/reservations.h: a reservation for one user, or one the job names, makes jobs alike in all else differ.
+  const bool alone = !j.spec.reservation.empty() || user_reservation_for(s, j.team);
   p.admission_class = memo.admission_class(j, alone);
   p.preemption_class = memo.preemption_class(j, alone);
   p.waiting = true;

@@ -2,17 +2,17 @@
 
 #include <algorithm>
 
-namespace allot {
-namespace {
+#include "core/cohort_tree.h"
 
-// Capacity outside every allocation (with the policy's idle pool on), or else only the capacity of Active plans
-// without an owner (core/plans.h), which joins the pool whatever the policy says.
+namespace allot {
 Resources idle_capacity(const ClusterState& s, TypeId type) {
   if (!s.policy.idle_pool) return type.index() < s.plan_idle.size() ? s.plan_idle[type.index()] : Resources{};
   Resources nominal_sum;
   for (const Team& t : s.teams) nominal_sum += t.nominal[type.index()];
   return max0(s.type_capacity(type) - nominal_sum);
 }
+
+namespace {
 
 std::string amount_text(Resource r, int64_t v) {
   return format_amount(r, v) + (r == Resource::kAccelerators ? (v == 1 ? " accelerator" : " accelerators") : r == Resource::kVcpu ? " vCPU" : " GiB memory");
@@ -90,7 +90,13 @@ QuotaVerdict check_quota(const ClusterState& s, const UsageTable& usage, TeamId 
                          (t.borrows() ? "" : std::string(" and ") + sharing_strategy_name(t.spec.strategy) + " never borrows");
     return v;
   }
-  if (t.lends()) {
+  // With groups the pool is the cohort tree's (cohort_tree.h); without, the one flat cohort below.
+  if (t.lends() && !s.cohorts.empty()) {
+    if (auto why = check_cohort_tree(s, usage, team, type, req, idle_capacity(s, type), v.within_nominal)) {
+      v.why = std::move(*why);
+      return v;
+    }
+  } else if (t.lends()) {
     const Resources pool = pool_capacity(s, type);
     const Resources used = pool_used(s, usage, type) + req;
     for (Resource r : kAllResources) {

@@ -12,6 +12,8 @@
 // U_T + R <= N_T (its quota is its own, outside the pool). T borrows while U_T > N_T in some resource;
 // borrowed_T = max(0, U_T - N_T). Borrowed capacity is attributed to the idle pool first, then to the lending
 // teams in proportion to their unused quota max(0, N_T - U_T): that is what each team has lent.
+// With groups (cohort trees), the pool check above is made at every level from the team up to the cluster
+// instead (core/cohort_tree.h); without groups that check is exactly this one.
 // The fair-share order of borrowers uses the dominant share max over (type, resource) of borrowed_T / pool,
 // divided by the team's weight.
 #include <string>
@@ -35,6 +37,9 @@ struct QuotaVerdict {
 QuotaVerdict check_quota(const ClusterState& s, const UsageTable& usage, TeamId team, TypeId type, const Resources& request);
 
 Resources team_max(const Team& t, TypeId type);
+// Capacity outside every allocation (with the policy's idle pool on), or else only the capacity of Active plans
+// without an owner (core/plans.h), which joins the pool whatever the policy says.
+Resources idle_capacity(const ClusterState& s, TypeId type);
 Resources pool_capacity(const ClusterState& s, TypeId type);
 Resources pool_used(const ClusterState& s, const UsageTable& usage, TypeId type);
 Resources borrowed(const ClusterState& s, const UsageTable& usage, TeamId team, TypeId type);

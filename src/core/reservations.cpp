@@ -152,6 +152,7 @@ const Reservation* reservation_holding(const ClusterState& s, NodeId node) {
 }
 
 bool reserved_against(const ClusterState& s, const Job& job) {
+  if (!job.spec.reservation.empty()) return true;
   for (const auto& [name, r] : s.reservations)
     if (r.state == ReservationState::kActive && !r.nodes.empty() && !reservation_admits(r, job)) return true;
   return false;
@@ -164,11 +165,52 @@ bool user_reservation_for(const ClusterState& s, TeamId team) {
 }
 
 void close_reserved_nodes(const ClusterState& s, const Job& job, std::vector<NodeRoom>& room) {
+  if (!job.spec.reservation.empty()) {  // its reservation's nodes only (named_reservation_gate: it is Active)
+    auto it = s.reservations.find(job.spec.reservation);
+    std::vector<bool> open(room.size(), false);
+    if (it != s.reservations.end() && it->second.state == ReservationState::kActive)
+      for (NodeId n : it->second.nodes)
+        if (n.index() < open.size()) open[n.index()] = true;
+    for (size_t i = 0; i < room.size(); ++i)
+      if (!open[i]) room[i].usable = false;
+    return;
+  }
   for (const auto& [name, r] : s.reservations) {
     if (r.state != ReservationState::kActive || reservation_admits(r, job)) continue;
     for (NodeId n : r.nodes)
       if (n.index() < room.size()) room[n.index()].usable = false;
   }
+}
+
+Status check_named_reservation(const ClusterState& s, const JobSpec& spec, TeamId team) {
+  if (spec.reservation.empty()) return ok_status();
+  auto it = s.reservations.find(spec.reservation);
+  if (it == s.reservations.end())
+    return Error::invalid("job " + spec.name + ": unknown reservation '" + spec.reservation + "'; reservations: " + reservation_names(s));
+  const Reservation& r = it->second;
+  if (r.team != team || (!r.spec.user.empty() && spec.user != r.spec.user))
+    return Error::invalid("job " + spec.name + ": reservation " + r.spec.name + " is for " +
+                          (r.spec.user.empty() ? "" : "user " + r.spec.user + " of ") + "team " + r.spec.team +
+                          "; a job may name only a reservation that admits it");
+  return ok_status();
+}
+
+std::optional<Explanation> named_reservation_gate(const ClusterState& s, const Job& job) {
+  if (job.spec.reservation.empty()) return std::nullopt;
+  const std::string name = "reservation " + job.spec.reservation;
+  auto it = s.reservations.find(job.spec.reservation);
+  if (it == s.reservations.end())
+    return explain(ReasonCode::kReservationEnded,
+                   name + " no longer exists (it ended or was deleted); the job cannot run: cancel it, or submit it again naming another reservation",
+                   false);
+  switch (it->second.state) {
+    case ReservationState::kScheduled:
+      return explain(ReasonCode::kReservationPending, "waits for " + name + " to start at t=" + std::to_string(it->second.spec.start) + " (it is Scheduled)");
+    case ReservationState::kActive: return std::nullopt;
+    case ReservationState::kExpired:
+      return explain(ReasonCode::kReservationEnded, name + " has ended; the job cannot run: cancel it, or submit it again naming another reservation", false);
+  }
+  return std::nullopt;
 }
 
 std::vector<NodeId> choose_reservation_nodes(const ClusterState& s, const Reservation& r) {

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/explanation.h"
 #include "core/ids.h"
 #include "core/result.h"
 #include "core/spec.h"
@@ -94,10 +95,20 @@ std::vector<NodeId> choose_reservation_nodes(const ClusterState& s, const Reserv
 bool reservation_admits(const Reservation& r, const Job& job);
 // The Active reservation that holds a node, if any.
 const Reservation* reservation_holding(const ClusterState& s, NodeId node);
-// Whether some Active reservation holds a node that `job` may not use: only then does placement need a room
-// with those nodes closed (close_reserved_nodes), so that a cluster without reservations places as before.
+// Whether some Active reservation holds a node that `job` may not use, or the job names a reservation (then only
+// that reservation's nodes are open to it): only then does placement need a room with nodes closed
+// (close_reserved_nodes), so that a cluster without reservations places as before.
 bool reserved_against(const ClusterState& s, const Job& job);
 void close_reserved_nodes(const ClusterState& s, const Job& job, std::vector<NodeRoom>& room);
+
+// A job that names a reservation (JobSpec::reservation; Slurm's --reservation) runs on its nodes only, and only
+// while it is Active. Checked at submission: the reservation exists (Scheduled or Active) and admits the job
+// (its team, and its user if the reservation names one).
+Status check_named_reservation(const ClusterState& s, const JobSpec& spec, TeamId team);
+// Why such a job cannot run now whatever quota and room say: its reservation has not started
+// (reservation_pending), or it is gone, ended or deleted (reservation_ended, not feasible: the job never runs
+// unless a reservation of that name is made again). nullopt: it names none, or its reservation is Active.
+std::optional<Explanation> named_reservation_gate(const ClusterState& s, const Job& job);
 // Whether an Active reservation for one user of `team` exists: then jobs of that team alike in all else may get
 // different answers (ClassMemo, core/class_memo.h, answers each such job on its own).
 bool user_reservation_for(const ClusterState& s, TeamId team);

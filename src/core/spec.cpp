@@ -33,6 +33,7 @@ const char* name_kind_word(NameKind kind) {
     case NameKind::kPriorityClass: return "priority class";
     case NameKind::kPlan: return "plan";
     case NameKind::kReservation: return "reservation";
+    case NameKind::kGroup: return "group";
   }
   return "?";
 }
@@ -55,7 +56,8 @@ std::string printable(std::string_view text, size_t max) {
 }
 
 Status check_name(NameKind kind, std::string_view name) {
-  const bool label = kind == NameKind::kTeam || kind == NameKind::kPlan || kind == NameKind::kReservation;
+  const bool label = kind == NameKind::kTeam || kind == NameKind::kPlan || kind == NameKind::kReservation ||
+                     kind == NameKind::kGroup;
   const size_t max = label ? kMaxLabelName : kMaxSubdomainName;
   std::string problem;
   if (name.empty()) {
@@ -174,6 +176,14 @@ const char* dependency_condition_name(DependencyCondition c) {
     case DependencyCondition::kStarted: return "started";
   }
   return "ended";
+}
+
+const char* recovery_name(Recovery r) {
+  switch (r) {
+    case Recovery::kRestart: return "restart";
+    case Recovery::kInPlace: return "in_place";
+  }
+  return "restart";
 }
 
 const char* pull_policy_name(PullPolicy p) {

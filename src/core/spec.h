@@ -24,8 +24,9 @@ namespace allot {
 // So a name has no upper case, space, '/', '_', control or bidirectional-formatting character, and nothing
 // beyond ASCII. The scenario readers (src/config), the server and the CLI check names here; names that come
 // from traces (sim replay) and names already in a journal are not checked.
-enum class NameKind { kTeam, kJob, kNode, kPriorityClass, kPlan, kReservation };
-const char* name_kind_word(NameKind kind);  // "team", "job", "node", "priority class", "plan", "reservation"
+enum class NameKind { kTeam, kJob, kNode, kPriorityClass, kPlan, kReservation, kGroup };
+// "team", "job", "node", "priority class", "plan", "reservation", "group"
+const char* name_kind_word(NameKind kind);
 inline constexpr size_t kMaxLabelName = 63;
 inline constexpr size_t kMaxSubdomainName = 253;
 // An error naming the kind, the name (with unprintable bytes escaped) and the rule, or ok.
@@ -133,7 +134,24 @@ struct TeamSpec {
   // Per-user limits, one entry per user (each user once). Empty: none, and every user's jobs are scheduled as
   // the team's other jobs are.
   std::vector<UserLimitSpec> user_limits;
+  // The cohort group the team belongs to (docs/scheduling.md, "Cohort trees"); empty: none, the team shares at
+  // the top of the cluster, as every team did before groups existed.
+  std::string group;
   friend bool operator==(const TeamSpec&, const TeamSpec&) = default;
+};
+
+// A group of teams and groups that share quota (docs/scheduling.md, "Cohort trees"; Kueue's hierarchical
+// cohorts). Limits are percent of the group's subtree quota (core/cohort_tree.h); unset: no limit.
+struct GroupSpec {
+  std::string name;
+  std::string parent;  // empty: a root, under the cluster
+  std::vector<AllocationSpec> allocation;  // the group's own quota, beside what its children lend it
+  std::optional<int> borrow_limit;  // 0..10000: what the subtree may hold beyond its subtree quota
+  std::optional<int> lend_limit;    // 0..100: what of its subtree quota others outside it may use
+  // 0..100; 1 unless given, as Kueue's cohorts (0 would put every group's share at infinity, and then groups
+  // would be served in the order the policy lists them)
+  int fair_share_weight = 1;
+  friend bool operator==(const GroupSpec&, const GroupSpec&) = default;
 };
 
 struct PriorityClassSpec {
@@ -196,6 +214,9 @@ struct PolicySpec {
   // With backfill: a job whose priority class weight is below this gets no reservation; it still starts whenever it
   // fits now (Slurm's bf_min_prio_reserve). 0: every job may hold one.
   int backfill_min_priority = 0;
+  // Cohort trees (docs/scheduling.md, "Cohort trees"): parents before or after children, in any order. Empty:
+  // one flat cohort, every team under the cluster.
+  std::vector<GroupSpec> groups;
   friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
 };
 
@@ -246,6 +267,21 @@ enum class PullPolicy { kIfNotPresent, kAlways, kNever };
 // "IfNotPresent", "Always", "Never": the one spelling in YAML, JSON, manifests and `allot describe`.
 const char* pull_policy_name(PullPolicy p);
 inline constexpr PullPolicy kPullPolicies[] = {PullPolicy::kIfNotPresent, PullPolicy::kAlways, PullPolicy::kNever};
+
+// How a running job recovers from a node fault (docs/resiliency.md, "Recovery in place"). kRestart: every replica
+// stops and the job restarts from its checkpoint (the default). kInPlace: only the replicas on the failed node are
+// placed again (core/in_place.h); the others keep running and are told the new membership, so the new rank copies
+// the state from a peer; when that does not work out within the job's recovery_timeout, the job restarts as kRestart.
+enum class Recovery : uint8_t { kRestart, kInPlace };
+// "restart", "in_place": the one spelling in YAML, JSON and `allot describe`.
+const char* recovery_name(Recovery r);
+inline constexpr Recovery kRecoveries[] = {Recovery::kRestart, Recovery::kInPlace};
+// The bound on an in-place recovery when the job gives none, and the largest it may give (seconds).
+inline constexpr int64_t kDefaultRecoveryTimeoutS = 120;
+inline constexpr int64_t kMaxRecoveryTimeoutS = 3600;
+// The signals a job may choose to hear of a new membership by (membership_signal): ones a program does not get by
+// accident from a terminal or the kernel, and whose default action a framework expects to override.
+inline constexpr std::string_view kMembershipSignals[] = {"SIGUSR1", "SIGUSR2", "SIGHUP", "SIGWINCH", "SIGURG"};
 
 // A host directory or file mounted into a job's containers at `path`.
 struct VolumeSpec {
@@ -320,6 +356,9 @@ struct JobSpec {
   // Labels for people and selectors (`allot jobs -l`, `cancel --selector`); the scheduler never reads them.
   std::map<std::string, std::string> labels;
   std::string plan;  // a capacity plan the job runs on (its nodes only); empty: any node
+  // A reservation of existing nodes the job runs in (Slurm's --reservation; core/reservations.h): its nodes only,
+  // once it is Active. Empty: any node its team may use.
+  std::string reservation;
   ContainerSpec container;  // empty image: bare processes, as without containers
   // Each replica gets JOB_COMPLETION_INDEX, its index in the job (the same as its RANK), as the pods of a
   // Kubernetes Job with completionMode: Indexed do.
@@ -332,6 +371,13 @@ struct JobSpec {
   // A job array (core/array.h): on a submission, the count and parallelism; on each of its tasks, also the array's
   // name and the task's index. Unset: an ordinary job.
   std::optional<ArraySpec> array;
+  // Recovery from a node fault (docs/resiliency.md, "Recovery in place"): the mode, the bound on an in-place
+  // recovery before the job falls back to a full restart (0: kDefaultRecoveryTimeoutS), and the signal the surviving
+  // replicas get when the membership changes (one of kMembershipSignals; empty: none, they watch membership.json).
+  Recovery recovery = Recovery::kRestart;
+  int64_t recovery_timeout_s = 0;
+  std::string membership_signal;
+  int64_t recovery_bound_s() const { return recovery_timeout_s > 0 ? recovery_timeout_s : kDefaultRecoveryTimeoutS; }
   // Several clusters (docs/multicluster.md): set by a manager server on every job of a team it dispatches to worker
   // clusters, never by a job file. The manager's scheduler passes such a job over; a copy of it runs in one worker.
   bool multicluster = false;

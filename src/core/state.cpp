@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/dependency.h"
+#include "core/in_place.h"
 #include "core/plans.h"
 #include "core/request.h"
 #include "core/time_limit.h"
@@ -100,6 +101,14 @@ static void refresh_candidate_types(ClusterState& s) {
   }
 }
 
+// The cohort tree again after a team or the catalog changed. The checks that could refuse it ran before the
+// change (set_policy, upsert_team), so it cannot fail here.
+static void refresh_cohorts(ClusterState& s) {
+  if (s.policy.groups.empty() && s.cohorts.empty()) return;
+  auto tree = build_cohort_tree(s, s.policy.groups);
+  if (tree) s.cohorts = std::move(*tree);
+}
+
 Status set_policy(ClusterState& s, const PolicySpec& policy) {
   for (size_t i = 0; i < policy.priority_classes.size(); ++i) {
     const auto& pc = policy.priority_classes[i];
@@ -120,7 +129,11 @@ Status set_policy(ClusterState& s, const PolicySpec& policy) {
       return Error::precondition("priority class " + j.spec.priority + " is used by active job " + j.spec.name +
                                  "; it cannot be removed");
   }
+  // The groups must hold together and keep every team's group (cohort_tree.h); checked before anything changes.
+  auto cohorts = build_cohort_tree(s, policy.groups);
+  if (!cohorts) return cohorts.error();
   s.policy = policy;
+  s.cohorts = std::move(*cohorts);
   for (Job& j : s.jobs)
     if (!j.spec.priority.empty()) j.priority = std::max(0, s.priority_weight(j.spec.priority));
   return ok_status();
@@ -146,6 +159,14 @@ Status upsert_team(ClusterState& s, const TeamSpec& spec) {
   }
   auto user_limits = resolve_user_limits(s.catalog, spec);
   if (!user_limits) return user_limits.error();
+  if (s.cohorts.find(spec.name) >= 0)
+    return Error::invalid("team " + spec.name + " has the name of a group; teams and groups need different names");
+  if (!spec.group.empty() && s.cohorts.find(spec.group) < 0) {
+    std::string names;
+    for (const CohortGroup& g : s.cohorts.groups) names += (names.empty() ? "" : ", ") + g.spec.name;
+    return Error::invalid("team " + spec.name + ": group " + spec.group + " is not defined; groups: " +
+                          (names.empty() ? "none (the policy's groups define them)" : names));
+  }
   auto it = s.team_by_name.find(spec.name);
   if (it == s.team_by_name.end()) {
     Team t;
@@ -162,6 +183,7 @@ Status upsert_team(ClusterState& s, const TeamSpec& spec) {
   t.removed = false;
   refresh_plan_quota(s);  // nominal = the allocation plus the team's Active plans
   refresh_candidate_types(s);
+  refresh_cohorts(s);
   return ok_status();
 }
 
@@ -182,8 +204,10 @@ Status remove_team(ClusterState& s, std::string_view name) {
   mt.unlimited.assign(s.catalog.size(), ResourceSet{});
   mt.spec.allocation.clear();
   mt.spec.strategy = SharingStrategy::kDontLend;
+  mt.spec.group.clear();
   mt.removed = true;
   refresh_candidate_types(s);
+  refresh_cohorts(s);
   return ok_status();
 }
 
@@ -194,6 +218,7 @@ Result<TypeId> add_instance_type(ClusterState& s, InstanceType type) {
   s.capacity.resize(s.catalog.size());
   refresh_plan_quota(s);  // sizes every team's allocated and nominal tables, and the plans' idle pool
   refresh_candidate_types(s);
+  refresh_cohorts(s);  // sizes the groups' tables
   return id;
 }
 
@@ -538,6 +563,19 @@ Status fire_log_rule(ClusterState& s, std::string_view name, Time now, const Log
   return ok_status();
 }
 
+// Declared in core/in_place.h; here beside fail_run, whose restart it is.
+Status fall_back_from_in_place(ClusterState& s, std::string_view name, Time now, const std::string& why) {
+  const Job* cj = s.find_job(name);
+  if (!cj) return Error::not_found("no job named " + std::string(name));
+  Job& j = s.jobs[cj->id.index()];
+  if (j.state != JobState::kRunning)
+    return Error::precondition("job " + j.spec.name + " is not running (" + job_state_name(j.state) + ")");
+  if (j.membership_epoch == 0)
+    return Error::precondition("job " + j.spec.name + " has not recovered in place in its current run");
+  fail_run(s, j, now, why, ReasonCode::kNodeFailed);
+  return ok_status();
+}
+
 Status time_out_start(ClusterState& s, std::string_view name, Time now, int64_t backoff_s, const std::string& why) {
   const Job* cj = s.find_job(name);
   if (!cj) return Error::not_found("no job named " + std::string(name));
@@ -601,6 +639,7 @@ Status admit_job(ClusterState& s, JobId id, const Placement& placement, bool bor
   j.placement = placement;
   j.borrowing = borrowing;
   j.started_at = now;
+  j.membership_epoch = 0;  // a new run starts a new membership (core/in_place.h)
   if (j.time_limit_resets) j.run_before_s = 0;  // each run has the whole limit (time_limit.h)
   transition(s, j, JobState::kRunning, now, std::move(reason), ReasonCode::kAdmitted);
   return ok_status();

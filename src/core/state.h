@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/catalog.h"
+#include "core/cohort_tree.h"
 #include "core/job_set.h"
 #include "core/job_table.h"
 #include "core/model.h"
@@ -39,6 +40,8 @@ struct ClusterState {
   PolicySpec policy;
   std::vector<Node> nodes;   // index = NodeId
   std::vector<Team> teams;   // index = TeamId
+  // The policy's groups resolved against the teams and the catalog (core/cohort_tree.h); empty: a flat cluster.
+  CohortTree cohorts;
   JobTable jobs;             // index = JobId; memory follows the jobs kept (job_table.h)
   std::vector<Plan> plans;   // index = PlanId
   std::unordered_map<std::string, NodeId> node_by_name;

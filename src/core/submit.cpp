@@ -130,6 +130,10 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
     limit = *r;
   }
 
+  // A plan's nodes are never reserved, so a job naming a plan and a reservation could never run.
+  if (!restored_priority && !spec.reservation.empty() && !spec.plan.empty())
+    return Error::invalid("job " + spec.name + ": names plan " + spec.plan + " and reservation " + spec.reservation +
+                          "; a plan's nodes are never reserved, so name one or the other");
   Job j;
   if (restored_priority && !spec.plan.empty()) {
     if (!restored_plan.valid() || restored_plan.index() >= s.plans.size() || s.plans[restored_plan.index()].spec.name != spec.plan)
@@ -143,6 +147,10 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
                                  "; its nodes take no new work. Name a Scheduled or Active plan, or none");
     j.plan = plan->id;
   }
+  // A reservation it names must exist and admit it (reservations.h); a restored job keeps it whatever became of
+  // the reservation since (it waits, reason reservation_ended, when it is gone).
+  if (!restored_priority)
+    if (auto st = check_named_reservation(s, spec, team->id); !st) return st.error();
   // A restored job keeps the IDs its names were resolved to at submission (the snapshot says them, and the names
   // may mean other jobs by now); a new one resolves them here (dependency.h).
   if (!restored_priority) {

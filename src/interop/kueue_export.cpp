@@ -113,6 +113,12 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
   }
 
   KueueExport result;
+  // Cohort trees (docs/scheduling.md) are not mapped to Kueue's hierarchical Cohorts yet: say so rather than drop
+  // them silently (issue 31 item 7).
+  if (!policy.groups.empty())
+    result.warnings.push_back("policy.groups: " + std::to_string(policy.groups.size()) +
+                              " group(s) not exported (cohort trees are not mapped to Kueue's Cohorts with parentName "
+                              "yet); every team is exported into the one cohort " + options.cohort);
   YAML::Emitter out;
   out.SetIndent(2);
   begin_object(out, options.api_version, "Topology", options.topology_name);

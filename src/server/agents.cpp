@@ -64,7 +64,7 @@ json replica_assignment(const ServerState& st, const ServerOptions& options, con
             {"world_size", world_size(j)},
             {"local_rank", local_rank},
             {"master_addr", master_addr},
-            {"master_port", master_port(options, j.id, attempt_of(j))},
+            {"master_port", master_port(options, j.id, attempt_of(j), j.membership_epoch)},
             {"command", j.spec.command},
             {"env", replica_env(j, rank)},
             {"accelerators", r.accelerators},
@@ -84,6 +84,19 @@ json replica_assignment(const ServerState& st, const ServerOptions& options, con
   if (!j.spec.log_rules.empty()) a["log_rules"] = config::log_rules_json(j.spec.log_rules);
   // ALLOT_ATTEMPT, where it is not `attempt` (a job numbered after folded names: server_state.h, attempt_shown).
   if (j.attempt_folded != 0) a["attempt_shown"] = attempt_shown(j);
+  // Recovery in place (core/in_place.h): the run's membership, which the agent writes to membership.json and, when
+  // the epoch changes under a running replica, signals (docs/resiliency.md, "Recovery in place").
+  if (j.spec.recovery == Recovery::kInPlace) {
+    json ranks = json::array();
+    for_each_replica(j, [&](int rank_of, const PodSetPlacement&, const ReplicaBinding& b) {
+      const std::string& node = s.nodes[b.node.index()].name;
+      auto it = st.nodes.find(node);
+      ranks.push_back({{"rank", rank_of}, {"node", node}, {"address", it == st.nodes.end() ? "" : it->second.address}});
+    });
+    json m = {{"epoch", j.membership_epoch}, {"ranks", std::move(ranks)}};
+    if (!j.spec.membership_signal.empty()) m["signal"] = j.spec.membership_signal;
+    a["membership"] = std::move(m);
+  }
   return a;
 }
 

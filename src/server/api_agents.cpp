@@ -5,6 +5,7 @@
 #include "auth/token.h"
 #include "core/plans.h"
 #include "core/topology_levels.h"
+#include "server/in_place_recovery.h"
 #include "server/agents.h"
 #include "server/api.h"
 #include "server/heartbeat_board.h"
@@ -314,6 +315,7 @@ Result<Render> heartbeat(Txn& txn, const ServerOptions& options, const std::stri
   if (health) on_health_report(txn, options, name, *health);
   note_pulls(txn, name, reports);
   note_starts(txn, name, reports);  // before the exits: an exit may end the run
+  note_recovered(txn, name, reports);
   apply_exits(txn, name, reports, options);
   note_replica_cpus(txn, name, reports);
   note_heartbeat(txn.state(), name, reports);

@@ -37,8 +37,12 @@ Render team_render(const std::string& name, int status = 200) {
 
 // Validates teams against an empty cluster with the same catalog: a team's spec does not depend on other
 // objects, so what passes here cannot fail on the live state.
-Status check_teams(const Catalog& catalog, const std::vector<TeamSpec>& teams) {
+// `groups`: the cohort groups the teams may name (the applied policy's, or the cluster's when the apply has none).
+Status check_teams(const Catalog& catalog, const std::vector<GroupSpec>& groups, const std::vector<TeamSpec>& teams) {
   ClusterState scratch(catalog);
+  PolicySpec with_groups;
+  with_groups.groups = groups;
+  if (auto st = set_policy(scratch, with_groups); !st) return st;
   for (const TeamSpec& t : teams) {
     auto st = upsert_team(scratch, t);
     if (!st) return st;
@@ -185,7 +189,7 @@ void apply_route(Routes& http, Api& api) {
     run(api, who, req, res, [&api, policy, teams](Txn& txn) -> Result<Render> {
       // Teams first on a scratch state, then the policy on the live one (which may refuse it because of active
       // jobs): after both checks nothing can fail, so the whole apply takes effect or none of it does.
-      if (auto st = check_teams(api.catalog, teams); !st) return st.error();
+      if (auto st = check_teams(api.catalog, policy ? policy->groups : txn.cluster().policy.groups, teams); !st) return st.error();
       if (policy)
         if (auto st = txn.apply(store::SetPolicy{*policy}); !st) return st.error();
       for (const TeamSpec& t : teams)

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "config/spec_yaml.h"
+#include "server/in_place_recovery.h"
 #include "server/api.h"
 #include "server/network_layers.h"
 #include "server/views.h"
@@ -119,6 +120,7 @@ void node_change_routes(Routes& http, Api& api) {
     const auto health = static_cast<NodeHealth>(*choice);  // the order of the enum
     run(api, who, req, res, [name = param(req), health](Txn& txn) -> Result<Render> {
       if (!txn.cluster().find_node(name)) return no_node(name);
+      if (health != NodeHealth::kSchedulable) recover_in_place_from(txn, name);  // in_place_recovery.h
       auto st = txn.apply(store::NodeHealthChange{name, health, store::HealthCause::kAdmin, "", "set by an administrator"});
       if (!st) return st.error();
       return node_render(name);

@@ -45,6 +45,11 @@ NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, cons
         if (const ReplicaStarts* s = find_run(st.starts, index, attempt))
           for (int rank_of : s->ranks)
             if (a.placed.count({j.spec.name, rank_of})) a.started.insert({j.spec.name, rank_of});
+      if (j.spec.recovery == Recovery::kInPlace) a.epochs[j.spec.name] = j.membership_epoch;
+      // The moved ranks here an in-place recovery awaits.
+      if (auto w = st.in_place_waits.find(index); w != st.in_place_waits.end() && w->second.epoch == j.membership_epoch)
+        for (int rank_of : w->second.ranks)
+          if (a.placed.count({j.spec.name, rank_of})) a.awaited.insert({j.spec.name, rank_of});
       // The replicas here recorded as pulling their image (note_pulls keeps those of the current attempt).
       if (const ImagePulls* p = find_run(st.pulls, index, attempt))
         for (const auto& [on, rank_of] : p->pulling)
@@ -106,6 +111,10 @@ bool adds_work(const NodeAnswer& before, const NodeAnswer& now) {
     auto it = before.placed.find(slot);
     if (it == before.placed.end() || it->second != attempt) return true;
   }
+  for (const auto& [job, epoch] : now.epochs) {
+    auto it = before.epochs.find(job);
+    if (it != before.epochs.end() && it->second != epoch) return true;
+  }
   return false;
 }
 
@@ -118,6 +127,8 @@ bool changes_nothing(const NodeAnswer& a, const std::vector<ReplicaReport>& repo
       if ((rep.state == ReplicaState::kPulling) != (a.pulling.count({rep.job, rep.rank}) > 0)) return false;
       // note_starts: a current replica placed here that is running and not yet recorded as started.
       if (a.track_starts && rep.state == ReplicaState::kRunning && !a.started.count({rep.job, rep.rank})) return false;
+      // note_recovered: a moved rank an in-place recovery awaits, now running.
+      if (rep.state == ReplicaState::kRunning && a.awaited.count({rep.job, rep.rank})) return false;
     }
     if (rep.cpus.empty()) continue;
     // note_replica_cpus keeps the CPUs of a current replica placed here, and ignores every other report.

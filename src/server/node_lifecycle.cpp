@@ -6,6 +6,7 @@
 
 #include "auth/token.h"
 #include "server/api.h"
+#include "server/in_place_recovery.h"
 #include "server/node_silence.h"
 
 namespace allot::server {
@@ -21,6 +22,8 @@ constexpr int64_t kExitJudgingLimitMs = 120'000;
 void change(Txn& txn, const std::string& node, NodeHealth health, HealthCause cause, const std::string& reason,
             const std::string& replaces = "") {
   AsServer as(txn);  // health changes it decides and tokens for replacements name the server
+  // Jobs with recovery: in_place move their replicas off the node first (in_place_recovery.h).
+  if (health != NodeHealth::kSchedulable) recover_in_place_from(txn, node);
   spdlog::info("node {}: {} ({})", node, node_health_name(health), reason);
   auto st = txn.apply(store::NodeHealthChange{node, health, cause, "", reason, replaces});
   if (!st) spdlog::error("node {}: {}", node, st.error().message);

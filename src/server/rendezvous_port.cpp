@@ -4,9 +4,10 @@
 
 namespace allot::server {
 
-int master_port(const ServerOptions& options, JobId job, int attempt) {
+int master_port(const ServerOptions& options, JobId job, int attempt, int epoch) {
   const uint64_t range = static_cast<uint64_t>(std::max(1, options.master_port_max - options.master_port_min + 1));
-  const uint64_t step = static_cast<uint64_t>(job.index()) + static_cast<uint64_t>(std::max(0, attempt)) * kAttemptStride;
+  const uint64_t step = static_cast<uint64_t>(job.index()) + static_cast<uint64_t>(std::max(0, attempt)) * kAttemptStride +
+                        static_cast<uint64_t>(std::max(0, epoch)) * kEpochStride;
   return options.master_port_min + static_cast<int>(step % range);
 }
 

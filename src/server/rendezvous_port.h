@@ -15,8 +15,11 @@ namespace allot::server {
 // size. Deterministic, so every rank of an attempt, and every agent asked again, gets the same one; a new attempt
 // moves kAttemptStride ports on, so that a port some other process holds on rank 0's node is not tried again by
 // the next attempt (unless the range has a single port).
-int master_port(const ServerOptions& options, JobId job, int attempt);
+// An in-place recovery (core/in_place.h) begins a new membership epoch of the same attempt, whose rendezvous is
+// fresh too: each epoch moves kEpochStride ports on (epoch 0, the run's start, is the attempt's own port).
+int master_port(const ServerOptions& options, JobId job, int attempt, int epoch = 0);
 inline constexpr int kAttemptStride = 97;
+inline constexpr int kEpochStride = 499;
 
 // A replica report's "not_started" part (`"cause": "port_in_use", "port": N`) into `rep`, or an error that says
 // what `where` got wrong.

@@ -56,6 +56,9 @@ struct NodeOf {
   std::string operator()(const PutAdmissionCheck&) const { return ""; }
   std::string operator()(const DeleteAdmissionCheck&) const { return ""; }
   std::string operator()(const AdmissionCheckAnswered&) const { return ""; }
+  // The failed node: the recovery's event is on it too. The job it names keeps running.
+  std::string operator()(const RecoverInPlace& o) const { return o.node; }
+  std::string operator()(const InPlaceFallback&) const { return ""; }
   std::string operator()(const RemoteCopyStep&) const { return ""; }  // a worker cluster's, not a node here
 };
 
@@ -224,6 +227,16 @@ std::string message_of(const ServerState& st, const Record& r) {
     std::string operator()(const DeleteReservation& o) const {
       return "reservation " + o.reservation + " deleted; its nodes returned to the common pool";
     }
+    std::string operator()(const RecoverInPlace& o) const {
+      std::string moved;
+      for (const auto& m : o.moves) moved += (moved.empty() ? "" : ", ") + std::string("replica ") + std::to_string(m.index) + " to " + m.to.node;
+      return "recovered in place from the failure of node " + o.node + ": membership epoch " + std::to_string(o.epoch) +
+             ", " + moved + "; the other replicas keep running";
+    }
+    std::string operator()(const InPlaceFallback& o) const {
+      const Job* j = s.find_job(o.job);
+      return j ? job_message(*j) : o.reason;
+    }
     std::string operator()(const CompactFinished& o) const {
       return "retention: jobs that finished at or before " + std::to_string(o.finished_before) + " left the server (" +
              std::to_string(s.compacted_jobs) + " compacted so far); the journal keeps their records";
@@ -243,6 +256,7 @@ void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind
       st.replica_cpus.erase(j->id.index());
       st.pulls.erase(j->id.index());
       st.run_checks.erase(j->id.index());  // a run's checks end with it; the next admission begins anew
+      st.in_place_waits.erase(j->id.index());
     }
     st.running_by_node.update(*j);
     team = st.cluster.teams[j->team.index()].spec.name;
@@ -320,6 +334,7 @@ void forget_compacted(ServerState& st) {
   drop(st.deferred_exits);
   drop(st.waiting_since);
   drop(st.run_checks);
+  drop(st.in_place_waits);
   drop(st.check_retries);
   for (auto it = st.check_trying.begin(); it != st.check_trying.end();) it = gone(it->first.first) ? st.check_trying.erase(it) : std::next(it);
   for (auto& [name, info] : st.nodes)
@@ -487,6 +502,22 @@ struct Note {
   void operator()(const LocalityWaitBegan&) const {}
   void operator()(const DependencyNeverHolds&) const {}
   void operator()(const SetNetworkLayers&) const {}
+  void operator()(const InPlaceFallback&) const {}
+  // The moved ranks are placed on their new nodes (`allot describe node`, the node's ranks).
+  // The moved ranks are awaited from the record's time (server/in_place_recovery.h).
+  void operator()(const RecoverInPlace& o) const {
+    const Job* j = st.cluster.find_job(o.job);
+    if (!j) return;
+    InPlaceWait& wait = st.in_place_waits[j->id.index()];
+    wait = InPlaceWait{o.epoch, r.at * 1000, {}};
+    for (const auto& m : o.moves) {
+      int rank = 0;
+      for (int p = 0; p < m.pod_set && p < static_cast<int>(j->placement.pod_sets.size()); ++p)
+        rank += static_cast<int>(j->placement.pod_sets[p].replicas.size());
+      st.nodes[m.to.node].ranks_placed.insert({j->id.index(), rank + m.index});
+      wait.ranks.insert(rank + m.index);
+    }
+  }
   void operator()(const RemoteCopyStep&) const {}  // the job's account of its copies is the cluster's (Job::remote)
   void operator()(const LogRuleFired& o) const {
     if (const Job* j = st.cluster.find_job(o.job)) st.log_rules_fired[j->id.index()] = LogRuleSeen{o.attempt, r.at, o.firing};
@@ -558,6 +589,9 @@ struct AudienceOf {
   EventAudience operator()(const store::DependencyNeverHolds&) const { return EventAudience::kEveryReader; }
   // Node names and network node ids, as GET /v1/nodes shows every reader.
   EventAudience operator()(const store::SetNetworkLayers&) const { return EventAudience::kEveryReader; }
+  // About the job and the node it lost, as a node failure's events are.
+  EventAudience operator()(const store::RecoverInPlace&) const { return EventAudience::kEveryReader; }
+  EventAudience operator()(const store::InPlaceFallback&) const { return EventAudience::kEveryReader; }
   // About the job (worker names are the manager's configuration, which every reader of the job may know).
   EventAudience operator()(const store::RemoteCopyStep&) const { return EventAudience::kEveryReader; }
 };

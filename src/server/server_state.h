@@ -166,6 +166,13 @@ struct PreemptionSeen {
 };
 
 // Exits reported by agents for one run of a job.
+// A Running job's in-place recovery that waits for its moved ranks to run (server/in_place_recovery.h).
+struct InPlaceWait {
+  int epoch = 0;           // the membership epoch the recovery began
+  int64_t since_ms = 0;    // when: the record's time, or (on the leader that wrote it) the moment it was written
+  std::set<int> ranks;     // the moved ranks not yet reported running on their new nodes
+};
+
 struct ExitTrack {
   int attempt = -1;
   std::set<int> succeeded;  // ranks that exited 0
@@ -328,6 +335,7 @@ struct ServerState {
   uint64_t webhooks_version = 0;  // bumped by every webhook record: the writer hands the table to the sender then
   AdmissionCheckTable admission_checks;
   uint64_t admission_checks_version = 0;  // bumped by every check record: the writer hands asks to the checker then
+  std::unordered_map<uint32_t, InPlaceWait> in_place_waits;  // by JobId index; rebuilt from the journal
   std::unordered_map<uint32_t, RunChecks> run_checks;  // by JobId index: Running jobs' runs (admission_checks.h)
   std::unordered_map<uint32_t, int> check_retries;     // by JobId index: retry answers so far (the backoff doubles)
   std::map<std::pair<uint32_t, std::string>, CheckTrying> check_trying;  // by (job index, check); in memory

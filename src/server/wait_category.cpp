@@ -42,6 +42,7 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
       return WaitCategory::kHeld;
     case ReasonCode::kPlanPending:
     case ReasonCode::kPlanEnding:
+    case ReasonCode::kReservationPending:  // a place set aside from a start, as a plan's nodes are
       return WaitCategory::kPlan;
     case ReasonCode::kDependency:
       return WaitCategory::kDependency;
@@ -55,6 +56,7 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
     case ReasonCode::kNeverFits:
     case ReasonCode::kInstanceType:
     case ReasonCode::kPlanEnded:
+    case ReasonCode::kReservationEnded:
       return WaitCategory::kNeverFits;
     case ReasonCode::kAdmitted:
     case ReasonCode::kFinished:

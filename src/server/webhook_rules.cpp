@@ -139,6 +139,10 @@ std::optional<store::NoticeKind> notice_of(const store::Op& op, const ClusterSta
             return o.step == RemoteStep::kSucceeded || o.step == RemoteStep::kFailed ? by_state(o.job) : N{};
           },
           [&](const StartTimeout& o) -> N { return by_state(o.job); },
+          // The fallback restarts the job (requeued) or fails it with no retries left.
+          [&](const InPlaceFallback& o) -> N { return by_state(o.job); },
+          // The job keeps running; its event (recover_in_place) is in the stream, and no notice kind is about it.
+          [](const RecoverInPlace&) -> N { return {}; },
           [](const NodeHealthChange& o) -> N {
             if (!o.replaces.empty()) return NoticeKind::kNodeReplaced;
             return o.health == NodeHealth::kSchedulable ? N{} : N{NoticeKind::kNodeUnhealthy};

@@ -15,6 +15,7 @@
 #include "server/plan_steps.h"
 #include "server/reservation_steps.h"
 #include "server/start_timeouts.h"
+#include "server/in_place_recovery.h"
 #include "server/time_limits.h"
 #include "store/replay.h"
 
@@ -522,6 +523,7 @@ void Writer::time_out_nodes(Txn& txn) {
     // heartbeats from now on: the writer does, undoing the timeout (heartbeat_board.h).
     if (!board_.close_if_silent(name, txn.now_ms(), limit)) continue;
     spdlog::warn("node {}: no heartbeat for {} ms; marking it UnschedulablePendingReboot", name, limit);
+    recover_in_place_from(txn, name);  // its lease has expired: its replicas are stopped (docs/resiliency.md)
     auto st = txn.apply(store::NodeHealthChange{name, NodeHealth::kUnschedulablePendingReboot, store::HealthCause::kTimeout, "",
                                                 "no heartbeat for " + std::to_string(limit) + " ms"});
     if (!st) spdlog::error("node {}: {}", name, st.error().message);
@@ -677,6 +679,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
       time_limits_checked_at_ = txn.now();
       if (end_jobs_past_time_limit(txn)) dirty_ = true;
       if (time_out_starts(txn)) dirty_ = true;
+      if (fall_back_stalled_recoveries(txn)) dirty_ = true;
     }
     time_out_nodes(txn);
     compacted = compact_finished_jobs(txn);

@@ -35,6 +35,7 @@ struct JobExpect {
   std::optional<int> restarts;
   std::optional<int> replicas;  // held now: of the elastic pod set, or of all pod sets of a fixed job
   std::optional<int> resizes;
+  std::optional<int> membership_epoch;  // of the current run (core/in_place.h): its in-place recoveries
   std::optional<std::string> reason;  // case-insensitive substring
   std::optional<ReasonCode> reason_code;
   std::optional<int64_t> time_left;  // seconds before its wall-time limit, at the expect's time (core/time_limit.h)

@@ -86,6 +86,9 @@ int check_expect(const ClusterState& s, const Event& e, std::vector<std::string>
       bad.push_back("replicas is " + std::to_string(j->size()) + ", expected " + std::to_string(*want.replicas));
     if (want.resizes && *want.resizes != static_cast<int>(j->resizes.size()))
       bad.push_back("resizes is " + std::to_string(j->resizes.size()) + ", expected " + std::to_string(*want.resizes));
+    if (want.membership_epoch && *want.membership_epoch != j->membership_epoch)
+      bad.push_back("membership_epoch is " + std::to_string(j->membership_epoch) + ", expected " +
+                    std::to_string(*want.membership_epoch));
     if (want.reason && ascii_lower(j->reason.str()).find(ascii_lower(*want.reason)) == std::string::npos)
       bad.push_back("reason does not contain \"" + *want.reason + "\"");
     if (want.reason_code && *want.reason_code != j->reason_code)

@@ -102,7 +102,7 @@ Result<std::vector<std::string>> read_node_list(const YamlContext& ctx, const Va
 
 Result<JobExpect> read_job_expect(const YamlContext& ctx, const Val& v) {
   auto f = Fields::open(ctx, v, {"state", "nodes", "node_count", "distinct", "borrowing", "preemptions", "restarts", "replicas", "resizes", "reason",
-                                 "reason_code", "time_left"});
+                                 "reason_code", "time_left", "membership_epoch"});
   if (!f) return f.error();
   JobExpect j;
   j.line = v.line;
@@ -132,7 +132,8 @@ Result<JobExpect> read_job_expect(const YamlContext& ctx, const Val& v) {
     j.borrowing = *x;
   }
   for (auto [key, field] : {std::pair{"node_count", &j.node_count}, {"preemptions", &j.preemptions}, {"restarts", &j.restarts},
-                            {"replicas", &j.replicas}, {"resizes", &j.resizes}}) {
+                            {"replicas", &j.replicas}, {"resizes", &j.resizes},
+                            {"membership_epoch", &j.membership_epoch}}) {
     auto n = read_count(ctx, f->get(key));
     if (!n) return n.error();
     *field = *n;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "core/in_place.h"
 #include "core/array.h"
 #include "core/overloaded.h"
 #include "core/plans.h"
@@ -121,7 +122,7 @@ Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& lo
       log.push_back(t + "node    " + e.target + " failed");
       if (const Node* n = s.find_node(e.target); n && n->health == NodeHealth::kUnschedulablePendingReplacement)
         return ignore("node " + e.target + " has already failed (" + node_health_name(n->health) + ")");
-      return fail_node(s, e.target, e.at);
+      return fail_node_in_place(s, e.target, e.at, NodeHealth::kUnschedulablePendingReplacement);
     case EventKind::kRecoverNode:
       log.push_back(t + "node    " + e.target + " recovered");
       if (const Node* n = s.find_node(e.target); n && n->health == NodeHealth::kSchedulable)

@@ -20,19 +20,26 @@ namespace {
 constexpr int64_t kMaxSeconds = 1'000'000'000'000;
 constexpr int64_t kMaxGpus = 1'000'000;
 
+// How a format writes its cells: plain numbers (seconds, GPU counts), or as Slurm's sacct prints them.
+enum class Cells { kNumbers, kSlurm };
+
 struct Columns {
   TraceFormat format;
+  char sep;  // between cells
+  Cells cells;
   const char* id;
   const char* submit;
   const char* duration;
   const char* gpus;
-  const char* team;  // nullptr: the format has no team column; otherwise optional in the header
+  const char* team;        // nullptr: the format has no team column; otherwise optional in the header
+  const char* time_limit;  // nullptr: the format has no limit column; otherwise optional in the header
 };
 
 constexpr Columns kFormats[] = {
-    {TraceFormat::kAllot, "id", "submit_s", "duration_s", "gpus", "team"},
-    {TraceFormat::kPhilly, "job_id", "submit_time", "real_duration", "num_gpu", nullptr},
-    {TraceFormat::kItp, "job_id", "submission_time", "duration", "num_gpu", nullptr},
+    {TraceFormat::kAllot, ',', Cells::kNumbers, "id", "submit_s", "duration_s", "gpus", "team", "time_limit_s"},
+    {TraceFormat::kPhilly, ',', Cells::kNumbers, "job_id", "submit_time", "real_duration", "num_gpu", nullptr, nullptr},
+    {TraceFormat::kItp, ',', Cells::kNumbers, "job_id", "submission_time", "duration", "num_gpu", nullptr, nullptr},
+    {TraceFormat::kSlurm, '|', Cells::kSlurm, "JobID", "Submit", "Elapsed", "AllocTRES", "Account", "Timelimit"},
 };
 
 const Columns& columns_of(TraceFormat f) {
@@ -47,21 +54,23 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-std::vector<std::string_view> split_cells(std::string_view line) {
+std::vector<std::string_view> split_cells(std::string_view line, char sep) {
   std::vector<std::string_view> cells;
   size_t start = 0;
   while (true) {
-    size_t comma = line.find(',', start);
-    cells.push_back(trim(line.substr(start, comma == std::string_view::npos ? line.npos : comma - start)));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
+    size_t at = line.find(sep, start);
+    cells.push_back(trim(line.substr(start, at == std::string_view::npos ? line.npos : at - start)));
+    if (at == std::string_view::npos) break;
+    start = at + 1;
   }
   return cells;
 }
 
 std::string expected_header(const Columns& c) {
-  std::string s = std::string(c.id) + "," + c.submit + "," + c.duration + "," + c.gpus;
-  if (c.team) s += std::string("[,") + c.team + "]";
+  const std::string sep(1, c.sep);
+  std::string s = std::string(c.id) + sep + c.submit + sep + c.duration + sep + c.gpus;
+  for (const char* optional : {c.team, c.time_limit})
+    if (optional) s += "[" + sep + optional + "]";
   return s;
 }
 
@@ -74,20 +83,24 @@ std::string all_expected_headers() {
   return s;
 }
 
-// Header cell name -> index; names compared case-insensitively.
-using HeaderIndex = std::unordered_map<std::string, size_t>;
+// Header cell name (lower case) -> index; names compared case-insensitively.
+struct HeaderIndex {
+  std::unordered_map<std::string, size_t> at;
+  bool has(const char* name) const { return at.count(ascii_lower(name)) > 0; }
+  size_t operator[](const char* name) const { return at.at(ascii_lower(name)); }
+};
 
-HeaderIndex index_header(std::string_view header_line) {
+HeaderIndex index_header(std::string_view header_line, char sep) {
   HeaderIndex idx;
-  auto cells = split_cells(header_line);
-  for (size_t i = 0; i < cells.size(); ++i) idx.emplace(ascii_lower(cells[i]), i);
+  auto cells = split_cells(header_line, sep);
+  for (size_t i = 0; i < cells.size(); ++i) idx.at.emplace(ascii_lower(cells[i]), i);
   return idx;
 }
 
 std::vector<std::string> missing_columns(const HeaderIndex& idx, const Columns& c) {
   std::vector<std::string> missing;
   for (const char* name : {c.id, c.submit, c.duration, c.gpus})
-    if (!idx.count(name)) missing.emplace_back(name);
+    if (!idx.has(name)) missing.emplace_back(name);
   return missing;
 }
 
@@ -129,6 +142,123 @@ bool parse_gpus(std::string_view cell, const char* column, int& out, std::string
     return false;
   }
   out = static_cast<int>(v);
+  return true;
+}
+
+// A non-negative whole number of at most 12 digits (Slurm's fields), or nullopt.
+std::optional<int64_t> whole(std::string_view s) {
+  if (s.empty() || s.size() > 12) return std::nullopt;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2;
+  const int64_t era = y / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+// sacct's Submit: YYYY-MM-DDTHH:MM:SS, as seconds since 1970 (the offset of its time zone cancels out).
+bool parse_slurm_time(std::string_view cell, const char* column, int64_t& out, std::string& why) {
+  why = std::string(column) + ": '" + std::string(cell) + "' is not a time YYYY-MM-DDTHH:MM:SS from 1970 on";
+  if (cell.size() != 19 || cell[4] != '-' || cell[7] != '-' || cell[10] != 'T' || cell[13] != ':' || cell[16] != ':')
+    return false;
+  auto y = whole(cell.substr(0, 4)), mo = whole(cell.substr(5, 2)), d = whole(cell.substr(8, 2));
+  auto h = whole(cell.substr(11, 2)), mi = whole(cell.substr(14, 2)), se = whole(cell.substr(17, 2));
+  if (!y || !mo || !d || !h || !mi || !se || *y < 1970 || *mo < 1 || *mo > 12 || *d < 1 || *d > 31 || *h > 23 ||
+      *mi > 59 || *se > 60)
+    return false;
+  out = days_from_civil(*y, *mo, *d) * 86400 + *h * 3600 + *mi * 60 + *se;
+  return true;
+}
+
+// Slurm's time format, as sacct prints Elapsed and Timelimit: [D-]HH:MM:SS, or what Slurm takes as input:
+// M, M:S, H:M:S, D-H, D-H:M, D-H:M:S. Minutes and seconds after the first part are below 60.
+bool parse_slurm_duration(std::string_view cell, const char* column, int64_t& out, std::string& why) {
+  why = std::string(column) + ": '" + std::string(cell) + "' is not a Slurm time ([D-]HH:MM:SS, M, M:S, D-H or D-H:M)";
+  std::optional<int64_t> days;
+  std::string_view rest = cell;
+  if (size_t dash = cell.find('-'); dash != std::string_view::npos) {
+    days = whole(cell.substr(0, dash));
+    if (!days) return false;
+    rest = cell.substr(dash + 1);
+  }
+  std::vector<int64_t> parts;
+  size_t start = 0;
+  while (true) {
+    size_t colon = rest.find(':', start);
+    auto v = whole(rest.substr(start, colon == std::string_view::npos ? rest.npos : colon - start));
+    if (!v) return false;
+    parts.push_back(*v);
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  if (parts.size() > 3) return false;
+  for (size_t i = 1; i < parts.size(); ++i)
+    if (parts[i] > 59) return false;
+  int64_t s = 0;
+  if (days) {  // D-H, D-H:M, D-H:M:S
+    if (parts[0] > 23) return false;
+    s = *days * 86400 + parts[0] * 3600 + (parts.size() > 1 ? parts[1] * 60 : 0) + (parts.size() > 2 ? parts[2] : 0);
+  } else if (parts.size() == 1) {  // M
+    s = parts[0] * 60;
+  } else if (parts.size() == 2) {  // M:S
+    s = parts[0] * 60 + parts[1];
+  } else {  // H:M:S
+    s = parts[0] * 3600 + parts[1] * 60 + parts[2];
+  }
+  if (s > kMaxSeconds) {
+    why = std::string(column) + ": '" + std::string(cell) + "' is beyond 10^12 seconds";
+    return false;
+  }
+  out = s;
+  return true;
+}
+
+// sacct's AllocTRES (billing=8,cpu=8,gres/gpu=2,mem=64G,node=1): the GPUs are gres/gpu, or without it the sum of
+// the typed entries gres/gpu:TYPE (sacct may print both, the typed ones repeating the total).
+bool parse_tres_gpus(std::string_view cell, const char* column, int& out, std::string& why) {
+  std::optional<int64_t> total;
+  int64_t typed = 0;
+  for (std::string_view entry : split_cells(cell, ',')) {
+    size_t eq = entry.find('=');
+    std::string_view key = entry.substr(0, eq);
+    if (key != "gres/gpu" && key.substr(0, 9) != "gres/gpu:") continue;
+    auto v = eq == std::string_view::npos ? std::nullopt : whole(entry.substr(eq + 1));
+    if (!v || *v > kMaxGpus) {
+      why = std::string(column) + ": '" + std::string(entry) + "' is not a GPU count 0.." + std::to_string(kMaxGpus);
+      return false;
+    }
+    if (key == "gres/gpu") total = *v;
+    else typed += *v;
+  }
+  int64_t gpus = total ? *total : typed;
+  if (gpus > kMaxGpus) {
+    why = std::string(column) + ": '" + std::string(cell) + "' holds more than " + std::to_string(kMaxGpus) + " GPUs";
+    return false;
+  }
+  out = static_cast<int>(gpus);
+  return true;
+}
+
+// A job's limit: empty (and, in Slurm, UNLIMITED or Partition_Limit) is none.
+bool parse_time_limit(const Columns& c, std::string_view cell, std::optional<int64_t>& out, std::string& why) {
+  if (cell.empty() || (c.cells == Cells::kSlurm && (cell == "UNLIMITED" || cell == "Partition_Limit"))) return true;
+  int64_t v = 0;
+  bool ok = c.cells == Cells::kSlurm ? parse_slurm_duration(cell, c.time_limit, v, why)
+                                     : parse_seconds(cell, c.time_limit, v, why);
+  if (!ok) return false;
+  if (v == 0) {
+    why = std::string(c.time_limit) + ": '" + std::string(cell) + "' is zero (leave the cell empty for no limit)";
+    return false;
+  }
+  out = v;
   return true;
 }
 
@@ -176,7 +306,8 @@ Result<TraceFormat> parse_trace_format(std::string_view name) {
   if (n == "itp") return TraceFormat::kItp;
   if (n == "philly") return TraceFormat::kPhilly;
   if (n == "allot") return TraceFormat::kAllot;
-  return Error::invalid("unknown trace format '" + std::string(name) + "'; valid: itp, philly, allot, auto");
+  if (n == "slurm") return TraceFormat::kSlurm;
+  return Error::invalid("unknown trace format '" + std::string(name) + "'; valid: itp, philly, allot, slurm, auto");
 }
 
 const char* trace_format_name(TraceFormat format) {
@@ -185,14 +316,14 @@ const char* trace_format_name(TraceFormat format) {
     case TraceFormat::kItp: return "itp";
     case TraceFormat::kPhilly: return "philly";
     case TraceFormat::kAllot: return "allot";
+    case TraceFormat::kSlurm: return "slurm";
   }
   return "?";
 }
 
 Result<TraceFormat> detect_trace_format(std::string_view header_line) {
-  HeaderIndex idx = index_header(trim(header_line));
   for (const Columns& c : kFormats)
-    if (missing_columns(idx, c).empty()) return c.format;
+    if (missing_columns(index_header(trim(header_line), c.sep), c).empty()) return c.format;
   return Error::invalid("header '" + std::string(trim(header_line)) +
                         "' matches no trace format; expected one of: " + all_expected_headers());
 }
@@ -204,7 +335,7 @@ Result<Trace> parse_trace(std::string_view text, TraceFormat format, std::string
   bool have_header = false;
   Columns cols{};
   size_t n_cells = 0, i_id = 0, i_submit = 0, i_duration = 0, i_gpus = 0;
-  std::optional<size_t> i_team;
+  std::optional<size_t> i_team, i_time_limit;
   std::unordered_map<std::string, int> first_line_of_id;
 
   auto invalid = [&](int line_no, std::string why) {
@@ -227,7 +358,7 @@ Result<Trace> parse_trace(std::string_view text, TraceFormat format, std::string
         f = *detected;
       }
       cols = columns_of(f);
-      HeaderIndex idx = index_header(line);
+      HeaderIndex idx = index_header(line, cols.sep);
       auto missing = missing_columns(idx, cols);
       if (!missing.empty()) {
         std::string names;
@@ -236,22 +367,28 @@ Result<Trace> parse_trace(std::string_view text, TraceFormat format, std::string
                                trace_format_name(f) + " (expected " + expected_header(cols) + ")");
         return false;
       }
-      n_cells = split_cells(line).size();
+      n_cells = split_cells(line, cols.sep).size();
       i_id = idx[cols.id], i_submit = idx[cols.submit], i_duration = idx[cols.duration], i_gpus = idx[cols.gpus];
-      if (cols.team && idx.count(cols.team)) i_team = idx[cols.team];
+      if (cols.team && idx.has(cols.team)) i_team = idx[cols.team];
+      if (cols.time_limit && idx.has(cols.time_limit)) i_time_limit = idx[cols.time_limit];
       trace.format = trace_format_name(f);
       return true;
     }
-    auto cells = split_cells(line);
+    auto cells = split_cells(line, cols.sep);
     if (cells.size() != n_cells) {
       invalid(line_no, "expected " + std::to_string(n_cells) + " cells, found " + std::to_string(cells.size()));
       return true;
     }
     TraceJob job;
     std::string why;
-    if (!parse_seconds(cells[i_submit], cols.submit, job.submit_s, why) ||
-        !parse_seconds(cells[i_duration], cols.duration, job.duration_s, why) ||
-        !parse_gpus(cells[i_gpus], cols.gpus, job.gpus, why)) {
+    const bool slurm = cols.cells == Cells::kSlurm;
+    if (!(slurm ? parse_slurm_time(cells[i_submit], cols.submit, job.submit_s, why)
+                : parse_seconds(cells[i_submit], cols.submit, job.submit_s, why)) ||
+        !(slurm ? parse_slurm_duration(cells[i_duration], cols.duration, job.duration_s, why)
+                : parse_seconds(cells[i_duration], cols.duration, job.duration_s, why)) ||
+        !(slurm ? parse_tres_gpus(cells[i_gpus], cols.gpus, job.gpus, why)
+                : parse_gpus(cells[i_gpus], cols.gpus, job.gpus, why)) ||
+        (i_time_limit && !parse_time_limit(cols, cells[*i_time_limit], job.time_limit_s, why))) {
       invalid(line_no, std::move(why));
       return true;
     }
@@ -264,6 +401,17 @@ Result<Trace> parse_trace(std::string_view text, TraceFormat format, std::string
     // would vanish from a saved trace (found by fuzz/trace_fuzz.cpp).
     if (job.id.front() == '#') {
       invalid(line_no, std::string(cols.id) + ": '" + job.id + "' starts with '#', which marks a comment");
+      return true;
+    }
+    // sacct without -X lists each job's steps (123.batch, 123.0) under it: they are not jobs of their own.
+    if (slurm && job.id.find('.') != std::string::npos) {
+      invalid(line_no, std::string(cols.id) + ": '" + job.id + "' is a job step (run sacct with -X)");
+      return true;
+    }
+    // A comma would split the cell when the trace is saved in allot's format.
+    if (slurm && (job.id.find(',') != std::string::npos ||
+                  (i_team && cells[*i_team].find(',') != std::string_view::npos))) {
+      invalid(line_no, std::string(job.id.find(',') != std::string::npos ? cols.id : cols.team) + ": holds a comma");
       return true;
     }
     auto [it, fresh] = first_line_of_id.emplace(job.id, line_no);
@@ -307,12 +455,25 @@ Result<Trace> load_trace_file(const std::string& path, TraceFormat format) {
 }
 
 std::string to_allot_csv(const Trace& trace) {
-  std::string out = "id,submit_s,duration_s,gpus,team\n";
+  const bool limits = std::any_of(trace.jobs.begin(), trace.jobs.end(), [](const TraceJob& j) { return j.time_limit_s.has_value(); });
+  std::string out = limits ? "id,submit_s,duration_s,gpus,team,time_limit_s\n" : "id,submit_s,duration_s,gpus,team\n";
   for (const TraceJob& j : trace.jobs) {
     out += j.id + "," + std::to_string(j.submit_s) + "," + std::to_string(j.duration_s) + "," + std::to_string(j.gpus) +
-           "," + j.team + "\n";
+           "," + j.team;
+    if (limits) out += "," + (j.time_limit_s ? std::to_string(*j.time_limit_s) : std::string());
+    out += "\n";
   }
   return out;
+}
+
+TraceLimits trace_limits(const Trace& trace) {
+  TraceLimits l;
+  for (const TraceJob& j : trace.jobs) {
+    if (!j.time_limit_s) continue;
+    ++l.jobs;
+    if (*j.time_limit_s < j.duration_s) ++l.below_duration;
+  }
+  return l;
 }
 
 double trace_gpu_hours(const Trace& trace) {

@@ -1,5 +1,6 @@
 #include "sim/trace_replay.h"
 
+#include "core/in_place.h"
 #include "core/plans.h"
 
 #include <algorithm>
@@ -180,15 +181,18 @@ class Replay {
       ps.min_replicas = (ps.replicas + 1) / 2;
       any_elastic_ = true;
     }
-    if (o_.time_limit_factor > 0) spec.time_limit_s = time_limit_of(i, tj.duration_s);
+    // The trace's own limit where it gives one (raised to the duration: Slurm ends a job a little after its
+    // limit, and the replay runs each job for its whole duration), else one drawn from the factor.
+    if (tj.time_limit_s) spec.time_limit_s = std::max(*tj.time_limit_s, tj.duration_s);
+    else if (o_.time_limit_factor > 0) spec.time_limit_s = time_limit_of(i, tj.duration_s);
     auto id = submit_job(s_, spec, now);
     if (!id) return Error::invalid("trace job " + tj.id + ": " + id.error().message);
     // A trace job needs its duration of work, and a run after a preemption or a failure may need more than what is
     // left of a limit of F times that duration (the work since its last checkpoint is lost). The replay does not
-    // stop jobs at their limits (the trace had none), so each run gets the whole limit again, as with the team
-    // setting resets_on_restart: otherwise a restarted job ran past the limit that reservations were planned from,
-    // which a server, stopping jobs at their limits, never sees.
-    if (o_.time_limit_factor > 0) s_.jobs[id->index()].time_limit_resets = true;
+    // stop jobs at their limits (the trace's jobs ran for their durations), so each run gets the whole limit
+    // again, as with the team setting resets_on_restart: otherwise a restarted job ran past the limit that
+    // reservations were planned from, which a server, stopping jobs at their limits, never sees.
+    if (spec.time_limit_s) s_.jobs[id->index()].time_limit_resets = true;
     Tracked& t = tracked_[i];
     t.id = *id;
     t.held = held_gpus(shape_, tj.gpus);
@@ -216,7 +220,7 @@ class Replay {
         const Node* n = s_.find_node(spec.name);
         if (!n || n->health != NodeHealth::kSchedulable) continue;  // removed by the cluster file, or already down
         bool replace = draws_.needs_replacement();
-        (void)fail_node(s_, spec.name, now,
+        (void)fail_node_in_place(s_, spec.name, now,
                         replace ? NodeHealth::kUnschedulablePendingReplacement : NodeHealth::kUnschedulablePendingReboot);
         ++out_.node_failures;
         plan(replace ? NodeEvent::Kind::kReplaced : NodeEvent::Kind::kRebooted, e.node,

@@ -213,6 +213,11 @@ Status ClusterRestore::add_job_throwing(const json& jj) {
   job.start_timeouts = jj.value("start_timeouts", 0);  // absent unless a run timed out starting
   job.backoff_until = jj.value("backoff_until", Time{0});
   if (job.start_timeouts < 0) return Error::invalid("job " + spec.name + " has a negative start_timeouts");
+  job.membership_epoch = jj.value("membership_epoch", 0);  // absent unless the run recovered in place
+  if (job.membership_epoch < 0) return Error::invalid("job " + spec.name + " has a negative membership_epoch");
+  job.recoveries.clear();
+  for (const auto& r : jj.value("recoveries", json::array()))
+    job.recoveries.push_back({r.at(0).get<Time>(), r.at(1).get<std::string>(), r.at(2).get<int>(), r.at(3).get<int>()});
   job.attempt_base = jj.value("attempt_base", 0);
   if (job.attempt_base < 0) return Error::invalid("job " + spec.name + " has a negative attempt_base");
   job.attempt_folded = jj.value("attempt_folded", 0);  // absent unless its base came from folded names
@@ -348,6 +353,13 @@ void put_fields_when_set(json& out, const Job& j) {
   if (j.run_before_s != 0) out["run_before_s"] = j.run_before_s;
   if (j.start_timeouts != 0) out["start_timeouts"] = j.start_timeouts;
   if (j.backoff_until != 0) out["backoff_until"] = j.backoff_until;
+  // Recovery in place (core/in_place.h): the current run's membership epoch and every recovery.
+  if (j.membership_epoch != 0) out["membership_epoch"] = j.membership_epoch;
+  if (!j.recoveries.empty()) {
+    json list = json::array();
+    for (const auto& r : j.recoveries) list.push_back({r.at, r.node, r.epoch, r.replicas});
+    out["recoveries"] = std::move(list);
+  }
   if (j.remote != RemoteCopy{}) {  // a manager's job in worker clusters (core/remote_copy.h)
     auto ref = [](const RemoteCopyRef& c) { return json{{"worker", c.worker}, {"copy", c.copy}}; };
     json stale = json::array();

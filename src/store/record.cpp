@@ -54,6 +54,8 @@ struct NameOf {
   const char* operator()(const PutAdmissionCheck&) const { return "put_admission_check"; }
   const char* operator()(const DeleteAdmissionCheck&) const { return "delete_admission_check"; }
   const char* operator()(const AdmissionCheckAnswered&) const { return "admission_check"; }
+  const char* operator()(const RecoverInPlace&) const { return "recover_in_place"; }
+  const char* operator()(const InPlaceFallback&) const { return "in_place_fallback"; }
   const char* operator()(const RemoteCopyStep&) const { return "remote_copy"; }
 };
 struct JobOf {
@@ -97,6 +99,8 @@ struct JobOf {
   std::string operator()(const PutAdmissionCheck&) const { return ""; }
   std::string operator()(const DeleteAdmissionCheck&) const { return ""; }
   std::string operator()(const AdmissionCheckAnswered& o) const { return o.job; }
+  std::string operator()(const RecoverInPlace& o) const { return o.job; }
+  std::string operator()(const InPlaceFallback& o) const { return o.job; }
   std::string operator()(const RemoteCopyStep& o) const { return o.job; }
 };
 }  // namespace

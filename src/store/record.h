@@ -343,6 +343,33 @@ struct AdmissionCheckAnswered {
   friend bool operator==(const AdmissionCheckAnswered&, const AdmissionCheckAnswered&) = default;
 };
 
+// Recovery in place (core/in_place.h; docs/resiliency.md, "Recovery in place"): a running job with recovery
+// in_place recovered from the failure of `node`: its replicas there were placed again (`moves`, each a pod set and
+// the replica's index in it, and where it runs now), the others kept running, in membership epoch `epoch` (written
+// for people and checked on replay). Journaled before the node's health change, which then finds none of the job's
+// replicas on the node and so does not restart it.
+struct ReplicaMoveRecord {
+  int pod_set = 0;
+  int index = 0;
+  ReplicaRecord to;
+  friend bool operator==(const ReplicaMoveRecord&, const ReplicaMoveRecord&) = default;
+};
+struct RecoverInPlace {
+  std::string job;
+  std::string node;
+  int epoch = 0;
+  std::vector<ReplicaMoveRecord> moves;
+  friend bool operator==(const RecoverInPlace&, const RecoverInPlace&) = default;
+};
+// An in-place recovery that did not finish within the job's recovery_timeout (its new replicas were not all
+// running): the run ended as a node failure ends it (core/in_place.h, fall_back_from_in_place).
+struct InPlaceFallback {
+  std::string job;
+  int epoch = 0;  // the recovery's membership epoch, for people reading the journal
+  std::string reason;
+  friend bool operator==(const InPlaceFallback&, const InPlaceFallback&) = default;
+};
+
 // Several clusters (docs/multicluster.md): a step of a manager's job through the worker clusters (core/remote_copy.h),
 // decided by the manager's dispatcher from what the workers answered, and journaled before it acts on it where the
 // step is an act (a dispatch is journaled before the copy is submitted, so a restart submits the same copy again,
@@ -363,7 +390,8 @@ using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, 
                         CompactFinished, Requeue, TimeLimitExceeded, LocalityWaitBegan, StartTimeout,
                         CreateWebhook, DeleteWebhook, LogRuleFired, DependencyNeverHolds, SetNetworkLayers,
                         PutAdmissionCheck, DeleteAdmissionCheck, AdmissionCheckAnswered, CreateReservation,
-                        ReservationStepRecord, DeleteReservation, RemoteCopyStep>;
+                        ReservationStepRecord, DeleteReservation, RecoverInPlace, InPlaceFallback,
+                        RemoteCopyStep>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

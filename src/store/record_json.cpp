@@ -201,6 +201,14 @@ struct ToJson {
     return {{"job", o.job},   {"attempt", o.attempt}, {"check", o.check}, {"answer", check_answer_name(o.answer)},
             {"message", o.message}, {"backoff_s", o.backoff_s}};
   }
+  json operator()(const RecoverInPlace& o) const {
+    json moves = json::array();
+    for (const auto& m : o.moves)
+      moves.push_back({{"pod_set", m.pod_set}, {"index", m.index}, {"node", m.to.node}, {"accelerators", m.to.accelerators},
+                       {"numa_domains", m.to.numa_domains}, {"cpus", m.to.cpus}});
+    return {{"job", o.job}, {"node", o.node}, {"epoch", o.epoch}, {"moves", moves}};
+  }
+  json operator()(const InPlaceFallback& o) const { return {{"job", o.job}, {"epoch", o.epoch}, {"reason", o.reason}}; }
   json operator()(const RemoteCopyStep& o) const {
     return {{"job", o.job}, {"step", remote_step_name(o.step)}, {"worker", o.worker}, {"copy", o.copy}, {"reason", o.reason}};
   }
@@ -359,6 +367,15 @@ struct FromJson {
     if (!a) throw std::invalid_argument("admission_check: answer '" + str("answer") + "' is not ready, retry or reject");
     return AdmissionCheckAnswered{str("job"), j.at("attempt").get<int>(), str("check"), *a, str("message"), j.at("backoff_s").get<int64_t>()};
   }
+  Op operator()(As<RecoverInPlace>) const {
+    RecoverInPlace out{str("job"), str("node"), j.at("epoch").get<int>(), {}};
+    for (const auto& m : j.at("moves"))
+      out.moves.push_back({m.at("pod_set").get<int>(), m.at("index").get<int>(),
+                           ReplicaRecord{m.at("node").get<std::string>(), m.at("accelerators").get<std::vector<int>>(),
+                                         m.at("numa_domains").get<std::vector<int>>(), m.at("cpus").get<std::string>()}});
+    return out;
+  }
+  Op operator()(As<InPlaceFallback>) const { return InPlaceFallback{str("job"), j.at("epoch").get<int>(), str("reason")}; }
   Op operator()(As<RemoteCopyStep>) const {
     auto s = parse_remote_step(str("step"));
     if (!s) throw std::invalid_argument("remote_copy: step '" + str("step") + "' is not dispatched, running, succeeded, failed, lost or withdrawn");

@@ -4,6 +4,7 @@
 
 #include "core/dependency.h"
 #include "core/drain.h"
+#include "core/in_place.h"
 #include "core/overloaded.h"
 #include "core/plans.h"
 
@@ -141,6 +142,26 @@ struct Apply {
     auto r = delete_reservation(s, o.reservation);
     return r ? ok_status() : Status(r.error());
   }
+  Status operator()(const RecoverInPlace& o) const {
+    auto id = job_id(s, o.job);
+    if (!id) return id.error();
+    const Node* failed = s.find_node(o.node);
+    if (!failed) return Error::not_found("recover_in_place of job " + o.job + " names node " + o.node + ", which is not in the cluster");
+    InPlaceRecovery r{.job = *id, .failed = failed->id, .moves = {}};
+    for (const auto& m : o.moves) {
+      const Node* to = s.find_node(m.to.node);
+      if (!to) return Error::not_found("recover_in_place of job " + o.job + " names node " + m.to.node + ", which is not in the cluster");
+      if (m.pod_set < 0 || m.index < 0) return Error::invalid("recover_in_place of job " + o.job + " names a negative replica");
+      r.moves.push_back({.pod_set = static_cast<size_t>(m.pod_set), .index = static_cast<size_t>(m.index),
+                         .to = ReplicaBinding{to->id, m.to.accelerators, m.to.numa_domains, m.to.cpus}});
+    }
+    // Checked before it is applied, so that a record out of step with the state changes nothing.
+    if (s.jobs[id->index()].membership_epoch + 1 != o.epoch)
+      return Error::invalid("recover_in_place of job " + o.job + " says epoch " + std::to_string(o.epoch) + ", replay is at " +
+                            std::to_string(s.jobs[id->index()].membership_epoch));
+    return recover_in_place(s, r, at);
+  }
+  Status operator()(const InPlaceFallback& o) const { return fall_back_from_in_place(s, o.job, at, o.reason); }
   Status operator()(const CompactFinished& o) const {
     auto compacted = compact_finished(s, o.finished_before, at);
     return compacted ? ok_status() : Status(compacted.error());

@@ -160,6 +160,7 @@ json to_json(const TeamSpec& t) {
   if (!t.default_request.asks_nothing()) j["default_request"] = to_json(t.default_request);  // absent: none (and in older records)
   config::put_time_limits(j, t.time_limits);  // absent when unset, and before teams had time limits
   config::put_user_limits(j, t.user_limits);  // absent when none, and before teams had user limits
+  if (!t.group.empty()) j["group"] = t.group;  // absent when none, and before groups existed
   return j;
 }
 TeamSpec team_from_json(const json& j) {
@@ -175,6 +176,7 @@ TeamSpec team_from_json(const json& j) {
   if (j.contains("default_request")) t.default_request = amount_from_json(j.at("default_request"));
   t.time_limits = config::time_limits_from_json(j);
   t.user_limits = config::user_limits_from_json(j);
+  t.group = j.value("group", std::string());
   return t;
 }
 
@@ -198,6 +200,7 @@ PolicySpec policy_from_json(const json& j) {
   p.fair_share_preemption = j.value("fair_share_preemption", false);  // absent before the switch existed
   p.elastic_grow_delay_s = get_or<int64_t>(j, "elastic_grow_delay", PolicySpec{}.elastic_grow_delay_s);
   p.locality_wait_s = get_or<int64_t>(j, "locality_wait", 0);  // absent when not set (config/policy_json.cpp)
+  p.groups = config::groups_from_json(j);
   p.start_timeout_s = get_or<int64_t>(j, "start_timeout", 0);    // these three too
   p.start_backoff_s = get_or<int64_t>(j, "start_backoff", PolicySpec{}.start_backoff_s);
   p.start_backoff_max_s = get_or<int64_t>(j, "start_backoff_max", PolicySpec{}.start_backoff_max_s);
@@ -243,9 +246,14 @@ json to_json(const JobSpec& s) {
   if (s.time_limit_s) j["time_limit_s"] = *s.time_limit_s;  // absent without one, and before jobs had limits
   if (!s.labels.empty()) j["labels"] = s.labels;  // absent in records written before jobs had labels
   if (!s.plan.empty()) j["plan"] = s.plan;  // absent in records written before plans, and for jobs without one
+  if (!s.reservation.empty()) j["reservation"] = s.reservation;  // absent: none (and in records written before)
   if (!s.container.empty()) j["container"] = to_json(s.container);  // absent for bare processes and older records
   if (s.completion_index) j["completion_index"] = true;  // absent: false (and in older records)
   if (!s.log_rules.empty()) j["log_rules"] = config::log_rules_json(s.log_rules);  // absent: none (and in older records)
+  // Absent: restart, the default (and in older records).
+  if (s.recovery != Recovery::kRestart) j["recovery"] = recovery_name(s.recovery);
+  if (s.recovery_timeout_s) j["recovery_timeout_s"] = s.recovery_timeout_s;
+  if (!s.membership_signal.empty()) j["membership_signal"] = s.membership_signal;
   if (!s.after.empty()) j["after"] = config::after_json(s.after);  // absent: none (and in older records)
   if (!s.user.empty()) j["user"] = s.user;  // absent: no user (and in older records)
   if (s.multicluster) j["multicluster"] = true;  // absent: false (a job of no manager's team, and older records)
@@ -283,9 +291,19 @@ JobSpec job_from_json(const json& j) {
   s.env = get_or<std::map<std::string, std::string>>(j, "env", {});
   s.labels = get_or<std::map<std::string, std::string>>(j, "labels", {});
   s.plan = get_or<std::string>(j, "plan", "");
+  s.reservation = get_or<std::string>(j, "reservation", "");
   if (j.contains("container")) s.container = container_from_json(j.at("container"));
   s.completion_index = get_or(j, "completion_index", false);
   if (j.contains("log_rules")) s.log_rules = config::log_rules_from_json(j.at("log_rules"));
+  if (j.contains("recovery")) {
+    const std::string r = j.at("recovery").get<std::string>();
+    bool known = false;
+    for (Recovery k : kRecoveries)
+      if (r == recovery_name(k)) s.recovery = k, known = true;
+    if (!known) throw std::invalid_argument("unknown recovery '" + r + "' (restart, in_place)");
+  }
+  s.recovery_timeout_s = get_or<int64_t>(j, "recovery_timeout_s", 0);
+  s.membership_signal = get_or<std::string>(j, "membership_signal", "");
   if (j.contains("after")) s.after = config::after_from_json(j.at("after"));
   s.user = get_or<std::string>(j, "user", "");
   s.multicluster = get_or(j, "multicluster", false);

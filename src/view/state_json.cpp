@@ -89,11 +89,24 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
     o["start_timeouts"] = j.start_timeouts;
     if (is_waiting(j.state)) o["backoff_until"] = time_json(j.backoff_until, times);
   }
+  // Recovery in place (core/in_place.h): the mode and bound, the current run's membership epoch, every recovery.
+  if (j.spec.recovery == Recovery::kInPlace) {
+    json rec = {{"mode", recovery_name(j.spec.recovery)}, {"timeout_s", j.spec.recovery_bound_s()},
+                {"membership_epoch", j.membership_epoch}};
+    if (!j.spec.membership_signal.empty()) rec["signal"] = j.spec.membership_signal;
+    json list = json::array();
+    for (const auto& r : j.recoveries)
+      list.push_back({{"at", time_json(r.at, times)}, {"node", r.node}, {"epoch", r.epoch}, {"replicas", r.replicas}});
+    rec["recoveries"] = std::move(list);
+    o["recovery"] = std::move(rec);
+  }
   o["labels"] = j.spec.labels;
   if (j.state == JobState::kRunning) o["started_at"] = time_json(j.started_at, times);
   if (j.spec.duration_s) o["duration_s"] = *j.spec.duration_s;
   if (j.time_limit_s > 0) o["time_limit_s"] = j.time_limit_s;  // resolved: its own, or its team's or class's default
   if (!j.spec.plan.empty()) o["plan"] = j.spec.plan;
+  // The reservation it names (its spec key `reservation`; the view's `reservation` is the backfill reservation it holds).
+  if (!j.spec.reservation.empty()) o["uses_reservation"] = j.spec.reservation;
   // A task of a job array (core/array.h): its array, index, and the array's count and parallelism.
   if (j.spec.array && j.spec.array->index)
     o["array"] = {{"name", j.spec.array->name}, {"index", *j.spec.array->index}, {"count", j.spec.array->count},
@@ -256,6 +269,8 @@ json team_json(const ClusterState& s, const Team& t) {
             {"jobs", {{"pending", pending}, {"running", running}, {"suspended", suspended}}}};
   if (!t.spec.containers.empty()) o["containers"] = team_containers_json(t.spec.containers);
   if (!t.spec.default_request.asks_nothing()) o["default_request"] = request_json(t.spec.default_request);
+  // The team's cohort group (docs/scheduling.md, "Cohort trees"); absent when none.
+  if (!t.spec.group.empty()) o["group"] = t.spec.group;
   // Time limits (docs/teams-and-policy.md, "Time limits"), in the keys of the teams file; absent when unset.
   const TimeLimitSettings& tl = t.spec.time_limits;
   if (tl.default_s) o["default_time_limit"] = *tl.default_s;

@@ -293,12 +293,14 @@ expect_rc 2 "$ALLOT" describe waiter
 "$ALLOT" apply -f "$WORK/teams.yaml" >/dev/null || fail "apply -f"
 # Instance types: ml.c5.4xlarge is built in now; the policy file's type joins with --instance-types on both sides,
 # and an agent without the file names the type it does not know.
-agent_line() { "$ALLOT" agent --server "$ALLOT_SERVER" --name "$1" --instance-type "$2" --work-dir "$WORK/agents/$1" \
+# AGENT_EXEC=exec in the background: the job is then the agent itself, so the cleanup's kill of its pid reaches it
+# (a function run with & is a subshell, and killing the subshell left its agent running after the test).
+agent_line() { ${AGENT_EXEC:-} "$ALLOT" agent --server "$ALLOT_SERVER" --name "$1" --instance-type "$2" --work-dir "$WORK/agents/$1" \
   --token-file "$WORK/join-token" --heartbeat-interval 0.2 --stop-grace 1 $AGENT_USER_FLAGS "${@:3}"; }
 expect_rc 2 agent_line lab-0 ml.lab.cpu16
 grep -q "unknown instance type 'ml.lab.cpu16'" "$WORK/last.err" || fail "an unknown type at agent start: $(cat "$WORK/last.err")"
 for n in cpu-1:ml.c5.4xlarge lab-1:ml.lab.cpu16; do
-  agent_line "${n%%:*}" "${n#*:}" --instance-types "$WORK/types.yaml" >>"$WORK/agent-${n%%:*}.log" 2>&1 &
+  AGENT_EXEC=exec agent_line "${n%%:*}" "${n#*:}" --instance-types "$WORK/types.yaml" >>"$WORK/agent-${n%%:*}.log" 2>&1 &
   PIDS+=($!)
 done
 for _ in $(seq 1 100); do
@@ -394,6 +396,11 @@ grep -q "unknown team 'nobody'" "$WORK/real-bad.err" || fail "the refusal should
 expect_rc 2 "$ALLOT" describe dry-3
 "$ALLOT" submit "$WORK/dry.yaml" >"$WORK/dry-real.out" || fail "submit of two jobs: $(cat "$WORK/dry-real.out")"
 [ "$(grep -c "^job dry-[12] submitted to team lab" "$WORK/dry-real.out")" = 2 ] || fail "one line per job: $(cat "$WORK/dry-real.out")"
+# An array is submitted as one line that says so (not "job NAME"), with its tasks counted.
+printf 'name: sweep\nteam: lab\narray: {count: 3, parallel: 2}\ncommand: "true"\n' >"$WORK/sweep.yaml"
+expect_rc 0 "$ALLOT" submit --dry-run "$WORK/sweep.yaml"
+grep -q "^array sweep of 3 tasks (at most 2 running) submitted to team lab: 3 pending (server dry run: nothing submitted)" "$WORK/last.out" ||
+  fail "submit --dry-run of an array: $(cat "$WORK/last.out")"
 # The completion script follows the definitions: -f and --no-headers are offered.
 "$ALLOT" completion bash >"$WORK/completion.bash"
 words allot submit --file | grep_q -w -- "--filename" || fail "completion of 'submit --file': '$(words allot submit --file)'"

@@ -55,3 +55,14 @@ PY
 
 # now_ms: wall-clock milliseconds, for the fault-to-resume times the tests print.
 now_ms() { date +%s%3N; }
+
+# require_torch: replicas run with PATH=/usr/local/bin:/usr/bin:/bin, so Debian's own python3 is the one that must
+# have torch; installed through scripts/deps.sh when missing, and the test is skipped (77) only when it cannot be.
+require_torch() {
+  /usr/bin/python3 -c "import torch.distributed" 2>/dev/null && return 0
+  bash "$REPO/scripts/deps.sh" python3-torch >"$WORK/deps.log" 2>&1 || true
+  if ! /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then
+    say "SKIP: python3-torch cannot be installed here ($(tail -n 2 "$WORK/deps.log" | tr '\n' ' '))"
+    exit 77
+  fi
+}

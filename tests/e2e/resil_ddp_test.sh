@@ -10,14 +10,7 @@ TEST_NAME=resil_ddp
 source "$(dirname "$0")/lib_e2e.sh"
 source "$(dirname "$0")/lib_resil.sh"
 
-# Replicas run with PATH=/usr/local/bin:/usr/bin:/bin, so Debian's own python3 is the one that must have torch.
-if ! /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then
-  bash "$REPO/scripts/deps.sh" python3-torch >"$WORK/deps.log" 2>&1 || true
-  if ! /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then
-    say "SKIP: python3-torch cannot be installed here ($(tail -n 2 "$WORK/deps.log" | tr '\n' ' '))"
-    exit 77
-  fi
-fi
+require_torch
 
 cat >"$WORK/train.py" <<'PY'
 import datetime, os, time

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "config/policy_json.h"
 #include "config/spec_yaml.h"
 #include "config/yaml_stream.h"
 
@@ -399,6 +400,52 @@ TEST(ConfigPolicy, MistakesAreReported) {
   EXPECT_EQ(pool.error().message, "t.yaml:1: policy.idle_pool is 'maybe', not a boolean; allowed: true or false");
 }
 
+// Cohort groups (docs/teams-and-policy.md, "Groups"): read with their keys, refused with the line, and written by
+// the one policy writer in keys the reader takes back to the same groups (the API and the journal use it).
+TEST(ConfigPolicy, GroupsReadRefuseAndRoundTrip) {
+  auto p = policy(
+      "groups:\n"
+      "  - {name: research, parent: org, lend_limit: 50}\n"
+      "  - {name: org}\n"
+      "  - name: prod\n"
+      "    parent: org\n"
+      "    allocation: [{instance_type: ml.g5.8xlarge, instances: 1}, {instance_type: ml.p5.48xlarge, vcpu: 1.5, memory_gib: 0.25}]\n"
+      "    borrow_limit: 25\n"
+      "    fair_share_weight: 3\n");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  ASSERT_EQ(p->groups.size(), 3u);
+  EXPECT_EQ(p->groups[0], (GroupSpec{.name = "research", .parent = "org", .allocation = {}, .borrow_limit = {}, .lend_limit = 50}));
+  EXPECT_EQ(p->groups[1], GroupSpec{.name = "org"});
+  EXPECT_EQ(p->groups[2].borrow_limit, 25);
+  EXPECT_EQ(p->groups[2].fair_share_weight, 3);
+  ASSERT_EQ(p->groups[2].allocation.size(), 2u);
+  EXPECT_EQ(p->groups[2].allocation[1].amount, (AmountSpec{.vcpu_milli = 1500, .memory_mib = 256}));
+  const nlohmann::json written = config::policy_json(*p);
+  auto back = policy(written.dump());
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->groups, p->groups);
+  EXPECT_EQ(config::groups_from_json(written), p->groups);
+  EXPECT_FALSE(config::policy_json(PolicySpec{}).contains("groups")) << "policies without groups are written as before";
+
+  auto bad = [&](const std::string& text, const std::string& message) {
+    auto r = policy(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.error().message, message);
+  };
+  bad("groups:\n  - {name: a}\n  - {name: a}\n", "t.yaml:3: group a is defined twice (first at line 2); give each group once");
+  bad("groups:\n  - {name: a}\n  - {name: b, parent: c}\n",
+      "t.yaml:3: group b: parent c is not a group; groups: a, b");
+  bad("groups:\n  - {name: a, parent: b}\n  - {name: b, parent: a}\n",
+      "t.yaml:2: groups form a cycle: a > b > a; a group may not be its own ancestor");
+  bad("groups:\n  - {name: a, lend_limit: 101}\n", "t.yaml:2: policy.groups[0].lend_limit is 101; allowed: an integer 0..100");
+  bad("groups:\n  - {name: a, weight: 1}\n",
+      "t.yaml:2: unknown key 'weight' in policy.groups[0]; allowed keys: name, parent, allocation, borrow_limit, lend_limit, "
+      "fair_share_weight");
+  auto t = teams("- {name: a, group: research}\n");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ((*t)[0].group, "research");
+}
+
 // --- teams and amounts ------------------------------------------------------------------------------------------
 
 TEST(ConfigTeams, FullTeamAndDefaults) {
@@ -444,7 +491,7 @@ TEST(ConfigTeams, MistakesAreReported) {
       {"- name: a\n  preempt_team_tasks: Always\n", "t.yaml:2: teams[0].preempt_team_tasks is 'Always'; allowed: LowerPriority, Never"},
       {"- name: a\n  weight: 3\n",
        "t.yaml:2: unknown key 'weight' in teams[0]; allowed keys: name, fair_share_weight, allocation, sharing, preempt_team_tasks, containers, "
-       "default_request, default_time_limit, max_time_limit, time_limit_resets_on_restart, user_limits"},
+       "default_request, default_time_limit, max_time_limit, time_limit_resets_on_restart, user_limits, group"},
       {"- name: a\n  allocation: {instance_type: ml.g5.8xlarge, instances: 1}\n",
        "t.yaml:2: teams[0].allocation is a mapping, not a list; write a list ([a, b] or - items)"},
       {"- name: a\n  allocation:\n    - {instance_type: ml.g5.8xlarge, instances: -1}\n",
@@ -579,7 +626,7 @@ TEST(ConfigJobs, MistakesAreReported) {
       {"name: j\nper_replica: {accelerators: 1}\n", "t.yaml:1: submit has no 'team'; it is required"},
       {"[a, b]\n", "t.yaml:1: submit is a list, not a mapping; allowed keys: name, team, priority, replicas, instance_type, "
                    "per_replica, topology, pod_sets, duration, time_limit, max_retries, checkpoint_interval, command, env, labels, plan, "
-                   "image, image_pull_policy, shm_size_gib, volumes, args, completion_index, log_rules, after, user, array"},
+                   "image, image_pull_policy, shm_size_gib, volumes, args, completion_index, log_rules, after, user, array, reservation, recovery, recovery_timeout, membership_signal"},
   };
   for (const Case& c : cases) {
     auto r = job(c.text);

@@ -10,7 +10,9 @@
 //    no more than the pool;
 //  - gang: every running job has every replica of every pod set placed (an elastic pod set: between its min and
 //    its max);
-//  - topology: a pod set with a required level runs inside one domain of that level.
+//  - topology: a pod set with a required level runs inside one domain of that level;
+//  - cohort trees (the CohortTree tests: the same worlds with random groups): the cluster's pool is not
+//    overdrawn, and no group takes more from above than its lendable quota plus its borrowing limit.
 // Grouping: whether the running jobs depend on how the events of one instant are grouped into passes (one pass
 // after all of them, or one after each). That is asserted only where it can hold: first-come-first-served
 // order, no borrowing, no preemption. In general it cannot, with the switch off as well as on, because a pass
@@ -33,6 +35,7 @@
 #include <random>
 #include <set>
 
+#include "core/cohort_tree.h"
 #include "core/placement.h"
 #include "core/quota.h"
 #include "core/scheduler.h"
@@ -62,6 +65,33 @@ World first_come_first_served(World w) {
   for (auto& t : w.teams) {
     if (t.strategy == SharingStrategy::kLendAndBorrow) t.strategy = SharingStrategy::kLend;
     t.preempt_team_tasks = PreemptTeamTasks::kNever;
+  }
+  return w;
+}
+
+// Cohort trees (core/cohort_tree.h) over a world's teams, drawn from a third generator so that the worlds stay
+// as they are: 1..3 groups, each a root or under an earlier group, with random own quota and limits; each team
+// in a random group or none.
+World with_groups(World w, uint32_t seed) {
+  std::mt19937 trng(seed * 104729u + 31u);
+  auto tpick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(trng); };
+  const int groups = tpick(1, 3);
+  for (int g = 0; g < groups; ++g) {
+    GroupSpec gs;
+    gs.name = "g" + std::to_string(g);
+    if (g > 0 && tpick(0, 1)) gs.parent = "g" + std::to_string(tpick(0, g - 1));
+    if (tpick(0, 2) == 0) {
+      AmountSpec a;
+      a.instances = tpick(1, 2);
+      gs.allocation = {{kType, a}};
+    }
+    if (tpick(0, 1)) gs.borrow_limit = tpick(0, 2) * 50;
+    if (tpick(0, 1)) gs.lend_limit = tpick(0, 2) * 50;
+    w.policy.groups.push_back(gs);
+  }
+  for (auto& t : w.teams) {
+    const int g = tpick(-1, groups - 1);
+    if (g >= 0) t.group = "g" + std::to_string(g);
   }
   return w;
 }
@@ -173,7 +203,28 @@ void check_invariants(const ClusterState& s, const std::string& where) {
     }
   for (size_t k = 0; k < s.catalog.size(); ++k) {
     const TypeId type(static_cast<uint32_t>(k));
-    EXPECT_TRUE(pool_used(s, s.usage, type).fits_in(pool_capacity(s, type))) << where << ": the pool is overdrawn";
+    if (s.cohorts.empty()) {
+      EXPECT_TRUE(pool_used(s, s.usage, type).fits_in(pool_capacity(s, type))) << where << ": the pool is overdrawn";
+      continue;
+    }
+    // Trees: the cluster's pool holds what reaches it, and no group with a borrowing limit takes more from above
+    // than its lendable quota plus the limit (cohort_tree.h).
+    Resources idle;
+    if (s.policy.idle_pool) {
+      Resources nominal;
+      for (const Team& t : s.teams) nominal += t.nominal[k];
+      idle = max0(s.type_capacity(type) - nominal);
+    }
+    const CohortFigures f = cohort_figures(s, s.usage, type, idle);
+    EXPECT_TRUE(f.cluster_used.fits_in(f.cluster_subtree)) << where << ": the cluster's pool is overdrawn";
+    for (size_t g = 0; g < s.cohorts.groups.size(); ++g) {
+      const GroupSpec& spec = s.cohorts.groups[g].spec;
+      if (!spec.borrow_limit) continue;
+      const Resources taken = max0(f.used[g] - f.guaranteed[g]);
+      Resources limit = f.subtree[g] - f.guaranteed[g];
+      for (Resource r : kAllResources) limit.at(r) += f.subtree[g].get(r) * *spec.borrow_limit / 100;
+      EXPECT_TRUE(taken.fits_in(limit)) << where << ": group " << spec.name << " above its borrowing limit";
+    }
   }
 }
 
@@ -251,10 +302,12 @@ std::vector<std::set<std::string>> play(const World& w, uint32_t seed, bool one_
 
 // Plays `count` scenarios from `first`, both ways (`fcfs`: their first_come_first_served variants); returns how
 // many end differently by grouping.
-int play_many(uint32_t first, uint32_t count, bool fair_share, bool fcfs, uint32_t& first_differ, bool elastic = false) {
+int play_many(uint32_t first, uint32_t count, bool fair_share, bool fcfs, uint32_t& first_differ, bool elastic = false,
+              bool trees = false) {
   int differ = 0;
   for (uint32_t seed = first; seed < first + count; ++seed) {
-    const World w = fcfs ? first_come_first_served(generate(seed, fair_share)) : generate(seed, fair_share, elastic);
+    World w = fcfs ? first_come_first_served(generate(seed, fair_share)) : generate(seed, fair_share, elastic);
+    if (trees) w = with_groups(std::move(w), seed);
     const auto grouped = play(w, seed, false);
     const auto each = play(w, seed, true);
     if (::testing::Test::HasFailure()) {
@@ -271,12 +324,12 @@ uint32_t env_or(const char* name, uint32_t fallback) {
   return v ? static_cast<uint32_t>(std::strtoul(v, nullptr, 10)) : fallback;
 }
 
-void fixed_point_over_random_scenarios(bool fair_share, bool elastic = false) {
+void fixed_point_over_random_scenarios(bool fair_share, bool elastic = false, bool trees = false) {
   const uint32_t first = env_or("ALLOT_PROPERTY_FIRST_SEED", 1),
-                 count = env_or("ALLOT_PROPERTY_SCENARIOS", 5000) / (elastic ? 2 : 1);
+                 count = env_or("ALLOT_PROPERTY_SCENARIOS", 5000) / (elastic || trees ? 2 : 1);
   uint32_t first_differ = 0;
   missed_plans = 0;
-  const int differ = play_many(first, count, fair_share, false, first_differ, elastic);
+  const int differ = play_many(first, count, fair_share, false, first_differ, elastic, trees);
   std::cout << "grouping of events into passes changed the running jobs in " << differ << " of " << count
             << " scenarios (first: seed " << first_differ << "; by design, see the top of this file)\n"
             << missed_plans << " second passes found a preemption missed after a borrowing admission (the known gap"
@@ -292,6 +345,14 @@ TEST(FairSharePropertyTest, SwitchOffFixedPointAndInvariantsOverRandomScenarios)
 TEST(FairSharePropertyTest, ElasticFixedPointAndInvariantsOverRandomScenarios) { fixed_point_over_random_scenarios(true, true); }
 TEST(FairSharePropertyTest, ElasticSwitchOffFixedPointAndInvariantsOverRandomScenarios) {
   fixed_point_over_random_scenarios(false, true);
+}
+
+// Cohort trees: the same worlds with random groups keep the fixed point, capacity and the quota of every level.
+TEST(FairSharePropertyTest, CohortTreeFixedPointAndInvariantsOverRandomScenarios) {
+  fixed_point_over_random_scenarios(true, false, true);
+}
+TEST(FairSharePropertyTest, CohortTreeSwitchOffFixedPointAndInvariantsOverRandomScenarios) {
+  fixed_point_over_random_scenarios(false, false, true);
 }
 
 TEST(FairSharePropertyTest, GroupingDoesNotMatterFirstComeFirstServedWithoutPreemption) {

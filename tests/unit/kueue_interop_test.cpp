@@ -198,6 +198,10 @@ TEST(KueueExport, ImportOfExportGivesEverySampleFileBack) {
   for (const auto version : kVersions) {
     for (const auto& path : sample_files()) {
       TeamsFile f = load_teams_file(path);
+      // Cohort trees (policy.groups) are not mapped to Kueue's hierarchical Cohorts yet (issue 31 item 7;
+      // docs/from-kueue-hyperpod.md says so, and the export warns: below), so a file with groups cannot come back;
+      // it is left out until they are.
+      if (!f.policy.groups.empty()) continue;
       f.options.api_version = version;
       auto out = interop::export_kueue(f.policy, f.teams, catalog, f.options);
       ASSERT_TRUE(out) << path;
@@ -607,6 +611,24 @@ TEST(KueueExport, UnlimitedVcpuAndMemoryAreNotCoveredAndComeBack) {
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("team mixed leaves vcpu unlimited on some instance types"), std::string::npos)
       << refused.error().message;
+}
+
+}  // namespace
+}  // namespace allot::kueue_interop_test
+
+namespace allot::kueue_interop_test {
+namespace {
+
+// Until cohort trees map to Kueue's Cohorts, the export says it leaves the groups out instead of dropping them
+// silently.
+TEST(KueueExport, GroupsAreNotExportedAndTheExportSaysSo) {
+  const Catalog catalog = Catalog::builtin();
+  TeamsFile f = load_teams_file(fs::path(ALLOT_SOURCE_DIR) / "tests/scenarios/cohort_tree_lending.yaml");
+  ASSERT_EQ(f.policy.groups.size(), 3u);
+  auto out = interop::export_kueue(f.policy, f.teams, catalog, f.options);
+  ASSERT_TRUE(out) << out.error().message;
+  ASSERT_EQ(out->warnings.size(), 1u);
+  EXPECT_EQ(out->warnings[0].rfind("policy.groups: 3 group(s) not exported (cohort trees are not mapped", 0), 0u) << out->warnings[0];
 }
 
 }  // namespace

@@ -257,3 +257,81 @@ TEST(Reservations, NoReservationsPlaceAsBefore) {
 
 }  // namespace
 }  // namespace allot::reservations_test
+
+namespace allot::reservations_test {
+namespace {
+
+// A job that names a reservation (JobSpec::reservation): refused at submission unless the reservation exists and
+// admits it; waits while it is Scheduled (reservation_pending); runs on its nodes only while it is Active, even
+// with other nodes free; and waits for good (reservation_ended, not feasible) once it is gone.
+TEST(Reservations, AJobNamingAReservationRunsOnItsNodesOnlyWhileActive) {
+  ClusterState s = cluster(3);
+  ASSERT_TRUE(add_reservation(s, named("train", "a", {"n3"}, 100, 1000)).ok());
+  // Refusals: an unknown reservation (naming the ones there are), another team's, and a plan beside it.
+  auto unknown = submit_job(s, job_spec("x", "a").instance_type(kType).reservation("nope"), 0);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().message, "job x: unknown reservation 'nope'; reservations: train");
+  auto other = submit_job(s, job_spec("y", "b").instance_type(kType).reservation("train"), 0);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.error().message, "job y: reservation train is for team a; a job may name only a reservation that admits it");
+  JobSpec both = job_spec("z", "a").instance_type(kType).reservation("train");
+  both.plan = "p";
+  auto with_plan = submit_job(s, both, 0);
+  ASSERT_FALSE(with_plan.ok());
+  EXPECT_NE(with_plan.error().message.find("names plan p and reservation train"), std::string::npos) << with_plan.error().message;
+  EXPECT_EQ(s.find_job("x"), nullptr);
+
+  // Scheduled: it waits although n1 and n2 are free; a job of a that names none runs at once.
+  ASSERT_TRUE(submit_job(s, job_spec("in", "a").instance_type(kType).reservation("train"), 0).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("free", "a").instance_type(kType), 0).ok());
+  schedule(s, 0);
+  const Job* in = s.find_job("in");
+  EXPECT_EQ(in->state, JobState::kPending);
+  EXPECT_EQ(in->reason_code, ReasonCode::kReservationPending);
+  EXPECT_EQ(in->reason.str(), "waits for reservation train to start at t=100 (it is Scheduled)");
+  EXPECT_TRUE(in->feasible);
+  EXPECT_EQ(s.find_job("free")->state, JobState::kRunning);
+
+  // Active: it runs on n3, the reservation's node, though another node is free.
+  advance(s, 100);
+  schedule(s, 100);
+  EXPECT_EQ(node_of(s, "in"), "n3") << s.find_job("in")->reason.str();
+  // A second one waits for n3 (its only node), not for quota or the free node.
+  ASSERT_TRUE(submit_job(s, job_spec("in2", "a").instance_type(kType).reservation("train"), 100).ok());
+  schedule(s, 100);
+  EXPECT_EQ(s.find_job("in2")->state, JobState::kPending);
+  EXPECT_TRUE(node_of(s, "free") != "n3");
+
+  // Gone: the running one keeps running where it is; the waiting one waits for good, and says why.
+  advance(s, 1000);
+  schedule(s, 1000);
+  EXPECT_EQ(node_of(s, "in"), "n3");
+  const Job* in2 = s.find_job("in2");
+  EXPECT_EQ(in2->state, JobState::kPending);
+  EXPECT_EQ(in2->reason_code, ReasonCode::kReservationEnded);
+  EXPECT_FALSE(in2->feasible);
+  EXPECT_NE(in2->reason.str().find("reservation train no longer exists"), std::string::npos) << in2->reason.str();
+}
+
+// A reservation for one user admits only that user's jobs when named, as on its nodes.
+TEST(Reservations, OnlyItsUserMayNameAUserReservation) {
+  ClusterState s = cluster(1);
+  ReservationSpec r = named("alice-only", "a", {"n1"}, 0, 100);
+  r.user = "alice";
+  ASSERT_TRUE(add_reservation(s, r).ok());
+  JobSpec bob = job_spec("bob-job", "a").instance_type(kType).reservation("alice-only");
+  bob.user = "bob";
+  auto refused = submit_job(s, bob, 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "job bob-job: reservation alice-only is for user alice of team a; a job may name only a reservation that admits it");
+  JobSpec alice = job_spec("alice-job", "a").instance_type(kType).reservation("alice-only");
+  alice.user = "alice";
+  ASSERT_TRUE(submit_job(s, alice, 0).ok());
+  advance(s, 0);
+  schedule(s, 0);
+  EXPECT_EQ(node_of(s, "alice-job"), "n1");
+}
+
+}  // namespace
+}  // namespace allot::reservations_test

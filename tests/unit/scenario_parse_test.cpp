@@ -188,7 +188,7 @@ TEST(ScenarioParse, MistakesNameTheirLine) {
   const Case cases[] = {
       {base("  - at: 0\n    submit: {name: j, team: a, per_replica: {accelerators: 1}, replica: 2}\n"),
        "s.yaml:9: unknown key 'replica' in events[0].submit; allowed keys: name, team, priority, replicas, instance_type, "
-       "per_replica, topology, pod_sets, duration, time_limit, max_retries, checkpoint_interval, command, env, labels, plan, image, image_pull_policy, shm_size_gib, volumes, args, completion_index, log_rules, after, user, array"},
+       "per_replica, topology, pod_sets, duration, time_limit, max_retries, checkpoint_interval, command, env, labels, plan, image, image_pull_policy, shm_size_gib, volumes, args, completion_index, log_rules, after, user, array, reservation, recovery, recovery_timeout, membership_signal"},
       {base("  - at: 0\n    submit: {name: j, team: a, replicas: -1, per_replica: {accelerators: 1}}\n"),
        "s.yaml:9: events[0].submit.replicas is -1; allowed: an integer 1..100000"},
       {base("  - at: -1\n    cancel: j\n"), "s.yaml:8: events[0].at is -1; allowed: an integer 0..10000000000"},

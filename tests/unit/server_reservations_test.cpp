@@ -148,3 +148,42 @@ TEST_F(ServerReservations, AnAmountChoosesItsNodesAtTheStartAndTheEndReturnsThem
 
 }  // namespace
 }  // namespace allot::server::test::server_reservations_test
+
+namespace allot::server::test::server_reservations_test {
+namespace {
+
+// A job that names a reservation over HTTP: refused unless the reservation admits it (changing nothing); waits for
+// the start with its reason; runs on the reserved node; the name survives restarts (journal and snapshot) as
+// `uses_reservation`.
+TEST_F(ServerReservations, AJobNamingAReservationWaitsForItAndRunsOnItsNode) {
+  small_cluster();
+  ASSERT_EQ(put_reservation("for-a", reservation("a", "n2", now_s() + 10, now_s() + 1000)).status, 201);
+  json in = job("in", "a");
+  in["reservation"] = "for-a";
+  json wrong = job("wrong", "b");
+  wrong["reservation"] = "for-a";
+  auto refused = post("/v1/jobs", wrong);
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("reservation for-a is for team a"), std::string::npos) << refused.body;
+  EXPECT_EQ(get("/v1/jobs/wrong").status, 404) << "a refused submission changes nothing";
+  ASSERT_EQ(post("/v1/jobs", in).status, 201);
+  ASSERT_TRUE(eventually([&] { return get("/v1/jobs/in").json.value("reason_code", "") == "reservation_pending"; }));
+  auto waiting = get("/v1/jobs/in").json;
+  EXPECT_EQ(waiting["state"], "Pending") << waiting.dump();
+  EXPECT_EQ(waiting["uses_reservation"], "for-a");
+
+  advance(std::chrono::seconds(10));
+  ASSERT_TRUE(eventually([&] { return get("/v1/jobs/in").json["state"] == "Running"; }));
+  EXPECT_EQ(get("/v1/jobs/in").json["placement"][0]["replicas"][0]["node"], "n2");
+  for (bool snapshots : {true, false}) {
+    SCOPED_TRACE(snapshots ? "from a snapshot" : "from the journal");
+    options_.use_snapshots = snapshots;
+    restart();
+    auto v = get("/v1/jobs/in").json;
+    EXPECT_EQ(v["uses_reservation"], "for-a") << v.dump();
+    EXPECT_EQ(v["state"], "Running");
+  }
+}
+
+}  // namespace
+}  // namespace allot::server::test::server_reservations_test

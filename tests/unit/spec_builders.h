@@ -79,6 +79,10 @@ class JobBuilder {
     spec_.plan = std::move(p);
     return *this;
   }
+  JobBuilder& reservation(std::string r) {
+    spec_.reservation = std::move(r);
+    return *this;
+  }
 
   const JobSpec& spec() const { return spec_; }
   operator JobSpec() const { return spec_; }  // NOLINT(google-explicit-constructor): used where a JobSpec is expected

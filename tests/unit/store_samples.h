@@ -35,6 +35,9 @@ inline JobSpec full_job() {
   j.plan = "reserved";
   j.log_rules = LogRules{ProgressRule{"step \\d+", 600}, {"NCCL (timeout|error)"}, {"loss.*nan", "Traceback"}};
   j.after = {{"prep-1", DependencyCondition::kSucceeded}, {"warmup", DependencyCondition::kStarted}};
+  j.recovery = Recovery::kInPlace;
+  j.recovery_timeout_s = 90;
+  j.membership_signal = "SIGUSR1";
   return j;
 }
 
@@ -149,6 +152,9 @@ inline std::vector<Op> every_kind() {
           CreateReservation{ReservationSpec{"eval", "team-b", "", {}, "ml.p5.48xlarge", 2, 1800000000, 1800003600}},
           ReservationStepRecord{"maint", "Active"},
           DeleteReservation{"eval"},
+          RecoverInPlace{"train-7", "gpu-1", 2, {ReplicaMoveRecord{0, 1, ReplicaRecord{"gpu-3", {0, 1}, {0}, "0-47"}},
+                                                 ReplicaMoveRecord{1, 0, ReplicaRecord{"gpu-4", {}, {}, ""}}}},
+          InPlaceFallback{"train-7", 2, "node gpu-1 failed; in-place recovery did not finish within 120 s"},
           RemoteCopyStep{"train-9", RemoteStep::kDispatched, "east", "train-9-1", ""},
           RemoteCopyStep{"train-9", RemoteStep::kRunning, "east", "train-9-1", "admitted on gpu-1 within team a's nominal quota"},
           RemoteCopyStep{"train-9", RemoteStep::kLost, "east", "train-9-1", "it answered nothing for 61 s, its lease is 60 s"},

@@ -70,6 +70,8 @@ TEST(TraceReaders, DetectsEveryFormatFromItsHeader) {
             TraceFormat::kPhilly);
   EXPECT_EQ(*detect_trace_format("id,submit_s,duration_s,gpus,team"), TraceFormat::kAllot);
   EXPECT_EQ(*detect_trace_format("gpus, ID ,duration_s,submit_s\r"), TraceFormat::kAllot);  // any order and case
+  EXPECT_EQ(*detect_trace_format("JobID|Submit|Elapsed|Timelimit|AllocTRES|Account"), TraceFormat::kSlurm);
+  EXPECT_EQ(*detect_trace_format("jobid|alloctres|submit|elapsed"), TraceFormat::kSlurm);
   auto unknown = detect_trace_format("name,start,end");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("matches no trace format"), std::string::npos);
@@ -81,7 +83,11 @@ TEST(TraceReaders, FormatNames) {
   EXPECT_EQ(*parse_trace_format("philly"), TraceFormat::kPhilly);
   EXPECT_EQ(*parse_trace_format("allot"), TraceFormat::kAllot);
   EXPECT_EQ(*parse_trace_format("auto"), TraceFormat::kAuto);
-  EXPECT_FALSE(parse_trace_format("slurm").ok());
+  EXPECT_EQ(*parse_trace_format("Slurm"), TraceFormat::kSlurm);
+  EXPECT_STREQ(trace_format_name(TraceFormat::kSlurm), "slurm");
+  auto bad = parse_trace_format("sacct");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "unknown trace format 'sacct'; valid: itp, philly, allot, slurm, auto");
   EXPECT_STREQ(trace_format_name(TraceFormat::kPhilly), "philly");
 }
 
@@ -215,6 +221,101 @@ TEST(TraceReaders, AllotFormatWithoutTeamColumnAndRoundTrip) {
   EXPECT_EQ(back->jobs[0].team, "team-b");
   EXPECT_EQ(back->jobs[1].gpus, 4);
   EXPECT_EQ(to_allot_csv(*back), csv);
+}
+
+// allot's format with limits: an empty cell is none; a zero or a bad one makes the row invalid; saved and read back.
+TEST(TraceReaders, AllotFormatTimeLimits) {
+  auto t = parse_trace("id,submit_s,duration_s,gpus,team,time_limit_s\nj1,0,100,4,a,3600\nj2,5,50,1,,\n"
+                       "j3,6,50,1,,0\nj4,7,50,1,,soon\n",
+                       TraceFormat::kAuto, "l.csv");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_EQ(t->jobs.size(), 2u);
+  EXPECT_EQ(t->jobs[0].time_limit_s, 3600);
+  EXPECT_FALSE(t->jobs[1].time_limit_s.has_value());
+  EXPECT_EQ(t->issues.invalid_rows, 2);
+  EXPECT_EQ(t->issues.first_invalid_line, 4);
+  EXPECT_EQ(t->issues.first_invalid_reason, "time_limit_s: '0' is zero (leave the cell empty for no limit)");
+  const std::string csv = to_allot_csv(*t);
+  EXPECT_EQ(csv, "id,submit_s,duration_s,gpus,team,time_limit_s\nj1,0,100,4,a,3600\nj2,5,50,1,,\n");
+  auto back = parse_trace(csv, TraceFormat::kAllot, "rt");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(to_allot_csv(*back), csv);
+  EXPECT_EQ(trace_limits(*back).jobs, 1);
+  EXPECT_EQ(trace_limits(*back).below_duration, 0);
+}
+
+// sacct --allusers -X --parsable2 -o JobID,Submit,Elapsed,Timelimit,AllocTRES,Account, as Slurm 22.05 prints it.
+// Worked by hand: j 101 submitted 2026-03-01T23:59:30, 102 thirty seconds later (the next day), 103 a day and an
+// hour after 101; Elapsed 1-02:03:04 is 93784 s; the GPUs are gres/gpu, or the typed entries' sum without it.
+TEST(TraceReaders, SlurmAccounting) {
+  const std::string text =
+      "JobID|Submit|Elapsed|Timelimit|AllocTRES|Account\n"
+      "101|2026-03-01T23:59:30|01:00:00|02:00:00|billing=16,cpu=16,gres/gpu=8,gres/gpu:a100=8,mem=500G,node=1|vision\n"
+      "102|2026-03-02T00:00:00|1-02:03:04|2-00:00:00|cpu=8,gres/gpu:h100=2,gres/gpu:a100=1,node=1|nlp\n"
+      "103_7|2026-03-03T00:59:30|05:10|UNLIMITED|cpu=2,gres/gpu=1|\n"
+      "104|2026-03-03T01:00:00|00:00:00|01:00:00|cpu=2,gres/gpu=1|nlp\n"     // never ran: zero duration
+      "105|2026-03-03T01:00:00|00:10:00|Partition_Limit|cpu=2,mem=4G|nlp\n"  // no GPU: zero GPUs
+      "101.batch|2026-03-01T23:59:30|01:00:00||cpu=16|vision\n"             // a step: sacct without -X
+      "106|2026-02-30 10:00:00|01:00:00|01:00:00|gres/gpu=1|nlp\n"          // not sacct's time
+      "107|2026-03-03T02:00:00|01:61:00|01:00:00|gres/gpu=1|nlp\n"          // 61 minutes
+      "108|2026-03-03T02:00:00|01:00:00|01:00:00|gres/gpu=x|nlp\n"
+      "109|2026-03-03T02:00:00|01:00:00|01:00:00|gres/gpu=1|a,b\n";
+  auto t = parse_trace(text, TraceFormat::kAuto, "sacct.txt");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->format, "slurm");
+  ASSERT_EQ(t->jobs.size(), 3u);
+  EXPECT_EQ(t->jobs[0].id, "101");
+  EXPECT_EQ(t->jobs[0].submit_s, 0);
+  EXPECT_EQ(t->jobs[0].duration_s, 3600);
+  EXPECT_EQ(t->jobs[0].time_limit_s, 7200);
+  EXPECT_EQ(t->jobs[0].gpus, 8);
+  EXPECT_EQ(t->jobs[0].team, "vision");
+  EXPECT_EQ(t->jobs[1].id, "102");
+  EXPECT_EQ(t->jobs[1].submit_s, 30);
+  EXPECT_EQ(t->jobs[1].duration_s, 93784);
+  EXPECT_EQ(t->jobs[1].time_limit_s, 172800);
+  EXPECT_EQ(t->jobs[1].gpus, 3);
+  EXPECT_EQ(t->jobs[2].id, "103_7");
+  EXPECT_EQ(t->jobs[2].submit_s, 90000);
+  EXPECT_EQ(t->jobs[2].duration_s, 310);
+  EXPECT_FALSE(t->jobs[2].time_limit_s.has_value());
+  EXPECT_EQ(t->jobs[2].team, "");
+  EXPECT_EQ(t->issues.zero_duration_rows, 1);
+  EXPECT_EQ(t->issues.zero_gpu_rows, 1);
+  EXPECT_EQ(t->issues.invalid_rows, 5);
+  EXPECT_EQ(t->issues.first_invalid_line, 7);
+  EXPECT_EQ(t->issues.first_invalid_reason, "JobID: '101.batch' is a job step (run sacct with -X)");
+  auto reason = [](const std::string& row) {
+    auto r = parse_trace("JobID|Submit|Elapsed|Timelimit|AllocTRES|Account\n" + row + "\n", TraceFormat::kSlurm, "s");
+    return r.ok() ? r->issues.first_invalid_reason : r.error().message;
+  };
+  EXPECT_EQ(reason("106|2026-02-30 10:00:00|01:00:00|01:00:00|gres/gpu=1|nlp"),
+            "Submit: '2026-02-30 10:00:00' is not a time YYYY-MM-DDTHH:MM:SS from 1970 on");
+  EXPECT_EQ(reason("107|2026-03-03T02:00:00|01:61:00|01:00:00|gres/gpu=1|nlp"),
+            "Elapsed: '01:61:00' is not a Slurm time ([D-]HH:MM:SS, M, M:S, D-H or D-H:M)");
+  EXPECT_EQ(reason("108|2026-03-03T02:00:00|01:00:00|01:00:00|gres/gpu=x|nlp"),
+            "AllocTRES: 'gres/gpu=x' is not a GPU count 0..1000000");
+  EXPECT_EQ(reason("109|2026-03-03T02:00:00|01:00:00|01:00:00|gres/gpu=1|a,b"), "Account: holds a comma");
+  EXPECT_EQ(reason("110|2026-03-03T02:00:00|01:00:00|00:00:00|gres/gpu=1|nlp"),
+            "Timelimit: '00:00:00' is zero (leave the cell empty for no limit)");
+  // Slurm's input forms: M, M:S, D-H, D-H:M.
+  auto limit = [](const std::string& cell) -> int64_t {
+    auto r = parse_trace("JobID|Submit|Elapsed|Timelimit|AllocTRES\n1|2026-01-01T00:00:00|1|" + cell + "|gres/gpu=1\n",
+                         TraceFormat::kAuto, "s");
+    return r.ok() && r->jobs.size() == 1 && r->jobs[0].time_limit_s ? *r->jobs[0].time_limit_s : -1;
+  };
+  EXPECT_EQ(limit("90"), 5400);
+  EXPECT_EQ(limit("90:30"), 5430);
+  EXPECT_EQ(limit("2-5"), 2 * 86400 + 5 * 3600);
+  EXPECT_EQ(limit("2-5:30"), 2 * 86400 + 5 * 3600 + 1800);
+  EXPECT_EQ(limit("1-24:00:00"), -1);
+  EXPECT_EQ(limit("1:2:3:4"), -1);
+  // Saved in allot's format (the limits as a column) and read back the same.
+  auto back = parse_trace(to_allot_csv(*t), TraceFormat::kAllot, "rt");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->jobs.size(), 3u);
+  EXPECT_EQ(back->jobs[1].time_limit_s, 172800);
+  EXPECT_EQ(back->jobs[2].id, "103_7");
 }
 
 }  // namespace

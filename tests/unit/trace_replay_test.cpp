@@ -303,6 +303,41 @@ TEST(TraceReplay, BackfillFiguresByHand) {
   EXPECT_EQ(compute_metrics(same->jobs, same->cluster, same->samples).backfill->backfilled_jobs, 1);
 }
 
+// The same cluster with the limits taken from the trace (time_limit_s), no factor: j1 declares 300 s for its 100:
+//   t=0   j1 runs on one node; j2 holds the reservation from 300 (j1's declared limit) on both nodes
+//   t=10  j3 (limit 50: ends by 60) is backfilled onto the free node
+//   t=60  j3 ends; j4 (limit 200: ends by 260, before 300) is backfilled onto it
+//   t=100 j1 ends early; j2 now waits for j4's limit: reserved from 260, runs 260..310
+// A job without a cell (j5) gets no limit, and with the factor 1 it gets its duration.
+TEST(TraceReplay, LimitsFromTheTrace) {
+  const std::string two_nodes = two_p4d_nodes("{backfill: true}");
+  const Trace tr = trace("id,submit_s,duration_s,gpus,team,time_limit_s\n"
+                         "j1,0,100,8,ml,300\nj2,0,50,16,ml,50\nj3,10,50,8,ml,50\nj4,20,200,8,ml,200\n");
+  auto out = run_replay(cluster(two_nodes), tr, ReplayOptions{});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  std::map<std::string, JobRecord> by_id;
+  for (const JobRecord& j : out->jobs) by_id[j.id] = j;
+  EXPECT_EQ(by_id["j2"].reserved_start_s, 300);
+  EXPECT_EQ(by_id["j3"].first_start_s, 10);
+  EXPECT_TRUE(by_id["j3"].backfilled);
+  EXPECT_EQ(by_id["j4"].first_start_s, 60);
+  EXPECT_TRUE(by_id["j4"].backfilled);
+  EXPECT_EQ(by_id["j2"].first_start_s, 260);
+  EXPECT_EQ(by_id["j2"].end_s, 310);
+
+  // A limit below the duration is raised to it: j1 declares 50 for its 100 and still runs its 100 s.
+  const Trace low = trace("id,submit_s,duration_s,gpus,team,time_limit_s\nj1,0,100,8,ml,50\nj2,0,50,16,ml,\n");
+  EXPECT_EQ(trace_limits(low).jobs, 1);
+  EXPECT_EQ(trace_limits(low).below_duration, 1);
+  auto raised = run_replay(cluster(two_nodes), low, ReplayOptions{});
+  ASSERT_TRUE(raised.ok()) << raised.error().message;
+  by_id.clear();
+  for (const JobRecord& j : raised->jobs) by_id[j.id] = j;
+  EXPECT_EQ(by_id["j1"].end_s, 100);
+  EXPECT_EQ(by_id["j2"].reserved_start_s, 100);  // planned from the raised limit, not from 50
+  EXPECT_EQ(by_id["j2"].first_start_s, 100);
+}
+
 }  // namespace
 }  // namespace allot::sim::trace_replay_test
 
