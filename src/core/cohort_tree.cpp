@@ -53,12 +53,17 @@ Status check_groups(const std::vector<GroupSpec>& groups, size_t* at) {
   }
   std::string names;
   for (const auto& [name, i] : index) names += (names.empty() ? "" : ", ") + name;
+  // Every parent first, so that the walks below only meet groups that exist.
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const GroupSpec& g = groups[i];
+    fault = i;
+    if (!g.parent.empty() && !index.count(g.parent))
+      return Error::invalid("group " + g.name + ": parent " + g.parent + " is not a group; groups: " + names);
+  }
   for (size_t i = 0; i < groups.size(); ++i) {
     const GroupSpec& g = groups[i];
     fault = i;
     if (g.parent.empty()) continue;
-    if (!index.count(g.parent))
-      return Error::invalid("group " + g.name + ": parent " + g.parent + " is not a group; groups: " + names);
     // Walking up from g must reach a root within as many steps as there are groups, or the parents loop.
     std::string path = g.name, up = g.parent;
     for (size_t steps = 0; !up.empty(); ++steps) {

@@ -12,6 +12,7 @@
 #include "config/yaml_read.h"
 #include "core/catalog.h"
 #include "server/access.h"
+#include "server/admission_checker.h"
 #include "server/auth_gate.h"
 #include "server/event_log.h"
 #include "server/log_store.h"
@@ -34,6 +35,7 @@ struct Api {
   Catalog catalog;  // fixed for the server's life: bodies are parsed against it off the writer thread
   ReadSeats listings;  // job listings rendered at once (read_seats.h, ServerOptions::max_listings)
   WebhookSender& webhooks;  // deliveries' counters and each webhook's last delivery (webhook_sender.h)
+  const AdmissionChecker& checks;  // the HTTP checks' counters (admission_checker.h), for /metrics
   Dispatcher* dispatcher = nullptr;  // a manager's worker clusters (dispatcher.h); idle when it has none
 };
 

@@ -42,7 +42,8 @@ void add_watch_routes(Routes& http, Api& api) {
   route(http, api, "GET", "/metrics", Access::kReader, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     run(api, who, req, res, [&api](Txn&) -> Result<Render> {
       return Render([&api](const ServerState& st) {
-        return Reply{200, render_metrics(st) + render_webhook_metrics(api.webhooks.counters()), "text/plain; version=0.0.4"};
+        return Reply{200, render_metrics(st) + render_webhook_metrics(api.webhooks.counters()) +
+                         render_admission_checker_metrics(api.checks.counters()), "text/plain; version=0.0.4"};
       });
     });
   });

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/quota.h"
+#include "server/admission_checks.h"
 #include "server/options.h"
 #include "server/version.h"
 #include "server/views.h"
@@ -393,6 +394,17 @@ std::string render_metrics(const ServerState& st) {
     if (!st.removed_teams.count(t.spec.name))
       out += fmt::format("allot_goodput{{team=\"{}\"}} {}\n", label(t.spec.name), goodput(teams[t.id.index()]));
 
+  // Every check has its series from 0; a run counts once, under the first check (by name) it still waits for, as
+  // its description names it.
+  header(out, "allot_admission_check_waiting_runs", "gauge",
+         "Running jobs whose replicas wait for an admission check to answer ready, by the first check they wait for");
+  std::map<std::string, int> waiting;
+  for (const auto& [name, c] : st.admission_checks) waiting[name] = 0;
+  for (const Job& j : s.jobs)
+    if (j.state == JobState::kRunning)
+      if (const AdmissionCheckInfo* c = check_waited_for(st, j)) ++waiting[c->check.name];
+  for (const auto& [name, n] : waiting) out += fmt::format("allot_admission_check_waiting_runs{{check=\"{}\"}} {}\n", label(name), n);
+
   header(out, "allot_build_info", "gauge", "The server's version, as a label; always 1.");
   out += fmt::format("allot_build_info{{version=\"{}\"}} 1\n", label(kVersion));
   return out;
@@ -410,6 +422,18 @@ std::string render_webhook_metrics(const WebhookSender::Counters& c) {
   out += fmt::format("allot_webhook_retries_total {}\n", c.retries);
   header(out, "allot_webhook_queue_length", "gauge", "Webhook deliveries waiting, new and retrying");
   out += fmt::format("allot_webhook_queue_length {}\n", c.queued);
+  return out;
+}
+
+std::string render_admission_checker_metrics(const AdmissionChecker::Counters& c) {
+  std::string out;
+  header(out, "allot_admission_check_tries_total", "counter",
+         "Tries of HTTP admission checks since this server started, by result: answered (a usable answer, journaled) "
+         "or failed (no connection, a timeout, a status other than 2xx, a body that is no answer)");
+  out += fmt::format("allot_admission_check_tries_total{{result=\"answered\"}} {}\n", c.answers);
+  out += fmt::format("allot_admission_check_tries_total{{result=\"failed\"}} {}\n", c.failures);
+  header(out, "allot_admission_check_asks", "gauge", "HTTP admission checks that runs wait for now, each a (run, check) asked until it answers");
+  out += fmt::format("allot_admission_check_asks {}\n", c.waiting);
   return out;
 }
 

@@ -6,6 +6,7 @@
 // by state; nodes per health (and per instance type). docs/api.md lists them.
 #include <string>
 
+#include "server/admission_checker.h"
 #include "server/server_state.h"
 #include "server/webhook_sender.h"
 
@@ -14,5 +15,7 @@ namespace allot::server {
 std::string render_metrics(const ServerState& st);
 // The webhook sender's counters (webhook_sender.h), which live outside the state: since this process started.
 std::string render_webhook_metrics(const WebhookSender::Counters& c);
+// The admission checker's counters (admission_checker.h), which live outside the state: since this process started.
+std::string render_admission_checker_metrics(const AdmissionChecker::Counters& c);
 
 }  // namespace allot::server

@@ -150,7 +150,7 @@ Status Server::start() {
   if (auto st = writer_->recover(); !st) return st;
   checker_->start();  // the replay handed it the asks of the runs still waiting: they are asked again at once
   webhooks_->start();  // from the last event the replay published: a restart does not deliver old events again
-  api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, options_.catalog, ReadSeats(listing_seats(options_), options_.listing_nice), *webhooks_, dispatcher_.get()});
+  api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, options_.catalog, ReadSeats(listing_seats(options_), options_.listing_nice), *webhooks_, *checker_, dispatcher_.get()});
 
   if (auto st = make_http(); !st) return st;
   http_->set_payload_max_length(options_.max_body_bytes);  // Content-Length bodies; Routes limits the others

@@ -77,6 +77,8 @@ TEST(CohortTree, BadGroupsAreRefusedWithTheRule) {
   EXPECT_NE(refused({group("a", "nowhere")}).find("group a: parent nowhere is not a group; groups: a"), std::string::npos);
   EXPECT_NE(refused({group("a", "b"), group("b", "a")}).find("groups form a cycle: a > b > a"), std::string::npos);
   EXPECT_NE(refused({group("a", "a")}).find("cycle"), std::string::npos);
+  // A missing parent further up is named, whichever group is checked first (the walk up from a never reads past it).
+  EXPECT_NE(refused({group("a", "b"), group("b", "c")}).find("group b: parent c is not a group; groups: a, b"), std::string::npos);
   EXPECT_NE(refused({group("a", "", 0, 10001)}).find("borrow_limit must be 0..10000"), std::string::npos);
   EXPECT_NE(refused({group("a", "", 0, {}, 101)}).find("lend_limit must be 0..100"), std::string::npos);
   EXPECT_EQ(refused({group("c", "b"), group("b", "a"), group("a")}), "");  // parents after children are fine

@@ -100,6 +100,14 @@ class ServerAdmissionChecks : public ServerTest {
     c.set_read_timeout(30, 0);
     return c;
   }
+  // A series' value in /metrics ("" when it is not there).
+  std::string metric(const std::string& series) {
+    auto r = get("/metrics");
+    const size_t at = r.body.find("\n" + series + " ");
+    if (at == std::string::npos) return "";
+    const size_t from = at + series.size() + 2;
+    return r.body.substr(from, r.body.find('\n', from) - from);
+  }
   std::string token(const json& body) {
     auto t = post("/v1/tokens", body);
     EXPECT_EQ(t.status, 201) << t.body;
@@ -229,6 +237,27 @@ TEST_F(ServerAdmissionChecks, AnEndpointDownOrHangingKeepsTheJobWaitingWithAGrow
   ASSERT_EQ(del("/v1/admission-checks/slow").status, 204);
   EXPECT_TRUE(waits("train").empty());
   hanging.hold(false);
+}
+
+TEST_F(ServerAdmissionChecks, MetricsCountTheRunsWaitingPerCheckAndTheTries) {
+  CheckEndpoint endpoint;  // answers 503 until told otherwise
+  http_check("gate", endpoint.url());
+  http_check("other-team", "http://127.0.0.1:1/check", {{"teams", {"b"}}});
+  EXPECT_EQ(metric("allot_admission_check_waiting_runs{check=\"gate\"}"), "0");
+  ASSERT_EQ(post("/v1/jobs", job("train")).status, 201);
+  // Failed tries are counted while the run waits; the check of another team has its series at 0 and is not asked.
+  ASSERT_TRUE(eventually([&] {
+    const std::string failed = metric("allot_admission_check_tries_total{result=\"failed\"}");
+    return !failed.empty() && std::stoi(failed) >= 2;
+  }));
+  EXPECT_EQ(metric("allot_admission_check_waiting_runs{check=\"gate\"}"), "1");
+  EXPECT_EQ(metric("allot_admission_check_waiting_runs{check=\"other-team\"}"), "0");
+  EXPECT_EQ(metric("allot_admission_check_asks"), "1");
+  EXPECT_EQ(metric("allot_admission_check_tries_total{result=\"answered\"}"), "0");
+  endpoint.answer("ready");
+  ASSERT_TRUE(eventually([&] { return metric("allot_admission_check_waiting_runs{check=\"gate\"}") == "0"; }));
+  EXPECT_EQ(metric("allot_admission_check_tries_total{result=\"answered\"}"), "1");
+  ASSERT_TRUE(eventually([&] { return metric("allot_admission_check_asks") == "0"; }));
 }
 
 TEST_F(ServerAdmissionChecks, AWaitingJobStillWaitsAfterARestartAndIsAskedAgain) {
