@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   allot::cli::add_client_access_commands(app, ctx);
   allot::cli::add_client_webhook_commands(app, ctx);
   allot::cli::add_client_admission_check_commands(app, ctx);
+  allot::cli::add_client_worker_commands(app, ctx);
   allot::cli::add_client_usage_command(app, ctx);
   allot::cli::add_client_cluster_commands(app, ctx);
   allot::cli::add_demo_command(app, ctx);

@@ -23,6 +23,7 @@ void add_client_job_change_commands(CLI::App& app, Context& ctx);  // hold | rel
 void add_client_access_commands(CLI::App& app, Context& ctx);   // token | audit | config
 void add_client_webhook_commands(CLI::App& app, Context& ctx);  // webhook create | list | delete
 void add_client_admission_check_commands(CLI::App& app, Context& ctx);  // admission-check create | list | delete
+void add_client_worker_commands(CLI::App& app, Context& ctx);  // workers (a manager's worker clusters)
 void add_client_usage_command(CLI::App& app, Context& ctx);     // usage (client_cmds_usage.cpp)
 // node adopt (a join token for one node), added to the `node` group that add_client_cluster_commands makes
 void add_node_adopt_command(CLI::App& node, Context& ctx);

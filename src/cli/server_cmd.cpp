@@ -16,6 +16,7 @@
 #include "config/spec_yaml.h"
 #include "server/retention.h"
 #include "server/server.h"
+#include "server/workers_file.h"
 
 namespace allot::cli {
 namespace {
@@ -28,6 +29,7 @@ struct ServerArgs {
   double head_timeout_s = 5;
   size_t per_address = 0;  // used when --max-connections-per-address is given
   std::string master_ports = "29500-30499";
+  std::string workers;  // --workers: the manager's worker clusters (server/workers_file.h); empty: no manager
   std::string instance_types;  // the policy file whose instance_types section adds to the built-in catalog
   // Node lifecycle (docs/resiliency.md), in seconds.
   double fault_window_s = 1, reboot_timeout_s = 300, deep_check_timeout_s = 900, replace_silent_after_s = 600;
@@ -92,6 +94,14 @@ int run_server(ServerArgs& a) {
     return 2;
   }
   a.options.catalog = std::move(*catalog);
+  if (!a.workers.empty()) {  // several clusters (docs/multicluster.md): this server is a manager
+    auto workers = server::load_workers_file(a.workers);
+    if (!workers) {
+      std::cerr << "allot server: " << workers.error().message << "\n";
+      return 2;
+    }
+    a.options.multicluster = std::move(*workers);
+  }
   // Block the stop signals in every thread (threads inherit the mask), then wait for one here.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -147,6 +157,9 @@ void add_server_command(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(size_t{0}, size_t{1000000}));
   cmd->add_option("--instance-types", args->instance_types,
                   "Policy file whose instance_types section adds types to (or, stated, replaces) the built-in catalog");
+  cmd->add_option("--workers", args->workers,
+                  "Make this server a manager of several clusters: the YAML file naming its worker clusters, their "
+                  "token files and the teams whose jobs go to them (docs/multicluster.md)");
   cmd->add_option("--master-ports", args->master_ports, "MASTER_PORT range for jobs, LOW-HIGH")->capture_default_str();
   cmd->add_option("--tls-cert", args->options.tls_cert, "Serve HTTPS with this PEM certificate (chain); needs --tls-key");
   cmd->add_option("--tls-key", args->options.tls_key, "The unencrypted PEM private key of --tls-cert");

@@ -6,7 +6,7 @@
 namespace allot {
 namespace {
 
-constexpr std::array<std::pair<ReasonCode, const char*>, 44> kNames = {{
+constexpr std::array<std::pair<ReasonCode, const char*>, 46> kNames = {{
     {ReasonCode::kNone, "none"},
     {ReasonCode::kSubmitted, "submitted"},
     {ReasonCode::kQuota, "quota"},
@@ -51,6 +51,8 @@ constexpr std::array<std::pair<ReasonCode, const char*>, 44> kNames = {{
     {ReasonCode::kArrayThrottle, "array_throttle"},
     {ReasonCode::kReservationPending, "reservation_pending"},
     {ReasonCode::kReservationEnded, "reservation_ended"},
+    {ReasonCode::kDispatched, "dispatched"},
+    {ReasonCode::kRemoteRunning, "remote_running"},
 }};
 
 // Every code once, in the enum's order, the newest last: a code added to the enum without its name here (or a name
@@ -60,7 +62,7 @@ constexpr bool in_enum_order() {
     if (static_cast<size_t>(kNames[i].first) != i) return false;
   return true;
 }
-static_assert(in_enum_order() && kNames.back().first == ReasonCode::kReservationEnded);
+static_assert(in_enum_order() && kNames.back().first == ReasonCode::kRemoteRunning);
 
 }  // namespace
 

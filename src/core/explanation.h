@@ -79,6 +79,11 @@ enum class ReasonCode : uint8_t {
   // waiting, never to run, because it is gone (ended or deleted).
   kReservationPending,
   kReservationEnded,
+  // Several clusters (docs/multicluster.md): a manager's job of a team it dispatches waits for a worker cluster
+  // (none could admit it yet, or its copy waits there, or the worker holding it was lost), or runs in one. The
+  // manager's own scheduler passes it over either way.
+  kDispatched,
+  kRemoteRunning,
 };
 
 // The name the API, `-o json` and scenario files use ("quota", "never_fits", ...).

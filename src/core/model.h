@@ -163,6 +163,23 @@ struct RecoveryEvent {
   int replicas = 0;   // how many replicas it placed again
 };
 
+// Several clusters (docs/multicluster.md): a copy of a manager's job in a worker cluster, by the worker's name (in
+// the manager's --workers file) and the copy's job name there.
+struct RemoteCopyRef {
+  std::string worker;
+  std::string copy;
+  friend bool operator==(const RemoteCopyRef&, const RemoteCopyRef&) = default;
+};
+// Where a manager's job (spec.multicluster) runs: changed only by the journaled steps of core/remote_copy.h.
+struct RemoteCopy {
+  RemoteCopyRef live;    // the copy that is the job's own now; empty worker: none (not dispatched, or withdrawn)
+  RemoteCopyRef last;    // the last copy dispatched (its logs are read there once the job ended)
+  bool running = false;  // the live copy's worker admitted it
+  int dispatches = 0;    // copies made so far: the next one is named JOB-(dispatches + 1)
+  std::vector<RemoteCopyRef> stale;  // copies in workers that were lost, cancelled there once they answer again
+  friend bool operator==(const RemoteCopy&, const RemoteCopy&) = default;
+};
+
 struct Job {
   // The fields a scheduler pass reads of every waiting job come first, next to each other: a pass walks tens of
   // thousands of jobs, and fields spread over a Job's nine cache lines cost a miss each (the spec, read by
@@ -204,6 +221,7 @@ struct Job {
   Time started_at = 0;     // of the current run
 
   JobSpec spec;
+  RemoteCopy remote;       // spec.multicluster only
   int64_t work_done_s = 0; // kept work from earlier runs (checkpointed)
   int preemptions = 0;
   int restarts = 0;        // restarts after failures (node or process)

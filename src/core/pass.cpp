@@ -49,7 +49,7 @@ void Pass::collect_waiting() {
       }
     }
     if (passed_over(j, now)) {
-      if (!j.held && (!backoff_ends_ || j.backoff_until < *backoff_ends_)) backoff_ends_ = j.backoff_until;
+      if (!j.held && !j.spec.multicluster && (!backoff_ends_ || j.backoff_until < *backoff_ends_)) backoff_ends_ = j.backoff_until;
     } else if (deps.state == DependencyState::kWaits) {
       dependents_.push_back(id);  // its reason at the end of the pass (give_reasons), naming states as they are then
     } else if (j.array >= 0) {

@@ -378,6 +378,9 @@ struct JobSpec {
   int64_t recovery_timeout_s = 0;
   std::string membership_signal;
   int64_t recovery_bound_s() const { return recovery_timeout_s > 0 ? recovery_timeout_s : kDefaultRecoveryTimeoutS; }
+  // Several clusters (docs/multicluster.md): set by a manager server on every job of a team it dispatches to worker
+  // clusters, never by a job file. The manager's scheduler passes such a job over; a copy of it runs in one worker.
+  bool multicluster = false;
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
 

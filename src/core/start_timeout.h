@@ -27,7 +27,8 @@ inline int64_t start_backoff_s(const PolicySpec& p, int nth) {
 inline int64_t next_start_backoff_s(const PolicySpec& p, const Job& j) { return start_backoff_s(p, j.start_timeouts + 1); }
 
 // Whether the scheduler passes over waiting job `j` at `now`: held by request, or backing off after a start
-// timeout. Such a job neither runs nor preempts, nor holds others back (strict FIFO, reservations).
-inline bool passed_over(const Job& j, Time now) { return j.held || j.backoff_until > now; }
+// timeout, or a manager's job that runs in a worker cluster (docs/multicluster.md). Such a job neither runs nor
+// preempts, nor holds others back (strict FIFO, reservations).
+inline bool passed_over(const Job& j, Time now) { return j.held || j.spec.multicluster || j.backoff_until > now; }
 
 }  // namespace allot

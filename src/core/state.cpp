@@ -512,6 +512,18 @@ Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeed
   return ok_status();
 }
 
+Status end_remote_job(ClusterState& s, std::string_view name, Time now, bool succeeded, std::string reason) {
+  const Job* cj = s.find_job(name);
+  if (!cj) return Error::not_found("no job named " + std::string(name));
+  Job& j = s.jobs[cj->id.index()];
+  if (!j.spec.multicluster || !is_waiting(j.state))
+    return Error::precondition("job " + j.spec.name + " is not a waiting job of a worker cluster (" + job_state_name(j.state) + ")");
+  j.held = false;
+  transition(s, j, succeeded ? JobState::kSucceeded : JobState::kFailed, now, std::move(reason),
+             succeeded ? ReasonCode::kFinished : ReasonCode::kFailed);
+  return ok_status();
+}
+
 Status exceed_time_limit(ClusterState& s, std::string_view name, Time now) {
   const Job* cj = s.find_job(name);
   if (!cj) return Error::not_found("no job named " + std::string(name));

@@ -165,6 +165,8 @@ Result<JobId> submit_job(ClusterState& s, const JobSpec& spec, Time now);
 Status cancel_job(ClusterState& s, std::string_view name, Time now);
 // Ends a running job: Succeeded, or Failed (which auto-resume restarts while max_retries allows).
 Status finish_job(ClusterState& s, std::string_view name, Time now, bool succeeded, std::string reason = "");
+// A waiting manager's job whose copy ended in a worker cluster ends the same way here (core/remote_copy.h).
+Status end_remote_job(ClusterState& s, std::string_view name, Time now, bool succeeded, std::string reason);
 // Ends a running job that has reached its wall-time limit (time_limit.h): it stops, and ends Failed with reason
 // deadline_exceeded without using a retry. Refused for a job that has not reached it by `now`.
 Status exceed_time_limit(ClusterState& s, std::string_view name, Time now);

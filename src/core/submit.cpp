@@ -235,6 +235,10 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
   j.waiting_since = now;
   j.state = JobState::kPending;
   j.reason = s.submitted_reason;
+  if (j.spec.multicluster) {  // the manager's scheduler passes it over (start_timeout.h, passed_over)
+    j.reason = std::string("waiting to be dispatched to a worker cluster");
+    j.reason_code = ReasonCode::kDispatched;
+  }
   j.history.push_back({now, JobState::kPending, JobState::kPending, "submitted"});
   if (j.spec.array) j.array = note_array_task(s, j);
   s.job_by_name[spec.name] = j.id;

@@ -21,6 +21,7 @@
 #include "server/routes.h"
 #include "server/usage_ledger.h"
 #include "server/webhook_sender.h"
+#include "server/dispatcher.h"
 #include "server/writer.h"
 
 namespace allot::server {
@@ -35,6 +36,7 @@ struct Api {
   ReadSeats listings;  // job listings rendered at once (read_seats.h, ServerOptions::max_listings)
   WebhookSender& webhooks;  // deliveries' counters and each webhook's last delivery (webhook_sender.h)
   const AdmissionChecker& checks;  // the HTTP checks' counters (admission_checker.h), for /metrics
+  Dispatcher* dispatcher = nullptr;  // a manager's worker clusters (dispatcher.h); idle when it has none
 };
 
 void answer(httplib::Response& res, const Reply& reply);
@@ -79,7 +81,8 @@ void add_node_routes(Routes& http, Api& api);    // nodes, cordon, drain, health
 void add_agent_routes(Routes& http, Api& api);   // register, heartbeat, logs
 void add_watch_routes(Routes& http, Api& api);   // health, events, metrics
 void add_token_routes(Routes& http, Api& api);   // tokens, audit
-void add_dashboard_routes(Routes& http, Api& api);  // the dashboard's files and the JSON its pages read
+void add_dashboard_routes(Routes& http, Api& api);
+void add_worker_routes(Routes& http, Api& api);  // a manager's worker clusters (api_workers.cpp)  // the dashboard's files and the JSON its pages read
 void add_plan_routes(Routes& http, Api& api);    // capacity plans
 void add_reservation_routes(Routes& http, Api& api);  // reservations of existing nodes
 void add_webhook_routes(Routes& http, Api& api);  // webhooks (api_webhooks.cpp)

@@ -224,6 +224,8 @@ void submit_route(Routes& http, Api& api) {
         return refuse(api, who, req, res, *why, spec.name);
       }
       if (spec.user.empty()) spec.user = who.user;
+      // A manager's team (docs/multicluster.md): the job runs in a worker cluster, never here.
+      spec.multicluster = api.options.multicluster.dispatches(spec.team);
     }
     if (specs.front().array) return submit_array_route(api, who, req, res, std::move(specs.front()), dry_run);
     if (dry_run) {
@@ -411,8 +413,10 @@ void job_read_routes(Routes& http, Api& api) {
     auto tail = query_int(req, "tail", 0, int64_t{1} << 40);
     if (!tail) return answer(res, error_reply(tail.error()));
     const std::string name = param(req);
-    // The job must exist and have that replica; the log itself is read off the writer thread.
-    Reply check = api.writer.call([name, rank = *replica, who](Txn& txn) -> Result<Render> {
+    // The job must exist and have that replica; the log itself is read off the writer thread (a manager's job's from
+    // the worker cluster its last copy went to, docs/multicluster.md).
+    auto copy = std::make_shared<RemoteCopyRef>();
+    Reply check = api.writer.call([name, rank = *replica, who, copy](Txn& txn) -> Result<Render> {
       const Job* j = txn.cluster().find_job(name);
       if (!j) return job_not_found(txn.cluster(), name);
       // Logs hold what a job prints: secrets included. Only its own team reads them.
@@ -424,9 +428,15 @@ void job_read_routes(Routes& http, Api& api) {
       for (const auto& ps : j->spec.pod_sets) replicas += ps.replicas;
       if (rank >= replicas)
         return Error::invalid("job " + name + " has replicas 0.." + std::to_string(replicas - 1) + ", not " + std::to_string(rank));
+      if (j->spec.multicluster) *copy = j->remote.last;
       return Render([](const ServerState&) { return Reply{200, "", "text/plain"}; });
     }, call_context(who, req));
     if (check.status != 200) return answer(res, check);
+    if (!copy->worker.empty() && api.dispatcher) {
+      auto text = api.dispatcher->copy_logs(*copy, static_cast<int>(*replica), *tail);
+      if (!text) return answer(res, error_reply(text.error()));
+      return answer(res, Reply{200, std::move(*text), "text/plain; charset=utf-8"});
+    }
     auto text = api.logs.read(name, static_cast<int>(*replica), static_cast<size_t>(*tail));
     if (!text) return answer(res, error_reply(text.error()));
     answer(res, Reply{200, std::move(*text), "text/plain; charset=utf-8"});

@@ -45,6 +45,25 @@ struct AdmissionCheckOptions {
   int64_t retry_backoff_max_s = 600;         // ... up to this
 };
 
+// Several clusters (docs/multicluster.md): a worker cluster a manager server dispatches jobs to (`allot server
+// --workers FILE`, workers_file.h).
+struct WorkerCluster {
+  std::string name;        // a DNS label: how the manager's jobs and events name it
+  std::string url;         // its allot server: http(s)://host:port
+  std::string token_file;  // where the bearer token the manager sends it is read from
+  std::string token;       // that token (a member of the dispatched teams there, or an admin); never logged or shown
+  std::string ca_file;     // https: the CA its certificate chains to (empty: the system's)
+};
+struct MulticlusterOptions {
+  std::vector<WorkerCluster> workers;  // empty: this server is no manager
+  std::vector<std::string> teams;      // the teams whose jobs this manager dispatches (and never runs itself)
+  // A worker that answered nothing for this long is lost: its copies are dispatched again elsewhere.
+  std::chrono::milliseconds lease{60000};
+  std::chrono::milliseconds poll{1000};     // how often the dispatcher looks at the jobs and the workers
+  std::chrono::milliseconds timeout{5000};  // one request to a worker
+  bool dispatches(const std::string& team) const { return std::find(teams.begin(), teams.end(), team) != teams.end(); }
+};
+
 // Where a snapshot starts to pay (ServerOptions::snapshot_min_records), measured by bench/startup_bench.
 inline constexpr uint64_t kSnapshotMinRecords = 10000;
 
@@ -108,6 +127,7 @@ struct ServerOptions {
   size_t event_ring = 10000;                // events kept in memory for /v1/events
   WebhookOptions webhooks;
   AdmissionCheckOptions admission_checks;
+  MulticlusterOptions multicluster;
   // Several servers on one shared store (PostgreSQL, docs/deployment.md): the URL this server gives the others
   // for redirecting writes to it while it leads (empty: its own listen URL), and how often a standby tries to
   // take the lead and reads what the leader wrote.

@@ -126,6 +126,7 @@ Server::Server(ServerOptions options, std::unique_ptr<store::Store> store) : opt
       options_.admission_checks, [w = writer_.get()](Command cmd) { return w->call(std::move(cmd), CallContext{kServerActor, std::nullopt}); },
       [w = writer_.get()] { return w->leading(); }, options_.clock);
   writer_->set_on_check_asks([checker = checker_.get()](std::vector<CheckAsk> asks) { checker->set_asks(std::move(asks)); });
+  dispatcher_ = std::make_unique<Dispatcher>(options_.multicluster, options_.catalog, *writer_, options_.clock);
   logs_ = std::make_unique<LogStore>(options_.data_dir + "/logs", options_.log_bytes_per_replica);
   // Retention: a compacted job's logs go once the compaction is durable, as a deleted job's do, and so does its
   // checkpoint directory when nothing was saved in it (one the job filled is the user's, kept).
@@ -149,7 +150,7 @@ Status Server::start() {
   if (auto st = writer_->recover(); !st) return st;
   checker_->start();  // the replay handed it the asks of the runs still waiting: they are asked again at once
   webhooks_->start();  // from the last event the replay published: a restart does not deliver old events again
-  api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, options_.catalog, ReadSeats(listing_seats(options_), options_.listing_nice), *webhooks_, *checker_});
+  api_ = std::unique_ptr<Api>(new Api{*writer_, *auth_, *events_, *logs_, options_, options_.catalog, ReadSeats(listing_seats(options_), options_.listing_nice), *webhooks_, *checker_, dispatcher_.get()});
 
   if (auto st = make_http(); !st) return st;
   http_->set_payload_max_length(options_.max_body_bytes);  // Content-Length bodies; Routes limits the others
@@ -182,6 +183,7 @@ Status Server::start() {
   add_webhook_routes(routes, *api_);
   add_admission_check_routes(routes, *api_);
   add_usage_routes(routes, *api_);
+  add_worker_routes(routes, *api_);
   routes.add_fallbacks();  // last: it takes every request with a body that no route above took
 
   host_ = hp->host;
@@ -197,6 +199,7 @@ Status Server::start() {
   writer_->step_leadership(/*force=*/true);  // on a shared store: lead now if nobody does
   writer_->set_public_url(url());
   writer_->start();
+  dispatcher_->start();  // a manager's (docs/multicluster.md); it dispatches only while this server leads
   const std::string token_file = options_.admin_token_file.empty() ? options_.data_dir + "/admin-token" : options_.admin_token_file;
   if (!writer_->leading()) {
     // A standby writes nothing; the leader made (or makes) the first admin token.
@@ -272,6 +275,7 @@ void Server::stop() {
   if (listener_.joinable())
     while (!http_->is_running() && !listener_done_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (http_) http_->stop();
+  if (dispatcher_) dispatcher_->stop();  // before the writer: it may be journaling a step
   if (checker_) checker_->stop();  // before the writer: an asker may be handing it an answer
   if (webhooks_) webhooks_->stop();  // before the event log's shutdown, which would wake its reader at once, forever
   events_->shutdown();

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "server/admission_checker.h"
+#include "server/dispatcher.h"
 #include "server/options.h"
 #include "server/writer.h"
 #include "store/store.h"
@@ -61,6 +62,7 @@ class Server {
   std::unique_ptr<Writer> writer_;
   std::unique_ptr<WebhookSender> webhooks_;  // after writer_ (it asks the writer whether it leads), before api_
   std::unique_ptr<AdmissionChecker> checker_;  // after writer_ (it hands the writer its answers)
+  std::unique_ptr<Dispatcher> dispatcher_;  // after writer_ (it reads the view and journals its steps there)
   std::unique_ptr<LogStore> logs_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<httplib::Server> http_;

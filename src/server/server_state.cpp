@@ -59,6 +59,7 @@ struct NodeOf {
   // The failed node: the recovery's event is on it too. The job it names keeps running.
   std::string operator()(const RecoverInPlace& o) const { return o.node; }
   std::string operator()(const InPlaceFallback&) const { return ""; }
+  std::string operator()(const RemoteCopyStep&) const { return ""; }  // a worker cluster's, not a node here
 };
 
 
@@ -199,6 +200,11 @@ std::string message_of(const ServerState& st, const Record& r) {
       if (o.answer != CheckAnswer::kReady && j) return job_message(*j);
       return "admission check " + o.check + " answered " + check_answer_name(o.answer) + " for attempt " +
              std::to_string(o.attempt) + (o.message.empty() ? "" : ": " + o.message);
+    }
+    // The job's state and reason after the step (core/remote_copy.h), which name the worker and the copy.
+    std::string operator()(const RemoteCopyStep& o) const {
+      const Job* j = s.find_job(o.job);
+      return j ? job_message(*j) : std::string("copy ") + o.copy + " in worker cluster " + o.worker + ": " + remote_step_name(o.step);
     }
     std::string operator()(const Audit& o) const { return o.action; }
     std::string operator()(const HoldJob& o) const { return o.held ? "held by request" : "released"; }
@@ -512,6 +518,7 @@ struct Note {
       wait.ranks.insert(rank + m.index);
     }
   }
+  void operator()(const RemoteCopyStep&) const {}  // the job's account of its copies is the cluster's (Job::remote)
   void operator()(const LogRuleFired& o) const {
     if (const Job* j = st.cluster.find_job(o.job)) st.log_rules_fired[j->id.index()] = LogRuleSeen{o.attempt, r.at, o.firing};
   }
@@ -585,6 +592,8 @@ struct AudienceOf {
   // About the job and the node it lost, as a node failure's events are.
   EventAudience operator()(const store::RecoverInPlace&) const { return EventAudience::kEveryReader; }
   EventAudience operator()(const store::InPlaceFallback&) const { return EventAudience::kEveryReader; }
+  // About the job (worker names are the manager's configuration, which every reader of the job may know).
+  EventAudience operator()(const store::RemoteCopyStep&) const { return EventAudience::kEveryReader; }
 };
 }  // namespace
 

@@ -50,6 +50,9 @@ WaitCategory wait_category(ReasonCode code, bool feasible) {
       return WaitCategory::kUserLimit;
     case ReasonCode::kArrayThrottle:
       return WaitCategory::kArrayThrottle;
+    case ReasonCode::kDispatched:
+    case ReasonCode::kRemoteRunning:
+      return WaitCategory::kRemote;
     case ReasonCode::kNeverFits:
     case ReasonCode::kInstanceType:
     case ReasonCode::kPlanEnded:
@@ -82,6 +85,7 @@ std::string_view wait_category_name(WaitCategory c) {
     case WaitCategory::kDependency: return "dependency";
     case WaitCategory::kUserLimit: return "user_limit";
     case WaitCategory::kArrayThrottle: return "array_throttle";
+    case WaitCategory::kRemote: return "remote";
     case WaitCategory::kNeverFits: return "never_fits";
     case WaitCategory::kNotWaiting: return "not_waiting";
   }
@@ -102,6 +106,7 @@ std::string_view wait_category_label(WaitCategory c) {
     case WaitCategory::kDependency: return "dependency";
     case WaitCategory::kUserLimit: return "user limit";
     case WaitCategory::kArrayThrottle: return "array throttle";
+    case WaitCategory::kRemote: return "worker cluster";
     case WaitCategory::kNeverFits: return "never fits";
     case WaitCategory::kNotWaiting: return "not waiting";
   }

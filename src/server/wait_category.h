@@ -21,6 +21,7 @@ enum class WaitCategory {
   kDependency,      // a job it names in `after` has not succeeded, ended or started yet (core/dependency.h)
   kUserLimit,       // its user is at a per-user limit of its team (core/user_limits.h)
   kArrayThrottle,   // a task of a job array whose `parallel` tasks are admitted (core/array.h)
+  kRemote,          // a manager's job that a worker cluster is to admit or runs (docs/multicluster.md)
   kNeverFits,       // no amount of waiting runs it (also every job the scheduler marked not feasible)
   kNotWaiting,      // the code of a job that is not waiting (Running or ended)
 };

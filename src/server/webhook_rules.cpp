@@ -133,6 +133,11 @@ std::optional<store::NoticeKind> notice_of(const store::Op& op, const ClusterSta
           // Cancelled: its dependency can never hold (core/dependency.h).
           [&](const DependencyNeverHolds& o) -> N { return by_state(o.job); },
           [&](const Requeue& o) -> N { return by_state(o.job); },
+          // Its copy ended in a worker cluster: the job ended here the same way. A dispatch, a copy admitted there
+          // (the job stays Pending here), lost or withdrawn is no notice.
+          [&](const RemoteCopyStep& o) -> N {
+            return o.step == RemoteStep::kSucceeded || o.step == RemoteStep::kFailed ? by_state(o.job) : N{};
+          },
           [&](const StartTimeout& o) -> N { return by_state(o.job); },
           // The fallback restarts the job (requeued) or fails it with no retries left.
           [&](const InPlaceFallback& o) -> N { return by_state(o.job); },

@@ -224,6 +224,15 @@ Status ClusterRestore::add_job_throwing(const json& jj) {
   if (job.attempt_folded < 0 || job.attempt_folded > job.attempt_base)
     return Error::invalid("job " + spec.name + " has attempt_folded " + std::to_string(job.attempt_folded) +
                           "; it must be between 0 and its attempt_base " + std::to_string(job.attempt_base));
+  if (jj.contains("remote")) {  // absent unless a manager dispatched it (core/remote_copy.h)
+    const json& r = jj.at("remote");
+    auto ref = [](const json& c) { return RemoteCopyRef{c.at("worker").get<std::string>(), c.at("copy").get<std::string>()}; };
+    job.remote.live = ref(r.at("live"));
+    job.remote.last = ref(r.at("last"));
+    job.remote.running = r.at("running").get<bool>();
+    job.remote.dispatches = r.at("dispatches").get<int>();
+    for (const auto& c : r.at("stale")) job.remote.stale.push_back(ref(c));
+  }
   // Dependencies: the jobs spec.after named at submission, by ID (absent without any, and in older snapshots).
   job.after.clear();
   for (const auto& a : jj.value("after_ids", json::array())) {
@@ -350,6 +359,13 @@ void put_fields_when_set(json& out, const Job& j) {
     json list = json::array();
     for (const auto& r : j.recoveries) list.push_back({r.at, r.node, r.epoch, r.replicas});
     out["recoveries"] = std::move(list);
+  }
+  if (j.remote != RemoteCopy{}) {  // a manager's job in worker clusters (core/remote_copy.h)
+    auto ref = [](const RemoteCopyRef& c) { return json{{"worker", c.worker}, {"copy", c.copy}}; };
+    json stale = json::array();
+    for (const auto& c : j.remote.stale) stale.push_back(ref(c));
+    out["remote"] = {{"live", ref(j.remote.live)}, {"last", ref(j.remote.last)}, {"running", j.remote.running},
+                     {"dispatches", j.remote.dispatches}, {"stale", std::move(stale)}};
   }
   if (!j.after.empty()) {  // the IDs spec.after was resolved to at submission (core/dependency.h)
     json ids = json::array();

@@ -56,6 +56,7 @@ struct NameOf {
   const char* operator()(const AdmissionCheckAnswered&) const { return "admission_check"; }
   const char* operator()(const RecoverInPlace&) const { return "recover_in_place"; }
   const char* operator()(const InPlaceFallback&) const { return "in_place_fallback"; }
+  const char* operator()(const RemoteCopyStep&) const { return "remote_copy"; }
 };
 struct JobOf {
   std::string operator()(const Submit& o) const { return o.job.name; }
@@ -100,6 +101,7 @@ struct JobOf {
   std::string operator()(const AdmissionCheckAnswered& o) const { return o.job; }
   std::string operator()(const RecoverInPlace& o) const { return o.job; }
   std::string operator()(const InPlaceFallback& o) const { return o.job; }
+  std::string operator()(const RemoteCopyStep& o) const { return o.job; }
 };
 }  // namespace
 

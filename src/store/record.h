@@ -12,6 +12,7 @@
 
 #include "auth/caller.h"
 #include "core/preemption_record.h"
+#include "core/remote_copy.h"
 #include "core/resources.h"
 #include "core/spec.h"
 #include "core/topology_levels.h"
@@ -369,13 +370,28 @@ struct InPlaceFallback {
   friend bool operator==(const InPlaceFallback&, const InPlaceFallback&) = default;
 };
 
+// Several clusters (docs/multicluster.md): a step of a manager's job through the worker clusters (core/remote_copy.h),
+// decided by the manager's dispatcher from what the workers answered, and journaled before it acts on it where the
+// step is an act (a dispatch is journaled before the copy is submitted, so a restart submits the same copy again,
+// which the worker answers 409 for when it has it already). `reason` is the worker's (kRunning, kSucceeded,
+// kFailed) or the manager's (kLost); bounded by the dispatcher.
+struct RemoteCopyStep {
+  std::string job;
+  RemoteStep step = RemoteStep::kDispatched;
+  std::string worker;
+  std::string copy;
+  std::string reason;
+  friend bool operator==(const RemoteCopyStep&, const RemoteCopyStep&) = default;
+};
+
 using Op = std::variant<SetPolicy, UpsertTeam, RemoveTeam, AddNode, RemoveNode, NodeHealthChange, Cordon, Drain,
                         Submit, Cancel, Finish, Admit, Preempt, CreateToken, RevokeToken, Audit, Resize, HoldJob,
                         SetJobPriority, DeleteJob, CreatePlan, PlanStepRecord, DeletePlan,
                         CompactFinished, Requeue, TimeLimitExceeded, LocalityWaitBegan, StartTimeout,
                         CreateWebhook, DeleteWebhook, LogRuleFired, DependencyNeverHolds, SetNetworkLayers,
                         PutAdmissionCheck, DeleteAdmissionCheck, AdmissionCheckAnswered, CreateReservation,
-                        ReservationStepRecord, DeleteReservation, RecoverInPlace, InPlaceFallback>;
+                        ReservationStepRecord, DeleteReservation, RecoverInPlace, InPlaceFallback,
+                        RemoteCopyStep>;
 
 // The name of a record kind as it is written in the journal ("submit", "admit", ...).
 const char* op_name(const Op& op);

@@ -209,6 +209,9 @@ struct ToJson {
     return {{"job", o.job}, {"node", o.node}, {"epoch", o.epoch}, {"moves", moves}};
   }
   json operator()(const InPlaceFallback& o) const { return {{"job", o.job}, {"epoch", o.epoch}, {"reason", o.reason}}; }
+  json operator()(const RemoteCopyStep& o) const {
+    return {{"job", o.job}, {"step", remote_step_name(o.step)}, {"worker", o.worker}, {"copy", o.copy}, {"reason", o.reason}};
+  }
 };
 
 }  // namespace
@@ -373,6 +376,11 @@ struct FromJson {
     return out;
   }
   Op operator()(As<InPlaceFallback>) const { return InPlaceFallback{str("job"), j.at("epoch").get<int>(), str("reason")}; }
+  Op operator()(As<RemoteCopyStep>) const {
+    auto s = parse_remote_step(str("step"));
+    if (!s) throw std::invalid_argument("remote_copy: step '" + str("step") + "' is not dispatched, running, succeeded, failed, lost or withdrawn");
+    return RemoteCopyStep{str("job"), *s, str("worker"), str("copy"), str("reason")};
+  }
 };
 
 // Each kind's name (op_name, the one spelling the writer uses) with its reader, for every alternative of Op.

@@ -110,6 +110,9 @@ struct Apply {
     return ok_status();
   }
   Status operator()(const Audit&) const { return ok_status(); }
+  Status operator()(const RemoteCopyStep& o) const {
+    return step_remote_copy(s, o.job, o.step, RemoteCopyRef{o.worker, o.copy}, o.reason, at);
+  }
   Status operator()(const HoldJob& o) const { return set_job_held(s, o.job, o.held, at); }
   Status operator()(const SetJobPriority& o) const { return set_job_priority(s, o.job, o.priority, at); }
   Status operator()(const DeleteJob& o) const { return delete_job(s, o.job); }

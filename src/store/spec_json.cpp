@@ -256,6 +256,7 @@ json to_json(const JobSpec& s) {
   if (!s.membership_signal.empty()) j["membership_signal"] = s.membership_signal;
   if (!s.after.empty()) j["after"] = config::after_json(s.after);  // absent: none (and in older records)
   if (!s.user.empty()) j["user"] = s.user;  // absent: no user (and in older records)
+  if (s.multicluster) j["multicluster"] = true;  // absent: false (a job of no manager's team, and older records)
   // Absent: not an array (and in older records). A task says its array's name and its index (core/array.h).
   if (s.array) {
     json a = {{"count", s.array->count}, {"parallel", s.array->parallel}};
@@ -305,6 +306,7 @@ JobSpec job_from_json(const json& j) {
   s.membership_signal = get_or<std::string>(j, "membership_signal", "");
   if (j.contains("after")) s.after = config::after_from_json(j.at("after"));
   s.user = get_or<std::string>(j, "user", "");
+  s.multicluster = get_or(j, "multicluster", false);
   if (j.contains("array")) {
     const json& a = j.at("array");
     ArraySpec array{.count = a.at("count").get<int>(), .parallel = a.at("parallel").get<int>()};

@@ -77,6 +77,13 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
             {"placement", placement_json(s, j.placement)}};
   if (!j.spec.user.empty()) o["user"] = j.spec.user;  // who submitted it (core/user_limits.h); absent: no user
   if (j.held) o["held"] = true;
+  if (j.spec.multicluster) {  // a manager's job (docs/multicluster.md): where its copy is
+    auto ref = [](const RemoteCopyRef& c) { return c.worker.empty() ? json(nullptr) : json{{"worker", c.worker}, {"copy", c.copy}}; };
+    json stale = json::array();
+    for (const auto& c : j.remote.stale) stale.push_back(ref(c));
+    o["cluster"] = {{"copy", ref(j.remote.live)}, {"last_copy", ref(j.remote.last)}, {"running", j.remote.running},
+                    {"dispatches", j.remote.dispatches}, {"stale", std::move(stale)}};
+  }
   // Gang start timeouts (core/start_timeout.h): how many, and while waiting, when its backoff ends.
   if (j.start_timeouts > 0) {
     o["start_timeouts"] = j.start_timeouts;

@@ -154,7 +154,13 @@ inline std::vector<Op> every_kind() {
           DeleteReservation{"eval"},
           RecoverInPlace{"train-7", "gpu-1", 2, {ReplicaMoveRecord{0, 1, ReplicaRecord{"gpu-3", {0, 1}, {0}, "0-47"}},
                                                  ReplicaMoveRecord{1, 0, ReplicaRecord{"gpu-4", {}, {}, ""}}}},
-          InPlaceFallback{"train-7", 2, "node gpu-1 failed; in-place recovery did not finish within 120 s"}};
+          InPlaceFallback{"train-7", 2, "node gpu-1 failed; in-place recovery did not finish within 120 s"},
+          RemoteCopyStep{"train-9", RemoteStep::kDispatched, "east", "train-9-1", ""},
+          RemoteCopyStep{"train-9", RemoteStep::kRunning, "east", "train-9-1", "admitted on gpu-1 within team a's nominal quota"},
+          RemoteCopyStep{"train-9", RemoteStep::kLost, "east", "train-9-1", "it answered nothing for 61 s, its lease is 60 s"},
+          RemoteCopyStep{"train-9", RemoteStep::kWithdrawn, "east", "train-9-1", ""},
+          RemoteCopyStep{"train-9", RemoteStep::kSucceeded, "west", "train-9-2", "all 1 replicas exited with code 0"},
+          RemoteCopyStep{"train-9", RemoteStep::kFailed, "west", "train-9-2", "replica 0 exited with code 1"}};
 }
 
 }  // namespace allot::store

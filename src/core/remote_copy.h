@@ -1,0 +1,42 @@
+#pragma once
+// Several clusters (docs/multicluster.md): the steps of a manager's job (spec.multicluster) through the worker
+// clusters, each one journaled (store::RemoteCopyStep) by the manager's dispatcher (server/dispatcher.h), which
+// decides them off the writer's thread from what the workers answer. The core only keeps the job's account of its
+// copies (Job::remote) and its state and reason right; it never talks to a worker.
+//
+//   kDispatched  a copy named `copy` was (about to be) submitted to `worker`: the job's live copy. REQUIRES: the job
+//                waits and has no live copy, or `copy` is its live copy, which waits in its worker again (preempted
+//                there): then `reason` is the worker's.
+//   kRunning     the live copy's worker admitted it: the job's reason says where it runs (reason code
+//                remote_running); it stays Pending here, as the manager runs nothing of it.
+//   kSucceeded,  the live copy ended there: the job ends Succeeded or Failed with the worker's reason.
+//   kFailed
+//   kLost        the live copy's worker did not answer for its lease: the copy becomes stale (cancelled there
+//                once the worker answers again) and the job waits to be dispatched again.
+//   kWithdrawn   the copy was cancelled in its worker (the job was cancelled here, or the copy was stale): no
+//                longer the live copy, nor a stale one.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+#include "core/state.h"
+
+namespace allot {
+
+enum class RemoteStep { kDispatched, kRunning, kSucceeded, kFailed, kLost, kWithdrawn };
+inline constexpr RemoteStep kRemoteSteps[] = {RemoteStep::kDispatched, RemoteStep::kRunning, RemoteStep::kSucceeded,
+                                              RemoteStep::kFailed,     RemoteStep::kLost,    RemoteStep::kWithdrawn};
+const char* remote_step_name(RemoteStep s);
+std::optional<RemoteStep> parse_remote_step(std::string_view s);
+
+// The name of a job's n-th copy (1-based): deterministic, so a dispatch journaled before a crash and submitted
+// again after it finds its copy (409 from the worker) instead of making a second one.
+std::string copy_name(std::string_view job, int n);
+
+// Applies one step (above). `reason` is the worker's reason for kRunning, kSucceeded and kFailed, and why for kLost;
+// may be empty otherwise. An error means nothing changed.
+Status step_remote_copy(ClusterState& s, std::string_view job, RemoteStep step, const RemoteCopyRef& copy,
+                        const std::string& reason, Time now);
+
+}  // namespace allot
