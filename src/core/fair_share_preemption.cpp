@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/cohort_nearness.h"
 #include "core/shrink.h"
 
 namespace allot {
@@ -148,10 +149,11 @@ const Job* lowest_kept_teammate(const ClusterState& s, const Job& v, const Trial
 }
 
 // Other teams' remaining candidates, teams highest share first (teams of weight 0 among themselves the one that
-// borrows more first; ties: lower weight, then name), each team's
-// jobs in victim order.
+// borrows more first; ties: lower weight, then name), each team's jobs in victim order. For reclaim (`reclaimer`
+// given) in a cohort tree, the teams nearest the reclaimer's come first (cohort_nearness.h), then by share; in a
+// cluster without groups every team is as near.
 std::vector<const Job*> by_team_share(const ClusterState& s, const UsageTable& usage, const std::vector<const Job*>& others,
-                                      const std::vector<char>& taken) {
+                                      const std::vector<char>& taken, const Job* reclaimer = nullptr) {
   std::vector<std::pair<TeamKey, uint32_t>> teams;
   std::vector<char> seen(s.teams.size(), 0);
   for (size_t i = 0; i < others.size(); ++i) {
@@ -159,7 +161,11 @@ std::vector<const Job*> by_team_share(const ClusterState& s, const UsageTable& u
     seen[others[i]->team.index()] = 1;
     teams.push_back({team_key(s, usage, others[i]->team), others[i]->team.value});
   }
+  std::vector<int> near(s.teams.size(), 0);
+  if (reclaimer && !s.cohorts.empty())
+    for (const auto& [key, team] : teams) near[team] = cohort_nearness(s.cohorts, reclaimer->team, TeamId(team));
   std::sort(teams.begin(), teams.end(), [&](const auto& a, const auto& b) {
+    if (near[a.second] != near[b.second]) return near[a.second] > near[b.second];
     if (fair_less(a.first, b.first) || fair_less(b.first, a.first)) return fair_less(b.first, a.first);
     const Team& x = s.teams[a.second];
     const Team& y = s.teams[b.second];
@@ -357,7 +363,7 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
   const std::vector<char> none(others.size(), 0);
   while (true) {
     Victim victim;
-    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage(), others, none), within, Give::kStep, trial, victim);
+    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage(), others, none, within ? &job : nullptr), within, Give::kStep, trial, victim);
     if (!pick)
       for (const Job* v : own)
         if (trial.can_shrink_further(*v)) {
@@ -378,7 +384,8 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
   size_t next_own = 0;
   while (true) {
     Victim victim;
-    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage(), others, taken), within, Give::kWhole, trial, victim);
+    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage(), others, taken, within ? &job : nullptr), within,
+                                 Give::kWhole, trial, victim);
     if (pick) {
       if (take_other(pick, std::move(victim))) return true;
       continue;
