@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/cohort_nearness.h"
+#include "core/cohort_share.h"
 #include "core/shrink.h"
 
 namespace allot {
@@ -116,22 +117,66 @@ Placement held_in(const Job& v, Trial& trial) {
   return e ? kept_placement(v, e->keep) : v.placement;
 }
 
-// Whether share rule `rule` lets `part` of `v` go for a preemptor whose team's key after admission is `mine`:
-// LessThanOrEqualToFinalShare when `v`'s team, after losing it, is not below the preemptor's team after
-// admission; LessThanInitialShare when the preemptor's team after admission is below `v`'s team now (fair_less:
-// teams of weight 0 compared by what they borrow).
-bool rule_lets_go(ShareRule rule, const ClusterState& s, UsageTable& usage, const Job& v, const Placement& part,
-                  const TeamKey& mine) {
+// The node each side is compared by: in a cohort tree, the nodes under the lowest common group of the preemptor's
+// team and the candidate's (Kueue's hierarchical fair sharing): a group (its index), or the team itself (-1).
+// Teams of one group, and every two teams of a cluster without groups, are compared as teams.
+struct Sides {
+  int mine = -1, theirs = -1;
+};
+
+Sides sides_of(const ClusterState& s, TeamId mine, TeamId theirs) {
+  if (s.cohorts.empty()) return {};
+  const std::vector<int> pa = groups_above(s.cohorts, mine), pb = groups_above(s.cohorts, theirs);
+  size_t k = 0;
+  while (k < pa.size() && k < pb.size() && pa[k] == pb[k]) ++k;
+  return {k < pa.size() ? pa[k] : -1, k < pb.size() ? pb[k] : -1};
+}
+
+// The key of a side: its team's, or its group's (cohort_share.h).
+TeamKey side_key(const ClusterState& s, const UsageTable& usage, TeamId team, int group) {
+  if (group < 0) return team_key(s, usage, team);
+  const GroupShare g = group_shares(s, usage)[static_cast<size_t>(group)];
+  return {g.share, g.borrowed};
+}
+
+// Whether share rule `rule` lets `part` of `v` go for `job` (admitted: `request`), whose team's key after admission
+// is `mine`: LessThanOrEqualToFinalShare when `v`'s side, after losing it, is not below the preemptor's side after
+// admission; LessThanInitialShare when the preemptor's side after admission is below `v`'s side now (fair_less:
+// teams of weight 0 compared by what they borrow). The sides are the two teams, or in a cohort tree the nodes under
+// their lowest common group (sides_of); a group is taken from only while it borrows from above (its subtree holds
+// more than its subtree quota): below that, what its teams borrow is its own members' quota.
+bool rule_lets_go(ShareRule rule, const ClusterState& s, UsageTable& usage, const Job& job, const QuotaRequest& request,
+                  const TeamKey& mine, const Job& v, const Placement& part) {
+  const Sides sides = sides_of(s, job.team, v.team);
+  if (sides.mine < 0 && sides.theirs < 0) {
+    switch (rule) {
+      case ShareRule::kLessThanOrEqualToFinalShare: return !fair_less(key_without(s, usage, v, part), mine);
+      case ShareRule::kLessThanInitialShare: return fair_less(mine, team_key(s, usage, v.team));
+    }
+    return false;
+  }
+  const TeamKey theirs_before = side_key(s, usage, v.team, sides.theirs);
+  if (sides.theirs >= 0 && theirs_before.borrowed.num == 0) return false;
+  shift(usage, job.team, request, +1);
+  const TeamKey mine_side = side_key(s, usage, job.team, sides.mine);
+  shift(usage, job.team, request, -1);
   switch (rule) {
-    case ShareRule::kLessThanOrEqualToFinalShare: return !fair_less(key_without(s, usage, v, part), mine);
-    case ShareRule::kLessThanInitialShare: return fair_less(mine, team_key(s, usage, v.team));
+    case ShareRule::kLessThanOrEqualToFinalShare: {
+      shift(usage, v.team, part, -1);
+      const TeamKey theirs_after = side_key(s, usage, v.team, sides.theirs);
+      shift(usage, v.team, part, +1);
+      return !fair_less(theirs_after, mine_side);
+    }
+    case ShareRule::kLessThanInitialShare: return fair_less(mine_side, theirs_before);
   }
   return false;
 }
 
-// Whether one of the share rules lets `v` go for a preemptor whose team's key after admission is `mine`.
-bool share_rules_allow(const ClusterState& s, UsageTable& usage, const Job& v, const Placement& held, const TeamKey& mine) {
-  return rule_lets_go(kFinalShare, s, usage, v, held, mine) || rule_lets_go(kInitialShare, s, usage, v, held, mine);
+// Whether one of the share rules lets `v` go for `job`, whose team's key after admission is `mine`.
+bool share_rules_allow(const ClusterState& s, UsageTable& usage, const Job& job, const QuotaRequest& request,
+                       const TeamKey& mine, const Job& v, const Placement& held) {
+  return rule_lets_go(kFinalShare, s, usage, job, request, mine, v, held) ||
+         rule_lets_go(kInitialShare, s, usage, job, request, mine, v, held);
 }
 
 // The running teammate of `v` that comes first in victim order among those it may not be taken past (the
@@ -210,7 +255,8 @@ std::string shielded_text(const ClusterState& s, const Job& job, const QuotaRequ
       const Job& v = *order[i];
       const Placement held = held_in(v, trial);
       if (!above_nominal_anywhere(s, trial.usage(), v) || !stays_at_nominal(s, trial.usage(), v, held) ||
-          !shields_lower_priority(s, v, trial) || !share_rules_allow(s, trial.usage(), v, held, mine))
+          !shields_lower_priority(s, v, trial) ||
+          !share_rules_allow(s, trial.usage(), job, request, mine, v, held))
         continue;
       if (first) ++more;
       else first = &v;
@@ -292,7 +338,7 @@ const Job* next_other(const ClusterState& s, const Job& job, const QuotaRequest&
       if (!offered(*v)) continue;
       const Placement p = part(*v);
       if (!above_nominal_anywhere(s, trial.usage(), *v) || !stays_at_nominal(s, trial.usage(), *v, p) ||
-          shields_lower_priority(s, *v, trial) || !rule_lets_go(rule, s, trial.usage(), *v, p, mine))
+          shields_lower_priority(s, *v, trial) || !rule_lets_go(rule, s, trial.usage(), job, request, mine, *v, p))
         continue;
       victim = {v->id, PreemptionRule::kFairShare, rule, {}};
       return v;
