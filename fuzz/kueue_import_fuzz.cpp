@@ -15,7 +15,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::check_rejection(st.error(), "import_kueue");
     return 0;
   }
-  interop::finish_kueue_import(result);
+  // Cohorts that are not a tree (an unknown parent, a cycle) are refused here, with a message like any rejection.
+  if (const Status done = interop::finish_kueue_import(result); !done) {
+    fuzz::check_rejection(done.error(), "finish_kueue_import");
+    return 0;
+  }
   const std::string teams = interop::teams_file_yaml(result);
   const YamlContext ctx{"teams.yaml", "", 0};
   auto doc = load_yaml(teams, ctx);

@@ -1,5 +1,6 @@
 // Commands about the cluster itself: `allot nodes`, `teams`, `events [--follow]`, `topology show`, and
 // `node cordon|uncordon|drain|health`.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -30,8 +31,16 @@ int run_nodes(Session& s, ClusterArgs&) {
                 [](const json& n) { return client::nodes_table(n, client::unix_now()); });
 }
 
+// In a cohort tree the table shows the tree: the groups and their parents come from the policy (GET /v1/policy,
+// which every reader may read), read only when a team names a group. -o json/yaml print GET /v1/teams as it is.
 int run_teams(Session& s, ClusterArgs&) {
-  return s.show("teams", s.api().get("/v1/teams"), client::teams_table);
+  auto teams = s.api().get("/v1/teams");
+  json groups;
+  const bool grouped = teams && teams->is_array() &&
+                       std::any_of(teams->begin(), teams->end(), [](const json& t) { return t.contains("group"); });
+  if (grouped && s.format() == client::Format::kTable)
+    if (auto policy = s.api().get("/v1/policy"); policy && policy->is_object()) groups = policy->value("groups", json());
+  return s.show("teams", teams, [&](const json& t) { return client::teams_tree_table(t, groups); });
 }
 
 int run_topology(Session& s, ClusterArgs&) {

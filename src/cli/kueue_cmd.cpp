@@ -130,7 +130,7 @@ int run_kueue_import(KueueArgs& a) {
     if (auto st = interop::import_kueue(*text, f == "-" ? "<stdin>" : f, catalog, result); !st)
       return kueue_fail("import kueue", st.error());
   }
-  interop::finish_kueue_import(result);
+  if (auto st = interop::finish_kueue_import(result); !st) return kueue_fail("import kueue", st.error());
   for (const auto& w : result.warnings) std::cerr << "allot import kueue: warning: " << w << "\n";
   if (result.teams.empty() && !result.has_policy)
     return kueue_fail("import kueue", Error::invalid("no ClusterQueue, WorkloadPriorityClass or Cohort with allot's policy in the "

@@ -1,5 +1,6 @@
 #include "client/render.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -196,41 +197,76 @@ std::string share_of(const json& m) {
   return buf;
 }
 
+
+// The rows of one team: one per instance type (amounts of different types do not add up), the team's own columns
+// on its first row; teams from servers without per-type figures get one row of totals. `indent` starts its name
+// (its depth in the cohort tree).
+void team_rows(Table& t, const json& m, const std::string& indent) {
+  const json jobs = m.value("jobs", json::object());
+  const json types = m.value("instance_types", json::array());
+  std::vector<std::string> first = {indent + text(m, "name"), text(m, "fair_share_weight"), share_of(m), strategy_of(m)};
+  const std::vector<std::string> counts = {text(jobs, "pending", "0"), text(jobs, "running", "0"), text(jobs, "suspended", "0")};
+  if (!types.is_array() || types.empty()) {
+    std::vector<std::string> row = first;
+    for (const auto& v : {std::string("-"), triple(m.value("nominal", json())), std::string("-"), triple(m.value("usage", json())),
+                          triple(m.value("borrowed", json())), triple(m.value("lent", json()))})
+      row.push_back(v);
+    row.insert(row.end(), counts.begin(), counts.end());
+    t.add(row);
+    return;
+  }
+  bool head = true;
+  for (const auto& ty : types) {
+    std::vector<std::string> row = head ? first : std::vector<std::string>{"", "", "", ""};
+    for (const auto& v : {text(ty, "instance_type"), triple(ty.value("nominal", json())), triple(ty.value("max", json())),
+                          triple(ty.value("usage", json())), triple(ty.value("borrowed", json())), triple(ty.value("lent", json()))})
+      row.push_back(v);
+    if (head) row.insert(row.end(), counts.begin(), counts.end());
+    else row.insert(row.end(), {"", "", ""});
+    t.add(row);
+    head = false;
+  }
+}
+
+// The cohort tree under `parent` ("" for the cluster): its groups in the policy's order, each a row ("name/",
+// its weight, "group") followed by what is under it, then its teams in the order listed. A group cycle cannot
+// reach here (the server refuses one), and `depth` bounds the walk all the same.
+void tree_rows(Table& t, const json& teams, const json& groups, const std::string& parent, size_t depth) {
+  if (depth > groups.size()) return;
+  const std::string indent(2 * depth, ' ');
+  for (const auto& g : groups) {
+    if (g.value("parent", std::string()) != parent) continue;
+    const std::string name = g.value("name", std::string());
+    t.add({indent + name + "/", text(g, "fair_share_weight", "1"), "", "group", "", "", "", "", "", "", "", "", ""});
+    tree_rows(t, teams, groups, name, depth + 1);
+  }
+  for (const auto& m : teams)
+    if (m.value("group", std::string()) == parent) team_rows(t, m, indent);
+}
+
 }  // namespace
 
-// One row per team and instance type (amounts of different types do not add up); the team's own columns on
-// its first row. Teams from servers without per-type figures get one row of totals.
-std::string teams_table(const json& teams) {
+// One row per team and instance type; in a cohort tree, the tree (render.h).
+std::string teams_tree_table(const json& teams, const json& groups) {
   Table t({"NAME", "WEIGHT", "SHARE", "STRATEGY", "INSTANCE_TYPE", "NOMINAL", "MAX", "USAGE", "BORROWED", "LENT", "PENDING",
            "RUNNING", "SUSPENDED"});
-  for (const auto& m : teams) {
-    const json jobs = m.value("jobs", json::object());
-    const json types = m.value("instance_types", json::array());
-    std::vector<std::string> first = {text(m, "name"), text(m, "fair_share_weight"), share_of(m), strategy_of(m)};
-    const std::vector<std::string> counts = {text(jobs, "pending", "0"), text(jobs, "running", "0"), text(jobs, "suspended", "0")};
-    if (!types.is_array() || types.empty()) {
-      std::vector<std::string> row = first;
-      for (const auto& v : {std::string("-"), triple(m.value("nominal", json())), std::string("-"), triple(m.value("usage", json())),
-                            triple(m.value("borrowed", json())), triple(m.value("lent", json()))})
-        row.push_back(v);
-      row.insert(row.end(), counts.begin(), counts.end());
-      t.add(row);
-      continue;
+  const bool tree = groups.is_array() && !groups.empty();
+  if (tree) {
+    tree_rows(t, teams, groups, "", 0);
+    // A team naming a group the list lacks (a policy changed between the two reads) is still shown, at the top.
+    for (const auto& m : teams) {
+      const std::string g = m.value("group", std::string());
+      const bool known = g.empty() || std::any_of(groups.begin(), groups.end(), [&](const json& x) { return x.value("name", std::string()) == g; });
+      if (!known) team_rows(t, m, "");
     }
-    bool head = true;
-    for (const auto& ty : types) {
-      std::vector<std::string> row = head ? first : std::vector<std::string>{"", "", "", ""};
-      for (const auto& v : {text(ty, "instance_type"), triple(ty.value("nominal", json())), triple(ty.value("max", json())),
-                            triple(ty.value("usage", json())), triple(ty.value("borrowed", json())), triple(ty.value("lent", json()))})
-        row.push_back(v);
-      if (head) row.insert(row.end(), counts.begin(), counts.end());
-      else row.insert(row.end(), {"", "", ""});
-      t.add(row);
-      head = false;
-    }
+  } else {
+    for (const auto& m : teams) team_rows(t, m, "");
   }
-  return t.str() + "(amounts are accelerators/vCPU/GiB; MAX: what the team may hold with borrowing; SHARE: borrowed dominant share / weight)\n";
+  return t.str() + "(amounts are accelerators/vCPU/GiB; MAX: what the team may hold with borrowing; SHARE: borrowed dominant share / weight" +
+         (tree ? std::string("; NAME/: a cohort group, its groups and teams indented under it") : std::string()) + ")\n";
 }
+
+std::string teams_table(const json& teams) { return teams_tree_table(teams, json()); }
 
 std::string describe_team(const json& m) {
   std::string out;

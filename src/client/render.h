@@ -11,7 +11,11 @@ namespace allot::client {
 
 // `wide` (-o wide): reasons and node lists in full, not cut to the terminal's width.
 std::string jobs_table(const nlohmann::json& jobs, int64_t now, bool wide = false);
-std::string teams_table(const nlohmann::json& teams);
+// `allot teams`. With `groups` (the policy's cohort groups, [{name, parent?, fair_share_weight?}]; docs/scheduling.md, "Cohort
+// trees") the teams are shown as the tree: each group a row, its subgroups and teams under it, indented two
+// spaces a level; without groups (null or empty) the flat table.
+std::string teams_tree_table(const nlohmann::json& teams, const nlohmann::json& groups);
+std::string teams_table(const nlohmann::json& teams);  // teams_tree_table without groups: the flat table
 // `allot describe team NAME`: the team's settings, allocation and per-instance-type figures.
 std::string describe_team(const nlohmann::json& team);
 std::string nodes_table(const nlohmann::json& nodes, int64_t now);

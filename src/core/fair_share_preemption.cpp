@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/cohort_nearness.h"
+#include "core/cohort_share.h"
 #include "core/shrink.h"
 
 namespace allot {
@@ -115,22 +117,66 @@ Placement held_in(const Job& v, Trial& trial) {
   return e ? kept_placement(v, e->keep) : v.placement;
 }
 
-// Whether share rule `rule` lets `part` of `v` go for a preemptor whose team's key after admission is `mine`:
-// LessThanOrEqualToFinalShare when `v`'s team, after losing it, is not below the preemptor's team after
-// admission; LessThanInitialShare when the preemptor's team after admission is below `v`'s team now (fair_less:
-// teams of weight 0 compared by what they borrow).
-bool rule_lets_go(ShareRule rule, const ClusterState& s, UsageTable& usage, const Job& v, const Placement& part,
-                  const TeamKey& mine) {
+// The node each side is compared by: in a cohort tree, the nodes under the lowest common group of the preemptor's
+// team and the candidate's (Kueue's hierarchical fair sharing): a group (its index), or the team itself (-1).
+// Teams of one group, and every two teams of a cluster without groups, are compared as teams.
+struct Sides {
+  int mine = -1, theirs = -1;
+};
+
+Sides sides_of(const ClusterState& s, TeamId mine, TeamId theirs) {
+  if (s.cohorts.empty()) return {};
+  const std::vector<int> pa = groups_above(s.cohorts, mine), pb = groups_above(s.cohorts, theirs);
+  size_t k = 0;
+  while (k < pa.size() && k < pb.size() && pa[k] == pb[k]) ++k;
+  return {k < pa.size() ? pa[k] : -1, k < pb.size() ? pb[k] : -1};
+}
+
+// The key of a side: its team's, or its group's (cohort_share.h).
+TeamKey side_key(const ClusterState& s, const UsageTable& usage, TeamId team, int group) {
+  if (group < 0) return team_key(s, usage, team);
+  const GroupShare g = group_shares(s, usage)[static_cast<size_t>(group)];
+  return {g.share, g.borrowed};
+}
+
+// Whether share rule `rule` lets `part` of `v` go for `job` (admitted: `request`), whose team's key after admission
+// is `mine`: LessThanOrEqualToFinalShare when `v`'s side, after losing it, is not below the preemptor's side after
+// admission; LessThanInitialShare when the preemptor's side after admission is below `v`'s side now (fair_less:
+// teams of weight 0 compared by what they borrow). The sides are the two teams, or in a cohort tree the nodes under
+// their lowest common group (sides_of); a group is taken from only while it borrows from above (its subtree holds
+// more than its subtree quota): below that, what its teams borrow is its own members' quota.
+bool rule_lets_go(ShareRule rule, const ClusterState& s, UsageTable& usage, const Job& job, const QuotaRequest& request,
+                  const TeamKey& mine, const Job& v, const Placement& part) {
+  const Sides sides = sides_of(s, job.team, v.team);
+  if (sides.mine < 0 && sides.theirs < 0) {
+    switch (rule) {
+      case ShareRule::kLessThanOrEqualToFinalShare: return !fair_less(key_without(s, usage, v, part), mine);
+      case ShareRule::kLessThanInitialShare: return fair_less(mine, team_key(s, usage, v.team));
+    }
+    return false;
+  }
+  const TeamKey theirs_before = side_key(s, usage, v.team, sides.theirs);
+  if (sides.theirs >= 0 && theirs_before.borrowed.num == 0) return false;
+  shift(usage, job.team, request, +1);
+  const TeamKey mine_side = side_key(s, usage, job.team, sides.mine);
+  shift(usage, job.team, request, -1);
   switch (rule) {
-    case ShareRule::kLessThanOrEqualToFinalShare: return !fair_less(key_without(s, usage, v, part), mine);
-    case ShareRule::kLessThanInitialShare: return fair_less(mine, team_key(s, usage, v.team));
+    case ShareRule::kLessThanOrEqualToFinalShare: {
+      shift(usage, v.team, part, -1);
+      const TeamKey theirs_after = side_key(s, usage, v.team, sides.theirs);
+      shift(usage, v.team, part, +1);
+      return !fair_less(theirs_after, mine_side);
+    }
+    case ShareRule::kLessThanInitialShare: return fair_less(mine_side, theirs_before);
   }
   return false;
 }
 
-// Whether one of the share rules lets `v` go for a preemptor whose team's key after admission is `mine`.
-bool share_rules_allow(const ClusterState& s, UsageTable& usage, const Job& v, const Placement& held, const TeamKey& mine) {
-  return rule_lets_go(kFinalShare, s, usage, v, held, mine) || rule_lets_go(kInitialShare, s, usage, v, held, mine);
+// Whether one of the share rules lets `v` go for `job`, whose team's key after admission is `mine`.
+bool share_rules_allow(const ClusterState& s, UsageTable& usage, const Job& job, const QuotaRequest& request,
+                       const TeamKey& mine, const Job& v, const Placement& held) {
+  return rule_lets_go(kFinalShare, s, usage, job, request, mine, v, held) ||
+         rule_lets_go(kInitialShare, s, usage, job, request, mine, v, held);
 }
 
 // The running teammate of `v` that comes first in victim order among those it may not be taken past (the
@@ -148,10 +194,11 @@ const Job* lowest_kept_teammate(const ClusterState& s, const Job& v, const Trial
 }
 
 // Other teams' remaining candidates, teams highest share first (teams of weight 0 among themselves the one that
-// borrows more first; ties: lower weight, then name), each team's
-// jobs in victim order.
+// borrows more first; ties: lower weight, then name), each team's jobs in victim order. For reclaim (`reclaimer`
+// given) in a cohort tree, the teams nearest the reclaimer's come first (cohort_nearness.h), then by share; in a
+// cluster without groups every team is as near.
 std::vector<const Job*> by_team_share(const ClusterState& s, const UsageTable& usage, const std::vector<const Job*>& others,
-                                      const std::vector<char>& taken) {
+                                      const std::vector<char>& taken, const Job* reclaimer = nullptr) {
   std::vector<std::pair<TeamKey, uint32_t>> teams;
   std::vector<char> seen(s.teams.size(), 0);
   for (size_t i = 0; i < others.size(); ++i) {
@@ -159,7 +206,11 @@ std::vector<const Job*> by_team_share(const ClusterState& s, const UsageTable& u
     seen[others[i]->team.index()] = 1;
     teams.push_back({team_key(s, usage, others[i]->team), others[i]->team.value});
   }
+  std::vector<int> near(s.teams.size(), 0);
+  if (reclaimer && !s.cohorts.empty())
+    for (const auto& [key, team] : teams) near[team] = cohort_nearness(s.cohorts, reclaimer->team, TeamId(team));
   std::sort(teams.begin(), teams.end(), [&](const auto& a, const auto& b) {
+    if (near[a.second] != near[b.second]) return near[a.second] > near[b.second];
     if (fair_less(a.first, b.first) || fair_less(b.first, a.first)) return fair_less(b.first, a.first);
     const Team& x = s.teams[a.second];
     const Team& y = s.teams[b.second];
@@ -204,7 +255,8 @@ std::string shielded_text(const ClusterState& s, const Job& job, const QuotaRequ
       const Job& v = *order[i];
       const Placement held = held_in(v, trial);
       if (!above_nominal_anywhere(s, trial.usage(), v) || !stays_at_nominal(s, trial.usage(), v, held) ||
-          !shields_lower_priority(s, v, trial) || !share_rules_allow(s, trial.usage(), v, held, mine))
+          !shields_lower_priority(s, v, trial) ||
+          !share_rules_allow(s, trial.usage(), job, request, mine, v, held))
         continue;
       if (first) ++more;
       else first = &v;
@@ -286,7 +338,7 @@ const Job* next_other(const ClusterState& s, const Job& job, const QuotaRequest&
       if (!offered(*v)) continue;
       const Placement p = part(*v);
       if (!above_nominal_anywhere(s, trial.usage(), *v) || !stays_at_nominal(s, trial.usage(), *v, p) ||
-          shields_lower_priority(s, *v, trial) || !rule_lets_go(rule, s, trial.usage(), *v, p, mine))
+          shields_lower_priority(s, *v, trial) || !rule_lets_go(rule, s, trial.usage(), job, request, mine, *v, p))
         continue;
       victim = {v->id, PreemptionRule::kFairShare, rule, {}};
       return v;
@@ -357,7 +409,7 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
   const std::vector<char> none(others.size(), 0);
   while (true) {
     Victim victim;
-    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage(), others, none), within, Give::kStep, trial, victim);
+    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage(), others, none, within ? &job : nullptr), within, Give::kStep, trial, victim);
     if (!pick)
       for (const Job* v : own)
         if (trial.can_shrink_further(*v)) {
@@ -378,7 +430,8 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
   size_t next_own = 0;
   while (true) {
     Victim victim;
-    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage(), others, taken), within, Give::kWhole, trial, victim);
+    const Job* pick = next_other(s, job, request, by_team_share(s, trial.usage(), others, taken, within ? &job : nullptr), within,
+                                 Give::kWhole, trial, victim);
     if (pick) {
       if (take_other(pick, std::move(victim))) return true;
       continue;

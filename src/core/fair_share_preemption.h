@@ -11,7 +11,11 @@
 //    them, the last victim included (stricter than Kueue, whose exception for a last victim lets reclaim and
 //    fair sharing undo each other). When no other team's candidate passes, the team's own lower-priority jobs
 //    are taken, which lowers the preemptor's share and may let another team's candidate pass.
-//  - reclaim by a job within its nominal quota keeps its rule, but takes teams in the same share order.
+//  - reclaim by a job within its nominal quota keeps its rule, but takes teams in the same share order (in a
+//    cohort tree, the teams nearest the reclaimer's first: cohort_nearness.h).
+//  - in a cohort tree, the share rules compare the nodes under the lowest common group of the two teams (a group's
+//    share: cohort_share.h), as Kueue's hierarchical fair sharing does; teams of one group compare as teams, and a
+//    group is taken from only while it borrows from above. Phi below stays over teams.
 // The caller minimises the set afterwards (preemption.h).
 #include <optional>
 #include <string>

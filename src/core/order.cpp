@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/cohort_share.h"
 #include "core/cohort_tree.h"
 
 namespace allot {
@@ -100,24 +101,8 @@ class TreeFairShareBorrowers final : public Sorter {
   }
   void refresh_groups() const {
     share_dirty_ = false;
-    std::fill(group_share_.begin(), group_share_.end(), Share{0, 1});
-    for (size_t i = 0; i < s_.catalog.size(); ++i) {
-      const TypeId type(static_cast<uint32_t>(i));
-      const Resources pool = pool_capacity(s_, type);
-      const CohortFigures f = cohort_figures(s_, s_.usage, type, idle_capacity(s_, type));
-      for (size_t g = 0; g < group_share_.size(); ++g) {
-        const Resources b = max0(f.used[g] - f.subtree[g]);
-        for (Resource r : kAllResources) {
-          if (pool.get(r) <= 0 || b.get(r) <= 0) continue;
-          const Share sh{b.get(r), pool.get(r)};
-          if (group_share_[g] < sh) group_share_[g] = sh;
-        }
-      }
-    }
-    for (size_t g = 0; g < group_share_.size(); ++g) {
-      const int w = s_.cohorts.groups[g].spec.fair_share_weight;
-      group_share_[g] = w <= 0 ? Share{1, 0} : Share{group_share_[g].num, group_share_[g].den * w};
-    }
+    const std::vector<GroupShare> shares = group_shares(s_, s_.usage);
+    for (size_t g = 0; g < group_share_.size(); ++g) group_share_[g] = shares[g].share;
   }
 
   const ClusterState& s_;

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdio>
 
+#include "core/cohort_nearness.h"
 #include "core/fair_share_preemption.h"
 #include "core/ordered_victims.h"
 #include "core/shrink.h"
@@ -146,31 +147,46 @@ bool bound_allows(const std::vector<std::pair<TypeId, Resources>>& request, cons
 
 // The default greedy choice: reclaim candidates in victim order (a team stops giving up jobs once it is back
 // within its nominal quota), then the team's own; true once the job fits. Elastic candidates give up replicas
-// first, under the same rules, and whole jobs are taken only when that is not enough.
-bool greedy_in_order(const ClusterState& s, const std::vector<std::pair<TypeId, Resources>>& request, Candidates& c,
-                     Trial& trial) {
+// first, under the same rules, and whole jobs are taken only when that is not enough. In a cohort tree reclaim
+// takes from the nearest borrowers first (cohort_nearness.h): the candidates of teams that share the most groups
+// with the job's team, in victim order, then the next nearest; in a cluster without groups every candidate is as
+// near, so this is the one pass in victim order it always was.
+bool greedy_in_order(const ClusterState& s, const Job& job, const std::vector<std::pair<TypeId, Resources>>& request,
+                     Candidates& c, Trial& trial) {
   auto above = [&](const Job& v) {
     bool out = false;
     for (const auto& [t, r] : request) out |= above_nominal(s, trial.usage(), v.team, t);
     return out;
   };
+  std::vector<int> near(s.cohorts.empty() ? 0 : s.teams.size(), -1);  // per team, worked out when first asked
+  auto nearness = [&](const Job& v) {
+    if (near.empty()) return 0;
+    int& n = near[v.team.index()];
+    if (n < 0) n = cohort_nearness(s.cohorts, job.team, v.team);
+    return n;
+  };
+  int nearest = 0;
+  for (size_t i = 0; !near.empty() && i < c.reclaim.size(); ++i) nearest = std::max(nearest, nearness(*c.reclaim.at(i)));
   if (c.any_shrinkable) {
-    for (size_t i = 0; i < c.reclaim.size(); ++i) {
-      const Job* v = c.reclaim.at(i);
-      while (trial.can_shrink_further(*v) && above(*v))
-        if (trial.shrink(*v, {v->id, PreemptionRule::kReclaim})) return true;
-    }
+    for (int level = nearest; level >= 0; --level)
+      for (size_t i = 0; i < c.reclaim.size(); ++i) {
+        const Job* v = c.reclaim.at(i);
+        if (nearness(*v) != level) continue;
+        while (trial.can_shrink_further(*v) && above(*v))
+          if (trial.shrink(*v, {v->id, PreemptionRule::kReclaim})) return true;
+      }
     for (size_t i = 0; i < c.own.size(); ++i) {
       const Job* v = c.own.at(i);
       while (trial.can_shrink_further(*v))
         if (trial.shrink(*v, {v->id, PreemptionRule::kPriority})) return true;
     }
   }
-  for (size_t i = 0; i < c.reclaim.size(); ++i) {
-    const Job* v = c.reclaim.at(i);
-    if (!above(*v)) continue;
-    if (trial.take(*v, {v->id, PreemptionRule::kReclaim})) return true;
-  }
+  for (int level = nearest; level >= 0; --level)
+    for (size_t i = 0; i < c.reclaim.size(); ++i) {
+      const Job* v = c.reclaim.at(i);
+      if (nearness(*v) != level || !above(*v)) continue;
+      if (trial.take(*v, {v->id, PreemptionRule::kReclaim})) return true;
+    }
   for (size_t i = 0; i < c.own.size(); ++i) {
     const Job* v = c.own.at(i);
     if (trial.take(*v, {v->id, PreemptionRule::kPriority})) return true;
@@ -422,7 +438,7 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
     std::string stopped_by;  // fair share: what kept candidates out, when that is what stopped it
     const bool done = fair_share ? greedy_fair_share(s, job, request, (c.within ? c.reclaim : c.fair).all(), c.own.all(),
                                                      c.within, trial, stopped_by)
-                                 : greedy_in_order(s, request, c, trial);
+                                 : greedy_in_order(s, job, request, c, trial);
     if (!done) {
       last_reason = stopped_by.empty() ? "preempting every candidate would still not make room" : std::move(stopped_by);
       continue;

@@ -6,8 +6,12 @@
 //   Topology               the topology levels, coarse to fine (allot's default levels, or those the nodes carry)
 //   ResourceFlavor         one per instance type, selecting nodes by node.kubernetes.io/instance-type, with the
 //                          Topology's name (Kueue's topology-aware scheduling)
-//   Cohort                 the one cohort all teams share; allot's policy keys ride on its annotations
-//   ClusterQueue           one per team, named as HyperPod names them (hyperpod-ns-<team>-clusterqueue): nominal
+//   Cohort                 the cohort all teams share (the cluster); allot's policy keys ride on its annotations;
+//                          and one Cohort per group of the policy (cohort trees), parentName its parent group or
+//                          the cluster's cohort, resourceGroups its own allocation, fairSharing its weight, and its
+//                          borrow_limit / lend_limit (percent of the subtree quota) as annotations
+//   ClusterQueue           one per team, named as HyperPod names them (hyperpod-ns-<team>-clusterqueue), in its
+//                          group's Cohort (else the cluster's): nominal
 //                          quota per flavor and resource, borrowingLimit = nominal x borrow_limit / 100
 //                          (LendAndBorrow), 0 (Lend, DontLend), lendingLimit 0 (DontLend), fairSharing.weight,
 //                          preemption (reclaim: Any; within the queue: LowerPriority or Never); vCPU or memory
@@ -21,6 +25,8 @@
 // setting that has no exact counterpart in allot and every field it does not read. import(export(x)) gives x
 // back for every teams file of built-in instance types (borrow_limit of Lend and DontLend teams aside: it has no
 // effect there and is not exported).
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,7 +74,17 @@ struct KueueImport {
   };
   std::vector<LocalQueueRef> local_queues;
   std::vector<std::string> cluster_queues;
-  std::vector<std::string> cohorts;
+  std::vector<std::string> cohorts;  // every cohort a ClusterQueue names, in the order read
+  // Each Cohort object read, for the tree finish_kueue_import builds (docs/from-kueue-hyperpod.md, "Cohort trees").
+  struct CohortRef {
+    std::string name, parent;                // parent: spec.parentName (v1alpha1: spec.parent); empty: a root
+    std::vector<AllocationSpec> allocation;  // its own quota (spec.resourceGroups)
+    std::optional<int> weight;               // spec.fairSharing.weight, whole
+    std::optional<int> borrow_limit, lend_limit;  // allot's annotations
+    bool has_quota_fields = false;           // spec.resourceGroups or spec.fairSharing given
+  };
+  std::vector<CohortRef> cohort_objects;
+  std::map<std::string, std::string> team_cohort;  // team -> the cohort its ClusterQueue names
   bool policy_annotations = false;  // a Cohort carried allot's policy
   // WorkloadPriorityClass values as Kueue has them (int32), by class, in the order of policy.priority_classes;
   // finish_kueue_import turns them into allot's weights 0..100, keeping their order.
@@ -84,9 +100,11 @@ struct KueueImport {
 Status import_kueue(const std::string& text, const std::string& origin, const Catalog& catalog, KueueImport& into);
 
 // Checks what only the whole set of files shows (LocalQueues whose ClusterQueue was not read), maps the
-// priority values onto allot's weights and fills in the defaults for a policy that came from Kueue objects
-// without allot's annotations.
-void finish_kueue_import(KueueImport& result);
+// priority values onto allot's weights, fills in the defaults for a policy that came from Kueue objects
+// without allot's annotations, and maps the Cohorts onto the policy's groups and the teams' group. Fails, naming
+// the Cohort, on a parentName that names no Cohort read, on parents that form a cycle, and on a Cohort that
+// cannot be an allot group (its name, or a team of the same name).
+Status finish_kueue_import(KueueImport& result);
 
 // The policy and teams as a teams file (the scenario format's policy and teams sections).
 std::string teams_file_yaml(const KueueImport& result);

@@ -2,6 +2,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -82,6 +83,66 @@ Result<bool> uncovered(const TeamSpec& t, Resource r) {
                         "on others; a Kueue ClusterQueue covers a resource for all its flavors or for none");
 }
 
+// The resources a quota owner's resource group covers: cpu and memory (unless left unlimited), and the accelerator
+// resource of each of its types (nvidia.com/gpu, aws.amazon.com/neurondevice, nvidia.com/mig-<profile>).
+std::vector<std::string> covered_resources(const std::vector<AllocationSpec>& allocation,
+                                           const std::map<std::string, const InstanceType*>& types, bool cpu, bool memory) {
+  bool gpu = false, neuron = false;
+  std::set<std::string> mig;  // the MIG resources of its MIG types (docs/mig.md), by name
+  for (const auto& a : allocation) {
+    const InstanceType& type = *types.at(canonical_type_name(a.instance_type));
+    if (type.is_mig()) mig.insert(mig_resource_name(type.mig_profile));
+    gpu |= type.accelerator_kind == AcceleratorKind::kNvidiaGpu && !type.is_mig();
+    neuron |= type.accelerator_kind == AcceleratorKind::kNeuron;
+  }
+  std::vector<std::string> covered;
+  if (cpu) covered.emplace_back(kKueueCpu);
+  if (memory) covered.emplace_back(kKueueMemory);
+  if (gpu) covered.emplace_back(kKueueGpu);
+  if (neuron) covered.emplace_back(kKueueNeuron);
+  covered.insert(covered.end(), mig.begin(), mig.end());
+  return covered;
+}
+
+// Limits written beside a resource's nominal quota: (resource, nominal in allot's unit, is an accelerator).
+using LimitWriter = std::function<void(YAML::Emitter&, const std::string&, int64_t, bool)>;
+
+// spec.resourceGroups of a ClusterQueue or Cohort: one resource group (Kueue lets a resource appear in one group
+// only, so cpu and memory of every flavor share it), each flavor listing every covered resource (0 where its type
+// has none of it). `owner` names the team or group in errors.
+Status put_resource_groups(YAML::Emitter& out, const std::string& owner, const std::vector<AllocationSpec>& allocation,
+                           const std::map<std::string, const InstanceType*>& types, const std::vector<std::string>& covered,
+                           const LimitWriter& limits) {
+  out << YAML::Key << "resourceGroups" << YAML::Value << YAML::BeginSeq;
+  if (!allocation.empty() && !covered.empty()) {
+    out << YAML::BeginMap << YAML::Key << "coveredResources" << YAML::Value << YAML::Flow << covered;
+    out << YAML::Key << "flavors" << YAML::Value << YAML::BeginSeq;
+    for (const auto& a : allocation) {
+      const std::string type_name = canonical_type_name(a.instance_type);
+      const InstanceType& type = *types.at(type_name);
+      auto quota = resolve_allocation(type, a.amount);
+      if (!quota) return Error::invalid(owner + ", " + type_name + ": " + quota.error().message);
+      out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << type_name;
+      out << YAML::Key << "resources" << YAML::Value << YAML::BeginSeq;
+      for (const auto& r : covered) {
+        int64_t nominal = 0;
+        if (r == kKueueCpu) nominal = quota->vcpu_milli;
+        else if (r == kKueueMemory) nominal = quota->memory_mib;
+        else if (r == accelerator_resource(type)) nominal = quota->accelerators;
+        const bool accel = r == kKueueGpu || r == kKueueNeuron || r.starts_with(kMigResourcePrefix);
+        out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << r;
+        out << YAML::Key << "nominalQuota" << YAML::Value << quantity(r, nominal, false);
+        limits(out, r, nominal, accel);
+        out << YAML::EndMap;
+      }
+      out << YAML::EndSeq << YAML::EndMap;
+    }
+    out << YAML::EndSeq << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  return ok_status();
+}
+
 }  // namespace
 
 const char* kueue_api_version_name(KueueApiVersion v) {
@@ -105,6 +166,8 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
   std::set<std::string> type_names;
   for (const auto& t : teams)
     for (const auto& a : t.allocation) type_names.insert(canonical_type_name(a.instance_type));
+  for (const auto& g : policy.groups)
+    for (const auto& a : g.allocation) type_names.insert(canonical_type_name(a.instance_type));
   std::map<std::string, const InstanceType*> types;
   for (const auto& name : type_names) {
     auto id = catalog.lookup(name);
@@ -113,12 +176,13 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
   }
 
   KueueExport result;
-  // Cohort trees (docs/scheduling.md) are not mapped to Kueue's hierarchical Cohorts yet: say so rather than drop
-  // them silently (issue 31 item 7).
-  if (!policy.groups.empty())
-    result.warnings.push_back("policy.groups: " + std::to_string(policy.groups.size()) +
-                              " group(s) not exported (cohort trees are not mapped to Kueue's Cohorts with parentName "
-                              "yet); every team is exported into the one cohort " + options.cohort);
+  // Cohort trees (docs/scheduling.md): a Cohort per group, under the cluster's cohort, which a group cannot be.
+  for (const auto& g : policy.groups) {
+    if (auto st = check_object_name_for_kueue("Cohort of group " + g.name, g.name); !st) return st.error();
+    if (g.name == options.cohort)
+      return Error::invalid("group " + g.name + " has the name of the cluster's cohort (--cohort " + options.cohort +
+                            "), which holds the root groups; choose another --cohort");
+  }
   YAML::Emitter out;
   out.SetIndent(2);
   begin_object(out, options.api_version, "Topology", options.topology_name);
@@ -167,32 +231,41 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
       out << YAML::Key << p + "backfill-min-priority" << YAML::Value << YAML::DoubleQuoted << std::to_string(policy.backfill_min_priority);
     out << YAML::EndMap;
   }
-  out << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::EndMap << YAML::EndMap
-     ;
+  out << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::EndMap << YAML::EndMap;
+
+  // Each group: its parent (a root group's is the cluster's cohort, as allot's cluster is the node above the roots
+  // and the teams without a group), its own quota, its weight; its limits, percentages of its subtree quota, ride
+  // on annotations (Kueue's are amounts, which would not follow the subtree as teams change).
+  for (const auto& g : policy.groups) {
+    begin_object(out, options.api_version, "Cohort", g.name);
+    if (g.borrow_limit || g.lend_limit) {
+      const std::string p(kKueueAnnotationPrefix);
+      out << YAML::Key << "annotations" << YAML::Value << YAML::BeginMap;
+      if (g.borrow_limit) out << YAML::Key << p + "borrow-limit" << YAML::Value << YAML::DoubleQuoted << std::to_string(*g.borrow_limit);
+      if (g.lend_limit) out << YAML::Key << p + "lend-limit" << YAML::Value << YAML::DoubleQuoted << std::to_string(*g.lend_limit);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "parentName" << YAML::Value << (g.parent.empty() ? options.cohort : g.parent);
+    out << YAML::Key << "fairSharing" << YAML::Value << YAML::BeginMap << YAML::Key << "weight" << YAML::Value
+        << g.fair_share_weight << YAML::EndMap;
+    if (!g.allocation.empty()) {
+      const auto none = [](YAML::Emitter&, const std::string&, int64_t, bool) {};
+      if (auto st = put_resource_groups(out, "group " + g.name, g.allocation, types,
+                                        covered_resources(g.allocation, types, true, true), none); !st)
+        return st.error();
+    }
+    out << YAML::EndMap << YAML::EndMap;
+  }
 
   for (const auto& t : teams) {
     const std::string cq = cluster_queue_name(t.name);
     if (auto st = check_object_name_for_kueue("ClusterQueue of team " + t.name, cq); !st) return st.error();
-    // One resource group: Kueue lets a resource appear in one group only, so cpu and memory of every flavor
-    // share it, and each flavor lists every covered resource (0 where its type has none of it).
-    bool gpu = false, neuron = false;
-    std::set<std::string> mig;  // the MIG resources of its MIG types (docs/mig.md), by name
-    for (const auto& a : t.allocation) {
-      const InstanceType& type = *types.at(canonical_type_name(a.instance_type));
-      if (type.is_mig()) mig.insert(mig_resource_name(type.mig_profile));
-      gpu |= type.accelerator_kind == AcceleratorKind::kNvidiaGpu && !type.is_mig();
-      neuron |= type.accelerator_kind == AcceleratorKind::kNeuron;
-    }
     auto no_cpu = uncovered(t, Resource::kVcpu);
     if (!no_cpu) return no_cpu.error();
     auto no_memory = uncovered(t, Resource::kMemory);
     if (!no_memory) return no_memory.error();
-    std::vector<std::string> covered;
-    if (!*no_cpu) covered.emplace_back(kKueueCpu);
-    if (!*no_memory) covered.emplace_back(kKueueMemory);
-    if (gpu) covered.emplace_back(kKueueGpu);
-    if (neuron) covered.emplace_back(kKueueNeuron);
-    covered.insert(covered.end(), mig.begin(), mig.end());
+    const std::vector<std::string> covered = covered_resources(t.allocation, types, !*no_cpu, !*no_memory);
 
     begin_object(out, options.api_version, "ClusterQueue", cq);
     // A LimitRange in the team's namespace would carry it on Kubernetes; Kueue's objects have no place for it.
@@ -221,7 +294,7 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
     }
     out << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << (options.api_version == KueueApiVersion::kV1beta1 ? "cohort" : "cohortName") << YAML::Value
-        << options.cohort;
+        << (t.group.empty() ? options.cohort : t.group);
     out << YAML::Key << "namespaceSelector" << YAML::Value << YAML::BeginMap << YAML::Key << "matchLabels" << YAML::Value
         << YAML::BeginMap << YAML::Key << "kubernetes.io/metadata.name" << YAML::Value << team_namespace(t.name)
         << YAML::EndMap << YAML::EndMap;
@@ -234,40 +307,16 @@ Result<KueueExport> export_kueue(const PolicySpec& policy, const std::vector<Tea
         << "Never" << YAML::EndMap;
     out << YAML::Key << "withinClusterQueue" << YAML::Value << preempt_team_tasks_name(t.preempt_team_tasks);
     out << YAML::EndMap;
-    out << YAML::Key << "resourceGroups" << YAML::Value << YAML::BeginSeq;
-    if (!t.allocation.empty() && !covered.empty()) {
-      out << YAML::BeginMap << YAML::Key << "coveredResources" << YAML::Value << YAML::Flow << covered;
-      out << YAML::Key << "flavors" << YAML::Value << YAML::BeginSeq;
-      for (const auto& a : t.allocation) {
-        const std::string type_name = canonical_type_name(a.instance_type);
-        const InstanceType& type = *types.at(type_name);
-        auto quota = resolve_allocation(type, a.amount);
-        if (!quota) return Error::invalid("team " + t.name + ", " + type_name + ": " + quota.error().message);
-        out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << type_name;
-        out << YAML::Key << "resources" << YAML::Value << YAML::BeginSeq;
-        for (const auto& r : covered) {
-          int64_t nominal = 0;
-          if (r == kKueueCpu) nominal = quota->vcpu_milli;
-          else if (r == kKueueMemory) nominal = quota->memory_mib;
-          else if (r == accelerator_resource(type)) nominal = quota->accelerators;
-          const bool accel = r == kKueueGpu || r == kKueueNeuron || r.starts_with(kMigResourcePrefix);
-          out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << r;
-          out << YAML::Key << "nominalQuota" << YAML::Value << quantity(r, nominal, false);
-          // borrow_limit percent of the nominal quota, per resource (DESIGN.md "Compute allocation"); rounded
-          // down to the unit (milli-accelerators, milli-vCPU, MiB), which import rounds back to the percent.
-          const int64_t scale = accel ? 1000 : 1;
-          const int64_t borrow =
-              t.strategy == SharingStrategy::kLendAndBorrow ? nominal * scale * t.borrow_limit / 100 : 0;
-          out << YAML::Key << "borrowingLimit" << YAML::Value << quantity(r, borrow, accel);
-          if (t.strategy == SharingStrategy::kDontLend)
-            out << YAML::Key << "lendingLimit" << YAML::Value << quantity(r, 0, false);
-          out << YAML::EndMap;
-        }
-        out << YAML::EndSeq << YAML::EndMap;
-      }
-      out << YAML::EndSeq << YAML::EndMap;
-    }
-    out << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
+    // borrow_limit percent of the nominal quota, per resource (DESIGN.md "Compute allocation"); rounded down to the
+    // unit (milli-accelerators, milli-vCPU, MiB), which import rounds back to the percent.
+    auto team_limits = [&t](YAML::Emitter& o, const std::string& r, int64_t nominal, bool accel) {
+      const int64_t scale = accel ? 1000 : 1;
+      const int64_t borrow = t.strategy == SharingStrategy::kLendAndBorrow ? nominal * scale * t.borrow_limit / 100 : 0;
+      o << YAML::Key << "borrowingLimit" << YAML::Value << quantity(r, borrow, accel);
+      if (t.strategy == SharingStrategy::kDontLend) o << YAML::Key << "lendingLimit" << YAML::Value << quantity(r, 0, false);
+    };
+    if (auto st = put_resource_groups(out, "team " + t.name, t.allocation, types, covered, team_limits); !st) return st.error();
+    out << YAML::EndMap << YAML::EndMap;
 
     // Namespaces and label values (a job's kueue.x-k8s.io/queue-name) are DNS labels: long team names are
     // shortened (kueue_names.h), and jobs then name the team with the shortened queue or the team itself.

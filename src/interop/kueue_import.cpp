@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/cohort_tree.h"
 #include "core/request.h"
 #include "core/topology_levels.h"
 #include "config/container_rules.h"
@@ -117,6 +118,89 @@ std::optional<AmountSpec> compact_amount(const InstanceType& type, const Resourc
   return entry({}, accelerators, quota.vcpu_milli, quota.memory_mib);
 }
 
+// What a ClusterQueue's or Cohort's spec.resourceGroups give, per flavor and resource, in the order listed.
+struct FlavorQuotas {
+  std::map<std::string, std::map<std::string, ResourceQuota>> per_flavor;  // flavor -> resource -> quota
+  std::vector<std::string> order;
+};
+
+FlavorQuotas read_resource_groups(const YAML::Node& spec, const ObjectReader& r) {
+  FlavorQuotas out;
+  const YAML::Node groups = at(spec, {"resourceGroups"});
+  for (size_t g = 0; groups && groups.IsSequence() && g < groups.size(); ++g) {
+    const YAML::Node fls = at(groups[g], {"flavors"});
+    for (size_t f = 0; fls && fls.IsSequence() && f < fls.size(); ++f) {
+      const std::string fpath = "spec.resourceGroups[" + std::to_string(g) + "].flavors[" + std::to_string(f) + "]";
+      const std::string fname = scalar_or_empty(at(fls[f], {"name"}));
+      const YAML::Node res = at(fls[f], {"resources"});
+      for (size_t i = 0; res && res.IsSequence() && i < res.size(); ++i) {
+        const std::string rpath = fpath + ".resources[" + std::to_string(i) + "]";
+        const std::string rname = scalar_or_empty(at(res[i], {"name"}));
+        const bool mig = rname.starts_with(kMigResourcePrefix) && rname.size() > kMigResourcePrefix.size();
+        if (rname != kKueueCpu && rname != kKueueMemory && rname != kKueueGpu && rname != kKueueNeuron && !mig) {
+          r.warn(rpath + ".name", "'" + rname + "' is not a resource allot accounts (nvidia.com/gpu, nvidia.com/mig-<profile>, "
+                                  "aws.amazon.com/neurondevice, cpu, memory); ignored");
+          continue;
+        }
+        const bool accel = rname == kKueueGpu || rname == kKueueNeuron || mig;
+        ResourceQuota q;
+        auto nominal = read_quantity(at(res[i], {"nominalQuota"}), rname, false);
+        if (!nominal) {
+          r.warn(rpath + ".nominalQuota", nominal.error().message + "; the resource is skipped");
+          continue;
+        }
+        q.nominal = *nominal;
+        if (const YAML::Node b = at(res[i], {"borrowingLimit"})) {
+          auto v = read_quantity(b, rname, accel);
+          if (v) q.borrowing = *v;
+          else r.warn(rpath + ".borrowingLimit", v.error().message + "; taken as no limit");
+        }
+        if (const YAML::Node l = at(res[i], {"lendingLimit"})) {
+          auto v = read_quantity(l, rname, false);
+          if (v) q.lending = *v;
+          else r.warn(rpath + ".lendingLimit", v.error().message + "; taken as no limit");
+        }
+        if (!out.per_flavor.contains(fname)) out.order.push_back(fname);
+        out.per_flavor[fname][rname] = q;
+      }
+    }
+  }
+  return out;
+}
+
+// spec.fairSharing.weight as allot's whole weight 0..100 (a fraction rounds, with a warning); nothing when absent or
+// not a quantity (then Kueue's default, 1, applies).
+std::optional<int> read_weight(const YAML::Node& spec, const ObjectReader& r) {
+  const YAML::Node w = at(spec, {"fairSharing", "weight"});
+  if (!w) return std::nullopt;
+  auto milli = w.IsScalar() ? parse_cpu_milli(w.Scalar()) : Result<int64_t>(Error::invalid("not a scalar"));
+  if (!milli) {
+    r.warn("spec.fairSharing.weight", "not a quantity; taken as Kueue's default, 1");
+    return std::nullopt;
+  }
+  const int64_t whole = std::clamp<int64_t>((*milli + 500) / 1000, 0, 100);
+  if (whole * 1000 != *milli)
+    r.warn("spec.fairSharing.weight", "'" + w.Scalar() + "' is not a whole number 0..100 (allot's weights); taken as " +
+                                          std::to_string(whole));
+  return static_cast<int>(whole);
+}
+
+// The instance type of a flavor named in a resource group: its ResourceFlavor's, else (a flavor without a
+// ResourceFlavor object in the input) the type of its name; nullptr when neither is one allot knows.
+const InstanceType* flavor_type(const std::string& fname, const std::map<std::string, FlavorType>& flavors,
+                                const Catalog& catalog) {
+  const auto it = flavors.find(fname);
+  if (it != flavors.end() && it->second.type) return it->second.type;
+  if (auto id = catalog.find(canonical_type_name(fname))) return &catalog.at(*id);
+  return nullptr;
+}
+
+// The resource a type's accelerators are counted in, as Kueue names it.
+std::string accelerator_resource_of(const InstanceType& type) {
+  return type.is_mig() ? mig_resource_name(type.mig_profile)
+                       : std::string(type.accelerator_kind == AcceleratorKind::kNeuron ? kKueueNeuron : kKueueGpu);
+}
+
 // A team's or priority class's time limits, which allot's export writes as annotations (kueue_export.cpp). A bad
 // value is left out with a warning, and so is a default above the maximum.
 void read_time_limit_annotations(const YAML::Node& obj, const ObjectReader& r, TimeLimitSettings& t) {
@@ -145,9 +229,17 @@ void read_time_limit_annotations(const YAML::Node& obj, const ObjectReader& r, T
     r.warn("metadata.annotations." + p + "time-limit-resets-on-restart", "'" + printable(resets) + "' is not true or false; left out");
 }
 
-void read_cohort(const YAML::Node& obj, ObjectReader& r) {
+// A Cohort: allot's policy on its annotations (allot's export puts it on the cluster's cohort), and the fields of a
+// cohort tree (parent, own quota, weight, and allot's group limits on annotations), which finish_kueue_import maps
+// to groups once every Cohort is read.
+void read_cohort(const YAML::Node& obj, ObjectReader& r, const std::map<std::string, FlavorType>& flavors,
+                 const Catalog& catalog) {
   KueueImport& into = r.into;
-  into.cohorts.push_back(r.name);
+  if (std::any_of(into.cohort_objects.begin(), into.cohort_objects.end(), [&](const auto& c) { return c.name == r.name; })) {
+    r.warn("metadata.name", "Cohort " + r.name + " was read already; this one is skipped");
+    return;
+  }
+  KueueImport::CohortRef cohort{.name = r.name};
   const YAML::Node annotations = at(obj, {"metadata", "annotations"});
   const std::string p(kKueueAnnotationPrefix);
   if (annotations && annotations.IsMap()) {
@@ -157,6 +249,14 @@ void read_cohort(const YAML::Node& obj, ObjectReader& r) {
       const std::string field = "metadata.annotations." + key;
       const std::string v = scalar_or_empty(kv.second);
       const std::string k = key.substr(p.size());
+      // A group's limits (percent of its subtree quota), which Kueue's absolute amounts cannot say exactly.
+      if (k == "borrow-limit" || k == "lend-limit") {
+        const int most = k == "borrow-limit" ? 10000 : 100;
+        const bool whole = !v.empty() && v.size() <= 5 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (whole && std::stoi(v) <= most) (k == "borrow-limit" ? cohort.borrow_limit : cohort.lend_limit) = std::stoi(v);
+        else r.warn(field, "'" + v + "' is not a percentage 0.." + std::to_string(most) + "; no limit is taken");
+        continue;
+      }
       auto seconds = [&](int64_t& out) {
         try {
           size_t used = 0;
@@ -204,13 +304,40 @@ void read_cohort(const YAML::Node& obj, ObjectReader& r) {
     }
   }
   const YAML::Node spec = at(obj, {"spec"});
-  if (at(spec, {"parentName"})) r.warn("spec.parentName", "allot has one cohort, not a tree; the parent is ignored");
-  if (at(spec, {"parent"})) r.warn("spec.parent", "allot has one cohort, not a tree; the parent is ignored");
-  if (at(spec, {"resourceGroups"}).size() > 0)
-    r.warn("spec.resourceGroups", "allot has no quota of its own for a cohort; capacity outside every team's quota is "
-                                  "the idle pool (policy.idle_pool); ignored");
-  if (at(spec, {"fairSharing"})) r.warn("spec.fairSharing", "a cohort's own weight has no counterpart in allot; ignored");
+  // v1beta1 and v1beta2 call it parentName; v1alpha1 called it parent.
+  cohort.parent = scalar_or_empty(at(spec, {at(spec, {"parentName"}) ? "parentName" : "parent"}));
+  cohort.weight = read_weight(spec, r);
+  cohort.has_quota_fields = at(spec, {"resourceGroups"}).size() > 0 || at(spec, {"fairSharing"});
+  const FlavorQuotas fq = read_resource_groups(spec, r);
+  bool absolute_limits = false;
+  for (const auto& fname : fq.order) {
+    const InstanceType* type = flavor_type(fname, flavors, catalog);
+    if (!type) {
+      r.warn("spec.resourceGroups: flavor " + fname, "names no instance type allot knows; its quota is skipped");
+      continue;
+    }
+    // A group's quota covers every resource: one the cohort does not list is 0 of its own.
+    Resources quota;
+    for (const auto& [rname, q] : fq.per_flavor.at(fname)) {
+      absolute_limits |= q.borrowing.has_value() || q.lending.has_value();
+      if (rname == kKueueCpu) quota.vcpu_milli = q.nominal;
+      else if (rname == kKueueMemory) quota.memory_mib = q.nominal;
+      else if (rname == accelerator_resource_of(*type)) quota.accelerators = q.nominal;
+      else if (q.nominal > 0)
+        r.warn("spec.resourceGroups: flavor " + fname + ", " + rname,
+               type->name + " has no " + rname + " (a group's quota is of the flavor's own type); its nominal quota of " +
+                   std::to_string(q.nominal) + " is ignored");
+    }
+    if (auto amount = compact_amount(*type, quota, {})) cohort.allocation.push_back({type->name, *amount});
+  }
+  // allot's export writes the percentages as annotations; Kueue's own limits are amounts per resource, which allot's
+  // percentages of a subtree quota (that changes with the teams) cannot carry exactly.
+  if (absolute_limits && !cohort.borrow_limit && !cohort.lend_limit)
+    r.warn("spec.resourceGroups.borrowingLimit/lendingLimit", "a cohort's limits are amounts per resource in Kueue and "
+           "percentages of the group's subtree quota in allot (policy.groups borrow_limit, lend_limit); not imported: "
+           "set them by hand");
   warn_unread(spec, "spec.", {"parentName", "parent", "resourceGroups", "fairSharing"}, r);
+  into.cohort_objects.push_back(std::move(cohort));
 }
 
 void read_priority_class(const YAML::Node& obj, ObjectReader& r) {
@@ -367,20 +494,8 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
   into.cluster_queues.push_back(r.name);
   const YAML::Node spec = at(obj, {"spec"});
 
-  // Fair-share weight: Kueue's default is 1; allot's weights are whole numbers 0..100.
-  team.fair_share_weight = 1;
-  if (const YAML::Node w = at(spec, {"fairSharing", "weight"})) {
-    auto milli = w.IsScalar() ? parse_cpu_milli(w.Scalar()) : Result<int64_t>(Error::invalid("not a scalar"));
-    if (!milli) {
-      r.warn("spec.fairSharing.weight", "not a quantity; taken as Kueue's default, 1");
-    } else {
-      const int64_t whole = std::clamp<int64_t>((*milli + 500) / 1000, 0, 100);
-      if (whole * 1000 != *milli)
-        r.warn("spec.fairSharing.weight", "'" + w.Scalar() + "' is not a whole number 0..100 (allot's weights); taken as " +
-                                              std::to_string(whole));
-      team.fair_share_weight = static_cast<int>(whole);
-    }
-  }
+  // Fair-share weight: Kueue's default is 1.
+  team.fair_share_weight = read_weight(spec, r).value_or(1);
 
   // Preemption. Kueue's defaults: withinClusterQueue Never, reclaimWithinCohort Never.
   const YAML::Node pre = at(spec, {"preemption"});
@@ -408,7 +523,10 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
   // v1beta2 (Kueue's storage version) calls it cohortName; v1beta1 cohort.
   const std::string cohort_field = at(spec, {"cohortName"}) ? "cohortName" : "cohort";
   const std::string cohort = scalar_or_empty(at(spec, {cohort_field}));
-  if (!cohort.empty()) into.cohorts.push_back(cohort);
+  if (!cohort.empty()) {
+    into.cohorts.push_back(cohort);
+    into.team_cohort[team.name] = cohort;
+  }
   warn_unread(spec, "spec.", {"resourceGroups", "cohort", "cohortName", "queueingStrategy", "namespaceSelector",
                               "preemption", "fairSharing", "stopPolicy", "admissionChecks", "admissionChecksStrategy"}, r,
               {{"flavorFungibility", "allot has no flavor fungibility: a job without an instance type tries the "
@@ -418,47 +536,9 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
   read_namespace_selector(at(spec, {"namespaceSelector"}), team.name, r);
 
   // Quotas per flavor and resource.
-  std::map<std::string, std::map<std::string, ResourceQuota>> per_flavor;  // flavor -> resource -> quota
-  std::vector<std::string> flavor_order;
-  const YAML::Node groups = at(spec, {"resourceGroups"});
-  for (size_t g = 0; groups && groups.IsSequence() && g < groups.size(); ++g) {
-    const YAML::Node fls = at(groups[g], {"flavors"});
-    for (size_t f = 0; fls && fls.IsSequence() && f < fls.size(); ++f) {
-      const std::string fpath = "spec.resourceGroups[" + std::to_string(g) + "].flavors[" + std::to_string(f) + "]";
-      const std::string fname = scalar_or_empty(at(fls[f], {"name"}));
-      const YAML::Node res = at(fls[f], {"resources"});
-      for (size_t i = 0; res && res.IsSequence() && i < res.size(); ++i) {
-        const std::string rpath = fpath + ".resources[" + std::to_string(i) + "]";
-        const std::string rname = scalar_or_empty(at(res[i], {"name"}));
-        const bool mig = rname.starts_with(kMigResourcePrefix) && rname.size() > kMigResourcePrefix.size();
-        if (rname != kKueueCpu && rname != kKueueMemory && rname != kKueueGpu && rname != kKueueNeuron && !mig) {
-          r.warn(rpath + ".name", "'" + rname + "' is not a resource allot accounts (nvidia.com/gpu, nvidia.com/mig-<profile>, "
-                                  "aws.amazon.com/neurondevice, cpu, memory); ignored");
-          continue;
-        }
-        const bool accel = rname == kKueueGpu || rname == kKueueNeuron || mig;
-        ResourceQuota q;
-        auto nominal = read_quantity(at(res[i], {"nominalQuota"}), rname, false);
-        if (!nominal) {
-          r.warn(rpath + ".nominalQuota", nominal.error().message + "; the resource is skipped");
-          continue;
-        }
-        q.nominal = *nominal;
-        if (const YAML::Node b = at(res[i], {"borrowingLimit"})) {
-          auto v = read_quantity(b, rname, accel);
-          if (v) q.borrowing = *v;
-          else r.warn(rpath + ".borrowingLimit", v.error().message + "; taken as no limit");
-        }
-        if (const YAML::Node l = at(res[i], {"lendingLimit"})) {
-          auto v = read_quantity(l, rname, false);
-          if (v) q.lending = *v;
-          else r.warn(rpath + ".lendingLimit", v.error().message + "; taken as no limit");
-        }
-        if (!per_flavor.contains(fname)) flavor_order.push_back(fname);
-        per_flavor[fname][rname] = q;
-      }
-    }
-  }
+  const FlavorQuotas fq = read_resource_groups(spec, r);
+  auto per_flavor = fq.per_flavor;
+  const auto& flavor_order = fq.order;
 
   // Sharing: one strategy and one percentage per team in allot; Kueue has limits per resource.
   bool any_lending_zero = false, all_lending_zero = true, partial_lending = false;
@@ -470,12 +550,7 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
   std::vector<std::pair<std::string, int>> percents;  // field, percent
 
   for (const auto& fname : flavor_order) {
-    const auto it = flavors.find(fname);
-    const InstanceType* type = it != flavors.end() ? it->second.type : nullptr;
-    if (!type) {
-      // A flavor without a ResourceFlavor object in the input may still be named for an instance type.
-      if (auto id = catalog.find(canonical_type_name(fname))) type = &catalog.at(*id);
-    }
+    const InstanceType* type = flavor_type(fname, flavors, catalog);
     if (!type) {
       r.warn("spec.resourceGroups: flavor " + fname,
              "names no instance type allot knows (neither its ResourceFlavor's node.kubernetes.io/instance-type nor "
@@ -496,8 +571,7 @@ void read_cluster_queue(const YAML::Node& obj, ObjectReader& r, const std::map<s
                  type->name + " (" + resource_name(resource) + ": unlimited); Kueue admits workloads that request it "
                  "only where its configuration excludes the resource (resources.excludeResourcePrefixes)");
     }
-    const std::string accel_name = type->is_mig() ? mig_resource_name(type->mig_profile)
-                                   : std::string(type->accelerator_kind == AcceleratorKind::kNeuron ? kKueueNeuron : kKueueGpu);
+    const std::string accel_name = accelerator_resource_of(*type);
     // MIG devices listed in a flavor of their base type: a quota of the MIG type (docs/mig.md), vCPU and memory
     // following the proportional rule.
     std::vector<AllocationSpec> mig_quotas;
@@ -669,7 +743,7 @@ Status import_kueue(const std::string& text, const std::string& origin, const Ca
   }
   for (auto& [obj, r] : objects) {
     if (r.kind == "ClusterQueue") read_cluster_queue(obj, r, flavors, catalog);
-    else if (r.kind == "Cohort") read_cohort(obj, r);
+    else if (r.kind == "Cohort") read_cohort(obj, r, flavors, catalog);
     else if (r.kind == "LocalQueue") read_local_queue(obj, r);
     else if (r.kind == "WorkloadPriorityClass") read_priority_class(obj, r);
     else if (r.kind == "Topology") read_topology(obj, r);
@@ -713,21 +787,92 @@ void map_priorities(KueueImport& result) {
   }
 }
 
+// Kueue's hierarchical Cohorts as allot's groups (docs/from-kueue-hyperpod.md, "Cohort trees"). One root cohort is
+// the cluster (allot's export writes the cluster's cohort above the root groups): its children are the root
+// groups, its ClusterQueues the teams without a group; with no cohort under it this is the flat cluster of
+// before. Several roots are several independent trees: each root is a root group that lends nothing outside
+// (lend_limit 0), as Kueue's separate cohorts share nothing.
+Status map_cohorts(KueueImport& result) {
+  const auto& objects = result.cohort_objects;
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < objects.size(); ++i) index.emplace(objects[i].name, i);
+  for (const auto& c : objects) {
+    if (c.parent.empty()) continue;
+    if (!index.contains(c.parent))
+      return Error::invalid("Cohort " + c.name + ": spec.parentName: '" + printable(c.parent) + "' is not among the "
+                            "Cohorts read; give the parent's Cohort object too (allot's groups need every parent defined)");
+    std::string path = c.name;
+    std::vector<std::string> seen = {c.name};
+    for (std::string up = c.parent; !up.empty(); up = objects[index.at(up)].parent) {
+      path += " > " + up;
+      const bool again = std::find(seen.begin(), seen.end(), up) != seen.end();
+      seen.push_back(up);
+      if (again)
+        return Error::invalid("Cohort " + c.name + ": spec.parentName: the Cohorts' parents form a cycle: " + path +
+                              "; a cohort may not be its own ancestor");
+    }
+  }
+  // Roots: Cohort objects without a parent, then cohorts only ClusterQueues name (Kueue makes them implicitly).
+  std::vector<std::string> roots;
+  for (const auto& c : objects)
+    if (c.parent.empty()) roots.push_back(c.name);
+  for (const auto& name : result.cohorts)
+    if (!index.contains(name) && std::find(roots.begin(), roots.end(), name) == roots.end()) roots.push_back(name);
+  const std::string cluster = roots.size() == 1 ? roots[0] : "";
+  if (index.contains(cluster)) {
+    const auto& c = objects[index.at(cluster)];
+    const std::string who = "Cohort " + c.name + ": ";
+    if (!c.allocation.empty())
+      result.warnings.push_back(who + "spec.resourceGroups: the one root cohort is allot's cluster, which has no quota of "
+                                "its own; capacity outside every quota is the idle pool (policy.idle_pool); ignored");
+    if (c.weight)
+      result.warnings.push_back(who + "spec.fairSharing: the one root cohort is allot's cluster, which has no siblings "
+                                "to weigh against; ignored");
+    if (c.borrow_limit || c.lend_limit)
+      result.warnings.push_back(who + "metadata.annotations: the one root cohort is allot's cluster; its group limits "
+                                "are ignored");
+  }
+  std::vector<GroupSpec> groups;
+  auto group_of = [&](const KueueImport::CohortRef& c) {
+    GroupSpec g{.name = c.name, .parent = c.parent == cluster ? "" : c.parent, .allocation = c.allocation,
+                .borrow_limit = c.borrow_limit, .lend_limit = c.lend_limit, .fair_share_weight = c.weight.value_or(1)};
+    if (cluster.empty() && c.parent.empty()) {
+      if (c.lend_limit && *c.lend_limit != 0)
+        result.warnings.push_back("Cohort " + c.name + ": metadata.annotations: lend-limit " + std::to_string(*c.lend_limit) +
+                                  "% taken as 0: a root cohort among several shares nothing with the others, in Kueue as in allot");
+      g.lend_limit = 0;
+    }
+    return g;
+  };
+  for (const auto& c : objects)
+    if (c.name != cluster) groups.push_back(group_of(c));
+  for (const auto& name : roots)
+    if (name != cluster && !index.contains(name)) groups.push_back(group_of({.name = name}));
+  for (const auto& g : groups) {
+    if (auto st = check_name(NameKind::kGroup, g.name); !st)
+      return Error::invalid("Cohort " + g.name + ": metadata.name: " + st.error().message);
+    if (std::any_of(result.teams.begin(), result.teams.end(), [&](const TeamSpec& t) { return t.name == g.name; }))
+      return Error::invalid("Cohort " + g.name + ": metadata.name: team " + g.name + " (a ClusterQueue) has the same "
+                            "name; allot's teams and groups need different names: rename the cohort or the queue");
+  }
+  if (auto st = check_groups(groups); !st) return Error::invalid("the Cohorts as allot's groups: " + st.error().message);
+  for (TeamSpec& t : result.teams)
+    if (auto it = result.team_cohort.find(t.name); it != result.team_cohort.end() && it->second != cluster)
+      t.group = it->second;
+  if (!groups.empty()) {
+    result.policy.groups = std::move(groups);
+    result.has_policy = true;
+  }
+  return ok_status();
+}
+
 }  // namespace
 
-void finish_kueue_import(KueueImport& result) {
+Status finish_kueue_import(KueueImport& result) {
   map_priorities(result);
   // Kueue orders every queue by priority, then arrival: allot's task ranking.
   if (!result.policy_annotations) result.policy.task_prioritization = TaskPrioritization::kTaskRanking;
-  std::vector<std::string> cohorts = result.cohorts;
-  std::sort(cohorts.begin(), cohorts.end());
-  cohorts.erase(std::unique(cohorts.begin(), cohorts.end()), cohorts.end());
-  if (cohorts.size() > 1) {
-    std::string list;
-    for (const auto& c : cohorts) list += (list.empty() ? "" : ", ") + c;
-    result.warnings.push_back("Cohort " + cohorts[0] + ": metadata.name: several cohorts (" + list +
-                              "); allot's teams share one, so they are merged");
-  }
+  if (auto st = map_cohorts(result); !st) return st;
   for (const auto& lq : result.local_queues) {
     const std::string where = "LocalQueue " + lq.name;
     const bool known = std::find(result.cluster_queues.begin(), result.cluster_queues.end(), lq.cluster_queue) !=
@@ -744,6 +889,7 @@ void finish_kueue_import(KueueImport& result) {
                                 "; allot maps kueue.x-k8s.io/queue-name " + local_queue_name(team) + " or " + team +
                                 " to it");
   }
+  return ok_status();
 }
 
 // The time-limit keys of a team or priority class in the teams file (docs/teams-and-policy.md, "Time limits").
@@ -751,6 +897,43 @@ static void put_time_limit_keys(YAML::Emitter& out, const TimeLimitSettings& t) 
   if (t.default_s) out << YAML::Key << "default_time_limit" << YAML::Value << *t.default_s;
   if (t.max_s) out << YAML::Key << "max_time_limit" << YAML::Value << *t.max_s;
   if (t.resets_on_restart) out << YAML::Key << "time_limit_resets_on_restart" << YAML::Value << true;
+}
+
+// One allocation entry of a team or group, in the shortest form import found (compact_amount).
+static void put_allocation_entry(YAML::Emitter& out, const AllocationSpec& a) {
+  out << YAML::Flow << YAML::BeginMap << YAML::Key << "instance_type" << YAML::Value << a.instance_type;
+  const AmountSpec& m = a.amount;
+  if (m.instances) out << YAML::Key << "instances" << YAML::Value << *m.instances;
+  if (m.accelerators) out << YAML::Key << "accelerators" << YAML::Value << *m.accelerators;
+  if (m.vcpu_unlimited) out << YAML::Key << "vcpu" << YAML::Value << "unlimited";
+  if (m.memory_unlimited) out << YAML::Key << "memory_gib" << YAML::Value << "unlimited";
+  if (m.vcpu_milli) {
+    // vcpu is read to a thousandth: an exact decimal, not a float that might print 1.4999999.
+    const int64_t v = *m.vcpu_milli;
+    std::string text = std::to_string(v / 1000);
+    if (v % 1000) {
+      std::string frac = std::to_string(1000 + v % 1000).substr(1);
+      while (frac.back() == '0') frac.pop_back();
+      text += "." + frac;
+    }
+    out << YAML::Key << "vcpu" << YAML::Value << text;
+  }
+  if (m.memory_mib) {
+    const int64_t mib = *m.memory_mib;
+    // memory_gib is read to the nearest MiB and with at most 9 decimals (config/yaml_read.cpp): 9 decimals are
+    // within 5e-10 GiB (well under half a MiB) of the exact value, so the amount reads back the same. Ten
+    // decimals (1 MiB is 0.0009765625 GiB) were refused by the reader (found by kueue_import_fuzz).
+    std::string text = std::to_string(mib / 1024);
+    if (mib % 1024) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.9f", static_cast<double>(mib % 1024) / 1024.0);
+      std::string frac = std::string(buf).substr(2);
+      while (frac.back() == '0') frac.pop_back();
+      text += "." + frac;
+    }
+    out << YAML::Key << "memory_gib" << YAML::Value << text;
+  }
+  out << YAML::EndMap;
 }
 
 std::string teams_file_yaml(const KueueImport& result) {
@@ -782,48 +965,33 @@ std::string teams_file_yaml(const KueueImport& result) {
       put_time_limit_keys(out, pc.time_limits);
       out << YAML::EndMap;
     }
-    out << YAML::EndSeq << YAML::EndMap;
+    out << YAML::EndSeq;
+    if (!p.groups.empty()) {
+      out << YAML::Key << "groups" << YAML::Value << YAML::BeginSeq;
+      for (const GroupSpec& g : p.groups) {
+        out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << g.name;
+        if (!g.parent.empty()) out << YAML::Key << "parent" << YAML::Value << g.parent;
+        if (!g.allocation.empty()) {
+          out << YAML::Key << "allocation" << YAML::Value << YAML::BeginSeq;
+          for (const auto& a : g.allocation) put_allocation_entry(out, a);
+          out << YAML::EndSeq;
+        }
+        if (g.borrow_limit) out << YAML::Key << "borrow_limit" << YAML::Value << *g.borrow_limit;
+        if (g.lend_limit) out << YAML::Key << "lend_limit" << YAML::Value << *g.lend_limit;
+        out << YAML::Key << "fair_share_weight" << YAML::Value << g.fair_share_weight;
+        out << YAML::EndMap;
+      }
+      out << YAML::EndSeq;
+    }
+    out << YAML::EndMap;
   }
   out << YAML::Key << "teams" << YAML::Value << YAML::BeginSeq;
   for (const auto& t : result.teams) {
     out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name;
     out << YAML::Key << "fair_share_weight" << YAML::Value << t.fair_share_weight;
+    if (!t.group.empty()) out << YAML::Key << "group" << YAML::Value << t.group;
     out << YAML::Key << "allocation" << YAML::Value << YAML::BeginSeq;
-    for (const auto& a : t.allocation) {
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "instance_type" << YAML::Value << a.instance_type;
-      const AmountSpec& m = a.amount;
-      if (m.instances) out << YAML::Key << "instances" << YAML::Value << *m.instances;
-      if (m.accelerators) out << YAML::Key << "accelerators" << YAML::Value << *m.accelerators;
-      if (m.vcpu_unlimited) out << YAML::Key << "vcpu" << YAML::Value << "unlimited";
-      if (m.memory_unlimited) out << YAML::Key << "memory_gib" << YAML::Value << "unlimited";
-      if (m.vcpu_milli) {
-        // vcpu is read to a thousandth: an exact decimal, not a float that might print 1.4999999.
-        const int64_t v = *m.vcpu_milli;
-        std::string text = std::to_string(v / 1000);
-        if (v % 1000) {
-          std::string frac = std::to_string(1000 + v % 1000).substr(1);
-          while (frac.back() == '0') frac.pop_back();
-          text += "." + frac;
-        }
-        out << YAML::Key << "vcpu" << YAML::Value << text;
-      }
-      if (m.memory_mib) {
-        const int64_t mib = *m.memory_mib;
-        // memory_gib is read to the nearest MiB and with at most 9 decimals (config/yaml_read.cpp): 9 decimals are
-        // within 5e-10 GiB (well under half a MiB) of the exact value, so the amount reads back the same. Ten
-        // decimals (1 MiB is 0.0009765625 GiB) were refused by the reader (found by kueue_import_fuzz).
-        std::string text = std::to_string(mib / 1024);
-        if (mib % 1024) {
-          char buf[32];
-          std::snprintf(buf, sizeof buf, "%.9f", static_cast<double>(mib % 1024) / 1024.0);
-          std::string frac = std::string(buf).substr(2);
-          while (frac.back() == '0') frac.pop_back();
-          text += "." + frac;
-        }
-        out << YAML::Key << "memory_gib" << YAML::Value << text;
-      }
-      out << YAML::EndMap;
-    }
+    for (const auto& a : t.allocation) put_allocation_entry(out, a);
     out << YAML::EndSeq;
     out << YAML::Key << "sharing" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "strategy" << YAML::Value
         << sharing_strategy_name(t.strategy);

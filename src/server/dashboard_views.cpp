@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/admission.h"
+#include "core/cohort_share.h"
 #include "core/quota.h"
 #include "server/lending_flows.h"
 #include "server/views.h"
@@ -212,6 +213,19 @@ json teams_summary(const ServerState& st) {
                    {"borrowing", team_borrowing(s, s.usage, t->id)},
                    {"jobs", {{"pending", c[0]}, {"running", c[1]}, {"suspended", c[2]}}},
                    {"instance_types", types}});
+    if (!t->spec.group.empty()) out.back()["group"] = t->spec.group;
+  }
+  // The cohort tree (docs/scheduling.md, "Cohort trees"): every group with its parent, weight and share, in the
+  // policy's order, for the page to draw the teams as the tree; empty in a cluster without groups.
+  json groups = json::array();
+  const std::vector<GroupShare> shares = group_shares(s, s.usage);
+  for (size_t g = 0; g < s.cohorts.groups.size(); ++g) {
+    const GroupSpec& spec = s.cohorts.groups[g].spec;
+    const Share& sh = shares[g].share;
+    groups.push_back({{"name", spec.name},
+                      {"parent", spec.parent.empty() ? json(nullptr) : json(spec.parent)},
+                      {"fair_share_weight", spec.fair_share_weight},
+                      {"share", sh.den == 0 ? json(nullptr) : json(static_cast<double>(sh.num) / static_cast<double>(sh.den))}});
   }
   json cohort = json::array();
   for (size_t ty = 0; ty < s.catalog.size(); ++ty) {
@@ -235,7 +249,7 @@ json teams_summary(const ServerState& st) {
                       {"idle", view::resources_json(clamp_zero(pool - used))},
                       {"lending", lending}});
   }
-  return {{"teams", out}, {"cohort", cohort}};
+  return {{"teams", out}, {"groups", groups}, {"cohort", cohort}};
 }
 
 void refresh_queue(QueueCache& cache, const ServerState& st, Time now) {

@@ -80,6 +80,43 @@ grep -q "allot import kueue: warning: ClusterQueue hyperpod-ns-nlp-clusterqueue:
 grep -q "name: nlp" "$WORK/nlp.yaml" || fail "team nlp missing: $(cat "$WORK/nlp.yaml")"
 grep -q "borrow_limit: 50" "$WORK/nlp.yaml" || fail "8 of 16 should borrow 50%: $(cat "$WORK/nlp.yaml")"
 
+# Cohort trees travel as Cohorts with parentName: export, import, export again gives the same objects, and the
+# scenario run with the imported groups and teams in place of its own still meets every expectation (lending
+# two levels deep, a group's borrowing limit, reclaim across groups: worked by hand in docs/scheduling.md).
+for tree in "$SRC"/tests/scenarios/cohort_tree_*.yaml; do
+  "$ALLOT" export kueue "$tree" --levels hostname > "$WORK/tree.yaml" 2> "$WORK/tree-export.err"
+  [ ! -s "$WORK/tree-export.err" ] || fail "export of a cohort tree warned: $(cat "$WORK/tree-export.err")"
+  grep -q "parentName: allot" "$WORK/tree.yaml" || fail "no Cohort under the cluster's: $(cat "$WORK/tree.yaml")"
+  "$ALLOT" import kueue "$WORK/tree.yaml" > "$WORK/tree-teams.yaml" 2> "$WORK/tree-import.err"
+  [ ! -s "$WORK/tree-import.err" ] || fail "import of a cohort tree warned: $(cat "$WORK/tree-import.err")"
+  grep -q "groups:" "$WORK/tree-teams.yaml" || fail "no groups imported: $(cat "$WORK/tree-teams.yaml")"
+  "$ALLOT" export kueue "$WORK/tree-teams.yaml" --levels hostname > "$WORK/tree-again.yaml"
+  diff "$WORK/tree.yaml" "$WORK/tree-again.yaml" > "$WORK/tree.diff" || fail "$tree: export(import(export)) differs: $(cat "$WORK/tree.diff")"
+  awk '/^[^ #-]/ { skip = ($1 == "policy:" || $1 == "teams:") } !skip' "$tree" > "$WORK/tree-replaced.yaml"
+  cat "$WORK/tree-teams.yaml" >> "$WORK/tree-replaced.yaml"
+  "$ALLOT" sim run "$WORK/tree-replaced.yaml" > "$WORK/tree-sim.out" ||
+    fail "$tree with imported groups failed: $(cat "$WORK/tree-sim.out")"
+done
+# Parents that form a cycle are refused (exit 2), naming the Cohort; nothing is printed.
+cat > "$WORK/cycle.yaml" <<'YAML'
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: east}
+spec: {parentName: west}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: west}
+spec: {parentName: east}
+YAML
+set +e
+"$ALLOT" import kueue "$WORK/cycle.yaml" > "$WORK/cycle.out" 2> "$WORK/cycle.err"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "a cycle of Cohorts should exit 2, not $rc"
+grep -q "Cohort east: spec.parentName: the Cohorts' parents form a cycle: east > west > east" "$WORK/cycle.err" ||
+  fail "the error should name the cohorts: $(cat "$WORK/cycle.err")"
+[ ! -s "$WORK/cycle.out" ] || fail "a refused import printed a teams file: $(cat "$WORK/cycle.out")"
+
 set +e
 "$ALLOT" import kueue "$WORK/none.yaml" 2> "$WORK/missing.err"; rc=$?
 set -e

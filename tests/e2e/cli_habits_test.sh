@@ -405,4 +405,12 @@ grep -q "^array sweep of 3 tasks (at most 2 running) submitted to team lab: 3 pe
 "$ALLOT" completion bash >"$WORK/completion.bash"
 words allot submit --file | grep_q -w -- "--filename" || fail "completion of 'submit --file': '$(words allot submit --file)'"
 words allot jobs --no | grep_q -w -- "--no-headers" || fail "completion of 'jobs --no': '$(words allot jobs --no)'"
+# Cohort trees (docs/cli.md): groups applied with a team in one; `allot teams` shows the tree, -o json each team's group.
+printf 'policy:\n  groups:\n    - {name: org}\n    - {name: research, parent: org}\nteams:\n  - {name: tree-a, group: research, fair_share_weight: 1, allocation: [{instance_type: ml.g5.8xlarge, instances: 1}]}\n' >"$WORK/tree.yaml"
+"$ALLOT" apply "$WORK/tree.yaml" >"$WORK/tree-apply.out" 2>&1 || fail "apply of groups: $(cat "$WORK/tree-apply.out")"
+"$ALLOT" teams >"$WORK/tree-teams.out"
+grep -q "^org/ " "$WORK/tree-teams.out" && grep -q "^  research/ " "$WORK/tree-teams.out" && grep -q "^    tree-a " "$WORK/tree-teams.out" &&
+  grep -q "^team-a " "$WORK/tree-teams.out" || fail "teams should show the tree: $(cat "$WORK/tree-teams.out")"
+"$ALLOT" teams -o json >"$WORK/tree-teams.json"
+grep -q '"group": *"research"' "$WORK/tree-teams.json" || fail "teams -o json should carry each team's group: $(cat "$WORK/tree-teams.json")"
 say PASS

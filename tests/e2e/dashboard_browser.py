@@ -464,6 +464,7 @@ def run(driver):
     say("teams page for the README")
     open_page(driver, "#/teams")
     shot(driver, "teams")
+    cohort_tree_on_the_teams_page(driver)
 
     say("a member of team-b sees its own jobs in full and team-a's only in aggregate")
     member = cli("token", "create", "--role", "member", "--team", "team-b").strip().split()[-1]
@@ -507,6 +508,31 @@ def run(driver):
     assert "create_token" not in kinds and not re.search(r"token [0-9a-f]{10}", events), f"a member sees token events: {kinds}"
     assert "a-train" not in events and "a-wait" not in events, "a member sees other teams' jobs in the events"
     sweep(driver, "member", ["#/cluster", "#/jobs", "#/teams", "#/queue", "#/job/b-serve", "#/topology", "#/events"])
+
+
+def cohort_tree_on_the_teams_page(driver):
+    """Cohort trees (docs/dashboard.md, "Teams"): with groups applied, the Teams page draws the tree: each group a
+    row (its name and "/"), its groups and teams under it, indented; root groups first, then the teams without a
+    group. Team lab (no quota) joins group research under org; team-a and team-b keep no group."""
+    say("teams page: the cohort tree org > research > lab, then team-a and team-b at the top")
+    tree = os.path.join(WORK, "tree.yaml")
+    with open(tree, "w") as f:
+        f.write("policy:\n  groups:\n    - {name: org}\n    - {name: research, parent: org}\n"
+                "teams:\n  - {name: lab, group: research, fair_share_weight: 1}\n")
+    cli("apply", tree)
+    open_page(driver, "#/teams")
+    wait_until("the group rows", lambda: driver.find_elements(By.CSS_SELECTOR, '#teams tr.group[data-group="research"]'))
+    rows = [(r.get_attribute("data-group") if "group" in (r.get_attribute("class") or "") else r.get_attribute("data-team"))
+            for r in driver.find_elements(By.CSS_SELECTOR, "#teams tr.group, #teams tr[data-team]")]
+    names = [n for i, n in enumerate(rows) if i == 0 or n != rows[i - 1]]  # a team has a row per instance type
+    assert names == ["org", "research", "lab", "team-a", "team-b"], f"the tree's order: {names}"
+    assert text_of(driver, '#teams tr.group[data-group="org"] td.group-name') == "org/", text_of(driver, "#teams")
+    assert driver.find_element(By.CSS_SELECTOR, 'tr[data-team="lab"]').get_attribute("data-group") == "research"
+    pad = lambda css: float(driver.find_element(By.CSS_SELECTOR, css).value_of_css_property("padding-left").rstrip("px"))
+    org, research = pad('tr.group[data-group="org"] td.group-name'), pad('tr.group[data-group="research"] td.group-name')
+    lab, team_a = pad('tr[data-team="lab"] td.team-name'), pad('tr[data-team="team-a"] td.team-name')
+    assert org < research < lab and team_a == org, f"indentation by depth: org {org}, research {research}, lab {lab}, team-a {team_a}"
+    shot(driver, "teams-cohort-tree")
 
 
 def node_of(name):

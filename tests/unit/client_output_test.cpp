@@ -2,6 +2,8 @@
 // the scenario readers, the explanation `allot describe` prints, and how errors become exit codes.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <cstdlib>
 
 #include "client/http_client.h"
@@ -245,6 +247,35 @@ TEST(Client, TeamsPerInstanceTypeWithFairShare) {
   EXPECT_NE(d.find("Fair share:  inf"), std::string::npos) << d;
   EXPECT_NE(d.find("Per instance type"), std::string::npos) << d;
   EXPECT_NE(d.find("4/48/512"), std::string::npos) << d;
+}
+
+// In a cohort tree `allot teams` shows the tree (docs/cli.md): each group a row ending in "/", its subgroups and
+// teams under it indented two spaces a level; teams without a group at the top after the root groups. Without
+// groups the table is the flat one, unchanged.
+TEST(Client, TeamsTableShowsTheCohortTree) {
+  auto team = [](const std::string& name, const std::string& group) {
+    json t = {{"name", name}, {"fair_share_weight", 1}, {"share", 0}, {"strategy", "LendAndBorrow"}, {"borrow_limit", 50},
+              {"jobs", {{"pending", 0}, {"running", 0}, {"suspended", 0}}}};
+    if (!group.empty()) t["group"] = group;
+    return t;
+  };
+  const json teams = json::array({team("a", "research"), team("c", "prod"), team("b", "research"), team("x", "")});
+  const json groups = json::parse(R"([{"name": "org", "fair_share_weight": 2}, {"name": "research", "parent": "org", "fair_share_weight": 1},
+                                      {"name": "prod", "parent": "org", "fair_share_weight": 3}])");
+  const std::string t = teams_tree_table(teams, groups);
+  std::vector<std::string> names;
+  std::istringstream in(t);
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line) && !line.starts_with("(")) names.push_back(line.substr(0, line.find(' ', line.find_first_not_of(' '))));
+  EXPECT_EQ(names, (std::vector<std::string>{"org/", "  research/", "    a", "    b", "  prod/", "    c", "x"})) << t;
+  EXPECT_NE(line_with(t, "prod/").find(" 3 "), std::string::npos) << "a group's row has its weight: " << t;
+  EXPECT_NE(line_with(t, "prod/").find("group"), std::string::npos) << t;
+  // Without groups: the flat table, in the order listed, no indentation.
+  const std::string flat = teams_table(teams);
+  EXPECT_EQ(flat, teams_tree_table(teams, json::array())) << flat;
+  EXPECT_EQ(flat.find("org/"), std::string::npos) << flat;
+  EXPECT_NE(flat.find("\nc "), std::string::npos) << flat;
 }
 
 TEST(Client, NodeHealthChecksAndRestartsAreShown) {

@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "core/cohort_nearness.h"
 #include "core/cohort_tree.h"
 #include "core/quota.h"
 #include "core/state.h"
@@ -194,6 +195,23 @@ TEST(CohortTree, OneRootGroupGivesTheFlatVerdicts) {
       EXPECT_EQ(va.within_nominal, vb.within_nominal);
     }
   }
+}
+
+// Reclaim's order (cohort_nearness.h): how many groups two teams' paths from the cluster share. org > {research,
+// prod}; teams 0 and 1 in research, 2 in prod, 3 under the cluster; another tree lab holds team 4.
+TEST(CohortTree, NearnessIsTheDepthOfTheLowestCommonGroup) {
+  CohortTree tree;
+  for (const auto& [name, parent] : std::vector<std::pair<std::string, int>>{{"org", -1}, {"research", 0}, {"prod", 0}, {"lab", -1}})
+    tree.groups.push_back(CohortGroup{.spec = GroupSpec{.name = name}, .parent = parent, .nominal = {}});
+  tree.team_group = {1, 1, 2, -1, 3};
+  auto near = [&](uint32_t a, uint32_t b) { return cohort_nearness(tree, TeamId(a), TeamId(b)); };
+  EXPECT_EQ(near(0, 1), 2);  // siblings: org and research
+  EXPECT_EQ(near(0, 2), 1);  // cousins: org
+  EXPECT_EQ(near(2, 0), 1);
+  EXPECT_EQ(near(0, 3), 0);  // a team without a group meets everyone at the cluster
+  EXPECT_EQ(near(0, 4), 0);  // another tree
+  EXPECT_EQ(near(4, 4), 1);
+  EXPECT_EQ(cohort_nearness(CohortTree{}, TeamId(0), TeamId(1)), 0);  // no groups: every team as near
 }
 
 }  // namespace

@@ -449,7 +449,7 @@ TEST(ContainerKueue, TeamSettingsSurviveExportAndImport) {
   EXPECT_NE(out->yaml.find("allot.scheduler/container-host-paths: \"/datasets,/scratch/a\""), std::string::npos) << out->yaml;
   interop::KueueImport back;
   ASSERT_TRUE(interop::import_kueue(out->yaml, "export", Catalog::builtin(), back));
-  interop::finish_kueue_import(back);
+  ASSERT_TRUE(interop::finish_kueue_import(back));
   ASSERT_EQ(back.teams.size(), 2u);
   EXPECT_EQ(back.teams[0].containers, t.containers);
   EXPECT_TRUE(back.teams[1].containers.empty());

@@ -274,7 +274,7 @@ TEST(TimeLimit, KueueExportAndImportKeepThem) {
   EXPECT_NE(out->yaml.find("allot.scheduler/max-time-limit: \"7200\""), std::string::npos) << out->yaml;
   interop::KueueImport back;
   ASSERT_TRUE(interop::import_kueue(out->yaml, "export", Catalog::builtin(), back).ok());
-  interop::finish_kueue_import(back);
+  ASSERT_TRUE(interop::finish_kueue_import(back));
   ASSERT_EQ(back.teams.size(), 1u);
   EXPECT_EQ(back.teams[0].time_limits, t.time_limits);
   ASSERT_EQ(back.policy.priority_classes.size(), 1u);

@@ -502,14 +502,39 @@ PAGES.teams = {
       scales[t.instance_type] = Math.max(scales[t.instance_type] || 1, t.max[key], t.usage[key], t.nominal[key]);
     }
     const rows = [];
-    for (const team of d.teams) {
+    // In a cohort tree the teams are drawn as the tree: each group a row, then its groups and its teams indented
+    // under it; root groups first, then the teams without a group (as `allot teams` shows it, docs/cli.md).
+    const groups = d.groups || [];
+    const order = [];
+    const walk = (parent, depth) => {
+      if (depth > groups.length) return;
+      for (const g of groups) if ((g.parent || '') === parent) { order.push({ group: g, depth }); walk(g.name, depth + 1); }
+      for (const team of d.teams) if ((team.group || '') === parent) order.push({ team, depth });
+    };
+    if (groups.length) {
+      walk('', 0);
+      // A team naming a group the list lacks is still shown, at the top.
+      for (const team of d.teams) if (!order.some(o => o.team === team)) order.push({ team, depth: 0 });
+    } else {
+      for (const team of d.teams) order.push({ team, depth: 0 });
+    }
+    const indent = (cell, depth) => { cell.style.paddingLeft = (0.4 + 1.5 * depth) + 'em'; return cell; };
+    for (const { group, team, depth } of order) {
+      if (group) {
+        rows.push(h('tr', { class: 'group', 'data-group': group.name, 'data-depth': depth },
+          indent(h('td', { class: 'group-name', text: group.name + '/' }), depth),
+          h('td', { class: 'num', text: String(group.fair_share_weight) }),
+          h('td', { class: 'num share', text: group.share === null ? '∞' : group.share.toFixed(3) }),
+          h('td', { colspan: 10, class: 'muted', text: 'group' + (group.parent ? ' in ' + group.parent : '') })));
+        continue;
+      }
       const types = team.instance_types.length ? team.instance_types : [null];
       types.forEach((t, i) => {
         const cells = [];
         if (i === 0) {
           const span = { rowspan: types.length };
-          cells.push(h('td', Object.assign({ class: 'team-name' }, span), h('a', { href: '#/queue?team=' + encodeURIComponent(team.name), text: team.name }),
-                       team.borrowing ? h('div', {}, badge('borrowing', 'Suspended')) : null),
+          cells.push(indent(h('td', Object.assign({ class: 'team-name' }, span), h('a', { href: '#/queue?team=' + encodeURIComponent(team.name), text: team.name }),
+                       team.borrowing ? h('div', {}, badge('borrowing', 'Suspended')) : null), depth),
                      h('td', Object.assign({ class: 'num' }, span), String(team.fair_share_weight)),
                      h('td', Object.assign({ class: 'num share' }, span), team.share === null ? '∞' : team.share.toFixed(3)),
                      h('td', Object.assign({ class: 'num pending' }, span), jobsLink({ team: team.name, state: 'Pending' }, team.jobs.pending)),
@@ -529,7 +554,7 @@ PAGES.teams = {
                      h('td', { class: 'num', text: num(t.max[key]) }),
                      h('td', {}, bar));
         }
-        rows.push(h('tr', { 'data-team': team.name, 'data-type': t ? t.instance_type : '' }, cells));
+        rows.push(h('tr', { 'data-team': team.name, 'data-type': t ? t.instance_type : '', 'data-group': team.group || null }, cells));
       });
     }
     const table = h('table', { id: 'teams' },
