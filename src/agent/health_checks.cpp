@@ -286,11 +286,27 @@ CheckResult dcgm(const HealthCheck& c, const CheckContext& ctx) {
   return from_command(c, "dcgmi diag -r 1", run_shell("dcgmi diag -r 1", c.timeout));
 }
 
+// A device judgement into the check's result, as XIDs are: the node's errors fail the check (replace wins over the
+// check's own on_failure), job-only ones are named in a passing check's detail.
+CheckResult from_judgement(const HealthCheck& c, const DeviceJudgement& j, const std::string& healthy) {
+  if (!j.problems.empty()) {
+    auto r = result(c, CheckStatus::kFailed, j.problems);
+    if (j.replace) r.action = FailureAction::kReplace;
+    return r;
+  }
+  return result(c, CheckStatus::kPassed, healthy + (j.jobs.empty() ? "" : "; " + j.jobs + " (the job's, not the node's)"));
+}
+
 CheckResult neuron(const HealthCheck& c, const CheckContext& ctx) {
   if (ctx.accelerator_kind != "neuron") return result(c, CheckStatus::kSkipped, "no Neuron devices on this node");
   if (ctx.emulated) return result(c, CheckStatus::kPassed, std::to_string(ctx.accelerators) + " emulated Neuron device(s) healthy");
-  if (!tool_exists("neuron-ls")) return result(c, CheckStatus::kSkipped, "neuron-ls is not installed");
-  return from_command(c, "neuron-ls", run_shell("neuron-ls", c.timeout));
+  const std::string source = c.source.empty() ? kNeuronSource : c.source;
+  if (c.source.empty() && !tool_exists("neuron-monitor")) return result(c, CheckStatus::kSkipped, "neuron-monitor is not installed");
+  auto o = run_shell(source, c.timeout);
+  if (!o.started || o.timed_out) return from_command(c, "\"" + source + "\"", o);
+  auto j = judge_neuron_report(o.output);
+  if (!j) return result(c, CheckStatus::kFailed, "\"" + source + "\": " + j.error().message);
+  return from_judgement(c, *j, "Neuron devices healthy (neuron-monitor)");
 }
 
 CheckResult efa(const HealthCheck& c, const CheckContext& ctx) {
@@ -299,12 +315,17 @@ CheckResult efa(const HealthCheck& c, const CheckContext& ctx) {
       if (f.kind == EmulatedFault::Kind::kEfaDown) return result(c, CheckStatus::kFailed, "EFA device down (emulated)");
     return result(c, CheckStatus::kPassed, "emulated EFA up");
   }
-  if (!tool_exists("fi_info")) return result(c, CheckStatus::kSkipped, "libfabric's fi_info is not installed");
-  auto o = run_shell("fi_info -p efa", c.timeout);
-  // No EFA device on this machine at all is not a fault of it: fi_info exits non-zero with "No data available".
-  if (o.started && !o.timed_out && o.exit_code != 0 && o.output.find("No data available") != std::string::npos)
-    return result(c, CheckStatus::kSkipped, "no EFA provider on this node (fi_info -p efa)");
-  return from_command(c, "fi_info -p efa", o);
+  const std::string root = c.root.empty() ? kEfaRoot : c.root;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(root, ec)) return result(c, CheckStatus::kSkipped, "no " + root + " (no RDMA devices on this node)");
+  auto now = read_efa(root);
+  if (!now) return result(c, CheckStatus::kFailed, now.error().message);
+  if (now->devices == 0) return result(c, CheckStatus::kSkipped, "no EFA device under " + root);
+  EfaWatch none;
+  EfaWatch& watch = ctx.efa ? *ctx.efa : none;
+  const DeviceJudgement j = judge_efa(watch.last, *now);
+  watch.last = std::move(*now);
+  return from_judgement(c, j, std::to_string(watch.last->devices) + " EFA device(s) up, no new errors");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #pragma once
 // Runs the health checks of agent/health_config.h: commands with a deadline, and the built-in checks on real
-// tools (nvidia-smi, dcgmi, neuron-ls, fi_info) or on an emulated node's devices (agent/emulated_faults.h).
+// tools (nvidia-smi, dcgmi, neuron-monitor, the EFA driver's sysfs counters) or on an emulated node's devices (agent/emulated_faults.h).
 #include <chrono>
 #include <map>
 #include <set>
@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/device_counters.h"
 #include "agent/emulated_faults.h"
 #include "agent/health_config.h"
 #include "agent/kmsg.h"
@@ -52,6 +53,8 @@ struct CheckContext {
   // are the node's (reboot, replace) for the whole boot, those that are the job's only when they are new.
   std::vector<XidEvent> xids;
   std::string kernel_log_note;    // why the kernel log is not read, if it is not (said in the check's detail)
+  // The efa check's previous reading (its counters are judged by their rise); none: every reading is a first one.
+  EfaWatch* efa = nullptr;
 };
 
 CheckResult run_check(const HealthCheck& check, const CheckContext& ctx);

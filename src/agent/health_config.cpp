@@ -50,7 +50,7 @@ Result<std::chrono::milliseconds> read_seconds(const YamlContext& ctx, const Val
 }
 
 Result<HealthCheck> read_check(const YamlContext& ctx, const Val& v) {
-  auto f = Fields::open(ctx, v, {"name", "builtin", "command", "interval", "timeout", "on_failure"});
+  auto f = Fields::open(ctx, v, {"name", "builtin", "command", "interval", "timeout", "on_failure", "source", "root"});
   if (!f) return f.error();
   HealthCheck c;
   auto name = f->need(ctx, "name");
@@ -83,6 +83,17 @@ Result<HealthCheck> read_check(const YamlContext& ctx, const Val& v) {
     auto ms = read_seconds(ctx, *to);
     if (!ms) return ms.error();
     c.timeout = *ms;
+  }
+  // Where the neuron and efa checks read from: for them only (either elsewhere is refused, saying so).
+  for (const auto& [key, builtin] : {std::pair{"source", Builtin::kNeuron}, std::pair{"root", Builtin::kEfa}}) {
+    auto v = f->get(key);
+    if (!v) continue;
+    if (c.builtin != builtin)
+      return config::fail(ctx, *v, std::string(key) + " is for the " + builtin_name(builtin) + " check only (check " + c.name + ")",
+                          std::string("builtin: ") + builtin_name(builtin) + " with " + key);
+    auto t = config::read_name(ctx, *v);
+    if (!t) return t.error();
+    (builtin == Builtin::kNeuron ? c.source : c.root) = *t;
   }
   if (auto a = f->get("on_failure")) {
     auto i = config::read_choice(ctx, *a, {"reboot", "replace"});

@@ -10,6 +10,8 @@
 //       interval: 10              # seconds between runs (decimals allowed)
 //       timeout: 30               # a run that takes longer fails
 //       on_failure: reboot        # reboot | replace
+//       source: "cat report.json" # neuron only: where the neuron-monitor report comes from
+//       root: /sys/class/infiniband  # efa only: where the RDMA devices' counters are
 //   deep_check:                   # run before a new or replaced node takes work
 //     command: "dcgmi diag -r 3"  # or builtin: stress (allot's own CPU and memory stress program)
 //     timeout: 600
@@ -36,6 +38,11 @@ struct HealthCheck {
   std::chrono::milliseconds interval{10000};
   std::chrono::milliseconds timeout{30000};
   FailureAction on_failure = FailureAction::kReboot;
+  // neuron: the shell command whose output's first JSON line is a neuron-monitor report (kNeuronSource when empty);
+  // a test gives `cat report.json`.
+  std::string source;
+  // efa: the sysfs directory of RDMA devices (kEfaRoot when empty); a test gives a tree of its own.
+  std::string root;
 };
 
 struct DeepCheck {
@@ -47,6 +54,10 @@ struct HealthConfig {
   std::vector<HealthCheck> checks;
   DeepCheck deep;
 };
+
+// One report of neuron-monitor (it prints one every period, 5 s by default, and runs on until stopped).
+inline constexpr const char* kNeuronSource = "neuron-monitor | head -n 1";
+inline constexpr const char* kEfaRoot = "/sys/class/infiniband";
 
 // nvidia-gpu, dcgm, neuron, efa and node basics, every 10 s (DCGM's quick diagnostic every 5 min).
 HealthConfig default_health_config();

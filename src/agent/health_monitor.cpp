@@ -205,6 +205,7 @@ void HealthMonitor::loop() {
     }
     if (!due.empty()) read_kernel_log();
     CheckContext ctx = opt_.context;
+    ctx.efa = &efa_;
     bool gpu_due = false;
     for (const HealthCheck& c : due) gpu_due |= c.builtin == Builtin::kNvidiaGpu;
     {

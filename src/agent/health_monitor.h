@@ -76,6 +76,7 @@ class HealthMonitor {
   std::string kmsg_note_;              // why the kernel log is not read
   std::vector<XidEvent> node_xids_;    // XIDs of this boot that are the node's (reboot, replace): kept until a reboot
   std::vector<XidEvent> job_xids_;     // job-only XIDs not yet shown by a run of the GPU check
+  EfaWatch efa_;                       // the efa check's previous reading; the checks' thread only
   uint64_t exit_asked_ = 0;            // check_now() calls
   uint64_t exit_done_ = 0;             // of those, the ones answered by a finished round
   std::string deep_status_ = "none", deep_detail_;

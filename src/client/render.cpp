@@ -479,8 +479,13 @@ std::string describe_job(const json& j, int64_t now) {
     std::string nodes;
     for (const auto& n : w.value("nodes", json::array())) nodes += (nodes.empty() ? "" : ",") + n.get<std::string>();
     const std::string whose = w.contains("job") && w["job"].is_string() ? "job " + w["job"].get<std::string>() : "a job of team " + text(w, "team");
-    field("Starting:", "waits until the replicas of " + whose + " (attempt " + text(w, "attempt") + ") on " + nodes +
-                           " have stopped (their agent reports them gone, or the node is fenced)");
+    // With "rank": a rank moved by an in-place recovery, held from its new node until its old process stopped.
+    if (w.contains("rank"))
+      field("Starting:", "rank " + text(w, "rank") + " waits until its process of " + whose + " (attempt " + text(w, "attempt") +
+                             ") on " + nodes + ", the node it was moved from, has stopped (its agent reports it gone, or the node is fenced)");
+    else
+      field("Starting:", "waits until the replicas of " + whose + " (attempt " + text(w, "attempt") + ") on " + nodes +
+                             " have stopped (their agent reports them gone, or the node is fenced)");
   }
   // Running, its processes not started yet: the admission checks that have not said ready (docs/scheduling.md,
   // "Admission checks"); the quota and nodes stay held meanwhile.

@@ -32,6 +32,7 @@ NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, cons
           const int this_rank = rank++;
           const int local_rank = local[r.node]++;
           if (r.node != node->id) continue;
+          if (held_after_move(st, j, this_rank)) continue;  // its old process may still run elsewhere (start_gate.h)
           a.run.push_back(replica_assignment(st, options, j, this_rank, local_rank, ps, r));
           a.placed[{j.spec.name, this_rank}] = attempt;
         }

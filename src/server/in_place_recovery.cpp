@@ -4,6 +4,7 @@
 
 #include "core/in_place.h"
 #include "server/replica_ranks.h"
+#include "server/start_gate.h"
 
 namespace allot::server {
 
@@ -22,10 +23,19 @@ void recover_in_place_from(Txn& txn, const std::string& node) {
                            store::ReplicaRecord{s.nodes[m.to.node.index()].name, m.to.accelerators, m.to.numa_domains, m.to.cpus}});
     const std::string name = j.spec.name;
     const uint32_t index = j.id.index();
+    // The moved ranks and their new nodes, for the start gate once the record is applied.
+    std::vector<std::pair<int, std::string>> moved;
+    for (const ReplicaMove& m : r.moves) {
+      int rank = static_cast<int>(m.index);
+      for (size_t p = 0; p < m.pod_set && p < j.placement.pod_sets.size(); ++p) rank += static_cast<int>(j.placement.pod_sets[p].replicas.size());
+      moved.push_back({rank, s.nodes[m.to.node.index()].name});
+    }
     if (auto st = txn.apply(std::move(rec)); !st) {
       spdlog::error("job {}: cannot recover it in place from node {}: {}", name, node, st.error().message);
       continue;
     }
+    // Each moved rank starts on its new node only once its process here is confirmed stopped (start_gate.h).
+    for (const auto& [rank, to] : moved) hold_moved_rank(txn.state(), txn.cluster().jobs[index], rank, node, to);
     // Awaited from now on this server's clock (the record's time has whole seconds only).
     if (auto it = txn.state().in_place_waits.find(index); it != txn.state().in_place_waits.end()) it->second.since_ms = txn.now_ms();
     // The exit its replica on the node reported (held for the node's verdict) was the node's.

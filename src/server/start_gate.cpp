@@ -47,19 +47,43 @@ bool handed_out(const ServerState& st, const Job& j) {
 bool awaits_stops_on(const ServerState& st, const std::string& node) {
   for (const auto& [key, e] : st.gate.ended)
     if (e.nodes.count(node)) return true;
+  for (const auto& [key, m] : st.gate.moved)
+    if (std::get<2>(key) == node) return true;
   return false;
+}
+
+bool held_after_move(const ServerState& st, const Job& j, int rank) {
+  if (st.gate.moved.empty()) return false;
+  auto it = st.gate.moved.lower_bound({j.id.index(), rank, std::string()});
+  return it != st.gate.moved.end() && std::get<0>(it->first) == j.id.index() && std::get<1>(it->first) == rank &&
+         it->second.attempt == attempt_of(j);
+}
+
+void hold_moved_rank(ServerState& st, const Job& j, int rank, const std::string& from, const std::string& to) {
+  auto h = st.gate.handed.find(j.id.index());
+  // A run not handed out yet started nothing anywhere: nothing of it to wait for.
+  if (h == st.gate.handed.end() || h->second.attempt != attempt_of(j)) return;
+  if (std::find(h->second.nodes.begin(), h->second.nodes.end(), to) == h->second.nodes.end()) h->second.nodes.push_back(to);
+  if (!may_run_there(st, from)) return;  // fenced or gone: its replicas are stopped already
+  st.gate.moved[{j.id.index(), rank, from}] = StartGate::Moved{attempt_of(j), j.spec.name, st.cluster.teams[j.team.index()].spec.name};
+  st.nodes_touched.push_back(from);  // its heartbeats now go to the writer, which confirms the stop
 }
 
 void note_heartbeat(ServerState& st, const std::string& node, const std::vector<ReplicaReport>& reports) {
   auto& alive = st.gate.heard[node];
   alive.clear();
-  for (const ReplicaReport& r : reports)
-    if (!r.exited()) alive.insert({r.job, r.attempt.value_or(-1)});
+  auto& ranks = st.gate.heard_ranks[node];
+  ranks.clear();
+  for (const ReplicaReport& r : reports) {
+    if (r.exited()) continue;
+    alive.insert({r.job, r.attempt.value_or(-1)});
+    ranks.insert({r.job, r.attempt.value_or(-1), r.rank});
+  }
 }
 
 void advance_start_gate(ServerState& st) {
   StartGate& g = st.gate;
-  if (g.seen_event == st.last_event && g.heard.empty() && g.ended.empty()) return;
+  if (g.seen_event == st.last_event && g.heard.empty() && g.ended.empty() && g.moved.empty()) return;
   // Runs are handed out only after a change: a job's (events) or a stop confirmed.
   bool changed = g.seen_event != st.last_event;
   // Runs that ended: no longer Running, or Running another attempt (a restart, a resize).
@@ -94,7 +118,26 @@ void advance_start_gate(ServerState& st) {
     });
     it = it->second.nodes.empty() ? g.ended.erase(it) : std::next(it);
   }
+  // Moved ranks whose old process is confirmed stopped, the same ways; or whose run ended (a restart then waits for
+  // every node of the run, the nodes the rank left and its new one included: hold_moved_rank).
+  for (auto it = g.moved.begin(); it != g.moved.end();) {
+    const auto& [index, rank, from] = it->first;
+    const StartGate::Moved& m = it->second;
+    const Job* j = index < st.cluster.jobs.size() ? &st.cluster.jobs[index] : nullptr;
+    const bool same_run = j && j->state == JobState::kRunning && attempt_of(*j) == m.attempt;
+    auto h = g.heard_ranks.find(from);
+    const bool confirmed = h != g.heard_ranks.end() && !h->second.count({m.job, m.attempt, rank}) && !h->second.count({m.job, -1, rank});
+    if (same_run && !confirmed && may_run_there(st, from)) {
+      ++it;
+      continue;
+    }
+    st.nodes_touched.push_back(from);
+    if (j)
+      for (const auto& n : node_names(st.cluster, *j)) st.nodes_touched.push_back(n);  // the rank's new node's run list
+    it = g.moved.erase(it);
+  }
   g.heard.clear();
+  g.heard_ranks.clear();
   if (!changed) return;
   for (uint32_t index : st.running) {
     const Job& j = st.cluster.jobs[index];
@@ -111,12 +154,22 @@ void advance_start_gate(ServerState& st) {
 
 nlohmann::json start_waits(const ServerState& st, const Job& j, const view::SeesTeamJobs& sees) {
   nlohmann::json out = nlohmann::json::array();
-  if (j.state != JobState::kRunning || handed_out(st, j)) return out;
-  for_each_blocker(st, j, [&](const std::pair<uint32_t, int>& key, const StartGate::Ended& e) {
+  if (j.state != JobState::kRunning) return out;
+  if (!handed_out(st, j)) for_each_blocker(st, j, [&](const std::pair<uint32_t, int>& key, const StartGate::Ended& e) {
     nlohmann::json w = {{"team", e.team}, {"attempt", key.second}, {"nodes", std::vector<std::string>(e.nodes.begin(), e.nodes.end())}};
     w["job"] = !sees || sees(e.team) ? nlohmann::json(e.job) : nlohmann::json(nullptr);
     out.push_back(std::move(w));
   });
+  for (auto it = st.gate.moved.lower_bound({j.id.index(), 0, std::string()});
+       it != st.gate.moved.end() && std::get<0>(it->first) == j.id.index(); ++it) {
+    if (it->second.attempt != attempt_of(j)) continue;
+    nlohmann::json w = {{"team", it->second.team},
+                        {"attempt", it->second.attempt},
+                        {"nodes", nlohmann::json::array({std::get<2>(it->first)})},
+                        {"rank", std::get<1>(it->first)}};
+    w["job"] = !sees || sees(it->second.team) ? nlohmann::json(it->second.job) : nlohmann::json(nullptr);
+    out.push_back(std::move(w));
+  }
   return out;
 }
 

@@ -4,7 +4,10 @@
 //  - every replica of an earlier run of the same job is confirmed stopped, wherever it ran, so a restart never
 //    runs beside the run it replaces (two ranks 0 on one MASTER_PORT, two writers of one checkpoint);
 //  - every replica of another job's ended run on the same nodes is confirmed stopped, so a preemptor never
-//    shares a device with the victim it displaced while that victim runs out its stop grace.
+//    shares a device with the victim it displaced while that victim runs out its stop grace;
+//  - a rank that an in-place recovery moved (in_place_recovery.h) reaches its new node only once its process on
+//    each node it left is confirmed stopped, so the run's other ranks never meet two of it (the same run, the same
+//    attempt: the rule above does not see it).
 // A replica is confirmed stopped when its node's agent sends a heartbeat that does not report it running, or when
 // its node is fenced: the server timed the node out, by which time the agent or its watchdog has killed the
 // node's replicas (agent/fencing.h), or the node left the cluster, or it has no agent.
@@ -23,6 +26,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -46,17 +50,34 @@ struct StartGate {
     std::string job, team;
     std::set<std::string> nodes;  // where replicas of the run may still be alive
   };
+  // A rank moved in place: its process on `from` may still run (it is stopped when its agent hears it is no
+  // longer placed there).
+  struct Moved {
+    int attempt = 0;
+    std::string job, team;
+  };
   std::unordered_map<uint32_t, Handed> handed;     // by job index: the run whose replicas the agents were given
+  // By (job index, rank, node it left): moved ranks held from their new node until their old process is confirmed
+  // stopped there. A rank moved twice waits for both nodes it left.
+  std::map<std::tuple<uint32_t, int, std::string>, Moved> moved;
   std::map<std::pair<uint32_t, int>, Ended> ended;  // by (job index, attempt): runs whose stops are not all confirmed
   // Heartbeats the writer read in this batch: per node, the (job, attempt) of every replica reported running
   // (attempt -1: the agent sent none). advance_start_gate() confirms stops with them once the batch's decisions
   // are made, so a heartbeat that reports the exit ending a run also confirms its own node.
   std::map<std::string, std::set<std::pair<std::string, int>>> heard;
+  // The same heartbeats by rank: (job, attempt, rank) of every replica reported running (attempt -1: none sent).
+  std::map<std::string, std::set<std::tuple<std::string, int, int>>> heard_ranks;
   uint64_t seen_event = 0;  // advance_start_gate() looks at the jobs again only after new events or heartbeats
 };
 
 // Whether the replicas of `j`'s current run are handed to its nodes' agents.
 bool handed_out(const ServerState& st, const Job& j);
+// Whether rank `rank` of `j`'s current run waits for its old process on a node it was moved from.
+bool held_after_move(const ServerState& st, const Job& j, int rank);
+// An in-place recovery moved rank `rank` of `j`'s current run off `from`: its new node gets it only once its
+// process on `from` is confirmed stopped (a heartbeat of `from` that does not report it running, or `from`
+// fenced). `to` is its new node: the run's nodes now include it, so that a later restart waits for it too.
+void hold_moved_rank(ServerState& st, const Job& j, int rank, const std::string& from, const std::string& to);
 // Whether `node` has replicas of ended runs not yet confirmed stopped (its heartbeats then go to the writer).
 bool awaits_stops_on(const ServerState& st, const std::string& node);
 // A heartbeat of `node`, read by the writer: the replicas of ended runs it does not report running are
@@ -67,7 +88,7 @@ void note_heartbeat(ServerState& st, const std::string& node, const std::vector<
 // whose heartbeat answer changed in st.nodes_touched.
 void advance_start_gate(ServerState& st);
 // What a Running job that is not handed out yet waits for: [{"job" (null when `sees` hides the team), "team",
-// "attempt", "nodes"}]; empty when it does not wait.
+// "attempt", "nodes"}], and what its moved ranks wait for (the same, with "rank"); empty when it does not wait.
 nlohmann::json start_waits(const ServerState& st, const Job& j, const view::SeesTeamJobs& sees);
 
 }  // namespace allot::server

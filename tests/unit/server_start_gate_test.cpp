@@ -106,5 +106,104 @@ TEST_F(ServerStartGate, AReplicaReportedLostFailsItsRunAndTheRestartSaysWhy) {
   EXPECT_EQ(bad.status, 400) << bad.body;
 }
 
+
+// A rank moved by an in-place recovery is the same run's: the rule between runs does not hold it, this one does.
+class ServerStartGateInPlace : public ServerStartGate {
+ protected:
+  void SetUp() override {
+    ServerStartGate::SetUp();
+    auto r = post("/v1/jobs", json{{"name", "ring"}, {"team", "a"}, {"replicas", 2}, {"recovery", "in_place"},
+                                   {"per_replica", {{"accelerators", 4}}}, {"command", {"train"}}});
+    ASSERT_EQ(r.status, 201) << r.body;
+    auto j = get("/v1/jobs/ring").json;
+    ASSERT_EQ(j["state"], "Running") << j.dump();
+    // The spare node the failed rank moves to, registered after the job took g1 and g2.
+    auto reg = post("/v1/agents/register", json{{"name", "g3"}, {"instance_type", "g5.12xlarge"}, {"labels", {{"network-node-layer-3", "x"}}}});
+    ASSERT_EQ(reg.status, 200) << reg.body;
+    const auto& replicas = j["placement"][0]["replicas"];
+    rank1_node = replicas[1]["node"];
+    rank0_node = replicas[0]["node"];
+    ASSERT_EQ(ranks_in(heartbeat(rank1_node)["run"]), std::set<int>{1});
+    heartbeat(rank0_node, json::array({running(0)}));
+    heartbeat(rank1_node, json::array({running(1)}));
+  }
+  static json running(int rank) { return {{"job", "ring"}, {"rank", rank}, {"state", "running"}, {"attempt", 0}}; }
+  static std::set<int> ranks_in(const json& run) {
+    std::set<int> out;
+    for (const auto& a : run)
+      if (a["job"] == "ring") out.insert(a["rank"].get<int>());
+    return out;
+  }
+  // Fails rank 1's node the way an administrator does; the job recovers in place onto g3.
+  void fail_rank1_node() {
+    ASSERT_EQ(put("/v1/nodes/" + rank1_node + "/health", R"({"health": "UnschedulablePendingReboot"})").status, 200);
+    auto j = get("/v1/jobs/ring").json;
+    ASSERT_EQ(j["recovery"]["membership_epoch"], 1) << j.dump();
+    ASSERT_EQ(j["placement"][0]["replicas"][1]["node"], "g3") << j.dump();
+    ASSERT_EQ(j["restarts"], 0) << j.dump();
+  }
+  std::string rank0_node, rank1_node;
+};
+
+TEST_F(ServerStartGateInPlace, AMovedRankStartsOnItsNewNodeOnlyOnceItsOldProcessHasStopped) {
+  fail_rank1_node();
+  // The old rank 1 still runs on its failed node: g3 is not given rank 1 yet, and the job says what it waits for.
+  EXPECT_TRUE(ranks_in(heartbeat("g3")["run"]).empty());
+  auto waits = get("/v1/jobs/ring").json["waits_for_stops"];
+  ASSERT_EQ(waits.size(), 1u) << waits.dump();
+  EXPECT_EQ(waits[0]["rank"], 1);
+  EXPECT_EQ(waits[0]["attempt"], 0);
+  EXPECT_EQ(waits[0]["nodes"], json::array({rank1_node}));
+  // The survivor is not held: rank 0 stays in its node's run list.
+  EXPECT_EQ(ranks_in(heartbeat(rank0_node, json::array({running(0)}))["run"]), std::set<int>{0});
+  // The failed node's agent reports it running: it is told to stop it, and g3 still waits.
+  auto hb = heartbeat(rank1_node, json::array({running(1)}));
+  ASSERT_EQ(hb["stop"].size(), 1u) << hb.dump();
+  EXPECT_EQ(hb["stop"][0]["rank"], 1);
+  EXPECT_TRUE(ranks_in(heartbeat("g3")["run"]).empty());
+  // Its agent no longer reports it: g3 gets rank 1, in the same attempt.
+  heartbeat(rank1_node);
+  hb = heartbeat("g3");
+  EXPECT_EQ(ranks_in(hb["run"]), std::set<int>{1}) << hb.dump();
+  EXPECT_EQ(hb["run"][0]["attempt"], 0) << hb.dump();
+  EXPECT_FALSE(get("/v1/jobs/ring").json.contains("waits_for_stops"));
+}
+
+TEST_F(ServerStartGateInPlace, AMovedRankWhoseOldNodeTimesOutStartsWithoutItsAgent) {
+  // The failed node falls silent (its agent fenced itself): its timeout confirms the stop.
+  for (int step = 0; step < 6; ++step) {
+    advance(std::chrono::milliseconds(500));
+    heartbeat(rank0_node, json::array({running(0)}));
+    if (step < 5) heartbeat("g3");
+  }
+  ASSERT_TRUE(eventually([&] { return get("/v1/nodes/" + rank1_node).json["health"] == "UnschedulablePendingReboot"; }));
+  auto j = get("/v1/jobs/ring").json;
+  ASSERT_EQ(j["placement"][0]["replicas"][1]["node"], "g3") << j.dump();
+  EXPECT_EQ(j["restarts"], 0) << j.dump();
+  EXPECT_FALSE(j.contains("waits_for_stops")) << j.dump();
+  EXPECT_EQ(ranks_in(heartbeat("g3")["run"]), std::set<int>{1});
+}
+
+TEST_F(ServerStartGateInPlace, TheNodeARankMovedToIsTheRunsForTheJobsThatCome) {
+  fail_rank1_node();
+  heartbeat(rank1_node);  // the old rank 1 is gone
+  ASSERT_EQ(ranks_in(heartbeat("g3")["run"]), std::set<int>{1});
+  heartbeat("g3", json::array({running(1)}));
+  // The run is cancelled; the next job takes the two healthy nodes, rank 0's and g3, where rank 1 now runs.
+  ASSERT_EQ(post("/v1/jobs/ring/cancel").status, 200);
+  auto r = post("/v1/jobs", json{{"name", "next"}, {"team", "a"}, {"replicas", 2}, {"per_replica", {{"accelerators", 4}}},
+                                 {"command", {"train"}}});
+  ASSERT_EQ(r.status, 201) << r.body;
+  ASSERT_EQ(get("/v1/jobs/next").json["state"], "Running");
+  heartbeat(rank0_node);
+  heartbeat(rank1_node);
+  auto hb = heartbeat("g3", json::array({running(1)}));
+  EXPECT_TRUE(attempts_in(hb["run"], "next").empty()) << "rank 1 of ring still runs on g3: " << hb.dump();
+  auto waits = get("/v1/jobs/next").json["waits_for_stops"];
+  ASSERT_EQ(waits.size(), 1u) << waits.dump();
+  EXPECT_EQ(waits[0]["nodes"], json::array({"g3"})) << waits.dump();
+  EXPECT_EQ(attempts_in(heartbeat("g3")["run"], "next"), std::set<int>{0});
+}
+
 }  // namespace
 }  // namespace allot::server::test::server_start_gate_test
