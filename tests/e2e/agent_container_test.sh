@@ -79,10 +79,15 @@ a_cwd=$(sed -n 's/^cwd=//p' "$WORK/job-a-logs.out")
 [ -f "$a_cwd/mine.txt" ] || fail "job-a's working directory $a_cwd should be the host's attempt directory"
 [ "$(stat -c %u "$a_cwd/mine.txt")" = "$a_host_uid" ] || fail "what job-a wrote should belong to its team's host uid $a_host_uid"
 [ "$(stat -c %u "$WORK/ckpt/job-a/ckpt.txt")" = "$a_host_uid" ] || fail "job-a's checkpoint should belong to its team's host uid"
-# Its sleeper, seen from the host: a process of the team's host uid (podman's own command line, which names the
-# same script, runs as root).
-a_pid=$(pgrep -u "$a_host_uid" -x sleep | head -n1 || true)
-[ -n "$a_pid" ] || fail "job-a's processes should run as its team's host uid $a_host_uid: $(ps -eo uid,pid,args | grep 'sleep 120')"
+# Its sleeper, seen from the host: the child of the container's first process (podman names the container after
+# the agent, job, rank and attempt). Not found by uid alone: every e2e test run as root maps team-a onto the same
+# host uid, and a test beside this one may run a sleeper of team-a too.
+a_init=$(podman inspect --format '{{.State.Pid}}' allot-ctr-1-job-a-0-0 2>/dev/null || true)
+[ -n "$a_init" ] && [ "$a_init" != 0 ] || fail "podman should list job-a's container allot-ctr-1-job-a-0-0"
+a_pid=$(pgrep -P "$a_init" -x sleep | head -n1 || true)
+[ -n "$a_pid" ] || a_pid=$a_init  # a shell may exec its last command
+[ "$(stat -c %u "/proc/$a_pid")" = "$a_host_uid" ] ||
+  fail "job-a's processes should run as its team's host uid $a_host_uid: $(ps -o uid,pid,args -p "$a_pid")"
 "$ALLOT" describe job-a >"$WORK/a-describe.out"
 grep_q "$IMAGE" "$WORK/a-describe.out" || fail "describe should show the image"
 
@@ -141,8 +146,8 @@ grep_q "allot-no-such-image" "$WORK/missing.out" || fail "the failure should nam
 "$ALLOT" cancel job-a >/dev/null
 wait_state job-a Cancelled 30
 # Up to a minute: the stop goes through `podman stop` and its grace, which a loaded machine stretches well past 10 s.
-for _ in $(seq 1 600); do kill -0 "$a_pid" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$a_pid" 2>/dev/null && fail "job-a's process still runs after its cancel"
+for _ in $(seq 1 600); do gone "$a_pid" && break; sleep 0.1; done
+gone "$a_pid" || fail "job-a's process still runs after its cancel: $(ps -o pid,ppid,uid,stat,args -p "$a_pid")"
 for _ in $(seq 1 50); do [ -z "$(podman ps --all --quiet --filter label=allot.agent=ctr-1)" ] && break; sleep 0.2; done
 [ -z "$(podman ps --all --quiet --filter label=allot.agent=ctr-1)" ] || fail "podman still has a container of the agent: $(podman ps --all)"
 test_cleanup
