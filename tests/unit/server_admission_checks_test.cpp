@@ -100,14 +100,6 @@ class ServerAdmissionChecks : public ServerTest {
     c.set_read_timeout(30, 0);
     return c;
   }
-  // A series' value in /metrics ("" when it is not there).
-  std::string metric(const std::string& series) {
-    auto r = get("/metrics");
-    const size_t at = r.body.find("\n" + series + " ");
-    if (at == std::string::npos) return "";
-    const size_t from = at + series.size() + 2;
-    return r.body.substr(from, r.body.find('\n', from) - from);
-  }
   std::string token(const json& body) {
     auto t = post("/v1/tokens", body);
     EXPECT_EQ(t.status, 201) << t.body;

@@ -108,6 +108,14 @@ class ServerTest : public ::testing::Test {
     return out;
   }
   Response get(const std::string& path) { return wrap(client_->Get(path.c_str())); }
+  // A series' value in /metrics ("" when it is not there).
+  std::string metric(const std::string& series) {
+    auto r = get("/metrics");
+    const size_t at = r.body.find("\n" + series + " ");
+    if (at == std::string::npos) return "";
+    const size_t from = at + series.size() + 2;
+    return r.body.substr(from, r.body.find('\n', from) - from);
+  }
   Response del(const std::string& path) { return wrap(client_->Delete(path.c_str())); }
   Response post(const std::string& path, const std::string& body = "", const std::string& type = "application/json") {
     if (path.rfind("/v1/agents/", 0) == 0) return agent_post(path, body, type);

@@ -89,13 +89,6 @@ class ServerWebhooksTest : public ServerTest {
     r = post("/v1/jobs/" + name + "/cancel");
     ASSERT_EQ(r.status, 200) << r.body;
   }
-  std::string metric(const std::string& series) {
-    auto r = get("/metrics");
-    const size_t at = r.body.find("\n" + series + " ");
-    if (at == std::string::npos) return "";
-    const size_t from = at + series.size() + 2;
-    return r.body.substr(from, r.body.find('\n', from) - from);
-  }
 };
 
 TEST_F(ServerWebhooksTest, DeliversAFailedJobSignedWithTheSecretShownOnce) {
