@@ -215,6 +215,17 @@ json check_waits(const ServerState& st, const Job& j) {
   return out;
 }
 
+void add_check_waits(const ServerState& st, const Job& j, json& v) {
+  if (j.state != JobState::kRunning) return;
+  json waits = check_waits(st, j);
+  if (waits.empty()) return;
+  std::string reason;
+  for (const json& w : waits)
+    reason += "waits for admission check " + w.at("check").get<std::string>() + " (" + w.at("kind").get<std::string>() + ") to answer ready; ";
+  v["reason"] = reason + v.value("reason", "");
+  v["waits_for_checks"] = std::move(waits);
+}
+
 Status check_admission_check_name(std::string_view name) {
   const bool ok = !name.empty() && name.size() <= 63 &&
                   std::all_of(name.begin(), name.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }) &&

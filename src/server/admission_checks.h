@@ -80,6 +80,10 @@ int64_t check_retry_backoff_s(int retries_before, const AdmissionCheckOptions& o
 // [{"check", "kind", "tries" (failed tries of an HTTP check), "error" (the last one's), "next_try_at"}]; empty when
 // it waits for none.
 nlohmann::json check_waits(const ServerState& st, const Job& j);
+// The same into a job's view `v` (GET /v1/jobs and GET /v1/jobs/{job}), when it waits for any: `waits_for_checks`,
+// and its `reason` opens with what it waits for ("waits for admission check NAME (KIND) to answer ready; " and the
+// admission's reason), so that a listing, which shortens reasons, says why a Running job has not started.
+void add_check_waits(const ServerState& st, const Job& j, nlohmann::json& v);
 
 // A PUT /v1/admission-checks/{name} body checked: {"kind", "url" (http only), "teams", "priority_classes",
 // "description"}. Errors say what, where, and what is allowed.

@@ -62,7 +62,7 @@ Render job_render(const std::string& name, const auth::Caller& who, int status =
     // Running, its replicas not yet handed to agents: the stops it waits for (start_gate.h).
     if (auto waits = start_waits(st, *j, job_names_for(who)); !waits.empty()) v["waits_for_stops"] = std::move(waits);
     // ... and the admission checks that have not answered ready for its run (admission_checks.h).
-    if (auto checks = check_waits(st, *j); !checks.empty()) v["waits_for_checks"] = std::move(checks);
+    add_check_waits(st, *j, v);
     view::hide_job_refs(v, job_names_for(who));
     return json_reply(status, v);
   };
@@ -359,6 +359,7 @@ void job_read_routes(Routes& http, Api& api) {
             } else {
               item = view::job_json(st.cluster, jobs[i], /*with_history=*/false, view::Times::kRfc3339);
               view::add_time_limit(item, jobs[i], now, view::Times::kRfc3339);
+              add_check_waits(st, jobs[i], item);
             }
             view::hide_job_refs(item, sees);
             if (listed++) body += ',';

@@ -68,6 +68,7 @@ wait_state held Running
 for _ in $(seq 1 100); do [ "$(asks_of held 0)" -ge 2 ] && break; sleep 0.1; done
 [ "$(asks_of held 0)" -ge 2 ] || fail "held was not asked again after a failed try: $(cat "$WORK/asks")"
 "$ALLOT" describe held | grep_q "waits for admission check gate (http) to answer ready" || fail "describe: $("$ALLOT" describe held)"
+"$ALLOT" jobs | grep_q "^held .*Running .*waits for admission check gate (http) to answer ready" || fail "allot jobs: $("$ALLOT" jobs)"
 "$ALLOT" logs held 2>/dev/null | grep_q "started held" && fail "held's replica started before its check said ready"
 [ "$(metric 'allot_admission_check_waiting_runs{check="gate"}')" = 1 ] || fail "metrics: $(metric 'allot_admission_check_waiting_runs{check="gate"}')"
 failed=$(metric 'allot_admission_check_tries_total{result="failed"}')
