@@ -177,6 +177,8 @@ struct RemoteCopy {
   bool running = false;  // the live copy's worker admitted it
   int dispatches = 0;    // copies made so far: the next one is named JOB-(dispatches + 1)
   std::vector<RemoteCopyRef> stale;  // copies in workers that were lost, cancelled there once they answer again
+  uint64_t events_seen = 0;  // the worker's number of the live copy's last event mirrored here (0: none yet)
+  Time waiting_since = 0;    // when the live copy last began to wait in its worker (dispatched, or waiting there again)
   friend bool operator==(const RemoteCopy&, const RemoteCopy&) = default;
 };
 

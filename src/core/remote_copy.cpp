@@ -8,14 +8,16 @@ namespace allot {
 
 namespace {
 
-constexpr std::array<std::pair<RemoteStep, const char*>, 6> kNames = {{
+constexpr std::array<std::pair<RemoteStep, const char*>, 7> kNames = {{
     {RemoteStep::kDispatched, "dispatched"},
     {RemoteStep::kRunning, "running"},
     {RemoteStep::kSucceeded, "succeeded"},
     {RemoteStep::kFailed, "failed"},
     {RemoteStep::kLost, "lost"},
     {RemoteStep::kWithdrawn, "withdrawn"},
+    {RemoteStep::kEvent, "event"},
 }};
+static_assert(kNames.size() == std::size(kRemoteSteps), "every remote step has a name");
 
 // A change of reason within the job's state (held, released, ...): in its history too.
 void say(Job& j, std::string reason, ReasonCode code, Time now) {
@@ -44,7 +46,7 @@ std::optional<RemoteStep> parse_remote_step(std::string_view s) {
 std::string copy_name(std::string_view job, int n) { return std::string(job) + "-" + std::to_string(n); }
 
 Status step_remote_copy(ClusterState& s, std::string_view name, RemoteStep step, const RemoteCopyRef& copy,
-                        const std::string& reason, Time now) {
+                        const std::string& reason, Time now, uint64_t worker_seq) {
   const Job* cj = s.find_job(name);
   if (!cj) return Error::not_found("no job named " + std::string(name));
   Job& j = s.jobs[cj->id.index()];
@@ -62,6 +64,7 @@ Status step_remote_copy(ClusterState& s, std::string_view name, RemoteStep step,
     case RemoteStep::kDispatched:
       if (live && is_waiting(j.state)) {  // its live copy waits in its worker again (preempted there, say)
         r.running = false;
+        r.waiting_since = now;
         say(j, "dispatched to " + where(copy) + "; waiting there" + (reason.empty() ? "" : ": " + reason), ReasonCode::kDispatched, now);
         return ok_status();
       }
@@ -72,6 +75,8 @@ Status step_remote_copy(ClusterState& s, std::string_view name, RemoteStep step,
       r.live = copy;
       r.last = copy;
       r.running = false;
+      r.events_seen = 0;
+      r.waiting_since = now;
       ++r.dispatches;
       say(j, "dispatched to " + where(copy) + "; waiting for it to be admitted there", ReasonCode::kDispatched, now);
       return ok_status();
@@ -95,6 +100,13 @@ Status step_remote_copy(ClusterState& s, std::string_view name, RemoteStep step,
       say(j, "worker cluster " + copy.worker + " was lost" + (reason.empty() ? "" : " (" + reason + ")") +
                  "; waiting to be dispatched again (its copy " + copy.copy + " is cancelled there when it answers)",
           ReasonCode::kDispatched, now);
+      return ok_status();
+    case RemoteStep::kEvent:
+      if (auto st = needs_live(); !st) return st;
+      if (worker_seq <= r.events_seen)
+        return Error::precondition("job " + j.spec.name + ": event " + std::to_string(worker_seq) + " of copy " + copy.copy +
+                                   " is not after the last one mirrored (" + std::to_string(r.events_seen) + ")");
+      r.events_seen = worker_seq;
       return ok_status();
     case RemoteStep::kWithdrawn: {
       auto it = std::find(r.stale.begin(), r.stale.end(), copy);

@@ -15,6 +15,11 @@
 //                once the worker answers again) and the job waits to be dispatched again.
 //   kWithdrawn   the copy was cancelled in its worker (the job was cancelled here, or the copy was stale): no
 //                longer the live copy, nor a stale one.
+//   kEvent       an event of the live copy in its worker (its admission there, a preemption, a fault of its node,
+//                ...), numbered `worker_seq` by the worker: mirrored as an event here. Nothing of the job changes but
+//                how far the copy's events were read (RemoteCopy::events_seen), so that an event is mirrored once,
+//                also across the manager's restarts. REQUIRES: the live copy, worker_seq > events_seen.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,9 +29,10 @@
 
 namespace allot {
 
-enum class RemoteStep { kDispatched, kRunning, kSucceeded, kFailed, kLost, kWithdrawn };
+enum class RemoteStep { kDispatched, kRunning, kSucceeded, kFailed, kLost, kWithdrawn, kEvent };
 inline constexpr RemoteStep kRemoteSteps[] = {RemoteStep::kDispatched, RemoteStep::kRunning, RemoteStep::kSucceeded,
-                                              RemoteStep::kFailed,     RemoteStep::kLost,    RemoteStep::kWithdrawn};
+                                              RemoteStep::kFailed,     RemoteStep::kLost,    RemoteStep::kWithdrawn,
+                                              RemoteStep::kEvent};
 const char* remote_step_name(RemoteStep s);
 std::optional<RemoteStep> parse_remote_step(std::string_view s);
 
@@ -34,9 +40,10 @@ std::optional<RemoteStep> parse_remote_step(std::string_view s);
 // again after it finds its copy (409 from the worker) instead of making a second one.
 std::string copy_name(std::string_view job, int n);
 
-// Applies one step (above). `reason` is the worker's reason for kRunning, kSucceeded and kFailed, and why for kLost;
-// may be empty otherwise. An error means nothing changed.
+// Applies one step (above). `reason` is the worker's reason for kRunning, kSucceeded and kFailed, why for kLost, and
+// the worker's message for kEvent; may be empty otherwise. `worker_seq` is kEvent's only. An error means nothing
+// changed.
 Status step_remote_copy(ClusterState& s, std::string_view job, RemoteStep step, const RemoteCopyRef& copy,
-                        const std::string& reason, Time now);
+                        const std::string& reason, Time now, uint64_t worker_seq = 0);
 
 }  // namespace allot

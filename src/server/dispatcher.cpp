@@ -116,8 +116,9 @@ const WorkerCluster* Dispatcher::worker(const std::string& name) const {
 
 bool Dispatcher::reachable(const std::string& worker) const { return answered_now_.count(worker) > 0; }
 
-Status Dispatcher::journal(const std::string& job, RemoteStep step, const RemoteCopyRef& copy, std::string reason) {
-  store::RemoteCopyStep rec{job, step, copy.worker, copy.copy, bounded(std::move(reason))};
+Status Dispatcher::journal(const std::string& job, RemoteStep step, const RemoteCopyRef& copy, std::string reason,
+                           uint64_t worker_seq, std::string worker_kind) {
+  store::RemoteCopyStep rec{job, step, copy.worker, copy.copy, bounded(std::move(reason)), worker_seq, bounded(std::move(worker_kind))};
   Reply r = writer_.call(
       [rec](Txn& txn) -> Result<Render> {
         if (auto st = txn.apply(rec); !st) return st.error();
@@ -125,7 +126,7 @@ Status Dispatcher::journal(const std::string& job, RemoteStep step, const Remote
       },
       CallContext{kServerActor, std::nullopt});
   if (r.status >= 300) return Error::internal("job " + job + ": step " + remote_step_name(step) + " not journaled: " + r.body.substr(0, 200));
-  spdlog::info("job {}: copy {} in worker {}: {}", job, copy.copy, copy.worker, remote_step_name(step));
+  if (step != RemoteStep::kEvent) spdlog::info("job {}: copy {} in worker {}: {}", job, copy.copy, copy.worker, remote_step_name(step));
   return ok_status();
 }
 
@@ -185,6 +186,8 @@ void Dispatcher::tick() {
     std::lock_guard lock(mu_);
     last_answer_ms_[w.name] = now;
   }
+  // The copies' events first, so that the manager's event log tells what happened there before the step it led to.
+  mirror_events(work);
   std::map<std::pair<std::string, std::string>, WorkerView> views;  // (worker, team), asked once a round
   for (const JobWork& w : work) {
     for (const RemoteCopyRef& stale : w.remote.stale)
@@ -239,11 +242,82 @@ void Dispatcher::follow(const JobWork& w) {
   }
   const std::string state = j.value("state", "");
   const std::string reason = j.value("reason", "");
+  const bool waits_there = state == "Pending" || state == "Suspended";
+  if (waits_there && !w.remote.running && options_.dispatch_timeout.count() > 0 &&
+      clock_() / 1000 - w.remote.waiting_since >= options_.dispatch_timeout.count() / 1000) {
+    time_out(w);
+    return;
+  }
   if (state == "Running" && !w.remote.running) (void)journal(w.job, RemoteStep::kRunning, live, reason);
   else if ((state == "Pending" || state == "Suspended") && w.remote.running) (void)journal(w.job, RemoteStep::kDispatched, live, reason);
   else if (state == "Succeeded") (void)journal(w.job, RemoteStep::kSucceeded, live, reason);
   else if (state == "Failed") (void)journal(w.job, RemoteStep::kFailed, live, reason);
   else if (state == "Cancelled") (void)journal(w.job, RemoteStep::kFailed, live, "cancelled there: " + reason);
+}
+
+void Dispatcher::mirror_events(const std::vector<JobWork>& work) {
+  // Per worker that answers, its live copies: copy name -> (the job, the copy's last event mirrored).
+  std::map<std::string, std::map<std::string, std::pair<std::string, uint64_t>>> copies;
+  for (const JobWork& w : work)
+    if (w.active && !w.remote.live.worker.empty() && reachable(w.remote.live.worker))
+      copies[w.remote.live.worker][w.remote.live.copy] = {w.job, w.remote.events_seen};
+  constexpr int kPagesPerLook = 10;  // 10,000 events: what a worker keeps; the rest waits for the next look
+  for (auto& [name, live] : copies) {
+    const WorkerCluster* c = worker(name);
+    if (!c) continue;
+    // Where to read on: where the last look stopped (a copy dispatched since has only later events); after a start,
+    // from the oldest of the copies' last events mirrored (0 for a copy none of whose events were: the worker's
+    // oldest kept event on).
+    uint64_t since = UINT64_MAX;
+    if (auto cursor = events_read_.find(name); cursor != events_read_.end())
+      since = cursor->second;
+    else
+      for (const auto& [copy, job_seen] : live) since = std::min(since, job_seen.second);
+    for (int page = 0; page < kPagesPerLook; ++page) {
+      auto r = ask_json(*c, options_.timeout, "/v1/events?since=" + std::to_string(since));
+      if (!r) break;
+      size_t count = 0;
+      uint64_t next = since;
+      try {
+        const json& events = r->at("events");
+        count = events.size();
+        for (const json& e : events) {
+          const uint64_t seq = e.at("seq").get<uint64_t>();
+          if (!e.contains("job") || !e["job"].is_string()) continue;
+          auto it = live.find(e["job"].get<std::string>());
+          if (it == live.end() || seq <= it->second.second) continue;
+          // Not journaled (the writer refused it, or the job changed since the read): the next look reads it again.
+          if (!journal(it->second.first, RemoteStep::kEvent, RemoteCopyRef{name, it->first}, e.value("message", ""), seq,
+                       e.value("kind", "")))
+            return;
+          it->second.second = seq;
+        }
+        next = r->at("next").get<uint64_t>();
+      } catch (const json::exception& e) {
+        spdlog::warn("worker {}: its events could not be read: {}", name, e.what());
+        break;
+      }
+      // A worker that renumbered its events (restarted from an older snapshot) answers a `next` behind: read from
+      // its start again; the copies' own marks keep what was mirrored from being mirrored twice.
+      since = next < since ? 0 : next;
+      events_read_[name] = since;
+      if (count < 1000) break;
+    }
+  }
+}
+
+void Dispatcher::time_out(const JobWork& w) {
+  const RemoteCopyRef& live = w.remote.live;
+  const WorkerCluster* c = worker(live.worker);
+  if (!c) return;
+  auto r = ask(*c, options_.timeout, "POST", "/v1/jobs/" + client::url_encode(live.copy) + "/cancel");
+  if (!r) return;
+  // 200: cancelled (admitted there between the look and the cancel, it stops at once: the job runs in one cluster
+  // either way); 404: it never got there. 409: it ended there meanwhile, which the next look follows.
+  if (r->status != 200 && r->status != 404) return;
+  if (journal(w.job, RemoteStep::kWithdrawn, live,
+              "not admitted there within the dispatch timeout of " + std::to_string(options_.dispatch_timeout.count() / 1000) + " s"))
+    passed_over_[w.job] = live.worker;
 }
 
 void Dispatcher::withdraw(const std::string& job, const RemoteCopyRef& copy) {
@@ -267,7 +341,13 @@ void Dispatcher::dispatch(const JobWork& w, std::map<std::pair<std::string, std:
     if (it == views.end()) it = views.emplace(key, view_of(c, w.team)).first;
     seen.push_back(it->second);
   }
-  const DispatchChoice choice = choose_worker(demand_of(w.spec, catalog_), seen, refused_[w.job]);
+  // A worker the job just timed out in goes last: it is chosen again only when no other can admit the job now.
+  std::set<std::string> excluded = refused_[w.job];
+  auto passed = passed_over_.find(w.job);
+  if (passed != passed_over_.end()) excluded.insert(passed->second);
+  DispatchChoice choice = choose_worker(demand_of(w.spec, catalog_), seen, excluded);
+  if (passed != passed_over_.end() && !choice.worker) choice = choose_worker(demand_of(w.spec, catalog_), seen, refused_[w.job]);
+  if (passed != passed_over_.end()) passed_over_.erase(passed);
   if (!choice.worker) {
     // Said once per change, not at every look.
     if (std::exchange(waiting_why_[w.job], choice.why) != choice.why)

@@ -11,7 +11,11 @@
 //   - a worker that answered nothing for `lease` is lost: each of its live copies gets the step `lost` and its job is
 //     dispatched again, elsewhere when another worker can admit it; the stale copy is cancelled in the lost worker
 //     once it answers again (`withdrawn`);
-//   - a job cancelled here has its copy cancelled there (`withdrawn`).
+//   - a job cancelled here has its copy cancelled there (`withdrawn`), and so is a copy that waited there longer than
+//     the dispatch timeout: its job is dispatched again, passing that worker over for the next choice when another
+//     can admit it now;
+//   - the events of each live copy there (GET /v1/events, read on from where the last look stopped) are mirrored
+//     here, one step `event` each, numbered by the worker: a copy's event is mirrored once (Job::remote.events_seen).
 //
 // Exactly one copy is a job's own at a time (Job::remote.live): the dispatcher dispatches only a job without one, so
 // a job runs in one worker, except while a lost worker that still runs its stale copy has not answered again (a
@@ -31,6 +35,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -62,8 +67,11 @@ class Dispatcher {
   void tick();
   const WorkerCluster* worker(const std::string& name) const;
   WorkerView view_of(const WorkerCluster& w, const std::string& team);
-  Status journal(const std::string& job, RemoteStep step, const RemoteCopyRef& copy, std::string reason);
+  Status journal(const std::string& job, RemoteStep step, const RemoteCopyRef& copy, std::string reason,
+                 uint64_t worker_seq = 0, std::string worker_kind = "");
   void follow(const JobWork& w);
+  void mirror_events(const std::vector<JobWork>& work);
+  void time_out(const JobWork& w);
   void withdraw(const std::string& job, const RemoteCopyRef& copy);
   void dispatch(const JobWork& w, std::map<std::pair<std::string, std::string>, WorkerView>& views);
   bool reachable(const std::string& worker) const;
@@ -81,6 +89,8 @@ class Dispatcher {
   std::set<std::string> answered_now_;             // dispatcher thread only: the workers that answered this round
   std::map<std::string, std::set<std::string>> refused_;  // dispatcher thread only: job -> workers that refused it
   std::map<std::string, std::string> waiting_why_;        // dispatcher thread only: job -> why no worker took it
+  std::map<std::string, uint64_t> events_read_;          // dispatcher thread only: worker -> its events read up to
+  std::map<std::string, std::string> passed_over_;        // dispatcher thread only: job -> the worker it timed out in
   std::thread thread_;
 };
 

@@ -60,6 +60,9 @@ struct MulticlusterOptions {
   // A worker that answered nothing for this long is lost: its copies are dispatched again elsewhere.
   std::chrono::milliseconds lease{60000};
   std::chrono::milliseconds poll{1000};     // how often the dispatcher looks at the jobs and the workers
+  // A copy that waits in its worker this long (since its dispatch, or since it began to wait there again) is
+  // withdrawn and its job dispatched again, to another worker when one can admit it now. 0: never.
+  std::chrono::milliseconds dispatch_timeout{0};
   std::chrono::milliseconds timeout{5000};  // one request to a worker
   bool dispatches(const std::string& team) const { return std::find(teams.begin(), teams.end(), team) != teams.end(); }
 };

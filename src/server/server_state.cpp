@@ -201,8 +201,12 @@ std::string message_of(const ServerState& st, const Record& r) {
       return "admission check " + o.check + " answered " + check_answer_name(o.answer) + " for attempt " +
              std::to_string(o.attempt) + (o.message.empty() ? "" : ": " + o.message);
     }
-    // The job's state and reason after the step (core/remote_copy.h), which name the worker and the copy.
+    // The job's state and reason after the step (core/remote_copy.h), which name the worker and the copy; a mirrored
+    // event of the copy says what the worker said.
     std::string operator()(const RemoteCopyStep& o) const {
+      if (o.step == RemoteStep::kEvent)
+        return "in worker cluster " + o.worker + " as job " + o.copy + " (its event " + std::to_string(o.worker_seq) + ", " +
+               o.worker_kind + "): " + o.reason;
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : std::string("copy ") + o.copy + " in worker cluster " + o.worker + ": " + remote_step_name(o.step);
     }

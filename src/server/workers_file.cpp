@@ -35,8 +35,8 @@ Result<MulticlusterOptions> load_workers_file(const std::string& path) {
   const std::string file = "--workers " + path;
   try {
     const YAML::Node doc = YAML::LoadFile(path);
-    if (!doc.IsMap()) return Error::invalid(file + ": a map with teams, workers, lease and poll");
-    if (auto st = only_keys(doc, {"teams", "workers", "lease", "poll"}, file); !st) return st.error();
+    if (!doc.IsMap()) return Error::invalid(file + ": a map with teams, workers, lease, poll and dispatch_timeout");
+    if (auto st = only_keys(doc, {"teams", "workers", "lease", "poll", "dispatch_timeout"}, file); !st) return st.error();
     MulticlusterOptions o;
     if (doc["lease"]) {
       auto v = seconds(doc["lease"], file + ": lease", 1, 86400);
@@ -47,6 +47,11 @@ Result<MulticlusterOptions> load_workers_file(const std::string& path) {
       auto v = seconds(doc["poll"], file + ": poll", 1, 3600);
       if (!v) return v.error();
       o.poll = *v;
+    }
+    if (doc["dispatch_timeout"]) {
+      auto v = seconds(doc["dispatch_timeout"], file + ": dispatch_timeout", 0, 86400);
+      if (!v) return v.error();
+      o.dispatch_timeout = *v;
     }
     if (!doc["teams"] || !doc["teams"].IsSequence() || doc["teams"].size() == 0)
       return Error::invalid(file + ": teams must list the teams whose jobs go to the workers (one at least)");

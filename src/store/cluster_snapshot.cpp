@@ -232,6 +232,8 @@ Status ClusterRestore::add_job_throwing(const json& jj) {
     job.remote.running = r.at("running").get<bool>();
     job.remote.dispatches = r.at("dispatches").get<int>();
     for (const auto& c : r.at("stale")) job.remote.stale.push_back(ref(c));
+    job.remote.events_seen = r.value("events_seen", uint64_t{0});  // absent in snapshots before events were mirrored
+    job.remote.waiting_since = r.value("waiting_since", Time{0});  // ... and before dispatch timeouts
   }
   // Dependencies: the jobs spec.after named at submission, by ID (absent without any, and in older snapshots).
   job.after.clear();
@@ -365,7 +367,8 @@ void put_fields_when_set(json& out, const Job& j) {
     json stale = json::array();
     for (const auto& c : j.remote.stale) stale.push_back(ref(c));
     out["remote"] = {{"live", ref(j.remote.live)}, {"last", ref(j.remote.last)}, {"running", j.remote.running},
-                     {"dispatches", j.remote.dispatches}, {"stale", std::move(stale)}};
+                     {"dispatches", j.remote.dispatches}, {"stale", std::move(stale)}, {"events_seen", j.remote.events_seen},
+                     {"waiting_since", j.remote.waiting_since}};
   }
   if (!j.after.empty()) {  // the IDs spec.after was resolved to at submission (core/dependency.h)
     json ids = json::array();

@@ -374,13 +374,16 @@ struct InPlaceFallback {
 // decided by the manager's dispatcher from what the workers answered, and journaled before it acts on it where the
 // step is an act (a dispatch is journaled before the copy is submitted, so a restart submits the same copy again,
 // which the worker answers 409 for when it has it already). `reason` is the worker's (kRunning, kSucceeded,
-// kFailed) or the manager's (kLost); bounded by the dispatcher.
+// kFailed) or the manager's (kLost); bounded by the dispatcher. A mirrored event of the copy (kEvent) has the worker's
+// message as `reason`, and its number and kind there as `worker_seq` and `worker_kind` (0 and empty for the others).
 struct RemoteCopyStep {
   std::string job;
   RemoteStep step = RemoteStep::kDispatched;
   std::string worker;
   std::string copy;
   std::string reason;
+  uint64_t worker_seq = 0;
+  std::string worker_kind;
   friend bool operator==(const RemoteCopyStep&, const RemoteCopyStep&) = default;
 };
 

@@ -210,7 +210,9 @@ struct ToJson {
   }
   json operator()(const InPlaceFallback& o) const { return {{"job", o.job}, {"epoch", o.epoch}, {"reason", o.reason}}; }
   json operator()(const RemoteCopyStep& o) const {
-    return {{"job", o.job}, {"step", remote_step_name(o.step)}, {"worker", o.worker}, {"copy", o.copy}, {"reason", o.reason}};
+    json out = {{"job", o.job}, {"step", remote_step_name(o.step)}, {"worker", o.worker}, {"copy", o.copy}, {"reason", o.reason}};
+    if (o.step == RemoteStep::kEvent) out["worker_seq"] = o.worker_seq, out["worker_kind"] = o.worker_kind;
+    return out;
   }
 };
 
@@ -378,8 +380,16 @@ struct FromJson {
   Op operator()(As<InPlaceFallback>) const { return InPlaceFallback{str("job"), j.at("epoch").get<int>(), str("reason")}; }
   Op operator()(As<RemoteCopyStep>) const {
     auto s = parse_remote_step(str("step"));
-    if (!s) throw std::invalid_argument("remote_copy: step '" + str("step") + "' is not dispatched, running, succeeded, failed, lost or withdrawn");
-    return RemoteCopyStep{str("job"), *s, str("worker"), str("copy"), str("reason")};
+    if (!s)
+      throw std::invalid_argument("remote_copy: step '" + str("step") +
+                                  "' is not dispatched, running, succeeded, failed, lost, withdrawn or event");
+    RemoteCopyStep out{str("job"), *s, str("worker"), str("copy"), str("reason")};
+    if (*s == RemoteStep::kEvent) {
+      out.worker_seq = j.at("worker_seq").get<uint64_t>();
+      out.worker_kind = str("worker_kind");
+      if (out.worker_seq == 0) throw std::invalid_argument("remote_copy: an event's worker_seq is 1 or more");
+    }
+    return out;
   }
 };
 

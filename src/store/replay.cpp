@@ -111,7 +111,7 @@ struct Apply {
   }
   Status operator()(const Audit&) const { return ok_status(); }
   Status operator()(const RemoteCopyStep& o) const {
-    return step_remote_copy(s, o.job, o.step, RemoteCopyRef{o.worker, o.copy}, o.reason, at);
+    return step_remote_copy(s, o.job, o.step, RemoteCopyRef{o.worker, o.copy}, o.reason, at, o.worker_seq);
   }
   Status operator()(const HoldJob& o) const { return set_job_held(s, o.job, o.held, at); }
   Status operator()(const SetJobPriority& o) const { return set_job_priority(s, o.job, o.priority, at); }

@@ -2,9 +2,15 @@
 // steps of a manager's job through the worker clusters in the core (core/remote_copy.h).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "core/remote_copy.h"
 #include "core/scheduler.h"
 #include "server/dispatch_choice.h"
+#include "server/workers_file.h"
 
 #include "spec_builders.h"
 
@@ -108,6 +114,7 @@ TEST_F(RemoteCopyTest, DispatchedRunningThenEndedAsTheCopyDid) {
   ASSERT_TRUE(step(RemoteStep::kDispatched, "east", copy_name("train", 1), 1).ok());
   EXPECT_EQ(job().remote.live, (RemoteCopyRef{"east", "train-1"}));
   EXPECT_EQ(job().remote.dispatches, 1);
+  EXPECT_EQ(job().remote.waiting_since, 1);
   // A second dispatch while it has a live copy is refused: one copy at a time.
   auto twice = step(RemoteStep::kDispatched, "west", "train-2", 2);
   ASSERT_FALSE(twice.ok());
@@ -121,6 +128,7 @@ TEST_F(RemoteCopyTest, DispatchedRunningThenEndedAsTheCopyDid) {
   // Preempted there: it waits there again.
   ASSERT_TRUE(step(RemoteStep::kDispatched, "east", "train-1", 5, "preempted").ok());
   EXPECT_FALSE(job().remote.running);
+  EXPECT_EQ(job().remote.waiting_since, 5) << "the dispatch timeout counts again from when it waits there again";
   EXPECT_EQ(job().remote.dispatches, 1);
   ASSERT_TRUE(step(RemoteStep::kRunning, "east", "train-1", 6).ok());
   // A step of a copy that is not its live one is refused.
@@ -160,11 +168,60 @@ TEST_F(RemoteCopyTest, CancelledHereItsCopyIsWithdrawnThere) {
   EXPECT_EQ(job().state, JobState::kCancelled);
 }
 
+TEST_F(RemoteCopyTest, ACopysEventsAreMirroredOnceEachInTheWorkersOrderAndChangeNothingElse) {
+  ASSERT_TRUE(step(RemoteStep::kDispatched, "east", "train-1", 1).ok());
+  ASSERT_TRUE(step(RemoteStep::kRunning, "east", "train-1", 2, "admitted on gpu-1").ok());
+  const Job before = job();
+  auto event = [&](uint64_t seq, std::string copy = "train-1") {
+    return step_remote_copy(s, "train", RemoteStep::kEvent, RemoteCopyRef{"east", std::move(copy)}, "admitted on gpu-1", 3, seq);
+  };
+  ASSERT_TRUE(event(41).ok());
+  EXPECT_EQ(job().remote.events_seen, 41u);
+  EXPECT_EQ(job().state, before.state);
+  EXPECT_EQ(job().reason.str(), before.reason.str());
+  EXPECT_EQ(job().history.size(), before.history.size()) << "a mirrored event is not a change of the job's";
+  // The same event again, or an older one (a look that read it twice, a manager restarted): refused.
+  auto again = event(41);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_FALSE(event(40).ok());
+  EXPECT_FALSE(event(42, "train-9").ok()) << "only the live copy's events";
+  ASSERT_TRUE(event(57).ok());
+  // The next copy counts its own events from the start.
+  ASSERT_TRUE(step(RemoteStep::kLost, "east", "train-1", 70, "it answered nothing for 61 s").ok());
+  EXPECT_FALSE(event(58).ok()) << "a stale copy's events are not the job's";
+  ASSERT_TRUE(step(RemoteStep::kDispatched, "west", "train-2", 71).ok());
+  EXPECT_EQ(job().remote.events_seen, 0u);
+  EXPECT_TRUE(step_remote_copy(s, "train", RemoteStep::kEvent, RemoteCopyRef{"west", "train-2"}, "submitted", 72, 3).ok());
+}
+
 TEST_F(RemoteCopyTest, OnlyAManagersJobTakesSteps) {
   ASSERT_TRUE(submit_job(s, job_spec("local", "a"), 1).ok());
   auto r = step_remote_copy(s, "local", RemoteStep::kDispatched, RemoteCopyRef{"east", "local-1"}, "", 2);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::kFailedPrecondition);
+}
+
+// The --workers file: the dispatch timeout read in seconds, 0 by default, and refused out of its range naming it.
+TEST(WorkersFileTest, TheDispatchTimeoutIsReadAndCheckedForItsRange) {
+  const auto dir = std::filesystem::temp_directory_path() / ("allot-workers-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "east.token") << "s3cret-token\n";
+  auto load = [&](const std::string& extra) {
+    std::ofstream(dir / "workers.yaml") << "teams: [a]\n" << extra << "workers:\n  - {name: east, url: 'http://127.0.0.1:1', token_file: '"
+                                          << (dir / "east.token").string() << "'}\n";
+    return server::load_workers_file((dir / "workers.yaml").string());
+  };
+  auto plain = load("");
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ(plain->dispatch_timeout.count(), 0);
+  auto set = load("dispatch_timeout: 300\n");
+  ASSERT_TRUE(set.ok()) << set.error().message;
+  EXPECT_EQ(set->dispatch_timeout.count(), 300000);
+  auto bad = load("dispatch_timeout: -5\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("dispatch_timeout: -5 s is out of range 0..86400"), std::string::npos) << bad.error().message;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RemoteStepNamesTest, EveryStepReadsBackFromItsName) {

@@ -153,6 +153,13 @@ Journal sample_journal() {
   JobSpec never = p5_job("a-never", "a").accelerators(1);
   never.after = {{"a-cancel", DependencyCondition::kSucceeded}};
   j.op(Submit{never}, 284);  // its pass ends it: a dependency_never record follows
+  // A manager's job in a worker cluster (core/remote_copy.h), one of its copy's events mirrored.
+  JobSpec far = p5_job("a-far", "a").accelerators(1);
+  far.multicluster = true;
+  j.op(Submit{far}, 285);
+  j.op(RemoteCopyStep{"a-far", RemoteStep::kDispatched, "east", "a-far-1", ""}, 286);
+  j.op(RemoteCopyStep{"a-far", RemoteStep::kEvent, "east", "a-far-1", "submitted", 12, "submit"}, 287);
+  j.op(RemoteCopyStep{"a-far", RemoteStep::kRunning, "east", "a-far-1", "admitted on gpu-1"}, 288);
   return j;
 }
 

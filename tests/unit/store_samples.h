@@ -160,7 +160,8 @@ inline std::vector<Op> every_kind() {
           RemoteCopyStep{"train-9", RemoteStep::kLost, "east", "train-9-1", "it answered nothing for 61 s, its lease is 60 s"},
           RemoteCopyStep{"train-9", RemoteStep::kWithdrawn, "east", "train-9-1", ""},
           RemoteCopyStep{"train-9", RemoteStep::kSucceeded, "west", "train-9-2", "all 1 replicas exited with code 0"},
-          RemoteCopyStep{"train-9", RemoteStep::kFailed, "west", "train-9-2", "replica 0 exited with code 1"}};
+          RemoteCopyStep{"train-9", RemoteStep::kFailed, "west", "train-9-2", "replica 0 exited with code 1"},
+          RemoteCopyStep{"train-9", RemoteStep::kEvent, "west", "train-9-2", "admitted on gpu-1", 57, "admit"}};
 }
 
 }  // namespace allot::store
