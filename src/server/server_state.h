@@ -55,6 +55,10 @@ struct NodeInfo {
   bool agent = false;                 // an agent registered it: it must heartbeat
   bool timed_out = false;             // its health was last changed by a heartbeat timeout
   int64_t last_heartbeat_ms = 0;      // not journaled: a restarted server gives every node a fresh timeout
+  // Not journaled: silent past the heartbeat timeout while not Schedulable (a Schedulable node is timed out
+  // instead, timed_out): its health stays, but its agent has stopped its replicas (it fences itself), so no start
+  // elsewhere waits for their stops (start_gate.h). Looked at again at every writer tick.
+  bool fenced = false;
   // (job index, rank) of every replica ever placed here: its agent may ship those replicas' logs (also after a
   // cancel or preemption ended the run), and no others.
   std::set<std::pair<uint32_t, int>> ranks_placed;

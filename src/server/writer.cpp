@@ -513,10 +513,13 @@ void Writer::time_out_nodes(Txn& txn) {
   }
   if (disruption.held) return;  // the silent nodes wait, suspect (node_silence.h)
   std::vector<std::string> silent;
-  for (const auto& [name, info] : state_.nodes) {
-    if (!info.agent || silent_for(state_, info, txn.now_ms()) <= limit) continue;
-    const Node* n = state_.cluster.find_node(name);
+  for (auto& [name, info] : state_.nodes) {
+    const bool past = info.agent && silent_for(state_, info, txn.now_ms()) > limit;
+    const Node* n = past ? state_.cluster.find_node(name) : nullptr;
     if (n && n->health == NodeHealth::kSchedulable) silent.push_back(name);
+    // A node already out of service (a failed check, an administrator's reboot) is not timed out again, but past
+    // the timeout its agent has fenced itself all the same.
+    info.fenced = n && n->health != NodeHealth::kSchedulable;
   }
   for (const auto& name : silent) {
     // A heartbeat the board answered since the batch began counts. Otherwise the board answers none of the node's

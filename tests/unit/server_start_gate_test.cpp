@@ -184,6 +184,26 @@ TEST_F(ServerStartGateInPlace, AMovedRankWhoseOldNodeTimesOutStartsWithoutItsAge
   EXPECT_EQ(ranks_in(heartbeat("g3")["run"]), std::set<int>{1});
 }
 
+TEST_F(ServerStartGateInPlace, AMovedRankWhoseOldNodeWasOutOfServiceAndFallsSilentStartsPastTheTimeout) {
+  // An administrator took the node out (it is not Schedulable, so it is never timed out again) and its agent then
+  // falls silent: past the heartbeat timeout it has fenced itself, and g3 gets rank 1 without waiting for the
+  // job's recovery_timeout. The node's health stays as the administrator set it.
+  fail_rank1_node();
+  EXPECT_TRUE(ranks_in(heartbeat("g3")["run"]).empty()) << "the old rank 1 may still run";
+  for (int step = 0; step < 6; ++step) {
+    advance(std::chrono::milliseconds(500));
+    heartbeat(rank0_node, json::array({running(0)}));
+    heartbeat("g3");
+  }
+  ASSERT_TRUE(eventually([&] { return ranks_in(heartbeat("g3")["run"]) == std::set<int>{1}; }))
+      << get("/v1/jobs/ring").body;
+  auto node = get("/v1/nodes/" + rank1_node).json;
+  EXPECT_EQ(node["health"], "UnschedulablePendingReboot") << node.dump();
+  auto j = get("/v1/jobs/ring").json;
+  EXPECT_EQ(j["restarts"], 0) << j.dump();
+  EXPECT_FALSE(j.contains("waits_for_stops")) << j.dump();
+}
+
 TEST_F(ServerStartGateInPlace, TheNodeARankMovedToIsTheRunsForTheJobsThatCome) {
   fail_rank1_node();
   heartbeat(rank1_node);  // the old rank 1 is gone
