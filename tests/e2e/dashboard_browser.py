@@ -564,6 +564,11 @@ def array_on_the_jobs_page(driver):
     Select(driver.find_element(By.CSS_SELECTOR, "#jobs-filters select[name=state]")).select_by_value("Running")
     wait_until("b-arr's running tasks", lambda: "array=b-arr" in driver.current_url and "state=Running" in driver.current_url
                and array_rows(driver) == [["b-arr-1", "job", "Running", {}], ["b-arr-2", "job", "Running", {}]])
+    say("the Job page of an array's name opens its tasks")
+    driver.execute_script("location.hash = arguments[0]", "#/job/b-arr")  # not open_page: it waits for the Job page
+    wait_until("b-arr's tasks from its Job page", lambda: "#/jobs?array=b-arr" in driver.current_url and len(array_rows(driver)) == 4)
+    Select(driver.find_element(By.CSS_SELECTOR, "#jobs-filters select[name=state]")).select_by_value("Running")
+    wait_until("b-arr's running tasks again", lambda: "state=Running" in driver.current_url and len(array_rows(driver)) == 2)
     driver.find_element(By.ID, "array-back").click()
     wait_until("every job again, still filtered", lambda: "array=" not in driver.current_url and "state=Running" in driver.current_url
                and [r for r in array_rows(driver) if r[0] == "b-arr"] == [["b-arr", "array", "Running", {"Running": 2}]])

@@ -806,6 +806,11 @@ PAGES.job = {
       if (e.status === 401) throw e;
       return h('div', {}, h('h1', { text: 'Job ' + name }), form, h('p', { class: 'error', text: e.message }));
     }
+    // An array's name (typed in, or a link): its own page is the Jobs page on its tasks, with its summary above.
+    if (j.kind === 'array') {
+      location.replace(jobsHref({ array: j.name }));
+      return h('div', {}, h('h1', { text: 'Job array ' + j.name }), h('p', {}, h('a', { href: jobsHref({ array: j.name }), text: 'its tasks' })));
+    }
     // A waiting job's place in the queue and its estimated start (the Queue page's, for this one job).
     let queued = null;
     if (j.state === 'Pending' || j.state === 'Suspended') {
