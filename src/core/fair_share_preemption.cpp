@@ -128,8 +128,8 @@ TeamKey side_key(const ClusterState& s, const UsageTable& usage, TeamId team, in
 // is `mine`: LessThanOrEqualToFinalShare when `v`'s side, after losing it, is not below the preemptor's side after
 // admission; LessThanInitialShare when the preemptor's side after admission is below `v`'s side now (fair_less:
 // teams of weight 0 compared by what they borrow). The sides are the two teams, or in a cohort tree the nodes under
-// their lowest common group (compared_sides, cohort_nearness.h); a group is taken from only while it borrows from above (its subtree holds
-// more than its subtree quota): below that, what its teams borrow is its own members' quota.
+// their lowest common group (compared_sides, cohort_nearness.h); a group is taken from only while it borrows from
+// above (its subtree holds more than its subtree quota): below that, what its teams borrow is its own members' quota.
 bool rule_lets_go(ShareRule rule, const ClusterState& s, UsageTable& usage, const Job& job, const QuotaRequest& request,
                   const TeamKey& mine, const Job& v, const Placement& part) {
   const ComparedSides sides = compared_sides(s.cohorts, job.team, v.team);
