@@ -4,8 +4,9 @@
 // every task journaled in one batch, the first scheduler pass included), the listing's time as `allot jobs` asks
 // for it (GET /v1/jobs?arrays=summary: one item; the first read after the submission makes the read view, a copy
 // of the state, so it is timed twice) and as `allot jobs --tasks` does (every page of
-// GET /v1/jobs?arrays=tasks, 5,000 a page), `describe` of the array (GET /v1/jobs/NAME), and a restart's
-// start-up time (replaying N submit records).
+// GET /v1/jobs?arrays=tasks, 5,000 a page), `describe` of the array (GET /v1/jobs/NAME), the dashboard's page of
+// the array's tasks (GET /v1/jobs?array=NAME&limit=100: the first 100, and with a state no task is in, which walks
+// every task to find none), and a restart's start-up time (replaying N submit records).
 //
 //   array_bench [--tasks N=100000] [--reps N=3]
 #include <httplib.h>
@@ -81,7 +82,7 @@ int main(int argc, char** argv) {
     else die(std::string("unknown flag ") + argv[i] + "; flags: --tasks N --reps N");
   }
   spdlog::set_level(spdlog::level::warn);
-  std::vector<double> submit, summary, summary_again, all_tasks, describe, restart;
+  std::vector<double> submit, summary, summary_again, all_tasks, describe, task_page, task_page_none, restart;
   for (int rep = 0; rep < reps; ++rep) {
     const auto dir = std::filesystem::temp_directory_path() / ("allot-array-bench-" + std::to_string(::getpid()) + "-" + std::to_string(rep));
     std::filesystem::remove_all(dir);
@@ -133,19 +134,31 @@ int main(int argc, char** argv) {
     describe.push_back(ms_since(t));
     if (!d || d->status != 200) die("describe");
 
+    // The dashboard's Jobs page on the array's tasks: one page of 100, and a filter that matches no task.
+    t = Clock::now();
+    auto tp = c.Get("/v1/jobs?array=sweep&limit=100");
+    task_page.push_back(ms_since(t));
+    if (!tp || tp->status != 200 || json::parse(tp->body)["items"].size() != 100) die("the array's first page of tasks");
+    t = Clock::now();
+    auto tn = c.Get("/v1/jobs?array=sweep&state=Succeeded&limit=100");
+    task_page_none.push_back(ms_since(t));
+    if (!tn || tn->status != 200 || !json::parse(tn->body)["items"].empty()) die("the array's tasks in a state none is in");
+
     s.stop();
     t = Clock::now();
     s.start();
     restart.push_back(ms_since(t));
     auto again = s.client().Get("/v1/jobs/sweep");
     if (!again || again->status != 200 || json::parse(again->body)["task_count"] != tasks) die("after the restart");
-    std::printf("rep %d: submit %.0f ms, list summary %.1f ms (again %.1f ms), list %d tasks %.0f ms, describe %.1f ms, restart %.0f ms\n",
-                rep, submit.back(), summary.back(), summary_again.back(), tasks, all_tasks.back(), describe.back(), restart.back());
+    std::printf("rep %d: submit %.0f ms, list summary %.1f ms (again %.1f ms), list %d tasks %.0f ms, describe %.1f ms, "
+                "a page of its tasks %.1f ms (none matching %.1f ms), restart %.0f ms\n",
+                rep, submit.back(), summary.back(), summary_again.back(), tasks, all_tasks.back(), describe.back(), task_page.back(),
+                task_page_none.back(), restart.back());
     s.stop();
     std::filesystem::remove_all(dir);
   }
   std::printf("median of %d: an array of %d tasks: submit %.0f ms; allot jobs (summary) %.1f ms, again %.1f ms; allot jobs --tasks (%d pages) "
-              "%.0f ms; describe %.1f ms; restart %.0f ms\n",
+              "%.0f ms; describe %.1f ms; the dashboard's page of its tasks %.1f ms, none matching %.1f ms; restart %.0f ms\n",
               reps, tasks, median(submit), median(summary), median(summary_again), (tasks + 4999) / 5000, median(all_tasks),
-              median(describe), median(restart));
+              median(describe), median(task_page), median(task_page_none), median(restart));
 }

@@ -101,6 +101,9 @@ std::string preemption_lines(const json& records) {
                " -> " + triple(f.value("usage_after", json())) + ", borrowed " + triple(f.value("borrowed_before", json())) +
                " -> " + triple(f.value("borrowed_after", json())) + ", share " + share_text(t.value("share_before", json())) +
                " -> " + share_text(t.value("share_after", json())) + "\n";
+    for (const auto& g : r.value("groups", json::array()))  // the cohort groups fair sharing compared
+      out += "      group " + text(g, "group") + ": share " + share_text(g.value("share_before", json())) + " -> " +
+             share_text(g.value("share_after", json())) + "\n";
   }
   return out;
 }

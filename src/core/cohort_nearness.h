@@ -29,4 +29,19 @@ inline int cohort_nearness(const CohortTree& tree, TeamId a, TeamId b) {
   return k;
 }
 
+// The two nodes fair sharing compares for teams `mine` and `theirs` (Kueue's hierarchical fair sharing): the nodes
+// under their lowest common group, each a group (its index) or the team itself (-1), and that group (`common`; -1:
+// the cluster). Teams of one group, and every two teams of a cluster without groups, are compared as teams.
+struct ComparedSides {
+  int mine = -1, theirs = -1, common = -1;
+  bool teams() const { return mine < 0 && theirs < 0; }
+};
+inline ComparedSides compared_sides(const CohortTree& tree, TeamId mine, TeamId theirs) {
+  if (tree.empty()) return {};
+  const std::vector<int> pa = groups_above(tree, mine), pb = groups_above(tree, theirs);
+  size_t k = 0;
+  while (k < pa.size() && k < pb.size() && pa[k] == pb[k]) ++k;
+  return {k < pa.size() ? pa[k] : -1, k < pb.size() ? pb[k] : -1, k > 0 ? pa[k - 1] : -1};
+}
+
 }  // namespace allot

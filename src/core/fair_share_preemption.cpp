@@ -117,21 +117,6 @@ Placement held_in(const Job& v, Trial& trial) {
   return e ? kept_placement(v, e->keep) : v.placement;
 }
 
-// The node each side is compared by: in a cohort tree, the nodes under the lowest common group of the preemptor's
-// team and the candidate's (Kueue's hierarchical fair sharing): a group (its index), or the team itself (-1).
-// Teams of one group, and every two teams of a cluster without groups, are compared as teams.
-struct Sides {
-  int mine = -1, theirs = -1;
-};
-
-Sides sides_of(const ClusterState& s, TeamId mine, TeamId theirs) {
-  if (s.cohorts.empty()) return {};
-  const std::vector<int> pa = groups_above(s.cohorts, mine), pb = groups_above(s.cohorts, theirs);
-  size_t k = 0;
-  while (k < pa.size() && k < pb.size() && pa[k] == pb[k]) ++k;
-  return {k < pa.size() ? pa[k] : -1, k < pb.size() ? pb[k] : -1};
-}
-
 // The key of a side: its team's, or its group's (cohort_share.h).
 TeamKey side_key(const ClusterState& s, const UsageTable& usage, TeamId team, int group) {
   if (group < 0) return team_key(s, usage, team);
@@ -143,12 +128,12 @@ TeamKey side_key(const ClusterState& s, const UsageTable& usage, TeamId team, in
 // is `mine`: LessThanOrEqualToFinalShare when `v`'s side, after losing it, is not below the preemptor's side after
 // admission; LessThanInitialShare when the preemptor's side after admission is below `v`'s side now (fair_less:
 // teams of weight 0 compared by what they borrow). The sides are the two teams, or in a cohort tree the nodes under
-// their lowest common group (sides_of); a group is taken from only while it borrows from above (its subtree holds
-// more than its subtree quota): below that, what its teams borrow is its own members' quota.
+// their lowest common group (compared_sides, cohort_nearness.h); a group is taken from only while it borrows from
+// above (its subtree holds more than its subtree quota): below that, what its teams borrow is its own members' quota.
 bool rule_lets_go(ShareRule rule, const ClusterState& s, UsageTable& usage, const Job& job, const QuotaRequest& request,
                   const TeamKey& mine, const Job& v, const Placement& part) {
-  const Sides sides = sides_of(s, job.team, v.team);
-  if (sides.mine < 0 && sides.theirs < 0) {
+  const ComparedSides sides = compared_sides(s.cohorts, job.team, v.team);
+  if (sides.teams()) {
     switch (rule) {
       case ShareRule::kLessThanOrEqualToFinalShare: return !fair_less(key_without(s, usage, v, part), mine);
       case ShareRule::kLessThanInitialShare: return fair_less(mine, team_key(s, usage, v.team));
@@ -461,11 +446,38 @@ void explain_fair_share_victims(const ClusterState& s, const Job& job, const Quo
     const Job& victim = s.jobs[v.job.index()];
     const Team& theirs = s.teams[victim.team.index()];
     const bool final_share = v.share_rule == kFinalShare;
-    v.why = "team " + theirs.spec.name + " is above its fair share; " + job_ref(job.spec.name, mine.spec.name) +
-            " takes its place by " + share_rule_name(v.share_rule) + " (team " + mine.spec.name +
-            "'s share after admission is " + (final_share ? "at most team " + theirs.spec.name + "'s after" : "below team " + theirs.spec.name + "'s before") +
-            "); shares: team " + mine.spec.name + " " + my_shares + ", team " + theirs.spec.name + " " +
-            text(s.usage, victim.team) + " -> " + text(after, victim.team);
+    const ComparedSides sides = compared_sides(s.cohorts, job.team, victim.team);
+    if (sides.teams()) {
+      v.why = "team " + theirs.spec.name + " is above its fair share; " + job_ref(job.spec.name, mine.spec.name) +
+              " takes its place by " + share_rule_name(v.share_rule) + " (team " + mine.spec.name +
+              "'s share after admission is " + (final_share ? "at most team " + theirs.spec.name + "'s after" : "below team " + theirs.spec.name + "'s before") +
+              "); shares: team " + mine.spec.name + " " + my_shares + ", team " + theirs.spec.name + " " +
+              text(s.usage, victim.team) + " -> " + text(after, victim.team);
+      continue;
+    }
+    // In a cohort tree the rules compared the nodes under the two teams' lowest common group (rule_lets_go): the
+    // reason names those nodes and quotes their shares, a group's as group_shares computes it.
+    auto side = [&](TeamId team, int group) {
+      return group < 0 ? "team " + s.teams[team.index()].spec.name : "group " + s.cohorts.groups[static_cast<size_t>(group)].spec.name;
+    };
+    auto side_of = [&](TeamId team, int group) {  // a group side says whose group it is
+      return group < 0 ? side(team, group) : side(team, group) + " (team " + s.teams[team.index()].spec.name + "'s)";
+    };
+    const bool by_borrowing = infinite(side_key(s, s.usage, job.team, sides.mine).share);
+    auto side_text = [&](const UsageTable& usage, TeamId team, int group) {
+      const TeamKey k = side_key(s, usage, team, group);
+      return by_borrowing ? key_text(k) : share_text(k.share);
+    };
+    const std::string my_side = side(job.team, sides.mine), their_side = side(victim.team, sides.theirs);
+    const std::string where = sides.common < 0 ? "at the top of the cohort"
+                                               : "under group " + s.cohorts.groups[static_cast<size_t>(sides.common)].spec.name;
+    v.why = their_side + " is above its fair share; " + job_ref(job.spec.name, mine.spec.name) + " takes its place by " +
+            share_rule_name(v.share_rule) + " (teams " + mine.spec.name + " and " + theirs.spec.name + " meet " + where +
+            ", so " + my_side + " and " + their_side + " are compared: " + my_side + "'s share after admission is " +
+            (final_share ? "at most " + their_side + "'s after" : "below " + their_side + "'s before") + "); shares: " +
+            side_of(job.team, sides.mine) + " " + side_text(s.usage, job.team, sides.mine) + " -> " + side_text(after, job.team, sides.mine) +
+            ", " + side_of(victim.team, sides.theirs) + " " + side_text(s.usage, victim.team, sides.theirs) + " -> " +
+            side_text(after, victim.team, sides.theirs);
   }
 }
 

@@ -62,7 +62,8 @@ bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest
 std::optional<std::string> uneven_plan(const ClusterState& s, const Job& job, const QuotaRequest& request, const Trial& trial);
 
 // Gives each fair-share victim of the final (minimised) plan its explanation: the rule that let it be taken and
-// both teams' shares before the plan and after it.
+// the shares it compared before the plan and after it: both teams', or in a cohort tree where the two teams meet
+// above a group of theirs, the two nodes' under their lowest common group (named, groups and a team's group said).
 void explain_fair_share_victims(const ClusterState& s, const Job& job, const QuotaRequest& request, Trial& trial);
 
 }  // namespace allot

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "core/cohort_nearness.h"
+#include "core/cohort_share.h"
+
 namespace allot {
 
 void add_types(const Placement& p, std::vector<TypeId>& types) {
@@ -34,12 +37,26 @@ PreemptionRecord preemption_record(const ClusterState& s, const UsageTable& usag
     }
     r.teams.push_back(std::move(f));
   }
+  // The groups fair sharing compared (fair_share_preemption.cpp, rule_lets_go), with their shares.
+  std::vector<int> groups;
+  for (const PreemptedJob& v : r.victims) {
+    if (v.rule != PreemptionRule::kFairShare) continue;
+    const ComparedSides sides = compared_sides(s.cohorts, r.preemptor_team, v.team);
+    for (int g : {sides.mine, sides.theirs})
+      if (g >= 0 && std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+  }
+  if (!groups.empty()) {
+    const std::vector<GroupShare> before = group_shares(s, usage_before), after = group_shares(s, s.usage);
+    for (int g : groups)
+      r.groups.push_back(GroupFigures{.group = g, .share_before = before[static_cast<size_t>(g)].share,
+                                      .share_after = after[static_cast<size_t>(g)].share});
+  }
   return r;
 }
 
 PreemptionGroup named(const ClusterState& s, const PreemptionRecord& r) {
   auto team = [&](TeamId t) { return s.teams[t.index()].spec.name; };
-  PreemptionGroup g{s.jobs[r.preemptor.index()].spec.name, team(r.preemptor_team), {}, {}};
+  PreemptionGroup g{s.jobs[r.preemptor.index()].spec.name, team(r.preemptor_team), {}, {}, {}};
   for (const PreemptedJob& v : r.victims) g.victims.push_back({s.jobs[v.job.index()].spec.name, team(v.team), v.rule, v.from, v.to});
   for (const TeamFigures& t : r.teams) {
     PreemptionGroup::TeamFigures out{team(t.team), t.share_before, t.share_after, {}};
@@ -47,6 +64,8 @@ PreemptionGroup named(const ClusterState& s, const PreemptionRecord& r) {
       out.types.push_back({s.catalog.at(f.type).name, f.nominal, f.usage_before, f.usage_after, f.borrowed_before, f.borrowed_after});
     g.teams.push_back(std::move(out));
   }
+  for (const GroupFigures& f : r.groups)
+    g.groups.push_back({s.cohorts.groups[static_cast<size_t>(f.group)].spec.name, f.share_before, f.share_after});
   return g;
 }
 

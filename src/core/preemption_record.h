@@ -42,12 +42,24 @@ struct PreemptedJob {
   friend bool operator==(const PreemptedJob&, const PreemptedJob&) = default;
 };
 
+// A cohort group whose share fair-sharing preemption compared (docs/scheduling.md, "Cohort trees"): its
+// subtree's share (cohort_share.h) before and after.
+struct GroupFigures {
+  int group = -1;  // index into CohortTree::groups
+  Share share_before, share_after;
+  friend bool operator==(const GroupFigures&, const GroupFigures&) = default;
+};
+
 struct PreemptionRecord {
   JobId preemptor;
   TeamId preemptor_team;
   std::vector<PreemptedJob> victims;  // in the order they were preempted or shrunk
   // The preemptor's team first, then each victim's team in victim order, each once.
   std::vector<TeamFigures> teams;
+  // The groups the share rules compared for the fair-share victims, when the preemptor's team and a victim's met
+  // above their groups (compared_sides, cohort_nearness.h): the preemptor's side first, then each victim's, each
+  // once. Empty when every fair-share victim's team was compared as a team (always, in a cluster without groups).
+  std::vector<GroupFigures> groups;
   friend bool operator==(const PreemptionRecord&, const PreemptionRecord&) = default;
 };
 
@@ -78,10 +90,16 @@ struct PreemptionGroup {
     int from = 0, to = 0;  // a shrink (PreemptedJob); 0, 0: preempted whole
     friend bool operator==(const Victim&, const Victim&) = default;
   };
+  struct GroupFigures {
+    std::string group;
+    Share share_before, share_after;  // as TeamFigures'
+    friend bool operator==(const GroupFigures&, const GroupFigures&) = default;
+  };
   std::string preemptor;
   std::string preemptor_team;
   std::vector<Victim> victims;
   std::vector<TeamFigures> teams;
+  std::vector<GroupFigures> groups;  // PreemptionRecord::groups by name; empty in a cluster without groups
   friend bool operator==(const PreemptionGroup&, const PreemptionGroup&) = default;
 };
 PreemptionGroup named(const ClusterState& s, const PreemptionRecord& r);

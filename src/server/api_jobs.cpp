@@ -300,10 +300,21 @@ void job_read_routes(Routes& http, Api& api) {
     if (!arrays.empty() && arrays != "tasks" && arrays != "summary")
       return answer(res, error_reply(Error::invalid("query parameter arrays must be tasks or summary, got '" + printable(arrays, 40) + "'")));
     const bool summarise = arrays == "summary";
+    // `array`: one array's tasks only (the dashboard's way into an array listed as one row), paged as any listing.
+    const std::string array_name = req.get_param_value("array");
+    if (!array_name.empty() && summarise)
+      return answer(res, error_reply(Error::invalid("query parameters array and arrays=summary do not go together: array=" + printable(array_name, 80) +
+                                                    " lists that array's tasks, each as the job it is")));
     run(api, who, req, res, [state, team, priority, instance_type, limit = static_cast<size_t>(*limit), from = *from, who, own_teams_only, summarise,
-                             selector = std::move(*selector), &seats = api.listings](Txn& txn) -> Result<Render> {
+                             array_name, selector = std::move(*selector), &seats = api.listings](Txn& txn) -> Result<Render> {
       const Team* t = nullptr;
       if (!team.empty() && !(t = txn.cluster().find_team(team))) return Error::not_found("no team named " + team);
+      if (!array_name.empty()) {
+        // Read as the array's own view would be: a member of another team is told what it would be told of a job.
+        auto a = array_for(txn, who, array_name, /*change=*/false);
+        if (!a) return a.error();
+        if (!*a) return Error::not_found("query parameter array: no job array named " + printable(array_name, 80));
+      }
       std::optional<TypeId> type;
       if (!instance_type.empty()) {
         type = txn.cluster().catalog.find(instance_type);
@@ -314,7 +325,7 @@ void job_read_routes(Routes& http, Api& api) {
       // One page is rendered per call, on the request's thread from the published view (Writer::read), while
       // holding one of the listing seats (read_seats.h): so listers neither hold the writer nor, past the seats,
       // take the cores it needs.
-      return Render([state, team_id, priority, type, limit, from, who, own_teams_only, summarise, selector, &seats](const ServerState& st) -> Reply {
+      return Render([state, team_id, priority, type, limit, from, who, own_teams_only, summarise, array_name, selector, &seats](const ServerState& st) -> Reply {
         auto seat = seats.take(kListingWait);
         if (!seat) {
           Reply busy = error_reply(503, "Unavailable",
@@ -324,6 +335,20 @@ void job_read_routes(Routes& http, Api& api) {
           return busy;
         }
         const auto& jobs = st.cluster.jobs;
+        // With `array`, the jobs from its first task to its last are walked (an array's tasks are consecutive
+        // jobs of one submission; a name used again after a deletion adds a later run of them) and only its tasks
+        // listed; the continue token is a job index as for any listing.
+        int32_t slot = -1;
+        size_t lo = from, hi = jobs.size();
+        if (!array_name.empty()) {
+          const ArrayTasks* a = find_array(st.cluster, array_name);
+          if (!a) hi = lo;  // deleted since the request was checked: nothing to list
+          else {
+            slot = st.cluster.array_by_name.at(a->name);
+            lo = std::max(lo, static_cast<size_t>(a->tasks.front().index()));
+            hi = std::min(hi, static_cast<size_t>(a->tasks.back().index()) + 1);
+          }
+        }
         // A job is of a type when one of its pod sets names it, or runs on it.
         auto of_type = [&](const Job& j) {
           for (const auto& ps : j.pod_sets)
@@ -333,7 +358,7 @@ void job_read_routes(Routes& http, Api& api) {
           return false;
         };
         auto wanted = [&](const Job& j) {
-          return !j.deleted && (!state || j.state == *state) && (!team_id.valid() || j.team == team_id) &&
+          return !j.deleted && (slot < 0 || j.array == slot) && (!state || j.state == *state) && (!team_id.valid() || j.team == team_id) &&
                  (priority.empty() || (j.spec.priority.empty() ? "none" : j.spec.priority) == priority) &&
                  (!type || of_type(j)) && selector_matches(selector, j.spec.labels) &&
                  (!own_teams_only || who.in_team(st.cluster.teams[j.team.index()].spec.name));
@@ -346,8 +371,8 @@ void job_read_routes(Routes& http, Api& api) {
         std::string body = R"({"items":[)";
         seat->run([&] {
           size_t listed = 0;
-          size_t i = from;
-          for (; i < jobs.size() && listed < limit; ++i) {
+          size_t i = lo;
+          for (; i < hi && listed < limit; ++i) {
             if (!wanted(jobs[i])) continue;
             json item;
             if (summarise && jobs[i].array >= 0) {
@@ -366,8 +391,8 @@ void job_read_routes(Routes& http, Api& api) {
             body += item.dump(-1, ' ', false, json::error_handler_t::replace);
           }
           body += ']';
-          while (i < jobs.size() && !wanted(jobs[i])) ++i;  // no token when no further job would be listed
-          if (i < jobs.size()) body += R"(,"continue":")" + continue_token(i) + '"';
+          while (i < hi && !wanted(jobs[i])) ++i;  // no token when no further job would be listed
+          if (i < hi) body += R"(,"continue":")" + continue_token(i) + '"';
           body += '}';
         });
         return Reply{200, std::move(body), "application/json"};

@@ -46,6 +46,8 @@ std::string group_text(const PreemptionGroup& g) {
            std::to_string(bb) + " -> " + std::to_string(ba) + ", share " + share_text(t.share_before) + " -> " +
            share_text(t.share_after);
   }
+  for (const auto& f : g.groups)  // the cohort groups fair sharing compared (none without groups)
+    out += "; group " + f.group + ": share " + share_text(f.share_before) + " -> " + share_text(f.share_after);
   return out;
 }
 

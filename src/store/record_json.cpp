@@ -85,7 +85,15 @@ json group_to_json(const PreemptionGroup& g) {
     teams.push_back({{"team", t.team}, {"share_before", share_to_json(t.share_before)},
                      {"share_after", share_to_json(t.share_after)}, {"types", types}});
   }
-  return {{"preemptor", g.preemptor}, {"preemptor_team", g.preemptor_team}, {"victims", victims}, {"teams", teams}};
+  json out = {{"preemptor", g.preemptor}, {"preemptor_team", g.preemptor_team}, {"victims", victims}, {"teams", teams}};
+  // Only when fair sharing compared groups (a cohort tree): records of a cluster without groups stay as they were.
+  if (!g.groups.empty()) {
+    json groups = json::array();
+    for (const auto& f : g.groups)
+      groups.push_back({{"group", f.group}, {"share_before", share_to_json(f.share_before)}, {"share_after", share_to_json(f.share_after)}});
+    out["groups"] = std::move(groups);
+  }
+  return out;
 }
 
 PreemptionGroup group_from_json(const json& j) {
@@ -108,6 +116,9 @@ PreemptionGroup group_from_json(const json& j) {
                            resources_from_json(f.at("borrowed_before")), resources_from_json(f.at("borrowed_after"))});
     g.teams.push_back(std::move(out));
   }
+  if (j.contains("groups"))  // records journaled before it, and of clusters without groups, have none
+    for (const auto& f : j.at("groups"))
+      g.groups.push_back({f.at("group").get<std::string>(), share_from_json(f.at("share_before")), share_from_json(f.at("share_after"))});
   return g;
 }
 

@@ -40,11 +40,19 @@ json preemption_json(const PreemptionGroup& g, const SeesTeamJobs& sees) {
                      {"share_after", share_json(t.share_after)},
                      {"types", types}});
   }
-  return {{"preemptor", job(g.preemptor, g.preemptor_team)},
-          {"preemptor_team", g.preemptor_team},
-          {"rules", rules},
-          {"victims", victims},
-          {"teams", teams}};
+  json out = {{"preemptor", job(g.preemptor, g.preemptor_team)},
+              {"preemptor_team", g.preemptor_team},
+              {"rules", rules},
+              {"victims", victims},
+              {"teams", teams}};
+  // The cohort groups fair sharing compared, only when it compared any (docs/states.md, "Preemption records").
+  if (!g.groups.empty()) {
+    json groups = json::array();
+    for (const auto& f : g.groups)
+      groups.push_back({{"group", f.group}, {"share_before", share_json(f.share_before)}, {"share_after", share_json(f.share_after)}});
+    out["groups"] = std::move(groups);
+  }
+  return out;
 }
 
 }  // namespace allot::view

@@ -2,7 +2,8 @@
 """The dashboard in a real browser (headless Chromium through chromedriver), against a server and emulated agents
 that dashboard_browser_test.sh started. It logs in as a person would, opens every page, changes the cluster
 through the CLI and checks that each page shows the change by itself (no reload): a borrowing team's borrowed
-bar, a preempted job's preemption record and rule, a failed node in red, a node whose agent is stopped
+bar, a preempted job's preemption record and rule, a job array as one row on the Jobs page and its tasks behind its
+name, a failed node in red, a node whose agent is stopped
 (SIGSTOP) suspect on the Cluster and Topology pages, the queue and the event stream; then a
 member token sees its own team's jobs only. On every page it opens, at 1440 and at 1024 px, nothing reads
 `[object` and the page is no wider than the window. Times carry their zone: UTC by default, and the browser's
@@ -215,6 +216,7 @@ def run(driver):
         except AssertionError as e:
             assert why in str(e), e
         driver.execute_script("document.getElementById('planted').remove()")
+    array_on_the_jobs_page(driver)
     say("a job that fails: counted on the Cluster page, listed with its reason, and its count opens the Jobs page")
     submit("a-fails", "team-a", "training", 1, "echo about to fail; exit 3")
     wait_until("a-fails Failed", lambda: job_state("a-fails") == "Failed")
@@ -508,6 +510,71 @@ def run(driver):
     assert "create_token" not in kinds and not re.search(r"token [0-9a-f]{10}", events), f"a member sees token events: {kinds}"
     assert "a-train" not in events and "a-wait" not in events, "a member sees other teams' jobs in the events"
     sweep(driver, "member", ["#/cluster", "#/jobs", "#/teams", "#/queue", "#/job/b-serve", "#/topology", "#/events"])
+
+
+def array_rows(driver):
+    """The Jobs page's rows, each (name, kind, state, {state: count} of an array's tasks), read in one script (the
+    page redraws its rows on every refresh)."""
+    return driver.execute_script("""return [...document.querySelectorAll('#jobs tr[data-job]')].map(r => [r.dataset.job,
+        r.dataset.kind || 'job', r.dataset.state,
+        Object.fromEntries([...r.querySelectorAll('.task-count')].map(c => [c.dataset.state, +c.dataset.count]))]);""")
+
+
+def array_on_the_jobs_page(driver):
+    """Job arrays on the Jobs page (docs/dashboard.md, "Jobs"): an array is one row counting its tasks per state;
+    a state filter counts the tasks in that state only, a team filter leaves out another team's array; its name
+    opens its tasks, each a row of its own, which the filters narrow too. Task 0 of b-arr succeeds at once, the
+    others run until cancelled, and parallel 2 keeps one waiting: 1 succeeded, 2 running, 1 pending."""
+    say("jobs page: an array of four tasks is one row counting its tasks per state; its name opens its tasks")
+    submit("b-arr", "team-b", "inference", 1, 'if [ "$ALLOT_ARRAY_INDEX" = 0 ]; then exit 0; fi; while true; do sleep 1; done',
+           extra="array: {count: 4, parallel: 2}\n")
+    want = {"Succeeded": 1, "Running": 2, "Pending": 1}
+    counts = lambda view: {k: v for k, v in view["tasks"].items() if v}
+    wait_until("b-arr's tasks settled", lambda: counts(json.loads(cli("describe", "b-arr", "-o", "json"))) == want)
+    open_page(driver, "#/jobs")
+    rows = wait_until("b-arr's row with its counts", lambda: [r for r in array_rows(driver) if r[0] == "b-arr" and r[3] == want])
+    assert rows == [["b-arr", "array", "Running", want]], rows
+    assert not [r for r in array_rows(driver) if r[0].startswith("b-arr-")], f"the array's tasks are listed one by one: {array_rows(driver)}"
+    row_text = text_of(driver, '#jobs tr[data-job="b-arr"]')
+    assert "running 2, pending 1, succeeded 1" in row_text and "array of 4" in row_text and "≤2 at once" in row_text and "team-b" in row_text, row_text
+    check_page(driver, "jobs with an array")
+    shot(driver, "jobs-array")
+
+    say("jobs page: a state filter counts the array's tasks in that state; a team filter leaves it out")
+    open_page(driver, "#/jobs?state=Running")
+    wait_until("b-arr's running tasks", lambda: [r for r in array_rows(driver) if r[0] == "b-arr"] == [["b-arr", "array", "Running", {"Running": 2}]])
+    open_page(driver, "#/jobs?state=Pending")
+    wait_until("b-arr's pending task", lambda: [r for r in array_rows(driver) if r[0] == "b-arr"] == [["b-arr", "array", "Pending", {"Pending": 1}]])
+    open_page(driver, "#/jobs?team=team-a")
+    wait_until("team-a's jobs drawn", lambda: "team-a" in driver.current_url and driver.find_elements(By.ID, "jobs-count"))
+    assert not [r for r in array_rows(driver) if r[0].startswith("b-arr")], array_rows(driver)
+
+    say("jobs page: the array's name opens its tasks, each a row, and the filters narrow them")
+    open_page(driver, "#/jobs")
+    wait_until("b-arr's link", lambda: driver.find_elements(By.CSS_SELECTOR, '#jobs tr[data-job="b-arr"] a.array-link'))
+    driver.find_element(By.CSS_SELECTOR, '#jobs tr[data-job="b-arr"] a.array-link').click()
+    tasks = [["b-arr-0", "job", "Succeeded", {}], ["b-arr-1", "job", "Running", {}], ["b-arr-2", "job", "Running", {}], ["b-arr-3", "job", "Pending", {}]]
+    wait_until("b-arr's tasks", lambda: "array=b-arr" in driver.current_url and array_rows(driver) == tasks)
+    assert text_of(driver, "#array-name") == "b-arr", text_of(driver, "#page")
+    summary = text_of(driver, "#array-summary")
+    assert "running 2, pending 1, succeeded 1" in summary and "at most 2 running at once" in summary, summary
+    assert text_of(driver, "#jobs-count") == "4 tasks", text_of(driver, "#jobs-count")
+    check_page(driver, "an array's tasks")
+    shot(driver, "jobs-array-tasks")
+    Select(driver.find_element(By.CSS_SELECTOR, "#jobs-filters select[name=state]")).select_by_value("Running")
+    wait_until("b-arr's running tasks", lambda: "array=b-arr" in driver.current_url and "state=Running" in driver.current_url
+               and array_rows(driver) == [["b-arr-1", "job", "Running", {}], ["b-arr-2", "job", "Running", {}]])
+    say("the Job page of an array's name opens its tasks")
+    driver.execute_script("location.hash = arguments[0]", "#/job/b-arr")  # not open_page: it waits for the Job page
+    wait_until("b-arr's tasks from its Job page", lambda: "#/jobs?array=b-arr" in driver.current_url and len(array_rows(driver)) == 4)
+    Select(driver.find_element(By.CSS_SELECTOR, "#jobs-filters select[name=state]")).select_by_value("Running")
+    wait_until("b-arr's running tasks again", lambda: "state=Running" in driver.current_url and len(array_rows(driver)) == 2)
+    driver.find_element(By.ID, "array-back").click()
+    wait_until("every job again, still filtered", lambda: "array=" not in driver.current_url and "state=Running" in driver.current_url
+               and [r for r in array_rows(driver) if r[0] == "b-arr"] == [["b-arr", "array", "Running", {"Running": 2}]])
+    cli("cancel", "b-arr")
+    wait_until("b-arr's tasks ended", lambda: counts(json.loads(cli("describe", "b-arr", "-o", "json"))) == {"Succeeded": 1, "Cancelled": 3})
+    open_page(driver, "#/cluster")
 
 
 def cohort_tree_on_the_teams_page(driver):

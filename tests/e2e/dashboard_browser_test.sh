@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The web dashboard in headless Chromium: a server and three emulated GPU agents under two network nodes, two
 # teams; dashboard_browser.py logs in, opens every page, makes changes through the CLI and checks what each page
-# shows by itself (borrowing, reclaim and the preemption record, a failed node in red, a node whose agent is
+# shows by itself (borrowing, reclaim and the preemption record, a job array as one row and its tasks, a failed node in red, a node whose agent is
 # stopped with SIGSTOP listed suspect, the queue, the events,
 # a member's view; every page at 1440 and 1024 px without "[object" and no wider than the window; times with their
 # zone; the stale badge while the server is stopped with SIGSTOP, and live again after SIGCONT). Screenshots are

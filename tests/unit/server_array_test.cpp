@@ -156,6 +156,53 @@ TEST_F(ServerArray, OneSubmissionThrottledTasksWithTheirIndexSummarisedAndRestor
   EXPECT_EQ(running_tasks("sweep"), 2);
 }
 
+// GET /v1/jobs?array=NAME (the dashboard's Jobs page opening an array): that array's tasks only, in index order,
+// under the other filters and paged like any listing (the continue token never leaves the array); an unknown
+// array, or another team's for a member, is 404 as reading the array would be; arrays=summary with it is 400.
+TEST_F(ServerArray, OneArraysTasksAreListedPagedAndFiltered) {
+  ASSERT_EQ(post("/v1/jobs", json{{"name", "before"}, {"team", "a"}, {"per_replica", {{"accelerators", 1}}}, {"command", {"run"}}}).status, 201);
+  ASSERT_EQ(post("/v1/jobs", array_spec("sweep", 7, 2)).status, 201);
+  ASSERT_EQ(post("/v1/jobs", array_spec("other", 3, 1)).status, 201);
+  ASSERT_EQ(post("/v1/jobs", json{{"name", "after"}, {"team", "a"}, {"per_replica", {{"accelerators", 1}}}, {"command", {"run"}}}).status, 201);
+  auto names = [](const json& items) {
+    std::vector<std::string> out;
+    for (const auto& j : items) out.push_back(j["name"]);
+    return out;
+  };
+  const std::vector<std::string> sweep = {"sweep-0", "sweep-1", "sweep-2", "sweep-3", "sweep-4", "sweep-5", "sweep-6"};
+  EXPECT_EQ(names(list_jobs("array=sweep")), sweep);
+  EXPECT_EQ(names(list_jobs("array=sweep&state=Running")), (std::vector<std::string>{"sweep-0", "sweep-1"}));
+  EXPECT_EQ(names(list_jobs("array=sweep&state=Succeeded")), std::vector<std::string>{});
+  // Pages of 3: three pages, each of the array's tasks only, and no token after the last.
+  std::vector<std::string> paged;
+  std::string token;
+  int pages = 0;
+  do {
+    auto r = get("/v1/jobs?array=sweep&limit=3" + (token.empty() ? "" : "&continue=" + token));
+    ASSERT_EQ(r.status, 200) << r.body;
+    for (const auto& n : names(r.json["items"])) paged.push_back(n);
+    token = r.json.value("continue", "");
+    ++pages;
+  } while (!token.empty() && pages < 10);
+  EXPECT_EQ(paged, sweep);
+  EXPECT_EQ(pages, 3);
+  // The summary listing still shows each array once, and the tasks' own listing is unchanged.
+  EXPECT_EQ(names(list_jobs("arrays=summary")), (std::vector<std::string>{"before", "sweep", "other", "after"}));
+  auto unknown = get("/v1/jobs?array=nothing");
+  EXPECT_EQ(unknown.status, 404) << unknown.body;
+  EXPECT_NE(unknown.body.find("nothing"), std::string::npos) << unknown.body;
+  EXPECT_EQ(get("/v1/jobs?array=sweep-1").status, 404) << "a task is a job, not an array";
+  auto both = get("/v1/jobs?array=sweep&arrays=summary");
+  EXPECT_EQ(both.status, 400) << both.body;
+  EXPECT_NE(both.body.find("arrays=summary"), std::string::npos) << both.body;
+  const std::string b = bearer({{"role", "member"}, {"teams", {"b"}}});
+  EXPECT_EQ(get_as(b, "/v1/jobs?array=sweep").status, 404) << "another team's array reads as a missing one";
+  const std::string a = bearer({{"role", "member"}, {"teams", {"a"}}});
+  auto mine = get_as(a, "/v1/jobs?array=other");
+  ASSERT_EQ(mine.status, 200) << mine.body;
+  EXPECT_EQ(names(mine.json["items"]), (std::vector<std::string>{"other-0", "other-1", "other-2"}));
+}
+
 TEST_F(ServerArray, BadArraysAreRefusedAndChangeNothing) {
   ASSERT_EQ(post("/v1/jobs", json{{"name", "sweep-4"}, {"team", "a"}, {"per_replica", {{"accelerators", 1}}}, {"command", {"run"}}}).status, 201);
   const size_t submits = submit_records();

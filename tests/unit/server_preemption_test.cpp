@@ -80,6 +80,47 @@ TEST_F(ServerPreemption, DescribeShowsTheVictimWhoAndThePreemptorItsVictimsAfter
   }
 }
 
+// Cohort trees (docs/scheduling.md, "Cohort trees"): a (group x) and b (group y) meet at the top of the cohort,
+// so fair-sharing preemption compares groups x and y. The victim's reason names them and quotes their shares, and
+// the record's `groups` carries those shares through the event, describe and a restart (the journal keeps them).
+// z lends 2 of the 4 nodes; b runs 3 (borrowing 2: y's share 2/4), a its 1; a-2 borrows 1 and takes one of b's
+// (x after admission 1/4, y after losing it 1/4: LessThanOrEqualToFinalShare).
+TEST_F(ServerPreemption, AFairShareVictimAcrossGroupsNamesTheGroupsAndTheRecordKeepsTheirShares) {
+  auto r = post("/v1/apply", R"({"policy": {"idle_compute": "fair-share", "fair_share_preemption": true, "groups": [{"name": "x"}, {"name": "y"}]},
+      "teams": [
+        {"name": "a", "group": "x", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 1}], "sharing": {"borrow_limit": 300}},
+        {"name": "b", "group": "y", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 1}], "sharing": {"borrow_limit": 300}},
+        {"name": "z", "allocation": [{"instance_type": "ml.g5.8xlarge", "instances": 2}], "sharing": {"strategy": "Lend"}}]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(post("/v1/nodes", R"([{"name": "n[1-4]", "instance_type": "ml.g5.8xlarge"}])").status, 201);
+  for (const char* name : {"a-1", "b-1", "b-2", "b-3"}) {
+    ASSERT_EQ(post("/v1/jobs", job(name, std::string(1, name[0]))).status, 201);
+    ASSERT_TRUE(eventually([&] { return get(std::string("/v1/jobs/") + name).json["state"] == "Running"; })) << name;
+  }
+  ASSERT_EQ(post("/v1/jobs", job("a-2", "a")).status, 201);
+  ASSERT_TRUE(eventually([&] { return get("/v1/jobs/a-2").json["state"] == "Running"; })) << get("/v1/jobs/a-2").body;
+  const nlohmann::json e = preempt_event(get("/v1/events?since=0").json);
+  ASSERT_TRUE(e.is_object());
+  const std::string victim = e["job"];
+  const nlohmann::json groups = nlohmann::json::parse(R"([{"group": "x", "share_before": 0.0, "share_after": 0.25},
+                                                          {"group": "y", "share_before": 0.5, "share_after": 0.25}])");
+  EXPECT_EQ(e["preemption"]["groups"], groups) << e.dump();
+  EXPECT_EQ(e["preemption"]["victims"][0]["rule"], "fair_share");
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "live" : "after a restart");
+    auto v = get("/v1/jobs/" + victim).json;
+    EXPECT_NE(v["history"].dump().find("preempted (fair share): group y is above its fair share; job a-2 of team a takes its place by "
+                                       "LessThanOrEqualToFinalShare (teams a and b meet at the top of the cohort, so group x and group y "
+                                       "are compared: group x's share after admission is at most group y's after); shares: group x (team "
+                                       "a's) 0.000 -> 0.250, group y (team b's) 0.500 -> 0.250"),
+              std::string::npos)
+        << v.dump();
+    ASSERT_EQ(v["preemption_records"].size(), 1u) << v.dump();
+    EXPECT_EQ(v["preemption_records"][0]["groups"], groups);
+    if (round == 0) restart();
+  }
+}
+
 // Members read their own teams' job names only (as GET /v1/jobs lists only theirs): in a record, another team's
 // jobs appear with their team and rule and a null name. The teams' figures stay: /v1/teams shows them anyway.
 TEST_F(ServerPreemption, MembersDoNotReadOtherTeamsJobNamesInARecord) {

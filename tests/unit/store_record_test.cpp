@@ -122,6 +122,27 @@ TEST(StoreRecord, PreemptRecordsWithAnUnknownRuleOrABadShareAreErrors) {
   ASSERT_TRUE(record_from_json(j).ok());
 }
 
+// A preemption group's cohort groups (docs/states.md, "Preemption records") are written only when fair sharing
+// compared any: a record of a cluster without groups reads and writes back without the key, as before it existed.
+TEST(StoreRecord, PreemptionGroupsKeepTheirCohortGroupsAndOnlyThen) {
+  Record r{1, 5, Preempt{"train-1", "serve-1", "x", PreemptionRule::kFairShare, preemption_group()}};
+  const nlohmann::json j = record_to_json(r);
+  ASSERT_TRUE(j["group"].contains("groups")) << j.dump();
+  EXPECT_EQ(j["group"]["groups"][0]["group"], "research");
+  auto back = record_from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(std::get<Preempt>(back->op).group->groups, preemption_group().groups);
+  nlohmann::json flat = j;
+  flat["group"].erase("groups");
+  auto old = record_from_json(flat);
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  EXPECT_TRUE(std::get<Preempt>(old->op).group->groups.empty());
+  EXPECT_EQ(record_to_json(*old), flat);
+  nlohmann::json bad = j;
+  bad["group"]["groups"][0]["share_after"] = nlohmann::json::array({1, -9});
+  EXPECT_FALSE(record_from_json(bad).ok());
+}
+
 TEST(StoreRecord, OptionalFieldsStayUnset) {
   JobSpec j;
   j.name = "x";

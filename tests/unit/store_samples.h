@@ -41,7 +41,8 @@ inline JobSpec full_job() {
   return j;
 }
 
-// A group with two victims of two rules and fractional amounts, so every field and unit is exercised.
+// A group with two victims of two rules and fractional amounts, and a cohort group's shares, so every field and
+// unit is exercised.
 inline PreemptionGroup preemption_group() {
   const Resources one{1, 32000, 131072}, half_cpu{0, 500, 1};
   return PreemptionGroup{
@@ -49,7 +50,8 @@ inline PreemptionGroup preemption_group() {
       "team-b",
       {{"train-1", "team-a", PreemptionRule::kReclaim}, {"serve-0", "team-b", PreemptionRule::kPriority}},
       {{"team-b", Share{0, 10}, Share{1, 20}, {{"ml.g5.8xlarge", one * 2, one, one * 3, Resources{}, one}}},
-       {"team-a", Share{3, 40}, Share{1, 0}, {{"ml.g5.8xlarge", one, one * 2 + half_cpu, one, one + half_cpu, Resources{}}}}}};
+       {"team-a", Share{3, 40}, Share{1, 0}, {{"ml.g5.8xlarge", one, one * 2 + half_cpu, one, one + half_cpu, Resources{}}}}},
+      {{"research", Share{2, 9}, Share{1, 9}}}};  // a cohort group fair sharing compared
 }
 
 inline std::vector<Op> every_kind() {

@@ -676,9 +676,19 @@ PAGES.usage = {
 };
 
 // Jobs in every state, from GET /v1/jobs (a member's own teams only, unless it names one of them; admins and
-// viewers every team's), 100 a page in submission order, filtered by team, state, priority class and type.
+// viewers every team's), 100 a page in submission order, filtered by team, state, priority class and type. A job
+// array is one row (arrays=summary: its tasks that match the filters counted per state), whose name opens the
+// same page on its tasks (array=NAME: every task a row, paged, under the same filters).
 const JOBS_PAGE = 100;
 const JOB_STATES = ['Running', 'Pending', 'Suspended', 'Failed', 'Succeeded', 'Cancelled'];
+// An array's tasks per state, as "running 10, pending 9,980, succeeded 10" (the states with tasks, in JOB_STATES
+// order); each count a span of its own, so that a test reads the figures and not the words.
+function arrayCounts(tasks) {
+  const parts = JOB_STATES.filter(st => tasks[st] > 0).map(st =>
+    h('span', { class: 'task-count', 'data-state': st, 'data-count': tasks[st], text: `${st.toLowerCase()} ${tasks[st].toLocaleString('en-US')}` }));
+  if (!parts.length) return h('span', { class: 'muted', text: 'no tasks' });
+  return h('span', { class: 'task-counts' }, parts.map((el, i) => i ? [', ', el] : el));
+}
 PAGES.jobs = {
   teams: null,
   open: new Set(),
@@ -686,13 +696,24 @@ PAGES.jobs = {
     const p = route.params;
     const current = { team: p.get('team') || '', state: p.get('state') || '', priority: p.get('priority') || '',
                       instance_type: p.get('instance_type') || '' };
+    const arrayName = p.get('array') || '';
     const q = new URLSearchParams({ limit: JOBS_PAGE });
     for (const [k, v] of Object.entries(current)) if (v) q.set(k, v);
+    if (arrayName) q.set('array', arrayName); else q.set('arrays', 'summary');
     if (p.get('continue')) q.set('continue', p.get('continue'));
     const member = state.caller && state.caller.role === 'member';
-    const [d, teams] = await Promise.all([api('/v1/jobs?' + q),
-      member ? state.caller.teams.map(name => ({ name })) : this.teams || api('/v1/teams')]);
+    let d, teams, arr = null;
+    try {
+      [d, teams, arr] = await Promise.all([api('/v1/jobs?' + q),
+        member ? state.caller.teams.map(name => ({ name })) : this.teams || api('/v1/teams'),
+        arrayName ? api('/v1/jobs/' + encodeURIComponent(arrayName)) : null]);
+    } catch (e) {
+      if (e.status === 401 || !arrayName) throw e;
+      return h('div', {}, h('h1', { text: 'Tasks of array ' + arrayName }), h('p', {}, h('a', { href: jobsHref(current), text: '← every job' })),
+        h('p', { class: 'error', text: e.message }));
+    }
     this.teams = member ? null : teams;
+    const scope = Object.assign({}, current, arrayName ? { array: arrayName } : {});
     const teamSel = h('select', { name: 'team' }, h('option', { value: '', text: member ? 'my teams' : 'all teams' }),
       teams.map(t => h('option', { value: t.name, text: t.name, selected: t.name === current.team })));
     const stateSel = h('select', { name: 'state' }, h('option', { value: '', text: 'every state' }),
@@ -704,7 +725,7 @@ PAGES.jobs = {
     const prio = h('input', { name: 'priority', value: current.priority, placeholder: 'any', size: 12 });
     const form = h('form', { class: 'filters', id: 'jobs-filters', onsubmit: e => {
       e.preventDefault();
-      setParams('jobs', { team: teamSel.value, state: stateSel.value, priority: prio.value.trim(), instance_type: typeSel.value });
+      setParams('jobs', { team: teamSel.value, state: stateSel.value, priority: prio.value.trim(), instance_type: typeSel.value, array: arrayName });
     } }, h('label', {}, 'team', teamSel), h('label', {}, 'state', stateSel), h('label', {}, 'priority class', prio),
       h('label', {}, 'instance type', typeSel), h('button', { type: 'submit', text: 'Filter' }));
     for (const sel of [teamSel, stateSel, typeSel]) sel.addEventListener('change', () => form.requestSubmit());
@@ -714,22 +735,43 @@ PAGES.jobs = {
       const asked = [...new Set(j.pod_sets.map(ps => ps.instance_type).filter(Boolean))];
       return asked.length ? asked.join(', ') : 'any';
     };
-    const rows = d.items.map(j => h('tr', { 'data-job': j.name, 'data-state': j.state },
+    const jobRow = j => h('tr', { 'data-job': j.name, 'data-state': j.state },
       h('td', {}, jobLink(j.name)), h('td', { text: j.team }), h('td', {}, badge(j.state)), h('td', { text: j.priority || 'none' }),
       h('td', { class: 'types', text: typeOf(j) }), h('td', { class: 'num', text: j.pod_sets.reduce((n, ps) => n + ps.replicas, 0) }),
       h('td', { text: fmtTime(j.submitted_at) }),
-      h('td', { class: 'reason' }, h('details', keepOpen(this.open, j.name), h('summary', {}, h('span', { class: 'code', text: j.reason_code })), h('div', { text: j.reason })))));
-    const table = h('table', { id: 'jobs' }, h('tr', {}, ['job', 'team', 'state', 'priority', 'instance type', 'replicas', 'submitted', 'reason']
+      h('td', { class: 'reason' }, h('details', keepOpen(this.open, j.name), h('summary', {}, h('span', { class: 'code', text: j.reason_code })), h('div', { text: j.reason }))));
+    // An array: its name opens its tasks under the same filters; its state and counts are those of the tasks
+    // that match the filters (the server counts them, docs/dashboard.md, "Jobs").
+    const arrayRow = a => h('tr', { 'data-job': a.name, 'data-kind': 'array', 'data-state': a.state },
+      h('td', {}, h('a', { href: jobsHref(Object.assign({}, current, { array: a.name })), class: 'array-link', text: a.name }),
+        h('span', { class: 'muted', text: ` array of ${a.array.count.toLocaleString('en-US')}` })),
+      h('td', { text: a.team }), h('td', {}, badge(a.state)), h('td', { text: a.priority || 'none' }),
+      h('td', { class: 'types muted', text: 'per task' }), h('td', { class: 'num', text: `≤${a.array.parallel} at once` }),
+      h('td', { text: fmtTime(a.submitted_at) }), h('td', { class: 'array-tasks' }, arrayCounts(a.tasks)));
+    const rows = d.items.map(j => j.kind === 'array' ? arrayRow(j) : jobRow(j));
+    const table = h('table', { id: 'jobs' }, h('tr', {}, ['job', 'team', 'state', 'priority', 'instance type', 'replicas', 'submitted', arrayName ? 'reason' : 'reason (an array: its tasks)']
       .map((t, i) => h('th', { class: i === 5 ? 'num' : '', text: t }))), rows);
     const from = p.get('continue') || '';
+    const noun = arrayName ? ['task', 'tasks'] : ['row', 'rows'];
     const pager = h('div', { class: 'pager' },
-      h('button', { type: 'button', disabled: !from, onclick: () => setParams('jobs', current), text: '⇤ first page' }),
-      h('span', { id: 'jobs-count', text: d.items.length ? `${d.items.length} job${d.items.length === 1 ? '' : 's'}${d.continue || from ? ' on this page' : ''}` : 'no jobs match' }),
-      h('button', { type: 'button', disabled: !d.continue, onclick: () => setParams('jobs', Object.assign({}, current, { continue: d.continue })), text: 'next →' }));
+      h('button', { type: 'button', disabled: !from, onclick: () => setParams('jobs', scope), text: '⇤ first page' }),
+      h('span', { id: 'jobs-count', text: d.items.length ? `${d.items.length} ${noun[d.items.length === 1 ? 0 : 1]}${d.continue || from ? ' on this page' : ''}` : 'no jobs match' }),
+      h('button', { type: 'button', disabled: !d.continue, onclick: () => setParams('jobs', Object.assign({}, scope, { continue: d.continue })), text: 'next →' }));
+    if (arrayName) {
+      const about = h('dl', { class: 'kv', id: 'array-summary' },
+        h('dt', { text: 'state' }), h('dd', {}, badge(arr.state)),
+        h('dt', { text: 'team' }), h('dd', { text: arr.team || '' }),
+        h('dt', { text: 'tasks' }), h('dd', {}, `${arr.array.count.toLocaleString('en-US')}, at most ${arr.array.parallel} running at once: `, arrayCounts(arr.tasks)),
+        arr.waiting_reason ? [h('dt', { text: 'first waiting' }), h('dd', {}, jobLink(arr.waiting_reason.task), ': ', h('span', { class: 'reason', text: arr.waiting_reason.reason }))] : null);
+      return h('div', {}, h('h1', {}, 'Tasks of array ', h('span', { id: 'array-name', text: arrayName })),
+        h('p', {}, h('a', { href: jobsHref(current), id: 'array-back', text: '← every job' }),
+          h('span', { class: 'muted', text: ' Its tasks in index order, each a job of its own; the filters apply to them.' })),
+        about, form, pager, table);
+    }
     const whose = member ? `Your teams' jobs (${state.caller.teams.join(', ')}): other teams' jobs are counted on the Cluster and Teams pages, not listed.`
       : 'Every team\'s jobs.';
     return h('div', {}, h('h1', { text: 'Jobs' }),
-      h('p', { class: 'muted', text: whose + ' In submission order, oldest first; finished jobs stay until the retention takes them.' }),
+      h('p', { class: 'muted', text: whose + ' In submission order, oldest first; finished jobs stay until the retention takes them. A job array is one row counting its tasks that match the filters; its name lists them.' }),
       form, pager, table);
   },
 };
@@ -763,6 +805,11 @@ PAGES.job = {
     try { j = await api('/v1/jobs/' + encodeURIComponent(name)); } catch (e) {
       if (e.status === 401) throw e;
       return h('div', {}, h('h1', { text: 'Job ' + name }), form, h('p', { class: 'error', text: e.message }));
+    }
+    // An array's name (typed in, or a link): its own page is the Jobs page on its tasks, with its summary above.
+    if (j.kind === 'array') {
+      location.replace(jobsHref({ array: j.name }));
+      return h('div', {}, h('h1', { text: 'Job array ' + j.name }), h('p', {}, h('a', { href: jobsHref({ array: j.name }), text: 'its tasks' })));
     }
     // A waiting job's place in the queue and its estimated start (the Queue page's, for this one job).
     let queued = null;
