@@ -2,10 +2,11 @@
 // the bundled ITP cluster04 trace on the 640-GPU example cluster, as `allot sim replay` runs it, at each node MTBF
 // given, with full restarts from checkpoints every 3600, 1800 and 600 s and with every multi-node job recovering in
 // place (`--in-place-share 1`, checkpoints every 3600 s for the fallback), each over several seeds (the seed draws
-// the teams and the failures). Work lost to failures is the GPU-time held and not useful beyond what the same seed
-// and checkpoint interval lose without failures (to preemptions), so a row's loss is the failures' alone, up to
-// the scheduling that failures change. The replays are deterministic: the figures are sums or means over the seeds,
-// not timings.
+// the teams and the failures). GPU-time lost to failures is counted by the replay where it is lost
+// (ReplayOutcome::failure_lost_gpu_seconds: the work since the last checkpoint of each run a failure ended and the
+// restart overhead it then pays, or a recovery in place's pause); "GPU-h lost" is all GPU-time held and not
+// useful, preemptions' losses included. The replays are deterministic: the figures are means over the seeds, not
+// timings.
 //
 // Run: build/bench/failure_goodput_bench [--seeds N] [--mtbf-hours H]... [--restart-overhead-s S]
 //      [--in-place-overhead-s S]...
@@ -40,7 +41,8 @@ struct Figures {
   int64_t failures = 0;
   double avg_jct_s = 0;
   double lost_gpu_h = 0;             // held and not useful, every job
-  double lost_multi_node_gpu_h = 0;  // the same, jobs of more than one node
+  double failure_lost_gpu_h = 0;     // of that, lost to node failures
+  double failure_lost_multi_node_gpu_h = 0;  // the same, jobs of more than one node
   int64_t recoveries = 0, fallbacks = 0;
   int runs = 0;
 
@@ -49,7 +51,8 @@ struct Figures {
     failures += f.failures;
     avg_jct_s += f.avg_jct_s;
     lost_gpu_h += f.lost_gpu_h;
-    lost_multi_node_gpu_h += f.lost_multi_node_gpu_h;
+    failure_lost_gpu_h += f.failure_lost_gpu_h;
+    failure_lost_multi_node_gpu_h += f.failure_lost_multi_node_gpu_h;
     recoveries += f.recoveries;
     fallbacks += f.fallbacks;
     runs += f.runs;
@@ -67,11 +70,10 @@ Figures replay(const sim::Scenario& cluster, const sim::Trace& trace, const sim:
   f.goodput = m.goodput;
   f.failures = out->node_failures;
   f.avg_jct_s = m.all.jct.avg_s;
-  for (const sim::JobRecord& r : out->jobs) {
-    const double lost = static_cast<double>(r.total_gpu_seconds_held - r.useful_gpu_seconds) / 3600.0;
-    f.lost_gpu_h += lost;
-    if (r.multi_node) f.lost_multi_node_gpu_h += lost;
-  }
+  for (const sim::JobRecord& r : out->jobs)
+    f.lost_gpu_h += static_cast<double>(r.total_gpu_seconds_held - r.useful_gpu_seconds) / 3600.0;
+  f.failure_lost_gpu_h = static_cast<double>(out->failure_lost_gpu_seconds) / 3600.0;
+  f.failure_lost_multi_node_gpu_h = static_cast<double>(out->failure_lost_multi_node_gpu_seconds) / 3600.0;
   f.recoveries = out->in_place_recoveries;
   f.fallbacks = out->in_place_fallbacks;
   f.runs = 1;
@@ -152,8 +154,8 @@ int main(int argc, char** argv) {
   std::cout << std::fixed;
   std::cout << "ITP cluster04 on examples/cluster-640gpu.yaml, seeds 1-" << seeds << ", restart overhead "
             << restart_overhead_s << " s; means per seed (failures, lost GPU-hours: per seed too)\n\n";
-  std::cout << "| node MTBF | recovery | failures | goodput | avg JCT | GPU-h lost | of which to failures | "
-               "multi-node jobs: to failures | in place: recovered / restarted |\n";
+  std::cout << "| node MTBF | recovery | failures | goodput | avg JCT | GPU-h lost | GPU-h lost to failures (x restart "
+               "3600 s) | of which multi-node jobs | in place: recovered / restarted |\n";
   std::cout << "|---|---|---|---|---|---|---|---|---|\n";
   const double n = seeds;
   for (const auto& [ck, f] : calm)
@@ -164,9 +166,8 @@ int main(int argc, char** argv) {
     double restart_lost = 0, restart_multi = 0;
     for (size_t k = 0; k < settings.size(); ++k) {
       const Figures& f = rows[{mtbf, k}];
-      const Figures& c = calm[settings[k].checkpoint_s];
-      const double to_failures = (f.lost_gpu_h - c.lost_gpu_h) / n;
-      const double multi = (f.lost_multi_node_gpu_h - c.lost_multi_node_gpu_h) / n;
+      const double to_failures = f.failure_lost_gpu_h / n;
+      const double multi = f.failure_lost_multi_node_gpu_h / n;
       if (k == 0) restart_lost = to_failures, restart_multi = multi;
       std::cout << "| " << std::setprecision(0) << mtbf << " h | " << settings[k].name << " | " << std::setprecision(1)
                 << static_cast<double>(f.failures) / n << " | " << std::setprecision(4) << f.goodput / n << " | "

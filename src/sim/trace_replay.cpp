@@ -40,6 +40,7 @@ struct Tracked {
   bool in_place = false;  // recovery: in_place
   int epoch = 0;          // the membership epoch the replay has charged the pauses of, in the current run
   int restarts = 0;       // the core's count of failure restarts when the current run was opened
+  int64_t work_at_open = 0;  // the job's kept work when the current run was opened
 };
 
 class Replay {
@@ -272,6 +273,7 @@ class Replay {
         team_busy_[j.team.index()] += t.held_now;
         t.run_start = j.started_at;
         t.run_borrowing = j.borrowing;
+        t.work_at_open = j.work_done_s;
         if (o_.failures.restart_overhead_s > 0) *j.spec.duration_s += o_.failures.restart_overhead_s;
         ++t.runs;
         if (t.in_place) charge_in_place_recoveries(t, j);
@@ -304,6 +306,7 @@ class Replay {
       t.held_now = held_now(t, j);
       t.epoch = j.membership_epoch;
       t.restarts = j.restarts;
+      t.work_at_open = j.work_done_s;
       --waiting_;
       running_.push_back(rec);
       busy_ += t.held_now;
@@ -320,6 +323,12 @@ class Replay {
     t.epoch = j.membership_epoch;
     out_.in_place_recoveries += recovered;
     if (o_.failures.in_place_overhead() > 0) *j.spec.duration_s += recovered * o_.failures.in_place_overhead();
+    count_failure_loss(t, recovered * o_.failures.in_place_overhead() * t.held_now);
+  }
+
+  void count_failure_loss(const Tracked& t, int64_t gpu_seconds) {
+    out_.failure_lost_gpu_seconds += gpu_seconds;
+    if (t.held > shape_.accelerators_per_node) out_.failure_lost_multi_node_gpu_seconds += gpu_seconds;
   }
 
   // The start the holder's first reservation planned: the figure its first start is measured against. And the
@@ -354,9 +363,13 @@ class Replay {
     const Job& j = s_.jobs[t.id.index()];
     JobRecord& rec = records_[i];
     account(i, now);
-    t.run_start = -1;
+    // A failure ended the run: what it ran beyond the work it kept is lost, and so is the next run's overhead.
+    if (j.restarts > t.restarts)
+      count_failure_loss(t, ((now - t.run_start) - (j.work_done_s - t.work_at_open) + o_.failures.restart_overhead_s) *
+                                t.held_now);
     // A node failure the job could not recover from in place (no free node for its lost replicas) restarted it.
     if (t.in_place) out_.in_place_fallbacks += j.restarts - t.restarts;
+    t.run_start = -1;
     if (j.state == JobState::kSucceeded || j.state == JobState::kFailed || j.state == JobState::kCancelled) {
       if (j.state == JobState::kSucceeded) rec.end_s = now;
     } else {

@@ -76,6 +76,11 @@ struct ReplayOutcome {
   // free node for the lost replicas: the core's fallback), each counted per job and failure.
   int64_t in_place_recoveries = 0;
   int64_t in_place_fallbacks = 0;
+  // GPU-time node failures cost, measured where it is lost (not in the JSON): the work since the last checkpoint
+  // of each run a failure ended plus the restart overhead it then pays, and each recovery in place's pause; the
+  // same for the jobs of more than one node. GPU-seconds.
+  int64_t failure_lost_gpu_seconds = 0;
+  int64_t failure_lost_multi_node_gpu_seconds = 0;
   int64_t schedule_calls = 0;
   // For stderr: cluster-file events ignored because their job or node was not in a state they apply to, and
   // scheduler passes that stopped at their step bound (a bug; ScheduleResult::bound_hit).

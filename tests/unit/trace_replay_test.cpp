@@ -404,6 +404,8 @@ events:
   EXPECT_EQ(restart.jobs[0].total_gpu_seconds_held, 16 * 1160);
   EXPECT_EQ(restart.jobs[0].useful_gpu_seconds, 16 * 1000);
   EXPECT_EQ(restart.in_place_recoveries, 0);
+  EXPECT_EQ(restart.failure_lost_gpu_seconds, 16 * (100 + 60)) << "700 - 600 s since the checkpoint, and the overhead";
+  EXPECT_EQ(restart.failure_lost_multi_node_gpu_seconds, 16 * (100 + 60));
 
   const ReplayOutcome in_place = run(one_job, 1);
   ASSERT_EQ(in_place.jobs.size(), 1u);
@@ -413,6 +415,7 @@ events:
   EXPECT_EQ(in_place.jobs[0].useful_gpu_seconds, 16 * 1000);
   EXPECT_EQ(in_place.in_place_recoveries, 1);
   EXPECT_EQ(in_place.in_place_fallbacks, 0);
+  EXPECT_EQ(in_place.failure_lost_gpu_seconds, 16 * 30) << "the pause alone";
   const ReplayMetrics m = compute_metrics(in_place.jobs, in_place.cluster, in_place.samples);
   EXPECT_NEAR(m.goodput, 1000.0 / 1030.0, 1e-9);
   EXPECT_LT(in_place.jobs[0].total_gpu_seconds_held - in_place.jobs[0].useful_gpu_seconds,
@@ -432,6 +435,7 @@ events:
   EXPECT_EQ(full.in_place_fallbacks, 1) << "no free node for the lost replica: the core's full restart";
   EXPECT_EQ(full.jobs[0].restarts, 1);
   EXPECT_EQ(full.jobs[0].end_s, 2460);
+  EXPECT_EQ(full.failure_lost_gpu_seconds, 16 * (100 + 60));
 }
 
 // On a busy cluster with frequent failures, multi-node jobs that recover in place (when a node is free) lose less
