@@ -323,7 +323,7 @@ class Replay {
     t.epoch = j.membership_epoch;
     out_.in_place_recoveries += recovered;
     if (o_.failures.in_place_overhead() > 0) *j.spec.duration_s += recovered * o_.failures.in_place_overhead();
-    count_failure_loss(t, recovered * o_.failures.in_place_overhead() * t.held_now);
+    count_failure_loss(t, recovered * o_.failures.in_place_overhead() * t.held);
   }
 
   void count_failure_loss(const Tracked& t, int64_t gpu_seconds) {
@@ -363,10 +363,11 @@ class Replay {
     const Job& j = s_.jobs[t.id.index()];
     JobRecord& rec = records_[i];
     account(i, now);
-    // A failure ended the run: what it ran beyond the work it kept is lost, and so is the next run's overhead.
+    // A failure ended the run: the GPU-time it held beyond the work it kept is lost, and so is the next run's
+    // overhead. Work is counted at the job's full size (an elastic job below it works more slowly: state.h).
     if (j.restarts > t.restarts)
-      count_failure_loss(t, ((now - t.run_start) - (j.work_done_s - t.work_at_open) + o_.failures.restart_overhead_s) *
-                                t.held_now);
+      count_failure_loss(t, (now - t.run_start) * t.held_now -
+                                (j.work_done_s - t.work_at_open - o_.failures.restart_overhead_s) * t.held);
     // A node failure the job could not recover from in place (no free node for its lost replicas) restarted it.
     if (t.in_place) out_.in_place_fallbacks += j.restarts - t.restarts;
     t.run_start = -1;
