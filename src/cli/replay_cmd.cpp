@@ -27,6 +27,7 @@ struct ReplayArgs {
   std::vector<std::string> baselines;
   sim::FailureOptions failures;
   double elastic_share = 0;
+  double in_place_share = 0;             // --in-place-share
   std::optional<int64_t> locality_wait;  // --locality-wait: replaces the cluster file's policy.locality_wait
   bool backfill = false;                 // --backfill: sets the cluster file's policy.backfill
   double time_limit_factor = 0;          // --time-limit-factor
@@ -88,6 +89,12 @@ int sim_replay(const ReplayArgs& a) {
   if (!(a.elastic_share >= 0 && a.elastic_share <= 1))
     return fail("--elastic-share must be a share between 0 and 1 (0.3: 30% of multi-node jobs), got " +
                 std::to_string(a.elastic_share));
+  if (!(a.in_place_share >= 0 && a.in_place_share <= 1))
+    return fail("--in-place-share must be a share between 0 and 1 (0.3: 30% of multi-node jobs recover in place), got " +
+                std::to_string(a.in_place_share));
+  if (f.in_place_overhead_s && *f.in_place_overhead_s < 0)
+    return fail("--in-place-overhead-s must be a number of seconds, 0 or more (default: --restart-overhead-s), got " +
+                std::to_string(*f.in_place_overhead_s));
   if (f.replace_share < 0 || f.replace_share > 1) return fail("--replace-share must be between 0 and 1");
   if (a.locality_wait && *a.locality_wait < 0)
     return fail("--locality-wait must be a number of seconds, 0 or more, got " + std::to_string(*a.locality_wait));
@@ -123,6 +130,7 @@ int sim_replay(const ReplayArgs& a) {
   options.seed = a.seed;
   options.failures = a.failures;
   options.elastic_share = a.elastic_share;
+  options.in_place_share = a.in_place_share;
   options.time_limit_factor = a.time_limit_factor;
   options.time_limit_factor_max = a.time_limit_factor_max;
   std::vector<Run> runs;
@@ -156,6 +164,12 @@ int sim_replay(const ReplayArgs& a) {
     out["team_rule"] = sim::team_rule_name(*rule);
     out["node_failures"] = runs.front().outcome.node_failures;
     if (a.elastic_share > 0) out["elastic_share"] = a.elastic_share;
+    if (a.in_place_share > 0) {
+      out["in_place_share"] = a.in_place_share;
+      out["in_place_overhead_s"] = f.in_place_overhead();
+      out["in_place_recoveries"] = runs.front().outcome.in_place_recoveries;
+      out["in_place_fallbacks"] = runs.front().outcome.in_place_fallbacks;
+    }
     if (cluster->policy.locality_wait_s > 0) out["locality_wait"] = cluster->policy.locality_wait_s;
     if (cluster->policy.backfill) out["backfill"] = true;
     if (a.time_limit_factor > 0) out["time_limit_factor"] = a.time_limit_factor;
@@ -179,6 +193,10 @@ int sim_replay(const ReplayArgs& a) {
   if (f.mtbf_hours > 0)
     std::cout << "; node MTBF " << f.mtbf_hours << " h, " << r.outcome.node_failures << " node failures";
   if (a.elastic_share > 0) std::cout << "; " << std::setprecision(0) << a.elastic_share * 100 << "% of multi-node jobs elastic";
+  if (a.in_place_share > 0)
+    std::cout << "; " << std::setprecision(0) << a.in_place_share * 100 << "% of multi-node jobs recover in place ("
+              << r.outcome.in_place_recoveries << " recoveries, " << r.outcome.in_place_fallbacks << " full restarts, "
+              << f.in_place_overhead() << " s pause each)";
   if (cluster->policy.locality_wait_s > 0) std::cout << "; locality wait " << cluster->policy.locality_wait_s << " s";
   if (cluster->policy.backfill) std::cout << "; backfill";
   const sim::TraceLimits limits = sim::trace_limits(*trace);
@@ -218,6 +236,8 @@ void add_replay_command(CLI::App& sim, Context& ctx) {
   c->add_option("--checkpoint-s", a->failures.checkpoint_s,
                 "Jobs checkpoint this often; a restart loses the work since (default 3600; 0: nothing is lost)");
   c->add_option("--restart-overhead-s", a->failures.restart_overhead_s, "Extra run time of every restart (default 0)");
+  c->add_option("--in-place-overhead-s", a->failures.in_place_overhead_s,
+                "Extra run time of every recovery in place, the whole job waiting for its new rank (default: --restart-overhead-s)");
   c->add_option("--locality-wait", a->locality_wait,
                 "Seconds a job with a preferred topology request may wait for one domain (policy.locality_wait; default: "
                 "the cluster file's, 0: spread at once)");
@@ -229,6 +249,9 @@ void add_replay_command(CLI::App& sim, Context& ctx) {
                 "users overestimate by different amounts");
   c->add_option("--elastic-share", a->elastic_share,
                 "Make this share of multi-node jobs elastic (0..1, chosen by --seed): n replicas become ceil(n/2)..n");
+  c->add_option("--in-place-share", a->in_place_share,
+                "Give this share of multi-node jobs recovery: in_place (0..1, chosen by --seed): on a node failure only "
+                "its replicas move, to a free node");
   c->callback([a, &ctx] { ctx.exit_code = sim_replay(*a); });
 }
 

@@ -37,6 +37,10 @@ struct Tracked {
   Time run_start = -1;          // -1: not running
   bool run_borrowing = false;
   int runs = 0;
+  bool in_place = false;  // recovery: in_place
+  int epoch = 0;          // the membership epoch the replay has charged the pauses of, in the current run
+  int restarts = 0;       // the core's count of failure restarts when the current run was opened
+  int64_t work_at_open = 0;  // the job's kept work when the current run was opened
 };
 
 class Replay {
@@ -156,6 +160,7 @@ class Replay {
   }
 
   double elastic_draw(size_t i) const { return job_draw(i, 0); }
+  double in_place_draw(size_t i) const { return job_draw(i, 0x2545f4914f6cdd1dULL); }
 
   // The job's wall-time limit: its duration times the factor (or a factor drawn between the two; trace_replay.h).
   int64_t time_limit_of(size_t i, int64_t duration_s) const {
@@ -181,6 +186,9 @@ class Replay {
       ps.min_replicas = (ps.replicas + 1) / 2;
       any_elastic_ = true;
     }
+    const bool in_place =
+        o_.in_place_share > 0 && spec.pod_sets.front().replicas > 1 && in_place_draw(i) < o_.in_place_share;
+    if (in_place) spec.recovery = Recovery::kInPlace;
     // The trace's own limit where it gives one (raised to the duration: Slurm ends a job a little after its
     // limit, and the replay runs each job for its whole duration), else one drawn from the factor.
     if (tj.time_limit_s) spec.time_limit_s = std::max(*tj.time_limit_s, tj.duration_s);
@@ -197,6 +205,7 @@ class Replay {
     t.id = *id;
     t.held = held_gpus(shape_, tj.gpus);
     t.original_s = tj.duration_s;
+    t.in_place = in_place;
     if (record_of_.size() <= id->index()) record_of_.resize(id->index() + 1, -1);
     record_of_[id->index()] = static_cast<int>(i);
     ++waiting_;
@@ -252,6 +261,7 @@ class Replay {
       Tracked& t = tracked_[i];
       Job& j = s_.jobs[t.id.index()];
       if (j.state == JobState::kRunning && j.started_at == t.run_start) {
+        if (t.in_place) charge_in_place_recoveries(t, j);
         still.push_back(i);
         continue;
       }
@@ -263,8 +273,10 @@ class Replay {
         team_busy_[j.team.index()] += t.held_now;
         t.run_start = j.started_at;
         t.run_borrowing = j.borrowing;
+        t.work_at_open = j.work_done_s;
         if (o_.failures.restart_overhead_s > 0) *j.spec.duration_s += o_.failures.restart_overhead_s;
         ++t.runs;
+        if (t.in_place) charge_in_place_recoveries(t, j);
         still.push_back(i);
         continue;
       }
@@ -292,11 +304,31 @@ class Replay {
       t.run_start = j.started_at;
       t.run_borrowing = j.borrowing;
       t.held_now = held_now(t, j);
+      t.epoch = j.membership_epoch;
+      t.restarts = j.restarts;
+      t.work_at_open = j.work_done_s;
       --waiting_;
       running_.push_back(rec);
       busy_ += t.held_now;
       team_busy_[j.team.index()] += t.held_now;
     }
+  }
+
+  // A running job with recovery in_place that recovered since the last pass (its membership epoch went up: one per
+  // recovery, core/in_place.h) keeps its run and all its work, but the whole job waited for each new rank to start
+  // and copy the state from a peer: that pause is more run time at all its GPUs, held and not useful.
+  void charge_in_place_recoveries(Tracked& t, Job& j) {
+    const int recovered = j.membership_epoch - t.epoch;
+    if (recovered <= 0) return;
+    t.epoch = j.membership_epoch;
+    out_.in_place_recoveries += recovered;
+    if (o_.failures.in_place_overhead() > 0) *j.spec.duration_s += recovered * o_.failures.in_place_overhead();
+    count_failure_loss(t, recovered * o_.failures.in_place_overhead() * t.held);
+  }
+
+  void count_failure_loss(const Tracked& t, int64_t gpu_seconds) {
+    out_.failure_lost_gpu_seconds += gpu_seconds;
+    if (t.held > shape_.accelerators_per_node) out_.failure_lost_multi_node_gpu_seconds += gpu_seconds;
   }
 
   // The start the holder's first reservation planned: the figure its first start is measured against. And the
@@ -331,6 +363,13 @@ class Replay {
     const Job& j = s_.jobs[t.id.index()];
     JobRecord& rec = records_[i];
     account(i, now);
+    // A failure ended the run: the GPU-time it held beyond the work it kept is lost, and so is the next run's
+    // overhead. Work is counted at the job's full size (an elastic job below it works more slowly: state.h).
+    if (j.restarts > t.restarts)
+      count_failure_loss(t, (now - t.run_start) * t.held_now -
+                                (j.work_done_s - t.work_at_open - o_.failures.restart_overhead_s) * t.held);
+    // A node failure the job could not recover from in place (no free node for its lost replicas) restarted it.
+    if (t.in_place) out_.in_place_fallbacks += j.restarts - t.restarts;
     t.run_start = -1;
     if (j.state == JobState::kSucceeded || j.state == JobState::kFailed || j.state == JobState::kCancelled) {
       if (j.state == JobState::kSucceeded) rec.end_s = now;

@@ -365,5 +365,101 @@ TEST(TraceReplay, ElasticJobsStartSmallerAndGrow) {
   EXPECT_NEAR(elastic.utilization, (8.0 * 100 + 8.0 * 150 + 16.0 * 125) / (16.0 * 275), 1e-9);
 }
 
+// Recovery in place against a full restart, by hand. Three 8-GPU nodes; j1 takes 16 GPUs (p-1 and p-2) for 1000 s
+// of work with checkpoints every 600 s; the cluster file fails p-1 at t=700.
+//   restart:  the run ends at 700 keeping 600 s of work; j1 restarts at once on p-2 and p-3 with 400 s to do plus
+//             the 60 s restart overhead: ends at 1160, holding 16 x 1160 GPU-s for 16 x 1000 useful.
+//   in place: p-1's replica moves to p-3, p-2's keeps running with all its work; the whole job waits 30 s for the
+//             new rank (--in-place-overhead-s): ends at 1030, holding 16 x 1030.
+//   in place, no free node (j2 holds p-3 until 2000): the core's fallback restarts j1 from its checkpoint; it
+//             waits for p-3 and runs 2000..2460 (400 s + 60 s).
+TEST(TraceReplay, InPlaceRecoveryKeepsTheWorkAndChargesThePause) {
+  const std::string three_nodes = R"(
+cluster:
+  nodes: [{name: p-[1-3], instance_type: ml.p4d.24xlarge}]
+teams:
+  - name: ml
+    allocation: [{instance_type: ml.p4d.24xlarge, instances: 3}]
+events:
+  - {at: 700, fail_node: p-1}
+)";
+  const Trace one_job = trace("id,submit_s,duration_s,gpus,team\nj1,0,1000,16,ml\n");
+  ReplayOptions o;
+  o.failures.mtbf_hours = 1e9;  // auto-resume's retries; no failure of its own draws comes within the trace
+  o.failures.checkpoint_s = 600;
+  o.failures.restart_overhead_s = 60;
+  o.failures.in_place_overhead_s = 30;
+  auto run = [&](const Trace& tr, double share) {
+    ReplayOptions x = o;
+    x.in_place_share = share;
+    auto out = run_replay(cluster(three_nodes), tr, x);
+    EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
+    return out.ok() ? *out : ReplayOutcome{};
+  };
+  const ReplayOutcome restart = run(one_job, 0);
+  ASSERT_EQ(restart.jobs.size(), 1u);
+  EXPECT_EQ(restart.node_failures, 0) << "the cluster file's failure is not one of the replay's draws";
+  EXPECT_EQ(restart.jobs[0].restarts, 1);
+  EXPECT_EQ(restart.jobs[0].end_s, 1160);
+  EXPECT_EQ(restart.jobs[0].total_gpu_seconds_held, 16 * 1160);
+  EXPECT_EQ(restart.jobs[0].useful_gpu_seconds, 16 * 1000);
+  EXPECT_EQ(restart.in_place_recoveries, 0);
+  EXPECT_EQ(restart.failure_lost_gpu_seconds, 16 * (100 + 60)) << "700 - 600 s since the checkpoint, and the overhead";
+  EXPECT_EQ(restart.failure_lost_multi_node_gpu_seconds, 16 * (100 + 60));
+
+  const ReplayOutcome in_place = run(one_job, 1);
+  ASSERT_EQ(in_place.jobs.size(), 1u);
+  EXPECT_EQ(in_place.jobs[0].restarts, 0);
+  EXPECT_EQ(in_place.jobs[0].end_s, 1030) << "no work lost, 30 s of pause";
+  EXPECT_EQ(in_place.jobs[0].total_gpu_seconds_held, 16 * 1030) << "the pause is held at all the job's GPUs";
+  EXPECT_EQ(in_place.jobs[0].useful_gpu_seconds, 16 * 1000);
+  EXPECT_EQ(in_place.in_place_recoveries, 1);
+  EXPECT_EQ(in_place.in_place_fallbacks, 0);
+  EXPECT_EQ(in_place.failure_lost_gpu_seconds, 16 * 30) << "the pause alone";
+  const ReplayMetrics m = compute_metrics(in_place.jobs, in_place.cluster, in_place.samples);
+  EXPECT_NEAR(m.goodput, 1000.0 / 1030.0, 1e-9);
+  EXPECT_LT(in_place.jobs[0].total_gpu_seconds_held - in_place.jobs[0].useful_gpu_seconds,
+            restart.jobs[0].total_gpu_seconds_held - restart.jobs[0].useful_gpu_seconds);
+
+  // Without --in-place-overhead-s the pause is the restart's overhead.
+  ReplayOptions same = o;
+  same.in_place_share = 1;
+  same.failures.in_place_overhead_s.reset();
+  auto out = run_replay(cluster(three_nodes), one_job, same);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->jobs[0].end_s, 1060);
+
+  const ReplayOutcome full = run(trace("id,submit_s,duration_s,gpus,team\nj1,0,1000,16,ml\nj2,0,2000,8,ml\n"), 1);
+  ASSERT_EQ(full.jobs.size(), 2u);
+  EXPECT_EQ(full.in_place_recoveries, 0);
+  EXPECT_EQ(full.in_place_fallbacks, 1) << "no free node for the lost replica: the core's full restart";
+  EXPECT_EQ(full.jobs[0].restarts, 1);
+  EXPECT_EQ(full.jobs[0].end_s, 2460);
+  EXPECT_EQ(full.failure_lost_gpu_seconds, 16 * (100 + 60));
+}
+
+// On a busy cluster with frequent failures, multi-node jobs that recover in place (when a node is free) lose less
+// than the same jobs restarting from hourly checkpoints.
+TEST(TraceReplay, InPlaceRecoveryRaisesGoodputUnderFailures) {
+  Scenario sc = cluster(kTwoTeams);
+  Trace tr = synthetic(5, 300);
+  ReplayOptions o;
+  o.seed = 5;
+  o.failures.mtbf_hours = 6;
+  o.failures.checkpoint_s = 3600;
+  o.failures.restart_overhead_s = 120;
+  auto restart = run_replay(sc, tr, o);
+  ASSERT_TRUE(restart.ok());
+  o.in_place_share = 1;
+  auto in_place = run_replay(sc, tr, o);
+  ASSERT_TRUE(in_place.ok());
+  EXPECT_EQ(restart->in_place_recoveries, 0);
+  EXPECT_GT(in_place->in_place_recoveries, 0);
+  const ReplayMetrics a = compute_metrics(restart->jobs, restart->cluster, restart->samples);
+  const ReplayMetrics b = compute_metrics(in_place->jobs, in_place->cluster, in_place->samples);
+  EXPECT_GT(b.goodput, a.goodput) << "a recovery in place loses the pause, a restart up to an hour";
+  EXPECT_EQ(b.finished_jobs, 300);
+}
+
 }  // namespace
 }  // namespace allot::sim::trace_replay_test
