@@ -354,6 +354,7 @@ struct Note {
   const Record& r;
 
   void operator()(const AddNode& a) const {
+    st.left_live_ms.erase(a.node.name);  // back under its name: its heartbeats say what runs there again
     NodeInfo& info = st.nodes[a.node.name];
     info = NodeInfo{};
     if (!a.address.empty()) info.address = a.address;
@@ -377,7 +378,11 @@ struct Note {
       info.replaces = h.replaces;
     }
   }
-  void operator()(const RemoveNode& rn) const { st.nodes.erase(rn.node); }
+  void operator()(const RemoveNode& rn) const {
+    if (auto it = st.nodes.find(rn.node); it != st.nodes.end() && it->second.agent && !it->second.timed_out && !it->second.fenced)
+      st.left_live_ms[rn.node] = (r.at + 1) * 1000;
+    st.nodes.erase(rn.node);
+  }
   void operator()(const RemoveTeam& rt) const { st.removed_teams.insert(rt.team); }
   void operator()(const UpsertTeam& ut) const { st.removed_teams.erase(ut.team.name); }
   void operator()(const Admit& ad) const {

@@ -312,6 +312,11 @@ struct ServerState {
   // Nodes retired by a replacement (name -> the replacement): their agents may not join again under that name.
   // Rebuilt by replay from the replacements' health changes.
   std::map<std::string, std::string> retired;
+  // Nodes that left the cluster (retired by a replacement, removed) while their agent was live, and when (ms, an
+  // upper bound): their agent may still be stopping replicas, and once cut off (its credential revoked, its
+  // heartbeats refused) it fences itself within the heartbeat timeout, so until then no start waits on their
+  // stops as confirmed (start_gate.h). Not journaled: dropped by the writer once the timeout has passed.
+  std::map<std::string, int64_t> left_live_ms;
   // Steady-clock time of each live submission not yet admitted: the start of the scheduling latency.
   std::unordered_map<uint32_t, std::chrono::steady_clock::time_point> waiting_since;
   // Live submissions only; not rebuilt by replay. By (team, instance type): a job admitted onto several instance

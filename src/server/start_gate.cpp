@@ -17,10 +17,13 @@ std::vector<std::string> node_names(const ClusterState& s, const Job& j) {
 
 // Replicas on `node` can still be alive: an agent runs them and the server has not fenced it (a heartbeat timeout,
 // or silence past it while the node was out of service already: NodeInfo::fenced).
+// A node that left while its agent was live counts as running until that agent has fenced itself
+// (ServerState::left_live_ms): a replacement retires the failed node at once, maybe within its old rank's stop grace.
 bool may_run_there(const ServerState& st, const std::string& node) {
   const Node* n = st.cluster.find_node(node);
   auto info = st.nodes.find(node);
-  return n && info != st.nodes.end() && info->second.agent && !info->second.timed_out && !info->second.fenced;
+  if (!n || info == st.nodes.end()) return st.left_live_ms.count(node) > 0;
+  return info->second.agent && !info->second.timed_out && !info->second.fenced;
 }
 
 // The ended runs `j`'s current run waits for: the earlier runs of `j`, and the runs of other jobs on its nodes.

@@ -10,7 +10,10 @@
 //    attempt: the rule above does not see it).
 // A replica is confirmed stopped when its node's agent sends a heartbeat that does not report it running, or when
 // its node is fenced: the server timed the node out, by which time the agent or its watchdog has killed the
-// node's replicas (agent/fencing.h), or the node left the cluster, or it has no agent.
+// node's replicas (agent/fencing.h), or it was out of service already and its agent fell silent past the timeout
+// (NodeInfo::fenced), or the node left the cluster and the heartbeat timeout has passed since (a replacement retires
+// the failed node and revokes its credential at once, while its agent may still be stopping the replica:
+// ServerState::left_live_ms), or it has no agent.
 //
 // The core is not involved: it admits and places as before, and the capacity it gave the new run is the new
 // run's. Only the processes wait, and the job's description says for what (start_waits()). The simulator runs

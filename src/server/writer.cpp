@@ -501,6 +501,8 @@ void Writer::note_liveness(Txn& txn) {
 
 void Writer::time_out_nodes(Txn& txn) {
   const int64_t limit = options_.heartbeat_timeout.count();
+  // A node that left while its agent was live: past the timeout that agent has fenced itself (server_state.h).
+  std::erase_if(state_.left_live_ms, [&](const auto& e) { return txn.now_ms() - e.second > limit; });
   const Disruption disruption = assess_disruption(state_, options_, txn.now_ms());
   if (disruption.held != disruption_held_) {
     disruption_held_ = disruption.held;

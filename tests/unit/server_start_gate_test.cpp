@@ -204,6 +204,32 @@ TEST_F(ServerStartGateInPlace, AMovedRankWhoseOldNodeWasOutOfServiceAndFallsSile
   EXPECT_FALSE(j.contains("waits_for_stops")) << j.dump();
 }
 
+TEST_F(ServerStartGateInPlace, AMovedRankWhoseOldNodeIsRetiredByItsReplacementWaitsForTheTimeoutSinceThen) {
+  ASSERT_EQ(put("/v1/nodes/" + rank1_node + "/health", R"({"health": "UnschedulablePendingReplacement"})").status, 200);
+  auto j = get("/v1/jobs/ring").json;
+  ASSERT_EQ(j["placement"][0]["replicas"][1]["node"], "g3") << j.dump();
+  // The replacement joins: the failed node is retired at once and its agent's credential revoked, while that agent
+  // may still be stopping the old rank 1 within its stop grace (it cannot say so any more).
+  auto reg = post("/v1/agents/register", json{{"name", rank1_node + "-r1"}, {"instance_type", "g5.12xlarge"},
+                                              {"labels", {{"network-node-layer-3", "x"}}}, {"replaces", rank1_node}});
+  ASSERT_EQ(reg.status, 200) << reg.body;
+  ASSERT_EQ(get("/v1/nodes/" + rank1_node).status, 404) << "retired";
+  EXPECT_TRUE(ranks_in(heartbeat("g3")["run"]).empty()) << "the retired node's agent may still run the old rank 1";
+  // Past the heartbeat timeout (2 s) since the retirement, that agent, cut off, has fenced itself: g3 gets rank 1.
+  for (int step = 0; step < 3; ++step) {
+    advance(std::chrono::milliseconds(500));
+    heartbeat(rank0_node, json::array({running(0)}));
+    EXPECT_TRUE(ranks_in(heartbeat("g3")["run"]).empty()) << "within the timeout, at step " << step;
+  }
+  for (int step = 0; step < 4; ++step) {
+    advance(std::chrono::milliseconds(500));
+    heartbeat(rank0_node, json::array({running(0)}));
+    heartbeat("g3");
+  }
+  ASSERT_TRUE(eventually([&] { return ranks_in(heartbeat("g3")["run"]) == std::set<int>{1}; })) << get("/v1/jobs/ring").body;
+  EXPECT_EQ(get("/v1/jobs/ring").json["restarts"], 0);
+}
+
 TEST_F(ServerStartGateInPlace, TheNodeARankMovedToIsTheRunsForTheJobsThatCome) {
   fail_rank1_node();
   heartbeat(rank1_node);  // the old rank 1 is gone
