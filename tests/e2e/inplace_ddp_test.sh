@@ -48,6 +48,7 @@ YAML
   pid0=$("$ALLOT" logs "$job" --replica 0 | grep -o "pid [0-9]*" | head -n1 | cut -d' ' -f2)
   pid1=$("$ALLOT" logs "$job" --replica 1 | grep -o "pid [0-9]*" | tail -n1 | cut -d' ' -f2)
   at=$(last_step "$job" 0)
+  OLD_ALL=$(job_procs "$job") OLD_R1=$(job_procs "$job" RANK=1)
   t0=$(now_ms)
   kill -9 "$pid1"
   inject "$victim" "xid 79 gpu 0"
@@ -72,6 +73,7 @@ YAML
   PID0_AFTER=$("$ALLOT" logs "$job" --replica 0 | grep -o "pid [0-9]*" | tail -n1 | cut -d' ' -f2)
   PID0_BEFORE=$pid0
   wait_state "$job" Succeeded 300
+  OUTCOME=$(node_outcome "$victim")
 }
 
 run_case inplace in_place "membership_signal: SIGUSR1
@@ -81,14 +83,18 @@ env: {STEPS: \"120\"}"
 [ "$(job_json inplace | json_get '["recovery"]["membership_epoch"]')" = 1 ] || fail "in place: epoch 1 expected: $(job_json inplace)"
 "$ALLOT" logs inplace --replica 1 | grep_q "joined epoch 1 at step [0-9]* (had 0, state from rank 0)" ||
   fail "in place: the new rank 1 should take the state from rank 0: $("$ALLOT" logs inplace --replica 1 | head -n 5)"
-INPLACE_LOST=$LOST INPLACE_MS=$RESUME_MS
+INPLACE_LOST=$LOST INPLACE_MS=$RESUME_MS INPLACE_OLD=$OLD_R1 INPLACE_OUTCOME=$OUTCOME
 
 run_case restart restart "checkpoint_interval: 1
 env: {STEPS: \"120\", CKPT_EVERY: \"10\"}"
 [ "$(job_field restart restarts)" = 1 ] || fail "restart: one restart expected, not $(job_field restart restarts)"
-RESTART_LOST=$LOST RESTART_MS=$RESUME_MS
+RESTART_LOST=$LOST RESTART_MS=$RESUME_MS RESTART_OLD=$OLD_ALL RESTART_OUTCOME=$OUTCOME
 
 say "in place: steps lost $INPLACE_LOST, fault to the first step after it $(awk -v m="$INPLACE_MS" 'BEGIN{printf "%.1f", m/1000}') s"
 say "full restart (checkpoint every 10 steps): steps lost $RESTART_LOST, fault to the first step after it $(awk -v m="$RESTART_MS" 'BEGIN{printf "%.1f", m/1000}') s"
 [ "$INPLACE_LOST" -le 1 ] || fail "in place should lose at most the step in flight, not $INPLACE_LOST"
+fault_row "xid 79 + rank 1 killed, recovery in_place (real DDP)" "$(restarts_charged inplace)" "$(seconds "$INPLACE_MS")" "$INPLACE_LOST" \
+  "$INPLACE_OUTCOME" "not sampled (the old rank 1 was killed before the fault)" "$(still_running $INPLACE_OLD) of $(echo $INPLACE_OLD | wc -w) (the old rank 1)"
+fault_row "xid 79 + rank 1 killed, full restart, checkpoint every 10 steps (real DDP)" "$(restarts_charged restart)" "$(seconds "$RESTART_MS")" "$RESTART_LOST" \
+  "$RESTART_OUTCOME" "not sampled (the old rank 1 was killed before the fault)" "$(still_running $RESTART_OLD) of $(echo $RESTART_OLD | wc -w)"
 say PASS

@@ -59,6 +59,7 @@ file0=$("$ALLOT" logs inplace --replica 0 | grep -o "file [^ ]*" | head -n1 | cu
 python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert m["epoch"]==0 and m["world_size"]==2, m' "$file0" || fail "membership.json at start: $(cat "$file0")"
 say "inplace runs: rank 0 on $rank0_node ($pid0, $port0), rank 1 on $rank1_node; failing $rank1_node"
 
+old=$(job_procs inplace RANK=1)
 t0=$(now_ms)
 inject "$rank1_node" "xid 79 gpu 0"
 for _ in $(seq 1 300); do [ "$(job_json inplace | json_get '["recovery"]["membership_epoch"]' 2>/dev/null)" = 1 ] && break; sleep 0.1; done
@@ -100,6 +101,8 @@ echo "$events" | grep_q "recover_in_place" || fail "the events should have recov
 for _ in $(seq 1 300); do "$ALLOT" events 2>/dev/null | grep_q "recovered" && break; sleep 0.1; done
 "$ALLOT" events | grep_q "in-place recovery of membership epoch 1 done" || fail "the events should say the recovery is done: $("$ALLOT" events | tail -n 10)"
 say "fault to epoch 1: $((t1 - t0)) ms; to rank 0 signalled: $((t2 - t0)) ms"
+resume_ms=$(( $(head -n1 "$WORK/marks/inplace-r1.1.1" | awk '{print $2}') / 1000000 - t0 ))
+outcome=$(node_outcome "$rank1_node")
 
 # The recovery survives a kill -9 of the server.
 kill -9 "$SERVER_PID"
@@ -110,4 +113,8 @@ start_resil_server
 wait_state inplace Running
 [ "$(job_json inplace | json_get '["recovery"]["membership_epoch"]')" = 1 ] || fail "epoch 1 should survive the server's restart: $(job_json inplace)"
 [ "$(job_nodes inplace)" = "$(printf '%s\n' "$new0" "$new1" | sort | tr '\n' ' ' | sed 's/ $//')" ] || fail "the nodes should survive the restart: $(job_nodes inplace)"
+fault_row "xid 79 (injected), recovery in_place, the old rank 1 ignores SIGTERM" "$(restarts_charged inplace)" "$(seconds "$resume_ms") (to the new rank 1's start)" \
+  "0 (rank 0 goes on, same pid; the emulated rank 1 keeps no state)" "$outcome (3 s after the fault)" \
+  "$([ "$gap_ms" -lt 0 ] && echo "$((-gap_ms)) ms" || echo "0 ms (the new rank 1 started $gap_ms ms after the old one's last sign of life; sampled every 0.2 s)")" \
+  "$(still_running $old) of $(echo $old | wc -w) (the old rank 1)"
 say PASS

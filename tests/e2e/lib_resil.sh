@@ -66,3 +66,63 @@ require_torch() {
     exit 77
   fi
 }
+
+# The per-fault table's figures (bench/RESULTS.md, "Per-fault table: issue 27"): measurement only, never a check.
+# job_procs JOB [NAME=VALUE...]: "PID:START" of each live process this test's agents started for JOB (its environment
+# has ALLOT_JOB=JOB, every NAME=VALUE, and this test's $WORK in some value or its working directory under $WORK);
+# zombies and the trainers' short `sleep`s are left out. Taken just before a fault: the old attempt's processes.
+job_procs() {
+  python3 - "$WORK" "$@" <<'PY' || true
+import os, sys
+work, job, want = sys.argv[1].encode(), sys.argv[2].encode(), [a.encode().split(b"=", 1) for a in sys.argv[3:]]
+for p in os.listdir("/proc"):
+    if not p.isdigit():
+        continue
+    try:
+        env = dict(x.split(b"=", 1) for x in open(f"/proc/{p}/environ", "rb").read().split(b"\0") if b"=" in x)
+        stat = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+        comm = open(f"/proc/{p}/comm").read().strip()
+        cwd = os.readlink(f"/proc/{p}/cwd").encode()
+    except OSError:
+        continue
+    if stat[0] == "Z" or comm == "sleep" or env.get(b"ALLOT_JOB") != job:
+        continue
+    if any(env.get(k) != v for k, v in want):
+        continue
+    if any(work in v for v in env.values()) or cwd.startswith(work):
+        print(f"{p}:{stat[19]}")
+PY
+}
+# still_running PID:START...: how many of those processes still run (the same process: its start time unchanged).
+still_running() {
+  python3 - "$@" <<'PY' || echo "?"
+import sys
+n = 0
+for ps in sys.argv[1:]:
+    p, start = ps.split(":")
+    try:
+        stat = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    if stat[0] != "Z" and stat[19] == start:
+        n += 1
+print(n)
+PY
+}
+# restarts_charged JOB: the job's restarts and whom each was charged to, e.g. "1 (node gpu-1)", "2 (job, node gpu-3)".
+restarts_charged() {
+  job_json "$1" | python3 -c 'import json,sys; j=json.load(sys.stdin); h=j.get("restart_history",[]); print((str(j.get("restarts")) + " (" + ", ".join(("node " + r["node"]) if r.get("node") else "job" for r in h) + ")") if h else j.get("restarts"))' || echo "?"
+}
+# node_outcome NODE: the health NODE is in now ("retired" once gone) and, if a node replaces it, that one's.
+node_outcome() {
+  local h r n
+  h=$(node_health "$1" || true)
+  for n in $("$ALLOT" nodes -o json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); d=d.get("nodes", d) if isinstance(d, dict) else d; print(" ".join(x["name"] for x in d))' || true); do
+    node_json "$n" | grep_q '"replaces": *"'"$1"'"' && r="$n"
+  done
+  echo "$1 ${h:-retired}${r:+, replaced by $r ($(node_health "$r" || true))}"
+}
+# seconds MS: milliseconds as seconds with one decimal.
+seconds() { awk -v m="$1" 'BEGIN{printf "%.1f s", m/1000}'; }
+# fault_row FAULT RESTARTS RESUME LOST NODE OVERLAP ORPHANS: the test's row of the per-fault table.
+fault_row() { say "table: $1 | restarts $2 | fault to resume $3 | steps lost $4 | node $5 | overlap $6 | orphans $7"; }

@@ -69,6 +69,8 @@ for _ in $(seq 1 600); do "$ALLOT" logs ddp --replica 0 | grep_q "rank 0: step 8
 "$ALLOT" logs ddp --replica 0 | grep_q "rank 0: step 8 " || fail "DDP training did not reach step 8: $("$ALLOT" logs ddp | tail -n 20)"
 victim=$(job_json ddp | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["placement"][0]["replicas"][1]["node"])')
 pid_var="AGENT_PID_${victim//-/_}"
+killed=$(( $(job_field ddp restarts) + $(job_field ddp preemptions) ))
+old=$(job_procs ddp)
 t0=$(now_ms)
 say "rank 1 runs on $victim: killing its agent (pid ${!pid_var}) with SIGKILL"
 kill -9 "${!pid_var}"
@@ -90,4 +92,10 @@ cause=$("$ALLOT" describe ddp -o json | json_get '["restart_history"][0]["cause"
 echo "$cause" | grep_q "$victim" || fail "the restart should be charged to node $victim: $cause"
 lost=$("$ALLOT" describe ddp -o json | json_get '["restart_history"][0]["work_lost_s"]')
 say "killed at step >= 8, resumed from step $resumed; fault to restart decided $((t1 - t0)) ms, to resumed $((t2 - t0)) ms; cause: $cause; work lost ${lost}s"
+top=$("$ALLOT" logs ddp --replica 0 --attempt "$killed" | grep -o "rank 0: step [0-9]*" | tail -n1 | grep -o "[0-9]*$" || true)
+steps=$(( ${top:-0} - resumed )); [ "$steps" -ge 0 ] || steps=0
+if "$ALLOT" nodes | grep_q "^$victim-r1 "; then outcome="$victim $(node_health "$victim" || echo retired), replaced by $victim-r1 ($(node_health "$victim-r1" || true))"
+else outcome="$victim $(node_health "$victim" || true)"; fi
+fault_row "agent kill -9 (real DDP, rank 1's node)" "$(restarts_charged ddp)" "$(seconds $((t2 - t0)))" "$steps (rank 0 at step ${top:-?}, resumed from $resumed)" \
+  "$outcome" "not sampled" "$(still_running $old) of $(echo $old | wc -w)"
 say PASS

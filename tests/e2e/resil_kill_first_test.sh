@@ -57,6 +57,7 @@ say "rank 0 runs on $victim as pid $pid: XID 79 in its kernel log and SIGKILL at
 # The killed run's attempt number: 0, or more when a start was requeued without a retry (a rendezvous port another
 # process held: tests running side by side give their jobs the same ports), counted as restarts + preemptions.
 killed=$(( $(job_field train restarts) + $(job_field train preemptions) ))
+old=$(job_procs train)
 t0=$(now_ms)
 echo "4,4242,$(date +%s)000000,-;NVRM: Xid (PCI:0000:10:1c): 79, pid=$pid, name=sh, GPU has fallen off the bus." >>"$WORK/kmsg/$victim"
 kill -9 "$pid"
@@ -92,6 +93,10 @@ h=$(node_health "$victim" || true)
 [ "$h" = UnschedulablePendingReplacement ] || "$ALLOT" nodes | grep_q "^$victim-r1 " ||
   fail "$victim should be on its way to replacement, not '$h': $("$ALLOT" describe node "$victim" 2>&1 | head -n 20)"
 say "fault to restart decided: $((t1 - t0)) ms; fault to resumed: $((t2 - t0)) ms; restarts 1 (node $victim); Succeeded with max_retries 1"
+top=$(echo "$first" | grep -o "^step [0-9]*" | tail -n1 | grep -o "[0-9]*$" || true)
+resumed=$("$ALLOT" logs train --replica 0 | grep -o "resumed from step [0-9]*" | head -n1 | grep -o "[0-9]*$" || true)
+lost=$(( ${top:-0} - ${resumed:-0} )); [ "$lost" -ge 0 ] || lost=0
+restarts79=$(restarts_charged train) resume79=$(seconds $((t2 - t0))) lost79="$lost (rank 0 at step ${top:-?}, resumed from ${resumed:-?})"
 
 # An application's own GPU error (XID 13) with the same kill: the exit is the job's, and the node stays in service.
 # Only the nodes that read a kernel log file take the job (a replacement from the provisioner reads none).
@@ -104,10 +109,17 @@ wait_state app Running
 host=$(job_nodes app)
 for _ in $(seq 1 100); do "$ALLOT" logs app --replica 0 | grep_q "^step 3$" && break; sleep 0.1; done
 pid=$(cat "$WORK/server/checkpoints/app/pid-0")
+old13=$(job_procs app) killed13=$(( $(job_field app restarts) + $(job_field app preemptions) ))
+t13=$(now_ms)
 echo "4,4343,$(date +%s)000000,-;NVRM: Xid (PCI:0000:10:1c): 13, pid=$pid, name=sh, Graphics Exception" >>"$WORK/kmsg/$host"
 kill -9 "$pid"
 for _ in $(seq 1 300); do [ "$(job_field app restarts)" = 1 ] && break; sleep 0.1; done
 [ "$(job_field app restarts)" = 1 ] || fail "app should have restarted once: $(job_field app state) $(job_field app reason)"
+for _ in $(seq 1 100); do "$ALLOT" logs app --replica 0 | grep_q "resumed from step" && break; sleep 0.1; done
+resume13=$(seconds $(( $(now_ms) - t13 )))
+top13=$("$ALLOT" logs app --replica 0 --attempt "$killed13" | grep -o "^step [0-9]*" | tail -n1 | grep -o "[0-9]*$" || true)
+resumed13=$("$ALLOT" logs app --replica 0 | grep -o "resumed from step [0-9]*" | head -n1 | grep -o "[0-9]*$" || true)
+lost13=$(( ${top13:-0} - ${resumed13:-0} )); [ "$lost13" -ge 0 ] || lost13=0
 node=$("$ALLOT" describe app -o json | json_get '["restart_history"][0]["node"]')
 cause=$("$ALLOT" describe app -o json | json_get '["restart_history"][0]["cause"]')
 [ -z "$node" ] || fail "an application's XID is the job's failure, not node $node's: $cause"
@@ -117,4 +129,9 @@ for _ in $(seq 1 50); do node_json "$host" | grep_q '"suspect"' || break; sleep 
 node_json "$host" | grep_q '"suspect"' && fail "$host should not stay suspect after its checks passed: $(node_json "$host")"
 [ "$(node_health "$host")" = Schedulable ] || fail "$host should stay Schedulable after an application's XID"
 wait_state app Succeeded 60
+if "$ALLOT" nodes | grep_q "^$victim-r1 "; then outcome79="$victim retired, replaced by $victim-r1 ($(node_health "$victim-r1" || true))"
+else outcome79="$victim $(node_health "$victim" || true)"; fi
+fault_row "xid 79 + rank 0 killed first (kernel log)" "$restarts79" "$resume79" "$lost79" "$outcome79" "not sampled" "$(still_running $old) of $(echo $old | wc -w)"
+fault_row "xid 13 (application's) + rank 0 killed" "$(restarts_charged app)" "$resume13" "$lost13 (at step ${top13:-?}, resumed from ${resumed13:-?})" \
+  "$host unchanged ($(node_health "$host" || true))" "not sampled" "$(still_running $old13) of $(echo $old13 | wc -w)"
 say PASS

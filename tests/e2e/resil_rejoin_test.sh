@@ -13,8 +13,10 @@ start_resil_server
 start_faulty_agent gpu-1 network-node-layer-3=nn-a
 start_faulty_agent gpu-2 network-node-layer-3=nn-a
 write_teams
+t0=$(now_ms)
 inject gpu-2 "xid 79 gpu 0"
 for _ in $(seq 1 400); do [ "$(node_health gpu-2-r1 || true)" = Schedulable ] && break; sleep 0.1; done
+replaced=$(seconds $(( $(now_ms) - t0 )))
 [ "$(node_health gpu-2-r1 || true)" = Schedulable ] || fail "the replacement gpu-2-r1 did not become Schedulable: $(cat "$WORK"/server/provision/*.log 2>/dev/null)"
 
 boot="$WORK/emulated/boot-gpu-2-r1.sh"
@@ -25,6 +27,7 @@ credential=$(cat "$agent_dir/credential")
 pidfile="$WORK/pids/agent-gpu-2-r1.pid"
 pid=$(cat "$pidfile")
 say "rebooting gpu-2-r1: its agent (pid $pid) stops, then $boot runs again"
+old_agent=$pid t1=$(now_ms)
 kill -TERM "$pid"
 for _ in $(seq 1 100); do gone "$pid" && break; sleep 0.1; done
 gone "$pid" || fail "the agent of gpu-2-r1 did not stop"
@@ -43,6 +46,7 @@ grep_q "only an agent-join token registers a replacement" "$log" && fail "the la
 node_json gpu-2-r1 | grep_q '"replaces": *"gpu-2"' || fail "gpu-2-r1 should still be the replacement of gpu-2"
 [ "$("$ALLOT" nodes | grep -c '^gpu-2-r')" = 1 ] || fail "the reboot should not make another node: $("$ALLOT" nodes)"
 wait_node gpu-2-r1 Schedulable 10
+back=$(seconds $(( $(now_ms) - t1 )))
 sleep 1
 gone "$pid" && fail "the rebooted agent exited after registering: $(tail -n 5 "$log")"
 
@@ -56,5 +60,8 @@ YAML
 "$ALLOT" submit "$WORK/pair.yaml" >/dev/null
 wait_state pair Running
 case " $(job_nodes pair) " in *" gpu-2-r1 "*) ;; *) fail "the rebooted node should take work: $(job_nodes pair)";; esac
+fault_row "xid 79 on an idle node, then its replacement rebooted" "$(restarts_charged pair) (no job ran during the fault)" "n/a (no job)" "n/a (no job)" \
+  "gpu-2 replaced by gpu-2-r1 (Schedulable $replaced after the fault); gpu-2-r1 rebooted: the same node back (boot $(cat "$agent_dir/boot"), $(node_health gpu-2-r1 || true) $back after its agent's stop)" \
+  "not sampled" "n/a (no job); the old boot's agent left running: $(gone "$old_agent" && echo 0 || echo 1)"
 "$ALLOT" cancel pair >/dev/null
 say PASS

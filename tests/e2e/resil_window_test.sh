@@ -29,24 +29,39 @@ YAML
 wait_state wide Running
 nodes=$(job_nodes wide)
 say "wide runs on $nodes; all three fail at once"
+old1=$(job_procs wide) runs=$("$ALLOT" logs wide --replica 0 | grep -c "^run " || true)
+t0=$(now_ms)
 for n in $nodes; do inject "$n" "xid 48 gpu 0"; done
 for _ in $(seq 1 100); do [ "$(job_field wide restarts)" = 1 ] && break; sleep 0.1; done
 wait_state wide Running 20
+for _ in $(seq 1 100); do [ "$("$ALLOT" logs wide --replica 0 | grep -c "^run " || true)" -gt "$runs" ] && break; sleep 0.1; done
+resume1=$(seconds $(( $(now_ms) - t0 )))
 sleep 1  # a second restart, if there were one, would come within the window
 [ "$(job_field wide restarts)" = 1 ] || fail "wide should restart once for three nodes failing in one window, not $(job_field wide restarts)"
 for n in $nodes; do case " $(job_nodes wide) " in *" $n "*) fail "wide was placed on the failed node $n";; esac; done
 for n in $nodes; do wait_node "$n-r1" Schedulable 60; done
+back1=$(seconds $(( $(now_ms) - t0 ))) restarts1=$(restarts_charged wide)
 
 silent=gpu-6
 case " $(job_nodes wide) " in *" $silent "*) ;; *) silent=$(job_nodes wide); silent=${silent%% *};; esac
 say "the agent of $silent hangs"
+old2=$(job_procs wide) runs=$("$ALLOT" logs wide --replica 0 | grep -c "^run " || true)
+t0=$(now_ms)
 inject "$silent" "hang"
 wait_node "$silent" UnschedulablePendingReboot 20
 wait_state wide Running 20
+for _ in $(seq 1 100); do [ "$("$ALLOT" logs wide --replica 0 | grep -c "^run " || true)" -gt "$runs" ] && break; sleep 0.1; done
+resume2=$(seconds $(( $(now_ms) - t0 )))
 [ "$(job_field wide restarts)" = 2 ] || fail "wide should restart once for the silent node, not $(( $(job_field wide restarts) - 1 )) times"
 for _ in $(seq 1 200); do "$ALLOT" nodes | grep_q "^$silent-r1 " && break; sleep 0.1; done
 "$ALLOT" nodes | grep_q "^$silent-r1 " || fail "the silent node $silent was not replaced: $("$ALLOT" describe node "$silent")"
 wait_node "$silent-r1" Schedulable 60
+back2=$(seconds $(( $(now_ms) - t0 ))) restarts2=$(restarts_charged wide)
 "$ALLOT" nodes | grep_q "^$silent " && fail "$silent should have been retired"
+fault_row "xid 48 on 3 nodes in one window" "$restarts1" "$resume1" "n/a (no steps)" \
+  "$(echo $nodes) retired, each replaced by its -r1 (Schedulable $back1 after the fault)" "not sampled" "$(still_running $old1) of $(echo $old1 | wc -w)"
+fault_row "agent hang (silent node)" "$restarts2" "$resume2" "n/a (no steps)" \
+  "$silent UnschedulablePendingReboot, then retired and replaced by $silent-r1 ($(node_health "$silent-r1" || true) $back2 after the fault)" \
+  "not sampled" "$(still_running $old2) of $(echo $old2 | wc -w)"
 "$ALLOT" cancel wide >/dev/null
 say PASS

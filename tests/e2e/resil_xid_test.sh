@@ -39,6 +39,8 @@ for _ in $(seq 1 100); do "$ALLOT" logs train --replica 0 | grep_q "^step 5$" &&
 "$ALLOT" logs train --replica 0 | grep_q "^step 5$" || fail "train did not reach step 5"
 "$ALLOT" nodes | grep "^$victim " | grep_q " ok" || fail "allot nodes should show $victim's checks: $("$ALLOT" nodes)"
 
+killed=$(( $(job_field train restarts) + $(job_field train preemptions) ))
+old=$(job_procs train)
 t0=$(now_ms)
 inject "$victim" "xid 79 gpu 0"
 for _ in $(seq 1 300); do
@@ -79,5 +81,9 @@ echo "$m" | grep_q '^allot_goodput_ratio{team="team-a",instance_type="' || fail 
 echo "$m" | grep_q "^allot_node_check_status{node=\"$replacement\",instance_type=\"[^\"]*\",check=\"gpu\",status=\"passed\"} 1" ||
   fail "/metrics should export the checks' status: $(echo "$m" | grep node_check_status)"
 say "fault to restart decided: $((t1 - t0)) ms; fault to resumed from step $resumed: $((t2 - t0)) ms; fault to replacement Schedulable: $((t3 - t0)) ms"
+top=$("$ALLOT" logs train --replica 0 --attempt "$killed" | grep -o "^step [0-9]*" | tail -n1 | grep -o "[0-9]*$" || true)
+lost=$(( ${top:-0} - resumed )); [ "$lost" -ge 0 ] || lost=0
+fault_row "xid 79 (injected, found by a check)" "$(restarts_charged train)" "$(seconds $((t2 - t0)))" "$lost (rank 0 at step ${top:-?}, resumed from $resumed)" \
+  "$victim retired, replaced by $replacement ($(node_health "$replacement" || true))" "not sampled" "$(still_running $old) of $(echo $old | wc -w)"
 "$ALLOT" cancel train >/dev/null
 say PASS
