@@ -249,7 +249,7 @@ void Dispatcher::follow(const JobWork& w) {
     return;
   }
   if (state == "Running" && !w.remote.running) (void)journal(w.job, RemoteStep::kRunning, live, reason);
-  else if ((state == "Pending" || state == "Suspended") && w.remote.running) (void)journal(w.job, RemoteStep::kDispatched, live, reason);
+  else if (waits_there && w.remote.running) (void)journal(w.job, RemoteStep::kDispatched, live, reason);
   else if (state == "Succeeded") (void)journal(w.job, RemoteStep::kSucceeded, live, reason);
   else if (state == "Failed") (void)journal(w.job, RemoteStep::kFailed, live, reason);
   else if (state == "Cancelled") (void)journal(w.job, RemoteStep::kFailed, live, "cancelled there: " + reason);
@@ -341,13 +341,16 @@ void Dispatcher::dispatch(const JobWork& w, std::map<std::pair<std::string, std:
     if (it == views.end()) it = views.emplace(key, view_of(c, w.team)).first;
     seen.push_back(it->second);
   }
+  const JobDemand d = demand_of(w.spec, catalog_);
   // A worker the job just timed out in goes last: it is chosen again only when no other can admit the job now.
   std::set<std::string> excluded = refused_[w.job];
   auto passed = passed_over_.find(w.job);
   if (passed != passed_over_.end()) excluded.insert(passed->second);
-  DispatchChoice choice = choose_worker(demand_of(w.spec, catalog_), seen, excluded);
-  if (passed != passed_over_.end() && !choice.worker) choice = choose_worker(demand_of(w.spec, catalog_), seen, refused_[w.job]);
-  if (passed != passed_over_.end()) passed_over_.erase(passed);
+  DispatchChoice choice = choose_worker(d, seen, excluded);
+  if (passed != passed_over_.end()) {
+    if (!choice.worker) choice = choose_worker(d, seen, refused_[w.job]);
+    passed_over_.erase(passed);
+  }
   if (!choice.worker) {
     // Said once per change, not at every look.
     if (std::exchange(waiting_why_[w.job], choice.why) != choice.why)
@@ -358,7 +361,6 @@ void Dispatcher::dispatch(const JobWork& w, std::map<std::pair<std::string, std:
   const RemoteCopyRef copy{*choice.worker, copy_name(w.job, w.remote.dispatches + 1)};
   if (!journal(w.job, RemoteStep::kDispatched, copy, "")) return;
   // What it takes there counts at once for the jobs after it in this round.
-  const JobDemand d = demand_of(w.spec, catalog_);
   for (auto& [key, v] : views)
     if (key.first == copy.worker)
       for (const auto& [type, need] : d.accelerators) {
