@@ -355,7 +355,7 @@ bool lifecycle_tick(Txn& txn, const ServerOptions& options) {
     // Every node of the run, the reporting one included: a node whose checks found a fault, or still run after an
     // abnormal exit, holds the exit (the fault's window then fails the node, which restarts the job once, charged to
     // the node); a node that is down or silent takes the exit at once.
-    std::string culprit;
+    std::string culprit, culprit_node;
     bool wait = false;
     for (NodeId id : j.placement.nodes()) {
       const Node& peer = txn.cluster().nodes[id.index()];
@@ -365,6 +365,7 @@ bool lifecycle_tick(Txn& txn, const ServerOptions& options) {
       if (peer.health != NodeHealth::kSchedulable || (info.suspect && info.fault_since_ms == 0 && info.exit_judging_since_ms == 0)) {
         culprit = "node " + peer.name + " is failing (" + (info.suspect && !info.suspect_reason.empty() ? info.suspect_reason
                                                                                                        : node_health_name(peer.health)) + ")";
+        culprit_node = peer.name;
         break;
       }
       wait |= peer.health == NodeHealth::kSchedulable && (info.fault_since_ms != 0 || info.exit_judging_since_ms != 0);
@@ -375,7 +376,7 @@ bool lifecycle_tick(Txn& txn, const ServerOptions& options) {
     txn.state().exits.erase(index);
     AsServer as(txn);
     const std::string reason = culprit.empty() ? d.reason : culprit + "; " + d.reason + " on " + d.node + " after it";
-    (void)txn.apply(store::Finish{j.spec.name, false, reason});
+    (void)txn.apply(store::Finish{j.spec.name, false, reason, culprit_node});
   }
   for (uint32_t i : done) txn.state().deferred_exits.erase(i);
   return changed;

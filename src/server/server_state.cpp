@@ -666,7 +666,7 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
     const Job& j = *st.cluster.find_job(job_name);
     if (j.state != JobState::kRunning) {
       const auto* fin = std::get_if<Finish>(&r.op);
-      account_stop(st, j, r.at, named_restarts, fin ? fin->reason : j.reason.str(), "");
+      account_stop(st, j, r.at, named_restarts, fin ? fin->reason : j.reason.str(), fin ? fin->node : std::string());
     }
   }
   // An audit record changes nothing the rates follow, and one comes with every request that asks for a change.

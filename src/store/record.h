@@ -84,6 +84,9 @@ struct Finish {
   std::string job;
   bool succeeded = true;
   std::string reason;
+  // A failure that is a node's, not the job's code (a held exit taken when a peer node turned out to be failing,
+  // docs/resiliency.md): the node its restart is charged to (`restart_history[].node`). Empty: the job's own.
+  std::string node = {};
   friend bool operator==(const Finish&, const Finish&) = default;
 };
 

@@ -150,7 +150,11 @@ struct ToJson {
   json operator()(const Drain& o) const { return {{"node", o.node}}; }
   json operator()(const Submit& o) const { return {{"job", to_json(o.job)}}; }
   json operator()(const Cancel& o) const { return {{"job", o.job}}; }
-  json operator()(const Finish& o) const { return {{"job", o.job}, {"succeeded", o.succeeded}, {"reason", o.reason}}; }
+  json operator()(const Finish& o) const {
+    json out = {{"job", o.job}, {"succeeded", o.succeeded}, {"reason", o.reason}};
+    if (!o.node.empty()) out["node"] = o.node;  // only when charged to a node: older records keep their body (checksums)
+    return out;
+  }
   json operator()(const Admit& o) const {
     return {{"job", o.job}, {"placement", placement_to_json(o.placement)}, {"borrowing", o.borrowing}, {"reason", o.reason}};
   }
@@ -321,7 +325,9 @@ struct FromJson {
   Op operator()(As<Drain>) const { return Drain{str("node")}; }
   Op operator()(As<Submit>) const { return Submit{job_from_json(j.at("job"))}; }
   Op operator()(As<Cancel>) const { return Cancel{str("job")}; }
-  Op operator()(As<Finish>) const { return Finish{str("job"), j.at("succeeded").get<bool>(), str("reason")}; }
+  Op operator()(As<Finish>) const {
+    return Finish{str("job"), j.at("succeeded").get<bool>(), str("reason"), j.value("node", std::string())};
+  }
   Op operator()(As<Admit>) const {
     return Admit{str("job"), placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(), str("reason")};
   }

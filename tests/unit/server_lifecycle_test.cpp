@@ -90,6 +90,7 @@ TEST_F(ServerLifecycle, AnExitWhileAPeerNodeIsSilentIsChargedToThatNodeOnce) {
   const std::string cause = j["restart_history"][0]["cause"];
   EXPECT_NE(cause.find("node " + b + " is failing"), std::string::npos) << cause;
   EXPECT_NE(cause.find("replica 0 exited with code 1"), std::string::npos) << cause;
+  EXPECT_EQ(j["restart_history"][0]["node"], b) << "charged to the failing node, not the job: " << j.dump();
   // Never placed on the node that missed its heartbeat; and its timeout later costs the job nothing more.
   if (j["state"] == "Running") {
     for (const auto& r : j["placement"][0]["replicas"]) EXPECT_NE(r["node"], b);
@@ -101,6 +102,11 @@ TEST_F(ServerLifecycle, AnExitWhileAPeerNodeIsSilentIsChargedToThatNodeOnce) {
   }
   ASSERT_TRUE(eventually([&] { return health_of(b) == "UnschedulablePendingReboot"; }));
   EXPECT_EQ(get("/v1/jobs/pair").json["restarts"], 1);
+  // The charge is journaled with the restart: a restarted server rebuilds it from the record.
+  restart();
+  j = get("/v1/jobs/pair").json;
+  ASSERT_EQ(j["restart_history"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["restart_history"][0]["node"], b) << j.dump();
 }
 
 // A GPU that falls off the bus kills the process before any check has run: the exit arrives first, while the agent's

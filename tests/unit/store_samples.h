@@ -114,6 +114,7 @@ inline std::vector<Op> every_kind() {
           Cancel{"train-2"},
           Finish{"train-1", true, "all 4 replicas exited with code 0"},
           Finish{"train-1", false, "replica 2 exited with code 137"},
+          Finish{"train-1", false, "node gpu-2 is failing (missed heartbeats); replica 0 exited with code 1 on gpu-1 after it", "gpu-2"},
           admit,
           Preempt{"train-1", "serve-1", "reclaimed by team-b"},  // as written before rules and groups were
           Preempt{"train-1", "serve-1", "preempted (reclaim): team team-b takes back its lent quota for job serve-1",
