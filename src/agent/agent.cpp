@@ -843,6 +843,11 @@ void Agent::apply(const json& answer) {
     // An older attempt of the same replica still alive is stopped first; the new one waits for its exit.
     for (auto& [key, r] : replicas_)
       if (r.a.slot() == slot && !r.exited && r.a.attempt != a.attempt) stop_replica(key, Clock::now());
+    // Held: the server has not yet confirmed that nothing it would overlap still runs elsewhere.
+    if (a.hold) {
+      pending_.erase(slot);
+      continue;
+    }
     pending_[slot] = a;
   }
   start_pending();

@@ -69,6 +69,7 @@ Result<Assignment> assignment_from_json(const nlohmann::json& j) {
     a.local_rank = j.value("local_rank", 0);
     a.master_addr = j.value("master_addr", std::string("127.0.0.1"));
     a.master_port = j.value("master_port", 0);
+    a.hold = j.value("hold", false);
     a.command = j.value("command", std::vector<std::string>{});
     if (j.contains("env") && j["env"].is_object())
       for (const auto& [k, v] : j["env"].items()) a.env[k] = v.is_string() ? v.get<std::string>() : v.dump();

@@ -59,6 +59,9 @@ struct Assignment {
   std::string accelerator_kind;   // "nvidia-gpu", "neuron", "none"; empty: the node's own kind
   std::string cpus;               // "0-47,96-143"; empty: no binding
   int attempt = 0;
+  // Listed held (a server that started from its journal has not yet heard what still runs on every node:
+  // server/start_gate.h): a replica of it already running keeps running, but none is started until it is released.
+  bool hold = false;
   // ALLOT_ATTEMPT: the run number as the user sees it. It differs from `attempt` (which tells runs apart, in
   // keys, directories and reports) only for a job numbered after folded names (server_state.h, attempt_shown).
   int attempt_shown = 0;

@@ -490,6 +490,16 @@ std::string describe_job(const json& j, int64_t now) {
       field("Starting:", "waits until the replicas of " + whose + " (attempt " + text(w, "attempt") + ") on " + nodes +
                              " have stopped (their agent reports them gone, or the node is fenced)");
   }
+  // Running, listed to its agents held: the server started from its journal and has not heard every agent yet.
+  if (j.contains("waits_for_first_heartbeats") && j["waits_for_first_heartbeats"].is_object()) {
+    const json& w = j["waits_for_first_heartbeats"];
+    std::string nodes;
+    for (const auto& n : w.value("nodes", json::array())) nodes += (nodes.empty() ? "" : ",") + n.get<std::string>();
+    const size_t count = w.value("count", size_t{0}), shown = w.value("nodes", json::array()).size();
+    if (count > shown) nodes += " and " + std::to_string(count - shown) + " more";
+    field("Starting:", "held since the server started from its journal, until the agents of " + nodes +
+                           " report what still runs there (or " + text(w, "until") + ", by when a silent agent has stopped its replicas)");
+  }
   // Running, its processes not started yet: the admission checks that have not said ready (docs/scheduling.md,
   // "Admission checks"); the quota and nodes stay held meanwhile.
   for (const auto& w : j.value("waits_for_checks", json::array())) {

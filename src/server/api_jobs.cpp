@@ -13,6 +13,7 @@
 #include "server/views.h"
 #include "view/job_refs.h"
 #include "view/state_json.h"
+#include "view/times.h"
 
 namespace allot::server {
 namespace {
@@ -61,6 +62,12 @@ Render job_render(const std::string& name, const auth::Caller& who, int status =
     if (auto nodes = pulling_nodes(st, *j); !nodes.empty()) v["pulling_image_on"] = nodes;
     // Running, its replicas not yet handed to agents: the stops it waits for (start_gate.h).
     if (auto waits = start_waits(st, *j, job_names_for(who)); !waits.empty()) v["waits_for_stops"] = std::move(waits);
+    // ... and, after the server started from its journal, the agents it has not heard from yet (start_gate.h).
+    if (auto w = recovery_waits(st, *j); !w.is_null()) {
+      w["until"] = view::rfc3339_ms(w["until_ms"].get<int64_t>());
+      w.erase("until_ms");
+      v["waits_for_first_heartbeats"] = std::move(w);
+    }
     // ... and the admission checks that have not answered ready for its run (admission_checks.h).
     add_check_waits(st, *j, v);
     view::hide_job_refs(v, job_names_for(who));

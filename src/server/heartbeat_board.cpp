@@ -25,6 +25,7 @@ NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, cons
       if (j.state != JobState::kRunning) continue;  // cannot happen while the index is right; cheap to check
       if (!handed_out(st, j)) continue;  // its replicas wait for stops elsewhere (start_gate.h)
       const int attempt = attempt_of(j);
+      const bool hold = start_held(st, j);  // listed, so that what runs keeps running; nothing of it starts yet
       std::map<NodeId, int> local;  // replicas of this job seen so far per node: LOCAL_RANK
       int rank = 0;
       for (const auto& ps : j.placement.pod_sets) {
@@ -35,6 +36,10 @@ NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, cons
           if (held_after_move(st, j, this_rank)) continue;  // its old process may still run elsewhere (start_gate.h)
           a.run.push_back(replica_assignment(st, options, j, this_rank, local_rank, ps, r));
           a.placed[{j.spec.name, this_rank}] = attempt;
+          if (hold) {
+            a.run.back()["hold"] = true;
+            a.held.insert({j.spec.name, this_rank});
+          }
         }
       }
       // The CPUs recorded for this run's replicas here (note_replica_cpus keeps those of the current attempt).
@@ -116,6 +121,9 @@ bool adds_work(const NodeAnswer& before, const NodeAnswer& now) {
     auto it = before.epochs.find(job);
     if (it != before.epochs.end() && it->second != epoch) return true;
   }
+  // A held replica released (start_gate.h): it may start now.
+  for (const auto& slot : before.held)
+    if (now.placed.count(slot) && !now.held.count(slot)) return true;
   return false;
 }
 

@@ -77,6 +77,9 @@ struct NodeAnswer {
   // The membership epoch of each job with recovery: in_place that has a replica here: a new one is work for the
   // agent (it tells the replicas here), so it wakes the node's watchers at once.
   std::map<std::string, int> epochs;
+  // Those listed held (start_gate.h, a recovery): the agent keeps them running but starts none of them; their
+  // release wakes the node's watchers.
+  std::set<std::pair<std::string, int>> held;
   bool reboot = false, deep_check = false;                  // orders (node_lifecycle.h)
   HealthReport health;                                      // the node's last health report, as NodeInfo holds it
   bool same_health_changes_nothing = false;                 // node_lifecycle.h
@@ -105,8 +108,8 @@ nlohmann::json render_heartbeat(const NodeAnswer& a, const ServerOptions& option
 nlohmann::json render_changes(const NodeAnswer* a);
 
 // Whether `now` gives the agent something to do that `before` did not: a replica (or attempt of one) placed on the
-// node, a new membership epoch of a job here (recovery in place), or an order (reboot, deep check). What wakes the
-// node's watchers.
+// node or released from a hold, a new membership epoch of a job here (recovery in place), or an order (reboot, deep
+// check). What wakes the node's watchers.
 bool adds_work(const NodeAnswer& before, const NodeAnswer& now);
 
 // Whether handling the heartbeat in the writer would change nothing but the node's last-heard time.

@@ -19,8 +19,13 @@
 // run's. Only the processes wait, and the job's description says for what (start_waits()). The simulator runs
 // no processes, so a stop is confirmed the moment it is decided there and scenario results are unchanged.
 //
-// Not journaled: a restarted server (or a new leader) knows of no stop under way and hands out every Running
-// job's replicas at once; each agent still starts nothing new while a replica it stops is alive (agent.h).
+// Not journaled. A server that starts from the journal (a restart, a new leader, a state rebuilt after a failed
+// write) knows of no stop under way, so it recovers them (Recovery): until every node with an agent has been heard
+// once since (its heartbeat says what still runs there) or the heartbeat timeout has passed since (an agent that
+// heard nothing for that long has fenced itself, agent/fencing.h), every run it hands out is *held*: listed, so
+// that replicas already running keep running, but marked so that no agent starts one of it (`hold`). What a heard
+// node still runs of another run (an earlier attempt of a Running job, a rank moved off it since) becomes a stop to
+// confirm like any other, and the runs it blocks stay held until it is confirmed.
 // Admission checks hold a run the same way (admission_checks.h): it is handed out only once every check that
 // applies to it has answered ready; check_waits() says which it waits for.
 // Thread-safety: a part of ServerState, the writer's.
@@ -48,6 +53,19 @@ struct StartGate {
   struct Handed {
     int attempt = 0;
     std::vector<std::string> nodes;  // of its replicas
+    bool hold = false;               // handed out during a recovery: listed, but none of it may start yet
+    // Each rank's node, the ranks its agents have reported exited (an exited replica of a run never runs again), and
+    // the nodes a rank was moved off (its old process there is not covered by these reports): a node whose every
+    // rank of the run has exited needs no confirmation when the run ends (a replacement may cut its agent off first).
+    std::vector<std::string> rank_nodes;
+    std::set<int> exited_ranks;
+    std::set<std::string> moved_from;
+  };
+  // Since the server started from the journal: the nodes not heard yet, and when the last of them has fenced
+  // itself if it is alive at all (ms, the server's clock).
+  struct Recovery {
+    int64_t until_ms = 0;
+    std::set<std::string> unheard;
   };
   struct Ended {
     std::string job, team;
@@ -71,10 +89,16 @@ struct StartGate {
   // The same heartbeats by rank: (job, attempt, rank) of every replica reported running (attempt -1: none sent).
   std::map<std::string, std::set<std::tuple<std::string, int, int>>> heard_ranks;
   uint64_t seen_event = 0;  // advance_start_gate() looks at the jobs again only after new events or heartbeats
+  std::optional<Recovery> recovery;
 };
 
 // Whether the replicas of `j`'s current run are handed to its nodes' agents.
 bool handed_out(const ServerState& st, const Job& j);
+// Whether `j`'s current run is handed out held: its replicas are listed but none may start (a recovery).
+bool start_held(const ServerState& st, const Job& j);
+// The server starts from the journal at `now_ms` (a restart, a new leader, a rebuilt state): it forgets what it
+// handed out and recovers the stops under way (StartGate::Recovery) until `now_ms + heartbeat_timeout_ms`.
+void begin_start_recovery(ServerState& st, int64_t now_ms, int64_t heartbeat_timeout_ms);
 // Whether rank `rank` of `j`'s current run waits for its old process on a node it was moved from.
 bool held_after_move(const ServerState& st, const Job& j, int rank);
 // An in-place recovery moved rank `rank` of `j`'s current run off `from`: its new node gets it only once its
@@ -86,12 +110,17 @@ bool awaits_stops_on(const ServerState& st, const std::string& node);
 // A heartbeat of `node`, read by the writer: the replicas of ended runs it does not report running are
 // confirmed stopped (by the next advance_start_gate()).
 void note_heartbeat(ServerState& st, const std::string& node, const std::vector<ReplicaReport>& reports);
-// After every batch's decisions, before its answers: runs that ended leave `handed` for `ended`; the batch's
-// heartbeats, fenced and departed nodes confirm stops; runs whose way is clear are handed out. Names every node
-// whose heartbeat answer changed in st.nodes_touched.
-void advance_start_gate(ServerState& st);
+// After every batch's decisions, before its answers (`now_ms`: the server's clock): runs that ended leave `handed`
+// for `ended`; the batch's heartbeats, fenced and departed nodes confirm stops; runs whose way is clear are handed
+// out (held while a recovery lasts, and released once it is over and nothing blocks them). Names every node whose
+// heartbeat answer changed in st.nodes_touched.
+void advance_start_gate(ServerState& st, int64_t now_ms);
 // What a Running job that is not handed out yet waits for: [{"job" (null when `sees` hides the team), "team",
 // "attempt", "nodes"}], and what its moved ranks wait for (the same, with "rank"); empty when it does not wait.
 nlohmann::json start_waits(const ServerState& st, const Job& j, const view::SeesTeamJobs& sees);
+// What a run held by a recovery waits for besides stops: {"nodes" (the first kRecoveryNodesShown not heard yet, by
+// name), "count" (all of them), "until_ms" (the recovery's deadline)}; null when it is not held by one.
+inline constexpr size_t kRecoveryNodesShown = 20;
+nlohmann::json recovery_waits(const ServerState& st, const Job& j);
 
 }  // namespace allot::server

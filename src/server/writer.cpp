@@ -179,6 +179,8 @@ Status Writer::recover() {
   // Heartbeats are not journaled: every agent gets a full timeout from now to show up again.
   const int64_t now = options_.clock();
   for (auto& [name, info] : state_.nodes) info.last_heartbeat_ms = now;
+  // Nor are the stops under way: runs are handed out held until the agents have said what still runs.
+  begin_start_recovery(state_, now, options_.heartbeat_timeout.count());
   dirty_ = true;
   state_changed_ = true;
   board_all_stale_ = true;
@@ -446,6 +448,8 @@ void Writer::step_leadership(bool force) {
   (void)follow();
   const int64_t now_ms = options_.clock();
   for (auto& [name, info] : state_.nodes) info.last_heartbeat_ms = now_ms;
+  // What the last leader handed out and which stops it awaited died with it (start_gate.h).
+  begin_start_recovery(state_, now_ms, options_.heartbeat_timeout.count());
   dirty_ = true;
   state_changed_ = true;
   board_all_stale_ = true;
@@ -559,6 +563,8 @@ void Writer::adopt_rebuilt(ServerState fresh) {
   fresh.observed.pass_seconds = state_.observed.pass_seconds;
   fresh.observed.utilisation = state_.observed.utilisation;
   state_ = std::move(fresh);
+  // The stops under way were the old state's; the rebuilt one recovers them as a restart does (start_gate.h).
+  begin_start_recovery(state_, options_.clock(), options_.heartbeat_timeout.count());
   dirty_ = true;
   state_changed_ = true;
   board_all_stale_ = true;
@@ -585,7 +591,7 @@ void Writer::fold_heartbeat_times() {
 }
 
 void Writer::refresh_heartbeat_board(const std::vector<Event>& events) {
-  advance_start_gate(state_);  // names the nodes whose run lists it changed (start_gate.h)
+  advance_start_gate(state_, options_.clock());  // names the nodes whose run lists it changed (start_gate.h)
   const std::vector<uint32_t> touched = state_.running_by_node.take_touched();
   std::vector<std::string> named = std::exchange(state_.nodes_touched, {});
   if (!leading_ || needs_rebuild_) {
@@ -754,7 +760,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
 
   state_.observed.sample(state_.cluster, now);
   // Which runs the agents are given, with this batch's decisions and heartbeats (start_gate.h), before the answers.
-  advance_start_gate(state_);
+  advance_start_gate(state_, txn.now_ms());
 
   // Answers are rendered before the batch is written so that each audit record can say what its request was
   // answered; a failed write replaces them all with the error below.

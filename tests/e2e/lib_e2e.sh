@@ -83,8 +83,8 @@ gone() {
   [ "$state" = Z ]
 }
 
-# start_server [extra flags]: a server on a free loopback port; exports ALLOT_SERVER (https://... when the
-# extra flags include --tls-cert and --tls-key).
+# start_server [extra flags]: a server on a free loopback port (or on SERVER_LISTEN, HOST:PORT); exports
+# ALLOT_SERVER (https://... when the extra flags include --tls-cert and --tls-key).
 start_server() {
   # Tests run side by side, and jobs of theirs with the same number would get the same rendezvous port from the
   # default range: a start found it held and was requeued (an attempt without a retry), shifting attempt numbers.
@@ -94,7 +94,7 @@ start_server() {
   # Emptied here, not only by the redirection below: that happens in the forked child, and a loop that read the
   # file before it would find a previous server's URL (a restart after kill -9) and call a dead port.
   : >"$WORK/server.log"
-  "$ALLOT" server --listen 127.0.0.1:0 --data "$WORK/server" "${ports[@]}" "$@" >"$WORK/server.log" 2>"$WORK/server.err.log" &
+  "$ALLOT" server --listen "${SERVER_LISTEN:-127.0.0.1:0}" --data "$WORK/server" "${ports[@]}" "$@" >"$WORK/server.log" 2>"$WORK/server.err.log" &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
   local url=""
@@ -136,11 +136,12 @@ start_postgres() {
 }
 
 # start_agent NAME LABELS [extra flags]: an emulated ml.g5.8xlarge node (1 GPU); waits until it is Schedulable.
+# Its stop grace is AGENT_STOP_GRACE seconds (1 if unset).
 # Starting NAME again (after a kill) reuses its work directory and appends to its log.
 start_agent() {
   local name=$1 labels=$2; shift 2
   "$ALLOT" agent --server "$ALLOT_SERVER" --name "$name" --instance-type ml.g5.8xlarge --labels "$labels" \
-    --work-dir "$WORK/agents/$name" --token-file "$WORK/join-token" --heartbeat-interval 0.2 --stop-grace 1 $AGENT_USER_FLAGS "$@" \
+    --work-dir "$WORK/agents/$name" --token-file "$WORK/join-token" --heartbeat-interval 0.2 --stop-grace "${AGENT_STOP_GRACE:-1}" $AGENT_USER_FLAGS "$@" \
     >>"$WORK/agent-$name.log" 2>&1 &
   local pid=$!
   PIDS+=("$pid")

@@ -26,6 +26,10 @@ TEST(Agent, AssignmentFromJson) {
   EXPECT_EQ(a->attempt, 2);
   EXPECT_EQ(a->slot(), "a-1/3");
   EXPECT_EQ(a->accelerators, (std::vector<int>{2, 3}));
+  EXPECT_FALSE(a->hold) << "an assignment is to be started unless the server holds it";
+  json held = assignment();
+  held["hold"] = true;
+  EXPECT_TRUE(assignment_from_json(held)->hold);
   EXPECT_FALSE(assignment_from_json(json{{"rank", 0}}).ok());
   EXPECT_FALSE(assignment_from_json(json{{"job", "x"}, {"rank", "zero"}, {"command", {"true"}}}).ok());
   EXPECT_FALSE(assignment_from_json(json{{"job", "x"}, {"rank", 0}}).ok());  // no command

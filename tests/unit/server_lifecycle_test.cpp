@@ -183,5 +183,42 @@ TEST_F(ServerLifecycle, AReplacementRetiresTheFailedNodeAndWaitsForItsDeepCheck)
   EXPECT_EQ(bad.status, 400) << bad.body;
 }
 
+// The GPU fault that kills rank 0 first, on a two-node job: its exit was reported, so when the node's fault restarts
+// the job its stop there is known. The replacement may register (retiring the node and cutting its agent off) before
+// the peer's stop is confirmed; the new run then waits for the peer only, not for the retired node's agent to have
+// fenced itself (the heartbeat timeout).
+TEST_F(ServerLifecycle, ARestartWaitsOnlyForThePeerWhenTheFailedNodesRankHadExitedBeforeItsReplacementCame) {
+  submit("pair", 2);
+  auto placed = get("/v1/jobs/pair").json["placement"][0]["replicas"];
+  const std::string a = placed[0]["node"], b = placed[1]["node"];
+  const json rank1 = {{"job", "pair"}, {"rank", 1}, {"state", "running"}, {"attempt", 0}};
+  beat(b, healthy(1), json::array({rank1}));
+  json judging = healthy(1);
+  judging["exit_checks_running"] = true;
+  beat(a, judging, json::array({{{"job", "pair"}, {"rank", 0}, {"state", "exited"}, {"exit_code", 137}, {"attempt", 0}}}));
+  beat(a, {{"checks", {check("failed", "replace")}}, {"configured", 1}, {"boot", 1}, {"exit_checks_running", false}});
+  advance(std::chrono::milliseconds(1100));
+  for (const char* n : {"g1", "g2", "g3"})
+    if (a != n) beat(n, healthy(1), n == b ? json::array({rank1}) : json::array());
+  ASSERT_TRUE(eventually([&] { return health_of(a) == "UnschedulablePendingReplacement"; }));
+  auto j = get("/v1/jobs/pair").json;
+  ASSERT_EQ(j["restarts"], 1) << j.dump();
+  ASSERT_EQ(j["state"], "Running") << j.dump();
+  // It waits for b's rank 1 only: a's rank 0 was reported exited.
+  ASSERT_TRUE(j.contains("waits_for_stops")) << j.dump();
+  EXPECT_EQ(j["waits_for_stops"][0]["nodes"], json::array({b})) << j.dump();
+  // The replacement registers before b's stop is confirmed: a leaves the cluster with its agent live.
+  ASSERT_EQ(reg(a + "-r1", a).status, 200);
+  beat(b, healthy(1));  // rank 1 has stopped
+  j = get("/v1/jobs/pair").json;
+  EXPECT_FALSE(j.contains("waits_for_stops")) << "nothing of the old run can still run: " << j.dump();
+  for (const auto& n : j["nodes"]) {
+    bool listed = false;
+    const json answer = beat(n.get<std::string>(), healthy(1));
+    for (const auto& entry : answer["run"]) listed |= entry["job"] == "pair";
+    EXPECT_TRUE(listed) << n << " should run pair's new attempt at once: " << answer.dump() << " " << j.dump();
+  }
+}
+
 }  // namespace
 }  // namespace allot::server::test::server_lifecycle_test
