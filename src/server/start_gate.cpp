@@ -241,6 +241,7 @@ void advance_start_gate(ServerState& st, int64_t now_ms) {
     if (j)
       for (const auto& n : node_names(st.cluster, *j)) st.nodes_touched.push_back(n);  // the rank's new node's run list
     it = g.moved.erase(it);
+    changed = true;  // a run held since a recovery may be released
   }
   g.heard.clear();
   g.heard_ranks.clear();

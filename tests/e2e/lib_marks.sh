@@ -58,3 +58,19 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
 }
+
+# marks_gap J1@A1 J2@A2: milliseconds from the last sign of life of any replica of job J1's attempt A1 to the first
+# start of any replica of job J2's attempt A2 (negative: they overlapped by that much); empty when a side has none.
+marks_gap() {
+  python3 - "$WORK/marks" "$1" "$2" <<'PY'
+import os, sys
+d, (j1, a1), (j2, a2) = sys.argv[1], sys.argv[2].split("@"), sys.argv[3].split("@")
+old, new = [], []
+for f in os.listdir(d):
+    job, rank, attempt = f.rsplit(".", 2)
+    times = [(w[0], int(w[1])) for w in (line.split() for line in open(os.path.join(d, f))) if len(w) >= 2]
+    if job == j1 and attempt == a1: old += [t for _, t in times]
+    if job == j2 and attempt == a2: new += [t for k, t in times if k == "start"]
+if old and new: print((min(new) - max(old)) // 1000000)
+PY
+}

@@ -89,7 +89,9 @@ wait_state ddp Succeeded 120
 "$ALLOT" logs ddp --replica 1 | grep_q "rank 1: done" || fail "rank 1 should finish"
 [ "$(job_field ddp restarts)" = 1 ] || fail "the fault should cost exactly one restart, not $(job_field ddp restarts)"
 cause=$("$ALLOT" describe ddp -o json | json_get '["restart_history"][0]["cause"]')
-echo "$cause" | grep_q "$victim" || fail "the restart should be charged to node $victim: $cause"
+echo "$cause" | grep_q "$victim" || fail "the restart's cause should name node $victim: $cause"
+charged=$("$ALLOT" describe ddp -o json | json_get '["restart_history"][0]["node"]')
+[ "$charged" = "$victim" ] || fail "the restart should be charged to node $victim, not to the job ('$charged'): $cause"
 lost=$("$ALLOT" describe ddp -o json | json_get '["restart_history"][0]["work_lost_s"]')
 say "killed at step >= 8, resumed from step $resumed; fault to restart decided $((t1 - t0)) ms, to resumed $((t2 - t0)) ms; cause: $cause; work lost ${lost}s"
 top=$("$ALLOT" logs ddp --replica 0 --attempt "$killed" | grep -o "rank 0: step [0-9]*" | tail -n1 | grep -o "[0-9]*$" || true)

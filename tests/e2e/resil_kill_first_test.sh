@@ -12,6 +12,7 @@ ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=resil_kill_first
 source "$(dirname "$0")/lib_e2e.sh"
 source "$(dirname "$0")/lib_resil.sh"
+source "$(dirname "$0")/lib_marks.sh"
 
 # Default heartbeats and timeout; the replacement the provisioner starts uses lib_resil's quick flags.
 start_server --fault-window 1 --provisioner "$REPO/scripts/provision-emulated.sh"
@@ -42,9 +43,10 @@ max_retries: 1
 checkpoint_interval: 1
 command: |
   echo \$\$ >\$ALLOT_CHECKPOINT_DIR/pid-\$RANK
+  m=$WORK/marks/\$ALLOT_JOB.\$RANK.\$ALLOT_ATTEMPT; echo "start \$(date +%s%N) \$\$" >>\$m
   f=\$ALLOT_CHECKPOINT_DIR/rank-\$RANK; step=0
   if [ -f \$f ]; then step=\$(cat \$f); echo "resumed from step \$step (restart \$ALLOT_RESTART_COUNT)"; fi
-  while [ \$step -lt 60 ]; do step=\$((step+1)); echo \$step >\$f.tmp; mv \$f.tmp \$f; echo "step \$step"; sleep 0.1; done
+  while [ \$step -lt 60 ]; do step=\$((step+1)); echo \$step >\$f.tmp; mv \$f.tmp \$f; echo "step \$step"; echo "alive \$(date +%s%N)" >>\$m; sleep 0.1; done
 YAML
 "$ALLOT" submit "$WORK/train.yaml" >/dev/null
 wait_state train Running
@@ -89,6 +91,9 @@ last=$(( $(job_field train restarts) + $(job_field train preemptions) ))
   fail "--attempt $last should show the resumed run (restarts $(job_field train restarts), preemptions $(job_field train preemptions)); the whole log: $("$ALLOT" logs train --replica 0 | grep -v '^step')"
 wait_state train Succeeded 60
 [ "$(job_field train restarts)" = 1 ] || fail "the fault should cost one restart in all, not $(job_field train restarts)"
+# No rank of the resumed attempt started before every rank of the killed one (rank 1 runs out its stop) was gone.
+check_marks once "after:train@$killed:train@$last"
+gap79=$(marks_gap "train@$killed" "train@$last")
 h=$(node_health "$victim" || true)
 [ "$h" = UnschedulablePendingReplacement ] || "$ALLOT" nodes | grep_q "^$victim-r1 " ||
   fail "$victim should be on its way to replacement, not '$h': $("$ALLOT" describe node "$victim" 2>&1 | head -n 20)"
@@ -129,9 +134,13 @@ for _ in $(seq 1 50); do node_json "$host" | grep_q '"suspect"' || break; sleep 
 node_json "$host" | grep_q '"suspect"' && fail "$host should not stay suspect after its checks passed: $(node_json "$host")"
 [ "$(node_health "$host")" = Schedulable ] || fail "$host should stay Schedulable after an application's XID"
 wait_state app Succeeded 60
+check_marks once "after:app@$killed13:app@$(( $(job_field app restarts) + $(job_field app preemptions) ))"
+gap13=$(marks_gap "app@$killed13" "app@$(( $(job_field app restarts) + $(job_field app preemptions) ))")
 if "$ALLOT" nodes | grep_q "^$victim-r1 "; then outcome79="$victim retired, replaced by $victim-r1 ($(node_health "$victim-r1" || true))"
 else outcome79="$victim $(node_health "$victim" || true)"; fi
-fault_row "xid 79 + rank 0 killed first (kernel log)" "$restarts79" "$resume79" "$lost79" "$outcome79" "not sampled" "$(still_running $old) of $(echo $old | wc -w)"
+fault_row "xid 79 + rank 0 killed first (kernel log)" "$restarts79" "$resume79" "$lost79" "$outcome79" \
+  "0 ms (the new attempt started $gap79 ms after the old one's last sign of life; sampled every 0.1 s)" "$(still_running $old) of $(echo $old | wc -w)"
 fault_row "xid 13 (application's) + rank 0 killed" "$(restarts_charged app)" "$resume13" "$lost13 (at step ${top13:-?}, resumed from ${resumed13:-?})" \
-  "$host unchanged ($(node_health "$host" || true))" "not sampled" "$(still_running $old13) of $(echo $old13 | wc -w)"
+  "$host unchanged ($(node_health "$host" || true))" "0 ms (the new attempt started $gap13 ms after the old one's last sign of life)" \
+  "$(still_running $old13) of $(echo $old13 | wc -w)"
 say PASS

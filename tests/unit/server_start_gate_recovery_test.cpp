@@ -114,5 +114,47 @@ TEST_F(ServerStartGateRecovery, AReplicaRunningBeforeARestartKeepsRunningWhileIt
   EXPECT_EQ(get("/v1/jobs/solo").json["restarts"], 0);
 }
 
+// A rank moved by an in-place recovery just before the restart: the restarted server learns from the old node's
+// first heartbeat that its process still runs there, and holds the rank's new node until it has stopped.
+TEST_F(ServerStartGateRecovery, ARankMovedInPlaceBeforeARestartStartsOnlyOnceItsOldProcessHasStopped) {
+  ASSERT_EQ(post("/v1/jobs/solo/cancel").status, 200);
+  heartbeat(first);
+  auto r = post("/v1/jobs", json{{"name", "ring"}, {"team", "a"}, {"replicas", 2}, {"recovery", "in_place"},
+                                 {"per_replica", {{"accelerators", 4}}}, {"command", {"train"}}});
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto j = get("/v1/jobs/ring").json;
+  ASSERT_EQ(j["state"], "Running") << j.dump();
+  ASSERT_EQ(post("/v1/agents/register", json{{"name", "g3"}, {"instance_type", "g5.12xlarge"}, {"labels", {{"network-node-layer-3", "x"}}}}).status, 200);
+  const std::string rank0 = j["placement"][0]["replicas"][0]["node"], rank1 = j["placement"][0]["replicas"][1]["node"];
+  auto ring = [](int rank) { return json{{"job", "ring"}, {"rank", rank}, {"state", "running"}, {"attempt", 0}}; };
+  auto ranks_in = [](const json& run) {
+    std::map<int, bool> out;  // rank -> held
+    for (const auto& a : run)
+      if (a["job"] == "ring") out[a["rank"].get<int>()] = a.value("hold", false);
+    return out;
+  };
+  heartbeat(rank0, json::array({ring(0)}));
+  heartbeat(rank1, json::array({ring(1)}));
+  heartbeat("g3");
+  ASSERT_EQ(put("/v1/nodes/" + rank1 + "/health", R"({"health": "UnschedulablePendingReboot"})").status, 200);
+  j = get("/v1/jobs/ring").json;
+  ASSERT_EQ(j["placement"][0]["replicas"][1]["node"], "g3") << j.dump();
+  // The server dies before the old node confirmed the old rank 1 stopped.
+  restart();
+  heartbeat("g3");
+  heartbeat(rank0, json::array({ring(0)}));
+  auto hb = heartbeat(rank1, json::array({ring(1)}));  // still running there: a stop under way again
+  ASSERT_EQ(hb["stop"].size(), 1u) << hb.dump();
+  EXPECT_TRUE(ranks_in(heartbeat("g3")["run"]).empty()) << "rank 1 must not reach g3 while it runs on " << rank1;
+  j = get("/v1/jobs/ring").json;
+  ASSERT_TRUE(j.contains("waits_for_stops")) << j.dump();
+  EXPECT_EQ(j["waits_for_stops"][0]["rank"], 1) << j.dump();
+  // The survivor keeps running meanwhile: still listed on its node.
+  EXPECT_EQ(ranks_in(heartbeat(rank0, json::array({ring(0)}))["run"]).count(0), 1u);
+  heartbeat(rank1);  // gone
+  EXPECT_EQ(ranks_in(heartbeat("g3")["run"]), (std::map<int, bool>{{1, false}}));
+  EXPECT_EQ(ranks_in(heartbeat(rank0, json::array({ring(0)}))["run"]), (std::map<int, bool>{{0, false}}));
+}
+
 }  // namespace
 }  // namespace allot::server::test::server_start_gate_recovery_test
