@@ -30,13 +30,7 @@ job low training 1
 wait_state low Running
 wait_mark low 0 0
 job high inference 1
-seen_wait=""
-for _ in $(seq 1 100); do
-  j=$(job_json high)
-  if echo "$j" | grep_q '"waits_for_stops"'; then seen_wait=$j; break; fi
-  [ -s "$WORK/marks/high.0.0" ] && break
-  sleep 0.05
-done
+seen_wait=$(seen_waiting high 0 0 '"waits_for_stops"')
 [ -n "$seen_wait" ] || fail "high should say that it waits for low to stop: $(job_json high)"
 echo "$seen_wait" | grep_q '"job": *"low"' || fail "high should name low as what it waits for: $seen_wait"
 "$ALLOT" describe high | grep_q "^Starting: *waits until the replicas of job low" ||

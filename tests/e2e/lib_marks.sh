@@ -74,3 +74,15 @@ for f in os.listdir(d):
 if old and new: print((min(new) - max(old)) // 1000000)
 PY
 }
+
+# seen_waiting JOB RANK ATTEMPT PATTERN: polls JOB's description (every 0.05 s, at most 5 s) until it matches
+# PATTERN (a grep pattern) or that replica has started; prints the description that matched, or nothing.
+seen_waiting() {
+  local j
+  for _ in $(seq 1 100); do
+    j=$(job_json "$1")
+    if echo "$j" | grep_q "$4"; then echo "$j"; return 0; fi
+    [ -s "$WORK/marks/$1.$2.$3" ] && return 0
+    sleep 0.05
+  done
+}

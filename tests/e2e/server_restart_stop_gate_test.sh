@@ -38,13 +38,7 @@ old_pid=$(mark_pid solo 0 0)
 gone "$old_pid" && fail "the old replica stopped before the restarted server was up: the test proves nothing"
 
 # While the old replica runs, the restarted server holds the new run and says why.
-seen=""
-for _ in $(seq 1 40); do
-  j=$(job_json solo)
-  if echo "$j" | grep_q '"waits_for_stops"\|"waits_for_first_heartbeats"'; then seen=$j; break; fi
-  [ -s "$WORK/marks/solo.0.1" ] && break
-  sleep 0.1
-done
+seen=$(seen_waiting solo 0 1 '"waits_for_stops"\|"waits_for_first_heartbeats"')
 wait_mark solo 0 1 30
 gone "$old_pid" || fail "the new replica started while the old one (pid $old_pid) still runs"
 check_marks once after:solo@0:solo@1

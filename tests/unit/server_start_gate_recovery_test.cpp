@@ -1,36 +1,25 @@
 // Stops before starts across a server restart (server/start_gate.h, "Recovery"): a server that starts from its
 // journal knows of no stop under way, so every run it hands out is held (listed, but none of it may start) until
 // each agent has said what still runs on its node, or the heartbeat timeout has passed since the start.
-#include "server_test_fixture.h"
+#include "server_start_gate_fixture.h"
 
 namespace allot::server::test::server_start_gate_recovery_test {
 namespace {
 
 using nlohmann::json;
 
-class ServerStartGateRecovery : public ServerTest {
+class ServerStartGateRecovery : public StartGateTest {
  protected:
   void SetUp() override {
-    ServerTest::SetUp();
-    auto r = post("/v1/apply", R"({"teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.12xlarge", "instances": 2}]}]})");
-    ASSERT_EQ(r.status, 200) << r.body;
-    for (const char* n : {"g1", "g2"}) {
-      auto reg = post("/v1/agents/register", json{{"name", n}, {"instance_type", "g5.12xlarge"}, {"labels", {{"network-node-layer-3", "x"}}}});
-      ASSERT_EQ(reg.status, 200) << reg.body;
-    }
+    StartGateTest::SetUp();
     // One replica of four GPUs: a whole node.
-    r = post("/v1/jobs", json{{"name", "solo"}, {"team", "a"}, {"replicas", 1}, {"max_retries", 1},
+    auto r = post("/v1/jobs", json{{"name", "solo"}, {"team", "a"}, {"replicas", 1}, {"max_retries", 1},
                               {"per_replica", {{"accelerators", 4}}}, {"command", {"train"}}});
     ASSERT_EQ(r.status, 201) << r.body;
     first = get("/v1/jobs/solo").json["nodes"][0];
     second = first == "g1" ? "g2" : "g1";
     ASSERT_EQ(entries(heartbeat(first, running(0))["run"]).size(), 1u);
     heartbeat(second);
-  }
-  json heartbeat(const std::string& node, json replicas = json::array()) {
-    auto r = post("/v1/agents/" + node + "/heartbeat", json{{"replicas", replicas}});
-    EXPECT_EQ(r.status, 200) << r.body;
-    return r.json;
   }
   static json running(int attempt) { return json::array({{{"job", "solo"}, {"rank", 0}, {"state", "running"}, {"attempt", attempt}}}); }
   // solo's entries in a run list.

@@ -1,28 +1,14 @@
 // Stops before starts (server/start_gate.h): a run's replicas reach the agents only once the replicas of the run
 // it replaces are confirmed stopped; and a replica an agent reports lost fails its run.
-#include "server_test_fixture.h"
+#include "server_start_gate_fixture.h"
 
 namespace allot::server::test::server_start_gate_test {
 namespace {
 
 using nlohmann::json;
 
-class ServerStartGate : public ServerTest {
+class ServerStartGate : public StartGateTest {
  protected:
-  void SetUp() override {
-    ServerTest::SetUp();
-    auto r = post("/v1/apply", R"({"teams": [{"name": "a", "allocation": [{"instance_type": "ml.g5.12xlarge", "instances": 2}]}]})");
-    ASSERT_EQ(r.status, 200) << r.body;
-    for (const char* n : {"g1", "g2"}) {
-      auto reg = post("/v1/agents/register", json{{"name", n}, {"instance_type", "g5.12xlarge"}, {"labels", {{"network-node-layer-3", "x"}}}});
-      ASSERT_EQ(reg.status, 200) << reg.body;
-    }
-  }
-  json heartbeat(const std::string& node, json replicas = json::array()) {
-    auto r = post("/v1/agents/" + node + "/heartbeat", json{{"replicas", replicas}});
-    EXPECT_EQ(r.status, 200) << r.body;
-    return r.json;
-  }
   // The attempts of `job` in a run list.
   static std::set<int> attempts_in(const json& run, const std::string& job) {
     std::set<int> out;
