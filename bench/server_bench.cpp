@@ -192,6 +192,7 @@ struct ListersPhase {
   int failed_submits = 0;
   uint64_t views = 0;        // views the writer published during the phase
   double copy_ms = 0;        // its time spent copying the state for them
+  uint64_t chunks_copied = 0, chunks_shared = 0;  // the job table's chunks those views copied, and shared
 };
 
 ListersPhase listers_phase(const Bench& b, const Args& a, int listers, std::atomic<int>& next_name) {
@@ -261,6 +262,8 @@ ListersPhase listers_phase(const Bench& b, const Args& a, int listers, std::atom
   const auto views_after = b.server->view_stats();
   p.views = views_after.views_published - views_before.views_published;
   p.copy_ms = 1000 * (views_after.copy_seconds - views_before.copy_seconds);
+  p.chunks_copied = views_after.chunks_copied - views_before.chunks_copied;
+  p.chunks_shared = views_after.chunks_shared - views_before.chunks_shared;
   return p;
 }
 
@@ -287,10 +290,13 @@ int listers_main(const Args& a) {
       ListersPhase p = listers_phase(b, a, a.listers[i], next_name);
       phases[i].push_back(p);
       std::printf("rep %d, %d listers (load %s): submit p50 %.2f ms, p99 %.2f ms, max %.1f ms, %.0f submissions/s%s; "
-                  "%.1f pages/s, page p50 %.1f ms, p99 %.1f ms, %d refused (503); %llu views copied in %.0f ms\n",
+                  "%.1f pages/s, page p50 %.1f ms, p99 %.1f ms, %d refused (503); %llu views copied in %.0f ms "
+                  "(%.1f ms each; job chunks %llu copied, %llu shared)\n",
                   rep, a.listers[i], load.c_str(), p.submit_p50, p.submit_p99, p.submit_max, p.submits_per_s,
                   p.failed_submits ? (", " + std::to_string(p.failed_submits) + " failed").c_str() : "", p.pages_per_s,
-                  p.page_p50, p.page_p99, p.refused_pages, static_cast<unsigned long long>(p.views), p.copy_ms);
+                  p.page_p50, p.page_p99, p.refused_pages, static_cast<unsigned long long>(p.views), p.copy_ms,
+                  p.views ? p.copy_ms / static_cast<double>(p.views) : 0.0, static_cast<unsigned long long>(p.chunks_copied),
+                  static_cast<unsigned long long>(p.chunks_shared));
       std::fflush(stdout);
     }
   const auto stats = b.server->stats();

@@ -20,9 +20,22 @@
 //   over jobs skips anyway (terminal state, no team, `deleted`). Code that needs every ID uses size().
 // - References stay valid while jobs are appended (a chunk never reallocates once it has room for kChunk jobs),
 //   and until the chunk is freed.
+//
+// Views (view_of): a read-only table for other threads that shares every chunk unchanged since the previous view
+// with it, so that publishing a view costs the chunks changed since then, not the whole table. Chunks are shared
+// between views only, never with the live table: a live table's chunks are its own, so the writer's references
+// (const or not) always point into the table it mutates, and a chunk a view holds is never written again by
+// anyone (a view is only ever read; it is immutable from the moment view_of returns it). Which chunks changed is
+// known by stamping: every mutable access (non-const operator[], back(), a non-const iterator's dereference,
+// push_back, compact, a revive or release) stamps the chunk with the table's epoch, and view_of moves the epoch
+// on; a chunk whose stamp is not after the previous view's epoch is exactly that view's chunk, so it is shared.
+// REQUIRES of the owner: no mutable reference taken before view_of is written through after it (the writer
+// takes views between batches, when no core call is running). Const access is not stamped and stays one load
+// per chunk.
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -46,6 +59,7 @@ inline Job compacted_tombstone(JobId id) {
 class JobTable {
  public:
   static constexpr size_t kChunk = 64;
+  using Chunk = std::vector<Job>;
 
   template <bool Const>
   class Iterator {
@@ -60,10 +74,13 @@ class JobTable {
 
     Iterator() = default;
     Iterator(Table* t, size_t chunk, size_t at) : t_(t), chunk_(chunk), at_(at) {}
-    reference operator*() const { return t_->chunks_[chunk_][at_]; }
+    reference operator*() const {
+      if constexpr (!Const) t_->touch(chunk_);  // a mutable reference may change the job
+      return t_->at_[chunk_][at_];
+    }
     pointer operator->() const { return &**this; }
     Iterator& operator++() {
-      if (++at_ == t_->chunks_[chunk_].size()) {
+      if (++at_ == t_->chunks_[chunk_]->size()) {
         at_ = 0;
         chunk_ = t_->next_stored(chunk_ + 1);
       }
@@ -84,15 +101,17 @@ class JobTable {
   using const_iterator = Iterator<true>;
 
   JobTable() = default;
-  // A copy's chunks are its own: their pointers are taken again (and a freed chunk's lead to its own tombstones).
-  JobTable(const JobTable& o) : chunks_(o.chunks_), kept_(o.kept_), revived_(o.revived_), size_(o.size_) { point_all(); }
+  // A copy is a live table of its own: every chunk copied (a copy of a view too), none shared.
+  JobTable(const JobTable& o) : kept_(o.kept_), revived_(o.revived_), size_(o.size_) {
+    chunks_.reserve(o.chunks_.size());
+    for (const auto& c : o.chunks_) chunks_.push_back(c ? std::make_shared<Chunk>(*c) : nullptr);
+    touched_.assign(chunks_.size(), epoch_);
+    point_all();
+  }
   JobTable& operator=(const JobTable& o) {
     if (this != &o) {
-      chunks_ = o.chunks_;
-      kept_ = o.kept_;
-      revived_ = o.revived_;
-      size_ = o.size_;
-      point_all();
+      JobTable copy(o);
+      *this = std::move(copy);
     }
     return *this;
   }
@@ -108,6 +127,7 @@ class JobTable {
     Job* c = at_[id / kChunk];
     if (c == tombstones_.data()) [[unlikely]]
       c = revive(id / kChunk);
+    touch(id / kChunk);
     return c[id % kChunk];
   }
   Job& back() { return (*this)[size_ - 1]; }
@@ -116,11 +136,12 @@ class JobTable {
   // Appends the job with the next ID (job.id must be size()).
   void push_back(Job job) {
     if (size_ % kChunk == 0) {
-      chunks_.emplace_back();
+      chunks_.push_back(std::make_shared<Chunk>());
       kept_.push_back(0);
       at_.push_back(nullptr);
+      touched_.push_back(epoch_);
     }
-    std::vector<Job>& c = chunks_.back();
+    Chunk& c = *chunks_.back();
     if (c.capacity() < kChunk) {  // a new chunk, or a copied table's last chunk, which may have less room
       c.reserve(kChunk);
       at_.back() = c.data();
@@ -128,6 +149,7 @@ class JobTable {
     if (!job.compacted) ++kept_.back();
     c.push_back(std::move(job));
     ++size_;
+    touch(chunks_.size() - 1);
     free_if_all_compacted(chunks_.size() - 1);
   }
   // Appends n tombstones (a snapshot's run of compacted jobs) without building the chunks they fill.
@@ -137,6 +159,7 @@ class JobTable {
         chunks_.emplace_back();
         kept_.push_back(0);
         at_.push_back(tombstones());
+        touched_.push_back(epoch_);
         size_ += kChunk;
         n -= kChunk;
         continue;
@@ -163,8 +186,48 @@ class JobTable {
   // Chunks that hold jobs (not freed): memory is about this times kChunk * sizeof(Job).
   size_t chunks_stored() const {
     size_t n = 0;
-    for (const auto& c : chunks_) n += !c.empty();
+    for (const auto& c : chunks_) n += c && !c->empty();
     return n;
+  }
+
+  // What view_of did: chunks copied from the live table, and chunks shared with the previous view.
+  struct ViewCost {
+    size_t chunks_copied = 0;
+    size_t chunks_shared = 0;
+  };
+  // A read-only table equal to `live`, sharing with `previous` (a view of the same live table, or null) every
+  // chunk the live table has not changed since `previous` was taken; the other chunks are copied. The view and
+  // the views it shares chunks with may be read on any thread while the live table changes: the chunks they
+  // share are never written (see the top of this file). REQUIRES: the result is only ever read (held const).
+  static JobTable view_of(JobTable& live, const JobTable* previous, ViewCost* cost = nullptr) {
+    if (!live.lineage_) live.lineage_ = std::make_shared<const char>(0);
+    const bool same = previous && previous->source_ == live.lineage_;
+    JobTable v;
+    v.kept_ = live.kept_;
+    v.size_ = live.size_;
+    v.chunks_.resize(live.chunks_.size());
+    v.at_.resize(live.chunks_.size());
+    ViewCost counted;
+    for (size_t c = 0; c < live.chunks_.size(); ++c) {
+      const std::shared_ptr<Chunk>& mine = live.chunks_[c];
+      if (!mine) {
+        v.at_[c] = v.tombstones();
+        continue;
+      }
+      if (same && c < previous->chunks_.size() && previous->chunks_[c] && live.touched_[c] <= previous->taken_) {
+        v.chunks_[c] = previous->chunks_[c];
+        ++counted.chunks_shared;
+      } else {
+        v.chunks_[c] = std::make_shared<Chunk>(*mine);
+        ++counted.chunks_copied;
+      }
+      v.at_[c] = v.chunks_[c]->data();
+    }
+    v.source_ = live.lineage_;
+    v.taken_ = live.epoch_;
+    ++live.epoch_;  // every mutable access from now on is after this view
+    if (cost) *cost = counted;
+    return v;
   }
 
   iterator begin() { return {this, next_stored(0), 0}; }
@@ -174,21 +237,25 @@ class JobTable {
 
  private:
   size_t next_stored(size_t chunk) const {
-    while (chunk < chunks_.size() && chunks_[chunk].empty()) ++chunk;
+    while (chunk < chunks_.size() && (!chunks_[chunk] || chunks_[chunk]->empty())) ++chunk;
     return chunk;
   }
+  void touch(size_t chunk) { touched_[chunk] = epoch_; }
   // Only a full chunk is freed: the last chunk still takes new jobs.
   void free_if_all_compacted(size_t chunk) {
-    if (kept_[chunk] != 0 || chunks_[chunk].size() != kChunk) return;
-    std::vector<Job>().swap(chunks_[chunk]);
+    if (kept_[chunk] != 0 || !chunks_[chunk] || chunks_[chunk]->size() != kChunk) return;
+    chunks_[chunk].reset();
     at_[chunk] = tombstones();
+    touch(chunk);
   }
   Job* revive(size_t chunk) {
-    std::vector<Job>& c = chunks_[chunk];
-    c.reserve(kChunk);
-    for (size_t i = 0; i < kChunk; ++i) c.push_back(compacted_tombstone(JobId(static_cast<uint32_t>(chunk * kChunk + i))));
+    auto c = std::make_shared<Chunk>();
+    c->reserve(kChunk);
+    for (size_t i = 0; i < kChunk; ++i) c->push_back(compacted_tombstone(JobId(static_cast<uint32_t>(chunk * kChunk + i))));
+    chunks_[chunk] = std::move(c);
     revived_.push_back(chunk);
-    return at_[chunk] = c.data();
+    touch(chunk);
+    return at_[chunk] = chunks_[chunk]->data();
   }
   // The shared tombstones a freed chunk's slots read as, made on first use (a table that never frees a chunk,
   // as without retention, has none).
@@ -200,18 +267,30 @@ class JobTable {
     tombstones_.clear();
     at_.assign(chunks_.size(), nullptr);
     for (size_t c = 0; c < chunks_.size(); ++c) {
-      const bool last_filling = (c + 1) * kChunk > size_;
-      if (last_filling) chunks_[c].reserve(kChunk);  // its pointer stays valid while it fills
-      at_[c] = chunks_[c].empty() && !last_filling ? tombstones() : chunks_[c].data();
+      if (!chunks_[c]) {
+        at_[c] = tombstones();
+        continue;
+      }
+      if ((c + 1) * kChunk > size_) chunks_[c]->reserve(kChunk);  // the last, still filling: its pointer stays valid
+      at_[c] = chunks_[c]->data();
     }
   }
 
-  std::vector<std::vector<Job>> chunks_;  // [id / kChunk]; empty: freed (or not yet filled, past size_)
-  std::vector<Job*> at_;                  // [id / kChunk]: chunks_[c].data(), or tombstones_ for a freed chunk
+  // [id / kChunk]; null: freed. A live table's chunks are its own; a view's may be shared with other views.
+  std::vector<std::shared_ptr<Chunk>> chunks_;
+  std::vector<Job*> at_;                  // [id / kChunk]: chunks_[c]->data(), or tombstones_ for a freed chunk
   std::vector<uint8_t> kept_;             // [id / kChunk]: jobs in the chunk that are not tombstones
   std::vector<size_t> revived_;           // freed chunks that non-const access brought back
   size_t size_ = 0;
   std::vector<Job> tombstones_;           // kChunk compacted_tombstone(JobId()): what a freed chunk's slots read as
+  // Live table: the epoch of each chunk's last mutable access ([id / kChunk]), the current epoch, and the table's
+  // identity (made by the first view_of), which tells its views from those of another table.
+  std::vector<uint64_t> touched_;
+  uint64_t epoch_ = 1;
+  std::shared_ptr<const char> lineage_;
+  // View: the live table it was taken from, and that table's epoch then.
+  std::shared_ptr<const char> source_;
+  uint64_t taken_ = 0;
 };
 
 }  // namespace allot

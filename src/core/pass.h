@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/admission.h"
@@ -48,7 +49,8 @@ class Pass {
     const PooledReason* preempt_why = nullptr;
   };
   PassJob& rec(JobId id) { return pass[id.index()]; }
-  const Job& job(JobId id) const { return s.jobs[id.index()]; }
+  // Const access: reading a job must not mark its chunk changed (job_table.h, view_of).
+  const Job& job(JobId id) const { return std::as_const(s.jobs)[id.index()]; }
 
   // The waiting jobs enter the queue, in queue order; those whose dependencies wait get their reason instead, and
   // those whose dependencies can never hold go to result.dependency_ends (dependency.h).

@@ -15,7 +15,7 @@ class SharedText {
 
   const std::string& str() const { return text_ ? *text_ : empty(); }
   operator const std::string&() const { return str(); }  // NOLINT: reads as the string it holds
-  friend bool operator==(const SharedText& a, const SharedText& b) { return a.str() == b.str(); }
+  friend bool operator==(const SharedText& a, const SharedText& b) { return a.text_ == b.text_ || a.str() == b.str(); }
 
  private:
   static const std::string& empty() {

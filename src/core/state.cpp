@@ -3,6 +3,7 @@
 #include "core/overloaded.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/dependency.h"
 #include "core/in_place.h"
@@ -35,8 +36,8 @@ const Team* ClusterState::find_team(std::string_view name) const {
   return it == team_by_name.end() ? nullptr : &teams[it->second.index()];
 }
 const Job* ClusterState::find_job(std::string_view name) const {
-  auto it = job_by_name.find(std::string(name));
-  return it == job_by_name.end() ? nullptr : &jobs[it->second.index()];
+  const JobId* id = job_by_name.find(std::string(name));
+  return id ? &jobs[id->index()] : nullptr;
 }
 
 const Plan* ClusterState::find_plan(std::string_view name) const {
@@ -689,14 +690,18 @@ Status apply_decision(ClusterState& s, const Decision& d, Time now) {
 }
 
 void explain_waiting(ClusterState& s, const std::vector<WaitingReason>& reasons) {
+  // A job is written only when its explanation changed: most waiting jobs keep theirs from pass to pass, and
+  // a write marks the job's chunk of the table changed, which the next view then copies (job_table.h, view_of).
   for (const WaitingReason& w : reasons) {
     if (w.job.index() >= s.jobs.size()) continue;
+    const Job& seen = std::as_const(s.jobs)[w.job.index()];
+    if (!is_waiting(seen.state)) continue;
+    SharedText reason = w.text;
+    if (seen.state == JobState::kSuspended && !seen.history.empty() && seen.history.back().to == JobState::kSuspended)
+      reason = seen.history.back().reason + "; waiting: " + w.text.str();
+    if (seen.reason == reason && seen.reason_code == w.code && seen.feasible == w.feasible) continue;
     Job& j = s.jobs[w.job.index()];
-    if (!is_waiting(j.state)) continue;
-    if (j.state == JobState::kSuspended && !j.history.empty() && j.history.back().to == JobState::kSuspended)
-      j.reason = j.history.back().reason + "; waiting: " + w.text.str();
-    else
-      j.reason = w.text;
+    j.reason = std::move(reason);
     j.reason_code = w.code;
     j.feasible = w.feasible;
   }

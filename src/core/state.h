@@ -11,6 +11,7 @@
 #include "core/catalog.h"
 #include "core/cohort_tree.h"
 #include "core/job_set.h"
+#include "core/cow_map.h"
 #include "core/job_table.h"
 #include "core/model.h"
 #include "core/reservations.h"
@@ -46,7 +47,8 @@ struct ClusterState {
   std::vector<Plan> plans;   // index = PlanId
   std::unordered_map<std::string, NodeId> node_by_name;
   std::unordered_map<std::string, TeamId> team_by_name;
-  std::unordered_map<std::string, JobId> job_by_name;
+  // Shared shard by shard with the copies of the state (the views the server publishes; cow_map.h).
+  CowMap<std::string, JobId> job_by_name;
   std::unordered_map<std::string, PlanId> plan_by_name;  // plans not deleted
   // Reservations of existing nodes by name, Scheduled or Active (core/reservations.h); they leave when they end.
   std::map<std::string, Reservation> reservations;

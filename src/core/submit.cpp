@@ -241,7 +241,7 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
   }
   j.history.push_back({now, JobState::kPending, JobState::kPending, "submitted"});
   if (j.spec.array) j.array = note_array_task(s, j);
-  s.job_by_name[spec.name] = j.id;
+  s.job_by_name.insert_or_assign(spec.name, j.id);
   s.jobs.push_back(std::move(j));
   index_new_job(s, s.jobs.back());
   return s.jobs.back().id;

@@ -336,7 +336,7 @@ void forget_compacted(ServerState& st) {
   drop(st.preemptions_of);
   drop(st.exits);
   drop(st.deferred_exits);
-  drop(st.waiting_since);
+  st.waiting_since.erase_if([&](uint32_t job, const auto&) { return gone(job); });
   drop(st.run_checks);
   drop(st.in_place_waits);
   drop(st.check_retries);
@@ -634,6 +634,23 @@ int joins_of(const TokenTable& tokens, const std::string& join_id) {
   int n = 0;
   for (const auto& [id, t] : tokens) n += t.token.role == auth::Role::kAgent && t.token.joined_with == join_id;
   return n;
+}
+
+std::shared_ptr<const ServerState> view_of(ServerState& live, const ServerState* previous, JobTable::ViewCost* cost) {
+  // The job table is moved aside while the rest is copied (a move keeps its buffers, so nothing that points
+  // into it changes), then put back whatever happens; the view's table is taken from it afterwards.
+  JobTable jobs = std::move(live.cluster.jobs);
+  live.cluster.jobs = JobTable();
+  std::shared_ptr<ServerState> view;
+  try {
+    view = std::make_shared<ServerState>(live);
+  } catch (...) {
+    live.cluster.jobs = std::move(jobs);
+    throw;
+  }
+  live.cluster.jobs = std::move(jobs);
+  view->cluster.jobs = JobTable::view_of(live.cluster.jobs, previous ? &previous->cluster.jobs : nullptr, cost);
+  return view;
 }
 
 Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/state.h"
+#include "server/audit_trail.h"
 #include "server/observed.h"
 #include "server/running_index.h"
 #include "server/start_gate.h"
@@ -245,14 +246,6 @@ struct CheckTrying {
   int64_t next_try_ms = 0;
 };
 
-// One entry of the audit trail (GET /v1/audit): an Audit record with its actor, time and place in the journal.
-struct AuditEntry {
-  uint64_t seq = 0;
-  Time at = 0;
-  store::Actor actor;
-  store::Audit audit;
-};
-
 // The CPUs each replica of a job's current run reported it is bound to (GET /v1/jobs/NAME, `allot describe`).
 struct ReplicaCpus {
   int attempt = 0;
@@ -318,7 +311,8 @@ struct ServerState {
   // stops as confirmed (start_gate.h). Not journaled: dropped by the writer once the timeout has passed.
   std::map<std::string, int64_t> left_live_ms;
   // Steady-clock time of each live submission not yet admitted: the start of the scheduling latency.
-  std::unordered_map<uint32_t, std::chrono::steady_clock::time_point> waiting_since;
+  // Shared shard by shard with the state's copies (core/cow_map.h).
+  CowMap<uint32_t, std::chrono::steady_clock::time_point> waiting_since;
   // Live submissions only; not rebuilt by replay. By (team, instance type): a job admitted onto several instance
   // types is observed under each of them, like the by-rule counters (observed.h, RuleKey).
   std::map<std::pair<std::string, std::string>, LatencyHistogram> scheduling_latency;
@@ -348,8 +342,9 @@ struct ServerState {
   std::unordered_map<uint32_t, RunChecks> run_checks;  // by JobId index: Running jobs' runs (admission_checks.h)
   std::unordered_map<uint32_t, int> check_retries;     // by JobId index: retry answers so far (the backoff doubles)
   std::map<std::pair<uint32_t, std::string>, CheckTrying> check_trying;  // by (job index, check); in memory
-  // The newest audit entries, oldest first; older ones stay in the journal (kAuditKept bounds memory).
-  std::deque<AuditEntry> audit;
+  // The newest audit entries, oldest first; older ones stay in the journal (kAuditKept bounds memory). Each
+  // entry is shared by the views (audit_trail.h).
+  AuditTrail audit;
   static constexpr size_t kAuditKept = 100000;
   uint64_t last_seq = 0;    // the last journal record applied
   uint64_t last_event = 0;  // the last event numbered
@@ -358,6 +353,12 @@ struct ServerState {
   // registration): the writer republishes their answers after the batch and empties this (heartbeat_board.h).
   std::vector<std::string> nodes_touched;
 };
+
+// A copy of the live state for readers on other threads (Writer::publish_view): every member copied except
+// the job table, whose chunks unchanged since `previous` (the last view of the same state, or null) are shared
+// with it (JobTable::view_of). The result must only ever be read. REQUIRES: the thread that owns `live`, with
+// no mutable reference into its jobs written through afterwards (between batches).
+std::shared_ptr<const ServerState> view_of(ServerState& live, const ServerState* previous, JobTable::ViewCost* cost = nullptr);
 
 // Applies a record: the core operation (store::apply_record), then the server's tables, and appends the
 // events it causes. An error means the core refused it and nothing changed.

@@ -91,14 +91,14 @@ void UsageLedger::accrue_to(Time at) {
 }
 
 void UsageLedger::submitted(const Job& j, const std::string& user) {
-  users_[j.id.index()] = JobInfo{intern(user.empty() ? kUnknownUser : user), j.submitted_at};
+  users_.insert_or_assign(j.id.index(), JobInfo{intern(user.empty() ? kUnknownUser : user), j.submitted_at});
 }
 
 void UsageLedger::started(const ClusterState& s, const Job& j, Time at, const std::optional<std::string>& admitted_on) {
   const uint32_t job = j.id.index();
-  auto user = users_.find(job);
+  const JobInfo* user = users_.find(job);
   // A job restored from a snapshot written before users were kept cannot be: such snapshots are refused.
-  const uint32_t user_id = user == users_.end() ? intern(kUnknownUser) : user->second.user;
+  const uint32_t user_id = user ? user->user : intern(kUnknownUser);
   const uint32_t team = intern(s.teams[j.team.index()].spec.name);
   const uint32_t priority = intern(j.spec.priority.empty() ? "none" : j.spec.priority);
   auto& run = runs_[job];
@@ -117,13 +117,13 @@ void UsageLedger::started(const ClusterState& s, const Job& j, Time at, const st
     // A job's wait is counted once, under the instance type of its first pod set.
     const Key key{team, user_id, priority, intern(*admitted_on)};
     UsageFigures& f = rows_[HourKey{usage_hour_of(at), key}];
-    f.queued_s += user == users_.end() ? 0 : std::max<Time>(0, at - user->second.waiting_since);
+    f.queued_s += user ? std::max<Time>(0, at - user->waiting_since) : 0;
     ++f.admitted;
   }
 }
 
 void UsageLedger::stopped(uint32_t job, Time at, int64_t lost_s, UsageLoss cause) {
-  if (auto u = users_.find(job); u != users_.end()) u->second.waiting_since = at;  // it waits again, or has ended
+  if (JobInfo* u = users_.find_mutable(job)) u->waiting_since = at;  // it waits again, or has ended
   auto it = runs_.find(job);
   if (it == runs_.end()) return;
   int64_t UsageFigures::*field = nullptr;
@@ -157,8 +157,7 @@ void UsageLedger::refresh_rates(const ClusterState& s) {
 }
 
 void UsageLedger::forget_jobs(const ClusterState& s) {
-  for (auto it = users_.begin(); it != users_.end();)
-    it = it->first < s.jobs.size() && s.jobs[it->first].compacted ? users_.erase(it) : std::next(it);
+  users_.erase_if([&](uint32_t job, const JobInfo&) { return job < s.jobs.size() && s.jobs[job].compacted; });
 }
 
 void UsageLedger::rebuild_runs(const ClusterState& s) {
@@ -233,7 +232,7 @@ void UsageLedger::add_row(const Row& r) {
 std::vector<UsageLedger::JobUser> UsageLedger::users() const {
   std::vector<JobUser> out;
   out.reserve(users_.size());
-  for (const auto& [job, info] : users_) out.push_back(JobUser{job, names_[info.user], info.waiting_since});
+  users_.for_each([&](uint32_t job, const JobInfo& info) { out.push_back(JobUser{job, names_[info.user], info.waiting_since}); });
   std::sort(out.begin(), out.end(), [](const JobUser& a, const JobUser& b) { return a.job < b.job; });
   return out;
 }

@@ -127,7 +127,7 @@ class UsageLedger {
     Time waiting_since = 0;
   };
   std::vector<JobUser> users() const;  // by job index
-  void set_user(const JobUser& u) { users_[u.job] = JobInfo{intern(u.user), u.waiting_since}; }
+  void set_user(const JobUser& u) { users_.insert_or_assign(u.job, JobInfo{intern(u.user), u.waiting_since}); }
   Time accrued_to() const { return accrued_to_; }
   void set_accrued_to(Time t) { accrued_to_ = t; }
 
@@ -160,7 +160,8 @@ class UsageLedger {
     uint32_t user = 0;
     Time waiting_since = 0;  // its submission, or the end of its last run
   };
-  std::unordered_map<uint32_t, JobInfo> users_;              // job index -> user (jobs not compacted)
+  // job index -> user (jobs not compacted); shared shard by shard with the state's copies (core/cow_map.h)
+  CowMap<uint32_t, JobInfo> users_;
   std::unordered_map<uint32_t, std::vector<std::pair<Key, int64_t>>> runs_;  // running job -> what it holds
 };
 

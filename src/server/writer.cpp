@@ -66,7 +66,7 @@ Status Txn::apply(store::Op op) {
   // The scheduling latency runs from a live submission to its first admission; a job cancelled before it
   // is admitted has none.
   if (auto* sub = std::get_if<store::Submit>(&r.op)) {
-    if (const Job* j = st_.cluster.find_job(sub->job.name)) st_.waiting_since[j->id.index()] = std::chrono::steady_clock::now();
+    if (const Job* j = st_.cluster.find_job(sub->job.name)) st_.waiting_since.insert_or_assign(j->id.index(), std::chrono::steady_clock::now());
   } else if (auto* cancel = std::get_if<store::Cancel>(&r.op)) {
     if (const Job* j = st_.cluster.find_job(cancel->job)) st_.waiting_since.erase(j->id.index());
   }
@@ -321,8 +321,10 @@ void Writer::publish_view(bool changed) {
   if (!want || needs_rebuild_) return;
   const auto start = std::chrono::steady_clock::now();
   if (start < next_view_) return;  // the last copy was costly: readers wait until then (loop() wakes for it)
-  // The copy is made outside the lock: readers meanwhile find the view stale and wait for this one.
-  auto copy = std::make_shared<const ServerState>(state_);
+  // The copy is made outside the lock: readers meanwhile find the view stale and wait for this one. It shares
+  // the job chunks unchanged since the view before (read here without the lock: only this thread replaces it).
+  JobTable::ViewCost cost;
+  auto copy = view_of(state_, view_.get(), &cost);
   const auto end = std::chrono::steady_clock::now();
   next_view_ = end - start < kCheapView ? end : end + kViewSpacing * (end - start);
   {
@@ -334,6 +336,8 @@ void Writer::publish_view(bool changed) {
     const double took = std::chrono::duration<double>(end - start).count();
     view_stats_.copy_seconds += took;
     view_stats_.max_copy_seconds = std::max(view_stats_.max_copy_seconds, took);
+    view_stats_.chunks_copied += cost.chunks_copied;
+    view_stats_.chunks_shared += cost.chunks_shared;
   }
   view_cv_.notify_all();
   drop_view(std::move(copy));  // the view replaced
@@ -721,13 +725,12 @@ void Writer::run_batch(std::vector<Pending>& batch) {
       store::Record r{state_.last_seq + 1, now, store::decision_record(state_.cluster, d), kServerActor};
       note_decision(state_, r, events);
       if (const auto* admit = std::get_if<AdmitDecision>(&d)) {
-        auto it = state_.waiting_since.find(admit->job.index());
-        if (it != state_.waiting_since.end()) {
-          const double waited = std::chrono::duration<double>(steady_now - it->second).count();
+        if (const auto* since = state_.waiting_since.find(admit->job.index())) {
+          const double waited = std::chrono::duration<double>(steady_now - *since).count();
           const std::string& team = state_.cluster.teams[state_.cluster.jobs[admit->job.index()].team.index()].spec.name;
           for (TypeId type : placement_types(admit->placement))
             state_.scheduling_latency[{team, state_.cluster.catalog.at(type).name}].observe(waited);
-          state_.waiting_since.erase(it);
+          state_.waiting_since.erase(admit->job.index());
         }
       }
       records.push_back(std::move(r));
@@ -915,13 +918,16 @@ std::shared_ptr<const ServerState> Writer::current_view() {
     std::lock_guard lock(view_mu_);
     if (view_ && view_changes_ == changes_) return view_;
   }
-  auto copy = std::make_shared<const ServerState>(state_);
+  JobTable::ViewCost cost;
+  std::shared_ptr<const ServerState> copy = view_of(state_, view_.get(), &cost);
   std::shared_ptr<const ServerState> old = copy;
   {
     std::lock_guard lock(view_mu_);
     std::swap(view_, old);
     view_changes_ = changes_;
     ++view_stats_.views_published;
+    view_stats_.chunks_copied += cost.chunks_copied;
+    view_stats_.chunks_shared += cost.chunks_shared;
   }
   view_cv_.notify_all();
   drop_view(std::move(old));

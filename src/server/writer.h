@@ -26,11 +26,13 @@
 // arrived (read-your-writes): the writer counts the batches that changed the state (`changes_`) before it
 // answers them, and a read that finds the view older than that count asks for a fresh one and waits for it. The
 // writer publishes one after a batch, before answering it, when a read has asked since the last copy (and wakes
-// for it when idle). The copy costs time in proportion to the state (50,000 queued jobs: tens of milliseconds,
-// more on a loaded machine), so, as with scheduler passes, a copy that took d is followed by the next only once
-// the writer has spent kViewSpacing * d on other work: under a stream of reads the writer spends at most about
-// 1 / (1 + kViewSpacing) of its time copying, one copy serves every read waiting for it, and heartbeats and
-// submissions are not held back by it. A copy that takes under a millisecond (a small cluster) is never held
+// for it when idle). The copy shares with the view before it what the writer has not changed since (the job
+// table's chunks, the per-job maps' shards, the audit entries: server_state.h, view_of), so it costs what changed
+// plus the state's smaller tables (50,000 queued jobs: a few milliseconds; a whole copy took tens to hundreds).
+// Should it be costly all the same, then, as with scheduler passes, a copy that took d is followed by the next
+// only once the writer has spent kViewSpacing * d on other work: under a stream of reads the writer spends at
+// most about 1 / (1 + kViewSpacing) of its time copying, one copy serves every read waiting for it, and
+// heartbeats and submissions are not held back by it. A copy that takes under a millisecond is never held
 // back. While the state awaits a rebuild from the journal (a failed write on a shared store) or the writer
 // stops, a read that needs a fresh view is answered 503.
 //
@@ -218,6 +220,10 @@ class Writer {
     uint64_t views_published = 0;
     double copy_seconds = 0;      // the writer's time spent copying the state for views
     double max_copy_seconds = 0;
+    // The job table's chunks the views copied, and those they shared with the view before (server_state.h,
+    // view_of): a view costs the chunks changed since the last one.
+    uint64_t chunks_copied = 0;
+    uint64_t chunks_shared = 0;
   };
   ViewStats view_stats() const;
 

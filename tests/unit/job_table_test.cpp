@@ -2,7 +2,11 @@
 // it: memory follows the jobs kept, the finished-jobs index follows every change, attempt numbers stay apart.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
+#include <mutex>
 #include <random>
+#include <thread>
 #include <set>
 #include <utility>
 
@@ -127,6 +131,203 @@ TEST(JobTable, NonConstAccessToAFreedChunkGivesTheJobAskedForUntilReleased) {
   EXPECT_EQ(table.chunks_stored(), 2u);
   table.release_revived();
   EXPECT_EQ(table.chunks_stored(), 1u);
+}
+
+// --- Views (JobTable::view_of) ---------------------------------------------------------------------------
+
+// A view reads as the table did when it was taken, whatever the live table does afterwards.
+TEST(JobTableView, KeepsItsValuesWhenTheLiveTableChangesASharedChunk) {
+  JobTable live;
+  for (size_t i = 0; i < 3 * JobTable::kChunk; ++i) live.push_back(named(i, "j" + std::to_string(i)));
+  const JobTable first = JobTable::view_of(live, nullptr);
+  JobTable::ViewCost cost;
+  const JobTable second = JobTable::view_of(live, &first, &cost);
+  EXPECT_EQ(cost.chunks_copied, 0u) << "nothing changed since the first view";
+  EXPECT_EQ(cost.chunks_shared, 3u);
+  live[70].spec.name = "changed";
+  EXPECT_EQ(first[70].spec.name, "j70");
+  EXPECT_EQ(second[70].spec.name, "j70") << "a chunk shared between views is never written";
+  const JobTable third = JobTable::view_of(live, &second, &cost);
+  EXPECT_EQ(cost.chunks_copied, 1u) << "only the changed chunk is copied";
+  EXPECT_EQ(cost.chunks_shared, 2u);
+  EXPECT_EQ(third[70].spec.name, "changed");
+  EXPECT_EQ(second[70].spec.name, "j70");
+  EXPECT_EQ(&third[0], &second[0]) << "an unchanged chunk is the previous view's";
+  EXPECT_NE(&third[0], &live[0]) << "and never the live table's";
+}
+
+TEST(JobTableView, EveryKindOfMutableAccessMarksTheChunk) {
+  JobTable live;
+  for (size_t i = 0; i < 2 * JobTable::kChunk + 3; ++i) live.push_back(named(i, "j"));
+  JobTable view = JobTable::view_of(live, nullptr);
+  JobTable::ViewCost cost;
+  // back(): the last chunk.
+  live.back().spec.name = "back";
+  view = JobTable::view_of(live, &view, &cost);
+  EXPECT_EQ(std::as_const(view).back().spec.name, "back");  // a view is only read
+  EXPECT_EQ(cost.chunks_copied, 1u);
+  // A non-const iteration's dereference.
+  for (Job& j : live)
+    if (j.id.index() == 5) j.spec.name = "iterated";
+  view = JobTable::view_of(live, &view, &cost);
+  EXPECT_EQ(std::as_const(view)[5].spec.name, "iterated");
+  // An append to the last chunk, which the previous view holds with fewer jobs.
+  live.push_back(named(live.size(), "appended"));
+  view = JobTable::view_of(live, &view, &cost);
+  EXPECT_EQ(view.size(), 2 * JobTable::kChunk + 4);
+  EXPECT_EQ(std::as_const(view).back().spec.name, "appended");
+  EXPECT_EQ(cost.chunks_copied, 1u);
+  EXPECT_EQ(cost.chunks_shared, 2u);
+  // Const reads mark nothing.
+  size_t named_j = 0;
+  for (const Job& j : std::as_const(live)) named_j += j.spec.name == "j";
+  EXPECT_EQ(std::as_const(live)[7].spec.name, "j");
+  view = JobTable::view_of(live, &view, &cost);
+  EXPECT_EQ(cost.chunks_copied, 0u);
+  EXPECT_GT(named_j, 0u);
+}
+
+TEST(JobTableView, KeepsFreedAndRevivedChunksApart) {
+  JobTable live;
+  for (size_t i = 0; i < 3 * JobTable::kChunk; ++i) live.push_back(named(i, "j" + std::to_string(i)));
+  const JobTable before = JobTable::view_of(live, nullptr);
+  for (size_t i = 0; i < JobTable::kChunk; ++i) live.compact(i);  // frees chunk 0
+  ASSERT_EQ(live.chunks_stored(), 2u);
+  EXPECT_EQ(before[3].spec.name, "j3") << "the view keeps the jobs the live table freed";
+  EXPECT_FALSE(before[3].compacted);
+  JobTable::ViewCost cost;
+  const JobTable freed = JobTable::view_of(live, &before, &cost);
+  EXPECT_TRUE(freed[3].compacted);
+  EXPECT_EQ(freed.chunks_stored(), 2u);
+  EXPECT_EQ(cost.chunks_shared, 2u);
+  // Non-const access brings chunk 0 back; the views before read it as they did.
+  EXPECT_EQ(live[3].id, JobId(3));
+  live[3].spec.name = "revived";
+  EXPECT_TRUE(freed[3].compacted);
+  EXPECT_FALSE(freed[3].id.valid()) << "still the shared tombstone";
+  EXPECT_EQ(before[3].spec.name, "j3");
+  const JobTable revived = JobTable::view_of(live, &freed, &cost);
+  EXPECT_EQ(revived[3].spec.name, "revived");
+  EXPECT_EQ(cost.chunks_copied, 1u);
+  live.release_revived();
+  const JobTable released = JobTable::view_of(live, &revived, &cost);
+  EXPECT_TRUE(released[3].compacted);
+  EXPECT_EQ(released.chunks_stored(), 2u);
+  EXPECT_EQ(revived[3].spec.name, "revived");
+  // Tombstones appended by a restore.
+  live.append_compacted(2 * JobTable::kChunk);
+  const JobTable appended = JobTable::view_of(live, &released, &cost);
+  EXPECT_EQ(appended.size(), 5 * JobTable::kChunk);
+  EXPECT_TRUE(appended[4 * JobTable::kChunk].compacted);
+  EXPECT_EQ(released.size(), 3 * JobTable::kChunk);
+}
+
+TEST(JobTableView, SharesNothingWithTheViewOfAnotherTable) {
+  JobTable live;
+  for (size_t i = 0; i < 2 * JobTable::kChunk; ++i) live.push_back(named(i, "old"));
+  const JobTable old_view = JobTable::view_of(live, nullptr);
+  // A state rebuilt from the journal: another table, whose stamps say nothing about the old view's chunks.
+  JobTable rebuilt;
+  for (size_t i = 0; i < 2 * JobTable::kChunk; ++i) rebuilt.push_back(named(i, "new"));
+  JobTable::ViewCost cost;
+  const JobTable view = JobTable::view_of(rebuilt, &old_view, &cost);
+  EXPECT_EQ(cost.chunks_shared, 0u);
+  EXPECT_EQ(view[0].spec.name, "new");
+  // Nor does a copy of the live table (a table of its own) share with the original's views.
+  JobTable copy = live;
+  copy[1].spec.name = "copy";
+  const JobTable copy_view = JobTable::view_of(copy, &old_view, &cost);
+  EXPECT_EQ(cost.chunks_shared, 0u);
+  EXPECT_EQ(copy_view[1].spec.name, "copy");
+  EXPECT_EQ(old_view[1].spec.name, "old");
+}
+
+// Random changes and views; every view, read again after all later changes, is the table as it was when taken.
+TEST(JobTableView, EveryViewReadsAsItsMomentUnderRandomChanges) {
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    std::mt19937 rng(seed);
+    JobTable live;
+    std::vector<Job> plain;
+    std::vector<std::pair<JobTable, std::vector<Job>>> views;
+    size_t shared = 0;
+    for (int step = 0; step < 2000; ++step) {
+      const int what = static_cast<int>(rng() % 12);
+      if (what < 4 || plain.empty()) {
+        Job j = named(plain.size(), "j" + std::to_string(plain.size()));
+        live.push_back(j);
+        plain.push_back(std::move(j));
+      } else if (what < 7) {
+        const size_t id = rng() % plain.size();
+        const std::string name = "s" + std::to_string(step);
+        live[id].spec.name = name;  // on a tombstone: revived, then renamed (compaction never reads names)
+        plain[id].spec.name = name;
+        if (plain[id].compacted) plain[id].id = JobId(static_cast<uint32_t>(id));
+      } else if (what < 10) {
+        const size_t id = rng() % std::min<size_t>(plain.size(), 300);
+        if (!plain[id].compacted) {
+          live.compact(id);
+          plain[id] = compacted_tombstone(JobId(static_cast<uint32_t>(id)));
+        }
+        if (rng() % 3 == 0) live.release_revived();
+      } else if (what == 10) {
+        const size_t run = rng() % 100;
+        live.append_compacted(run);
+        for (size_t i = 0; i < run; ++i) plain.push_back(compacted_tombstone(JobId(static_cast<uint32_t>(plain.size()))));
+      } else {
+        JobTable::ViewCost cost;
+        JobTable v = JobTable::view_of(live, views.empty() ? nullptr : &views.back().first, &cost);
+        shared += cost.chunks_shared;
+        views.emplace_back(std::move(v), plain);
+      }
+    }
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    EXPECT_GT(shared, 0u) << "views shared chunks";
+    for (size_t v = 0; v < views.size(); ++v) {
+      const JobTable& view = views[v].first;
+      const std::vector<Job>& then = views[v].second;
+      ASSERT_EQ(view.size(), then.size()) << "view " << v;
+      for (size_t i = 0; i < then.size(); ++i) {
+        ASSERT_EQ(view[i].compacted, then[i].compacted) << "view " << v << ", job " << i;
+        if (!then[i].compacted) ASSERT_EQ(view[i].spec.name, then[i].spec.name) << "view " << v << ", job " << i;
+      }
+    }
+  }
+}
+
+// Readers on other threads read views while the owner changes the live table and takes new views: the chunks
+// they read are never written (a ThreadSanitizer build reports it if they were).
+TEST(JobTableView, ReadersOnOtherThreadsSeeEachViewWhole) {
+  JobTable live;
+  for (size_t i = 0; i < 8 * JobTable::kChunk; ++i) live.push_back(named(i, "0"));
+  std::mutex mu;
+  auto published = std::make_shared<const JobTable>(JobTable::view_of(live, nullptr));
+  std::atomic<bool> stop{false};
+  std::atomic<int> torn{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r)
+    readers.emplace_back([&] {
+      while (!stop) {
+        std::shared_ptr<const JobTable> v;
+        {
+          std::lock_guard lock(mu);
+          v = published;
+        }
+        // The owner renames every job of a chunk at once: a view's chunk holds one round's name throughout.
+        for (size_t i = 0; i < v->size(); ++i) torn += (*v)[i].spec.name != (*v)[i / JobTable::kChunk * JobTable::kChunk].spec.name;
+      }
+    });
+  for (int round = 1; round <= 200; ++round) {
+    // One chunk changes in most rounds (the others are shared); all of them every tenth, so both paths run.
+    const size_t changed = static_cast<size_t>(round) % 8;
+    for (size_t i = 0; i < live.size(); ++i)
+      if (round % 10 == 0 || i / JobTable::kChunk == changed) live[i].spec.name = std::to_string(round);
+    auto next = std::make_shared<const JobTable>(JobTable::view_of(live, published.get()));
+    std::lock_guard lock(mu);
+    published = std::move(next);
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(torn.load(), 0);
 }
 
 // --- Retention on a whole cluster state ------------------------------------------------------------------

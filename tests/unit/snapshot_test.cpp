@@ -210,7 +210,7 @@ json observable(const ServerState& st, Time now) {
     teams.push_back({view::team_json(s, t), cand, allocated, nominal});
   }
   for (const auto& [name, id] : s.node_by_name) ids["node " + name] = id.index();
-  for (const auto& [name, id] : s.job_by_name) ids["job " + name] = id.index();
+  s.job_by_name.for_each([&](const std::string& name, JobId id) { ids["job " + name] = id.index(); });
   for (const auto& [name, id] : s.team_by_name) ids["team " + name] = id.index();
   for (const auto& [name, id] : s.plan_by_name) ids["plan " + name] = id.index();
   json usage = json::array();
@@ -314,11 +314,13 @@ TEST(Snapshot, TheBodyIsOneLinePerEntryAfterItsHeader) {
     ASSERT_EQ(doc.at("audit").size(), st.audit.size());
   }
   ServerState st = j.live();
-  st.audit.front().audit.message = "two\nlines";
+  AuditEntry two_lines = st.audit.back();  // entries are immutable once in the trail: a new one says it
+  two_lines.audit.message = "two\nlines";
+  st.audit.push_back(two_lines);
   const std::string body = encode_state_snapshot(st, {});
   auto restored = restore_state_snapshot(st.last_seq, body);
   ASSERT_TRUE(restored.ok()) << restored.error().message;
-  EXPECT_EQ(restored->state.audit.front().audit.message, "two\nlines");
+  EXPECT_EQ(restored->state.audit.back().audit.message, "two\nlines");
 }
 
 // Compact job entries leave out the fields at their usual values: the body is smaller than format 1's document
