@@ -10,7 +10,12 @@ TEST_NAME=server_restart_stop_gate
 source "$(dirname "$0")/lib_e2e.sh"
 source "$(dirname "$0")/lib_marks.sh"
 
-start_server
+# The server listens on a port below the kernel's ephemeral range (32768 on), so that no other test's outgoing
+# connection can take it while the server is down between the kill and the restart on the same port.
+port_free() { python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1])))' "$1" 2>/dev/null; }
+port=$((10000 + $$ % 10000))
+for _ in $(seq 1 20); do port_free "$port" && break; port=$((10000 + (port + 7) % 10000)); done
+SERVER_LISTEN=127.0.0.1:$port start_server
 AGENT_STOP_GRACE=6 start_agent gpu-1 network-node-layer-3=nn-a
 AGENT_STOP_GRACE=6 start_agent gpu-2 network-node-layer-3=nn-a
 write_teams
@@ -30,9 +35,8 @@ first=$(job_json solo | grep -o '"nodes": *\[ *"[^"]*"' | grep -o 'gpu-[0-9]*')
 say "draining $first, then kill -9 of the server within the old replica's stop grace"
 "$ALLOT" node drain "$first" >/dev/null || fail "allot node drain $first"
 sleep 0.5  # the drained node's agent has begun stopping the old replica (it ignores SIGTERM: 6 s)
-port=${ALLOT_SERVER##*:}
 kill -9 "$SERVER_PID"
-for _ in $(seq 1 100); do gone "$SERVER_PID" && break; sleep 0.05; done
+for _ in $(seq 1 100); do gone "$SERVER_PID" && port_free "$port" && break; sleep 0.05; done
 SERVER_LISTEN=127.0.0.1:$port start_server
 old_pid=$(mark_pid solo 0 0)
 gone "$old_pid" && fail "the old replica stopped before the restarted server was up: the test proves nothing"
