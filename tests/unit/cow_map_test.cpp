@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/cow_map.h"
+#include "published_readers.h"
 
 namespace allot::cow_map_test {
 namespace {
@@ -109,34 +110,19 @@ TEST(CowMap, EveryCopyReadsAsItsMomentUnderRandomWrites) {
 TEST(CowMap, CopiesReadOnOtherThreadsStayWhole) {
   Map live;
   for (uint32_t k = 0; k < 4096; ++k) live.insert_or_assign(k, "0");
-  std::mutex mu;
-  auto published = std::make_shared<const Map>(live);
-  std::atomic<bool> stop{false};
-  std::atomic<int> torn{0};
-  std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r)
-    readers.emplace_back([&] {
-      while (!stop) {
-        std::shared_ptr<const Map> m;
-        {
-          std::lock_guard lock(mu);
-          m = published;
-        }
-        // Each round sets every key of one shard's stride to the round: within a copy, keys k and k + kShards
-        // (the same shard) always agree.
-        for (uint32_t k = 0; k + Map::kShards < 4096; ++k) torn += *m->find(k) != *m->find(k + Map::kShards);
-      }
-    });
+  // Each round sets every key of one shard's stride to the round: within a copy, keys k and k + kShards (the same
+  // shard) always agree.
+  test_support::PublishedReaders<Map> readers(std::make_shared<const Map>(live), [](const Map& m) {
+    int torn = 0;
+    for (uint32_t k = 0; k + Map::kShards < 4096; ++k) torn += *m.find(k) != *m.find(k + Map::kShards);
+    return torn;
+  });
   for (int round = 1; round <= 300; ++round) {
     const uint32_t shard = static_cast<uint32_t>(round) % Map::kShards;
     for (uint32_t k = shard; k < 4096; k += Map::kShards) *live.find_mutable(k) = std::to_string(round);
-    auto next = std::make_shared<const Map>(live);
-    std::lock_guard lock(mu);
-    published = std::move(next);
+    readers.publish(std::make_shared<const Map>(live));
   }
-  stop = true;
-  for (auto& t : readers) t.join();
-  EXPECT_EQ(torn.load(), 0);
+  EXPECT_EQ(readers.stop(), 0);
 }
 
 }  // namespace

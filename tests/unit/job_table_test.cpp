@@ -15,6 +15,7 @@
 #include "store/cluster_snapshot.h"
 
 #include "spec_builders.h"
+#include "published_readers.h"
 
 namespace allot::job_table_test {
 namespace {
@@ -299,35 +300,22 @@ TEST(JobTableView, EveryViewReadsAsItsMomentUnderRandomChanges) {
 TEST(JobTableView, ReadersOnOtherThreadsSeeEachViewWhole) {
   JobTable live;
   for (size_t i = 0; i < 8 * JobTable::kChunk; ++i) live.push_back(named(i, "0"));
-  std::mutex mu;
-  auto published = std::make_shared<const JobTable>(JobTable::view_of(live, nullptr));
-  std::atomic<bool> stop{false};
-  std::atomic<int> torn{0};
-  std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r)
-    readers.emplace_back([&] {
-      while (!stop) {
-        std::shared_ptr<const JobTable> v;
-        {
-          std::lock_guard lock(mu);
-          v = published;
-        }
-        // The owner renames every job of a chunk at once: a view's chunk holds one round's name throughout.
-        for (size_t i = 0; i < v->size(); ++i) torn += (*v)[i].spec.name != (*v)[i / JobTable::kChunk * JobTable::kChunk].spec.name;
-      }
-    });
+  // The owner renames every job of a chunk at once: a view's chunk holds one round's name throughout.
+  test_support::PublishedReaders<JobTable> readers(std::make_shared<const JobTable>(JobTable::view_of(live, nullptr)),
+                                                   [](const JobTable& v) {
+                                                     int torn = 0;
+                                                     for (size_t i = 0; i < v.size(); ++i)
+                                                       torn += v[i].spec.name != v[i / JobTable::kChunk * JobTable::kChunk].spec.name;
+                                                     return torn;
+                                                   });
   for (int round = 1; round <= 200; ++round) {
     // One chunk changes in most rounds (the others are shared); all of them every tenth, so both paths run.
     const size_t changed = static_cast<size_t>(round) % 8;
     for (size_t i = 0; i < live.size(); ++i)
       if (round % 10 == 0 || i / JobTable::kChunk == changed) live[i].spec.name = std::to_string(round);
-    auto next = std::make_shared<const JobTable>(JobTable::view_of(live, published.get()));
-    std::lock_guard lock(mu);
-    published = std::move(next);
+    readers.publish(std::make_shared<const JobTable>(JobTable::view_of(live, readers.latest())));
   }
-  stop = true;
-  for (auto& t : readers) t.join();
-  EXPECT_EQ(torn.load(), 0);
+  EXPECT_EQ(readers.stop(), 0);
 }
 
 // --- Retention on a whole cluster state ------------------------------------------------------------------
