@@ -41,6 +41,14 @@ void for_each_blocker(const ServerState& st, const Job& j, F fn) {
   }
 }
 
+// Each rank's node in `j`'s current placement, in rank order.
+std::vector<std::string> rank_node_names(const ClusterState& s, const Job& j) {
+  std::vector<std::string> out;
+  for (const auto& ps : j.placement.pod_sets)
+    for (const auto& r : ps.replicas) out.push_back(s.nodes[r.node.index()].name);
+  return out;
+}
+
 // A heard node still runs `rank` of `job`'s run `attempt` (a recovery): if that is not where the job's current run
 // has that rank, it is a stop under way that the restarted server did not know of. An earlier run blocks the job's
 // current run (and other jobs' runs on the node) until it is confirmed stopped; a rank moved off the node blocks
@@ -56,19 +64,10 @@ void note_survivor(ServerState& st, const std::string& node, const std::string& 
     e.nodes.insert(node);
     return;
   }
-  int r = 0;
-  for (const auto& ps : j->placement.pod_sets)
-    for (const auto& rep : ps.replicas)
-      if (r++ == rank && st.cluster.nodes[rep.node.index()].name == node) return;  // the current run's own replica
+  const std::vector<std::string> placed = rank_node_names(st.cluster, *j);
+  if (rank >= 0 && static_cast<size_t>(rank) < placed.size() && placed[rank] == node) return;  // the current run's own
   st.gate.moved[{j->id.index(), rank, node}] = StartGate::Moved{attempt, job, team};
   for (const auto& n : node_names(st.cluster, *j)) st.nodes_touched.push_back(n);
-}
-
-std::vector<std::string> rank_node_names(const ClusterState& s, const Job& j) {
-  std::vector<std::string> out;
-  for (const auto& ps : j.placement.pod_sets)
-    for (const auto& r : ps.replicas) out.push_back(s.nodes[r.node.index()].name);
-  return out;
 }
 
 // Every rank of the run placed on `node` was reported exited there, and none was moved off it.
