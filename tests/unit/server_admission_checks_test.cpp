@@ -248,7 +248,9 @@ TEST_F(ServerAdmissionChecks, MetricsCountTheRunsWaitingPerCheckAndTheTries) {
   EXPECT_EQ(metric("allot_admission_check_tries_total{result=\"answered\"}"), "0");
   endpoint.answer("ready");
   ASSERT_TRUE(eventually([&] { return metric("allot_admission_check_waiting_runs{check=\"gate\"}") == "0"; }));
-  EXPECT_EQ(metric("allot_admission_check_tries_total{result=\"answered\"}"), "1");
+  // The asking thread counts the try once the writer has taken the answer, so the count may trail the gauge a little.
+  EXPECT_TRUE(eventually([&] { return metric("allot_admission_check_tries_total{result=\"answered\"}") == "1"; }))
+      << metric("allot_admission_check_tries_total{result=\"answered\"}");
   ASSERT_TRUE(eventually([&] { return metric("allot_admission_check_asks") == "0"; }));
 }
 
