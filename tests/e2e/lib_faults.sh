@@ -14,7 +14,7 @@
 #                              allowed); it is unmounted when the test ends
 #   fault_fill DIR             fills the file system of DIR to the last byte (DIR/fill); fault_unfill DIR frees it
 #   stream_start [TEAM [N]]    submissions through the CLI (ALLOT_SERVER, ALLOT_TOKEN) in a loop, each line
-#                              "MS NAME ok|fail" in $WORK/stream; jobs of 64 replicas, which never fit, so they
+#                              "MS NAME ok|fail" in $WORK/stream (NAME stream-N); jobs of 64 replicas, which never fit, so they
 #                              stay Pending and change nothing else. With STREAM_URL set, each goes to that server
 #                              alone with curl (2 s at most, redirects not followed): what one server acknowledges.
 #                              Returns once N (5) were acknowledged
@@ -64,7 +64,7 @@ stream_submit() {
   local code
   code=$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $ALLOT_TOKEN" \
     -H 'Content-Type: application/json' --data "$1" "$STREAM_URL/v1/jobs" 2>>"$WORK/stream.err" || true)
-  [ "$code" = 201 ] || { echo "HTTP $code" >>"$WORK/stream.err"; return 1; }
+  [ "$code" = 201 ] || { echo "$(date +%s%3N) HTTP $code" >>"$WORK/stream.err"; return 1; }
 }
 
 stream_start() {
@@ -75,10 +75,10 @@ stream_start() {
     local i=0
     while [ ! -e "$WORK/stop-stream" ]; do
       i=$((i + 1))
-      if stream_submit "$(printf '{"name": "s-%d", "team": "%s", "replicas": 64, "per_replica": {"accelerators": 1}, "command": "true"}' "$i" "$team")"; then
-        echo "$(( $(date +%s%N) / 1000000 )) s-$i ok" >>"$WORK/stream"
+      if stream_submit "$(printf '{"name": "stream-%d", "team": "%s", "replicas": 64, "per_replica": {"accelerators": 1}, "command": "true"}' "$i" "$team")"; then
+        echo "$(( $(date +%s%N) / 1000000 )) stream-$i ok" >>"$WORK/stream"
       else
-        echo "$(( $(date +%s%N) / 1000000 )) s-$i fail" >>"$WORK/stream"
+        echo "$(( $(date +%s%N) / 1000000 )) stream-$i fail" >>"$WORK/stream"
         sleep 0.05
       fi
     done
@@ -101,7 +101,7 @@ acked_after() { awk -v t="$1" '$3 == "ok" && $1 > t' "$WORK/stream" | wc -l; }
 figures() {
   local name=$1 wrong=$2
   "$ALLOT" jobs -o json >"$WORK/figures-jobs.json" || fail "allot jobs failed"
-  grep -o '"name": *"s-[0-9]*"' "$WORK/figures-jobs.json" | grep -o 's-[0-9]*' | sort -u >"$WORK/figures-present"
+  grep -o '"name": *"stream-[0-9]*"' "$WORK/figures-jobs.json" | grep -o 'stream-[0-9]*' | sort -u >"$WORK/figures-present"
   awk '$3 == "ok" {print $2}' "$WORK/stream" | sort -u >"$WORK/figures-acked"
   local acked lost gap
   acked=$(wc -l <"$WORK/figures-acked")
