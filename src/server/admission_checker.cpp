@@ -17,7 +17,7 @@ AdmissionChecker::AdmissionChecker(AdmissionCheckOptions options, std::function<
 AdmissionChecker::~AdmissionChecker() { stop(); }
 
 void AdmissionChecker::set_asks(std::vector<CheckAsk> asks) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::map<Key, Entry> next;
   const auto now = std::chrono::steady_clock::now();
   for (CheckAsk& a : asks) {
@@ -39,7 +39,7 @@ void AdmissionChecker::start() {
 
 void AdmissionChecker::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -49,7 +49,7 @@ void AdmissionChecker::stop() {
 }
 
 AdmissionChecker::Counters AdmissionChecker::counters() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Counters c = counters_;
   c.waiting = entries_.size();
   return c;
@@ -68,7 +68,7 @@ Result<std::pair<store::CheckAnswer, std::string>> AdmissionChecker::ask(const C
 }
 
 void AdmissionChecker::ask_loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (stopping_) return;
     // The free ask due first.
@@ -76,11 +76,11 @@ void AdmissionChecker::ask_loop() {
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
       if (!it->second.busy && !it->second.answered && (next == entries_.end() || it->second.due < next->second.due)) next = it;
     if (next == entries_.end()) {
-      cv_.wait(lock);
+      cv_.wait(lock.native());
       continue;
     }
     if (next->second.due > std::chrono::steady_clock::now()) {
-      cv_.wait_until(lock, next->second.due);
+      cv_.wait_until(lock.native(), next->second.due);
       continue;
     }
     if (!leading_()) {  // a standby asks nothing; look again in a while

@@ -26,6 +26,7 @@
 #include "server/admission_checks.h"
 #include "server/options.h"
 #include "server/reply.h"
+#include "server/thread_annotations.h"
 #include "server/writer.h"
 
 namespace allot::server {
@@ -70,11 +71,11 @@ class AdmissionChecker {
   const std::function<bool()> leading_;
   const Clock clock_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::map<Key, Entry> entries_;  // guarded by mu_
-  Counters counters_;             // guarded by mu_
-  bool stopping_ = false;         // guarded by mu_
+  std::map<Key, Entry> entries_ GUARDED_BY(mu_);
+  Counters counters_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> askers_;
 };
 

@@ -5,12 +5,12 @@
 namespace allot::server {
 
 void AuthGate::publish(std::shared_ptr<const TokenTable> tokens) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   tokens_ = std::move(tokens);
 }
 
 std::shared_ptr<const TokenTable> AuthGate::tokens() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return tokens_;
 }
 

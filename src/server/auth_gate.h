@@ -12,6 +12,7 @@
 #include "auth/caller.h"
 #include "core/result.h"
 #include "server/server_state.h"
+#include "server/thread_annotations.h"
 
 namespace allot::server {
 
@@ -25,8 +26,8 @@ class AuthGate {
   Result<auth::Caller> authenticate(const std::string& authorization, int64_t now_s) const;
 
  private:
-  mutable std::mutex mu_;
-  std::shared_ptr<const TokenTable> tokens_ = std::make_shared<TokenTable>();
+  mutable Mutex mu_;
+  std::shared_ptr<const TokenTable> tokens_ GUARDED_BY(mu_) = std::make_shared<TokenTable>();
 };
 
 // The caller a live token record stands for.

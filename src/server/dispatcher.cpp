@@ -91,7 +91,7 @@ void Dispatcher::start() {
 
 void Dispatcher::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -99,12 +99,14 @@ void Dispatcher::stop() {
 }
 
 void Dispatcher::loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     lock.unlock();
     tick();
     lock.lock();
-    cv_.wait_for(lock, options_.poll, [this] { return stopping_; });
+    const auto until = std::chrono::steady_clock::now() + options_.poll;
+    while (!stopping_)
+      if (cv_.wait_until(lock.native(), until) == std::cv_status::timeout) break;
   }
 }
 
@@ -183,7 +185,7 @@ void Dispatcher::tick() {
     auto r = ask(w, options_.timeout, "GET", "/v1/health");
     if (!r || r->status != 200) continue;
     answered_now_.insert(w.name);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     last_answer_ms_[w.name] = now;
   }
   // The copies' events first, so that the manager's event log tells what happened there before the step it led to.
@@ -204,7 +206,7 @@ void Dispatcher::tick() {
       }
       int64_t last = started_ms_;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         last = std::max(last, last_answer_ms_[live.worker]);
       }
       if (now - last >= options_.lease.count())
@@ -377,7 +379,7 @@ void Dispatcher::dispatch(const JobWork& w, std::map<std::pair<std::string, std:
 }
 
 json Dispatcher::workers_json() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   json list = json::array();
   for (const auto& w : options_.workers) {
     json o = {{"name", w.name}, {"url", w.url}};

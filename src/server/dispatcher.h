@@ -42,6 +42,7 @@
 #include "core/catalog.h"
 #include "server/dispatch_choice.h"
 #include "server/options.h"
+#include "server/thread_annotations.h"
 #include "server/writer.h"
 
 namespace allot::server {
@@ -82,10 +83,10 @@ class Dispatcher {
   const Clock clock_;
   const int64_t started_ms_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;                           // guarded by mu_
-  std::map<std::string, int64_t> last_answer_ms_;  // guarded by mu_: per worker, its last answer (0: none yet)
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::map<std::string, int64_t> last_answer_ms_ GUARDED_BY(mu_);  // per worker, its last answer (0: none yet)
   std::set<std::string> answered_now_;             // dispatcher thread only: the workers that answered this round
   std::map<std::string, std::set<std::string>> refused_;  // dispatcher thread only: job -> workers that refused it
   std::map<std::string, std::string> waiting_why_;        // dispatcher thread only: job -> why no worker took it

@@ -5,7 +5,7 @@ namespace allot::server {
 void EventLog::publish(std::vector<Event> events) {
   if (events.empty()) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& e : events) {
       last_ = e.seq;
       ring_.push_back(std::move(e));
@@ -16,8 +16,10 @@ void EventLog::publish(std::vector<Event> events) {
 }
 
 EventLog::Page EventLog::read(uint64_t since, std::chrono::milliseconds wait, size_t limit) {
-  std::unique_lock lock(mu_);
-  cv_.wait_for(lock, wait, [&] { return stopping_ || last_ > since; });
+  MutexLock lock(mu_);
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (!stopping_ && last_ <= since)
+    if (cv_.wait_until(lock.native(), until) == std::cv_status::timeout) break;
   Page page;
   page.next = since;
   if (!ring_.empty() && ring_.front().seq > since + 1 && last_ > since) page.truncated = true;
@@ -32,13 +34,13 @@ EventLog::Page EventLog::read(uint64_t since, std::chrono::milliseconds wait, si
 }
 
 uint64_t EventLog::last() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return last_;
 }
 
 void EventLog::shutdown() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();

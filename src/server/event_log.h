@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/server_state.h"
+#include "server/thread_annotations.h"
 
 namespace allot::server {
 
@@ -36,11 +37,11 @@ class EventLog {
 
  private:
   const size_t capacity_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Event> ring_;
-  uint64_t last_ = 0;
-  bool stopping_ = false;
+  std::deque<Event> ring_ GUARDED_BY(mu_);
+  uint64_t last_ GUARDED_BY(mu_) = 0;
+  bool stopping_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace allot::server

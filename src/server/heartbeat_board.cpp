@@ -151,7 +151,7 @@ bool changes_nothing(const NodeAnswer& a, const std::vector<ReplicaReport>& repo
 }
 
 std::shared_ptr<HeartbeatBoard::Slot> HeartbeatBoard::find(const std::string& node) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = slots_.find(node);
   return it == slots_.end() ? nullptr : it->second;
 }
@@ -165,13 +165,13 @@ std::optional<json> HeartbeatBoard::try_answer(const std::string& node, const Se
   for (int tries = 0; tries < 3; ++tries) {
     std::shared_ptr<const NodeAnswer> a;
     {
-      std::lock_guard lock(slot->mu);
+      MutexLock lock(slot->mu);
       a = slot->answer;
     }
     if (!a || !changes_nothing(*a, reports, health)) return std::nullopt;
     if (before_recheck_) before_recheck_(node);
     {
-      std::lock_guard lock(slot->mu);
+      MutexLock lock(slot->mu);
       if (slot->answer != a) continue;
       const int64_t now = clock_();
       if (now > slot->last_heard_ms.load()) slot->last_heard_ms.store(now);
@@ -183,13 +183,13 @@ std::optional<json> HeartbeatBoard::try_answer(const std::string& node, const Se
 }
 
 void HeartbeatBoard::drop(Slot& slot) {
-  std::lock_guard slot_lock(slot.mu);
+  MutexLock slot_lock(slot.mu);
   slot.dropped = true;
   slot.changed.notify_all();
 }
 
 void HeartbeatBoard::publish(const std::string& node, std::shared_ptr<const NodeAnswer> answer) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!answer) {
     if (auto it = slots_.find(node); it != slots_.end()) {
       drop(*it->second);
@@ -202,7 +202,7 @@ void HeartbeatBoard::publish(const std::string& node, std::shared_ptr<const Node
     slot = std::make_shared<Slot>();
     slot_added_.notify_all();
   }
-  std::lock_guard slot_lock(slot->mu);
+  MutexLock slot_lock(slot->mu);
   // Most publishes repeat the run list (a heartbeat's time, CPUs) or shorten it (exits): only new work wakes.
   const bool woke = !slot->answer || adds_work(*slot->answer, *answer);
   slot->answer = std::move(answer);
@@ -213,7 +213,7 @@ void HeartbeatBoard::publish(const std::string& node, std::shared_ptr<const Node
 }
 
 void HeartbeatBoard::clear() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [node, slot] : slots_) drop(*slot);
   slots_.clear();
 }
@@ -222,21 +222,25 @@ std::shared_ptr<const NodeAnswer> HeartbeatBoard::wait_for_change(const std::str
                                                                    std::chrono::steady_clock::time_point deadline) {
   std::shared_ptr<Slot> slot;
   {
-    std::unique_lock lock(mu_);
-    slot_added_.wait_until(lock, deadline, [&] {
-      if (stopping_) return true;
-      auto it = slots_.find(node);
-      if (it != slots_.end()) slot = it->second;
-      return slot != nullptr;
-    });
-    if (!slot || stopping_) return nullptr;
+    MutexLock lock(mu_);
+    for (;;) {
+      if (stopping_) return nullptr;
+      if (auto it = slots_.find(node); it != slots_.end()) slot = it->second;
+      if (slot) break;
+      if (slot_added_.wait_until(lock.native(), deadline) == std::cv_status::timeout) {
+        if (auto it = slots_.find(node); it != slots_.end()) slot = it->second;
+        if (!slot || stopping_) return nullptr;
+        break;
+      }
+    }
   }
-  std::unique_lock lock(slot->mu);
+  MutexLock lock(slot->mu);
   if (slot->dropped) return nullptr;
   if (slot->answer && slot->answer->tag != known) return slot->answer;  // the agent is behind
   // shutdown() drops every slot, so `dropped` covers stopping too (and mu_ is never taken under a slot's lock).
   const uint64_t seen = slot->work_added;
-  slot->changed.wait_until(lock, deadline, [&] { return slot->dropped || slot->work_added != seen; });
+  while (!slot->dropped && slot->work_added == seen)
+    if (slot->changed.wait_until(lock.native(), deadline) == std::cv_status::timeout) break;
   return slot->dropped ? nullptr : slot->answer;
 }
 
@@ -247,33 +251,33 @@ bool HeartbeatBoard::try_add_watcher(size_t limit) {
 }
 
 void HeartbeatBoard::shutdown() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stopping_.store(true);
   slot_added_.notify_all();
   for (auto& [node, slot] : slots_) drop(*slot);
 }
 
 bool HeartbeatBoard::empty() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return slots_.empty();
 }
 
 std::shared_ptr<const NodeAnswer> HeartbeatBoard::published(const std::string& node) const {
   auto slot = find(node);
   if (!slot) return nullptr;
-  std::lock_guard lock(slot->mu);
+  MutexLock lock(slot->mu);
   return slot->answer;
 }
 
 void HeartbeatBoard::for_each_time(const std::function<void(const std::string&, int64_t)>& fn) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [node, slot] : slots_) fn(node, slot->last_heard_ms.load());
 }
 
 bool HeartbeatBoard::close_if_silent(const std::string& node, int64_t now_ms, int64_t limit_ms) {
   auto slot = find(node);
   if (!slot) return true;
-  std::lock_guard lock(slot->mu);
+  MutexLock lock(slot->mu);
   if (now_ms - slot->last_heard_ms.load() <= limit_ms) return false;
   slot->answer = nullptr;
   return true;

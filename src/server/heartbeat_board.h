@@ -55,6 +55,7 @@
 #include "server/agent_reports.h"
 #include "server/options.h"
 #include "server/server_state.h"
+#include "server/thread_annotations.h"
 
 namespace allot::server {
 
@@ -159,19 +160,19 @@ class HeartbeatBoard {
 
  private:
   struct Slot {
-    std::mutex mu;  // orders try_answer()'s note of the time against close_if_silent()
-    std::shared_ptr<const NodeAnswer> answer;
+    Mutex mu;  // orders try_answer()'s note of the time against close_if_silent()
+    std::shared_ptr<const NodeAnswer> answer GUARDED_BY(mu);
     std::atomic<int64_t> last_heard_ms{0};
-    std::condition_variable changed;  // with mu: work was added, or the slot was dropped
-    uint64_t work_added = 0;          // with mu: publishes that added work (adds_work())
-    bool dropped = false;             // with mu: the slot left the board (node gone, board cleared)
+    std::condition_variable changed;      // with mu: work was added, or the slot was dropped
+    uint64_t work_added GUARDED_BY(mu) = 0;  // publishes that added work (adds_work())
+    bool dropped GUARDED_BY(mu) = false;     // the slot left the board (node gone, board cleared)
   };
-  void drop(Slot& slot);
+  void drop(Slot& slot) REQUIRES(mu_);
   std::shared_ptr<Slot> find(const std::string& node) const;
 
   std::function<int64_t()> clock_;
-  mutable std::mutex mu_;  // guards the map, not the slots; taken before a slot's lock, never after
-  std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;
+  mutable Mutex mu_;  // guards the map, not the slots; taken before a slot's lock, never after
+  std::unordered_map<std::string, std::shared_ptr<Slot>> slots_ GUARDED_BY(mu_);
   std::condition_variable slot_added_;  // with mu_: a watcher of a node without a slot waits for one
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> answered_{0};

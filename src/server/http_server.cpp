@@ -342,19 +342,21 @@ httplib::Server::HandlerResponse refuse_ambiguous_framing(const httplib::Request
 void close_after_response() { t_close_after_response = true; }
 
 void ConnectionThreads::enqueue(std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   jobs_.push_back(std::move(fn));
-  if (jobs_.size() > idle_ && threads_.size() < max_threads_) threads_.emplace_back([this] { work(); });
+  if (!stopping_ && jobs_.size() > idle_ && threads_.size() < max_threads_) threads_.emplace_back([this] { work(); });
   cv_.notify_one();
 }
 
 void ConnectionThreads::shutdown() {
+  std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
+    threads.swap(threads_);  // enqueue() starts no thread once stopping: these are all
   }
   cv_.notify_all();
-  for (auto& t : threads_)
+  for (auto& t : threads)
     if (t.joinable()) t.join();
 }
 
@@ -362,9 +364,9 @@ void ConnectionThreads::work() {
   for (;;) {
     std::function<void()> fn;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++idle_;
-      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      while (!stopping_ && jobs_.empty()) cv_.wait(lock.native());
       --idle_;
       if (jobs_.empty()) return;  // stopping, and nothing left to run
       fn = std::move(jobs_.front());
@@ -391,7 +393,7 @@ HttpServer::~HttpServer() {
 }
 
 std::optional<HttpServer::Seat> HttpServer::take_seat(const std::string& address) {
-  std::lock_guard lock(seats_mu_);
+  MutexLock lock(seats_mu_);
   size_t& mine = general_by_address_[address];
   if (general_seats_ < limits_.max_connections && mine < limits_.max_connections_per_address) {
     ++general_seats_;
@@ -407,7 +409,7 @@ std::optional<HttpServer::Seat> HttpServer::take_seat(const std::string& address
 }
 
 void HttpServer::release_seat(Seat seat, const std::string& address) {
-  std::lock_guard lock(seats_mu_);
+  MutexLock lock(seats_mu_);
   switch (seat) {
     case Seat::kGeneral:
       --general_seats_;

@@ -39,6 +39,8 @@
 #include <thread>
 #include <vector>
 
+#include "server/thread_annotations.h"
+
 typedef struct ssl_ctx_st SSL_CTX;  // NOLINT: OpenSSL's own declaration, repeated to keep <openssl/ssl.h> out
 
 namespace allot::server {
@@ -70,12 +72,12 @@ class ConnectionThreads final : public httplib::TaskQueue {
   void work();
 
   const size_t max_threads_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
-  size_t idle_ = 0;
-  bool stopping_ = false;
+  std::deque<std::function<void()>> jobs_ GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ GUARDED_BY(mu_);
+  size_t idle_ GUARDED_BY(mu_) = 0;
+  bool stopping_ GUARDED_BY(mu_) = false;
 };
 
 class HttpServer final : public httplib::Server {
@@ -95,10 +97,10 @@ class HttpServer final : public httplib::Server {
   const HttpLimits limits_;
   SSL_CTX* const tls_;
   std::function<void()> on_refused_;
-  std::mutex seats_mu_;
-  size_t general_seats_ = 0;                                      // guarded by seats_mu_
-  size_t agent_seats_ = 0;                                        // guarded by seats_mu_
-  std::unordered_map<std::string, size_t> general_by_address_;    // guarded by seats_mu_
+  Mutex seats_mu_;
+  size_t general_seats_ GUARDED_BY(seats_mu_) = 0;
+  size_t agent_seats_ GUARDED_BY(seats_mu_) = 0;
+  std::unordered_map<std::string, size_t> general_by_address_ GUARDED_BY(seats_mu_);
 };
 
 // From a handler: close this connection once the answer is written (the rest of the request is not read).

@@ -28,6 +28,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/thread_annotations.h"
+
 namespace allot::server {
 
 class ReadSeats {
@@ -79,14 +81,14 @@ class ReadSeats {
   void give_back(size_t index);
   void serve(size_t index, int nice);
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable seat_freed_;  // a seat was given back
   std::condition_variable work_cv_;     // work handed to a slot, done, or stopping
-  std::vector<Slot> slots_;             // guarded by mu_ (the vector itself never changes after construction)
-  uint64_t refused_ = 0;                // guarded by mu_
-  int nice_granted_ = 0;                // guarded by mu_
-  size_t started_ = 0;                  // guarded by mu_: threads that have set their priority
-  bool stopping_ = false;               // guarded by mu_
+  std::vector<Slot> slots_;  // the slots' fields are guarded by mu_; the vector itself never changes after construction
+  uint64_t refused_ GUARDED_BY(mu_) = 0;
+  int nice_granted_ GUARDED_BY(mu_) = 0;
+  size_t started_ GUARDED_BY(mu_) = 0;  // threads that have set their priority
+  bool stopping_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace allot::server

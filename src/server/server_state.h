@@ -354,7 +354,7 @@ struct ServerState {
   std::vector<std::string> nodes_touched;
 };
 
-// A copy of the live state for readers on other threads (Writer::publish_view): every member copied except
+// A copy of the live state for readers on other threads (ViewPublisher, view_publisher.h): every member copied except
 // the job table, whose chunks unchanged since `previous` (the last view of the same state, or null) are shared
 // with it (JobTable::view_of). The result must only ever be read. REQUIRES: the thread that owns `live`, with
 // no mutable reference into its jobs written through afterwards (between batches).

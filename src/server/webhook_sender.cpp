@@ -19,7 +19,7 @@ WebhookSender::WebhookSender(WebhookOptions options, EventLog& events, std::func
 WebhookSender::~WebhookSender() { stop(); }
 
 void WebhookSender::set_table(std::shared_ptr<const WebhookTable> table) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   table_ = std::move(table);
 }
 
@@ -29,14 +29,14 @@ void WebhookSender::start() {
     uint64_t since = from;
     for (;;) {
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (stopping_) return;
       }
       auto page = events_.read(since, std::chrono::milliseconds(500));
       if (page.truncated) spdlog::warn("webhooks: events after {} left the event log before they were read; they are not delivered", since);
       since = page.next;
       if (page.events.empty() || !leading_()) continue;
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (!table_ || table_->empty()) continue;
       const auto now = std::chrono::steady_clock::now();
       for (const Event& e : page.events) {
@@ -52,7 +52,7 @@ void WebhookSender::start() {
 
 void WebhookSender::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -77,16 +77,16 @@ void WebhookSender::enqueue(Delivery d, SteadyTime due) {
 }
 
 void WebhookSender::send_loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (stopping_) return;
     if (queue_.empty()) {
-      cv_.wait(lock);
+      cv_.wait(lock.native());
       continue;
     }
     const auto due = queue_.begin()->first;
     if (due > std::chrono::steady_clock::now()) {
-      cv_.wait_until(lock, due);
+      cv_.wait_until(lock.native(), due);
       continue;
     }
     Delivery d = std::move(queue_.begin()->second);
@@ -163,14 +163,14 @@ int WebhookSender::post(const store::WebhookRecord& webhook, const Delivery& d, 
 }
 
 WebhookSender::Counters WebhookSender::counters() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Counters c = counters_;
   c.queued = queue_.size();
   return c;
 }
 
 std::map<std::string, WebhookSender::LastDelivery> WebhookSender::last_deliveries() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return last_;
 }
 

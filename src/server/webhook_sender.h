@@ -27,6 +27,7 @@
 #include "server/event_log.h"
 #include "server/options.h"
 #include "server/server_state.h"
+#include "server/thread_annotations.h"
 
 namespace allot::server {
 
@@ -78,7 +79,7 @@ class WebhookSender {
   void send_loop();
   // Queues `d` to be sent at `due`; when the queue is full, first drops the delivery of the oldest event (the
   // smallest seq: a receiver that keeps failing holds those). REQUIRES: mu_ held.
-  void enqueue(Delivery d, SteadyTime due);
+  void enqueue(Delivery d, SteadyTime due) REQUIRES(mu_);
   // One try: the HTTP status, or 0 and `error`.
   int post(const store::WebhookRecord& webhook, const Delivery& d, std::string& error);
 
@@ -87,14 +88,14 @@ class WebhookSender {
   const std::function<bool()> leading_;
   const Clock clock_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::shared_ptr<const WebhookTable> table_;  // guarded by mu_
+  std::shared_ptr<const WebhookTable> table_ GUARDED_BY(mu_);
   // Waiting deliveries by due time; among equal times, the order they were queued (multimap keeps it).
-  std::multimap<SteadyTime, Delivery> queue_;  // guarded by mu_
-  std::map<std::string, LastDelivery> last_;   // guarded by mu_
-  Counters counters_;                          // guarded by mu_ (queued: queue_.size())
-  bool stopping_ = false;                      // guarded by mu_
+  std::multimap<SteadyTime, Delivery> queue_ GUARDED_BY(mu_);
+  std::map<std::string, LastDelivery> last_ GUARDED_BY(mu_);
+  Counters counters_ GUARDED_BY(mu_);  // queued: queue_.size()
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread reader_;
   std::vector<std::thread> senders_;
 };

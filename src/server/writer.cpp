@@ -24,8 +24,6 @@ namespace allot::server {
 namespace {
 constexpr size_t kReplayEventChunk = 4096;  // events handed to the ring at a time while replaying
 constexpr auto kCheapPass = std::chrono::milliseconds(2);  // passes shorter than this run after every batch
-constexpr auto kCheapView = std::chrono::milliseconds(1);  // copies shorter than this are made after every batch
-constexpr int kViewSpacing = 3;                            // else the writer works 3 times as long between copies
 constexpr auto kSpaceCheck = std::chrono::milliseconds(250);  // how often a full journal is asked again
 constexpr int kNoSpaceRetryAfterS = 5;
 // A pass's reservation as the server shows it (names, not ids).
@@ -35,17 +33,6 @@ std::optional<ReservationSeen> reservation_seen(const ClusterState& s, const std
   seen.nodes.reserve(r->nodes.size());
   for (NodeId n : r->nodes) seen.nodes.push_back(s.nodes[n.index()].name);
   return seen;
-}
-// Drops a view the writer replaced. Destroying a copy of a large state takes as long as making it (tens of
-// milliseconds at 50,000 jobs), so when no reader holds it any more (the writer's reference is the last) it is
-// destroyed on a thread of its own, not on the writer's; a reader still holding it destroys it when done.
-void drop_view(std::shared_ptr<const ServerState> old) {
-  if (!old || old.use_count() > 1) return;
-  try {
-    std::thread([old = std::move(old)]() mutable { old.reset(); }).detach();
-  } catch (const std::system_error&) {
-    // No thread to be had: the view went with the failed thread's function, destroyed here on the writer's.
-  }
 }
 const char* const kRebuildPending =
     "this server lost its database and has not yet rebuilt its state from the journal; retry shortly, or ask another server";
@@ -100,9 +87,9 @@ void Writer::publish_tables() {
     on_webhooks_(std::make_shared<const WebhookTable>(state_.webhooks));
     published_webhooks_ = state_.webhooks_version;
   }
-  const std::tuple<uint64_t, uint64_t, bool> asks_from{state_.last_event, state_.admission_checks_version, leading_};
+  const std::tuple<uint64_t, uint64_t, bool> asks_from{state_.last_event, state_.admission_checks_version, leadership_.leading()};
   if (on_check_asks_ && published_asks_ != asks_from) {
-    on_check_asks_(leading_ && !needs_rebuild_ ? check_asks(state_) : std::vector<CheckAsk>{});
+    on_check_asks_(leadership_.leading() && !needs_rebuild_ ? check_asks(state_) : std::vector<CheckAsk>{});
     published_asks_ = asks_from;
   }
 }
@@ -127,13 +114,13 @@ Result<ServerState> Writer::replay(bool publish) {
     if (!snap || (*snap && !restored)) {
       spdlog::warn("{}; replaying the whole journal instead (docs/deployment.md, \"Snapshots\")",
                    snap ? restored.error().message : "cannot read the latest snapshot: " + snap.error().message);
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++stats_.snapshots_refused;
     } else if (*snap) {
       st = std::move(restored->state);
       if (publish) events_.publish(std::move(restored->events));
       from = (*snap)->seq;
-      last_snapshot_seq_ = from;
+      snapshots_.note_read(from);
     }
   }
   // A run of node additions (a POST /v1/nodes of thousands, agents joining together) is replayed as one batch:
@@ -173,8 +160,7 @@ Status Writer::recover() {
   auto st = replay(/*publish=*/true);
   if (!st) return st.error();
   state_ = std::move(*st);
-  leading_ = !store_->shared();
-  leading_flag_ = leading_;
+  leadership_.begin(/*alone=*/!store_->shared());
   publish_tables();
   // Heartbeats are not journaled: every agent gets a full timeout from now to show up again.
   const int64_t now = options_.clock();
@@ -188,25 +174,25 @@ Status Writer::recover() {
 }
 
 void Writer::start() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (running_) return;
   running_ = true;
   stopping_ = false;
-  close_views(needs_rebuild_ ? kRebuildPending : "");
+  views_.close(needs_rebuild_ ? kRebuildPending : "");
   thread_ = std::thread([this] { loop(); });
 }
 
 void Writer::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!running_) return;
     stopping_ = true;
   }
-  close_views("the server is stopping");
+  views_.close("the server is stopping");
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  if (snapshot_thread_.joinable()) snapshot_thread_.join();  // a snapshot being written is finished, not cut off
-  std::lock_guard lock(mu_);
+  snapshots_.finish();  // a snapshot being written is finished, not cut off
+  MutexLock lock(mu_);
   for (auto& p : queue_) p.answer.set_value(error_reply(503, "Unavailable", "the server is stopping"));
   queue_.clear();
   running_ = false;
@@ -218,7 +204,7 @@ Reply Writer::call(Command cmd, CallContext ctx) {
   if (ctx.audit && no_space_) {
     std::string why;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       why = no_space_why_;
       ++stats_.refused_no_space;
     }
@@ -236,7 +222,7 @@ void Writer::note_space_after_failure() {
   if (space) return;  // a failure of another kind: the next change is tried as before
   spdlog::error("{}; changes are refused until space returns", space.error().message);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     no_space_why_ = space.error().message;
   }
   no_space_ = true;
@@ -255,32 +241,21 @@ void Writer::check_space_returned() {
 }
 
 Reply Writer::read(Command cmd, CallContext ctx) {
-  std::shared_ptr<const ServerState> view;
+  ViewPublisher::Fresh got = views_.fresh(
+      [this] {
+        {
+          MutexLock lock(mu_);
+          if (!running_ || stopping_) return false;
+          view_requested_ = true;
+        }
+        cv_.notify_one();  // an idle writer wakes to copy
+        return true;
+      },
+      options_.request_timeout);
+  if (!got.view) return error_reply(503, "Unavailable", got.unavailable);
+  const std::shared_ptr<const ServerState>& view = got.view;
   {
-    std::unique_lock lock(view_mu_);
-    // Every batch answered before now has been counted: publish_view runs before a batch's answers go out.
-    const uint64_t needed = changes_;
-    auto fresh = [&] { return view_ && view_changes_ >= needed; };
-    if (!fresh()) {
-      if (!views_closed_.empty()) return error_reply(503, "Unavailable", views_closed_);
-      view_wanted_ = true;
-      lock.unlock();
-      {
-        std::lock_guard writer_lock(mu_);
-        if (!running_ || stopping_) return error_reply(503, "Unavailable", "the server is stopping");
-        view_requested_ = true;
-      }
-      cv_.notify_one();  // an idle writer wakes to copy
-      lock.lock();
-      if (!view_cv_.wait_for(lock, options_.request_timeout, [&] { return fresh() || !views_closed_.empty(); }))
-        return error_reply(503, "Unavailable", "no view of the state was published within the request timeout; retry");
-      if (!fresh()) return error_reply(503, "Unavailable", views_closed_);
-    }
-    view = view_;
-    ++view_stats_.reads_from_view;
-  }
-  {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!running_ || stopping_) return error_reply(503, "Unavailable", "the server is stopping");
   }
   // As the writer does for a command: the caller's errors and exceptions become error answers.
@@ -295,63 +270,10 @@ Reply Writer::read(Command cmd, CallContext ctx) {
   }
 }
 
-bool Writer::view_wanted() const {
-  std::lock_guard lock(view_mu_);
-  return view_wanted_ && view_changes_ != changes_;
-}
-
-void Writer::close_views(std::string why) {
-  {
-    std::lock_guard lock(view_mu_);
-    views_closed_ = std::move(why);
-  }
-  view_cv_.notify_all();
-}
-
-void Writer::publish_view(bool changed) {
-  bool want;
-  uint64_t generation;
-  {
-    std::lock_guard lock(view_mu_);
-    if (changed) ++changes_;
-    generation = changes_;
-    want = view_wanted_ && view_changes_ != changes_;
-  }
-  // A state that waits for a rebuild holds changes nobody acknowledged: never published.
-  if (!want || needs_rebuild_) return;
-  const auto start = std::chrono::steady_clock::now();
-  if (start < next_view_) return;  // the last copy was costly: readers wait until then (loop() wakes for it)
-  // The copy is made outside the lock: readers meanwhile find the view stale and wait for this one. It shares
-  // the job chunks unchanged since the view before (read here without the lock: only this thread replaces it).
-  JobTable::ViewCost cost;
-  auto copy = view_of(state_, view_.get(), &cost);
-  const auto end = std::chrono::steady_clock::now();
-  next_view_ = end - start < kCheapView ? end : end + kViewSpacing * (end - start);
-  {
-    std::lock_guard lock(view_mu_);
-    std::swap(view_, copy);
-    view_changes_ = generation;
-    view_wanted_ = false;
-    ++view_stats_.views_published;
-    const double took = std::chrono::duration<double>(end - start).count();
-    view_stats_.copy_seconds += took;
-    view_stats_.max_copy_seconds = std::max(view_stats_.max_copy_seconds, took);
-    view_stats_.chunks_copied += cost.chunks_copied;
-    view_stats_.chunks_shared += cost.chunks_shared;
-  }
-  view_cv_.notify_all();
-  drop_view(std::move(copy));  // the view replaced
-}
-
-Writer::ViewStats Writer::view_stats() const {
-  std::lock_guard lock(view_mu_);
-  return view_stats_;
-}
-
 Reply Writer::enqueue(Command cmd, CallContext ctx) {
   std::future<Reply> answer;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!running_ || stopping_) return error_reply(503, "Unavailable", "the server is stopping");
     queue_.push_back(Pending{std::move(cmd), std::move(ctx), {}});
     answer = queue_.back().answer.get_future();
@@ -361,22 +283,6 @@ Reply Writer::enqueue(Command cmd, CallContext ctx) {
     return error_reply(503, "Unavailable",
                        "no answer within the request timeout; the change may or may not have been made: read the object to find out");
   return answer.get();
-}
-
-std::string Writer::leader_url() const {
-  if (leading_flag_) return own_url();
-  std::lock_guard lock(mu_);
-  return leader_url_;
-}
-
-std::string Writer::own_url() const {
-  std::lock_guard lock(mu_);
-  return advertise_url_;
-}
-
-void Writer::set_advertise_url(std::string url) {
-  std::lock_guard lock(mu_);
-  advertise_url_ = std::move(url);
 }
 
 bool Writer::follow() {
@@ -401,27 +307,17 @@ bool Writer::follow() {
 
 void Writer::step_leadership(bool force) {
   if (!store_->shared()) return;
-  if (leading_) {
+  if (leadership_.leading()) {
     // Between batches, every leader_poll, the database is asked whether this server still leads, so that it
     // steps down when the database goes away (or its session does) even while nobody writes.
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= next_lead_check_) {
-      next_lead_check_ = now + options_.leader_poll;
-      (void)store_->confirm_lead();
-    }
+    if (leadership_.check_due(std::chrono::steady_clock::now(), options_.leader_poll)) (void)store_->confirm_lead();
     if (store_->leading()) return;
     // Deposed: the store refuses our writes from now on. What we hold was all acknowledged (a failed write
     // rebuilt the state), so we carry on as a standby from here.
     spdlog::warn("this server lost the lead of {}; it is a standby now", store_->describe());
-    leading_ = false;
-    leading_flag_ = false;
-    next_leader_try_ = {};
-    std::lock_guard lock(mu_);
-    leader_url_.clear();  // not ourselves any more; the next poll finds who leads
+    leadership_.step_down();
   }
-  const auto now = std::chrono::steady_clock::now();
-  if (!force && now < next_leader_try_) return;
-  next_leader_try_ = now + options_.leader_poll;
+  if (!leadership_.try_due(std::chrono::steady_clock::now(), force, options_.leader_poll)) return;
   if (needs_rebuild_) {
     // A write failed and the journal could not be read back then: rebuild from it once the database answers.
     auto fresh = replay(/*publish=*/false);
@@ -431,21 +327,19 @@ void Writer::step_leadership(bool force) {
     }
     adopt_rebuilt(std::move(*fresh));
     needs_rebuild_ = false;
-    close_views("");
+    views_.close("");
     spdlog::info("state rebuilt from the journal up to record {}", state_.last_seq);
   }
   // A standby that cannot read the journal to its end (the database is away, or a record is damaged) does not
   // lead: it would write after a state that is not the journal's.
   if (!follow()) return;
-  auto led = store_->try_lead(own_url());
+  auto led = store_->try_lead(leadership_.own_url());
   if (!led) {
     spdlog::error("cannot take part in the leader election: {}", led.error().message);
     return;
   }
   if (!*led) {
-    auto url = store_->leader_url();
-    std::lock_guard lock(mu_);
-    if (url) leader_url_ = *url;
+    if (auto url = store_->leader_url()) leadership_.note_leader(std::move(*url));
     return;
   }
   // Nothing can be written between our catch-up and our first batch but by us: read to the end, then lead.
@@ -458,17 +352,17 @@ void Writer::step_leadership(bool force) {
   state_changed_ = true;
   board_all_stale_ = true;
   next_pass_ = {};
-  leading_ = true;
-  leading_flag_ = true;
+  leadership_.lead();
   spdlog::info("this server leads {} from journal record {}", store_->describe(), state_.last_seq);
 }
 
 Writer::Stats Writer::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Stats out = stats_;
   out.heartbeats_off_writer = board_.answered();
   out.watches_waiting = board_.watchers();
-  out.snapshot_writing = snapshot_writing_;
+  out.snapshot_writing = snapshots_.writing();
+  out.snapshots_written = snapshots_.written();
   return out;
 }
 
@@ -478,12 +372,14 @@ void Writer::loop() {
     batch.clear();
     // A pending pass shortens the idle wait to when it may run.
     auto wait = std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.tick);
-    if (dirty_ && leading_) wait = std::clamp(next_pass_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero(), wait);
-    // So does a read waiting for a view: the copy may be made once the spacing allows it (publish_view).
-    if (view_wanted()) wait = std::clamp(next_view_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero(), wait);
+    if (dirty_ && leadership_.leading()) wait = std::clamp(next_pass_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero(), wait);
+    // So does a read waiting for a view: the copy may be made once the spacing allows it (view_publisher.h).
+    if (views_.wanted()) wait = std::clamp(views_.next_copy() - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero(), wait);
     {
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, wait, [&] { return stopping_ || !queue_.empty() || view_requested_; });
+      MutexLock lock(mu_);
+      const auto until = std::chrono::steady_clock::now() + wait;
+      while (!stopping_ && queue_.empty() && !view_requested_)
+        if (cv_.wait_until(lock.native(), until) == std::cv_status::timeout) break;
       view_requested_ = false;
       if (stopping_) return;
       while (!queue_.empty() && batch.size() < options_.max_batch) {
@@ -500,7 +396,7 @@ void Writer::loop() {
 void Writer::note_liveness(Txn& txn) {
   // Looked at on every server, so that a standby that takes the lead does not take its time as a standby for a stall.
   auto deaf = liveness_.look(options_, txn.now_ms(), std::chrono::steady_clock::now());
-  if (!leading_ || !deaf || deaf->until_ms <= state_.hearing_since_ms) return;
+  if (!leadership_.leading() || !deaf || deaf->until_ms <= state_.hearing_since_ms) return;
   state_.hearing_since_ms = deaf->until_ms;
   if (deaf->why.empty()) return;
   spdlog::warn("{}", deaf->why);
@@ -598,7 +494,7 @@ void Writer::refresh_heartbeat_board(const std::vector<Event>& events) {
   advance_start_gate(state_, options_.clock());  // names the nodes whose run lists it changed (start_gate.h)
   const std::vector<uint32_t> touched = state_.running_by_node.take_touched();
   std::vector<std::string> named = std::exchange(state_.nodes_touched, {});
-  if (!leading_ || needs_rebuild_) {
+  if (!leadership_.leading() || needs_rebuild_) {
     // Agents heartbeat to the leader; a standby's board would only hold answers that go stale.
     if (!board_.empty()) board_.clear();
     board_all_stale_ = true;
@@ -652,7 +548,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     return;
   }
   if (options_.before_batch && !batch.empty()) options_.before_batch();
-  if (leading_) fold_heartbeat_times();
+  if (leadership_.leading()) fold_heartbeat_times();
   const int64_t now_ms = options_.clock();
   std::vector<store::Record> records;
   std::vector<Event> events;
@@ -683,7 +579,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   // Only the leader decides: a standby's state is the leader's, as journaled.
   std::vector<std::string> compacted;
   // Without room in the journal the leader's own writing work waits: each would fail and cost a rebuild.
-  const bool writes_own = leading_ && !no_space_;
+  const bool writes_own = leadership_.leading() && !no_space_;
   note_liveness(txn);
   if (writes_own) {
     if (lifecycle_tick(txn, options_)) dirty_ = true;
@@ -812,7 +708,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
                                                        "); nothing was changed"));
     auto fresh = replay(/*publish=*/false);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++stats_.rebuilds;
     }
     if (fresh) {
@@ -825,12 +721,8 @@ void Writer::run_batch(std::vector<Pending>& batch) {
       spdlog::error("cannot rebuild the state from the journal now ({}); this server stands by until it can",
                     fresh.error().message);
       needs_rebuild_ = true;
-      close_views(kRebuildPending);
-      leading_ = false;
-      leading_flag_ = false;
-      next_leader_try_ = {};
-      std::lock_guard lock(mu_);
-      leader_url_.clear();
+      views_.close(kRebuildPending);
+      leadership_.step_down();
     } else {
       spdlog::critical("cannot rebuild the state from the journal: {}", fresh.error().message);
       std::abort();  // the journal cannot be read back: running on would serve state nobody can recover
@@ -853,11 +745,11 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   provisioner_.reap();
   publish_tables();
   // Any command may have changed what is not journaled (a heartbeat's time, an exit report); reads never come here.
-  publish_view(state_changed_ || !batch.empty() || !records.empty() || pass || !durable);
+  views_.publish(state_changed_ || !batch.empty() || !records.empty() || pass || !durable, state_, /*publishable=*/!needs_rebuild_);
   state_changed_ = false;
 
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.batches;
     stats_.commands += batch.size();
     if (durable) stats_.records += records.size();
@@ -869,69 +761,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     }
   }
   for (size_t i = 0; i < batch.size(); ++i) batch[i].answer.set_value(std::move(replies[i]));
-  if (durable && leading_) maybe_snapshot();
-}
-
-void Writer::maybe_snapshot() {
-  if (!options_.use_snapshots) return;
-  if (snapshot_thread_.joinable()) {
-    if (snapshot_writing_) return;  // one at a time: the next is considered once this one is written
-    snapshot_thread_.join();
-    if (const uint64_t seq = snapshot_written_seq_.exchange(0)) {
-      last_snapshot_seq_ = std::max(last_snapshot_seq_, seq);
-      std::lock_guard lock(mu_);
-      ++stats_.snapshots_written;
-    }
-  }
-  if (state_.last_seq <= last_snapshot_seq_) return;
-  if (state_.last_seq < options_.snapshot_min_records) return;  // replaying a journal this short is as fast
-  const auto now = std::chrono::steady_clock::now();
-  if (last_snapshot_at_ == std::chrono::steady_clock::time_point{}) last_snapshot_at_ = now;
-  const bool by_count = options_.snapshot_every_records > 0 && state_.last_seq - last_snapshot_seq_ >= options_.snapshot_every_records;
-  const bool by_time = options_.snapshot_interval.count() > 0 && now - last_snapshot_at_ >= options_.snapshot_interval;
-  if (!by_count && !by_time) return;
-  // After the batch was answered. The events in memory go with it, so that /v1/events after a restart still
-  // shows what led up to it; they are taken here, with the state, so that both end at the same point.
-  const uint64_t ring = options_.event_ring;
-  auto page = events_.read(state_.last_event > ring ? state_.last_event - ring : 0, std::chrono::milliseconds(0), ring);
-  std::shared_ptr<const ServerState> state = current_view();
-  last_snapshot_at_ = now;
-  snapshot_writing_ = true;
-  // The store serialises the snapshot's transaction with the journal's (store.h: safe from several threads); a
-  // failed snapshot loses nothing (the journal holds every change) and is tried again at the next batch.
-  snapshot_thread_ = std::thread([this, state = std::move(state), events = std::move(page.events)] {
-    const auto start = std::chrono::steady_clock::now();
-    const std::string body = encode_state_snapshot(*state, events);
-    if (auto st = store_->put_snapshot(state->last_seq, body); !st) {
-      spdlog::error("cannot write a snapshot at journal record {}: {}", state->last_seq, st.error().message);
-    } else {
-      spdlog::info("snapshot at journal record {} written ({} bytes) in {:.3f} s, off the writer thread", state->last_seq,
-                   body.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      snapshot_written_seq_ = state->last_seq;
-    }
-    snapshot_writing_ = false;
-  });
-}
-
-std::shared_ptr<const ServerState> Writer::current_view() {
-  {
-    std::lock_guard lock(view_mu_);
-    if (view_ && view_changes_ == changes_) return view_;
-  }
-  JobTable::ViewCost cost;
-  std::shared_ptr<const ServerState> copy = view_of(state_, view_.get(), &cost);
-  std::shared_ptr<const ServerState> old = copy;
-  {
-    std::lock_guard lock(view_mu_);
-    std::swap(view_, old);
-    view_changes_ = changes_;
-    ++view_stats_.views_published;
-    view_stats_.chunks_copied += cost.chunks_copied;
-    view_stats_.chunks_shared += cost.chunks_shared;
-  }
-  view_cv_.notify_all();
-  drop_view(std::move(old));
-  return copy;
+  if (durable && leadership_.leading()) snapshots_.maybe_write(state_, views_);
 }
 
 }  // namespace allot::server

@@ -20,21 +20,10 @@
 // state rebuilt from the journal, as after any failed write.
 //
 // Reads off the write path: a read-only request (read()) is answered on its own thread from an immutable copy of
-// the state (the view, shared as std::shared_ptr<const ServerState>), never in the writer's batch: so neither
-// the time it takes to render (a page of 5,000 jobs: tens to hundreds of milliseconds) nor the number of readers
-// costs the writer anything but the copy. A read needs a view at least as new as every change answered before it
-// arrived (read-your-writes): the writer counts the batches that changed the state (`changes_`) before it
-// answers them, and a read that finds the view older than that count asks for a fresh one and waits for it. The
-// writer publishes one after a batch, before answering it, when a read has asked since the last copy (and wakes
-// for it when idle). The copy shares with the view before it what the writer has not changed since (the job
-// table's chunks, the per-job maps' shards, the audit entries: server_state.h, view_of), so it costs what changed
-// plus the state's smaller tables (50,000 queued jobs: a few milliseconds; a whole copy took tens to hundreds).
-// Should it be costly all the same, then, as with scheduler passes, a copy that took d is followed by the next
-// only once the writer has spent kViewSpacing * d on other work: under a stream of reads the writer spends at
-// most about 1 / (1 + kViewSpacing) of its time copying, one copy serves every read waiting for it, and
-// heartbeats and submissions are not held back by it. A copy that takes under a millisecond is never held
-// back. While the state awaits a rebuild from the journal (a failed write on a shared store) or the writer
-// stops, a read that needs a fresh view is answered 503.
+// the state that the writer publishes after a batch, before answering it, when a read has asked for one
+// (view_publisher.h: read-your-writes, the spacing of costly copies, what a copy shares with the one before).
+// While the state awaits a rebuild from the journal (a failed write on a shared store) or the writer stops, a read
+// that needs a fresh view is answered 503.
 //
 // A full disk: after a failed write the writer asks the store whether it has room (Store::check_space). While it
 // has not, changes that clients ask for are refused at once on their own threads (507 Insufficient Storage with
@@ -66,11 +55,15 @@
 #include "server/auth_gate.h"
 #include "server/event_log.h"
 #include "server/heartbeat_board.h"
+#include "server/leadership.h"
 #include "server/node_silence.h"
 #include "server/options.h"
 #include "server/provisioner.h"
 #include "server/reply.h"
 #include "server/server_state.h"
+#include "server/snapshot_writer.h"
+#include "server/thread_annotations.h"
+#include "server/view_publisher.h"
 #include "store/store.h"
 
 namespace allot::server {
@@ -175,14 +168,14 @@ class Writer {
 
   // Whether this server leads (always, on a store that is not shared): request threads redirect writes to the
   // leader when it does not. The leader's URL is empty while none is known.
-  bool leading() const { return leading_flag_.load(); }
+  bool leading() const { return leadership_.leading(); }
   // Where request threads answer heartbeats that change nothing (heartbeat_board.h).
   HeartbeatBoard& heartbeats() { return board_; }
   // Where the HTTP server notes the connections it refused (node_silence.h).
   ServerLiveness& liveness() { return liveness_; }
-  std::string leader_url() const;
+  std::string leader_url() const { return leadership_.leader_url(); }
   // The URL the other servers redirect writes to while this one leads. REQUIRES: before start().
-  void set_advertise_url(std::string url);
+  void set_advertise_url(std::string url) { leadership_.set_advertise_url(std::move(url)); }
   // Called on the writer thread with the names of the jobs a compaction took, once it is durable (the server
   // drops their logs, as for a deleted job). REQUIRES: before start().
   void set_on_compacted(std::function<void(const std::vector<std::string>&)> hook) { on_compacted_ = std::move(hook); }
@@ -211,21 +204,12 @@ class Writer {
     uint64_t snapshots_refused = 0;   // latest snapshots that could not be read or restored: the journal was replayed
     uint64_t rebuilds = 0;            // states rebuilt from the journal after a failed write
     uint64_t refused_no_space = 0;    // changes refused at once while the journal had no room
-    bool snapshot_writing = false;  // one is being encoded and written off the writer thread (maybe_snapshot)
+    bool snapshot_writing = false;  // one is being encoded and written off the writer thread (snapshot_writer.h)
   };
   Stats stats() const;
   // Reads answered from the published view, and views published, so far (for tests and benchmarks).
-  struct ViewStats {
-    uint64_t reads_from_view = 0;
-    uint64_t views_published = 0;
-    double copy_seconds = 0;      // the writer's time spent copying the state for views
-    double max_copy_seconds = 0;
-    // The job table's chunks the views copied, and those they shared with the view before (server_state.h,
-    // view_of): a view costs the chunks changed since the last one.
-    uint64_t chunks_copied = 0;
-    uint64_t chunks_shared = 0;
-  };
-  ViewStats view_stats() const;
+  using ViewStats = ViewPublisher::Stats;
+  ViewStats view_stats() const { return views_.stats(); }
 
  private:
   struct Pending {
@@ -234,13 +218,6 @@ class Writer {
     std::promise<Reply> answer;
   };
   Reply enqueue(Command cmd, CallContext ctx);
-  // Counts a change of the state (when `changed`) and, when a read asked for it, publishes a copy of the
-  // state as the view. REQUIRES: the writer thread, before the batch that changed the state is answered.
-  void publish_view(bool changed);
-  // Whether a read waits for a view (then the idle writer wakes no later than the spacing allows a copy).
-  bool view_wanted() const;
-  // Readers that wait for a fresh view are answered 503 with `why` (non-empty), or wait again (empty).
-  void close_views(std::string why);
   void loop();
   void run_batch(std::vector<Pending>& batch);
   void time_out_nodes(Txn& txn);
@@ -271,16 +248,6 @@ class Writer {
   // does not take the lead.
   bool follow();
   std::string follow_error_;  // the last error of follow(), logged once
-  // The leader, after a durable batch: writes a snapshot when snapshot_every_records records or
-  // snapshot_interval have passed since the last one, once the journal holds snapshot_min_records (options.h). The state is taken on the writer thread (the
-  // read view when it is current, else a copy, which then serves as the view too); encoding and writing it take
-  // time in proportion to the state (10,000 jobs: about a second) and run on a thread of their own, one snapshot
-  // at a time, so that no batch waits for them.
-  void maybe_snapshot();
-  // The published view when it shows the state as it is now, else a copy of the state, published as the view.
-  // REQUIRES: the writer thread, the state acknowledged (not needs_rebuild_), after publish_view for the batch.
-  std::shared_ptr<const ServerState> current_view();
-  std::string own_url() const;
 
   const ServerOptions options_;
   std::unique_ptr<store::Store> store_;
@@ -295,19 +262,10 @@ class Writer {
   std::optional<Time> next_wakeup_;
   bool dirty_ = true;  // the state changed since the last pass
   Time time_limits_checked_at_ = -1;  // the second of the last walk for time limits and start timeouts
-  bool leading_ = true;  // false on a shared store until it takes the lead
-  std::chrono::steady_clock::time_point next_leader_try_{};
+  Leadership leadership_;  // whether this server leads, and who does (leadership.h)
   // The state holds changes the journal may not (a write failed) and the journal could not be read back to
   // rebuild it: a standby that answers no reads from it until a rebuild from the journal succeeds.
   bool needs_rebuild_ = false;
-  std::chrono::steady_clock::time_point next_lead_check_{};
-  uint64_t last_snapshot_seq_ = 0;  // the journal record of the newest snapshot read or written
-  std::chrono::steady_clock::time_point last_snapshot_at_{};
-  // The snapshot being written (maybe_snapshot): the thread, whether it still runs, and the journal record of
-  // the one it wrote (0 while none or when the write failed), which the writer takes when it joins the thread.
-  std::thread snapshot_thread_;
-  std::atomic<bool> snapshot_writing_{false};
-  std::atomic<uint64_t> snapshot_written_seq_{0};
   int64_t next_compaction_check_ms_ = 0;  // options_.clock() milliseconds
   std::function<void(const std::vector<std::string>&)> on_compacted_;
   std::function<void(std::shared_ptr<const WebhookTable>)> on_webhooks_;
@@ -318,7 +276,7 @@ class Writer {
   uint64_t builtin_checks_seen_ = ~uint64_t{0};  // the last event answer_builtin_checks looked after
   HeartbeatBoard board_;
   std::atomic<bool> no_space_{false};  // the journal has no room: changes are refused (see the note at the top)
-  std::string no_space_why_;           // guarded by mu_
+  std::string no_space_why_ GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point next_space_check_{};
   ServerLiveness liveness_;
   bool disruption_held_ = false;  // the disruption rule held timeouts at the last look (node_silence.h)
@@ -326,32 +284,21 @@ class Writer {
   bool heard_pending_ = false;    // a heartbeat time folded in moved to a new second, not yet counted as a change
   std::chrono::steady_clock::time_point heard_counted_at_{};  // when one last counted (fold_heartbeat_times)
   uint64_t board_mismatches_ = 0;
-  std::atomic<bool> leading_flag_{true};  // leading_, for request threads
-  std::string leader_url_;                // guarded by mu_
-  std::string advertise_url_;             // guarded by mu_
 
-  mutable std::mutex mu_;
+  // The queue of commands and what request threads and the writer share besides: guarded by mu_; request
+  // threads wake the writer through cv_.
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Pending> queue_;
-  bool running_ = false;
-  bool stopping_ = false;
-  Stats stats_;
+  std::deque<Pending> queue_ GUARDED_BY(mu_);
+  bool running_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  Stats stats_ GUARDED_BY(mu_);
   std::thread thread_;
 
-  // The published view (see the note at the top). `changes_` counts the batches that changed the state; the
-  // view shows every change counted up to `view_changes_`. Guarded by view_mu_, never held while copying.
-  // Readers that need a fresher view wait on view_cv_ (woken at each publish, and when views_closed_ is set).
-  mutable std::mutex view_mu_;
-  std::condition_variable view_cv_;
-  std::shared_ptr<const ServerState> view_;
-  uint64_t changes_ = 0;
-  uint64_t view_changes_ = 0;
-  bool view_wanted_ = false;
-  std::string views_closed_;  // why waiting readers get 503 (stopping, a rebuild pending); empty: open
-  bool view_requested_ = false;  // guarded by mu_: a read woke the idle writer for a view
-  ViewStats view_stats_;
-  bool state_changed_ = true;  // writer thread: the state changed since the last publish_view
-  std::chrono::steady_clock::time_point next_view_{};  // writer thread: no copy before then (see the note at the top)
+  bool view_requested_ GUARDED_BY(mu_) = false;  // a read woke the idle writer for a view
+  ViewPublisher views_;  // the read view (view_publisher.h)
+  SnapshotWriter snapshots_{options_, *store_, events_};  // the leader's snapshots (snapshot_writer.h)
+  bool state_changed_ = true;  // writer thread: the state changed since the last publish
 };
 
 }  // namespace allot::server
