@@ -80,8 +80,12 @@ teams:
 YAML
 }
 write_teams_file
+# The workers' failure timeout is long: east's agent must not fence its replica (3/4 of it without a server) while
+# east is down below, however slowly the steps between its kill and its restart run on a loaded machine; its stale
+# copy is to be cancelled by the restarted east, not ended by the fence.
+WORKER_HB_TIMEOUT=60
 for w in east west; do
-  cluster "$w"
+  cluster "$w" --heartbeat-timeout $WORKER_HB_TIMEOUT
   on "$w" apply "$WORK/teams.yaml" >/dev/null || fail "apply on $w"
   on "$w" token create --role member --team team-a --description manager >"$WORK/$w.token" || fail "member token on $w"
   on "$w" token create --role agent-join --description e2e >"$WORK/$w.join" || fail "join token on $w"
@@ -159,7 +163,7 @@ sleep 3  # three looks of the restarted dispatcher (poll 1 s)
 on manager describe train -o json | tr -d '\n ' | grep_q '"stale":\[{"copy":"train-1","worker":"east"}\]' || fail "east's copy is stale: $(on manager describe train -o json)"
 
 # East answers again: its stale copy is cancelled there, and train stays on west.
-cluster east
+cluster east --heartbeat-timeout $WORKER_HB_TIMEOUT
 wait_field east train-1 state Cancelled
 for _ in $(seq 1 50); do on manager describe train -o json | tr -d '\n ' | grep_q '"stale":\[\]' && break; sleep 0.1; done
 on manager describe train -o json | tr -d '\n ' | grep_q '"stale":\[\]' || fail "the stale copy was not withdrawn"
