@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the unit tests with ThreadSanitizer in build-tsan/ (cmake -DALLOT_TSAN=ON) and runs the tests whose
 # code runs on several threads: the server's (request threads, the writer, the heartbeat board, the published
-# read views) and the copy-on-write job table and maps. docs/architecture.md lists the threads.
+# read views), the copy-on-write job table and maps, and admission on a state shared read-only (FitCache*).
+# docs/architecture.md lists the threads.
 #
 #   bash scripts/tsan.sh              build, then run the default filter
 #   bash scripts/tsan.sh FILTER       build, then run the tests matching a GoogleTest filter
@@ -13,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 OUT=$ROOT/build-tsan
-FILTER=${1:-'Server*:JobTableView*:CowMap*:HeartbeatBoard*:AuthGate*:ReadSeats*:Writer*'}
+FILTER=${1:-'Server*:JobTableView*:CowMap*:HeartbeatBoard*:AuthGate*:ReadSeats*:Writer*:FitCache*'}
 bash scripts/deps.sh  # the libraries allot itself builds with (gcc's libtsan comes with g++)
 # -O1 with line tables: quicker to compile than the main build's -O2 -g, and stacks that name file and line.
 launcher=()

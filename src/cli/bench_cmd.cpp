@@ -92,7 +92,8 @@ int sim_bench(const BenchArgs& a) {
   double submit_s = seconds_since(t0);
 
   t0 = Clock::now();
-  ScheduleResult first = schedule(s, 0);
+  FitCache fits;  // as the server and the simulator keep one across passes (core/fit_cache.h)
+  ScheduleResult first = schedule(s, 0, ScheduleOptions{.fit_cache = &fits});
   double first_s = seconds_since(t0);
   int64_t admitted = admissions(first);
   int64_t running = static_cast<int64_t>(s.running_jobs.size());
@@ -102,7 +103,7 @@ int sim_bench(const BenchArgs& a) {
   done.resize(done.size() / 10);
   for (JobId id : done) (void)finish_job(s, s.jobs[id.index()].spec.name, 60, true);
   t0 = Clock::now();
-  ScheduleResult refill = schedule(s, 60);
+  ScheduleResult refill = schedule(s, 60, ScheduleOptions{.fit_cache = &fits});
   double refill_s = seconds_since(t0);
 
   // Preemption decisions for probes of teams below their nominal quota.

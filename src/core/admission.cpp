@@ -115,49 +115,12 @@ Explanation short_of(const ClusterState& s, const Job& job, TypeId type, const F
   return {};
 }
 
-// Whether the job can never be placed on `type`, even on the empty cluster; cached by shape (state.h).
-bool never_fits(const ClusterState& s, const Job& job, TypeId type, const RoomTable& pristine, Explanation& why) {
-  if (s.never_fits_version != s.shape_version) {
-    s.never_fits_by_shape.clear();
-    s.never_fits_version = s.shape_version;
-  }
-  const uint64_t key = uint64_t{job.shape} << 32 | type.index();
-  auto it = s.never_fits_by_shape.find(key);
-  if (it == s.never_fits_by_shape.end()) {
-    PlacementOutcome p = place_job(s, pristine, job, type);  // once per shape: no scratch needed
-    it = s.never_fits_by_shape
-             .emplace(key, p.ok ? "" : "never fits: " + p.why.text + "; the cluster does not have that capacity")
-             .first;
-  }
-  if (it->second.empty()) return false;
-  why = explain(ReasonCode::kNeverFits, it->second, false);
-  return true;
-}
-
-// Whether a job the cluster as built can hold (never_fits() said no) waits for nodes to become schedulable
-// again: it cannot be placed on the schedulable nodes even when they are empty. Only asked while some node is
-// unschedulable, and cached by shape (state.h), so a healthy cluster pays nothing for it.
-bool waits_for_nodes(const ClusterState& s, const Job& job, TypeId type) {
-  if (s.unusable_version != s.health_version) {
-    s.waits_for_nodes_by_shape.clear();
-    s.unusable_version = s.health_version;
-    s.any_unusable = false;
-    for (const Node& n : s.nodes) s.any_unusable |= !n.removed && !n.schedulable();
-  }
-  if (!s.any_unusable) return false;
-  const uint64_t key = uint64_t{job.shape} << 32 | type.index();
-  auto it = s.waits_for_nodes_by_shape.find(key);
-  if (it == s.waits_for_nodes_by_shape.end()) {
-    RoomTable healthy = pristine_room(s);
-    for (const Node& n : s.nodes) healthy[n.id.index()].usable = n.schedulable();
-    it = s.waits_for_nodes_by_shape.emplace(key, !place_job(s, healthy, job, type).ok).first;
-  }
-  return it->second;
-}
-
 AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,
                                  const AdmitOptions& o) {
   const RoomTable* pristine = o.pristine;
+  // "Never fits" is asked only on the empty cluster; without the caller's cache, answers are kept for this call.
+  FitCache own_fits;
+  FitCache* shapes = pristine ? (o.fit_cache ? o.fit_cache : &own_fits) : nullptr;
   const FreeAccelerators* free = o.free;
   AdmissionAttempt best;
   // A job on a plan that is not Active waits for the plan (or for good), whatever quota and room say.
@@ -201,7 +164,7 @@ AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, c
       // A job the cluster as built can never hold says so, rather than naming the quota it also lacks: no
       // amount of waiting for quota would run it.
       Explanation never_why;
-      if (pristine && !never && never_fits(s, job, type, *pristine, never_why)) {
+      if (shapes && !never && shapes->never_fits(s, job, type, *pristine, never_why)) {
         never = true;
         if (placement_why.empty()) placement_why = std::move(never_why);
       }
@@ -231,9 +194,9 @@ AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, c
     if (!p.ok) {
       if (!lacking.empty()) p.why = std::move(lacking);
       Explanation never_why;
-      const bool hopeless = pristine && never_fits(s, job, type, *pristine, never_why);
+      const bool hopeless = shapes && shapes->never_fits(s, job, type, *pristine, never_why);
       if (hopeless) p.why = std::move(never_why);
-      else if (pristine && waits_for_nodes(s, job, type)) p.why.code = ReasonCode::kUnhealthyNodes;
+      else if (shapes && shapes->waits_for_nodes(s, job, type)) p.why.code = ReasonCode::kUnhealthyNodes;
       if (placement_why.empty() || (!hopeless && placement_why.code == ReasonCode::kNeverFits))
         placement_why = std::move(p.why);
       if (!hopeless) hopeless_everywhere = false;

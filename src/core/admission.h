@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fit_cache.h"
 #include "core/placement.h"
 #include "core/quota.h"
 
@@ -72,7 +73,10 @@ class FreeIndex {
 
 struct AdmitOptions {
   BorrowMode mode = BorrowMode::kAllowBorrowing;
-  const RoomTable* pristine = nullptr;              // the empty cluster (placement.h): enables "never fits" answers
+  // The empty cluster (placement.h): with it, a job that cannot be placed says whether it never fits and whether it
+  // waits for unschedulable nodes; the answers are kept in `fit_cache` (fit_cache.h) when the caller has one.
+  const RoomTable* pristine = nullptr;
+  FitCache* fit_cache = nullptr;
   const std::vector<TypeId>* only_types = nullptr;  // try these instance types only
   const FreeAccelerators* free = nullptr;           // must describe `room`: enables the quick rejection
   PlacementScratch* scratch = nullptr;              // working memory of placement, for callers that place many jobs

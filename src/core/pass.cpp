@@ -11,7 +11,7 @@
 namespace allot {
 
 Pass::Pass(ClusterState& state, Time t, const ScheduleOptions& o)
-    : s(state), now(t), options(o), order(state), pristine(pristine_room(state)) {
+    : s(state), now(t), options(o), order(state), pristine(pristine_room(state)), fits(o.fit_cache ? *o.fit_cache : own_fits_) {
   live.track(state, &state.room);
   scratch.live = &live;
   locality_waits_ = state.policy.locality_wait_s > 0;
@@ -202,7 +202,7 @@ Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
   ClassMemo::Admission& m = memo.admission(rec(id).admission_class, mode);
   if (!restricted && m.epoch == epoch) return {&m.failure, m.reason};
   AdmissionAttempt a = try_admit(s, s.room, s.usage, job(id),
-                                 AdmitOptions{.mode = mode, .pristine = &pristine, .only_types = restricted ? &only_types : nullptr,
+                                 AdmitOptions{.mode = mode, .pristine = &pristine, .fit_cache = &fits, .only_types = restricted ? &only_types : nullptr,
                                               .free = &free.free(), .scratch = &scratch});
   if (a.ok) {
     // Not kept in the class memo: whether a job still waits for locality depends on when it began waiting.

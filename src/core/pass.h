@@ -145,6 +145,8 @@ class Pass {
   const ScheduleOptions options;
   QueueOrder order;
   RoomTable pristine;
+  FitCache own_fits_;  // when the caller keeps none (ScheduleOptions::fit_cache)
+  FitCache& fits;
   FreeIndex free;  // of s.room, kept by admit() and preempt()
   std::vector<JobId> waiting;
   IdPages<PassJob> pass;  // by JobId; pages of the waiting jobs only (id_pages.h), not of every job ever

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/backfill.h"
+#include "core/fit_cache.h"
 #include "core/preemption_record.h"
 #include "core/state.h"
 
@@ -74,6 +75,9 @@ struct ScheduleOptions {
   // The most steps a pass may take; 0: 8 per job in the state plus 64, more than any pass that ends needs.
   // Tests set it low to force the bound.
   int max_steps = 0;
+  // What the caller remembers of job shapes between passes on this state (fit_cache.h); null: the pass keeps its
+  // own, for itself only (the same decisions, each shape placed once more per pass).
+  FitCache* fit_cache = nullptr;
 };
 
 ScheduleResult schedule(ClusterState& state, Time now, const ScheduleOptions& options = {});

@@ -96,18 +96,9 @@ struct ClusterState {
   // Job shapes (model.h, Job::shape), interned at submission: the key spells out everything placement looks
   // at on an empty cluster (pod sets, replicas, types, amounts, topology), and nothing else.
   std::unordered_map<std::string, uint32_t> shape_ids;
-  // A cache, not state: "never fits" answers by (shape, instance type), "" when it fits, valid for
-  // `never_fits_version`. Thousands of queued jobs share a few shapes, and each answer costs a placement on the
-  // empty cluster.
-  mutable std::unordered_map<uint64_t, std::string> never_fits_by_shape;
-  mutable uint64_t never_fits_version = UINT64_MAX;
-  // Bumped whenever a node joins, leaves or changes whether it is schedulable. A cache, not state: whether
-  // some node in the cluster is unschedulable, and "waits for nodes" answers by (shape, instance type) (the job
-  // fits the cluster as built, not its schedulable nodes even when empty), valid for `unusable_version`.
+  // Bumped whenever a node joins, leaves or changes whether it is schedulable; the answers of fit_cache.h, kept by
+  // whoever runs passes, key on it and on shape_version.
   uint64_t health_version = 0;
-  mutable bool any_unusable = false;
-  mutable std::unordered_map<uint64_t, bool> waits_for_nodes_by_shape;
-  mutable uint64_t unusable_version = UINT64_MAX;
 
   // The reason every job starts with, one text for all (model.h, Job::reason).
   SharedText submitted_reason{"waiting for the scheduler"};

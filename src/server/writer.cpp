@@ -160,6 +160,7 @@ Status Writer::recover() {
   auto st = replay(/*publish=*/true);
   if (!st) return st.error();
   state_ = std::move(*st);
+  fit_cache_ = FitCache();  // its answers were the old state's (fit_cache.h)
   leadership_.begin(/*alone=*/!store_->shared());
   publish_tables();
   // Heartbeats are not journaled: every agent gets a full timeout from now to show up again.
@@ -463,6 +464,7 @@ void Writer::adopt_rebuilt(ServerState fresh) {
   fresh.observed.pass_seconds = state_.observed.pass_seconds;
   fresh.observed.utilisation = state_.observed.utilisation;
   state_ = std::move(fresh);
+  fit_cache_ = FitCache();  // its answers were the old state's (fit_cache.h)
   // The stops under way were the old state's; the rebuilt one recovers them as a restart does (start_gate.h).
   begin_start_recovery(state_, options_.clock(), options_.heartbeat_timeout.count());
   dirty_ = true;
@@ -604,7 +606,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   double pass_seconds = 0;
   if (pass) {
     dirty_ = false;
-    ScheduleResult sr = schedule(state_.cluster, now);
+    ScheduleResult sr = schedule(state_.cluster, now, ScheduleOptions{.fit_cache = &fit_cache_});
     next_wakeup_ = sr.next_wakeup;
     state_.reservation = reservation_seen(state_.cluster, sr.reservation);
     if (sr.bound_hit) {  // a cycle of decisions, a bug: say so in the log and the event stream

@@ -51,6 +51,7 @@
 #include <thread>
 #include <tuple>
 
+#include "core/fit_cache.h"
 #include "server/admission_checks.h"
 #include "server/auth_gate.h"
 #include "server/event_log.h"
@@ -255,6 +256,7 @@ class Writer {
   AuthGate& auth_;
   uint64_t published_tokens_ = ~uint64_t{0};  // the tokens_version last handed to auth_
   ServerState state_;
+  FitCache fit_cache_;  // what the scheduler's passes on state_ remember of job shapes; replaced with state_
   Provisioner provisioner_;
   std::string public_url_;
   // When the scheduler may run next (see the note at the top); only the writer thread touches these.

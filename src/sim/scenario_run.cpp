@@ -227,6 +227,7 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
   auto built = cluster_from_scenario(sc);
   if (!built) return built.error();
   ClusterState s = std::move(*built);
+  FitCache fits;  // what the passes on `s` remember of job shapes (core/fit_cache.h)
 
   size_t next = 0;
   Time now = 0;
@@ -272,7 +273,7 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
       }
       if (auto st = apply_event(s, e, rep.log, rep.warnings); !st) return at_line(e, st.error());
     }
-    ScheduleResult r = schedule(s, now);
+    ScheduleResult r = schedule(s, now, ScheduleOptions{.fit_cache = &fits});
     log_decisions(s, r, now, rep.log, rep.preemptions);
     if (r.bound_hit) {
       rep.log.push_back("t=" + std::to_string(now) + "  error   " + r.bound_hit->message);

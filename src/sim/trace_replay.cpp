@@ -100,7 +100,7 @@ class Replay {
         changed = true;
       }
       if (!changed && !(wakeup && *wakeup == now)) continue;
-      ScheduleResult r = schedule(s_, now);
+      ScheduleResult r = schedule(s_, now, ScheduleOptions{.fit_cache = &fits_});
       ++out_.schedule_calls;
       if (r.bound_hit) out_.warnings.push_back("t=" + std::to_string(now) + ": " + r.bound_hit->message);
       wakeup = r.next_wakeup;
@@ -430,6 +430,7 @@ class Replay {
   const Trace& trace_;
   const ReplayOptions& o_;
   ClusterState s_;
+  FitCache fits_;  // what the passes on s_ remember of job shapes (core/fit_cache.h)
   TraceJobShape shape_;
   FailureDraws draws_;
   std::priority_queue<NodeEvent, std::vector<NodeEvent>, std::greater<>> node_events_;
