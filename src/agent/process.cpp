@@ -224,7 +224,8 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
     if (shim_program) {
       char replica_pid[24];
       decimal(replica_pid, replica);
-      const char* shim_argv[] = {shim_program, kShimCommand, agent_pid, replica_pid, nullptr};
+      // argv[0] "allot", not the path: `ps` then reads `allot internal-replica-shim AGENT REPLICA`.
+      const char* shim_argv[] = {"allot", kShimCommand, agent_pid, replica_pid, nullptr};
       char* no_env[] = {nullptr};
       execve(shim_program, const_cast<char* const*>(shim_argv), no_env);
       // Cannot exec the allot binary (replaced, removed): this fork supervises instead, the same code.
