@@ -205,6 +205,10 @@ int replica_shim_main(int argc, char** argv) {
   if (!end || *end != '\0' || agent <= 0) return 2;
   const long replica = std::strtol(argv[3], &end, 10);
   if (!end || *end != '\0' || replica <= 0) return 2;
+  // Only a replica that is this process's own child (the agent's fork made it so before the exec): typed by hand,
+  // with any pids, the command must not end some other process group.
+  siginfo_t info{};
+  if (waitid(P_PID, static_cast<id_t>(replica), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return 2;
   supervise_replica(static_cast<pid_t>(agent), static_cast<pid_t>(replica));
 }
 

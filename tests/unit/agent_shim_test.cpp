@@ -222,5 +222,31 @@ TEST_F(AgentShim, AKilledShimTakesTheReplicasFirstProcessAndTheTableEndsItsGroup
   if (alive(grand)) kill(grand, SIGKILL);
 }
 
+TEST_F(AgentShim, TheHiddenCommandEndsNothingThatIsNotItsOwnChild) {
+  // A process group of the test's (not the shim's child), named with a parent pid that is not the shim's: were the
+  // command to believe it, it would take its agent for dead and end that group.
+  const pid_t other = fork();
+  ASSERT_GE(other, 0);
+  if (other == 0) {
+    setpgid(0, 0);
+    execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(other, other);
+  const pid_t shim = fork();
+  ASSERT_GE(shim, 0);
+  if (shim == 0) {
+    std::string self = "allot", cmd = kShimCommand, agent = "1", replica = std::to_string(other);
+    char* argv[] = {self.data(), cmd.data(), agent.data(), replica.data(), nullptr};
+    _exit(replica_shim_main(4, argv));
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(shim, &status, 0), shim);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2);
+  EXPECT_TRUE(alive(other));
+  kill(other, SIGKILL);
+  waitpid(other, nullptr, 0);
+}
+
 }  // namespace
 }  // namespace allot::agent::agent_shim_test
