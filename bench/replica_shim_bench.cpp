@@ -114,13 +114,13 @@ int main(int argc, char** argv) {
   const int mem_runs = std::min(runs, 20);
   for (int i = 0; i < mem_runs; ++i) memory(in, ""), memory(ex, allot);
   std::printf("replica start, medians of %d runs (memory: %d runs)\n", runs, mem_runs);
-  std::printf("%-34s %12s %16s %12s %10s %18s\n", "how", "start() us", "start->exit us", "shim RSS kB",
+  std::printf("%-42s %12s %16s %12s %10s %18s\n", "how", "start() us", "start->exit us", "shim RSS kB",
               "Pss kB", "Private_Dirty kB");
-  std::printf("%-34s %12.0f %16.0f %12s %10s %18s\n", "direct fork+exec (before the shim)", median(d.start_us),
+  std::printf("%-42s %12.0f %16.0f %12s %10s %18s\n", "direct fork+exec (before the shim)", median(d.start_us),
               median(d.exit_us), "-", "-", "-");
-  std::printf("%-34s %12.0f %16.0f %12.0f %10.0f %18.0f\n", "shim forked, in place", median(in.start_us),
+  std::printf("%-42s %12.0f %16.0f %12.0f %10.0f %18.0f\n", "shim forked, in place", median(in.start_us),
               median(in.exit_us), median(in.rss_kb), median(in.pss_kb), median(in.dirty_kb));
-  std::printf("%-34s %12.0f %16.0f %12.0f %10.0f %18.0f\n", "shim exec'd (allot internal-replica-shim)",
+  std::printf("%-42s %12.0f %16.0f %12.0f %10.0f %18.0f\n", "shim exec'd (allot internal-replica-shim)",
               median(ex.start_us), median(ex.exit_us), median(ex.rss_kb), median(ex.pss_kb), median(ex.dirty_kb));
   return 0;
 }
