@@ -55,7 +55,7 @@ bool fully_shipped(const std::string& log_path, uint64_t shipped) { return log_s
 }  // namespace
 
 Agent::Agent(AgentOptions options, Inventory inventory, client::ApiClient api, std::ostream& log)
-    : opt_(std::move(options)), inv_(std::move(inventory)), api_(std::move(api)), log_(log), procs_(opt_.stop_grace) {
+    : opt_(std::move(options)), inv_(std::move(inventory)), api_(std::move(api)), log_(log), procs_(opt_.stop_grace, opt_.shim_program) {
   facts_.kind = inv_.kind;
   facts_.neuron_cores_per_device = inv_.neuron_cores_per_device;
   facts_.cpus = inv_.cpus;

@@ -57,6 +57,9 @@ struct AgentOptions {
   std::string credential_file;  // empty: <work_dir>/credential
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds stop_grace{10000};
+  // The program each replica's shim execs (agent/shim.h): the allot binary ("/proc/self/exe"), set by `allot agent`.
+  // Empty (agents inside the unit tests, whose binary has no shim command): the forked shim supervises in place.
+  std::string shim_program;
   size_t log_chunk_bytes = 64 * 1024;
   Identity user;               // who replicas run as (agent/run_as.h: replica_identity checked it) ...
   std::optional<UidRange> uid_range;  // ... unless set: each team's replicas as its own uid (agent/team_uids.h)

@@ -1,9 +1,10 @@
 #pragma once
 // What an agent leaves behind when it dies without stopping its replicas (kill -9, a crash, the OOM killer):
-// the leader of each replica dies with it (PR_SET_PDEATHSIG), but what the leader started lives on as an
-// orphan, and the server, seeing the node again, would place new work beside it. So the agent records each
-// running replica in a state file in its work directory, and a restarted agent ends what is still there
-// before it registers.
+// each replica's shim (agent/shim.h) ends the replica's whole tree at once, but a shim killed too (or stuck) leaves
+// what the replica's first process started as orphans (the first process dies with its shim, PR_SET_PDEATHSIG),
+// and the server, seeing the node again, would place new work beside them. So the agent records each running
+// replica (its first process, not its shim) in a state file in its work directory, and its watchdog and a
+// restarted agent end what is still there, the agent before it registers.
 //
 // A record is trusted only as far as it still describes the same processes: a pid is matched with its start
 // time (field 22 of /proc/PID/stat), so a pid the kernel has since given to an unrelated process is never

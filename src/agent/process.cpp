@@ -17,6 +17,7 @@
 
 #include "agent/cgroups.h"
 #include "agent/log_capture.h"
+#include "agent/shim.h"
 
 extern char** environ;
 
@@ -35,6 +36,17 @@ void child_fail(int fd, const char* prefix, const char* what, int err) {
   _exit(127);
 }
 
+// Writes v >= 0 in decimal into buf (room for any pid); async-signal-safe, for the shim's command line.
+void decimal(char (&buf)[24], long v) {
+  char digits[24];
+  int n = 0;
+  do digits[n++] = static_cast<char>('0' + v % 10), v /= 10;
+  while (v > 0 && n < 23);
+  int i = 0;
+  while (n > 0) buf[i++] = digits[--n];
+  buf[i] = '\0';
+}
+
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -45,10 +57,11 @@ int exit_code_of(int status) {
 
 ProcessTable::~ProcessTable() {
   for (auto& [key, p] : procs_) {
-    kill(-p.pid, SIGKILL);
+    if (p.group > 0) kill(-p.group, SIGKILL);
+    else kill(p.pid, SIGKILL);
     if (!p.cgroup.empty()) (void)kill_cgroup(p.cgroup);
     int status = 0;
-    waitpid(p.pid, &status, 0);
+    waitpid(p.pid, &status, 0);  // the shim, which exits once the replica's first process has
     if (!p.cgroup.empty()) (void)remove_cgroup(p.cgroup);
   }
 }
@@ -121,58 +134,119 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
   std::vector<gid_t> groups = switch_user ? spec.run_as->groups : std::vector<gid_t>{};
   if (switch_user && groups.empty()) groups.push_back(gid);
 
+  // The agent learns the replica's pid from the shim through this pipe, once the replica leads its own group.
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    int err = errno;
+    close_all();
+    return Error::internal(std::string("cannot create a pipe: ") + std::strerror(err));
+  }
+  char agent_pid[24];
+  decimal(agent_pid, parent);
+  const char* shim_program = shim_program_.empty() ? nullptr : shim_program_.c_str();
+
   pid_t pid = fork();
   if (pid < 0) {
     int err = errno;
     close_all();
+    close(report[0]), close(report[1]);
     return Error::internal(std::string("fork failed: ") + std::strerror(err));
   }
   if (pid == 0) {
-    setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGCHLD, SIGHUP}) signal(sig, SIG_DFL);
-    dup2(null_fd, STDIN_FILENO);
-    dup2(log_fd, STDOUT_FILENO);
-    dup2(log_fd, STDERR_FILENO);
-    // "0" moves the writing process; before exec, so nothing the replica starts is ever outside it.
-    if (cg_fd >= 0 && write(cg_fd, "0", 1) != 1) child_fail(STDERR_FILENO, "allot agent: cannot join cgroup ", spec.cgroup.c_str(), errno);
-    for (size_t i = 0; i < more_fds.size(); ++i)
-      if (write(more_fds[i], "0", 1) != 1) child_fail(STDERR_FILENO, "allot agent: cannot join cgroup ", spec.more_cgroups[i].c_str(), errno);
-    if (!spec.cpus.empty()) sched_setaffinity(0, sizeof mask, &mask);  // best effort, as taskset
-    // Entered before the switch of user: the directory is the replica's, but the agent's work directory
-    // above it need not be open to that user.
-    if (work_dir && chdir(work_dir) != 0) child_fail(STDERR_FILENO, "allot agent: cannot enter ", work_dir, errno);
-    // The job's own /tmp: a mount namespace whose mounts do not propagate back to the node, with the job's
-    // directory bound over /tmp, so no other team's replica sees or plants files in it.
-    if (private_tmp && (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-                        mount(private_tmp, "/tmp", nullptr, MS_BIND, nullptr) != 0))
-      child_fail(STDERR_FILENO, "allot agent: cannot give the replica its private /tmp ", private_tmp, errno);
-    if (switch_user) {
-      // Groups first (they need root), then the group, then the user; each checked, and root must be gone
-      // for good: a setuid that silently failed would run the job as root.
-      if (setgroups(groups.size(), groups.data()) != 0 || setgid(gid) != 0 || setuid(uid) != 0 || getuid() != uid ||
-          geteuid() != uid || getgid() != gid || getegid() != gid || (uid != 0 && setuid(0) == 0))
-        child_fail(STDERR_FILENO, "allot agent: cannot switch to the replica's user", "", errno);
-    }
-    // The replica dies with its agent: a node whose agent is gone is treated as failed by the server, and
-    // its jobs run again elsewhere, so a survivor here would only compete with its own restart. Set after
-    // the switch of user, which clears it.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // The shim (agent/shim.h). Every signal blocked (the shim takes them with sigwaitinfo, and the replica unblocks
+    // them); its parent-death signal and SIGCHLD at their defaults, since a blocked signal the agent ignores would
+    // be dropped, not kept pending.
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, nullptr);
+    signal(kShimDeathSignal, SIG_DFL);
+    signal(SIGCHLD, SIG_DFL);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    prctl(PR_SET_PDEATHSIG, kShimDeathSignal);
     if (getppid() != parent) _exit(137);
-    // Nothing the replica executes gains privileges (setuid binaries, file capabilities): the user it runs as is
-    // all it ever has.
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fail(STDERR_FILENO, "allot agent: cannot set no_new_privs", "", errno);
-    // execvp searches the PATH of the environment it runs in, which is the replica's from here on.
-    environ = envp.data();
-    execvp(argv[0], argv.data());
-    child_fail(STDERR_FILENO, "allot agent: cannot run ", argv[0], errno);
+    close(report[0]);
+    const pid_t shim = getpid();
+    pid_t replica = fork();
+    if (replica < 0) {
+      const char why[] = "allot agent: cannot fork the replica's process (the node is out of processes or memory)\n";
+      (void)!write(log_fd, why, sizeof why - 1);
+      _exit(127);
+    }
+    if (replica == 0) {
+      setpgid(0, 0);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGCHLD, SIGHUP}) signal(sig, SIG_DFL);
+      dup2(null_fd, STDIN_FILENO);
+      dup2(log_fd, STDOUT_FILENO);
+      dup2(log_fd, STDERR_FILENO);
+      // "0" moves the writing process; before exec, so nothing the replica starts is ever outside it.
+      if (cg_fd >= 0 && write(cg_fd, "0", 1) != 1) child_fail(STDERR_FILENO, "allot agent: cannot join cgroup ", spec.cgroup.c_str(), errno);
+      for (size_t i = 0; i < more_fds.size(); ++i)
+        if (write(more_fds[i], "0", 1) != 1) child_fail(STDERR_FILENO, "allot agent: cannot join cgroup ", spec.more_cgroups[i].c_str(), errno);
+      if (!spec.cpus.empty()) sched_setaffinity(0, sizeof mask, &mask);  // best effort, as taskset
+      // Entered before the switch of user: the directory is the replica's, but the agent's work directory
+      // above it need not be open to that user.
+      if (work_dir && chdir(work_dir) != 0) child_fail(STDERR_FILENO, "allot agent: cannot enter ", work_dir, errno);
+      // The job's own /tmp: a mount namespace whose mounts do not propagate back to the node, with the job's
+      // directory bound over /tmp, so no other team's replica sees or plants files in it.
+      if (private_tmp && (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+                          mount(private_tmp, "/tmp", nullptr, MS_BIND, nullptr) != 0))
+        child_fail(STDERR_FILENO, "allot agent: cannot give the replica its private /tmp ", private_tmp, errno);
+      if (switch_user) {
+        // Groups first (they need root), then the group, then the user; each checked, and root must be gone
+        // for good: a setuid that silently failed would run the job as root.
+        if (setgroups(groups.size(), groups.data()) != 0 || setgid(gid) != 0 || setuid(uid) != 0 || getuid() != uid ||
+            geteuid() != uid || getgid() != gid || getegid() != gid || (uid != 0 && setuid(0) == 0))
+          child_fail(STDERR_FILENO, "allot agent: cannot switch to the replica's user", "", errno);
+      }
+      // The replica's first process dies with its shim (which is root, so the replica's user cannot kill it): a
+      // node whose agent is gone is treated as failed by the server, and its jobs run again elsewhere, so a
+      // survivor here would only compete with its own restart. Set after the switch of user, which clears it.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != shim) _exit(137);
+      // Nothing the replica executes gains privileges (setuid binaries, file capabilities): the user it runs as is
+      // all it ever has.
+      if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fail(STDERR_FILENO, "allot agent: cannot set no_new_privs", "", errno);
+      // execvp searches the PATH of the environment it runs in, which is the replica's from here on.
+      environ = envp.data();
+      execvp(argv[0], argv.data());
+      child_fail(STDERR_FILENO, "allot agent: cannot run ", argv[0], errno);
+    }
+    setpgid(replica, replica);  // also in the replica, so its group exists whichever runs first
+    (void)!write(report[1], &replica, sizeof replica);
+    // Nothing of the agent's but its stderr (the shim's few lines go to the agent's log): not its sockets, not the
+    // replica's log or cgroup.
+    dup2(null_fd, STDIN_FILENO);
+    dup2(null_fd, STDOUT_FILENO);
+    close_range(3, ~0U, 0);
+    if (shim_program) {
+      char replica_pid[24];
+      decimal(replica_pid, replica);
+      // argv[0] "allot", not the path: `ps` then reads `allot internal-replica-shim AGENT REPLICA`.
+      const char* shim_argv[] = {"allot", kShimCommand, agent_pid, replica_pid, nullptr};
+      char* no_env[] = {nullptr};
+      execve(shim_program, const_cast<char* const*>(shim_argv), no_env);
+      // Cannot exec the allot binary (replaced, removed): this fork supervises instead, the same code.
+    }
+    supervise_replica(parent, replica);
   }
-  setpgid(pid, pid);  // also in the parent, so a stop() right after start() reaches the group
+  close(report[1]);
+  pid_t replica = -1;
+  for (ssize_t got = 0; got < static_cast<ssize_t>(sizeof replica);) {
+    const ssize_t r = read(report[0], reinterpret_cast<char*>(&replica) + got, sizeof replica - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      replica = -1;  // the shim could not fork it: it wrote why to the log and exits 127
+      break;
+    }
+    got += r;
+  }
+  close(report[0]);
   close_all();
-  procs_[key] = Proc{pid, std::nullopt, spec.cgroup, false};
-  return pid;
+  procs_[key] = Proc{pid, replica > 0 ? replica : 0, std::nullopt, spec.cgroup, false};
+  return replica > 0 ? replica : pid;
 }
 
 void ProcessTable::stop(const std::string& key, Clock::time_point now) { stop(key, now, grace_); }
@@ -184,7 +258,7 @@ void ProcessTable::stop(const std::string& key, Clock::time_point now, std::chro
     it->second.kill_at = std::min(*it->second.kill_at, now + grace);
     return;
   }
-  kill(-it->second.pid, SIGTERM);
+  if (it->second.group > 0) kill(-it->second.group, SIGTERM);
   it->second.kill_at = now + grace;
 }
 
@@ -195,16 +269,17 @@ std::vector<Exited> ProcessTable::poll(Clock::time_point now) {
     int status = 0;
     pid_t r = waitpid(p.pid, &status, WNOHANG);
     if (r == p.pid || (r < 0 && errno == ECHILD)) {
-      // The leader is gone; whatever it left behind in its group (and its cgroup) goes with it.
-      kill(-p.pid, SIGKILL);
+      // The shim exits as the replica's first process did (agent/shim.h), after it; whatever that one left behind
+      // in its group (and its cgroup) goes with it.
+      if (p.group > 0) kill(-p.group, SIGKILL);
       if (!p.cgroup.empty()) (void)kill_cgroup(p.cgroup, 0);
-      out.push_back({it->first, p.pid, r == p.pid ? exit_code_of(status) : 255, p.kill_at.has_value(), p.cgroup,
-                     r == p.pid && WIFEXITED(status)});
+      out.push_back({it->first, p.group > 0 ? p.group : p.pid, r == p.pid ? exit_code_of(status) : 255,
+                     p.kill_at.has_value(), p.cgroup, r == p.pid && WIFEXITED(status)});
       it = procs_.erase(it);
       continue;
     }
     if (p.kill_at && now >= *p.kill_at && !p.killed) {
-      kill(-p.pid, SIGKILL);
+      if (p.group > 0) kill(-p.group, SIGKILL);
       if (!p.cgroup.empty()) (void)kill_cgroup(p.cgroup, 0);
       p.killed = true;  // escalate once
     }
@@ -214,6 +289,12 @@ std::vector<Exited> ProcessTable::poll(Clock::time_point now) {
 }
 
 std::optional<pid_t> ProcessTable::pid(const std::string& key) const {
+  auto it = procs_.find(key);
+  if (it == procs_.end()) return std::nullopt;
+  return it->second.group > 0 ? it->second.group : it->second.pid;
+}
+
+std::optional<pid_t> ProcessTable::shim_pid(const std::string& key) const {
   auto it = procs_.find(key);
   if (it == procs_.end()) return std::nullopt;
   return it->second.pid;

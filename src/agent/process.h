@@ -1,5 +1,7 @@
 #pragma once
-// The processes an agent runs for its replicas. Each replica is started in its own process group (and, where
+// The processes an agent runs for its replicas. Each replica runs under a shim of its own (agent/shim.h), the
+// agent's direct child, which ends the replica's whole tree when the agent dies and otherwise exits as the
+// replica's first process did. Each replica is started in its own process group (and, where
 // the agent has one for it, its own cgroup), so that a stop reaches everything it spawned (a shell and its
 // children, torchrun and its workers): SIGTERM to the group first, SIGKILL (and cgroup.kill) once the grace
 // period has passed. The child drops to the replica's user before exec and gets exactly the environment of
@@ -11,6 +13,7 @@
 
 #include <chrono>
 #include <map>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,7 +46,7 @@ struct LaunchSpec {
 
 struct Exited {
   std::string key;
-  pid_t pid = 0;
+  pid_t pid = 0;  // the replica's first process (not its shim)
   int exit_code = 0;  // the exit status, or 128 + signal number as a shell reports it
   bool stopped = false;  // it exited after stop() asked it to
   std::string cgroup;    // its cgroup (emptied by the kill that follows the leader's exit), for removal
@@ -54,12 +57,15 @@ struct Exited {
 
 class ProcessTable {
  public:
-  explicit ProcessTable(std::chrono::milliseconds stop_grace) : grace_(stop_grace) {}
+  // `shim_program`: the allot binary, which the shim execs with its hidden command (agent/shim.h) so that it is a
+  // small fresh process; empty (tests, whose binary has no such command): the forked shim supervises in place.
+  explicit ProcessTable(std::chrono::milliseconds stop_grace, std::string shim_program = "")
+      : grace_(stop_grace), shim_program_(std::move(shim_program)) {}
   ~ProcessTable();  // kills what is still running (SIGKILL to each group) and reaps it
   ProcessTable(const ProcessTable&) = delete;
   ProcessTable& operator=(const ProcessTable&) = delete;
 
-  // Starts `spec` under `key` (which must not be running). A program that cannot be executed still starts:
+  // Starts `spec` under `key` (which must not be running) and returns the pid of the replica's first process. A program that cannot be executed still starts:
   // the child writes why to the log and exits 127, as a shell would, so the failure reaches the job's logs.
   Result<pid_t> start(const std::string& key, const LaunchSpec& spec);
   // SIGTERM to the process group now; poll() sends SIGKILL once the grace period has passed. No-op when the
@@ -76,7 +82,11 @@ class ProcessTable {
     auto it = procs_.find(key);
     return it != procs_.end() && it->second.kill_at.has_value();
   }
+  // The replica's first process, the leader of its process group: what stop() and a membership signal reach and
+  // what the state file records. Not the shim's.
   std::optional<pid_t> pid(const std::string& key) const;
+  // The shim's (agent/shim.h), which the table waits for.
+  std::optional<pid_t> shim_pid(const std::string& key) const;
   size_t size() const { return procs_.size(); }
   std::vector<std::string> keys() const;
 
@@ -85,12 +95,14 @@ class ProcessTable {
 
  private:
   struct Proc {
-    pid_t pid = 0;
+    pid_t pid = 0;    // the shim, the agent's child
+    pid_t group = 0;  // the replica's first process and its process group; 0: the shim could not fork it
     std::optional<Clock::time_point> kill_at;  // set once stop() sent SIGTERM
     std::string cgroup;
     bool killed = false;  // SIGKILL sent
   };
   std::chrono::milliseconds grace_;
+  std::string shim_program_;
   std::map<std::string, Proc> procs_;
 };
 

@@ -3,7 +3,9 @@
 // The pipe closes when the agent exits, however it exits (kill -9 included); the watchdog then ends what the
 // agent's state file still lists (agent/leftovers.h), removes the agent's cgroup directory when it is
 // empty, and exits. So a dead agent's replicas do not outlive it
-// even when nothing restarts the agent; a restarted agent sweeps again in case the watchdog was killed too.
+// even when nothing restarts the agent; a restarted agent sweeps again in case the watchdog was killed too. Each
+// replica's shim (agent/shim.h) ends its replica's tree at the same moment, and alone when the watchdog is killed
+// too; the watchdog's sweep is for a shim killed as well, and for the cgroup directories.
 //
 // It also fences for a frozen agent (issue: an agent stopped by SIGSTOP, swapped out or stuck in the kernel cannot
 // fence itself): the agent sends it its lease over the same pipe after every answered heartbeat (send_lease), and

@@ -2,12 +2,17 @@
 #include <algorithm>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "agent/shim.h"
 #include "cli/cli_habits.h"
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
+  // A replica's shim (agent/shim.h), exec'd by the agent for every replica: dispatched before the command line is
+  // built, so it costs no more than the binary's loading. Hidden: not a command anyone types.
+  if (argc > 1 && std::string_view(argv[1]) == allot::agent::kShimCommand) return allot::agent::replica_shim_main(argc, argv);
   CLI::App app{"allot: task governance and topology-aware scheduling for accelerator clusters"};
   app.require_subcommand(1);
   allot::cli::Context ctx;

@@ -144,6 +144,7 @@ int run_agent(const AgentArgs& a) {
   }
   opt.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(a.heartbeat_s * 1000));
   opt.stop_grace = std::chrono::milliseconds(static_cast<int64_t>(a.grace_s * 1000));
+  opt.shim_program = "/proc/self/exe";  // this binary: its hidden internal-replica-shim command (agent/shim.h)
   opt.user = *user;
   opt.uid_range = range;
   opt.cgroups = !a.no_cgroups;

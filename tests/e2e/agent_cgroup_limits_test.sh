@@ -118,8 +118,10 @@ if [ -n "$cgdir" ] && [ -d "$cgdir" ]; then
   [ "$left" = 0 ] || fail "replica cgroups left behind in $cgdir: $(ls "$cgdir")"
 fi
 
-# --- 3. Faults: the agent and its watchdog killed mid-run. The replica's cgroup stays, with what the replica
-# started outside its process group; the restarted agent ends it and removes the cgroup (every hierarchy).
+# --- 3. Faults: the agent, its watchdog and the replica's shim (agent/shim.h) killed mid-run. (With the shim alive,
+# it ends the replica's tree at once: agent_leftovers_test.sh.) The replica's cgroup stays, with what the replica
+# started outside its process group; the restarted agent ends it and removes the cgroup (every hierarchy). The
+# agent is stopped first, so that it does not collect the shim's death and empty the cgroup itself.
 [ -n "$cgdir" ] || fail "the agent's summary should name its cgroup directory: $summary"
 cgdirs=$(echo "$summary" | grep -o '/sys/fs/cgroup[^ ]*\|/[^ ]*allot-gpu-1-[0-9a-f]*' | sort -u)
 mkdir -p "$WORK/pids"
@@ -136,10 +138,16 @@ for _ in $(seq 1 50); do [ -s "$WORK/pids/orphan-child" ] && break; sleep 0.1; d
 child=$(cat "$WORK/pids/orphan-child")
 watchdog=$(grep -o "watchdog pid [0-9]*" "$WORK/agent-gpu-1.log" | tail -n1 | cut -d' ' -f3)
 [ -n "$watchdog" ] || fail "the agent should name its watchdog"
-kill -9 "$watchdog" "$AGENT_PID_gpu_1"
+shell=$(awk '{print $4}' "/proc/$child/stat")
+shim=$(awk '{print $4}' "/proc/$shell/stat")
+[ "$(awk '{print $4}' "/proc/$shim/stat")" = "$AGENT_PID_gpu_1" ] || fail "the replica's shell $shell should run under the agent's shim"
+kill -STOP "$AGENT_PID_gpu_1"
+kill -9 "$watchdog" "$shim"
+for _ in $(seq 1 30); do gone "$shim" && break; sleep 0.1; done
+kill -9 "$AGENT_PID_gpu_1"
 for _ in $(seq 1 30); do kill -0 "$AGENT_PID_gpu_1" 2>/dev/null || break; sleep 0.1; done
 sleep 0.3
-kill -0 "$child" 2>/dev/null || fail "the replica's setsid child should outlive its agent (in its cgroup)"
+kill -0 "$child" 2>/dev/null || fail "the replica's setsid child should outlive its agent when its shim is killed too (in its cgroup)"
 replica_cg=$(find $cgdirs -mindepth 1 -maxdepth 1 -type d -name 'r-orphan-*' 2>/dev/null)
 [ -n "$replica_cg" ] || fail "the replica's cgroup should stay while its agent is dead ($cgdirs)"
 grep_q -x "$child" $(echo "$replica_cg" | head -n1)/cgroup.procs || fail "the orphan should be in its replica's cgroup"

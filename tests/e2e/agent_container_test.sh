@@ -5,7 +5,8 @@
 # host uid (container root mapped onto the team's block of --run-as-range), has its own /dev/shm of the size asked
 # for, cannot see the other's processes or files nor the agent's; an image without a command runs its own; a pull
 # of a missing image fails the attempt with reason `image pull` and the node stays Schedulable; a cancelled
-# container is gone from podman.
+# container is gone from podman; and with the agent and its watchdog killed (SIGKILL), the replica's shim ends podman,
+# conmon and the container's processes at once.
 # Usage: agent_container_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=agent_container
@@ -150,5 +151,35 @@ for _ in $(seq 1 600); do gone "$a_pid" && break; sleep 0.1; done
 gone "$a_pid" || fail "job-a's process still runs after its cancel: $(ps -o pid,ppid,uid,stat,args -p "$a_pid")"
 for _ in $(seq 1 50); do [ -z "$(podman ps --all --quiet --filter label=allot.agent=ctr-1)" ] && break; sleep 0.2; done
 [ -z "$(podman ps --all --quiet --filter label=allot.agent=ctr-1)" ] || fail "podman still has a container of the agent: $(podman ps --all)"
+
+# The agent and its watchdog killed with SIGKILL: the replica's shim (agent/shim.h) ends podman, conmon (which
+# daemonised itself, so was reparented to the shim) and the container's processes, at once, with no agent started.
+cat >"$WORK/c.yaml" <<YAML
+name: job-c
+team: team-a
+per_replica: {memory_gib: 0.0625}
+image: $IMAGE
+command: ["/bin/sh", "-c", "echo ready; sleep 120"]
+YAML
+"$ALLOT" submit "$WORK/c.yaml" >/dev/null
+wait_state job-c Running
+log_has job-c "ready" 60
+c_init=$(podman inspect --format '{{.State.Pid}}' allot-ctr-1-job-c-0-0 2>/dev/null || true)
+[ -n "$c_init" ] && [ "$c_init" != 0 ] || fail "podman should list job-c's container allot-ctr-1-job-c-0-0"
+c_conmon=$(awk '{print $4}' "/proc/$c_init/stat")
+c_shim=$(awk '{print $4}' "/proc/$c_conmon/stat")
+c_shim_cmd=$(tr '\0' ' ' <"/proc/$c_shim/cmdline")
+case "$c_shim_cmd" in
+  "allot internal-replica-shim $AGENT_PID_ctr_1 "*) ;;
+  *) fail "conmon ($c_conmon) should be reparented to the replica's shim, not to $c_shim: '$c_shim_cmd'" ;;
+esac
+watchdog=$(grep -o "watchdog pid [0-9]*" "$WORK/agent-ctr-1.log" | tail -n1 | cut -d' ' -f3)
+[ -n "$watchdog" ] || fail "the agent should name its watchdog"
+say "killing the watchdog ($watchdog) and the agent ($AGENT_PID_ctr_1) with SIGKILL; container init $c_init, conmon $c_conmon, shim $c_shim"
+kill -9 "$watchdog" "$AGENT_PID_ctr_1"
+for p in "$c_init" "$c_conmon" "$c_shim"; do
+  for _ in $(seq 1 30); do gone "$p" && break; sleep 0.1; done
+  gone "$p" || fail "process $p of job-c's container (init $c_init, conmon $c_conmon, shim $c_shim) outlived its agent by 3 s: $(ps -o pid,ppid,args -p "$p")"
+done
 test_cleanup
 say PASS

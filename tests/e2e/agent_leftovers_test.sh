@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# End to end: an agent killed with SIGKILL. The replica's first process dies with the agent (PDEATHSIG), but
-# what it started does not: the agent's watchdog ends it at once; and when the watchdog is killed too, the
-# restarted agent ends it from the state file in its work directory before it registers.
+# End to end: an agent killed with SIGKILL. Each replica runs under a shim of its own (agent/shim.h), the agent's
+# child, which ends the replica's whole tree when the agent dies: with the watchdog killed too, a background child
+# and a setsid'd double-forked grandchild are gone within a second or two, before any agent starts again. The
+# watchdog ends what is left when the agent alone dies; and when the shim is killed too (with the agent and the
+# watchdog), the replica's first process dies with the shim (PDEATHSIG) and the restarted agent ends what it
+# started from the state file in its work directory before it registers.
 # Usage: agent_leftovers_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=agent_leftovers
@@ -31,31 +34,85 @@ YAML
 watchdog_pid() { grep -o "watchdog pid [0-9]*" "$WORK/agent-gpu-1.log" | tail -n1 | cut -d' ' -f3; }
 wait_gone() { for _ in $(seq 1 50); do gone "$1" && return 0; sleep 0.1; done; return 1; }
 
-# 1. The agent alone is killed: its watchdog ends the replica's child.
+# 1. The agent alone is killed: the replica's shim and the agent's watchdog end the replica's child.
 run_orphans first
 say "killing the agent (pid $AGENT_PID_gpu_1) with SIGKILL"
 kill -9 "$AGENT_PID_gpu_1"
 wait_gone "$shell" || fail "the replica's first process should die with its agent"
-wait_gone "$child" || fail "the watchdog should have ended the replica's child $child"
-# It may come before the kernel has ended the first process, which it then ends too. It writes its line after
-# the kill, so the line can trail the child's end: poll for it.
-said="\(watchdog\): ended what replica first/0#0 of the previous agent left running: pid\(s\) ([0-9]+ )*$child( |\$)"
+wait_gone "$child" || fail "the shim and the watchdog should have ended the replica's child $child"
+# Both end it: the replica's shim at once (it gets a signal when the agent dies), the watchdog once it has the
+# agent's lock; whichever comes first. The watchdog writes its line after its sweep, so the line can trail the
+# child's end: poll for it.
+said="\(watchdog\): (ended what replica first/0#0 of the previous agent left running: pid\(s\) [0-9 ]+|replica first/0#0 of the previous agent left nothing behind)"
 for _ in $(seq 1 50); do grep -Eq "$said" "$WORK/agent-gpu-1.log" && break; sleep 0.1; done
 grep -Eq "$said" "$WORK/agent-gpu-1.log" ||
-  fail "the watchdog should say what it ended"
+  fail "the watchdog should say what it found of the replica"
 "$ALLOT" cancel first >/dev/null
 
-# 2. The agent and its watchdog are killed: the child survives until the agent is started again.
+# 2. The agent and its watchdog are killed: the shim ends the replica's whole tree, a setsid'd grandchild included,
+# before anything restarts. The replica (another uid when the agent is root) cannot kill its shim.
 start_agent gpu-1 network-node-layer-3=nn-a
 for _ in $(seq 1 50); do [ -n "$(watchdog_pid)" ] && break; sleep 0.1; done
-run_orphans second
+# As root the agent runs it as another uid, which must not be able to kill its shim; as a user it is the same uid.
+try_kill='echo skipped'
+[ "$(id -u)" = 0 ] && try_kill='if kill -KILL $PPID 2>/dev/null; then echo yes; else echo no; fi'
+cat >"$WORK/tree.yaml" <<YAML
+name: tree
+team: team-a
+replicas: 1
+per_replica: {accelerators: 1}
+command: '$try_kill > $WORK/pids/tree-killed-shim; sleep 300 & echo \$! > $WORK/pids/tree-child; setsid sh -c "sleep 301 & echo \\\$! > $WORK/pids/tree-grand"; echo \$\$ > $WORK/pids/tree-shell; wait'
+YAML
+"$ALLOT" submit "$WORK/tree.yaml" >/dev/null
+wait_state tree Running
+for f in shell child grand; do
+  for _ in $(seq 1 50); do [ -s "$WORK/pids/tree-$f" ] && break; sleep 0.1; done
+  [ -s "$WORK/pids/tree-$f" ] || fail "the replica did not write its $f's pid"
+done
+shell=$(cat "$WORK/pids/tree-shell") child=$(cat "$WORK/pids/tree-child") grand=$(cat "$WORK/pids/tree-grand")
+shim=$(awk '{print $4}' "/proc/$shell/stat")
+[ "$(awk '{print $4}' "/proc/$shim/stat")" = "$AGENT_PID_gpu_1" ] || fail "the replica's parent $shim should be the agent's child"
+for _ in $(seq 1 50); do [ "$(awk '{print $4}' "/proc/$grand/stat" 2>/dev/null)" = "$shim" ] && break; sleep 0.1; done
+[ "$(awk '{print $4}' "/proc/$grand/stat")" = "$shim" ] || fail "the setsid'd grandchild $grand should be reparented to the shim $shim"
+[ "$(awk '{print $5}' "/proc/$grand/stat")" != "$shell" ] || fail "the grandchild should have left the replica's group"
+if [ "$(id -u)" = 0 ]; then
+  [ "$(cat "$WORK/pids/tree-killed-shim")" = no ] || fail "the replica (another uid) could kill its shim"
+  gone "$shim" && fail "the shim is gone"
+fi
 watchdog=$(watchdog_pid)
 [ -n "$watchdog" ] || fail "the agent should name its watchdog"
 say "killing the watchdog (pid $watchdog) and the agent (pid $AGENT_PID_gpu_1) with SIGKILL"
 kill -9 "$watchdog"
 wait_gone "$watchdog" || fail "the watchdog $watchdog survived SIGKILL"
 kill -9 "$AGENT_PID_gpu_1"
-wait_gone "$shell" || fail "the replica's first process should die with its agent"
+t0=$(date +%s%N)
+for p in "$shell" "$child" "$grand" "$shim"; do
+  for _ in $(seq 1 20); do gone "$p" && break; sleep 0.1; done
+  gone "$p" || fail "process $p of the replica (shell $shell, child $child, grandchild $grand, shim $shim) outlived its agent by 2 s"
+done
+say "the replica's tree was gone $(( ($(date +%s%N) - t0) / 1000000 )) ms after the agent's SIGKILL"
+for _ in $(seq 1 50); do grep -q "allot replica shim: ended replica pid $shell" "$WORK/agent-gpu-1.log" && break; sleep 0.1; done
+grep -q "allot replica shim: the agent (pid $AGENT_PID_gpu_1) is gone" "$WORK/agent-gpu-1.log" ||
+  fail "the shim should say why it ends the replica"
+"$ALLOT" cancel tree >/dev/null
+
+# 3. The shim, the watchdog and the agent are all killed: the replica's first process dies with its shim, but what
+# it started survives until the agent is started again, whose sweep ends it. The agent is stopped first, so that it
+# does not collect the shim's death and end the group itself.
+start_agent gpu-1 network-node-layer-3=nn-a
+for _ in $(seq 1 50); do [ -n "$(watchdog_pid)" ] && break; sleep 0.1; done
+run_orphans second
+watchdog=$(watchdog_pid)
+[ -n "$watchdog" ] || fail "the agent should name its watchdog"
+shim=$(awk '{print $4}' "/proc/$shell/stat")
+say "killing the watchdog (pid $watchdog), the shim (pid $shim) and the agent (pid $AGENT_PID_gpu_1) with SIGKILL"
+kill -STOP "$AGENT_PID_gpu_1"
+kill -9 "$watchdog"
+wait_gone "$watchdog" || fail "the watchdog $watchdog survived SIGKILL"
+kill -9 "$shim"
+wait_gone "$shim" || fail "the shim $shim survived SIGKILL"
+kill -9 "$AGENT_PID_gpu_1"
+wait_gone "$shell" || fail "the replica's first process should die with its shim"
 sleep 0.5
 gone "$child" && fail "the replica's child is gone already: the restart would show nothing"
 lines_before=$(wc -l <"$WORK/agent-gpu-1.log")

@@ -110,7 +110,9 @@ TEST_F(AgentLeftovers, StartTimeAndGroupOfAProcess) {
 
 TEST_F(AgentLeftovers, ARestartedAgentEndsWhatAKilledOneLeft) {
   // A stand-in agent: a process that starts a replica through a ProcessTable (leader with PDEATHSIG, its own
-  // process group), records it as the agent does, and then waits to be killed with SIGKILL.
+  // process group, under its shim), records it as the agent does, and then waits to be killed with SIGKILL. Its
+  // replica's shim is killed with it (first, while the stand-in is stopped, so that no one ends the group): a live
+  // shim would end the replica's whole tree itself (agent_shim_test.cpp), and the sweep is for when it cannot.
   const std::string state = path("replicas.json");
   pid_t agent = fork();
   if (agent == 0) {
@@ -120,6 +122,7 @@ TEST_F(AgentLeftovers, ARestartedAgentEndsWhatAKilledOneLeft) {
                                  .env = {{"PATH", "/usr/bin:/bin"}}});
     if (!pid) _exit(1);
     if (!save_state(state, {{"j/0#0", *pid, *pid, process_start_time(*pid).value_or(0), ""}})) _exit(1);
+    std::ofstream(path("shim")) << *t.shim_pid("j/0#0") << "\n";
     for (;;) pause();
   }
   ASSERT_GT(agent, 0);
@@ -129,11 +132,16 @@ TEST_F(AgentLeftovers, ARestartedAgentEndsWhatAKilledOneLeft) {
   // The stand-in saves its record after starting the replica, which may be after the replica wrote its files:
   // killing it before then would test nothing (and made this test fail now and then on a loaded machine).
   ASSERT_TRUE(wait_for_file(state));
+  ASSERT_TRUE(wait_for_file(path("shim")));
   const pid_t child = std::stoi(slurp(path("child")));
   const pid_t shell = std::stoi(slurp(path("shell")));
+  const pid_t shim = std::stoi(slurp(path("shim")));
+  kill(agent, SIGSTOP);
+  kill(shim, SIGKILL);
+  for (int i = 0; i < 500 && alive(shim); ++i) std::this_thread::sleep_for(10ms);
   kill(agent, SIGKILL);
   waitpid(agent, nullptr, 0);
-  // The leader goes with its agent; what it started does not, and that is what the sweep is for.
+  // The leader goes with its shim; what it started does not, and that is what the sweep is for.
   for (int i = 0; i < 500 && alive(shell); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_FALSE(alive(shell));
   ASSERT_TRUE(alive(child)) << "the replica's child should have outlived the killed agent";
