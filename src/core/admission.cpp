@@ -126,7 +126,7 @@ bool never_fits(const ClusterState& s, const Job& job, TypeId type, const RoomTa
   if (it == s.never_fits_by_shape.end()) {
     PlacementOutcome p = place_job(s, pristine, job, type);  // once per shape: no scratch needed
     it = s.never_fits_by_shape
-             .emplace(key, p.ok ? "" : "never fits: " + p.why.text + "; the cluster does not have that capacity")
+             .emplace(key, p.ok ? "" : "never fits: " + p.why.text.str() + "; the cluster does not have that capacity")
              .first;
   }
   if (it->second.empty()) return false;
