@@ -111,6 +111,8 @@ struct ClusterState {
 
   // The reason every job starts with, one text for all (model.h, Job::reason).
   SharedText submitted_reason{"waiting for the scheduler"};
+  // ... and the first entry of every job's history, shared the same way.
+  SharedText submitted_history{"submitted"};
 
   ClusterState();
   explicit ClusterState(Catalog c, std::vector<std::string> topology_levels = {});

@@ -169,6 +169,7 @@ Status ClusterRestore::add_job_throwing(const json& jj) {
   auto text = [&](std::string t, const json& refs = json()) -> SharedText {
     if (!refs.is_null()) return SharedText(store::ref_text_from_json(std::move(t), refs));
     if (t == s.submitted_reason.str()) return s.submitted_reason;
+    if (t == s.submitted_history.str()) return s.submitted_history;
     auto it = texts_.find(t);
     if (it == texts_.end()) it = texts_.emplace(t, SharedText(RefText::refs_unknown(t))).first;
     return it->second;

@@ -246,13 +246,15 @@ json job_refs_to_json(const std::vector<JobRef>& refs) {
 RefText ref_text_from_json(std::string text, const json& refs) {
   if (refs.is_null()) return RefText::refs_unknown(std::move(text));
   std::vector<JobRef> out;
+  size_t end = 0;  // references are in text order and do not overlap (hiding relies on it, view/job_refs.h)
   for (const auto& r : refs) {
     JobRef ref{r.at("job").get<std::string>(), r.at("team").get<std::string>(), r.at("at").get<uint32_t>(), r.at("size").get<uint32_t>()};
     // The words must be the reference's own, where it says: a reader hides exactly those bytes.
     const std::string words = RefText::job(ref.job, ref.team).str();
-    if (ref.size != words.size() || ref.at > text.size() || text.compare(ref.at, ref.size, words) != 0)
+    if (ref.size != words.size() || ref.at < end || ref.at > text.size() || text.compare(ref.at, ref.size, words) != 0)
       throw std::invalid_argument("reference to job " + ref.job + " of team " + ref.team + " at " + std::to_string(ref.at) +
-                                  " is not in its text");
+                                  " is not in its text, after the one before it");
+    end = ref.at + ref.size;
     out.push_back(std::move(ref));
   }
   return RefText(std::move(text), std::move(out));

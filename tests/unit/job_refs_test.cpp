@@ -69,6 +69,20 @@ TEST(JobRefs, ATextWhoseReferencesAreUnknownIsReadTheOldWay) {
     EXPECT_EQ(scan_job_refs(text, kSeesOnlyA), text) << text;
 }
 
+// As records and snapshots store them: read back equal; references out of order are refused.
+TEST(JobRefsJson, ReadBackEqualAndInTextOrderOnly) {
+  const RefText t = job_ref("a-1", "a") + " and " + job_ref("b-1", "b");
+  json refs = store::job_refs_to_json(t.refs());
+  const RefText back = store::ref_text_from_json(t.str(), refs);
+  EXPECT_EQ(back, t);
+  EXPECT_TRUE(back.refs_known());
+  const json first = refs[0];
+  refs[0] = refs[1];
+  refs[1] = first;
+  EXPECT_THROW(store::ref_text_from_json(t.str(), refs), std::invalid_argument);
+  EXPECT_FALSE(store::ref_text_from_json(t.str(), json()).refs_known());
+}
+
 constexpr const char* kType = "ml.g5.8xlarge";  // 1 accelerator: one replica per node
 
 store::Op team_op(const std::string& name) {
