@@ -60,7 +60,7 @@ const char* condition_verb(DependencyCondition c) {
 }  // namespace
 
 Explanation explain_dependency_wait(const ClusterState& s, const Job& job) {
-  std::string text = "waits for ";
+  RefText text = "waits for ";
   int named = 0;
   for (size_t i = 0; i < job.after.size() && i < job.spec.after.size(); ++i) {
     const Job& target = s.jobs[job.after[i].index()];
@@ -72,10 +72,10 @@ Explanation explain_dependency_wait(const ClusterState& s, const Job& job) {
   return explain(ReasonCode::kDependency, std::move(text));
 }
 
-std::string dependency_never_text(const ClusterState& s, const Job& job, size_t which) {
+RefText dependency_never_text(const ClusterState& s, const Job& job, size_t which) {
   const JobDependency& d = job.spec.after[which];
   const Job& target = s.jobs[job.after[which].index()];
-  const std::string ref = job_ref(d.job, s.teams[job.team.index()].spec.name);
+  const RefText ref = job_ref(d.job, s.teams[job.team.index()].spec.name);
   std::string how = std::string("ended ") + job_state_name(target.state);
   if (d.condition == DependencyCondition::kStarted) how += " without ever running";
   return "DependencyNeverSatisfied: " + ref + " " + how + ", and this job was to run only once it would " +

@@ -49,7 +49,7 @@ inline bool waits_for_dependency(const ClusterState& s, const Job& job) {
 // condition, and the state of the job it names.
 Explanation explain_dependency_wait(const ClusterState& s, const Job& job);
 // Why dependency `which` of `job` can never hold: the job it names, how that job ended, the condition.
-std::string dependency_never_text(const ClusterState& s, const Job& job, size_t which);
+RefText dependency_never_text(const ClusterState& s, const Job& job, size_t which);
 
 // At submission (submit.cpp): the IDs spec.after names, or why not. Refused: more than kMaxDependencies entries, an
 // empty or invalid name, a name listed twice, the job itself, a name no job of the job's team is kept under (never

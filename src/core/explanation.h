@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/ref_text.h"
+
 namespace allot {
 
 enum class ReasonCode : uint8_t {
@@ -97,19 +99,18 @@ struct Explanation {
   // False when no amount of waiting helps (never fits, a quota larger than the team may ever hold): Ray's
   // "infeasible" as opposed to "retry later".
   bool feasible = true;
-  std::string text;
+  RefText text;  // with the jobs it names (ref_text.h)
 
   bool empty() const { return code == ReasonCode::kNone; }
 };
 
-inline Explanation explain(ReasonCode code, std::string text, bool feasible = true) {
+inline Explanation explain(ReasonCode code, RefText text, bool feasible = true) {
   return Explanation{.code = code, .feasible = feasible, .text = std::move(text)};
 }
 
-// How a reason text names a job: "job NAME of team TEAM", always whole, so that the server can hide the names of
-// jobs of teams the reader may not see (view/job_refs.h). Reasons that name another team's job must use it.
-inline std::string job_ref(std::string_view job, std::string_view team) {
-  return "job " + std::string(job) + " of team " + std::string(team);
-}
+// How a reason text names a job: "job NAME of team TEAM", carried as a reference (ref_text.h) so that the server
+// can hide the names of jobs of teams the reader may not see (view/job_refs.h) without reading the text. Reasons
+// that name a job by its team must use it; concatenation keeps the reference (RefText's operator+).
+inline RefText job_ref(std::string_view job, std::string_view team) { return RefText::job(job, team); }
 
 }  // namespace allot

@@ -226,12 +226,12 @@ std::string key_text(const TeamKey& k) {
 // candidate that the share rules would let go but that a running lower-priority teammate shields, which teammate
 // may not be taken and why (the same checks as greedy_fair_share, in its order, on the trial it ended with).
 // Empty when that rule kept no such candidate out. Other teams' jobs are named by job_ref() only.
-std::string shielded_text(const ClusterState& s, const Job& job, const QuotaRequest& request,
+RefText shielded_text(const ClusterState& s, const Job& job, const QuotaRequest& request,
                           const std::vector<const Job*>& others, const std::vector<char>& taken, Trial& trial) {
   const TeamKey mine = key_with(s, trial.usage(), job, request);
   const std::vector<const Job*> order = by_team_share(s, trial.usage(), others, taken);
   const std::string& my_team = s.teams[job.team.index()].spec.name;
-  std::string out;
+  RefText out;
   for (size_t i = 0; i < order.size();) {
     const TeamId team = order[i]->team;
     const Job* first = nullptr;
@@ -388,7 +388,7 @@ std::optional<std::string> uneven_plan(const ClusterState& s, const Job& job, co
 
 bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest& request,
                        const std::vector<const Job*>& others, const std::vector<const Job*>& own, bool within, Trial& trial,
-                       std::string& stopped_by) {
+                       RefText& stopped_by) {
   // Elastic candidates give up replicas first, by the same rules and in the same order as whole jobs below,
   // one shrink step at a time; whole jobs only when that is not enough.
   const std::vector<char> none(others.size(), 0);

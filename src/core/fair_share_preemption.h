@@ -35,7 +35,7 @@ using QuotaRequest = std::vector<std::pair<TypeId, Resources>>;
 // may not be taken, and why) for the waiting job's reason; otherwise it is left as it is.
 bool greedy_fair_share(const ClusterState& s, const Job& job, const QuotaRequest& request,
                        const std::vector<const Job*>& others, const std::vector<const Job*>& own, bool within, Trial& trial,
-                       std::string& stopped_by);
+                       RefText& stopped_by);
 
 // The rule that makes fair sharing reach a fixed point (docs/scheduling.md, "Fair-sharing preemption"). Order
 // teams by (share, dominant borrowed share) (the second part orders teams of weight 0, whose shares are all

@@ -13,7 +13,7 @@ bool FitCache::never_fits(const ClusterState& s, const Job& job, TypeId type, co
   auto it = never_fits_.find(key);
   if (it == never_fits_.end()) {
     PlacementOutcome p = place_job(s, pristine, job, type);  // once per shape: no scratch needed
-    it = never_fits_.emplace(key, p.ok ? "" : "never fits: " + p.why.text + "; the cluster does not have that capacity").first;
+    it = never_fits_.emplace(key, p.ok ? "" : "never fits: " + p.why.text.str() + "; the cluster does not have that capacity").first;
   }
   if (it->second.empty()) return false;
   why = explain(ReasonCode::kNeverFits, it->second, false);

@@ -137,7 +137,7 @@ struct Transition {
   Time at = 0;
   JobState from = JobState::kPending;
   JobState to = JobState::kPending;
-  std::string reason;
+  SharedText reason;  // with the jobs it names (ref_text.h)
 };
 
 // Why an elastic job changed size.
@@ -152,7 +152,7 @@ struct ResizeEvent {
   Time at = 0;
   int from = 0, to = 0;  // replicas of the elastic pod set
   ResizeCause cause = ResizeCause::kGrow;
-  std::string reason;
+  SharedText reason;
 };
 
 // One in-place recovery of a running job (core/in_place.h), kept for `describe` and the job's view.
@@ -293,7 +293,7 @@ struct AdmitDecision {
   JobId job;
   Placement placement;
   bool borrowing = false;  // the team is above its nominal quota after admission
-  std::string reason;      // where, within quota or borrowing, after which preemptions
+  RefText reason;          // where, within quota or borrowing, after which preemptions; with the jobs it names
   // Admitted ahead of the backfill reservation's holder, which still waits (backfill.h): a backfilled job. Data for
   // the replay's figures; no rule reads it.
   bool backfilled = false;
@@ -314,7 +314,7 @@ struct PreemptDecision {
   JobId job;        // the victim
   JobId preemptor;  // the job that needed the room
   PreemptionRule rule = PreemptionRule::kReclaim;
-  std::string reason;  // which rule, who gained or lost what
+  RefText reason;  // which rule, who gained or lost what; with the jobs it names
   // The record of the group this victim belongs to (one preemptor, all its victims), shared by the group's
   // decisions; set by the pass once the group is applied (core/preemption_record.h). Null in decisions made
   // from journal records written before groups were recorded.
@@ -331,7 +331,7 @@ struct ResizeDecision {
   ResizeCause cause = ResizeCause::kGrow;
   JobId for_job;         // kShrink: the job that needed the room
   PreemptionRule rule = PreemptionRule::kReclaim;  // kShrink: the preemption rule that took the replicas
-  std::string reason;
+  RefText reason;
   // kShrink: the record of the preemption group the shrink belongs to (PreemptDecision::record), set by the
   // pass once the group is applied; null for a grow and in decisions replayed from the journal.
   std::shared_ptr<const PreemptionRecord> record;

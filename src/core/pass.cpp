@@ -232,7 +232,7 @@ Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
 
 // The reason names what the team borrows once the job runs: its usage after admission, worked out before the
 // decision is applied so that the decision carries its reason into the state.
-std::string Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const std::string& extra) const {
+RefText Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const RefText& extra) const {
   const Team& t = s.teams[j.team.index()];
   std::string nodes;
   int shown = 0;
@@ -266,7 +266,7 @@ std::string Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const st
   return out + extra;
 }
 
-void Pass::admit(const Job& j, const AdmissionAttempt& a, const std::string& extra) {
+void Pass::admit(const Job& j, const AdmissionAttempt& a, const RefText& extra) {
   const JobId id = j.id;
   AdmitDecision d{.job = id, .placement = a.placement, .borrowing = a.borrowing, .reason = admit_reason(j, a, extra)};
   d.backfilled = behind_holder(j);
@@ -504,11 +504,16 @@ void Pass::give_reasons() {
         const PooledReason*& both = joined[key];
         if (!both) {
           // Sized once: thousands of these texts, each built by concatenation, cost two or three allocations.
-          const std::string &a = why->text.str(), &b = preempt_why->text.str();
-          std::string text;
-          text.reserve(a.size() + 2 + b.size());
-          text.append(a).append("; ").append(b);
-          both = texts.add(Explanation{why->code, why->feasible, std::move(text)});
+          // A text naming jobs joins with its references (ref_text.h); most name none and take the sized path.
+          const RefText &a = why->text.ref_text(), &b = preempt_why->text.ref_text();
+          if (!a.refs().empty() || !b.refs().empty() || !a.refs_known() || !b.refs_known()) {
+            both = texts.add(Explanation{why->code, why->feasible, a + "; " + b});
+          } else {
+            std::string text;
+            text.reserve(a.str().size() + 2 + b.str().size());
+            text.append(a.str()).append("; ").append(b.str());
+            both = texts.add(Explanation{why->code, why->feasible, std::move(text)});
+          }
         }
         last = key;
         last_joined = both;

@@ -88,7 +88,7 @@ class Pass {
   };
   Tried attempt(JobId id, BorrowMode mode);
   // Admits through apply_decision(); `extra` is appended to the reason.
-  void admit(const Job& j, const AdmissionAttempt& a, const std::string& extra);
+  void admit(const Job& j, const AdmissionAttempt& a, const RefText& extra);
   // Preempts through apply_decision(); the victim waits again and rejoins the queue.
   void preempt(PreemptDecision d);
   // Resizes an elastic job through apply_decision().
@@ -161,7 +161,7 @@ class Pass {
   ScheduleResult result;
 
  private:
-  std::string admit_reason(const Job& j, const AdmissionAttempt& a, const std::string& extra) const;
+  RefText admit_reason(const Job& j, const AdmissionAttempt& a, const RefText& extra) const;
   // Before `j` takes or gives back `p` on s.room: tells `live` which nodes change.
   void room_changes(const Job& j, const Placement& p);
 

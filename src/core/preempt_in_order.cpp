@@ -34,7 +34,7 @@ const PooledReason* would_oscillate(Pass& p, const Job& j, const PreemptionPlan&
 }
 
 // Why the victim stops (or, shrunk, why it runs smaller): the rule, the preemptor, and for a shrink the sizes.
-std::string victim_reason(const ClusterState& s, const Job& j, const Job& victim, const Victim& v) {
+RefText victim_reason(const ClusterState& s, const Job& j, const Job& victim, const Victim& v) {
   const Team& team = s.teams[j.team.index()];
   const Team& vt = s.teams[victim.team.index()];
   const std::string what =
@@ -72,8 +72,8 @@ void execute(Pass& p, const Job& j, const PreemptionPlan& plan) {
   const size_t first = p.result.decisions.size();
   std::vector<PreemptedJob> victims;
   std::vector<TypeId> types;
-  std::string names;
-  std::string shrunk;
+  RefText names;
+  RefText shrunk;
   for (const auto& v : plan.victims) {
     const Job& victim = p.job(v.job);
     add_types(victim.placement, types);
@@ -89,7 +89,7 @@ void execute(Pass& p, const Job& j, const PreemptionPlan& plan) {
       shrunk += (shrunk.empty() ? "" : ", ") +
                 (victim.team == j.team ? victim.spec.name : job_ref(victim.spec.name, p.s.teams[victim.team.index()].spec.name)) +
                 " from " + std::to_string(from) + " to " + std::to_string(v.keep);
-      std::string reason = victim_reason(p.s, j, victim, v);
+      RefText reason = victim_reason(p.s, j, victim, v);
       p.resize(ResizeDecision{.job = v.job, .placement = std::move(kept), .borrowing = borrowing, .from = from,
                               .to = v.keep, .cause = ResizeCause::kShrink, .for_job = j.id, .rule = v.rule,
                               .reason = std::move(reason), .record = nullptr});
@@ -103,7 +103,7 @@ void execute(Pass& p, const Job& j, const PreemptionPlan& plan) {
              (victim.team == j.team ? victim.spec.name : job_ref(victim.spec.name, p.s.teams[victim.team.index()].spec.name));
   }
   p.free.reset(p.s, p.s.room);  // the victims' accelerators are free again
-  std::string after = shrunk.empty() ? "" : "shrinking " + shrunk;
+  RefText after = shrunk.empty() ? RefText() : "shrinking " + shrunk;
   if (!names.empty()) after += (after.empty() ? "" : " and ") + std::string("preempting ") + names;
   p.admit(j, plan.admission, "; after " + after);
   add_types(plan.admission.placement, types);

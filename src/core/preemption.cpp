@@ -417,7 +417,7 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
       return std::nullopt;
     }
   }
-  std::string last_reason;
+  RefText last_reason;
   int protected_count = 0;
   for (TypeId type : candidate_types(s, job)) {
     auto request = job_request(s, job, type, nullptr);
@@ -435,12 +435,12 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
     }
     Trial trial(s, job, type);
     const bool fair_share = s.policy.fair_share_preemption;
-    std::string stopped_by;  // fair share: what kept candidates out, when that is what stopped it
+    RefText stopped_by;  // fair share: what kept candidates out, when that is what stopped it
     const bool done = fair_share ? greedy_fair_share(s, job, request, (c.within ? c.reclaim : c.fair).all(), c.own.all(),
                                                      c.within, trial, stopped_by)
                                  : greedy_in_order(s, job, request, c, trial);
     if (!done) {
-      last_reason = stopped_by.empty() ? "preempting every candidate would still not make room" : std::move(stopped_by);
+      last_reason = stopped_by.empty() ? RefText("preempting every candidate would still not make room") : std::move(stopped_by);
       continue;
     }
     minimise(s, trial);

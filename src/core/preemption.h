@@ -34,7 +34,7 @@ struct Victim {
   JobId job;
   PreemptionRule rule = PreemptionRule::kReclaim;  // which rule made it a candidate
   ShareRule share_rule = ShareRule::kLessThanOrEqualToFinalShare;  // kFairShare: the share rule that let it go
-  std::string why;  // kFairShare: the rule and both teams' shares before and after, for the victim's reason
+  RefText why;  // kFairShare: the rule and both teams' shares before and after, for the victim's reason
   // An elastic victim shrunk rather than preempted: the replicas of its elastic pod set it keeps (at least its
   // minimum). -1: preempted whole.
   int keep = -1;

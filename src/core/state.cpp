@@ -370,7 +370,7 @@ void keep_finished_index(ClusterState& s) {
     if (!is_active(j.state)) index_job(s, j, true);
 }
 
-static void transition(ClusterState& s, Job& j, JobState to, Time now, std::string reason, ReasonCode code) {
+static void transition(ClusterState& s, Job& j, JobState to, Time now, SharedText reason, ReasonCode code) {
   index_job(s, j, false);
   j.history.push_back({now, j.state, to, reason});
   j.state = to;
@@ -631,7 +631,7 @@ Status reject_by_admission_check(ClusterState& s, std::string_view name, Time no
 
 // --- Decisions -----------------------------------------------------------------------------------------------
 
-Status admit_job(ClusterState& s, JobId id, const Placement& placement, bool borrowing, Time now, std::string reason) {
+Status admit_job(ClusterState& s, JobId id, const Placement& placement, bool borrowing, Time now, RefText reason) {
   if (id.index() >= s.jobs.size()) return Error::not_found("no job with id " + std::to_string(id.value));
   Job& j = s.jobs[id.index()];
   if (!is_waiting(j.state)) return Error::precondition("job " + j.spec.name + " is not waiting");
@@ -664,12 +664,12 @@ Status resize_job(ClusterState& s, const ResizeDecision& d, Time now) {
   j.placement = d.placement;
   j.borrowing = d.borrowing;
   j.started_at = now;
-  j.reason = d.reason;
-  j.resizes.push_back({now, from, d.to, d.cause, d.reason});
+  j.reason = SharedText(d.reason);
+  j.resizes.push_back({now, from, d.to, d.cause, j.reason});
   return ok_status();
 }
 
-Status preempt_job(ClusterState& s, JobId id, Time now, std::string reason, ReasonCode code) {
+Status preempt_job(ClusterState& s, JobId id, Time now, RefText reason, ReasonCode code) {
   if (id.index() >= s.jobs.size()) return Error::not_found("no job with id " + std::to_string(id.value));
   Job& j = s.jobs[id.index()];
   if (j.state != JobState::kRunning) return Error::precondition("job " + j.spec.name + " is not running");
@@ -698,7 +698,7 @@ void explain_waiting(ClusterState& s, const std::vector<WaitingReason>& reasons)
     if (!is_waiting(seen.state)) continue;
     SharedText reason = w.text;
     if (seen.state == JobState::kSuspended && !seen.history.empty() && seen.history.back().to == JobState::kSuspended)
-      reason = seen.history.back().reason + "; waiting: " + w.text.str();
+      reason = seen.history.back().reason.ref_text() + "; waiting: " + w.text.ref_text();
     if (seen.reason == reason && seen.reason_code == w.code && seen.feasible == w.feasible) continue;
     Job& j = s.jobs[w.job.index()];
     j.reason = std::move(reason);

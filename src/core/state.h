@@ -102,6 +102,8 @@ struct ClusterState {
 
   // The reason every job starts with, one text for all (model.h, Job::reason).
   SharedText submitted_reason{"waiting for the scheduler"};
+  // ... and the first entry of every job's history, shared the same way.
+  SharedText submitted_history{"submitted"};
 
   ClusterState();
   explicit ClusterState(Catalog c, std::vector<std::string> topology_levels = {});
@@ -204,8 +206,8 @@ void keep_finished_index(ClusterState& s);
 // compacted_tombstone(id): what a compacted job's slot holds (job_table.h).
 
 // --- Decisions (the scheduler's, replayed by drivers and the store) ------------------------------------------
-Status admit_job(ClusterState& s, JobId job, const Placement& placement, bool borrowing, Time now, std::string reason);
-Status preempt_job(ClusterState& s, JobId job, Time now, std::string reason, ReasonCode code = ReasonCode::kPreempted);
+Status admit_job(ClusterState& s, JobId job, const Placement& placement, bool borrowing, Time now, RefText reason);
+Status preempt_job(ClusterState& s, JobId job, Time now, RefText reason, ReasonCode code = ReasonCode::kPreempted);
 // An elastic job restarts at a new size from its last checkpoint (kept work as if it stopped now).
 Status resize_job(ClusterState& s, const ResizeDecision& d, Time now);
 Status apply_decision(ClusterState& s, const Decision& d, Time now);

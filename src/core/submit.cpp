@@ -239,7 +239,7 @@ static Result<JobId> add_job(ClusterState& s, const JobSpec& spec, Time now, std
     j.reason = std::string("waiting to be dispatched to a worker cluster");
     j.reason_code = ReasonCode::kDispatched;
   }
-  j.history.push_back({now, JobState::kPending, JobState::kPending, "submitted"});
+  j.history.push_back({now, JobState::kPending, JobState::kPending, s.submitted_history});
   if (j.spec.array) j.array = note_array_task(s, j);
   s.job_by_name.insert_or_assign(spec.name, j.id);
   s.jobs.push_back(std::move(j));

@@ -18,7 +18,7 @@ Render changed_job_render(const std::string& name, const auth::Caller& who) {
     const Job* j = st.cluster.find_job(name);
     if (!j) return error_reply(Error::not_found("no job named " + name));
     json v = view::job_json(st.cluster, *j, /*with_history=*/true, view::Times::kRfc3339);
-    view::hide_job_refs(v, job_names_for(who));
+    view::hide_job_refs(v, *j, job_names_for(who));
     return json_reply(200, v);
   };
 }
@@ -75,8 +75,9 @@ void delete_route(Routes& http, Api& api) {
               if (*a) return delete_array(txn, api, who, **a);
             }
             if (auto st = may_change(txn, who, name, "deleting"); !st) return st.error();
-            json gone = view::job_json(txn.cluster(), *txn.cluster().find_job(name), /*with_history=*/false, view::Times::kRfc3339);
-            view::hide_job_refs(gone, job_names_for(who));
+            const Job& doomed = *txn.cluster().find_job(name);
+            json gone = view::job_json(txn.cluster(), doomed, /*with_history=*/false, view::Times::kRfc3339);
+            view::hide_job_refs(gone, doomed, job_names_for(who));
             if (auto st = txn.apply(store::DeleteJob{name}); !st) return st.error();
             // Its logs go too, so that a new job of the same name starts with none; but only once the journal
             // holds the deletion: after a failed write the job is rebuilt from the journal, logs and all.

@@ -70,7 +70,7 @@ Render job_render(const std::string& name, const auth::Caller& who, int status =
     }
     // ... and the admission checks that have not answered ready for its run (admission_checks.h).
     add_check_waits(st, *j, v);
-    view::hide_job_refs(v, job_names_for(who));
+    view::hide_job_refs(v, *j, job_names_for(who));
     return json_reply(status, v);
   };
 }
@@ -393,7 +393,7 @@ void job_read_routes(Routes& http, Api& api) {
               view::add_time_limit(item, jobs[i], now, view::Times::kRfc3339);
               add_check_waits(st, jobs[i], item);
             }
-            view::hide_job_refs(item, sees);
+            if (!(summarise && jobs[i].array >= 0)) view::hide_job_refs(item, jobs[i], sees);  // an array's item names no reason
             if (listed++) body += ',';
             body += item.dump(-1, ' ', false, json::error_handler_t::replace);
           }

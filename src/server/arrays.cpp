@@ -29,15 +29,17 @@ Render array_render(const std::string& name, const auth::Caller& who, int status
     if (!a) return error_reply(Error::not_found("no job or array named " + name));
     json v = view::array_json(st.cluster, *a, {});
     json failed = json::array();
+    const view::SeesTeamJobs sees = job_names_for(who);
     for (JobId id : a->tasks) {
       const Job& j = st.cluster.jobs[id.index()];
       if (j.deleted) continue;
+      // A waiting task's reason may name another team's job (a starving job holding capacity): hidden as a job's.
       if (is_waiting(j.state) && !v.contains("waiting_reason"))
-        v["waiting_reason"] = {{"task", j.spec.name}, {"reason", j.reason}, {"reason_code", reason_code_name(j.reason_code)}};
+        v["waiting_reason"] = {{"task", j.spec.name}, {"reason", view::hide_job_refs(j.reason, sees)},
+                               {"reason_code", reason_code_name(j.reason_code)}};
       if (j.state == JobState::kFailed && failed.size() < kFailedNamed) failed.push_back(j.spec.name);
     }
     v["failed_tasks"] = std::move(failed);
-    view::hide_job_refs(v, job_names_for(who));
     return json_reply(status, v);
   };
 }
@@ -66,8 +68,7 @@ Result<Render> cancel_array(Txn& txn, const auth::Caller& who, const ArrayTasks&
 
 Result<Render> delete_array(Txn& txn, Api& api, const auth::Caller& who, const ArrayTasks& a) {
   const std::string name = a.name;
-  json gone = view::array_json(txn.cluster(), a, {});
-  view::hide_job_refs(gone, job_names_for(who));
+  json gone = view::array_json(txn.cluster(), a, {});  // names no reason: nothing to hide
   for (const std::string& t : task_names(txn.cluster(), a, /*active_only=*/true))
     if (auto st = txn.apply(store::Cancel{t}); !st)
       return Error::internal("task " + t + " of array " + name + " is active but was not cancelled: " + st.error().message);

@@ -86,7 +86,7 @@ json job_counts_and_failures(const ServerState& st, Time now, const auth::Caller
   for (size_t i = 0; i < shown; ++i) {
     const Job& j = *failed[i];
     recent.push_back({{"name", j.spec.name}, {"team", s.teams[j.team.index()].spec.name}, {"failed_at", view::rfc3339(finished_at(j))},
-                      {"reason_code", reason_code_name(j.reason_code)}, {"reason", view::hide_job_refs(j.reason.str(), sees)}});
+                      {"reason_code", reason_code_name(j.reason_code)}, {"reason", view::hide_job_refs(j.reason, sees)}});
   }
   json jobs = json::object();
   for (JobState js : kStates) jobs[job_state_name(js)] = counts[static_cast<size_t>(js)];
@@ -134,7 +134,7 @@ json cluster_summary(const ServerState& st, Time now, const auth::Caller& who) {
       if (++attention_total <= 100)
         attention.push_back({{"name", n.name}, {"instance_type", s.catalog.at(n.type).name},
                              {"health", node_health_name(n.health)}, {"cordoned", n.cordoned}, {"suspect", n.suspect},
-                             {"reason", view::hide_job_refs(attention_reason(st, n), sees)}});
+                             {"reason", view::scan_job_refs(attention_reason(st, n), sees)}});
     }
   }
   json types = json::array();
@@ -350,7 +350,7 @@ json queue_page(const QueueCache& cache, const ServerState& st, const QueueQuery
     for (TypeId t : candidate_types(s, j)) types.push_back(s.catalog.at(t).name);
     const WaitCategory category = wait_category(j.reason_code, j.feasible);
     json item = {{"position", i + 1},     {"name", j.spec.name}, {"team", team},
-                 {"priority", priority_of(j)}, {"state", job_state_name(j.state)}, {"reason", view::hide_job_refs(j.reason.str(), sees)},
+                 {"priority", priority_of(j)}, {"state", job_state_name(j.state)}, {"reason", view::hide_job_refs(j.reason, sees)},
                  {"reason_code", reason_code_name(j.reason_code)},
                  {"wait", {{"category", wait_category_name(category)}, {"label", wait_category_label(category)}}},
                  {"never_fits", category == WaitCategory::kNeverFits}, {"instance_types", types},

@@ -99,7 +99,7 @@ std::vector<JobId> running_on(const ClusterState& s, const std::string& node_nam
   return out;
 }
 
-std::string job_message(const Job& j) { return std::string(job_state_name(j.state)) + ": " + j.reason.str(); }
+RefText job_message(const Job& j) { return std::string(job_state_name(j.state)) + ": " + j.reason.ref_text(); }
 
 // "network layers set on 2 nodes: gpu-1 (nn-1a/nn-2b/nn-3c), gpu-2 (...)"; the first 20 nodes by name, then how
 // many more (an apply may name thousands; the journal record has them all).
@@ -116,75 +116,75 @@ std::string network_layers_message(const std::vector<NodeLayers>& nodes) {
 }
 
 // What the record says, after it was applied, for people reading the event stream.
-std::string message_of(const ServerState& st, const Record& r) {
+RefText message_of(const ServerState& st, const Record& r) {
   const ClusterState& s = st.cluster;
   struct M {
     const ClusterState& s;
-    std::string operator()(const SetPolicy&) const { return "cluster policy updated"; }
-    std::string operator()(const UpsertTeam& o) const { return "team " + o.team.name + " created or updated"; }
-    std::string operator()(const RemoveTeam& o) const { return "team " + o.team + " removed"; }
-    std::string operator()(const AddNode& o) const {
+    RefText operator()(const SetPolicy&) const { return "cluster policy updated"; }
+    RefText operator()(const UpsertTeam& o) const { return "team " + o.team.name + " created or updated"; }
+    RefText operator()(const RemoveTeam& o) const { return "team " + o.team + " removed"; }
+    RefText operator()(const AddNode& o) const {
       return "node joined (" + o.node.instance_type + (o.agent ? ", agent at " + o.address : "") + ")";
     }
-    std::string operator()(const RemoveNode& o) const { return "node left the cluster" + (o.cause.empty() ? "" : ": " + o.cause); }
-    std::string operator()(const NodeHealthChange& o) const {
+    RefText operator()(const RemoveNode& o) const { return "node left the cluster" + (o.cause.empty() ? "" : ": " + o.cause); }
+    RefText operator()(const NodeHealthChange& o) const {
       return std::string("health ") + node_health_name(o.health) + " (by " + health_cause_name(o.cause) + ")" +
              (o.reason.empty() ? "" : ": " + o.reason);
     }
-    std::string operator()(const Cordon& o) const { return o.cordoned ? "cordoned" : "uncordoned"; }
-    std::string operator()(const Drain&) const { return "drained: cordoned, its jobs suspended"; }
-    std::string operator()(const Submit& o) const {
+    RefText operator()(const Cordon& o) const { return o.cordoned ? "cordoned" : "uncordoned"; }
+    RefText operator()(const Drain&) const { return "drained: cordoned, its jobs suspended"; }
+    RefText operator()(const Submit& o) const {
       return "submitted by team " + o.job.team + (o.job.priority.empty() ? "" : ", priority " + o.job.priority);
     }
-    std::string operator()(const Cancel& o) const { return "cancelled by request"; }
-    std::string operator()(const Finish& o) const {
+    RefText operator()(const Cancel& o) const { return "cancelled by request"; }
+    RefText operator()(const Finish& o) const {
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : o.reason;
     }
-    std::string operator()(const Admit& o) const { return "admitted: " + o.reason; }
-    std::string operator()(const Preempt& o) const { return "preempted: " + o.reason; }
-    std::string operator()(const Requeue& o) const { return "requeued: " + o.reason; }
-    std::string operator()(const LocalityWaitBegan& o) const {
+    RefText operator()(const Admit& o) const { return "admitted: " + o.reason; }
+    RefText operator()(const Preempt& o) const { return "preempted: " + o.reason; }
+    RefText operator()(const Requeue& o) const { return "requeued: " + o.reason; }
+    RefText operator()(const LocalityWaitBegan& o) const {
       const Job* j = s.find_job(o.job);
       // The pass that began the wait gave the job its reason ("waiting for locality: ... until t=T ...").
-      return j && j->reason_code == ReasonCode::kLocality ? j->reason.str() : "its locality wait began";
+      return j && j->reason_code == ReasonCode::kLocality ? j->reason.ref_text() : RefText("its locality wait began");
     }
-    std::string operator()(const StartTimeout& o) const { return "start timeout: " + o.reason; }
+    RefText operator()(const StartTimeout& o) const { return "start timeout: " + o.reason; }
     // The job's reason, which names the rule and never the line (the line is for readers of the job's logs only).
-    std::string operator()(const LogRuleFired& o) const {
+    RefText operator()(const LogRuleFired& o) const {
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : std::string("log rule ") + log_rule_kind_name(o.firing.kind) + " fired";
     }
-    std::string operator()(const DependencyNeverHolds& o) const {
+    RefText operator()(const DependencyNeverHolds& o) const {
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : "cancelled: its dependency on job " + o.after + " can never hold";
     }
-    std::string operator()(const SetNetworkLayers& o) const { return network_layers_message(o.nodes); }
-    std::string operator()(const TimeLimitExceeded& o) const {
+    RefText operator()(const SetNetworkLayers& o) const { return network_layers_message(o.nodes); }
+    RefText operator()(const TimeLimitExceeded& o) const {
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : "time limit of " + std::to_string(o.time_limit_s) + " s reached (DeadlineExceeded)";
     }
-    std::string operator()(const Resize& o) const {
+    RefText operator()(const Resize& o) const {
       return "resized (" + o.cause + ") from " + std::to_string(o.from) + " to " + std::to_string(o.to) + " replicas: " + o.reason;
     }
-    std::string operator()(const CreateToken& o) const {
+    RefText operator()(const CreateToken& o) const {
       std::string scope;
       for (const auto& t : o.token.teams) scope += (scope.empty() ? ", teams " : ",") + t;
       if (!o.token.node.empty()) scope += ", node " + o.token.node;
       return "token " + o.token.id + " created (role " + auth::role_name(o.token.role) + scope + ")";
     }
-    std::string operator()(const RevokeToken& o) const { return "token " + o.id + " revoked"; }
+    RefText operator()(const RevokeToken& o) const { return "token " + o.id + " revoked"; }
     // Neither the secret nor the URL (a URL may hold a credential of the receiver's, such as a chat service's
     // hook path): the id, scope and kinds only.
-    std::string operator()(const CreateWebhook& o) const {
+    RefText operator()(const CreateWebhook& o) const {
       std::string kinds;
       for (NoticeKind k : o.webhook.events) kinds += (kinds.empty() ? "" : ",") + std::string(notice_kind_name(k));
       return "webhook " + o.webhook.id + " created (" + (o.webhook.team.empty() ? "cluster-wide" : "team " + o.webhook.team) +
              ", events " + kinds + ")";
     }
-    std::string operator()(const DeleteWebhook& o) const { return "webhook " + o.id + " deleted"; }
+    RefText operator()(const DeleteWebhook& o) const { return "webhook " + o.id + " deleted"; }
     // The kind and scope, never the URL (it may hold a credential of the endpoint's).
-    std::string operator()(const PutAdmissionCheck& o) const {
+    RefText operator()(const PutAdmissionCheck& o) const {
       auto list = [](const std::vector<std::string>& v) {
         std::string out;
         for (const auto& x : v) out += (out.empty() ? "" : ",") + x;
@@ -194,8 +194,8 @@ std::string message_of(const ServerState& st, const Record& r) {
       if (!o.check.priority_classes.empty()) scope += ", priority classes " + list(o.check.priority_classes);
       return "admission check " + o.check.name + " put (" + admission_check_kind_name(o.check.kind) + ", " + scope + ")";
     }
-    std::string operator()(const DeleteAdmissionCheck& o) const { return "admission check " + o.name + " deleted"; }
-    std::string operator()(const AdmissionCheckAnswered& o) const {
+    RefText operator()(const DeleteAdmissionCheck& o) const { return "admission check " + o.name + " deleted"; }
+    RefText operator()(const AdmissionCheckAnswered& o) const {
       const Job* j = s.find_job(o.job);
       if (o.answer != CheckAnswer::kReady && j) return job_message(*j);
       return "admission check " + o.check + " answered " + check_answer_name(o.answer) + " for attempt " +
@@ -203,45 +203,45 @@ std::string message_of(const ServerState& st, const Record& r) {
     }
     // The job's state and reason after the step (core/remote_copy.h), which name the worker and the copy; a mirrored
     // event of the copy says what the worker said.
-    std::string operator()(const RemoteCopyStep& o) const {
+    RefText operator()(const RemoteCopyStep& o) const {
       if (o.step == RemoteStep::kEvent)
         return "in worker cluster " + o.worker + " as job " + o.copy + " (its event " + std::to_string(o.worker_seq) + ", " +
                o.worker_kind + "): " + o.reason;
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : std::string("copy ") + o.copy + " in worker cluster " + o.worker + ": " + remote_step_name(o.step);
     }
-    std::string operator()(const Audit& o) const { return o.action; }
-    std::string operator()(const HoldJob& o) const { return o.held ? "held by request" : "released"; }
-    std::string operator()(const SetJobPriority& o) const {
+    RefText operator()(const Audit& o) const { return o.action; }
+    RefText operator()(const HoldJob& o) const { return o.held ? "held by request" : "released"; }
+    RefText operator()(const SetJobPriority& o) const {
       return "priority class set to " + (o.priority.empty() ? std::string("none") : o.priority);
     }
-    std::string operator()(const DeleteJob&) const { return "deleted; its name is free for a new job"; }
-    std::string operator()(const CreatePlan& o) const {
+    RefText operator()(const DeleteJob&) const { return "deleted; its name is free for a new job"; }
+    RefText operator()(const CreatePlan& o) const {
       return "plan " + o.plan.name + " created (" + std::to_string(o.plan.count) + " x " + o.plan.instance_type +
              (o.plan.team.empty() ? ", no owner" : ", team " + o.plan.team) + ")";
     }
-    std::string operator()(const PlanStepRecord& o) const { return "plan " + o.plan + " is " + o.state; }
-    std::string operator()(const DeletePlan& o) const { return "plan " + o.plan + " deleted"; }
-    std::string operator()(const CreateReservation& o) const {
+    RefText operator()(const PlanStepRecord& o) const { return "plan " + o.plan + " is " + o.state; }
+    RefText operator()(const DeletePlan& o) const { return "plan " + o.plan + " deleted"; }
+    RefText operator()(const CreateReservation& o) const {
       const ReservationSpec& r = o.reservation;
       return "reservation " + r.name + " created for team " + r.team + (r.user.empty() ? "" : ", user " + r.user) + " (" +
              (r.count > 0 ? std::to_string(r.count) + " x " + r.instance_type : std::to_string(r.nodes.size()) + " named nodes") + ")";
     }
-    std::string operator()(const ReservationStepRecord& o) const { return "reservation " + o.reservation + " is " + o.state; }
-    std::string operator()(const DeleteReservation& o) const {
+    RefText operator()(const ReservationStepRecord& o) const { return "reservation " + o.reservation + " is " + o.state; }
+    RefText operator()(const DeleteReservation& o) const {
       return "reservation " + o.reservation + " deleted; its nodes returned to the common pool";
     }
-    std::string operator()(const RecoverInPlace& o) const {
+    RefText operator()(const RecoverInPlace& o) const {
       std::string moved;
       for (const auto& m : o.moves) moved += (moved.empty() ? "" : ", ") + std::string("replica ") + std::to_string(m.index) + " to " + m.to.node;
       return "recovered in place from the failure of node " + o.node + ": membership epoch " + std::to_string(o.epoch) +
              ", " + moved + "; the other replicas keep running";
     }
-    std::string operator()(const InPlaceFallback& o) const {
+    RefText operator()(const InPlaceFallback& o) const {
       const Job* j = s.find_job(o.job);
       return j ? job_message(*j) : o.reason;
     }
-    std::string operator()(const CompactFinished& o) const {
+    RefText operator()(const CompactFinished& o) const {
       return "retention: jobs that finished at or before " + std::to_string(o.finished_before) + " left the server (" +
              std::to_string(s.compacted_jobs) + " compacted so far); the journal keeps their records";
     }
@@ -250,7 +250,7 @@ std::string message_of(const ServerState& st, const Record& r) {
 }
 
 void push(ServerState& st, std::vector<Event>& events, Time at, std::string kind, std::string job, std::string node,
-          std::string message) {
+          RefText message) {
   std::string team;
   if (const Job* j = job.empty() ? nullptr : st.cluster.find_job(job)) {
     if (j->state == JobState::kRunning) {
@@ -694,11 +694,11 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
     if (named_running && j.spec.name == job_name) continue;  // accounted for above (a requeue names its job and node)
     std::string cause = "node " + node;
     if (node.empty())  // a plan's end or a reservation's start: the record says which
-      cause = message_of(st, r);
+      cause = message_of(st, r).str();
     else if (const auto* h = std::get_if<NodeHealthChange>(&r.op))
       cause += " became " + std::string(node_health_name(h->health)) + (h->reason.empty() ? "" : ": " + h->reason);
     else
-      cause += ": " + message_of(st, r);
+      cause += ": " + message_of(st, r).str();
     account_stop(st, j, r.at, restarts[i], cause, node);
   }
   // The audit trail has its own endpoint; the event stream is for what happened to the cluster.
@@ -720,7 +720,7 @@ void note_decision(ServerState& st, const Record& r, std::vector<Event>& events)
   note(st, r);
   // A preemption ended a run (the scheduler applied it already; started_at still names that run).
   if (const auto* p = std::get_if<Preempt>(&r.op))
-    if (const Job* j = st.cluster.find_job(p->job)) account_stop(st, *j, r.at, j->restarts, p->reason, "");
+    if (const Job* j = st.cluster.find_job(p->job)) account_stop(st, *j, r.at, j->restarts, p->reason.str(), "");
   st.usage.refresh_rates(st.cluster);
   push(st, events, r.at, op_name(r.op), job_of(r.op), "", message_of(st, r));
   note_preemption(st, r, events.back());

@@ -152,7 +152,7 @@ struct Event {
   std::string kind;  // the record kind (submit, admit, preempt, node_health, ...) or "job" for a consequence
   std::string job;
   std::string node;
-  std::string message;
+  RefText message;  // with the jobs it names: readers who may not see a team's jobs get them unnamed (view/job_refs.h)
   std::string team;  // the job's team, when there is a job: members see only their teams' job events
   // A preempt event: the victim's preemption group as journaled (core/preemption_record.h); null for records
   // written before groups were.

@@ -153,13 +153,17 @@ UsageLedger::Row usage_row_from(const json& j) {
 }
 
 json event_json(const Event& e) {
-  return {e.seq, e.at, e.kind, e.job, e.node, e.message, e.team,
-          e.preemption ? store::preemption_group_to_json(*e.preemption) : json(nullptr), event_audience_name(e.audience)};
+  json out = {e.seq, e.at, e.kind, e.job, e.node, e.message.str(), e.team,
+              e.preemption ? store::preemption_group_to_json(*e.preemption) : json(nullptr), event_audience_name(e.audience)};
+  // The jobs the message names, only when it names any (events of snapshots before them read as refs_unknown).
+  if (!e.message.refs().empty()) out.push_back(store::job_refs_to_json(e.message.refs()));
+  return out;
 }
 
 Event event_from(const json& j) {
   Event e{j.at(0).get<uint64_t>(), j.at(1).get<Time>(), j.at(2).get<std::string>(), j.at(3).get<std::string>(),
-          j.at(4).get<std::string>(), j.at(5).get<std::string>(), j.at(6).get<std::string>(), nullptr};
+          j.at(4).get<std::string>(), store::ref_text_from_json(j.at(5).get<std::string>(), j.size() > 9 ? j.at(9) : json()),
+          j.at(6).get<std::string>(), nullptr};
   if (!j.at(7).is_null()) e.preemption = std::make_shared<const PreemptionGroup>(store::preemption_group_from_json(j.at(7)));
   if (j.size() > 8) {
     auto audience = parse_event_audience(j.at(8).get<std::string>());

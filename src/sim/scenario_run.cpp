@@ -60,7 +60,7 @@ void log_decisions(const ClusterState& s, const ScheduleResult& r, Time now, std
                                         [](const ResizeDecision&) { return "resize  "; }},
                              d) +
                   s.jobs[decision_job(d).index()].spec.name + ": " +
-                  std::visit([](const auto& x) -> const std::string& { return x.reason; }, d));
+                  std::visit([](const auto& x) -> const std::string& { return x.reason.str(); }, d));
     // A group's admission follows its victims' preemptions: the group's record is logged after it.
     // The victims may be preempted or shrunk (a shrink is a resize with the group's record).
     const PreemptionRecord* record = nullptr;

@@ -165,10 +165,13 @@ Status ClusterRestore::begin_throwing(const json& j) {
 Status ClusterRestore::add_job_throwing(const json& jj) {
   ClusterState& s = s_;
   // Reasons are interned again: thousands of waiting jobs say the same few things.
-  auto text = [&](std::string t) -> SharedText {
+  // A reason naming jobs keeps its references (record_json.h); one without them is read as refs_unknown.
+  auto text = [&](std::string t, const json& refs = json()) -> SharedText {
+    if (!refs.is_null()) return SharedText(store::ref_text_from_json(std::move(t), refs));
     if (t == s.submitted_reason.str()) return s.submitted_reason;
+    if (t == s.submitted_history.str()) return s.submitted_history;
     auto it = texts_.find(t);
-    if (it == texts_.end()) it = texts_.emplace(t, SharedText(t)).first;
+    if (it == texts_.end()) it = texts_.emplace(t, SharedText(RefText::refs_unknown(t))).first;
     return it->second;
   };
   // A run of jobs compacted by retention: only their IDs are kept (core/state.h, compact_finished).
@@ -191,7 +194,7 @@ Status ClusterRestore::add_job_throwing(const json& jj) {
   job.waiting_since = jj.value("waiting_since", submitted_at);
   if (jj.contains("locality_wait_from")) job.locality_wait_from = jj.at("locality_wait_from").get<Time>();
   job.state = state_from(jj.at("state"));
-  job.reason = text(jj.at("reason").get<std::string>());
+  job.reason = text(jj.at("reason").get<std::string>(), jj.contains("reason_refs") ? jj.at("reason_refs") : json());
   job.reason_code = code_from(jj.at("reason_code"));
   job.feasible = jj.value("feasible", true);
   job.borrowing = jj.value("borrowing", false);
@@ -203,7 +206,8 @@ Status ClusterRestore::add_job_throwing(const json& jj) {
     return Error::invalid("job " + spec.name + " has a negative counter");
   job.history.clear();
   for (const auto& h : jj.at("history"))
-    job.history.push_back({h.at(0).get<Time>(), state_from(h.at(1)), state_from(h.at(2)), h.at(3).get<std::string>()});
+    job.history.push_back({h.at(0).get<Time>(), state_from(h.at(1)), state_from(h.at(2)),
+                           text(h.at(3).get<std::string>(), h.size() > 4 ? h.at(4) : json())});
   // Held, deleted and resized since its submission (absent in snapshots written before these existed).
   job.held = jj.value("held", false);
   job.time_limit_s = jj.value("time_limit_s", int64_t{0});
@@ -251,7 +255,8 @@ Status ClusterRestore::add_job_throwing(const json& jj) {
     const auto cause = r.at(3).get<std::string>();
     if (cause != "grow" && cause != "shrink") throw std::invalid_argument("job " + spec.name + ": unknown resize cause " + cause);
     job.resizes.push_back({r.at(0).get<Time>(), r.at(1).get<int>(), r.at(2).get<int>(),
-                           cause == "grow" ? ResizeCause::kGrow : ResizeCause::kShrink, r.at(4).get<std::string>()});
+                           cause == "grow" ? ResizeCause::kGrow : ResizeCause::kShrink,
+                           text(r.at(4).get<std::string>(), r.size() > 5 ? r.at(5) : json())});
   }
   if (jj.value("deleted", false)) {
     if (is_active(job.state)) return Error::invalid("job " + spec.name + " is deleted but " + job_state_name(job.state));
@@ -346,6 +351,22 @@ json compact_spec(const JobSpec& spec) {
 // The job's fields that both encodings write only when set, so that snapshots of jobs without them read as they
 // always have: a locality wait (core/locality_wait.h), a plan, folded attempts, the wall-time limit resolved at
 // submission and the running time toward it (core/time_limit.h), gang start timeouts (core/start_timeout.h).
+// The jobs a reason names (core/ref_text.h), only when it names any: "reason_refs" beside the job's reason, and a
+// last element of a history or resize entry. Entries without them read back as refs_unknown (record_json.h).
+void put_refs(json& out, const Job& j) {
+  if (!j.reason.refs().empty()) out["reason_refs"] = job_refs_to_json(j.reason.refs());
+}
+json history_json(const Transition& h) {
+  json out = {h.at, job_state_name(h.from), job_state_name(h.to), h.reason.str()};
+  if (!h.reason.refs().empty()) out.push_back(job_refs_to_json(h.reason.refs()));
+  return out;
+}
+json resize_json(const ResizeEvent& r) {
+  json out = {r.at, r.from, r.to, resize_cause_name(r.cause), r.reason.str()};
+  if (!r.reason.refs().empty()) out.push_back(job_refs_to_json(r.reason.refs()));
+  return out;
+}
+
 void put_fields_when_set(json& out, const Job& j) {
   if (j.locality_wait_from) out["locality_wait_from"] = *j.locality_wait_from;
   if (j.plan.valid()) out["plan"] = j.plan.value;
@@ -386,8 +407,9 @@ json job_to_json(const ClusterState& s, const Job& j, JobEncoding encoding, uint
                 {"state", job_state_name(j.state)},
                 {"reason", j.reason.str()},
                 {"reason_code", reason_code_name(j.reason_code)}};
+    put_refs(out, j);
     json history = json::array();
-    for (const auto& h : j.history) history.push_back({h.at, job_state_name(h.from), job_state_name(h.to), h.reason});
+    for (const auto& h : j.history) history.push_back(history_json(h));
     out["history"] = std::move(history);
     if (j.priority != 0) out["priority"] = j.priority;
     if (j.arrival != expected_arrival) out["arrival"] = j.arrival;
@@ -404,16 +426,16 @@ json job_to_json(const ClusterState& s, const Job& j, JobEncoding encoding, uint
     if (j.attempt_base != 0) out["attempt_base"] = j.attempt_base;
     if (!j.resizes.empty()) {
       json resizes = json::array();
-      for (const auto& r : j.resizes) resizes.push_back({r.at, r.from, r.to, resize_cause_name(r.cause), r.reason});
+      for (const auto& r : j.resizes) resizes.push_back(resize_json(r));
       out["resizes"] = std::move(resizes);
     }
     put_fields_when_set(out, j);
     return out;
   }
   json history = json::array();
-  for (const auto& h : j.history) history.push_back({h.at, job_state_name(h.from), job_state_name(h.to), h.reason});
+  for (const auto& h : j.history) history.push_back(history_json(h));
   json resizes = json::array();
-  for (const auto& r : j.resizes) resizes.push_back({r.at, r.from, r.to, resize_cause_name(r.cause), r.reason});
+  for (const auto& r : j.resizes) resizes.push_back(resize_json(r));
   json out = {{"spec", to_json(j.spec)},
               {"priority", j.priority},
               {"arrival", j.arrival},
@@ -434,6 +456,7 @@ json job_to_json(const ClusterState& s, const Job& j, JobEncoding encoding, uint
               {"deleted", j.deleted},
               {"attempt_base", j.attempt_base},
                   {"resizes", std::move(resizes)}};
+  put_refs(out, j);
   put_fields_when_set(out, j);
   return out;
 }

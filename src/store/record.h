@@ -109,7 +109,7 @@ struct Admit {
   std::string job;
   std::vector<PodSetRecord> placement;
   bool borrowing = false;
-  std::string reason;
+  RefText reason;  // with the jobs it names ("reason_refs", record_json.h)
   friend bool operator==(const Admit&, const Admit&) = default;
 };
 // One victim. Every victim's record carries its group whole, so each one reads on its own (events, describe).
@@ -117,7 +117,7 @@ struct Admit {
 struct Preempt {
   std::string job;
   std::string preemptor;  // the job that needed the room
-  std::string reason;
+  RefText reason;
   std::optional<PreemptionRule> rule;
   std::optional<PreemptionGroup> group;
   friend bool operator==(const Preempt&, const Preempt&) = default;
@@ -131,7 +131,7 @@ struct Resize {
   int from = 0, to = 0;
   std::string cause;  // "grow", "shrink" (core/model.h, resize_cause_name)
   std::string for_job;
-  std::string reason;
+  RefText reason;
   std::optional<PreemptionRule> rule;
   std::optional<PreemptionGroup> group;
   friend bool operator==(const Resize&, const Resize&) = default;

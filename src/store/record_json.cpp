@@ -124,7 +124,7 @@ PreemptionGroup group_from_json(const json& j) {
 
 // Records written before rules and groups were journaled have neither key: they decode with both empty.
 Preempt preempt_from_json(const json& j) {
-  Preempt p{j.at("job").get<std::string>(), j.at("preemptor").get<std::string>(), j.at("reason").get<std::string>(), {}, {}};
+  Preempt p{j.at("job").get<std::string>(), j.at("preemptor").get<std::string>(), ref_text_at(j, "reason"), {}, {}};
   if (j.contains("rule")) p.rule = rule_from(j.at("rule").get<std::string>());
   if (j.contains("group")) p.group = group_from_json(j.at("group"));
   return p;
@@ -156,17 +156,21 @@ struct ToJson {
     return out;
   }
   json operator()(const Admit& o) const {
-    return {{"job", o.job}, {"placement", placement_to_json(o.placement)}, {"borrowing", o.borrowing}, {"reason", o.reason}};
+    json out = {{"job", o.job}, {"placement", placement_to_json(o.placement)}, {"borrowing", o.borrowing}};
+    put_ref_text(out, "reason", o.reason);
+    return out;
   }
   json operator()(const Preempt& o) const {
-    json out = {{"job", o.job}, {"preemptor", o.preemptor}, {"reason", o.reason}};
+    json out = {{"job", o.job}, {"preemptor", o.preemptor}};
+    put_ref_text(out, "reason", o.reason);
     if (o.rule) out["rule"] = preemption_rule_name(*o.rule);
     if (o.group) out["group"] = group_to_json(*o.group);
     return out;
   }
   json operator()(const Resize& o) const {
     json out = {{"job", o.job},   {"placement", placement_to_json(o.placement)}, {"borrowing", o.borrowing}, {"from", o.from},
-                {"to", o.to},     {"cause", o.cause}, {"for_job", o.for_job},     {"reason", o.reason}};
+                {"to", o.to},     {"cause", o.cause}, {"for_job", o.for_job}};
+    put_ref_text(out, "reason", o.reason);
     if (o.rule) out["rule"] = preemption_rule_name(*o.rule);
     if (o.group) out["group"] = group_to_json(*o.group);
     return out;
@@ -232,6 +236,39 @@ struct ToJson {
 };
 
 }  // namespace
+
+json job_refs_to_json(const std::vector<JobRef>& refs) {
+  json out = json::array();
+  for (const JobRef& r : refs) out.push_back({{"job", r.job}, {"team", r.team}, {"at", r.at}, {"size", r.size}});
+  return out;
+}
+
+RefText ref_text_from_json(std::string text, const json& refs) {
+  if (refs.is_null()) return RefText::refs_unknown(std::move(text));
+  std::vector<JobRef> out;
+  size_t end = 0;  // references are in text order and do not overlap (hiding relies on it, view/job_refs.h)
+  for (const auto& r : refs) {
+    JobRef ref{r.at("job").get<std::string>(), r.at("team").get<std::string>(), r.at("at").get<uint32_t>(), r.at("size").get<uint32_t>()};
+    // The words must be the reference's own, where it says: a reader hides exactly those bytes.
+    const std::string words = RefText::job(ref.job, ref.team).str();
+    if (ref.size != words.size() || ref.at < end || ref.at > text.size() || text.compare(ref.at, ref.size, words) != 0)
+      throw std::invalid_argument("reference to job " + ref.job + " of team " + ref.team + " at " + std::to_string(ref.at) +
+                                  " is not in its text, after the one before it");
+    end = ref.at + ref.size;
+    out.push_back(std::move(ref));
+  }
+  return RefText(std::move(text), std::move(out));
+}
+
+void put_ref_text(json& out, const std::string& key, const RefText& text) {
+  out[key] = text.str();
+  if (!text.refs().empty()) out[key + "_refs"] = job_refs_to_json(text.refs());
+}
+
+RefText ref_text_at(const json& in, const std::string& key) {
+  auto refs = in.find(key + "_refs");
+  return ref_text_from_json(in.at(key).get<std::string>(), refs == in.end() ? json() : *refs);
+}
 
 namespace {
 NodeHealthChange node_health_from_json(const json& j) {
@@ -329,13 +366,13 @@ struct FromJson {
     return Finish{str("job"), j.at("succeeded").get<bool>(), str("reason"), j.value("node", std::string())};
   }
   Op operator()(As<Admit>) const {
-    return Admit{str("job"), placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(), str("reason")};
+    return Admit{str("job"), placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(), ref_text_at(j, "reason")};
   }
   Op operator()(As<Preempt>) const { return preempt_from_json(j); }
   Op operator()(As<Resize>) const {
     // A shrink's rule and preemption group; grows, and shrinks written before they were journaled, have neither.
     Resize r{str("job"),          placement_from_json(j.at("placement")), j.at("borrowing").get<bool>(),
-             j.at("from").get<int>(), j.at("to").get<int>(), str("cause"), str("for_job"), str("reason"), {}, {}};
+             j.at("from").get<int>(), j.at("to").get<int>(), str("cause"), str("for_job"), ref_text_at(j, "reason"), {}, {}};
     if (j.contains("rule")) r.rule = rule_from(j.at("rule").get<std::string>());
     if (j.contains("group")) r.group = group_from_json(j.at("group"));
     return r;

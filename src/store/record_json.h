@@ -41,5 +41,14 @@ Actor actor_from_json(const nlohmann::json& j);
 HealthCause health_cause_from_name(const std::string& s);
 nlohmann::json preemption_group_to_json(const PreemptionGroup& g);
 PreemptionGroup preemption_group_from_json(const nlohmann::json& j);
+// A reason and the jobs it names (core/ref_text.h), as records and snapshots keep them: the text and, only when it
+// names a job, its references as [{"job", "team", "at", "size"}] (so that records naming none keep their body).
+nlohmann::json job_refs_to_json(const std::vector<JobRef>& refs);
+// The text with the references read from `refs`; with none stored (null), RefText::refs_unknown: the record was
+// written before references were kept, or names no job. Throws when a reference is not the words it says it is.
+RefText ref_text_from_json(std::string text, const nlohmann::json& refs);
+// `out[key]` and, when it names a job, `out[key + "_refs"]`; and back.
+void put_ref_text(nlohmann::json& out, const std::string& key, const RefText& text);
+RefText ref_text_at(const nlohmann::json& in, const std::string& key);
 
 }  // namespace allot::store

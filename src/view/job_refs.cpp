@@ -18,7 +18,38 @@ size_t name_length(std::string_view text, size_t at) {
 
 }  // namespace
 
-std::string hide_job_refs(std::string_view text, const SeesTeamJobs& sees) {
+std::string hide_job_refs(const RefText& text, const SeesTeamJobs& sees) {
+  if (!sees) return text.str();
+  if (!text.refs_known()) return scan_job_refs(text.str(), sees);
+  // References are in text order (concatenation keeps them so) and never overlap.
+  const std::string& t = text.str();
+  std::string out;
+  size_t copied = 0;
+  for (const JobRef& r : text.refs()) {
+    if (sees(r.team)) continue;
+    out.append(t, copied, r.at - copied);
+    out += "a job of team " + r.team;
+    copied = r.at + r.size;
+  }
+  if (copied == 0) return t;
+  out.append(t, copied, std::string::npos);
+  return out;
+}
+
+void hide_job_refs(nlohmann::json& job_view, const Job& job, const SeesTeamJobs& sees) {
+  if (!sees) return;
+  if (job_view.contains("reason")) job_view["reason"] = hide_job_refs(job.reason, sees);
+  // job_json() lists every transition and resize, in order.
+  auto hide_list = [&](const char* list, const auto& items) {
+    if (!job_view.contains(list) || !job_view[list].is_array()) return;
+    auto& view = job_view[list];
+    for (size_t i = 0; i < view.size() && i < items.size(); ++i) view[i]["reason"] = hide_job_refs(items[i].reason, sees);
+  };
+  hide_list("history", job.history);
+  hide_list("resizes", job.resizes);
+}
+
+std::string scan_job_refs(std::string_view text, const SeesTeamJobs& sees) {
   if (!sees) return std::string(text);
   static constexpr std::string_view kJob = "job ", kOfTeam = " of team ";
   std::string out;
@@ -51,15 +82,5 @@ std::string hide_job_refs(std::string_view text, const SeesTeamJobs& sees) {
   return out;
 }
 
-void hide_job_refs(nlohmann::json& job_view, const SeesTeamJobs& sees) {
-  if (!sees) return;
-  auto hide = [&](nlohmann::json& o) {
-    if (o.contains("reason") && o["reason"].is_string()) o["reason"] = hide_job_refs(o["reason"].get<std::string>(), sees);
-  };
-  hide(job_view);
-  for (const char* list : {"history", "resizes"})
-    if (job_view.contains(list) && job_view[list].is_array())
-      for (auto& item : job_view[list]) hide(item);
-}
 
 }  // namespace allot::view

@@ -342,21 +342,21 @@ json decision_json(const ClusterState& s, const Decision& d) {
           [&](const AdmitDecision& a) -> json {
             return {{"kind", "admit"},
                     {"job", s.jobs[a.job.index()].spec.name},
-                    {"reason", a.reason},
+                    {"reason", a.reason.str()},
                     {"borrowing", a.borrowing},
                     {"placement", placement_json(s, a.placement)}};
           },
           [&](const PreemptDecision& p) -> json {
             return {{"kind", "preempt"},
                     {"job", s.jobs[p.job.index()].spec.name},
-                    {"reason", p.reason},
+                    {"reason", p.reason.str()},
                     {"rule", preemption_rule_name(p.rule)},
                     {"preemptor", s.jobs[p.preemptor.index()].spec.name}};
           },
           [&](const ResizeDecision& r) -> json {
             json out = {{"kind", "resize"},
                         {"job", s.jobs[r.job.index()].spec.name},
-                        {"reason", r.reason},
+                        {"reason", r.reason.str()},
                         {"cause", resize_cause_name(r.cause)},
                         {"from", r.from},
                         {"to", r.to},

@@ -133,7 +133,7 @@ TEST(CohortTree, LendingLimitKeepsPartOfAGroupsQuotaForItsMembers) {
   QuotaVerdict b = ask(s, "b", 1);
   EXPECT_FALSE(b.fits);
   EXPECT_EQ(b.why.code, ReasonCode::kQuotaLentOut);  // within b's own quota: lent out, a case for reclaim
-  EXPECT_NE(b.why.text.find("quota lent out: team b"), std::string::npos) << b.why.text;
+  EXPECT_NE(b.why.text.str().find("quota lent out: team b"), std::string::npos) << b.why.text.str();
 }
 
 // A borrowing limit at a group caps what its whole subtree takes from above: prod (2 + 2 nodes, borrow_limit 50%)
@@ -146,7 +146,7 @@ TEST(CohortTree, BorrowingLimitAtAGroupCapsItsSubtree) {
   QuotaVerdict d = ask(s, "d", 2);
   EXPECT_FALSE(d.fits);
   EXPECT_EQ(d.why.code, ReasonCode::kBorrowLimit);
-  EXPECT_NE(d.why.text.find("group prod"), std::string::npos) << d.why.text;
+  EXPECT_NE(d.why.text.str().find("group prod"), std::string::npos) << d.why.text.str();
   // x, outside prod, still has its own 4... and prod's unused part: 8 - 5 = 3 left in all.
   EXPECT_FALSE(ask(s, "x", 4).fits);
   EXPECT_TRUE(ask(s, "x", 3).fits);
@@ -189,8 +189,8 @@ TEST(CohortTree, OneRootGroupGivesTheFlatVerdicts) {
     for (int t = 0; t < teams; ++t) {
       const int n = pick(1, 6);
       const QuotaVerdict va = ask(a, flat[t].name, n), vb = ask(b, flat[t].name, n);
-      ASSERT_EQ(va.fits, vb.fits) << "round " << round << ", team " << flat[t].name << ", " << n << " nodes: " << va.why.text
-                                  << " / " << vb.why.text;
+      ASSERT_EQ(va.fits, vb.fits) << "round " << round << ", team " << flat[t].name << ", " << n << " nodes: " << va.why.text.str()
+                                  << " / " << vb.why.text.str();
       EXPECT_EQ(va.why.code, vb.why.code) << "round " << round;
       EXPECT_EQ(va.within_nominal, vb.within_nominal);
     }

@@ -251,9 +251,9 @@ std::string describe(const ClusterState& s, const ScheduleResult& r) {
   std::string out;
   for (const Decision& d : r.decisions) {
     const Job& j = s.jobs[decision_job(d).index()];
-    if (const auto* a = std::get_if<AdmitDecision>(&d)) out += "\n  admit " + j.spec.name + ": " + a->reason;
-    else if (const auto* p = std::get_if<PreemptDecision>(&d)) out += "\n  preempt " + j.spec.name + ": " + p->reason;
-    else out += "\n  resize " + j.spec.name + ": " + std::get<ResizeDecision>(d).reason;
+    if (const auto* a = std::get_if<AdmitDecision>(&d)) out += "\n  admit " + j.spec.name + ": " + a->reason.str();
+    else if (const auto* p = std::get_if<PreemptDecision>(&d)) out += "\n  preempt " + j.spec.name + ": " + p->reason.str();
+    else out += "\n  resize " + j.spec.name + ": " + std::get<ResizeDecision>(d).reason.str();
   }
   return out;
 }

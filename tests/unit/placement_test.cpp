@@ -93,7 +93,7 @@ TEST_F(PlacementTest, RequiredTakesTheTightestDomainThatHoldsTheWholeJob) {
   domain("nn-b", "b", 3);
   RoomTable room = s.room;
   auto p = place(job("three", 3, required(kL3)), room);
-  ASSERT_TRUE(p.ok) << p.why.text;
+  ASSERT_TRUE(p.ok) << p.why.text.str();
   EXPECT_EQ(nodes(p), (std::set<std::string>{"b-1", "b-2", "b-3"})) << "nn-b fits exactly; nn-a stays whole";
 }
 
@@ -107,8 +107,8 @@ TEST_F(PlacementTest, RequiredWaitsWhenNoDomainHasRoomButIsNotNeverFits) {
   EXPECT_FALSE(p.ok);
   EXPECT_FALSE(p.never()) << "an empty cluster holds it: it waits";
   EXPECT_EQ(p.why.code, ReasonCode::kTopology);
-  EXPECT_NE(p.why.text.find("no network-node-layer-3 domain has room for 2"), std::string::npos) << p.why.text;
-  EXPECT_NE(p.why.text.find("the roomiest has 1"), std::string::npos) << p.why.text;
+  EXPECT_NE(p.why.text.str().find("no network-node-layer-3 domain has room for 2"), std::string::npos) << p.why.text.str();
+  EXPECT_NE(p.why.text.str().find("the roomiest has 1"), std::string::npos) << p.why.text.str();
 }
 
 TEST_F(PlacementTest, RequiredLargerThanAnyDomainNeverFits) {
@@ -118,7 +118,7 @@ TEST_F(PlacementTest, RequiredLargerThanAnyDomainNeverFits) {
   EXPECT_FALSE(p.ok);
   EXPECT_TRUE(p.never());
   EXPECT_EQ(p.why.code, ReasonCode::kNeverFits);
-  EXPECT_EQ(p.why.text.rfind("never fits", 0), 0u) << p.why.text;
+  EXPECT_EQ(p.why.text.str().rfind("never fits", 0), 0u) << p.why.text.str();
 }
 
 TEST_F(PlacementTest, PreferredFallsBackToTheFewestDomains) {
@@ -128,7 +128,7 @@ TEST_F(PlacementTest, PreferredFallsBackToTheFewestDomains) {
   // 3 replicas: no layer-3 domain holds them, so the layer-2 domain is split over the fewest layer-3
   // domains: the roomiest first (nn-a), then the tightest that finishes the job (nn-c, not half of nn-b).
   auto p = place(job("three", 3, preferred(kL3)), s.room);
-  ASSERT_TRUE(p.ok) << p.why.text;
+  ASSERT_TRUE(p.ok) << p.why.text.str();
   EXPECT_EQ(domains(p).size(), 2u);
   EXPECT_EQ(nodes(p), (std::set<std::string>{"a-1", "a-2", "c-1"}));
 }
@@ -141,7 +141,7 @@ TEST_F(PlacementTest, PackingWithoutARequestKeepsWholeDomainsFree) {
   // The leaf-switch rule: a one-node job goes where it fits tightest (b-4), so nn-a stays free for a
   // 4-node job.
   auto p = place(job("one", 1), room);
-  ASSERT_TRUE(p.ok) << p.why.text;
+  ASSERT_TRUE(p.ok) << p.why.text.str();
   EXPECT_EQ(nodes(p), (std::set<std::string>{"b-4"}));
 }
 
@@ -151,7 +151,7 @@ TEST_F(PlacementTest, SlicesStayInsideOneDomainEach) {
   // 4 replicas in slices of 2 at layer 3: each domain holds one slice (3 nodes make one slice of 2), so the
   // job takes 2 + 2, never 3 + 1.
   auto p = place(job("sliced", 4, sliced(kL3, 2)), s.room);
-  ASSERT_TRUE(p.ok) << p.why.text;
+  ASSERT_TRUE(p.ok) << p.why.text.str();
   std::map<std::string, int> per_domain;
   for (NodeId n : p.placement.nodes()) ++per_domain[domain_of(s.nodes[n.index()].name)];
   EXPECT_EQ(per_domain, (std::map<std::string, int>{{"nn-a", 2}, {"nn-b", 2}}));
@@ -165,7 +165,7 @@ TEST_F(PlacementTest, ExclusiveSkipsDomainsWithOtherJobsAndHoldsItsOwn) {
   // nn-a has room for 2 but holds another job's replica: an exclusive job must use nn-b.
   const Job& excl = job("excl", 2, required(kL3, kL3));
   auto p = place(excl, room);
-  ASSERT_TRUE(p.ok) << p.why.text;
+  ASSERT_TRUE(p.ok) << p.why.text.str();
   EXPECT_EQ(domains(p), (std::set<std::string>{"nn-b"}));
   // Once admitted, the rest of nn-b is closed to other jobs.
   ASSERT_TRUE(admit_job(s, excl.id, p.placement, false, 0, "test").ok());
@@ -173,7 +173,7 @@ TEST_F(PlacementTest, ExclusiveSkipsDomainsWithOtherJobsAndHoldsItsOwn) {
   RoomTable after = s.room;
   occupy(after, "a-1");
   auto q = place(other, after);
-  ASSERT_TRUE(q.ok) << q.why.text;
+  ASSERT_TRUE(q.ok) << q.why.text.str();
   EXPECT_EQ(domains(q), (std::set<std::string>{"nn-a"})) << "b-3 is free but belongs to the exclusive job's domain";
 }
 
@@ -197,7 +197,7 @@ TEST_F(PlacementTest, UnlabelledNodesPackByBestFitOnTheNode) {
   n1.free.accelerators = 2;
   n1.replicas = 1;
   auto p = place_job(c, room, *c.find_job("two"), *c.catalog.find("ml.g5.12xlarge"));
-  ASSERT_TRUE(p.ok) << p.why.text;
+  ASSERT_TRUE(p.ok) << p.why.text.str();
   ASSERT_EQ(p.placement.pod_sets[0].replicas.size(), 1u);
   EXPECT_EQ(c.nodes[p.placement.pod_sets[0].replicas[0].node.index()].name, "n-1");
   EXPECT_EQ(p.placement.pod_sets[0].replicas[0].accelerators, (std::vector<int>{2, 3}));
@@ -253,12 +253,12 @@ TEST_F(GpuPlacementTest, HostLevelSlicesPlaceEveryReplica) {
   for (const char* h : {"h-1", "h-2", "h-3", "h-4"}) host(h, "nn-3a");
   TopologySpec at_host = sliced("hostname", 2);
   auto p = place(job("sliced", 4, 2, at_host), s.room);
-  ASSERT_TRUE(p.ok) << p.why.text;
+  ASSERT_TRUE(p.ok) << p.why.text.str();
   EXPECT_EQ(spread(p), (std::map<std::string, int>{{"h-1", 2}, {"h-2", 2}}));
   TopologySpec in_l3 = sliced("hostname", 2);
   in_l3.required = kL3;
   auto q = place(job("sliced-l3", 6, 2, in_l3), s.room);
-  ASSERT_TRUE(q.ok) << q.why.text;
+  ASSERT_TRUE(q.ok) << q.why.text.str();
   EXPECT_EQ(spread(q), (std::map<std::string, int>{{"h-1", 2}, {"h-2", 2}, {"h-3", 2}}));
 }
 
@@ -274,11 +274,11 @@ TEST_F(GpuPlacementTest, EqualSlicesPreferFewerReplicasOfRoomInBothOrders) {
   use(room, "x1", 1);
   for (const char* h : {"x3", "x5", "x7"}) use(room, h, 2);
   auto p = place(job("sliced", 6, 1, sliced(kL3, 2)), room);
-  ASSERT_TRUE(p.ok) << p.why.text;
+  ASSERT_TRUE(p.ok) << p.why.text.str();
   EXPECT_EQ(spread(p), (std::map<std::string, int>{{"x3", 2}, {"x5", 2}, {"x7", 2}}));
   // One slice: best fit alone, the same tie-break.
   auto q = place(job("one-slice", 2, 1, sliced(kL3, 2)), room);
-  ASSERT_TRUE(q.ok) << q.why.text;
+  ASSERT_TRUE(q.ok) << q.why.text.str();
   EXPECT_EQ(spread(q), (std::map<std::string, int>{{"x3", 2}}));
 }
 
@@ -291,16 +291,16 @@ TEST_F(GpuPlacementTest, OneHostJobTakesTheTightestHostAndTheLeafOnlyBreaksTies)
   use(room, "b-1", 2);
   // nn-3z (4 GPUs free) is tighter than nn-3b (10), but b-1 (2 free) is the tightest host.
   auto p = place(job("one", 1, 1), room);
-  ASSERT_TRUE(p.ok) << p.why.text;
+  ASSERT_TRUE(p.ok) << p.why.text.str();
   EXPECT_EQ(spread(p), (std::map<std::string, int>{{"b-1", 1}}));
   // Three GPUs: b-2, b-3 and z-1 are equal hosts; z-1's leaf has the least room, so it wins over the names.
   auto q = place(job("three", 1, 3), room);
-  ASSERT_TRUE(q.ok) << q.why.text;
+  ASSERT_TRUE(q.ok) << q.why.text.str();
   EXPECT_EQ(spread(q), (std::map<std::string, int>{{"z-1", 1}}));
   // Two replicas of 2 GPUs fit on one host: still one host, the first of the equal ones.
   use(room, "z-1", 2);
   auto r = place(job("pair", 2, 2), room);
-  ASSERT_TRUE(r.ok) << r.why.text;
+  ASSERT_TRUE(r.ok) << r.why.text.str();
   EXPECT_EQ(spread(r), (std::map<std::string, int>{{"b-2", 2}}));
 }
 

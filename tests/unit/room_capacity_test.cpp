@@ -213,7 +213,7 @@ TEST_F(RoomCapacityTest, PlacementWithTheCacheChoosesAsWithout) {
     const PlacementOutcome a = place_job(s, room, j, big, &with);
     const PlacementOutcome b = place_job(s, room, j, big, &without);
     ASSERT_EQ(a.ok, b.ok) << j.spec.name << " round " << round;
-    ASSERT_EQ(a.why.text, b.why.text) << j.spec.name << " round " << round;
+    ASSERT_EQ(a.why.text.str(), b.why.text.str()) << j.spec.name << " round " << round;
     ASSERT_EQ(a.placement.nodes(), b.placement.nodes()) << j.spec.name << " round " << round;
     placed += a.ok;
   }
