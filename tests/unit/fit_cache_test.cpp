@@ -59,11 +59,11 @@ TEST_F(FitCacheTest, NeverFitsFollowsTheClusterAsNodesJoin) {
   // Asked again on the same cluster: the same answer (from the cache).
   Explanation again;
   EXPECT_TRUE(cache.never_fits(s, three, type(), pristine_room(s), again));
-  EXPECT_EQ(again.text, why.text);
+  EXPECT_EQ(again.text.str(), why.text.str());
   // A third node joins the domain: the remembered answer no longer holds.
   node("a-3");
   Explanation now;
-  EXPECT_FALSE(cache.never_fits(s, *s.find_job("three"), type(), pristine_room(s), now)) << now.text;
+  EXPECT_FALSE(cache.never_fits(s, *s.find_job("three"), type(), pristine_room(s), now)) << now.text.str();
 }
 
 TEST_F(FitCacheTest, WaitsForNodesFollowsTheNodesHealth) {
@@ -120,7 +120,7 @@ TEST_F(FitCacheTest, AdmissionOnAStateSharedBetweenThreadsWritesNothingToIt) {
       for (int i = 0; i < 50; ++i) {
         const AdmissionAttempt a =
             try_admit(shared, shared.room, shared.usage, *shared.find_job("three"), AdmitOptions{.pristine = &pristine, .fit_cache = &mine});
-        answers[r] = a.ok ? "admitted" : a.why.text;
+        answers[r] = a.ok ? "admitted" : a.why.text.str();
       }
     });
   for (auto& t : readers) t.join();
