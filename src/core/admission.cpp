@@ -1,6 +1,7 @@
 #include "core/admission.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/plans.h"
 #include "core/reservations.h"
@@ -118,9 +119,10 @@ Explanation short_of(const ClusterState& s, const Job& job, TypeId type, const F
 AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,
                                  const AdmitOptions& o) {
   const RoomTable* pristine = o.pristine;
-  // "Never fits" is asked only on the empty cluster; without the caller's cache, answers are kept for this call.
-  FitCache own_fits;
-  FitCache* shapes = pristine ? (o.fit_cache ? o.fit_cache : &own_fits) : nullptr;
+  // "Never fits" is asked only on the empty cluster; without the caller's cache, answers are kept for this call
+  // (made only then: a pass always hands its own).
+  std::optional<FitCache> own_fits;
+  FitCache* shapes = !pristine ? nullptr : o.fit_cache ? o.fit_cache : &own_fits.emplace();
   const FreeAccelerators* free = o.free;
   AdmissionAttempt best;
   // A job on a plan that is not Active waits for the plan (or for good), whatever quota and room say.

@@ -28,20 +28,18 @@ ViewPublisher::Fresh ViewPublisher::fresh(const std::function<bool()>& wake_writ
   MutexLock lock(mu_);
   // Every batch answered before now has been counted: publish() runs before a batch's answers go out.
   const uint64_t needed = changes_;
-  if (!view_ || view_changes_ < needed) {
+  if (older_than(needed)) {
     if (!closed_.empty()) return {nullptr, closed_};
     wanted_ = true;
     lock.unlock();
     if (!wake_writer()) return {nullptr, "the server is stopping"};
     lock.lock();
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while ((!view_ || view_changes_ < needed) && closed_.empty())
-      if (published_.wait_until(lock.native(), deadline) == std::cv_status::timeout) {
-        if (view_ && view_changes_ >= needed) break;
-        if (!closed_.empty()) return {nullptr, closed_};
-        return {nullptr, "no view of the state was published within the request timeout; retry"};
-      }
-    if (!view_ || view_changes_ < needed) return {nullptr, closed_};
+    bool timed_out = false;
+    while (older_than(needed) && closed_.empty() && !timed_out)
+      timed_out = published_.wait_until(lock.native(), deadline) == std::cv_status::timeout;
+    if (older_than(needed))
+      return {nullptr, closed_.empty() ? "no view of the state was published within the request timeout; retry" : closed_};
   }
   ++stats_.reads_from_view;
   return {view_, ""};

@@ -70,6 +70,8 @@ class ViewPublisher {
   std::shared_ptr<const ServerState> current(ServerState& state) EXCLUDES(mu_);
 
  private:
+  // Whether the view (if any) misses some of the first `changes` changes.
+  bool older_than(uint64_t changes) const REQUIRES(mu_) { return !view_ || view_changes_ < changes; }
   // Makes `fresh` the view, showing the changes counted up to `generation`; drops the one it replaces.
   void install(std::shared_ptr<const ServerState> fresh, uint64_t generation, const JobTable::ViewCost& cost,
                double copy_seconds) EXCLUDES(mu_);
