@@ -1,4 +1,4 @@
-// Job arrays at scale (issue 31 item 2; core/array.h, docs/jobs.md "Arrays"): a real server on a fresh SQLite
+// Job arrays at scale (issue 31 item 2; core/model/array.h, docs/jobs.md "Arrays"): a real server on a fresh SQLite
 // database in a temporary directory, 8 static nodes, and one array of N tasks (parallel 10) submitted as one
 // POST /v1/jobs. Printed, as medians over --reps fresh servers: the submission's time (request to durable 201,
 // every task journaled in one batch, the first scheduler pass included), the listing's time as `allot jobs` asks

@@ -4,10 +4,10 @@
 // (`allot sim bench` prints the DESIGN.md figures; these isolate the pieces.)
 #include <benchmark/benchmark.h>
 
-#include "core/admission.h"
-#include "core/preemption.h"
-#include "core/quota.h"
-#include "core/scheduler.h"
+#include "core/admission/admission.h"
+#include "core/preemption/preemption.h"
+#include "core/quota/quota.h"
+#include "core/pass/scheduler.h"
 #include "sim/scale_cluster.h"
 
 namespace {
@@ -89,7 +89,7 @@ void BM_SchedulePass(benchmark::State& st) {
 }
 BENCHMARK(BM_SchedulePass)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMillisecond)->Iterations(3);
 
-// A pass over a filled cluster with `dependents` more jobs waiting for a dependency (core/dependency.h): each names a
+// A pass over a filled cluster with `dependents` more jobs waiting for a dependency (core/model/dependency.h): each names a
 // job still waiting, so every pass judges them all and passes them over (the cost a dependency adds to a pass).
 void BM_PassWithDependents(benchmark::State& st) {
   ClusterState base = make_state(10000, true);

@@ -262,7 +262,7 @@ json call(httplib::Client& c, const char* method, const std::string& path, const
 struct TypeMix {
   const char* name;
   double share;
-  int accelerators;  // as the server's catalog (src/core/catalog.cpp) has it; only for the cluster's bound below
+  int accelerators;  // as the server's catalog (src/core/model/catalog.cpp) has it; only for the cluster's bound below
 };
 // Mixed instance types: 8-GPU H100 and A100 nodes, 16-core Trainium nodes, 4-GPU A10G nodes.
 const TypeMix kTypes[] = {

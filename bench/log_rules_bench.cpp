@@ -1,4 +1,4 @@
-// The cost of log rules on the agent (core/log_rules.h): the agent's log reader matches every line a replica
+// The cost of log rules on the agent (core/lifecycle/log_rules.h): the agent's log reader matches every line a replica
 // prints against the job's rules, on the one thread that captures every replica's output on the node. Prints, for
 // typical training output (a progress line with loss and throughput, an occasional NCCL warning), the median over
 // --reps of the time per line and the bytes per second, without rules (splitting only is not done then: the
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/log_rules.h"
+#include "core/lifecycle/log_rules.h"
 
 namespace {
 

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "core/state.h"
+#include "core/model/state.h"
 #include "server/server.h"
 #include "sim/scenario.h"
 #include "sim/scenario_run.h"

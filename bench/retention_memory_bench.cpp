@@ -16,8 +16,8 @@
 #include <fstream>
 #include <string>
 
-#include "core/scheduler.h"
-#include "core/state.h"
+#include "core/pass/scheduler.h"
+#include "core/model/state.h"
 
 namespace {
 

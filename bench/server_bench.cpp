@@ -30,7 +30,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/read_seats.h"
+#include "server/http/read_seats.h"
 #include "server/server.h"
 
 namespace {

@@ -33,9 +33,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/scheduler.h"
+#include "core/pass/scheduler.h"
 #include "server/server.h"
-#include "server/state_snapshot.h"
+#include "server/writer/state_snapshot.h"
 #include "store/replay.h"
 #include "store/sqlite_store.h"
 

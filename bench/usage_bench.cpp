@@ -1,4 +1,4 @@
-// Usage reports (server/usage_ledger.h, docs/api.md "Usage"): a journal of N jobs over D days is made the way the
+// Usage reports (server/views/usage_ledger.h, docs/api.md "Usage"): a journal of N jobs over D days is made the way the
 // writer makes one (submissions by 48 users of 8 teams in 3 priority classes, scheduler passes every minute,
 // ends, 5% failures with a retry), on 160 nodes of each of two instance types (1,280 accelerators). Printed:
 // the records, the time to replay them into a fresh server state (which builds the aggregates, as start-up does)
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "core/scheduler.h"
-#include "server/server_state.h"
-#include "server/state_snapshot.h"
+#include "core/pass/scheduler.h"
+#include "server/writer/server_state.h"
+#include "server/writer/state_snapshot.h"
 #include "store/replay.h"
 
 namespace {

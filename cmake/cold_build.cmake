@@ -12,7 +12,7 @@
 # A unity batch is one translation unit: two files of one target that define the same name in an anonymous
 # namespace (or as static) cannot share a batch. No file is left out of the batches (each one left out shifts the
 # batches after it and costs its own parse of the big headers): a library's files give their helpers names of their
-# own (a shared rule goes in a header, as core/ascii_text.h), and each unit-test file keeps its code in a namespace
+# own (a shared rule goes in a header, as core/model/ascii_text.h), and each unit-test file keeps its code in a namespace
 # named for the file (tests/unit/CMakeLists.txt checks it). A clash shows as a redefinition or an ambiguous call in
 # a build with -DALLOT_UNITY=ON (every cold build; `bash scripts/unity_check.sh` parses the batches alone), not
 # under ccache.

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::fuzz {
 

@@ -1,10 +1,10 @@
-// Slurm-style host lists (core/hostlist.h), read wherever nodes are named (nodes YAML, scenario events,
+// Slurm-style host lists (core/model/hostlist.h), read wherever nodes are named (nodes YAML, scenario events,
 // `allot nodes` arguments). An expanded list, compressed the way topology.conf writes it
 // (interop/hostlist_compress.h), must expand to the same set of names; natural_less must be a strict order.
 #include <algorithm>
 #include <set>
 
-#include "core/hostlist.h"
+#include "core/model/hostlist.h"
 #include "fuzz_checks.h"
 #include "interop/hostlist_compress.h"
 

@@ -1,5 +1,5 @@
-// Request bodies of the HTTP API, read the way the endpoints read them (server/api.h, the readers in
-// config/, server/agents.h and server/registration.h). The first byte picks the endpoint and the
+// Request bodies of the HTTP API, read the way the endpoints read them (server/api/api.h, the readers in
+// config/, server/lifecycle/agents.h and server/api/registration.h). The first byte picks the endpoint and the
 // Content-Type; the rest is the body. Bodies the server accepts are then written as the journal writes
 // them (store/spec_json.h) and read back, which must give the same spec: a body that passes the checks but
 // cannot be journaled would fail inside the writer instead of with a 400.
@@ -10,9 +10,9 @@
 #include "config/spec_yaml.h"
 #include "config/yaml_read.h"
 #include "fuzz_checks.h"
-#include "server/agents.h"
-#include "server/api.h"
-#include "server/registration.h"
+#include "server/lifecycle/agents.h"
+#include "server/api/api.h"
+#include "server/api/registration.h"
 #include "store/spec_json.h"
 
 namespace {
@@ -75,7 +75,7 @@ void team(const httplib::Request& req) {
   journal_round_trip(*t, store::team_from_json, "team journal round trip");
 }
 
-// POST /v1/apply: a scenario file's policy and teams sections (server/api_config.cpp).
+// POST /v1/apply: a scenario file's policy and teams sections (server/api/api_config.cpp).
 void apply(const httplib::Request& req) {
   auto doc = server::yaml_body(req);
   if (!fuzz::accepted(doc, "yaml_body")) return;

@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto spec = parse_job_spec(*doc, catalog(), ctx);
   if (!fuzz::accepted(spec, "parse_job_spec")) return 0;
   // The journal stores JSON text; names and commands that are not UTF-8 cannot be written as JSON at all,
-  // which is why the server checks request bodies for UTF-8 first (server/api.cpp). Round-trip the rest.
+  // which is why the server checks request bodies for UTF-8 first (server/api/api.cpp). Round-trip the rest.
   std::string dumped;
   try {
     dumped = store::to_json(*spec).dump();

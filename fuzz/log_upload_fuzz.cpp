@@ -1,4 +1,4 @@
-// The body of POST /v1/agents/{node}/logs (server/log_upload.h), read as the endpoint reads it, then what an
+// The body of POST /v1/agents/{node}/logs (server/api/log_upload.h), read as the endpoint reads it, then what an
 // accepted body writes into the replica log store. An agent's log upload is the one body whose bytes are
 // kept as they are (the replica's own output), and the job name in it picks a file: whatever the name, the
 // file must stay inside the logs directory, and reading the log back must give the last bytes written. The
@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_checks.h"
-#include "server/api.h"
-#include "server/log_store.h"
-#include "server/log_upload.h"
+#include "server/api/api.h"
+#include "server/lifecycle/log_store.h"
+#include "server/api/log_upload.h"
 
 namespace {
 

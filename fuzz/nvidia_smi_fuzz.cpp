@@ -1,7 +1,7 @@
 // `nvidia-smi -L` with MIG devices (interop/nvidia_smi.h), read by the agent at start. An accepted list must
 // put every MIG device under a GPU it listed, and mig_type_of on it must answer (a type or an error with a
 // message) for a base type with MIG profiles.
-#include "core/catalog.h"
+#include "core/model/catalog.h"
 #include "fuzz_checks.h"
 #include "interop/nvidia_smi.h"
 

@@ -5,7 +5,7 @@
 # node. docs/resiliency.md shows what an EC2 or HyperPod provisioner does instead. When a capacity plan starts
 # (ALLOT_PLAN set, docs/plans.md) it starts the plan's node ALLOT_REPLACEMENT_NAME with `--plan` instead.
 #
-# From the server (see src/server/provisioner.h): ALLOT_NODE_NAME, ALLOT_INSTANCE_TYPE, ALLOT_NODE_LABELS,
+# From the server (see src/server/outside/provisioner.h): ALLOT_NODE_NAME, ALLOT_INSTANCE_TYPE, ALLOT_NODE_LABELS,
 # ALLOT_REPLACEMENT_NAME, ALLOT_SERVER, ALLOT_JOIN_TOKEN_FILE, ALLOT_REASON, ALLOT_PLAN.
 # Set in the server's environment, to shape the new agent:
 #   ALLOT_BIN                    the allot binary (default: build/allot beside this script, then `allot` on PATH)

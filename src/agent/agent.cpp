@@ -25,7 +25,7 @@
 #include "agent/rendezvous_port.h"
 #include "agent/watchdog.h"
 #include "view/replica_failure.h"
-#include "core/plans.h"
+#include "core/model/plans.h"
 
 namespace allot::agent {
 namespace fs = std::filesystem;
@@ -518,7 +518,7 @@ Status Agent::run(const std::atomic<bool>& stop) {
   while (!stop) {
     auto st = register_node();
     if (st) break;
-    // A plan's node that starts before its plan is refused until the plan is Active (core/plans.h): it waits.
+    // A plan's node that starts before its plan is refused until the plan is Active (core/model/plans.h): it waits.
     const bool plan_not_started = opt_.labels.count(std::string(kPlanLabel)) && st.error().reason == ErrorReason::kPlanNotStarted;
     if (st.error().code != ErrorCode::kInternal && !plan_not_started) return st.error();
     say("cannot register yet: " + st.error().message);

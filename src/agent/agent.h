@@ -39,7 +39,7 @@
 #include "agent/run_as.h"
 #include "agent/team_uids.h"
 #include "client/http_client.h"
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 

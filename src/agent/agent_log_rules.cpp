@@ -1,4 +1,4 @@
-// Rules on a replica's output (core/log_rules.h; docs/resiliency.md, "Rules on a job's output"): the log reader
+// Rules on a replica's output (core/lifecycle/log_rules.h; docs/resiliency.md, "Rules on a job's output"): the log reader
 // (agent/log_capture.h) matches each line as it captures it; the agent's main loop acts on what it saw.
 #include "agent/agent.h"
 #include "agent/health_checks.h"

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "core/log_rules.h"
-#include "core/result.h"
+#include "core/lifecycle/log_rules.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 
@@ -31,7 +31,7 @@ struct StartedAttempt {
   std::string log_path;
   std::optional<int> exit_code;   // once the agent collected its exit
   bool reported = false;          // a heartbeat that carried its end was answered
-  // A rule on its output fired (core/log_rules.h), recorded before the agent stops it: its end is reported with the
+  // A rule on its output fired (core/lifecycle/log_rules.h), recorded before the agent stops it: its end is reported with the
   // rule, by this agent or the one after it.
   std::optional<LogRuleFiring> log_rule;
   // The kernel's out-of-memory killer ended it inside its memory limit (agent/cgroups.h): that limit in MiB, so

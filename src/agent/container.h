@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "core/model/result.h"
 #include "interop/nvidia_smi.h"
-#include "core/spec.h"  // PullPolicy
+#include "core/model/spec.h"  // PullPolicy
 
 namespace allot::agent {
 

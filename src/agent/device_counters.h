@@ -23,7 +23,7 @@
 #include <string_view>
 
 #include "agent/xid_table.h"
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 

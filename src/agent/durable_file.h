@@ -5,7 +5,7 @@
 // agent/attempt_journal.h).
 #include <string>
 
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 

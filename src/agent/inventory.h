@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/catalog.h"
-#include "core/result.h"
+#include "core/model/catalog.h"
+#include "core/model/result.h"
 #include "interop/nvidia_smi.h"
 
 namespace allot::agent {

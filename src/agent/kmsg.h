@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 

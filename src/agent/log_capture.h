@@ -22,8 +22,8 @@
 #include <string_view>
 #include <thread>
 
-#include "core/log_rules.h"
-#include "core/result.h"
+#include "core/lifecycle/log_rules.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 
@@ -51,7 +51,7 @@ class LogCapture {
   // does). Returns the write end for the child's stdout and stderr; the caller closes it once the child has
   // it (after fork). The write end is O_CLOEXEC, so only the descriptors the child dup2()s survive its exec.
   //
-  // With `rules` (not empty), each line of the output is matched as it is captured (core/log_rules.h): fired() and
+  // With `rules` (not empty), each line of the output is matched as it is captured (core/lifecycle/log_rules.h): fired() and
   // progress_lines() tell the agent what the matcher saw.
   Result<int> open(const std::string& key, const std::string& log_path, const LogRules& rules = {}, int rank = 0);
   // The replica has exited: waits at most `wait` for the end of its output (every process holding the pipe gone;

@@ -8,13 +8,13 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/spec.h"
+#include "core/model/spec.h"
 
 namespace allot::agent {
 
 namespace {
 
-// The number of each signal a job may choose (core/spec.h, kMembershipSignals), on this machine.
+// The number of each signal a job may choose (core/model/spec.h, kMembershipSignals), on this machine.
 int signal_number(std::string_view name) {
   if (name == "SIGUSR1") return SIGUSR1;
   if (name == "SIGUSR2") return SIGUSR2;

@@ -9,12 +9,12 @@
 #include <string>
 
 #include "agent/replica.h"
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 
 // An assignment's "membership": {"epoch", "signal"?, "ranks": [{"rank", "node", "address"}]}. A signal other than those
-// a job may choose (core/spec.h, kMembershipSignals) is refused, so a server of another version cannot make the agent
+// a job may choose (core/model/spec.h, kMembershipSignals) is refused, so a server of another version cannot make the agent
 // send SIGKILL.
 Result<Membership> membership_from_json(const nlohmann::json& j, const std::string& slot);
 

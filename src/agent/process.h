@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "agent/run_as.h"
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 

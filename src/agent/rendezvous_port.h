@@ -8,7 +8,7 @@
 // The check binds the port as PyTorch's TCPStore does (SO_REUSEADDR, the wildcard address; IPv6 too where the
 // machine has it) and lets it go at once: a process that takes the port between the check and the rendezvous is
 // not caught, and that run fails like any other.
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 

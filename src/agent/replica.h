@@ -11,9 +11,9 @@
 
 #include "agent/container.h"
 #include "agent/process.h"
-#include "core/catalog.h"
-#include "core/log_rules.h"
-#include "core/result.h"
+#include "core/model/catalog.h"
+#include "core/lifecycle/log_rules.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 
@@ -60,7 +60,7 @@ struct Assignment {
   std::string cpus;               // "0-47,96-143"; empty: no binding
   int attempt = 0;
   // Listed held (a server that started from its journal has not yet heard what still runs on every node:
-  // server/start_gate.h): a replica of it already running keeps running, but none is started until it is released.
+  // server/lifecycle/start_gate.h): a replica of it already running keeps running, but none is started until it is released.
   bool hold = false;
   // ALLOT_ATTEMPT: the run number as the user sees it. It differs from `attempt` (which tells runs apart, in
   // keys, directories and reports) only for a job numbered after folded names (server_state.h, attempt_shown).
@@ -74,7 +74,7 @@ struct Assignment {
   int restart_count = 0;          // ALLOT_RESTART_COUNT: restarts after failures so far
   // Set: the replica runs in this container (its command, when given, replaces the image's); unset: a process.
   std::optional<ContainerAssignment> container;
-  LogRules log_rules;  // rules on its output (core/log_rules.h), matched as the agent captures its log
+  LogRules log_rules;  // rules on its output (core/lifecycle/log_rules.h), matched as the agent captures its log
   std::optional<Membership> membership;  // set for a job with recovery: in_place (agent/membership.h)
 
   // Identifies the replica across heartbeats ("job/rank"); attempts of it replace one another.

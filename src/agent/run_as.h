@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 

@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "agent/run_as.h"
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 

@@ -22,7 +22,7 @@
 #include <chrono>
 #include <string>
 
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::agent {
 

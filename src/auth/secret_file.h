@@ -4,7 +4,7 @@
 // 0600, also when the file existed with another mode), and never followed through a symbolic link.
 #include <string>
 
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::auth {
 

@@ -22,8 +22,8 @@
 #include "auth/secret_file.h"
 #include "cli/commands.h"
 #include "config/spec_yaml.h"
-#include "core/plans.h"
-#include "core/topology_levels.h"
+#include "core/model/plans.h"
+#include "core/placement/topology_levels.h"
 #include "interop/ec2_topology.h"
 #include "view/label_list.h"
 

@@ -8,7 +8,7 @@
 //                             teams below their quota on the full cluster: half single nodes, half 4 nodes with a
 //                             required layer-3 domain; each probe is cancelled after, so all see the same state;
 //   peak_rss_mib              the process's peak resident memory.
-// --reserved-nodes N reserves the first N nodes for the first team (an Active reservation, core/reservations.h)
+// --reserved-nodes N reserves the first N nodes for the first team (an Active reservation, core/model/reservations.h)
 // before anything is submitted: every other team's placements then see those nodes closed.
 // Wall-clock figures vary with the machine: quote medians of several runs.
 #include <sys/resource.h>
@@ -21,8 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "core/preemption.h"
-#include "core/scheduler.h"
+#include "core/preemption/preemption.h"
+#include "core/pass/scheduler.h"
 #include "sim/scale_cluster.h"
 
 namespace allot::cli {
@@ -92,7 +92,7 @@ int sim_bench(const BenchArgs& a) {
   double submit_s = seconds_since(t0);
 
   t0 = Clock::now();
-  FitCache fits;  // as the server and the simulator keep one across passes (core/fit_cache.h)
+  FitCache fits;  // as the server and the simulator keep one across passes (core/placement/fit_cache.h)
   ScheduleResult first = schedule(s, 0, ScheduleOptions{.fit_cache = &fits});
   double first_s = seconds_since(t0);
   int64_t admitted = admissions(first);

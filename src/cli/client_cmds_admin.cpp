@@ -241,7 +241,7 @@ void add_client_admin_commands(CLI::App& app, Context& ctx) {
   policy->require_subcommand(1);
   on_run(flags(policy->add_subcommand("get", "Show the policy and priority classes")), ctx, a, "policy get", run_policy_get);
   auto* pset = flags(policy->add_subcommand("set", "Change parts of the policy"));
-  std::vector<std::string> prioritizations, idle_computes;  // the spellings' one home: core/spec.h
+  std::vector<std::string> prioritizations, idle_computes;  // the spellings' one home: core/model/spec.h
   for (TaskPrioritization t : kTaskPrioritizations) prioritizations.emplace_back(task_prioritization_name(t));
   for (IdleCompute i : kIdleComputes) idle_computes.emplace_back(idle_compute_name(i));
   pset->add_option("--task-prioritization", a->task_prioritization, "task-ranking or fcfs")->check(CLI::IsMember(prioritizations));

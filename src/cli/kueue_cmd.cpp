@@ -9,8 +9,8 @@
 #include "client/session.h"
 #include "client/spec_json.h"
 #include "config/spec_yaml.h"
-#include "core/catalog.h"
-#include "core/topology_levels.h"
+#include "core/model/catalog.h"
+#include "core/placement/topology_levels.h"
 #include "interop/kueue.h"
 #include "interop/topology_labels.h"
 

@@ -14,9 +14,9 @@
 
 #include "cli/commands.h"
 #include "config/spec_yaml.h"
-#include "server/retention.h"
+#include "server/writer/retention.h"
 #include "server/server.h"
-#include "server/workers_file.h"
+#include "server/outside/workers_file.h"
 
 namespace allot::cli {
 namespace {
@@ -29,7 +29,7 @@ struct ServerArgs {
   double head_timeout_s = 5;
   size_t per_address = 0;  // used when --max-connections-per-address is given
   std::string master_ports = "29500-30499";
-  std::string workers;  // --workers: the manager's worker clusters (server/workers_file.h); empty: no manager
+  std::string workers;  // --workers: the manager's worker clusters (server/outside/workers_file.h); empty: no manager
   std::string instance_types;  // the policy file whose instance_types section adds to the built-in catalog
   // Node lifecycle (docs/resiliency.md), in seconds.
   double fault_window_s = 1, reboot_timeout_s = 300, deep_check_timeout_s = 900, replace_silent_after_s = 600;

@@ -15,7 +15,7 @@
 #include "client/cli_flags.h"
 #include "client/session.h"
 #include "config/spec_yaml.h"
-#include "core/catalog.h"
+#include "core/model/catalog.h"
 #include "interop/ec2_topology.h"
 #include "interop/mermaid.h"
 #include "interop/slurm_topology.h"

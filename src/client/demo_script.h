@@ -7,7 +7,7 @@
 #include <string>
 
 #include "client/http_client.h"
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::client::demo {
 

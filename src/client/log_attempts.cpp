@@ -12,7 +12,7 @@ struct Separator {
   std::string node;
 };
 
-// "allot: ==> attempt N of replica R on node NODE <==" for this replica (server/log_store.cpp writes it).
+// "allot: ==> attempt N of replica R on node NODE <==" for this replica (server/lifecycle/log_store.cpp writes it).
 std::optional<Separator> separator(const std::string& line, int rank) {
   static const std::string kHead = "allot: ==> attempt ", kTail = " <==";
   if (line.compare(0, kHead.size(), kHead) != 0 || line.size() <= kHead.size() + kTail.size() ||

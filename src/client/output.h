@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::client {
 

@@ -3,7 +3,7 @@
 // `--instance-types FILE` knows more types than the client's built-in catalog, and a file naming one of them must
 // not be refused by the client before the server sees it.
 #include "client/http_client.h"
-#include "core/catalog.h"
+#include "core/model/catalog.h"
 
 namespace allot::client {
 

@@ -92,7 +92,7 @@ json job_body(const JobSpec& j) {
   if (!j.membership_signal.empty()) o["membership_signal"] = j.membership_signal;
   if (!j.after.empty()) o["after"] = config::after_json(j.after);
   if (!j.user.empty()) o["user"] = j.user;  // the server checks it against the token's user
-  if (j.array) o["array"] = {{"count", j.array->count}, {"parallel", j.array->parallel}};  // core/array.h
+  if (j.array) o["array"] = {{"count", j.array->count}, {"parallel", j.array->parallel}};  // core/model/array.h
   if (!j.container.empty()) {
     const ContainerSpec& c = j.container;
     o["image"] = c.image;

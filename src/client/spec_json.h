@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "core/spec.h"
+#include "core/model/spec.h"
 
 namespace allot::client {
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/result.h"
+#include "core/model/result.h"
 #include "view/times.h"
 
 namespace allot::client {

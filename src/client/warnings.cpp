@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "core/request.h"
+#include "core/model/request.h"
 
 namespace allot::client {
 namespace {

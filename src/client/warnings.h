@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/catalog.h"
-#include "core/spec.h"
+#include "core/model/catalog.h"
+#include "core/model/spec.h"
 
 namespace allot::client {
 

@@ -1,10 +1,10 @@
 #pragma once
-// A job's `after` (core/dependency.h) as JSON, in the shape the YAML has ([{"job": NAME, "condition": "succeeded"},
+// A job's `after` (core/model/dependency.h) as JSON, in the shape the YAML has ([{"job": NAME, "condition": "succeeded"},
 // ...]): what the CLI sends (read back by the server's YAML reader, which checks it), what the journal keeps
 // (store/spec_json.cpp) and what views show.
 #include <nlohmann/json.hpp>
 
-#include "core/spec.h"
+#include "core/model/spec.h"
 
 namespace allot::config {
 

@@ -71,7 +71,7 @@ Result<AmountSpec> read_amount(const YamlContext& ctx, const Fields& fields, Amo
       if (a.whole_node && amounts)
         return fail(ctx, self, name_of(self) + " asks for whole_node together with accelerators, vcpu or memory_gib",
                     "give either whole_node: true or amounts");
-      // Asking for nothing ({}) is left to the team's default_request, or refused naming it (core/submit.cpp).
+      // Asking for nothing ({}) is left to the team's default_request, or refused naming it (core/lifecycle/submit.cpp).
       break;
     case AmountUse::kResources: break;
   }

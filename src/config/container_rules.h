@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
-#include "core/spec.h"
+#include "core/model/result.h"
+#include "core/model/spec.h"
 
 namespace allot::config {
 

@@ -4,8 +4,8 @@
 
 #include "config/container_rules.h"
 #include "config/spec_yaml.h"
-#include "core/user_limits.h"
-#include "core/labels.h"
+#include "core/quota/user_limits.h"
+#include "core/model/labels.h"
 
 namespace allot {
 namespace {
@@ -78,7 +78,7 @@ Result<PodSetSpec> read_pod_set(const YamlContext& ctx, const Fields& f, const C
     ps.instance_type = *type;
   }
   // Without per_replica (or with {}), the pod set asks for nothing: it gets its team's default_request, or is
-  // refused naming that setting when it is submitted (core/submit.cpp).
+  // refused naming that setting when it is submitted (core/lifecycle/submit.cpp).
   if (auto pr = f.get("per_replica")) {
     auto prf = Fields::open(ctx, *pr, amount_keys(AmountUse::kReplica));
     if (!prf) return prf.error();
@@ -307,7 +307,7 @@ Result<ContainerSpec> read_container(const YamlContext& ctx, const Fields& f, co
   return c;
 }
 
-// One pattern of log_rules (core/log_rules.h), checked where it is written: a regular expression that does not
+// One pattern of log_rules (core/lifecycle/log_rules.h), checked where it is written: a regular expression that does not
 // compile is refused with std::regex's words and the line.
 Result<std::string> read_log_rule_pattern(const YamlContext& ctx, const Val& v) {
   auto text = read_text(ctx, v);
@@ -365,7 +365,7 @@ Result<LogRules> read_log_rules(const YamlContext& ctx, const Val& v) {
   return rules;
 }
 
-// after: [{job: NAME, condition: succeeded|ended|started}, ...] (docs/jobs.md, "Dependencies"; core/dependency.h).
+// after: [{job: NAME, condition: succeeded|ended|started}, ...] (docs/jobs.md, "Dependencies"; core/model/dependency.h).
 // The condition defaults to ended (Slurm's plain dependency, afterany). Whether each name is a job of the team is
 // checked at submission.
 Result<std::vector<JobDependency>> read_after(const YamlContext& ctx, const Val& v) {
@@ -395,7 +395,7 @@ Result<std::vector<JobDependency>> read_after(const YamlContext& ctx, const Val&
   return out;
 }
 
-// `array: {count: N, parallel: P}` (core/array.h): count 1..100000, parallel 1..count (default: count).
+// `array: {count: N, parallel: P}` (core/model/array.h): count 1..100000, parallel 1..count (default: count).
 Result<ArraySpec> read_array(const YamlContext& ctx, const Val& v) {
   auto f = Fields::open(ctx, v, {"count", "parallel"});
   if (!f) return f.error();
@@ -429,7 +429,7 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
   auto team = read_name(ctx, *team_val);  // a reference: an unknown team is reported when the job is submitted
   if (!team) return team.error();
   job.team = *team;
-  // Who submitted it (core/user_limits.h): a scenario file's users; the server takes it from the token.
+  // Who submitted it (core/quota/user_limits.h): a scenario file's users; the server takes it from the token.
   if (auto u = f->get("user")) {
     auto user = read_name(ctx, *u);
     if (!user) return user.error();
@@ -459,7 +459,7 @@ Result<JobSpec> read_job(const YamlContext& ctx, const Val& v, const Catalog& ca
     if (!s) return s.error();
     job.duration_s = *s;
   }
-  if (auto tl = f->get("time_limit")) {  // seconds of running, over all runs (core/time_limit.h)
+  if (auto tl = f->get("time_limit")) {  // seconds of running, over all runs (core/lifecycle/time_limit.h)
     auto s = read_int(ctx, *tl, 1, kMaxSeconds);
     if (!s) return s.error();
     job.time_limit_s = *s;

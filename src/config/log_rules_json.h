@@ -1,10 +1,10 @@
 #pragma once
-// A job's log_rules (core/log_rules.h) as JSON, in the shape the YAML has ({"progress": {"pattern", "every"},
+// A job's log_rules (core/lifecycle/log_rules.h) as JSON, in the shape the YAML has ({"progress": {"pattern", "every"},
 // "restart_on": [...], "fail_on": [...]}): what the CLI sends (read back by the server's YAML reader, which checks
 // it) and what the journal keeps (store/spec_json.cpp).
 #include <nlohmann/json.hpp>
 
-#include "core/log_rules.h"
+#include "core/lifecycle/log_rules.h"
 
 namespace allot::config {
 

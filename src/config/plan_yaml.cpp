@@ -1,4 +1,4 @@
-// Capacity plans: the scenario `plans:` section and `allot sim replay --plans FILE` (core/plans.h).
+// Capacity plans: the scenario `plans:` section and `allot sim replay --plans FILE` (core/model/plans.h).
 #include <fstream>
 #include <set>
 #include <sstream>

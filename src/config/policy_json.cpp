@@ -138,7 +138,7 @@ nlohmann::json policy_json(const PolicySpec& p) {
   if (p.start_backoff_max_s != PolicySpec{}.start_backoff_max_s) out["start_backoff_max"] = p.start_backoff_max_s;
   if (p.backfill) out["backfill"] = true;  // and backfill (docs/scheduling.md, "Backfill")
   if (p.backfill_min_priority > 0) out["backfill_min_priority"] = p.backfill_min_priority;
-  if (!p.groups.empty()) out["groups"] = groups_json(p.groups);  // and groups (core/cohort_tree.h)
+  if (!p.groups.empty()) out["groups"] = groups_json(p.groups);  // and groups (core/quota/cohort_tree.h)
   return out;
 }
 

@@ -4,7 +4,7 @@
 // parse_policy (spec_yaml.h) reads it back.
 #include <nlohmann/json.hpp>
 
-#include "core/spec.h"
+#include "core/model/spec.h"
 
 namespace allot::config {
 
@@ -14,7 +14,7 @@ nlohmann::json policy_json(const PolicySpec& p);
 // the YAML readers take back to the same amount: the client's request bodies and the policy's groups use it.
 nlohmann::json amount_json(const AmountSpec& a);
 
-// The policy's groups (core/cohort_tree.h), in the keys of the policy file, as policy_json writes them; and back
+// The policy's groups (core/quota/cohort_tree.h), in the keys of the policy file, as policy_json writes them; and back
 // (absent in policies written before groups existed: none).
 nlohmann::json groups_json(const std::vector<GroupSpec>& groups);
 std::vector<GroupSpec> groups_from_json(const nlohmann::json& policy);
@@ -24,7 +24,7 @@ std::vector<GroupSpec> groups_from_json(const nlohmann::json& policy);
 void put_time_limits(nlohmann::json& out, const TimeLimitSettings& t);
 TimeLimitSettings time_limits_from_json(const nlohmann::json& j);
 
-// A team's user_limits (core/user_limits.h), in the keys of the teams file: written only when the team has some
+// A team's user_limits (core/quota/user_limits.h), in the keys of the teams file: written only when the team has some
 // (teams and journals without them read as they always have), and back.
 void put_user_limits(nlohmann::json& out, const std::vector<UserLimitSpec>& limits);
 std::vector<UserLimitSpec> user_limits_from_json(const nlohmann::json& team);

@@ -1,10 +1,10 @@
 // Reservations of existing nodes: the scenario `reservations:` section and PUT /v1/reservations/NAME
-// (core/reservations.h).
+// (core/model/reservations.h).
 #include <set>
 
 #include "config/spec_yaml.h"
-#include "core/hostlist.h"
-#include "core/reservations.h"
+#include "core/model/hostlist.h"
+#include "core/model/reservations.h"
 
 namespace allot {
 namespace {

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "config/yaml_read.h"
-#include "core/catalog.h"
-#include "core/result.h"
-#include "core/reservations.h"
-#include "core/spec.h"
+#include "core/model/catalog.h"
+#include "core/model/result.h"
+#include "core/model/reservations.h"
+#include "core/model/spec.h"
 
 namespace allot {
 
@@ -96,7 +96,7 @@ Result<std::vector<PlanSpec>> parse_plans(const YAML::Node& list, const Catalog&
 Result<PlanSpec> parse_plan(const YAML::Node& node, const Catalog& catalog, const YamlContext& ctx);
 // A plans file (`allot sim replay --plans FILE`): the list itself, or a mapping {plans: [...]}.
 Result<std::vector<PlanSpec>> load_plans_file(const std::string& path, const Catalog& catalog);
-// The `reservations:` list (core/reservations.h): {name, team, user, nodes | count + instance_type, start, end};
+// The `reservations:` list (core/model/reservations.h): {name, team, user, nodes | count + instance_type, start, end};
 // nodes a host list or a list of them; start and end seconds (virtual in scenarios). A name given twice is an
 // error. Whether the team and nodes exist is the core's check (add_reservation).
 Result<std::vector<ReservationSpec>> parse_reservations(const YAML::Node& list, const Catalog& catalog, const YamlContext& ctx);

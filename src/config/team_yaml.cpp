@@ -4,8 +4,8 @@
 
 #include "config/container_rules.h"
 #include "config/spec_yaml.h"
-#include "core/cohort_tree.h"
-#include "core/user_limits.h"
+#include "core/quota/cohort_tree.h"
+#include "core/quota/user_limits.h"
 
 namespace allot {
 namespace {
@@ -76,7 +76,7 @@ Result<std::vector<AllocationSpec>> read_allocation(const YamlContext& ctx, cons
 
 // groups (docs/teams-and-policy.md, "Groups"): [{name, parent, allocation, borrow_limit, lend_limit,
 // fair_share_weight}]. Names once each, parents defined, no cycles; the core checks the same for other sources
-// (core/cohort_tree.h, check_groups), here with the line. Allocations name types the core resolves.
+// (core/quota/cohort_tree.h, check_groups), here with the line. Allocations name types the core resolves.
 Result<std::vector<GroupSpec>> read_groups(const YamlContext& ctx, const Val& list) {
   auto items = list_items(ctx, list);
   if (!items) return items.error();
@@ -311,7 +311,7 @@ Result<TeamContainerSettings> read_containers(const YamlContext& ctx, const Val&
 }
 
 // user_limits (docs/teams-and-policy.md, "Per-user limits"): a list of {user, running_jobs, pending_jobs,
-// accelerators: {instance type: count}}, each user once. The core checks the rest (core/user_limits.h).
+// accelerators: {instance type: count}}, each user once. The core checks the rest (core/quota/user_limits.h).
 Result<std::vector<UserLimitSpec>> read_user_limits(const YamlContext& ctx, const Val& list, const Catalog& catalog) {
   auto items = list_items(ctx, list);
   if (!items) return items.error();

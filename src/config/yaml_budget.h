@@ -9,7 +9,7 @@
 #include <cstddef>
 
 #include "config/yaml_read.h"
-#include "core/hostlist.h"
+#include "core/model/hostlist.h"
 
 namespace allot {
 

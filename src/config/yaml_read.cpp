@@ -9,7 +9,7 @@
 #include "config/utf8.h"
 #include "config/yaml_budget.h"
 #include "config/yaml_stream.h"
-#include "core/hostlist.h"
+#include "core/model/hostlist.h"
 
 namespace allot {
 

@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/catalog.h"
-#include "core/result.h"
-#include "core/spec.h"
+#include "core/model/catalog.h"
+#include "core/model/result.h"
+#include "core/model/spec.h"
 
 namespace allot {
 
@@ -94,7 +94,7 @@ Result<std::vector<Entry>> map_entries(const YamlContext& ctx, const Val& v);
 // Scalars. Numbers must be plain (unquoted) scalars: `replicas: "2"` is a string, so it is rejected.
 Result<std::string> read_text(const YamlContext& ctx, const Val& v);  // any scalar, may be empty
 Result<std::string> read_name(const YamlContext& ctx, const Val& v);  // a non-empty scalar
-// The name of a team, job, node or priority class, checked against the naming rule (core/spec.h).
+// The name of a team, job, node or priority class, checked against the naming rule (core/model/spec.h).
 Result<std::string> read_object_name(const YamlContext& ctx, const Val& v, NameKind kind);
 // Checks a name read from `v` (or expanded from a host list there) against the naming rule.
 Status check_object_name(const YamlContext& ctx, const Val& v, NameKind kind, const std::string& name);

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "core/spec.h"
+#include "core/model/spec.h"
 #include "interop/topology_labels.h"
 
 namespace allot::interop {
@@ -39,7 +39,7 @@ bool has_control(const std::string& s) {
   return false;
 }
 
-// The readers of that file check node names by the naming rule (core/spec.h), so a name the import writes
+// The readers of that file check node names by the naming rule (core/model/spec.h), so a name the import writes
 // must pass the same rule, or the file would not read back.
 Status valid_node_name(const std::string& name) { return check_name(NameKind::kNode, name); }
 

@@ -14,7 +14,7 @@ bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0;
 std::pair<std::string_view, std::string_view> split_number(std::string_view name) {
   size_t i = name.size();
   while (i > 0 && is_digit(name[i - 1])) --i;
-  // A range may hold numbers of at most kMaxHostlistDigits digits (core/hostlist.h); a longer one stays part
+  // A range may hold numbers of at most kMaxHostlistDigits digits (core/model/hostlist.h); a longer one stays part
   // of a literal name, or the list written here would not expand again.
   if (name.size() - i > kMaxHostlistDigits) i = name.size();
   return {name.substr(0, i), name.substr(i)};

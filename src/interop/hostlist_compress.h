@@ -1,11 +1,11 @@
 #pragma once
-// The inverse of core/hostlist.h: a set of names written as a Slurm host list ("gpu-[1-4,7],cpu-1").
+// The inverse of core/model/hostlist.h: a set of names written as a Slurm host list ("gpu-[1-4,7],cpu-1").
 // Slurm's own parser reads the result back into the same set, and so does expand_hostlist.
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "core/hostlist.h"  // natural_less
+#include "core/model/hostlist.h"  // natural_less
 
 namespace allot::interop {
 

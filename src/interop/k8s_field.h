@@ -6,7 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::interop::k8s {
 

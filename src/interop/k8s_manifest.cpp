@@ -6,7 +6,7 @@
 #include <set>
 
 #include "config/spec_yaml.h"
-#include "core/labels.h"
+#include "core/model/labels.h"
 #include "interop/k8s_pod.h"
 
 namespace allot::interop {
@@ -194,7 +194,7 @@ Status check_pod_failure_policy(const Field& policy) {
 }
 
 // activeDeadlineSeconds (a Job's spec, a Kubeflow job's runPolicy, a JobSet's replicated job templates) is the
-// job's wall-time limit (core/time_limit.h): stopped at it, Failed with reason deadline_exceeded, as Kubernetes
+// job's wall-time limit (core/lifecycle/time_limit.h): stopped at it, Failed with reason deadline_exceeded, as Kubernetes
 // ends a Job with reason DeadlineExceeded. Where several are given (a JobSet's replicated jobs, which start
 // together as one gang), the smallest holds, with a warning.
 Status read_active_deadline(const Field& f, ManifestJob& out) {
@@ -246,7 +246,7 @@ Result<ManifestJob> read_batch_job(const Field& doc) {
     if (*m == "Indexed") indexed = true;
     else if (*m != "NonIndexed") return mode.error("must be NonIndexed or Indexed, got " + *m);
   }
-  // An Indexed Job with more completions than parallelism is a job array (core/array.h): `completions` tasks of one
+  // An Indexed Job with more completions than parallelism is a job array (core/model/array.h): `completions` tasks of one
   // pod each, at most `parallelism` at once, each with its JOB_COMPLETION_INDEX, and backoffLimitPerIndex (else
   // backoffLimit) the retries of each task. Otherwise the pods are one gang of `parallelism` replicas.
   if (indexed && completions && *completions > replicas) {

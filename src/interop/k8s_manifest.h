@@ -19,8 +19,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "core/result.h"
-#include "core/spec.h"
+#include "core/model/result.h"
+#include "core/model/spec.h"
 
 namespace allot::interop {
 

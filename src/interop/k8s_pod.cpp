@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "config/container_rules.h"
-#include "core/mig.h"
+#include "core/model/mig.h"
 #include "interop/k8s_quantity.h"
 
 namespace allot::interop::k8s {
@@ -363,7 +363,7 @@ Result<PodTemplate> read_pod_template(const Field& tmpl, std::vector<std::string
     return cs.error("a pod cannot request both " + mig_resource_name(amount->mig_profile) +
                     " and whole devices (nvidia.com/gpu, aws.amazon.com/neurondevice): a MIG node offers MIG devices only");
   // No request at all: the pod set asks for nothing, and the server gives it the team's default_request (as a
-  // LimitRange default would) or refuses it naming that setting (core/submit.cpp).
+  // LimitRange default would) or refuses it naming that setting (core/lifecycle/submit.cpp).
   if (!amount->gpus && !amount->neuron && !amount->mig && !amount->cpu_milli && !amount->memory_mib)
     warnings.push_back(cs.item(0).child("resources").warning(
         "no requests (nvidia.com/gpu, aws.amazon.com/neurondevice, cpu, memory): the team's default_request applies, "
@@ -396,7 +396,7 @@ Result<PodTemplate> read_pod_template(const Field& tmpl, std::vector<std::string
     out.instance_type = *t;
   }
   if (amount->mig.value_or(0) > 0) {
-    // MIG devices are accelerators of the MIG type of the pod's instance type (core/mig.h), which the pod names.
+    // MIG devices are accelerators of the MIG type of the pod's instance type (core/model/mig.h), which the pod names.
     if (out.instance_type.empty())
       return cs.error("a pod that requests " + mig_resource_name(amount->mig_profile) +
                       " selects the instance type whose GPUs are partitioned (nodeSelector node.kubernetes.io/instance-type, "

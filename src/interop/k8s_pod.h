@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/spec.h"
+#include "core/model/spec.h"
 #include "interop/k8s_field.h"
 
 namespace allot::interop::k8s {

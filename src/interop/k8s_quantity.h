@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::interop {
 

@@ -30,9 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "core/catalog.h"
-#include "core/result.h"
-#include "core/spec.h"
+#include "core/model/catalog.h"
+#include "core/model/result.h"
+#include "core/model/spec.h"
 
 namespace allot::interop {
 

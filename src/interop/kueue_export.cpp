@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "core/request.h"
-#include "core/mig.h"
+#include "core/model/request.h"
+#include "core/model/mig.h"
 #include "interop/kueue.h"
 #include "interop/kueue_names.h"
 

@@ -6,13 +6,13 @@
 #include <cmath>
 #include <map>
 
-#include "core/cohort_tree.h"
-#include "core/request.h"
-#include "core/topology_levels.h"
+#include "core/quota/cohort_tree.h"
+#include "core/model/request.h"
+#include "core/placement/topology_levels.h"
 #include "config/container_rules.h"
 #include "config/spec_yaml.h"
 #include "interop/k8s_quantity.h"
-#include "core/mig.h"
+#include "core/model/mig.h"
 #include "interop/kueue.h"
 #include "interop/kueue_names.h"
 #include "interop/topology_labels.h"

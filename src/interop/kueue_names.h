@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/spec.h"
+#include "core/model/spec.h"
 
 namespace allot::interop {
 

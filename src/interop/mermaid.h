@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
-#include "core/spec.h"
+#include "core/model/result.h"
+#include "core/model/spec.h"
 
 namespace allot::interop {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <map>
 
-#include "core/mig.h"
+#include "core/model/mig.h"
 
 namespace allot::interop {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // `nvidia-smi -L` with MIG devices (docs/mig.md): the agent reads which MIG devices each GPU is partitioned into,
-// and which MIG type (core/mig.h) that makes the node. The lines look like
+// and which MIG type (core/model/mig.h) that makes the node. The lines look like
 //   GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77)
 //     MIG 1g.10gb     Device  0: (UUID: MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f)
 // (drivers before R470 wrote the UUID as MIG-GPU-<gpu uuid>/<gi>/<ci>; it is taken as it stands). Pure text in,
@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/catalog.h"
-#include "core/result.h"
+#include "core/model/catalog.h"
+#include "core/model/result.h"
 
 namespace allot::interop {
 

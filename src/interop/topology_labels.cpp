@@ -1,6 +1,6 @@
 #include "interop/topology_labels.h"
 
-#include "core/topology_levels.h"
+#include "core/placement/topology_levels.h"
 
 namespace allot::interop {
 

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
-#include "core/spec.h"
-#include "core/topology_levels.h"  // kMaxNetworkLayers, network_layer_key
+#include "core/model/result.h"
+#include "core/model/spec.h"
+#include "core/placement/topology_levels.h"  // kMaxNetworkLayers, network_layer_key
 
 namespace allot::interop {
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/catalog.h"
+#include "core/model/catalog.h"
 
 namespace allot::server {
 
@@ -120,7 +120,7 @@ struct ServerOptions {
   // wait: unset, half of max_connections; 0, none (every agent learns of work at its heartbeats). Must stay
   // below max_connections (Server::open refuses it otherwise), so that heartbeats always find a connection.
   std::optional<size_t> max_watches;
-  // Job listings (GET /v1/jobs) rendered at once (server/read_seats.h): one more waits up to a second for a
+  // Job listings (GET /v1/jobs) rendered at once (server/http/read_seats.h): one more waits up to a second for a
   // seat, then gets 503 with Retry-After. Unset: half the machine's cores, at least 1, so that listers leave
   // the writer a core.
   std::optional<size_t> max_listings;
@@ -147,7 +147,7 @@ struct ServerOptions {
   uint64_t snapshot_min_records = kSnapshotMinRecords;
   std::chrono::milliseconds snapshot_interval{600000};
   bool use_snapshots = true;
-  // Retention (server/retention.h, docs/deployment.md): finished jobs leave the live state this many seconds
+  // Retention (server/writer/retention.h, docs/deployment.md): finished jobs leave the live state this many seconds
   // after they finished (none: never). A day by default: long enough for the people who ran a job to read
   // its outcome, logs and events the next morning, short enough that memory, the read view and snapshots
   // follow a day of jobs rather than every job ever run. The journal keeps every record either way.

@@ -1,6 +1,6 @@
 #include "server/server.h"
 
-#include "server/data_files.h"
+#include "server/writer/data_files.h"
 #include "store/sqlite_store.h"
 
 #include <spdlog/spdlog.h>
@@ -12,14 +12,14 @@
 #include <filesystem>
 #include <thread>
 
-#include "core/spec.h"
-#include "server/api.h"
-#include "server/bootstrap.h"
-#include "server/listen_address.h"
-#include "server/http_server.h"
-#include "server/log_store.h"
-#include "server/tls_identity.h"
-#include "server/webhook_rules.h"
+#include "core/model/spec.h"
+#include "server/api/api.h"
+#include "server/writer/bootstrap.h"
+#include "server/http/listen_address.h"
+#include "server/http/http_server.h"
+#include "server/lifecycle/log_store.h"
+#include "server/http/tls_identity.h"
+#include "server/outside/webhook_rules.h"
 
 namespace allot::server {
 

@@ -5,10 +5,10 @@
 #include <memory>
 #include <thread>
 
-#include "server/admission_checker.h"
-#include "server/dispatcher.h"
+#include "server/outside/admission_checker.h"
+#include "server/outside/dispatcher.h"
 #include "server/options.h"
-#include "server/writer.h"
+#include "server/writer/writer.h"
 #include "store/store.h"
 
 namespace httplib {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/state.h"
+#include "core/model/state.h"
 
 namespace allot::sim {
 

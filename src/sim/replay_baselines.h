@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "core/model/result.h"
 #include "sim/scenario.h"
 #include "sim/trace_replay.h"
 

@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/spec.h"
-#include "core/state.h"
+#include "core/model/spec.h"
+#include "core/model/state.h"
 
 namespace allot::sim {
 
@@ -25,7 +25,7 @@ struct ScaleConfig {
   int teams = 100;
   int64_t pending = 50000;
   uint64_t seed = 1;
-  // Per-user limits (core/user_limits.h): each job gets one of this many users of its team (u1..uN, drawn after
+  // Per-user limits (core/quota/user_limits.h): each job gets one of this many users of its team (u1..uN, drawn after
   // everything else, so 0 leaves the model as it was), and every team limits each user to 4 running jobs and 64
   // accelerators. 0: no users, no limits.
   int users_per_team = 0;

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "core/catalog.h"
-#include "core/explanation.h"
-#include "core/reservations.h"
-#include "core/result.h"
-#include "core/spec.h"
+#include "core/model/catalog.h"
+#include "core/model/explanation.h"
+#include "core/model/reservations.h"
+#include "core/model/result.h"
+#include "core/model/spec.h"
 
 namespace allot::sim {
 
@@ -35,10 +35,10 @@ struct JobExpect {
   std::optional<int> restarts;
   std::optional<int> replicas;  // held now: of the elastic pod set, or of all pod sets of a fixed job
   std::optional<int> resizes;
-  std::optional<int> membership_epoch;  // of the current run (core/in_place.h): its in-place recoveries
+  std::optional<int> membership_epoch;  // of the current run (core/lifecycle/in_place.h): its in-place recoveries
   std::optional<std::string> reason;  // case-insensitive substring
   std::optional<ReasonCode> reason_code;
-  std::optional<int64_t> time_left;  // seconds before its wall-time limit, at the expect's time (core/time_limit.h)
+  std::optional<int64_t> time_left;  // seconds before its wall-time limit, at the expect's time (core/lifecycle/time_limit.h)
 };
 
 struct TeamExpect {
@@ -84,8 +84,8 @@ struct Scenario {
   std::vector<std::string> topology_levels;  // optional `cluster.topology_levels`; empty: the defaults
   std::vector<NodeSpec> nodes;
   std::vector<TeamSpec> teams;
-  std::vector<PlanSpec> plans;  // optional `plans:` section (core/plans.h); times are virtual seconds
-  // Optional `reservations:` section (core/reservations.h); times are virtual seconds.
+  std::vector<PlanSpec> plans;  // optional `plans:` section (core/model/plans.h); times are virtual seconds
+  // Optional `reservations:` section (core/model/reservations.h); times are virtual seconds.
   std::vector<ReservationSpec> reservations;
   std::vector<Event> events;  // sorted by `at`, file order kept among equal times
 };

@@ -4,10 +4,10 @@
 #include <cctype>
 #include <set>
 
-#include "core/ascii_text.h"
-#include "core/plans.h"
-#include "core/time_limit.h"
-#include "core/topology_levels.h"
+#include "core/model/ascii_text.h"
+#include "core/model/plans.h"
+#include "core/lifecycle/time_limit.h"
+#include "core/placement/topology_levels.h"
 #include "view/state_json.h"
 
 namespace allot::sim {

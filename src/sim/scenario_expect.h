@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/state.h"
+#include "core/model/state.h"
 #include "sim/scenario.h"
 
 namespace allot::sim {

@@ -4,13 +4,13 @@
 #include <cstdio>
 #include <optional>
 
-#include "core/in_place.h"
-#include "core/array.h"
-#include "core/overloaded.h"
-#include "core/plans.h"
-#include "core/scheduler.h"
-#include "core/start_timeout.h"
-#include "core/time_limit.h"
+#include "core/lifecycle/in_place.h"
+#include "core/model/array.h"
+#include "core/model/overloaded.h"
+#include "core/model/plans.h"
+#include "core/pass/scheduler.h"
+#include "core/lifecycle/start_timeout.h"
+#include "core/lifecycle/time_limit.h"
 #include "sim/completions.h"
 #include "sim/scenario_expect.h"
 
@@ -73,7 +73,7 @@ void log_decisions(const ClusterState& s, const ScheduleResult& r, Time now, std
       log.push_back("t=" + std::to_string(now) + "  record  " + group_text(preemptions.back().group));
     }
   }
-  // Jobs the pass ended because a dependency can never hold (core/dependency.h), after its decisions.
+  // Jobs the pass ended because a dependency can never hold (core/model/dependency.h), after its decisions.
   for (const DependencyEnd& e : r.dependency_ends)
     log.push_back("t=" + std::to_string(now) + "  cancel  " + s.jobs[e.job.index()].spec.name + ": " +
                   s.jobs[e.job.index()].reason.str());
@@ -97,7 +97,7 @@ Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& lo
   };
   switch (e.kind) {
     case EventKind::kSubmit: {
-      if (e.submit.array) {  // a job array (core/array.h): its tasks, all or none
+      if (e.submit.array) {  // a job array (core/model/array.h): its tasks, all or none
         auto ids = submit_array(s, e.submit, e.at);
         if (!ids) return ids.error();
         log.push_back(t + "submit  " + e.submit.name + " (team " + e.submit.team +
@@ -153,14 +153,14 @@ Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& lo
     }
     case EventKind::kStartTimeout: {
       // What the server decides when a replica does not start in time (it alone hears the agents): the job is
-      // requeued without a retry and backs off by the policy (core/start_timeout.h).
+      // requeued without a retry and backs off by the policy (core/lifecycle/start_timeout.h).
       const Job* j = s.find_job(e.target);
       const int64_t backoff = j ? next_start_backoff_s(s.policy, *j) : start_backoff_s(s.policy, 1);
       log.push_back(t + "start   " + e.target + " timed out; backoff " + std::to_string(backoff) + " s");
       return on_job(time_out_start(s, e.target, e.at, backoff, "a replica did not start in time (scenario event)"));
     }
     case EventKind::kLogRule:
-      // What the server does when an agent reports that a rule on the job's output fired (core/log_rules.h).
+      // What the server does when an agent reports that a rule on the job's output fired (core/lifecycle/log_rules.h).
       log.push_back(t + "logrule " + e.target + " " + log_rule_kind_name(e.log_rule.kind) + " (" +
                     log_rule_name(e.log_rule.kind, e.log_rule.index) + ", rank " + std::to_string(e.log_rule.rank) + ")");
       return on_job(fire_log_rule(s, e.target, e.at, e.log_rule));
@@ -227,7 +227,7 @@ Result<ScenarioReport> run_scenario(const Scenario& sc) {
   auto built = cluster_from_scenario(sc);
   if (!built) return built.error();
   ClusterState s = std::move(*built);
-  FitCache fits;  // what the passes on `s` remember of job shapes (core/fit_cache.h)
+  FitCache fits;  // what the passes on `s` remember of job shapes (core/placement/fit_cache.h)
 
   size_t next = 0;
   Time now = 0;

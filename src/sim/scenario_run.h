@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/preemption_record.h"
-#include "core/state.h"
+#include "core/preemption/preemption_record.h"
+#include "core/model/state.h"
 #include "sim/scenario.h"
 
 namespace allot::sim {
@@ -43,10 +43,10 @@ Result<ClusterState> cluster_from_scenario(const Scenario& scenario);
 // of a failed node, recover_node of a healthy one) changes nothing and adds a warning to `warnings`.
 Status apply_event(ClusterState& s, const Event& e, std::vector<std::string>& log, std::vector<std::string>& warnings);
 
-// Applies every plan step due by `now` (core/plans.h) in time order, adding a plan's nodes (<plan>-1 ..) as it
+// Applies every plan step due by `now` (core/model/plans.h) in time order, adding a plan's nodes (<plan>-1 ..) as it
 // starts, and says what happened in `log`. The scenario runner and the trace replay share it.
 Status apply_due_plan_steps(ClusterState& s, Time now, std::vector<std::string>& log);
-// The same for reservations of existing nodes (core/reservations.h): starts (requeuing the jobs a reservation does
+// The same for reservations of existing nodes (core/model/reservations.h): starts (requeuing the jobs a reservation does
 // not admit from its nodes) and ends.
 Status apply_due_reservation_steps(ClusterState& s, Time now, std::vector<std::string>& log);
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "core/model/result.h"
 #include "sim/replay_metrics.h"
 
 namespace allot::sim {

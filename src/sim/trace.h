@@ -44,7 +44,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::sim {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
-#include "core/spec.h"
-#include "core/state.h"
+#include "core/model/result.h"
+#include "core/model/spec.h"
+#include "core/model/state.h"
 #include "sim/trace.h"
 
 namespace allot::sim {

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "core/ascii_text.h"
+#include "core/model/ascii_text.h"
 #include "sim/trace.h"
 
 namespace allot::sim {

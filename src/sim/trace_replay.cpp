@@ -1,7 +1,7 @@
 #include "sim/trace_replay.h"
 
-#include "core/in_place.h"
-#include "core/plans.h"
+#include "core/lifecycle/in_place.h"
+#include "core/model/plans.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <queue>
 #include <set>
 
-#include "core/scheduler.h"
+#include "core/pass/scheduler.h"
 #include "sim/completions.h"
 #include "sim/node_failures.h"
 #include "sim/scenario_run.h"
@@ -315,7 +315,7 @@ class Replay {
   }
 
   // A running job with recovery in_place that recovered since the last pass (its membership epoch went up: one per
-  // recovery, core/in_place.h) keeps its run and all its work, but the whole job waited for each new rank to start
+  // recovery, core/lifecycle/in_place.h) keeps its run and all its work, but the whole job waited for each new rank to start
   // and copy the state from a peer: that pause is more run time at all its GPUs, held and not useful.
   void charge_in_place_recoveries(Tracked& t, Job& j) {
     const int recovered = j.membership_epoch - t.epoch;
@@ -430,7 +430,7 @@ class Replay {
   const Trace& trace_;
   const ReplayOptions& o_;
   ClusterState s_;
-  FitCache fits_;  // what the passes on s_ remember of job shapes (core/fit_cache.h)
+  FitCache fits_;  // what the passes on s_ remember of job shapes (core/placement/fit_cache.h)
   TraceJobShape shape_;
   FailureDraws draws_;
   std::priority_queue<NodeEvent, std::vector<NodeEvent>, std::greater<>> node_events_;

@@ -14,7 +14,7 @@
 // failure or a preemption, costs `restart_overhead_s` of extra run time (loading the checkpoint, warming up),
 // which counts as held but not useful GPU-time.
 //
-// Recovery in place (core/in_place.h; `in_place_share` of the multi-node jobs): when a node of such a job fails
+// Recovery in place (core/lifecycle/in_place.h; `in_place_share` of the multi-node jobs): when a node of such a job fails
 // and a free node takes its replicas, the job keeps running and keeps all its work (its healthy ranks keep their
 // progress, the new rank copies the state from a peer), but the whole job pauses while the new rank starts and
 // joins: `in_place_overhead_s` more run time at all its GPUs, held but not useful. When the lost replicas do not
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "core/model/result.h"
 #include "sim/replay_metrics.h"
 #include "sim/scenario.h"
 #include "sim/trace.h"

@@ -27,8 +27,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
-#include "core/state.h"
+#include "core/model/result.h"
+#include "core/model/state.h"
 #include "sim/trace.h"
 
 namespace allot::sim {

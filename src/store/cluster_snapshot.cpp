@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "core/job_restore.h"
-#include "core/plans.h"
+#include "core/lifecycle/job_restore.h"
+#include "core/model/plans.h"
 #include "store/record_json.h"
 #include "store/replay.h"
 #include "store/spec_json.h"
@@ -103,7 +103,7 @@ Status ClusterRestore::begin_throwing(const json& j) {
     run_names.clear();
     return ok_status();
   };
-  // A plan's node joins only while its plan is Active and has a free place (core/plans.h); restored, it may belong
+  // A plan's node joins only while its plan is Active and has a free place (core/model/plans.h); restored, it may belong
   // to a plan that has ended since, so it is added without its plan label, which is put back with the plan's ID.
   std::vector<PlanId> node_plans;
   for (const auto& n : nodes) {
@@ -174,7 +174,7 @@ Status ClusterRestore::add_job_throwing(const json& jj) {
     if (it == texts_.end()) it = texts_.emplace(t, SharedText(RefText::refs_unknown(t))).first;
     return it->second;
   };
-  // A run of jobs compacted by retention: only their IDs are kept (core/state.h, compact_finished).
+  // A run of jobs compacted by retention: only their IDs are kept (core/model/state.h, compact_finished).
   if (jj.contains("compacted")) {
     const auto n = jj.at("compacted").get<uint64_t>();
     if (n == 0 || n > UINT32_MAX - s.jobs.size()) return Error::invalid("a run of compacted jobs has a bad length " + jj.at("compacted").dump());
@@ -228,7 +228,7 @@ Status ClusterRestore::add_job_throwing(const json& jj) {
   if (job.attempt_folded < 0 || job.attempt_folded > job.attempt_base)
     return Error::invalid("job " + spec.name + " has attempt_folded " + std::to_string(job.attempt_folded) +
                           "; it must be between 0 and its attempt_base " + std::to_string(job.attempt_base));
-  if (jj.contains("remote")) {  // absent unless a manager dispatched it (core/remote_copy.h)
+  if (jj.contains("remote")) {  // absent unless a manager dispatched it (core/lifecycle/remote_copy.h)
     const json& r = jj.at("remote");
     auto ref = [](const json& c) { return RemoteCopyRef{c.at("worker").get<std::string>(), c.at("copy").get<std::string>()}; };
     job.remote.live = ref(r.at("live"));
@@ -349,9 +349,9 @@ json compact_spec(const JobSpec& spec) {
 }
 
 // The job's fields that both encodings write only when set, so that snapshots of jobs without them read as they
-// always have: a locality wait (core/locality_wait.h), a plan, folded attempts, the wall-time limit resolved at
-// submission and the running time toward it (core/time_limit.h), gang start timeouts (core/start_timeout.h).
-// The jobs a reason names (core/ref_text.h), only when it names any: "reason_refs" beside the job's reason, and a
+// always have: a locality wait (core/placement/locality_wait.h), a plan, folded attempts, the wall-time limit resolved at
+// submission and the running time toward it (core/lifecycle/time_limit.h), gang start timeouts (core/lifecycle/start_timeout.h).
+// The jobs a reason names (core/model/ref_text.h), only when it names any: "reason_refs" beside the job's reason, and a
 // last element of a history or resize entry. Entries without them read back as refs_unknown (record_json.h).
 void put_refs(json& out, const Job& j) {
   if (!j.reason.refs().empty()) out["reason_refs"] = job_refs_to_json(j.reason.refs());
@@ -376,14 +376,14 @@ void put_fields_when_set(json& out, const Job& j) {
   if (j.run_before_s != 0) out["run_before_s"] = j.run_before_s;
   if (j.start_timeouts != 0) out["start_timeouts"] = j.start_timeouts;
   if (j.backoff_until != 0) out["backoff_until"] = j.backoff_until;
-  // Recovery in place (core/in_place.h): the current run's membership epoch and every recovery.
+  // Recovery in place (core/lifecycle/in_place.h): the current run's membership epoch and every recovery.
   if (j.membership_epoch != 0) out["membership_epoch"] = j.membership_epoch;
   if (!j.recoveries.empty()) {
     json list = json::array();
     for (const auto& r : j.recoveries) list.push_back({r.at, r.node, r.epoch, r.replicas});
     out["recoveries"] = std::move(list);
   }
-  if (j.remote != RemoteCopy{}) {  // a manager's job in worker clusters (core/remote_copy.h)
+  if (j.remote != RemoteCopy{}) {  // a manager's job in worker clusters (core/lifecycle/remote_copy.h)
     auto ref = [](const RemoteCopyRef& c) { return json{{"worker", c.worker}, {"copy", c.copy}}; };
     json stale = json::array();
     for (const auto& c : j.remote.stale) stale.push_back(ref(c));
@@ -391,7 +391,7 @@ void put_fields_when_set(json& out, const Job& j) {
                      {"dispatches", j.remote.dispatches}, {"stale", std::move(stale)}, {"events_seen", j.remote.events_seen},
                      {"waiting_since", j.remote.waiting_since}};
   }
-  if (!j.after.empty()) {  // the IDs spec.after was resolved to at submission (core/dependency.h)
+  if (!j.after.empty()) {  // the IDs spec.after was resolved to at submission (core/model/dependency.h)
     json ids = json::array();
     for (JobId id : j.after) ids.push_back(id.value);
     out["after_ids"] = std::move(ids);
@@ -465,7 +465,7 @@ json job_to_json(const ClusterState& s, const Job& j, JobEncoding encoding, uint
 
 void for_each_job_entry(const ClusterState& s, const std::function<void(const json&)>& f, JobEncoding encoding) {
   // Compacted jobs as runs of IDs, so that a snapshot follows the jobs kept, not every job ever submitted.
-  // Iteration skips the table's freed chunks (core/job_table.h): the IDs it skips are tombstones too.
+  // Iteration skips the table's freed chunks (core/model/job_table.h): the IDs it skips are tombstones too.
   uint64_t next_id = 0;
   uint64_t expected_arrival = 0;  // the previous job entry's arrival + 1, as ClusterRestore expects it
   auto tombstones_up_to = [&](uint64_t id) {

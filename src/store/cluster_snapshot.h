@@ -16,8 +16,8 @@
 #include <unordered_map>
 #include <nlohmann/json.hpp>
 
-#include "core/result.h"
-#include "core/state.h"
+#include "core/model/result.h"
+#include "core/model/state.h"
 
 namespace allot::store {
 
@@ -37,7 +37,7 @@ void for_each_job_entry(const ClusterState& s, const std::function<void(const nl
 Result<ClusterState> cluster_from_json(const nlohmann::json& j, const Catalog& catalog = Catalog::builtin());
 
 // The same restore a piece at a time, for a snapshot whose job entries are read one by one rather than as one
-// document (server/state_snapshot.cpp, format 2): begin with the document without its jobs (configuration,
+// document (server/writer/state_snapshot.cpp, format 2): begin with the document without its jobs (configuration,
 // teams, plans, nodes), add each entry for_each_job_entry gave, in order, then finish with the same document
 // (the tables after the jobs: next_arrival, removed teams, attempts, compaction, room_changed_at). Errors say what
 // was wrong, as cluster_from_json's do.

@@ -26,8 +26,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
-#include "core/spec.h"
+#include "core/model/result.h"
+#include "core/model/spec.h"
 #include "store/record.h"
 
 namespace allot::store {
@@ -39,7 +39,7 @@ struct BatchSums {
 };
 
 std::string record_checksum(uint64_t seq, Time at, std::string_view kind, std::string_view body);
-// A snapshot's checksum (server/state_snapshot.h, format 2), over its text after the first line, the line that
+// A snapshot's checksum (server/writer/state_snapshot.h, format 2), over its text after the first line, the line that
 // carries it: a torn or changed snapshot is then never restored (start-up replays the journal instead).
 //
 //     snapshot_sum = hex128(SHA-256("allot-snapshot-2\n" text))

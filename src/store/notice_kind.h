@@ -1,6 +1,6 @@
 #pragma once
 // The kinds of event a webhook may ask for (docs/api.md, "Webhooks"): a closed set, each one a change of a job's
-// or a node's state that the event stream (server/event_log.h) already carries. One table holds their spellings
+// or a node's state that the event stream (server/writer/event_log.h) already carries. One table holds their spellings
 // for the API, the CLI and the journal.
 #include <optional>
 #include <string>

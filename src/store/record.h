@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "auth/caller.h"
-#include "core/preemption_record.h"
-#include "core/remote_copy.h"
-#include "core/resources.h"
-#include "core/spec.h"
-#include "core/topology_levels.h"
+#include "core/preemption/preemption_record.h"
+#include "core/lifecycle/remote_copy.h"
+#include "core/model/resources.h"
+#include "core/model/spec.h"
+#include "core/placement/topology_levels.h"
 #include "store/admission_check.h"
 #include "store/notice_kind.h"
 
@@ -67,7 +67,7 @@ struct Cordon {
   bool cordoned = true;
   friend bool operator==(const Cordon&, const Cordon&) = default;
 };
-// Cordon plus suspension of every job running on the node (core/drain.h).
+// Cordon plus suspension of every job running on the node (core/lifecycle/drain.h).
 struct Drain {
   std::string node;
   friend bool operator==(const Drain&, const Drain&) = default;
@@ -129,7 +129,7 @@ struct Resize {
   std::vector<PodSetRecord> placement;
   bool borrowing = false;
   int from = 0, to = 0;
-  std::string cause;  // "grow", "shrink" (core/model.h, resize_cause_name)
+  std::string cause;  // "grow", "shrink" (core/model/model.h, resize_cause_name)
   std::string for_job;
   RefText reason;
   std::optional<PreemptionRule> rule;
@@ -149,7 +149,7 @@ struct TokenRecord {
   std::string description;
   int max_nodes = 0;               // agent-join: how many nodes it may register; 0: no limit
   std::string joined_with;         // agent: the id of the join token its node joined with (empty: made by an admin)
-  // member, viewer, admin: the user the token acts for (core/user_limits.h): its jobs carry it, the audit trail and
+  // member, viewer, admin: the user the token acts for (core/quota/user_limits.h): its jobs carry it, the audit trail and
   // per-user metrics name it, the team's per-user limits apply to it. Empty: none (tokens made before users).
   std::string user;
   friend bool operator==(const TokenRecord&, const TokenRecord&) = default;
@@ -191,7 +191,7 @@ struct DeleteJob {
   friend bool operator==(const DeleteJob&, const DeleteJob&) = default;
 };
 
-// Capacity plans (core/plans.h): created, stepped to the state their times give (the writer applies each step
+// Capacity plans (core/model/plans.h): created, stepped to the state their times give (the writer applies each step
 // when it is due, so what the step did, suspending jobs and removing nodes, replays as it happened), deleted.
 struct CreatePlan {
   PlanSpec plan;
@@ -206,7 +206,7 @@ struct DeletePlan {
   std::string plan;
   friend bool operator==(const DeletePlan&, const DeletePlan&) = default;
 };
-// Reservations of existing nodes (core/reservations.h): created, stepped when their times come (the writer applies
+// Reservations of existing nodes (core/model/reservations.h): created, stepped when their times come (the writer applies
 // each step, so the nodes an amount chose and the jobs requeued at the start replay as they happened), deleted.
 struct CreateReservation {
   ReservationSpec reservation;
@@ -231,7 +231,7 @@ struct Requeue {
   std::string reason;
   friend bool operator==(const Requeue&, const Requeue&) = default;
 };
-// A running job reached its wall-time limit (core/time_limit.h): it stopped and ended Failed with reason
+// A running job reached its wall-time limit (core/lifecycle/time_limit.h): it stopped and ended Failed with reason
 // deadline_exceeded. The limit is written for people reading the journal; replay checks, from the journaled runs,
 // that the job had reached it by the record's time.
 struct TimeLimitExceeded {
@@ -239,14 +239,14 @@ struct TimeLimitExceeded {
   int64_t time_limit_s = 0;
   friend bool operator==(const TimeLimitExceeded&, const TimeLimitExceeded&) = default;
 };
-// A waiting job's locality wait began counting at the record's time (core/locality_wait.h): the scheduler pass
+// A waiting job's locality wait began counting at the record's time (core/placement/locality_wait.h): the scheduler pass
 // that first found it could run spread although one domain could hold it. Journaled so that a restarted server
 // counts the wait from the same time (docs/scheduling.md, "Waiting for locality").
 struct LocalityWaitBegan {
   std::string job;
   friend bool operator==(const LocalityWaitBegan&, const LocalityWaitBegan&) = default;
 };
-// A run not every replica of which was running within the policy's start_timeout (core/start_timeout.h): it
+// A run not every replica of which was running within the policy's start_timeout (core/lifecycle/start_timeout.h): it
 // stopped and the job was requeued without using a retry, to back off `backoff_s` before it may run again.
 // `nodes` are those that did not start a replica of it (in name order, each once); `reason` says which.
 struct StartTimeout {
@@ -264,7 +264,7 @@ struct StartTimeout {
 struct WebhookRecord {
   std::string id;    // public: names it in lists, deliveries (X-Allot-Webhook) and `allot webhook delete`
   std::string team;  // empty: cluster-wide (every event); else that team's jobs' events only
-  std::string url;   // http:// or https://, checked when made (server/webhook_rules.h)
+  std::string url;   // http:// or https://, checked when made (server/outside/webhook_rules.h)
   std::vector<NoticeKind> events;  // at least one, each once
   std::string secret;              // the HMAC-SHA256 key, 64 hex digits
   std::string description;
@@ -278,7 +278,7 @@ struct DeleteWebhook {
   std::string id;
   friend bool operator==(const DeleteWebhook&, const DeleteWebhook&) = default;
 };
-// A rule on a running job's output fired on its agent (core/log_rules.h): a hung run or a restart_on line restarted
+// A rule on a running job's output fired on its agent (core/lifecycle/log_rules.h): a hung run or a restart_on line restarted
 // it using a retry, a fail_on line failed it without one. `line` is the job's own output (bounded and escaped by the
 // server when the agent reported it): the journal keeps it as data, and only readers of the job's logs see it.
 struct LogRuleFired {
@@ -287,7 +287,7 @@ struct LogRuleFired {
   LogRuleFiring firing;
   friend bool operator==(const LogRuleFired&, const LogRuleFired&) = default;
 };
-// A waiting job that never ran ended because its dependency on `after` can never hold (core/dependency.h): it is
+// A waiting job that never ran ended because its dependency on `after` can never hold (core/model/dependency.h): it is
 // Cancelled with reason dependency_never. The scheduler pass finds it; replay checks, on the replayed state, that
 // the dependency had failed for good by then. `condition` is the dependency's, for people reading the journal.
 struct DependencyNeverHolds {
@@ -297,7 +297,7 @@ struct DependencyNeverHolds {
   friend bool operator==(const DependencyNeverHolds&, const DependencyNeverHolds&) = default;
 };
 // Retention (`allot server --retain-finished`): every finished job whose last change was at or before the cutoff
-// leaves the live state (core/state.h, compact_finished). Its own records stay in the journal.
+// leaves the live state (core/model/state.h, compact_finished). Its own records stay in the journal.
 struct CompactFinished {
   Time finished_before = 0;
   friend bool operator==(const CompactFinished&, const CompactFinished&) = default;
@@ -318,7 +318,7 @@ struct SetNetworkLayers {
 struct AdmissionCheckRecord {
   std::string name;  // a DNS label
   AdmissionCheckKind kind = AdmissionCheckKind::kHttp;
-  std::string url;  // kHttp: http:// or https:// (server/webhook_rules.h, parse_webhook_url); empty otherwise
+  std::string url;  // kHttp: http:// or https:// (server/outside/webhook_rules.h, parse_webhook_url); empty otherwise
   std::vector<std::string> teams;
   std::vector<std::string> priority_classes;
   std::string description;
@@ -346,7 +346,7 @@ struct AdmissionCheckAnswered {
   friend bool operator==(const AdmissionCheckAnswered&, const AdmissionCheckAnswered&) = default;
 };
 
-// Recovery in place (core/in_place.h; docs/resiliency.md, "Recovery in place"): a running job with recovery
+// Recovery in place (core/lifecycle/in_place.h; docs/resiliency.md, "Recovery in place"): a running job with recovery
 // in_place recovered from the failure of `node`: its replicas there were placed again (`moves`, each a pod set and
 // the replica's index in it, and where it runs now), the others kept running, in membership epoch `epoch` (written
 // for people and checked on replay). Journaled before the node's health change, which then finds none of the job's
@@ -365,7 +365,7 @@ struct RecoverInPlace {
   friend bool operator==(const RecoverInPlace&, const RecoverInPlace&) = default;
 };
 // An in-place recovery that did not finish within the job's recovery_timeout (its new replicas were not all
-// running): the run ended as a node failure ends it (core/in_place.h, fall_back_from_in_place).
+// running): the run ended as a node failure ends it (core/lifecycle/in_place.h, fall_back_from_in_place).
 struct InPlaceFallback {
   std::string job;
   int epoch = 0;  // the recovery's membership epoch, for people reading the journal
@@ -373,7 +373,7 @@ struct InPlaceFallback {
   friend bool operator==(const InPlaceFallback&, const InPlaceFallback&) = default;
 };
 
-// Several clusters (docs/multicluster.md): a step of a manager's job through the worker clusters (core/remote_copy.h),
+// Several clusters (docs/multicluster.md): a step of a manager's job through the worker clusters (core/lifecycle/remote_copy.h),
 // decided by the manager's dispatcher from what the workers answered, and journaled before it acts on it where the
 // step is an act (a dispatch is journaled before the copy is submitted, so a restart submits the same copy again,
 // which the worker answers 409 for when it has it already). `reason` is the worker's (kRunning, kSucceeded,

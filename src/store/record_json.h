@@ -5,7 +5,7 @@
 // guesses.
 #include <nlohmann/json.hpp>
 
-#include "core/result.h"
+#include "core/model/result.h"
 #include "store/record.h"
 
 namespace allot::store {
@@ -27,7 +27,7 @@ Result<Actor> actor_of_body(const nlohmann::json& body);
 // the journal is read as untrusted input.
 Result<Record> record_from_row(uint64_t seq, Time at, std::string_view body, const std::string& where);
 
-// Pieces of records that snapshots (cluster_snapshot.h, server/state_snapshot.h) store too. The readers throw on malformed input.
+// Pieces of records that snapshots (cluster_snapshot.h, server/writer/state_snapshot.h) store too. The readers throw on malformed input.
 nlohmann::json placement_to_json(const std::vector<PodSetRecord>& p);
 std::vector<PodSetRecord> placement_from_json(const nlohmann::json& j);
 nlohmann::json token_to_json(const TokenRecord& t);
@@ -41,7 +41,7 @@ Actor actor_from_json(const nlohmann::json& j);
 HealthCause health_cause_from_name(const std::string& s);
 nlohmann::json preemption_group_to_json(const PreemptionGroup& g);
 PreemptionGroup preemption_group_from_json(const nlohmann::json& j);
-// A reason and the jobs it names (core/ref_text.h), as records and snapshots keep them: the text and, only when it
+// A reason and the jobs it names (core/model/ref_text.h), as records and snapshots keep them: the text and, only when it
 // names a job, its references as [{"job", "team", "at", "size"}] (so that records naming none keep their body).
 nlohmann::json job_refs_to_json(const std::vector<JobRef>& refs);
 // The text with the references read from `refs`; with none stored (null), RefText::refs_unknown: the record was

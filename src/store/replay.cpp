@@ -2,11 +2,11 @@
 
 #include <unordered_map>
 
-#include "core/dependency.h"
-#include "core/drain.h"
-#include "core/in_place.h"
-#include "core/overloaded.h"
-#include "core/plans.h"
+#include "core/model/dependency.h"
+#include "core/lifecycle/drain.h"
+#include "core/lifecycle/in_place.h"
+#include "core/model/overloaded.h"
+#include "core/model/plans.h"
 
 namespace allot::store {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Records in and out of the core: applying a record through the core operation it names (the only way the
 // journal changes a ClusterState, live and on replay), and turning a scheduler Decision into its record.
-#include "core/preemption_record.h"
-#include "core/state.h"
+#include "core/preemption/preemption_record.h"
+#include "core/model/state.h"
 #include "store/record.h"
 
 namespace allot::store {

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/result.h"
+#include "core/model/result.h"
 
 namespace allot::store {
 

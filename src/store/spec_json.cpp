@@ -257,7 +257,7 @@ json to_json(const JobSpec& s) {
   if (!s.after.empty()) j["after"] = config::after_json(s.after);  // absent: none (and in older records)
   if (!s.user.empty()) j["user"] = s.user;  // absent: no user (and in older records)
   if (s.multicluster) j["multicluster"] = true;  // absent: false (a job of no manager's team, and older records)
-  // Absent: not an array (and in older records). A task says its array's name and its index (core/array.h).
+  // Absent: not an array (and in older records). A task says its array's name and its index (core/model/array.h).
   if (s.array) {
     json a = {{"count", s.array->count}, {"parallel", s.array->parallel}};
     if (s.array->index) {

@@ -4,9 +4,9 @@
 // exception leaves the store.
 #include <nlohmann/json.hpp>
 
-#include "core/reservations.h"
-#include "core/resources.h"
-#include "core/spec.h"
+#include "core/model/reservations.h"
+#include "core/model/resources.h"
+#include "core/model/spec.h"
 
 namespace allot::store {
 

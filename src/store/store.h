@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "core/model/result.h"
 #include "store/record.h"
 
 namespace allot::store {
 
-// The whole state at a journal position (the server's encoding, server/state_snapshot.h): start-up and a
+// The whole state at a journal position (the server's encoding, server/writer/state_snapshot.h): start-up and a
 // standby's catch-up restore the latest one and replay only the records after `seq`. The journal keeps every
 // record; a snapshot only saves reading them.
 struct Snapshot {

@@ -3,7 +3,7 @@
 // knows the types a server was given in its policy file (`allot server --instance-types`), not only the built-in ones.
 #include <nlohmann/json.hpp>
 
-#include "core/catalog.h"
+#include "core/model/catalog.h"
 
 namespace allot::view {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Hides other teams' job names in reason texts. A reason names a job of another team only through core::job_ref
 // (a reclaim victim's preemptor, a fair-share preemptor, a starving job holding capacity, the jobs an admission
-// preempted, a dependency), which records where in the text "job NAME of team TEAM" sits (core/ref_text.h); for a
+// preempted, a dependency), which records where in the text "job NAME of team TEAM" sits (core/model/ref_text.h); for a
 // reader who may not see that team's jobs (a member of another team) it becomes "a job of team TEAM", as
 // preemption records show such jobs as null. The text is never read for this, except for a text whose references
 // are unknown (RefText::refs_known: read back from a record or snapshot that kept none, written by a version
@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/model.h"
-#include "core/ref_text.h"
+#include "core/model/model.h"
+#include "core/model/ref_text.h"
 #include "view/preemption_json.h"
 
 namespace allot::view {

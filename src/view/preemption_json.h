@@ -1,5 +1,5 @@
 #pragma once
-// The JSON form of a preemption record (core/preemption_record.h) for people and programs: `allot sim run
+// The JSON form of a preemption record (core/preemption/preemption_record.h) for people and programs: `allot sim run
 // --json`, GET /v1/events, GET /v1/jobs/NAME and the CLI. Amounts in the external units (resources_json); a
 // share as a number, null when infinite (a team of weight 0).
 #include <functional>
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/preemption_record.h"
+#include "core/preemption/preemption_record.h"
 
 namespace allot::view {
 

@@ -12,7 +12,7 @@ enum class ReplicaFailureReason {
   // The image could not be pulled (or, with image_pull_policy Never, is not on the node): the job's fault, never
   // the node's. The message is "<image>: <the registry's or podman's answer>".
   kImagePull,
-  // A rule on the job's output fired (core/log_rules.h): the agent stopped the replica. The failure carries the
+  // A rule on the job's output fired (core/lifecycle/log_rules.h): the agent stopped the replica. The failure carries the
   // fact as data, {"reason": "log_rule", "rule": {"kind": hung|restart|fail, "index": i}, "line": <the line>}; the
   // server ends or restarts the run by the rule (the job's retries, never the node's).
   kLogRule,
@@ -28,7 +28,7 @@ inline constexpr ReplicaFailureReason kReplicaFailureReasons[] = {ReplicaFailure
                                                                  ReplicaFailureReason::kOomKilled};
 
 // A failure's message is text from outside (a registry's answer): the server keeps at most this many bytes of it,
-// with bytes outside printable ASCII escaped (core/spec.h, printable), and the agent sends no more.
+// with bytes outside printable ASCII escaped (core/model/spec.h, printable), and the agent sends no more.
 inline constexpr size_t kMaxReplicaFailureMessage = 2000;
 
 }  // namespace allot::view

@@ -1,9 +1,9 @@
 #pragma once
-// A reservation of existing nodes (core/reservations.h) as the API, `allot reservation list -o json` and the
+// A reservation of existing nodes (core/model/reservations.h) as the API, `allot reservation list -o json` and the
 // simulator show it: its spec, state and the nodes it holds (named nodes; an amount's once chosen at the start).
 #include <nlohmann/json.hpp>
 
-#include "core/state.h"
+#include "core/model/state.h"
 #include "view/times.h"
 
 namespace allot::view {

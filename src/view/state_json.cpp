@@ -1,13 +1,13 @@
 #include "view/state_json.h"
 
-#include "core/array.h"
-#include "core/dependency.h"
-#include "core/overloaded.h"
+#include "core/model/array.h"
+#include "core/model/dependency.h"
+#include "core/model/overloaded.h"
 
-#include "core/plans.h"
-#include "core/quota.h"
-#include "core/time_limit.h"
-#include "core/topology_levels.h"
+#include "core/model/plans.h"
+#include "core/quota/quota.h"
+#include "core/lifecycle/time_limit.h"
+#include "core/placement/topology_levels.h"
 
 namespace allot::view {
 using nlohmann::json;
@@ -75,7 +75,7 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
             {"restarts", j.restarts},
             {"work_done_s", j.work_done_s},
             {"placement", placement_json(s, j.placement)}};
-  if (!j.spec.user.empty()) o["user"] = j.spec.user;  // who submitted it (core/user_limits.h); absent: no user
+  if (!j.spec.user.empty()) o["user"] = j.spec.user;  // who submitted it (core/quota/user_limits.h); absent: no user
   if (j.held) o["held"] = true;
   if (j.spec.multicluster) {  // a manager's job (docs/multicluster.md): where its copy is
     auto ref = [](const RemoteCopyRef& c) { return c.worker.empty() ? json(nullptr) : json{{"worker", c.worker}, {"copy", c.copy}}; };
@@ -84,12 +84,12 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
     o["cluster"] = {{"copy", ref(j.remote.live)}, {"last_copy", ref(j.remote.last)}, {"running", j.remote.running},
                     {"dispatches", j.remote.dispatches}, {"stale", std::move(stale)}};
   }
-  // Gang start timeouts (core/start_timeout.h): how many, and while waiting, when its backoff ends.
+  // Gang start timeouts (core/lifecycle/start_timeout.h): how many, and while waiting, when its backoff ends.
   if (j.start_timeouts > 0) {
     o["start_timeouts"] = j.start_timeouts;
     if (is_waiting(j.state)) o["backoff_until"] = time_json(j.backoff_until, times);
   }
-  // Recovery in place (core/in_place.h): the mode and bound, the current run's membership epoch, every recovery.
+  // Recovery in place (core/lifecycle/in_place.h): the mode and bound, the current run's membership epoch, every recovery.
   if (j.spec.recovery == Recovery::kInPlace) {
     json rec = {{"mode", recovery_name(j.spec.recovery)}, {"timeout_s", j.spec.recovery_bound_s()},
                 {"membership_epoch", j.membership_epoch}};
@@ -107,11 +107,11 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
   if (!j.spec.plan.empty()) o["plan"] = j.spec.plan;
   // The reservation it names (its spec key `reservation`; the view's `reservation` is the backfill reservation it holds).
   if (!j.spec.reservation.empty()) o["uses_reservation"] = j.spec.reservation;
-  // A task of a job array (core/array.h): its array, index, and the array's count and parallelism.
+  // A task of a job array (core/model/array.h): its array, index, and the array's count and parallelism.
   if (j.spec.array && j.spec.array->index)
     o["array"] = {{"name", j.spec.array->name}, {"index", *j.spec.array->index}, {"count", j.spec.array->count},
                   {"parallel", j.spec.array->parallel}};
-  // Dependencies (core/dependency.h): each job named, its condition and whether it holds, waits or never will (a
+  // Dependencies (core/model/dependency.h): each job named, its condition and whether it holds, waits or never will (a
   // job that has run no longer looks at them: every one reads as it is now). Absent without any.
   if (j.depends) {
     json after = json::array();
@@ -147,7 +147,7 @@ json job_json(const ClusterState& s, const Job& j, bool with_history, Times time
   }
   o["pod_sets"] = ps;
   o["max_retries"] = j.spec.max_retries;
-  o["retries_used"] = j.restarts;  // restarts after failures are what max_retries bounds (core/state.cpp)
+  o["retries_used"] = j.restarts;  // restarts after failures are what max_retries bounds (core/model/state.cpp)
   // Only elastic jobs say so, so that fixed jobs read as they always did.
   if (j.elastic()) {
     o["elastic"] = {{"pod_set", j.pod_sets[static_cast<size_t>(j.elastic_pod_set)].name},
@@ -264,7 +264,7 @@ json team_json(const ClusterState& s, const Team& t) {
             {"borrowed", resources_json(team_borrowed_total(s, t.id))},
             {"lent", resources_json(team_lent_total(s, t.id))},
             {"instance_types", types},
-            // borrowed dominant share / weight (core/quota.h); null when the weight is 0 (infinite)
+            // borrowed dominant share / weight (core/quota/quota.h); null when the weight is 0 (infinite)
             {"share", share.den == 0 ? json(nullptr) : json(static_cast<double>(share.num) / static_cast<double>(share.den))},
             {"jobs", {{"pending", pending}, {"running", running}, {"suspended", suspended}}}};
   if (!t.spec.containers.empty()) o["containers"] = team_containers_json(t.spec.containers);

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/state.h"
+#include "core/model/state.h"
 #include "view/times.h"
 
 namespace allot::view {
@@ -19,10 +19,10 @@ nlohmann::json placement_json(const ClusterState& s, const Placement& p);
 // Points in time (submitted_at, started_at, the history's and resizes' at) as `times` says: the server writes
 // RFC 3339, the simulator its virtual seconds.
 nlohmann::json job_json(const ClusterState& s, const Job& j, bool with_history = true, Times times = Times::kSeconds);
-// A job's wall-time limit as of `now` (core/time_limit.h), added to its view when it has one: time_limit_s,
+// A job's wall-time limit as of `now` (core/lifecycle/time_limit.h), added to its view when it has one: time_limit_s,
 // time_used_s, time_left_s, and while it runs time_limit_at (when it reaches the limit if it keeps running).
 void add_time_limit(nlohmann::json& view, const Job& j, Time now, Times times = Times::kSeconds);
-// A job array (core/array.h) as one item: {name, kind: "array", state, team, priority, submitted_at, array: {count, parallel}, tasks: {state:
+// A job array (core/model/array.h) as one item: {name, kind: "array", state, team, priority, submitted_at, array: {count, parallel}, tasks: {state:
 // count, ...}, task_count, summary}, counting its live tasks for which `counted` holds (a listing's filters).
 nlohmann::json array_json(const ClusterState& s, const ArrayTasks& a, const std::function<bool(const Job&)>& counted,
                           Times times = Times::kRfc3339);

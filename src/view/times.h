@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/result.h"
-#include "core/spec.h"
+#include "core/model/result.h"
+#include "core/model/spec.h"
 
 namespace allot::view {
 

@@ -8,7 +8,7 @@ TEST_NAME=rendezvous_port
 source "$(dirname "$0")/lib_e2e.sh"
 
 # A range of 100 ports whose first is held: the first job (number 0) gets the first port on attempt 0 and the
-# 97th after it on attempt 1 (server/rendezvous_port.h).
+# 97th after it on attempt 1 (server/lifecycle/rendezvous_port.h).
 low=$((20000 + RANDOM % 20000))
 high=$((low + 99))
 python3 - "$low" >"$WORK/holder.out" 2>&1 <<'PY' &

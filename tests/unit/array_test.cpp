@@ -1,4 +1,4 @@
-// Job arrays (core/array.h; docs/jobs.md, "Arrays"): the spec in YAML, the journal and the client body, with bad
+// Job arrays (core/model/array.h; docs/jobs.md, "Arrays"): the spec in YAML, the journal and the client body, with bad
 // input refused; the tasks an array submission makes; all or nothing at submission (a name taken, a pending-jobs
 // limit); the throttle in the scheduler pass, lowest index first, holding nothing back; a large array's pass; the
 // Kubernetes Indexed Job that is an array.
@@ -8,8 +8,8 @@
 
 #include "client/spec_json.h"
 #include "config/spec_yaml.h"
-#include "core/array.h"
-#include "core/scheduler.h"
+#include "core/model/array.h"
+#include "core/pass/scheduler.h"
 #include "interop/k8s_manifest.h"
 #include "store/spec_json.h"
 

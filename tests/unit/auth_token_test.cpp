@@ -4,7 +4,7 @@
 #include <set>
 
 #include "auth/token.h"
-#include "server/auth_gate.h"
+#include "server/http/auth_gate.h"
 
 namespace allot::auth_token_test {
 namespace {

@@ -1,12 +1,12 @@
-// Backfill with a reservation (core/backfill.h, docs/scheduling.md "Backfill"): the policy key, the reservation's
+// Backfill with a reservation (core/admission/backfill.h, docs/scheduling.md "Backfill"): the policy key, the reservation's
 // time and nodes from running jobs' limits, none where only jobs without limits block, later jobs let in only when
 // they keep clear of it (elsewhere, or ending in time), and the whole policy off by default.
 #include <gtest/gtest.h>
 
 #include "config/spec_yaml.h"
-#include "core/backfill.h"
-#include "core/scheduler.h"
-#include "core/state.h"
+#include "core/admission/backfill.h"
+#include "core/pass/scheduler.h"
+#include "core/model/state.h"
 #include "store/spec_json.h"
 
 namespace allot::backfill_test {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "core/catalog.h"
-#include "core/request.h"
+#include "core/model/catalog.h"
+#include "core/model/request.h"
 
 namespace allot::catalog_test {
 namespace {
@@ -41,7 +41,7 @@ TEST(Catalog, BuiltinTypesHaveTheirFacts) {
 // HyperPod CLI's list) is built in, each consistent (Catalog::add checked its NUMA layout).
 TEST(Catalog, EveryHyperPodTypeIsBuiltIn) {
   Catalog c = Catalog::builtin();
-  // None refused by add; the MIG types (core/mig.h, mig_test.cpp) come after them.
+  // None refused by add; the MIG types (core/model/mig.h, mig_test.cpp) come after them.
   size_t whole = 0;
   for (const auto& t : c.types()) whole += !t.is_mig();
   EXPECT_EQ(whole, builtin_instance_types().size());

@@ -1,14 +1,14 @@
-// Cohort trees in the core (core/cohort_tree.h): the checks on groups and teams' groups, the tree arithmetic
+// Cohort trees in the core (core/quota/cohort_tree.h): the checks on groups and teams' groups, the tree arithmetic
 // worked by hand, and the flat case: one root group holding every team gives the verdicts the flat cohort gives.
 // The scenario files cohort_tree_*.yaml cover the same rules end to end, the property test random trees.
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "core/cohort_nearness.h"
-#include "core/cohort_tree.h"
-#include "core/quota.h"
-#include "core/state.h"
+#include "core/quota/cohort_nearness.h"
+#include "core/quota/cohort_tree.h"
+#include "core/quota/quota.h"
+#include "core/model/state.h"
 
 namespace allot::cohort_tree_test {
 namespace {

@@ -363,7 +363,7 @@ TEST(ConfigPolicy, DefaultsAndValues) {
   EXPECT_EQ(p->starvation_threshold_s, 3600);
 }
 
-// The policy's closed sets have one spelling each (core/spec.h's tables): every value's name reads back as itself
+// The policy's closed sets have one spelling each (core/model/spec.h's tables): every value's name reads back as itself
 // in YAML and by parse_*, and nothing else does.
 TEST(ConfigPolicy, EachChoiceHasOneSpellingThatReadsBack) {
   for (TaskPrioritization t : kTaskPrioritizations) {
@@ -572,7 +572,7 @@ TEST(ConfigJobs, PodSetsAndDefaults) {
 }
 
 // Without per_replica (or with {}), a pod set asks for nothing: the team's default_request applies when the job is
-// submitted (core/submit.cpp), so the reader takes it. completion_index is a boolean.
+// submitted (core/lifecycle/submit.cpp), so the reader takes it. completion_index is a boolean.
 TEST(ConfigJobs, ARequestMayBeLeftToTheTeamsDefault) {
   auto none = job("name: j\nteam: t\ncompletion_index: true\n");
   ASSERT_TRUE(none.ok()) << none.error().message;

@@ -10,9 +10,9 @@
 #include "config/spec_yaml.h"
 #include "interop/k8s_manifest.h"
 #include "interop/kueue.h"
-#include "server/agents.h"
-#include "server/node_lifecycle.h"
-#include "core/state.h"
+#include "server/lifecycle/agents.h"
+#include "server/lifecycle/node_lifecycle.h"
+#include "core/model/state.h"
 #include "store/spec_json.h"
 #include "view/state_json.h"
 

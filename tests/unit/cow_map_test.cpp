@@ -1,4 +1,4 @@
-// CowMap (core/cow_map.h): copies share shards until one writes; a copy reads as the map did when it was made,
+// CowMap (core/model/cow_map.h): copies share shards until one writes; a copy reads as the map did when it was made,
 // whatever the map does afterwards, and the other way round.
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/cow_map.h"
+#include "core/model/cow_map.h"
 #include "published_readers.h"
 
 namespace allot::cow_map_test {

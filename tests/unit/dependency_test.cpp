@@ -1,4 +1,4 @@
-// Dependencies between jobs (core/dependency.h; docs/jobs.md, "Dependencies"): the rule for each condition, the
+// Dependencies between jobs (core/model/dependency.h; docs/jobs.md, "Dependencies"): the rule for each condition, the
 // verdict over all of a job's entries, the pass that passes a waiting job over without blocking others, ends one
 // whose dependency can never hold, and lets one waiting for a start join the pass that admits it; submission's
 // checks; a batch's order and cycles; retention keeping a job a waiting job names; replay of the ending.
@@ -8,8 +8,8 @@
 
 #include "client/spec_json.h"
 #include "config/spec_yaml.h"
-#include "core/dependency.h"
-#include "core/scheduler.h"
+#include "core/model/dependency.h"
+#include "core/pass/scheduler.h"
 #include "interop/k8s_manifest.h"
 #include "store/record_json.h"
 #include "store/replay.h"

@@ -3,7 +3,7 @@
 // rules, and reclaim shrinks the borrowed replicas first.
 #include <gtest/gtest.h>
 
-#include "core/scheduler.h"
+#include "core/pass/scheduler.h"
 
 #include "spec_builders.h"
 

@@ -4,8 +4,8 @@
 // a cluster without groups.
 #include <gtest/gtest.h>
 
-#include "core/preemption_record.h"
-#include "core/scheduler.h"
+#include "core/preemption/preemption_record.h"
+#include "core/pass/scheduler.h"
 
 #include "spec_builders.h"
 

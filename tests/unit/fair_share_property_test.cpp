@@ -35,10 +35,10 @@
 #include <random>
 #include <set>
 
-#include "core/cohort_tree.h"
-#include "core/placement.h"
-#include "core/quota.h"
-#include "core/scheduler.h"
+#include "core/quota/cohort_tree.h"
+#include "core/placement/placement.h"
+#include "core/quota/quota.h"
+#include "core/pass/scheduler.h"
 
 namespace allot::fair_share_property_test {
 namespace {
@@ -69,7 +69,7 @@ World first_come_first_served(World w) {
   return w;
 }
 
-// Cohort trees (core/cohort_tree.h) over a world's teams, drawn from a third generator so that the worlds stay
+// Cohort trees (core/quota/cohort_tree.h) over a world's teams, drawn from a third generator so that the worlds stay
 // as they are: 1..3 groups, each a root or under an earlier group, with random own quota and limits; each team
 // in a random group or none.
 World with_groups(World w, uint32_t seed) {

@@ -1,10 +1,10 @@
 // The waiting job's reason when fair-sharing preemption finds no plan because a team's jobs are taken lowest
-// priority first (core/fair_share_preemption.cpp, shields_lower_priority): it names the lower-priority job that may
+// priority first (core/preemption/fair_share_preemption.cpp, shields_lower_priority): it names the lower-priority job that may
 // not be taken and why, and the higher-priority candidate it keeps out, both as job_ref()s, so a member of another
 // team reads neither name (view::hide_job_refs).
 #include <gtest/gtest.h>
 
-#include "core/scheduler.h"
+#include "core/pass/scheduler.h"
 #include "view/job_refs.h"
 
 #include "spec_builders.h"

@@ -4,7 +4,7 @@
 // from each other back and forth.
 #include <gtest/gtest.h>
 
-#include "core/scheduler.h"
+#include "core/pass/scheduler.h"
 
 #include "spec_builders.h"
 

@@ -1,4 +1,4 @@
-// The answers a caller keeps between scheduler passes (core/fit_cache.h): they follow the cluster as nodes join and
+// The answers a caller keeps between scheduler passes (core/placement/fit_cache.h): they follow the cluster as nodes join and
 // change health, they change no decision, and admission on a ClusterState shared read-only between threads writes
 // nothing (scripts/tsan.sh runs these tests under ThreadSanitizer).
 #include <gtest/gtest.h>
@@ -8,10 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "core/admission.h"
-#include "core/fit_cache.h"
-#include "core/placement.h"
-#include "core/scheduler.h"
+#include "core/admission/admission.h"
+#include "core/placement/fit_cache.h"
+#include "core/placement/placement.h"
+#include "core/pass/scheduler.h"
 
 #include "spec_builders.h"
 

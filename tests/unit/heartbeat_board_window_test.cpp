@@ -6,7 +6,7 @@
 // count as heard.
 #include <gtest/gtest.h>
 
-#include "server/heartbeat_board.h"
+#include "server/lifecycle/heartbeat_board.h"
 
 namespace allot::server::heartbeat_board_window_test {
 namespace {

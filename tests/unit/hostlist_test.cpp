@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/hostlist.h"
+#include "core/model/hostlist.h"
 
 namespace allot::hostlist_test {
 namespace {

@@ -1,11 +1,11 @@
-// Unit tests of IdPages (core/id_pages.h), the per-job-ID storage whose memory follows the IDs written.
+// Unit tests of IdPages (core/model/id_pages.h), the per-job-ID storage whose memory follows the IDs written.
 #include <gtest/gtest.h>
 
 #include <random>
 #include <utility>
 #include <vector>
 
-#include "core/id_pages.h"
+#include "core/model/id_pages.h"
 
 namespace allot::id_pages_test {
 namespace {

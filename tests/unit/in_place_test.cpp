@@ -1,12 +1,12 @@
-// Recovery in place (core/in_place.h; docs/resiliency.md, "Recovery in place"): only the failed node's replicas move,
+// Recovery in place (core/lifecycle/in_place.h; docs/resiliency.md, "Recovery in place"): only the failed node's replicas move,
 // nearest in the topology first; the run, its other replicas and its retries stay; a recovery that does not fit
 // leaves the job to the ordinary restart; the journal's record replays the same recovery and refuses one out of step.
 #include <gtest/gtest.h>
 
 #include "config/spec_yaml.h"
-#include "core/in_place.h"
-#include "core/scheduler.h"
-#include "core/state.h"
+#include "core/lifecycle/in_place.h"
+#include "core/pass/scheduler.h"
+#include "core/model/state.h"
 #include "store/record_json.h"
 #include "store/replay.h"
 

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/topology_levels.h"
+#include "core/placement/topology_levels.h"
 #include "interop/ec2_topology.h"
 
 namespace allot::interop::interop_ec2_test {

@@ -1,7 +1,7 @@
 // Topology label keys, host-list compression and the hierarchy the interop tools share.
 #include <gtest/gtest.h>
 
-#include "core/hostlist.h"
+#include "core/model/hostlist.h"
 #include "interop/hostlist_compress.h"
 #include "interop/topology_hierarchy.h"
 #include "interop/topology_labels.h"

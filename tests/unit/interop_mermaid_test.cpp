@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/hostlist.h"
+#include "core/model/hostlist.h"
 #include "interop/mermaid.h"
 
 namespace allot::interop::interop_mermaid_test {

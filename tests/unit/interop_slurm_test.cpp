@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/hostlist.h"
+#include "core/model/hostlist.h"
 #include "interop/slurm_topology.h"
 
 namespace allot::interop::interop_slurm_test {

@@ -1,9 +1,9 @@
-// Changes to submitted jobs (core/job_changes.cpp): hold and release, a new priority class, deletion of a
-// finished job; and job labels with their selectors (core/labels.h).
+// Changes to submitted jobs (core/lifecycle/job_changes.cpp): hold and release, a new priority class, deletion of a
+// finished job; and job labels with their selectors (core/model/labels.h).
 #include <gtest/gtest.h>
 
-#include "core/labels.h"
-#include "core/scheduler.h"
+#include "core/model/labels.h"
+#include "core/pass/scheduler.h"
 
 #include "spec_builders.h"
 

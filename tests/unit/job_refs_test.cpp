@@ -1,13 +1,13 @@
-// Job references in reasons as data (core/ref_text.h, view/job_refs.h): a reason names a job by its team only
+// Job references in reasons as data (core/model/ref_text.h, view/job_refs.h): a reason names a job by its team only
 // through job_ref(), which records where "job NAME of team TEAM" sits; a reader who may not see that team's jobs
 // reads "a job of team TEAM" there, found from the references and never from the words. Texts stored without
 // references (records and snapshots of earlier versions) are read the old way, by a scan of the words.
 #include <gtest/gtest.h>
 
-#include "core/explanation.h"
-#include "core/scheduler.h"
-#include "server/server_state.h"
-#include "server/state_snapshot.h"
+#include "core/model/explanation.h"
+#include "core/pass/scheduler.h"
+#include "server/writer/server_state.h"
+#include "server/writer/state_snapshot.h"
 #include "store/record_json.h"
 #include "store/replay.h"
 #include "view/job_refs.h"

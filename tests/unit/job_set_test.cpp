@@ -1,11 +1,11 @@
-// Unit tests of JobSet (core/job_set.h), the index of waiting and running jobs.
+// Unit tests of JobSet (core/model/job_set.h), the index of waiting and running jobs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 #include <set>
 
-#include "core/job_set.h"
+#include "core/model/job_set.h"
 
 namespace allot::job_set_test {
 namespace {

@@ -1,4 +1,4 @@
-// The job table (core/job_table.h) against a plain vector, and what retention (core compact_finished) does with
+// The job table (core/model/job_table.h) against a plain vector, and what retention (core compact_finished) does with
 // it: memory follows the jobs kept, the finished-jobs index follows every change, attempt numbers stay apart.
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <set>
 #include <utility>
 
-#include "core/scheduler.h"
-#include "core/state.h"
+#include "core/pass/scheduler.h"
+#include "core/model/state.h"
 #include "store/cluster_snapshot.h"
 
 #include "spec_builders.h"

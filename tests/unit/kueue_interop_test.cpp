@@ -16,7 +16,7 @@
 #include <tuple>
 
 #include "config/spec_yaml.h"
-#include "core/request.h"
+#include "core/model/request.h"
 #include "interop/kueue.h"
 #include "interop/kueue_names.h"
 #include "kueue_schema.h"

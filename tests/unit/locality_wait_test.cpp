@@ -1,12 +1,12 @@
-// Waiting for locality (docs/scheduling.md, "Waiting for locality"; core/locality_wait.h): a job with a
+// Waiting for locality (docs/scheduling.md, "Waiting for locality"; core/placement/locality_wait.h): a job with a
 // `preferred` topology request that would run spread, although one domain of the empty cluster could hold it,
 // waits up to its locality wait for one domain; without a wait (the default) it spreads at once.
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "core/scheduler.h"
-#include "core/topology_levels.h"
+#include "core/pass/scheduler.h"
+#include "core/placement/topology_levels.h"
 
 #include "spec_builders.h"
 

@@ -1,4 +1,4 @@
-// Rules on a job's output (core/log_rules.h): the YAML reader and its errors, the checks at submission, the line
+// Rules on a job's output (core/lifecycle/log_rules.h): the YAML reader and its errors, the checks at submission, the line
 // matcher, the journal's JSON, the core's ending of a run by each kind (retries charged to the job, never a node),
 // replay, and the agent's attempt journal keeping a fired rule across a restart.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 
 #include "agent/attempt_journal.h"
 #include "config/spec_yaml.h"
-#include "core/scheduler.h"
-#include "core/state.h"
+#include "core/pass/scheduler.h"
+#include "core/model/state.h"
 #include "store/record_json.h"
 #include "store/replay.h"
 #include "store/spec_json.h"

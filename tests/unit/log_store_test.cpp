@@ -1,6 +1,6 @@
-// The replica log store (server/log_store.h): every valid job name can be stored whatever its length, logs kept
+// The replica log store (server/lifecycle/log_store.h): every valid job name can be stored whatever its length, logs kept
 // under the spelling of earlier versions stay readable, and a log that cannot be read is an error, not "".
-#include "server/log_store.h"
+#include "server/lifecycle/log_store.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

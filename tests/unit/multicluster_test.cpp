@@ -1,5 +1,5 @@
-// Several clusters (docs/multicluster.md): the manager's choice of a worker (server/dispatch_choice.h) and the
-// steps of a manager's job through the worker clusters in the core (core/remote_copy.h).
+// Several clusters (docs/multicluster.md): the manager's choice of a worker (server/outside/dispatch_choice.h) and the
+// steps of a manager's job through the worker clusters in the core (core/lifecycle/remote_copy.h).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/remote_copy.h"
-#include "core/scheduler.h"
-#include "server/dispatch_choice.h"
-#include "server/workers_file.h"
+#include "core/lifecycle/remote_copy.h"
+#include "core/pass/scheduler.h"
+#include "server/outside/dispatch_choice.h"
+#include "server/outside/workers_file.h"
 
 #include "spec_builders.h"
 

@@ -1,4 +1,4 @@
-// The naming rule for teams, jobs, nodes and priority classes (core/spec.h), as the scenario readers apply it,
+// The naming rule for teams, jobs, nodes and priority classes (core/model/spec.h), as the scenario readers apply it,
 // and the CLI's bounded input.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -5,9 +5,9 @@
 
 #include <set>
 
-#include "core/scheduler.h"
-#include "core/state.h"
-#include "server/network_layers.h"
+#include "core/pass/scheduler.h"
+#include "core/model/state.h"
+#include "server/lifecycle/network_layers.h"
 #include "store/replay.h"
 
 #include "spec_builders.h"
@@ -151,7 +151,7 @@ TEST_F(NetworkLayers, ReplayOfTheRecordGivesTheLiveState) {
   for (const char* n : {"a-1", "a-2", "b-1", "b-2"}) EXPECT_EQ(replayed.find_node(n)->labels, s.find_node(n)->labels) << n;
 }
 
-// --- matching apply entries to nodes (server/network_layers.h) ---------------------------------------------------
+// --- matching apply entries to nodes (server/lifecycle/network_layers.h) ---------------------------------------------------
 
 TEST_F(NetworkLayers, EntriesMatchNodesByInstanceIdAndUnknownIdsAreReported) {
   auto m = server::match_instances(s, {{"i-a-1", {"nn-1", "nn-2", "nn-3a"}},  // as it is: matched, unchanged

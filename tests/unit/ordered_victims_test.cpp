@@ -1,4 +1,4 @@
-// Unit tests of OrderedVictims (core/ordered_victims.h): candidates put in victim order only as far as they are
+// Unit tests of OrderedVictims (core/preemption/ordered_victims.h): candidates put in victim order only as far as they are
 // read must come out in exactly the order one std::sort by victim_order() gives, however far they are read and
 // with many candidates alike in priority and start time (the ties the later keys settle).
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <deque>
 #include <random>
 
-#include "core/ordered_victims.h"
-#include "core/preemption.h"
+#include "core/preemption/ordered_victims.h"
+#include "core/preemption/preemption.h"
 
 namespace allot::core::test::ordered_victims_test {
 namespace {

@@ -10,8 +10,8 @@
 #include <random>
 #include <sstream>
 
-#include "core/catalog.h"
-#include "core/hostlist.h"
+#include "core/model/catalog.h"
+#include "core/model/hostlist.h"
 #include "interop/ec2_topology.h"
 #include "interop/k8s_manifest.h"
 #include "interop/k8s_quantity.h"

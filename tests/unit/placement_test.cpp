@@ -1,12 +1,12 @@
-// Unit tests of the placement rules (core/placement.h), one rule per test, on small labelled clusters whose
+// Unit tests of the placement rules (core/placement/placement.h), one rule per test, on small labelled clusters whose
 // room is set by hand so each case shows exactly what the rule decides.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 
-#include "core/admission.h"
-#include "core/placement.h"
+#include "core/admission/admission.h"
+#include "core/placement/placement.h"
 
 #include "spec_builders.h"
 

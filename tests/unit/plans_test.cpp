@@ -1,9 +1,9 @@
-// Capacity plans in the core (core/plans.h): states from time, checks on a plan, its nodes, the quota it gives,
+// Capacity plans in the core (core/model/plans.h): states from time, checks on a plan, its nodes, the quota it gives,
 // and what its end does. The scenario files plan_*.yaml cover the same rules end to end.
 #include <gtest/gtest.h>
 
-#include "core/plans.h"
-#include "core/scheduler.h"
+#include "core/model/plans.h"
+#include "core/pass/scheduler.h"
 
 #include "spec_builders.h"
 

@@ -1,9 +1,9 @@
-// Preemption records (core/preemption_record.h): one per group, with each victim's rule and the affected teams'
+// Preemption records (core/preemption/preemption_record.h): one per group, with each victim's rule and the affected teams'
 // usage, borrowed amount and fair share before and after, taken from the state where the pass applies the group.
 #include <gtest/gtest.h>
 
-#include "core/preemption_record.h"
-#include "core/scheduler.h"
+#include "core/preemption/preemption_record.h"
+#include "core/pass/scheduler.h"
 
 #include "spec_builders.h"
 

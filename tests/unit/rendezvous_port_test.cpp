@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "agent/rendezvous_port.h"
-#include "server/rendezvous_port.h"
+#include "server/lifecycle/rendezvous_port.h"
 #include "server_test_fixture.h"
 
 namespace allot::server::test::rendezvous_port_test {

@@ -1,10 +1,10 @@
-// Reservations of existing nodes in the core (core/reservations.h): the checks on a reservation, what its start
+// Reservations of existing nodes in the core (core/model/reservations.h): the checks on a reservation, what its start
 // does to jobs of other teams on its nodes, placement while it is Active, the nodes an amount chooses, and its
 // end and deletion. tests/scenarios/reservation_*.yaml cover the same rules end to end.
 #include <gtest/gtest.h>
 
-#include "core/reservations.h"
-#include "core/scheduler.h"
+#include "core/model/reservations.h"
+#include "core/pass/scheduler.h"
 
 #include "spec_builders.h"
 

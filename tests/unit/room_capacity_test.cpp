@@ -1,4 +1,4 @@
-// Unit tests of RoomCapacity (core/room_capacity.h), the capacity cache a scheduler pass keeps of its live room:
+// Unit tests of RoomCapacity (core/placement/room_capacity.h), the capacity cache a scheduler pass keeps of its live room:
 // after random changes to the room, each told to the cache as a pass tells it, every answer must equal the
 // from-scratch computation. A change the cache missed, or applied wrongly, shows as a difference here.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <random>
 #include <tuple>
 
-#include "core/placement.h"
-#include "core/room_capacity.h"
+#include "core/placement/placement.h"
+#include "core/placement/room_capacity.h"
 
 #include "spec_builders.h"
 

@@ -1,5 +1,5 @@
-// The per-node index of Running jobs that heartbeats read (server/running_index.h).
-#include "server/running_index.h"
+// The per-node index of Running jobs that heartbeats read (server/lifecycle/running_index.h).
+#include "server/lifecycle/running_index.h"
 
 #include <gtest/gtest.h>
 

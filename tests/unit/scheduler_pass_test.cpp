@@ -1,9 +1,9 @@
 // Unit tests of what makes a scheduler pass fast without changing its answers: the free-accelerator index kept
-// through admissions (core/admission.h, FreeIndex) and the answers shared by job class (core/class_memo.h).
+// through admissions (core/admission/admission.h, FreeIndex) and the answers shared by job class (core/pass/class_memo.h).
 #include <gtest/gtest.h>
 
-#include "core/admission.h"
-#include "core/scheduler.h"
+#include "core/admission/admission.h"
+#include "core/pass/scheduler.h"
 
 #include "spec_builders.h"
 

@@ -3,9 +3,9 @@
 
 #include <set>
 
-#include "core/preemption.h"
-#include "core/quota.h"
-#include "core/scheduler.h"
+#include "core/preemption/preemption.h"
+#include "core/quota/quota.h"
+#include "core/pass/scheduler.h"
 #include "view/state_json.h"
 
 #include "spec_builders.h"

@@ -1,11 +1,11 @@
-// Admission checks end to end in one process (server/admission_checks.h, admission_checker.h): a real HTTP check
+// Admission checks end to end in one process (server/outside/admission_checks.h, admission_checker.h): a real HTTP check
 // endpoint on loopback answers ready, retry or reject, or fails, or hangs; the job holds its quota and nodes while
 // its replicas wait; the built-in capacity plan check; bad input; roles; a restart and a snapshot in the middle.
 #include <condition_variable>
 #include <mutex>
 
-#include "core/plans.h"
-#include "server/admission_checks.h"
+#include "core/model/plans.h"
+#include "server/outside/admission_checks.h"
 #include "server_test_fixture.h"
 
 namespace allot::server::test::server_admission_checks_test {

@@ -1,5 +1,5 @@
 // Agents and node lifecycle: registration, assignments, exits, heartbeat timeouts, logs.
-#include "server/log_store.h"
+#include "server/lifecycle/log_store.h"
 #include "server_test_fixture.h"
 
 namespace allot::server::test::server_agent_test {

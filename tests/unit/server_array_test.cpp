@@ -1,9 +1,9 @@
-// Job arrays in the server (core/array.h; docs/jobs.md, "Arrays"): one submission makes its tasks in one journal
+// Job arrays in the server (core/model/array.h; docs/jobs.md, "Arrays"): one submission makes its tasks in one journal
 // batch, at most `parallel` run and the rest wait with reason array_throttle, each replica gets its index in the
 // environment, a failing task retries on its own, listings summarise the array, describe shows it, cancel and
 // delete act on every task, roles are a job's, a restart keeps everything, and a write that fails mid-submission
 // leaves no task behind.
-#include "server/wait_category.h"
+#include "server/views/wait_category.h"
 #include "server_test_fixture.h"
 
 namespace allot::server::test::server_array_test {

@@ -5,7 +5,7 @@
 // before its first run, `allot logs -o json` and ALLOT_ATTEMPT say attempt 0, then 1 after a restart).
 #include "agent/replica.h"
 #include "client/log_attempts.h"
-#include "core/state.h"
+#include "core/model/state.h"
 #include "server_test_fixture.h"
 #include "spec_builders.h"
 

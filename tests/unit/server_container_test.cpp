@@ -194,7 +194,7 @@ TEST_F(ServerContainer, AnImagePullFailureFailsTheAttemptChargedToTheJobNeverToT
 }
 
 TEST_F(ServerContainer, AnOutOfMemoryEndFailsTheRunAsTheJobsFaultNamingTheLimit) {
-  // The same rule as an image pull (server/agents.cpp, apply_exits): a failure the agent names is the job's. Two
+  // The same rule as an image pull (server/lifecycle/agents.cpp, apply_exits): a failure the agent names is the job's. Two
   // ranks on two nodes, so an unnamed exit would be held for the peer; this one is not.
   ASSERT_EQ(post("/v1/jobs", image_job("hog", "a", 2)).status, 201);
   auto j = get("/v1/jobs/hog").json;

@@ -5,7 +5,7 @@
 #include <memory>
 #include <set>
 
-#include "server/wait_category.h"
+#include "server/views/wait_category.h"
 #include "server_test_fixture.h"
 #include "view/times.h"
 

@@ -1,9 +1,9 @@
-// Dependencies in the server (core/dependency.h; docs/jobs.md, "Dependencies"): a chain submitted over the API
+// Dependencies in the server (core/model/dependency.h; docs/jobs.md, "Dependencies"): a chain submitted over the API
 // waits with reason `dependency`, a failure ends the job that needed a success (a journaled dependency_never record)
 // and lets the one that needed an end run; another team's job is refused without saying whether it exists; a batch
 // with a cycle is refused naming it; a restart (replay of the journal) keeps a waiting job waiting and the ending
 // ended.
-#include "server/wait_category.h"
+#include "server/views/wait_category.h"
 #include "server_test_fixture.h"
 
 namespace allot::server::test::server_dependency_test {

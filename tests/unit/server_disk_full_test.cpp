@@ -1,4 +1,4 @@
-// A full disk under the journal (server/writer.h, docs/deployment.md "A full disk"): the write that fails costs one
+// A full disk under the journal (server/writer/writer.h, docs/deployment.md "A full disk"): the write that fails costs one
 // rebuild of the state; while the journal has no room, changes are refused at once with 507 and Retry-After, reads
 // are answered, and changes resume when space returns, with no rebuild per refused change. The journal is the
 // fixture's in-memory store, made to run out of room (store/mem_store.h).

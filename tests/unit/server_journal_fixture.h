@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/scheduler.h"
-#include "server/server_state.h"
+#include "core/pass/scheduler.h"
+#include "server/writer/server_state.h"
 #include "store/replay.h"
 
 namespace allot::server::test {

@@ -1,4 +1,4 @@
-// Node lifecycle in the server (server/node_lifecycle.h, docs/resiliency.md): a failed check acted on after the
+// Node lifecycle in the server (server/lifecycle/node_lifecycle.h, docs/resiliency.md): a failed check acted on after the
 // fault window, the reboot order and the return; a held exit charged to a silent peer; a replacement that retires
 // the failed node and waits for its deep check. The clock is the fixture's: nothing here waits on wall time.
 #include "server_test_fixture.h"

@@ -14,7 +14,7 @@
 #include <set>
 #include <thread>
 
-#include "server/read_seats.h"
+#include "server/http/read_seats.h"
 #include "server_test_fixture.h"
 
 namespace allot::server::test::server_listings_test {

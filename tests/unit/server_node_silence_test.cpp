@@ -1,4 +1,4 @@
-// Node silence measured against the server's own liveness, and the disruption rule (server/node_silence.h,
+// Node silence measured against the server's own liveness, and the disruption rule (server/lifecycle/node_silence.h,
 // docs/resiliency.md "A silent agent"): a server that stalled gives every node a fresh timeout; when most nodes
 // go silent at once none is timed out, and the events say why. The clock is the fixture's.
 #include "server_test_fixture.h"

@@ -1,4 +1,4 @@
-// Overload must never cost a node its jobs (server/http_server.h, server/node_silence.h, docs/deployment.md
+// Overload must never cost a node its jobs (server/http/http_server.h, server/lifecycle/node_silence.h, docs/deployment.md
 // "Overload"): a flood of idle anonymous connections leaves agents' heartbeats answered (per-address limits, seats
 // reserved for agents), connections that send no complete request head are closed, and heartbeats the server
 // refused itself are never counted as missed. Every wait is bounded; nothing asserts how long something took.

@@ -3,7 +3,7 @@
 #include <future>
 #include <mutex>
 
-#include "server/writer.h"
+#include "server/writer/writer.h"
 #include "server_test_fixture.h"
 #include "writer_gate.h"
 

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <random>
 
-#include "server/agents.h"
-#include "server/log_store.h"
-#include "server/log_upload.h"
+#include "server/lifecycle/agents.h"
+#include "server/lifecycle/log_store.h"
+#include "server/api/log_upload.h"
 
 namespace allot::server::server_replica_reports_test {
 namespace {

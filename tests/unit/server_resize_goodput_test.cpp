@@ -3,9 +3,9 @@
 // counts at the new size; the live path (the writer's note_decision) and a replay of the journal agree.
 #include <gtest/gtest.h>
 
-#include "core/scheduler.h"
-#include "server/server_state.h"
-#include "server/views.h"
+#include "core/pass/scheduler.h"
+#include "server/writer/server_state.h"
+#include "server/views/views.h"
 #include "store/replay.h"
 
 #include "server_journal_fixture.h"

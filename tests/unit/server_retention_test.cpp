@@ -1,10 +1,10 @@
-// Retention (server/retention.h, `allot server --retain-finished`): finished jobs leave the server once they
+// Retention (server/writer/retention.h, `allot server --retain-finished`): finished jobs leave the server once they
 // have outlived the retention, so the jobs it holds, and its snapshots, follow the jobs kept rather than every
 // job ever run. A compaction is journaled: a restart replays it; a compacted job's name is free, and asking for
 // it says where it went.
 #include <regex>
 
-#include "server/state_snapshot.h"
+#include "server/writer/state_snapshot.h"
 #include "server_test_fixture.h"
 
 namespace allot::server::test::server_retention_test {

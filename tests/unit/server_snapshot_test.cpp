@@ -2,7 +2,7 @@
 // after a restart is what it answered before, with and without the snapshot, and a snapshot that cannot be read or
 // restored (torn, changed, of an unknown format, or one the store cannot read) is passed over: the server replays
 // the whole journal instead and answers the same.
-#include "server/state_snapshot.h"
+#include "server/writer/state_snapshot.h"
 #include "server_test_fixture.h"
 
 namespace allot::server::test::server_snapshot_test {

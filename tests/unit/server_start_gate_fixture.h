@@ -1,6 +1,6 @@
 #pragma once
 // A server with team a (two ml.g5.12xlarge nodes, g1 and g2, registered by their agents) for the tests of stops
-// before starts (server/start_gate.h), and a heartbeat helper that checks the answer is 200.
+// before starts (server/lifecycle/start_gate.h), and a heartbeat helper that checks the answer is 200.
 #include "server_test_fixture.h"
 
 namespace allot::server::test {

@@ -1,4 +1,4 @@
-// Stops before starts across a server restart (server/start_gate.h, "Recovery"): a server that starts from its
+// Stops before starts across a server restart (server/lifecycle/start_gate.h, "Recovery"): a server that starts from its
 // journal knows of no stop under way, so every run it hands out is held (listed, but none of it may start) until
 // each agent has said what still runs on its node, or the heartbeat timeout has passed since the start.
 #include "server_start_gate_fixture.h"

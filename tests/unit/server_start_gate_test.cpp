@@ -1,4 +1,4 @@
-// Stops before starts (server/start_gate.h): a run's replicas reach the agents only once the replicas of the run
+// Stops before starts (server/lifecycle/start_gate.h): a run's replicas reach the agents only once the replicas of the run
 // it replaces are confirmed stopped; and a replica an agent reports lost fails its run.
 #include "server_start_gate_fixture.h"
 

@@ -1,4 +1,4 @@
-// Gang start timeout in the server (server/start_timeouts.h, docs/resiliency.md "Gang start timeout"): a run not
+// Gang start timeout in the server (server/lifecycle/start_timeouts.h, docs/resiliency.md "Gang start timeout"): a run not
 // every replica of which its agent reports running within policy.start_timeout is requeued without a retry, the
 // node that did not start its replica is named and counted, the job backs off and then runs again; a run whose
 // replicas all started is left alone; a replica pulling its image has not started; the journal keeps it all.

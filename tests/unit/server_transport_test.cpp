@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "client/http_client.h"
-#include "server/listen_address.h"
+#include "server/http/listen_address.h"
 #include "server/server.h"
 #include "store/mem_store.h"
 

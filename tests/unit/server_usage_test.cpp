@@ -1,14 +1,14 @@
-// Usage reports (server/usage_ledger.h): accelerator-seconds used, borrowed, lent and lost, and queueing, as hourly
+// Usage reports (server/views/usage_ledger.h): accelerator-seconds used, borrowed, lent and lost, and queueing, as hourly
 // aggregates that are a pure function of the journal. A replay, a snapshot restore (with the records after it
 // applied) and a compaction of finished jobs give the same report; a snapshot written before usage was kept is
 // refused, so start-up replays the journal instead.
 #include <gtest/gtest.h>
 
-#include "core/quota.h"
-#include "core/scheduler.h"
-#include "server/api.h"
-#include "server/server_state.h"
-#include "server/state_snapshot.h"
+#include "core/quota/quota.h"
+#include "core/pass/scheduler.h"
+#include "server/api/api.h"
+#include "server/writer/server_state.h"
+#include "server/writer/state_snapshot.h"
 #include "store/replay.h"
 
 #include "server_journal_fixture.h"

@@ -1,11 +1,11 @@
-// Per-user limits in the server (core/user_limits.h; docs/teams-and-policy.md, "Per-user limits"): a token
+// Per-user limits in the server (core/quota/user_limits.h; docs/teams-and-policy.md, "Per-user limits"): a token
 // carries a user, its jobs carry it and the audit trail names it; a job past running_jobs waits with reason
 // user_limit (the Queue page's category too) and starts when another of the same user ends; a submission past
 // pending_jobs is refused with 409 naming the limit; a job spec may not name another user; limits survive a
 // restart from the journal and from a snapshot; a limit change whose journal write fails is not in effect, before
 // or after a restart, and one acknowledged is.
-#include "server/state_snapshot.h"
-#include "server/wait_category.h"
+#include "server/writer/state_snapshot.h"
+#include "server/views/wait_category.h"
 #include "server_test_fixture.h"
 
 namespace allot::server::test::server_user_limits_test {

@@ -1,4 +1,4 @@
-// Snapshots (server/state_snapshot.h, store/cluster_snapshot.h): the state restored from a snapshot at any
+// Snapshots (server/writer/state_snapshot.h, store/cluster_snapshot.h): the state restored from a snapshot at any
 // journal position, with the records after it replayed, is the state a replay of the whole journal gives: the
 // same jobs, nodes, teams, tokens, audit trail and counters, the same derived tables (room, usage, indexes), and
 // the same next decisions. A damaged snapshot is an error naming its seq.
@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <set>
 
-#include "core/scheduler.h"
-#include "server/server_state.h"
-#include "server/state_snapshot.h"
+#include "core/pass/scheduler.h"
+#include "server/writer/server_state.h"
+#include "server/writer/state_snapshot.h"
 #include "store/journal_checksum.h"
 #include "store/record_json.h"
 #include "store/replay.h"
@@ -35,7 +35,7 @@ NodeSpec node(std::string name, std::string block) {
   return NodeSpec{std::move(name), "ml.p5.48xlarge", "", {{"network-node-layer-3", std::move(block)}}};
 }
 
-// A capacity plan's node (core/plans.h) and a job that names a plan.
+// A capacity plan's node (core/model/plans.h) and a job that names a plan.
 NodeSpec plan_node(std::string name, std::string plan) {
   return NodeSpec{std::move(name), "ml.p5.48xlarge", "", {{"network-node-layer-3", "blk-p"}, {"allot.dev/plan", std::move(plan)}}};
 }
@@ -145,7 +145,7 @@ Journal sample_journal() {
   j.op(DeletePlan{"spare"}, 280, admin);
   j.op(CreatePlan{PlanSpec{"spare", "ml.p5.48xlarge", 1, 500, 600, 0, "a", {}}}, 281, admin);
   j.op(Submit{p5_job("a-later", "a").accelerators(8).plan("spare")}, 282);
-  // Dependencies (core/dependency.h): one waits for a-pair to succeed (its resolved ID is kept), one named a
+  // Dependencies (core/model/dependency.h): one waits for a-pair to succeed (its resolved ID is kept), one named a
   // cancelled job and was ended for it.
   JobSpec waits = p5_job("a-after", "a").accelerators(1);
   waits.after = {{"a-pair", DependencyCondition::kSucceeded}, {"a-whole", DependencyCondition::kStarted}};
@@ -153,7 +153,7 @@ Journal sample_journal() {
   JobSpec never = p5_job("a-never", "a").accelerators(1);
   never.after = {{"a-cancel", DependencyCondition::kSucceeded}};
   j.op(Submit{never}, 284);  // its pass ends it: a dependency_never record follows
-  // A manager's job in a worker cluster (core/remote_copy.h), one of its copy's events mirrored.
+  // A manager's job in a worker cluster (core/lifecycle/remote_copy.h), one of its copy's events mirrored.
   JobSpec far = p5_job("a-far", "a").accelerators(1);
   far.multicluster = true;
   j.op(Submit{far}, 285);
@@ -193,7 +193,7 @@ std::set<std::pair<Time, uint32_t>> finished_index(const ClusterState& s) {
 json observable(const ServerState& st, Time now) {
   const ClusterState& s = st.cluster;
   json jobs = json::array(), nodes = json::array(), teams = json::array(), ids = json::object();
-  // Every ID, freed chunks of the job table included (core/job_table.h: iteration skips those).
+  // Every ID, freed chunks of the job table included (core/model/job_table.h: iteration skips those).
   for (size_t i = 0; i < s.jobs.size(); ++i)
     if (const Job& j = s.jobs[i]; j.compacted) jobs.push_back({{"compacted", i}, j.state == JobState::kCancelled, j.deleted, j.team.valid()});
     else jobs.push_back({view::job_json(s, j), j.shape, j.arrival, j.held, j.deleted, j.attempt_base, j.resizes.size(), j.plan.value});
@@ -403,7 +403,7 @@ TEST(Snapshot, EventsKeepTheirAudience) {
   EXPECT_NE(bad.error().message.find("unknown audience"), std::string::npos) << bad.error().message;
 }
 
-// The decision counters by rule carry the job's team and instance type (server/observed.h, RuleKey). A snapshot
+// The decision counters by rule carry the job's team and instance type (server/views/observed.h, RuleKey). A snapshot
 // written before they did holds them by rule alone: it is read, and those counts, which name no team or type,
 // are left out (the counters count from the snapshot on; docs/api.md, "Metrics").
 TEST(Snapshot, DecisionCountersByRuleCarryTeamAndTypeAndOldOnesAreLeftOut) {

@@ -5,7 +5,7 @@
 //   job_spec("wide", "ml").replicas(2).accelerators(8).priority("high")
 //   job_spec("gang", "ml").replicas(4).whole_nodes().topology({.required = "network-node-layer-3"})
 //
-// Every field not named keeps the default of JobSpec / PodSetSpec (core/spec.h), except the accelerators per
+// Every field not named keeps the default of JobSpec / PodSetSpec (core/model/spec.h), except the accelerators per
 // replica, which are 1 unless set (most cases are about counting GPUs). The builder converts to a JobSpec
 // wherever one is expected; a file whose jobs all share some fields says so once, in a function that returns a
 // JobBuilder with them set.
@@ -14,7 +14,7 @@
 #include <string>
 #include <utility>
 
-#include "core/spec.h"
+#include "core/model/spec.h"
 
 namespace allot::test {
 

@@ -1,12 +1,12 @@
-// Gang start timeout (core/start_timeout.h, docs/resiliency.md "Gang start timeout"): the policy's keys and their
+// Gang start timeout (core/lifecycle/start_timeout.h, docs/resiliency.md "Gang start timeout"): the policy's keys and their
 // errors, the backoff's doubling and cap, the requeue that uses no retry, a scheduler that passes the job over
 // until its backoff ends and wakes up then, and replay and snapshots that keep it all.
 #include <gtest/gtest.h>
 
 #include "config/spec_yaml.h"
-#include "core/scheduler.h"
-#include "core/start_timeout.h"
-#include "core/state.h"
+#include "core/pass/scheduler.h"
+#include "core/lifecycle/start_timeout.h"
+#include "core/model/state.h"
 #include "store/cluster_snapshot.h"
 #include "store/record_json.h"
 #include "store/replay.h"

@@ -10,7 +10,7 @@
 #include <future>
 #include <thread>
 
-#include "core/scheduler.h"
+#include "core/pass/scheduler.h"
 #include "pg_test_instance.h"
 #include "spec_builders.h"
 #include "store/pg_store.h"
@@ -249,7 +249,7 @@ TEST_P(StoreConformance, ReplayFromTheStoreGivesTheLiveState) {
   EXPECT_EQ(replayed.usage, live.usage);
 }
 
-// A capacity plan's life as the server journals it (core/plans.h): created, stepped to Active, its nodes joining
+// A capacity plan's life as the server journals it (core/model/plans.h): created, stepped to Active, its nodes joining
 // with the plan label, a job on the plan admitted, the steps to Ending (the job checkpointed and requeued) and
 // Expired (the nodes leave), and a second plan deleted while a job waits for it. Replayed from the store, it gives
 // the live state.

@@ -3,7 +3,7 @@
 // apply_record, without running the scheduler, give equal views of every job, team and node.
 #include <gtest/gtest.h>
 
-#include "core/scheduler.h"
+#include "core/pass/scheduler.h"
 #include "store/record_json.h"
 #include "store/replay.h"
 #include "view/state_json.h"

@@ -1,12 +1,12 @@
-// Wall-time limits (core/time_limit.h): the spec's readers and their errors, the journal's exact JSON, a
+// Wall-time limits (core/lifecycle/time_limit.h): the spec's readers and their errors, the journal's exact JSON, a
 // manifest's activeDeadlineSeconds, the resolution of defaults and maxima, the clock across restarts, and replay
 // and snapshots that end a job from journaled data alone.
 #include <gtest/gtest.h>
 
 #include "config/spec_yaml.h"
-#include "core/scheduler.h"
-#include "core/state.h"
-#include "core/time_limit.h"
+#include "core/pass/scheduler.h"
+#include "core/model/state.h"
+#include "core/lifecycle/time_limit.h"
 #include "interop/k8s_manifest.h"
 #include "interop/kueue.h"
 #include "store/cluster_snapshot.h"

@@ -1,8 +1,8 @@
-// Unit tests of the topology tree's derived tables (core/topology_tree.h): placement reads them instead of the
+// Unit tests of the topology tree's derived tables (core/placement/topology_tree.h): placement reads them instead of the
 // Domain records, so each must say what walking the records says.
 #include <gtest/gtest.h>
 
-#include "core/state.h"
+#include "core/model/state.h"
 
 namespace allot::topology_tree_test {
 namespace {

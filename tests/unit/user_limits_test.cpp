@@ -1,4 +1,4 @@
-// Per-user limits inside a team (core/user_limits.h; docs/teams-and-policy.md, "Per-user limits"): the pass passes
+// Per-user limits inside a team (core/quota/user_limits.h; docs/teams-and-policy.md, "Per-user limits"): the pass passes
 // a job over while its user is at running_jobs or an accelerator limit (reason user_limit, naming the user and the
 // limit), counts the admissions it makes itself, never preempts for such a job and lets other users' jobs run; a
 // submission past pending_jobs is refused; bad limits are refused where they are read; the team's limits and the
@@ -9,8 +9,8 @@
 
 #include "client/render.h"
 #include "config/spec_yaml.h"
-#include "core/scheduler.h"
-#include "core/user_limits.h"
+#include "core/pass/scheduler.h"
+#include "core/quota/user_limits.h"
 #include "store/replay.h"
 #include "store/spec_json.h"
 #include "view/state_json.h"

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "auth/webhook_signature.h"
-#include "server/server_state.h"
-#include "server/webhook_rules.h"
+#include "server/writer/server_state.h"
+#include "server/outside/webhook_rules.h"
 
 namespace allot::server::webhook_rules_test {
 namespace {

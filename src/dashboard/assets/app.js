@@ -619,7 +619,7 @@ PAGES.queue = {
       h('button', { type: 'submit', text: 'Filter' }));
     teamSel.addEventListener('change', () => form.requestSubmit());
     stateSel.addEventListener('change', () => form.requestSubmit());
-    // The wait: the server's category (one table from reason code to category, server/wait_category.cpp), as a
+    // The wait: the server's category (one table from reason code to category, server/views/wait_category.cpp), as a
     // coloured word; the reason's prose one click away.
     const waitCell = j => h('td', { class: 'wait' }, h('details', keepOpen(this.open, j.name),
       h('summary', {}, h('span', { class: 'cat cat-' + j.wait.category, 'data-category': j.wait.category, text: j.wait.label })),
@@ -650,7 +650,7 @@ PAGES.queue = {
 
 // ---- Jobs -----------------------------------------------------------------------------------------------------
 
-// Usage per team from GET /v1/usage (server/usage_ledger.h): accelerator-hours used, borrowed, lent and lost, and
+// Usage per team from GET /v1/usage (server/views/usage_ledger.h): accelerator-hours used, borrowed, lent and lost, and
 // queueing, over the period the selector picks. A member sees its own teams only (the server leaves the rest out).
 const USAGE_PERIODS = ['1d', '7d', '30d', '90d'];
 PAGES.usage = {

@@ -1,0 +1,94 @@
+#pragma once
+// One admission attempt for one job against given room and usage (live or scratch): which instance type, what
+// quota says, where it would be placed. Shared by the scheduler loop and the preemption planner.
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/placement/fit_cache.h"
+#include "core/placement/placement.h"
+#include "core/quota/quota.h"
+
+namespace allot {
+
+struct AdmissionAttempt {
+  bool ok = false;
+  TypeId type;
+  Placement placement;
+  bool borrowing = false;       // the team would be above its nominal quota after admission
+  bool within_nominal = false;  // (for the type tried last or admitted) no borrowing needed
+  bool quota_ok = false;        // quota allowed it on some type; what failed then was placement
+  bool waits_for_plan = false;  // its capacity plan is not Active or its nodes have not joined (core/model/plans.h)
+  bool waits_for_reservation = false;  // the reservation it names is not Active (core/model/reservations.h)
+  // It would fit spread, but waits for one domain of its preferred level (locality_wait.h); no reservation is
+  // made for it while it does, and it preempts only to run in one domain (preempt_in_order.cpp).
+  bool waits_for_locality = false;
+  // Its user is at a per-user limit (user_limits.h): passed over, with no reservation or preemption made for it.
+  bool waits_for_user = false;
+  // Why it was not admitted; not feasible when no type can ever hold it (quota or capacity that does not
+  // exist). Empty on success.
+  Explanation why;
+  // No preemption or reservation can help it: it never fits, or it waits for its plan.
+  bool never() const { return !why.feasible || waits_for_plan || waits_for_reservation; }
+};
+
+enum class BorrowMode { kWithinNominalOnly, kAllowBorrowing };
+
+// The instance types a job may use, in the order they are tried: for pod sets without a type, the team's
+// allocation order first, then the other types the cluster has, by name (Team::candidate_types). The span
+// lives as long as the job and its team are unchanged.
+std::span<const TypeId> candidate_types(const ClusterState& s, const Job& job);
+
+// Quota need of the job per type if its untyped pod sets went to `type`; empty when `type` cannot serve it.
+std::vector<std::pair<TypeId, Resources>> job_request(const ClusterState& s, const Job& job, TypeId type, std::string* why);
+
+// Whether the job would keep its team within nominal quota on some type it may use (no borrowing needed),
+// with the team's usage in `usage`.
+bool within_nominal_quota(const ClusterState& s, const UsageTable& usage, const Job& job);
+
+// What is free per instance type on schedulable nodes: bounds of what placement can find, so a job that asks for
+// more is turned away without a scan of the nodes.
+struct FreeOfType {
+  int64_t accelerators = 0;  // all free accelerators
+  int64_t whole_nodes = 0;   // nodes with no replica at all
+  int64_t largest = 0;       // the most free accelerators on one node
+};
+using FreeAccelerators = std::vector<FreeOfType>;  // by TypeId index
+FreeAccelerators free_accelerators(const ClusterState& s, const RoomTable& room);
+
+// free_accelerators(), kept up to date through admissions without a scan of every node: an admission changes
+// only the nodes its placement uses (unless the job holds exclusive domains, which close other nodes too).
+class FreeIndex {
+ public:
+  // Scans every node of `room`.
+  void reset(const ClusterState& s, const RoomTable& room);
+  // After `job` was charged with `p` on `room`.
+  void took(const ClusterState& s, const RoomTable& room, const Job& job, const Placement& p);
+  const FreeAccelerators& free() const { return free_; }
+
+ private:
+  FreeAccelerators free_;
+  std::vector<std::vector<int64_t>> nodes_with_;  // [type][free accelerators]: usable nodes, for `largest`
+};
+
+struct AdmitOptions {
+  BorrowMode mode = BorrowMode::kAllowBorrowing;
+  // The empty cluster (placement.h): with it, a job that cannot be placed says whether it never fits and whether it
+  // waits for unschedulable nodes; the answers are kept in `fit_cache` (fit_cache.h) when the caller has one.
+  const RoomTable* pristine = nullptr;
+  FitCache* fit_cache = nullptr;
+  const std::vector<TypeId>* only_types = nullptr;  // try these instance types only
+  const FreeAccelerators* free = nullptr;           // must describe `room`: enables the quick rejection
+  PlacementScratch* scratch = nullptr;              // working memory of placement, for callers that place many jobs
+  // Elastic jobs only: the sizes of the elastic pod set to try (0: its own min and max).
+  int min_size = 0, max_size = 0;
+};
+
+// A copy of what placement and quota read of `job`, with its elastic pod set at `size` replicas.
+Job job_at_size(const Job& job, int size);
+
+// An elastic job is admitted at the largest size between its min and max that fits (docs/scheduling.md).
+AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const UsageTable& usage, const Job& job,
+                           const AdmitOptions& options = {});
+
+}  // namespace allot

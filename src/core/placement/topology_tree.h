@@ -1,0 +1,44 @@
+#pragma once
+// The network hierarchy as a tree of domains. A domain at level L is the set of nodes sharing the values of
+// L and of every coarser level; leaves are single nodes (the hostname level). Rebuilt whenever nodes join,
+// leave or are replaced, so domains are always current.
+#include <string>
+#include <vector>
+
+#include "core/model/ids.h"
+
+namespace allot {
+
+struct Node;
+
+struct TopologyTree {
+  struct Domain {
+    int level = 0;
+    std::string name;  // the label value at its level ("nn-3a"); the node name for leaves
+    int parent = -1;
+    std::vector<int> children;  // sorted by name
+    NodeId node;                // leaves only
+  };
+  std::vector<Domain> domains;
+  // domains[d].parent again, as one compact array: placement sums capacity up the whole tree at every call,
+  // and reading it out of the Domain records costs a cache miss per domain.
+  std::vector<int> parent;
+  std::vector<int> inner;  // the domains that are not leaves, in index order (parents before children)
+  std::vector<std::vector<int>> by_level;  // domain indices per level, sorted by name path
+  std::vector<int> leaf_of_node;           // NodeId index -> leaf domain (-1 for removed nodes)
+  int levels = 0;
+  // The finest level above the hostname on which some node carries a label; -1 when nodes carry none. Packing
+  // without a topology request prefers domains of this level (Slurm's leaf switch).
+  int lowest_labelled_level = -1;
+  // For each host of by_level[levels - 1], in that order, its ancestor at lowest_labelled_level (-1 when nodes
+  // carry no labels): placement without a topology request looks at every host and its leaf domain at each
+  // call, and walking up from each host through the Domain records cost a cache miss per host.
+  std::vector<int> leaf_domain_of_host;
+
+  // The domain at `level` that contains the node (its ancestor at that level).
+  int ancestor(NodeId node, int level) const;
+};
+
+TopologyTree build_topology_tree(const std::vector<Node>& nodes, int levels);
+
+}  // namespace allot

@@ -1,0 +1,483 @@
+#include "server/http/http_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "server/http/request_framing.h"
+
+namespace allot::server {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+thread_local bool t_close_after_response = false;
+
+void address_of(int fd, bool peer, std::string& ip, int& port) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  auto* sa = reinterpret_cast<sockaddr*>(&addr);
+  if ((peer ? ::getpeername(fd, sa, &len) : ::getsockname(fd, sa, &len)) != 0) return;
+  char host[INET6_ADDRSTRLEN] = "";
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+    port = ntohs(a->sin6_port);
+  }
+  ip = host;
+}
+
+// cpp-httplib compresses text and JSON answers with brotli whenever a client accepts it (every browser does), at
+// brotli's highest quality: 150 ms for the dashboard's 36 KB script and 100-300 ms for a 40-110 KB JSON page on a
+// 2-core machine, against under a millisecond to send it as it is. gzip, which it picks otherwise, costs a few
+// ms; so a request's Accept-Encoding is narrowed to gzip before cpp-httplib reads it.
+void offer_gzip_only(httplib::Request& req) {
+  auto it = req.headers.find("Accept-Encoding");
+  if (it == req.headers.end()) return;
+  const bool gzip = it->second.find("gzip") != std::string::npos;
+  req.headers.erase("Accept-Encoding");
+  if (gzip) req.headers.emplace("Accept-Encoding", "gzip");
+}
+
+// A connection's socket (or an SSL stream over it) with deadlines instead of per-read timeouts. Reads of one
+// request share one deadline, set when its first byte arrives; writes of one answer share another, set at
+// its first write. Waits are cut into short slices so that a stopping server (its listening socket closed)
+// is noticed. Every recv/send (SSL_read/SSL_write) is non-blocking and says what it waits for: TLS may need
+// to write while reading and the other way round.
+class DeadlineStream final : public httplib::Stream {
+ public:
+  DeadlineStream(int fd, SSL* ssl, const std::atomic<socket_t>& listener, const HttpLimits& limits)
+      : fd_(fd), ssl_(ssl), listener_(listener), limits_(limits) {}
+
+  // The TLS handshake, done by `deadline`. False when the client did not complete it in time, went away, or
+  // spoke something else than TLS.
+  bool handshake(SteadyClock::time_point deadline) {
+    for (;;) {
+      ERR_clear_error();
+      const int r = SSL_accept(ssl_);
+      if (r == 1) return true;
+      const int err = SSL_get_error(ssl_, r);
+      if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) return false;
+      if (!wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, true)) {
+        timed_out_ = true;
+        return false;
+      }
+    }
+  }
+
+  // Waits until `idle_deadline` for the next request to start. False when the client went away or stayed quiet,
+  // or the server stops.
+  bool next_request(SteadyClock::time_point idle_deadline) {
+    writing_ = false;
+    if (!buffered() && !wait(POLLIN, idle_deadline, /*stop_aware=*/true)) return false;
+    read_deadline_ = SteadyClock::now() + limits_.read_timeout;
+    return true;
+  }
+
+  // Reads ahead until the request's head (its line and headers) is complete, by `deadline`; the bytes stay in the
+  // stream for cpp-httplib to parse. False when the client did not send it in time or went away. A head larger
+  // than kHeadPeek is left to cpp-httplib's own limits once that much has arrived.
+  bool read_head(SteadyClock::time_point deadline) {
+    deadline = std::min(deadline, read_deadline_);
+    for (;;) {
+      if (head_.find("\r\n\r\n", head_off_) != std::string::npos || head_.size() - head_off_ >= kHeadPeek) return true;
+      if (off_ < len_) {
+        head_.append(buf_.data() + off_, len_ - off_);
+        off_ = len_;
+        continue;
+      }
+      short want = 0;
+      const ssize_t n = try_recv(buf_.data(), buf_.size(), want);
+      if (n == kWouldBlock) {
+        if (!wait(want, deadline, true)) {
+          timed_out_ = true;
+          return false;
+        }
+        continue;
+      }
+      if (n <= 0) return false;
+      head_.append(buf_.data(), static_cast<size_t>(n));
+    }
+  }
+  // The request line read ahead by read_head() ("POST /v1/agents/gpu-1/heartbeat HTTP/1.1").
+  std::string_view request_line() const {
+    std::string_view rest(head_);
+    rest.remove_prefix(head_off_);
+    return rest.substr(0, rest.find("\r\n"));
+  }
+  // Cuts the whole request's deadline short (a reserved seat holds a request no longer than its head may take).
+  void limit_read_deadline(SteadyClock::time_point deadline) { read_deadline_ = std::min(read_deadline_, deadline); }
+
+  // Whether a read gave up because the request was not sent in time (the connection is then dropped).
+  bool timed_out() const { return timed_out_; }
+
+  bool is_readable() const override { return buffered() || wait(POLLIN, read_deadline_, true); }
+  bool is_writable() const override { return wait(POLLOUT, writing_ ? write_deadline_ : SteadyClock::now() + limits_.write_timeout, false); }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (head_off_ < head_.size()) {
+      const size_t n = std::min(size, head_.size() - head_off_);
+      std::memcpy(ptr, head_.data() + head_off_, n);
+      head_off_ += n;
+      if (head_off_ == head_.size()) head_.clear(), head_off_ = 0;
+      return static_cast<ssize_t>(n);
+    }
+    if (off_ < len_) {
+      const size_t n = std::min(size, len_ - off_);
+      std::memcpy(ptr, buf_.data() + off_, n);
+      off_ += n;
+      return static_cast<ssize_t>(n);
+    }
+    // Small reads (the request line and headers come a byte at a time) go through the buffer.
+    const bool direct = size >= buf_.size();
+    for (;;) {
+      short want = 0;
+      const ssize_t n = try_recv(direct ? ptr : buf_.data(), direct ? size : buf_.size(), want);
+      if (n == kWouldBlock) {
+        if (!wait(want, read_deadline_, true)) {
+          timed_out_ = true;
+          return -1;
+        }
+        continue;
+      }
+      if (n <= 0 || direct) return n;
+      len_ = static_cast<size_t>(n);
+      off_ = 0;
+      return read(ptr, size);
+    }
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!writing_) {
+      writing_ = true;
+      write_deadline_ = SteadyClock::now() + limits_.write_timeout;
+    }
+    for (;;) {
+      short want = 0;
+      const ssize_t n = try_send(ptr, size, want);
+      if (n != kWouldBlock) return n;
+      if (!wait(want, write_deadline_, false)) return -1;
+    }
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { address_of(fd_, true, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(fd_, false, ip, port); }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  static constexpr ssize_t kWouldBlock = -2;
+  static constexpr size_t kHeadPeek = 16384;
+
+  // Bytes already received and not yet handed out (by this stream's buffer, or decrypted inside OpenSSL,
+  // where poll() cannot see them).
+  bool buffered() const { return head_off_ < head_.size() || off_ < len_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0); }
+
+  // One non-blocking read: bytes, 0 at end of stream, -1 on error, kWouldBlock with the poll event to wait for.
+  ssize_t try_recv(char* ptr, size_t size, short& want) {
+    if (ssl_ == nullptr) {
+      const ssize_t n = ::recv(fd_, ptr, size, MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return want = POLLIN, kWouldBlock;
+      return n;
+    }
+    ERR_clear_error();
+    const int n = SSL_read(ssl_, ptr, static_cast<int>(std::min<size_t>(size, INT_MAX)));
+    return n > 0 ? n : ssl_outcome(n, want);
+  }
+
+  ssize_t try_send(const char* ptr, size_t size, short& want) {
+    if (ssl_ == nullptr) {
+      const ssize_t n = ::send(fd_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return want = POLLOUT, kWouldBlock;
+      return n;
+    }
+    ERR_clear_error();
+    const int n = SSL_write(ssl_, ptr, static_cast<int>(std::min<size_t>(size, INT_MAX)));
+    return n > 0 ? n : ssl_outcome(n, want);
+  }
+
+  ssize_t ssl_outcome(int r, short& want) const {
+    switch (SSL_get_error(ssl_, r)) {
+      case SSL_ERROR_WANT_READ: return want = POLLIN, kWouldBlock;
+      case SSL_ERROR_WANT_WRITE: return want = POLLOUT, kWouldBlock;
+      case SSL_ERROR_ZERO_RETURN: return 0;
+      default: return -1;
+    }
+  }
+
+  // True once the socket is ready (or has an error or hang-up, which the next recv/send reports).
+  bool wait(short events, SteadyClock::time_point deadline, bool stop_aware) const {
+    for (;;) {
+      if (stop_aware && listener_.load() == INVALID_SOCKET) return false;
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
+      if (left <= 0) return false;
+      pollfd p{fd_, events, 0};
+      const int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 100)));
+      if (r > 0) return true;
+      if (r < 0 && errno != EINTR) return false;
+    }
+  }
+
+  const int fd_;
+  SSL* const ssl_;
+  const std::atomic<socket_t>& listener_;
+  const HttpLimits& limits_;
+  SteadyClock::time_point read_deadline_{};
+  SteadyClock::time_point write_deadline_{};
+  bool writing_ = false;
+  bool timed_out_ = false;
+  std::array<char, 4096> buf_{};
+  size_t off_ = 0, len_ = 0;
+  std::string head_;  // read ahead by read_head(), handed out before buf_
+  size_t head_off_ = 0;
+};
+
+// An SSL connection over `fd` (non-blocking, which the deadlines above need), or null for plain HTTP or when
+// OpenSSL cannot make one.
+struct SslConnection {
+  SSL* ssl = nullptr;
+  SslConnection(SSL_CTX* ctx, int fd) {
+    if (ctx == nullptr) return;
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    ssl = SSL_new(ctx);
+    if (ssl != nullptr && SSL_set_fd(ssl, fd) != 1) {
+      SSL_free(ssl);
+      ssl = nullptr;
+    }
+  }
+  ~SslConnection() { finish(); }
+  // Before the socket is closed (after, its number may already be another connection's): one close_notify,
+  // without waiting for the client's.
+  void finish() {
+    if (ssl == nullptr) return;
+    if (SSL_is_init_finished(ssl)) SSL_shutdown(ssl);
+    SSL_free(ssl);
+    ssl = nullptr;
+  }
+  SslConnection(const SslConnection&) = delete;
+  SslConnection& operator=(const SslConnection&) = delete;
+};
+
+// Reads and drops what the client still sends, for up to `linger`, then closes. Closing a socket with unread
+// data makes the kernel reset the connection, and a reset can discard the answer before the client reads it.
+void close_lingering(int fd, std::chrono::milliseconds linger) {
+  ::shutdown(fd, SHUT_WR);
+  const auto until = SteadyClock::now() + linger;
+  std::array<char, 16384> sink;
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - SteadyClock::now()).count();
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(left, 0))) <= 0) break;
+    if (::recv(fd, sink.data(), sink.size(), MSG_DONTWAIT) <= 0) break;
+  }
+  ::close(fd);
+}
+
+// Past the connection limit: a 503 written without waiting for the request, and the connection closed.
+// Over TLS the handshake comes first, bounded by limits.refusal_handshake_timeout.
+std::string refusal(const HttpLimits& limits) {
+  const std::string body = R"({"error": {"code": "Unavailable", "message": "the server is serving its limit of )" +
+                           std::to_string(limits.max_connections) + R"( connections (allot server --max-connections), at most )" +
+                           std::to_string(limits.max_connections_per_address) +
+                           R"( from one address (--max-connections-per-address); past them only agents' requests are served, on )" +
+                           std::to_string(limits.agent_connections) + R"( seats of their own (--agent-connections); retry shortly"}})";
+  return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body;
+}
+
+// An agent's POST (registration, heartbeat, logs), by its request line: what a reserved seat serves. Not a watch
+// (GET .../changes), which holds its connection for its whole wait; a refused watch only makes the agent learn of
+// work at its heartbeats. Anyone can send such a line; without an agent's token it is answered 401 at once, so a
+// seat taken that way is held no longer than one request, bounded by head_timeout.
+bool agent_request(std::string_view line) {
+  return line.rfind("POST /v1/agents/", 0) == 0;
+}
+
+void refuse(int fd, SSL_CTX* tls, const std::atomic<socket_t>& listener, const HttpLimits& limits) {
+  const std::string answer = refusal(limits);
+  if (tls == nullptr) {
+    (void)!::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  } else {
+    HttpLimits brief = limits;
+    brief.write_timeout = limits.refusal_handshake_timeout;
+    SslConnection conn(tls, fd);
+    DeadlineStream strm(fd, conn.ssl, listener, brief);
+    if (conn.ssl != nullptr && strm.handshake(SteadyClock::now() + limits.refusal_handshake_timeout))
+      (void)strm.write(answer.data(), answer.size());
+    conn.finish();
+  }
+  close_lingering(fd, std::chrono::milliseconds(0));
+}
+
+// Before any route reads a body: a request whose body length is ambiguous is answered and its connection
+// closed, so no byte after its headers is read as another request (request_framing.h).
+httplib::Server::HandlerResponse refuse_ambiguous_framing(const httplib::Request& req, httplib::Response& res) {
+  auto refusal = ambiguous_framing(req.headers);
+  if (!refusal) return httplib::Server::HandlerResponse::Unhandled;
+  res.status = refusal->status;
+  res.set_content(refusal->body, refusal->content_type.c_str());
+  t_close_after_response = true;
+  return httplib::Server::HandlerResponse::Handled;
+}
+
+}  // namespace
+
+void close_after_response() { t_close_after_response = true; }
+
+void ConnectionThreads::enqueue(std::function<void()> fn) {
+  MutexLock lock(mu_);
+  jobs_.push_back(std::move(fn));
+  if (!stopping_ && jobs_.size() > idle_ && threads_.size() < max_threads_) threads_.emplace_back([this] { work(); });
+  cv_.notify_one();
+}
+
+void ConnectionThreads::shutdown() {
+  std::vector<std::thread> threads;
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+    threads.swap(threads_);  // enqueue() starts no thread once stopping: these are all
+  }
+  cv_.notify_all();
+  for (auto& t : threads)
+    if (t.joinable()) t.join();
+}
+
+void ConnectionThreads::work() {
+  for (;;) {
+    std::function<void()> fn;
+    {
+      MutexLock lock(mu_);
+      ++idle_;
+      while (!stopping_ && jobs_.empty()) cv_.wait(lock.native());
+      --idle_;
+      if (jobs_.empty()) return;  // stopping, and nothing left to run
+      fn = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    fn();
+  }
+}
+
+HttpServer::HttpServer(HttpLimits limits, SSL_CTX* tls) : limits_(limits), tls_(tls) {
+  // A few threads beyond the limit write the refusals, so that a full server still answers at once.
+  const size_t threads = limits_.max_connections + limits_.agent_connections + 8;
+  new_task_queue = [threads] { return new ConnectionThreads(threads); };
+  // cpp-httplib writes these into its Keep-Alive answer header; the loop below enforces them.
+  set_keep_alive_timeout(std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(limits_.keep_alive_timeout).count()));
+  set_keep_alive_max_count(limits_.max_requests_per_connection);
+  set_pre_routing_handler(refuse_ambiguous_framing);
+}
+
+HttpServer::~HttpServer() {
+  // The connection threads use the TLS context: stop them first (httplib::Server's destructor would be too late).
+  stop();
+  if (tls_ != nullptr) SSL_CTX_free(tls_);
+}
+
+std::optional<HttpServer::Seat> HttpServer::take_seat(const std::string& address) {
+  MutexLock lock(seats_mu_);
+  size_t& mine = general_by_address_[address];
+  if (general_seats_ < limits_.max_connections && mine < limits_.max_connections_per_address) {
+    ++general_seats_;
+    ++mine;
+    return Seat::kGeneral;
+  }
+  if (mine == 0) general_by_address_.erase(address);
+  if (agent_seats_ < limits_.agent_connections) {
+    ++agent_seats_;
+    return Seat::kAgent;
+  }
+  return std::nullopt;
+}
+
+void HttpServer::release_seat(Seat seat, const std::string& address) {
+  MutexLock lock(seats_mu_);
+  switch (seat) {
+    case Seat::kGeneral:
+      --general_seats_;
+      if (auto it = general_by_address_.find(address); it != general_by_address_.end() && --it->second == 0)
+        general_by_address_.erase(it);
+      return;
+    case Seat::kAgent:
+      --agent_seats_;
+      return;
+  }
+}
+
+bool HttpServer::process_and_close_socket(socket_t sock) {
+  const auto accepted = SteadyClock::now();
+  std::string address;
+  int port = 0;
+  address_of(sock, /*peer=*/true, address, port);
+  const std::optional<Seat> seat = take_seat(address);
+  if (!seat) {
+    // It may have been an agent's heartbeat: the server counts none as missed (node_silence.h).
+    if (on_refused_) on_refused_();
+    refuse(sock, tls_, svr_sock_, limits_);
+    return false;
+  }
+  struct Release {
+    HttpServer& server;
+    Seat seat;
+    const std::string& address;
+    ~Release() { server.release_seat(seat, address); }
+  } release{*this, *seat, address};
+  SslConnection conn(tls_, sock);
+  DeadlineStream strm(sock, conn.ssl, svr_sock_, limits_);
+  bool ret = false;
+  bool linger = false;
+  // The handshake is part of the first request's read deadline: a client that trickles it is dropped.
+  const bool secured = tls_ == nullptr || (conn.ssl != nullptr && strm.handshake(SteadyClock::now() + limits_.read_timeout));
+  for (size_t served = 0; secured && served < limits_.max_requests_per_connection; ++served) {
+    // The first request's head must be complete within head_timeout of the accept; a later one's within
+    // head_timeout of its first byte, after at most keep_alive_timeout of quiet.
+    if (!strm.next_request(served == 0 ? accepted + limits_.head_timeout : SteadyClock::now() + limits_.keep_alive_timeout)) break;
+    const auto head_deadline = served == 0 ? accepted + limits_.head_timeout : SteadyClock::now() + limits_.head_timeout;
+    if (!strm.read_head(head_deadline)) break;
+    if (*seat == Seat::kAgent) {
+      if (!agent_request(strm.request_line())) {
+        const std::string answer = refusal(limits_);
+        (void)strm.write(answer.data(), answer.size());
+        linger = true;
+        break;
+      }
+      strm.limit_read_deadline(head_deadline);
+    }
+    t_close_after_response = false;
+    bool closed = false;
+    ret = process_request(strm, served + 1 == limits_.max_requests_per_connection, closed, offer_gzip_only);
+    if (t_close_after_response) {
+      linger = true;
+      break;
+    }
+    if (!ret || closed || strm.timed_out()) break;
+  }
+  conn.finish();
+  if (linger) {
+    close_lingering(sock, std::chrono::milliseconds(1000));
+  } else {
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+  }
+  return ret;
+}
+
+}  // namespace allot::server
