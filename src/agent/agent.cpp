@@ -508,7 +508,10 @@ void Agent::check_fence(Clock::time_point now) {
       " replica(s) so that their restart elsewhere cannot overlap them (fencing)");
   const auto grace = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                last_answered_send_ + f.kill_after - now));
-  for (const auto& key : procs_.keys()) procs_.stop(key, now, std::min(grace, opt_.stop_grace));
+  for (const auto& key : procs_.keys()) {
+    if (auto it = replicas_.find(key); it != replicas_.end()) it->second.fenced = why;
+    procs_.stop(key, now, std::min(grace, opt_.stop_grace));
+  }
 }
 
 Status Agent::run(const std::atomic<bool>& stop) {
@@ -600,6 +603,11 @@ bool Agent::reap() {
       changed = true;
     }
     it->second.exited = true;
+    // Past the lease the watchdog may have stopped it a moment before check_fence() did (they keep the same lease,
+    // docs/resiliency.md "Leases and fencing"): an end then is fencing's whoever sent the signal.
+    if (it->second.fenced.empty() && server_timeout_ && Clock::now() >= last_answered_send_ + fence_times(*server_timeout_).stop_after)
+      it->second.fenced = "it ended after its lease ran out (no heartbeat answered for 3/4 of the server's failure timeout of " +
+                          std::to_string(server_timeout_->count()) + " ms)";
     drop_private_tmp(it->second.a.job, it->second.private_tmp);
     it->second.exit_code = e.exit_code;
     say("replica " + e.key + " exited with code " + std::to_string(e.exit_code) + (e.stopped ? " (stopped)" : ""));
@@ -735,6 +743,9 @@ Status Agent::heartbeat() {
         e["state"] = "exited";
         e["exit_code"] = r.exit_code;
       }
+      // A failure of its own (below) says more than that it was fenced.
+      if (!r.fenced.empty())
+        e["failure"] = {{"reason", view::replica_failure_reason_name(view::ReplicaFailureReason::kFenced)}, {"message", r.fenced}};
       if (r.oom_limit_mib > 0)
         e["failure"] = {{"reason", view::replica_failure_reason_name(view::ReplicaFailureReason::kOomKilled)},
                         {"memory_limit_mib", r.oom_limit_mib}};

@@ -134,6 +134,9 @@ class Agent {
     // The kernel's out-of-memory killer ended it inside its cgroup's memory limit (agent/cgroups.h, oom_kills): the
     // limit in MiB as written; reported with its end as failure oom_killed, the job's fault (docs/resiliency.md).
     int64_t oom_limit_mib = 0;
+    // Stopped by fencing (check_fence): why, reported with its end as failure fenced, so that the server can tell
+    // a stop it caused by not answering from a node's failure (docs/resiliency.md, "Leases and fencing").
+    std::string fenced;
     uint64_t progress_seen = 0;
     Clock::time_point progress_at{};
     // Recovery in place (agent/membership.h): the membership epoch its membership.json holds; -1: none written.

@@ -2,6 +2,14 @@
 
 namespace allot::store {
 
+const char* requeue_cause_name(RequeueCause c) {
+  switch (c) {
+    case RequeueCause::kRendezvousPort: return "rendezvous_port";
+    case RequeueCause::kServerDeaf: return "server_deaf";
+  }
+  return "?";
+}
+
 const char* health_cause_name(HealthCause c) {
   switch (c) {
     case HealthCause::kAdmin: return "admin";

@@ -221,14 +221,25 @@ struct DeleteReservation {
   std::string reservation;
   friend bool operator==(const DeleteReservation&, const DeleteReservation&) = default;
 };
-// A run stopped for a cause that is its node's, not the job's: rank 0's node found the run's MASTER_PORT in use
-// before starting it (docs/resiliency.md, "The rendezvous port"). The job is suspended without using a retry (as a
-// preemption is) and requeued; its next run gets another port.
+// Why a run was requeued without using a retry (Requeue::cause).
+enum class RequeueCause {
+  // Rank 0's node found the run's MASTER_PORT (`port`) in use before starting it (docs/resiliency.md, "The
+  // rendezvous port"); its next run gets another port. Records without a cause are of this kind.
+  kRendezvousPort,
+  // The node's agent stopped its replicas by fencing while the server itself could not hear (a stall, connections
+  // refused past every seat, a disruption: docs/resiliency.md, "Leases and fencing"): the server's fault, not the
+  // job's or the node's.
+  kServerDeaf,
+};
+const char* requeue_cause_name(RequeueCause c);  // "rendezvous_port", "server_deaf"
+// A run stopped for a cause that is neither the job's code nor a failure of its node (RequeueCause). The job is
+// suspended without using a retry (as a preemption is) and requeued.
 struct Requeue {
   std::string job;
   std::string node;
   int port = 0;
   std::string reason;
+  RequeueCause cause = RequeueCause::kRendezvousPort;  // journaled only when it is another
   friend bool operator==(const Requeue&, const Requeue&) = default;
 };
 // A running job reached its wall-time limit (core/lifecycle/time_limit.h): it stopped and ended Failed with reason

@@ -11,6 +11,12 @@
 namespace allot::store {
 using nlohmann::json;
 
+RequeueCause requeue_cause_from_name(const std::string& s) {
+  for (auto c : {RequeueCause::kRendezvousPort, RequeueCause::kServerDeaf})
+    if (s == requeue_cause_name(c)) return c;
+  throw std::invalid_argument("unknown requeue cause '" + s + "'; causes: rendezvous_port, server_deaf");
+}
+
 HealthCause health_cause_from_name(const std::string& s) {
   for (auto c : {HealthCause::kAdmin, HealthCause::kAgent, HealthCause::kTimeout, HealthCause::kHealthCheck, HealthCause::kDeepCheck})
     if (s == health_cause_name(c)) return c;
@@ -194,7 +200,12 @@ struct ToJson {
   json operator()(const ReservationStepRecord& o) const { return {{"reservation", o.reservation}, {"state", o.state}}; }
   json operator()(const DeleteReservation& o) const { return {{"reservation", o.reservation}}; }
   json operator()(const CompactFinished& o) const { return {{"finished_before", o.finished_before}}; }
-  json operator()(const Requeue& o) const { return {{"job", o.job}, {"node", o.node}, {"port", o.port}, {"reason", o.reason}}; }
+  json operator()(const Requeue& o) const {
+    json out = {{"job", o.job}, {"node", o.node}, {"port", o.port}, {"reason", o.reason}};
+    // Records of the first cause keep the bytes (and checksums) they had before causes were recorded.
+    if (o.cause != RequeueCause::kRendezvousPort) out["cause"] = requeue_cause_name(o.cause);
+    return out;
+  }
   json operator()(const TimeLimitExceeded& o) const { return {{"job", o.job}, {"time_limit_s", o.time_limit_s}}; }
   json operator()(const LocalityWaitBegan& o) const { return {{"job", o.job}}; }
   json operator()(const StartTimeout& o) const {
@@ -392,7 +403,11 @@ struct FromJson {
   Op operator()(As<ReservationStepRecord>) const { return ReservationStepRecord{str("reservation"), str("state")}; }
   Op operator()(As<DeleteReservation>) const { return DeleteReservation{str("reservation")}; }
   Op operator()(As<CompactFinished>) const { return CompactFinished{j.at("finished_before").get<Time>()}; }
-  Op operator()(As<Requeue>) const { return Requeue{str("job"), str("node"), j.at("port").get<int>(), str("reason")}; }
+  Op operator()(As<Requeue>) const {
+    Requeue r{str("job"), str("node"), j.at("port").get<int>(), str("reason")};
+    if (j.contains("cause")) r.cause = requeue_cause_from_name(j.at("cause").get<std::string>());
+    return r;
+  }
   Op operator()(As<TimeLimitExceeded>) const { return TimeLimitExceeded{str("job"), j.at("time_limit_s").get<int64_t>()}; }
   Op operator()(As<LocalityWaitBegan>) const { return LocalityWaitBegan{str("job")}; }
   Op operator()(As<StartTimeout>) const {

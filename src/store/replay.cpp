@@ -62,7 +62,11 @@ struct Apply {
   Status operator()(const Requeue& o) const {
     auto id = job_id(s, o.job);
     if (!id) return id.error();
-    return preempt_job(s, *id, at, o.reason, ReasonCode::kRendezvousPort);
+    switch (o.cause) {
+      case RequeueCause::kRendezvousPort: return preempt_job(s, *id, at, o.reason, ReasonCode::kRendezvousPort);
+      case RequeueCause::kServerDeaf: return preempt_job(s, *id, at, o.reason, ReasonCode::kNodeFailed);
+    }
+    return Error::invalid("requeue of job " + o.job + ": unknown cause");
   }
   Status operator()(const TimeLimitExceeded& o) const { return exceed_time_limit(s, o.job, at); }
   Status operator()(const LocalityWaitBegan& o) const {

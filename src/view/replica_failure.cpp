@@ -7,6 +7,7 @@ const char* replica_failure_reason_name(ReplicaFailureReason r) {
     case ReplicaFailureReason::kImagePull: return "image_pull";
     case ReplicaFailureReason::kLogRule: return "log_rule";
     case ReplicaFailureReason::kOomKilled: return "oom_killed";
+    case ReplicaFailureReason::kFenced: return "fenced";
   }
   return "?";
 }

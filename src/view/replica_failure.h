@@ -21,11 +21,16 @@ enum class ReplicaFailureReason {
   // job's fault, never the node's: the run fails at once (a retry, like a non-zero exit), its reason says
   // OOMKilled and the limit, and no node is suspected.
   kOomKilled,
+  // The agent stopped it because no heartbeat was answered for 3/4 of the server's failure timeout (fencing,
+  // docs/security.md): {"reason": "fenced", "message": "<why>"}. The server charges it as a node failure, unless it
+  // could not hear its agents itself at that time (a stall, connections refused past every seat, a disruption):
+  // then the run is requeued without using a retry (docs/resiliency.md, "Leases and fencing").
+  kFenced,
 };
 const char* replica_failure_reason_name(ReplicaFailureReason r);  // "image_pull"
 std::optional<ReplicaFailureReason> replica_failure_reason_named(std::string_view name);
 inline constexpr ReplicaFailureReason kReplicaFailureReasons[] = {ReplicaFailureReason::kImagePull, ReplicaFailureReason::kLogRule,
-                                                                 ReplicaFailureReason::kOomKilled};
+                                                                 ReplicaFailureReason::kOomKilled, ReplicaFailureReason::kFenced};
 
 // A failure's message is text from outside (a registry's answer): the server keeps at most this many bytes of it,
 // with bytes outside printable ASCII escaped (core/model/spec.h, printable), and the agent sends no more.

@@ -118,6 +118,50 @@ TEST_F(ServerNodeSilence, MostNodesSilentAtOnceAreHeldSuspectAndTimedOutOnlyOnce
   EXPECT_EQ(get("/v1/jobs/j").json["restarts"], 0);
 }
 
+// The agent's side of a stall (docs/resiliency.md, "Leases and fencing"): an agent that heard no answer for 3/4 of
+// the timeout stopped its replica and says so (failure fenced). After the server's own stall that is the
+// server's fault: the run is requeued without using a retry, so a job with none left runs again.
+TEST_F(ServerNodeSilence, AReplicaFencedWhileTheServerStalledIsRequeuedWithoutARetry) {
+  for (const char* n : {"g1", "g2", "g3", "g4"}) beat(n);
+  stall_ = true;
+  ASSERT_EQ(post("/v1/tokens", R"({"role": "agent-join"})").status, 201);
+  ASSERT_TRUE(eventually([&] { return !events_of("liveness").empty(); }));
+  advance(std::chrono::milliseconds(100));
+  const json fenced = {{"job", "j"}, {"rank", 0}, {"state", "exited"}, {"attempt", 0}, {"exit_code", 143},
+                       {"failure", {{"reason", "fenced"}, {"message", "no heartbeat answered for 1500 ms"}}}};
+  auto r = post("/v1/agents/" + job_node_ + "/heartbeat", json{{"replicas", json::array({fenced})}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(eventually([&] {
+    const json j = get("/v1/jobs/j").json;
+    return j["state"] == "Running" && j["preemptions"] == 1;
+  })) << get("/v1/jobs/j").body;
+  const json j = get("/v1/jobs/j").json;
+  EXPECT_EQ(j["restarts"], 0) << j.dump();
+  EXPECT_EQ(j["preemptions"], 1) << j.dump();
+  const json requeues = events_of("requeue");
+  ASSERT_EQ(requeues.size(), 1u) << requeues.dump();
+  EXPECT_NE(requeues[0]["message"].get<std::string>().find("while the server could not hear its agents; requeued without using a retry"),
+            std::string::npos) << requeues.dump();
+}
+
+// Without a stall of the server's, the same report is the node's silence: an exit like any other, as before agents
+// said they fenced (no retry left: the job fails).
+TEST_F(ServerNodeSilence, AReplicaFencedWhileTheServerHeardIsAnExitLikeAnyOther) {
+  for (const char* n : {"g1", "g2", "g3", "g4"}) beat(n);
+  const json fenced = {{"job", "j"}, {"rank", 0}, {"state", "exited"}, {"attempt", 0}, {"exit_code", 143},
+                       {"failure", {{"reason", "fenced"}, {"message", "no heartbeat answered for 1500 ms"}}}};
+  auto r = post("/v1/agents/" + job_node_ + "/heartbeat", json{{"replicas", json::array({fenced})}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(eventually([&] { return get("/v1/jobs/j").json["state"] == "Failed"; })) << get("/v1/jobs/j").body;
+  EXPECT_NE(get("/v1/jobs/j").json["reason"].get<std::string>().find("exited with code 143"), std::string::npos);
+  // A fenced exit carries its exit code: without one it is refused, and nothing changes.
+  json bare = fenced;
+  bare.erase("exit_code");
+  r = post("/v1/agents/" + job_node_ + "/heartbeat", json{{"replicas", json::array({bare})}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("needs its exit_code"), std::string::npos) << r.body;
+}
+
 TEST_F(ServerNodeSilence, WithoutTheRuleEverySilentNodeIsTimedOut) {
   stop();
   options_.disruption_min_nodes = 0;

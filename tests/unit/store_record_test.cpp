@@ -105,6 +105,26 @@ TEST(StoreRecord, OldPreemptRecordsDecodeWithoutRuleOrGroup) {
   EXPECT_FALSE(again.contains("group")) << again.dump();
 }
 
+TEST(StoreRecord, ARequeueKeepsItsCauseAndOldRecordsAreForTheRendezvousPort) {
+  // A cause other than the first is written; the first is not, so records written before causes keep their bytes.
+  Record deaf{5, 1700000000, Requeue{"j", "g1", 0, "fenced while the server could not hear", RequeueCause::kServerDeaf}};
+  const nlohmann::json written = record_to_json(deaf);
+  EXPECT_EQ(written.value("cause", ""), "server_deaf") << written.dump();
+  auto back = record_from_json(nlohmann::json::parse(written.dump()));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, deaf);
+  auto old = record_from_json(nlohmann::json::parse(
+      R"({"op": "requeue", "seq": 6, "at": 9, "job": "j", "node": "g1", "port": 29500, "reason": "MASTER_PORT 29500 was in use"})"));
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  EXPECT_EQ(std::get<Requeue>(old->op).cause, RequeueCause::kRendezvousPort);
+  EXPECT_FALSE(record_to_json(*old).contains("cause"));
+  auto unknown = record_from_json(nlohmann::json::parse(
+      R"({"op": "requeue", "seq": 7, "at": 9, "job": "j", "node": "g1", "port": 0, "reason": "r", "cause": "cosmic_ray"})"));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("cosmic_ray"), std::string::npos) << unknown.error().message;
+  EXPECT_NE(unknown.error().message.find("server_deaf"), std::string::npos) << unknown.error().message;
+}
+
 TEST(StoreRecord, PreemptRecordsWithAnUnknownRuleOrABadShareAreErrors) {
   Record r{1, 5, Preempt{"train-1", "serve-1", "x", PreemptionRule::kReclaim, preemption_group()}};
   nlohmann::json j = record_to_json(r);

@@ -176,6 +176,7 @@ std::string failure_reason_text(const ReplicaReport& rep) {
     switch (rep.failure->reason) {
       case view::ReplicaFailureReason::kImagePull: return "image pull: " + rep.failure->message;
       case view::ReplicaFailureReason::kLogRule: break;  // ended through fire_log_rule (apply_exits), not this text
+      case view::ReplicaFailureReason::kFenced: break;   // apply_exits: requeued, or an exit with its code
       case view::ReplicaFailureReason::kOomKilled:
         return "OOMKilled: replica " + std::to_string(rep.rank) + " used more than its memory limit of " +
                std::to_string(rep.failure->memory_limit_mib) + " MiB (per_replica memory) and the kernel's out-of-memory killer ended it";
@@ -228,6 +229,9 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
       auto failure = parse_failure(r["failure"], where + ".failure");
       if (!failure) return failure.error();
       rep.failure = std::move(*failure);
+      // Fencing stops a replica of the job's as any stop does: its exit code is what it exited with.
+      if (rep.failure->reason == view::ReplicaFailureReason::kFenced && (!r.contains("exit_code") || !r["exit_code"].is_number_integer()))
+        return Error::invalid(where + ": an exit with failure fenced needs its exit_code (an integer)");
     }
     if (rep.state == ReplicaState::kExited && !rep.failure) {
       if (!r.contains("exit_code") || !r["exit_code"].is_number_integer())
@@ -254,16 +258,43 @@ Result<std::vector<ReplicaReport>> parse_heartbeat(const json& body) {
   return out;
 }
 
+namespace {
+// Whether the server itself could not hear its agents within the last failure timeout (node_silence.h:
+// ServerState::hearing_since_ms, the end of a stall, of refused connections or of a disruption).
+bool server_was_deaf(const Txn& txn, const ServerOptions& options) {
+  const int64_t since = txn.view().hearing_since_ms;
+  return since > 0 && txn.now_ms() - since <= options.heartbeat_timeout.count();
+}
+}  // namespace
+
 void apply_exits(Txn& txn, const std::string& node_name, const std::vector<ReplicaReport>& reports, const ServerOptions& options) {
-  for (const ReplicaReport& rep : reports) {
-    if (!rep.exited()) continue;
+  for (const ReplicaReport& given : reports) {
+    if (!given.exited()) continue;
     const Node* node = txn.cluster().find_node(node_name);
-    const Job* j = node ? reported_job(txn, *node, rep) : nullptr;
+    const Job* j = node ? reported_job(txn, *node, given) : nullptr;
     if (!j) continue;
-    if (rep.port_in_use) {
-      if (rep.rank == 0) requeue_for_port(txn, *j, node_name, options, rep.port_in_use);
+    if (given.port_in_use) {
+      if (given.rank == 0) requeue_for_port(txn, *j, node_name, options, given.port_in_use);
       continue;
     }
+    // The agent stopped the replica because the server did not answer it (fencing). When the server itself could
+    // not hear within the last failure timeout, the silence was the server's: the run is requeued without using a
+    // retry. Otherwise the silence was the node's: an exit like any other, as before agents said so.
+    const bool fenced = given.failure && given.failure->reason == view::ReplicaFailureReason::kFenced;
+    if (fenced && server_was_deaf(txn, options)) {
+      txn.state().exits.erase(j->id.index());
+      (void)txn.apply(store::Requeue{j->spec.name, node_name, 0,
+                                     "the agent of node " + node_name + " stopped replica " + std::to_string(given.rank) +
+                                         " (fencing: " + given.failure->message + ") while the server could not hear its agents; requeued without using a retry",
+                                     store::RequeueCause::kServerDeaf});
+      continue;
+    }
+    ReplicaReport unfenced;
+    if (fenced) {
+      unfenced = given;
+      unfenced.failure.reset();
+    }
+    const ReplicaReport& rep = fenced ? unfenced : given;
     const int attempt = attempt_of(*j);
     ExitTrack& track = run_entry(txn.state().exits, j->id.index(), attempt);
     const std::string name = j->spec.name;
