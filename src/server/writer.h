@@ -117,7 +117,7 @@ class Txn {
 
 // The server itself, as the records of its own decisions name it (scheduling, health changes, plan steps, time
 // limits).
-inline const store::Actor kServerActor{"server", "server", {}, {}};
+inline const store::Actor kServerActor{.token = "server", .role = store::Tokenless::kServer};
 
 // In its scope the Txn acts as the server, whoever's request happened to be in the batch; then as before.
 class AsServer {
