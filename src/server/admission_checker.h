@@ -26,7 +26,7 @@
 #include "server/admission_checks.h"
 #include "server/options.h"
 #include "server/reply.h"
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 #include "server/writer.h"
 
 namespace allot::server {

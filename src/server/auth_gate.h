@@ -12,7 +12,7 @@
 #include "auth/caller.h"
 #include "core/result.h"
 #include "server/server_state.h"
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 
 namespace allot::server {
 

@@ -42,7 +42,7 @@
 #include "core/catalog.h"
 #include "server/dispatch_choice.h"
 #include "server/options.h"
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 #include "server/writer.h"
 
 namespace allot::server {

@@ -63,7 +63,7 @@
 #include "server/reply.h"
 #include "server/server_state.h"
 #include "server/snapshot_writer.h"
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 #include "server/view_publisher.h"
 #include "store/store.h"
 
