@@ -80,7 +80,7 @@ Written write_journal(const std::string& path, uint64_t records, uint64_t jobs, 
   std::vector<server::Event> events;
   std::deque<server::Event> ring;
   Written out;
-  const Actor admin{"adm1", "admin", {}, {}};
+  const Actor admin{.token = "adm1", .role = auth::Role::kAdmin};
   size_t next_snapshot = 0;
   auto snapshot = [&] {
     const std::vector<server::Event> kept(ring.begin(), ring.end());
@@ -126,7 +126,7 @@ Written write_journal(const std::string& path, uint64_t records, uint64_t jobs, 
     op(Submit{job(i)}, admin);
     op(Audit{"POST /v1/jobs", "job-" + std::to_string(i), 201, ""}, admin);
     for (const Decision& d : schedule(st.cluster, now).decisions) {
-      Record r{st.last_seq + 1, now, decision_record(st.cluster, d), Actor{"server", "server", {}, {}}};
+      Record r{st.last_seq + 1, now, decision_record(st.cluster, d), Actor{.token = "server", .role = store::Tokenless::kServer}};
       server::note_decision(st, r, events);
       keep_events();
       batch.push_back(std::move(r));

@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
       ps.instance_type = types[rng() % 2];
       ps.per_replica.accelerators = 4;
       job.pod_sets = {ps};
-      put(now, store::Submit{job}, store::Actor{"user-" + std::to_string(team) + "-" + std::to_string(user), "member", {job.team}, {}});
+      put(now, store::Submit{job}, store::Actor{.token = "user-" + std::to_string(team) + "-" + std::to_string(user), .role = auth::Role::kMember, .teams = {job.team}});
     }
     // Runs that end by now: 5% fail once (the retry runs again).
     std::sort(ends.begin(), ends.end());

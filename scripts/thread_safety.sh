@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Clang's thread-safety analysis (-Wthread-safety) over the code that shares state between threads: every source
-# file that uses the annotations of src/server/thread_annotations.h (GUARDED_BY, REQUIRES, ...), and the .cpp of
+# file that uses the annotations of src/common/thread_annotations.h (GUARDED_BY, REQUIRES, ...), and the .cpp of
 # every header that does. GCC, which builds allot, ignores the annotations; this compiles those files with clang
 # (syntax and analysis only, no object files) and fails on any warning: a member read or written without the
 # mutex that guards it, a function called without the lock it requires.

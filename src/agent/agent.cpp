@@ -95,7 +95,7 @@ bool Agent::choose_token() {
 // Saved before it is used, readable by the agent's user only: it is the node's identity.
 void Agent::use_token(const std::string& token) {
   api_.set_token(token);
-  std::lock_guard lock(watch_mu_);
+  MutexLock lock(watch_mu_);
   watch_token_ = token;
 }
 
@@ -113,7 +113,7 @@ void Agent::watch_loop() {
   while (!watch_stop_) {
     std::string token, known;
     {
-      std::lock_guard lock(watch_mu_);
+      MutexLock lock(watch_mu_);
       token = watch_token_;
       known = known_tag_;
     }
@@ -155,7 +155,7 @@ void Agent::watch_loop() {
     const bool carries_work = body.contains("run") && body["run"].is_array() && body.contains("as_of") && body["as_of"].is_number_unsigned();
     const uint64_t before = heartbeats_.load();
     {
-      std::lock_guard lock(watch_mu_);
+      MutexLock lock(watch_mu_);
       if (tag == known_tag_) continue;
       if (carries_work) {
         // The run list and orders come with the tag: the heartbeat loop acts on them (apply()) without asking
@@ -177,7 +177,7 @@ void Agent::watch_loop() {
 bool Agent::take_watch_news() {
   std::optional<json> news;
   {
-    std::lock_guard lock(watch_mu_);
+    MutexLock lock(watch_mu_);
     news = std::exchange(watch_news_, std::nullopt);
   }
   if (!news) return false;  // the watch wants a heartbeat (a server whose watch answer has no run list)
@@ -208,7 +208,7 @@ Status Agent::register_node() {
   {
     // A server that does not know the node may count its journal from the start again (a new database):
     // answers are ordered anew from here.
-    std::lock_guard lock(watch_mu_);
+    MutexLock lock(watch_mu_);
     known_tag_.clear();
     known_as_of_ = 0;
     watch_news_.reset();
@@ -777,7 +777,7 @@ Status Agent::heartbeat() {
   if (answer && answer->is_object() && answer->contains("as_of") && (*answer)["as_of"].is_number_unsigned())
     as_of = (*answer)["as_of"].get<uint64_t>();
   if (answer && answer->is_object() && answer->contains("run_tag") && (*answer)["run_tag"].is_string()) {
-    std::lock_guard lock(watch_mu_);
+    MutexLock lock(watch_mu_);
     // Not back to an older tag than the watch already brought (the two connections' answers may cross).
     if (as_of >= known_as_of_) {
       known_tag_ = (*answer)["run_tag"].get<std::string>();

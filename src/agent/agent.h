@@ -21,7 +21,6 @@
 #include <iosfwd>
 #include <map>
 #include <optional>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -39,6 +38,7 @@
 #include "agent/run_as.h"
 #include "agent/team_uids.h"
 #include "client/http_client.h"
+#include "common/thread_annotations.h"
 #include "core/model/result.h"
 
 namespace allot::agent {
@@ -103,7 +103,7 @@ class Agent {
 
   // One cycle, for tests: reap exits, ship logs, heartbeat, act on the answer.
   Status cycle();
-  Status register_node();
+  Status register_node() EXCLUDES(watch_mu_);
   const ProcessTable& processes() const { return procs_; }
   bool fenced() const { return fenced_; }
   int boot() const { return boot_; }
@@ -186,7 +186,7 @@ class Agent {
   void forget_cgroup(const std::string& path);
   void remove_cgroups();
   void ship_logs();
-  Status heartbeat();
+  Status heartbeat() EXCLUDES(watch_mu_);
   void apply(const nlohmann::json& answer);
   void start_pending();
   void start(const Assignment& a);
@@ -234,11 +234,11 @@ class Agent {
   void count_boot();
   // The token to present: the saved credential, else the join token. False when there is neither.
   bool choose_token();
-  void use_token(const std::string& token);  // on the heartbeat connection and the watch's
-  void watch_loop();  // the watch thread (watch_with)
+  void use_token(const std::string& token) EXCLUDES(watch_mu_);  // on the heartbeat connection and the watch's
+  void watch_loop() EXCLUDES(watch_mu_);  // the watch thread (watch_with)
   // The heartbeat loop: acts on the run list and orders a watch answer brought (false: none, the watch asks for
   // a heartbeat instead).
-  bool take_watch_news();
+  bool take_watch_news() EXCLUDES(watch_mu_);
   Status save_credential(const std::string& credential);
   std::string credential_path() const;
 
@@ -280,11 +280,11 @@ class Agent {
   // the heartbeat loop (watch_news_, poked_). Answers are ordered by as_of, the journal record their state follows.
   std::optional<client::ApiClient> watch_api_;
   std::thread watcher_;
-  std::mutex watch_mu_;       // guards watch_token_, known_tag_, known_as_of_ and watch_news_
-  std::string watch_token_;   // the token the heartbeat connection presents
-  std::string known_tag_;     // run_tag of the newest answer seen
-  uint64_t known_as_of_ = 0;  // its as_of
-  std::optional<nlohmann::json> watch_news_;  // a watch answer the heartbeat loop has not acted on yet
+  Mutex watch_mu_;
+  std::string watch_token_ GUARDED_BY(watch_mu_);  // the token the heartbeat connection presents
+  std::string known_tag_ GUARDED_BY(watch_mu_);    // run_tag of the newest answer seen
+  uint64_t known_as_of_ GUARDED_BY(watch_mu_) = 0;  // its as_of
+  std::optional<nlohmann::json> watch_news_ GUARDED_BY(watch_mu_);  // a watch answer the heartbeat loop has not acted on yet
   uint64_t applied_as_of_ = 0;                // heartbeat loop: as_of of the newest answer acted on
   std::atomic<uint64_t> watch_refusals_{0};   // 429s: the server had no room for the watch
   std::atomic<bool> poked_{false};

@@ -17,11 +17,11 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "common/thread_annotations.h"
 #include "core/lifecycle/log_rules.h"
 #include "core/model/result.h"
 
@@ -53,17 +53,18 @@ class LogCapture {
   //
   // With `rules` (not empty), each line of the output is matched as it is captured (core/lifecycle/log_rules.h): fired() and
   // progress_lines() tell the agent what the matcher saw.
-  Result<int> open(const std::string& key, const std::string& log_path, const LogRules& rules = {}, int rank = 0);
+  Result<int> open(const std::string& key, const std::string& log_path, const LogRules& rules = {}, int rank = 0)
+      EXCLUDES(mu_);
   // The replica has exited: waits at most `wait` for the end of its output (every process holding the pipe gone;
   // the agent kills the replica's group and cgroup when its leader exits, so this is quick), writes what is left,
   // and closes the pipe and the log. A process that escaped both and keeps the pipe open loses what it writes
   // after that. No-op for an unknown key. Returns the log rule that fired on the output, if one did (also on its
   // last line, which may lack its newline).
-  std::optional<LogRuleFiring> finish(const std::string& key, std::chrono::milliseconds wait);
+  std::optional<LogRuleFiring> finish(const std::string& key, std::chrono::milliseconds wait) EXCLUDES(mu_);
   // The log rule that fired on the output of `key` so far (the first one; a rule fires once), if any.
-  std::optional<LogRuleFiring> fired(const std::string& key);
+  std::optional<LogRuleFiring> fired(const std::string& key) EXCLUDES(mu_);
   // How many lines of the output of `key` matched its progress pattern so far (0 for an unknown key).
-  uint64_t progress_lines(const std::string& key);
+  uint64_t progress_lines(const std::string& key) EXCLUDES(mu_);
 
  private:
   struct Stream {
@@ -73,17 +74,18 @@ class LogCapture {
     std::unique_ptr<LogLineMatcher> matcher;  // null: the replica has no log rules
     std::optional<LogRuleFiring> fired;
   };
-  void run();
-  // Reads what the pipe holds and appends it to the log; marks the stream at its end. REQUIRES: mu_ held.
+  void run() EXCLUDES(mu_);
+  // Reads what the pipe holds and appends it to the log; marks the stream at its end. The stream is one of
+  // streams_, so its caller holds mu_ (or is the destructor, after the reader has stopped).
   static void drain(Stream& s);
   void wake();
 
-  std::mutex mu_;
-  std::condition_variable ended_;     // a stream reached its end
-  std::map<std::string, Stream> streams_;  // GUARDED_BY(mu_)
-  bool stop_ = false;                      // GUARDED_BY(mu_)
-  int wake_fds_[2] = {-1, -1};             // a self-pipe that interrupts the reader's poll
-  std::thread reader_;  // started by the first open(), under mu_
+  Mutex mu_;
+  std::condition_variable ended_;                         // a stream reached its end
+  std::map<std::string, Stream> streams_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
+  int wake_fds_[2] = {-1, -1};  // a self-pipe that interrupts the reader's poll; set by the constructor only
+  std::thread reader_ GUARDED_BY(mu_);  // started by the first open(), under mu_
 };
 
 }  // namespace allot::agent

@@ -1,5 +1,7 @@
 #include "store/record.h"
 
+#include "core/model/overloaded.h"
+
 namespace allot::store {
 
 const char* requeue_cause_name(RequeueCause c) {
@@ -20,6 +22,28 @@ const char* health_cause_name(HealthCause c) {
   }
   return "admin";
 }
+
+const char* actor_role_name(const ActorRole& r) {
+  return std::visit(Overloaded{[](std::monostate) { return ""; }, [](auth::Role role) { return auth::role_name(role); },
+                               [](Tokenless t) {
+                                 switch (t) {
+                                   case Tokenless::kServer: return "server";
+                                   case Tokenless::kStranger: return "none";
+                                 }
+                                 return "none";  // not reached
+                               }},
+                    r);
+}
+
+std::optional<ActorRole> parse_actor_role(std::string_view name) {
+  if (name.empty()) return ActorRole{};
+  if (std::optional<auth::Role> role = auth::parse_role(name)) return ActorRole{*role};
+  for (Tokenless t : {Tokenless::kServer, Tokenless::kStranger})
+    if (name == actor_role_name(t)) return ActorRole{t};
+  return std::nullopt;
+}
+
+std::string actor_role_list() { return auth::role_list() + ", server, none"; }
 
 namespace {
 struct NameOf {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -415,12 +416,23 @@ const char* op_name(const Op& op);
 // The job a record is about (submit, admit, finish, ...); empty for records about no one job.
 std::string job_of(const Op& op);
 
+// An actor without a token: the server itself (scheduler decisions, heartbeat timeouts, the bootstrap token),
+// or a caller refused before its token was known (audited in nobody's name).
+enum class Tokenless : uint8_t { kServer, kStranger };
+// The role an actor acted in: its token's role, or one of the tokenless; none (std::monostate) for a record
+// without an actor. In the journal it is spelled as the token's role is (auth::role_name), "server" or "none",
+// and "" for none: the same bytes the string this replaced was written as.
+using ActorRole = std::variant<std::monostate, auth::Role, Tokenless>;
+const char* actor_role_name(const ActorRole& r);
+std::optional<ActorRole> parse_actor_role(std::string_view name);
+std::string actor_role_list();  // "admin, member, viewer, agent, agent-join, server, none", for messages
+
 // Who made a change: the token the request carried (its id, role and scope), or the server itself ("server":
 // scheduler decisions, heartbeat timeouts, the bootstrap token). Records written before tokens existed have
 // none (empty token).
 struct Actor {
   std::string token;
-  std::string role;
+  ActorRole role;
   std::vector<std::string> teams;
   std::string node;
   std::string user;  // the token's user (TokenRecord::user); empty: none, and in records written before users

@@ -342,14 +342,20 @@ TokenRecord token_from_json(const json& j) {
 }
 
 json actor_to_json(const Actor& a) {
-  json j = {{"token", a.token}, {"role", a.role}, {"teams", a.teams}, {"node", a.node}};
+  json j = {{"token", a.token}, {"role", actor_role_name(a.role)}, {"teams", a.teams}, {"node", a.node}};
   if (!a.user.empty()) j["user"] = a.user;  // absent: none (and in records written before users)
   return j;
 }
 
 Actor actor_from_json(const json& j) {
-  return Actor{j.at("token").get<std::string>(), j.at("role").get<std::string>(),
-               j.at("teams").get<std::vector<std::string>>(), j.at("node").get<std::string>(), j.value("user", std::string())};
+  const std::string role = j.at("role").get<std::string>();
+  const std::optional<ActorRole> r = parse_actor_role(role);
+  if (!r) throw std::invalid_argument("unknown role '" + role + "'; roles: " + actor_role_list());
+  return Actor{.token = j.at("token").get<std::string>(),
+               .role = *r,
+               .teams = j.at("teams").get<std::vector<std::string>>(),
+               .node = j.at("node").get<std::string>(),
+               .user = j.value("user", std::string())};
 }
 
 namespace {

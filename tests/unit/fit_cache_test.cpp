@@ -120,7 +120,7 @@ TEST_F(FitCacheTest, AdmissionOnAStateSharedBetweenThreadsWritesNothingToIt) {
       for (int i = 0; i < 50; ++i) {
         const AdmissionAttempt a =
             try_admit(shared, shared.room, shared.usage, *shared.find_job("three"), AdmitOptions{.pristine = &pristine, .fit_cache = &mine});
-        answers[r] = a.ok ? "admitted" : a.why.text.str();
+        answers[r] = a.ok() ? "admitted" : a.why.text.str();
       }
     });
   for (auto& t : readers) t.join();

@@ -104,8 +104,9 @@ TEST_F(PlacementTest, RequiredWaitsWhenNoDomainHasRoomButIsNotNeverFits) {
   occupy(room, "a-1");
   occupy(room, "b-1");
   auto p = attempt(job("two", 2, required(kL3)), room);
-  EXPECT_FALSE(p.ok);
+  EXPECT_FALSE(p.ok());
   EXPECT_FALSE(p.never()) << "an empty cluster holds it: it waits";
+  EXPECT_EQ(p.refusal(), Refusal::kPlacement) << "quota allows it; placement found no room";
   EXPECT_EQ(p.why.code, ReasonCode::kTopology);
   EXPECT_NE(p.why.text.str().find("no network-node-layer-3 domain has room for 2"), std::string::npos) << p.why.text.str();
   EXPECT_NE(p.why.text.str().find("the roomiest has 1"), std::string::npos) << p.why.text.str();
@@ -115,10 +116,58 @@ TEST_F(PlacementTest, RequiredLargerThanAnyDomainNeverFits) {
   domain("nn-a", "a", 2);
   domain("nn-b", "b", 2);
   auto p = attempt(job("three", 3, required(kL3)), s.room);
-  EXPECT_FALSE(p.ok);
+  EXPECT_FALSE(p.ok());
   EXPECT_TRUE(p.never());
+  EXPECT_EQ(p.refusal(), Refusal::kPlacement);
   EXPECT_EQ(p.why.code, ReasonCode::kNeverFits);
   EXPECT_EQ(p.why.text.str().rfind("never fits", 0), 0u) << p.why.text.str();
+}
+
+TEST_F(PlacementTest, AQuotaRefusalIsNotAPlacementOne) {
+  domain("nn-a", "a", 4);
+  TeamSpec t;
+  t.name = "small";
+  AmountSpec a;
+  a.instances = 1;
+  t.allocation = {{kType, a}};
+  t.strategy = SharingStrategy::kDontLend;
+  ASSERT_TRUE(upsert_team(s, t).ok());
+  ASSERT_TRUE(submit_job(s, job_spec("big", "small").replicas(2).instance_type(kType).whole_nodes(), 0).ok());
+  const AdmissionAttempt within = try_admit(s, s.room, s.usage, *s.find_job("big"), AdmitOptions{.mode = BorrowMode::kWithinNominalOnly});
+  EXPECT_FALSE(within.ok());
+  EXPECT_EQ(within.refusal(), Refusal::kQuota) << within.why.text.str();
+  EXPECT_FALSE(within.borrowing());
+  const AdmissionAttempt fits = attempt(job("one", 1), s.room);
+  ASSERT_TRUE(fits.ok()) << fits.why.text.str();
+  EXPECT_EQ(fits.refusal(), std::nullopt);
+  EXPECT_FALSE(fits.never());
+}
+
+// Every refusal has its own name, and whether nothing can ever help follows from the kind: waiting for a plan or
+// a reservation always, the others only when the reason says the job can never fit.
+TEST(AdmissionOutcome, EveryRefusalIsNamedAndSaysWhetherItIsFinal) {
+  std::set<std::string> names;
+  for (int i = 0; i < kRefusalCount; ++i) {
+    const Refusal r = static_cast<Refusal>(i);
+    const std::string name = refusal_name(r);
+    EXPECT_NE(name, "?") << i;
+    EXPECT_TRUE(names.insert(name).second) << name << " named twice";
+    for (bool feasible : {true, false}) {
+      AdmissionAttempt a;
+      a.outcome = r;
+      a.why = explain(ReasonCode::kCapacity, "x", feasible);
+      const bool final_whatever_reason = r == Refusal::kPlan || r == Refusal::kReservation;
+      EXPECT_EQ(a.never(), final_whatever_reason || !feasible) << name << " feasible=" << feasible;
+      EXPECT_FALSE(a.ok()) << name;
+      EXPECT_EQ(a.refusal(), r) << name;
+    }
+  }
+  EXPECT_EQ(std::string(refusal_name(static_cast<Refusal>(kRefusalCount))), "?") << "kRefusalCount is the last";
+  AdmissionAttempt admitted;
+  admitted.outcome = Admitted{.borrowing = true};
+  EXPECT_TRUE(admitted.ok());
+  EXPECT_TRUE(admitted.borrowing());
+  EXPECT_FALSE(admitted.never());
 }
 
 TEST_F(PlacementTest, PreferredFallsBackToTheFewestDomains) {

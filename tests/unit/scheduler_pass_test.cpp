@@ -62,8 +62,8 @@ TEST(FreeIndexTest, AgreesWithAFullScanAfterEveryAdmission) {
     ASSERT_TRUE(id.ok()) << id.error().message;
     const Job& j = s.jobs[id->index()];
     AdmissionAttempt a = try_admit(s, s.room, s.usage, j, AdmitOptions{.free = &index.free()});
-    if (!a.ok) continue;
-    ASSERT_TRUE(admit_job(s, j.id, a.placement, a.borrowing, 0, "test").ok());
+    if (!a.ok()) continue;
+    ASSERT_TRUE(admit_job(s, j.id, a.placement, a.borrowing(), 0, "test").ok());
     index.took(s, s.room, j, a.placement);
     ++admitted;
     expect_same(index.free(), free_accelerators(s, s.room), spec.name);

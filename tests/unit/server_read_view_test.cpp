@@ -100,7 +100,7 @@ TEST(WriterRead, AReadGetsAReadOnlyTxn) {
   const auto records = journal->records().size();
   const auto batches = writer.stats().commands;
   for (const Command& cmd : {writes, touches, writes, touches}) {
-    Reply r = writer.read(cmd, CallContext{store::Actor{"test", "admin", {}, {}}, std::nullopt});
+    Reply r = writer.read(cmd, CallContext{store::Actor{.token = "test", .role = auth::Role::kAdmin}, std::nullopt});
     EXPECT_EQ(r.status, 500) << r.body;
     EXPECT_NE(r.body.find("read-only"), std::string::npos) << r.body;
   }
@@ -109,7 +109,7 @@ TEST(WriterRead, AReadGetsAReadOnlyTxn) {
   writer.stop();
   EXPECT_EQ(journal->records().size(), records) << "a read wrote to the journal";
   // A stopped writer answers reads 503.
-  EXPECT_EQ(writer.read(writes, CallContext{store::Actor{"test", "admin", {}, {}}, std::nullopt}).status, 503);
+  EXPECT_EQ(writer.read(writes, CallContext{store::Actor{.token = "test", .role = auth::Role::kAdmin}, std::nullopt}).status, 503);
 }
 
 }  // namespace

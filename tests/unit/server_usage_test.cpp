@@ -26,7 +26,7 @@ JobBuilder whole_node_job(const std::string& name, const std::string& team = "te
   return job_spec(name, team).whole_nodes().instance_type(kType);
 }
 
-store::Actor token(const std::string& id) { return store::Actor{id, "member", {"team-a"}, {}}; }
+store::Actor token(const std::string& id) { return store::Actor{.token = id, .role = auth::Role::kMember, .teams = {"team-a"}}; }
 
 class Usage : public test::JournalTest {
  protected:

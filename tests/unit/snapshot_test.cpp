@@ -52,7 +52,7 @@ class Journal {
     records_.push_back(r);
     const ScheduleResult sr = schedule(live_.cluster, at);
     for (const Decision& d : sr.decisions) {
-      Record dr{live_.last_seq + 1, at, decision_record(live_.cluster, d), Actor{"server", "server", {}, {}}};
+      Record dr{live_.last_seq + 1, at, decision_record(live_.cluster, d), Actor{.token = "server", .role = Tokenless::kServer}};
       note_decision(live_, dr, events);
       records_.push_back(std::move(dr));
     }
@@ -60,7 +60,7 @@ class Journal {
     for (const DependencyEnd& e : sr.dependency_ends) {
       const Job& j = live_.cluster.jobs[e.job.index()];
       Record dr{live_.last_seq + 1, at, DependencyNeverHolds{j.spec.name, j.spec.after[e.which].job, j.spec.after[e.which].condition},
-                Actor{"server", "server", {}, {}}};
+                Actor{.token = "server", .role = Tokenless::kServer}};
       note_decision(live_, dr, events);
       records_.push_back(std::move(dr));
     }
@@ -94,12 +94,12 @@ Journal sample_journal() {
   j.op(AddNode{node("n2", "blk-a"), "10.0.0.2", true}, 102);
   j.op(AddNode{node("n3", "blk-b"), "10.0.0.3", true}, 102);
   j.op(AddNode{node("n4", "blk-b"), "", false}, 102);
-  const Actor admin{"adm1", "admin", {}, {}};
+  const Actor admin{.token = "adm1", .role = auth::Role::kAdmin};
   j.op(CreateToken{TokenRecord{"tok-a", std::string(64, 'a'), auth::Role::kMember, {"a"}, "", 0, "team a"}}, 103, admin);
   j.op(CreateToken{TokenRecord{"tok-n1", std::string(64, 'b'), auth::Role::kAgent, {}, "n1", 1900000000, ""}}, 103, admin);
   j.op(RevokeToken{"tok-a"}, 104, admin);
   j.op(Audit{"POST /v1/tokens", "tok-a", 201, ""}, 104, admin);
-  j.op(Audit{"POST /v1/jobs", "x", 403, "needs a member token of team x"}, 104, Actor{"tok-a", "member", {"a"}, {}});
+  j.op(Audit{"POST /v1/jobs", "x", 403, "needs a member token of team x"}, 104, Actor{.token = "tok-a", .role = auth::Role::kMember, .teams = {"a"}});
   j.op(Submit{p5_job("a-doomed", "a").accelerators(2)}, 109);
   j.op(Submit{p5_job("a-pair", "a").replicas(2).accelerators(4).priority("high")}, 110);
   j.op(Submit{p5_job("a-whole", "a").accelerators(8).max_retries(2)}, 111);

@@ -163,7 +163,7 @@ TEST_P(StoreConformance, EveryRecordKindReadsBackEqualAfterARestart) {
   std::vector<Record> written;
   uint64_t seq = 0;
   for (const Op& op : every_kind())
-    written.push_back({++seq, 1700000000 + static_cast<Time>(seq), op, Actor{"tok-" + std::to_string(seq), "admin", {"a", "b"}, "n1"}});
+    written.push_back({++seq, 1700000000 + static_cast<Time>(seq), op, Actor{.token = "tok-" + std::to_string(seq), .role = auth::Role::kAdmin, .teams = {"a", "b"}, .node = "n1"}});
   written.back().actor = Actor{};  // a record without an actor (the server's, or from before actors)
   {
     auto s = must_open();

@@ -1,6 +1,7 @@
 // Round trips of every journal record kind through its JSON form: what is written reads back equal.
 #include <gtest/gtest.h>
 
+#include "store/journal_checksum.h"
 #include "store/record_json.h"
 #include "store/spec_json.h"
 #include "store_samples.h"
@@ -24,7 +25,7 @@ TEST(StoreRecord, EveryKindRoundTripsThroughJson) {
 }
 
 TEST(StoreRecord, ActorsRoundTripAndOldRecordsHaveNone) {
-  Record r{7, 1700000000, Cancel{"j"}, Actor{"3f9a2c1b7e", "member", {"a", "b"}, ""}};
+  Record r{7, 1700000000, Cancel{"j"}, Actor{.token = "3f9a2c1b7e", .role = auth::Role::kMember, .teams = {"a", "b"}}};
   auto back = record_from_json(nlohmann::json::parse(record_to_json(r).dump()));
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, r);
@@ -57,6 +58,42 @@ TEST(StoreRecord, AReplacementNamesTheNodeItReplacesAsAFieldAndOldRecordsGetIt) 
           "address": "", "reason": "deep health check running", "replaces": "gpu-2"})"));
   ASSERT_TRUE(now.ok()) << now.error().message;
   EXPECT_EQ(std::get<NodeHealthChange>(now->op).replaces, "gpu-2");
+}
+
+// An actor's role is the enum (a token's auth::Role, or the server, or nobody), written with the same spelling the
+// string it replaced had: a record written before reads back to every role, and re-encodes to the same bytes, so
+// its checksum (journal_checksum.h) still holds.
+TEST(StoreRecord, EveryActorRoleReadsBackAndReEncodesToTheSameBytes) {
+  const std::pair<const char*, ActorRole> roles[] = {
+      {"admin", auth::Role::kAdmin},     {"member", auth::Role::kMember},   {"viewer", auth::Role::kViewer},
+      {"agent", auth::Role::kAgent},     {"agent-join", auth::Role::kAgentJoin}, {"server", Tokenless::kServer},
+      {"none", Tokenless::kStranger}};
+  for (const auto& [spelling, role] : roles) {
+    // The body as a journal written before the enum holds it (nlohmann's sorted keys, as dump() writes).
+    const std::string old_body = std::string(R"({"actor":{"node":"n1","role":")") + spelling +
+                                 R"(","teams":["a"],"token":"t1"},"job":"j","op":"cancel"})";
+    auto rec = record_from_row(9, 1700000000, old_body, "test");
+    ASSERT_TRUE(rec.ok()) << spelling << ": " << rec.error().message;
+    EXPECT_EQ(rec->actor.role, role) << spelling;
+    EXPECT_EQ(std::string(actor_role_name(rec->actor.role)), spelling);
+    const std::string again = record_body_json(*rec).dump();
+    EXPECT_EQ(again, old_body) << spelling;
+    EXPECT_EQ(record_checksum(9, 1700000000, "cancel", again), record_checksum(9, 1700000000, "cancel", old_body));
+    // And one made in code encodes to those bytes.
+    const Record made{9, 1700000000, Cancel{"j"}, Actor{.token = "t1", .role = role, .teams = {"a"}, .node = "n1"}};
+    EXPECT_EQ(record_body_json(made).dump(), old_body) << spelling;
+  }
+}
+
+// An actor whose role is none of them is an error naming the record, not an actor read as someone else.
+TEST(StoreRecord, AnActorWithAnUnknownRoleIsRefusedNamingTheRecord) {
+  auto bad = record_from_row(12, 5, R"({"actor":{"node":"","role":"root","teams":[],"token":"t1"},"job":"j","op":"cancel"})",
+                             "journal");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("record 12"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("unknown role 'root'"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("admin, member, viewer, agent, agent-join, server, none"), std::string::npos)
+      << bad.error().message;
 }
 
 // A token's role is one of the five; a record naming another is refused, not read as a viewer's.

@@ -3,10 +3,41 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/model/overloaded.h"
 #include "core/model/plans.h"
 #include "core/model/reservations.h"
 
 namespace allot {
+
+static_assert(static_cast<int>(Refusal::kUser) + 1 == kRefusalCount, "kRefusalCount counts every Refusal");
+
+const char* refusal_name(Refusal r) {
+  switch (r) {
+    case Refusal::kQuota: return "quota";
+    case Refusal::kPlacement: return "placement";
+    case Refusal::kPlan: return "plan";
+    case Refusal::kReservation: return "reservation";
+    case Refusal::kLocality: return "locality";
+    case Refusal::kUser: return "user";
+  }
+  return "?";  // not reached: every refusal is named above
+}
+
+bool AdmissionAttempt::never() const {
+  return std::visit(Overloaded{[&](const Admitted&) { return !why.feasible; },
+                               [&](Refusal r) {
+                                 switch (r) {
+                                   case Refusal::kPlan:
+                                   case Refusal::kReservation: return true;
+                                   case Refusal::kQuota:
+                                   case Refusal::kPlacement:
+                                   case Refusal::kLocality:
+                                   case Refusal::kUser: return !why.feasible;
+                                 }
+                                 return true;  // not reached
+                               }},
+                    outcome);
+}
 
 std::span<const TypeId> candidate_types(const ClusterState& s, const Job& job) {
   for (const auto& ps : job.pod_sets)
@@ -128,18 +159,19 @@ AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, c
   // A job on a plan that is not Active waits for the plan (or for good), whatever quota and room say.
   if (auto gate = plan_gate(s, job)) {
     best.why = std::move(*gate);
-    best.waits_for_plan = true;
+    best.outcome = Refusal::kPlan;
     return best;
   }
   // So does a job that names a reservation that is not Active.
   if (auto gate = named_reservation_gate(s, job)) {
     best.why = std::move(*gate);
-    best.waits_for_reservation = true;
+    best.outcome = Refusal::kReservation;
     return best;
   }
   bool hopeless_everywhere = true;  // no type can ever hold it
   Explanation quota_why, placement_why;
   bool any_type = false;
+  bool quota_ok = false;  // quota allowed it on some type: what failed then was placement
   for (TypeId type : candidate_types(s, job)) {
     if (o.only_types && std::find(o.only_types->begin(), o.only_types->end(), type) == o.only_types->end()) continue;
     std::string why;
@@ -160,7 +192,6 @@ AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, c
         qwhy = std::move(v.why);
       }
     }
-    best.within_nominal = within;
     if (!fits) {
       if (quota_why.empty()) quota_why = std::move(qwhy);
       // A job the cluster as built can never hold says so, rather than naming the quota it also lacks: no
@@ -179,7 +210,7 @@ AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, c
       if (quota_why.empty()) quota_why = explain(ReasonCode::kNeedsBorrow, "needs to borrow");
       continue;
     }
-    best.quota_ok = true;
+    quota_ok = true;
     PlacementOutcome p;
     Explanation lacking = free ? short_of(s, job, type, *free, request) : Explanation{};
     if (lacking.empty()) {
@@ -204,10 +235,9 @@ AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, c
       if (!hopeless) hopeless_everywhere = false;
       continue;
     }
-    best.ok = true;
+    best.outcome = Admitted{.borrowing = !within};
     best.type = type;
     best.placement = std::move(p.placement);
-    best.borrowing = !within;
     best.why = {};
     return best;
   }
@@ -217,10 +247,11 @@ AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, c
   best.why = !placement_why.empty() && !prefer_quota ? std::move(placement_why) : std::move(quota_why);
   if (best.why.empty()) best.why = explain(ReasonCode::kInstanceType, "no instance type in the cluster can serve its replicas");
   best.why.feasible = !hopeless_everywhere;
+  best.outcome = quota_ok ? Refusal::kPlacement : Refusal::kQuota;
   // A plan whose nodes have not all joined: the job waits for them, whatever the nodes there are say now.
   if (auto gate = plan_gate(s, job, /*joined_short=*/true)) {
     best.why = std::move(*gate);
-    best.waits_for_plan = true;
+    best.outcome = Refusal::kPlan;
   }
   return best;
 }
@@ -257,7 +288,7 @@ AdmissionAttempt try_admit(const ClusterState& s, const RoomTable& room, const U
     AdmitOptions larger = o;
     larger.pristine = nullptr;
     AdmissionAttempt a = try_admit_fixed(s, room, usage, job_at_size(job, size), larger);
-    if (a.ok) return a;
+    if (a.ok()) return a;
   }
   if (lo != e.min_replicas) {
     AdmitOptions larger = o;

@@ -1,8 +1,11 @@
 #pragma once
 // One admission attempt for one job against given room and usage (live or scratch): which instance type, what
 // quota says, where it would be placed. Shared by the scheduler loop and the preemption planner.
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/placement/fit_cache.h"
@@ -11,25 +14,50 @@
 
 namespace allot {
 
-struct AdmissionAttempt {
-  bool ok = false;
-  TypeId type;
-  Placement placement;
-  bool borrowing = false;       // the team would be above its nominal quota after admission
-  bool within_nominal = false;  // (for the type tried last or admitted) no borrowing needed
-  bool quota_ok = false;        // quota allowed it on some type; what failed then was placement
-  bool waits_for_plan = false;  // its capacity plan is not Active or its nodes have not joined (core/model/plans.h)
-  bool waits_for_reservation = false;  // the reservation it names is not Active (core/model/reservations.h)
+// What an attempt that did not admit the job ran into: one closed set, read by switches without a default, so an
+// outcome added here is handled by every reader before it compiles.
+enum class Refusal : uint8_t {
+  kQuota,        // no type the job may use passes quota (within nominal only: every one would need borrowing)
+  kPlacement,    // quota allows it on some type, but no placement was found there now
+  kPlan,         // its capacity plan is not Active or its nodes have not joined (core/model/plans.h)
+  kReservation,  // the reservation it names is not Active (core/model/reservations.h)
   // It would fit spread, but waits for one domain of its preferred level (locality_wait.h); no reservation is
-  // made for it while it does, and it preempts only to run in one domain (preempt_in_order.cpp).
-  bool waits_for_locality = false;
+  // made for it while it does, and it preempts only to run in one domain (preempt_in_order.cpp). Set by the pass.
+  kLocality,
   // Its user is at a per-user limit (user_limits.h): passed over, with no reservation or preemption made for it.
-  bool waits_for_user = false;
+  // Set by the pass.
+  kUser,
+};
+inline constexpr int kRefusalCount = 6;
+// The refusal's name, for tests and diagnostics (never parsed back).
+const char* refusal_name(Refusal r);
+
+// The attempt admitted the job at `type` with `placement`.
+struct Admitted {
+  bool borrowing = false;  // the team would be above its nominal quota after admission
+};
+
+struct AdmissionAttempt {
+  std::variant<Refusal, Admitted> outcome = Refusal::kQuota;
+  TypeId type;          // admitted only
+  Placement placement;  // admitted only
   // Why it was not admitted; not feasible when no type can ever hold it (quota or capacity that does not
   // exist). Empty on success.
   Explanation why;
-  // No preemption or reservation can help it: it never fits, or it waits for its plan.
-  bool never() const { return !why.feasible || waits_for_plan || waits_for_reservation; }
+
+  bool ok() const { return std::holds_alternative<Admitted>(outcome); }
+  // Admitted with borrowed quota (false when not admitted).
+  bool borrowing() const {
+    const Admitted* a = std::get_if<Admitted>(&outcome);
+    return a && a->borrowing;
+  }
+  // The refusal, or nothing when admitted.
+  std::optional<Refusal> refusal() const {
+    const Refusal* r = std::get_if<Refusal>(&outcome);
+    return r ? std::optional<Refusal>(*r) : std::nullopt;
+  }
+  // No preemption or reservation can help it: it never fits, or it waits for its plan or its reservation.
+  bool never() const;
 };
 
 enum class BorrowMode { kWithinNominalOnly, kAllowBorrowing };

@@ -39,15 +39,15 @@ bool admit_borrowers(Pass& p) {
       const auto [a, reason] = p.attempt(q[at], BorrowMode::kAllowBorrowing);
       if (a->never()) r.never = true;
       const Job& j = p.job(q[at]);
-      std::optional<JobId> holder = a->ok ? p.reserved_by(*a, j) : std::nullopt;
-      const AdmissionAttempt* clear = a->ok && !holder ? p.keep_clear(j, *a, BorrowMode::kAllowBorrowing) : nullptr;
+      std::optional<JobId> holder = a->ok() ? p.reserved_by(*a, j) : std::nullopt;
+      const AdmissionAttempt* clear = a->ok() && !holder ? p.keep_clear(j, *a, BorrowMode::kAllowBorrowing) : nullptr;
       if (clear) {
         heads[team] = Head{*clear, admitted, p.backfill_version};
         ++head_count;
         return;
       }
       r.borrow_blocked = true;
-      if (!a->ok) {
+      if (!a->ok()) {
         r.why = reason;
         p.maybe_reserve(j, *a);
         p.maybe_reserve_backfill(j, *a);

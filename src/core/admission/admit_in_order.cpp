@@ -22,7 +22,7 @@ std::optional<AdmissionAttempt> larger_with_borrowing(Pass& p, const Job& j, con
   AdmissionAttempt a = try_admit(p.s, p.s.room, p.s.usage, j,
                                  AdmitOptions{.mode = BorrowMode::kAllowBorrowing, .only_types = &type,
                                               .scratch = &p.scratch, .min_size = elastic_size(j, within) + 1});
-  if (!a.ok || elastic_size(j, a) <= elastic_size(j, within)) return std::nullopt;
+  if (!a.ok() || elastic_size(j, a) <= elastic_size(j, within)) return std::nullopt;
   return a;
 }
 
@@ -36,7 +36,7 @@ bool admit_in_order(Pass& p, BorrowMode mode) {
     const auto [a, reason] = p.attempt(id, mode);
     if (a->never()) r.never = true;
     const Job& j = p.job(id);
-    if (a->ok) {
+    if (a->ok()) {
       std::optional<AdmissionAttempt> larger;
       if (mode == BorrowMode::kWithinNominalOnly) larger = larger_with_borrowing(p, j, *a);
       // Larger, it may be spread where the size found first was not: it runs at that size instead, in one domain.
@@ -58,7 +58,8 @@ bool admit_in_order(Pass& p, BorrowMode mode) {
     // quota and capacity run out together, and the jobs after it in this phase must already keep clear of it.
     p.maybe_reserve_backfill(j, *a);
     // A job that only needs to borrow waits for phase 3, which gives the reason that matters to it.
-    if (mode == BorrowMode::kWithinNominalOnly && !a->quota_ok && a->why.code == ReasonCode::kNeedsBorrow) continue;
+    if (mode == BorrowMode::kWithinNominalOnly && a->refusal() == Refusal::kQuota && a->why.code == ReasonCode::kNeedsBorrow)
+      continue;
     r.why = reason;
     p.maybe_reserve(j, *a);
   }

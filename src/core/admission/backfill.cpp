@@ -43,11 +43,11 @@ std::optional<BackfillReservation> plan_reservation(const ClusterState& s, const
   // found by bisection, a few placements however many jobs run (a placement at every end cost one per running job).
   if (group_end.empty()) return std::nullopt;
   AdmissionAttempt a = try_after(group_end.size() - 1);  // the placement at hi, the earliest time known to fit
-  if (!a.ok) return std::nullopt;
+  if (!a.ok()) return std::nullopt;
   size_t lo = 0, hi = group_end.size() - 1;  // the answer is in [lo, hi]
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
-    if (AdmissionAttempt m = try_after(mid); m.ok) {
+    if (AdmissionAttempt m = try_after(mid); m.ok()) {
       hi = mid;
       a = std::move(m);
     } else {
@@ -58,7 +58,7 @@ std::optional<BackfillReservation> plan_reservation(const ClusterState& s, const
   // that have ended by then.
   BackfillReservation r{.holder = holder.id, .at = ends[group_end[hi] - 1].first,
                         .reserved = std::vector<char>(s.nodes.size(), 0), .nodes = a.placement.nodes(), .usage_at = s.usage,
-                        .need = job_request(s, holder, a.type, nullptr), .within_nominal = !a.borrowing};
+                        .need = job_request(s, holder, a.type, nullptr), .within_nominal = !a.borrowing()};
   for (NodeId n : r.nodes) r.reserved[n.index()] = 1;
   for (size_t i = 0; i < group_end[hi]; ++i) {
     const Job& j = s.jobs[ends[i].second.index()];

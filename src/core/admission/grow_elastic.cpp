@@ -37,7 +37,7 @@ std::string grow_reason(const ClusterState& s, const Job& j, const AdmissionAtte
   }
   return "grew from " + std::to_string(j.size()) + " to " + std::to_string(to) + " of " + std::to_string(j.max_size()) +
          " replicas on " + nodes + ": capacity of " + s.catalog.at(a.type).name + " idle for at least " +
-         std::to_string(delay) + " s that no waiting job can use" + (a.borrowing ? " (borrowed idle quota)" : "") +
+         std::to_string(delay) + " s that no waiting job can use" + (a.borrowing() ? " (borrowed idle quota)" : "") +
          "; restarted from its last checkpoint";
 }
 
@@ -72,10 +72,10 @@ bool grow_elastic(Pass& p) {
     AdmissionAttempt a = try_admit(p.s, room, usage, j,
                                    AdmitOptions{.mode = BorrowMode::kAllowBorrowing, .only_types = &type,
                                                 .scratch = &p.scratch, .min_size = j.size() + 1});
-    if (!a.ok) continue;
+    if (!a.ok()) continue;
     const int to = static_cast<int>(a.placement.pod_sets[static_cast<size_t>(j.elastic_pod_set)].replicas.size());
     std::string reason = grow_reason(p.s, j, a, to, delay);
-    p.resize(ResizeDecision{.job = id, .placement = std::move(a.placement), .borrowing = a.borrowing, .from = j.size(),
+    p.resize(ResizeDecision{.job = id, .placement = std::move(a.placement), .borrowing = a.borrowing(), .from = j.size(),
                             .to = to, .cause = ResizeCause::kGrow, .for_job = {}, .reason = std::move(reason), .record = nullptr});
     any = true;
   }

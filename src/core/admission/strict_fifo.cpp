@@ -20,7 +20,7 @@ void admit_strict_fifo(Pass& p) {
     }
     const auto [a, reason] = p.attempt(id, BorrowMode::kAllowBorrowing);
     const Job& j = p.job(id);
-    if (a->ok) {
+    if (a->ok()) {
       p.admit(j, *a, "");
       continue;
     }

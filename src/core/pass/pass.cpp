@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "core/model/dependency.h"
+#include "core/model/overloaded.h"
 #include "core/quota/quota.h"
 #include "core/lifecycle/start_timeout.h"
 #include "core/lifecycle/time_limit.h"
@@ -19,7 +20,7 @@ Pass::Pass(ClusterState& state, Time t, const ScheduleOptions& o)
   for (const Team& t : state.teams) user_limits_ |= !t.user_limits.empty();
   if (user_limits_) tally_ = UserTally::count(state);
   arrays_ = ArrayThrottle::count(state);
-  user_closed_.waits_for_user = true;
+  user_closed_.outcome = Refusal::kUser;
   user_closed_.why = explain(ReasonCode::kUserLimit, "waiting: its user is at a per-user limit");
 }
 
@@ -204,15 +205,13 @@ Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
   AdmissionAttempt a = try_admit(s, s.room, s.usage, job(id),
                                  AdmitOptions{.mode = mode, .pristine = &pristine, .fit_cache = &fits, .only_types = restricted ? &only_types : nullptr,
                                               .free = &free.free(), .scratch = &scratch});
-  if (a.ok) {
+  if (a.ok()) {
     // Not kept in the class memo: whether a job still waits for locality depends on when it began waiting.
     if (locality_waits_) {
       rec(id).waits_for_locality = false;
       if (std::optional<Explanation> why = held_for_locality(job(id), a)) {
         held_ = AdmissionAttempt{};
-        held_.quota_ok = true;
-        held_.within_nominal = a.within_nominal;
-        held_.waits_for_locality = true;
+        held_.outcome = Refusal::kLocality;
         held_.why = std::move(*why);
         return {&held_, texts.add(held_.why)};
       }
@@ -250,7 +249,7 @@ RefText Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const RefTex
     out += " at " + std::to_string(a.placement.pod_sets[e].replicas.size()) + " of " + std::to_string(j.max_size()) +
            " replicas (elastic, min " + std::to_string(j.min_size()) + ")";
   }
-  if (a.borrowing) {
+  if (a.borrowing()) {
     std::vector<Resources> after = s.usage[j.team.index()];
     for (const auto& ps : a.placement.pod_sets)
       after[ps.type.index()] += ps.per_replica * static_cast<int64_t>(ps.replicas.size());
@@ -268,7 +267,7 @@ RefText Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const RefTex
 
 void Pass::admit(const Job& j, const AdmissionAttempt& a, const RefText& extra) {
   const JobId id = j.id;
-  AdmitDecision d{.job = id, .placement = a.placement, .borrowing = a.borrowing, .reason = admit_reason(j, a, extra)};
+  AdmitDecision d{.job = id, .placement = a.placement, .borrowing = a.borrowing(), .reason = admit_reason(j, a, extra)};
   d.backfilled = behind_holder(j);
   if (backfill && backfill->holder != id) count_at(*backfill, j, d.placement, now, 1);
   room_changes(j, d.placement);
@@ -359,8 +358,44 @@ bool Pass::starving(const Job& j) const {
   return s.policy.starvation_threshold_s > 0 && now - j.waiting_since >= s.policy.starvation_threshold_s;
 }
 
+// Whether holding capacity for a job with attempt `a` could let it run: quota allows it and only placement failed
+// (a job that fits is admitted, not reserved for; callers pass failures only).
+static bool placement_stands_in_way(const AdmissionAttempt& a) {
+  return std::visit(Overloaded{[](const Admitted&) { return true; },
+                               [](Refusal r) {
+                                 switch (r) {
+                                   case Refusal::kPlacement: return true;
+                                   case Refusal::kQuota:
+                                   case Refusal::kPlan:
+                                   case Refusal::kReservation:
+                                   case Refusal::kLocality:
+                                   case Refusal::kUser: return false;
+                                 }
+                                 return false;  // not reached
+                               }},
+                    a.outcome);
+}
+
+// Whether a backfill reservation could help a job with attempt `a`: not admitted, and what it lacks is quota or
+// room (whose holders' time limits say when they free it), not its plan, reservation, locality or user limit.
+static bool backfill_could_help(const AdmissionAttempt& a) {
+  return std::visit(Overloaded{[](const Admitted&) { return false; },
+                               [](Refusal r) {
+                                 switch (r) {
+                                   case Refusal::kQuota:
+                                   case Refusal::kPlacement: return true;
+                                   case Refusal::kPlan:
+                                   case Refusal::kReservation:
+                                   case Refusal::kLocality:
+                                   case Refusal::kUser: return false;
+                                 }
+                                 return false;  // not reached
+                               }},
+                    a.outcome);
+}
+
 void Pass::maybe_reserve(const Job& j, const AdmissionAttempt& a) {
-  if (!starving(j) || a.never() || !a.quota_ok || a.waits_for_locality || a.waits_for_user) return;
+  if (!starving(j) || a.never() || !placement_stands_in_way(a)) return;
   for (TypeId t : candidate_types(s, j)) {
     auto it = reserved.find(t);
     if (it == reserved.end() || !is_waiting(job(it->second).state) || queue_before(j, job(it->second)))
@@ -390,7 +425,7 @@ std::string Pass::backfill_text() const {
 }
 
 void Pass::maybe_reserve_backfill(const Job& j, const AdmissionAttempt& a) {
-  if (!s.policy.backfill || a.ok || a.never() || a.waits_for_locality || a.waits_for_user) return;
+  if (!s.policy.backfill || a.never() || !backfill_could_help(a)) return;
   if (j.priority < s.policy.backfill_min_priority) return;  // below the class that may reserve: it only fills in
   const bool again = backfill_considered_ == j.id;
   if (!again && backfill_considered_.valid() && pass[backfill_considered_.index()].waiting &&
@@ -427,7 +462,7 @@ const AdmissionAttempt* Pass::keep_clear(const Job& j, const AdmissionAttempt& a
   if (!clear_of(*backfill, j, a.placement, now)) {
     const RoomTable off = without_reserved(s.room, *backfill);
     backfilled_ = try_admit(s, off, s.usage, j, AdmitOptions{.mode = mode});
-    if (!backfilled_.ok) {
+    if (!backfilled_.ok()) {
       rec(j.id).why = reserved_for_holder(j, false);
       return nullptr;
     }

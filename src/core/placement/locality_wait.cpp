@@ -33,7 +33,7 @@ bool OneDomainFits::ask(const ClusterState& s, const RoomTable& pristine, const 
 std::optional<LocalityHold> locality_hold(const ClusterState& s, const RoomTable& pristine, const Job& job,
                                           const AdmissionAttempt& a, Time now, Time from, OneDomainFits& fits) {
   const int64_t wait = locality_wait_of(s, job);
-  if (wait <= 0 || !a.ok || now >= from + wait) return std::nullopt;
+  if (wait <= 0 || !a.ok() || now >= from + wait) return std::nullopt;
   // The spread pod set with a preferred request, and over how many domains of its level.
   int level = -1;
   size_t spread = 0;

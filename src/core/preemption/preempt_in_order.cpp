@@ -25,7 +25,7 @@ const PooledReason* would_oscillate(Pass& p, const Job& j, const PreemptionPlan&
     if (other.team == j.team || !p.s.teams[other.team.index()].lends()) continue;
     AdmissionAttempt a =
         try_admit(p.s, room, usage, other, AdmitOptions{.mode = BorrowMode::kWithinNominalOnly, .scratch = &p.scratch});
-    if (!a.ok) continue;
+    if (!a.ok()) continue;
     return p.texts.add(explain(ReasonCode::kOscillation, "waiting: it would borrow capacity that " +
                                                              job_ref(other.spec.name, p.s.teams[other.team.index()].spec.name) +
                                                              " can reclaim at once within its nominal quota"));
@@ -161,7 +161,7 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
       r.preempt_tried = true;
       std::optional<PreemptionPlan> plan = one_domain_plan(p, j, hints);
       if (!plan || !keeps_clear_of_backfill(p, j, *plan, want_within_nominal)) continue;
-      if (plan->admission.borrowing && would_oscillate(p, j, *plan)) continue;  // it keeps its locality reason
+      if (plan->admission.borrowing() && would_oscillate(p, j, *plan)) continue;  // it keeps its locality reason
       execute(p, j, *plan);
       return true;
     }
@@ -193,14 +193,14 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
       m.tried = false;  // the wait is this job's (it depends on when it began waiting), not its class's
       plan = one_domain_plan(p, j, hints);
       if (!plan || !keeps_clear_of_backfill(p, j, *plan, want_within_nominal) ||
-          (plan->admission.borrowing && would_oscillate(p, j, *plan))) {
+          (plan->admission.borrowing() && would_oscillate(p, j, *plan))) {
         r.why = p.texts.add(std::move(*why));
         continue;
       }
       execute(p, j, *plan);
       return true;
     }
-    if (plan->admission.borrowing) {
+    if (plan->admission.borrowing()) {
       if (const PooledReason* osc = would_oscillate(p, j, *plan)) {
         m.oscillates = true;
         r.why = m.why_not = osc;

@@ -247,8 +247,8 @@ bool Trial::fits_now() {
   // Reclaimed capacity is for jobs within their nominal quota only.
   bool any_reclaim =
       std::any_of(chosen.begin(), chosen.end(), [](const Victim& v) { return v.rule == PreemptionRule::kReclaim; });
-  if (fit.ok && any_reclaim && fit.borrowing) fit.ok = false;
-  return fit.ok;
+  if (fit.borrowing() && any_reclaim) fit.outcome = Refusal::kQuota;
+  return fit.ok();
 }
 
 bool Trial::can_shrink_further(const Job& v) {
@@ -444,7 +444,7 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
       continue;
     }
     minimise(s, trial);
-    if (fair_share && trial.fit.borrowing) {
+    if (fair_share && trial.fit.borrowing()) {
       if (auto uneven = uneven_plan(s, job, request, trial)) {
         last_reason = std::move(*uneven);
         continue;

@@ -192,7 +192,7 @@ void audit_route(Routes& http, Api& api) {
         json out = json::array();
         for (auto it = picked.rbegin(); it != picked.rend(); ++it) {
           const AuditEntry& e = **it;
-          json o = {{"seq", e.seq},       {"at", view::rfc3339(e.at)}, {"token", e.actor.token}, {"role", e.actor.role},
+          json o = {{"seq", e.seq},       {"at", view::rfc3339(e.at)}, {"token", e.actor.token}, {"role", store::actor_role_name(e.actor.role)},
                     {"action", e.audit.action}, {"status", e.audit.status}};
           if (!e.actor.teams.empty()) o["teams"] = e.actor.teams;
           if (!e.actor.node.empty()) o["node"] = e.actor.node;

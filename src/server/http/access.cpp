@@ -26,7 +26,7 @@ std::optional<Error> check_origin(const httplib::Request& req) {
 void refuse_stranger(Api& api, const httplib::Request& req, httplib::Response& res, const Error& why) {
   if (req.method == "GET" || req.method == "HEAD") return answer(res, error_reply(why));
   CallContext ctx = call_context(auth::Caller{}, req);
-  ctx.actor = store::Actor{"", "none", {}, {}, {}};
+  ctx.actor = store::Actor{.role = store::Tokenless::kStranger};
   answer(res, api.writer.call([why](Txn&) -> Result<Render> { return why; }, std::move(ctx)));
 }
 

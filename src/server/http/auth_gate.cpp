@@ -46,6 +46,8 @@ auth::Caller caller_of(const store::TokenRecord& t) {
   return c;
 }
 
-store::Actor actor_of(const auth::Caller& c) { return store::Actor{c.token_id, auth::role_name(c.role), c.teams, c.node, c.user}; }
+store::Actor actor_of(const auth::Caller& c) {
+  return store::Actor{.token = c.token_id, .role = c.role, .teams = c.teams, .node = c.node, .user = c.user};
+}
 
 }  // namespace allot::server

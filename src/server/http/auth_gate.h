@@ -12,7 +12,7 @@
 #include "auth/caller.h"
 #include "core/model/result.h"
 #include "server/writer/server_state.h"
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 
 namespace allot::server {
 

@@ -39,7 +39,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 
 typedef struct ssl_ctx_st SSL_CTX;  // NOLINT: OpenSSL's own declaration, repeated to keep <openssl/ssl.h> out
 

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 
 namespace allot::server {
 

@@ -55,7 +55,7 @@
 #include "server/lifecycle/agent_reports.h"
 #include "server/options.h"
 #include "server/writer/server_state.h"
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 
 namespace allot::server {
 

@@ -26,7 +26,7 @@
 #include "server/outside/admission_checks.h"
 #include "server/options.h"
 #include "server/http/reply.h"
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 #include "server/writer/writer.h"
 
 namespace allot::server {

@@ -42,7 +42,7 @@
 #include "core/model/catalog.h"
 #include "server/outside/dispatch_choice.h"
 #include "server/options.h"
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 #include "server/writer/writer.h"
 
 namespace allot::server {

@@ -27,7 +27,7 @@
 #include "server/writer/event_log.h"
 #include "server/options.h"
 #include "server/writer/server_state.h"
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 
 namespace allot::server {
 

@@ -14,7 +14,7 @@ Result<BootstrapOutcome> ensure_admin_token(Writer& writer, const std::string& f
   const auth::IssuedToken fresh = auth::issue_token();
   const std::string pending = file + ".new";
   bool wrote = false;
-  const store::Actor server{"server", "server", {}, {}};
+  const store::Actor server{.token = "server", .role = store::Tokenless::kServer};
   // The check and the token's creation run as one command, so two starts cannot both make one.
   Reply r = writer.call(
       [&](Txn& txn) -> Result<Render> {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "server/writer/server_state.h"
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 
 namespace allot::server {
 

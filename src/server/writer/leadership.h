@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 
 namespace allot::server {
 

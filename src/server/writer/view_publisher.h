@@ -26,7 +26,7 @@
 #include <string>
 
 #include "server/writer/server_state.h"
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 
 namespace allot::server {
 

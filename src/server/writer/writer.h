@@ -63,7 +63,7 @@
 #include "server/http/reply.h"
 #include "server/writer/server_state.h"
 #include "server/writer/snapshot_writer.h"
-#include "server/thread_annotations.h"
+#include "common/thread_annotations.h"
 #include "server/writer/view_publisher.h"
 #include "store/store.h"
 
@@ -117,7 +117,7 @@ class Txn {
 
 // The server itself, as the records of its own decisions name it (scheduling, health changes, plan steps, time
 // limits).
-inline const store::Actor kServerActor{"server", "server", {}, {}};
+inline const store::Actor kServerActor{.token = "server", .role = store::Tokenless::kServer};
 
 // In its scope the Txn acts as the server, whoever's request happened to be in the batch; then as before.
 class AsServer {

@@ -25,7 +25,7 @@
 #define RETURN_CAPABILITY(x) ALLOT_TSA(lock_returned(x))
 #define NO_THREAD_SAFETY_ANALYSIS ALLOT_TSA(no_thread_safety_analysis)
 
-namespace allot::server {
+namespace allot {
 
 class CAPABILITY("mutex") Mutex {
  public:
@@ -58,4 +58,4 @@ class SCOPED_CAPABILITY MutexLock {
   std::unique_lock<std::mutex> lock_;
 };
 
-}  // namespace allot::server
+}  // namespace allot
