@@ -166,8 +166,10 @@ struct ServerProcess {
     dir = fs::temp_directory_path() / ("allot-loadgen-" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
-    std::vector<std::string> argv = {a.allot, "server", "--listen", "127.0.0.1:0", "--data", (dir / "data").string(),
-                                     "--max-connections", "2048"};
+    std::vector<std::string> argv = {a.allot, "server", "--listen", "127.0.0.1:0", "--data", (dir / "data").string()};
+    // 2048 connections unless --server-arg says otherwise.
+    if (std::find(a.server_args.begin(), a.server_args.end(), "--max-connections") == a.server_args.end())
+      argv.insert(argv.end(), {"--max-connections", "2048"});
     for (const auto& arg : a.server_args) argv.push_back(arg);
     if (a.store == "postgresql") {
       argv.push_back("--database");
