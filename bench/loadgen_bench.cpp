@@ -26,6 +26,11 @@
 //   loadgen_bench --allot build/allot [--store sqlite|postgresql] [--nodes 1000] [--jobs 50000] [--clients 32]
 //                 [--agent-threads 64] [--heartbeat-ms 1000] [--run-ms 1500] [--hold-s 10] [--paced-s 10]
 //                 [--paced-rate R] [--seed 1] [--timeout-s 900] [--watch 1] [--watch-threads 2] [--check]
+//                 [--server-arg ARG]...   (passed on to `allot server`, e.g. --server-arg --max-connections
+//                 --server-arg 21000: every emulated agent connects from 127.0.0.1, so thousands of nodes need
+//                 --max-connections and --max-connections-per-address of twice the nodes and more)
+// It also reads the server's threads and RSS from /proc: at start, after registration (the nodes' cost), after
+// the queue phase (the jobs' cost), and the most threads seen, sampled every 200 ms.
 #include <httplib.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -90,6 +95,7 @@ struct Args {
   // the watch answer brings; --watch 0 leaves the agents to their heartbeat intervals.
   bool watch = true;
   int watch_threads = 2;  // threads that multiplex the agents' watch connections (epoll)
+  std::vector<std::string> server_args;  // more flags for `allot server`
 };
 
 [[noreturn]] void die(const std::string& why) {
@@ -160,8 +166,11 @@ struct ServerProcess {
     dir = fs::temp_directory_path() / ("allot-loadgen-" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
-    std::vector<std::string> argv = {a.allot, "server", "--listen", "127.0.0.1:0", "--data", (dir / "data").string(),
-                                     "--max-connections", "2048"};
+    std::vector<std::string> argv = {a.allot, "server", "--listen", "127.0.0.1:0", "--data", (dir / "data").string()};
+    // 2048 connections unless --server-arg says otherwise.
+    if (std::find(a.server_args.begin(), a.server_args.end(), "--max-connections") == a.server_args.end())
+      argv.insert(argv.end(), {"--max-connections", "2048"});
+    for (const auto& arg : a.server_args) argv.push_back(arg);
     if (a.store == "postgresql") {
       argv.push_back("--database");
       argv.push_back(start_postgres());
@@ -214,6 +223,14 @@ struct ServerProcess {
   }
   // The load generator's own, every thread of it: on the same cores as the server, it takes from it.
   static double own_cpu_seconds() { return cpu_seconds_of("self"); }
+  // A field of /proc/PID/status in its unit (VmRSS: kB, Threads: a count); 0 when missing.
+  double status_field(const std::string& name) const {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(name + ":", 0) == 0) return std::stod(line.substr(name.size() + 1));
+    return 0;
+  }
+  double rss_mib() const { return status_field("VmRSS") / 1024.0; }
   double peak_rss_mib() const {
     std::ifstream in("/proc/" + std::to_string(pid) + "/status");
     for (std::string line; std::getline(in, line);)
@@ -886,6 +903,7 @@ int main(int argc, char** argv) {
     else if (k == "--check") a.check = true;
     else if (k == "--watch") a.watch = std::stoi(v()) != 0;
     else if (k == "--watch-threads") a.watch_threads = std::max(1, std::stoi(v()));
+    else if (k == "--server-arg") a.server_args.push_back(v());
     else die("unknown option " + k + " (see the comment at the top of bench/loadgen_bench.cpp)");
   }
   if (a.allot.empty()) die("--allot PATH (the allot binary) is required");
@@ -922,21 +940,37 @@ int main(int argc, char** argv) {
   const int total = a.jobs + (a.paced_rate > 0 ? paced_jobs : static_cast<int>(5000 * a.paced_s));
   Ledger ledger(static_cast<size_t>(total));
   Agents agents(a, server.port, ledger);
+  // The server's threads, sampled until the end (the most seen); its RSS before the nodes, after them, after the jobs.
+  std::atomic<bool> sampling{true};
+  std::atomic<int> max_threads{0};
+  std::thread sampler([&] {
+    while (sampling) {
+      max_threads = std::max(max_threads.load(), static_cast<int>(server.status_field("Threads")));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  const double rss_empty = server.rss_mib();
   auto t0 = Clock::now();
   agents.register_all(join);
-  std::printf("registered %d agents in %.2f s\n", a.nodes, secs_since(t0));
+  const double register_s = secs_since(t0);
+  std::printf("registered %d agents in %.2f s\n", a.nodes, register_s);
   agents.start();
   Watcher watcher;
   watcher.start(server.port, server.admin, ledger);
   cordon_all(a, server.port, server.admin, true);
   const double cpu0 = server.cpu_seconds();
   const double own_cpu0 = ServerProcess::own_cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // every agent heartbeating and watching
+  const double rss_nodes = server.rss_mib();
+  const double threads_nodes = server.status_field("Threads");
 
   // 2. queue
   t0 = Clock::now();
   submit(a, server.port, server.admin, ledger, 0, a.jobs, 0);
   const double submit_s = secs_since(t0);
   const double cpu_queue = server.cpu_seconds() - cpu0;
+  const double rss_queued = server.rss_mib();
+  const double threads_queued = server.status_field("Threads");
   std::printf("queued %d jobs in %.2f s (%d refused)\n", ledger.accepted.load(), submit_s, ledger.refused.load());
   std::fflush(stdout);
 
@@ -978,6 +1012,8 @@ int main(int argc, char** argv) {
   const double cpu_total = server.cpu_seconds() - cpu0;
   const double own_total = ServerProcess::own_cpu_seconds() - own_cpu0;
   const double rss = server.peak_rss_mib();
+  sampling = false;
+  sampler.join();
 
   agents.join();
   watcher.join();
@@ -1021,6 +1057,14 @@ int main(int argc, char** argv) {
   std::printf("jobs_page_p99_ms_drain          %.2f   (%zu pages)\n", percentile(pages_drain, 0.99), pages_drain.size());
   std::printf("server_cpu_seconds              %.1f   (queue %.1f, drain %.1f)\n", cpu_total, cpu_queue, cpu_drain);
   std::printf("server_peak_rss_mib             %.0f\n", rss);
+  std::printf("registration_seconds            %.2f   (%d agents, one after another per agent thread)\n", register_s, a.nodes);
+  std::printf("server_rss_mib                  %.0f empty, %.0f with the nodes, %.0f with the jobs queued\n", rss_empty, rss_nodes, rss_queued);
+  std::printf("server_kib_per_node             %.1f   (RSS with the nodes heartbeating and watching, less empty, per node)\n",
+              (rss_nodes - rss_empty) * 1024.0 / a.nodes);
+  std::printf("server_kib_per_job              %.1f   (RSS with the jobs queued, less with the nodes, per job)\n",
+              (rss_queued - rss_nodes) * 1024.0 / a.jobs);
+  std::printf("server_threads                  %.0f with the nodes, %.0f with the jobs queued, %d at most\n", threads_nodes,
+              threads_queued, max_threads.load());
   std::printf("loadgen_cpu_seconds             %.1f   (drain %.1f; this process: clients, emulated agents, watches, on the server's cores)\n",
               own_total, own_drain);
   if (a.watch)

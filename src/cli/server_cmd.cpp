@@ -39,6 +39,7 @@ struct ServerArgs {
   size_t max_watches = 0;  // used when --max-watches is given (default: half of --max-connections)
   bool max_watches_given = false;
   size_t max_listings = 1;  // used when --max-listings is given (default: half the cores, at least 1)
+  size_t http_threads = 1;  // used when --http-threads is given
 };
 
 int run_server(ServerArgs& a) {
@@ -166,9 +167,14 @@ void add_server_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--insecure", args->options.insecure,
                 "Allow plain HTTP on an address other machines reach (refused without it: tokens would travel in clear)");
   cmd->add_option("--max-connections", args->options.max_connections,
-                  "Connections served at once, each on its own thread; more are answered 503")
+                  "Connections open at once (an idle one or a waiting watch holds no thread); more are answered 503")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{100000}));
+  auto* http_threads = cmd->add_option("--http-threads", args->http_threads,
+                                       "Threads serving requests at once; connections waiting for a request, and agents' "
+                                       "watches waiting for work, hold none (default: --max-connections + "
+                                       "--agent-connections + 8)")
+                           ->check(CLI::Range(size_t{1}, size_t{100000}));
   auto* max_watches = cmd->add_option("--max-watches", args->max_watches,
                                       "Agents' watches (long polls for new work) served at once, each holding a connection; "
                                       "more are answered 429 and those agents see new work at their heartbeats "
@@ -243,8 +249,9 @@ void add_server_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--webhook-queue", args->options.webhooks.queue,
                   "Webhook deliveries waiting at most (new and retrying); past it the oldest event's is dropped")
       ->capture_default_str();
-  cmd->callback([args, max_watches, max_listings, per_address, &ctx] {
+  cmd->callback([args, max_watches, max_listings, per_address, http_threads, &ctx] {
     args->max_watches_given = max_watches->count() > 0;
+    if (http_threads->count() > 0) args->options.http_threads = args->http_threads;
     if (max_listings->count() > 0) args->options.max_listings = args->max_listings;
     if (per_address->count() > 0) args->options.max_connections_per_address = args->per_address;
     ctx.exit_code = run_server(*args);

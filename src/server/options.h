@@ -104,20 +104,23 @@ struct ServerOptions {
   std::chrono::milliseconds request_timeout{30000};  // a request not answered by then gets 503
   // Slow clients (http_server.h): a request must have arrived within read_timeout of its first byte and an
   // answer been written within write_timeout, or the connection is dropped; an idle keep-alive connection
-  // is closed after keep_alive_timeout. At most max_connections are served at once, each on its own thread
-  // (a request waiting for its batch holds one); one more is answered 503 at once.
+  // is closed after keep_alive_timeout. At most max_connections are open at once; one more is answered 503 at
+  // once. Requests are served on at most http_threads threads (a request waiting for its batch holds one); a
+  // connection waiting for its next request, or a watch waiting for work, holds none (http_server.h). Unset:
+  // max_connections + agent_connections + 8, a thread for every connection as before connections parked.
   std::chrono::milliseconds read_timeout{30000};
   std::chrono::milliseconds write_timeout{30000};
   std::chrono::milliseconds keep_alive_timeout{5000};
   size_t max_connections = 512;
+  std::optional<size_t> http_threads;
   // Overload (http_server.h): a request's head must be complete within head_timeout; at most
   // max_connections_per_address of the max_connections from one address (unset: half of max_connections, at least
   // 1); past either, agent_connections more seats serve agents' POSTs (heartbeats, registrations, logs) only.
   std::chrono::milliseconds head_timeout{5000};
   std::optional<size_t> max_connections_per_address;
   size_t agent_connections = 64;
-  // Agents' watches (heartbeat_board.h) admitted at once, each holding one of those connections for its whole
-  // wait: unset, half of max_connections; 0, none (every agent learns of work at its heartbeats). Must stay
+  // Agents' watches (heartbeat_board.h) admitted at once, each holding one of those connections (but no thread)
+  // for its whole wait: unset, half of max_connections; 0, none (every agent learns of work at its heartbeats). Must stay
   // below max_connections (Server::open refuses it otherwise), so that heartbeats always find a connection.
   std::optional<size_t> max_watches;
   // Job listings (GET /v1/jobs) rendered at once (server/http/read_seats.h): one more waits up to a second for a

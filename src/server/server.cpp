@@ -1,5 +1,7 @@
 #include "server/server.h"
 
+#include <sys/resource.h>
+
 #include "server/writer/data_files.h"
 #include "store/sqlite_store.h"
 
@@ -57,8 +59,31 @@ Status check_watch_limit(const ServerOptions& o) {
 }
 
 // The flags, checked before anything touches the store.
+// Every open connection is a file descriptor: the soft limit is raised to the hard one, and a hard limit too low
+// for the connections the flags allow is refused at start rather than met as failed accepts under load.
+Status check_file_limit(const ServerOptions& o) {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return ok_status();
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  // The store, journal, logs and webhooks need descriptors of their own besides the connections.
+  constexpr rlim_t kSpare = 256;
+  const rlim_t need = static_cast<rlim_t>(o.max_connections + o.agent_connections) + kSpare;
+  if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur >= need) return ok_status();
+  return Error::invalid("--max-connections " + std::to_string(o.max_connections) + " and --agent-connections " +
+                        std::to_string(o.agent_connections) + " need " + std::to_string(need) +
+                        " file descriptors (one per connection, " + std::to_string(kSpare) +
+                        " for the store, logs and the rest), but this process may open at most " +
+                        std::to_string(lim.rlim_cur) + " (RLIMIT_NOFILE, hard limit " + std::to_string(lim.rlim_max) +
+                        "): raise it (ulimit -n, LimitNOFILE= in a systemd unit) or lower --max-connections");
+}
+
 Status check_flags(const ServerOptions& o) {
   if (auto st = check_transport(o); !st) return st;
+  if (auto st = check_file_limit(o); !st) return st;
   if (auto st = check_host_patterns(o.webhooks.hosts); !st) return st;
   return check_watch_limit(o);
 }
@@ -237,10 +262,12 @@ Status Server::make_http() {
                           .head_timeout = options_.head_timeout,
                           .max_connections = options_.max_connections,
                           .max_connections_per_address = connections_per_address(options_),
-                          .agent_connections = options_.agent_connections};
+                          .agent_connections = options_.agent_connections,
+                          .http_threads = options_.http_threads.value_or(0)};
   if (options_.tls_cert.empty()) {
     auto http = std::make_unique<HttpServer>(limits);
     note_refusals(*http);
+    parking_http_ = http.get();
     http_ = std::move(http);
     return ok_status();
   }
@@ -255,6 +282,7 @@ Status Server::make_http() {
   }
   auto http = std::make_unique<HttpServer>(limits, ctx);
   note_refusals(*http);
+  parking_http_ = http.get();
   http_ = std::move(http);
   return ok_status();
 }
@@ -266,6 +294,8 @@ void Server::note_refusals(HttpServer& http) {
 std::string Server::url() const { return url_for(options_.tls_cert.empty() ? "http" : "https", host_, port_); }
 
 ReadSeats& Server::listings() { return api_->listings; }
+
+size_t Server::connections_parked() const { return parking_http_ ? parking_http_->parked() : 0; }
 
 void Server::stop() {
   // Stop accepting, release long-polling readers, let the request threads finish (the writer still answers

@@ -47,6 +47,8 @@ class Server {
   Writer::ViewStats view_stats() const { return writer_->view_stats(); }
   // The seats of job listings (read_seats.h), for tests and benchmarks. REQUIRES: started.
   ReadSeats& listings();
+  // Connections parked without a thread (idle keep-alive, waiting watches: http_server.h), for tests and benchmarks.
+  size_t connections_parked() const;
 
  private:
   Server(ServerOptions options, std::unique_ptr<store::Store> store);
@@ -66,6 +68,7 @@ class Server {
   std::unique_ptr<LogStore> logs_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<httplib::Server> http_;
+  HttpServer* parking_http_ = nullptr;  // http_, as the HttpServer it is
   std::thread listener_;
   std::atomic<bool> listener_done_{false};  // listen_after_bind() returned (stop() waits for it or for the loop)
   std::string host_;

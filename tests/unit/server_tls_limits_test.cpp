@@ -239,5 +239,27 @@ TEST_F(TlsLimitsTest, ConnectionsPastTheLimitGet503OverTls) {
   EXPECT_TRUE(served) << "GET /v1/health after the stalled TLS connections closed";
 }
 
+// An idle keep-alive TLS connection is parked without a thread (http_server.h) and serves its next request on the
+// same TLS session when it comes, even with a single request thread.
+TEST_F(TlsLimitsTest, AParkedKeepAliveTlsConnectionServesItsNextRequest) {
+  options_.http_threads = 1;
+  options_.keep_alive_timeout = std::chrono::milliseconds(60000);
+  start();
+  ASSERT_TRUE(server_);
+  TlsConn conn(client_ctx_.get(), server_->port());
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE(conn.send("GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(conn.answer().rfind("HTTP/1.1 200", 0), 0u);
+  bool parked = false;
+  for (int i = 0; i < 300 && !parked; ++i) {
+    parked = server_->connections_parked() == 1;
+    if (!parked) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(parked) << "the idle TLS connection was not parked";
+  EXPECT_TRUE(healthy()) << "another TLS client, with the only request thread free again";
+  ASSERT_TRUE(conn.send("GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(conn.answer().rfind("HTTP/1.1 200", 0), 0u) << "the parked TLS connection did not serve its next request";
+}
+
 }  // namespace
 }  // namespace allot::server::server_tls_limits_test

@@ -9,6 +9,7 @@
 #include "server/lifecycle/agents.h"
 #include "server/api/api.h"
 #include "server/lifecycle/heartbeat_board.h"
+#include "server/http/http_server.h"
 #include "server/api/log_upload.h"
 #include "server/lifecycle/network_layers.h"
 #include "server/lifecycle/node_lifecycle.h"
@@ -373,21 +374,48 @@ void add_agent_routes(Routes& http, Api& api) {
     if (known.size() > 16 || known.find_first_not_of("0123456789abcdef") != std::string::npos)
       return answer(res, error_reply(Error::invalid("known: \"" + known.substr(0, 40) +
                                                     "\" is not a run tag (up to 16 lowercase hex digits, from a heartbeat answer's run_tag)")));
-    // A waiting watch holds a connection: at most --max-watches of them may wait (half by default), the rest stay
-    // for heartbeats.
+    // A waiting watch holds a connection (parked, without a thread: http_server.h): at most --max-watches of them
+    // may wait (half of --max-connections by default), the rest stay for heartbeats.
     HeartbeatBoard& board = api.writer.heartbeats();
-    const size_t limit = watch_limit(api.options);
-    if (!board.try_add_watcher(limit)) {
-      answer(res, error_reply(429, "TooManyWatches", watch_refusal(api.options, limit)));
-      res.set_header("Retry-After", std::to_string(kWatchRetryAfterS));
-      return;
+    const std::string node = param(req);
+    const auto now = std::chrono::steady_clock::now();
+    const std::optional<Resumed> resumed = resumed_request();
+    if (resumed && (resumed->woken || now >= resumed->until))
+      return answer(res, json_reply(200, render_changes(board.current(node).get())));  // what wait_for_change returns then
+    if (resumed) {
+      board.add_watcher();  // admitted at its first run, and waiting again
+    } else {
+      const size_t limit = watch_limit(api.options);
+      if (!board.try_add_watcher(limit)) {
+        answer(res, error_reply(429, "TooManyWatches", watch_refusal(api.options, limit)));
+        res.set_header("Retry-After", std::to_string(kWatchRetryAfterS));
+        return;
+      }
     }
+    const auto deadline = resumed ? resumed->until : now + std::chrono::milliseconds(*wait_ms);
+    // Deferred: the connection parks until the board's wake or the deadline, and this runs again (resumed).
+    auto ticket = std::make_shared<uint64_t>(0);
+    Wake wake = defer_request(deadline, [b = &board, node, ticket] {
+      if (*ticket != 0) b->unsubscribe(node, *ticket);
+      b->remove_watcher();
+    });
+    if (wake) {
+      const HeartbeatBoard::Check check = board.check_or_subscribe(node, known, std::move(wake));
+      if (check.ready || deadline <= now) {
+        undefer_request();  // its end (leaving the watcher count) runs once this answer is written
+        if (check.ready) return answer(res, json_reply(200, render_changes(check.answer.get())));
+        board.unsubscribe(node, check.ticket);
+        return answer(res, json_reply(200, render_changes(board.current(node).get())));
+      }
+      *ticket = check.ticket;
+      return;  // the answer written now is dropped
+    }
+    // Not deferrable (a watch with a body): it waits on this thread.
     struct Leave {
       HeartbeatBoard& b;
       ~Leave() { b.remove_watcher(); }
     } leave{board};
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(*wait_ms);
-    const auto now_known = board.wait_for_change(param(req), known, deadline);
+    const auto now_known = board.wait_for_change(node, known, deadline);
     answer(res, json_reply(200, render_changes(now_known.get())));
   });
   route(http, api, "POST", R"(/v1/agents/([^/]+)/logs)", Access::kAgent, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {

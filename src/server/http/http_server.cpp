@@ -5,12 +5,16 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <set>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -83,13 +87,31 @@ class DeadlineStream final : public httplib::Stream {
     }
   }
 
-  // Waits until `idle_deadline` for the next request to start. False when the client went away or stayed quiet,
-  // or the server stops.
-  bool next_request(SteadyClock::time_point idle_deadline) {
+  // A request starts: its read deadline runs from now.
+  void begin_request() {
     writing_ = false;
-    if (!buffered() && !wait(POLLIN, idle_deadline, /*stop_aware=*/true)) return false;
     read_deadline_ = SteadyClock::now() + limits_.read_timeout;
-    return true;
+  }
+
+  // Whether the next request may already be here: bytes buffered (here or inside OpenSSL, decrypted or not), or
+  // readable (or hung up) on the socket now. False: the connection may park until the socket is readable.
+  bool may_have_request() const {
+    if (buffered() || (ssl_ != nullptr && SSL_has_pending(ssl_) == 1)) return true;
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0;
+  }
+
+  // The head read ahead by read_head() (line, headers and the blank line), when it is complete: what a deferred
+  // request is run again from.
+  std::optional<std::string> head_bytes() const {
+    const size_t end = head_.find("\r\n\r\n", head_off_);
+    if (end == std::string::npos) return std::nullopt;
+    return head_.substr(head_off_, end + 4 - head_off_);
+  }
+  // Puts `bytes` back in front of what is buffered: the next read returns them first.
+  void unread(const std::string& bytes) {
+    head_ = bytes + head_.substr(head_off_);
+    head_off_ = 0;
   }
 
   // Reads ahead until the request's head (its line and headers) is complete, by `deadline`; the bytes stay in the
@@ -337,9 +359,283 @@ httplib::Server::HandlerResponse refuse_ambiguous_framing(const httplib::Request
   return httplib::Server::HandlerResponse::Handled;
 }
 
+// A request line the server offers deferral for: an agent's watch (GET /v1/agents/{name}/changes), which may wait
+// long for its answer. Any other request is served on its thread from start to end.
+bool deferrable(std::string_view line) {
+  if (line.rfind("GET /v1/agents/", 0) != 0) return false;
+  const size_t sp = line.find(' ', 4);
+  const std::string_view target = line.substr(4, sp == std::string_view::npos ? std::string_view::npos : sp - 4);
+  const std::string_view path = target.substr(0, target.find('?'));
+  return path.size() > 8 && path.substr(path.size() - 8) == "/changes";
+}
+
+// A head that announces a body: its request is not deferred (the body would have to be kept too).
+bool announces_body(std::string_view head) {
+  std::string lower(head);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return lower.find("\r\ncontent-length:") != std::string::npos || lower.find("\r\ntransfer-encoding:") != std::string::npos;
+}
+
+// Reads from the connection's stream, keeps what is written: the answer of a request that may be deferred is
+// written only if it was not (a deferred run's answer is dropped).
+class CaptureStream final : public httplib::Stream {
+ public:
+  explicit CaptureStream(httplib::Stream& in) : in_(in) {}
+  bool is_readable() const override { return in_.is_readable(); }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override { return in_.read(ptr, size); }
+  ssize_t write(const char* ptr, size_t size) override {
+    out_.append(ptr, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { in_.get_remote_ip_and_port(ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { in_.get_local_ip_and_port(ip, port); }
+  socket_t socket() const override { return in_.socket(); }
+  const std::string& out() const { return out_; }
+
+ private:
+  httplib::Stream& in_;
+  std::string out_;
+};
+
+// What a handler and the connection loop tell each other about one run of a deferrable request.
+struct DeferSlot {
+  Wake wake;                      // the connection's (set by the loop)
+  std::optional<Resumed> resumed;  // set by the loop on a rerun
+  bool deferred = false;          // set by defer_request()
+  SteadyClock::time_point until{};
+  std::function<void()> on_end;
+};
+thread_local DeferSlot* t_defer = nullptr;
+
 }  // namespace
 
 void close_after_response() { t_close_after_response = true; }
+
+Wake defer_request(SteadyClock::time_point until, std::function<void()> on_end) {
+  if (t_defer == nullptr) return nullptr;
+  t_defer->deferred = true;
+  t_defer->until = until;
+  t_defer->on_end = std::move(on_end);
+  return t_defer->wake;
+}
+
+void undefer_request() {
+  if (t_defer != nullptr) t_defer->deferred = false;
+}
+
+std::optional<Resumed> resumed_request() { return t_defer == nullptr ? std::nullopt : t_defer->resumed; }
+
+size_t http_threads_of(const HttpLimits& limits) {
+  // A few threads beyond the limit write the refusals, so that a full server still answers at once.
+  return limits.http_threads > 0 ? limits.http_threads : limits.max_connections + limits.agent_connections + 8;
+}
+
+// One accepted connection, on the heap so that it can wait for its next request (or a deferred answer) parked,
+// without a thread. Its destructor closes it and gives its seat back, wherever its last owner lets it go.
+struct Connection {
+  Connection(HttpServer& s, int sock, HttpServer::Seat seat_taken, std::string from, SteadyClock::time_point accepted_at)
+      : server(s), fd(sock), seat(seat_taken), address(std::move(from)), accepted(accepted_at),
+        ssl(s.tls_, sock), strm(sock, ssl.ssl, s.svr_sock_, s.limits_), idle_until(accepted_at + s.limits_.head_timeout),
+        parking(s.parking_) {}
+  ~Connection() {
+    end_park();
+    ssl.finish();
+    if (linger) {
+      close_lingering(fd, std::chrono::milliseconds(1000));
+    } else {
+      ::shutdown(fd, SHUT_RDWR);
+      ::close(fd);
+    }
+    server.release_seat(seat, address);
+  }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  // The deferred request's park is over (resumed or closed): its owner is told once.
+  void end_park() {
+    if (auto fn = std::move(on_end)) {
+      on_end = nullptr;
+      fn();
+    }
+  }
+
+  HttpServer& server;
+  const int fd;
+  const HttpServer::Seat seat;
+  const std::string address;
+  const SteadyClock::time_point accepted;
+  SslConnection ssl;
+  DeadlineStream strm;
+  bool secured = false;
+  size_t served = 0;
+  SteadyClock::time_point idle_until;  // the next request must start by then (head_timeout, keep_alive_timeout)
+  bool linger = false;
+  // A deferred request: its head, run again on resume, its deadline, whose owner to tell when its park ends, and
+  // whether its wake came.
+  std::optional<std::string> deferred;
+  SteadyClock::time_point deferred_until{};
+  std::function<void()> on_end;
+  std::atomic<bool> woken{false};
+  const std::shared_ptr<ConnectionParking> parking;
+};
+
+// Connections waiting without a thread: for their next request (readable socket), or for a deferred request's
+// wake. One epoll thread watches their sockets and deadlines and hands each back to the pool (resume) or closes
+// it. It only moves connections around (an epoll_ctl, a queue push): it cannot fall behind the pool by more than
+// the connections that are ready, which queue for a thread like new connections do.
+class ConnectionParking {
+ public:
+  enum class Kind { kIdle, kDeferred };
+  explicit ConnectionParking(std::function<void(std::shared_ptr<Connection>)> resume) : resume_(std::move(resume)) {
+    epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    evfd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = evfd_;
+    ::epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~ConnectionParking() {
+    stop();
+    ::close(epfd_);
+    ::close(evfd_);
+  }
+  ConnectionParking(const ConnectionParking&) = delete;
+  ConnectionParking& operator=(const ConnectionParking&) = delete;
+
+  // Parks `c` until its socket is readable (idle) or its wake (deferred), or `until`. A stopped parking closes it.
+  void park(std::shared_ptr<Connection> c, SteadyClock::time_point until, Kind kind) {
+    {
+      MutexLock lock(mu_);
+      if (stopping_) {
+        lock.unlock();
+        c.reset();  // closed here, outside the lock
+        return;
+      }
+      if (kind == Kind::kDeferred && c->woken.load()) {
+        resume_(std::move(c));  // woken before it got here
+      } else {
+        const int fd = c->fd;
+        epoll_event ev{};
+        // A waiting deferred request listens for the client's hang-up only: bytes it sends meanwhile wait for its answer.
+        ev.events = kind == Kind::kIdle ? (EPOLLIN | EPOLLRDHUP) : EPOLLRDHUP;
+        ev.data.fd = fd;
+        if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+          lock.unlock();
+          c.reset();
+          return;
+        }
+        const bool earliest = deadlines_.empty() || until < deadlines_.begin()->first;
+        deadlines_.emplace(until, fd);
+        parked_.emplace(fd, Entry{std::move(c), until, kind});
+        if (earliest) poke_thread();
+      }
+    }
+  }
+
+  // A deferred request's wake: resumes `c` if it is parked (else park() sees c->woken).
+  void wake(const std::shared_ptr<Connection>& c) {
+    MutexLock lock(mu_);
+    auto it = parked_.find(c->fd);
+    if (it == parked_.end() || it->second.c != c || stopping_) return;
+    resume_(take(it));
+  }
+
+  // Closes every parked connection; later parks close theirs at once.
+  void stop() {
+    std::vector<std::shared_ptr<Connection>> closing;
+    {
+      MutexLock lock(mu_);
+      if (!stopping_) {
+        stopping_ = true;
+        poke_thread();
+      }
+      while (!parked_.empty()) closing.push_back(take(parked_.begin()));
+    }
+    if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+    closing.clear();
+  }
+
+  size_t size() const {
+    MutexLock lock(mu_);
+    return parked_.size();
+  }
+
+ private:
+  struct Entry {
+    std::shared_ptr<Connection> c;
+    SteadyClock::time_point until;
+    Kind kind;
+  };
+
+  std::shared_ptr<Connection> take(std::unordered_map<int, Entry>::iterator it) REQUIRES(mu_) {
+    std::shared_ptr<Connection> c = std::move(it->second.c);
+    ::epoll_ctl(epfd_, EPOLL_CTL_DEL, it->first, nullptr);
+    deadlines_.erase({it->second.until, it->first});
+    parked_.erase(it);
+    return c;
+  }
+
+  void poke_thread() {
+    const uint64_t one = 1;
+    (void)!::write(evfd_, &one, sizeof one);
+  }
+
+  void run() {
+    std::array<epoll_event, 256> events;
+    for (;;) {
+      int timeout_ms = 1000;
+      {
+        MutexLock lock(mu_);
+        if (stopping_) return;
+        if (!deadlines_.empty()) {
+          const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadlines_.begin()->first - SteadyClock::now()).count();
+          timeout_ms = static_cast<int>(std::clamp<int64_t>(left, 0, 1000));
+        }
+      }
+      const int n = ::epoll_wait(epfd_, events.data(), static_cast<int>(events.size()), timeout_ms);
+      std::vector<std::shared_ptr<Connection>> close;
+      {
+        MutexLock lock(mu_);
+        if (stopping_) return;
+        for (int i = 0; i < n; ++i) {
+          const int fd = events[static_cast<size_t>(i)].data.fd;
+          if (fd == evfd_) {
+            uint64_t count = 0;
+            (void)!::read(evfd_, &count, sizeof count);
+            continue;
+          }
+          auto it = parked_.find(fd);
+          if (it == parked_.end()) continue;
+          // Idle: the next request (or the client's goodbye, which the loop reads as such). Deferred: only a hang-up.
+          const Kind kind = it->second.kind;
+          if (kind == Kind::kIdle) resume_(take(it));
+          else close.push_back(take(it));
+        }
+        // Past its deadline an idle connection is closed, a deferred request is run again (and answers).
+        const auto now = SteadyClock::now();
+        while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+          auto it = parked_.find(deadlines_.begin()->second);
+          const Kind kind = it->second.kind;
+          if (kind == Kind::kIdle) close.push_back(take(it));
+          else resume_(take(it));
+        }
+      }
+      close.clear();  // closed outside the lock
+    }
+  }
+
+  // Hands a connection to the pool; called under mu_, so that none is handed over once stop() has returned
+  // (the pool then stops, and is gone after its listen).
+  std::function<void(std::shared_ptr<Connection>)> resume_;
+  int epfd_ = -1;
+  int evfd_ = -1;
+  mutable Mutex mu_;
+  std::unordered_map<int, Entry> parked_ GUARDED_BY(mu_);
+  std::set<std::pair<SteadyClock::time_point, int>> deadlines_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
 
 void ConnectionThreads::enqueue(std::function<void()> fn) {
   MutexLock lock(mu_);
@@ -349,6 +645,10 @@ void ConnectionThreads::enqueue(std::function<void()> fn) {
 }
 
 void ConnectionThreads::shutdown() {
+  if (auto before = std::move(before_shutdown_)) {
+    before_shutdown_ = nullptr;
+    before();
+  }
   std::vector<std::thread> threads;
   {
     MutexLock lock(mu_);
@@ -377,9 +677,14 @@ void ConnectionThreads::work() {
 }
 
 HttpServer::HttpServer(HttpLimits limits, SSL_CTX* tls) : limits_(limits), tls_(tls) {
-  // A few threads beyond the limit write the refusals, so that a full server still answers at once.
-  const size_t threads = limits_.max_connections + limits_.agent_connections + 8;
-  new_task_queue = [threads] { return new ConnectionThreads(threads); };
+  // Each listen's pool, and the parking that hands connections back to it (and is stopped before it).
+  new_task_queue = [this] {
+    auto* pool = new ConnectionThreads(http_threads_of(limits_), [this] { parking_->stop(); });
+    parking_ = std::make_shared<ConnectionParking>([this, pool](std::shared_ptr<Connection> c) {
+      pool->enqueue([this, c = std::move(c)]() mutable { serve(std::move(c)); });
+    });
+    return pool;
+  };
   // cpp-httplib writes these into its Keep-Alive answer header; the loop below enforces them.
   set_keep_alive_timeout(std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(limits_.keep_alive_timeout).count()));
   set_keep_alive_max_count(limits_.max_requests_per_connection);
@@ -422,6 +727,11 @@ void HttpServer::release_seat(Seat seat, const std::string& address) {
   }
 }
 
+size_t HttpServer::parked() const {
+  auto parking = parking_;
+  return parking ? parking->size() : 0;
+}
+
 bool HttpServer::process_and_close_socket(socket_t sock) {
   const auto accepted = SteadyClock::now();
   std::string address;
@@ -434,50 +744,103 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     refuse(sock, tls_, svr_sock_, limits_);
     return false;
   }
-  struct Release {
-    HttpServer& server;
-    Seat seat;
-    const std::string& address;
-    ~Release() { server.release_seat(seat, address); }
-  } release{*this, *seat, address};
-  SslConnection conn(tls_, sock);
-  DeadlineStream strm(sock, conn.ssl, svr_sock_, limits_);
-  bool ret = false;
-  bool linger = false;
+  serve(std::make_shared<Connection>(*this, sock, *seat, std::move(address), accepted));
+  return true;
+}
+
+void HttpServer::serve(std::shared_ptr<Connection> c) {
+  DeadlineStream& strm = c->strm;
   // The handshake is part of the first request's read deadline: a client that trickles it is dropped.
-  const bool secured = tls_ == nullptr || (conn.ssl != nullptr && strm.handshake(SteadyClock::now() + limits_.read_timeout));
-  for (size_t served = 0; secured && served < limits_.max_requests_per_connection; ++served) {
-    // The first request's head must be complete within head_timeout of the accept; a later one's within
-    // head_timeout of its first byte, after at most keep_alive_timeout of quiet.
-    if (!strm.next_request(served == 0 ? accepted + limits_.head_timeout : SteadyClock::now() + limits_.keep_alive_timeout)) break;
-    const auto head_deadline = served == 0 ? accepted + limits_.head_timeout : SteadyClock::now() + limits_.head_timeout;
-    if (!strm.read_head(head_deadline)) break;
-    if (*seat == Seat::kAgent) {
-      if (!agent_request(strm.request_line())) {
-        const std::string answer = refusal(limits_);
-        (void)strm.write(answer.data(), answer.size());
-        linger = true;
-        break;
+  if (!c->secured) {
+    c->secured = tls_ == nullptr || (c->ssl.ssl != nullptr && strm.handshake(c->accepted + limits_.read_timeout));
+    if (!c->secured) return;
+  }
+  while (c->served < limits_.max_requests_per_connection) {
+    const bool rerun = c->deferred.has_value();
+    std::optional<std::string> head;
+    if (rerun) {
+      // A deferred request, woken or at its deadline: run again from its head.
+      c->end_park();
+      strm.unread(*c->deferred);
+      head = std::move(c->deferred);
+      c->deferred.reset();
+      strm.begin_request();
+    } else {
+      if (svr_sock_ == INVALID_SOCKET) return;  // the server stops
+      // The first request's head must be complete within head_timeout of the accept; a later one's within
+      // head_timeout of its first byte, after at most keep_alive_timeout of quiet, waited parked.
+      if (!strm.may_have_request()) {
+        if (SteadyClock::now() >= c->idle_until) return;
+        const auto until = c->idle_until;
+        auto parking = c->parking;
+        parking->park(std::move(c), until, ConnectionParking::Kind::kIdle);
+        return;
       }
-      strm.limit_read_deadline(head_deadline);
+      strm.begin_request();
+      const auto head_deadline = c->served == 0 ? c->accepted + limits_.head_timeout : SteadyClock::now() + limits_.head_timeout;
+      if (!strm.read_head(head_deadline)) return;
+      if (c->seat == Seat::kAgent) {
+        if (!agent_request(strm.request_line())) {
+          const std::string answer = refusal(limits_);
+          (void)strm.write(answer.data(), answer.size());
+          c->linger = true;
+          return;
+        }
+        strm.limit_read_deadline(head_deadline);
+      }
+      if (deferrable(strm.request_line())) {
+        head = strm.head_bytes();
+        if (head && announces_body(*head)) head.reset();
+      }
     }
     t_close_after_response = false;
     bool closed = false;
-    ret = process_request(strm, served + 1 == limits_.max_requests_per_connection, closed, offer_gzip_only);
-    if (t_close_after_response) {
-      linger = true;
-      break;
+    bool ret = false;
+    const bool last = c->served + 1 == limits_.max_requests_per_connection;
+    if (!head) {
+      ret = process_request(strm, last, closed, offer_gzip_only);
+    } else {
+      // The answer is kept until the handler has said whether it defers.
+      DeferSlot slot;
+      slot.wake = [weak = std::weak_ptr<Connection>(c)] {
+        if (auto conn = weak.lock()) {
+          conn->woken.store(true);
+          conn->parking->wake(conn);
+        }
+      };
+      if (rerun) slot.resumed = Resumed{c->deferred_until, c->woken.load()};
+      c->woken.store(false);
+      CaptureStream capture(strm);
+      t_defer = &slot;
+      ret = process_request(capture, last, closed, offer_gzip_only);
+      t_defer = nullptr;
+      if (slot.deferred && !t_close_after_response) {
+        c->deferred = std::move(head);
+        c->deferred_until = slot.until;
+        c->on_end = std::move(slot.on_end);
+        auto parking = c->parking;
+        parking->park(std::move(c), slot.until, ConnectionParking::Kind::kDeferred);
+        return;
+      }
+      if (slot.on_end) slot.on_end();
+      const std::string& out = capture.out();
+      for (size_t off = 0; off < out.size();) {
+        const ssize_t n = strm.write(out.data() + off, out.size() - off);
+        if (n <= 0) {
+          ret = false;
+          break;
+        }
+        off += static_cast<size_t>(n);
+      }
     }
-    if (!ret || closed || strm.timed_out()) break;
+    ++c->served;
+    if (t_close_after_response) {
+      c->linger = true;
+      return;
+    }
+    if (!ret || closed || strm.timed_out()) return;
+    c->idle_until = SteadyClock::now() + limits_.keep_alive_timeout;
   }
-  conn.finish();
-  if (linger) {
-    close_lingering(sock, std::chrono::milliseconds(1000));
-  } else {
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
-  }
-  return ret;
 }
 
 }  // namespace allot::server

@@ -10,7 +10,7 @@
 //   - a request's head (line and headers) must be complete within `head_timeout`: of the accept for a
 //     connection's first request (so a connection that sends nothing, or trickles, is closed soon), of its first
 //     byte for a later one;
-//   - at most `max_connections` connections are served at once, each on its own thread, and at most
+//   - at most `max_connections` connections are open at once, and at most
 //     `max_connections_per_address` of them from one address; past either, a connection takes one of
 //     `agent_connections` seats reserved for agents, where only agents' requests (/v1/agents/...) are served, each
 //     within `head_timeout` as a whole (after Kubernetes' API Priority and Fairness: seats per class, so an
@@ -19,6 +19,13 @@
 //     been among them: node_silence.h);
 //   - a handler can ask for the connection to be closed after its answer (close_after_response), which is
 //     how a refused oversize body is not read to its end.
+// Threads serve requests, not connections (at most `http_threads` of them): a connection that waits for its next
+// request (after the accept, or idle on keep-alive) with nothing buffered is parked on one epoll thread
+// (ConnectionParking, below) and its thread returns to the pool; when the client sends, the connection goes back
+// on the pool and its loop continues; at its deadline (head_timeout after the accept, keep_alive_timeout when
+// idle), or when the client hangs up, it is closed and its seat released. A request whose handler defers it
+// (defer_request(): an agent's watch that has nothing to answer yet) is parked the same way until its wake or its
+// own deadline, then run again; so thousands of idle keep-alive connections and waiting watches hold no thread.
 // TLS: given an OpenSSL server context, each connection is an SSL stream over the same deadlines: the
 // handshake must finish within `read_timeout` of the accept (a client that trickles its ClientHello is
 // dropped like one that trickles its headers), then requests are read and answered as over plain TCP.
@@ -32,6 +39,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -55,14 +63,23 @@ struct HttpLimits {
   size_t agent_connections = 64;
   size_t max_requests_per_connection = 100000;
   std::chrono::milliseconds refusal_handshake_timeout{1000};
+  // Threads serving requests at once; 0: max_connections + agent_connections + 8, what a thread per connection
+  // took before connections parked (so a small server behaves as before).
+  size_t http_threads = 0;
 };
+
+// The threads an HttpServer of these limits serves requests on.
+size_t http_threads_of(const HttpLimits& limits);
 
 // Threads for connections: one per connection being served, started when none is idle, up to `max_threads`
 // (beyond that, connections wait for a thread; HttpServer keeps that from happening by refusing
 // connections past its limit, which takes a thread only for as long as writing the 503 does).
 class ConnectionThreads final : public httplib::TaskQueue {
  public:
-  explicit ConnectionThreads(size_t max_threads) : max_threads_(max_threads) {}
+  // `before_shutdown` runs first in shutdown() (the parked connections are closed: nothing resumes on a pool
+  // that stops).
+  explicit ConnectionThreads(size_t max_threads, std::function<void()> before_shutdown = {})
+      : max_threads_(max_threads), before_shutdown_(std::move(before_shutdown)) {}
   ~ConnectionThreads() override { shutdown(); }
   void enqueue(std::function<void()> fn) override;
   // Runs what is queued, then joins every thread.
@@ -72,6 +89,7 @@ class ConnectionThreads final : public httplib::TaskQueue {
   void work();
 
   const size_t max_threads_;
+  std::function<void()> before_shutdown_;
   Mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_ GUARDED_BY(mu_);
@@ -80,6 +98,9 @@ class ConnectionThreads final : public httplib::TaskQueue {
   bool stopping_ GUARDED_BY(mu_) = false;
 };
 
+class ConnectionParking;
+struct Connection;
+
 class HttpServer final : public httplib::Server {
  public:
   // Plain HTTP when `tls` is null; otherwise HTTPS with this context, which the server then owns.
@@ -87,16 +108,23 @@ class HttpServer final : public httplib::Server {
   ~HttpServer() override;
   // Called (on a connection's thread) for every connection refused past every seat. REQUIRES: before listening.
   void set_on_refused(std::function<void()> fn) { on_refused_ = std::move(fn); }
+  // Connections parked now, waiting for their next request or a deferred answer (tests, benchmarks).
+  size_t parked() const;
 
  private:
   enum class Seat { kGeneral, kAgent };
+  friend struct Connection;
   bool process_and_close_socket(socket_t sock) override;
+  // Runs `c`'s loop on this thread until it parks (returns with `c` handed to the parking) or ends (closed).
+  void serve(std::shared_ptr<Connection> c);
   std::optional<Seat> take_seat(const std::string& address);
   void release_seat(Seat seat, const std::string& address);
 
   const HttpLimits limits_;
   SSL_CTX* const tls_;
   std::function<void()> on_refused_;
+  // Made with each listen's pool (new_task_queue), before the first connection is accepted.
+  std::shared_ptr<ConnectionParking> parking_;
   Mutex seats_mu_;
   size_t general_seats_ GUARDED_BY(seats_mu_) = 0;
   size_t agent_seats_ GUARDED_BY(seats_mu_) = 0;
@@ -105,5 +133,24 @@ class HttpServer final : public httplib::Server {
 
 // From a handler: close this connection once the answer is written (the rest of the request is not read).
 void close_after_response();
+
+// Deferred requests. The server offers deferral for an agent's watch (GET /v1/agents/{name}/changes without a
+// body): a handler that has nothing to answer yet calls defer_request() instead of blocking its thread. The server
+// then drops this run's answer, parks the connection (holding no thread) until the returned wake is called (from
+// any thread, once or more, even before the handler returns) or `until`, and runs the same request again on a
+// pool thread; that run sees resumed_request(). `on_end` runs once when the park ends: the connection resumed or
+// was closed (the client went away, the server stopped). Null when this request cannot be deferred: the handler
+// then waits on its own thread as before.
+using Wake = std::function<void()>;
+Wake defer_request(std::chrono::steady_clock::time_point until, std::function<void()> on_end);
+// From a handler that called defer_request() and then found its answer ready after all: answer now, no park.
+// (`on_end` then runs when the answer is written.)
+void undefer_request();
+struct Resumed {
+  std::chrono::steady_clock::time_point until;  // the deadline the first run deferred to
+  bool woken = false;                           // its wake came (else the deadline did)
+};
+// In a handler: set when this run is the rerun of a deferred request.
+std::optional<Resumed> resumed_request();
 
 }  // namespace allot::server

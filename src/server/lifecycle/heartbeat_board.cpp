@@ -189,33 +189,103 @@ void HeartbeatBoard::drop(Slot& slot) {
 }
 
 void HeartbeatBoard::publish(const std::string& node, std::shared_ptr<const NodeAnswer> answer) {
-  MutexLock lock(mu_);
-  if (!answer) {
-    if (auto it = slots_.find(node); it != slots_.end()) {
-      drop(*it->second);
-      slots_.erase(it);
+  std::vector<std::function<void()>> wakes;
+  {
+    MutexLock lock(mu_);
+    if (!answer) {
+      if (auto it = slots_.find(node); it != slots_.end()) {
+        drop(*it->second);
+        slots_.erase(it);
+        take_wakes(node, nullptr, wakes);
+      }
+    } else {
+      auto& slot = slots_[node];
+      const bool created = !slot;
+      if (created) {
+        slot = std::make_shared<Slot>();
+        slot_added_.notify_all();
+        take_wakes(node, &answer->tag, wakes);  // as wait_for_change(): a new slot with the known tag is waited on
+      }
+      MutexLock slot_lock(slot->mu);
+      // Most publishes repeat the run list (a heartbeat's time, CPUs) or shorten it (exits): only new work wakes.
+      const bool woke = !slot->answer || adds_work(*slot->answer, *answer);
+      slot->answer = std::move(answer);
+      if (woke) {
+        ++slot->work_added;
+        slot->changed.notify_all();
+        if (!created) take_wakes(node, nullptr, wakes);
+      }
     }
-    return;
   }
-  auto& slot = slots_[node];
-  if (!slot) {
-    slot = std::make_shared<Slot>();
-    slot_added_.notify_all();
+  for (auto& wake : wakes) wake();
+}
+
+void HeartbeatBoard::take_wakes(const std::string& node, const std::string* tag, std::vector<std::function<void()>>& out) {
+  auto it = subscribers_.find(node);
+  if (it == subscribers_.end()) return;
+  for (auto sub = it->second.begin(); sub != it->second.end();) {
+    if (tag && sub->second.known == *tag) {
+      ++sub;
+      continue;
+    }
+    out.push_back(std::move(sub->second.wake));
+    sub = it->second.erase(sub);
   }
-  MutexLock slot_lock(slot->mu);
-  // Most publishes repeat the run list (a heartbeat's time, CPUs) or shorten it (exits): only new work wakes.
-  const bool woke = !slot->answer || adds_work(*slot->answer, *answer);
-  slot->answer = std::move(answer);
-  if (woke) {
-    ++slot->work_added;
-    slot->changed.notify_all();
+  if (it->second.empty()) subscribers_.erase(it);
+}
+
+HeartbeatBoard::Check HeartbeatBoard::check_or_subscribe(const std::string& node, const std::string& known,
+                                                         std::function<void()> wake) {
+  MutexLock lock(mu_);
+  if (stopping_) return Check{true, nullptr, 0};
+  if (auto it = slots_.find(node); it != slots_.end()) {
+    MutexLock slot_lock(it->second->mu);
+    if (it->second->dropped) return Check{true, nullptr, 0};
+    if (it->second->answer && it->second->answer->tag != known) return Check{true, it->second->answer, 0};  // behind
   }
+  const uint64_t ticket = next_ticket_++;
+  subscribers_[node].emplace(ticket, Subscriber{known, std::move(wake)});
+  return Check{false, nullptr, ticket};
+}
+
+void HeartbeatBoard::unsubscribe(const std::string& node, uint64_t ticket) {
+  std::function<void()> dropped;  // let go of outside the lock
+  MutexLock lock(mu_);
+  auto it = subscribers_.find(node);
+  if (it == subscribers_.end()) return;
+  if (auto sub = it->second.find(ticket); sub != it->second.end()) {
+    dropped = std::move(sub->second.wake);
+    it->second.erase(sub);
+  }
+  if (it->second.empty()) subscribers_.erase(it);
+}
+
+std::shared_ptr<const NodeAnswer> HeartbeatBoard::current(const std::string& node) const {
+  if (stopping_) return nullptr;
+  auto slot = find(node);
+  if (!slot) return nullptr;
+  MutexLock lock(slot->mu);
+  return slot->dropped ? nullptr : slot->answer;
+}
+
+size_t HeartbeatBoard::subscribed() const {
+  MutexLock lock(mu_);
+  size_t n = 0;
+  for (const auto& [node, subs] : subscribers_) n += subs.size();
+  return n;
 }
 
 void HeartbeatBoard::clear() {
-  MutexLock lock(mu_);
-  for (auto& [node, slot] : slots_) drop(*slot);
-  slots_.clear();
+  std::vector<std::function<void()>> wakes;
+  {
+    MutexLock lock(mu_);
+    for (auto& [node, slot] : slots_) {
+      drop(*slot);
+      take_wakes(node, nullptr, wakes);
+    }
+    slots_.clear();
+  }
+  for (auto& wake : wakes) wake();
 }
 
 std::shared_ptr<const NodeAnswer> HeartbeatBoard::wait_for_change(const std::string& node, const std::string& known,
@@ -251,10 +321,17 @@ bool HeartbeatBoard::try_add_watcher(size_t limit) {
 }
 
 void HeartbeatBoard::shutdown() {
-  MutexLock lock(mu_);
-  stopping_.store(true);
-  slot_added_.notify_all();
-  for (auto& [node, slot] : slots_) drop(*slot);
+  std::vector<std::function<void()>> wakes;
+  {
+    MutexLock lock(mu_);
+    stopping_.store(true);
+    slot_added_.notify_all();
+    for (auto& [node, slot] : slots_) drop(*slot);
+    for (auto& [node, subs] : subscribers_)
+      for (auto& [ticket, sub] : subs) wakes.push_back(std::move(sub.wake));
+    subscribers_.clear();
+  }
+  for (auto& wake : wakes) wake();
 }
 
 bool HeartbeatBoard::empty() const {

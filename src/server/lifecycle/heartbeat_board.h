@@ -31,7 +31,8 @@
 // other than the published one is answered at once (the agent is behind). Every answer also says which journal record its state follows (as_of): the agent acts on a watch answer only when it
 // is newer than the last answer it acted on, since the two come on different connections and may cross.
 //
-// Each watch holds a connection (and a server thread) for its whole wait, and heartbeats need connections too:
+// Each watch holds a connection for its whole wait (parked without a thread where the HTTP server defers it:
+// check_or_subscribe()), and heartbeats need connections too:
 // the endpoint admits at most a bounded number of watches at once (try_add_watcher()), and refuses the rest
 // with 429 and Retry-After; those agents learn of work at their heartbeats meanwhile.
 //
@@ -140,10 +141,28 @@ class HeartbeatBoard {
   // The answer is null when none is published.
   std::shared_ptr<const NodeAnswer> wait_for_change(const std::string& node, const std::string& known,
                                                     std::chrono::steady_clock::time_point deadline);
+  // Request threads (a watch deferred by the HTTP server, http_server.h: it waits parked, without a thread): the
+  // answer wait_for_change() would return at once (ready), or, where it would wait, not ready with `wake`
+  // registered under `ticket`: called once, from the thread that publishes (or shuts down), when wait_for_change()
+  // would have returned: a publish adds work, the node's slot goes or comes with a tag other than `known`, the
+  // board shuts down. The watch then answers current(). A watch that ends otherwise (its deadline, its client gone)
+  // unsubscribes.
+  struct Check {
+    bool ready = false;
+    std::shared_ptr<const NodeAnswer> answer;  // when ready (null: none published)
+    uint64_t ticket = 0;                       // when not
+  };
+  Check check_or_subscribe(const std::string& node, const std::string& known, std::function<void()> wake);
+  void unsubscribe(const std::string& node, uint64_t ticket);
+  // What a watch answers when woken or at its deadline: the answer published for `node`; null when none is, the
+  // node's slot is gone or the board shut down.
+  std::shared_ptr<const NodeAnswer> current(const std::string& node) const;
+  size_t subscribed() const;  // wakes registered (tests: a watcher gone leaves none behind)
   // Request threads: counts a watch in, unless `limit` are under way already (false: refuse it). Each true is
   // paired with one remove_watcher() when the watch ends.
   bool try_add_watcher(size_t limit);
   void remove_watcher() { --watchers_; }
+  void add_watcher() { ++watchers_; }  // a deferred watch that waits again, admitted already
   size_t watchers() const { return watchers_.load(); }
   // Wakes every watcher and makes later waits return at once (the server is stopping).
   void shutdown();
@@ -168,12 +187,21 @@ class HeartbeatBoard {
     bool dropped GUARDED_BY(mu) = false;     // the slot left the board (node gone, board cleared)
   };
   void drop(Slot& slot) REQUIRES(mu_);
+  // The wakes of `node` (all, or those whose known tag differs from `tag`), taken out to be called after the
+  // locks are let go.
+  void take_wakes(const std::string& node, const std::string* tag, std::vector<std::function<void()>>& out) REQUIRES(mu_);
   std::shared_ptr<Slot> find(const std::string& node) const;
 
   std::function<int64_t()> clock_;
   mutable Mutex mu_;  // guards the map, not the slots; taken before a slot's lock, never after
   std::unordered_map<std::string, std::shared_ptr<Slot>> slots_ GUARDED_BY(mu_);
   std::condition_variable slot_added_;  // with mu_: a watcher of a node without a slot waits for one
+  struct Subscriber {
+    std::string known;
+    std::function<void()> wake;
+  };
+  std::unordered_map<std::string, std::map<uint64_t, Subscriber>> subscribers_ GUARDED_BY(mu_);  // by node, ticket
+  uint64_t next_ticket_ GUARDED_BY(mu_) = 1;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> answered_{0};
   std::atomic<size_t> watchers_{0};

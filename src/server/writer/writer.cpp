@@ -366,6 +366,7 @@ Writer::Stats Writer::stats() const {
   Stats out = stats_;
   out.heartbeats_off_writer = board_.answered();
   out.watches_waiting = board_.watchers();
+  out.watch_wakes = board_.subscribed();
   out.snapshot_writing = snapshots_.writing();
   out.snapshots_written = snapshots_.written();
   return out;

@@ -201,6 +201,7 @@ class Writer {
     uint64_t heartbeats_off_writer = 0;        // answered from the heartbeat board
     uint64_t heartbeat_board_mismatches = 0;   // with ServerOptions::verify_heartbeat_board; 0 unless a bug
     uint64_t watches_waiting = 0;              // agents' watches (GET /v1/agents/{name}/changes) under way
+    uint64_t watch_wakes = 0;                  // of those, parked ones' wakes registered on the heartbeat board
     uint64_t snapshots_written = 0;
     uint64_t snapshots_refused = 0;   // latest snapshots that could not be read or restored: the journal was replayed
     uint64_t rebuilds = 0;            // states rebuilt from the journal after a failed write
