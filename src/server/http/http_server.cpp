@@ -437,7 +437,7 @@ struct Connection {
   Connection(HttpServer& s, int sock, HttpServer::Seat seat_taken, std::string from, SteadyClock::time_point accepted_at)
       : server(s), fd(sock), seat(seat_taken), address(std::move(from)), accepted(accepted_at),
         ssl(s.tls_, sock), strm(sock, ssl.ssl, s.svr_sock_, s.limits_), idle_until(accepted_at + s.limits_.head_timeout),
-        parking(s.parking_) {}
+        parking(s.parking()) {}
   ~Connection() {
     end_park();
     ssl.finish();
@@ -679,10 +679,12 @@ void ConnectionThreads::work() {
 HttpServer::HttpServer(HttpLimits limits, SSL_CTX* tls) : limits_(limits), tls_(tls) {
   // Each listen's pool, and the parking that hands connections back to it (and is stopped before it).
   new_task_queue = [this] {
-    auto* pool = new ConnectionThreads(http_threads_of(limits_), [this] { parking_->stop(); });
-    parking_ = std::make_shared<ConnectionParking>([this, pool](std::shared_ptr<Connection> c) {
+    auto* pool = new ConnectionThreads(http_threads_of(limits_), [this] { parking()->stop(); });
+    auto made = std::make_shared<ConnectionParking>([this, pool](std::shared_ptr<Connection> c) {
       pool->enqueue([this, c = std::move(c)]() mutable { serve(std::move(c)); });
     });
+    MutexLock lock(parking_mu_);
+    parking_ = std::move(made);
     return pool;
   };
   // cpp-httplib writes these into its Keep-Alive answer header; the loop below enforces them.
@@ -727,9 +729,14 @@ void HttpServer::release_seat(Seat seat, const std::string& address) {
   }
 }
 
+std::shared_ptr<ConnectionParking> HttpServer::parking() const {
+  MutexLock lock(parking_mu_);
+  return parking_;
+}
+
 size_t HttpServer::parked() const {
-  auto parking = parking_;
-  return parking ? parking->size() : 0;
+  auto p = parking();
+  return p ? p->size() : 0;
 }
 
 bool HttpServer::process_and_close_socket(socket_t sock) {

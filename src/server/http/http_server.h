@@ -123,8 +123,11 @@ class HttpServer final : public httplib::Server {
   const HttpLimits limits_;
   SSL_CTX* const tls_;
   std::function<void()> on_refused_;
-  // Made with each listen's pool (new_task_queue), before the first connection is accepted.
-  std::shared_ptr<ConnectionParking> parking_;
+  // Made with each listen's pool (new_task_queue, on the listening thread), before the first connection is
+  // accepted; read by connections and, for the counters, by any thread: hence the lock.
+  std::shared_ptr<ConnectionParking> parking() const EXCLUDES(parking_mu_);
+  mutable Mutex parking_mu_;
+  std::shared_ptr<ConnectionParking> parking_ GUARDED_BY(parking_mu_);
   Mutex seats_mu_;
   size_t general_seats_ GUARDED_BY(seats_mu_) = 0;
   size_t agent_seats_ GUARDED_BY(seats_mu_) = 0;
