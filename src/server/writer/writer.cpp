@@ -568,6 +568,10 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   };
   std::vector<Outcome> results;
   results.reserve(batch.size());
+  // Before the commands: those that waited out a stall (heartbeats reporting fenced exits, agents/lifecycle) are
+  // judged knowing the server could not hear meanwhile.
+  txn.act_as(kServerActor);
+  note_liveness(txn);
   for (auto& p : batch) {
     txn.act_as(p.ctx.actor);
     const size_t effects_before = effects.size();
@@ -586,7 +590,6 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   std::vector<std::string> compacted;
   // Without room in the journal the leader's own writing work waits: each would fail and cost a rebuild.
   const bool writes_own = leadership_.leading() && !no_space_;
-  note_liveness(txn);
   if (writes_own) {
     if (lifecycle_tick(txn, options_)) dirty_ = true;
     if (step_plans(txn, options_)) dirty_ = true;
