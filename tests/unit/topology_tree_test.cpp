@@ -2,6 +2,10 @@
 // Domain records, so each must say what walking the records says.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+
+#include "core/model/hostlist.h"
 #include "core/model/state.h"
 
 namespace allot::topology_tree_test {
@@ -56,6 +60,102 @@ TEST(TopologyTreeTest, WithoutLabelsNoHostHasALeafDomain) {
   EXPECT_EQ(s.tree.lowest_labelled_level, -1);
   ASSERT_EQ(s.tree.leaf_domain_of_host.size(), 2u);
   for (int d : s.tree.leaf_domain_of_host) EXPECT_EQ(d, -1);
+}
+
+// The tree the slow way, as it was built before nodes could join one at a time: sort every node, then look each
+// prefix of its path up in a map keyed by the whole path.
+struct Reference {
+  std::vector<TopologyTree::Domain> domains;
+  std::vector<std::vector<int>> by_level;
+  std::vector<int> leaf_of_node;
+};
+Reference reference_tree(const std::vector<Node>& nodes, int levels) {
+  Reference r;
+  r.by_level.resize(levels);
+  r.leaf_of_node.assign(nodes.size(), -1);
+  std::vector<const Node*> live;
+  for (const Node& n : nodes)
+    if (!n.removed) live.push_back(&n);
+  std::sort(live.begin(), live.end(), [](const Node* a, const Node* b) {
+    return std::lexicographical_compare(a->topology.begin(), a->topology.end(), b->topology.begin(), b->topology.end(),
+                                        [](const std::string& x, const std::string& y) { return natural_less(x, y); });
+  });
+  std::map<std::vector<std::string>, int> index;
+  for (const Node* n : live) {
+    std::vector<std::string> path;
+    int parent = -1;
+    for (int l = 0; l < levels; ++l) {
+      path.push_back(n->topology[l]);
+      auto it = index.find(path);
+      if (it == index.end()) {
+        TopologyTree::Domain d;
+        d.level = l;
+        d.name = n->topology[l];
+        d.parent = parent;
+        if (l == levels - 1) d.node = n->id;
+        r.domains.push_back(d);
+        const int id = static_cast<int>(r.domains.size() - 1);
+        it = index.emplace(path, id).first;
+        r.by_level[l].push_back(id);
+        if (parent >= 0) r.domains[parent].children.push_back(id);
+      }
+      parent = it->second;
+    }
+    r.leaf_of_node[n->id.index()] = parent;
+  }
+  return r;
+}
+
+void expect_same_tree(const TopologyTree& t, const std::vector<Node>& nodes, const std::string& when) {
+  const Reference r = reference_tree(nodes, t.levels);
+  ASSERT_EQ(t.domains.size(), r.domains.size()) << when;
+  for (size_t d = 0; d < r.domains.size(); ++d) {
+    EXPECT_EQ(t.domains[d].level, r.domains[d].level) << when << ", domain " << d;
+    EXPECT_EQ(t.domains[d].name, r.domains[d].name) << when << ", domain " << d;
+    EXPECT_EQ(t.domains[d].parent, r.domains[d].parent) << when << ", domain " << d;
+    EXPECT_EQ(t.domains[d].children, r.domains[d].children) << when << ", domain " << d;
+    EXPECT_EQ(t.domains[d].node, r.domains[d].node) << when << ", domain " << d;
+    EXPECT_EQ(t.parent[d], r.domains[d].parent) << when << ", domain " << d;
+  }
+  EXPECT_EQ(t.by_level, r.by_level) << when;
+  EXPECT_EQ(t.leaf_of_node, r.leaf_of_node) << when;
+  // And the whole tree as a fresh build makes it (the derived tables included).
+  const TopologyTree fresh = build_topology_tree(nodes, t.levels);
+  EXPECT_EQ(t.order, fresh.order) << when;
+  EXPECT_EQ(t.inner, fresh.inner) << when;
+  EXPECT_EQ(t.lowest_labelled_level, fresh.lowest_labelled_level) << when;
+  EXPECT_EQ(t.leaf_domain_of_host, fresh.leaf_domain_of_host) << when;
+}
+
+// Nodes joining one at a time (agents registering) are placed into the kept order; the tree must be the one a
+// full build makes, whatever the names: numbers that sort naturally (gpu-2 before gpu-10), leading zeros (a1 and
+// a01 are different domains), unlabelled levels, nodes leaving and names coming back.
+TEST(TopologyTreeTest, NodesJoiningOneAtATimeGiveTheTreeAFullBuildGives) {
+  std::mt19937 rng(7);
+  const std::vector<std::string> l1 = {"nn1-1", "nn1-01", "nn1-2", "nn1-10", ""};
+  const std::vector<std::string> l2 = {"a", "a1", "a01", "b9", "b10", ""};
+  const std::vector<std::string> prefix = {"gpu-", "gpu-0", "trn", "x"};
+  ClusterState s;
+  std::vector<std::string> joined;
+  for (int step = 0; step < 400; ++step) {
+    if (!joined.empty() && rng() % 6 == 0) {
+      const size_t i = rng() % joined.size();
+      ASSERT_TRUE(remove_node(s, joined[i], step, "test").ok());
+      joined.erase(joined.begin() + static_cast<long>(i));
+    } else {
+      const std::string name = prefix[rng() % prefix.size()] + std::to_string(rng() % 300);
+      if (s.find_node(name)) continue;
+      std::map<std::string, std::string> labels;
+      if (const std::string& v = l1[rng() % l1.size()]; !v.empty()) labels["network-node-layer-1"] = v;
+      if (const std::string& v = l2[rng() % l2.size()]; !v.empty()) labels["network-node-layer-2"] = v;
+      if (rng() % 2) labels["network-node-layer-3"] = "r" + std::to_string(rng() % 12);
+      ASSERT_TRUE(add_node(s, {name, kType, "", labels}, step).ok());
+      joined.push_back(name);
+    }
+    expect_same_tree(s.tree, s.nodes, "after step " + std::to_string(step));
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(joined.size(), 100u);
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ ClusterState::ClusterState(Catalog c, std::vector<std::string> topology_levels)
 }
 
 const Node* ClusterState::find_node(std::string_view name) const {
-  auto it = node_by_name.find(std::string(name));
+  auto it = node_by_name.find(name);
   return it == node_by_name.end() || nodes[it->second.index()].removed ? nullptr : &nodes[it->second.index()];
 }
 const Team* ClusterState::find_team(std::string_view name) const {
@@ -225,14 +225,20 @@ Result<TypeId> add_instance_type(ClusterState& s, InstanceType type) {
 
 // --- Nodes ---------------------------------------------------------------------------------------------------
 
-static void rebuild_tree(ClusterState& s) {
-  s.tree = build_topology_tree(s.nodes, static_cast<int>(s.levels.size()));
+// What follows the tree when nodes join or leave: the capacity per type, the versions caches key on, and the
+// candidate types.
+static void refresh_after_tree(ClusterState& s) {
   s.capacity.assign(s.catalog.size(), Resources{});
   for (const Node& n : s.nodes)
     if (!n.removed) s.capacity[n.type.index()] += s.catalog.at(n.type).capacity();
   ++s.shape_version;
   ++s.health_version;
   refresh_candidate_types(s);
+}
+
+static void rebuild_tree(ClusterState& s) {
+  s.tree = build_topology_tree(s.nodes, static_cast<int>(s.levels.size()));
+  refresh_after_tree(s);
 }
 
 static void refresh_usable(ClusterState& s, NodeId id) {
@@ -319,8 +325,13 @@ Status add_nodes(ClusterState& s, const std::vector<NodeSpec>& specs, Time now) 
     }
   }
   for (size_t i = before; i < s.nodes.size(); ++i) s.room_changed_at[i] = now;
-  if (s.node_batch > 0) s.tree_stale = true;
-  else rebuild_tree(s);
+  if (s.node_batch > 0) {
+    s.tree_stale = true;
+  } else {
+    // The tree is current for the nodes before these (outside a batch it always is): they are placed into it.
+    add_to_topology_tree(s.tree, s.nodes, before);
+    refresh_after_tree(s);
+  }
   return ok_status();
 }
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -45,7 +46,12 @@ struct ClusterState {
   CohortTree cohorts;
   JobTable jobs;             // index = JobId; memory follows the jobs kept (job_table.h)
   std::vector<Plan> plans;   // index = PlanId
-  std::unordered_map<std::string, NodeId> node_by_name;
+  // Looked up by string_view without making a string (the writer looks up every node's name on each round).
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
+  };
+  std::unordered_map<std::string, NodeId, NameHash, std::equal_to<>> node_by_name;
   std::unordered_map<std::string, TeamId> team_by_name;
   // Shared shard by shard with the copies of the state (the views the server publishes; cow_map.h).
   CowMap<std::string, JobId> job_by_name;

@@ -1,7 +1,6 @@
 #include "core/placement/topology_tree.h"
 
 #include <algorithm>
-#include <map>
 
 #include "core/model/hostlist.h"
 #include "core/model/model.h"
@@ -14,45 +13,54 @@ int TopologyTree::ancestor(NodeId node, int level) const {
   return d;
 }
 
-TopologyTree build_topology_tree(const std::vector<Node>& nodes, int levels) {
-  TopologyTree t;
-  t.levels = levels;
-  t.by_level.resize(levels);
+namespace {
+
+// The order of nodes in the tree: by their paths of values from the top, as people count (gpu-2 before gpu-10).
+bool path_less(const Node& a, const Node& b) {
+  return std::lexicographical_compare(a.topology.begin(), a.topology.end(), b.topology.begin(), b.topology.end(),
+                                      [](const std::string& x, const std::string& y) { return natural_less(x, y); });
+}
+
+// Makes the domains of t.order's nodes, in that order. A domain is the run of nodes sharing a path prefix, and the
+// order keeps such runs together (natural_less is a total order: it tells apart any two strings), so each node
+// shares with the node before it exactly the domains of the levels where their values agree from the top: no
+// look-up by path is needed. Domains come out in order of first appearance, as by_level and children list them.
+void link_domains(TopologyTree& t, const std::vector<Node>& nodes) {
+  const int levels = t.levels;
+  t.domains.clear();
+  t.parent.clear();
+  t.inner.clear();
+  t.leaf_domain_of_host.clear();
+  t.by_level.assign(levels, {});
   t.leaf_of_node.assign(nodes.size(), -1);
-  // Key each domain by the path of values from the top, so equal values under different parents stay apart.
-  std::map<std::vector<std::string>, int> index;
-  std::vector<const Node*> live;
-  for (const Node& n : nodes)
-    if (!n.removed) live.push_back(&n);
-  // Domains and nodes in the order people count them (gpu-2 before gpu-10): placement scans them in this
-  // order, so "the first 12 nodes of an UltraServer" are gpu-1..gpu-12 as a person would expect.
-  std::sort(live.begin(), live.end(), [](const Node* a, const Node* b) {
-    return std::lexicographical_compare(a->topology.begin(), a->topology.end(), b->topology.begin(), b->topology.end(),
-                                        [](const std::string& x, const std::string& y) { return natural_less(x, y); });
-  });
-  for (const Node* n : live) {
-    std::vector<std::string> path;
-    int parent = -1;
-    for (int l = 0; l < levels; ++l) {
-      path.push_back(n->topology[l]);
-      auto it = index.find(path);
-      if (it == index.end()) {
-        TopologyTree::Domain d;
-        d.level = l;
-        d.name = n->topology[l];
-        d.parent = parent;
-        if (l == levels - 1) d.node = n->id;
-        t.domains.push_back(std::move(d));
-        int id = static_cast<int>(t.domains.size() - 1);
-        it = index.emplace(path, id).first;
-        t.by_level[l].push_back(id);
-        if (parent >= 0) t.domains[parent].children.push_back(id);
-      }
-      parent = it->second;
-      if (l < levels - 1 && !n->topology[l].empty()) t.lowest_labelled_level = std::max(t.lowest_labelled_level, l);
+  t.lowest_labelled_level = -1;
+  t.domains.reserve(t.order.size() + t.order.size() / 4 + 8);
+  std::vector<int> open(levels, -1);  // the domain of each level the previous node is in
+  const Node* prev = nullptr;
+  for (NodeId id : t.order) {
+    const Node& n = nodes[id.index()];
+    int shared = 0;
+    if (prev)
+      while (shared < levels && n.topology[shared] == prev->topology[shared]) ++shared;
+    int parent = shared > 0 ? open[shared - 1] : -1;
+    for (int l = shared; l < levels; ++l) {
+      TopologyTree::Domain d;
+      d.level = l;
+      d.name = n.topology[l];
+      d.parent = parent;
+      if (l == levels - 1) d.node = n.id;
+      t.domains.push_back(std::move(d));
+      const int made = static_cast<int>(t.domains.size() - 1);
+      t.by_level[l].push_back(made);
+      if (parent >= 0) t.domains[parent].children.push_back(made);
+      open[l] = parent = made;
     }
-    t.leaf_of_node[n->id.index()] = parent;
+    for (int l = 0; l < levels - 1; ++l)
+      if (!n.topology[l].empty()) t.lowest_labelled_level = std::max(t.lowest_labelled_level, l);
+    if (levels > 0) t.leaf_of_node[n.id.index()] = open[levels - 1];
+    prev = &n;
   }
+  t.parent.reserve(t.domains.size());
   for (size_t d = 0; d < t.domains.size(); ++d) {
     t.parent.push_back(t.domains[d].parent);
     if (!t.domains[d].children.empty()) t.inner.push_back(static_cast<int>(d));
@@ -67,7 +75,31 @@ TopologyTree build_topology_tree(const std::vector<Node>& nodes, int levels) {
       t.leaf_domain_of_host.push_back(d);
     }
   }
+}
+
+}  // namespace
+
+TopologyTree build_topology_tree(const std::vector<Node>& nodes, int levels) {
+  TopologyTree t;
+  t.levels = levels;
+  for (const Node& n : nodes)
+    if (!n.removed) t.order.push_back(n.id);
+  // Domains and nodes in the order people count them: placement scans them in this order, so "the first 12 nodes
+  // of an UltraServer" are gpu-1..gpu-12 as a person would expect.
+  std::sort(t.order.begin(), t.order.end(),
+            [&](NodeId a, NodeId b) { return path_less(nodes[a.index()], nodes[b.index()]); });
+  link_domains(t, nodes);
   return t;
+}
+
+void add_to_topology_tree(TopologyTree& t, const std::vector<Node>& nodes, size_t first_new) {
+  for (size_t i = first_new; i < nodes.size(); ++i) {
+    if (nodes[i].removed) continue;
+    auto at = std::upper_bound(t.order.begin(), t.order.end(), nodes[i].id,
+                               [&](NodeId a, NodeId b) { return path_less(nodes[a.index()], nodes[b.index()]); });
+    t.order.insert(at, nodes[i].id);
+  }
+  link_domains(t, nodes);
 }
 
 }  // namespace allot

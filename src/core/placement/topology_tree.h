@@ -1,7 +1,9 @@
 #pragma once
 // The network hierarchy as a tree of domains. A domain at level L is the set of nodes sharing the values of
 // L and of every coarser level; leaves are single nodes (the hostname level). Rebuilt whenever nodes join,
-// leave or are replaced, so domains are always current.
+// leave or are replaced, so domains are always current: from scratch (build_topology_tree), or, when nodes join
+// one at a time (agents registering), by placing the new ones into the kept order of nodes (add_to_topology_tree)
+// and linking the domains again in one walk, without sorting every node for each that joins.
 #include <string>
 #include <vector>
 
@@ -34,11 +36,17 @@ struct TopologyTree {
   // carry no labels): placement without a topology request looks at every host and its leaf domain at each
   // call, and walking up from each host through the Domain records cost a cache miss per host.
   std::vector<int> leaf_domain_of_host;
+  // The nodes not removed, in the order of their paths of values from the top (natural_less on each level; the
+  // hostname is the last level, so no two paths are equal). Domains are made in this order.
+  std::vector<NodeId> order;
 
   // The domain at `level` that contains the node (its ancestor at that level).
   int ancestor(NodeId node, int level) const;
 };
 
 TopologyTree build_topology_tree(const std::vector<Node>& nodes, int levels);
+// The same tree as build_topology_tree(nodes, t.levels) once nodes[first_new..] (appended since `t` was built from
+// the nodes before them) have joined: they are placed into t.order by binary search and the domains linked anew.
+void add_to_topology_tree(TopologyTree& t, const std::vector<Node>& nodes, size_t first_new);
 
 }  // namespace allot
