@@ -6,6 +6,10 @@
 // count as heard.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <map>
+#include <thread>
+
 #include "server/lifecycle/heartbeat_board.h"
 
 namespace allot::server::heartbeat_board_window_test {
@@ -72,6 +76,63 @@ TEST(HeartbeatBoardWindow, AnAnswerReplacedAtEveryTryGoesToTheWriter) {
   EXPECT_EQ(board.try_answer("n1", options, {}, std::nullopt), std::nullopt);
   EXPECT_EQ(heard(board, "n1"), 0) << "noted against an answer that was no longer published";
   EXPECT_EQ(board.answered(), 0u);
+}
+
+// The writer folds heartbeat times from take_heard(): each node heard since the last call, once, with its latest
+// time; a node not heard since is not listed (its time is folded already).
+TEST(HeartbeatBoardHeard, ListsEachNodeHeardSinceTheLastTakeOnceWithItsLatestTime) {
+  int64_t now = kNow;
+  HeartbeatBoard board([&] { return now; });
+  for (const char* n : {"n1", "n2", "n3"}) board.publish(n, running("train"));
+  const ServerOptions options;
+  auto take = [&] {
+    std::map<std::string, int64_t> out;
+    board.take_heard([&](const std::string& n, int64_t ms) { EXPECT_TRUE(out.emplace(n, ms).second) << n << " listed twice"; });
+    return out;
+  };
+  EXPECT_TRUE(take().empty()) << "nobody heard yet";
+  ASSERT_TRUE(board.try_answer("n1", options, {}, std::nullopt));
+  now += 10;
+  ASSERT_TRUE(board.try_answer("n1", options, {}, std::nullopt));
+  ASSERT_TRUE(board.try_answer("n3", options, {}, std::nullopt));
+  EXPECT_EQ(take(), (std::map<std::string, int64_t>{{"n1", kNow + 10}, {"n3", kNow + 10}}));
+  EXPECT_TRUE(take().empty()) << "nothing heard since the last take";
+  now += 10;
+  ASSERT_TRUE(board.try_answer("n2", options, {}, std::nullopt));
+  EXPECT_EQ(take(), (std::map<std::string, int64_t>{{"n2", kNow + 20}}));
+}
+
+// Heartbeats answered on other threads while the writer takes: the latest time each node was heard is always
+// seen by some take (none is lost between a take's unlisting and the heartbeat's listing).
+TEST(HeartbeatBoardHeard, NoTimeIsLostToATakeThatRunsBesideHeartbeats) {
+  std::atomic<int64_t> now{kNow};
+  HeartbeatBoard board([&] { return now.fetch_add(1); });
+  const int nodes = 8;
+  for (int i = 0; i < nodes; ++i) board.publish("n" + std::to_string(i), running("train"));
+  const ServerOptions options;
+  std::map<std::string, int64_t> folded;
+  auto fold = [&] {
+    board.take_heard([&](const std::string& n, int64_t ms) {
+      int64_t& f = folded[n];
+      f = std::max(f, ms);
+    });
+  };
+  std::vector<std::thread> agents;
+  for (int i = 0; i < nodes; ++i)
+    agents.emplace_back([&, i] {
+      for (int k = 0; k < 2000; ++k) ASSERT_TRUE(board.try_answer("n" + std::to_string(i), options, {}, std::nullopt));
+    });
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    while (!done.load()) fold();
+  });
+  for (auto& t : agents) t.join();
+  done = true;
+  writer.join();
+  fold();  // the writer's next round
+  std::map<std::string, int64_t> latest;
+  board.for_each_time([&](const std::string& n, int64_t ms) { latest[n] = ms; });
+  EXPECT_EQ(folded, latest);
 }
 
 }  // namespace

@@ -176,6 +176,12 @@ std::optional<json> HeartbeatBoard::try_answer(const std::string& node, const Se
       const int64_t now = clock_();
       if (now > slot->last_heard_ms.load()) slot->last_heard_ms.store(now);
     }
+    // After the time is stored, so that take_heard() (which unlists before it reads the time) either reads it or
+    // finds the slot listed again.
+    if (!slot->listed.exchange(true)) {
+      MutexLock lock(heard_mu_);
+      heard_.push_back(slot);
+    }
     ++answered_;
     return render_heartbeat(*a, options, reports);
   }
@@ -202,7 +208,7 @@ void HeartbeatBoard::publish(const std::string& node, std::shared_ptr<const Node
       auto& slot = slots_[node];
       const bool created = !slot;
       if (created) {
-        slot = std::make_shared<Slot>();
+        slot = std::make_shared<Slot>(node);
         slot_added_.notify_all();
         take_wakes(node, &answer->tag, wakes);  // as wait_for_change(): a new slot with the known tag is waited on
       }
@@ -349,6 +355,18 @@ std::shared_ptr<const NodeAnswer> HeartbeatBoard::published(const std::string& n
 void HeartbeatBoard::for_each_time(const std::function<void(const std::string&, int64_t)>& fn) const {
   MutexLock lock(mu_);
   for (const auto& [node, slot] : slots_) fn(node, slot->last_heard_ms.load());
+}
+
+void HeartbeatBoard::take_heard(const std::function<void(const std::string&, int64_t)>& fn) {
+  std::vector<std::shared_ptr<Slot>> heard;
+  {
+    MutexLock lock(heard_mu_);
+    heard.swap(heard_);
+  }
+  for (const auto& slot : heard) {
+    slot->listed.store(false);
+    fn(slot->node, slot->last_heard_ms.load());
+  }
 }
 
 bool HeartbeatBoard::close_if_silent(const std::string& node, int64_t now_ms, int64_t limit_ms) {

@@ -16,12 +16,12 @@ std::chrono::milliseconds stall_gap(const ServerOptions& options) {
   return std::max(std::chrono::milliseconds(1000), options.heartbeat_timeout / 4);
 }
 
-Disruption assess_disruption(const ServerState& st, const ServerOptions& options, int64_t now_ms) {
+Disruption assess_disruption(ServerState& st, const ServerOptions& options, int64_t now_ms) {
   Disruption d;
   const int64_t limit = options.heartbeat_timeout.count();
   bool past_timeout = false;
-  for (const auto& [name, info] : st.nodes) {
-    const Node* n = info.agent ? st.cluster.find_node(name) : nullptr;
+  for (auto& [name, info] : st.nodes) {
+    const Node* n = info.agent ? node_of(st.cluster, name, info) : nullptr;
     // A node waiting for its replacement is not expected to heartbeat: it counts neither way.
     if (!n || n->health == NodeHealth::kUnschedulablePendingReplacement) continue;
     ++d.agents;

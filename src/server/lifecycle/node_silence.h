@@ -47,7 +47,7 @@ struct Disruption {
   bool held = false;
   bool operator==(const Disruption&) const = default;
 };
-Disruption assess_disruption(const ServerState& st, const ServerOptions& options, int64_t now_ms);
+Disruption assess_disruption(ServerState& st, const ServerOptions& options, int64_t now_ms);
 // The event's text when the rule starts or stops holding timeouts.
 std::string disruption_message(const Disruption& d, const ServerOptions& options);
 

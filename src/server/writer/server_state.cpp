@@ -630,6 +630,17 @@ void LatencyHistogram::observe(double seconds) {
   ++count;
 }
 
+const Node* node_of(const ClusterState& cluster, const std::string& name, NodeInfo& info) {
+  // Names are unique among the nodes not removed, so a live node of this name at the hint is the one.
+  if (info.node_hint < cluster.nodes.size()) {
+    const Node& n = cluster.nodes[info.node_hint];
+    if (!n.removed && n.name == name) return &n;
+  }
+  const Node* n = cluster.find_node(name);
+  if (n) info.node_hint = n->id.index();
+  return n;
+}
+
 int joins_of(const TokenTable& tokens, const std::string& join_id) {
   int n = 0;
   for (const auto& [id, t] : tokens) n += t.token.role == auth::Role::kAgent && t.token.joined_with == join_id;
