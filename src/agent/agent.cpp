@@ -492,9 +492,8 @@ void Agent::tell_watchdog_lease() {
 }
 
 void Agent::check_fence(Clock::time_point now) {
-  if (fenced_ || !server_timeout_) return;
+  if (fenced_ || !lease_ran_out(now)) return;
   const auto f = fence_times(*server_timeout_);
-  if (now < last_answered_send_ + f.stop_after) return;
   fenced_ = true;
   pending_.clear();  // the server may already be placing them elsewhere; its next answer says again
   const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_answered_send_);
@@ -605,7 +604,7 @@ bool Agent::reap() {
     it->second.exited = true;
     // Past the lease the watchdog may have stopped it a moment before check_fence() did (they keep the same lease,
     // docs/resiliency.md "Leases and fencing"): an end then is fencing's whoever sent the signal.
-    if (it->second.fenced.empty() && server_timeout_ && Clock::now() >= last_answered_send_ + fence_times(*server_timeout_).stop_after)
+    if (it->second.fenced.empty() && lease_ran_out(Clock::now()))
       it->second.fenced = "it ended after its lease ran out (no heartbeat answered for 3/4 of the server's failure timeout of " +
                           std::to_string(server_timeout_->count()) + " ms)";
     drop_private_tmp(it->second.a.job, it->second.private_tmp);

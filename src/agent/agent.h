@@ -29,6 +29,7 @@
 
 #include "agent/attempt_journal.h"
 #include "agent/cgroups.h"
+#include "agent/fencing.h"
 #include "agent/health_monitor.h"
 #include "agent/inventory.h"
 #include "agent/leftovers.h"
@@ -267,6 +268,11 @@ class Agent {
 
   std::optional<std::chrono::milliseconds> server_timeout_;  // from the server's answers
   Clock::time_point last_answered_send_ = Clock::now();    // when the last answered request was sent
+  // Whether the lease has run out at `now` (3/4 of the server's failure timeout without an answered heartbeat):
+  // the agent fences itself, and the watchdog, keeping the same lease, may already have stopped replicas.
+  bool lease_ran_out(Clock::time_point now) const {
+    return server_timeout_ && now >= last_answered_send_ + fence_times(*server_timeout_).stop_after;
+  }
   bool fenced_ = false;
   bool using_credential_ = false;  // the token presented is the node credential (not the join token)
   std::unique_ptr<HealthMonitor> monitor_;

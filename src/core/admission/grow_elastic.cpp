@@ -25,16 +25,7 @@ std::vector<char> types_wanted(Pass& p) {
 }
 
 std::string grow_reason(const ClusterState& s, const Job& j, const AdmissionAttempt& a, int to, int64_t delay) {
-  std::string nodes;
-  int shown = 0;
-  auto ids = a.placement.nodes();
-  for (NodeId n : ids) {
-    if (shown++ == 8) {
-      nodes += ", ... (" + std::to_string(ids.size()) + " nodes)";
-      break;
-    }
-    nodes += (nodes.empty() ? "" : ", ") + s.nodes[n.index()].name;
-  }
+  const std::string nodes = placed_nodes_text(s, a.placement);
   return "grew from " + std::to_string(j.size()) + " to " + std::to_string(to) + " of " + std::to_string(j.max_size()) +
          " replicas on " + nodes + ": capacity of " + s.catalog.at(a.type).name + " idle for at least " +
          std::to_string(delay) + " s that no waiting job can use" + (a.borrowing() ? " (borrowed idle quota)" : "") +

@@ -229,13 +229,10 @@ Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
   return {&m.failure, m.reason};
 }
 
-// The reason names what the team borrows once the job runs: its usage after admission, worked out before the
-// decision is applied so that the decision carries its reason into the state.
-RefText Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const RefText& extra) const {
-  const Team& t = s.teams[j.team.index()];
+std::string placed_nodes_text(const ClusterState& s, const Placement& p) {
   std::string nodes;
   int shown = 0;
-  auto ids = a.placement.nodes();
+  auto ids = p.nodes();
   for (NodeId n : ids) {
     if (shown++ == 8) {
       nodes += ", ... (" + std::to_string(ids.size()) + " nodes)";
@@ -243,6 +240,14 @@ RefText Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const RefTex
     }
     nodes += (nodes.empty() ? "" : ", ") + s.nodes[n.index()].name;
   }
+  return nodes;
+}
+
+// The reason names what the team borrows once the job runs: its usage after admission, worked out before the
+// decision is applied so that the decision carries its reason into the state.
+RefText Pass::admit_reason(const Job& j, const AdmissionAttempt& a, const RefText& extra) const {
+  const Team& t = s.teams[j.team.index()];
+  const std::string nodes = placed_nodes_text(s, a.placement);
   std::string out = "admitted on " + nodes;
   if (j.elastic()) {
     const size_t e = static_cast<size_t>(j.elastic_pod_set);

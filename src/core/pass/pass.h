@@ -199,4 +199,8 @@ class Pass {
   size_t step_starts_[kStepsNamed] = {};
 };
 
+// The nodes an admission or a growth places a job on, as its reason names them: the first 8 by name, then how
+// many there are in all ("n1, n2, ... (12 nodes)").
+std::string placed_nodes_text(const ClusterState& s, const Placement& p);
+
 }  // namespace allot
