@@ -1,6 +1,7 @@
 // Node silence measured against the server's own liveness, and the disruption rule (server/lifecycle/node_silence.h,
 // docs/resiliency.md "A silent agent"): a server that stalled gives every node a fresh timeout; when most nodes
 // go silent at once none is timed out, and the events say why. The clock is the fixture's.
+#include "server/lifecycle/node_silence.h"
 #include "server_test_fixture.h"
 
 namespace allot::server::test::server_node_silence_test {
@@ -171,6 +172,43 @@ TEST_F(ServerNodeSilence, WithoutTheRuleEverySilentNodeIsTimedOut) {
   for (const char* n : {"g1", "g2", "g3", "g4"})
     ASSERT_TRUE(eventually([&] { return health_of(n) == "UnschedulablePendingReboot"; })) << n;
   EXPECT_TRUE(events_of("disruption").empty());
+}
+
+// The rule on its own (no server): it holds only while a node past the timeout is expected to heartbeat, and its
+// count of every agent is made then, or to say how a held disruption ends.
+TEST(AssessDisruption, HoldsOnlyWhileANodeExpectedToHeartbeatIsPastTheTimeout) {
+  ServerState st;
+  std::vector<NodeSpec> specs;
+  for (const char* n : {"g1", "g2", "g3", "g4"}) specs.push_back({.name = n, .instance_type = "ml.g5.12xlarge"});
+  ASSERT_TRUE(add_nodes(st.cluster, specs, 0).ok());
+  const int64_t now = 100'000;
+  for (const auto& s : specs) {
+    NodeInfo& info = st.nodes[s.name];
+    info.agent = true;
+    info.heartbeat_interval_ms = 500;
+    info.last_heartbeat_ms = now - 3'000;  // all four silent past a 2 s timeout
+  }
+  ServerOptions options;
+  options.heartbeat_timeout = std::chrono::milliseconds(2000);
+  options.disruption_min_nodes = 3;
+  options.disruption_share = 0.5;
+  std::vector<PastTimeout> past;
+  for (const auto& s : specs) {  // g1 first
+    auto it = st.nodes.find(s.name);
+    past.push_back({&it->first, &it->second});
+  }
+
+  EXPECT_EQ(assess_disruption(st, options, now, {}, false), Disruption{}) << "nobody past the timeout: uncounted";
+  EXPECT_EQ(assess_disruption(st, options, now, past, false), (Disruption{4, 4, true}));
+  // Ending a held disruption, the counts are made although nobody is past the timeout.
+  st.hearing_since_ms = now;
+  EXPECT_EQ(assess_disruption(st, options, now, {}, true), (Disruption{0, 4, false}));
+  st.hearing_since_ms = 0;
+  // A node waiting for its replacement is not expected to heartbeat: past the timeout alone, it holds nothing.
+  ASSERT_TRUE(set_node_health(st.cluster, "g1", NodeHealth::kUnschedulablePendingReplacement, 0).ok());
+  EXPECT_EQ(assess_disruption(st, options, now, std::span(past).first(1), false), Disruption{});
+  EXPECT_EQ(assess_disruption(st, options, now, std::span(past).first(1), true), (Disruption{3, 3, false}));
+  EXPECT_EQ(assess_disruption(st, options, now, past, false), (Disruption{3, 3, true}));
 }
 
 }  // namespace

@@ -16,20 +16,27 @@ std::chrono::milliseconds stall_gap(const ServerOptions& options) {
   return std::max(std::chrono::milliseconds(1000), options.heartbeat_timeout / 4);
 }
 
-Disruption assess_disruption(ServerState& st, const ServerOptions& options, int64_t now_ms) {
-  Disruption d;
-  const int64_t limit = options.heartbeat_timeout.count();
-  bool past_timeout = false;
-  for (auto& [name, info] : st.nodes) {
-    const Node* n = info.agent ? node_of(st.cluster, name, info) : nullptr;
-    // A node waiting for its replacement is not expected to heartbeat: it counts neither way.
-    if (!n || n->health == NodeHealth::kUnschedulablePendingReplacement) continue;
-    ++d.agents;
-    const int64_t silent = silent_for(st, info, now_ms);
-    if (silent > std::min(limit, missed_heartbeat_after(info))) ++d.silent;
-    past_timeout |= silent > limit;
-  }
+namespace {
+// A node waiting for its replacement is not expected to heartbeat: it counts neither way.
+const Node* expected_to_heartbeat(ServerState& st, const std::string& name, NodeInfo& info) {
+  const Node* n = info.agent ? node_of(st.cluster, name, info) : nullptr;
+  return n && n->health != NodeHealth::kUnschedulablePendingReplacement ? n : nullptr;
+}
+}  // namespace
+
+Disruption assess_disruption(ServerState& st, const ServerOptions& options, int64_t now_ms,
+                             std::span<const PastTimeout> past, bool held_before) {
   // Only while some node is past the timeout is there a timeout to hold.
+  const bool past_timeout =
+      std::any_of(past.begin(), past.end(), [&](const PastTimeout& p) { return expected_to_heartbeat(st, *p.name, *p.info); });
+  Disruption d;
+  if (!past_timeout && !held_before) return d;
+  const int64_t limit = options.heartbeat_timeout.count();
+  for (auto& [name, info] : st.nodes) {
+    if (!expected_to_heartbeat(st, name, info)) continue;
+    ++d.agents;
+    if (silent_for(st, info, now_ms) > std::min(limit, missed_heartbeat_after(info))) ++d.silent;
+  }
   d.held = past_timeout && options.disruption_min_nodes > 0 && d.silent >= options.disruption_min_nodes &&
            static_cast<double>(d.silent) >= options.disruption_share * static_cast<double>(d.agents);
   return d;

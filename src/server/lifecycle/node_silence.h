@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "server/options.h"
@@ -38,6 +39,12 @@ int64_t missed_heartbeat_after(const NodeInfo& info);
 // timeout, and at least a second (an idle writer runs every tick; a long scheduler pass is not a stall).
 std::chrono::milliseconds stall_gap(const ServerOptions& options);
 
+// A node the writer's round found silent past the heartbeat timeout.
+struct PastTimeout {
+  const std::string* name;
+  NodeInfo* info;
+};
+
 // Agents that missed their heartbeats (missed_heartbeat_after) against all agents, and whether the disruption
 // rule holds the timeouts. Nodes that fall silent together cross the timeout a heartbeat interval or so apart;
 // counting those that missed a heartbeat, not only those past the timeout, sees them together.
@@ -47,7 +54,11 @@ struct Disruption {
   bool held = false;
   bool operator==(const Disruption&) const = default;
 };
-Disruption assess_disruption(ServerState& st, const ServerOptions& options, int64_t now_ms);
+// The rule holds only while some node of `past` (the nodes past the timeout this round) is expected to heartbeat.
+// Most rounds none is, and then every agent's silence is counted only when `held_before` (the rule held at the last
+// look): the counts are what the event ending a disruption says. Otherwise the answer is "not held", uncounted.
+Disruption assess_disruption(ServerState& st, const ServerOptions& options, int64_t now_ms,
+                             std::span<const PastTimeout> past, bool held_before);
 // The event's text when the rule starts or stops holding timeouts.
 std::string disruption_message(const Disruption& d, const ServerOptions& options);
 

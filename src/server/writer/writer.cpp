@@ -413,15 +413,13 @@ void Writer::time_out_nodes(Txn& txn) {
   const int64_t limit = options_.heartbeat_timeout.count();
   // A node that left while its agent was live: past the timeout that agent has fenced itself (server_state.h).
   std::erase_if(state_.left_live_ms, [&](const auto& e) { return txn.now_ms() - e.second > limit; });
-  // The nodes past the timeout: most rounds none, and then there is no disruption to judge either (it holds only
-  // while some node is past the timeout), so its count of every node's silence is skipped.
-  std::vector<std::pair<const std::string*, NodeInfo*>> past;
+  std::vector<PastTimeout> past;         // most rounds none
   std::vector<NodeInfo*> fenced_heard;  // fenced at the last round, heard since
   for (auto& [name, info] : state_.nodes) {
     if (info.agent && silent_for(state_, info, txn.now_ms()) > limit) past.push_back({&name, &info});
     else if (info.fenced) fenced_heard.push_back(&info);
   }
-  const Disruption disruption = past.empty() && !disruption_held_ ? Disruption{} : assess_disruption(state_, options_, txn.now_ms());
+  const Disruption disruption = assess_disruption(state_, options_, txn.now_ms(), past, disruption_held_);
   if (disruption.held != disruption_held_) {
     disruption_held_ = disruption.held;
     // The nodes come back a heartbeat or so apart, and the last of them is no more to blame than the first: as
@@ -433,16 +431,16 @@ void Writer::time_out_nodes(Txn& txn) {
   }
   if (disruption.held) return;  // the silent nodes wait, suspect (node_silence.h)
   // The end of a disruption has just started every timeout afresh: who is past the timeout is looked at again.
-  std::erase_if(past, [&](const auto& p) {
-    if (silent_for(state_, *p.second, txn.now_ms()) > limit) return false;
-    fenced_heard.push_back(p.second);
+  std::erase_if(past, [&](const PastTimeout& p) {
+    if (silent_for(state_, *p.info, txn.now_ms()) > limit) return false;
+    fenced_heard.push_back(p.info);
     return true;
   });
   // A node already out of service (a failed check, an administrator's reboot) is not timed out again, but past
   // the timeout its agent has fenced itself all the same.
   for (NodeInfo* info : fenced_heard) info->fenced = false;
   std::vector<std::string> silent;
-  for (auto& [name, info] : past) {
+  for (const auto& [name, info] : past) {
     const Node* n = node_of(state_.cluster, *name, *info);
     if (n && n->health == NodeHealth::kSchedulable) silent.push_back(*name);
     info->fenced = n && n->health != NodeHealth::kSchedulable;
