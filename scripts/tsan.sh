@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 OUT=$ROOT/build-tsan
-FILTER=${1:-'Server*:JobTableView*:CowMap*:HeartbeatBoard*:AuthGate*:ReadSeats*:Writer*:FitCache*'}
+FILTER=${1:-'Server*:JobTableView*:CowMap*:CowValue*:HeartbeatBoard*:AuthGate*:ReadSeats*:Writer*:FitCache*'}
 bash scripts/deps.sh  # the libraries allot itself builds with (gcc's libtsan comes with g++)
 # -O1 with line tables: quicker to compile than the main build's -O2 -g, and stacks that name file and line.
 launcher=()

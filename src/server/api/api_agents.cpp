@@ -440,7 +440,7 @@ void add_agent_routes(Routes& http, Api& api) {
       if (rank >= replicas) return Error::invalid("logs: job " + job + " has no replica " + std::to_string(rank));
       // An agent writes the logs of replicas that were placed on its own node, and of no others.
       auto it = txn.state().nodes.find(node);
-      if (it == txn.state().nodes.end() || !it->second.ranks_placed.count({j->id.index(), static_cast<int>(rank)})) {
+      if (it == txn.state().nodes.end() || !it->second.ranks_placed->count({j->id.index(), static_cast<int>(rank)})) {
         *refusal = Error::denied("logs: replica " + std::to_string(rank) + " of job " + job + " never ran on node " + node);
         return **refusal;
       }

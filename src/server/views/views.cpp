@@ -37,7 +37,7 @@ json node_view(const ServerState& st, const Node& n) {
     // Runs requeued because a replica here did not start within the policy's start_timeout (resiliency.md).
     if (info.start_timeouts > 0) j["start_timeouts"] = info.start_timeouts;
     json history = json::array();
-    for (const NodeChange& c : info.history)
+    for (const NodeChange& c : *info.history)
       history.push_back({{"at", view::rfc3339(c.at)}, {"from", c.from}, {"to", c.to}, {"cause", c.cause}, {"reason", c.reason}});
     j["health_history"] = history;
   }

@@ -290,8 +290,9 @@ void note_preemption(ServerState& st, const Record& r, Event& e) {
 }
 
 void add_history(NodeInfo& info, NodeChange c) {
-  info.history.push_back(std::move(c));
-  if (info.history.size() > NodeInfo::kHistoryKept) info.history.erase(info.history.begin());
+  auto& history = info.history.edit();
+  history.push_back(std::move(c));
+  if (history.size() > NodeInfo::kHistoryKept) history.erase(history.begin());
 }
 
 // The accelerators a placement holds, or its replicas when it holds none: the unit of goodput.
@@ -341,9 +342,13 @@ void forget_compacted(ServerState& st) {
   drop(st.in_place_waits);
   drop(st.check_retries);
   for (auto it = st.check_trying.begin(); it != st.check_trying.end();) it = gone(it->first.first) ? st.check_trying.erase(it) : std::next(it);
-  for (auto& [name, info] : st.nodes)
-    for (auto it = info.ranks_placed.begin(); it != info.ranks_placed.end();)
-      it = gone(it->first) ? info.ranks_placed.erase(it) : std::next(it);
+  for (auto& [name, info] : st.nodes) {
+    // Only a node that loses an entry is edited: the others keep sharing theirs with the views.
+    if (std::none_of(info.ranks_placed->begin(), info.ranks_placed->end(), [&](const auto& r) { return gone(r.first); }))
+      continue;
+    auto& ranks = info.ranks_placed.edit();
+    for (auto it = ranks.begin(); it != ranks.end();) it = gone(it->first) ? ranks.erase(it) : std::next(it);
+  }
 }
 
 // The server's tables for one record that the cluster has already taken.
@@ -367,7 +372,7 @@ struct Note {
     info.timed_out = h.cause == HealthCause::kTimeout;
     if (h.cause == HealthCause::kAgent) info.agent = true;
     if (!h.address.empty()) info.address = h.address;
-    const std::string from = info.history.empty() ? "" : info.history.back().to;
+    const std::string from = info.history->empty() ? "" : info.history->back().to;
     info.cause = h.cause;
     info.reason = h.reason;
     info.phase_since_ms = r.at * 1000;
@@ -397,7 +402,7 @@ struct Note {
       st.run_checks[j->id.index()] = RunChecks{attempt_of(*j), r.seq, {}};
       int rank = 0;
       for (const auto& ps : ad.placement)
-        for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
+        for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.edit().insert({j->id.index(), rank++});
     }
   }
   void operator()(const Resize& rz) const {
@@ -419,7 +424,7 @@ struct Note {
       st.run_checks[j->id.index()] = RunChecks{attempt_of(*j), r.seq, {}};  // a new run: its checks are asked again
       int rank = 0;
       for (const auto& ps : rz.placement)
-        for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.insert({j->id.index(), rank++});
+        for (const auto& rep : ps.replicas) st.nodes[rep.node].ranks_placed.edit().insert({j->id.index(), rank++});
     }
   }
   void operator()(const Preempt& pr) const {
@@ -523,7 +528,7 @@ struct Note {
       int rank = 0;
       for (int p = 0; p < m.pod_set && p < static_cast<int>(j->placement.pod_sets.size()); ++p)
         rank += static_cast<int>(j->placement.pod_sets[p].replicas.size());
-      st.nodes[m.to.node].ranks_placed.insert({j->id.index(), rank + m.index});
+      st.nodes[m.to.node].ranks_placed.edit().insert({j->id.index(), rank + m.index});
       wait.ranks.insert(rank + m.index);
     }
   }

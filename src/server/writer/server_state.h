@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/model/cow_value.h"
 #include "core/model/state.h"
 #include "server/writer/audit_trail.h"
 #include "server/views/observed.h"
@@ -74,14 +75,15 @@ struct NodeInfo {
 
   std::string address = "127.0.0.1";  // MASTER_ADDR for jobs whose rank 0 runs here
   // (job index, rank) of every replica ever placed here: its agent may ship those replicas' logs (also after a
-  // cancel or preemption ended the run), and no others.
-  std::set<std::pair<uint32_t, int>> ranks_placed;
+  // cancel or preemption ended the run), and no others. It grows with the jobs the node has run (until finished
+  // ones are compacted), and the views share it (cow_value.h): a view of 10,000 nodes copied it for each.
+  CowValue<std::set<std::pair<uint32_t, int>>> ranks_placed;
 
   // Node lifecycle (server/lifecycle/node_lifecycle.h, docs/resiliency.md). Journaled through the health changes: the
   // cause and reason of the last one, when it happened, and the history.
   std::string reason;
   int64_t phase_since_ms = 0;
-  std::vector<NodeChange> history;  // the newest kHistoryKept
+  CowValue<std::vector<NodeChange>> history;  // the newest kHistoryKept; shared with the views as ranks_placed
   static constexpr size_t kHistoryKept = 50;
   // What the agent reports (not journaled; the next heartbeat says it again).
   std::vector<NodeCheck> checks;

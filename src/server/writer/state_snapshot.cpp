@@ -82,9 +82,9 @@ std::map<RuleKey, uint64_t> rule_counts_from(const json& j) {
 
 json node_info_json(const NodeInfo& n) {
   json ranks = json::array();
-  for (const auto& [job, rank] : n.ranks_placed) ranks.push_back({job, rank});
+  for (const auto& [job, rank] : *n.ranks_placed) ranks.push_back({job, rank});
   json history = json::array();
-  for (const auto& c : n.history) history.push_back({c.at, c.from, c.to, c.cause, c.reason});
+  for (const auto& c : *n.history) history.push_back({c.at, c.from, c.to, c.cause, c.reason});
   return {{"address", n.address},   {"agent", n.agent},   {"timed_out", n.timed_out},
           {"ranks_placed", ranks},  {"cause", store::health_cause_name(n.cause)},
           {"reason", n.reason},     {"phase_since_ms", n.phase_since_ms},
@@ -100,15 +100,15 @@ NodeInfo node_info_from(const json& j, size_t jobs) {
   for (const auto& r : j.at("ranks_placed")) {
     const auto job = r.at(0).get<uint32_t>();
     if (job >= jobs) throw std::invalid_argument("a replica placed names job " + std::to_string(job) + ", beyond the jobs");
-    n.ranks_placed.insert({job, r.at(1).get<int>()});
+    n.ranks_placed.edit().insert({job, r.at(1).get<int>()});
   }
   n.cause = store::health_cause_from_name(j.at("cause").get<std::string>());
   n.reason = j.at("reason").get<std::string>();
   n.phase_since_ms = j.at("phase_since_ms").get<int64_t>();
   for (const auto& c : j.at("history"))
-    n.history.push_back({c.at(0).get<Time>(), c.at(1).get<std::string>(), c.at(2).get<std::string>(),
+    n.history.edit().push_back({c.at(0).get<Time>(), c.at(1).get<std::string>(), c.at(2).get<std::string>(),
                          c.at(3).get<std::string>(), c.at(4).get<std::string>()});
-  if (n.history.size() > NodeInfo::kHistoryKept) throw std::invalid_argument("a node's history is longer than is kept");
+  if (n.history->size() > NodeInfo::kHistoryKept) throw std::invalid_argument("a node's history is longer than is kept");
   n.replaces = j.at("replaces").get<std::string>();
   n.start_timeouts = j.value("start_timeouts", 0);  // absent in snapshots written before gang start timeouts
   if (n.start_timeouts < 0) throw std::invalid_argument("a node's start_timeouts is negative");
