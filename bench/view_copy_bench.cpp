@@ -1,11 +1,11 @@
 // What one published read view costs the writer as the cluster grows (issue 25 items 7 and 10): view_of
 // (server/writer/server_state.h) copies the whole state but the job table's unchanged chunks, so its cost grows
 // with the nodes (the core's Node, room and topology tree, and the server's NodeInfo per node). Builds a state of
-// N nodes as registered agents leave it (three topology labels, a NodeInfo with its ranks placed and a history of
-// health changes), then times --copies views in a row, each after a heartbeat's worth of change (every node's
+// N nodes as registered agents leave it (three topology labels, a NodeInfo with its ranks placed, a history of
+// health changes and the health checks its agent last reported), then times --copies views in a row, each after a heartbeat's worth of change (every node's
 // last heartbeat moved, as the writer's rounds do), and prints the median per view and per node.
 //
-//   view_copy_bench [--sizes 1000,5000,10000] [--copies 50] [--ranks 20] [--history 10]
+//   view_copy_bench [--sizes 1000,5000,10000] [--copies 50] [--ranks 20] [--history 10] [--checks 8]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +26,7 @@ struct Args {
   int copies = 50;
   int ranks = 20;    // (job, rank) pairs each node has had placed on it
   int history = 10;  // health changes kept per node
+  int checks = 8;    // health checks each agent reports (GPUs, EFA, NVLink, disks...)
 };
 
 std::vector<int> parse_sizes(const char* text) {
@@ -63,6 +64,9 @@ allot::server::ServerState make_state(const Args& a, int nodes) {
     for (int r = 0; r < a.ranks; ++r) info.ranks_placed.edit().insert({static_cast<uint32_t>(r * 7), r % 8});
     for (int h = 0; h < a.history; ++h)
       info.history.edit().push_back({h * 1000, "Schedulable", "UnschedulablePendingReboot", "health_check", "xid 79 on GPU 3"});
+    for (int c = 0; c < a.checks; ++c)
+      info.checks.edit().push_back({"check-" + std::to_string(c), "passed",
+                                    "all 8 devices answered; error counters unchanged since the last run", "reboot", 1000});
   }
   return st;
 }
@@ -82,13 +86,14 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--copies") && more) a.copies = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--ranks") && more) a.ranks = std::max(0, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--history") && more) a.history = std::max(0, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--checks") && more) a.checks = std::max(0, std::atoi(argv[++i]));
     else {
-      std::fprintf(stderr, "usage: view_copy_bench [--sizes 1000,5000,10000] [--copies 50] [--ranks 20] [--history 10]\n");
+      std::fprintf(stderr, "usage: view_copy_bench [--sizes 1000,5000,10000] [--copies 50] [--ranks 20] [--history 10] [--checks 8]\n");
       return 2;
     }
   }
-  std::printf("nodes, median ms per view, max ms, us per node (%d copies; %d ranks placed, %d health changes per node)\n",
-              a.copies, a.ranks, a.history);
+  std::printf("nodes, median ms per view, max ms, us per node (%d copies; per node %d ranks placed, %d health changes, %d checks)\n",
+              a.copies, a.ranks, a.history, a.checks);
   for (int n : a.sizes) {
     allot::server::ServerState st = make_state(a, n);
     std::shared_ptr<const allot::server::ServerState> previous;

@@ -66,7 +66,7 @@ NodeAnswer node_answer(const ServerState& st, const ServerOptions& options, cons
   a.reboot = orders.reboot;
   a.deep_check = orders.deep_check;
   const NodeInfo& i = info->second;
-  a.health = HealthReport{i.checks, i.checks_configured, i.boot, i.deep_status, i.deep_detail, i.exit_checks_running, i.limits};
+  a.health = HealthReport{*i.checks, i.checks_configured, i.boot, i.deep_status, i.deep_detail, i.exit_checks_running, i.limits};
   a.same_health_changes_nothing = same_health_changes_nothing(st, name);
   a.tag = run_tag(a);
   a.as_of = st.last_seq;

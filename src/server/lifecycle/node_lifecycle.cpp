@@ -41,8 +41,8 @@ std::string failed_checks(const std::vector<NodeCheck>& checks, bool* replace) {
 
 // Every configured check has a result of this boot and none failed.
 bool all_passed(const NodeInfo& info) {
-  if (info.checks.size() < info.checks_configured) return false;
-  return std::none_of(info.checks.begin(), info.checks.end(), [](const NodeCheck& c) { return c.status == "failed"; });
+  if (info.checks->size() < info.checks_configured) return false;
+  return std::none_of(info.checks->begin(), info.checks->end(), [](const NodeCheck& c) { return c.status == "failed"; });
 }
 
 void set_suspect(Txn& txn, const std::string& node, NodeInfo& info, bool suspect, const std::string& why, bool& changed) {
@@ -158,7 +158,8 @@ void on_health_report(Txn& txn, const ServerOptions& options, const std::string&
   const Node* n = txn.cluster().find_node(name);
   if (!n) return;
   NodeInfo& info = txn.state().nodes[name];
-  info.checks = report.checks;
+  // An unchanged report keeps sharing the checks with the views (cow_value.h).
+  if (*info.checks != report.checks) info.checks.edit() = report.checks;
   info.checks_configured = report.configured;
   info.boot = report.boot;
   info.deep_status = report.deep_status;
@@ -191,7 +192,7 @@ void on_health_report(Txn& txn, const ServerOptions& options, const std::string&
       request_replacement(txn, options, name, HealthCause::kHealthCheck, "the fault survived a reboot: " + failed);
     } else if (all_passed(info)) {
       change(txn, name, NodeHealth::kSchedulable, HealthCause::kHealthCheck,
-             "the reboot cleared the fault; all " + std::to_string(info.checks.size()) + " checks pass or are skipped");
+             "the reboot cleared the fault; all " + std::to_string(info.checks->size()) + " checks pass or are skipped");
     }
     return;
   }
@@ -216,7 +217,7 @@ bool same_health_changes_nothing(const ServerState& st, const std::string& name)
   switch (n->health) {
     case NodeHealth::kSchedulable:
       // A failed check starts a fault window, a clean report ends one: nothing when the two already agree.
-      return failed_checks(info.checks, nullptr).empty() == (info.fault_since_ms == 0);
+      return failed_checks(*info.checks, nullptr).empty() == (info.fault_since_ms == 0);
     case NodeHealth::kUnschedulablePendingReboot:
       // Waiting for the reboot: nothing until the boot number moves past the one of the order.
       if (info.cause != HealthCause::kHealthCheck) return true;

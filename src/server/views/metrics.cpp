@@ -319,7 +319,7 @@ std::string render_metrics(const ServerState& st) {
   std::sort(agents.begin(), agents.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   header(out, "allot_node_check_failed", "gauge", "1 when the node's health check failed at its last run, else 0 (skipped checks are left out).");
   for (const auto& [name, info] : agents)
-    for (const NodeCheck& c : info->checks)
+    for (const NodeCheck& c : *info->checks)
       if (c.status != "skipped")
         out += fmt::format("allot_node_check_failed{{node=\"{}\",check=\"{}\"}} {}\n", label(name), label(c.name), c.status == "failed" ? 1 : 0);
   // The status is a state set of its own (one series per status, 1 for the current one), so that a check
@@ -328,19 +328,19 @@ std::string render_metrics(const ServerState& st) {
   const auto type_of = [&s](const std::string& node) { return label(s.catalog.at(s.find_node(node)->type).name); };
   header(out, "allot_node_check_last_run_timestamp_seconds", "gauge", "When the node's health check last ran (Unix seconds).");
   for (const auto& [name, info] : agents)
-    for (const NodeCheck& c : info->checks)
+    for (const NodeCheck& c : *info->checks)
       out += fmt::format("allot_node_check_last_run_timestamp_seconds{{node=\"{}\",instance_type=\"{}\",check=\"{}\"}} {}\n", label(name),
                          type_of(name), label(c.name), c.at_ms / 1000);
   header(out, "allot_node_check_status", "gauge", "The node's health check's status at its last run: 1 for the status it had, 0 for the others.");
   for (const auto& [name, info] : agents)
-    for (const NodeCheck& c : info->checks)
+    for (const NodeCheck& c : *info->checks)
       for (const char* status : {"passed", "failed", "skipped"})
         out += fmt::format("allot_node_check_status{{node=\"{}\",instance_type=\"{}\",check=\"{}\",status=\"{}\"}} {}\n", label(name),
                            type_of(name), label(c.name), status, c.status == status ? 1 : 0);
   header(out, "allot_node_check_timestamp_seconds", "gauge",
          "Deprecated (removed in the next release): allot_node_check_last_run_timestamp_seconds and allot_node_check_status.");
   for (const auto& [name, info] : agents)
-    for (const NodeCheck& c : info->checks)
+    for (const NodeCheck& c : *info->checks)
       out += fmt::format("allot_node_check_timestamp_seconds{{node=\"{}\",check=\"{}\",status=\"{}\"}} {}\n", label(name),
                          label(c.name), label(c.status), c.at_ms / 1000);
   const Time now = static_cast<Time>(system_clock_ms() / 1000);

@@ -27,7 +27,7 @@ json node_view(const ServerState& st, const Node& n) {
     j["health_cause"] = store::health_cause_name(info.cause);
     if (info.suspect) j["suspect"] = info.suspect_reason;
     json checks = json::array();
-    for (const NodeCheck& c : info.checks)
+    for (const NodeCheck& c : *info.checks)
       checks.push_back({{"name", c.name}, {"status", c.status}, {"detail", c.detail}, {"on_failure", c.on_failure}, {"at", view::rfc3339_ms(c.at_ms)}});
     j["checks"] = checks;
     j["deep_check"] = {{"status", info.deep_status}, {"detail", info.deep_detail}};

@@ -86,7 +86,7 @@ struct NodeInfo {
   CowValue<std::vector<NodeChange>> history;  // the newest kHistoryKept; shared with the views as ranks_placed
   static constexpr size_t kHistoryKept = 50;
   // What the agent reports (not journaled; the next heartbeat says it again).
-  std::vector<NodeCheck> checks;
+  CowValue<std::vector<NodeCheck>> checks;  // shared with the views until a report changes them
   size_t checks_configured = 0;
   int boot = 0;
   std::string deep_status = "none", deep_detail;
