@@ -286,6 +286,7 @@ Status Agent::prepare() {
   auto state = load_state(state_path_);
   if (!state) return state.error();
   end_leftovers(*state, [this](const std::string& line) { say(line); });
+  (void)replica_pid_namespace();  // made now, so the log says at start where replicas run
   detect_containers();
   auto journal = AttemptJournal::load((fs::path(opt_.work_dir) / "attempts.json").string());
   if (!journal) return journal.error();
@@ -627,11 +628,48 @@ bool Agent::reap() {
   }
   if (changed) persist();
   if (!dead_cgroups_.empty()) remove_cgroups();
+  notice_pid_namespace_end();
   if (watchdog_pid_ > 0 && waitpid(watchdog_pid_, nullptr, WNOHANG) == watchdog_pid_) {
     say("the watchdog exited; if this agent dies now, its restart ends what the replicas leave behind");
     watchdog_pid_ = 0;
   }
   return any;
+}
+
+int Agent::replica_pid_namespace() {
+  notice_pid_namespace_end();
+  if (pidns_) return pidns_->fd();
+  if (!pidns_problem_.empty()) return -1;  // said once at start
+  if (!opt_.pid_namespace) {
+    pidns_problem_ = "--no-pid-namespace";
+    say("replicas run in the agent's own PID namespace (--no-pid-namespace): what a replica starts outlives the "
+        "agent, its watchdog and the replica's shim killed together, until an agent starts here again");
+    return -1;
+  }
+  auto ns = ReplicaPidNamespace::create(opt_.shim_program);
+  if (!ns) {
+    pidns_problem_ = ns.error().message;
+    say("replicas share the agent's PID namespace (" + pidns_problem_ +
+        "): what a replica starts outlives the agent, its watchdog and the replica's shim killed together, until an "
+        "agent starts here again");
+    return -1;
+  }
+  pidns_ = std::move(*ns);
+  say("replicas run in a PID namespace of their own (its first process: pid " + std::to_string(pidns_->init()) +
+      "): every process they start dies with this agent");
+  return pidns_->fd();
+}
+
+void Agent::notice_pid_namespace_end() {
+  if (!pidns_) return;
+  const pid_t init = pidns_->init();
+  int status = 0;
+  if (!pidns_->ended(&status)) return;
+  pidns_.reset();
+  say("the replicas' PID namespace ended (its first process, pid " + std::to_string(init) + ", " +
+      (WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                           : "exited with code " + std::to_string(WEXITSTATUS(status))) +
+      "): every process in it was killed; the next replica starts in a new one");
 }
 
 Status Agent::cycle() {
@@ -1072,6 +1110,8 @@ void Agent::launch(const std::string& key, Replica r, LaunchSpec spec) {
       if (cg) spec.cgroup = *cg, spec.more_cgroups = cgroups_.extra_paths(*cg);
       else say("replica " + key + " runs without its own cgroup, so without memory or CPU limits: " + cg.error().message);
     }
+    // A container's processes are podman's, in its own namespace (agent/pid_namespace.h says why not this one).
+    if (!a.container) spec.pid_namespace = replica_pid_namespace();
     return procs_.start(key, spec);
   }();
   if (output_fd >= 0) close(output_fd);  // the child has its copy; the pipe ends when the replica's processes do

@@ -34,6 +34,7 @@
 #include "agent/inventory.h"
 #include "agent/leftovers.h"
 #include "agent/log_capture.h"
+#include "agent/pid_namespace.h"
 #include "agent/process.h"
 #include "agent/replica.h"
 #include "agent/run_as.h"
@@ -65,6 +66,7 @@ struct AgentOptions {
   Identity user;               // who replicas run as (agent/run_as.h: replica_identity checked it) ...
   std::optional<UidRange> uid_range;  // ... unless set: each team's replicas as its own uid (agent/team_uids.h)
   bool cgroups = true;         // a cgroup per replica where the machine allows one
+  bool pid_namespace = true;   // process replicas in a PID namespace of their own (agent/pid_namespace.h), where allowed
   std::string cgroup_parent;   // tests: the cgroup directory to put the agent's under, instead of its own
   // Health (docs/resiliency.md): the checks, the emulated faults file, what a reboot runs (empty: an emulated
   // reboot, which stops the replicas, clears the emulated faults and registers again), and the node this one
@@ -250,6 +252,14 @@ class Agent {
   std::ostream& log_;
   LogCapture capture_;  // the replicas' output pipes; outlives procs_, whose destructor ends the writers
   ProcessTable procs_;
+  // The node's PID namespace for process replicas (agent/pid_namespace.h): made at start, again when its init has
+  // exited; null where it cannot be made (pidns_problem_ says why, once).
+  std::unique_ptr<ReplicaPidNamespace> pidns_;
+  std::string pidns_problem_;
+  // The namespace's fd for a replica about to start (made anew if it ended), or -1: the agent's own namespace.
+  int replica_pid_namespace();
+  // Says so and forgets the namespace when its init has exited (every replica in it was killed with it).
+  void notice_pid_namespace_end();
   std::optional<TeamUids> team_uids_;  // with opt_.uid_range, loaded by prepare()
   std::map<std::string, Replica> replicas_;     // by key_of: alive, or exited and not yet reported
   std::map<std::string, Assignment> pending_;   // by slot: waits for an older attempt to exit

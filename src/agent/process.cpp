@@ -128,6 +128,7 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
   const pid_t parent = getpid();
   const char* work_dir = spec.work_dir.empty() ? nullptr : spec.work_dir.c_str();
   const char* private_tmp = spec.private_tmp.empty() ? nullptr : spec.private_tmp.c_str();
+  const int pid_namespace = spec.pid_namespace;
   const bool switch_user = spec.run_as.has_value();
   const uid_t uid = switch_user ? spec.run_as->uid : 0;
   const gid_t gid = switch_user ? spec.run_as->gid : 0;
@@ -166,9 +167,16 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
     if (getppid() != parent) _exit(137);
     close(report[0]);
     const pid_t shim = getpid();
+    // The replica (and all it starts) in the node's namespace for replicas; the shim itself stays in the agent's.
+    if (pid_namespace >= 0 && setns(pid_namespace, CLONE_NEWPID) != 0) {
+      const char why[] = "allot agent: cannot enter the replicas' PID namespace\n";
+      (void)!write(log_fd, why, sizeof why - 1);
+      _exit(127);
+    }
     pid_t replica = fork();
     if (replica < 0) {
-      const char why[] = "allot agent: cannot fork the replica's process (the node is out of processes or memory)\n";
+      // In the namespace, ENOMEM also means that its init has exited (the agent makes a new one).
+      const char why[] = "allot agent: cannot fork the replica's process (the node is out of processes or memory, or the replicas' PID namespace has ended)\n";
       (void)!write(log_fd, why, sizeof why - 1);
       _exit(127);
     }
@@ -205,7 +213,8 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
       // node whose agent is gone is treated as failed by the server, and its jobs run again elsewhere, so a
       // survivor here would only compete with its own restart. Set after the switch of user, which clears it.
       prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != shim) _exit(137);
+      // The parent as /proc names it: in the replicas' PID namespace getppid() is 0 (the shim is outside it).
+      if ((pid_namespace >= 0 ? host_parent() : getppid()) != shim) _exit(137);
       // Nothing the replica executes gains privileges (setuid binaries, file capabilities): the user it runs as is
       // all it ever has.
       if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fail(STDERR_FILENO, "allot agent: cannot set no_new_privs", "", errno);

@@ -42,6 +42,9 @@ struct LaunchSpec {
   // A directory bind-mounted on /tmp in a mount namespace of the replica's own (the job's private /tmp);
   // empty: the node's /tmp. Needs root.
   std::string private_tmp;
+  // The node's PID namespace for replicas (agent/pid_namespace.h, its fd): the shim enters it before it forks the
+  // replica, so every process of the replica dies when the namespace's init does. -1: the agent's namespace.
+  int pid_namespace = -1;
 };
 
 struct Exited {

@@ -73,6 +73,23 @@ int parse_pids(const char* text, ssize_t len, pid_t* out, int cap) {
   return n;
 }
 
+// The parent pid field of a /proc/N/stat file ("pid (comm) state ppid ..."), or -1 when it cannot be read. comm may
+// hold anything, so the fields count from the last ')'.
+pid_t stat_parent(const char* path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char st[512];
+  const ssize_t len = read(fd, st, sizeof st - 1);
+  close(fd);
+  if (len <= 0) return -1;
+  const char* close_paren = nullptr;
+  for (ssize_t i = 0; i < len; ++i)
+    if (st[i] == ')') close_paren = st + i;
+  if (!close_paren || close_paren + 4 >= st + len) return -1;
+  pid_t ppid = 0;
+  return parse_pids(close_paren + 4, (st + len) - (close_paren + 4), &ppid, 1) == 1 ? ppid : -1;
+}
+
 // This process's children. /proc/thread-self/children lists them (the shim has one thread); where the kernel lacks
 // that file (CONFIG_PROC_CHILDREN), /proc is scanned for processes whose parent is this one.
 int children(pid_t* out, int cap) {
@@ -102,20 +119,7 @@ int children(pid_t* out, int cap) {
       char* p = path + 6;
       for (const char* s = e->d_name; *s && p < path + 40; ++s) *p++ = *s;
       std::memcpy(p, "/stat", 6);
-      int sfd = open(path, O_RDONLY | O_CLOEXEC);
-      if (sfd < 0) continue;
-      char st[512];
-      ssize_t len = read(sfd, st, sizeof st - 1);
-      close(sfd);
-      if (len <= 0) continue;
-      st[len] = '\0';
-      // "pid (comm) state ppid ...": comm may hold anything, so the fields count from the last ')'.
-      const char* close_paren = nullptr;
-      for (ssize_t i = 0; i < len; ++i)
-        if (st[i] == ')') close_paren = st + i;
-      if (!close_paren || close_paren + 4 >= st + len) continue;
-      pid_t ppid = 0;
-      if (parse_pids(close_paren + 4, (st + len) - (close_paren + 4), &ppid, 1) == 1 && ppid == self && n < cap)
+      if (stat_parent(path) == self && n < cap)
         out[n++] = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
     }
   }
@@ -135,6 +139,8 @@ void reap(pid_t replica, bool* have, int* status) {
 }
 
 }  // namespace
+
+pid_t host_parent() { return stat_parent("/proc/self/stat"); }
 
 int end_replica_tree(pid_t replica) {
   int signalled = 0;

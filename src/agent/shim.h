@@ -19,8 +19,10 @@
 // signals are blocked in it and taken with sigwaitinfo: a stray SIGTERM or SIGHUP (a systemd stop, a terminal) does
 // nothing while the agent lives. Killed itself with SIGKILL, the replica's first process dies with it (its
 // PR_SET_PDEATHSIG), the agent reaps the shim (exit 137) and ends the group and cgroup as for any exit; if the agent
-// is gone too, what is left is the restarted agent's leftovers sweep's (agent/leftovers.h): the state file records
-// the replica's own first process and group, not the shim.
+// is gone too, what is left dies with the replicas' PID namespace (agent/pid_namespace.h), which the shim enters
+// before it forks the replica, or where there is none is the restarted agent's leftovers sweep's (agent/leftovers.h):
+// the state file records the replica's own first process and group, not the shim. In the namespace, the replica's
+// orphans go to the namespace's init rather than to the shim (a subreaper adopts only within its own namespace).
 //
 // Everything here is async-signal-safe (no allocation, no stdio), so it may run in a child forked from a
 // multi-threaded process; the agent execs the allot binary's hidden `internal-replica-shim` command instead, so
@@ -47,6 +49,10 @@ inline constexpr const char* kShimCommand = "internal-replica-shim";
 // until none is left or kEndTreeBound has passed. Returns how many processes it signalled. Async-signal-safe.
 int end_replica_tree(pid_t replica);
 inline constexpr int kEndTreeBoundMs = 5000;
+
+// This process's parent as the node's /proc names it (-1 when /proc cannot be read). Inside a PID namespace whose
+// parent is outside it, getppid() says 0; this still tells whether the parent is the one it was. Async-signal-safe.
+pid_t host_parent();
 
 // Exits the way `status` (from waitpid) says a process exited: _exit(code), or death by the same signal.
 [[noreturn]] void exit_like(int status);

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/pid_namespace.h"
 #include "agent/shim.h"
 #include "cli/cli_habits.h"
 #include "cli/commands.h"
@@ -13,6 +14,8 @@ int main(int argc, char** argv) {
   // A replica's shim (agent/shim.h), exec'd by the agent for every replica: dispatched before the command line is
   // built, so it costs no more than the binary's loading. Hidden: not a command anyone types.
   if (argc > 1 && std::string_view(argv[1]) == allot::agent::kShimCommand) return allot::agent::replica_shim_main(argc, argv);
+  // The first process of the agent's PID namespace for replicas (agent/pid_namespace.h), hidden the same way.
+  if (argc > 1 && std::string_view(argv[1]) == allot::agent::kPidInitCommand) return allot::agent::pid_init_main(argc, argv);
   CLI::App app{"allot: task governance and topology-aware scheduling for accelerator clusters"};
   app.require_subcommand(1);
   allot::cli::Context ctx;

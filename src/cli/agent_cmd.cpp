@@ -46,6 +46,7 @@ struct AgentArgs {
   uint32_t uids_per_team = 65536;
   bool allow_root = false;
   bool no_cgroups = false;
+  bool no_pid_namespace = false;
   std::string health_config, faults, reboot_command, replaces, kmsg;
   agent::ContainerOptions containers;
   double health_interval_s = 0;  // 0: as configured
@@ -148,6 +149,7 @@ int run_agent(const AgentArgs& a) {
   opt.user = *user;
   opt.uid_range = range;
   opt.cgroups = !a.no_cgroups;
+  opt.pid_namespace = !a.no_pid_namespace;
   if (!a.health_config.empty()) {
     std::ifstream in(a.health_config);
     if (!in) return std::cerr << "allot agent: cannot read --health-config " << a.health_config << "\n", 2;
@@ -238,6 +240,9 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--no-cgroups", a->no_cgroups,
                 "Do not give replicas their own cgroup (by default they get one, with memory.max and cpu.max from "
                 "their request, where cgroup v2 is writable)");
+  cmd->add_flag("--no-pid-namespace", a->no_pid_namespace,
+                "Run replicas in the agent's own PID namespace (by default they share one of their own, whose processes "
+                "all die with the agent: docs/security.md, \"After the agent dies\")");
   cmd->add_option("--health-config", a->health_config,
                   "YAML file of health checks (name, builtin or command, interval, timeout, on_failure) and the deep "
                   "check; default: the built-in checks (docs/resiliency.md)");

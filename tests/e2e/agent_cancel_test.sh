@@ -15,7 +15,7 @@ name: doomed
 team: team-a
 replicas: 2
 per_replica: {accelerators: 1}
-command: 'sleep 300 & echo \$! > $WORK/pids/child-\$RANK; echo \$\$ > $WORK/pids/shell-\$RANK; wait'
+command: '{ $NODE_PID > $WORK/pids/child-\$RANK; exec sleep 300; } & $NODE_PID > $WORK/pids/shell-\$RANK; wait'
 YAML
 "$ALLOT" submit "$WORK/doomed.yaml" >/dev/null
 wait_state doomed Running

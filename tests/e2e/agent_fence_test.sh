@@ -20,7 +20,7 @@ team: team-a
 replicas: 1
 per_replica: {accelerators: 1}
 max_retries: 0
-command: 'echo \$\$ > $WORK/pids/fenced-\$ALLOT_ATTEMPT; echo "attempt \$ALLOT_ATTEMPT"; while :; do sleep 0.2; done'
+command: '$NODE_PID > $WORK/pids/fenced-\$ALLOT_ATTEMPT; echo "attempt \$ALLOT_ATTEMPT"; while :; do sleep 0.2; done'
 YAML
 "$ALLOT" submit "$WORK/fenced.yaml" >/dev/null
 wait_state fenced Running

@@ -17,7 +17,7 @@ team: team-a
 replicas: 1
 per_replica: {accelerators: 1}
 max_retries: 1
-command: 'echo \$\$ > $WORK/pids/survivor-\$ALLOT_ATTEMPT; echo "running on attempt \$ALLOT_ATTEMPT"; while :; do sleep 0.2; done'
+command: '$NODE_PID > $WORK/pids/survivor-\$ALLOT_ATTEMPT; echo "running on attempt \$ALLOT_ATTEMPT"; while :; do sleep 0.2; done'
 YAML
 "$ALLOT" submit "$WORK/survivor.yaml" >/dev/null
 wait_state survivor Running

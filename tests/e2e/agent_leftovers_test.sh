@@ -3,8 +3,9 @@
 # child, which ends the replica's whole tree when the agent dies: with the watchdog killed too, a background child
 # and a setsid'd double-forked grandchild are gone within a second or two, before any agent starts again. The
 # watchdog ends what is left when the agent alone dies; and when the shim is killed too (with the agent and the
-# watchdog), the replica's first process dies with the shim (PDEATHSIG) and the restarted agent ends what it
-# started from the state file in its work directory before it registers.
+# watchdog), the replica's first process dies with the shim (PDEATHSIG) and what it started with the replicas' PID
+# namespace (agent/pid_namespace.h); the restarted agent's sweep, from the state file in its work directory, comes
+# before it registers (and ends those processes where the agent had no namespace).
 # Usage: agent_leftovers_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=agent_leftovers
@@ -21,7 +22,7 @@ name: $1
 team: team-a
 replicas: 1
 per_replica: {accelerators: 1}
-command: 'sleep 300 & echo \$! > $WORK/pids/$1-child; echo \$\$ > $WORK/pids/$1-shell; wait'
+command: '{ $NODE_PID > $WORK/pids/$1-child; exec sleep 300; } & $NODE_PID > $WORK/pids/$1-shell; wait'
 YAML
   "$ALLOT" submit "$WORK/$1.yaml" >/dev/null
   wait_state "$1" Running
@@ -55,13 +56,15 @@ start_agent gpu-1 network-node-layer-3=nn-a
 for _ in $(seq 1 50); do [ -n "$(watchdog_pid)" ] && break; sleep 0.1; done
 # As root the agent runs it as another uid, which must not be able to kill its shim; as a user it is the same uid.
 try_kill='echo skipped'
-[ "$(id -u)" = 0 ] && try_kill='if kill -KILL $PPID 2>/dev/null; then echo yes; else echo no; fi'
+# Its parent as the node's /proc names it ($PPID is 0 in the replicas' PID namespace, whose processes cannot name
+# the shim at all).
+[ "$(id -u)" = 0 ] && try_kill='read -r _ _ _ pp _ </proc/self/stat; if kill -KILL $pp 2>/dev/null; then echo yes; else echo no; fi'
 cat >"$WORK/tree.yaml" <<YAML
 name: tree
 team: team-a
 replicas: 1
 per_replica: {accelerators: 1}
-command: '$try_kill > $WORK/pids/tree-killed-shim; sleep 300 & echo \$! > $WORK/pids/tree-child; setsid sh -c "sleep 301 & echo \\\$! > $WORK/pids/tree-grand"; echo \$\$ > $WORK/pids/tree-shell; wait'
+command: '$try_kill > $WORK/pids/tree-killed-shim; { $NODE_PID > $WORK/pids/tree-child; exec sleep 300; } & setsid sh -c "{ read -r me _ </proc/self/stat; echo \\\$me > $WORK/pids/tree-grand; exec sleep 301; } &"; $NODE_PID > $WORK/pids/tree-shell; wait'
 YAML
 "$ALLOT" submit "$WORK/tree.yaml" >/dev/null
 wait_state tree Running
@@ -72,8 +75,12 @@ done
 shell=$(cat "$WORK/pids/tree-shell") child=$(cat "$WORK/pids/tree-child") grand=$(cat "$WORK/pids/tree-grand")
 shim=$(awk '{print $4}' "/proc/$shell/stat")
 [ "$(awk '{print $4}' "/proc/$shim/stat")" = "$AGENT_PID_gpu_1" ] || fail "the replica's parent $shim should be the agent's child"
-for _ in $(seq 1 50); do [ "$(awk '{print $4}' "/proc/$grand/stat" 2>/dev/null)" = "$shim" ] && break; sleep 0.1; done
-[ "$(awk '{print $4}' "/proc/$grand/stat")" = "$shim" ] || fail "the setsid'd grandchild $grand should be reparented to the shim $shim"
+# Orphans go to the shim (a subreaper), or in the replicas' PID namespace (agent/pid_namespace.h) to its first process.
+adopter=$shim adopter_name="the shim"
+init=$(grep -o "its first process: pid [0-9]*" "$WORK/agent-gpu-1.log" | tail -n1 | awk '{print $NF}')
+[ -n "$init" ] && adopter=$init adopter_name="the first process of the replicas' PID namespace"
+for _ in $(seq 1 50); do [ "$(awk '{print $4}' "/proc/$grand/stat" 2>/dev/null)" = "$adopter" ] && break; sleep 0.1; done
+[ "$(awk '{print $4}' "/proc/$grand/stat")" = "$adopter" ] || fail "the setsid'd grandchild $grand should be reparented to $adopter_name ($adopter)"
 [ "$(awk '{print $5}' "/proc/$grand/stat")" != "$shell" ] || fail "the grandchild should have left the replica's group"
 if [ "$(id -u)" = 0 ]; then
   [ "$(cat "$WORK/pids/tree-killed-shim")" = no ] || fail "the replica (another uid) could kill its shim"
@@ -96,9 +103,10 @@ grep -q "allot replica shim: the agent (pid $AGENT_PID_gpu_1) is gone" "$WORK/ag
   fail "the shim should say why it ends the replica"
 "$ALLOT" cancel tree >/dev/null
 
-# 3. The shim, the watchdog and the agent are all killed: the replica's first process dies with its shim, but what
-# it started survives until the agent is started again, whose sweep ends it. The agent is stopped first, so that it
-# does not collect the shim's death and end the group itself.
+# 3. The shim, the watchdog and the agent are all killed: the replica's first process dies with its shim, and what
+# it started dies with the agent's PID namespace for replicas; where the agent has none (not root), it survives until
+# the agent is started again, whose sweep ends it. The agent is stopped first, so that it does not collect the
+# shim's death and end the group itself.
 start_agent gpu-1 network-node-layer-3=nn-a
 for _ in $(seq 1 50); do [ -n "$(watchdog_pid)" ] && break; sleep 0.1; done
 run_orphans second
@@ -111,21 +119,55 @@ kill -9 "$watchdog"
 wait_gone "$watchdog" || fail "the watchdog $watchdog survived SIGKILL"
 kill -9 "$shim"
 wait_gone "$shim" || fail "the shim $shim survived SIGKILL"
+in_namespace=""
+grep_q "its first process: pid" "$WORK/agent-gpu-1.log" && in_namespace=yes
 kill -9 "$AGENT_PID_gpu_1"
 wait_gone "$shell" || fail "the replica's first process should die with its shim"
-sleep 0.5
-gone "$child" && fail "the replica's child is gone already: the restart would show nothing"
+if [ -n "$in_namespace" ]; then
+  # The replicas' PID namespace ends with the agent (agent/pid_namespace.h): the child goes at once, before any
+  # agent starts again.
+  wait_gone "$child" || fail "the replica's child $child outlived the agent, its watchdog and its shim by 5 s"
+  say "agent, watchdog and shim killed: the replica's child was gone before any restart (the replicas' PID namespace)"
+  expected="replica second/0#0 of the previous agent left nothing behind"
+else
+  sleep 0.5
+  gone "$child" && fail "the replica's child is gone already: the restart would show nothing"
+  expected="ended what replica second/0#0 of the previous agent left running: pid(s) $child"
+fi
 lines_before=$(wc -l <"$WORK/agent-gpu-1.log")
 start_agent gpu-1 network-node-layer-3=nn-a
-for _ in $(seq 1 100); do grep -q "ended what replica second/0#0" "$WORK/agent-gpu-1.log" && break; sleep 0.1; done
-grep -q "ended what replica second/0#0 of the previous agent left running: pid(s) $child" "$WORK/agent-gpu-1.log" ||
-  fail "the restarted agent should end the replica's child $child"
+for _ in $(seq 1 100); do grep -q "$expected" "$WORK/agent-gpu-1.log" && break; sleep 0.1; done
+grep -q "$expected" "$WORK/agent-gpu-1.log" || fail "the restarted agent should say: $expected"
 wait_gone "$child" || fail "the replica's child $child still runs after the agent restarted"
 # The ending comes before the registration.
 tail -n +"$((lines_before + 1))" "$WORK/agent-gpu-1.log" >"$WORK/restart.out"
 for _ in $(seq 1 50); do grep -q "registered as" "$WORK/restart.out" && break; sleep 0.1; tail -n +"$((lines_before + 1))" "$WORK/agent-gpu-1.log" >"$WORK/restart.out"; done
-ended=$(grep -n "ended what replica" "$WORK/restart.out" | head -n1 | cut -d: -f1)
+ended=$(grep -n "ended what replica\|left nothing behind" "$WORK/restart.out" | head -n1 | cut -d: -f1)
 registered=$(grep -n "registered as" "$WORK/restart.out" | head -n1 | cut -d: -f1)
 [ -n "$ended" ] && [ -n "$registered" ] && [ "$ended" -lt "$registered" ] ||
   fail "the leftovers should be ended before the agent registers: $(cat "$WORK/restart.out")"
+
+# 4. The namespace's init killed while the agent lives (by hand: nothing inside can signal it): every replica in it
+# dies, the agent says so, and the next replica starts in a new namespace.
+if [ -n "$in_namespace" ]; then
+  for _ in $(seq 1 50); do [ -n "$(watchdog_pid)" ] && break; sleep 0.1; done
+  run_orphans third
+  init=$(grep -o "its first process: pid [0-9]*" "$WORK/agent-gpu-1.log" | tail -n1 | awk '{print $NF}')
+  [ "$(readlink "/proc/$shell/ns/pid")" = "$(readlink "/proc/$init/ns/pid")" ] ||
+    fail "replica third ($shell) should run in the namespace of init $init"
+  say "killing the init (pid $init) of the replicas' PID namespace"
+  kill -9 "$init"
+  wait_gone "$shell" || fail "the replica's first process $shell outlived its namespace's init"
+  wait_gone "$child" || fail "the replica's child $child outlived its namespace's init"
+  for _ in $(seq 1 50); do grep -q "the replicas' PID namespace ended (its first process, pid $init" "$WORK/agent-gpu-1.log" && break; sleep 0.1; done
+  grep -q "the replicas' PID namespace ended (its first process, pid $init, was killed by signal 9)" "$WORK/agent-gpu-1.log" ||
+    fail "the agent should say that the replicas' PID namespace ended"
+  wait_state third Failed
+  run_orphans fourth
+  new_init=$(grep -o "its first process: pid [0-9]*" "$WORK/agent-gpu-1.log" | tail -n1 | awk '{print $NF}')
+  [ -n "$new_init" ] && [ "$new_init" != "$init" ] || fail "the agent should make a new namespace for the next replica"
+  [ "$(readlink "/proc/$shell/ns/pid")" = "$(readlink "/proc/$new_init/ns/pid")" ] ||
+    fail "replica fourth ($shell) should run in the new namespace of init $new_init"
+  "$ALLOT" cancel fourth >/dev/null
+fi
 say PASS

@@ -30,12 +30,15 @@ env: {TEAM_A_SECRET: secret-of-team-a-$$}
 command: |
   id -u >$shared/a-uid; pwd >$shared/a-cwd; echo "\$ALLOT_CHECKPOINT_DIR" >$shared/a-ckpt
   echo data-of-team-a >mine.txt; echo ckpt-of-team-a >"\$ALLOT_CHECKPOINT_DIR/ckpt.txt"; echo tmp-of-team-a >/tmp/team-a-tmp
-  sleep 60 & echo \$! >$shared/a-pid; wait
+  { $NODE_PID >$shared/a-pid; exec sleep 60; } & echo \$! >$shared/a-nspid; wait
 YAML
 "$ALLOT" submit "$WORK/a.yaml" >/dev/null
 wait_state job-a Running
 for _ in $(seq 1 100); do [ -s "$shared/a-pid" ] && break; sleep 0.1; done
 [ -s "$shared/a-pid" ] || fail "team A's replica did not start its sleeper"
+# /proc is the node's, so B reads A's files there by the node's pid; B signals by the pid of the PID namespace
+# the replicas share (agent/pid_namespace.h), the one A's shell saw.
+for _ in $(seq 1 50); do [ -s "$shared/a-nspid" ] && break; sleep 0.1; done
 
 cat >"$WORK/b.yaml" <<YAML
 name: job-b
@@ -45,7 +48,7 @@ command: |
   echo "uid=\$(id -u)"
   grep NoNewPrivs /proc/self/status
   cat /proc/\$(cat $shared/a-pid)/environ; echo "environ-rc=\$?"
-  kill -0 \$(cat $shared/a-pid); echo "kill-rc=\$?"
+  kill -0 \$(cat $shared/a-nspid); echo "kill-rc=\$?"
   cat \$(cat $shared/a-cwd)/mine.txt; echo "cwd-rc=\$?"
   cat \$(cat $shared/a-ckpt)/ckpt.txt; echo "ckpt-rc=\$?"
   echo planted >\$(cat $shared/a-ckpt)/planted.txt; echo "plant-rc=\$?"

@@ -71,7 +71,7 @@ name: long
 team: team-a
 replicas: 1
 per_replica: {accelerators: 1}
-command: 'echo \$\$ > $WORK/pids/long; while :; do sleep 0.2; done'
+command: '$NODE_PID > $WORK/pids/long; while :; do sleep 0.2; done'
 YAML
 "$ALLOT" submit "$WORK/long.yaml" >/dev/null
 wait_state long Running

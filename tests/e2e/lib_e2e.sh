@@ -83,6 +83,12 @@ gone() {
   [ "$state" = Z ]
 }
 
+# NODE_PID: a fragment of a replica's command that prints the pid of the shell running it as the node names it.
+# Replicas run in their agent's PID namespace (docs/security.md, "After the agent dies"), where $$ and $! are the
+# namespace's numbers; `read` runs in the shell itself, so /proc/self (the node's /proc) names that shell. In a
+# background group, `{ $NODE_PID >FILE; exec sleep 300; } &`, it names the background process.
+NODE_PID='read -r me _ </proc/self/stat; echo $me'
+
 # start_server [extra flags]: a server on a free loopback port (or on SERVER_LISTEN, HOST:PORT); exports
 # ALLOT_SERVER (https://... when the extra flags include --tls-cert and --tls-key).
 start_server() {

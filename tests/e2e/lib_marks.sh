@@ -7,10 +7,10 @@ chmod 1777 "$WORK/marks"
 
 # mark_command [SHELL]: the replica's command: SHELL (if any) runs first, after the start mark (it may exit).
 mark_command() {
-  printf '%s' "m=$WORK/marks/\$ALLOT_JOB.\$RANK.\$ALLOT_ATTEMPT; echo \"start \$(date +%s%N) \$\$\" >>\$m; echo \$\$ >$WORK/pids/\$ALLOT_JOB-\$RANK-\$ALLOT_ATTEMPT; ${1:-true}; trap \"\" TERM; while :; do echo \"alive \$(date +%s%N)\" >>\$m; sleep 0.1; done"
+  printf '%s' "m=$WORK/marks/\$ALLOT_JOB.\$RANK.\$ALLOT_ATTEMPT; echo \"start \$(date +%s%N) \$\$\" >>\$m; $NODE_PID >$WORK/pids/\$ALLOT_JOB-\$RANK-\$ALLOT_ATTEMPT; ${1:-true}; trap \"\" TERM; while :; do echo \"alive \$(date +%s%N)\" >>\$m; sleep 0.1; done"
 }
 
-# mark_pid JOB RANK ATTEMPT: the pid of that replica's shell, once it has started.
+# mark_pid JOB RANK ATTEMPT: the pid of that replica's shell as the node names it, once it has started.
 mark_pid() { cat "$WORK/pids/$1-$2-$3" 2>/dev/null || true; }
 
 # wait_mark JOB RANK ATTEMPT [SECONDS]: waits until that replica has started.

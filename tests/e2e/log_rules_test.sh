@@ -52,7 +52,7 @@ name: stall
 team: team-a
 per_replica: {accelerators: 1}
 max_retries: 2
-command: 'for i in 1 2 3; do echo "step \$i attempt \$ALLOT_ATTEMPT"; sleep 0.2; done; echo \$\$ >> $WORK/pids/stall; exec sleep 300'
+command: 'for i in 1 2 3; do echo "step \$i attempt \$ALLOT_ATTEMPT"; sleep 0.2; done; $NODE_PID >> $WORK/pids/stall; exec sleep 300'
 log_rules:
   progress: {pattern: 'step [0-9]+', every: 2}
 YAML

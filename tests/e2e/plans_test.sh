@@ -29,7 +29,7 @@ team: team-a
 plan: burst
 replicas: 2
 per_replica: {accelerators: 1}
-command: 'trap "echo \$WORLD_SIZE > $WORK/pids/ckpt-\$RANK; exit 0" TERM; echo \$\$ > $WORK/pids/shell-\$RANK; sleep 300 & wait'
+command: 'trap "echo \$WORLD_SIZE > $WORK/pids/ckpt-\$RANK; exit 0" TERM; $NODE_PID > $WORK/pids/shell-\$RANK; sleep 300 & wait'
 YAML
 "$ALLOT" submit "$WORK/on-plan.yaml" >/dev/null
 for _ in $(seq 1 50); do [ "$(job_field on-plan reason_code)" = plan_pending ] && break; sleep 0.1; done

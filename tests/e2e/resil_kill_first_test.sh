@@ -42,7 +42,7 @@ per_replica: {accelerators: 1}
 max_retries: 1
 checkpoint_interval: 1
 command: |
-  echo \$\$ >\$ALLOT_CHECKPOINT_DIR/pid-\$RANK
+  $NODE_PID >\$ALLOT_CHECKPOINT_DIR/pid-\$RANK
   m=$WORK/marks/\$ALLOT_JOB.\$RANK.\$ALLOT_ATTEMPT; echo "start \$(date +%s%N) \$\$" >>\$m
   f=\$ALLOT_CHECKPOINT_DIR/rank-\$RANK; step=0
   if [ -f \$f ]; then step=\$(cat \$f); echo "resumed from step \$step (restart \$ALLOT_RESTART_COUNT)"; fi

@@ -47,7 +47,7 @@ team: team-a
 per_replica: {accelerators: 1}
 time_limit: 3
 max_retries: 2
-command: 'sleep 300 & echo \$! > $WORK/pids/short-child; echo \$\$ > $WORK/pids/short-shell; wait'
+command: '{ $NODE_PID > $WORK/pids/short-child; exec sleep 300; } & $NODE_PID > $WORK/pids/short-shell; wait'
 YAML
 expect_rc 0 "$ALLOT" submit "$WORK/short.yaml"
 wait_state short Running

@@ -53,7 +53,7 @@ team: team-a
 replicas: 2
 per_replica: {accelerators: 1}
 topology: {required: network-node-layer-3}
-command: 'echo \$\$ > $WORK/pids/steady-\$RANK; sleep 300'
+command: '$NODE_PID > $WORK/pids/steady-\$RANK; sleep 300'
 YAML
 "$ALLOT" submit "$WORK/steady.yaml" >/dev/null
 wait_state steady Running 30
