@@ -6,7 +6,10 @@
 //           setpgid, dup2s, prctl and exec, which cost nothing beside the fork and exec);
 //   inplace ProcessTable with no shim program: the forked shim supervises in place (what the unit tests run);
 //   exec    ProcessTable with --allot as the shim program: the shim execs `allot internal-replica-shim`, as the
-//           agent does.
+//           agent does for a container replica or without the replicas' PID namespace;
+//   pidns   the same, the shim entering the replicas' PID namespace (agent/pid_namespace.h, made once with --allot
+//           as its init) before it forks the replica: what a root agent does for a process replica. Its init's
+//           own memory is printed once (one per node, not per replica).
 // Figures, medians of --runs: start() (the call, as the agent's main loop waits for it), start to exit collected
 // (a poll every 0.2 ms), and for a running replica the shim's VmRSS, Pss and Private_Dirty (/proc/PID/smaps_rollup).
 //
@@ -25,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/pid_namespace.h"
 #include "agent/process.h"
 
 namespace {
@@ -68,10 +72,10 @@ void direct(Figures& f) {
   f.exit_us.push_back(us(t2 - t0).count());
 }
 
-void table(Figures& f, const std::string& shim) {
+void table(Figures& f, const std::string& shim, int pid_namespace = -1) {
   ProcessTable t(std::chrono::seconds(1), shim);
   const auto t0 = Clock::now();
-  if (!t.start("r", {.argv = {"/bin/true"}})) std::exit(1);
+  if (!t.start("r", {.argv = {"/bin/true"}, .pid_namespace = pid_namespace})) std::exit(1);
   const auto t1 = Clock::now();
   for (bool done = false; !done;) {
     for (const auto& e : t.poll(Clock::now())) done = done || e.key == "r";
@@ -82,9 +86,9 @@ void table(Figures& f, const std::string& shim) {
   f.exit_us.push_back(us(t2 - t0).count());
 }
 
-void memory(Figures& f, const std::string& shim) {
+void memory(Figures& f, const std::string& shim, int pid_namespace = -1) {
   ProcessTable t(std::chrono::seconds(1), shim);
-  if (!t.start("m", {.argv = {"/bin/sleep", "30"}})) std::exit(1);
+  if (!t.start("m", {.argv = {"/bin/sleep", "30"}, .pid_namespace = pid_namespace})) std::exit(1);
   const pid_t p = *t.shim_pid("m");
   // Until the shim is waiting (exec'd, or in sigwaitinfo): its memory no longer changes then.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -109,10 +113,19 @@ int main(int argc, char** argv) {
     std::cerr << "usage: replica_shim_bench --allot PATH/TO/allot [--runs N]\n";
     return 2;
   }
-  Figures d, in, ex;
-  for (int i = 0; i < runs; ++i) direct(d), table(in, ""), table(ex, allot);
+  auto ns = allot::agent::ReplicaPidNamespace::create(allot);
+  if (!ns) std::cerr << "no PID namespace here (" << ns.error().message << "): the pidns row is left out\n";
+  const int ns_fd = ns ? (*ns)->fd() : -1;
+  Figures d, in, ex, pn;
+  for (int i = 0; i < runs; ++i) {
+    direct(d), table(in, ""), table(ex, allot);
+    if (ns) table(pn, allot, ns_fd);
+  }
   const int mem_runs = std::min(runs, 20);
-  for (int i = 0; i < mem_runs; ++i) memory(in, ""), memory(ex, allot);
+  for (int i = 0; i < mem_runs; ++i) {
+    memory(in, ""), memory(ex, allot);
+    if (ns) memory(pn, allot, ns_fd);
+  }
   std::printf("replica start, medians of %d runs (memory: %d runs)\n", runs, mem_runs);
   std::printf("%-42s %12s %16s %12s %10s %18s\n", "how", "start() us", "start->exit us", "shim RSS kB",
               "Pss kB", "Private_Dirty kB");
@@ -122,5 +135,13 @@ int main(int argc, char** argv) {
               median(in.exit_us), median(in.rss_kb), median(in.pss_kb), median(in.dirty_kb));
   std::printf("%-42s %12.0f %16.0f %12.0f %10.0f %18.0f\n", "shim exec'd (allot internal-replica-shim)",
               median(ex.start_us), median(ex.exit_us), median(ex.rss_kb), median(ex.pss_kb), median(ex.dirty_kb));
+  if (ns) {
+    std::printf("%-42s %12.0f %16.0f %12.0f %10.0f %18.0f\n", "shim exec'd, replica in the PID namespace",
+                median(pn.start_us), median(pn.exit_us), median(pn.rss_kb), median(pn.pss_kb), median(pn.dirty_kb));
+    const pid_t init = (*ns)->init();
+    std::printf("the namespace's init (allot internal-pid-init, one per node): VmRSS %ld kB, Pss %ld kB, "
+                "Private_Dirty %ld kB\n",
+                kb(init, "status", "VmRSS:"), kb(init, "smaps_rollup", "Pss:"), kb(init, "smaps_rollup", "Private_Dirty:"));
+  }
   return 0;
 }

@@ -122,12 +122,13 @@ wait_gone "$shim" || fail "the shim $shim survived SIGKILL"
 in_namespace=""
 grep_q "its first process: pid" "$WORK/agent-gpu-1.log" && in_namespace=yes
 kill -9 "$AGENT_PID_gpu_1"
+t0=$(date +%s%N)
 wait_gone "$shell" || fail "the replica's first process should die with its shim"
 if [ -n "$in_namespace" ]; then
   # The replicas' PID namespace ends with the agent (agent/pid_namespace.h): the child goes at once, before any
   # agent starts again.
   wait_gone "$child" || fail "the replica's child $child outlived the agent, its watchdog and its shim by 5 s"
-  say "agent, watchdog and shim killed: the replica's child was gone before any restart (the replicas' PID namespace)"
+  say "agent, watchdog and shim killed: the replica's child was gone $(( ($(date +%s%N) - t0) / 1000000 )) ms after the agent's SIGKILL (the replicas' PID namespace)"
   expected="replica second/0#0 of the previous agent left nothing behind"
 else
   sleep 0.5
