@@ -14,7 +14,31 @@ void answer(httplib::Response& res, const Reply& reply) {
   res.status = reply.status;
   if (reply.retry_after_s > 0) res.set_header("Retry-After", std::to_string(reply.retry_after_s));
   if (reply.status == 204) return;
-  res.set_content(reply.body, reply.content_type.c_str());
+  if (!reply.pieces) {
+    res.set_content(reply.body, reply.content_type.c_str());
+    return;
+  }
+  // Chunked: the body, then each piece as the client takes it. The provider holds the pieces and the view they
+  // read; a client that goes away mid-answer (a failed write) ends the connection, and the view is let go.
+  struct Sending {
+    std::string first;
+    std::function<bool(std::string&)> pieces;
+    std::shared_ptr<const void> keep;
+    bool more = true;
+  };
+  auto sending = std::make_shared<Sending>(Sending{reply.body, reply.pieces, reply.keep});
+  res.set_chunked_content_provider(reply.content_type, [sending](size_t, httplib::DataSink& sink) {
+    std::string out = std::move(sending->first);
+    sending->first.clear();
+    try {
+      if (sending->more) sending->more = sending->pieces(out);
+    } catch (const std::exception&) {
+      return false;  // a rendering failure mid-answer: the client sees the connection end, not a truncated 200
+    }
+    if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+    if (!sending->more) sink.done();
+    return true;
+  });
 }
 
 std::optional<Reply> check_content_type(const httplib::Request& req) {

@@ -1,10 +1,40 @@
 #include "server/http/reply.h"
 
+#include <algorithm>
+
 namespace allot::server {
 
 Reply json_reply(int status, const nlohmann::json& body) {
   // Replace invalid UTF-8 (a job name or a reason could carry it) instead of throwing.
   return {status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json"};
+}
+
+void drain_pieces(Reply& r) {
+  if (!r.pieces) return;
+  while (r.pieces(r.body)) {
+  }
+  r.pieces = nullptr;
+  r.keep.reset();
+}
+
+Reply json_array_pieces(int status, size_t n, std::function<nlohmann::json(size_t)> item, size_t per_piece) {
+  Reply r{status, "[", "application/json"};
+  if (n == 0) {
+    r.body += "]";
+    return r;
+  }
+  // The position is shared by the copies httplib makes of the function.
+  auto next = std::make_shared<size_t>(0);
+  r.pieces = [n, item = std::move(item), per_piece = std::max<size_t>(per_piece, 1), next](std::string& out) {
+    for (size_t end = std::min(n, *next + per_piece); *next < end; ++*next) {
+      if (*next > 0) out += ',';
+      out += item(*next).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    if (*next < n) return true;
+    out += ']';
+    return false;
+  };
+  return r;
 }
 
 Reply error_reply(int status, const std::string& code, const std::string& message) {

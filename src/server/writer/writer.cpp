@@ -269,7 +269,9 @@ Reply Writer::read(Command cmd, CallContext ctx) {
     txn.act_as(ctx.actor);
     auto render = cmd(txn);
     if (!render) return error_reply(render.error());
-    return (*render)(*view);
+    Reply reply = (*render)(*view);
+    if (reply.pieces) reply.keep = view;  // the view outlives this call while the pieces are sent
+    return reply;
   } catch (const std::exception& e) {
     return error_reply(Error::internal(std::string("unexpected failure: ") + e.what()));
   }
@@ -692,6 +694,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     } else {
       try {
         replies[i] = results[i].render(state_);
+        drain_pieces(replies[i]);  // the state moves on after this batch: nothing may read it later
       } catch (const std::exception& e) {
         replies[i] = error_reply(Error::internal(std::string("cannot render the answer: ") + e.what()));
       }
