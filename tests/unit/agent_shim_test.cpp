@@ -14,6 +14,7 @@
 
 #include "agent/process.h"
 #include "agent/shim.h"
+#include "process_probes.h"
 
 namespace allot::agent::agent_shim_test {
 namespace {
@@ -21,53 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Field `n` (1-based, as proc(5) counts) of /proc/PID/stat; empty when there is no such process.
-std::string stat_field(pid_t pid, int n) {
-  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
-  const auto close = stat.rfind(')');
-  if (close == std::string::npos) return "";
-  std::istringstream f(stat.substr(close + 2));
-  std::string w;
-  for (int i = 3; i <= n && f >> w; ++i) {
-  }
-  return w;
-}
-
-// Running, not a zombie left for a parent that is not us.
-bool alive(pid_t pid) {
-  if (kill(pid, 0) != 0) return false;
-  const std::string state = stat_field(pid, 3);
-  return !state.empty() && state != "Z" && state != "X";
-}
-
-bool gone_within(pid_t pid, std::chrono::milliseconds bound) {
-  for (auto deadline = Clock::now() + bound; Clock::now() < deadline; std::this_thread::sleep_for(10ms))
-    if (!alive(pid)) return true;
-  return !alive(pid);
-}
-
-pid_t wait_for_pid_file(const std::string& p) {
-  for (auto deadline = Clock::now() + 10s; Clock::now() < deadline; std::this_thread::sleep_for(10ms)) {
-    std::ifstream in(p);
-    long v = 0;
-    if (in >> v && v > 0) return static_cast<pid_t>(v);
-  }
-  return 0;
-}
-
-std::optional<Exited> wait_exit(ProcessTable& t, const std::string& key) {
-  for (auto deadline = Clock::now() + 10s; Clock::now() < deadline; std::this_thread::sleep_for(10ms))
-    for (const auto& e : t.poll(Clock::now()))
-      if (e.key == key) return e;
-  return std::nullopt;
-}
+using namespace process_probes;
 
 class AgentShim : public ::testing::Test {
  protected:
