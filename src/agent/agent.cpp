@@ -640,24 +640,22 @@ int Agent::replica_pid_namespace() {
   notice_pid_namespace_end();
   if (pidns_) return pidns_->fd();
   if (!pidns_problem_.empty()) return -1;  // said once at start
-  if (!opt_.pid_namespace) {
-    pidns_problem_ = "--no-pid-namespace";
-    say("replicas run in the agent's own PID namespace (--no-pid-namespace): what a replica starts outlives the "
-        "agent, its watchdog and the replica's shim killed together, until an agent starts here again");
-    return -1;
-  }
-  auto ns = ReplicaPidNamespace::create(opt_.shim_program);
-  if (!ns) {
+  if (opt_.pid_namespace) {
+    auto ns = ReplicaPidNamespace::create(opt_.shim_program);
+    if (ns) {
+      pidns_ = std::move(*ns);
+      say("replicas run in a PID namespace of their own (its first process: pid " + std::to_string(pidns_->init()) +
+          "): every process they start dies with this agent");
+      return pidns_->fd();
+    }
     pidns_problem_ = ns.error().message;
-    say("replicas share the agent's PID namespace (" + pidns_problem_ +
-        "): what a replica starts outlives the agent, its watchdog and the replica's shim killed together, until an "
-        "agent starts here again");
-    return -1;
+  } else {
+    pidns_problem_ = "--no-pid-namespace";
   }
-  pidns_ = std::move(*ns);
-  say("replicas run in a PID namespace of their own (its first process: pid " + std::to_string(pidns_->init()) +
-      "): every process they start dies with this agent");
-  return pidns_->fd();
+  say("replicas share the agent's PID namespace (" + pidns_problem_ +
+      "): what a replica starts outlives the agent, its watchdog and the replica's shim killed together, until an "
+      "agent starts here again");
+  return -1;
 }
 
 void Agent::notice_pid_namespace_end() {

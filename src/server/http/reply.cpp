@@ -4,10 +4,16 @@
 
 namespace allot::server {
 
-Reply json_reply(int status, const nlohmann::json& body) {
-  // Replace invalid UTF-8 (a job name or a reason could carry it) instead of throwing.
-  return {status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json"};
+namespace {
+
+// Replace invalid UTF-8 (a job name or a reason could carry it) instead of throwing.
+std::string json_text(const nlohmann::json& body) {
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+
+}  // namespace
+
+Reply json_reply(int status, const nlohmann::json& body) { return {status, json_text(body), "application/json"}; }
 
 void drain_pieces(Reply& r) {
   if (!r.pieces) return;
@@ -23,14 +29,12 @@ Reply json_array_pieces(int status, size_t n, std::function<nlohmann::json(size_
     r.body += "]";
     return r;
   }
-  // The position is shared by the copies httplib makes of the function.
-  auto next = std::make_shared<size_t>(0);
-  r.pieces = [n, item = std::move(item), per_piece = std::max<size_t>(per_piece, 1), next](std::string& out) {
-    for (size_t end = std::min(n, *next + per_piece); *next < end; ++*next) {
-      if (*next > 0) out += ',';
-      out += item(*next).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  r.pieces = [n, item = std::move(item), per_piece = std::max<size_t>(per_piece, 1), next = size_t{0}](std::string& out) mutable {
+    for (const size_t end = std::min(n, next + per_piece); next < end; ++next) {
+      if (next > 0) out += ',';
+      out += json_text(item(next));
     }
-    if (*next < n) return true;
+    if (next < n) return true;
     out += ']';
     return false;
   };
