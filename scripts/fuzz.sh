@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 OUT=$ROOT/build-fuzz
 
-SMOKE_SECONDS=13  # eleven targets: about two and a half minutes in all
+SMOKE_SECONDS=13  # eleven targets, one per core at a time: about a minute and a quarter on two cores
 seconds=$SMOKE_SECONDS
 targets=()
 TIMEOUT_S=10        # one input taking longer than this is a finding (a parser must not hang on its input)
@@ -108,16 +108,11 @@ make_seeds() {
 # --- run ------------------------------------------------------------------------------------------------------
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
-found=0
-summary=()
-for t in "${targets[@]}"; do
-  bin=$OUT/fuzz/${t}_fuzz
-  corpus=$OUT/corpus/$t
-  findings=$OUT/findings/$t
-  log=$OUT/logs/$t.log
-  mkdir -p "$corpus" "$findings" "$OUT/logs"
-  make_seeds "$t"
-  dict=()
+# Runs one target; writes its summary line to build-fuzz/logs/TARGET.summary, exits 1 when it found something.
+run_target() {
+  local t=$1
+  local bin=$OUT/fuzz/${t}_fuzz corpus=$OUT/corpus/$t findings=$OUT/findings/$t log=$OUT/logs/$t.log
+  local dict=() rc execs units artifact
   if [ -f "fuzz/dicts/$t.dict" ]; then dict=(-dict="fuzz/dicts/$t.dict"); fi
   echo "fuzz.sh: $t for ${seconds}s (log build-fuzz/logs/$t.log)"
   set +e
@@ -131,14 +126,35 @@ for t in "${targets[@]}"; do
   # libFuzzer exits non-zero on a crash, a sanitizer report, a leak, a timeout or running out of memory, and
   # names the input it saved ("Test unit written to ...").
   if [ "$rc" -ne 0 ]; then
-    found=1
     artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
-    summary+=("$(printf '%-14s %10s execs  %5s corpus  FOUND (exit %s): %s' "$t" "${execs:-?}" "$units" "$rc" "${artifact:-see the log}")")
-    grep -m 3 -E 'ERROR: |runtime error|fuzz: ' "$log" | sed 's/^/    /' >&2 || true
-  else
-    summary+=("$(printf '%-14s %10s execs  %5s corpus  nothing found' "$t" "${execs:-?}" "$units")")
+    printf '%-14s %10s execs  %5s corpus  FOUND (exit %s): %s\n' "$t" "${execs:-?}" "$units" "$rc" "${artifact:-see the log}" >"$OUT/logs/$t.summary"
+    grep -m 3 -E 'ERROR: |runtime error|fuzz: ' "$log" | sed "s/^/    $t: /" >&2 || true
+    return 1
   fi
+  printf '%-14s %10s execs  %5s corpus  nothing found\n' "$t" "${execs:-?}" "$units" >"$OUT/logs/$t.summary"
+}
+
+# One target per core at a time: a libFuzzer run is one process on one core, so on two cores the smoke run takes
+# half as long and each target still gets its seconds to itself.
+mkdir -p "$OUT/logs"
+for t in "${targets[@]}"; do
+  mkdir -p "$OUT/corpus/$t" "$OUT/findings/$t"
+  rm -f "$OUT/logs/$t.summary"
+  make_seeds "$t"
 done
+found=0
+running=()
+for t in "${targets[@]}"; do
+  if [ "${#running[@]}" -ge "$(nproc)" ]; then
+    wait "${running[0]}" || found=1
+    running=("${running[@]:1}")
+  fi
+  run_target "$t" &
+  running+=($!)
+done
+for pid in "${running[@]}"; do wait "$pid" || found=1; done
+summary=()
+for t in "${targets[@]}"; do summary+=("$(cat "$OUT/logs/$t.summary" 2>/dev/null || echo "$t: no summary (see build-fuzz/logs/$t.log)")"); done
 
 echo
 echo "fuzz.sh: ${seconds}s per target"
