@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 OUT=$ROOT/build-fuzz
 
-SMOKE_SECONDS=13  # eleven targets, one per core at a time: about a minute and a quarter on two cores
+SMOKE_SECONDS=13  # eleven targets, one per core at a time: about a minute and a half on two cores
 seconds=$SMOKE_SECONDS
 targets=()
 TIMEOUT_S=10        # one input taking longer than this is a finding (a parser must not hang on its input)
