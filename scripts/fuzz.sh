@@ -142,17 +142,10 @@ for t in "${targets[@]}"; do
   rm -f "$OUT/logs/$t.summary"
   make_seeds "$t"
 done
+source scripts/parallel.sh
+run_parallel "$(nproc)" run_target "${targets[@]}"
 found=0
-running=()
-for t in "${targets[@]}"; do
-  if [ "${#running[@]}" -ge "$(nproc)" ]; then
-    wait "${running[0]}" || found=1
-    running=("${running[@]:1}")
-  fi
-  run_target "$t" &
-  running+=($!)
-done
-for pid in "${running[@]}"; do wait "$pid" || found=1; done
+for rc in "${PARALLEL_EXIT[@]}"; do [ "$rc" -eq 0 ] || found=1; done
 summary=()
 for t in "${targets[@]}"; do summary+=("$(cat "$OUT/logs/$t.summary" 2>/dev/null || echo "$t: no summary (see build-fuzz/logs/$t.log)")"); done
 

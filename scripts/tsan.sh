@@ -51,35 +51,18 @@ echo "tsan.sh: running $FILTER in ${#parts[@]} processes, $CORES at a time"
 # their process, so the processes share neither.
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$ROOT/tests/tsan.supp ${TSAN_OPTIONS:-}"
 run_part() {
-  local part=$1 log=$2
+  local part=$1 log=$OUT/part-$2.log
   case "$part" in
     shard:*) GTEST_TOTAL_SHARDS=$SHARDS GTEST_SHARD_INDEX=${part#shard:} \
                "$OUT/tests/unit/allot_unit_tests" --gtest_filter="$shard_filter" --gtest_brief=1 >"$log" 2>&1 ;;
     *) "$OUT/tests/unit/allot_unit_tests" --gtest_filter="$part" --gtest_brief=1 >"$log" 2>&1 ;;
   esac
 }
-declare -A exit_of
-running=()
-# Waits for whichever running part ends first (bash's wait -n -p), noting its exit status.
-reap() {
-  local rc=0 done_pid=
-  wait -n -p done_pid "${running[@]}" || rc=$?
-  exit_of[$done_pid]=$rc
-  local left=()
-  for p in "${running[@]}"; do [ "$p" = "$done_pid" ] || left+=("$p"); done
-  running=("${left[@]}")
-}
-pids=()
-for ((k = 0; k < ${#parts[@]}; k++)); do
-  while [ "${#running[@]}" -ge "$CORES" ]; do reap; done
-  run_part "${parts[$k]}" "$OUT/part-$k.log" &
-  pids+=($!)
-  running+=($!)
-done
-while [ "${#running[@]}" -gt 0 ]; do reap; done
+source scripts/parallel.sh
+run_parallel "$CORES" run_part "${parts[@]}"
 status=0
 for ((k = 0; k < ${#parts[@]}; k++)); do
-  rc=${exit_of[${pids[$k]}]}
+  rc=${PARALLEL_EXIT[$k]}
   echo "tsan.sh: ${parts[$k]} (exit $rc):"
   cat "$OUT/part-$k.log"
   if [ "$rc" -ne 0 ]; then status=$rc; fi

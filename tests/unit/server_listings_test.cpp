@@ -198,11 +198,8 @@ TEST_F(ServerListings, AListerThatGoesAwayMidAnswerHoldsNothing) {
   }
   // The abandoned requests may still be read or rendered on their threads, each holding its seat meanwhile (a
   // 503 with Retry-After, as any client is told); once they are done the listing is answered and no seat is held.
-  auto listed = get("/v1/jobs?limit=5000");
-  for (int i = 0; i < 300 && listed.status == 503; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    listed = get("/v1/jobs?limit=5000");
-  }
+  Response listed;
+  eventually([&] { return (listed = get("/v1/jobs?limit=5000")).status != 503; });
   ASSERT_EQ(listed.status, 200) << listed.body;
   EXPECT_EQ(listed.json["items"].size(), 300u);
   for (int i = 0; i < 3000 && server_->listings().in_use() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
