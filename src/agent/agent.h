@@ -287,6 +287,7 @@ class Agent {
   bool using_credential_ = false;  // the token presented is the node credential (not the join token)
   std::unique_ptr<HealthMonitor> monitor_;
   PodmanFacts podman_;  // detect_containers()
+  ContainerLifeline lifeline_;  // made by detect_containers() where containers can run; closed when the agent dies
   int boot_ = 0;
   bool said_hung_ = false;
   bool awaiting_exit_checks_ = false;  // check_health_after_exit asked, exit_checks_finished not yet true

@@ -40,6 +40,19 @@ void Agent::detect_containers() {
   } else {
     podman_ = detect_podman(opt_.containers);
   }
+  // No container runs without its init and the agent's lifeline: it would outlive an agent killed with its
+  // watchdog and the replica's shim (agent/container.h).
+  if (podman_.usable) {
+    if (auto problem = container_init_problem(opt_.containers.init); !problem.empty()) {
+      podman_.usable = false;
+      podman_.problem = problem;
+    } else if (auto lifeline = ContainerLifeline::create(); !lifeline) {
+      podman_.usable = false;
+      podman_.problem = lifeline.error().message;
+    } else {
+      lifeline_ = std::move(*lifeline);
+    }
+  }
   say(describe(podman_, opt_.containers));
   if (!podman_.usable) return;
   // The containers of an earlier agent of this node that are still known to podman: their processes were ended with
@@ -102,10 +115,12 @@ Result<Agent::ContainerLaunch> Agent::container_launch(const Assignment& run, co
   }
   cr.cap_add = c.cap_add;
   cr.pidfile = out.pidfile;
+  cr.init = opt_.containers.init;
   out.run.argv = podman_run_argv(opt_.containers, cr, container_ulimits());
   out.run.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, {"HOME", "/root"}, {"LANG", "C.UTF-8"}};
   out.run.cpus = process.cpus;
   out.run.work_dir = process.work_dir;
+  out.run.fd3 = lifeline_.read_fd();
   out.pull_argv = podman_pull_argv(opt_.containers, c.image, c.auth_file, c.pull_policy);
   return out;
 }

@@ -65,10 +65,45 @@ PodmanFacts detect_podman(const ContainerOptions& opt) {
   return f;
 }
 
+std::string container_init_problem(const std::string& path) {
+  if (path.empty()) return "no container init was given (--container-init)";
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0)
+    return "the container init " + path + " is missing (allot-container-init is built beside allot; or --container-init PATH)";
+  if (!S_ISREG(st.st_mode) || (st.st_mode & S_IXUSR) == 0) return "the container init " + path + " is not an executable file";
+  return "";
+}
+
+Result<ContainerLifeline> ContainerLifeline::create() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return Error::internal(std::string("cannot create the containers' lifeline pipe: ") + std::strerror(errno));
+  ContainerLifeline l;
+  l.read_ = fds[0];
+  l.write_ = fds[1];
+  return l;
+}
+
+ContainerLifeline& ContainerLifeline::operator=(ContainerLifeline&& o) noexcept {
+  if (this != &o) {
+    close_both();
+    read_ = o.read_, write_ = o.write_;
+    o.read_ = o.write_ = -1;
+  }
+  return *this;
+}
+
+ContainerLifeline::~ContainerLifeline() { close_both(); }
+
+void ContainerLifeline::close_both() {
+  if (read_ >= 0) close(read_);
+  if (write_ >= 0) close(write_);
+  read_ = write_ = -1;
+}
+
 std::string describe(const PodmanFacts& f, const ContainerOptions& opt) {
   if (!f.usable) return "containers: off (" + f.problem + "); jobs with an image fail to start here";
   return "containers: podman " + f.version + " (runtime " + opt.runtime + ", cgroup manager " + opt.cgroup_manager + ", cgroups " +
-         f.cgroup_version + "; podman's own defaults " + f.runtime + ", " + f.cgroup_manager + ")";
+         f.cgroup_version + "; podman's own defaults " + f.runtime + ", " + f.cgroup_manager + "; init " + opt.init + ")";
 }
 
 // 32768 processes: runc on Debian bookworm refused 65536 under a hard limit of 96365 (EPERM from setrlimit).
@@ -90,6 +125,8 @@ std::vector<std::string> podman_run_argv(const ContainerOptions& opt, const Cont
                      "--sig-proxy=true", "--stop-timeout", "5"});
   for (const auto& c : r.cap_add) a.insert(a.end(), {"--cap-add", c});
   if (!r.pidfile.empty()) a.insert(a.end(), {"--pidfile", r.pidfile});
+  // The init ends the container when the agent's lifeline, its fd 3, closes (agent/container.h).
+  if (!r.init.empty()) a.insert(a.end(), {"--init", "--init-path", r.init, "--preserve-fds", "1"});
   if (r.memory_mib > 0) a.insert(a.end(), {"--memory", std::to_string(r.memory_mib) + "m"});
   if (r.vcpu_milli > 0) {
     char cpus[32];

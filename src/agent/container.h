@@ -36,6 +36,32 @@ struct ContainerOptions {
   std::string podman = "/usr/bin/podman";  // an absolute path: it is executed without a PATH search
   std::string runtime = "runc";
   std::string cgroup_manager = "cgroupfs";
+  // Every container's first process (src/container_init): a static program podman mounts at /run/podman-init.
+  // `allot agent` sets it to allot-container-init beside its own binary (or --container-init); an agent without
+  // one runs no containers. It ends the container when the agent's lifeline (ContainerLifeline) closes.
+  std::string init;
+};
+
+// The agent's lifeline to its containers: a pipe whose read end every container's init gets as fd 3 and whose
+// write end only the agent holds (close-on-exec, made after the watchdog was forked). The kernel closes it when the
+// agent dies, however it dies, and each container's init then ends its container: a container outlives neither
+// its agent nor, through conmon, the replica's shim (issue 25, item 9).
+class ContainerLifeline {
+ public:
+  static Result<ContainerLifeline> create();
+  ContainerLifeline() = default;
+  ContainerLifeline(ContainerLifeline&& o) noexcept : read_(o.read_), write_(o.write_) { o.read_ = o.write_ = -1; }
+  ContainerLifeline& operator=(ContainerLifeline&& o) noexcept;
+  ContainerLifeline(const ContainerLifeline&) = delete;
+  ContainerLifeline& operator=(const ContainerLifeline&) = delete;
+  ~ContainerLifeline();
+  int read_fd() const { return read_; }  // what a `podman run` gets as its fd 3 (LaunchSpec::fd3)
+  bool open() const { return read_ >= 0; }
+
+ private:
+  void close_both();
+  int read_ = -1;
+  int write_ = -1;
 };
 
 // What the agent found at start, which it says in its log.
@@ -48,6 +74,8 @@ struct PodmanFacts {
   std::string problem;         // why it is not usable: podman missing, `podman info` failing
 };
 PodmanFacts detect_podman(const ContainerOptions& opt);
+// Why `path` cannot serve as the containers' init (missing, not a regular executable file), or empty.
+std::string container_init_problem(const std::string& path);
 // "podman 4.3.1 (runtime runc, cgroup manager cgroupfs, cgroups v1; by default runc, cgroupfs)", or why not.
 std::string describe(const PodmanFacts& facts, const ContainerOptions& opt);
 
@@ -80,6 +108,9 @@ struct ContainerRun {
   // Where podman writes the host pid of the container's first process, which the agent records so that a stop
   // (or its watchdog's fence) reaches the container even when podman itself was killed; empty: not written.
   std::string pidfile;
+  // The container's init (ContainerOptions::init), run with --init; the `podman run` must have the lifeline's
+  // read end as its fd 3, which --preserve-fds passes on to it. Empty: no init, no lifeline (tests of the argv).
+  std::string init;
 };
 
 // The limits a container's processes get: podman sets soft and hard limits, and a hard limit above the agent's

@@ -129,6 +129,7 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
   const char* work_dir = spec.work_dir.empty() ? nullptr : spec.work_dir.c_str();
   const char* private_tmp = spec.private_tmp.empty() ? nullptr : spec.private_tmp.c_str();
   const int pid_namespace = spec.pid_namespace;
+  const int fd3 = spec.fd3;
   const bool switch_user = spec.run_as.has_value();
   const uid_t uid = switch_user ? spec.run_as->uid : 0;
   const gid_t gid = switch_user ? spec.run_as->gid : 0;
@@ -218,6 +219,10 @@ Result<pid_t> ProcessTable::start(const std::string& key, const LaunchSpec& spec
       // Nothing the replica executes gains privileges (setuid binaries, file capabilities): the user it runs as is
       // all it ever has.
       if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fail(STDERR_FILENO, "allot agent: cannot set no_new_privs", "", errno);
+      // Last, once no other fd of the child is needed: dup2 clears close-on-exec on its copy (an fd already at 3
+      // keeps the flag, which is cleared by hand).
+      if (fd3 >= 0 && (fd3 == 3 ? fcntl(3, F_SETFD, 0) : dup2(fd3, 3)) < 0)
+        child_fail(STDERR_FILENO, "allot agent: cannot pass the replica its fd 3", "", errno);
       // execvp searches the PATH of the environment it runs in, which is the replica's from here on.
       environ = envp.data();
       execvp(argv[0], argv.data());

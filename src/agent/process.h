@@ -45,6 +45,9 @@ struct LaunchSpec {
   // The node's PID namespace for replicas (agent/pid_namespace.h, its fd): the shim enters it before it forks the
   // replica, so every process of the replica dies when the namespace's init does. -1: the agent's namespace.
   int pid_namespace = -1;
+  // An fd the replica's first process gets as its fd 3 (a container's `podman run`: the agent's lifeline, which
+  // --preserve-fds passes on to the container's init; agent/container.h). The caller owns it. -1: none.
+  int fd3 = -1;
 };
 
 struct Exited {

@@ -3,7 +3,7 @@
 // [--address ADDR] [--heartbeat-interval S] [--stop-grace S] [--run-as USER | --run-as-range FIRST-LAST
 // [--uids-per-team N]] [--allow-root] [--no-cgroups]
 // [--health-config FILE] [--health-interval S] [--emulate-faults FILE] [--kmsg PATH] [--reboot-command CMD] [--replaces NODE]
-// [--podman PATH] [--container-runtime NAME] [--container-cgroup-manager cgroupfs|systemd]`:
+// [--podman PATH] [--container-runtime NAME] [--container-cgroup-manager cgroupfs|systemd] [--container-init PATH]`:
 // runs the node agent until SIGINT or SIGTERM, then stops its replicas. Exit codes: 0 after a clean stop,
 // 2 for invalid flags (replicas that would run as root without --allow-root among them), a work directory
 // another agent uses, or a registration the server refuses; 3 for a runtime failure.
@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <fstream>
 #include <memory>
@@ -171,6 +172,12 @@ int run_agent(const AgentArgs& a) {
   opt.reboot_command = a.reboot_command;
   opt.replaces = a.replaces;
   opt.containers = a.containers;
+  if (opt.containers.init.empty()) {
+    // allot-container-init beside this binary, where the build puts it (src/container_init).
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) opt.containers.init = (self.parent_path() / "allot-container-init").string();
+  }
   opt.stress_seconds = a.deep_check_s;
 
   struct sigaction sa {};
@@ -266,6 +273,10 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--container-cgroup-manager", a->containers.cgroup_manager, "podman's cgroup manager: cgroupfs or systemd")
       ->capture_default_str()
       ->check(CLI::IsMember({"cgroupfs", "systemd"}));
+  cmd->add_option("--container-init", a->containers.init,
+                  "Every container's first process, which ends it when the agent dies (an absolute path; default: "
+                  "allot-container-init beside this binary)")
+      ->check(CLI::Validator([](std::string& p) { return p.starts_with("/") ? "" : "must be an absolute path"; }, "ABSPATH"));
   cmd->add_option("--deep-check-seconds", a->deep_check_s, "How long the built-in deep check (stress) runs")->capture_default_str();
   cmd->callback([a, &ctx] { ctx.exit_code = run_agent(*a); });
 

@@ -262,6 +262,12 @@ std::string demo_image(const std::string& dir, std::string& why) {
     why = facts.problem;
     return "";
   }
+  // The agents run containers only with allot-container-init beside the binary (agent/container.h).
+  if (auto problem = agent::container_init_problem((fs::path(self_exe()).parent_path() / "allot-container-init").string());
+      !problem.empty()) {
+    why = problem;
+    return "";
+  }
   if (!fs::exists("/bin/busybox")) {
     why = "the demo builds its image from busybox-static, which is not installed (apt-get install busybox-static)";
     return "";

@@ -6,7 +6,8 @@
 # for, cannot see the other's processes or files nor the agent's; an image without a command runs its own; a pull
 # of a missing image fails the attempt with reason `image pull` and the node stays Schedulable; a cancelled
 # container is gone from podman; and with the agent and its watchdog killed (SIGKILL), the replica's shim ends podman,
-# conmon and the container's processes at once.
+# conmon and the container's processes at once; and with the agent, its watchdog, the replica's shim and podman all
+# killed, the container's init (allot-container-init) ends it when the agent's lifeline closes.
 # Usage: agent_container_test.sh PATH/TO/allot
 ALLOT=${1:?usage: $0 PATH/TO/allot}
 TEST_NAME=agent_container
@@ -181,5 +182,45 @@ for p in "$c_init" "$c_conmon" "$c_shim"; do
   for _ in $(seq 1 30); do gone "$p" && break; sleep 0.1; done
   gone "$p" || fail "process $p of job-c's container (init $c_init, conmon $c_conmon, shim $c_shim) outlived its agent by 3 s: $(ps -o pid,ppid,args -p "$p")"
 done
+
+# The agent, its watchdog, the replica's shim and its `podman run` all killed together: nothing of the agent's tree
+# is left to end the container, which conmon keeps. Its first process is allot-container-init, which holds the
+# agent's lifeline (fd 3): it sees the pipe close and ends the container at once, with no agent started.
+start_agent ctr-1 network-node-layer-3=nn-a
+# The node may still be listed Schedulable from before: wait for the new agent's own start.
+for _ in $(seq 1 300); do [ "$(grep -c "containers: podman" "$WORK/agent-ctr-1.log")" -ge 2 ] && break; sleep 0.1; done
+[ "$(grep -c "containers: podman" "$WORK/agent-ctr-1.log")" -ge 2 ] || fail "the restarted agent should say which podman it found"
+grep_q "init .*allot-container-init)" "$WORK/agent-ctr-1.log" || fail "the agent should name the containers' init"
+cat >"$WORK/d.yaml" <<YAML
+name: job-d
+team: team-a
+per_replica: {memory_gib: 0.0625}
+image: $IMAGE
+command: ["/bin/sh", "-c", "sleep 120 & setsid sleep 121 & echo ready; wait"]
+YAML
+"$ALLOT" submit "$WORK/d.yaml" >/dev/null
+wait_state job-d Running 60
+log_has job-d "ready" 60
+d_init=$(podman inspect --format '{{.State.Pid}}' allot-ctr-1-job-d-0-0 2>/dev/null || true)
+[ -n "$d_init" ] && [ "$d_init" != 0 ] || fail "podman should list job-d's container allot-ctr-1-job-d-0-0"
+[ "$(tr '\0' ' ' <"/proc/$d_init/cmdline")" = "/run/podman-init -- /bin/sh -c sleep 120 & setsid sleep 121 & echo ready; wait " ] ||
+  fail "the container's first process should be allot's init running the command: '$(tr '\0' ' ' <"/proc/$d_init/cmdline")'"
+[ -p "/proc/$d_init/fd/3" ] || fail "the container's init should hold the agent's lifeline as fd 3: $(ls -l "/proc/$d_init/fd/")"
+d_ns=$(readlink "/proc/$d_init/ns/pid")
+d_sleepers=$(for p in $(pgrep -x sleep); do [ "$(readlink "/proc/$p/ns/pid" 2>/dev/null)" = "$d_ns" ] && echo "$p"; done | tr '\n' ' ' || true)
+[ "$(echo $d_sleepers | wc -w)" = 2 ] || fail "job-d's two sleepers should run in its container: '$d_sleepers'"
+d_conmon=$(awk '{print $4}' "/proc/$d_init/stat")
+d_shim=$(awk '{print $4}' "/proc/$d_conmon/stat")
+d_podman=$(pgrep -P "$d_shim" -f "podman .*run .*allot-ctr-1-job-d-0-0" | head -n1)
+[ -n "$d_podman" ] || fail "job-d's podman run should be a child of its shim $d_shim"
+watchdog=$(grep -o "watchdog pid [0-9]*" "$WORK/agent-ctr-1.log" | tail -n1 | cut -d' ' -f3)
+say "killing the watchdog ($watchdog), the agent ($AGENT_PID_ctr_1), the shim ($d_shim) and podman run ($d_podman) with SIGKILL; container init $d_init, conmon $d_conmon, sleepers $d_sleepers"
+kill -9 "$watchdog" "$AGENT_PID_ctr_1" "$d_shim" "$d_podman"
+for p in "$d_init" $d_sleepers; do
+  for _ in $(seq 1 30); do gone "$p" && break; sleep 0.1; done
+  gone "$p" || fail "process $p of job-d's container outlived its agent, watchdog, shim and podman by 3 s: $(ps -o pid,ppid,args -p "$p")"
+done
+for _ in $(seq 1 50); do gone "$d_conmon" && break; sleep 0.1; done
+gone "$d_conmon" || fail "conmon ($d_conmon) should exit with its container"
 test_cleanup
 say PASS

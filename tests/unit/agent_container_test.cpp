@@ -37,6 +37,28 @@ TEST(ContainerArgv, RunsInTheTeamsUserNamespaceWithNothingExtra) {
   EXPECT_EQ(podman_run_argv({}, r, {1, 1}).back(), "localhost/x:1");
 }
 
+// The container's first process is allot's init, with the agent's lifeline (the podman process's fd 3) passed on.
+TEST(ContainerArgv, TheInitAndItsLifelineComeBeforeTheImage) {
+  ContainerRun r{.name = "allot-j-0-0", .agent = "n1", .image = "localhost/x:1", .command = {"true"}};
+  auto a = podman_run_argv({}, r, {1, 1});
+  EXPECT_EQ(std::find(a.begin(), a.end(), "--init"), a.end()) << "no init was given";
+  r.init = "/opt/allot/allot-container-init";
+  a = podman_run_argv({}, r, {1, 1});
+  auto init = std::find(a.begin(), a.end(), "--init");
+  auto image = std::find(a.begin(), a.end(), "localhost/x:1");
+  ASSERT_NE(init, a.end());
+  ASSERT_LT(init, image);
+  EXPECT_EQ(std::vector<std::string>(init, init + 5),
+            (std::vector<std::string>{"--init", "--init-path", "/opt/allot/allot-container-init", "--preserve-fds", "1"}));
+}
+
+TEST(ContainerArgv, AMissingInitIsNamed) {
+  EXPECT_NE(container_init_problem("").find("no container init"), std::string::npos);
+  EXPECT_NE(container_init_problem("/no/such/allot-container-init").find("is missing"), std::string::npos);
+  EXPECT_NE(container_init_problem("/tmp").find("not an executable file"), std::string::npos);
+  EXPECT_EQ(container_init_problem("/bin/sh"), "");
+}
+
 // A job's args (Kubernetes' args) follow the image, one argv item each: the image's entrypoint gets them, or the
 // command when there is one. Nothing is quoted or split: no shell reads them.
 TEST(ContainerArgv, ArgsFollowTheImageAsTheyAre) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -95,6 +96,32 @@ TEST_F(AgentProcess, AProgramThatCannotRunExits127WithAReason) {
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->exit_code, 127);
   EXPECT_NE(slurp(path("r.log")).find("cannot run /nonexistent/allot-test-program"), std::string::npos);
+}
+
+// A container's `podman run` gets the agent's lifeline as its fd 3 (agent/container.h), and never the pipe's write
+// end, which must stay the agent's alone.
+TEST_F(AgentProcess, Fd3IsTheGivenFdAndNeverThePipesWriteEnd) {
+  int lifeline[2];
+  ASSERT_EQ(pipe2(lifeline, O_CLOEXEC), 0);
+  // Every fd of the child on that pipe, with its access mode (the low bits of fdinfo's octal flags: 0 read, 1 write).
+  const std::string script =
+      "for f in /proc/$$/fd/*; do [ \"$(readlink \"$f\")\" = \"$LIFELINE\" ] || continue; "
+      "m=$(awk '/^flags/ {print substr($2, length($2))}' /proc/$$/fdinfo/${f##*/}); echo \"fd ${f##*/} mode $m\"; done";
+  const std::string pipe_name = fs::read_symlink("/proc/self/fd/" + std::to_string(lifeline[0])).string();
+  ProcessTable t(1s);
+  ASSERT_TRUE(t.start("j/0", {.argv = {"sh", "-c", script}, .env = {{"LIFELINE", pipe_name}}, .log_path = path("r.log"),
+                              .fd3 = lifeline[0]})
+                  .ok());
+  auto e = wait_exit(t, "j/0");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->exit_code, 0);
+  EXPECT_EQ(slurp(path("r.log")), "fd 3 mode 0\n");
+  // Without fd3 the replica has no fd on the pipe at all.
+  ASSERT_TRUE(t.start("j/1", {.argv = {"sh", "-c", script}, .env = {{"LIFELINE", pipe_name}}, .log_path = path("r1.log")}).ok());
+  ASSERT_TRUE(wait_exit(t, "j/1").has_value());
+  EXPECT_EQ(slurp(path("r1.log")), "");
+  close(lifeline[0]);
+  close(lifeline[1]);
 }
 
 TEST_F(AgentProcess, StopSendsTermToTheWholeGroup) {
