@@ -65,6 +65,12 @@ PodmanFacts detect_podman(const ContainerOptions& opt) {
   return f;
 }
 
+std::string default_container_init() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "" : (self.parent_path() / "allot-container-init").string();
+}
+
 std::string container_init_problem(const std::string& path) {
   if (path.empty()) return "no container init was given (--container-init)";
   struct stat st {};

@@ -56,7 +56,6 @@ class ContainerLifeline {
   ContainerLifeline& operator=(const ContainerLifeline&) = delete;
   ~ContainerLifeline();
   int read_fd() const { return read_; }  // what a `podman run` gets as its fd 3 (LaunchSpec::fd3)
-  bool open() const { return read_ >= 0; }
 
  private:
   void close_both();
@@ -74,6 +73,9 @@ struct PodmanFacts {
   std::string problem;         // why it is not usable: podman missing, `podman info` failing
 };
 PodmanFacts detect_podman(const ContainerOptions& opt);
+// allot-container-init beside the running binary (/proc/self/exe), where the build puts it; empty when /proc cannot
+// say where that is.
+std::string default_container_init();
 // Why `path` cannot serve as the containers' init (missing, not a regular executable file), or empty.
 std::string container_init_problem(const std::string& path);
 // "podman 4.3.1 (runtime runc, cgroup manager cgroupfs, cgroups v1; by default runc, cgroupfs)", or why not.

@@ -12,7 +12,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <fstream>
 #include <memory>
@@ -172,12 +171,7 @@ int run_agent(const AgentArgs& a) {
   opt.reboot_command = a.reboot_command;
   opt.replaces = a.replaces;
   opt.containers = a.containers;
-  if (opt.containers.init.empty()) {
-    // allot-container-init beside this binary, where the build puts it (src/container_init).
-    std::error_code ec;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (!ec) opt.containers.init = (self.parent_path() / "allot-container-init").string();
-  }
+  if (opt.containers.init.empty()) opt.containers.init = agent::default_container_init();
   opt.stress_seconds = a.deep_check_s;
 
   struct sigaction sa {};
@@ -264,9 +258,10 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--reboot-command", a->reboot_command,
                   "Shell command that reboots the node when the server asks (default: an emulated reboot)");
   cmd->add_option("--replaces", a->replaces, "The failed node this one replaces (set by a provisioner)");
+  const auto absolute = CLI::Validator([](std::string& p) { return p.starts_with("/") ? "" : "must be an absolute path"; }, "ABSPATH");
   cmd->add_option("--podman", a->containers.podman, "The podman that runs container replicas (an absolute path)")
       ->capture_default_str()
-      ->check(CLI::ExistingFile | CLI::Validator([](std::string& p) { return p.starts_with("/") ? "" : "must be an absolute path"; }, "ABSPATH"));
+      ->check(CLI::ExistingFile | absolute);
   cmd->add_option("--container-runtime", a->containers.runtime,
                   "OCI runtime podman runs containers with (runc works on hosts with hybrid cgroups, where crun does not)")
       ->capture_default_str();
@@ -276,7 +271,7 @@ void add_agent_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--container-init", a->containers.init,
                   "Every container's first process, which ends it when the agent dies (an absolute path; default: "
                   "allot-container-init beside this binary)")
-      ->check(CLI::Validator([](std::string& p) { return p.starts_with("/") ? "" : "must be an absolute path"; }, "ABSPATH"));
+      ->check(absolute);
   cmd->add_option("--deep-check-seconds", a->deep_check_s, "How long the built-in deep check (stress) runs")->capture_default_str();
   cmd->callback([a, &ctx] { ctx.exit_code = run_agent(*a); });
 

@@ -263,8 +263,7 @@ std::string demo_image(const std::string& dir, std::string& why) {
     return "";
   }
   // The agents run containers only with allot-container-init beside the binary (agent/container.h).
-  if (auto problem = agent::container_init_problem((fs::path(self_exe()).parent_path() / "allot-container-init").string());
-      !problem.empty()) {
+  if (auto problem = agent::container_init_problem(agent::default_container_init()); !problem.empty()) {
     why = problem;
     return "";
   }
