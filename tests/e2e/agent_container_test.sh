@@ -155,18 +155,19 @@ for _ in $(seq 1 50); do [ -z "$(podman ps --all --quiet --filter label=allot.ag
 
 # The agent and its watchdog killed with SIGKILL: the replica's shim (agent/shim.h) ends podman, conmon (which
 # daemonised itself, so was reparented to the shim) and the container's processes, at once, with no agent started.
-cat >"$WORK/c.yaml" <<YAML
-name: job-c
-team: team-a
-per_replica: {memory_gib: 0.0625}
-image: $IMAGE
-command: ["/bin/sh", "-c", "echo ready; sleep 120"]
-YAML
-"$ALLOT" submit "$WORK/c.yaml" >/dev/null
-wait_state job-c Running
-log_has job-c "ready" 60
-c_init=$(podman inspect --format '{{.State.Pid}}' allot-ctr-1-job-c-0-0 2>/dev/null || true)
-[ -n "$c_init" ] && [ "$c_init" != 0 ] || fail "podman should list job-c's container allot-ctr-1-job-c-0-0"
+# container_job NAME COMMAND: a team-a job NAME that runs COMMAND (a YAML list) in the image; waits until it printed
+# "ready" and sets CTR_INIT to its container's first process (podman names the container after the agent, job, rank
+# and attempt).
+container_job() {
+  printf 'name: %s\nteam: team-a\nper_replica: {memory_gib: 0.0625}\nimage: %s\ncommand: %s\n' "$1" "$IMAGE" "$2" |
+    "$ALLOT" submit - >/dev/null
+  wait_state "$1" Running 60
+  log_has "$1" "ready" 60
+  CTR_INIT=$(podman inspect --format '{{.State.Pid}}' "allot-ctr-1-$1-0-0" 2>/dev/null || true)
+  [ -n "$CTR_INIT" ] && [ "$CTR_INIT" != 0 ] || fail "podman should list $1's container allot-ctr-1-$1-0-0"
+}
+container_job job-c '["/bin/sh", "-c", "echo ready; sleep 120"]'
+c_init=$CTR_INIT
 c_conmon=$(awk '{print $4}' "/proc/$c_init/stat")
 c_shim=$(awk '{print $4}' "/proc/$c_conmon/stat")
 c_shim_cmd=$(tr '\0' ' ' <"/proc/$c_shim/cmdline")
@@ -191,18 +192,8 @@ start_agent ctr-1 network-node-layer-3=nn-a
 for _ in $(seq 1 300); do [ "$(grep -c "containers: podman" "$WORK/agent-ctr-1.log")" -ge 2 ] && break; sleep 0.1; done
 [ "$(grep -c "containers: podman" "$WORK/agent-ctr-1.log")" -ge 2 ] || fail "the restarted agent should say which podman it found"
 grep_q "init .*allot-container-init)" "$WORK/agent-ctr-1.log" || fail "the agent should name the containers' init"
-cat >"$WORK/d.yaml" <<YAML
-name: job-d
-team: team-a
-per_replica: {memory_gib: 0.0625}
-image: $IMAGE
-command: ["/bin/sh", "-c", "sleep 120 & setsid sleep 121 & echo ready; wait"]
-YAML
-"$ALLOT" submit "$WORK/d.yaml" >/dev/null
-wait_state job-d Running 60
-log_has job-d "ready" 60
-d_init=$(podman inspect --format '{{.State.Pid}}' allot-ctr-1-job-d-0-0 2>/dev/null || true)
-[ -n "$d_init" ] && [ "$d_init" != 0 ] || fail "podman should list job-d's container allot-ctr-1-job-d-0-0"
+container_job job-d '["/bin/sh", "-c", "sleep 120 & setsid sleep 121 & echo ready; wait"]'
+d_init=$CTR_INIT
 [ "$(tr '\0' ' ' <"/proc/$d_init/cmdline")" = "/run/podman-init -- /bin/sh -c sleep 120 & setsid sleep 121 & echo ready; wait " ] ||
   fail "the container's first process should be allot's init running the command: '$(tr '\0' ' ' <"/proc/$d_init/cmdline")'"
 [ -p "/proc/$d_init/fd/3" ] || fail "the container's init should hold the agent's lifeline as fd 3: $(ls -l "/proc/$d_init/fd/")"
