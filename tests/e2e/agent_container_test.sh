@@ -206,11 +206,13 @@ d_podman=$(pgrep -P "$d_shim" -f "podman .*run .*allot-ctr-1-job-d-0-0" | head -
 [ -n "$d_podman" ] || fail "job-d's podman run should be a child of its shim $d_shim"
 watchdog=$(grep -o "watchdog pid [0-9]*" "$WORK/agent-ctr-1.log" | tail -n1 | cut -d' ' -f3)
 say "killing the watchdog ($watchdog), the agent ($AGENT_PID_ctr_1), the shim ($d_shim) and podman run ($d_podman) with SIGKILL; container init $d_init, conmon $d_conmon, sleepers $d_sleepers"
+t0=$(date +%s%3N)
 kill -9 "$watchdog" "$AGENT_PID_ctr_1" "$d_shim" "$d_podman"
 for p in "$d_init" $d_sleepers; do
-  for _ in $(seq 1 30); do gone "$p" && break; sleep 0.1; done
+  for _ in $(seq 1 300); do gone "$p" && break; sleep 0.01; done
   gone "$p" || fail "process $p of job-d's container outlived its agent, watchdog, shim and podman by 3 s: $(ps -o pid,ppid,args -p "$p")"
 done
+say "job-d's container and its processes were gone $(( $(date +%s%3N) - t0 )) ms after the kill (polled every 10 ms)"
 for _ in $(seq 1 50); do gone "$d_conmon" && break; sleep 0.1; done
 gone "$d_conmon" || fail "conmon ($d_conmon) should exit with its container"
 test_cleanup
