@@ -154,6 +154,9 @@ class Pass {
   std::map<TypeId, JobId> reserved;
   uint64_t epoch = 0;  // changes (admissions, preemptions) this pass has made to the state
   ClassMemo memo;
+  // The flat cohort's pool and what lending teams use of it (quota.h), for s.usage: kept by admit(), preempt() and
+  // resize() as they change a team's usage, and handed to every attempt's quota checks.
+  PoolTotals pool;
   // Capacity of s.room per replica shape, told of every change admit(), preempt() and resize() make, so an
   // attempt reads what changed rather than every node (room_capacity.h). `scratch` points at it.
   RoomCapacity live;
@@ -164,6 +167,9 @@ class Pass {
   RefText admit_reason(const Job& j, const AdmissionAttempt& a, const RefText& extra) const;
   // Before `j` takes or gives back `p` on s.room: tells `live` which nodes change.
   void room_changes(const Job& j, const Placement& p);
+  // Around a change of `team`'s usage on `types`: its part of `pool` out before, back in after.
+  void usage_leaves(TeamId team, const std::vector<TypeId>& types);
+  void usage_returns(TeamId team, const std::vector<TypeId>& types);
 
   // A job of user U started (admit: counted, and U's queued jobs whose gate closed leave the queue) or stopped
   // (preempt, after the tally let it go: U's passed-over jobs whose gate opened join the queue).
