@@ -47,6 +47,9 @@ class ClassMemo {
   struct Preemption {
     uint64_t epoch = kNoEpoch;
     bool within_nominal = false;  // the job fits within its team's nominal quota on some type
+    // Pass::usage_changes of the team when within_nominal was worked out: it reads the team's usage alone, so it
+    // outlives the epoch while that number stays.
+    uint64_t within_changes = kNoEpoch;
     bool tried = false;           // planned at this epoch: no plan, or one that would oscillate
     bool oscillates = false;
     const PooledReason* why_not = nullptr;

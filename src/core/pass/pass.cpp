@@ -13,7 +13,7 @@ namespace allot {
 
 Pass::Pass(ClusterState& state, Time t, const ScheduleOptions& o)
     : s(state), now(t), options(o), order(state), pristine(pristine_room(state)), fits(o.fit_cache ? *o.fit_cache : own_fits_),
-      pool(pool_totals(state, state.usage)) {
+      pool(pool_totals(state, state.usage)), usage_changes_(state.teams.size(), 0) {
   live.track(state, &state.room);
   scratch.live = &live;
   locality_waits_ = state.policy.locality_wait_s > 0;
@@ -46,6 +46,7 @@ void Pass::usage_leaves(TeamId team, const std::vector<TypeId>& types) { pool_sh
 
 void Pass::usage_returns(TeamId team, const std::vector<TypeId>& types) {
   pool_share_in(pool, s, s.usage, team, types);
+  ++usage_changes_[team.index()];
 }
 
 void Pass::collect_waiting() {

@@ -157,6 +157,9 @@ class Pass {
   // The flat cohort's pool and what lending teams use of it (quota.h), for s.usage: kept by admit(), preempt() and
   // resize() as they change a team's usage, and handed to every attempt's quota checks.
   PoolTotals pool;
+  // Per team: how many times this pass changed its usage. What depends on a team's usage alone (whether a job
+  // fits within its nominal quota) holds while this number stays.
+  uint64_t usage_changes(TeamId team) const { return usage_changes_[team.index()]; }
   // Capacity of s.room per replica shape, told of every change admit(), preempt() and resize() make, so an
   // attempt reads what changed rather than every node (room_capacity.h). `scratch` points at it.
   RoomCapacity live;
@@ -170,6 +173,7 @@ class Pass {
   // Around a change of `team`'s usage on `types`: its part of `pool` out before, back in after.
   void usage_leaves(TeamId team, const std::vector<TypeId>& types);
   void usage_returns(TeamId team, const std::vector<TypeId>& types);
+  std::vector<uint64_t> usage_changes_;
 
   // A job of user U started (admit: counted, and U's queued jobs whose gate closed leave the queue) or stopped
   // (preempt, after the tally let it go: U's passed-over jobs whose gate opened join the queue).

@@ -166,8 +166,11 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
       return true;
     }
     ClassMemo::Preemption& m = p.memo.preemption(r.preemption_class);
-    if (m.epoch != p.epoch)
-      m = ClassMemo::Preemption{.epoch = p.epoch, .within_nominal = within_nominal_quota(p.s, p.s.usage, j)};
+    if (m.epoch != p.epoch) {
+      const uint64_t changes = p.usage_changes(j.team);
+      const bool within = m.within_changes == changes ? m.within_nominal : within_nominal_quota(p.s, p.s.usage, j);
+      m = ClassMemo::Preemption{.epoch = p.epoch, .within_nominal = within, .within_changes = changes};
+    }
     if (m.within_nominal != want_within_nominal) continue;
     r.preempt_tried = true;
     if (m.tried) {
