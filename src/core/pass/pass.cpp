@@ -49,6 +49,14 @@ void Pass::usage_returns(TeamId team, const std::vector<TypeId>& types) {
   ++usage_changes_[team.index()];
 }
 
+const PreemptionHints& Pass::hints() {
+  if (hints_epoch_ != epoch) {
+    hints_ = preemption_hints(s);
+    hints_epoch_ = epoch;
+  }
+  return hints_;
+}
+
 void Pass::collect_waiting() {
   // A held or backing-off job is passed over (start_timeout.h, passed_over), and so is one whose dependencies
   // wait (dependency.h): it gets its reason here and does not enter the queue, so it blocks no one (strict FIFO,

@@ -18,6 +18,7 @@
 #include "core/admission/order.h"
 #include "core/placement/room_capacity.h"
 #include "core/pass/scheduler.h"
+#include "core/preemption/preemption.h"
 #include "core/quota/user_limits.h"
 
 namespace allot {
@@ -98,6 +99,10 @@ class Pass {
   // look again (true), or the next pass would find what this one missed.
   bool plan_again();
 
+  // preemption_hints(s) (preemption.h) at this epoch: they read only the state, so the phases that look for plans
+  // between two changes share one.
+  const PreemptionHints& hints();
+
   // --- Starvation reservations ---------------------------------------------------------------------------
   bool starving(const Job& j) const;
   // A job that waits past the threshold reserves the instance types it could use: jobs after it in this step
@@ -174,6 +179,8 @@ class Pass {
   void usage_leaves(TeamId team, const std::vector<TypeId>& types);
   void usage_returns(TeamId team, const std::vector<TypeId>& types);
   std::vector<uint64_t> usage_changes_;
+  PreemptionHints hints_;
+  uint64_t hints_epoch_ = ClassMemo::kNoEpoch;
 
   // A job of user U started (admit: counted, and U's queued jobs whose gate closed leave the queue) or stopped
   // (preempt, after the tally let it go: U's passed-over jobs whose gate opened join the queue).

@@ -146,7 +146,7 @@ std::optional<PreemptionPlan> one_domain_plan(Pass& p, const Job& j, const Preem
 }  // namespace
 
 bool preempt_in_order(Pass& p, bool want_within_nominal) {
-  const PreemptionHints hints = preemption_hints(p.s);
+  const PreemptionHints& hints = p.hints();
   for (JobId id : p.waiting) {
     Pass::PassJob& r = p.rec(id);
     if (!r.waiting || r.preempt_tried || r.never) continue;
