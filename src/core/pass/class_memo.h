@@ -58,11 +58,16 @@ class ClassMemo {
   // A job's classes, looked up once when it joins the pass's queue. `alone`: the job's answers may differ from its
   // classmates' for a reason the key does not hold (an Active reservation for one user of its team,
   // core/model/reservations.h, admits some users' jobs and not others), so it is a class of its own.
-  uint32_t admission_class(const Job& j, bool alone = false) {
-    return class_of(Key{j.team.value, j.shape, 0, alone ? j.id.value : kShared}, admission_ids_);
-  }
-  uint32_t preemption_class(const Job& j, bool alone = false) {
-    return class_of(Key{j.team.value, j.shape, j.priority, alone ? j.id.value : kShared}, preemption_ids_);
+  struct Classes {
+    uint32_t admission = 0, preemption = 0;
+  };
+  // One lookup per job: a preemption class (team, shape, priority) lies within one admission class (team, shape),
+  // which is looked up only when the preemption class is new.
+  Classes classes_of(const Job& j, bool alone = false) {
+    const uint32_t job = alone ? j.id.value : kShared;
+    auto [it, added] = preemption_ids_.try_emplace(Key{j.team.value, j.shape, j.priority, job});
+    if (added) it->second = {class_of(Key{j.team.value, j.shape, 0, job}, admission_ids_), static_cast<uint32_t>(preemption_ids_.size() - 1)};
+    return it->second;
   }
 
   // The entries of a class; an entry whose epoch is not the current one holds a stale answer.
@@ -85,7 +90,8 @@ class ClassMemo {
     return ids.try_emplace(key, static_cast<uint32_t>(ids.size())).first->second;
   }
 
-  Ids admission_ids_, preemption_ids_;
+  Ids admission_ids_;
+  std::unordered_map<Key, Classes, KeyHash> preemption_ids_;
   // Deques: entries handed out stay where they are while later classes are added.
   std::deque<Admission> admissions_;  // [2 * class + mode]
   std::deque<Preemption> preemptions_;

@@ -197,8 +197,9 @@ void Pass::join(JobId id) {
   p.arrival = j.arrival;
   // core/model/reservations.h: a reservation for one user, or one the job names, makes jobs alike in all else differ.
   const bool alone = !j.spec.reservation.empty() || user_reservation_for(s, j.team);
-  p.admission_class = memo.admission_class(j, alone);
-  p.preemption_class = memo.preemption_class(j, alone);
+  const ClassMemo::Classes c = memo.classes_of(j, alone);
+  p.admission_class = c.admission;
+  p.preemption_class = c.preemption;
   p.waiting = true;
 }
 
