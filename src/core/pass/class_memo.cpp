@@ -13,6 +13,11 @@ ClassMemo::Admission& ClassMemo::admission(uint32_t c, BorrowMode mode) {
   return admissions_[2 * size_t{c} + (mode == BorrowMode::kAllowBorrowing ? 1 : 0)];
 }
 
+ClassMemo::WithinNominal& ClassMemo::within_nominal(uint32_t c) {
+  if (c >= within_.size()) within_.resize(size_t{c} + 1);
+  return within_[c];
+}
+
 ClassMemo::Preemption& ClassMemo::preemption(uint32_t c) {
   if (c >= preemptions_.size()) preemptions_.resize(size_t{c} + 1);
   return preemptions_[c];

@@ -11,6 +11,7 @@
 #include <deque>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/admission/admission.h"
 
@@ -47,13 +48,20 @@ class ClassMemo {
   struct Preemption {
     uint64_t epoch = kNoEpoch;
     bool within_nominal = false;  // the job fits within its team's nominal quota on some type
-    // Pass::usage_changes of the team when within_nominal was worked out: it reads the team's usage alone, so it
-    // outlives the epoch while that number stays.
-    uint64_t within_changes = kNoEpoch;
     bool tried = false;           // planned at this epoch: no plan, or one that would oscillate
     bool oscillates = false;
     const PooledReason* why_not = nullptr;
   };
+
+  // Whether a job of an admission class fits within its team's nominal quota on some type, as worked out when its
+  // team's Pass::usage_changes was `changes`. It reads the team's usage, its nominal quota and the job's shape,
+  // neither the priority nor the rest of the state, so it holds across epochs, and for every preemption class
+  // within the admission class, while that number stays.
+  struct WithinNominal {
+    uint64_t changes = kNoEpoch;
+    bool within = false;
+  };
+  WithinNominal& within_nominal(uint32_t admission_class);
 
   // A job's classes, looked up once when it joins the pass's queue. `alone`: the job's answers may differ from its
   // classmates' for a reason the key does not hold (an Active reservation for one user of its team,
@@ -95,6 +103,7 @@ class ClassMemo {
   // Deques: entries handed out stay where they are while later classes are added.
   std::deque<Admission> admissions_;  // [2 * class + mode]
   std::deque<Preemption> preemptions_;
+  std::vector<WithinNominal> within_;  // [admission class]
 };
 
 }  // namespace allot

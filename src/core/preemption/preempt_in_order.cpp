@@ -166,9 +166,10 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
     }
     ClassMemo::Preemption& m = p.memo.preemption(r.preemption_class);
     if (m.epoch != p.epoch) {
+      ClassMemo::WithinNominal& w = p.memo.within_nominal(r.admission_class);
       const uint64_t changes = p.usage_changes(TeamId(r.team));  // the record's: no read of the Job
-      const bool within = m.within_changes == changes ? m.within_nominal : within_nominal_quota(p.s, p.s.usage, j);
-      m = ClassMemo::Preemption{.epoch = p.epoch, .within_nominal = within, .within_changes = changes};
+      if (w.changes != changes) w = {.changes = changes, .within = within_nominal_quota(p.s, p.s.usage, j)};
+      m = ClassMemo::Preemption{.epoch = p.epoch, .within_nominal = w.within};
     }
     if (m.within_nominal != want_within_nominal) continue;
     r.preempt_tried = true;
