@@ -182,7 +182,8 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
     m.tried = true;
     Explanation why_not;
     // The hints are made only once some class gets this far at this epoch.
-    auto plan = plan_preemption(p.s, j, PreemptionQuery{.allow_reclaim = true, .now = p.now, .hints = &p.hints()}, why_not);
+    auto plan = plan_preemption(
+        p.s, j, PreemptionQuery{.allow_reclaim = true, .now = p.now, .hints = &p.hints(), .within_nominal = m.within_nominal}, why_not);
     if (!plan) {
       r.preempt_why = m.why_not = p.texts.add(std::move(why_not));
       continue;
