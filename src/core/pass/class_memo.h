@@ -61,7 +61,7 @@ class ClassMemo {
     uint64_t changes = kNoEpoch;
     bool within = false;
   };
-  WithinNominal& within_nominal(uint32_t admission_class);
+  WithinNominal& within_nominal(uint32_t admission_class) { return within_[admission_class]; }
 
   // A job's classes, looked up once when it joins the pass's queue. `alone`: the job's answers may differ from its
   // classmates' for a reason the key does not hold (an Active reservation for one user of its team,
@@ -74,13 +74,16 @@ class ClassMemo {
   Classes classes_of(const Job& j, bool alone = false) {
     const uint32_t job = alone ? j.id.value : kShared;
     auto [it, added] = preemption_ids_.try_emplace(Key{j.team.value, j.shape, j.priority, job});
-    if (added) it->second = {class_of(Key{j.team.value, j.shape, 0, job}, admission_ids_), static_cast<uint32_t>(preemption_ids_.size() - 1)};
+    if (added) it->second = add_classes(Key{j.team.value, j.shape, 0, job});
     return it->second;
   }
 
-  // The entries of a class; an entry whose epoch is not the current one holds a stale answer.
-  Admission& admission(uint32_t admission_class, BorrowMode mode);
-  Preemption& preemption(uint32_t preemption_class);
+  // The entries of a class, made with the class (the phases ask for them for every waiting job they visit); an
+  // entry whose epoch is not the current one holds a stale answer.
+  Admission& admission(uint32_t admission_class, BorrowMode mode) {
+    return admissions_[2 * size_t{admission_class} + (mode == BorrowMode::kAllowBorrowing ? 1 : 0)];
+  }
+  Preemption& preemption(uint32_t preemption_class) { return preemptions_[preemption_class]; }
 
  private:
   static constexpr uint32_t kShared = UINT32_MAX;  // Key::job of a class shared by many jobs
@@ -94,9 +97,8 @@ class ClassMemo {
     size_t operator()(const Key& k) const;
   };
   using Ids = std::unordered_map<Key, uint32_t, KeyHash>;
-  static uint32_t class_of(Key key, Ids& ids) {
-    return ids.try_emplace(key, static_cast<uint32_t>(ids.size())).first->second;
-  }
+  // A new preemption class within the admission class `key`, that one made too when it is new, with their entries.
+  Classes add_classes(Key key);
 
   Ids admission_ids_;
   std::unordered_map<Key, Classes, KeyHash> preemption_ids_;
