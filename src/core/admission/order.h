@@ -49,8 +49,9 @@ class QueueOrder final : public Sorter {
 template <class KeyOf>
 void QueueOrder::sort_by(std::vector<JobId>& jobs, KeyOf key_of) const {
   const bool priority_first = by_priority();
-  // A pass collects its queue in ID order, which is mostly arrival order, and a queue holds a handful of
-  // priorities: the order is then the jobs grouped by priority, each group in the order given, made in linear
+  // A pass collects its queue from the waiting set, which keeps jobs in submission (arrival) order until removals
+  // reorder it (job_set.h), so a first pass over a long queue gets it in arrival order; and a queue holds a handful
+  // of priorities. The order is then the jobs grouped by priority, each group in the order given, made in linear
   // walks rather than a comparison sort (7% of a pass over 50,000 jobs), and without a table of keys (1.2 MB of
   // fresh pages for 50,000 jobs). Arrivals strictly increasing make every key distinct, so both ways give the one
   // order there is.

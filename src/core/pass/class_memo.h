@@ -105,7 +105,7 @@ class ClassMemo {
   // Deques: entries handed out stay where they are while later classes are added.
   std::deque<Admission> admissions_;  // [2 * class + mode]
   std::deque<Preemption> preemptions_;
-  std::vector<WithinNominal> within_;  // [admission class]
+  std::vector<WithinNominal> within_;  // [admission class]; callers use an entry at once and keep no reference
 };
 
 }  // namespace allot
