@@ -184,7 +184,7 @@ AdmissionAttempt try_admit_fixed(const ClusterState& s, const RoomTable& room, c
     bool fits = true, within = true, never = false;
     Explanation qwhy;
     for (const auto& [t, r] : request) {
-      QuotaVerdict v = check_quota(s, usage, job.team, t, r);
+      QuotaVerdict v = check_quota(s, usage, job.team, t, r, o.pool);
       within &= v.within_nominal;
       never |= !v.why.feasible;
       if (!v.fits && fits) {

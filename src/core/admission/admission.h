@@ -108,6 +108,7 @@ struct AdmitOptions {
   const std::vector<TypeId>* only_types = nullptr;  // try these instance types only
   const FreeAccelerators* free = nullptr;           // must describe `room`: enables the quick rejection
   PlacementScratch* scratch = nullptr;              // working memory of placement, for callers that place many jobs
+  const PoolTotals* pool = nullptr;                 // must describe `usage` (quota.h): spares each check a sum over teams
   // Elastic jobs only: the sizes of the elastic pod set to try (0: its own min and max).
   int min_size = 0, max_size = 0;
 };

@@ -40,12 +40,22 @@ class QueueOrder final : public Sorter {
   void sort_by(std::vector<JobId>& jobs, KeyOf key_of) const;
 
  private:
+  template <class KeyOf>
+  static bool sort_by_priority_groups(std::vector<JobId>& jobs, KeyOf key_of, bool priority_first);
   bool by_priority() const;
   const ClusterState& s_;
 };
 
 template <class KeyOf>
 void QueueOrder::sort_by(std::vector<JobId>& jobs, KeyOf key_of) const {
+  const bool priority_first = by_priority();
+  // A pass collects its queue from the waiting set, which keeps jobs in submission (arrival) order until removals
+  // reorder it (job_set.h), so a first pass over a long queue gets it in arrival order; and a queue holds a handful
+  // of priorities. The order is then the jobs grouped by priority, each group in the order given, made in linear
+  // walks rather than a comparison sort (7% of a pass over 50,000 jobs), and without a table of keys (1.2 MB of
+  // fresh pages for 50,000 jobs). Arrivals strictly increasing make every key distinct, so both ways give the one
+  // order there is.
+  if (sort_by_priority_groups(jobs, key_of, priority_first)) return;
   struct Entry {
     int priority;
     uint64_t arrival;
@@ -53,7 +63,6 @@ void QueueOrder::sort_by(std::vector<JobId>& jobs, KeyOf key_of) const {
   };
   std::vector<Entry> keys;
   keys.reserve(jobs.size());
-  const bool priority_first = by_priority();
   for (JobId id : jobs) {
     const auto [priority, arrival] = key_of(id);
     keys.push_back({priority_first ? priority : 0, arrival, id});
@@ -62,6 +71,41 @@ void QueueOrder::sort_by(std::vector<JobId>& jobs, KeyOf key_of) const {
     return a.priority != b.priority ? a.priority > b.priority : a.arrival < b.arrival;
   });
   for (size_t i = 0; i < keys.size(); ++i) jobs[i] = keys[i].id;
+}
+
+// When `jobs` come in strictly increasing arrival with at most kMaxGroups priorities (one group without
+// `priority_first`): reorders them grouped by priority, highest first, each group in the order given. Otherwise
+// false, `jobs` untouched.
+template <class KeyOf>
+bool QueueOrder::sort_by_priority_groups(std::vector<JobId>& jobs, KeyOf key_of, bool priority_first) {
+  constexpr size_t kMaxGroups = 16;
+  int priorities[kMaxGroups];
+  size_t groups = 0;
+  uint64_t last_arrival = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto [priority, arrival] = key_of(jobs[i]);
+    if (i > 0 && arrival <= last_arrival) return false;
+    last_arrival = arrival;
+    const int p = priority_first ? priority : 0;
+    if (groups > 0 && priorities[groups - 1] == p) continue;  // runs of one priority are common
+    if (std::find(priorities, priorities + groups, p) != priorities + groups) continue;
+    if (groups == kMaxGroups) return false;
+    priorities[groups++] = p;
+  }
+  if (groups <= 1) return true;  // one group: already in order
+  std::sort(priorities, priorities + groups, std::greater<int>());
+  std::vector<uint8_t> group(jobs.size());
+  size_t start[kMaxGroups + 1] = {};
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const int p = key_of(jobs[i]).first;
+    group[i] = static_cast<uint8_t>(std::find(priorities, priorities + groups, p) - priorities);
+    ++start[group[i] + 1];
+  }
+  for (size_t g = 1; g <= groups; ++g) start[g] += start[g - 1];
+  std::vector<JobId> sorted(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) sorted[start[group[i]]++] = jobs[i];
+  std::copy(sorted.begin(), sorted.end(), jobs.begin());  // in place: phases may be walking `jobs`
+  return true;
 }
 
 // Borrower order of teams (clients: TeamId values) that have a job able to borrow now; `head(team)` is that

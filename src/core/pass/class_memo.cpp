@@ -8,14 +8,14 @@ size_t ClassMemo::KeyHash::operator()(const Key& k) const {
   return static_cast<size_t>(a ^ (b >> 7) ^ b ^ (uint64_t{k.job} * 0x165667B19E3779F9ull));
 }
 
-ClassMemo::Admission& ClassMemo::admission(uint32_t c, BorrowMode mode) {
-  if (2 * c + 1 >= admissions_.size()) admissions_.resize(2 * size_t{c} + 2);
-  return admissions_[2 * size_t{c} + (mode == BorrowMode::kAllowBorrowing ? 1 : 0)];
-}
-
-ClassMemo::Preemption& ClassMemo::preemption(uint32_t c) {
-  if (c >= preemptions_.size()) preemptions_.resize(size_t{c} + 1);
-  return preemptions_[c];
+ClassMemo::Classes ClassMemo::add_classes(Key key) {
+  const auto [it, added] = admission_ids_.try_emplace(key, static_cast<uint32_t>(admission_ids_.size()));
+  if (added) {
+    admissions_.resize(2 * admission_ids_.size());
+    within_.resize(admission_ids_.size());
+  }
+  preemptions_.emplace_back();
+  return Classes{.admission = it->second, .preemption = static_cast<uint32_t>(preemptions_.size() - 1)};
 }
 
 }  // namespace allot

@@ -11,6 +11,7 @@
 #include <deque>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/admission/admission.h"
 
@@ -52,19 +53,37 @@ class ClassMemo {
     const PooledReason* why_not = nullptr;
   };
 
+  // Whether a job of an admission class fits within its team's nominal quota on some type, as worked out when its
+  // team's Pass::usage_changes was `changes`. It reads the team's usage, its nominal quota and the job's shape,
+  // neither the priority nor the rest of the state, so it holds across epochs, and for every preemption class
+  // within the admission class, while that number stays.
+  struct WithinNominal {
+    uint64_t changes = kNoEpoch;
+    bool within = false;
+  };
+  WithinNominal& within_nominal(uint32_t admission_class) { return within_[admission_class]; }
+
   // A job's classes, looked up once when it joins the pass's queue. `alone`: the job's answers may differ from its
   // classmates' for a reason the key does not hold (an Active reservation for one user of its team,
   // core/model/reservations.h, admits some users' jobs and not others), so it is a class of its own.
-  uint32_t admission_class(const Job& j, bool alone = false) {
-    return class_of(Key{j.team.value, j.shape, 0, alone ? j.id.value : kShared}, admission_ids_);
-  }
-  uint32_t preemption_class(const Job& j, bool alone = false) {
-    return class_of(Key{j.team.value, j.shape, j.priority, alone ? j.id.value : kShared}, preemption_ids_);
+  struct Classes {
+    uint32_t admission = 0, preemption = 0;
+  };
+  // One lookup per job: a preemption class (team, shape, priority) lies within one admission class (team, shape),
+  // which is looked up only when the preemption class is new.
+  Classes classes_of(const Job& j, bool alone = false) {
+    const uint32_t job = alone ? j.id.value : kShared;
+    auto [it, added] = preemption_ids_.try_emplace(Key{j.team.value, j.shape, j.priority, job});
+    if (added) it->second = add_classes(Key{j.team.value, j.shape, 0, job});
+    return it->second;
   }
 
-  // The entries of a class; an entry whose epoch is not the current one holds a stale answer.
-  Admission& admission(uint32_t admission_class, BorrowMode mode);
-  Preemption& preemption(uint32_t preemption_class);
+  // The entries of a class, made with the class (the phases ask for them for every waiting job they visit); an
+  // entry whose epoch is not the current one holds a stale answer.
+  Admission& admission(uint32_t admission_class, BorrowMode mode) {
+    return admissions_[2 * size_t{admission_class} + (mode == BorrowMode::kAllowBorrowing ? 1 : 0)];
+  }
+  Preemption& preemption(uint32_t preemption_class) { return preemptions_[preemption_class]; }
 
  private:
   static constexpr uint32_t kShared = UINT32_MAX;  // Key::job of a class shared by many jobs
@@ -78,14 +97,15 @@ class ClassMemo {
     size_t operator()(const Key& k) const;
   };
   using Ids = std::unordered_map<Key, uint32_t, KeyHash>;
-  static uint32_t class_of(Key key, Ids& ids) {
-    return ids.try_emplace(key, static_cast<uint32_t>(ids.size())).first->second;
-  }
+  // A new preemption class within the admission class `key`, that one made too when it is new, with their entries.
+  Classes add_classes(Key key);
 
-  Ids admission_ids_, preemption_ids_;
+  Ids admission_ids_;
+  std::unordered_map<Key, Classes, KeyHash> preemption_ids_;
   // Deques: entries handed out stay where they are while later classes are added.
   std::deque<Admission> admissions_;  // [2 * class + mode]
   std::deque<Preemption> preemptions_;
+  std::vector<WithinNominal> within_;  // [admission class]; callers use an entry at once and keep no reference
 };
 
 }  // namespace allot

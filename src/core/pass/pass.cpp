@@ -12,7 +12,8 @@
 namespace allot {
 
 Pass::Pass(ClusterState& state, Time t, const ScheduleOptions& o)
-    : s(state), now(t), options(o), order(state), pristine(pristine_room(state)), fits(o.fit_cache ? *o.fit_cache : own_fits_) {
+    : s(state), now(t), options(o), order(state), pristine(pristine_room(state)), fits(o.fit_cache ? *o.fit_cache : own_fits_),
+      pool(pool_totals(state, state.usage)), usage_changes_(state.teams.size(), 0) {
   live.track(state, &state.room);
   scratch.live = &live;
   locality_waits_ = state.policy.locality_wait_s > 0;
@@ -29,6 +30,31 @@ void Pass::room_changes(const Job& j, const Placement& p) {
   for (const PodSet& ps : j.pod_sets)
     if (ps.topology.exclusive_level >= 0) return live.changed_all();
   live.changed(p);
+}
+
+namespace {
+
+std::vector<TypeId> types_of(const Placement& p, std::vector<TypeId> types = {}) {
+  for (const auto& ps : p.pod_sets)
+    if (std::find(types.begin(), types.end(), ps.type) == types.end()) types.push_back(ps.type);
+  return types;
+}
+
+}  // namespace
+
+void Pass::usage_leaves(TeamId team, const std::vector<TypeId>& types) { pool_share_out(pool, s, s.usage, team, types); }
+
+void Pass::usage_returns(TeamId team, const std::vector<TypeId>& types) {
+  pool_share_in(pool, s, s.usage, team, types);
+  ++usage_changes_[team.index()];
+}
+
+const PreemptionHints& Pass::hints() {
+  if (hints_epoch_ != epoch) {
+    hints_ = preemption_hints(s);
+    hints_epoch_ = epoch;
+  }
+  return hints_;
 }
 
 void Pass::collect_waiting() {
@@ -171,8 +197,9 @@ void Pass::join(JobId id) {
   p.arrival = j.arrival;
   // core/model/reservations.h: a reservation for one user, or one the job names, makes jobs alike in all else differ.
   const bool alone = !j.spec.reservation.empty() || user_reservation_for(s, j.team);
-  p.admission_class = memo.admission_class(j, alone);
-  p.preemption_class = memo.preemption_class(j, alone);
+  const ClassMemo::Classes c = memo.classes_of(j, alone);
+  p.admission_class = c.admission;
+  p.preemption_class = c.preemption;
   p.waiting = true;
 }
 
@@ -204,7 +231,7 @@ Pass::Tried Pass::attempt(JobId id, BorrowMode mode) {
   if (!restricted && m.epoch == epoch) return {&m.failure, m.reason};
   AdmissionAttempt a = try_admit(s, s.room, s.usage, job(id),
                                  AdmitOptions{.mode = mode, .pristine = &pristine, .fit_cache = &fits, .only_types = restricted ? &only_types : nullptr,
-                                              .free = &free.free(), .scratch = &scratch});
+                                              .free = &free.free(), .scratch = &scratch, .pool = &pool});
   if (a.ok()) {
     // Not kept in the class memo: whether a job still waits for locality depends on when it began waiting.
     if (locality_waits_) {
@@ -276,8 +303,11 @@ void Pass::admit(const Job& j, const AdmissionAttempt& a, const RefText& extra) 
   d.backfilled = behind_holder(j);
   if (backfill && backfill->holder != id) count_at(*backfill, j, d.placement, now, 1);
   room_changes(j, d.placement);
+  const std::vector<TypeId> types = types_of(d.placement);
+  usage_leaves(j.team, types);
   auto st = apply_decision(s, d, now);
   (void)st;  // the job is waiting (checked by callers) and the placement came from the same state
+  usage_returns(j.team, types);
   ++epoch;
   free.took(s, s.room, job(id), d.placement);
   rec(id).why = nullptr;
@@ -304,8 +334,12 @@ void Pass::preempt(PreemptDecision d) {
   if (user_limits_) tally_.remove(s, job(victim));  // before the placement goes
   if (backfill) count_at(*backfill, job(victim), job(victim).placement, now, -1);
   room_changes(job(victim), job(victim).placement);
+  const TeamId team = job(victim).team;
+  const std::vector<TypeId> types = types_of(job(victim).placement);
+  usage_leaves(team, types);
   auto st = apply_decision(s, d, now);
   (void)st;  // victims are running jobs of this same state
+  usage_returns(team, types);
   ++epoch;
   result.decisions.push_back(std::move(d));
   // The victim waits again: it goes back into consideration with everything else (unless its user is at a limit).
@@ -326,7 +360,11 @@ void Pass::resize(ResizeDecision d) {
   live.changed_all();  // the job gives back its old placement and takes the new one
   if (user_limits_) tally_.remove(s, job(d.job));
   if (backfill) count_at(*backfill, job(d.job), job(d.job).placement, now, -1);
+  const TeamId team = job(d.job).team;
+  const std::vector<TypeId> types = types_of(d.placement, types_of(job(d.job).placement));
+  usage_leaves(team, types);
   auto st = apply_decision(s, d, now);
+  usage_returns(team, types);
   if (user_limits_) tally_.add(s, job(d.job));
   if (backfill) count_at(*backfill, job(d.job), job(d.job).placement, now, 1);
   (void)st;  // a running elastic job of this same state, placed against it

@@ -18,6 +18,7 @@
 #include "core/admission/order.h"
 #include "core/placement/room_capacity.h"
 #include "core/pass/scheduler.h"
+#include "core/preemption/preemption.h"
 #include "core/quota/user_limits.h"
 
 namespace allot {
@@ -98,6 +99,10 @@ class Pass {
   // look again (true), or the next pass would find what this one missed.
   bool plan_again();
 
+  // preemption_hints(s) (preemption.h) at this epoch: they read only the state, so the phases that look for plans
+  // between two changes share one.
+  const PreemptionHints& hints();
+
   // --- Starvation reservations ---------------------------------------------------------------------------
   bool starving(const Job& j) const;
   // A job that waits past the threshold reserves the instance types it could use: jobs after it in this step
@@ -154,6 +159,12 @@ class Pass {
   std::map<TypeId, JobId> reserved;
   uint64_t epoch = 0;  // changes (admissions, preemptions) this pass has made to the state
   ClassMemo memo;
+  // The flat cohort's pool and what lending teams use of it (quota.h), for s.usage: kept by admit(), preempt() and
+  // resize() as they change a team's usage, and handed to every attempt's quota checks.
+  PoolTotals pool;
+  // Per team: how many times this pass changed its usage. What depends on a team's usage alone (whether a job
+  // fits within its nominal quota) holds while this number stays.
+  uint64_t usage_changes(TeamId team) const { return usage_changes_[team.index()]; }
   // Capacity of s.room per replica shape, told of every change admit(), preempt() and resize() make, so an
   // attempt reads what changed rather than every node (room_capacity.h). `scratch` points at it.
   RoomCapacity live;
@@ -164,6 +175,12 @@ class Pass {
   RefText admit_reason(const Job& j, const AdmissionAttempt& a, const RefText& extra) const;
   // Before `j` takes or gives back `p` on s.room: tells `live` which nodes change.
   void room_changes(const Job& j, const Placement& p);
+  // Around a change of `team`'s usage on `types`: its part of `pool` out before, back in after.
+  void usage_leaves(TeamId team, const std::vector<TypeId>& types);
+  void usage_returns(TeamId team, const std::vector<TypeId>& types);
+  std::vector<uint64_t> usage_changes_;
+  PreemptionHints hints_;
+  uint64_t hints_epoch_ = ClassMemo::kNoEpoch;
 
   // A job of user U started (admit: counted, and U's queued jobs whose gate closed leave the queue) or stopped
   // (preempt, after the tally let it go: U's passed-over jobs whose gate opened join the queue).

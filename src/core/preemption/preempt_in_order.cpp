@@ -146,7 +146,6 @@ std::optional<PreemptionPlan> one_domain_plan(Pass& p, const Job& j, const Preem
 }  // namespace
 
 bool preempt_in_order(Pass& p, bool want_within_nominal) {
-  const PreemptionHints hints = preemption_hints(p.s);
   for (JobId id : p.waiting) {
     Pass::PassJob& r = p.rec(id);
     if (!r.waiting || r.preempt_tried || r.never) continue;
@@ -159,15 +158,19 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
       // Its plan is its own (it depends on its wait), never its class's.
       if (within_nominal_quota(p.s, p.s.usage, j) != want_within_nominal) continue;
       r.preempt_tried = true;
-      std::optional<PreemptionPlan> plan = one_domain_plan(p, j, hints);
+      std::optional<PreemptionPlan> plan = one_domain_plan(p, j, p.hints());
       if (!plan || !keeps_clear_of_backfill(p, j, *plan, want_within_nominal)) continue;
       if (plan->admission.borrowing() && would_oscillate(p, j, *plan)) continue;  // it keeps its locality reason
       execute(p, j, *plan);
       return true;
     }
     ClassMemo::Preemption& m = p.memo.preemption(r.preemption_class);
-    if (m.epoch != p.epoch)
-      m = ClassMemo::Preemption{.epoch = p.epoch, .within_nominal = within_nominal_quota(p.s, p.s.usage, j)};
+    if (m.epoch != p.epoch) {
+      ClassMemo::WithinNominal& w = p.memo.within_nominal(r.admission_class);
+      const uint64_t changes = p.usage_changes(TeamId(r.team));  // the record's: no read of the Job
+      if (w.changes != changes) w = {.changes = changes, .within = within_nominal_quota(p.s, p.s.usage, j)};
+      m = ClassMemo::Preemption{.epoch = p.epoch, .within_nominal = w.within};
+    }
     if (m.within_nominal != want_within_nominal) continue;
     r.preempt_tried = true;
     if (m.tried) {
@@ -178,7 +181,9 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
     }
     m.tried = true;
     Explanation why_not;
-    auto plan = plan_preemption(p.s, j, PreemptionQuery{.allow_reclaim = true, .now = p.now, .hints = &hints}, why_not);
+    // The hints are made only once some class gets this far at this epoch.
+    auto plan = plan_preemption(
+        p.s, j, PreemptionQuery{.allow_reclaim = true, .now = p.now, .hints = &p.hints(), .within_nominal = m.within_nominal}, why_not);
     if (!plan) {
       r.preempt_why = m.why_not = p.texts.add(std::move(why_not));
       continue;
@@ -191,7 +196,7 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
     // as it would if it could run spread without preemption, unless a plan places it in one.
     if (std::optional<Explanation> why = p.held_for_locality(j, plan->admission)) {
       m.tried = false;  // the wait is this job's (it depends on when it began waiting), not its class's
-      plan = one_domain_plan(p, j, hints);
+      plan = one_domain_plan(p, j, p.hints());
       if (!plan || !keeps_clear_of_backfill(p, j, *plan, want_within_nominal) ||
           (plan->admission.borrowing() && would_oscillate(p, j, *plan))) {
         r.why = p.texts.add(std::move(*why));

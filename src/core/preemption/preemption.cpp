@@ -36,6 +36,22 @@ std::string no_candidates(const Team& team, bool within) {
 
 // --- Candidates ------------------------------------------------------------------------------------------------
 
+// Calls `visit` with `team`, and with `others` each team above its nominal quota, in ID order: the teams a walk of
+// every team would stop at, without walking the rest.
+template <class Visit>
+void visit_teams(const PreemptionHints& h, TeamId team, bool others, Visit visit) {
+  bool mine_done = false;
+  if (others)
+    for (uint32_t t : h.teams_above) {
+      if (!mine_done && t >= team.index()) {
+        visit(team.index());
+        mine_done = true;
+      }
+      if (t != team.index()) visit(size_t{t});
+    }
+  if (!mine_done) visit(team.index());
+}
+
 // Who may lose a job to `job` on one instance type; each list in victim order as far as it is read
 // (ordered_victims.h).
 struct Candidates {
@@ -68,9 +84,10 @@ Candidates candidates(const ClusterState& s, const Job& job, const std::vector<s
   if (q.hints && request.size() == 1) {
     // One type asked for (the usual case): the team's compact list of jobs holding it, without reading a Job.
     const TypeId type = request.front().first;
-    for (size_t t = 0; t < s.teams.size(); ++t) {
+    // The teams in ID order, as a walk of every team would meet them: this team, and those above quota when
+    // other teams' jobs can be candidates.
+    visit_teams(*q.hints, job.team, others, [&](size_t t) {
       const bool mine = t == job.team.index();
-      if (!mine && !(others && q.hints->above_nominal[t])) continue;
       OrderedVictims* list = nullptr;
       if (!mine) {
         if (q.allow_reclaim && c.within) list = &c.reclaim;
@@ -92,15 +109,15 @@ Candidates candidates(const ClusterState& s, const Job& job, const std::vector<s
           c.held.front() += v.accelerators;
         }
       }
-    }
+    });
     return c;
   }
   // Otherwise every running job of those teams is read (and so is every running job without hints).
   std::vector<JobId> scan;
   if (q.hints) {
-    for (size_t t = 0; t < s.teams.size(); ++t)
-      if (t == job.team.index() || (others && q.hints->above_nominal[t]))
-        scan.insert(scan.end(), q.hints->running_by_team[t].begin(), q.hints->running_by_team[t].end());
+    visit_teams(*q.hints, job.team, others, [&](size_t t) {
+      scan.insert(scan.end(), q.hints->running_by_team[t].begin(), q.hints->running_by_team[t].end());
+    });
   } else {
     scan.assign(s.running_jobs.begin(), s.running_jobs.end());
   }
@@ -369,6 +386,8 @@ PreemptionHints preemption_hints(const ClusterState& s) {
     for (size_t k = 0; k < s.usage[t].size() && k < s.teams[t].nominal.size(); ++k)
       if (!s.teams[t].counted(TypeId(static_cast<uint32_t>(k)), s.usage[t][k]).fits_in(s.teams[t].nominal[k]))
         h.above_nominal[t] = 1;
+  for (size_t t = 0; t < s.teams.size(); ++t)
+    if (h.above_nominal[t]) h.teams_above.push_back(static_cast<uint32_t>(t));
   h.running_by_team.resize(s.teams.size());
   h.running_by_team_type.resize(s.teams.size());
   for (JobId id : s.running_jobs) {
@@ -407,13 +426,14 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
                                               Explanation& why_not) {
   const Team& team = s.teams[job.team.index()];
   if (q.hints) {
-    bool other_above = false;
-    for (size_t t = 0; t < q.hints->above_nominal.size(); ++t) other_above |= q.hints->above_nominal[t] && t != job.team.index();
+    const size_t own_above = q.hints->above_nominal[job.team.index()] ? 1 : 0;
+    const bool other_above = q.hints->teams_above.size() > own_above;
     bool own = team.spec.preempt_team_tasks == PreemptTeamTasks::kLowerPriority &&
                q.hints->min_running_priority[job.team.index()] < job.priority;
     if (!(q.allow_reclaim && other_above) && !own) {
       // Whether it fits within nominal only changes the wording for a team that never preempts its own.
-      why_not = explain(ReasonCode::kNoPreemption, no_candidates(team, within_nominal_quota(s, s.usage, job)));
+      const bool within = q.within_nominal ? *q.within_nominal : within_nominal_quota(s, s.usage, job);
+      why_not = explain(ReasonCode::kNoPreemption, no_candidates(team, within));
       return std::nullopt;
     }
   }

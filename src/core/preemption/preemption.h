@@ -66,6 +66,7 @@ struct TeamRunningOnType {
 // before it looks at any running job, and one with candidates reads them from compact lists.
 struct PreemptionHints {
   std::vector<char> above_nominal;         // per team: holds more than its nominal quota of some type
+  std::vector<uint32_t> teams_above;       // the teams above_nominal marks, in ID order: a plan visits only these
   std::vector<int> min_running_priority;   // per team: lowest priority among its running jobs (INT_MAX: none)
   std::vector<std::vector<JobId>> running_by_team;
   std::vector<std::vector<TeamRunningOnType>> running_by_team_type;  // per team: per type its running jobs hold
@@ -77,6 +78,9 @@ struct PreemptionQuery {
   bool allow_reclaim = true;
   Time now = 0;
   const PreemptionHints* hints = nullptr;  // optional
+  // Whether the job fits within its team's nominal quota with the state's usage (within_nominal_quota), when the
+  // caller knows it already.
+  std::optional<bool> within_nominal;
 };
 
 // Without a plan, `why_not` says why (code kNoPreemption).

@@ -42,6 +42,28 @@ Resources pool_used(const ClusterState& s, const UsageTable& usage, TypeId type)
   return u;
 }
 
+PoolTotals pool_totals(const ClusterState& s, const UsageTable& usage) {
+  PoolTotals totals;
+  for (size_t k = 0; k < s.catalog.size(); ++k) {
+    const TypeId type(static_cast<uint32_t>(k));
+    totals.capacity.push_back(pool_capacity(s, type));
+    totals.used.push_back(pool_used(s, usage, type));
+  }
+  return totals;
+}
+
+void pool_share_out(PoolTotals& totals, const ClusterState& s, const UsageTable& usage, TeamId team, const std::vector<TypeId>& types) {
+  const Team& t = s.teams[team.index()];
+  if (!t.lends()) return;
+  for (TypeId type : types) totals.used[type.index()] -= t.counted(type, usage[team.index()][type.index()]);
+}
+
+void pool_share_in(PoolTotals& totals, const ClusterState& s, const UsageTable& usage, TeamId team, const std::vector<TypeId>& types) {
+  const Team& t = s.teams[team.index()];
+  if (!t.lends()) return;
+  for (TypeId type : types) totals.used[type.index()] += t.counted(type, usage[team.index()][type.index()]);
+}
+
 Resources borrowed(const ClusterState& s, const UsageTable& usage, TeamId team, TypeId type) {
   const Team& t = s.teams[team.index()];
   return max0(t.counted(type, usage[team.index()][type.index()]) - t.nominal[type.index()]);
@@ -57,7 +79,8 @@ bool team_borrowing(const ClusterState& s, const UsageTable& usage, TeamId team)
   return false;
 }
 
-QuotaVerdict check_quota(const ClusterState& s, const UsageTable& usage, TeamId team, TypeId type, const Resources& request) {
+QuotaVerdict check_quota(const ClusterState& s, const UsageTable& usage, TeamId team, TypeId type, const Resources& request,
+                         const PoolTotals* totals) {
   QuotaVerdict v;
   const Team& t = s.teams[team.index()];
   const std::string& type_name = s.catalog.at(type).name;
@@ -97,8 +120,8 @@ QuotaVerdict check_quota(const ClusterState& s, const UsageTable& usage, TeamId 
       return v;
     }
   } else if (t.lends()) {
-    const Resources pool = pool_capacity(s, type);
-    const Resources used = pool_used(s, usage, type) + req;
+    const Resources pool = totals ? totals->capacity[type.index()] : pool_capacity(s, type);
+    const Resources used = (totals ? totals->used[type.index()] : pool_used(s, usage, type)) + req;
     for (Resource r : kAllResources) {
       if (used.get(r) <= pool.get(r)) continue;
       v.why.code = v.within_nominal ? ReasonCode::kQuotaLentOut : ReasonCode::kNoIdleQuota;
