@@ -26,7 +26,7 @@ import time
 import urllib.request
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -143,8 +143,23 @@ def badge(driver):
     return text_of(driver, "#live")
 
 
+def read_element(driver, css, read):
+    """read(element) of the element `css` finds. The page redraws its rows on every refresh, so the element found may
+    be gone by the time it is read (StaleElementReferenceException): it is then found again, in the page as redrawn."""
+    for _ in range(50):
+        try:
+            return read(driver.find_element(By.CSS_SELECTOR, css))
+        except StaleElementReferenceException:
+            time.sleep(0.02)
+    return read(driver.find_element(By.CSS_SELECTOR, css))
+
+
 def text_of(driver, css):
-    return driver.find_element(By.CSS_SELECTOR, css).text
+    return read_element(driver, css, lambda e: e.text)
+
+
+def attribute_of(driver, css, name):
+    return read_element(driver, css, lambda e: e.get_attribute(name))
 
 
 def open_page(driver, hash_):
@@ -238,7 +253,7 @@ def run(driver):
                and "state=Failed" in driver.current_url and driver.find_elements(By.CSS_SELECTOR, '#jobs tr[data-job="a-fails"]'))
     rows = driver.find_elements(By.CSS_SELECTOR, "#jobs tr[data-job]")
     assert [r.get_attribute("data-state") for r in rows] == ["Failed"], [r.text for r in rows]
-    assert driver.find_element(By.CSS_SELECTOR, "#jobs-filters select[name=state]").get_attribute("value") == "Failed"
+    assert attribute_of(driver, "#jobs-filters select[name=state]", "value") == "Failed"
     shot(driver, "jobs-failed")
     open_page(driver, "#/cluster")
     card = '.card[data-type="ml.g5.8xlarge"]'
@@ -252,7 +267,7 @@ def run(driver):
     wait_until("the reservation's row", lambda: driver.find_elements(By.CSS_SELECTOR, row))
     row_text = text_of(driver, row)
     assert "team-b" in row_text and "Scheduled" in row_text and "gpu-3" in row_text and re.search(r"\(in [12]h \d+m\)", row_text), row_text
-    assert driver.find_element(By.CSS_SELECTOR, row + " a").get_attribute("href").endswith("#/topology?node=gpu-3")
+    assert attribute_of(driver, row + " a", "href").endswith("#/topology?node=gpu-3")
     check_page(driver, "cluster with a reservation")
     shot(driver, "cluster-reservation")
     cli("reservation", "delete", "maint")
@@ -298,7 +313,7 @@ def run(driver):
     submit("b-serve", "team-b", "inference", 1, "echo hello from b-serve; while true; do sleep 1; done", extra="duration: 3600\n")
     wait_until("a-train in the queue, Suspended", lambda: "Suspended" in text_of(driver, 'tr[data-job="a-train"]'))
     assert text_of(driver, 'tr[data-job="a-train"] td.position') == "1"
-    assert driver.find_element(By.CSS_SELECTOR, 'tr[data-job="a-train"] td.wait .reason').get_attribute("textContent"), "the queue gives a reason"
+    assert attribute_of(driver, 'tr[data-job="a-train"] td.wait .reason', "textContent"), "the queue gives a reason"
     # The first fits within team-a's quota; the pool (two GPUs of quota) is then full, and the others wait.
     for i in range(3):
         submit(f"a-wait-{i}", "team-a", "training", 1, "sleep 600")
@@ -311,7 +326,7 @@ def run(driver):
         wait_until(f"{name} classified", lambda: driver.find_element(By.CSS_SELECTOR, row).get_attribute("data-category") in CATEGORIES - {"scheduling"})
         view = json.loads(cli("describe", name, "-o", "json"))
         cat = driver.find_element(By.CSS_SELECTOR, row + " td.wait .cat")
-        assert cat.get_attribute("data-category") == driver.find_element(By.CSS_SELECTOR, row).get_attribute("data-category")
+        assert cat.get_attribute("data-category") == attribute_of(driver, row, "data-category")
         assert cat.value_of_css_property("background-color") not in ("rgba(0, 0, 0, 0)", "transparent"), "the category is coloured"
         assert text_of(driver, row + " td.types") == "ml.g5.8xlarge"
         prose = driver.find_element(By.CSS_SELECTOR, row + " td.wait .reason")
@@ -331,7 +346,7 @@ def run(driver):
     submit("b-huge", "team-b", "training", 1, "sleep 600", accelerators=2)
     huge = 'tr[data-job="b-huge"]'
     wait_until("b-huge never fits", lambda: driver.find_element(By.CSS_SELECTOR, huge).get_attribute("data-category") == "never_fits")
-    assert "never-fits" in driver.find_element(By.CSS_SELECTOR, huge).get_attribute("class")
+    assert "never-fits" in attribute_of(driver, huge, "class")
     assert driver.find_element(By.CSS_SELECTOR, 'tr[data-job="a-wait-2"] td.wait .reason').is_displayed(), \
         "a reason opened before the page was drawn again stays open"
     assert text_of(driver, huge + " td.wait .cat") == "never fits" and text_of(driver, huge + " td.estimate") == "never"
@@ -411,7 +426,7 @@ def run(driver):
         name = sq.get_attribute("data-node")
         assert sq.get_attribute("tabindex") == "0", name
         assert label.startswith(name + ": ") and re.search(r"\d+ of \d+ accelerators free", label), label
-    assert "unhealthy" in driver.find_element(By.CSS_SELECTOR, node).get_attribute("aria-label")
+    assert "unhealthy" in attribute_of(driver, node, "aria-label")
     driver.execute_script("document.querySelector('#page form.filters button').focus()")  # Tab on from the form
     reached = []
     for _ in range(6):
@@ -594,7 +609,7 @@ def cohort_tree_on_the_teams_page(driver):
     names = [n for i, n in enumerate(rows) if i == 0 or n != rows[i - 1]]  # a team has a row per instance type
     assert names == ["org", "research", "lab", "team-a", "team-b"], f"the tree's order: {names}"
     assert text_of(driver, '#teams tr.group[data-group="org"] td.group-name') == "org/", text_of(driver, "#teams")
-    assert driver.find_element(By.CSS_SELECTOR, 'tr[data-team="lab"]').get_attribute("data-group") == "research"
+    assert attribute_of(driver, 'tr[data-team="lab"]', "data-group") == "research"
     pad = lambda css: float(driver.find_element(By.CSS_SELECTOR, css).value_of_css_property("padding-left").rstrip("px"))
     org, research = pad('tr.group[data-group="org"] td.group-name'), pad('tr.group[data-group="research"] td.group-name')
     lab, team_a = pad('tr[data-team="lab"] td.team-name'), pad('tr[data-team="team-a"] td.team-name')
@@ -629,7 +644,7 @@ def suspect_when_an_agent_stops(driver, failed):
         open_page(driver, "#/topology")
         square = f'.node[data-node="{quiet}"]'
         wait_until(f"{quiet} drawn suspect", lambda: "suspect" in driver.find_element(By.CSS_SELECTOR, square).get_attribute("class"))
-        assert "suspect" in driver.find_element(By.CSS_SELECTOR, square).get_attribute("aria-label")
+        assert "suspect" in attribute_of(driver, square, "aria-label")
         shot(driver, "topology-suspect-node")
         open_page(driver, "#/cluster")
     finally:
