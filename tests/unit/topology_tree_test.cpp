@@ -2,6 +2,7 @@
 // Domain records, so each must say what walking the records says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -125,6 +126,31 @@ void expect_same_tree(const TopologyTree& t, const std::vector<Node>& nodes, con
   EXPECT_EQ(t.inner, fresh.inner) << when;
   EXPECT_EQ(t.lowest_labelled_level, fresh.lowest_labelled_level) << when;
   EXPECT_EQ(t.leaf_domain_of_host, fresh.leaf_domain_of_host) << when;
+  EXPECT_EQ(t.host_groups.group_of_host, fresh.host_groups.group_of_host) << when;
+  EXPECT_EQ(t.host_groups.start, fresh.host_groups.start) << when;
+  EXPECT_EQ(t.host_groups.hosts, fresh.host_groups.hosts) << when;
+  EXPECT_EQ(t.host_groups.leaf, fresh.host_groups.leaf) << when;
+  EXPECT_EQ(t.host_groups.largest, fresh.host_groups.largest) << when;
+  // The groups by their definition: each host in the one group of its leaf domain (a group of its own without
+  // one), each group's hosts in domain index order.
+  const TopologyTree::HostGroups& g = t.host_groups;
+  ASSERT_EQ(g.start.size(), g.leaf.size() + 1) << when;
+  const std::vector<int>& hosts = t.by_level[t.levels - 1];
+  ASSERT_EQ(g.hosts.size(), hosts.size()) << when;
+  size_t largest = 0;
+  for (size_t k = 0; k < g.leaf.size(); ++k) {
+    largest = std::max(largest, g.start[k + 1] - g.start[k]);
+    std::vector<int> want;
+    for (size_t i = 0; i < hosts.size(); ++i)
+      if (g.leaf[k] >= 0 ? t.leaf_domain_of_host[i] == g.leaf[k] : g.group_of_host[hosts[i]] == static_cast<int>(k))
+        want.push_back(hosts[i]);
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(std::vector<int>(g.hosts.begin() + static_cast<long>(g.start[k]), g.hosts.begin() + static_cast<long>(g.start[k + 1])), want)
+        << when << ", group " << k;
+    if (g.leaf[k] < 0) EXPECT_EQ(want.size(), 1u) << when << ", group " << k;
+    for (int h : want) EXPECT_EQ(g.group_of_host[h], static_cast<int>(k)) << when << ", host " << h;
+  }
+  EXPECT_EQ(g.largest, largest) << when;
 }
 
 // Nodes joining one at a time (agents registering) are placed into the kept order; the tree must be the one a

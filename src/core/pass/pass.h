@@ -102,6 +102,8 @@ class Pass {
   // preemption_hints(s) (preemption.h) at this epoch: they read only the state, so the phases that look for plans
   // between two changes share one.
   const PreemptionHints& hints();
+  // The tables every preemption plan of this pass works in, one plan at a time (preemption.h, TrialTables).
+  TrialTables trial_tables;
 
   // --- Starvation reservations ---------------------------------------------------------------------------
   bool starving(const Job& j) const;

@@ -21,46 +21,20 @@ uint64_t pack(int64_t leaf_room, int host) {
 
 }  // namespace
 
-// The host groups in flat arrays (hosts_of_group_ at group_start_[g]..group_start_[g + 1]): a preemption plan
-// tracks a fresh trial room per instance type, and a vector per group (hundreds of small allocations) was most
-// of what tracking cost there.
+// The host groups come with the tree (TopologyTree::host_groups): tracking a room, as every preemption plan's
+// trial does, only forgets the entries, whose tables it keeps for the next ones.
 void RoomCapacity::track(const ClusterState& s, const RoomTable* room) {
   s_ = &s;
   room_ = room;
   log_.clear();
   resets_ = 0;
+  for (auto& e : entries_) spare_.push_back(std::move(e));
   entries_.clear();
   last_ = nullptr;
-  const TopologyTree& t = s.tree;
-  group_of_host_.assign(t.domains.size(), -1);
-  group_start_.assign(1, 0);
-  hosts_of_group_.clear();
-  leaf_of_group_.clear();
-  host_index_ok_ = true;
+  const TopologyTree::HostGroups& g = s.tree.host_groups;
+  host_index_ok_ = g.largest <= kMaxHostsPerLeaf;
   heap_size_ = 1;
-  if (t.levels == 0) return;
-  // Groups numbered in order of their first host; then each group's hosts in host order (domain index order).
-  std::vector<int> group_of_leaf(t.domains.size(), -1);
-  const std::vector<int>& hosts = t.by_level[t.levels - 1];
-  std::vector<size_t> size_of_group;
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    const int leaf = t.leaf_domain_of_host[i];
-    int g = leaf >= 0 ? group_of_leaf[leaf] : -1;
-    if (g < 0) {
-      g = static_cast<int>(leaf_of_group_.size());
-      leaf_of_group_.push_back(leaf);
-      size_of_group.push_back(0);
-      if (leaf >= 0) group_of_leaf[leaf] = g;
-    }
-    group_of_host_[hosts[i]] = g;
-    host_index_ok_ &= ++size_of_group[static_cast<size_t>(g)] <= kMaxHostsPerLeaf;
-  }
-  group_start_.resize(leaf_of_group_.size() + 1);
-  for (size_t g = 0; g < size_of_group.size(); ++g) group_start_[g + 1] = group_start_[g] + size_of_group[g];
-  hosts_of_group_.resize(hosts.size());
-  std::vector<size_t> next(group_start_.begin(), group_start_.end() - 1);
-  for (int h : hosts) hosts_of_group_[next[static_cast<size_t>(group_of_host_[h])]++] = h;
-  while (heap_size_ < leaf_of_group_.size()) heap_size_ *= 2;
+  while (heap_size_ < g.leaf.size()) heap_size_ *= 2;
 }
 
 void RoomCapacity::changed(const Placement& p) {
@@ -122,10 +96,11 @@ void RoomCapacity::refresh_group(Entry& e, int group) const {
   const int64_t most = e.most_on_a_node;
   uint64_t best[kMaxRoomIndexed];
   std::fill(best, best + most, kNone);
-  const int leaf = leaf_of_group_[group];
+  const TopologyTree::HostGroups& g = s_->tree.host_groups;
+  const int leaf = g.leaf[group];
   const int64_t leaf_room = leaf < 0 ? 0 : e.replicas[leaf];
-  for (size_t i = group_start_[group]; i < group_start_[group + 1]; ++i) {
-    const int h = hosts_of_group_[i];
+  for (size_t i = g.start[group]; i < g.start[group + 1]; ++i) {
+    const int h = g.hosts[i];
     const int64_t r = e.replicas[h];
     if (r > 0 && best[r - 1] == kNone) best[r - 1] = pack(leaf_room, h);  // hosts are in index order
   }
@@ -144,7 +119,7 @@ void RoomCapacity::refresh_group(Entry& e, int group) const {
 
 void RoomCapacity::build_hosts(Entry& e) const {
   e.trees.assign(static_cast<size_t>(e.most_on_a_node) * 2 * heap_size_, kNone);
-  for (size_t g = 0; g < leaf_of_group_.size(); ++g) refresh_group(e, static_cast<int>(g));
+  for (size_t g = 0; g < s_->tree.host_groups.leaf.size(); ++g) refresh_group(e, static_cast<int>(g));
   e.hosts_built = true;
 }
 
@@ -159,7 +134,7 @@ void RoomCapacity::update(Entry& e, int node) {
   const int64_t delta = fit - e.replicas[host];
   if (delta == 0) return;
   for (int d = host; d >= 0; d = t.parent[d]) e.replicas[d] += delta;
-  if (e.hosts_built) refresh_group(e, group_of_host_[host]);
+  if (e.hosts_built) refresh_group(e, t.host_groups.group_of_host[host]);
 }
 
 std::span<const int64_t> RoomCapacity::replicas(TypeId type, const Resources& req, bool whole_node) {
@@ -167,7 +142,12 @@ std::span<const int64_t> RoomCapacity::replicas(TypeId type, const Resources& re
   for (auto& x : entries_)
     if (x->type == type && x->whole_node == whole_node && x->req == req) e = x.get();
   if (!e) {
-    entries_.push_back(std::make_unique<Entry>());
+    if (spare_.empty()) {
+      entries_.push_back(std::make_unique<Entry>());
+    } else {
+      entries_.push_back(std::move(spare_.back()));
+      spare_.pop_back();
+    }
     e = entries_.back().get();
     e->type = type;
     e->req = req;

@@ -104,11 +104,11 @@ class RoomCapacity {
   std::vector<uint32_t> log_;  // nodes changed, in order; duplicates are harmless (an update is idempotent)
   uint64_t resets_ = 0;        // changed_all() calls: an entry from before the last one starts afresh
   std::vector<std::unique_ptr<Entry>> entries_;
+  // Entries of an earlier track(), kept for their tables: a cache tracked anew for each preemption plan (a trial's
+  // room, preemption.h) would otherwise allocate and fault in a table of every domain per entry each time.
+  std::vector<std::unique_ptr<Entry>> spare_;
   Entry* last_ = nullptr;
-  std::vector<int> group_of_host_;               // index = domain: the host's group, or -1 for inner domains
-  std::vector<size_t> group_start_;               // group g's hosts: hosts_of_group_[group_start_[g], group_start_[g + 1])
-  std::vector<int> hosts_of_group_;               // each group's hosts sorted by domain index, group after group
-  std::vector<int> leaf_of_group_;                // the group's leaf domain, or -1 (a host without labels)
+  // The hosts' groups are the tree's (TopologyTree::host_groups).
   size_t heap_size_ = 1;                          // leaves of each min-tree: groups rounded up to a power of 2
   bool host_index_ok_ = false;                    // groups small enough that re-reading one beats a scan
 };

@@ -21,6 +21,35 @@ bool path_less(const Node& a, const Node& b) {
                                       [](const std::string& x, const std::string& y) { return natural_less(x, y); });
 }
 
+// Groups numbered in order of their first host; then each group's hosts in host order (domain index order).
+void group_hosts(TopologyTree& t) {
+  TopologyTree::HostGroups& g = t.host_groups;
+  g = {};
+  g.group_of_host.assign(t.domains.size(), -1);
+  g.start.assign(1, 0);
+  if (t.levels == 0) return;
+  std::vector<int> group_of_leaf(t.domains.size(), -1);
+  const std::vector<int>& hosts = t.by_level[t.levels - 1];
+  std::vector<size_t> size_of_group;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const int leaf = t.leaf_domain_of_host[i];
+    int k = leaf >= 0 ? group_of_leaf[leaf] : -1;
+    if (k < 0) {
+      k = static_cast<int>(g.leaf.size());
+      g.leaf.push_back(leaf);
+      size_of_group.push_back(0);
+      if (leaf >= 0) group_of_leaf[leaf] = k;
+    }
+    g.group_of_host[hosts[i]] = k;
+    g.largest = std::max(g.largest, ++size_of_group[static_cast<size_t>(k)]);
+  }
+  g.start.resize(g.leaf.size() + 1);
+  for (size_t k = 0; k < size_of_group.size(); ++k) g.start[k + 1] = g.start[k] + size_of_group[k];
+  g.hosts.resize(hosts.size());
+  std::vector<size_t> next(g.start.begin(), g.start.end() - 1);
+  for (int h : hosts) g.hosts[next[static_cast<size_t>(g.group_of_host[h])]++] = h;
+}
+
 // Makes the domains of t.order's nodes, in that order. A domain is the run of nodes sharing a path prefix, and the
 // order keeps such runs together (natural_less is a total order: it tells apart any two strings), so each node
 // shares with the node before it exactly the domains of the levels where their values agree from the top: no
@@ -75,6 +104,7 @@ void link_domains(TopologyTree& t, const std::vector<Node>& nodes) {
       t.leaf_domain_of_host.push_back(d);
     }
   }
+  group_hosts(t);
 }
 
 }  // namespace

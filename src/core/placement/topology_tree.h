@@ -36,6 +36,18 @@ struct TopologyTree {
   // carry no labels): placement without a topology request looks at every host and its leaf domain at each
   // call, and walking up from each host through the Domain records cost a cache miss per host.
   std::vector<int> leaf_domain_of_host;
+  // The hosts grouped by leaf domain (each host a group of its own when nodes carry no labels), for the index of
+  // hosts placement's capacity cache keeps (room_capacity.h). They follow from the tree alone, so they are worked
+  // out with it rather than by every cache at its start: a preemption plan starts one, and grouping 12,500 hosts
+  // was an eighth of a plan's time at 100k GPUs.
+  struct HostGroups {
+    std::vector<int> group_of_host;  // index = domain: the host's group, or -1 for inner domains
+    std::vector<size_t> start;       // group g's hosts: hosts[start[g], start[g + 1])
+    std::vector<int> hosts;          // each group's hosts in domain index order, group after group
+    std::vector<int> leaf;           // per group: its leaf domain, or -1 (a host without labels)
+    size_t largest = 0;              // hosts in the largest group
+  };
+  HostGroups host_groups;
   // The nodes not removed, in the order of their paths of values from the top (natural_less on each level; the
   // hostname is the last level, so no two paths are equal). Domains are made in this order.
   std::vector<NodeId> order;

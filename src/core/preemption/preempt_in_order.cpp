@@ -139,7 +139,7 @@ bool keeps_clear_of_backfill(Pass& p, const Job& j, const PreemptionPlan& plan, 
 // with its `preferred` requests made `required`, so it never spreads the job. Null when no such plan exists.
 std::optional<PreemptionPlan> one_domain_plan(Pass& p, const Job& j, const PreemptionHints& hints) {
   Explanation why_not;
-  return plan_preemption(p.s, in_one_domain(j), PreemptionQuery{.allow_reclaim = true, .now = p.now, .hints = &hints},
+  return plan_preemption(p.s, in_one_domain(j), PreemptionQuery{.allow_reclaim = true, .now = p.now, .hints = &hints, .tables = &p.trial_tables},
                          why_not);
 }
 
@@ -183,7 +183,9 @@ bool preempt_in_order(Pass& p, bool want_within_nominal) {
     Explanation why_not;
     // The hints are made only once some class gets this far at this epoch.
     auto plan = plan_preemption(
-        p.s, j, PreemptionQuery{.allow_reclaim = true, .now = p.now, .hints = &p.hints(), .within_nominal = m.within_nominal}, why_not);
+        p.s, j, PreemptionQuery{.allow_reclaim = true, .now = p.now, .hints = &p.hints(), .within_nominal = m.within_nominal,
+                                    .tables = &p.trial_tables},
+        why_not);
     if (!plan) {
       r.preempt_why = m.why_not = p.texts.add(std::move(why_not));
       continue;

@@ -253,8 +253,11 @@ bool victim_order(const Job& a, const Job& b) {
   return a.id < b.id;
 }
 
-Trial::Trial(const ClusterState& s, const Job& job, TypeId type)
-    : s_(s), job_(job), only_{type}, room_(s.room), usage_(s.usage) {
+Trial::Trial(const ClusterState& s, const Job& job, TypeId type, TrialTables& tables)
+    : s_(s), job_(job), only_{type}, room_(tables.room), usage_(tables.usage), capacity_(tables.capacity),
+      scratch_(tables.scratch) {
+  room_ = s.room;  // into the tables' memory: no allocation once they have held a room of this size
+  usage_ = s.usage;
   capacity_.track(s, &room_);
   scratch_.live = &capacity_;
 }
@@ -439,6 +442,7 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
   }
   RefText last_reason;
   int protected_count = 0;
+  std::optional<TrialTables> own_tables;  // made only when a trial is, and only without the caller's
   for (TypeId type : candidate_types(s, job)) {
     auto request = job_request(s, job, type, nullptr);
     if (request.empty()) continue;
@@ -453,7 +457,8 @@ std::optional<PreemptionPlan> plan_preemption(const ClusterState& s, const Job& 
       last_reason = "preempting every candidate would still not make room";
       continue;
     }
-    Trial trial(s, job, type);
+    if (!q.tables && !own_tables) own_tables.emplace();
+    Trial trial(s, job, type, q.tables ? *q.tables : *own_tables);
     const bool fair_share = s.policy.fair_share_preemption;
     RefText stopped_by;  // fair share: what kept candidates out, when that is what stopped it
     const bool done = fair_share ? greedy_fair_share(s, job, request, (c.within ? c.reclaim : c.fair).all(), c.own.all(),
