@@ -353,5 +353,34 @@ TEST_F(GpuPlacementTest, OneHostJobTakesTheTightestHostAndTheLeafOnlyBreaksTies)
   EXPECT_EQ(spread(r), (std::map<std::string, int>{{"b-2", 2}}));
 }
 
+TEST_F(GpuPlacementTest, ManyDomainsKeepTheOrderPastTheScannedPicks) {
+  // Eleven hosts, each its own layer-3 domain, with 4,4,3,3,3,2,2,2,2,1,1 GPUs free. No domain holds the job,
+  // so it is split over the fewest: roomiest first (equals by name), the last by best fit. The first eight
+  // picks are found by scanning (pick_fewest's kScanSteps); what follows walks the rest sorted, and must keep
+  // the same order: the 9th and 10th picks below come from there.
+  const std::vector<std::pair<std::string, int>> free = {{"h01", 4}, {"h02", 4}, {"h03", 3}, {"h04", 3},
+                                                         {"h05", 3}, {"h06", 2}, {"h07", 2}, {"h08", 2},
+                                                         {"h09", 2}, {"h10", 1}, {"h11", 1}};
+  for (const auto& [h, gpus] : free) host(h, "nn-3-" + h);
+  RoomTable room = s.room;
+  for (const auto& [h, gpus] : free) use(room, h, 4 - gpus);
+  const std::map<std::string, int> first_eight = {{"h01", 4}, {"h02", 4}, {"h03", 3}, {"h04", 3},
+                                                  {"h05", 3}, {"h06", 2}, {"h07", 2}, {"h08", 2}};
+  // 24 replicas: 23 in the first eight picks, then the tightest host that holds the last one (h10, not h09).
+  auto p = place(job("ninth", 24, 1, preferred(kL3)), room);
+  ASSERT_TRUE(p.ok) << p.why.text.str();
+  auto want = first_eight;
+  want["h10"] = 1;
+  EXPECT_EQ(spread(p), want);
+  // 26: after the eight, nothing holds the 3 left, so the roomiest (h09) and then the tightest for the last one.
+  auto q = place(job("tenth", 26, 1, preferred(kL3)), room);
+  ASSERT_TRUE(q.ok) << q.why.text.str();
+  want["h09"] = 2;
+  EXPECT_EQ(spread(q), want);
+  // 28 fits nowhere: every GPU free is 27.
+  auto r = place(job("too-many", 28, 1, preferred(kL3)), room);
+  EXPECT_FALSE(r.ok);
+}
+
 }  // namespace
 }  // namespace allot::placement_test

@@ -28,8 +28,7 @@ void RoomCapacity::track(const ClusterState& s, const RoomTable* room) {
   room_ = room;
   log_.clear();
   resets_ = 0;
-  for (auto& e : entries_) spare_.push_back(std::move(e));
-  entries_.clear();
+  live_ = 0;
   last_ = nullptr;
   const TopologyTree::HostGroups& g = s.tree.host_groups;
   host_index_ok_ = g.largest <= kMaxHostsPerLeaf;
@@ -139,16 +138,13 @@ void RoomCapacity::update(Entry& e, int node) {
 
 std::span<const int64_t> RoomCapacity::replicas(TypeId type, const Resources& req, bool whole_node) {
   Entry* e = nullptr;
-  for (auto& x : entries_)
-    if (x->type == type && x->whole_node == whole_node && x->req == req) e = x.get();
+  for (size_t i = 0; i < live_ && !e; ++i) {
+    Entry& x = *entries_[i];
+    if (x.type == type && x.whole_node == whole_node && x.req == req) e = &x;
+  }
   if (!e) {
-    if (spare_.empty()) {
-      entries_.push_back(std::make_unique<Entry>());
-    } else {
-      entries_.push_back(std::move(spare_.back()));
-      spare_.pop_back();
-    }
-    e = entries_.back().get();
+    if (live_ == entries_.size()) entries_.push_back(std::make_unique<Entry>());
+    e = entries_[live_++].get();
     e->type = type;
     e->req = req;
     e->whole_node = whole_node;

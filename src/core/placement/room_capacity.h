@@ -103,10 +103,11 @@ class RoomCapacity {
   const RoomTable* room_ = nullptr;
   std::vector<uint32_t> log_;  // nodes changed, in order; duplicates are harmless (an update is idempotent)
   uint64_t resets_ = 0;        // changed_all() calls: an entry from before the last one starts afresh
+  // The first live_ are this track()'s entries; the rest are an earlier track()'s, kept for their tables: a cache
+  // tracked anew for each preemption plan (a trial's room, preemption.h) would otherwise allocate and fault in a
+  // table of every domain per entry each time.
   std::vector<std::unique_ptr<Entry>> entries_;
-  // Entries of an earlier track(), kept for their tables: a cache tracked anew for each preemption plan (a trial's
-  // room, preemption.h) would otherwise allocate and fault in a table of every domain per entry each time.
-  std::vector<std::unique_ptr<Entry>> spare_;
+  size_t live_ = 0;
   Entry* last_ = nullptr;
   // The hosts' groups are the tree's (TopologyTree::host_groups).
   size_t heap_size_ = 1;                          // leaves of each min-tree: groups rounded up to a power of 2

@@ -52,16 +52,32 @@ PoolTotals pool_totals(const ClusterState& s, const UsageTable& usage) {
   return totals;
 }
 
-void pool_share_out(PoolTotals& totals, const ClusterState& s, const UsageTable& usage, TeamId team, const std::vector<TypeId>& types) {
+namespace {
+
+// A lending team's counted usage of `types`, taken out of the pool's totals or put back: one walk, two directions.
+enum class PoolShareMove { kOut, kIn };
+void move_pool_share(PoolTotals& totals, const ClusterState& s, const UsageTable& usage, TeamId team,
+                     const std::vector<TypeId>& types, PoolShareMove move) {
   const Team& t = s.teams[team.index()];
   if (!t.lends()) return;
-  for (TypeId type : types) totals.used[type.index()] -= t.counted(type, usage[team.index()][type.index()]);
+  for (TypeId type : types) {
+    const Resources share = t.counted(type, usage[team.index()][type.index()]);
+    Resources& used = totals.used[type.index()];
+    switch (move) {
+      case PoolShareMove::kOut: used -= share; break;
+      case PoolShareMove::kIn: used += share; break;
+    }
+  }
+}
+
+}  // namespace
+
+void pool_share_out(PoolTotals& totals, const ClusterState& s, const UsageTable& usage, TeamId team, const std::vector<TypeId>& types) {
+  move_pool_share(totals, s, usage, team, types, PoolShareMove::kOut);
 }
 
 void pool_share_in(PoolTotals& totals, const ClusterState& s, const UsageTable& usage, TeamId team, const std::vector<TypeId>& types) {
-  const Team& t = s.teams[team.index()];
-  if (!t.lends()) return;
-  for (TypeId type : types) totals.used[type.index()] += t.counted(type, usage[team.index()][type.index()]);
+  move_pool_share(totals, s, usage, team, types, PoolShareMove::kIn);
 }
 
 Resources borrowed(const ClusterState& s, const UsageTable& usage, TeamId team, TypeId type) {
