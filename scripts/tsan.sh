@@ -16,7 +16,7 @@ ROOT=$(pwd)
 OUT=$ROOT/build-tsan
 # (JobTableView.EveryViewReadsAsItsMomentUnderRandomChanges runs on one thread, so TSan has nothing to find in it;
 # it took 131-244 s under TSan, and the unit tests run it.)
-DEFAULT_FILTER='Server*:JobTableView*:CowMap*:CowValue*:HeartbeatBoard*:AuthGate*:ReadSeats*:Writer*:FitCache*-JobTableView.EveryViewReadsAsItsMomentUnderRandomChanges'
+DEFAULT_FILTER='Server*:ConnectionThreads*:JobTableView*:CowMap*:CowValue*:HeartbeatBoard*:AuthGate*:ReadSeats*:Writer*:FitCache*-JobTableView.EveryViewReadsAsItsMomentUnderRandomChanges'
 FILTER=${1:-$DEFAULT_FILTER}
 bash scripts/deps.sh  # the libraries allot itself builds with (gcc's libtsan comes with g++)
 # -O1 with line tables: quicker to compile than the main build's -O2 -g, and stacks that name file and line.

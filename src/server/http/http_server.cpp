@@ -594,7 +594,7 @@ class ConnectionParking {
         }
       }
       const int n = ::epoll_wait(epfd_, events.data(), static_cast<int>(events.size()), timeout_ms);
-      std::vector<std::shared_ptr<Connection>> close;
+      std::vector<std::shared_ptr<Connection>> close, resume;
       {
         MutexLock lock(mu_);
         if (stopping_) return;
@@ -609,7 +609,7 @@ class ConnectionParking {
           if (it == parked_.end()) continue;
           // Idle: the next request (or the client's goodbye, which the loop reads as such). Deferred: only a hang-up.
           const Kind kind = it->second.kind;
-          if (kind == Kind::kIdle) resume_(take(it));
+          if (kind == Kind::kIdle) resume.push_back(take(it));
           else close.push_back(take(it));
         }
         // Past its deadline an idle connection is closed, a deferred request is run again (and answers).
@@ -618,15 +618,18 @@ class ConnectionParking {
           auto it = parked_.find(deadlines_.begin()->second);
           const Kind kind = it->second.kind;
           if (kind == Kind::kIdle) close.push_back(take(it));
-          else resume_(take(it));
+          else resume.push_back(take(it));
         }
       }
+      // Handed to the pool outside the lock, so that request threads parking meanwhile do not wait for the
+      // pool's. stop() joins this thread before it returns: none is handed over after it.
+      for (auto& c : resume) resume_(std::move(c));
       close.clear();  // closed outside the lock
     }
   }
 
-  // Hands a connection to the pool; called under mu_, so that none is handed over once stop() has returned
-  // (the pool then stops, and is gone after its listen).
+  // Hands a connection to the pool; called under mu_ (or, by the epoll thread, before stop() has joined it), so
+  // that none is handed over once stop() has returned (the pool then stops, and is gone after its listen).
   std::function<void(std::shared_ptr<Connection>)> resume_;
   int epfd_ = -1;
   int evfd_ = -1;
@@ -638,10 +641,19 @@ class ConnectionParking {
 };
 
 void ConnectionThreads::enqueue(std::function<void()> fn) {
-  MutexLock lock(mu_);
-  jobs_.push_back(std::move(fn));
-  if (!stopping_ && jobs_.size() > idle_ && threads_.size() < max_threads_) threads_.emplace_back([this] { work(); });
-  cv_.notify_one();
+  IdleThread* wake = nullptr;
+  {
+    MutexLock lock(mu_);
+    jobs_.push_back(std::move(fn));
+    if (!idle_.empty()) {
+      wake = idle_.back();
+      idle_.pop_back();
+    } else if (!stopping_ && threads_.size() < max_threads_) {
+      threads_.emplace_back([this] { work(); });
+    }
+  }
+  // A busy thread may take the job first; the woken one then finds none and goes idle again.
+  if (wake != nullptr) wake->wake.release();
 }
 
 void ConnectionThreads::shutdown() {
@@ -650,25 +662,31 @@ void ConnectionThreads::shutdown() {
     before();
   }
   std::vector<std::thread> threads;
+  std::vector<IdleThread*> idle;
   {
     MutexLock lock(mu_);
     stopping_ = true;
     threads.swap(threads_);  // enqueue() starts no thread once stopping: these are all
+    idle.swap(idle_);        // a thread that finds the queue empty from now on ends instead of waiting
   }
-  cv_.notify_all();
+  for (IdleThread* t : idle) t->wake.release();
   for (auto& t : threads)
     if (t.joinable()) t.join();
 }
 
 void ConnectionThreads::work() {
+  IdleThread me;
   for (;;) {
     std::function<void()> fn;
     {
       MutexLock lock(mu_);
-      ++idle_;
-      while (!stopping_ && jobs_.empty()) cv_.wait(lock.native());
-      --idle_;
-      if (jobs_.empty()) return;  // stopping, and nothing left to run
+      while (jobs_.empty()) {
+        if (stopping_) return;  // stopping, and nothing left to run
+        idle_.push_back(&me);
+        lock.unlock();
+        me.wake.acquire();  // released once per push: by enqueue() or shutdown()
+        lock.lock();
+      }
       fn = std::move(jobs_.front());
       jobs_.pop_front();
     }

@@ -42,6 +42,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <semaphore>
 #include <string>
 #include <unordered_map>
 #include <thread>
@@ -74,6 +75,11 @@ size_t http_threads_of(const HttpLimits& limits);
 // Threads for connections: one per connection being served, started when none is idle, up to `max_threads`
 // (beyond that, connections wait for a thread; HttpServer keeps that from happening by refusing
 // connections past its limit, which takes a thread only for as long as writing the 503 does).
+//
+// A job wakes one idle thread, the one that went idle last, and only that one, after the lock is released. At
+// thousands of heartbeats a second each is a job (a parked connection handed back), and a shared condition
+// variable woke a thread of the pool's hundreds at random (cold stack and caches), signalled under the lock it
+// then had to wait for (bench/RESULTS.md, "10,000 agents: one thread woken, the warmest").
 class ConnectionThreads final : public httplib::TaskQueue {
  public:
   // `before_shutdown` runs first in shutdown() (the parked connections are closed: nothing resumes on a pool
@@ -84,17 +90,25 @@ class ConnectionThreads final : public httplib::TaskQueue {
   void enqueue(std::function<void()> fn) override;
   // Runs what is queued, then joins every thread.
   void shutdown() override;
+  // Threads waiting for a job now (tests).
+  size_t idle() const {
+    MutexLock lock(mu_);
+    return idle_.size();
+  }
 
  private:
+  // A thread waiting for a job, on its own stack; in idle_ until it is woken.
+  struct IdleThread {
+    std::binary_semaphore wake{0};
+  };
   void work();
 
   const size_t max_threads_;
   std::function<void()> before_shutdown_;
-  Mutex mu_;
-  std::condition_variable cv_;
+  mutable Mutex mu_;
   std::deque<std::function<void()>> jobs_ GUARDED_BY(mu_);
   std::vector<std::thread> threads_ GUARDED_BY(mu_);
-  size_t idle_ GUARDED_BY(mu_) = 0;
+  std::vector<IdleThread*> idle_ GUARDED_BY(mu_);  // the last to go idle at the back: woken first
   bool stopping_ GUARDED_BY(mu_) = false;
 };
 
