@@ -97,7 +97,9 @@ class ConnectionThreads final : public httplib::TaskQueue {
   }
 
  private:
-  // A thread waiting for a job, on its own stack; in idle_ until it is woken.
+  // A thread waiting for a job, on its own stack; in idle_ until it is woken. The semaphore spins a little
+  // (sched_yield) before it sleeps; a mutex and condition variable of its own, which sleep at once, measured
+  // slower (bench/RESULTS.md).
   struct IdleThread {
     std::binary_semaphore wake{0};
   };
