@@ -10,10 +10,14 @@
 // multiplexed on --watch-threads epoll threads, and the generator's own CPU is reported next to the server's.
 //
 // Phases, one server for all of them:
-//   1. register the agents (mixed instance types, three network layers), then cordon every node;
+//   1. register the agents (mixed instance types, three network layers), then keep the jobs off every node: one
+//      reservation of them all for a team that submits nothing (--hold-by reservation, the default), or every
+//      node cordoned, one request each (--hold-by cordon);
 //   2. queue: --jobs submissions from --clients clients as fast as the server takes them (submissions/s);
 //   3. hold: --hold-s seconds with every job queued (heartbeat latency with the full queue, GET /v1/jobs pages);
-//   4. drain: uncordon every node; the queue runs out (admissions/s, job starts/s on the agents);
+//   4. drain: delete the reservation (or uncordon every node, one request each: at 10,000 nodes that took longer
+//      than the drain itself, so the starts measured the uncordons); the queue runs out (admissions/s, job
+//      starts/s on the agents);
 //   5. paced: --paced-s seconds of submissions at --paced-rate (default half the drain's start rate) on the now
 //      idle cluster (submit-to-start latency).
 // Then every job must have started and succeeded; --check makes a mismatch the exit status (the smoke test).
@@ -26,6 +30,7 @@
 //   loadgen_bench --allot build/allot [--store sqlite|postgresql] [--nodes 1000] [--jobs 50000] [--clients 32]
 //                 [--agent-threads 64] [--heartbeat-ms 1000] [--run-ms 1500] [--hold-s 10] [--paced-s 10]
 //                 [--paced-rate R] [--seed 1] [--timeout-s 900] [--watch 1] [--watch-threads 2] [--check]
+//                 [--hold-by reservation|cordon]
 //                 [--server-arg ARG]...   (passed on to `allot server`, e.g. --server-arg --max-connections
 //                 --server-arg 21000: every emulated agent connects from 127.0.0.1, so thousands of nodes need
 //                 --max-connections and --max-connections-per-address of twice the nodes and more)
@@ -96,6 +101,10 @@ struct Args {
   bool watch = true;
   int watch_threads = 2;  // threads that multiplex the agents' watch connections (epoll)
   std::vector<std::string> server_args;  // more flags for `allot server`
+  // How the queue phase keeps jobs off the nodes: "reservation" (one reservation of every node for a team with no
+  // jobs, deleted in one request to start the drain) or "cordon" (every node cordoned, then uncordoned one request
+  // at a time, as before 2026-12-02: at 10,000 nodes the uncordons took 48-89 s, so the drain measured them).
+  std::string hold_by = "reservation";
 };
 
 [[noreturn]] void die(const std::string& why) {
@@ -853,6 +862,25 @@ void wait_until(const std::function<bool()>& done, const std::function<int64_t()
   }
 }
 
+constexpr const char* kHoldTeam = "lg-hold";
+
+// Every node kept from the queued jobs (or given back), in one request with --hold-by reservation: a reservation
+// of every node for a team that submits nothing, created Active, deleted to start the drain.
+void hold_all(const Args& a, int port, const std::string& token, bool hold) {
+  auto c = client(port, token);
+  if (!hold) {
+    auto r = c.Delete("/v1/reservations/lg-hold");
+    if (!r || r->status >= 300) die("DELETE /v1/reservations/lg-hold failed: " + (r ? std::to_string(r->status) + " " + r->body : httplib::to_string(r.error())));
+    return;
+  }
+  const auto tomorrow = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() + 86400;
+  char nodes[64];
+  std::snprintf(nodes, sizeof nodes, "lg-[0000-%04d]", a.nodes - 1);
+  auto r = c.Put("/v1/reservations/lg-hold", json{{"team", kHoldTeam}, {"nodes", nodes}, {"start", "now"}, {"end", tomorrow}}.dump(),
+                 "application/json");
+  if (!r || r->status >= 300) die("PUT /v1/reservations/lg-hold failed: " + (r ? std::to_string(r->status) + " " + r->body : httplib::to_string(r.error())));
+}
+
 // Every node cordoned (or not), from the submitting clients' threads.
 void cordon_all(const Args& a, int port, const std::string& token, bool cordon) {
   std::atomic<int> next{0};
@@ -904,7 +932,10 @@ int main(int argc, char** argv) {
     else if (k == "--watch") a.watch = std::stoi(v()) != 0;
     else if (k == "--watch-threads") a.watch_threads = std::max(1, std::stoi(v()));
     else if (k == "--server-arg") a.server_args.push_back(v());
-    else die("unknown option " + k + " (see the comment at the top of bench/loadgen_bench.cpp)");
+    else if (k == "--hold-by") {
+      a.hold_by = v();
+      if (a.hold_by != "reservation" && a.hold_by != "cordon") die("--hold-by takes reservation or cordon, not " + a.hold_by);
+    } else die("unknown option " + k + " (see the comment at the top of bench/loadgen_bench.cpp)");
   }
   if (a.allot.empty()) die("--allot PATH (the allot binary) is required");
   if (a.nodes < 1 || a.jobs < 1 || a.clients < 1 || a.agent_threads < 1 || a.heartbeat_ms < 10 || a.run_ms <= 0)
@@ -932,6 +963,8 @@ int main(int argc, char** argv) {
     teams.push_back({{"name", "team-" + std::to_string(t)}, {"allocation", alloc},
                      {"sharing", {{"strategy", "LendAndBorrow"}, {"borrow_limit", 10000}}}});
   }
+  // The team that holds every node during the queue phase (--hold-by reservation): no allocation, no jobs.
+  teams.push_back({{"name", kHoldTeam}, {"allocation", json::array()}});
   call(admin, "POST", "/v1/apply", {{"teams", teams}});
   const std::string join = call(admin, "POST", "/v1/tokens", {{"role", "agent-join"}})["token"];
 
@@ -957,7 +990,10 @@ int main(int argc, char** argv) {
   agents.start();
   Watcher watcher;
   watcher.start(server.port, server.admin, ledger);
-  cordon_all(a, server.port, server.admin, true);
+  t0 = Clock::now();
+  if (a.hold_by == "cordon") cordon_all(a, server.port, server.admin, true);
+  else hold_all(a, server.port, server.admin, true);
+  std::printf("held %d nodes (%s) in %.2f s\n", a.nodes, a.hold_by.c_str(), secs_since(t0));
   const double cpu0 = server.cpu_seconds();
   const double own_cpu0 = ServerProcess::own_cpu_seconds();
   std::this_thread::sleep_for(std::chrono::seconds(2));  // every agent heartbeating and watching
@@ -986,7 +1022,11 @@ int main(int argc, char** argv) {
   const double cpu_drain0 = server.cpu_seconds();
   const double own_drain0 = ServerProcess::own_cpu_seconds();
   t0 = Clock::now();
-  cordon_all(a, server.port, server.admin, false);
+  if (a.hold_by == "cordon") cordon_all(a, server.port, server.admin, false);
+  else hold_all(a, server.port, server.admin, false);
+  std::printf("released %d nodes (%s) in %.2f s (%d jobs started meanwhile)\n", a.nodes, a.hold_by.c_str(), secs_since(t0),
+              ledger.starts.load());
+  std::fflush(stdout);
   auto progress = [&]() -> int64_t { return ledger.starts.load() + ledger.done.load(); };
   wait_until([&] { return ledger.starts.load() >= ledger.accepted.load(); }, progress, deadline, "every queued job to start");
   const double drain_s = secs_since(t0);
@@ -1005,6 +1045,8 @@ int main(int argc, char** argv) {
   const double rate = a.paced_rate > 0 ? a.paced_rate : std::max(1.0, std::floor(start_rate / 2));
   const int paced_to = std::min(total, a.jobs + static_cast<int>(rate * a.paced_s));
   const int accepted_before = ledger.accepted;
+  std::printf("pacing %d jobs at %.0f/s\n", paced_to - a.jobs, rate);
+  std::fflush(stdout);
   submit(a, server.port, server.admin, ledger, a.jobs, paced_to, rate);
   wait_until([&] { return ledger.starts.load() >= ledger.accepted.load() && ledger.done.load() >= ledger.accepted.load(); },
              progress, deadline, "every paced job to start and finish");
@@ -1035,7 +1077,7 @@ int main(int argc, char** argv) {
   if (const double target = a.store == "sqlite" ? 2000 : 1000; bound < 1.5 * target)
     std::printf("note: the cluster's bound is within 1.5x of the target, so the drain's rate measures the cluster more than the "
                 "server; shorten --run-ms to measure the server\n");
-  std::printf("drain_seconds                   %.2f   (%d jobs: uncordon to the last start)\n", drain_s, a.jobs);
+  std::printf("drain_seconds                   %.2f   (%d jobs: the nodes' release to the last start)\n", drain_s, a.jobs);
   std::printf("paced_rate_per_second           %.0f   (%d jobs)\n", rate, paced_to - a.jobs);
   std::printf("submit_to_admit_p50_ms          %.2f\n", percentile(admit_lat, 0.5));
   std::printf("submit_to_admit_p99_ms          %.2f   (target < 100)\n", percentile(admit_lat, 0.99));
