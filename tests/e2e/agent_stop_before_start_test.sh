@@ -33,8 +33,9 @@ job high inference 1
 seen_wait=$(seen_waiting high 0 0 '"waits_for_stops"')
 [ -n "$seen_wait" ] || fail "high should say that it waits for low to stop: $(job_json high)"
 echo "$seen_wait" | grep_q '"job": *"low"' || fail "high should name low as what it waits for: $seen_wait"
-"$ALLOT" describe high | grep_q "^Starting: *waits until the replicas of job low" ||
-  [ -s "$WORK/marks/high.0.0" ] || fail "describe should show the wait: $("$ALLOT" describe high)"
+# Either describe shows the wait, or the wait was over by then and high starts: its process writes its mark a moment
+# after the agent starts it, so a loaded machine may describe it in between (CI, 2026-12-02).
+"$ALLOT" describe high | grep_q "^Starting: *waits until the replicas of job low" || wait_mark high 0 0 10
 wait_mark high 0 0
 check_marks once after:low@0:high@0
 "$ALLOT" cancel high >/dev/null
