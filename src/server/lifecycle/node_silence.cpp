@@ -63,18 +63,11 @@ void ServerLiveness::note_refused(int64_t at_ms) {
 }
 
 std::optional<ServerLiveness::Deaf> ServerLiveness::look(const ServerOptions& options, int64_t now_ms,
-                                                         std::chrono::steady_clock::time_point steady_now,
-                                                         std::chrono::nanoseconds thread_cpu) {
+                                                         std::chrono::steady_clock::time_point steady_now) {
   // The gap is measured on the steady clock: tests move options.clock forward to make nodes silent, which is no stall.
   const auto last = std::exchange(last_round_, steady_now);
-  const auto last_cpu = std::exchange(last_cpu_, thread_cpu);
-  const auto gap = steady_now - last;
-  // What the writer ran of the gap; never more than the gap, and nothing when its CPU clock went back (not its thread).
-  const auto ran = std::clamp<std::chrono::steady_clock::duration>(
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(thread_cpu - last_cpu),
-      std::chrono::steady_clock::duration::zero(), gap);
-  if (last != std::chrono::steady_clock::time_point{} && gap - ran > stall_gap(options)) {
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(gap - ran).count();
+  if (last != std::chrono::steady_clock::time_point{} && steady_now - last > stall_gap(options)) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(steady_now - last).count();
     return Deaf{now_ms, "the server did not run for " + std::to_string(ms) +
                             " ms (the process was stopped or starved): heartbeats sent meanwhile were not heard, so "
                             "every node's heartbeat timeout starts afresh"};

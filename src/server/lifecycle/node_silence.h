@@ -67,23 +67,18 @@ class ServerLiveness {
   // Any thread: the server refused a connection at `at_ms` (options.clock) without reading it.
   void note_refused(int64_t at_ms);
   // The writer, at the start of each round: the time before which no node's silence counts, when it moved (a stall
-  // since the last round, or a refusal since the last look), with why. `thread_cpu` is the CPU time the calling
-  // thread (always the writer's) has used so far: a stall is time since the last round in which that thread did
-  // not run (the gap less the CPU it used), so that a long scheduling pass, which runs all along, is none. A
-  // process stopped, a disk that does not answer, or a thread starved of the cores still is.
+  // since the last round, or a refusal since the last look), with why.
   struct Deaf {
     int64_t until_ms = 0;
     std::string why;
   };
-  std::optional<Deaf> look(const ServerOptions& options, int64_t now_ms, std::chrono::steady_clock::time_point steady_now,
-                           std::chrono::nanoseconds thread_cpu);
+  std::optional<Deaf> look(const ServerOptions& options, int64_t now_ms, std::chrono::steady_clock::time_point steady_now);
 
  private:
   std::atomic<int64_t> refused_at_ms_{0};
   int64_t refusals_seen_ms_ = 0;                        // writer thread
   int64_t last_refusal_said_ms_ = 0;                    // writer thread: refusals are said once per episode
   std::chrono::steady_clock::time_point last_round_{};  // writer thread
-  std::chrono::nanoseconds last_cpu_{0};                // writer thread: its CPU time at last_round_
 };
 
 }  // namespace allot::server

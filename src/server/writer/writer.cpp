@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <system_error>
-#include <time.h>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -402,18 +401,9 @@ void Writer::loop() {
   }
 }
 
-namespace {
-// The CPU time this thread has used (ServerLiveness::look: a long pass is the writer running, not a stall).
-std::chrono::nanoseconds thread_cpu_time() {
-  timespec ts{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return std::chrono::nanoseconds(0);  // then every gap counts, as before
-  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
-}
-}  // namespace
-
 void Writer::note_liveness(Txn& txn) {
   // Looked at on every server, so that a standby that takes the lead does not take its time as a standby for a stall.
-  auto deaf = liveness_.look(options_, txn.now_ms(), std::chrono::steady_clock::now(), thread_cpu_time());
+  auto deaf = liveness_.look(options_, txn.now_ms(), std::chrono::steady_clock::now());
   if (!leadership_.leading() || !deaf || deaf->until_ms <= state_.hearing_since_ms) return;
   state_.hearing_since_ms = deaf->until_ms;
   if (deaf->why.empty()) return;
