@@ -868,17 +868,18 @@ constexpr const char* kHoldTeam = "lg-hold";
 // of every node for a team that submits nothing, created Active, deleted to start the drain.
 void hold_all(const Args& a, int port, const std::string& token, bool hold) {
   auto c = client(port, token);
-  if (!hold) {
-    auto r = c.Delete("/v1/reservations/lg-hold");
-    if (!r || r->status >= 300) die("DELETE /v1/reservations/lg-hold failed: " + (r ? std::to_string(r->status) + " " + r->body : httplib::to_string(r.error())));
-    return;
+  const std::string path = std::string("/v1/reservations/") + kHoldTeam;  // named for its team
+  httplib::Result r;
+  if (hold) {
+    const auto tomorrow = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() + 86400;
+    char nodes[64];
+    std::snprintf(nodes, sizeof nodes, "lg-[0000-%04d]", a.nodes - 1);  // node_name()'s spelling, as a host list
+    r = c.Put(path, json{{"team", kHoldTeam}, {"nodes", nodes}, {"start", "now"}, {"end", tomorrow}}.dump(), "application/json");
+  } else {
+    r = c.Delete(path);
   }
-  const auto tomorrow = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() + 86400;
-  char nodes[64];
-  std::snprintf(nodes, sizeof nodes, "lg-[0000-%04d]", a.nodes - 1);
-  auto r = c.Put("/v1/reservations/lg-hold", json{{"team", kHoldTeam}, {"nodes", nodes}, {"start", "now"}, {"end", tomorrow}}.dump(),
-                 "application/json");
-  if (!r || r->status >= 300) die("PUT /v1/reservations/lg-hold failed: " + (r ? std::to_string(r->status) + " " + r->body : httplib::to_string(r.error())));
+  if (!r || r->status >= 300)
+    die(std::string(hold ? "PUT " : "DELETE ") + path + " failed: " + (r ? std::to_string(r->status) + " " + r->body : httplib::to_string(r.error())));
 }
 
 // Every node cordoned (or not), from the submitting clients' threads.
