@@ -869,15 +869,13 @@ constexpr const char* kHoldTeam = "lg-hold";
 void hold_all(const Args& a, int port, const std::string& token, bool hold) {
   auto c = client(port, token);
   const std::string path = std::string("/v1/reservations/") + kHoldTeam;  // named for its team
-  httplib::Result r;
-  if (hold) {
+  auto r = [&] {
+    if (!hold) return c.Delete(path);
     const auto tomorrow = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() + 86400;
     char nodes[64];
     std::snprintf(nodes, sizeof nodes, "lg-[0000-%04d]", a.nodes - 1);  // node_name()'s spelling, as a host list
-    r = c.Put(path, json{{"team", kHoldTeam}, {"nodes", nodes}, {"start", "now"}, {"end", tomorrow}}.dump(), "application/json");
-  } else {
-    r = c.Delete(path);
-  }
+    return c.Put(path, json{{"team", kHoldTeam}, {"nodes", nodes}, {"start", "now"}, {"end", tomorrow}}.dump(), "application/json");
+  }();
   if (!r || r->status >= 300)
     die(std::string(hold ? "PUT " : "DELETE ") + path + " failed: " + (r ? std::to_string(r->status) + " " + r->body : httplib::to_string(r.error())));
 }
