@@ -177,6 +177,9 @@ struct ServerOptions {
   // Test check: after every batch the writer builds every node's heartbeat answer afresh and counts each one the
   // heartbeat board (heartbeat_board.h) holds otherwise (Writer::Stats::heartbeat_board_mismatches).
   bool verify_heartbeat_board = false;
+  // Test check: every time the writer's rounds take their nodes (round_nodes.h), it also walks every node and counts
+  // each one a round may act on that is not among them (Writer::Stats::round_nodes_missed).
+  bool verify_round_nodes = false;
 };
 
 // Connections one address may hold at once (ServerOptions::max_connections_per_address).

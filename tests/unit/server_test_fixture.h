@@ -59,6 +59,7 @@ class ServerTest : public ::testing::Test {
     options_.clock = [this] { return read_clock(); };
     // Every server test also checks that each heartbeat answer off the writer is the one the writer would give.
     options_.verify_heartbeat_board = true;
+    options_.verify_round_nodes = true;  // and that the writer's rounds miss no node they may act on
     start();
   }
   void TearDown() override {
@@ -89,6 +90,7 @@ class ServerTest : public ::testing::Test {
     client_.reset();
     if (server_) {
       EXPECT_EQ(server_->stats().heartbeat_board_mismatches, 0u) << "see the log: heartbeat board";
+      EXPECT_EQ(server_->stats().round_nodes_missed, 0u) << "see the log: round nodes";
       server_->stop();
     }
     server_.reset();

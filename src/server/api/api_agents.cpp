@@ -286,7 +286,10 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
   NodeInfo& info = txn.state().nodes[name];
   info.last_heartbeat_ms = txn.now_ms();
   txn.state().nodes_touched.push_back(name);
-  if (r.heartbeat_interval_ms > 0) info.heartbeat_interval_ms = r.heartbeat_interval_ms;
+  if (r.heartbeat_interval_ms > 0 && r.heartbeat_interval_ms != info.heartbeat_interval_ms) {
+    info.heartbeat_interval_ms = r.heartbeat_interval_ms;
+    txn.state().round_nodes_changed = true;  // it may miss a heartbeat sooner (round_nodes.h)
+  }
   info.boot = r.boot;
   return Render([name, credential, timeout = options.heartbeat_timeout.count()](const ServerState& st) -> Reply {
     const Node* node = st.cluster.find_node(name);

@@ -48,6 +48,7 @@ bool all_passed(const NodeInfo& info) {
 void set_suspect(Txn& txn, const std::string& node, NodeInfo& info, bool suspect, const std::string& why, bool& changed) {
   if (info.suspect == suspect) return;
   info.suspect = suspect;
+  txn.state().round_nodes_changed = true;
   info.suspect_reason = suspect ? why : "";
   (void)set_node_suspect(txn.state().cluster, node, suspect);
   ++txn.state().version;
@@ -176,6 +177,7 @@ void on_health_report(Txn& txn, const ServerOptions& options, const std::string&
     if (!failed.empty() && info.fault_since_ms == 0) {
       // Acted on when the window ends (lifecycle_tick); suspect at once, so nothing new lands here.
       info.fault_since_ms = txn.now_ms();
+      txn.state().round_nodes_changed = true;
       info.fault_reason = failed;
       info.fault_replace = replace;
       bool changed = false;
@@ -275,6 +277,7 @@ bool hold_exit(Txn& txn, const Job& j, const std::string& node, const std::strin
   if (auto it = txn.state().nodes.find(node); it != txn.state().nodes.end()) own = &it->second;
   if (own && own->exit_checks_running && own->exit_judging_since_ms == 0) {
     own->exit_judging_since_ms = txn.now_ms();
+    txn.state().round_nodes_changed = true;
     own->exit_judging_reason = reason + " of job " + j.spec.name + "; waiting for the node's health checks";
     bool changed = false;
     set_suspect(txn, node, *own, true, own->exit_judging_reason, changed);
@@ -297,23 +300,19 @@ bool hold_exit(Txn& txn, const Job& j, const std::string& node, const std::strin
   return true;
 }
 
-bool lifecycle_tick(Txn& txn, const ServerOptions& options) {
+bool lifecycle_tick(Txn& txn, const ServerOptions& options, const std::vector<RoundNodes::Entry>& nodes) {
   bool changed = false;
   const int64_t now = txn.now_ms();
   std::vector<std::pair<std::string, NodeInfo*>> faults;
   std::vector<std::pair<std::string, std::string>> replace;  // node, reason
-  for (auto& [name, info] : txn.state().nodes) {
-    if (!info.agent) continue;
+  for (const auto& [name_of, info_of] : nodes) {
+    const std::string& name = *name_of;
+    NodeInfo& info = *info_of;
     const int64_t silent = silent_for(txn.view(), info, now);
     const int64_t threshold = missed_heartbeat_after(info);
-    // Most nodes, most rounds: heard in time, not suspect, no fault or exit being judged, and last moved by none of
-    // the causes whose phases time out below. Nothing here can change for them, so their node is not looked up
-    // (10,000 look-ups a round were most of the round's cost).
-    const bool phase_may_time_out = info.cause == HealthCause::kHealthCheck || info.cause == HealthCause::kTimeout ||
-                                    info.cause == HealthCause::kDeepCheck;
-    if (!info.suspect && info.fault_since_ms == 0 && info.exit_judging_since_ms == 0 && silent <= threshold &&
-        !phase_may_time_out)
-      continue;
+    // Nothing here can change for a node it may not act on, so its node is not looked up (10,000 look-ups a round
+    // were most of the round's cost); most such nodes are not even in `nodes` (round_nodes.h).
+    if (!lifecycle_may_act_on(info, silent)) continue;
     const Node* n = node_of(txn.cluster(), name, info);
     if (!n) continue;
     if (info.exit_judging_since_ms != 0 && now - info.exit_judging_since_ms > kExitJudgingLimitMs) {

@@ -25,6 +25,7 @@
 
 #include "core/model/result.h"
 #include "server/lifecycle/agent_reports.h"
+#include "server/lifecycle/round_nodes.h"
 #include "server/options.h"
 #include "server/writer/writer.h"
 
@@ -56,9 +57,9 @@ Status on_register(Txn& txn, const ServerOptions& options, const std::string& no
 // checks run, and returns true when the exit is held (see above); the tick finishes the job later.
 bool hold_exit(Txn& txn, const Job& job, const std::string& node, const std::string& reason);
 
-// Suspicion, faults whose window ended, timeouts of reboots, deep checks and silent agents, held exits.
-// Returns true when a node's suspicion changed (the scheduler must look again).
-bool lifecycle_tick(Txn& txn, const ServerOptions& options);
+// Suspicion, faults whose window ended, timeouts of reboots, deep checks and silent agents (of `nodes`: every node it
+// may act on, RoundNodes::due), held exits. Returns true when a node's suspicion changed (the scheduler must look again).
+bool lifecycle_tick(Txn& txn, const ServerOptions& options, const std::vector<RoundNodes::Entry>& nodes);
 
 // The node becomes UnschedulablePendingReplacement and, with a provisioner, a replacement is asked for.
 void request_replacement(Txn& txn, const ServerOptions& options, const std::string& node, store::HealthCause cause,

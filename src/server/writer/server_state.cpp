@@ -361,6 +361,7 @@ struct Note {
   void operator()(const AddNode& a) const {
     st.left_live_ms.erase(a.node.name);  // back under its name: its heartbeats say what runs there again
     NodeInfo& info = st.nodes[a.node.name];
+    st.round_nodes_changed = true;
     info = NodeInfo{};
     if (!a.address.empty()) info.address = a.address;
     info.agent = a.agent;
@@ -369,6 +370,7 @@ struct Note {
   }
   void operator()(const NodeHealthChange& h) const {
     NodeInfo& info = st.nodes[h.node];
+    st.round_nodes_changed = true;
     info.timed_out = h.cause == HealthCause::kTimeout;
     if (h.cause == HealthCause::kAgent) info.agent = true;
     if (!h.address.empty()) info.address = h.address;
@@ -387,6 +389,7 @@ struct Note {
     if (auto it = st.nodes.find(rn.node); it != st.nodes.end() && it->second.agent && !it->second.timed_out && !it->second.fenced)
       st.left_live_ms[rn.node] = (r.at + 1) * 1000;
     st.nodes.erase(rn.node);
+    st.round_nodes_changed = true;
   }
   void operator()(const RemoveTeam& rt) const { st.removed_teams.insert(rt.team); }
   void operator()(const UpsertTeam& ut) const { st.removed_teams.erase(ut.team.name); }
@@ -694,7 +697,7 @@ Status apply(ServerState& st, const Record& r, std::vector<Event>& events) {
   if (!status) return status;
   note(st, r);
   for (const auto& n : plan_nodes)
-    if (!st.cluster.find_node(n)) st.nodes.erase(n);
+    if (!st.cluster.find_node(n) && st.nodes.erase(n)) st.round_nodes_changed = true;
   if (named_running) {
     const Job& j = *st.cluster.find_job(job_name);
     if (j.state != JobState::kRunning) {

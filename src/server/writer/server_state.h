@@ -305,6 +305,10 @@ struct ServerState {
   // Not journaled: no node's silence counts before this (the server stalled or refused connections then;
   // node_silence.h).
   int64_t hearing_since_ms = 0;
+  // Something the writer's per-batch rounds look at changed for some node since they last walked every node
+  // (round_nodes.h): set wherever suspicion, a fault, an exit judged, a health change, an agent, a heartbeat
+  // interval or the set of nodes changes. True in a new state, whose first round walks every node.
+  bool round_nodes_changed = true;
   std::set<std::string> removed_teams;              // removed through the API; their jobs are refused
   std::unordered_map<uint32_t, ExitTrack> exits;    // by JobId index; in memory, agents report again
   std::unordered_map<uint32_t, DeferredExit> deferred_exits;  // by JobId index; in memory

@@ -411,15 +411,31 @@ void Writer::note_liveness(Txn& txn) {
   txn.note("liveness", "", deaf->why);
 }
 
+const std::vector<RoundNodes::Entry>& Writer::round_nodes(int64_t now_ms) {
+  const int64_t timeout = options_.heartbeat_timeout.count();
+  const auto& due = round_nodes_.due(state_, now_ms, timeout);
+  if (options_.verify_round_nodes) {
+    std::unordered_set<const NodeInfo*> listed;
+    for (const auto& e : due) listed.insert(e.second);
+    for (const auto& [name, info] : state_.nodes) {
+      if (listed.count(&info) || !round_may_act_on(info, silent_for(state_, info, now_ms), timeout)) continue;
+      ++round_nodes_missed_;
+      spdlog::error("round nodes: node {} may be acted on but was not among the round's nodes (a change that did not "
+                    "set ServerState::round_nodes_changed)", name);
+    }
+  }
+  return due;
+}
+
 void Writer::time_out_nodes(Txn& txn) {
   const int64_t limit = options_.heartbeat_timeout.count();
   // A node that left while its agent was live: past the timeout that agent has fenced itself (server_state.h).
   std::erase_if(state_.left_live_ms, [&](const auto& e) { return txn.now_ms() - e.second > limit; });
   std::vector<PastTimeout> past;         // most rounds none
   std::vector<NodeInfo*> fenced_heard;  // fenced at the last round, heard since
-  for (auto& [name, info] : state_.nodes) {
-    if (info.agent && silent_for(state_, info, txn.now_ms()) > limit) past.push_back({&name, &info});
-    else if (info.fenced) fenced_heard.push_back(&info);
+  for (const auto& [name, info] : round_nodes(txn.now_ms())) {
+    if (info->agent && silent_for(state_, *info, txn.now_ms()) > limit) past.push_back({name, info});
+    else if (info->fenced) fenced_heard.push_back(info);
   }
   const Disruption disruption = assess_disruption(state_, options_, txn.now_ms(), past, disruption_held_);
   if (disruption.held != disruption_held_) {
@@ -606,7 +622,7 @@ void Writer::run_batch(std::vector<Pending>& batch) {
   // Without room in the journal the leader's own writing work waits: each would fail and cost a rebuild.
   const bool writes_own = leadership_.leading() && !no_space_;
   if (writes_own) {
-    if (lifecycle_tick(txn, options_)) dirty_ = true;
+    if (lifecycle_tick(txn, options_, round_nodes(txn.now_ms()))) dirty_ = true;
     if (step_plans(txn, options_)) dirty_ = true;
     if (step_reservations(txn)) dirty_ = true;
     // Limits and start timeouts are whole seconds: one walk over the running jobs a second finds every job due.
@@ -779,6 +795,8 @@ void Writer::run_batch(std::vector<Pending>& batch) {
     stats_.commands += batch.size();
     if (durable) stats_.records += records.size();
     stats_.heartbeat_board_mismatches = board_mismatches_;
+    stats_.round_nodes_walks = round_nodes_.walks();
+    stats_.round_nodes_missed = round_nodes_missed_;
     if (pass) {
       ++stats_.passes;
       stats_.pass_seconds += pass_seconds;

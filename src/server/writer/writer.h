@@ -58,6 +58,7 @@
 #include "server/lifecycle/heartbeat_board.h"
 #include "server/writer/leadership.h"
 #include "server/lifecycle/node_silence.h"
+#include "server/lifecycle/round_nodes.h"
 #include "server/options.h"
 #include "server/outside/provisioner.h"
 #include "server/http/reply.h"
@@ -200,6 +201,8 @@ class Writer {
     double max_pass_seconds = 0;
     uint64_t heartbeats_off_writer = 0;        // answered from the heartbeat board
     uint64_t heartbeat_board_mismatches = 0;   // with ServerOptions::verify_heartbeat_board; 0 unless a bug
+    uint64_t round_nodes_walks = 0;            // walks over every node for the rounds (round_nodes.h)
+    uint64_t round_nodes_missed = 0;           // with ServerOptions::verify_round_nodes; 0 unless a bug
     uint64_t watches_waiting = 0;              // agents' watches (GET /v1/agents/{name}/changes) under way
     uint64_t watch_wakes = 0;                  // of those, parked ones' wakes registered on the heartbeat board
     uint64_t snapshots_written = 0;
@@ -223,6 +226,8 @@ class Writer {
   void loop();
   void run_batch(std::vector<Pending>& batch);
   void time_out_nodes(Txn& txn);
+  // The nodes the rounds look at now (RoundNodes::due), checked with ServerOptions::verify_round_nodes.
+  const std::vector<RoundNodes::Entry>& round_nodes(int64_t now_ms);
   // After a failed write: whether the journal has room; without, changes are refused until it has (see the note at
   // the top). REQUIRES: the writer thread.
   void note_space_after_failure();
@@ -285,6 +290,8 @@ class Writer {
   std::string no_space_why_ GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point next_space_check_{};
   ServerLiveness liveness_;
+  RoundNodes round_nodes_;  // the nodes time_out_nodes and lifecycle_tick look at (round_nodes.h)
+  uint64_t round_nodes_missed_ = 0;
   bool disruption_held_ = false;  // the disruption rule held timeouts at the last look (node_silence.h)
   bool board_all_stale_ = true;  // every node's answer is to be published afresh (a new or rebuilt state)
   bool heard_pending_ = false;    // a heartbeat time folded in moved to a new second, not yet counted as a change
