@@ -19,7 +19,9 @@ for _ in $(seq 1 100); do [ -s "$WORK/endpoint-port" ] && break; sleep 0.1; done
 [ -s "$WORK/endpoint-port" ] || fail "the check endpoint did not start"
 CHECK_URL="http://127.0.0.1:$(cat "$WORK/endpoint-port")/check"
 
-start_server
+# The agent is restarted below while the restarted server counts its silence: a heartbeat timeout of 60 s keeps a slow
+# agent start on a loaded machine (17 s in CI) from failing the held job (max_retries 0) with its node.
+start_server --heartbeat-timeout 60
 write_teams
 start_agent gpu-1 "network-node-layer-3=a"
 
@@ -78,7 +80,7 @@ failed=$(metric 'allot_admission_check_tries_total{result="failed"}')
 kill -9 "$SERVER_PID"
 wait "$SERVER_PID" 2>/dev/null || true
 before=$(asks_of held 0)
-start_server
+start_server --heartbeat-timeout 60
 [ "$(job_field held state)" = Running ] || fail "after the restart held is $(job_field held state)"
 "$ALLOT" describe held | grep_q "waits for admission check gate" || fail "after the restart held no longer waits: $("$ALLOT" describe held)"
 for _ in $(seq 1 100); do [ "$(asks_of held 0)" -gt "$before" ] && break; sleep 0.1; done

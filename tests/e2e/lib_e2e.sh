@@ -147,7 +147,7 @@ start_postgres() {
 start_agent() {
   local name=$1 labels=$2; shift 2
   "$ALLOT" agent --server "$ALLOT_SERVER" --name "$name" --instance-type ml.g5.8xlarge --labels "$labels" \
-    --work-dir "$WORK/agents/$name" --token-file "$WORK/join-token" --heartbeat-interval 0.2 --stop-grace "${AGENT_STOP_GRACE:-1}" $AGENT_USER_FLAGS "$@" \
+    --work-dir "$WORK/agents/$name" --token-file "$WORK/join-token" --heartbeat-interval "${AGENT_HEARTBEAT_INTERVAL:-0.2}" --stop-grace "${AGENT_STOP_GRACE:-1}" $AGENT_USER_FLAGS "$@" \
     >>"$WORK/agent-$name.log" 2>&1 &
   local pid=$!
   PIDS+=("$pid")

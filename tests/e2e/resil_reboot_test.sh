@@ -54,8 +54,10 @@ wait_state one Running 20
 [ "$(job_field one restarts)" = 2 ] || fail "one should have restarted twice in all, not $(job_field one restarts)"
 for _ in $(seq 1 100); do "$ALLOT" logs one | grep_q "restart 2$" && break; sleep 0.1; done
 resume2=$(seconds $(( $(now_ms) - t0 ))) restarts2=$(restarts_charged one)
-for _ in $(seq 1 200); do "$ALLOT" nodes | grep_q "^$second-r1 " && break; sleep 0.1; done
-"$ALLOT" nodes | grep_q "^$second-r1 " || fail "$second was not replaced after the fault survived its reboot: $("$ALLOT" nodes)"
+# Its replacement $second-r1, or already r1's own ($second-r2): r1 fails its deep check at once and may be retired
+# between two looks (CI, 2026-12-02); step 3 checks r1's part.
+for _ in $(seq 1 200); do "$ALLOT" nodes | grep_q "^$second-r[12] " && break; sleep 0.1; done
+"$ALLOT" nodes | grep_q "^$second-r[12] " || fail "$second was not replaced after the fault survived its reboot: $("$ALLOT" nodes)"
 grep -q "rebooted (boot 2)" "$WORK/agent-$second.log" || fail "the agent of $second should have rebooted first"
 # Into a file first: grep -q stops at its match, and under pipefail the CLI's SIGPIPE on a long output fails the test.
 "$ALLOT" events -o json >"$WORK/events.json"

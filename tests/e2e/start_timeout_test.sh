@@ -13,7 +13,10 @@ source "$(dirname "$0")/lib_e2e.sh"
 
 start_server
 start_agent gpu-1 network-node-layer-3=nn-a
-start_agent gpu-2 network-node-layer-3=nn-a
+# gpu-2's agent is frozen before each job is placed, and a node that misses a heartbeat is suspect and takes no new
+# replicas: at the usual 0.2 s interval that is 0.6 s after the freeze, less than a submission took on a loaded
+# machine (CI, 2026-12-02: the job waited for gpu-2 until the test gave up). At 2 s it is 4.2 s.
+AGENT_HEARTBEAT_INTERVAL=2 start_agent gpu-2 network-node-layer-3=nn-a
 policy_with_backoff() {
   cat >"$WORK/teams.yaml" <<YAML
 policy:
