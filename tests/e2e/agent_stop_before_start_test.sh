@@ -9,6 +9,10 @@ TEST_NAME=agent_stop_before_start
 source "$(dirname "$0")/lib_e2e.sh"
 source "$(dirname "$0")/lib_marks.sh"
 
+# The victim's stop is the window in which the preemptor's description says it waits: a stop grace of 4 s (1 s by
+# default) keeps it open for longer than a CLI call takes on a loaded machine (CI, 2026-12-02: the first look came
+# after the preemptor had started).
+AGENT_STOP_GRACE=4
 start_server
 start_agent gpu-1 network-node-layer-3=nn-a
 write_teams
