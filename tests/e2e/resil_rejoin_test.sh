@@ -23,6 +23,8 @@ boot="$WORK/emulated/boot-gpu-2-r1.sh"
 [ -x "$boot" ] || fail "the provisioner should leave the node's boot command in $boot"
 grep_q -- "--replaces gpu-2" "$boot" || fail "the boot command should be the provisioned one, --replaces included: $(cat "$boot")"
 agent_dir="$WORK/emulated/agents/gpu-2-r1"
+# The agent saves the credential once the registration is answered, so the node may be Schedulable a moment before.
+for _ in $(seq 1 100); do [ -s "$agent_dir/credential" ] && break; sleep 0.1; done
 credential=$(cat "$agent_dir/credential")
 pidfile="$WORK/pids/agent-gpu-2-r1.pid"
 pid=$(cat "$pidfile")

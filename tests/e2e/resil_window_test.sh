@@ -8,7 +8,10 @@ TEST_NAME=resil_window
 source "$(dirname "$0")/lib_e2e.sh"
 source "$(dirname "$0")/lib_resil.sh"
 
-FAULT_WINDOW=1 start_resil_server
+# The three agents' checks (every 0.3 s) see the faults up to a second or more apart on a loaded machine (CI,
+# 2026-12-02: the third report came after the first window ended, and the restart was placed on its node): a 3 s
+# window holds them all.
+FAULT_WINDOW=3 start_resil_server
 for i in 1 2 3 4 5 6; do start_faulty_agent "gpu-$i" "network-node-layer-3=nn-$(( (i + 2) / 3 ))"; done
 cat >"$WORK/teams.yaml" <<'YAML'
 teams:
@@ -36,7 +39,7 @@ for _ in $(seq 1 100); do [ "$(job_field wide restarts)" = 1 ] && break; sleep 0
 wait_state wide Running 20
 for _ in $(seq 1 100); do [ "$("$ALLOT" logs wide --replica 0 | grep -c "^run " || true)" -gt "$runs" ] && break; sleep 0.1; done
 resume1=$(seconds $(( $(now_ms) - t0 )))
-sleep 1  # a second restart, if there were one, would come within the window
+sleep 3  # a second restart, if there were one, would come within the window
 [ "$(job_field wide restarts)" = 1 ] || fail "wide should restart once for three nodes failing in one window, not $(job_field wide restarts)"
 for n in $nodes; do case " $(job_nodes wide) " in *" $n "*) fail "wide was placed on the failed node $n";; esac; done
 for n in $nodes; do wait_node "$n-r1" Schedulable 60; done
