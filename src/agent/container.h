@@ -66,11 +66,8 @@ class ContainerLifeline {
 // What the agent found at start, which it says in its log.
 struct PodmanFacts {
   bool usable = false;
-  std::string version;         // "4.3.1"
-  std::string runtime;         // the OCI runtime podman reports by default (the agent passes its own)
-  std::string cgroup_manager;  // likewise
-  std::string cgroup_version;  // "v1", "v2"
-  std::string problem;         // why it is not usable: podman missing, `podman info` failing
+  std::string version;  // "4.3.1"
+  std::string problem;  // why it is not usable: podman missing, podman failing with the agent's runtime and cgroup manager
 };
 PodmanFacts detect_podman(const ContainerOptions& opt);
 // allot-container-init beside the running binary (/proc/self/exe), where the build puts it; empty when /proc cannot
@@ -78,7 +75,7 @@ PodmanFacts detect_podman(const ContainerOptions& opt);
 std::string default_container_init();
 // Why `path` cannot serve as the containers' init (missing, not a regular executable file), or empty.
 std::string container_init_problem(const std::string& path);
-// "podman 4.3.1 (runtime runc, cgroup manager cgroupfs, cgroups v1; by default runc, cgroupfs)", or why not.
+// "containers: podman 4.3.1 (runtime runc, cgroup manager cgroupfs; init PATH)", or why not.
 std::string describe(const PodmanFacts& facts, const ContainerOptions& opt);
 
 struct Volume {

@@ -9,9 +9,10 @@ export ALLOT_BIN=$ALLOT ALLOT_EMULATED_ROOT=$WORK/emulated ALLOT_EMULATED_PID_DI
 RESIL_AGENT_FLAGS="--heartbeat-interval 0.2 --health-interval 0.3 --deep-check-seconds 1 --stop-grace 1"
 export ALLOT_EMULATED_AGENT_FLAGS="$RESIL_AGENT_FLAGS $AGENT_USER_FLAGS"
 
-# start_resil_server [extra flags]
+# start_resil_server [extra flags]. REPLACE_SILENT_AFTER (4 s): a test that stops an agent on purpose for longer than
+# a loaded machine may take to restart it sets more.
 start_resil_server() {
-  start_server --heartbeat-timeout 2 --fault-window "${FAULT_WINDOW:-0.5}" --reboot-timeout 20 --replace-silent-after 4 \
+  start_server --heartbeat-timeout 2 --fault-window "${FAULT_WINDOW:-0.5}" --reboot-timeout 20 --replace-silent-after "${REPLACE_SILENT_AFTER:-4}" \
     --provisioner "$REPO/scripts/provision-emulated.sh" "$@"
 }
 

@@ -9,7 +9,9 @@ TEST_NAME=resil_rejoin
 source "$(dirname "$0")/lib_e2e.sh"
 source "$(dirname "$0")/lib_resil.sh"
 
-start_resil_server
+# The reboot (the agent's stop, then its boot command's start and registration) took more than 4 s of silence on a
+# loaded CI machine, and the silent node went to replacement: 30 s here, as the reboot is the test.
+REPLACE_SILENT_AFTER=30 start_resil_server
 start_faulty_agent gpu-1 network-node-layer-3=nn-a
 start_faulty_agent gpu-2 network-node-layer-3=nn-a
 write_teams

@@ -221,5 +221,18 @@ TEST_F(RealPodman, PullOfAMissingImageFailsWithTheRegistrysAnswer) {
   EXPECT_NE(out.output.find("allot-no-such-image"), std::string::npos) << out.output;
 }
 
+// A runtime podman cannot use makes containers off at the agent's start, naming the runtime and podman's answer.
+TEST_F(RealPodman, ARuntimePodmanCannotUseTurnsContainersOffAndSaysWhy) {
+  EXPECT_FALSE(facts_.version.empty());
+  EXPECT_NE(describe(facts_, opt_).find("runtime runc, cgroup manager cgroupfs"), std::string::npos) << describe(facts_, opt_);
+  ContainerOptions bad = opt_;
+  bad.runtime = "allot-no-such-runtime";
+  const PodmanFacts f = detect_podman(bad);
+  EXPECT_FALSE(f.usable);
+  EXPECT_NE(f.problem.find("runtime allot-no-such-runtime"), std::string::npos) << f.problem;
+  EXPECT_NE(f.problem.find("not found"), std::string::npos) << f.problem;
+  EXPECT_NE(describe(f, bad).find("containers: off"), std::string::npos) << describe(f, bad);
+}
+
 }  // namespace
 }  // namespace allot::agent::agent_container_test
