@@ -14,11 +14,11 @@ PG_DIR=""  # set by start_postgres
 # The tests' python3 is Debian's /usr/bin/python3, whose packages (Selenium, PyTorch) they use. A machine with
 # pyenv puts its shim first on PATH: a bash script that runs a dozen programs to pick a Python, 0.4 s of CPU a
 # call against 0.03 s, and a test that polls through python3 spent most of a core on it (bench/RESULTS.md, "Test
-# suite time"). Exported, so the tests' own bash scripts and helpers get it too.
-if [ -x /usr/bin/python3 ]; then
-  python3() { /usr/bin/python3 "$@"; }
-  export -f python3
-fi
+# suite time"). A link first on PATH, not a shell function: `python3 ... &` must leave in $! the pid of Python
+# itself, which tests freeze and kill (a function would run in a forked shell of its own).
+mkdir -p "$WORK/bin"
+[ -x /usr/bin/python3 ] && ln -s /usr/bin/python3 "$WORK/bin/python3"
+export PATH="$WORK/bin:$PATH"
 say() { echo "$TEST_NAME: $*"; }
 fail() {
   say "FAIL: $*"

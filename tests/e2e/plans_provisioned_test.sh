@@ -13,8 +13,9 @@ source "$(dirname "$0")/lib_resil.sh"
 start_resil_server
 write_teams
 
-# Start in 6 s (the job must be submitted and seen waiting before), grace from 16 s, end at 19 s.
-"$ALLOT" plan create auto --instance-type ml.g5.8xlarge --count 2 --start +6s --end +19s --grace 3s --team team-a \
+# Start in 10 s (the job must be submitted and seen waiting before), grace from 30 s, end at 33 s: the provisioned
+# agents have 20 s to start and join, which a loaded CI machine needs (at 6 s and 16 s the test ran out of time).
+"$ALLOT" plan create auto --instance-type ml.g5.8xlarge --count 2 --start +10s --end +33s --grace 3s --team team-a \
   --labels network-node-layer-3=nn-auto >"$WORK/plan.out" || fail "plan create: $(cat "$WORK/plan.out")"
 cat >"$WORK/on-plan.yaml" <<YAML
 name: on-plan
