@@ -122,12 +122,12 @@ Status ClusterRestore::begin_throwing(const json& j) {
   for (size_t i = 0; i < s.nodes.size(); ++i) {
     const json& n = nodes[i];
     if (node_plans[i].valid()) {
-      s.nodes[i].plan = node_plans[i];
-      s.nodes[i].labels[std::string(kPlanLabel)] = s.plans[node_plans[i].index()].spec.name;
+      s.nodes.edit(i).plan = node_plans[i];
+      s.nodes.edit(i).labels[std::string(kPlanLabel)] = s.plans[node_plans[i].index()].spec.name;
     }
     const NodeHealth health = node_health_from_name(n.at("health").get<std::string>());
     const bool cordoned = n.at("cordoned").get<bool>();
-    Node& node = s.nodes[i];
+    Node& node = s.nodes.edit(i);
     if (node.removed) {
       // A removed node takes no part in scheduling; its last health and cordon are kept for people only.
       node.health = health;

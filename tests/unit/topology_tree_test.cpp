@@ -70,7 +70,7 @@ struct Reference {
   std::vector<std::vector<int>> by_level;
   std::vector<int> leaf_of_node;
 };
-Reference reference_tree(const std::vector<Node>& nodes, int levels) {
+Reference reference_tree(const ChunkTable<Node>& nodes, int levels) {
   Reference r;
   r.by_level.resize(levels);
   r.leaf_of_node.assign(nodes.size(), -1);
@@ -107,7 +107,7 @@ Reference reference_tree(const std::vector<Node>& nodes, int levels) {
   return r;
 }
 
-void expect_same_tree(const TopologyTree& t, const std::vector<Node>& nodes, const std::string& when) {
+void expect_same_tree(const TopologyTree& t, const ChunkTable<Node>& nodes, const std::string& when) {
   const Reference r = reference_tree(nodes, t.levels);
   ASSERT_EQ(t.domains.size(), r.domains.size()) << when;
   for (size_t d = 0; d < r.domains.size(); ++d) {

@@ -433,7 +433,7 @@ Status remove_node(ClusterState& s, std::string_view name, Time now, std::string
                    "; the job waits to resume from its last checkpoint",
                ReasonCode::kNodeRemoved);
   });
-  s.nodes[id.index()].removed = true;
+  s.nodes.edit(id.index()).removed = true;
   s.node_by_name.erase(std::string(name));
   refresh_usable(s, id);
   rebuild_tree(s);
@@ -445,7 +445,7 @@ Status fail_node(ClusterState& s, std::string_view name, Time now, NodeHealth to
   if (!n) return Error::not_found("no node named " + std::string(name) + " in the cluster");
   if (to == NodeHealth::kSchedulable) return Error::invalid("a failed node cannot be Schedulable");
   NodeId id = n->id;
-  s.nodes[id.index()].health = to;
+  s.nodes.edit(id.index()).health = to;
   refresh_usable(s, id);
   stop_jobs_on(s, id, [&](Job& j) { fail_run(s, j, now, "node " + std::string(name) + " failed", ReasonCode::kNodeFailed); });
   return ok_status();
@@ -455,7 +455,7 @@ Status set_node_health(ClusterState& s, std::string_view name, NodeHealth health
   if (health != NodeHealth::kSchedulable) return fail_node(s, name, now, health);
   const Node* n = s.find_node(name);
   if (!n) return Error::not_found("no node named " + std::string(name) + " in the cluster");
-  s.nodes[n->id.index()].health = health;
+  s.nodes.edit(n->id.index()).health = health;
   refresh_usable(s, n->id);
   return ok_status();
 }
@@ -463,7 +463,7 @@ Status set_node_health(ClusterState& s, std::string_view name, NodeHealth health
 Status set_cordon(ClusterState& s, std::string_view name, bool cordoned) {
   const Node* n = s.find_node(name);
   if (!n) return Error::not_found("no node named " + std::string(name) + " in the cluster");
-  s.nodes[n->id.index()].cordoned = cordoned;
+  s.nodes.edit(n->id.index()).cordoned = cordoned;
   refresh_usable(s, n->id);
   return ok_status();
 }
@@ -471,7 +471,7 @@ Status set_cordon(ClusterState& s, std::string_view name, bool cordoned) {
 Status set_node_suspect(ClusterState& s, std::string_view name, bool suspect) {
   const Node* n = s.find_node(name);
   if (!n) return Error::not_found("no node named " + std::string(name) + " in the cluster");
-  s.nodes[n->id.index()].suspect = suspect;
+  s.nodes.edit(n->id.index()).suspect = suspect;
   refresh_usable(s, n->id);
   return ok_status();
 }
@@ -818,7 +818,7 @@ Status set_network_layers(ClusterState& s, const std::vector<NodeLayers>& change
     if (auto st = check_network_layers(c.layers); !st) return Error::invalid("node " + c.node + ": " + st.error().message);
   }
   for (const NodeLayers& c : changes) {
-    Node& n = s.nodes[s.find_node(c.node)->id.index()];
+    Node& n = s.nodes.edit(s.find_node(c.node)->id.index());
     for (int l = 1; l <= kMaxNetworkLayers; ++l) n.labels.erase(network_layer_key(l));
     for (size_t l = 0; l < c.layers.size(); ++l) n.labels[network_layer_key(static_cast<int>(l) + 1)] = c.layers[l];
     n.topology = node_topology(s, n);

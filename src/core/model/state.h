@@ -12,6 +12,7 @@
 #include "core/model/catalog.h"
 #include "core/quota/cohort_tree.h"
 #include "core/model/job_set.h"
+#include "core/model/chunk_table.h"
 #include "core/model/cow_map.h"
 #include "core/model/job_table.h"
 #include "core/model/model.h"
@@ -40,7 +41,7 @@ struct ClusterState {
   Catalog catalog = Catalog::builtin();
   std::vector<std::string> levels;  // topology levels, coarse to fine, the last is the hostname
   PolicySpec policy;
-  std::vector<Node> nodes;   // index = NodeId
+  ChunkTable<Node> nodes;    // index = NodeId; views share unchanged chunks (chunk_table.h): write through edit()
   std::vector<Team> teams;   // index = TeamId
   // The policy's groups resolved against the teams and the catalog (core/quota/cohort_tree.h); empty: a flat cluster.
   CohortTree cohorts;

@@ -54,7 +54,7 @@ void group_hosts(TopologyTree& t) {
 // order keeps such runs together (natural_less is a total order: it tells apart any two strings), so each node
 // shares with the node before it exactly the domains of the levels where their values agree from the top: no
 // look-up by path is needed. Domains come out in order of first appearance, as by_level and children list them.
-void link_domains(TopologyTree& t, const std::vector<Node>& nodes) {
+void link_domains(TopologyTree& t, const ChunkTable<Node>& nodes) {
   const int levels = t.levels;
   t.domains.clear();
   t.parent.clear();
@@ -109,7 +109,7 @@ void link_domains(TopologyTree& t, const std::vector<Node>& nodes) {
 
 }  // namespace
 
-TopologyTree build_topology_tree(const std::vector<Node>& nodes, int levels) {
+TopologyTree build_topology_tree(const ChunkTable<Node>& nodes, int levels) {
   TopologyTree t;
   t.levels = levels;
   for (const Node& n : nodes)
@@ -122,7 +122,7 @@ TopologyTree build_topology_tree(const std::vector<Node>& nodes, int levels) {
   return t;
 }
 
-void add_to_topology_tree(TopologyTree& t, const std::vector<Node>& nodes, size_t first_new) {
+void add_to_topology_tree(TopologyTree& t, const ChunkTable<Node>& nodes, size_t first_new) {
   for (size_t i = first_new; i < nodes.size(); ++i) {
     if (nodes[i].removed) continue;
     auto at = std::upper_bound(t.order.begin(), t.order.end(), nodes[i].id,

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/chunk_table.h"
 #include "core/model/ids.h"
 
 namespace allot {
@@ -56,9 +57,9 @@ struct TopologyTree {
   int ancestor(NodeId node, int level) const;
 };
 
-TopologyTree build_topology_tree(const std::vector<Node>& nodes, int levels);
+TopologyTree build_topology_tree(const ChunkTable<Node>& nodes, int levels);
 // The same tree as build_topology_tree(nodes, t.levels) once nodes[first_new..] (appended since `t` was built from
 // the nodes before them) have joined: they are placed into t.order by binary search and the domains linked anew.
-void add_to_topology_tree(TopologyTree& t, const std::vector<Node>& nodes, size_t first_new);
+void add_to_topology_tree(TopologyTree& t, const ChunkTable<Node>& nodes, size_t first_new);
 
 }  // namespace allot

@@ -656,19 +656,25 @@ int joins_of(const TokenTable& tokens, const std::string& join_id) {
 }
 
 std::shared_ptr<const ServerState> view_of(ServerState& live, const ServerState* previous, JobTable::ViewCost* cost) {
-  // The job table is moved aside while the rest is copied (a move keeps its buffers, so nothing that points
-  // into it changes), then put back whatever happens; the view's table is taken from it afterwards.
+  // The job and node tables are moved aside while the rest is copied (a move keeps their buffers, so nothing that
+  // points into them changes), then put back whatever happens; the view's tables are taken from them afterwards,
+  // sharing what did not change since `previous` (job_table.h, chunk_table.h).
   JobTable jobs = std::move(live.cluster.jobs);
+  ChunkTable<Node> nodes = std::move(live.cluster.nodes);
   live.cluster.jobs = JobTable();
+  live.cluster.nodes = ChunkTable<Node>();
   std::shared_ptr<ServerState> view;
   try {
     view = std::make_shared<ServerState>(live);
   } catch (...) {
     live.cluster.jobs = std::move(jobs);
+    live.cluster.nodes = std::move(nodes);
     throw;
   }
   live.cluster.jobs = std::move(jobs);
+  live.cluster.nodes = std::move(nodes);
   view->cluster.jobs = JobTable::view_of(live.cluster.jobs, previous ? &previous->cluster.jobs : nullptr, cost);
+  view->cluster.nodes = ChunkTable<Node>::view_of(live.cluster.nodes, previous ? &previous->cluster.nodes : nullptr);
   return view;
 }
 

@@ -372,9 +372,9 @@ struct ServerState {
 };
 
 // A copy of the live state for readers on other threads (ViewPublisher, view_publisher.h): every member copied except
-// the job table, whose chunks unchanged since `previous` (the last view of the same state, or null) are shared
-// with it (JobTable::view_of). The result must only ever be read. REQUIRES: the thread that owns `live`, with
-// no mutable reference into its jobs written through afterwards (between batches).
+// the job and node tables, whose chunks unchanged since `previous` (the last view of the same state, or null) are
+// shared with it (JobTable::view_of, ChunkTable::view_of). The result must only ever be read. REQUIRES: the thread
+// that owns `live`, with no mutable reference into its jobs or nodes written through afterwards (between batches).
 std::shared_ptr<const ServerState> view_of(ServerState& live, const ServerState* previous, JobTable::ViewCost* cost = nullptr);
 
 // Applies a record: the core operation (store::apply_record), then the server's tables, and appends the
