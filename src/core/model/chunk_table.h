@@ -76,9 +76,9 @@ class ChunkTable {
       auto mine = std::make_shared<Chunk>();
       mine->reserve(kChunk);
       mine->insert(mine->end(), c->begin(), c->end());
+      at_.push_back(mine->data());
       chunks_.push_back(std::move(mine));
     }
-    point_all();
     touched_.assign(chunks_.size(), epoch_);
   }
   ChunkTable& operator=(const ChunkTable& o) {
@@ -104,7 +104,6 @@ class ChunkTable {
     touched_[i / kChunk] = epoch_;
     return at_[i / kChunk][i % kChunk];
   }
-  T& edit_back() { return edit(size_ - 1); }
   void push_back(T v) {
     if (size_ % kChunk == 0) {
       auto c = std::make_shared<Chunk>();
@@ -181,11 +180,6 @@ class ChunkTable {
   }
 
  private:
-  void point_all() {
-    at_.clear();
-    for (const auto& c : chunks_) at_.push_back(c->data());
-  }
-
   std::vector<std::shared_ptr<Chunk>> chunks_;  // [i / kChunk]; a live table's are its own, a view's may be shared
   std::vector<T*> at_;                          // [i / kChunk]: chunks_[c]->data()
   size_t size_ = 0;
