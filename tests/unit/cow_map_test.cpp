@@ -105,6 +105,27 @@ TEST(CowMap, EveryCopyReadsAsItsMomentUnderRandomWrites) {
   for (size_t c = 0; c < copies.size(); ++c) ASSERT_EQ(contents(copies[c].first), copies[c].second) << "copy " << c;
 }
 
+// edit() inserts a value-initialised entry when the key is absent and changes it in place otherwise; emplace()
+// never overwrites; a copy keeps what it had either way.
+TEST(CowMap, EditInsertsOrChangesAndCopiesKeepTheirs) {
+  Map live;
+  live.insert_or_assign(1, "one");
+  const Map copy = live;
+  EXPECT_EQ(live.edit(2), "");
+  EXPECT_EQ(live.size(), 2u);
+  live.edit(2) = "two";
+  live.edit(1) += "!";
+  EXPECT_FALSE(live.emplace(1, "uno"));
+  EXPECT_TRUE(live.emplace(3, "three"));
+  EXPECT_EQ(live.size(), 3u);
+  EXPECT_EQ(*live.find(1), "one!");
+  EXPECT_EQ(*live.find(2), "two");
+  EXPECT_EQ(*live.find(3), "three");
+  EXPECT_EQ(copy.size(), 1u);
+  EXPECT_EQ(*copy.find(1), "one");
+  EXPECT_FALSE(copy.contains(2));
+}
+
 // Readers on other threads read and drop copies while the owner writes: a shard a copy holds is never written
 // (a ThreadSanitizer build reports it if it were).
 TEST(CowMap, CopiesReadOnOtherThreadsStayWhole) {

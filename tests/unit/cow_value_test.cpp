@@ -48,6 +48,18 @@ TEST(CowValue, AnUnsharedValueIsEditedInPlace) {
   EXPECT_EQ(&*live, before) << "no clone once no copy holds it";
 }
 
+// shared() hands out the value itself; the holder's next edit clones it, so what was handed out never changes.
+TEST(CowValue, SharedValueStaysWhileTheHolderEdits) {
+  CowValue<std::vector<int>> live;
+  EXPECT_TRUE(live.shared()->empty()) << "a holder never edited hands out an empty value";
+  live.edit().push_back(1);
+  const std::shared_ptr<const std::vector<int>> out = live.shared();
+  EXPECT_EQ(out.get(), &*live);
+  live.edit().push_back(2);
+  EXPECT_EQ(*out, std::vector<int>({1}));
+  EXPECT_EQ(*live, std::vector<int>({1, 2}));
+}
+
 // Readers on other threads read and drop copies while the owner edits: a value a copy holds is never written in
 // place (a ThreadSanitizer build reports it if it were). Every copy holds 0..n-1 for some n.
 TEST(CowValue, CopiesReadOnOtherThreadsStayWhole) {

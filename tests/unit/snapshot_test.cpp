@@ -209,7 +209,7 @@ json observable(const ServerState& st, Time now) {
     for (const auto& r : t.nominal) nominal.push_back(view::resources_json(r));
     teams.push_back({view::team_json(s, t), cand, allocated, nominal});
   }
-  for (const auto& [name, id] : s.node_by_name) ids["node " + name] = id.index();
+  for (const auto& [name, id] : *s.node_by_name) ids["node " + name] = id.index();
   s.job_by_name.for_each([&](const std::string& name, JobId id) { ids["job " + name] = id.index(); });
   for (const auto& [name, id] : s.team_by_name) ids["team " + name] = id.index();
   for (const auto& [name, id] : s.plan_by_name) ids["plan " + name] = id.index();
@@ -256,7 +256,7 @@ TEST(Snapshot, TheSampleJournalLeavesJobsInEveryState) {
   std::set<std::string> states;
   for (const Job& job : replay_prefix(j.records(), compaction).cluster.jobs) states.insert(job_state_name(job.state));
   EXPECT_EQ(states, (std::set<std::string>{"Pending", "Running", "Suspended", "Succeeded", "Failed", "Cancelled"}));
-  EXPECT_EQ(j.live().tokens.size(), 2u);
+  EXPECT_EQ(j.live().tokens->size(), 2u);
   EXPECT_EQ(j.live().audit.size(), 2u);
   EXPECT_EQ(j.live().cluster.nodes.size(), 7u);  // n4 twice, res-1 and spare-1 (both left)
   std::set<std::string> plans;
@@ -427,8 +427,10 @@ TEST(Snapshot, DecisionCountersByRuleCarryTeamAndTypeAndOldOnesAreLeftOut) {
   EXPECT_TRUE(old->state.observed.preemptions_by_rule.empty());
   // A running job's instance types come back from its placement: a preemption after the snapshot counts under them.
   for (const Job& job : old->state.cluster.jobs)
-    if (!job.compacted && job.state == JobState::kRunning)
-      EXPECT_EQ(old->state.accounts.at(job.id.index()).run_types, st.accounts.at(job.id.index()).run_types) << job.spec.name;
+    if (!job.compacted && job.state == JobState::kRunning) {
+      ASSERT_TRUE(old->state.accounts.find(job.id.index()) && st.accounts.find(job.id.index())) << job.spec.name;
+      EXPECT_EQ(old->state.accounts.find(job.id.index())->run_types, st.accounts.find(job.id.index())->run_types) << job.spec.name;
+    }
 }
 
 // The queue-wait histograms are per team, priority class and the instance type a job was placed on; rows of a

@@ -51,6 +51,20 @@ class CowMap {
     if (!find(k)) return nullptr;
     return &own(shard_of(k)).find(k)->second;
   }
+  // The value of `k` to change in place, value-initialised first when absent. Valid until the map is next written.
+  V& edit(const K& k) {
+    Shard& s = own(shard_of(k));
+    auto [it, inserted] = s.try_emplace(k);
+    size_ += inserted ? 1 : 0;
+    return it->second;
+  }
+  // Inserts `v` under `k` unless `k` is there; whether it was inserted.
+  bool emplace(const K& k, V v) {
+    if (find(k)) return false;
+    own(shard_of(k)).emplace(k, std::move(v));
+    ++size_;
+    return true;
+  }
   void insert_or_assign(const K& k, V v) {
     Shard& s = own(shard_of(k));
     size_ -= s.size();

@@ -34,6 +34,9 @@ class CowValue {
     }
     return *p_;
   }
+  // The value itself, for a reader on another thread that must keep it after this holder changes: the holder
+  // clones it before its next write while the reader holds it.
+  std::shared_ptr<const T> shared() const { return p_ ? p_ : std::make_shared<const T>(); }
   // Whether this holder and `other` share one value (for tests and benchmarks).
   bool shares_with(const CowValue& other) const { return p_ && p_ == other.p_; }
 

@@ -28,8 +28,8 @@ ClusterState::ClusterState(Catalog c, std::vector<std::string> topology_levels)
 }
 
 const Node* ClusterState::find_node(std::string_view name) const {
-  auto it = node_by_name.find(name);
-  return it == node_by_name.end() || nodes[it->second.index()].removed ? nullptr : &nodes[it->second.index()];
+  auto it = node_by_name->find(name);
+  return it == node_by_name->end() || nodes[it->second.index()].removed ? nullptr : &nodes[it->second.index()];
 }
 const Team* ClusterState::find_team(std::string_view name) const {
   auto it = team_by_name.find(std::string(name));
@@ -300,7 +300,7 @@ static Status append_node(ClusterState& s, const NodeSpec& spec) {
   r.free = it.capacity();
   r.accelerators_free = it.accelerators >= 64 ? ~uint64_t{0} : ((uint64_t{1} << it.accelerators) - 1);
   r.usable = true;
-  s.node_by_name[n.name] = n.id;
+  s.node_by_name.edit()[n.name] = n.id;
   s.nodes.push_back(std::move(n));
   s.room.push_back(r);
   s.room_changed_at.push_back(0);
@@ -315,8 +315,8 @@ Status add_nodes(ClusterState& s, const std::vector<NodeSpec>& specs, Time now) 
     if (auto st = append_node(s, spec); !st) {
       // All or nothing: take back the nodes this call appended.
       while (s.nodes.size() > before) {
-        auto it = s.node_by_name.find(s.nodes.back().name);
-        if (it != s.node_by_name.end() && it->second == s.nodes.back().id) s.node_by_name.erase(it);
+        auto it = s.node_by_name->find(s.nodes.back().name);
+        if (it != s.node_by_name->end() && it->second == s.nodes.back().id) s.node_by_name.edit().erase(s.nodes.back().name);
         s.nodes.pop_back();
         s.room.pop_back();
         s.room_changed_at.pop_back();
@@ -434,7 +434,7 @@ Status remove_node(ClusterState& s, std::string_view name, Time now, std::string
                ReasonCode::kNodeRemoved);
   });
   s.nodes.edit(id.index()).removed = true;
-  s.node_by_name.erase(std::string(name));
+  s.node_by_name.edit().erase(std::string(name));
   refresh_usable(s, id);
   rebuild_tree(s);
   return ok_status();

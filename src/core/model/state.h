@@ -14,6 +14,7 @@
 #include "core/model/job_set.h"
 #include "core/model/chunk_table.h"
 #include "core/model/cow_map.h"
+#include "core/model/cow_value.h"
 #include "core/model/job_table.h"
 #include "core/model/model.h"
 #include "core/model/reservations.h"
@@ -52,7 +53,9 @@ struct ClusterState {
     using is_transparent = void;
     size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
   };
-  std::unordered_map<std::string, NodeId, NameHash, std::equal_to<>> node_by_name;
+  // Shared with the copies of the state until a node is added or removed (cow_value.h): a view of 10,000 nodes
+  // copied 10,000 names.
+  CowValue<std::unordered_map<std::string, NodeId, NameHash, std::equal_to<>>> node_by_name;
   std::unordered_map<std::string, TeamId> team_by_name;
   // Shared shard by shard with the copies of the state (the views the server publishes; cow_map.h).
   CowMap<std::string, JobId> job_by_name;

@@ -147,7 +147,7 @@ namespace {
 
 // The live agent token bound to a node, if any.
 const TokenInfo* node_credential(const ServerState& st, const std::string& node) {
-  for (const auto& [id, t] : st.tokens)
+  for (const auto& [id, t] : *st.tokens)
     if (!t.revoked && t.token.role == auth::Role::kAgent && t.token.node == node) return &t;
   return nullptr;
 }
@@ -163,7 +163,7 @@ bool mig_layout_change(const Catalog& catalog, TypeId registered, const std::str
 
 // Whether an agent credential of `node` was ever revoked (by an admin, or when the node was replaced).
 bool credential_revoked(const ServerState& st, const std::string& node) {
-  for (const auto& [id, t] : st.tokens)
+  for (const auto& [id, t] : *st.tokens)
     if (t.revoked && t.token.role == auth::Role::kAgent && t.token.node == node) return true;
   return false;
 }
@@ -176,7 +176,7 @@ Status check_join(const ServerState& st, const ClusterState& cluster, const stor
   if (!join.node.empty() && join.node != name)
     return Error::denied("register: join token " + join.id + " was made for node " + join.node + " alone, not " + name);
   const int limit = !join.node.empty() ? 1 : join.max_nodes;
-  if (limit > 0 && joins_of(st.tokens, join.id) >= limit)
+  if (limit > 0 && joins_of(*st.tokens, join.id) >= limit)
     return Error::denied("register: join token " + join.id + " has registered the " + std::to_string(limit) + " node" +
                          (limit == 1 ? "" : "s") + " it was made for (--max-nodes " + std::to_string(limit) +
                          "); an admin makes another: allot token create --role agent-join --max-nodes N");
@@ -209,8 +209,8 @@ Result<Render> register_node(Txn& txn, const ServerOptions& options, const Regis
                                "; its agent stops here (a machine that is healthy again joins under a new name)");
   const bool joining = who.role == auth::Role::kAgentJoin;
   if (joining) {
-    auto join = txn.state().tokens.find(who.token_id);
-    if (join == txn.state().tokens.end()) return Error::unauthenticated("the bearer token is not valid");
+    auto join = txn.state().tokens->find(who.token_id);
+    if (join == txn.state().tokens->end()) return Error::unauthenticated("the bearer token is not valid");
     if (auto st = check_join(txn.state(), txn.cluster(), join->second.token, name); !st) return st.error();
   }
   // A replacement boots again with the command line its provisioner gave it (--replaces OLD): once it has joined, its

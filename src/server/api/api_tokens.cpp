@@ -90,7 +90,7 @@ Result<store::TokenRecord> parse_token_request(const json& b) {
 // A join token for one node (`allot node adopt NAME`) is made only for a name an agent can take: none whose
 // agent holds a live credential (that agent registers with it), none retired by a replacement.
 Status check_adoptable(Txn& txn, const std::string& node) {
-  for (const auto& [id, t] : txn.state().tokens)
+  for (const auto& [id, t] : *txn.state().tokens)
     if (!t.revoked && t.token.role == auth::Role::kAgent && t.token.node == node)
       return Error::precondition("node " + node + " has a live agent credential (token " + id +
                                  "), with which its agent registers; revoke it first (allot token revoke " + id + ")");
@@ -101,7 +101,7 @@ Status check_adoptable(Txn& txn, const std::string& node) {
 
 size_t live_admins(const ServerState& st, int64_t now_s) {
   size_t n = 0;
-  for (const auto& [id, t] : st.tokens)
+  for (const auto& [id, t] : *st.tokens)
     n += !t.revoked && t.token.role == auth::Role::kAdmin && (t.token.expires_at == 0 || t.token.expires_at > now_s);
   return n;
 }
@@ -135,7 +135,7 @@ void token_routes(Routes& http, Api& api) {
       const std::string id = t.id;
       if (auto st = txn.apply(store::CreateToken{std::move(t)}); !st) return st.error();
       return Render([id, bearer](const ServerState& st) -> Reply {
-        json out = token_json(st.tokens, st.tokens.at(id));
+        json out = token_json(*st.tokens, st.tokens->at(id));
         out["token"] = bearer;  // shown this once
         return json_reply(201, out);
       });
@@ -145,15 +145,15 @@ void token_routes(Routes& http, Api& api) {
     run(api, who, req, res, [](Txn&) -> Result<Render> {
       return Render([](const ServerState& st) {
         json out = json::array();
-        for (const auto& [id, t] : st.tokens) out.push_back(token_json(st.tokens, t));
+        for (const auto& [id, t] : *st.tokens) out.push_back(token_json(*st.tokens, t));
         return json_reply(200, out);
       });
     });
   });
   route(http, api, "DELETE", R"(/v1/tokens/([^/]+))", Access::kAdmin, [&api](const auth::Caller& who, const httplib::Request& req, httplib::Response& res) {
     run(api, who, req, res, [id = param(req)](Txn& txn) -> Result<Render> {
-      auto it = txn.state().tokens.find(id);
-      if (it == txn.state().tokens.end()) return Error::not_found("no token with id " + id + " (allot token list shows them)");
+      auto it = txn.state().tokens->find(id);
+      if (it == txn.state().tokens->end()) return Error::not_found("no token with id " + id + " (allot token list shows them)");
       if (it->second.revoked) return Error::precondition("token " + id + " is already revoked");
       if (it->second.token.role == auth::Role::kAdmin && live_admins(txn.state(), txn.now()) <= 1)
         return Error::precondition("token " + id + " is the last admin token: revoking it would leave nobody able to "

@@ -254,7 +254,7 @@ Status on_register(Txn& txn, const ServerOptions& options, const std::string& no
     AsServer as(txn);
     // The failed node is retired: it leaves, and its agent's credential stops working.
     std::vector<std::string> revoke;
-    for (const auto& [id, t] : txn.state().tokens)
+    for (const auto& [id, t] : *txn.state().tokens)
       if (!t.revoked && t.token.role == auth::Role::kAgent && t.token.node == replaces) revoke.push_back(id);
     for (const auto& id : revoke) (void)txn.apply(store::RevokeToken{id});
     if (auto st = txn.apply(store::RemoveNode{replaces}); !st) return st;

@@ -46,10 +46,10 @@ json node_view(const ServerState& st, const Node& n) {
 
 double job_goodput(const ServerState& st, const Job& j, Time now, int64_t* held_out, int64_t* lost_out) {
   int64_t held = 0, lost = 0;
-  if (auto it = st.accounts.find(j.id.index()); it != st.accounts.end()) {
-    held = it->second.held_s;
-    lost = it->second.lost_s;
-    if (j.state == JobState::kRunning) held += std::max<int64_t>(0, now - j.started_at) * it->second.slots;
+  if (const JobAccount* acc = st.accounts.find(j.id.index())) {
+    held = acc->held_s;
+    lost = acc->lost_s;
+    if (j.state == JobState::kRunning) held += std::max<int64_t>(0, now - j.started_at) * acc->slots;
   }
   if (held_out) *held_out = held;
   if (lost_out) *lost_out = lost;
@@ -78,8 +78,8 @@ void add_preemption_records(const ServerState& st, const Job& j, const auth::Cal
 void add_resilience(const ServerState& st, const Job& j, Time now, json& view) {
   json restarts = json::array();
   int64_t lost_s = 0;
-  if (auto it = st.accounts.find(j.id.index()); it != st.accounts.end()) {
-    for (const RestartInfo& r : it->second.restarts) {
+  if (const JobAccount* acc = st.accounts.find(j.id.index())) {
+    for (const RestartInfo& r : acc->restarts) {
       restarts.push_back({{"at", view::rfc3339(r.at)}, {"attempt", r.attempt}, {"cause", r.cause}, {"node", r.node}, {"run_s", r.run_s}, {"work_lost_s", r.lost_s}});
       lost_s += r.lost_s;
     }

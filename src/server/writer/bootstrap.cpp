@@ -18,7 +18,7 @@ Result<BootstrapOutcome> ensure_admin_token(Writer& writer, const std::string& f
   // The check and the token's creation run as one command, so two starts cannot both make one.
   Reply r = writer.call(
       [&](Txn& txn) -> Result<Render> {
-        if (!txn.state().tokens.empty()) return Render([](const ServerState&) { return Reply{204, "", ""}; });
+        if (!txn.state().tokens->empty()) return Render([](const ServerState&) { return Reply{204, "", ""}; });
         if (auto st = auth::write_secret_file(pending, fresh.bearer + "\n", "the admin token file"); !st) return st.error();
         wrote = true;
         store::TokenRecord t{fresh.id, fresh.secret_hash, auth::Role::kAdmin, {}, {}, 0, "bootstrap admin token (" + file + ")"};

@@ -308,7 +308,7 @@ int64_t slots_of(const std::vector<PodSetRecord>& placement) {
 // A run of `j` ended at `at` (it was Running before the record and is not now). Work since its last
 // checkpoint is lost unless it succeeded or was cancelled; a failure is listed as a restart with its cause.
 void account_stop(ServerState& st, const Job& j, Time at, int restarts_before, const std::string& cause, const std::string& node) {
-  JobAccount& acc = st.accounts[j.id.index()];
+  JobAccount& acc = st.accounts.edit(j.id.index());
   const int64_t run_s = std::max<int64_t>(0, at - j.started_at);
   const int64_t ci = j.spec.checkpoint_interval_s;
   const int64_t kept = ci > 0 ? run_s / ci * ci : run_s;
@@ -331,7 +331,7 @@ void forget_compacted(ServerState& st) {
   auto drop = [&](auto& table) {
     for (auto it = table.begin(); it != table.end();) it = gone(it->first) ? table.erase(it) : std::next(it);
   };
-  drop(st.accounts);
+  st.accounts.erase_if([&](uint32_t job, const auto&) { return gone(job); });
   st.usage.forget_jobs(st.cluster);
   drop(st.log_rules_fired);
   drop(st.preemptions_of);
@@ -397,9 +397,10 @@ struct Note {
     ++st.admissions_total;
     if (const Job* j = st.cluster.find_job(ad.job)) {
       st.observed.admitted(st.cluster, *j, ad.borrowing, r.at);
-      st.accounts[j->id.index()].slots = slots_of(ad.placement);
-      st.accounts[j->id.index()].run_since = r.at;
-      st.accounts[j->id.index()].run_types = placement_types(j->placement);
+      JobAccount& acc = st.accounts.edit(j->id.index());
+      acc.slots = slots_of(ad.placement);
+      acc.run_since = r.at;
+      acc.run_types = placement_types(j->placement);
       st.usage.started(st.cluster, *j, r.at,
                        ad.placement.empty() ? std::nullopt : std::optional<std::string>(ad.placement.front().instance_type));
       st.run_checks[j->id.index()] = RunChecks{attempt_of(*j), r.seq, {}};
@@ -412,7 +413,7 @@ struct Note {
     // A resize restarts the job on its new placement: the run at the old size ends here (its slot-seconds held,
     // and its work since the last checkpoint lost), and the ranks of the new run count at the new size.
     if (const Job* j = st.cluster.find_job(rz.job)) {
-      JobAccount& acc = st.accounts[j->id.index()];
+      JobAccount& acc = st.accounts.edit(j->id.index());
       const int64_t run_s = std::max<int64_t>(0, r.at - acc.run_since);
       const int64_t ci = j->spec.checkpoint_interval_s;
       const int64_t lost = run_s - (ci > 0 ? run_s / ci * ci : run_s);
@@ -434,18 +435,19 @@ struct Note {
     ++st.preemptions_total;
     // The victim's run has ended already (the cluster took the record first): its types are the account's.
     if (const Job* j = st.cluster.find_job(pr.job)) {
-      auto acc = st.accounts.find(j->id.index());
-      st.observed.preempted(st.cluster, pr.rule, j->team, acc == st.accounts.end() ? std::vector<TypeId>{} : acc->second.run_types);
+      const JobAccount* acc = st.accounts.find(j->id.index());
+      st.observed.preempted(st.cluster, pr.rule, j->team, acc ? acc->run_types : std::vector<TypeId>{});
     }
   }
   void operator()(const CreateToken& ct) const {
-    st.tokens[ct.token.id] = TokenInfo{ct.token, r.at, r.actor.token, false, 0};
+    st.tokens.edit()[ct.token.id] = TokenInfo{ct.token, r.at, r.actor.token, false, 0};
     ++st.tokens_version;
   }
   void operator()(const RevokeToken& rv) const {
-    if (auto it = st.tokens.find(rv.id); it != st.tokens.end() && !it->second.revoked) {
-      it->second.revoked = true;
-      it->second.revoked_at = r.at;
+    if (auto it = st.tokens->find(rv.id); it != st.tokens->end() && !it->second.revoked) {
+      TokenInfo& t = st.tokens.edit().at(rv.id);
+      t.revoked = true;
+      t.revoked_at = r.at;
     }
     ++st.tokens_version;
   }

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/model/cow_map.h"
 #include "core/model/cow_value.h"
 #include "core/model/state.h"
 #include "server/writer/audit_trail.h"
@@ -316,7 +317,9 @@ struct ServerState {
   std::unordered_map<uint32_t, ReplicaCpus> replica_cpus;
   std::unordered_map<uint32_t, ImagePulls> pulls;  // the same: Running jobs only, in memory
   std::unordered_map<uint32_t, ReplicaStarts> starts;  // the same (start_timeouts.h)
-  std::unordered_map<uint32_t, JobAccount> accounts;          // by JobId index; rebuilt by replay
+  // By JobId index; rebuilt by replay. Shared shard by shard with the views (cow_map.h): a view used to copy an
+  // account, with its restarts, for every job kept.
+  CowMap<uint32_t, JobAccount> accounts;
   std::unordered_map<uint32_t, LogRuleSeen> log_rules_fired;  // by JobId index; rebuilt by replay, in snapshots
   std::vector<ProvisionRequest> provision_queue;              // taken by the writer after each batch
   // Nodes retired by a replacement (name -> the replacement): their agents may not join again under that name.
@@ -349,7 +352,9 @@ struct ServerState {
   RunningIndex running_by_node;  // the same jobs by node (running_index.h)
   std::optional<ReservationSeen> reservation;  // the last pass's, while its holder waits (policy.backfill)
   StartGate gate;  // which runs the agents were given, and the stops they wait for (start_gate.h); not journaled
-  TokenTable tokens;
+  // Shared with the views and the request threads' authenticator until a token record changes it (cow_value.h):
+  // with an agent credential per node, a view of 10,000 nodes copied 10,000 tokens.
+  CowValue<TokenTable> tokens;
   uint64_t tokens_version = 0;  // bumped by every token record: the writer republishes the table then
   WebhookTable webhooks;
   uint64_t webhooks_version = 0;  // bumped by every webhook record: the writer hands the table to the sender then

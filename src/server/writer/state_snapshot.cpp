@@ -206,7 +206,7 @@ Result<RestoredState> restore(uint64_t seq, const json& j, int format, const Eac
   each(Section::kAccounts, [&](const json& a) {
     const auto job = a.at("job").get<uint32_t>();
     if (job >= jobs) throw std::invalid_argument("an account names job " + std::to_string(job) + ", beyond the jobs");
-    JobAccount& acc = st.accounts[job];
+    JobAccount& acc = st.accounts.edit(job);
     acc.slots = a.at("slots").get<int64_t>();
     acc.held_s = a.at("held_s").get<int64_t>();
     acc.lost_s = a.value("lost_s", int64_t{0});
@@ -256,13 +256,13 @@ Result<RestoredState> restore(uint64_t seq, const json& j, int format, const Eac
   for (const Job& job : st.cluster.jobs)
     if (job.state == JobState::kRunning) {
       st.running.insert(job.id.index());
-      st.accounts[job.id.index()].run_types = placement_types(job.placement);
+      st.accounts.edit(job.id.index()).run_types = placement_types(job.placement);
     }
   for (const auto& t : j.at("tokens")) {
     TokenInfo info{store::token_from_json(t.at("token")), t.at("created_at").get<Time>(), t.at("created_by").get<std::string>(),
                    t.at("revoked").get<bool>(), t.at("revoked_at").get<Time>()};
     const std::string id = info.token.id;
-    if (!st.tokens.emplace(id, std::move(info)).second) throw std::invalid_argument("token " + id + " is listed twice");
+    if (!st.tokens.edit().emplace(id, std::move(info)).second) throw std::invalid_argument("token " + id + " is listed twice");
   }
   st.tokens_version = 1;
   // Absent in snapshots written before webhooks were.
@@ -336,7 +336,7 @@ enum class Layout { kDocument, kHeader };
 // The accounts by job, so that the same state always encodes to the same text.
 std::map<uint32_t, const JobAccount*> accounts_by_job(const ServerState& st) {
   std::map<uint32_t, const JobAccount*> by_job;
-  for (const auto& [job, acc] : st.accounts) by_job[job] = &acc;
+  st.accounts.for_each([&](uint32_t job, const JobAccount& acc) { by_job[job] = &acc; });
   return by_job;
 }
 
@@ -366,7 +366,7 @@ json encode_document(const ServerState& st, const std::vector<Event>& events, La
   for (const auto& [key, h] : st.observed.queue_wait)
     queue_wait.push_back({{"team", key.team}, {"priority", key.priority}, {"instance_type", key.instance_type}, {"histogram", histogram_json(h)}});
   json tokens = json::array();
-  for (const auto& [id, t] : st.tokens)
+  for (const auto& [id, t] : *st.tokens)
     tokens.push_back({{"token", store::token_to_json(t.token)}, {"created_at", t.created_at}, {"created_by", t.created_by},
                       {"revoked", t.revoked}, {"revoked_at", t.revoked_at}});
   json webhooks = json::array();

@@ -80,7 +80,7 @@ Writer::Writer(const ServerOptions& options, std::unique_ptr<store::Store> store
 
 void Writer::publish_tables() {
   if (published_tokens_ != state_.tokens_version) {
-    auth_.publish(std::make_shared<const TokenTable>(state_.tokens));
+    auth_.publish(state_.tokens.shared());
     published_tokens_ = state_.tokens_version;
   }
   if (published_webhooks_ != state_.webhooks_version && on_webhooks_) {
