@@ -127,6 +127,30 @@ TEST_F(ServerParking, TwoHundredIdleKeepAliveConnectionsHoldNoThreadAndANewClien
   }
 }
 
+// A connection parks again after every request: its first park adds its socket to the parking's epoll set, the
+// request that arrives disarms it (one-shot) and each later park re-arms it; a watch's wake takes it out of the set
+// and the next park adds it again. Every request on it is answered, and it is parked between them.
+TEST_F(ServerParking, OneConnectionParkedAgainAndAgainServesEveryRequest) {
+  const int fd = open();
+  ASSERT_GE(fd, 0);
+  auto health_then_parked = [&](int round) {
+    ASSERT_TRUE(send_all(fd, kHealth));
+    ASSERT_EQ(read_answer(fd, far()).status, 200) << "round " << round;
+    ASSERT_TRUE(eventually([&] { return server_->connections_parked() == 1; })) << "round " << round;
+  };
+  for (int round = 0; round < 20; ++round) health_then_parked(round);
+  const std::string tag = tag_of("g1");
+  settle();
+  ASSERT_TRUE(send_all(fd, watch_request("g1", tag, 60000)));
+  ASSERT_TRUE(eventually([&] { return server_->stats().watches_waiting == 1; }));
+  // Whole-node jobs: the second goes to g1 if the first went to g2.
+  if (run_job("train") != "g1") ASSERT_EQ(run_job("train-2"), "g1");
+  const Answer woken = read_answer(fd, far());
+  ASSERT_EQ(woken.status, 200) << woken.body;
+  EXPECT_NE(json::parse(woken.body)["run_tag"], tag) << woken.body;
+  for (int round = 20; round < 30; ++round) health_then_parked(round);
+}
+
 TEST_F(ServerParking, AHundredWaitingWatchesHoldNoThreadAndTheNewRunListWakesThem) {
   const std::map<std::string, std::string> tags{{"g1", tag_of("g1")}, {"g2", tag_of("g2")}};
   settle();
