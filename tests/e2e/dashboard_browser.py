@@ -325,12 +325,13 @@ def run(driver):
         row = f'tr[data-job="{name}"]'
         wait_until(f"{name} classified", lambda: driver.find_element(By.CSS_SELECTOR, row).get_attribute("data-category") in CATEGORIES - {"scheduling"})
         view = json.loads(cli("describe", name, "-o", "json"))
-        cat = driver.find_element(By.CSS_SELECTOR, row + " td.wait .cat")
-        assert cat.get_attribute("data-category") == attribute_of(driver, row, "data-category")
-        assert cat.value_of_css_property("background-color") not in ("rgba(0, 0, 0, 0)", "transparent"), "the category is coloured"
+        # Each read finds its element again if the page redrew its rows in between (read_element).
+        cat = row + " td.wait .cat"
+        assert attribute_of(driver, cat, "data-category") == attribute_of(driver, row, "data-category")
+        colour = read_element(driver, cat, lambda e: e.value_of_css_property("background-color"))
+        assert colour not in ("rgba(0, 0, 0, 0)", "transparent"), "the category is coloured"
         assert text_of(driver, row + " td.types") == "ml.g5.8xlarge"
-        prose = driver.find_element(By.CSS_SELECTOR, row + " td.wait .reason")
-        assert not prose.is_displayed(), "the reason's prose is folded away"
+        assert not read_element(driver, row + " td.wait .reason", lambda e: e.is_displayed()), "the reason's prose is folded away"
     driver.find_element(By.CSS_SELECTOR, 'tr[data-job="a-wait-2"] td.wait summary').click()
     prose = driver.find_element(By.CSS_SELECTOR, 'tr[data-job="a-wait-2"] td.wait .reason')
     assert prose.is_displayed() and prose.text, "one click shows the prose"

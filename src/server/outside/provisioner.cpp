@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "auth/secret_file.h"
@@ -42,6 +44,13 @@ void Provisioner::launch(const ProvisionRequest& r, const std::string& server_ur
   envp.push_back(nullptr);
   const char* argv[] = {"/bin/sh", "-c", command_.c_str(), nullptr};
   const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  // The child keeps only its stdin, stdout and stderr. The server's other descriptors are not all close-on-exec (the
+  // clients' connections, which cpp-httplib accepts without it): inherited, a connection the server closes would
+  // stay open in the provisioner, its client waiting on it for as long as the command runs.
+  rlimit files{};
+  const int last_fd = getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
+                          ? static_cast<int>(std::min<rlim_t>(files.rlim_cur, 1 << 20))
+                          : 1 << 16;
   pid_t pid = fork();
   if (pid < 0) {
     spdlog::error("node {}: cannot start the provisioner", r.node);
@@ -53,6 +62,8 @@ void Provisioner::launch(const ProvisionRequest& r, const std::string& server_ur
     int in = open("/dev/null", O_RDONLY);
     if (in >= 0) dup2(in, 0);
     if (out >= 0) dup2(out, 1), dup2(out, 2);
+    if (::close_range(3, ~0U, 0) != 0)  // a kernel before 5.9: one by one (nothing here may allocate)
+      for (int fd = 3; fd < last_fd; ++fd) ::close(fd);
     execve("/bin/sh", const_cast<char**>(argv), envp.data());
     _exit(127);
   }

@@ -6,7 +6,7 @@
 //   ALLOT_SERVER            this server's URL          ALLOT_JOIN_TOKEN_FILE   a fresh agent-join token (0600 file)
 //   ALLOT_REASON            why the node is replaced
 //   ALLOT_PLAN              empty; for a capacity plan's node, the plan (server/lifecycle/plan_steps.h)
-// Its output goes to <data dir>/provision/<node>.log. The new agent registers with `--replaces NODE`, which
+// Its output goes to <data dir>/provision/<node>.log; it inherits no other descriptor of the server's. The new agent registers with `--replaces NODE`, which
 // retires the failed node; a plan's node (ALLOT_NODE_NAME = ALLOT_REPLACEMENT_NAME, the node to start) registers
 // with `--plan PLAN` instead. The provisioner is not waited for: the writer reaps it between batches.
 //
