@@ -7,10 +7,8 @@
 // few nodes at most. Held here, a view copies the chunks changed since the previous view and shares the others
 // with it: JobTable's rule (job_table.h, "Views"), for a table without tombstones.
 //
-// Chunks are shared between views only, never with the live table: the live table's chunks are its own, so the
-// writer's references (const or not) always point into the table it changes, and a chunk a view holds is never
-// written again. Which chunks changed is known by stamping: a write must say so (edit(i), push_back), and stamps
-// the chunk with the table's epoch; view_of moves the epoch on. Reading is through const access only
+// The view rule (which chunks a view shares, and why that is safe) is chunk_views.h's, shared with JobTable. A write
+// must say so (edit(i), push_back, pop_back), which stamps its chunk. Reading is through const access only
 // (operator[], back(), iteration), so a read through a non-const reference never counts as a change.
 // REQUIRES of the owner: no reference from edit() taken before view_of is written through after it (the writer
 // takes views between batches).
@@ -23,6 +21,8 @@
 #include <memory>
 #include <utility>
 #include <vector>
+
+#include "core/model/chunk_views.h"
 
 namespace allot {
 
@@ -79,7 +79,7 @@ class ChunkTable {
       at_.push_back(mine->data());
       chunks_.push_back(std::move(mine));
     }
-    touched_.assign(chunks_.size(), epoch_);
+    stamps_ = ChunkStamps(chunks_.size());
   }
   ChunkTable& operator=(const ChunkTable& o) {
     if (this != &o) {
@@ -101,7 +101,7 @@ class ChunkTable {
 
   // The element to change. REQUIRES: i < size().
   T& edit(size_t i) {
-    touched_[i / kChunk] = epoch_;
+    stamps_.touch(i / kChunk);
     return at_[i / kChunk][i % kChunk];
   }
   void push_back(T v) {
@@ -110,27 +110,27 @@ class ChunkTable {
       c->reserve(kChunk);
       chunks_.push_back(std::move(c));
       at_.push_back(chunks_.back()->data());
-      touched_.push_back(epoch_);
+      stamps_.add_chunk();
     }
     chunks_.back()->push_back(std::move(v));
-    touched_.back() = epoch_;
+    stamps_.touch(chunks_.size() - 1);
     ++size_;
   }
   // Takes back the last element (a join undone). REQUIRES: !empty().
   void pop_back() {
-    touched_.back() = epoch_;
+    stamps_.touch(chunks_.size() - 1);
     chunks_.back()->pop_back();
     if (chunks_.back()->empty()) {
       chunks_.pop_back();
       at_.pop_back();
-      touched_.pop_back();
+      stamps_.pop_chunk();
     }
     --size_;
   }
   void clear() {
     chunks_.clear();
     at_.clear();
-    touched_.clear();
+    stamps_.clear();
     size_ = 0;
   }
 
@@ -141,36 +141,17 @@ class ChunkTable {
     return true;
   }
 
-  // What view_of did: chunks copied from the live table, and chunks shared with the previous view.
-  struct ViewCost {
-    size_t chunks_copied = 0;
-    size_t chunks_shared = 0;
-  };
+  using ViewCost = ChunkViewCost;
   // A read-only table equal to `live`, sharing with `previous` (a view of the same live table, or null) every
-  // chunk the live table has not changed since `previous` was taken; the other chunks are copied. REQUIRES: the
-  // result is only ever read (held const).
+  // chunk the live table has not changed since `previous` was taken; the other chunks are copied (chunk_views.h).
+  // REQUIRES: the result is only ever read (held const).
   static ChunkTable view_of(ChunkTable& live, const ChunkTable* previous, ViewCost* cost = nullptr) {
-    if (!live.lineage_) live.lineage_ = std::make_shared<const char>(0);
-    const bool same = previous && previous->source_ == live.lineage_;
     ChunkTable v;
     v.size_ = live.size_;
-    v.chunks_.resize(live.chunks_.size());
-    v.at_.resize(live.chunks_.size());
-    ViewCost counted;
-    for (size_t c = 0; c < live.chunks_.size(); ++c) {
-      // A chunk still filling may have grown since `previous`: its stamp says so (push_back stamps).
-      if (same && c < previous->chunks_.size() && live.touched_[c] <= previous->taken_) {
-        v.chunks_[c] = previous->chunks_[c];
-        ++counted.chunks_shared;
-      } else {
-        v.chunks_[c] = std::make_shared<Chunk>(*live.chunks_[c]);
-        ++counted.chunks_copied;
-      }
-      v.at_[c] = v.chunks_[c]->data();
-    }
-    v.source_ = live.lineage_;
-    v.taken_ = live.epoch_;
-    ++live.epoch_;  // every write from now on is after this view
+    const ViewCost counted = live.stamps_.take_view(live.chunks_, previous ? &previous->chunks_ : nullptr,
+                                                    previous ? &previous->stamps_ : nullptr, v.chunks_, v.stamps_);
+    v.at_.resize(v.chunks_.size());
+    for (size_t c = 0; c < v.chunks_.size(); ++c) v.at_[c] = v.chunks_[c]->data();
     if (cost) *cost = counted;
     return v;
   }
@@ -183,14 +164,7 @@ class ChunkTable {
   std::vector<std::shared_ptr<Chunk>> chunks_;  // [i / kChunk]; a live table's are its own, a view's may be shared
   std::vector<T*> at_;                          // [i / kChunk]: chunks_[c]->data()
   size_t size_ = 0;
-  // Live table: the epoch of each chunk's last write ([i / kChunk]), the current epoch, and the table's identity
-  // (made by the first view_of), which tells its views from those of another table.
-  std::vector<uint64_t> touched_;
-  uint64_t epoch_ = 1;
-  std::shared_ptr<const char> lineage_;
-  // View: the live table it was taken from, and that table's epoch then.
-  std::shared_ptr<const char> source_;
-  uint64_t taken_ = 0;
+  ChunkStamps stamps_;  // [i / kChunk] (chunk_views.h)
 };
 
 }  // namespace allot

@@ -22,14 +22,10 @@
 //   and until the chunk is freed.
 //
 // Views (view_of): a read-only table for other threads that shares every chunk unchanged since the previous view
-// with it, so that publishing a view costs the chunks changed since then, not the whole table. Chunks are shared
-// between views only, never with the live table: a live table's chunks are its own, so the writer's references
-// (const or not) always point into the table it mutates, and a chunk a view holds is never written again by
-// anyone (a view is only ever read; it is immutable from the moment view_of returns it). Which chunks changed is
-// known by stamping: every mutable access (non-const operator[], back(), a non-const iterator's dereference,
-// push_back, compact, a revive or release) stamps the chunk with the table's epoch, and view_of moves the epoch
-// on; a chunk whose stamp is not after the previous view's epoch is exactly that view's chunk, so it is shared.
-// REQUIRES of the owner: no mutable reference taken before view_of is written through after it (the writer
+// with it, so that publishing a view costs the chunks changed since then, not the whole table (the rule is
+// chunk_views.h's, shared with ChunkTable; a view is immutable from the moment view_of returns it). Every mutable
+// access (non-const operator[], back(), a non-const iterator's dereference, push_back, compact, a revive or
+// release) stamps its chunk. REQUIRES of the owner: no mutable reference taken before view_of is written through after it (the writer
 // takes views between batches, when no core call is running). Const access is not stamped and stays one load
 // per chunk.
 #include <cstddef>
@@ -40,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/model/chunk_views.h"
 #include "core/model/model.h"
 
 namespace allot {
@@ -105,7 +102,7 @@ class JobTable {
   JobTable(const JobTable& o) : kept_(o.kept_), revived_(o.revived_), size_(o.size_) {
     chunks_.reserve(o.chunks_.size());
     for (const auto& c : o.chunks_) chunks_.push_back(c ? std::make_shared<Chunk>(*c) : nullptr);
-    touched_.assign(chunks_.size(), epoch_);
+    stamps_ = ChunkStamps(chunks_.size());
     point_all();
   }
   JobTable& operator=(const JobTable& o) {
@@ -139,7 +136,7 @@ class JobTable {
       chunks_.push_back(std::make_shared<Chunk>());
       kept_.push_back(0);
       at_.push_back(nullptr);
-      touched_.push_back(epoch_);
+      stamps_.add_chunk();
     }
     Chunk& c = *chunks_.back();
     if (c.capacity() < kChunk) {  // a new chunk, or a copied table's last chunk, which may have less room
@@ -159,7 +156,7 @@ class JobTable {
         chunks_.emplace_back();
         kept_.push_back(0);
         at_.push_back(tombstones());
-        touched_.push_back(epoch_);
+        stamps_.add_chunk();
         size_ += kChunk;
         n -= kChunk;
         continue;
@@ -190,42 +187,19 @@ class JobTable {
     return n;
   }
 
-  // What view_of did: chunks copied from the live table, and chunks shared with the previous view.
-  struct ViewCost {
-    size_t chunks_copied = 0;
-    size_t chunks_shared = 0;
-  };
+  using ViewCost = ChunkViewCost;
   // A read-only table equal to `live`, sharing with `previous` (a view of the same live table, or null) every
-  // chunk the live table has not changed since `previous` was taken; the other chunks are copied. The view and
-  // the views it shares chunks with may be read on any thread while the live table changes: the chunks they
-  // share are never written (see the top of this file). REQUIRES: the result is only ever read (held const).
+  // chunk the live table has not changed since `previous` was taken; the other chunks are copied (chunk_views.h).
+  // The view and the views it shares chunks with may be read on any thread while the live table changes: the
+  // chunks they share are never written. REQUIRES: the result is only ever read (held const).
   static JobTable view_of(JobTable& live, const JobTable* previous, ViewCost* cost = nullptr) {
-    if (!live.lineage_) live.lineage_ = std::make_shared<const char>(0);
-    const bool same = previous && previous->source_ == live.lineage_;
     JobTable v;
     v.kept_ = live.kept_;
     v.size_ = live.size_;
-    v.chunks_.resize(live.chunks_.size());
-    v.at_.resize(live.chunks_.size());
-    ViewCost counted;
-    for (size_t c = 0; c < live.chunks_.size(); ++c) {
-      const std::shared_ptr<Chunk>& mine = live.chunks_[c];
-      if (!mine) {
-        v.at_[c] = v.tombstones();
-        continue;
-      }
-      if (same && c < previous->chunks_.size() && previous->chunks_[c] && live.touched_[c] <= previous->taken_) {
-        v.chunks_[c] = previous->chunks_[c];
-        ++counted.chunks_shared;
-      } else {
-        v.chunks_[c] = std::make_shared<Chunk>(*mine);
-        ++counted.chunks_copied;
-      }
-      v.at_[c] = v.chunks_[c]->data();
-    }
-    v.source_ = live.lineage_;
-    v.taken_ = live.epoch_;
-    ++live.epoch_;  // every mutable access from now on is after this view
+    const ViewCost counted = live.stamps_.take_view(live.chunks_, previous ? &previous->chunks_ : nullptr,
+                                                    previous ? &previous->stamps_ : nullptr, v.chunks_, v.stamps_);
+    v.at_.resize(v.chunks_.size());
+    for (size_t c = 0; c < v.chunks_.size(); ++c) v.at_[c] = v.chunks_[c] ? v.chunks_[c]->data() : v.tombstones();
     if (cost) *cost = counted;
     return v;
   }
@@ -240,7 +214,7 @@ class JobTable {
     while (chunk < chunks_.size() && (!chunks_[chunk] || chunks_[chunk]->empty())) ++chunk;
     return chunk;
   }
-  void touch(size_t chunk) { touched_[chunk] = epoch_; }
+  void touch(size_t chunk) { stamps_.touch(chunk); }
   // Only a full chunk is freed: the last chunk still takes new jobs.
   void free_if_all_compacted(size_t chunk) {
     if (kept_[chunk] != 0 || !chunks_[chunk] || chunks_[chunk]->size() != kChunk) return;
@@ -283,14 +257,7 @@ class JobTable {
   std::vector<size_t> revived_;           // freed chunks that non-const access brought back
   size_t size_ = 0;
   std::vector<Job> tombstones_;           // kChunk compacted_tombstone(JobId()): what a freed chunk's slots read as
-  // Live table: the epoch of each chunk's last mutable access ([id / kChunk]), the current epoch, and the table's
-  // identity (made by the first view_of), which tells its views from those of another table.
-  std::vector<uint64_t> touched_;
-  uint64_t epoch_ = 1;
-  std::shared_ptr<const char> lineage_;
-  // View: the live table it was taken from, and that table's epoch then.
-  std::shared_ptr<const char> source_;
-  uint64_t taken_ = 0;
+  ChunkStamps stamps_;                    // [id / kChunk] (chunk_views.h)
 };
 
 }  // namespace allot
