@@ -189,6 +189,13 @@ void add_server_command(CLI::App& app, Context& ctx) {
                   "increment): the writer, heartbeats and submissions get the cores first; 0: the same priority")
       ->capture_default_str()
       ->check(CLI::Range(0, 19));
+  cmd->add_option("--writer-priority", args->options.writer_priority,
+                  "How much higher the CPU priority of the writer thread (the one every change and admission waits for) "
+                  "is than the server's (a nice decrement), so that it is served first when the cores are short; needs "
+                  "CAP_SYS_NICE or an RLIMIT_NICE that allows it (systemd: LimitNICE=), else a warning and the same "
+                  "priority; 0: the same priority")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 20));
   auto* per_address = cmd->add_option("--max-connections-per-address", args->per_address,
                                       "Of --max-connections, how many one client address may hold (default: half)")
                           ->check(CLI::Range(size_t{1}, size_t{100000}));

@@ -130,6 +130,11 @@ struct ServerOptions {
   // How much lower than the server's the CPU priority of the threads listings render on is (a nice value added,
   // read_seats.h): the writer and the other request threads get the cores first. 0: the same priority.
   int listing_nice = 10;
+  // How much higher than the server's the writer thread's CPU priority is (a nice value taken away,
+  // thread_priority.h): under CPU pressure the one thread every change waits for is served before the request
+  // threads. Needs CAP_SYS_NICE or an RLIMIT_NICE that allows it; refused, the writer runs at the server's priority
+  // (a warning says so). 0: the same priority.
+  int writer_priority = 0;
   size_t event_ring = 10000;                // events kept in memory for /v1/events
   WebhookOptions webhooks;
   AdmissionCheckOptions admission_checks;

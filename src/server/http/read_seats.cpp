@@ -1,31 +1,8 @@
 #include "server/http/read_seats.h"
 
-#include <spdlog/spdlog.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include "server/thread_priority.h"
 
 namespace allot::server {
-
-namespace {
-// Lowers the calling thread's CPU priority by `nice` (Linux keeps a nice value per thread); returns how much it
-// was lowered (0 when setpriority refused).
-int lower_seat_thread_priority(int nice) {
-  if (nice == 0) return 0;
-  const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
-  errno = 0;
-  const int before = ::getpriority(PRIO_PROCESS, tid);
-  if (before == -1 && errno != 0) return 0;
-  if (::setpriority(PRIO_PROCESS, tid, before + nice) != 0) {
-    spdlog::warn("job listings render at the server's own priority: setpriority({}) failed: {}", before + nice, std::strerror(errno));
-    return 0;
-  }
-  return ::getpriority(PRIO_PROCESS, tid) - before;
-}
-}  // namespace
 
 ReadSeats::ReadSeats(size_t seats, int nice) : slots_(seats) {
   try {
@@ -55,7 +32,8 @@ ReadSeats::~ReadSeats() {
 }
 
 void ReadSeats::serve(size_t index, int nice) {
-  const int granted = lower_seat_thread_priority(nice);
+  name_thread("allot-listing");
+  const int granted = adjust_thread_nice(nice, "job listings' threads");
   MutexLock lock(mu_);
   if (index == 0) nice_granted_ = granted;
   ++started_;

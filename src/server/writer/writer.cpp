@@ -17,6 +17,7 @@
 #include "server/lifecycle/start_timeouts.h"
 #include "server/lifecycle/in_place_recovery.h"
 #include "server/lifecycle/time_limits.h"
+#include "server/thread_priority.h"
 #include "store/replay.h"
 
 namespace allot::server {
@@ -371,10 +372,13 @@ Writer::Stats Writer::stats() const {
   out.watch_wakes = board_.subscribed();
   out.snapshot_writing = snapshots_.writing();
   out.snapshots_written = snapshots_.written();
+  out.writer_priority = priority_granted_.load();
   return out;
 }
 
 void Writer::loop() {
+  name_thread("allot-writer");
+  priority_granted_.store(-adjust_thread_nice(-options_.writer_priority, "the writer thread"));
   std::vector<Pending> batch;
   for (;;) {
     batch.clear();

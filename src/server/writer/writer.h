@@ -209,6 +209,9 @@ class Writer {
     uint64_t snapshots_refused = 0;   // latest snapshots that could not be read or restored: the journal was replayed
     uint64_t rebuilds = 0;            // states rebuilt from the journal after a failed write
     uint64_t refused_no_space = 0;    // changes refused at once while the journal had no room
+    // How much higher than the process's the writer thread's CPU priority is: ServerOptions::writer_priority as the
+    // kernel granted it when the thread started (thread_priority.h).
+    int writer_priority = 0;
     bool snapshot_writing = false;  // one is being encoded and written off the writer thread (snapshot_writer.h)
   };
   Stats stats() const;
@@ -286,6 +289,7 @@ class Writer {
   std::tuple<uint64_t, uint64_t, bool> published_asks_{~uint64_t{0}, 0, false};
   uint64_t builtin_checks_seen_ = ~uint64_t{0};  // the last event answer_builtin_checks looked after
   HeartbeatBoard board_;
+  std::atomic<int> priority_granted_{0};
   std::atomic<bool> no_space_{false};  // the journal has no room: changes are refused (see the note at the top)
   std::string no_space_why_ GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point next_space_check_{};

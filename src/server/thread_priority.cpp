@@ -1,0 +1,43 @@
+#include "server/thread_priority.h"
+
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace allot::server {
+
+namespace {
+id_t own_thread_id() { return static_cast<id_t>(::syscall(SYS_gettid)); }
+}  // namespace
+
+int thread_nice() {
+  return ::getpriority(PRIO_PROCESS, own_thread_id());  // -1 is a valid nice value; this thread's can always be read
+}
+
+int adjust_thread_nice(int delta, std::string_view what) {
+  if (delta == 0) return 0;
+  const id_t tid = own_thread_id();
+  errno = 0;
+  const int before = ::getpriority(PRIO_PROCESS, tid);
+  if (before == -1 && errno != 0) return 0;
+  if (::setpriority(PRIO_PROCESS, tid, before + delta) != 0) {
+    spdlog::warn("{}: at the server's own priority, setpriority(nice {} -> {}) failed: {}{}", what, before, before + delta,
+                 std::strerror(errno),
+                 delta < 0 ? " (a higher priority needs CAP_SYS_NICE, or an RLIMIT_NICE that allows it: systemd's LimitNICE=)" : "");
+    return 0;
+  }
+  return ::getpriority(PRIO_PROCESS, tid) - before;
+}
+
+void name_thread(std::string_view name) {
+  const std::string cut(name.substr(0, 15));
+  ::pthread_setname_np(::pthread_self(), cut.c_str());
+}
+
+}  // namespace allot::server
