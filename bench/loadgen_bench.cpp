@@ -36,6 +36,9 @@
 //                 --max-connections and --max-connections-per-address of twice the nodes and more)
 // It also reads the server's threads and RSS from /proc: at start, after registration (the nodes' cost), after
 // the queue phase (the jobs' cost), and the most threads seen, sampled every 200 ms.
+// And, per phase, how long the server's writer thread (named allot-writer) ran and how long it was runnable but
+// waited for a core (its schedstat): on a machine the emulated agents saturate, the second is what a slow
+// admission mostly is (bench/RESULTS.md, "10,000 agents: the writer first").
 #include <httplib.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -232,6 +235,29 @@ struct ServerProcess {
   }
   // The load generator's own, every thread of it: on the same cores as the server, it takes from it.
   static double own_cpu_seconds() { return cpu_seconds_of("self"); }
+  // The server's writer thread (named allot-writer): seconds on a core and seconds runnable but waiting for one
+  // (/proc/PID/task/TID/schedstat), so that a phase shows whether a slow admission was the writer's work or its
+  // wait for a core. Unknown (negative) for a server whose threads have no names.
+  struct WriterTime {
+    double run_s = -1, wait_s = -1;
+    WriterTime operator-(const WriterTime& o) const {
+      if (run_s < 0 || o.run_s < 0) return {};
+      return {run_s - o.run_s, wait_s - o.wait_s};
+    }
+  };
+  WriterTime writer_time() const {
+    const fs::path tasks = fs::path("/proc") / std::to_string(pid) / "task";
+    std::error_code ec;
+    for (const auto& task : fs::directory_iterator(tasks, ec)) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      if (!std::getline(comm, name) || name != "allot-writer") continue;
+      std::ifstream stat(task.path() / "schedstat");
+      double run_ns = 0, wait_ns = 0;
+      if (stat >> run_ns >> wait_ns) return {run_ns / 1e9, wait_ns / 1e9};
+    }
+    return {};
+  }
   // A field of /proc/PID/status in its unit (VmRSS: kB, Threads: a count); 0 when missing.
   double status_field(const std::string& name) const {
     std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -995,6 +1021,7 @@ int main(int argc, char** argv) {
   std::printf("held %d nodes (%s) in %.2f s\n", a.nodes, a.hold_by.c_str(), secs_since(t0));
   const double cpu0 = server.cpu_seconds();
   const double own_cpu0 = ServerProcess::own_cpu_seconds();
+  const auto writer0 = server.writer_time();
   std::this_thread::sleep_for(std::chrono::seconds(2));  // every agent heartbeating and watching
   const double rss_nodes = server.rss_mib();
   const double threads_nodes = server.status_field("Threads");
@@ -1004,6 +1031,7 @@ int main(int argc, char** argv) {
   submit(a, server.port, server.admin, ledger, 0, a.jobs, 0);
   const double submit_s = secs_since(t0);
   const double cpu_queue = server.cpu_seconds() - cpu0;
+  const auto writer_queue = server.writer_time() - writer0;
   const double rss_queued = server.rss_mib();
   const double threads_queued = server.status_field("Threads");
   std::printf("queued %d jobs in %.2f s (%d refused)\n", ledger.accepted.load(), submit_s, ledger.refused.load());
@@ -1020,6 +1048,7 @@ int main(int argc, char** argv) {
   // 4. drain
   const double cpu_drain0 = server.cpu_seconds();
   const double own_drain0 = ServerProcess::own_cpu_seconds();
+  const auto writer_drain0 = server.writer_time();
   t0 = Clock::now();
   if (a.hold_by == "cordon") cordon_all(a, server.port, server.admin, false);
   else hold_all(a, server.port, server.admin, false);
@@ -1031,6 +1060,7 @@ int main(int argc, char** argv) {
   const double drain_s = secs_since(t0);
   const double cpu_drain = server.cpu_seconds() - cpu_drain0;
   const double own_drain = ServerProcess::own_cpu_seconds() - own_drain0;
+  const auto writer_drain = server.writer_time() - writer_drain0;
   const double start_rate = sustained_rate(ledger.started, 0, a.jobs);
   const double admit_rate = sustained_rate(ledger.admitted, 0, a.jobs);
   wait_until([&] { return ledger.done.load() >= ledger.starts.load(); }, progress, deadline, "every started job to finish");
@@ -1046,10 +1076,12 @@ int main(int argc, char** argv) {
   const int accepted_before = ledger.accepted;
   std::printf("pacing %d jobs at %.0f/s\n", paced_to - a.jobs, rate);
   std::fflush(stdout);
+  const auto writer_paced0 = server.writer_time();
   submit(a, server.port, server.admin, ledger, a.jobs, paced_to, rate);
   wait_until([&] { return ledger.starts.load() >= ledger.accepted.load() && ledger.done.load() >= ledger.accepted.load(); },
              progress, deadline, "every paced job to start and finish");
   const auto hb_paced = agents.hb_ms.take();
+  const auto writer_paced = server.writer_time() - writer_paced0;
   const double cpu_total = server.cpu_seconds() - cpu0;
   const double own_total = ServerProcess::own_cpu_seconds() - own_cpu0;
   const double rss = server.peak_rss_mib();
@@ -1097,6 +1129,13 @@ int main(int argc, char** argv) {
   std::printf("jobs_page_p99_ms_queue_full     %.2f\n", percentile(pages_hold, 0.99));
   std::printf("jobs_page_p99_ms_drain          %.2f   (%zu pages)\n", percentile(pages_drain, 0.99), pages_drain.size());
   std::printf("server_cpu_seconds              %.1f   (queue %.1f, drain %.1f)\n", cpu_total, cpu_queue, cpu_drain);
+  if (writer_queue.run_s >= 0 && writer_drain.run_s >= 0 && writer_paced.run_s >= 0)
+    std::printf("writer_run_wait_seconds         queue %.2f/%.2f, drain %.2f/%.2f, paced %.2f/%.2f   (the writer thread on a "
+                "core / runnable, waiting for one)\n",
+                writer_queue.run_s, writer_queue.wait_s, writer_drain.run_s, writer_drain.wait_s, writer_paced.run_s,
+                writer_paced.wait_s);
+  else
+    std::printf("writer_run_wait_seconds         unknown   (no thread named allot-writer in the server)\n");
   std::printf("server_peak_rss_mib             %.0f\n", rss);
   std::printf("registration_seconds            %.2f   (%d agents, one after another per agent thread)\n", register_s, a.nodes);
   std::printf("server_rss_mib                  %.0f empty, %.0f with the nodes, %.0f with the jobs queued\n", rss_empty, rss_nodes, rss_queued);
