@@ -14,6 +14,7 @@ namespace allot::server {
 
 namespace {
 id_t own_thread_id() { return static_cast<id_t>(::syscall(SYS_gettid)); }
+thread_local int raised_by = 0;  // net nice levels adjust_thread_nice took away on this thread
 }  // namespace
 
 int thread_nice() {
@@ -32,7 +33,23 @@ int adjust_thread_nice(int delta, std::string_view what) {
                  delta < 0 ? " (a higher priority needs CAP_SYS_NICE, or an RLIMIT_NICE that allows it: systemd's LimitNICE=)" : "");
     return 0;
   }
-  return ::getpriority(PRIO_PROCESS, tid) - before;
+  const int granted = ::getpriority(PRIO_PROCESS, tid) - before;
+  raised_by -= granted;
+  return granted;
+}
+
+int thread_raised() { return raised_by; }
+
+void back_to_process_priority(int raised, std::string_view what) {
+  if (raised > 0) adjust_thread_nice(raised, what);
+}
+
+void back_to_process_priority_after_fork(int raised) {
+  if (raised <= 0) return;
+  errno = 0;
+  const int now = ::getpriority(PRIO_PROCESS, 0);
+  if (now == -1 && errno != 0) return;
+  ::setpriority(PRIO_PROCESS, 0, now + raised);  // lowering is always allowed
 }
 
 void name_thread(std::string_view name) {

@@ -20,6 +20,15 @@ int adjust_thread_nice(int delta, std::string_view what);
 // The calling thread's nice value.
 int thread_nice();
 
+// How many nice levels adjust_thread_nice has raised the calling thread by, net (negative when it lowered it). A
+// thread (or process) started from it inherits its nice value: the writer's helpers (the snapshot thread, the
+// thread that drops an old view, the provisioner's command) go back to the process's priority with
+// `back_to_process_priority(raised)`, the value read on the starting thread, so that their work is not served first.
+int thread_raised();
+void back_to_process_priority(int raised, std::string_view what);
+// The same in a child just forked from such a thread, before exec: only system calls, no allocation or log.
+void back_to_process_priority_after_fork(int raised);
+
 // Names the calling thread as top -H, ps -L and /proc/PID/task/TID/comm show it (15 characters at most; longer is
 // cut).
 void name_thread(std::string_view name);

@@ -79,6 +79,25 @@ TEST(ThreadPriority, AHigherPriorityIsGrantedWithCapSysNiceAndOtherwiseRefusedAs
     EXPECT_EQ(granted, 0) << "refused without CAP_SYS_NICE (or an RLIMIT_NICE that allows it)";
 }
 
+// A thread started from a raised one inherits its nice value; back_to_process_priority takes it back down (the
+// writer's snapshot thread and the thread that drops its old views).
+TEST(ThreadPriority, AThreadStartedFromARaisedOneGoesBackToTheProcessPriority) {
+  const int process = thread_nice();
+  int raised = 0, inherited = 0, helper = 0;
+  std::thread([&] {
+    raised = -adjust_thread_nice(-2, "the test's raised thread");
+    EXPECT_EQ(thread_raised(), raised);
+    std::thread([&, from = thread_raised()] {
+      inherited = thread_nice();
+      back_to_process_priority(from, "the test's helper thread");
+      helper = thread_nice();
+    }).join();
+  }).join();
+  EXPECT_EQ(inherited, process - raised) << "a thread starts at its creator's nice value";
+  EXPECT_EQ(helper, process);
+  if (may_raise_priority()) EXPECT_GT(raised, 0) << "with CAP_SYS_NICE the raise is granted, so the test sees it undone";
+}
+
 TEST(ThreadPriority, AThreadIsNamedAsProcShowsIt) {
   std::string seen;
   std::thread([&] {

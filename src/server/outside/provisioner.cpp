@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "auth/secret_file.h"
+#include "server/thread_priority.h"
 #include "view/label_list.h"
 
 extern char** environ;
@@ -51,6 +52,7 @@ void Provisioner::launch(const ProvisionRequest& r, const std::string& server_ur
   const int last_fd = getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
                           ? static_cast<int>(std::min<rlim_t>(files.rlim_cur, 1 << 20))
                           : 1 << 16;
+  const int raised = thread_raised();  // the writer's priority, which the command must not keep (thread_priority.h)
   pid_t pid = fork();
   if (pid < 0) {
     spdlog::error("node {}: cannot start the provisioner", r.node);
@@ -59,6 +61,7 @@ void Provisioner::launch(const ProvisionRequest& r, const std::string& server_ur
   }
   if (pid == 0) {
     setsid();
+    back_to_process_priority_after_fork(raised);
     int in = open("/dev/null", O_RDONLY);
     if (in >= 0) dup2(in, 0);
     if (out >= 0) dup2(out, 1), dup2(out, 2);

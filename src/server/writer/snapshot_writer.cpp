@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "server/thread_priority.h"
 #include "server/writer/state_snapshot.h"
 
 namespace allot::server {
@@ -37,7 +38,8 @@ void SnapshotWriter::maybe_write(ServerState& state, ViewPublisher& views) {
   last_at_ = now;
   writing_ = true;
   // The store serialises the snapshot's transaction with the journal's (store.h: safe from several threads).
-  thread_ = std::thread([this, state = std::move(taken), events = std::move(page.events)] {
+  thread_ = std::thread([this, state = std::move(taken), events = std::move(page.events), raised = thread_raised()] {
+    back_to_process_priority(raised, "the snapshot thread");  // not the writer's priority (thread_priority.h)
     const auto start = std::chrono::steady_clock::now();
     const std::string body = encode_state_snapshot(*state, events);
     if (auto st = store_.put_snapshot(state->last_seq, body); !st) {

@@ -5,6 +5,8 @@
 #include <thread>
 #include <utility>
 
+#include "server/thread_priority.h"
+
 namespace allot::server {
 
 namespace {
@@ -17,7 +19,10 @@ constexpr int kViewSpacing = 3;                            // else the writer wo
 void drop_view(std::shared_ptr<const ServerState> old) {
   if (!old || old.use_count() > 1) return;
   try {
-    std::thread([old = std::move(old)]() mutable { old.reset(); }).detach();
+    std::thread([old = std::move(old), raised = thread_raised()]() mutable {
+      back_to_process_priority(raised, "the thread that drops a view");  // not the writer's priority
+      old.reset();
+    }).detach();
   } catch (const std::system_error&) {
     // No thread to be had: the view went with the failed thread's function, destroyed here on the writer's.
   }
