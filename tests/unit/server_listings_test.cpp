@@ -3,11 +3,7 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-#include <cerrno>
 
 #include <atomic>
 #include <future>
@@ -15,6 +11,7 @@
 #include <thread>
 
 #include "server/http/read_seats.h"
+#include "server/thread_priority.h"
 #include "server_test_fixture.h"
 
 namespace allot::server::test::server_listings_test {
@@ -52,14 +49,10 @@ TEST(ReadSeats, AWaitingTakerGetsTheSeatGivenBack) {
 
 // The seats' threads run at a lower CPU priority than the threads that hand them work (Linux keeps a nice value
 // per thread), and what the work throws reaches the caller.
-int listings_thread_nice() {
-  errno = 0;
-  return ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)));
-}
 
 TEST(ReadSeats, WorkRunsOnTheSeatsThreadAtALowerPriority) {
   ReadSeats seats(2, 7);
-  const int mine = listings_thread_nice();
+  const int mine = thread_nice();
   const std::thread::id me = std::this_thread::get_id();
   EXPECT_EQ(seats.nice(), std::min(7, 19 - mine)) << "nice values stop at 19";
   for (int round = 0; round < 3; ++round) {
@@ -68,12 +61,12 @@ TEST(ReadSeats, WorkRunsOnTheSeatsThreadAtALowerPriority) {
     int theirs = -100;
     std::thread::id ran_on;
     seat->run([&] {
-      theirs = listings_thread_nice();
+      theirs = thread_nice();
       ran_on = std::this_thread::get_id();
     });
     EXPECT_NE(ran_on, me) << "the work ran on the caller's thread";
     EXPECT_EQ(theirs, mine + seats.nice());
-    EXPECT_EQ(listings_thread_nice(), mine) << "the caller's own priority is untouched";
+    EXPECT_EQ(thread_nice(), mine) << "the caller's own priority is untouched";
   }
   auto seat = seats.take(std::chrono::milliseconds(0));
   ASSERT_TRUE(seat);
@@ -89,8 +82,8 @@ TEST(ReadSeats, NiceZeroKeepsThePriority) {
   auto seat = seats.take(std::chrono::milliseconds(0));
   ASSERT_TRUE(seat);
   int theirs = -100;
-  seat->run([&] { theirs = listings_thread_nice(); });
-  EXPECT_EQ(theirs, listings_thread_nice());
+  seat->run([&] { theirs = thread_nice(); });
+  EXPECT_EQ(theirs, thread_nice());
 }
 
 class ServerListings : public ServerTest {
@@ -128,7 +121,7 @@ TEST_F(ServerListings, AListingPastTheSeatsGets503WithRetryAfter) {
 
 TEST_F(ServerListings, ListingsRenderAtTheConfiguredLowerPriority) {
   EXPECT_EQ(options_.listing_nice, ReadSeats::kDefaultNice);
-  EXPECT_EQ(server_->listings().nice(), std::min(ReadSeats::kDefaultNice, 19 - listings_thread_nice()));
+  EXPECT_EQ(server_->listings().nice(), std::min(ReadSeats::kDefaultNice, 19 - thread_nice()));
 }
 
 // Pages read while submissions go on: each page lists jobs in submission order without repeats, every job
